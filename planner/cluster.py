@@ -1,0 +1,249 @@
+"""The cluster snapshot (format v1): nodes, the pods on them, and jobs; JSON in and out.
+
+Loading a snapshot checks every field and every cross-reference and rejects an inconsistent
+snapshot with one message per problem, each naming the field path (``pods[17].node: unknown node
+'n-9'``). Nothing is ever silently repaired.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_serializer
+
+SNAPSHOT_VERSION = 1
+
+
+class SnapshotError(ValueError):
+    """A snapshot (or plan) that cannot be used; ``problems`` holds one field-path message each."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+def _whole_float_to_int(value: Any) -> Any:
+    """Accept 8.0 where a whole number is expected (not a repair: it is the same number)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_whole_float_to_int)]
+
+_STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+
+
+class NumaDomain(BaseModel):
+    """One NUMA domain of a node: which GPU indexes and how many CPUs it holds (topology-aware preemption)."""
+
+    model_config = _STRICT
+    name: str
+    gpu_indexes: list[WholeNumber] = []
+    cpus: float = Field(default=0.0, ge=0)
+
+
+class PowerProfile(BaseModel):
+    """Idle and full-load power draw of a node's CPUs and of each GPU (PWR paper, Eq. 1-3)."""
+
+    model_config = _STRICT
+    cpu_idle_w: float = Field(ge=0)
+    cpu_max_w: float = Field(ge=0)
+    gpu_idle_w: float = Field(ge=0)
+    gpu_max_w: float = Field(ge=0)
+
+
+class Node(BaseModel):
+    """A GPU (or CPU-only) machine."""
+
+    model_config = _STRICT
+    name: str = Field(min_length=1)
+    gpu_model: str = ""
+    gpus: WholeNumber = Field(ge=0)
+    cpus: float = Field(gt=0)
+    memory_gib: float = Field(ge=0)
+    asw: str | None = None
+    spine: str | None = None
+    labels: dict[str, str] = {}
+    schedulable: bool = True
+    eviction_count: WholeNumber = Field(default=0, ge=0)
+    numa: list[NumaDomain] | None = None
+    power: PowerProfile | None = None
+
+
+class Pod(BaseModel):
+    """A pod; ``node`` is None while it is pending. ``gpus`` below 1 is a share of one GPU."""
+
+    model_config = _STRICT
+    name: str = Field(min_length=1)
+    job: str | None = None
+    node: str | None = None
+    gpus: float = Field(ge=0)
+    cpus: float = Field(ge=0)
+    memory_gib: float = Field(default=0.0, ge=0)
+    gpu_models: list[str] = []
+    priority: Literal["HP", "LP"] = "HP"
+    locked: bool = False
+    node_selector: dict[str, str] = {}
+    anti_affinity: list[str] = []
+    checkpoint_s: float | None = Field(default=None, ge=0)
+    started_s: float | None = Field(default=None, ge=0)
+    standby: bool = False
+
+    @field_serializer("gpus")
+    def _whole_gpus_as_int(self, gpus: float) -> float | int:
+        return int(gpus) if float(gpus).is_integer() else gpus
+
+
+class Topology(BaseModel):
+    """A job's placement requirement: all pods under one access switch (``asw``) or one spine."""
+
+    model_config = _STRICT
+    level: Literal["asw", "spine"]
+    mode: Literal["required", "preferred"]
+
+
+class Job(BaseModel):
+    """A gang of pods placed all-or-nothing; pods name their job."""
+
+    model_config = _STRICT
+    name: str = Field(min_length=1)
+    topology: Topology | None = None
+
+
+class Cluster(BaseModel):
+    """A snapshot of a cluster at time ``time_s``."""
+
+    model_config = _STRICT
+    version: Literal[1] = SNAPSHOT_VERSION
+    time_s: float = Field(default=0.0, ge=0)
+    nodes: list[Node]
+    pods: list[Pod] = []
+    jobs: list[Job] = []
+
+    def node_index(self) -> dict[str, int]:
+        return {node.name: i for i, node in enumerate(self.nodes)}
+
+    def job_index(self) -> dict[str, int]:
+        return {job.name: i for i, job in enumerate(self.jobs)}
+
+    def pods_by_node(self) -> dict[str, list[Pod]]:
+        by_node: dict[str, list[Pod]] = {node.name: [] for node in self.nodes}
+        for pod in self.pods:
+            if pod.node is not None:
+                by_node[pod.node].append(pod)
+        return by_node
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading and dumping
+# ----------------------------------------------------------------------------------------------
+
+
+def field_path(loc: tuple[Any, ...]) -> str:
+    """('pods', 17, 'node') -> 'pods[17].node'."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + str(part)
+    return path or "(top level)"
+
+
+def _known_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The field names of the model that sits at ``loc`` (for 'did you mean' hints)."""
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return []
+        inner = field.annotation
+        for candidate in getattr(inner, "__args__", ()) or (inner,):
+            for arg in getattr(candidate, "__args__", ()) or (candidate,):
+                if isinstance(arg, type) and issubclass(arg, BaseModel):
+                    model = arg
+                    break
+    return list(model.model_fields)
+
+
+def pydantic_problems(error: ValidationError, model: type[BaseModel], what: str) -> list[str]:
+    """Turn a pydantic error into one readable field-path message per problem."""
+    problems = []
+    for err in error.errors(include_url=False):
+        loc = tuple(err["loc"])
+        path = field_path(loc)
+        kind = err["type"]
+        given = err.get("input")
+        if kind == "json_invalid":
+            problems.append(f"{what}: not valid JSON ({err['msg'].removeprefix('Invalid JSON: ')})")
+        elif kind == "missing":
+            problems.append(f"{path}: required field is missing")
+        elif kind == "extra_forbidden":
+            name = str(loc[-1])
+            known = _known_fields(model, loc)
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; known fields: {', '.join(known)}"
+            problems.append(f"{path}: unknown field{hint}")
+        elif kind == "literal_error" and loc == ("version",):
+            problems.append(f"version: unsupported version {given!r}; this planner reads version {SNAPSHOT_VERSION}")
+        elif kind == "finite_number":
+            problems.append(f"{path}: must be a finite number, got {given!r}")
+        else:
+            problems.append(f"{path}: {err['msg'][0].lower() + err['msg'][1:]}, got {_short(given)}")
+    return problems
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ----------------------------------------------------------------------------------------------
+# Cross-reference and consistency checks (what pydantic cannot see field by field)
+# ----------------------------------------------------------------------------------------------
+
+
+def _duplicates(names: list[str], collection: str) -> list[str]:
+    seen: dict[str, int] = {}
+    problems = []
+    for i, name in enumerate(names):
+        if name in seen:
+            problems.append(f"{collection}[{i}].name: duplicate name '{name}' (first used by {collection}[{seen[name]}])")
+        else:
+            seen[name] = i
+    return problems
+
+
+
+def reference_problems(cluster: Cluster) -> list[str]:
+    """Problems a field-by-field check cannot see: duplicate names, unknown references, bad values."""
+    problems = _duplicates([n.name for n in cluster.nodes], "nodes")
+    problems += _duplicates([p.name for p in cluster.pods], "pods")
+    problems += _duplicates([j.name for j in cluster.jobs], "jobs")
+    nodes = cluster.node_index()
+    jobs = cluster.job_index()
+    for i, pod in enumerate(cluster.pods):
+        where = f"pods[{i}]"
+        if pod.gpus >= 1 and not float(pod.gpus).is_integer():
+            problems.append(f"{where}.gpus: {pod.gpus} is neither a whole number nor a share below 1")
+        if pod.node is not None and pod.node not in nodes:
+            problems.append(f"{where}.node: unknown node '{pod.node}'")
+        if pod.job is not None and pod.job not in jobs:
+            problems.append(f"{where}.job: unknown job '{pod.job}' (declare it under 'jobs')")
+        for field, value in (("checkpoint_s", pod.checkpoint_s), ("started_s", pod.started_s)):
+            if value is not None and value > cluster.time_s:
+                problems.append(f"{where}.{field}: {value} is later than the snapshot time_s {cluster.time_s}")
+        if len(set(pod.anti_affinity)) != len(pod.anti_affinity):
+            problems.append(f"{where}.anti_affinity: a group is listed twice")
+    for i, node in enumerate(cluster.nodes):
+        if node.numa:
+            for d, domain in enumerate(node.numa):
+                bad = [g for g in domain.gpu_indexes if not 0 <= g < node.gpus]
+                if bad:
+                    problems.append(f"nodes[{i}].numa[{d}].gpu_indexes: {bad} outside 0..{node.gpus - 1}")
+    return problems

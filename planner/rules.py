@@ -1,0 +1,265 @@
+"""THE feasibility rules: the single definition of what a legal placement is.
+
+A set of pods fits a node when
+  * GPUs: the whole-GPU pods' GPUs plus the number of GPU devices needed to pack the fractional pods
+    (each device holds shares summing to at most 1.0) is at most the node's ``gpus``;
+  * CPUs and memory: the sums are within the node's capacity;
+  * GPU model: every pod's ``gpu_models`` (when not empty) contains the node's ``gpu_model``;
+  * selector: every pod's ``node_selector`` is a subset of the node's ``labels``;
+  * anti-affinity: no two different pods on the node share an ``anti_affinity`` group;
+  * schedulable: a node with ``schedulable: false`` receives no pod (pods already there may stay);
+and a job whose topology is ``required`` at level ``asw`` (``spine``) has all its placed pods under one
+asw (spine). A node without an ``asw`` (``spine``) is a domain of its own.
+
+Heuristics, exact models and the plan validator all call these functions (or the array forms in
+``state.py``, which tests keep equal to these), so they can never disagree about legality.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from planner.cluster import Job, Node, Pod
+
+EPS = 1e-9
+"""Tolerance for sums of floating-point requests (shares, CPUs, GiB)."""
+
+PACKING_SEARCH_LIMIT = 200_000
+"""Search nodes allowed when proving the fewest GPU devices for a set of shares. Past it the
+first-fit-decreasing packing is used: possibly one device more than optimal (a conservative
+"does not fit"), never fewer. Only pathological sets of many tiny shares get near it."""
+
+# Rule names, shared by the validator's violations and the fast forms' explanations.
+OVER_CAPACITY = "over_capacity"
+GPU_MODEL = "gpu_model"
+NODE_SELECTOR = "node_selector"
+ANTI_AFFINITY = "anti_affinity"
+UNSCHEDULABLE = "unschedulable_destination"
+JOB_TOPOLOGY = "job_topology"
+
+
+@dataclass(frozen=True)
+class RuleBreak:
+    """One broken rule on one node: which rule, which pod (if one pod is to blame) and why."""
+
+    rule: str
+    node: str
+    pod: str | None
+    detail: str
+
+
+# ----------------------------------------------------------------------------------------------
+# GPUs: whole pods and packed shares
+# ----------------------------------------------------------------------------------------------
+
+
+def is_share(gpus: float) -> bool:
+    """A request below one GPU is a share of one device."""
+    return 0 < gpus < 1
+
+
+def _first_fit_decreasing(shares: tuple[float, ...]) -> list[float]:
+    fills: list[float] = []
+    for share in shares:
+        for i, fill in enumerate(fills):
+            if fill + share <= 1 + EPS:
+                fills[i] = fill + share
+                break
+        else:
+            fills.append(share)
+    return fills
+
+
+def _lower_bound(shares: tuple[float, ...]) -> int:
+    """Martello-Toth style bound: at least ceil(sum) devices, and one each for shares above 1/2."""
+    by_sum = math.ceil(sum(shares) - EPS)
+    big = sum(1 for s in shares if s > 0.5 + EPS)
+    return max(by_sum, big)
+
+
+def _pack_into(shares: tuple[float, ...], devices: int) -> list[float] | None:
+    """Depth-first search for a packing of ``shares`` (sorted decreasing) into ``devices`` devices."""
+    fills = [0.0] * devices
+    suffix = [0.0] * (len(shares) + 1)
+    for i in range(len(shares) - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + shares[i]
+    budget = [PACKING_SEARCH_LIMIT]
+
+    def place(i: int) -> bool:
+        if i == len(shares):
+            return True
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise TimeoutError
+        free = sum(1 - f for f in fills)
+        if suffix[i] > free + EPS:
+            return False
+        tried: set[float] = set()
+        for d in range(devices):
+            fill = fills[d]
+            key = round(fill, 9)
+            if key in tried or fill + shares[i] > 1 + EPS:
+                continue
+            tried.add(key)
+            fills[d] = fill + shares[i]
+            if place(i + 1):
+                return True
+            fills[d] = fill
+        return False
+
+    try:
+        return fills if place(0) else None
+    except TimeoutError:
+        return None
+
+
+@lru_cache(maxsize=1 << 16)
+def _pack_sorted(shares: tuple[float, ...]) -> tuple[float, ...]:
+    ffd = _first_fit_decreasing(shares)
+    for devices in range(_lower_bound(shares), len(ffd)):
+        packing = _pack_into(shares, devices)
+        if packing is not None:
+            return tuple(sorted(packing, reverse=True))
+    return tuple(sorted(ffd, reverse=True))
+
+
+def pack_shares(shares: Iterable[float]) -> tuple[float, ...]:
+    """Fill level of each GPU device in a packing of the shares on the fewest devices."""
+    ordered = tuple(sorted((s for s in shares), reverse=True))
+    return _pack_sorted(ordered) if ordered else ()
+
+
+def gpu_devices_needed(gpu_requests: Iterable[float]) -> int:
+    """Whole GPUs requested plus the devices needed to pack the shares."""
+    whole = 0
+    shares = []
+    for g in gpu_requests:
+        if is_share(g):
+            shares.append(g)
+        else:
+            whole += int(g)
+    return whole + len(pack_shares(shares))
+
+
+# ----------------------------------------------------------------------------------------------
+# Per-pod static rules
+# ----------------------------------------------------------------------------------------------
+
+
+def gpu_model_allowed(pod: Pod, node: Node) -> bool:
+    return not pod.gpu_models or node.gpu_model in pod.gpu_models
+
+
+def selector_matches(pod: Pod, node: Node) -> bool:
+    labels = node.labels
+    return all(labels.get(key) == value for key, value in pod.node_selector.items())
+
+
+def may_receive(node: Node) -> bool:
+    """Whether pods may move onto the node (pods already there may stay on a cordoned node)."""
+    return node.schedulable
+
+
+# ----------------------------------------------------------------------------------------------
+# Rules over the set of pods on a node
+# ----------------------------------------------------------------------------------------------
+
+
+def resource_shortfalls(node: Node, pods: Sequence[Pod]) -> list[str]:
+    """Human-readable excesses of GPU devices, CPUs and memory; empty when the pods fit."""
+    problems = []
+    devices = gpu_devices_needed(p.gpus for p in pods)
+    if devices > node.gpus:
+        problems.append(f"needs {devices} GPUs, node '{node.name}' has {node.gpus}")
+    cpus = sum(p.cpus for p in pods)
+    if cpus > node.cpus + EPS:
+        problems.append(f"needs {cpus:g} CPUs, node '{node.name}' has {node.cpus:g}")
+    memory = sum(p.memory_gib for p in pods)
+    if memory > node.memory_gib + EPS:
+        problems.append(f"needs {memory:g} GiB memory, node '{node.name}' has {node.memory_gib:g}")
+    return problems
+
+
+def anti_affinity_conflicts(pods: Sequence[Pod]) -> list[tuple[str, str, str]]:
+    """(group, first pod, second pod) for every pair of different pods sharing a group."""
+    first_in_group: dict[str, str] = {}
+    conflicts = []
+    for pod in pods:
+        for group in pod.anti_affinity:
+            other = first_in_group.get(group)
+            if other is None:
+                first_in_group[group] = pod.name
+            elif other != pod.name:
+                conflicts.append((group, other, pod.name))
+    return conflicts
+
+
+def pods_fit(node: Node, pods: Sequence[Pod], arriving: Sequence[Pod] = ()) -> bool:
+    """True when ``pods`` (already there) plus ``arriving`` may all be on ``node`` at once."""
+    return not node_rule_breaks(node, pods, arriving)
+
+
+def node_rule_breaks(node: Node, residents: Sequence[Pod], arriving: Sequence[Pod] = ()) -> list[RuleBreak]:
+    """Every node-level rule broken when ``residents`` and ``arriving`` pods share ``node``.
+
+    Residents are pods already on the node (they may stay even if their static rules would not let
+    them arrive, e.g. on a cordoned node); arriving pods must satisfy every rule.
+    """
+    breaks = []
+    everyone = [*residents, *arriving]
+    for shortfall in resource_shortfalls(node, everyone):
+        breaks.append(RuleBreak(OVER_CAPACITY, node.name, None, shortfall))
+    for pod in arriving:
+        if not may_receive(node):
+            breaks.append(RuleBreak(UNSCHEDULABLE, node.name, pod.name, f"node '{node.name}' is not schedulable"))
+        if not gpu_model_allowed(pod, node):
+            breaks.append(
+                RuleBreak(
+                    GPU_MODEL,
+                    node.name,
+                    pod.name,
+                    f"pod '{pod.name}' allows {pod.gpu_models}, node '{node.name}' has '{node.gpu_model}'",
+                )
+            )
+        if not selector_matches(pod, node):
+            breaks.append(
+                RuleBreak(
+                    NODE_SELECTOR,
+                    node.name,
+                    pod.name,
+                    f"node '{node.name}' labels do not satisfy node_selector {pod.node_selector}",
+                )
+            )
+    for group, a, b in anti_affinity_conflicts(everyone):
+        breaks.append(
+            RuleBreak(ANTI_AFFINITY, node.name, b, f"pods '{a}' and '{b}' share group '{group}' on node '{node.name}'")
+        )
+    return breaks
+
+
+# ----------------------------------------------------------------------------------------------
+# Job topology
+# ----------------------------------------------------------------------------------------------
+
+
+def topology_domain(node: Node, level: str) -> str:
+    """The switch a node hangs under at ``level``; a node without one is its own domain."""
+    if level == "spine":
+        if node.spine is not None:
+            return f"spine:{node.spine}"
+        return topology_domain(node, "asw")
+    if node.asw is not None:
+        return f"asw:{node.asw}"
+    return f"node:{node.name}"
+
+
+def job_topology_ok(job: Job, nodes: Iterable[Node]) -> bool:
+    """A ``required`` topology holds when every placed pod of the job is under one domain."""
+    if job.topology is None or job.topology.mode != "required":
+        return True
+    return len({topology_domain(n, job.topology.level) for n in nodes}) <= 1

@@ -1,0 +1,113 @@
+"""Reading and writing snapshot files: parse, check everything, dump.
+
+A snapshot is accepted only when every field is well-formed, every reference resolves and every pod
+already placed obeys the rules of ``rules.py`` where it stands. Otherwise ``SnapshotError`` lists
+each problem with its field path; the input is never repaired.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from planner import rules
+from planner.cluster import SNAPSHOT_VERSION, Cluster, SnapshotError, pydantic_problems, reference_problems
+
+
+def read_text(path: str | Path, what: str = "snapshot") -> str:
+    """Read a file ('-' is stdin) or raise SnapshotError naming it."""
+    if str(path) == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SnapshotError([f"{what}: no such file '{path}'"]) from None
+    except IsADirectoryError:
+        raise SnapshotError([f"{what}: '{path}' is a directory, not a file"]) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise SnapshotError([f"{what}: cannot read '{path}': {err}"]) from None
+
+
+def parse_cluster(text: str | bytes, source: str = "snapshot") -> Cluster:
+    """Parse and check a snapshot; raise SnapshotError listing every problem."""
+    try:
+        cluster = Cluster.model_validate_json(text)
+    except ValidationError as err:
+        raise SnapshotError(pydantic_problems(err, Cluster, source)) from None
+    problems = reference_problems(cluster)
+    if not problems:  # the placement checks need sound references
+        problems = placement_problems(cluster)
+    if problems:
+        raise SnapshotError(problems)
+    return cluster
+
+
+def load_cluster(path: str | Path) -> Cluster:
+    """Read and check a snapshot file ('-' for stdin)."""
+    return parse_cluster(read_text(path), source=str(path))
+
+
+def cluster_to_dict(cluster: Cluster) -> dict[str, Any]:
+    """JSON-ready dict; fields at their default are left out, except ``version``."""
+    data = cluster.model_dump(mode="json", exclude_defaults=True)
+    return {"version": SNAPSHOT_VERSION, **data}
+
+
+def dump_cluster(cluster: Cluster, indent: int | None = None) -> str:
+    return json.dumps(cluster_to_dict(cluster), indent=indent)
+
+
+def write_cluster(cluster: Cluster, path: str | Path, indent: int | None = None) -> None:
+    """Write a snapshot ('-' for stdout)."""
+    text = dump_cluster(cluster, indent=indent)
+    if str(path) == "-":
+        sys.stdout.write(text + "\n")
+    else:
+        Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+def placement_problems(cluster: Cluster) -> list[str]:
+    """Nodes over capacity, and pods whose current node breaks one of their own rules."""
+    problems = []
+    pod_row = {pod.name: i for i, pod in enumerate(cluster.pods)}
+    by_node = cluster.pods_by_node()
+    for i, node in enumerate(cluster.nodes):
+        residents = by_node[node.name]
+        for shortfall in rules.resource_shortfalls(node, residents):
+            problems.append(f"nodes[{i}]: over capacity in the snapshot itself: {shortfall}")
+        for pod in residents:
+            where = f"pods[{pod_row[pod.name]}].node"
+            if not rules.gpu_model_allowed(pod, node):
+                problems.append(
+                    f"{where}: pod '{pod.name}' allows GPU models {pod.gpu_models} "
+                    f"but node '{node.name}' has '{node.gpu_model}'"
+                )
+            if not rules.selector_matches(pod, node):
+                problems.append(
+                    f"{where}: node '{node.name}' labels {node.labels} do not satisfy "
+                    f"the pod's node_selector {pod.node_selector}"
+                )
+        for group, a, b in rules.anti_affinity_conflicts(residents):
+            problems.append(
+                f"pods[{pod_row[b]}].node: pods '{a}' and '{b}' share anti_affinity group '{group}' "
+                f"but both run on node '{node.name}'"
+            )
+    node_by_name = {node.name: node for node in cluster.nodes}
+    placed_by_job: dict[str, list] = defaultdict(list)
+    for pod in cluster.pods:
+        if pod.job is not None and pod.node is not None:
+            placed_by_job[pod.job].append(node_by_name[pod.node])
+    for j, job in enumerate(cluster.jobs):
+        placed = placed_by_job.get(job.name, [])
+        if not rules.job_topology_ok(job, placed):
+            level = job.topology.level if job.topology else ""
+            domains = sorted({rules.topology_domain(n, level) for n in placed})
+            problems.append(
+                f"jobs[{j}].topology: job '{job.name}' requires one {level} but its pods span {', '.join(domains)}"
+            )
+    return problems

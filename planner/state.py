@@ -1,0 +1,281 @@
+"""A fast mutable view of a cluster for hot loops: numpy arrays and small indexes.
+
+``ClusterState`` holds per-node usage and per-pod requests as arrays and answers "may pod p have a
+copy on node n now?" incrementally (``fits``) and for all nodes at once (``feasible_nodes``). These
+are the fast forms of the rules in ``rules.py``; the static rules (GPU model, selector, schedulable)
+and topology domains are derived from ``rules.py`` itself, and tests compare both forms on random
+data.
+
+The check is make-before-break: the pod's current copy (if any) stays where it is while the new copy
+is tested, so a single move checked here is legal as one wave.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from planner import rules
+from planner.cluster import Cluster, Node, Pod
+
+EPS = rules.EPS
+PENDING = -1
+
+
+class ClusterState:
+    """Array state of a cluster. Indexes follow ``cluster.nodes`` and ``cluster.pods``."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        nodes, pods = cluster.nodes, cluster.pods
+        self.node_names = [n.name for n in nodes]
+        self.node_index = {name: i for i, name in enumerate(self.node_names)}
+        self.pod_names = [p.name for p in pods]
+        self.pod_index = {name: i for i, name in enumerate(self.pod_names)}
+
+        self.cap_gpus = np.array([n.gpus for n in nodes], dtype=np.int64)
+        self.cap_cpus = np.array([n.cpus for n in nodes], dtype=np.float64)
+        self.cap_mem = np.array([n.memory_gib for n in nodes], dtype=np.float64)
+        self.schedulable = np.array([n.schedulable for n in nodes], dtype=bool)
+        self.asw_domain = _domain_ids(nodes, "asw")
+        self.spine_domain = _domain_ids(nodes, "spine")
+
+        self.pod_gpus = np.array([p.gpus for p in pods], dtype=np.float64)
+        is_share = (self.pod_gpus > 0) & (self.pod_gpus < 1)
+        self.pod_whole = np.where(is_share, 0, self.pod_gpus).astype(np.int64)
+        self.pod_share = np.where(is_share, self.pod_gpus, 0.0)
+        self.pod_cpus = np.array([p.cpus for p in pods], dtype=np.float64)
+        self.pod_mem = np.array([p.memory_gib for p in pods], dtype=np.float64)
+        self.pod_locked = np.array([p.locked for p in pods], dtype=bool)
+
+        # Static rules (GPU model, selector, schedulable) per distinct pod signature and node profile.
+        self.pod_signature, self.eligible = _eligibility(nodes, pods)
+
+        groups: dict[str, int] = {}
+        self.pod_groups: list[tuple[int, ...]] = [
+            tuple(groups.setdefault(g, len(groups)) for g in p.anti_affinity) for p in pods
+        ]
+        self.group_names = list(groups)
+        self.group_nodes: dict[int, Counter[int]] = defaultdict(Counter)
+
+        job_index = cluster.job_index()
+        self.pod_job = np.array([job_index[p.job] if p.job is not None else -1 for p in pods], dtype=np.int64)
+        self.job_level = np.zeros(len(cluster.jobs), dtype=np.int64)  # 0 free, 1 asw, 2 spine
+        for j, job in enumerate(cluster.jobs):
+            if job.topology is not None and job.topology.mode == "required":
+                self.job_level[j] = 1 if job.topology.level == "asw" else 2
+        self.job_domains: dict[int, Counter[int]] = defaultdict(Counter)
+
+        n_nodes = len(nodes)
+        self.whole_used = np.zeros(n_nodes, dtype=np.int64)
+        self.share_devices = np.zeros(n_nodes, dtype=np.int64)
+        self.used_cpus = np.zeros(n_nodes, dtype=np.float64)
+        self.used_mem = np.zeros(n_nodes, dtype=np.float64)
+        self.node_shares: dict[int, list[float]] = defaultdict(list)
+        self.node_pods: list[set[int]] = [set() for _ in range(n_nodes)]
+        self.pod_node = np.full(len(pods), PENDING, dtype=np.int64)
+        for p, pod in enumerate(pods):
+            if pod.node is not None:
+                self.place(p, self.node_index[pod.node])
+
+    # ------------------------------------------------------------------------------------------
+    # Derived quantities
+    # ------------------------------------------------------------------------------------------
+
+    def free_devices(self) -> np.ndarray:
+        """GPU devices per node with nothing on them."""
+        return self.cap_gpus - self.whole_used - self.share_devices
+
+    def allocated_gpus(self) -> np.ndarray:
+        """GPUs allocated per node: whole GPUs plus the sum of shares."""
+        shares = np.zeros(len(self.node_names))
+        for n, values in self.node_shares.items():
+            shares[n] = sum(values)
+        return self.whole_used + shares
+
+    def pod_count(self) -> np.ndarray:
+        return np.array([len(s) for s in self.node_pods], dtype=np.int64)
+
+    def domain_of(self, job: int) -> np.ndarray:
+        return self.asw_domain if self.job_level[job] == 1 else self.spine_domain
+
+    # ------------------------------------------------------------------------------------------
+    # Mutations
+    # ------------------------------------------------------------------------------------------
+
+    def place(self, p: int, n: int) -> None:
+        """Put a copy of pod p on node n (no check; call ``fits`` first)."""
+        self.pod_node[p] = n
+        self._add(p, n, +1)
+
+    def unplace(self, p: int) -> None:
+        """Remove pod p from its node (it becomes pending in this view)."""
+        n = int(self.pod_node[p])
+        if n != PENDING:
+            self._add(p, n, -1)
+            self.pod_node[p] = PENDING
+
+    def move(self, p: int, n: int) -> None:
+        """Pod p ends on node n (the end state of a migration)."""
+        self.unplace(p)
+        self.place(p, n)
+
+    def _add(self, p: int, n: int, sign: int) -> None:
+        self.whole_used[n] += sign * self.pod_whole[p]
+        self.used_cpus[n] += sign * self.pod_cpus[p]
+        self.used_mem[n] += sign * self.pod_mem[p]
+        share = float(self.pod_share[p])
+        if share > 0:
+            shares = self.node_shares[n]
+            if sign > 0:
+                shares.append(share)
+            else:
+                shares.remove(share)
+            self.share_devices[n] = len(rules.pack_shares(shares))
+        if sign > 0:
+            self.node_pods[n].add(p)
+        else:
+            self.node_pods[n].discard(p)
+        for g in self.pod_groups[p]:
+            counts = self.group_nodes[g]
+            counts[n] += sign
+            if counts[n] == 0:
+                del counts[n]
+        j = int(self.pod_job[p])
+        if j >= 0 and self.job_level[j]:
+            domains = self.job_domains[j]
+            d = int(self.domain_of(j)[n])
+            domains[d] += sign
+            if domains[d] == 0:
+                del domains[d]
+
+    # ------------------------------------------------------------------------------------------
+    # Rule checks (fast forms of rules.py)
+    # ------------------------------------------------------------------------------------------
+
+    def fits(self, p: int, n: int) -> bool:
+        """May pod p get a copy on node n now, its current copy (if any) staying where it is?"""
+        return not self.broken_rules(p, n, first_only=True)
+
+    def broken_rules(self, p: int, n: int, first_only: bool = False) -> list[str]:
+        """Names of the rules (``rules.py`` constants) a copy of p on node n would break."""
+        broken = []
+        if not self.eligible[self.pod_signature[p], n]:
+            broken.append(self._static_rule(p, n))
+            if first_only:
+                return broken
+        if not self._resources_fit(p, n):
+            broken.append(rules.OVER_CAPACITY)
+            if first_only:
+                return broken
+        for g in self.pod_groups[p]:
+            others = self.group_nodes[g].get(n, 0) - (1 if self.pod_node[p] == n else 0)
+            if others > 0:
+                broken.append(rules.ANTI_AFFINITY)
+                if first_only:
+                    return broken
+                break
+        j = int(self.pod_job[p])
+        if j >= 0 and self.job_level[j]:
+            domains = self.job_domains[j]
+            d = int(self.domain_of(j)[n])
+            if any(other != d for other in domains):
+                broken.append(rules.JOB_TOPOLOGY)
+        return broken
+
+    def _resources_fit(self, p: int, n: int) -> bool:
+        if self.used_cpus[n] + self.pod_cpus[p] > self.cap_cpus[n] + EPS:
+            return False
+        if self.used_mem[n] + self.pod_mem[p] > self.cap_mem[n] + EPS:
+            return False
+        free = self.cap_gpus[n] - self.whole_used[n] - self.share_devices[n]
+        share = float(self.pod_share[p])
+        if share > 0 and free < 1:
+            devices = len(rules.pack_shares([*self.node_shares.get(n, ()), share]))
+            return bool(devices <= self.cap_gpus[n] - self.whole_used[n])
+        return bool(free >= self.pod_whole[p] + (1 if share > 0 else 0))
+
+    def _static_rule(self, p: int, n: int) -> str:
+        pod, node = self.cluster.pods[p], self.cluster.nodes[n]
+        if not rules.may_receive(node):
+            return rules.UNSCHEDULABLE
+        if not rules.gpu_model_allowed(pod, node):
+            return rules.GPU_MODEL
+        return rules.NODE_SELECTOR
+
+    def feasible_nodes(self, p: int, among: np.ndarray | None = None) -> np.ndarray:
+        """Boolean mask of nodes (or of the node indexes ``among``) that may receive a copy of p.
+
+        The pod's current node is excluded: staying is not a move.
+        """
+        idx = slice(None) if among is None else among
+        mask = self.eligible[self.pod_signature[p], idx].copy()
+        mask &= self.used_cpus[idx] + self.pod_cpus[p] <= self.cap_cpus[idx] + EPS
+        mask &= self.used_mem[idx] + self.pod_mem[p] <= self.cap_mem[idx] + EPS
+        free = self.cap_gpus[idx] - self.whole_used[idx] - self.share_devices[idx]
+        share = float(self.pod_share[p])
+        if share > 0:
+            tight = mask & (free < 1)
+            mask &= free >= 1
+            nodes = np.arange(len(self.node_names))[idx]
+            for k in np.flatnonzero(tight):
+                mask[k] = self._resources_fit(p, int(nodes[k]))
+        else:
+            mask &= free >= self.pod_whole[p]
+        position = None if among is None else {int(n): k for k, n in enumerate(among)}
+        for g in self.pod_groups[p]:
+            for n in self.group_nodes[g]:
+                if n != self.pod_node[p]:
+                    k = n if position is None else position.get(n)
+                    if k is not None:
+                        mask[k] = False
+        j = int(self.pod_job[p])
+        if j >= 0 and self.job_level[j] and self.job_domains[j]:
+            domains = list(self.job_domains[j])
+            mask &= (self.domain_of(j)[idx] == domains[0]) if len(domains) == 1 else False
+        current = int(self.pod_node[p])
+        if current != PENDING:
+            k = current if position is None else position.get(current)
+            if k is not None:
+                mask[k] = False
+        return mask
+
+
+def _domain_ids(nodes: list[Node], level: str) -> np.ndarray:
+    ids: dict[str, int] = {}
+    return np.array([ids.setdefault(rules.topology_domain(n, level), len(ids)) for n in nodes], dtype=np.int64)
+
+
+def _eligibility(nodes: list[Node], pods: list[Pod]) -> tuple[np.ndarray, np.ndarray]:
+    """Per pod a signature id; per signature a mask of nodes its static rules allow."""
+    signatures: dict[tuple, int] = {}
+    representative: list[Pod] = []
+    pod_signature = np.empty(len(pods), dtype=np.int64)
+    for p, pod in enumerate(pods):
+        key = (tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())))
+        if key not in signatures:
+            signatures[key] = len(signatures)
+            representative.append(pod)
+        pod_signature[p] = signatures[key]
+    profiles: dict[tuple, int] = {}
+    node_profile = np.empty(len(nodes), dtype=np.int64)
+    profile_node: list[Node] = []
+    for n, node in enumerate(nodes):
+        key = (node.gpu_model, tuple(sorted(node.labels.items())), node.schedulable)
+        if key not in profiles:
+            profiles[key] = len(profiles)
+            profile_node.append(node)
+        node_profile[n] = profiles[key]
+    by_profile = np.array(
+        [
+            [
+                rules.may_receive(node) and rules.gpu_model_allowed(pod, node) and rules.selector_matches(pod, node)
+                for node in profile_node
+            ]
+            for pod in representative
+        ],
+        dtype=bool,
+    ).reshape(len(representative), len(profile_node))
+    return pod_signature, by_profile[:, node_profile]
+

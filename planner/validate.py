@@ -1,0 +1,205 @@
+"""Replay a plan wave by wave on a copy of the cluster and check every rule at every step.
+
+Semantics are make-before-break: during wave w each moving pod has two copies, the old one on its
+source and the new one on its destination. So every destination must fit its current pods plus every
+pod arriving in that wave, and anti-affinity and job topology must hold with both copies present.
+Sources are released after the wave. ``validate`` returns typed violations; an empty list means the
+plan is executable as written.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from planner import rules
+from planner.cluster import Cluster, Pod
+from planner.plans import DefragPlan
+
+# Violation kinds beyond the rule names of rules.py
+UNKNOWN_POD = "unknown_pod"
+UNKNOWN_NODE = "unknown_node"
+LOCKED_POD_MOVED = "locked_pod_moved"
+PENDING_POD_MOVED = "pending_pod_moved"
+WRONG_SOURCE = "wrong_source"
+SAME_SOURCE_AND_DESTINATION = "same_source_and_destination"
+MOVED_TWICE_IN_WAVE = "moved_twice_in_wave"
+VACATED_NODES_MISMATCH = "vacated_nodes_mismatch"
+METRICS_MISMATCH = "metrics_mismatch"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One way a plan breaks the rules; ``wave`` and ``move`` index into ``plan.waves``."""
+
+    kind: str
+    message: str
+    wave: int | None = None
+    move: int | None = None
+    pod: str | None = None
+    node: str | None = None
+
+    def __str__(self) -> str:
+        if self.wave is None:
+            return f"{self.kind}: {self.message}"
+        where = f"waves[{self.wave}]" + (f"[{self.move}]" if self.move is not None else "")
+        return f"{where}: {self.kind}: {self.message}"
+
+
+def validate(cluster: Cluster, plan: DefragPlan) -> list[Violation]:
+    """All violations of ``plan`` on ``cluster`` (empty when the plan is executable)."""
+    violations, end_state = _replay(cluster, plan)
+    violations += _end_state_violations(cluster, plan, end_state)
+    return violations
+
+
+def apply_plan(cluster: Cluster, plan: DefragPlan) -> Cluster:
+    """The cluster after every move of the plan (moves are applied even where they break rules)."""
+    _, end_state = _replay(cluster, plan)
+    return end_state
+
+
+def vacated_nodes(before: Cluster, after: Cluster) -> list[str]:
+    """Nodes that hold pods in ``before`` and none in ``after``, in node order."""
+    busy_before = {p.node for p in before.pods if p.node is not None}
+    busy_after = {p.node for p in after.pods if p.node is not None}
+    return [n.name for n in before.nodes if n.name in busy_before and n.name not in busy_after]
+
+
+def _replay(cluster: Cluster, plan: DefragPlan) -> tuple[list[Violation], Cluster]:
+    nodes = {n.name: n for n in cluster.nodes}
+    pods = {p.name: p for p in cluster.pods}
+    location: dict[str, str | None] = {p.name: p.node for p in cluster.pods}
+    residents: dict[str, set[str]] = defaultdict(set)
+    for pod in cluster.pods:
+        if pod.node is not None:
+            residents[pod.node].add(pod.name)
+    jobs = {j.name: j for j in cluster.jobs}
+    job_pods: dict[str, list[str]] = defaultdict(list)
+    for pod in cluster.pods:
+        if pod.job is not None:
+            job_pods[pod.job].append(pod.name)
+
+    violations: list[Violation] = []
+    for w, wave in enumerate(plan.waves):
+        moving: dict[str, str] = {}  # pod -> destination, for the moves that can be replayed
+        for i, move in enumerate(wave):
+            problem = _move_problem(move.pod, move.from_, move.to, pods, nodes, location, moving)
+            if problem is not None:
+                kind, message = problem
+                violations.append(Violation(kind, message, w, i, move.pod, move.to))
+                if kind not in (LOCKED_POD_MOVED,):
+                    continue
+            moving[move.pod] = move.to
+
+        arrivals: dict[str, list[Pod]] = defaultdict(list)
+        for pod_name, destination in moving.items():
+            arrivals[destination].append(pods[pod_name])
+        for node_name, arriving in arrivals.items():
+            node = nodes[node_name]
+            arriving_names = {p.name for p in arriving}
+            here = [pods[name] for name in sorted(residents[node_name])]
+            for brk in rules.node_rule_breaks(node, here, arriving):
+                if brk.rule == rules.ANTI_AFFINITY and brk.pod not in arriving_names:
+                    continue  # a conflict among residents alone was reported when it arose
+                violations.append(Violation(brk.rule, f"during wave {w}: {brk.detail}", w, None, brk.pod, node_name))
+
+        touched_jobs = sorted({pods[name].job for name in moving if pods[name].job in jobs})
+        for job_name in touched_jobs:
+            job = jobs[job_name]
+            copies = [location[name] for name in job_pods[job_name] if location[name] is not None]
+            copies += [moving[name] for name in job_pods[job_name] if name in moving]
+            if not rules.job_topology_ok(job, [nodes[n] for n in copies]):
+                level = job.topology.level if job.topology else ""
+                spanned = sorted({rules.topology_domain(nodes[n], level) for n in copies})
+                violations.append(
+                    Violation(
+                        rules.JOB_TOPOLOGY,
+                        f"during wave {w}: job '{job_name}' requires one {level} but its pods "
+                        f"(old and new copies) span {', '.join(spanned)}",
+                        w,
+                    )
+                )
+
+        for pod_name, destination in moving.items():
+            residents[location[pod_name]].discard(pod_name)
+            residents[destination].add(pod_name)
+            location[pod_name] = destination
+
+    end_state = cluster.model_copy(
+        update={"pods": [p.model_copy(update={"node": location[p.name]}) for p in cluster.pods]}
+    )
+    return violations, end_state
+
+
+def _move_problem(
+    pod_name: str,
+    source: str,
+    destination: str,
+    pods: dict[str, Pod],
+    nodes: dict[str, Any],
+    location: dict[str, str | None],
+    moving: dict[str, str],
+) -> tuple[str, str] | None:
+    """Why one move cannot be replayed as written (None when it can)."""
+    if pod_name not in pods:
+        return UNKNOWN_POD, f"unknown pod '{pod_name}'"
+    if pod_name in moving:
+        return MOVED_TWICE_IN_WAVE, f"pod '{pod_name}' is moved twice in one wave"
+    for field, name in (("from", source), ("to", destination)):
+        if name not in nodes:
+            return UNKNOWN_NODE, f"'{field}' names unknown node '{name}'"
+    current = location[pod_name]
+    if current is None:
+        return PENDING_POD_MOVED, f"pod '{pod_name}' is pending; only running pods migrate"
+    if source != current:
+        return WRONG_SOURCE, f"pod '{pod_name}' is on node '{current}' at this wave, not on '{source}'"
+    if destination == source:
+        return SAME_SOURCE_AND_DESTINATION, f"pod '{pod_name}' is moved from '{source}' to itself"
+    if pods[pod_name].locked:
+        return LOCKED_POD_MOVED, f"pod '{pod_name}' is locked and may not move"
+    return None
+
+
+def _end_state_violations(cluster: Cluster, plan: DefragPlan, end_state: Cluster) -> list[Violation]:
+    from planner.metrics import summary
+
+    violations = []
+    actual = vacated_nodes(cluster, end_state)
+    claimed = set(plan.vacated_nodes)
+    missing = [n for n in actual if n not in claimed]
+    extra = sorted(claimed - set(actual))
+    if missing or extra or len(plan.vacated_nodes) != len(claimed):
+        parts = []
+        if missing:
+            parts.append(f"not listed but vacated: {', '.join(missing)}")
+        if extra:
+            parts.append(f"listed but not vacated: {', '.join(extra)}")
+        if len(plan.vacated_nodes) != len(claimed):
+            parts.append("a node is listed twice")
+        violations.append(Violation(VACATED_NODES_MISMATCH, "vacated_nodes disagrees with the replay: " + "; ".join(parts)))
+    if plan.metrics is not None and plan.metrics.after:
+        for key, claimed_value, actual_value in _differences(plan.metrics.after, summary(end_state)):
+            violations.append(
+                Violation(METRICS_MISMATCH, f"metrics.after.{key} is {claimed_value!r}, the replay gives {actual_value!r}")
+            )
+    return violations
+
+
+def _differences(claimed: dict[str, Any], actual: dict[str, Any], prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """Keys of ``claimed`` whose values disagree with ``actual`` (keys ``actual`` lacks are not checked)."""
+    out = []
+    for key, value in claimed.items():
+        if key not in actual:
+            continue
+        truth = actual[key]
+        if isinstance(value, dict) and isinstance(truth, dict):
+            out += _differences(value, truth, f"{prefix}{key}.")
+        elif isinstance(value, (int, float)) and isinstance(truth, (int, float)) and not isinstance(value, bool):
+            if not math.isclose(value, truth, rel_tol=1e-6, abs_tol=1e-9):
+                out.append((prefix + key, value, truth))
+        elif value != truth:
+            out.append((prefix + key, value, truth))
+    return out
