@@ -191,11 +191,26 @@ def pydantic_problems(error: ValidationError, model: type[BaseModel], what: str)
             problems.append(f"{path}: unknown field{hint}")
         elif kind == "literal_error" and loc == ("version",):
             problems.append(f"version: unsupported version {given!r}; this planner reads version {SNAPSHOT_VERSION}")
+        elif kind in _TYPE_WORDS:
+            problems.append(f"{path}: must be {_TYPE_WORDS[kind]}, got {_short(given)}")
         elif kind == "finite_number":
             problems.append(f"{path}: must be a finite number, got {given!r}")
         else:
             problems.append(f"{path}: {err['msg'][0].lower() + err['msg'][1:]}, got {_short(given)}")
     return problems
+
+
+_TYPE_WORDS = {
+    "list_type": "a list (JSON array)",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "dict_type": "an object",
+    "int_type": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "string_type": "a string",
+    "bool_type": "true or false",
+}
 
 
 def _short(value: Any) -> str:
@@ -237,7 +252,7 @@ def reference_problems(cluster: Cluster) -> list[str]:
             problems.append(f"{where}.job: unknown job '{pod.job}' (declare it under 'jobs')")
         for field, value in (("checkpoint_s", pod.checkpoint_s), ("started_s", pod.started_s)):
             if value is not None and value > cluster.time_s:
-                problems.append(f"{where}.{field}: {value} is later than the snapshot time_s {cluster.time_s}")
+                problems.append(f"{where}.{field}: {value:g} is later than the snapshot time_s {cluster.time_s:g}")
         if len(set(pod.anti_affinity)) != len(pod.anti_affinity):
             problems.append(f"{where}.anti_affinity: a group is listed twice")
     for i, node in enumerate(cluster.nodes):

@@ -1,0 +1,273 @@
+"""The ``planner`` command.
+
+Exit codes: 0 success; 1 ``validate`` found violations; 2 bad input (unreadable or inconsistent
+snapshot or plan, bad option); 3 internal error (a bug: please report it). Bad input never prints a
+traceback; set PLANNER_DEBUG=1 to see one for an internal error.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from planner.cluster import SnapshotError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Plans for shared GPU clusters: fragmentation reports, plan validation, instance generation.",
+)
+generate_app = typer.Typer(no_args_is_help=True, help="Generate a snapshot (seeded synthetic or trace replay).")
+app.add_typer(generate_app, name="generate")
+
+EXIT_VIOLATIONS = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+
+err_console = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(problems: list[str], code: int = EXIT_BAD_INPUT) -> None:
+    for problem in problems:
+        err_console.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def guarded(command: F) -> F:
+    """Turn bad input into exit 2 with messages and a bug into exit 3, never a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except SnapshotError as err:
+            fail(err.problems)
+        except BrokenPipeError:
+            raise typer.Exit(0) from None
+        except Exception as err:  # noqa: BLE001 - the last line of defence against tracebacks
+            if os.environ.get("PLANNER_DEBUG"):
+                raise
+            fail([f"internal error ({type(err).__name__}: {err}); rerun with PLANNER_DEBUG=1 and report it"], EXIT_INTERNAL)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _write_json(data: Any, out: str) -> None:
+    text = json.dumps(data, indent=2) + "\n"
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        try:
+            Path(out).write_text(text, encoding="utf-8")
+        except OSError as err:
+            raise SnapshotError([f"--out: cannot write '{out}': {err}"]) from None
+
+
+# ----------------------------------------------------------------------------------------------
+# report
+# ----------------------------------------------------------------------------------------------
+
+
+@app.command()
+@guarded
+def report(
+    snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
+    as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
+    shape: str = typer.Option(
+        None, "--shape", help="Request shape for stranded-GPU analysis, e.g. 8g64c (GPUs, CPUs, optional GiB: 8g64c512m)."
+    ),
+) -> None:
+    """Fragmentation report: empty nodes, slack, GFR, GAR, stranded GPUs, FGD, per-ASW free capacity."""
+    from planner import metrics
+    from planner.snapshot import load_cluster
+
+    request = None
+    if shape is not None:
+        try:
+            request = metrics.parse_shape(shape)
+        except ValueError as err:
+            fail([f"--shape: {err}"])
+    cluster = load_cluster(snapshot)
+    result = metrics.report(cluster, request)
+    if as_json:
+        _write_json(result, "-")
+    else:
+        _print_report(result, snapshot)
+
+
+def _print_report(result: dict[str, Any], source: str) -> None:
+    console = Console()
+    summary = result["summary"]
+    models = summary["by_model"]
+    table = Table(title=f"Fragmentation report: {source} (time {result['time_s']:g} s)")
+    table.add_column("measure")
+    table.add_column("cluster", justify="right")
+    for model in models:
+        table.add_column(model, justify="right")
+    rows = [
+        ("nodes", "nodes"),
+        ("GPUs", "gpus"),
+        ("allocated GPUs", "allocated_gpus"),
+        ("GAR (allocated / GPUs)", "gar"),
+        ("empty nodes", "empty_nodes"),
+        ("full nodes", "full_nodes"),
+        ("nodes with slack", "nodes_with_slack"),
+        ("GFR (neither empty nor full)", "gfr"),
+        ("pods", "pods"),
+    ]
+    for label, key in rows:
+        table.add_row(label, _fmt(summary[key]), *(_fmt(m[key]) for m in models.values()))
+    fgd = result["fgd"]
+    table.add_row(
+        "FGD fragmented GPUs",
+        _fmt(fgd["fragmented_gpus"]),
+        *(_fmt(fgd["by_model"].get(k, {}).get("fragmented_gpus", "")) for k in models),
+    )
+    console.print(table)
+    console.print(f"pending pods: {summary['pending_pods']} ({_fmt(summary['pending_gpus'])} GPUs)")
+    if "stranded" in result:
+        _print_stranded(console, result["stranded"])
+    rows_asw = result["per_asw"]
+    asw = Table(title="Per access switch (most free whole nodes first)")
+    for column in ("asw", "gpu model", "nodes", "GPUs", "free GPUs", "free whole nodes"):
+        asw.add_column(column, justify="left" if column in ("asw", "gpu model") else "right")
+    ranked = sorted(rows_asw, key=lambda r: (-r["free_whole_nodes"], -r["free_gpus"], r["asw"]))
+    for row in ranked[:15]:
+        asw.add_row(row["asw"], row["gpu_model"], *(str(row[k]) for k in ("nodes", "gpus", "free_gpus", "free_whole_nodes")))
+    console.print(asw)
+    if len(ranked) > 15:
+        console.print(f"... and {len(ranked) - 15} more access switches (use --json for all)")
+
+
+def _print_stranded(console: Console, stranded: dict[str, Any]) -> None:
+    table = Table(title=f"Requests of shape {stranded['shape']}" + (" (multi-node, within one ASW)" if stranded["multi_node"] else ""))
+    table.add_column("")
+    table.add_column("cluster", justify="right")
+    by_model = stranded["by_model"]
+    for model in by_model:
+        table.add_column(model, justify="right")
+    table.add_row("requests that fit", str(stranded["requests_fit"]), *(str(m["requests_fit"]) for m in by_model.values()))
+    table.add_row("idle GPUs", _fmt(stranded["idle_gpus"]), *(_fmt(m["idle_gpus"]) for m in by_model.values()))
+    table.add_row("  usable by the requests", str(stranded["gpus_usable"]), *(str(m["gpus_usable"]) for m in by_model.values()))
+    for cause, value in stranded["stranded_by_cause"].items():
+        table.add_row(
+            f"  stranded: {cause.replace('_', ' ')}",
+            _fmt(value),
+            *(_fmt(m["stranded_by_cause"][cause]) for m in by_model.values()),
+        )
+    console.print(table)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 1 and value != 0 else f"{value:,.6g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+# ----------------------------------------------------------------------------------------------
+# validate
+# ----------------------------------------------------------------------------------------------
+
+
+@app.command("validate")
+@guarded
+def validate_command(
+    snapshot: str = typer.Argument(..., help="Snapshot JSON file (- for stdin)."),
+    plan: str = typer.Argument(..., help="Plan JSON file (- for stdin)."),
+) -> None:
+    """Replay a plan wave by wave (make-before-break) and list every violation; exit 1 if any."""
+    from planner.plans import parse_plan
+    from planner.snapshot import load_cluster, read_text
+    from planner.validate import validate
+
+    if snapshot == "-" and plan == "-":
+        fail(["only one of SNAPSHOT and PLAN can be read from stdin (-)"])
+    cluster = load_cluster(snapshot)
+    parsed = parse_plan(read_text(plan, "plan"), source=plan)
+    violations = validate(cluster, parsed)
+    if violations:
+        for violation in violations:
+            typer.echo(str(violation))
+        err_console.print(f"{len(violations)} violation(s)", markup=False)
+        raise typer.Exit(EXIT_VIOLATIONS)
+    moves = sum(len(w) for w in parsed.waves)
+    typer.echo(f"valid: {len(parsed.waves)} wave(s), {moves} move(s), {len(parsed.vacated_nodes)} vacated node(s)")
+
+
+# ----------------------------------------------------------------------------------------------
+# generate
+# ----------------------------------------------------------------------------------------------
+
+
+class Scheduler(str, Enum):
+    spread = "spread"
+    random = "random"
+
+
+class NodeList(str, Enum):
+    gpu = "gpu"
+    all = "all"
+
+
+@generate_app.command("asi")
+@guarded
+def generate_asi_command(
+    nodes: int = typer.Option(..., "--nodes", min=1, help="Number of 8-GPU nodes."),
+    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same snapshot."),
+    allocation: float = typer.Option(0.7, "--allocation", min=0.0, max=1.0, help="Target share of GPUs allocated."),
+    locked: float = typer.Option(0.4, "--locked", min=0.0, max=1.0, help="Share of pods that are locked (may not move)."),
+    scheduler: Scheduler = typer.Option(Scheduler.spread, "--scheduler", help="Baseline scheduler placing the pods."),
+    out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
+) -> None:
+    """A seeded ASI-like cluster (Alibaba ASI paper): ASWs of 32-64 8-GPU nodes, ~40% locked pods."""
+    from planner.instances.asi import generate_asi
+    from planner.snapshot import write_cluster
+
+    cluster = generate_asi(nodes=nodes, seed=seed, allocation=allocation, locked=locked, scheduler=scheduler.value)
+    write_cluster(cluster, out)
+
+
+@generate_app.command("openb")
+@guarded
+def generate_openb_command(
+    pods: str = typer.Option("default", "--pods", help="Pod list of the openb trace: default, gpushare40, ..."),
+    at: float = typer.Option(None, "--at", help="Replay the trace up to this time (seconds)."),
+    scheduler: Scheduler = typer.Option(Scheduler.spread, "--scheduler", help="Baseline scheduler placing the pods."),
+    node_list: NodeList = typer.Option(NodeList.gpu, "--nodes", help="gpu: the 1,213 GPU nodes; all: plus CPU-only nodes."),
+    seed: int = typer.Option(0, "--seed", help="Random seed for the scheduler's tie-breaking."),
+    data_dir: str = typer.Option(None, "--data-dir", help="Directory of the openb CSVs (default ../shared/data/openb-2023)."),
+    out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
+) -> None:
+    """A snapshot of the Alibaba 2023 GPU trace (openb) replayed up to a time with a baseline scheduler."""
+    from planner.instances.openb import generate_openb
+    from planner.snapshot import write_cluster
+
+    cluster = generate_openb(
+        pods=pods, at_s=at, scheduler=scheduler.value, nodes=node_list.value, seed=seed, data_dir=data_dir
+    )
+    write_cluster(cluster, out)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

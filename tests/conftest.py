@@ -1,0 +1,35 @@
+"""Shared helpers: small hand-made clusters and paths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planner.cluster import Cluster
+from planner.snapshot import parse_cluster
+
+REPO = Path(__file__).resolve().parents[1]
+INSTANCES = REPO / "instances"
+FIG15 = INSTANCES / "fig15-ejection-chain.json"
+
+
+def node(name: str, **fields: Any) -> dict[str, Any]:
+    """An 8-GPU node dict with 64 CPUs and 512 GiB unless told otherwise."""
+    return {"name": name, "gpus": 8, "cpus": 64, "memory_gib": 512, **fields}
+
+
+def pod(name: str, on: str | None, gpus: float = 1, **fields: Any) -> dict[str, Any]:
+    return {"name": name, "node": on, "gpus": gpus, "cpus": fields.pop("cpus", 1), **fields}
+
+
+def make_cluster(nodes: list[dict], pods: list[dict] = (), jobs: list[dict] = (), **top: Any) -> Cluster:
+    """A checked cluster from plain dicts (raises SnapshotError when inconsistent)."""
+    return parse_cluster(json.dumps({"nodes": nodes, "pods": list(pods), "jobs": list(jobs), **top}))
+
+
+@pytest.fixture
+def fig15() -> Cluster:
+    return parse_cluster(FIG15.read_text())

@@ -1,0 +1,89 @@
+"""Hypothesis strategies: small random clusters that are valid snapshots by construction."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from planner import rules
+from planner.cluster import Cluster, Job, Node, Pod
+
+MODELS = ["A100", "H800", ""]
+SHARES = [0.1, 0.25, 0.3, 0.5, 0.6, 0.7]
+
+
+@st.composite
+def nodes(draw, min_size: int = 1, max_size: int = 6) -> list[Node]:
+    count = draw(st.integers(min_size, max_size))
+    out = []
+    for i in range(count):
+        out.append(
+            Node(
+                name=f"n-{i}",
+                gpu_model=draw(st.sampled_from(MODELS)),
+                gpus=draw(st.sampled_from([0, 1, 2, 4, 8])),
+                cpus=draw(st.sampled_from([4.0, 16.0, 32.0, 64.0])),
+                memory_gib=draw(st.sampled_from([16.0, 64.0, 256.0])),
+                asw=draw(st.sampled_from(["asw-0", "asw-1", None])),
+                spine=draw(st.sampled_from(["spine-0", None])),
+                labels=draw(st.sampled_from([{}, {"pool": "train"}, {"pool": "infer"}])),
+                schedulable=draw(st.booleans().filter(lambda b: b) | st.booleans()),
+                eviction_count=draw(st.integers(0, 3)),
+            )
+        )
+    return out
+
+
+@st.composite
+def clusters(draw, max_nodes: int = 6, max_pods: int = 14, max_jobs: int = 3) -> Cluster:
+    """A consistent cluster: pods are put on their drawn node only where the plain rules allow."""
+    node_list = draw(nodes(max_size=max_nodes))
+    jobs = [
+        Job(
+            name=f"job-{j}",
+            topology=draw(
+                st.one_of(
+                    st.none(),
+                    st.builds(
+                        dict,
+                        level=st.sampled_from(["asw", "spine"]),
+                        mode=st.sampled_from(["required", "preferred"]),
+                    ),
+                )
+            ),
+        )
+        for j in range(draw(st.integers(0, max_jobs)))
+    ]
+    time_s = draw(st.sampled_from([0.0, 100.0, 3600.0]))
+    pods: list[Pod] = []
+    residents: dict[str, list[Pod]] = {n.name: [] for n in node_list}
+    job_nodes: dict[str, list[Node]] = {j.name: [] for j in jobs}
+    by_job = {j.name: j for j in jobs}
+    for i in range(draw(st.integers(0, max_pods))):
+        target = draw(st.sampled_from([None, *node_list]))
+        job = draw(st.sampled_from([None, *[j.name for j in jobs]]))
+        candidate = Pod(
+            name=f"p-{i}",
+            job=job,
+            gpus=draw(st.sampled_from([0.0, 1.0, 1.0, 2.0, 4.0, *SHARES])),
+            cpus=draw(st.sampled_from([0.0, 1.0, 2.0, 8.0])),
+            memory_gib=draw(st.sampled_from([0.0, 4.0, 32.0])),
+            gpu_models=draw(st.sampled_from([[], ["A100"], ["A100", "H800"]])),
+            priority=draw(st.sampled_from(["HP", "LP"])),
+            locked=draw(st.booleans()),
+            node_selector=draw(st.sampled_from([{}, {}, {"pool": "train"}])),
+            anti_affinity=draw(st.sampled_from([[], [], ["svc-a"], ["svc-a", "svc-b"]])),
+            checkpoint_s=draw(st.sampled_from([None, 0.0, time_s])),
+            started_s=draw(st.sampled_from([None, 0.0])),
+            standby=draw(st.booleans()),
+        )
+        if target is not None:
+            ok = rules.pods_fit(target, residents[target.name], [candidate])
+            if ok and job is not None:
+                ok = rules.job_topology_ok(by_job[job], [*job_nodes[job], target])
+            if ok:
+                candidate = candidate.model_copy(update={"node": target.name})
+                residents[target.name].append(candidate)
+                if job is not None:
+                    job_nodes[job].append(target)
+        pods.append(candidate)
+    return Cluster(time_s=time_s, nodes=node_list, pods=pods, jobs=jobs)
