@@ -42,7 +42,7 @@ class NumaDomain(BaseModel):
 
     model_config = _STRICT
     name: str
-    gpu_indexes: list[WholeNumber] = []
+    gpu_indexes: list[WholeNumber] = Field(default_factory=list)
     cpus: float = Field(default=0.0, ge=0)
 
 
@@ -67,7 +67,7 @@ class Node(BaseModel):
     memory_gib: float = Field(ge=0)
     asw: str | None = None
     spine: str | None = None
-    labels: dict[str, str] = {}
+    labels: dict[str, str] = Field(default_factory=dict)
     schedulable: bool = True
     eviction_count: WholeNumber = Field(default=0, ge=0)
     numa: list[NumaDomain] | None = None
@@ -84,11 +84,11 @@ class Pod(BaseModel):
     gpus: float = Field(ge=0)
     cpus: float = Field(ge=0)
     memory_gib: float = Field(default=0.0, ge=0)
-    gpu_models: list[str] = []
+    gpu_models: list[str] = Field(default_factory=list)
     priority: Literal["HP", "LP"] = "HP"
     locked: bool = False
-    node_selector: dict[str, str] = {}
-    anti_affinity: list[str] = []
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    anti_affinity: list[str] = Field(default_factory=list)
     checkpoint_s: float | None = Field(default=None, ge=0)
     started_s: float | None = Field(default=None, ge=0)
     standby: bool = False
@@ -121,8 +121,8 @@ class Cluster(BaseModel):
     version: Literal[1] = SNAPSHOT_VERSION
     time_s: float = Field(default=0.0, ge=0)
     nodes: list[Node]
-    pods: list[Pod] = []
-    jobs: list[Job] = []
+    pods: list[Pod] = Field(default_factory=list)
+    jobs: list[Job] = Field(default_factory=list)
 
     def node_index(self) -> dict[str, int]:
         return {node.name: i for i, node in enumerate(self.nodes)}

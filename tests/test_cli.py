@@ -1,0 +1,103 @@
+"""The `planner` command: exit codes and messages, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+from tests.conftest import FIG15
+from tests.test_snapshot import MALFORMED
+
+runner = CliRunner()
+
+FIG15_PLAN = {
+    "version": 1,
+    "kind": "defrag",
+    "waves": [
+        [{"pod": "Job-7-0", "from": "node-2", "to": "node-3"}],
+        [{"pod": "Job-3-0", "from": "node-1", "to": "node-2"}],
+        [{"pod": "Job-1-0", "from": "node-0", "to": "node-1"}],
+    ],
+    "vacated_nodes": ["node-0"],
+}
+
+
+def write(tmp_path: Path, name: str, data: object) -> str:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return str(path)
+
+
+def test_report_prints_the_headline_measures() -> None:
+    result = runner.invoke(app, ["report", str(FIG15), "--shape", "8g64c"])
+    assert result.exit_code == 0, result.output
+    assert "nodes with slack" in result.stdout and "Requests of shape 8g64c" in result.stdout
+
+
+def test_report_json_has_every_section() -> None:
+    result = runner.invoke(app, ["report", str(FIG15), "--json", "--shape", "16g128c"])
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert set(data) == {"time_s", "summary", "fgd", "stranded", "per_asw"}
+    assert data["summary"]["nodes_with_slack"] == 4 and data["stranded"]["multi_node"]
+
+
+def test_report_reads_stdin() -> None:
+    result = runner.invoke(app, ["report", "-", "--json"], input=FIG15.read_text())
+    assert result.exit_code == 0 and json.loads(result.stdout)["summary"]["gpus"] == 32
+
+
+@pytest.mark.parametrize("case,snapshot,expected", MALFORMED, ids=[c[0] for c in MALFORMED])
+def test_malformed_snapshots_exit_2_with_field_paths(tmp_path: Path, case: str, snapshot: object, expected: str) -> None:
+    result = runner.invoke(app, ["report", write(tmp_path, "snap.json", snapshot)])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    expected = expected.replace("snap.json", str(tmp_path / "snap.json"))
+    assert expected in result.stderr.replace("\n", " ") or expected in result.stderr, result.stderr
+
+
+def test_missing_file_and_bad_shape_exit_2(tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["report", str(tmp_path / "nope.json")])
+    assert missing.exit_code == 2 and "no such file" in missing.stderr
+    shape = runner.invoke(app, ["report", str(FIG15), "--shape", "eight"])
+    assert shape.exit_code == 2 and "--shape" in shape.stderr
+
+
+def test_validate_exit_codes(tmp_path: Path) -> None:
+    ok = runner.invoke(app, ["validate", str(FIG15), write(tmp_path, "ok.json", FIG15_PLAN)])
+    assert ok.exit_code == 0 and "valid: 3 wave(s), 3 move(s), 1 vacated node(s)" in ok.stdout
+    squeezed = {**FIG15_PLAN, "waves": [[m for w in FIG15_PLAN["waves"] for m in w]]}
+    bad = runner.invoke(app, ["validate", str(FIG15), write(tmp_path, "bad.json", squeezed)])
+    assert bad.exit_code == 1
+    lines = bad.stdout.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith("waves[0]: over_capacity") for line in lines)
+
+
+@pytest.mark.parametrize(
+    "plan,expected",
+    [
+        ("{", "not valid JSON"),
+        ({"version": 1, "kind": "defrag", "vacated_nodes": []}, "waves: required field is missing"),
+        ({**FIG15_PLAN, "waves": [[{"pod": "Job-7-0", "from": "node-2"}]]}, "waves[0][0].to: required field is missing"),
+        ({**FIG15_PLAN, "kind": "preempt"}, "kind"),
+        ({**FIG15_PLAN, "waves": [[{"pod": 7, "from": "node-2", "to": "node-3"}]]}, "waves[0][0].pod: must be a string"),
+    ],
+)
+def test_malformed_plans_exit_2(tmp_path: Path, plan: object, expected: str) -> None:
+    result = runner.invoke(app, ["validate", str(FIG15), write(tmp_path, "plan.json", plan)])
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+
+
+def test_console_script_runs_as_a_real_process(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("planner")
+    ok = subprocess.run([str(exe), "report", str(FIG15), "--json"], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["summary"]["empty_nodes"] == 0
+    bad = subprocess.run([str(exe), "report", write(tmp_path, "t.json", '{"nodes": [')], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "not valid JSON" in bad.stderr and "Traceback" not in bad.stderr
