@@ -33,42 +33,36 @@ def gpus_allocated(state: ClusterState, nodes: np.ndarray) -> np.ndarray:
     return used
 
 
-def used_fractions_after(state: ClusterState, p: int, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(3 x len(nodes)) used fraction of GPUs, CPUs and memory once p is on each node, and which count.
+def mean_used_fraction(state: ClusterState, p: int, nodes: np.ndarray) -> np.ndarray:
+    """Mean over GPUs, CPUs and memory of the used fraction of each node once p is on it.
 
-    The second array marks the resources each node has (capacity > 0); the others are excluded.
+    A resource the node does not have (zero capacity) is left out of its mean.
     """
-    capacity = np.stack(
-        [state.cap_gpus[nodes].astype(np.float64), state.cap_cpus[nodes], state.cap_mem[nodes]]
-    )
-    used = np.stack(
-        [
-            gpus_allocated(state, nodes) + state.pod_gpus[p],
-            state.used_cpus[nodes] + state.pod_cpus[p],
-            state.used_mem[nodes] + state.pod_mem[p],
-        ]
-    )
-    present = capacity > 0
-    fraction = np.divide(used, capacity, out=np.zeros_like(used), where=present)
-    return np.clip(fraction, 0.0, 1.0), present
-
-
-def _mean_over_present(values: np.ndarray, present: np.ndarray) -> np.ndarray:
-    count = present.sum(axis=0)
-    total = np.where(present, values, 0.0).sum(axis=0)
-    return np.divide(total, count, out=np.zeros(values.shape[1]), where=count > 0)
+    total = np.zeros(len(nodes))
+    count = np.zeros(len(nodes))
+    for used, capacity in (
+        (gpus_allocated(state, nodes) + state.pod_gpus[p], state.cap_gpus[nodes].astype(np.float64)),
+        (state.used_cpus[nodes] + state.pod_cpus[p], state.cap_cpus[nodes]),
+        (state.used_mem[nodes] + state.pod_mem[p], state.cap_mem[nodes]),
+    ):
+        if len(nodes) and capacity.min() > 0:
+            total += np.minimum(used / capacity, 1.0)
+            count += 1
+        else:
+            present = capacity > 0
+            total += np.where(present, np.minimum(used / np.where(present, capacity, 1.0), 1.0), 0.0)
+            count += present
+    return total / np.maximum(count, 1)
 
 
 def least_allocated(state: ClusterState, p: int, nodes: np.ndarray) -> np.ndarray:
     """Kubernetes LeastAllocated ("spread", the default): mean free fraction after placing p."""
-    fraction, present = used_fractions_after(state, p, nodes)
-    return _mean_over_present(1.0 - fraction, present)
+    return 1.0 - mean_used_fraction(state, p, nodes)
 
 
 def most_allocated(state: ClusterState, p: int, nodes: np.ndarray) -> np.ndarray:
     """Kubernetes MostAllocated ("binpack"): mean used fraction after placing p."""
-    fraction, present = used_fractions_after(state, p, nodes)
-    return _mean_over_present(fraction, present)
+    return mean_used_fraction(state, p, nodes)
 
 
 SCORES: dict[str, Score] = {"spread": least_allocated, "binpack": most_allocated}
