@@ -27,8 +27,10 @@ class ClusterState:
     """Array state of a cluster. Indexes follow ``cluster.nodes`` and ``cluster.pods``."""
 
     def __init__(self, cluster: Cluster):
-        self.cluster = cluster
+        self.cluster: Cluster | None = cluster
         nodes, pods = cluster.nodes, cluster.pods
+        self.node_ids = np.arange(len(nodes), dtype=np.int64)  # index into cluster.nodes
+        self.pod_ids = np.arange(len(pods), dtype=np.int64)  # index into cluster.pods
         self.node_names = [n.name for n in nodes]
         self.node_index = {name: i for i, name in enumerate(self.node_names)}
         self.pod_names = [p.name for p in pods]
@@ -74,6 +76,7 @@ class ClusterState:
         self.used_mem = np.zeros(n_nodes, dtype=np.float64)
         self.node_shares: dict[int, list[float]] = defaultdict(list)
         self.node_pods: list[set[int]] = [set() for _ in range(n_nodes)]
+        self.pods_per_node = np.zeros(n_nodes, dtype=np.int64)
         self.pod_node = np.full(len(pods), PENDING, dtype=np.int64)
         for p, pod in enumerate(pods):
             if pod.node is not None:
@@ -95,7 +98,8 @@ class ClusterState:
         return self.whole_used + shares
 
     def pod_count(self) -> np.ndarray:
-        return np.array([len(s) for s in self.node_pods], dtype=np.int64)
+        """Pods (copies, during a wave) per node."""
+        return self.pods_per_node.copy()
 
     def domain_of(self, job: int) -> np.ndarray:
         return self.asw_domain if self.job_level[job] == 1 else self.spine_domain
@@ -121,6 +125,15 @@ class ClusterState:
         self.unplace(p)
         self.place(p, n)
 
+    def add_copy(self, p: int, n: int) -> None:
+        """Start pod p's new copy on node n while its old copy still holds its node (make-before-break)."""
+        self._add(p, n, +1)
+
+    def finish_move(self, p: int, n: int) -> None:
+        """Release pod p's old copy; its copy on n (from ``add_copy``) is now the pod."""
+        self._add(p, int(self.pod_node[p]), -1)
+        self.pod_node[p] = n
+
     def _add(self, p: int, n: int, sign: int) -> None:
         self.whole_used[n] += sign * self.pod_whole[p]
         self.used_cpus[n] += sign * self.pod_cpus[p]
@@ -137,6 +150,7 @@ class ClusterState:
             self.node_pods[n].add(p)
         else:
             self.node_pods[n].discard(p)
+        self.pods_per_node[n] += sign
         for g in self.pod_groups[p]:
             counts = self.group_nodes[g]
             counts[n] += sign
@@ -197,7 +211,11 @@ class ClusterState:
         return bool(free >= self.pod_whole[p] + (1 if share > 0 else 0))
 
     def _static_rule(self, p: int, n: int) -> str:
-        pod, node = self.cluster.pods[p], self.cluster.nodes[n]
+        if not self.schedulable[n]:
+            return rules.UNSCHEDULABLE
+        if self.cluster is None:  # a pickled subset: the explanation cannot be finer
+            return rules.GPU_MODEL
+        pod, node = self.cluster.pods[self.pod_ids[p]], self.cluster.nodes[self.node_ids[n]]
         if not rules.may_receive(node):
             return rules.UNSCHEDULABLE
         if not rules.gpu_model_allowed(pod, node):
@@ -240,6 +258,56 @@ class ClusterState:
             if k is not None:
                 mask[k] = False
         return mask
+
+
+    # ------------------------------------------------------------------------------------------
+    # Sub-states for independent partitions
+    # ------------------------------------------------------------------------------------------
+
+    def subset(self, nodes: np.ndarray) -> ClusterState:
+        """An independent state over ``nodes`` (indexes of this state) and the pods placed on them.
+
+        Rules that span nodes stay exact: anti-affinity is per node, and a required job's domain
+        counts come from this whole state. ``node_ids``/``pod_ids`` map back to the cluster.
+        """
+        nodes = np.asarray(nodes, dtype=np.int64)
+        local = {int(n): k for k, n in enumerate(nodes)}
+        pods = np.array(sorted(p for n in nodes for p in self.node_pods[n]), dtype=np.int64)
+        sub = object.__new__(ClusterState)
+        sub.cluster = self.cluster
+        sub.node_ids, sub.pod_ids = self.node_ids[nodes], self.pod_ids[pods]
+        sub.node_names = [self.node_names[n] for n in nodes]
+        sub.node_index = {name: k for k, name in enumerate(sub.node_names)}
+        sub.pod_names = [self.pod_names[p] for p in pods]
+        sub.pod_index = {name: k for k, name in enumerate(sub.pod_names)}
+        for field in ("cap_gpus", "cap_cpus", "cap_mem", "schedulable", "asw_domain", "spine_domain",
+                      "whole_used", "share_devices", "used_cpus", "used_mem", "pods_per_node"):
+            setattr(sub, field, getattr(self, field)[nodes].copy())
+        for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked",
+                      "pod_signature", "pod_job"):
+            setattr(sub, field, getattr(self, field)[pods].copy())
+        sub.eligible = self.eligible[:, nodes]
+        sub.pod_groups = [self.pod_groups[p] for p in pods]
+        sub.group_names = self.group_names
+        sub.group_nodes = defaultdict(Counter)
+        for g in {g for groups in sub.pod_groups for g in groups}:
+            for n, count in self.group_nodes[g].items():
+                if n in local:
+                    sub.group_nodes[g][local[n]] = count
+        sub.job_level = self.job_level
+        sub.job_domains = defaultdict(Counter)
+        for j in set(sub.pod_job.tolist()) - {-1}:
+            sub.job_domains[j] = Counter(self.job_domains[j])
+        sub.node_shares = defaultdict(list, {local[n]: list(s) for n, s in self.node_shares.items() if n in local and s})
+        sub.node_pods = [set() for _ in nodes]
+        sub.pod_node = np.array([local[int(self.pod_node[p])] for p in pods], dtype=np.int64)
+        for k, n in enumerate(sub.pod_node.tolist()):
+            sub.node_pods[n].add(k)
+        return sub
+
+    def __getstate__(self) -> dict:
+        """Pickle without the pydantic cluster (partitions travel to worker processes as arrays)."""
+        return {**self.__dict__, "cluster": None}
 
 
 def _domain_ids(nodes: list[Node], level: str) -> np.ndarray:

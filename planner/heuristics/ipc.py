@@ -1,0 +1,324 @@
+"""IPC: iterative partitioned consolidation with ejection chains (ASI paper, Sec. 4.1, Algorithm 1).
+
+* Divide and conquer: each round the non-empty nodes are randomly partitioned into disjoint groups
+  (default 500 nodes); every group is an independent subproblem (``ClusterState.subset``), solved
+  inline or on a process pool.
+* Ejection chains: inside a group, candidate nodes are tried easiest first (fewest pods, then fewest
+  allocated GPUs; a node holding a locked pod is never a candidate). Each pod of the candidate is
+  ejected with ``Eject(pod, K)``: place it on a feasible destination in the group, or else free room on
+  a destination by ejecting some of its pods recursively, up to depth K. The candidate's chains are
+  committed only if every pod on it found a place; otherwise every tentative move is rolled back and
+  the node is left alone for the rest of the round.
+* Iteration: up to R rounds with fresh partitions, stopping when a round vacates nothing.
+
+Destinations are never empty nodes (filling one to empty another gains nothing), never nodes vacated
+this round, and never nodes of the chain being built. A node that received pods is not a candidate
+later in the same round (no ping-pong). Every placement is tested with ``ClusterState.fits``, the fast
+form of ``rules.py``, against the state left by the moves before it; so the committed moves form a
+sequentially legal sequence that ``waves.sequence_to_waves`` turns into make-before-break waves.
+
+Budgets: ``max_moves`` bounds the moves of the whole plan; ``max_moves_per_node`` bounds the moves
+touching any one node (a move touches its source and its destination). Under a budget the groups'
+vacations are merged round-robin (each group's first vacation, then each group's second, ...), which
+keeps the cheap vacations every group finds first; a group stops at its first vacation that no longer
+fits the budget, because its later vacations may build on it.
+
+Determinism: the partition comes from the seed and the round; each group gets its own generator
+seeded from (seed, round, group), so the plan does not depend on how many workers run the groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.state import ClusterState
+from planner.waves import Step
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class IpcOptions:
+    """Options of the IPC heuristic (see the module docstring)."""
+
+    partition_size: int = 500
+    depth: int = 3
+    rounds: int = 5
+    seed: int = 0
+    max_moves: int | None = None
+    max_moves_per_node: int | None = None
+    same_asw: bool = False
+    branching: int = 4
+    """Destinations tried for an ejection at each level of a chain."""
+
+
+@dataclass
+class Vacation:
+    """The moves (in execution order) that emptied ``node``."""
+
+    node: int
+    moves: list[Step]
+
+
+@dataclass
+class GroupTask:
+    state: ClusterState
+    options: IpcOptions
+    seed: tuple[int, int, int]
+    budget: int
+    allowance: np.ndarray
+    """Moves each node of the group may still take part in."""
+
+
+@dataclass
+class IpcResult:
+    sequence: list[Step] = field(default_factory=list)
+    vacated: list[int] = field(default_factory=list)
+    rounds_run: int = 0
+    partitions: int = 0
+    candidates_tried: int = 0
+    vacated_per_round: list[int] = field(default_factory=list)
+
+
+BIG = 1 << 40
+
+
+def run_ipc(state: ClusterState, options: IpcOptions, run_groups: Callable, progress: Progress | None = None) -> IpcResult:
+    """Run IPC on ``state`` (mutated to the end state); ``run_groups(fn, tasks)`` maps ``fn`` over tasks."""
+    rng = np.random.default_rng(options.seed)
+    budget = BIG if options.max_moves is None else options.max_moves
+    per_node = BIG if options.max_moves_per_node is None else options.max_moves_per_node
+    moves_at = np.zeros(len(state.node_names), dtype=np.int64)
+    result = IpcResult()
+    for r in range(options.rounds):
+        busy = np.flatnonzero(state.pods_per_node > 0)
+        if len(busy) < 2 or budget <= 0:
+            break
+        order = rng.permutation(busy)
+        groups = [np.sort(order[i : i + options.partition_size]) for i in range(0, len(order), options.partition_size)]
+        tasks = [
+            GroupTask(state.subset(g), options, (options.seed, r, i), budget, np.maximum(per_node - moves_at[g], 0))
+            for i, g in enumerate(groups)
+        ]
+        outcomes = run_groups(vacate_group, tasks)
+        result.rounds_run += 1
+        result.partitions += len(groups)
+        vacated_now = 0
+        for vacation in _merge_round_robin([o[0] for o in outcomes], budget):
+            for p, source, destination in vacation.moves:
+                state.move(p, destination)
+                moves_at[source] += 1
+                moves_at[destination] += 1
+            result.sequence.extend(vacation.moves)
+            result.vacated.append(vacation.node)
+            budget -= len(vacation.moves)
+            vacated_now += 1
+        result.candidates_tried += sum(o[1] for o in outcomes)
+        result.vacated_per_round.append(vacated_now)
+        if progress is not None:
+            progress("round", r + 1, options.rounds)
+        if vacated_now == 0:
+            break
+    return result
+
+
+def _merge_round_robin(per_group: list[list[Vacation]], budget: int) -> list[Vacation]:
+    accepted: list[Vacation] = []
+    active = [True] * len(per_group)
+    depth = max((len(v) for v in per_group), default=0)
+    for k in range(depth):
+        for i, vacations in enumerate(per_group):
+            if not active[i] or k >= len(vacations):
+                continue
+            if len(vacations[k].moves) > budget:
+                active[i] = False
+                continue
+            accepted.append(vacations[k])
+            budget -= len(vacations[k].moves)
+    return accepted
+
+
+def vacate_group(task: GroupTask) -> tuple[list[Vacation], int]:
+    """Vacate what can be vacated in one group; moves and nodes in cluster (global) indexes."""
+    group = _Group(task)
+    vacations = group.run()
+    node_ids, pod_ids = task.state.node_ids, task.state.pod_ids
+    return [
+        Vacation(int(node_ids[v.node]), [(int(pod_ids[p]), int(node_ids[s]), int(node_ids[d])) for p, s, d in v.moves])
+        for v in vacations
+    ], group.tried
+
+
+class _Group:
+    """Ejection chains inside one partition (local indexes of a sub-state)."""
+
+    def __init__(self, task: GroupTask):
+        self.state = s = task.state
+        self.options = task.options
+        self.rng = np.random.default_rng(list(task.seed))
+        self.budget = task.budget
+        self.allowance = task.allowance.astype(np.int64).copy()
+        self.vacated = np.zeros(len(s.node_names), dtype=bool)
+        self.received = np.zeros(len(s.node_names), dtype=bool)
+        self.trail: list[Step] = []
+        self.in_trail: set[int] = set()
+        self.tried = 0
+        locked_nodes = np.zeros(len(s.node_names), dtype=bool)
+        locked_nodes[s.pod_node[s.pod_locked]] = True
+        self.has_locked = locked_nodes
+
+    # -- candidates -------------------------------------------------------------------------------
+
+    def run(self) -> list[Vacation]:
+        s = self.state
+        candidates = np.flatnonzero((s.pods_per_node > 0) & ~self.has_locked)
+        allocated = s.whole_used[candidates] + s.share_devices[candidates]
+        tiebreak = self.rng.random(len(candidates))
+        ordered = candidates[np.lexsort((tiebreak, allocated, s.pods_per_node[candidates]))]
+        vacations = []
+        for c in ordered.tolist():
+            if self.received[c] or s.pods_per_node[c] == 0 or s.pods_per_node[c] > self.allowance[c]:
+                continue
+            if self.budget < s.pods_per_node[c]:
+                continue
+            self.tried += 1
+            moves = self._vacate(c)
+            if moves is not None:
+                vacations.append(Vacation(c, moves))
+                self.budget -= len(moves)
+                self.vacated[c] = True
+                for _, _, destination in moves:
+                    self.received[destination] = True
+        return vacations
+
+    def _vacate(self, c: int) -> list[Step] | None:
+        s = self.state
+        self.trail, self.in_trail = [], set()
+        pods = sorted(s.node_pods[c], key=lambda p: (-s.pod_gpus[p], -s.pod_cpus[p], p))
+        blocked = frozenset([c])
+        for p in pods:
+            if not self._eject(p, self.options.depth, blocked):
+                self._rollback(0)
+                return None
+        return self.trail
+
+    # -- Eject(pod, K) -----------------------------------------------------------------------------
+
+    def _destinations(self, p: int, blocked: frozenset[int]) -> np.ndarray:
+        """Nodes that may receive p apart from capacity: not empty, not vacated, not blocked, budget left."""
+        s = self.state
+        ok = (s.pods_per_node > 0) & ~self.vacated & (self.allowance > 0)
+        ok &= s.eligible[s.pod_signature[p]]
+        if self.options.same_asw:
+            ok &= s.asw_domain == s.asw_domain[s.pod_node[p]]
+        for n in blocked:
+            ok[n] = False
+        ok[s.pod_node[p]] = False
+        return ok
+
+    def _eject(self, p: int, k: int, blocked: frozenset[int]) -> bool:
+        s = self.state
+        source = int(s.pod_node[p])
+        if self.allowance[source] <= 0 or len(self.trail) >= self.budget:
+            return False
+        allowed = self._destinations(p, blocked)
+        direct = np.flatnonzero(allowed & s.feasible_nodes(p))
+        if len(direct):
+            self._move(p, self._best_fit(p, direct))
+            return True
+        if k <= 1:
+            return False
+        for n in self._ejection_targets(p, allowed):
+            mark = len(self.trail)
+            victims = self._victims(p, n)
+            if victims is None:
+                continue
+            inner = blocked | {n}
+            if all(self._eject(q, k - 1, inner) for q in victims) and s.fits(p, n) and self.allowance[n] > 0:
+                self._move(p, n)
+                return True
+            self._rollback(mark)
+        return False
+
+    def _best_fit(self, p: int, nodes: np.ndarray) -> int:
+        """The destination left with the fewest free GPUs, then fewest free CPUs (consolidation)."""
+        s = self.state
+        free_dev = s.cap_gpus[nodes] - s.whole_used[nodes] - s.share_devices[nodes]
+        free_cpu = (s.cap_cpus[nodes] - s.used_cpus[nodes]) / s.cap_cpus[nodes]
+        tiebreak = self.rng.random(len(nodes))
+        return int(nodes[np.lexsort((tiebreak, free_cpu, free_dev))[0]])
+
+    def _ejection_targets(self, p: int, allowed: np.ndarray) -> list[int]:
+        """Up to ``branching`` destinations where ejecting small movable pods could make room for p."""
+        s = self.state
+        n_nodes = len(s.node_names)
+        movable = ~s.pod_locked & (s.pod_gpus <= s.pod_gpus[p]) & (s.pod_node >= 0)
+        if self.in_trail:
+            movable[list(self.in_trail)] = False
+        movable[p] = False
+        where = s.pod_node[movable]
+        gpus_out = np.bincount(where, weights=s.pod_whole[movable] + (s.pod_share[movable] > 0), minlength=n_nodes)
+        cpus_out = np.bincount(where, weights=s.pod_cpus[movable], minlength=n_nodes)
+        mem_out = np.bincount(where, weights=s.pod_mem[movable], minlength=n_nodes)
+        need = s.pod_whole[p] + (1 if s.pod_share[p] > 0 else 0)
+        free_dev = s.cap_gpus - s.whole_used - s.share_devices
+        deficit = np.maximum(need - free_dev, 0)
+        ok = allowed & (gpus_out >= deficit)
+        ok &= s.cap_cpus - s.used_cpus + cpus_out >= s.pod_cpus[p]
+        ok &= s.cap_mem - s.used_mem + mem_out >= s.pod_mem[p]
+        ok &= s.cap_gpus >= need
+        nodes = np.flatnonzero(ok)
+        if len(nodes) == 0:
+            return []
+        tiebreak = self.rng.random(len(nodes))
+        ranked = nodes[np.lexsort((tiebreak, s.pods_per_node[nodes], deficit[nodes]))]
+        return ranked[: self.options.branching].tolist()
+
+    def _victims(self, p: int, n: int) -> list[int] | None:
+        """Movable pods on n (no larger than p) whose departure lets p fit: one if one does, else few."""
+        s = self.state
+        pods = [
+            q
+            for q in s.node_pods[n]
+            if not s.pod_locked[q] and s.pod_gpus[q] <= s.pod_gpus[p] and q not in self.in_trail
+        ]
+        pods.sort(key=lambda q: (s.pod_gpus[q], s.pod_cpus[q], q))
+        for q in pods:
+            if self._fits_without(p, n, [q]):
+                return [q]
+        chosen: list[int] = []
+        for q in reversed(pods):
+            chosen.append(q)
+            if self._fits_without(p, n, chosen):
+                return chosen
+        return None
+
+    def _fits_without(self, p: int, n: int, victims: list[int]) -> bool:
+        s = self.state
+        for q in victims:
+            s.unplace(q)
+        fits = s.fits(p, n)
+        for q in victims:
+            s.place(q, n)
+        return fits
+
+    # -- tentative moves ---------------------------------------------------------------------------
+
+    def _move(self, p: int, n: int) -> None:
+        source = int(self.state.pod_node[p])
+        self.state.move(p, n)
+        self.trail.append((p, source, n))
+        self.in_trail.add(p)
+        self.allowance[source] -= 1
+        self.allowance[n] -= 1
+
+    def _rollback(self, mark: int) -> None:
+        while len(self.trail) > mark:
+            p, source, destination = self.trail.pop()
+            self.state.move(p, source)
+            self.in_trail.discard(p)
+            self.allowance[source] += 1
+            self.allowance[destination] += 1
