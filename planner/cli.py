@@ -7,6 +7,7 @@ traceback; set PLANNER_DEBUG=1 to see one for an internal error.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -208,6 +209,122 @@ def validate_command(
         raise typer.Exit(EXIT_VIOLATIONS)
     moves = sum(len(w) for w in parsed.waves)
     typer.echo(f"valid: {len(parsed.waves)} wave(s), {moves} move(s), {len(parsed.vacated_nodes)} vacated node(s)")
+
+
+# ----------------------------------------------------------------------------------------------
+# defrag
+# ----------------------------------------------------------------------------------------------
+
+
+class DefragMethod(str, Enum):
+    heuristic = "heuristic"
+    random = "random"
+    descheduler = "descheduler"
+    repack = "repack"
+
+
+class OutputFormat(str, Enum):
+    json = "json"
+    table = "table"
+
+
+PROGRESS_FROM_NODES = 2000
+"""Show a progress bar on stderr for clusters at least this large."""
+
+
+@app.command()
+@guarded
+def defrag(
+    snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
+    method: DefragMethod = typer.Option(DefragMethod.heuristic, "--method", help="heuristic = IPC ejection chains; the others are baselines."),
+    partition_size: int = typer.Option(500, "--partition-size", min=2, help="Nodes per IPC partition."),
+    depth: int = typer.Option(3, "--depth", min=1, help="K: longest ejection chain."),
+    rounds: int = typer.Option(5, "--rounds", min=1, help="R: IPC rounds."),
+    max_moves: int = typer.Option(None, "--max-moves", min=0, help="Migration budget for the whole plan."),
+    max_moves_per_node: int = typer.Option(None, "--max-moves-per-node", min=0, help="Moves touching any one node."),
+    same_asw: bool = typer.Option(False, "--same-asw", help="Pods move only within their access switch."),
+    threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="Baselines: drain nodes below this GPU allocation."),
+    seed: int = typer.Option(0, "--seed", help="Random seed; same snapshot and seed give the same plan."),
+    workers: int = typer.Option(None, "--workers", min=1, help="Worker processes for partitions (default: one per core)."),
+    out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
+    output_format: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json: the plan; table: a human summary."),
+) -> None:
+    """Plan a defragmentation: migration waves that vacate as many nodes as possible."""
+    from planner.engine import DefragOptions, plan_defrag
+    from planner.plans import write_plan
+    from planner.snapshot import load_cluster
+
+    if threshold <= 0:
+        fail(["--threshold: must be above 0 (a node is drained when its GPU allocation is below it)"])
+    cluster = load_cluster(snapshot)
+    options = DefragOptions(
+        method=method.value,
+        partition_size=partition_size,
+        depth=depth,
+        rounds=rounds,
+        max_moves=max_moves,
+        max_moves_per_node=max_moves_per_node,
+        same_asw=same_asw,
+        threshold=threshold,
+        seed=seed,
+        workers=workers,
+    )
+    if len(cluster.nodes) >= PROGRESS_FROM_NODES and method == DefragMethod.heuristic:
+        with _progress_bar(f"IPC on {len(cluster.nodes):,} nodes") as progress:
+            plan = plan_defrag(cluster, options, progress)
+    else:
+        plan = plan_defrag(cluster, options)
+    if out is not None:
+        write_plan(plan, out)
+    if output_format == OutputFormat.table:
+        _print_defrag_table(plan)
+    elif out is None:
+        write_plan(plan, "-")
+
+
+@contextlib.contextmanager
+def _progress_bar(title: str):  # type: ignore[no-untyped-def]
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} rounds"),
+                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
+        task = bar.add_task(title, total=None)
+
+        def update(_what: str, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+def _print_defrag_table(plan) -> None:  # type: ignore[no-untyped-def]
+    console = Console()
+    report = plan.report
+    head = Table(title=f"Defrag plan ({report.method}, seed {report.seed}, {report.wall_s:.2f} s)")
+    head.add_column("")
+    head.add_column("value", justify="right")
+    for label, value in (
+        ("moves", report.moves),
+        ("GPUs moved", report.gpus_moved),
+        ("waves", len(plan.waves)),
+        ("vacated nodes", len(plan.vacated_nodes)),
+    ):
+        head.add_row(label, _fmt(value))
+    extra = report.model_extra or {}
+    for key in ("rounds_run", "partitions", "candidates_tried", "dropped_moves", "reason"):
+        if key in extra:
+            head.add_row(key.replace("_", " "), _fmt(extra[key]))
+    console.print(head)
+    before, after = plan.metrics.before, plan.metrics.after
+    table = Table(title="Cluster before and after")
+    for column in ("measure", "before", "after", "change"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    for key in ("empty_nodes", "full_nodes", "nodes_with_slack", "gfr", "gar", "allocated_gpus"):
+        change = after[key] - before[key]
+        table.add_row(key.replace("_", " "), _fmt(before[key]), _fmt(after[key]), f"{change:+.4g}")
+    if before["nodes_with_slack"]:
+        cut = 1 - after["nodes_with_slack"] / before["nodes_with_slack"]
+        table.add_row("nodes with slack cut", "", "", f"{cut:.1%}")
+    console.print(table)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -305,6 +305,18 @@ class ClusterState:
             sub.node_pods[n].add(k)
         return sub
 
+    def clone(self) -> ClusterState:
+        """An independent copy (the pydantic cluster and static arrays are shared, not copied)."""
+        twin = object.__new__(ClusterState)
+        twin.__dict__.update(self.__dict__)
+        for field in ("whole_used", "share_devices", "used_cpus", "used_mem", "pods_per_node", "pod_node"):
+            setattr(twin, field, getattr(self, field).copy())
+        twin.node_shares = defaultdict(list, {n: list(s) for n, s in self.node_shares.items() if s})
+        twin.node_pods = [set(s) for s in self.node_pods]
+        twin.group_nodes = defaultdict(Counter, {g: Counter(c) for g, c in self.group_nodes.items()})
+        twin.job_domains = defaultdict(Counter, {j: Counter(c) for j, c in self.job_domains.items()})
+        return twin
+
     def __getstate__(self) -> dict:
         """Pickle without the pydantic cluster (partitions travel to worker processes as arrays)."""
         return {**self.__dict__, "cluster": None}

@@ -1,0 +1,52 @@
+"""Where independent partitions run: inline, or on a local process pool (default: one worker per core).
+
+An executor is a callable ``run(fn, tasks) -> list`` returning ``[fn(t) for t in tasks]`` in task
+order, so results never depend on which worker finished first. ``fn`` and the tasks must pickle
+(partitions travel as ``ClusterState.subset`` arrays, without the pydantic cluster).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+Run = Callable[[Callable[[T], R], Sequence[T]], list[R]]
+
+
+def run_inline(fn: Callable[[T], R], tasks: Sequence[T]) -> list[R]:
+    """Run every task in this process, in order."""
+    return [fn(task) for task in tasks]
+
+
+def default_workers() -> int:
+    """One worker per core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@contextmanager
+def executor(workers: int | None = None) -> Iterator[Run]:
+    """An executor for ``workers`` processes (None: one per core; 1: inline, no pool)."""
+    count = default_workers() if workers is None else workers
+    if count <= 1:
+        yield run_inline
+        return
+    # forkserver: workers start from a clean process, safe even if this one runs threads
+    # (progress bars, a web server); the cost is paid once per pool.
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
+
+        def run(fn: Callable[[Any], Any], tasks: Sequence[Any]) -> list[Any]:
+            if len(tasks) <= 1:
+                return run_inline(fn, tasks)
+            return list(pool.map(fn, tasks, chunksize=1))
+
+        yield run
