@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.heuristics.scoring import SCORES
+from planner.heuristics.scoring import SCORES, gpus_allocated
 from planner.state import PENDING, ClusterState
 
 POLICIES = ("spread", "binpack", "random")
 TIE = 1e-12
+PACKING_COST = 10
+"""Cost of packing one node's shares in ``feasible_nodes``, in units of one ``among`` entry (measured)."""
 
 
 def check_policy(policy: str) -> None:
@@ -39,18 +41,41 @@ def check_policy(policy: str) -> None:
 def pick_node(
     state: ClusterState, p: int, policy: str, rng: np.random.Generator, among: np.ndarray | None = None
 ) -> int:
-    """The node the policy would choose for pod p (among ``among`` if given), or -1; places nothing."""
+    """The node the policy would choose for pod p (among ``among`` if given), or -1; places nothing.
+
+    For a placed pod this is where a copy could go (never its current node), as ``feasible_nodes`` says.
+    """
     check_policy(policy)
+    allocated = gpus_allocated(state) if state.node_shares else None
+    if among is None and state.pod_share[p] > 0:
+        among = _room_for_share(state, p, allocated)
     mask = state.feasible_nodes(p, among)
     candidates = np.flatnonzero(mask) if among is None else np.asarray(among)[mask]
     if len(candidates) == 0:
         return -1
     if policy != "random":
-        scores = SCORES[policy](state, p, candidates)
+        scores = SCORES[policy](state, p, candidates, allocated)
         candidates = candidates[scores >= scores.max() - TIE]
     if len(candidates) == 1:
         return int(candidates[0])
     return int(candidates[rng.integers(len(candidates))])
+
+
+def _room_for_share(state: ClusterState, p: int, allocated: np.ndarray | None) -> np.ndarray | None:
+    """Nodes that may take GPU share p by a quick necessary test (total room; not a rule), or None for all.
+
+    ``feasible_nodes`` packs the shares of every eligible node without a free device, one by one;
+    restricting it to the nodes with room in total spares most of that work when the cluster is
+    full. When the restriction would cost more than it saves (``among`` has a per-node cost too),
+    None is returned. Either way the feasible nodes, and so the choice, are the same.
+    """
+    eligible = state.eligible[state.pod_signature[p]]
+    used = state.whole_used if allocated is None else allocated
+    room = eligible & (state.cap_gpus - used + 1e-6 >= state.pod_share[p])
+    nodes = np.flatnonzero(room)
+    tight = eligible & (state.free_devices() < 1)
+    saved = PACKING_COST * (int(tight.sum()) - int((tight & room).sum()))
+    return nodes if saved > len(nodes) else None
 
 
 def schedule_pod(
@@ -86,9 +111,11 @@ def _topology(state: ClusterState, p: int) -> tuple[str | None, bool]:
     j = int(state.pod_job[p])
     if j < 0:
         return None, False
-    topology = state.cluster.jobs[j].topology
+    if state.job_level[j]:
+        return ("asw" if state.job_level[j] == 1 else "spine"), True
+    topology = state.cluster.jobs[j].topology if state.cluster is not None else None
     if topology is None:
-        return None, False
+        return None, False  # (a state without its cluster cannot see a preferred topology)
     return topology.level, topology.mode == "required"
 
 

@@ -18,22 +18,33 @@ import numpy as np
 
 from planner.state import ClusterState
 
-Score = Callable[[ClusterState, int, np.ndarray], np.ndarray]
+Score = Callable[..., np.ndarray]
+"""``score(state, p, nodes, allocated=None)``; ``allocated`` optionally gives ``gpus_allocated`` of
+every node, so a caller scoring several times in one state computes it once."""
 
 
-def gpus_allocated(state: ClusterState, nodes: np.ndarray) -> np.ndarray:
-    """GPUs allocated on ``nodes``: whole GPUs plus the sum of the shares (not the devices they pack on)."""
-    used = state.whole_used[nodes].astype(np.float64)
-    shares = {n: s for n, s in state.node_shares.items() if s}
+def share_sums(state: ClusterState) -> np.ndarray:
+    """Per node, the sum of the GPU shares on it (0 where none)."""
+    dense = np.zeros(len(state.node_names))
+    shares = state.node_shares
     if shares:
-        dense = np.zeros(len(state.node_names))
         keys = np.fromiter(shares.keys(), dtype=np.int64, count=len(shares))
-        dense[keys] = [sum(s) for s in shares.values()]
-        used += dense[nodes]
+        dense[keys] = np.fromiter(map(sum, shares.values()), dtype=np.float64, count=len(shares))
+    return dense
+
+
+def gpus_allocated(state: ClusterState, nodes: np.ndarray | None = None) -> np.ndarray:
+    """GPUs allocated on ``nodes`` (default all): whole GPUs plus the sum of the shares on them."""
+    used = state.whole_used.astype(np.float64) if nodes is None else state.whole_used[nodes].astype(np.float64)
+    if state.node_shares:
+        sums = share_sums(state)
+        used += sums if nodes is None else sums[nodes]
     return used
 
 
-def mean_used_fraction(state: ClusterState, p: int, nodes: np.ndarray) -> np.ndarray:
+def mean_used_fraction(
+    state: ClusterState, p: int, nodes: np.ndarray, allocated: np.ndarray | None = None
+) -> np.ndarray:
     """Mean over GPUs, CPUs and memory of the used fraction of each node once p is on it.
 
     A resource the node does not have (zero capacity) is left out of its mean.
@@ -41,7 +52,10 @@ def mean_used_fraction(state: ClusterState, p: int, nodes: np.ndarray) -> np.nda
     total = np.zeros(len(nodes))
     count = np.zeros(len(nodes))
     for used, capacity in (
-        (gpus_allocated(state, nodes) + state.pod_gpus[p], state.cap_gpus[nodes].astype(np.float64)),
+        (
+            (gpus_allocated(state, nodes) if allocated is None else allocated[nodes]) + state.pod_gpus[p],
+            state.cap_gpus[nodes].astype(np.float64),
+        ),
         (state.used_cpus[nodes] + state.pod_cpus[p], state.cap_cpus[nodes]),
         (state.used_mem[nodes] + state.pod_mem[p], state.cap_mem[nodes]),
     ):
@@ -55,14 +69,18 @@ def mean_used_fraction(state: ClusterState, p: int, nodes: np.ndarray) -> np.nda
     return total / np.maximum(count, 1)
 
 
-def least_allocated(state: ClusterState, p: int, nodes: np.ndarray) -> np.ndarray:
+def least_allocated(
+    state: ClusterState, p: int, nodes: np.ndarray, allocated: np.ndarray | None = None
+) -> np.ndarray:
     """Kubernetes LeastAllocated ("spread", the default): mean free fraction after placing p."""
-    return 1.0 - mean_used_fraction(state, p, nodes)
+    return 1.0 - mean_used_fraction(state, p, nodes, allocated)
 
 
-def most_allocated(state: ClusterState, p: int, nodes: np.ndarray) -> np.ndarray:
+def most_allocated(
+    state: ClusterState, p: int, nodes: np.ndarray, allocated: np.ndarray | None = None
+) -> np.ndarray:
     """Kubernetes MostAllocated ("binpack"): mean used fraction after placing p."""
-    return mean_used_fraction(state, p, nodes)
+    return mean_used_fraction(state, p, nodes, allocated)
 
 
 SCORES: dict[str, Score] = {"spread": least_allocated, "binpack": most_allocated}
