@@ -6,6 +6,7 @@ import os
 import platform
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,28 +14,59 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 CACHE = REPO / "benchmarks" / ".cache"
+PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 @dataclass
 class Run:
     wall_s: float
     peak_rss_mib: float
+    """Peak resident memory of the command's own process (from wait4)."""
+    peak_tree_rss_mib: float
+    """Peak of the summed resident memory of the process and all its descendants (sampled every 50 ms)."""
     returncode: int
     stdout: str
     stderr: str
 
 
+def _tree_rss_kib(root: int) -> int:
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1]) * PAGE_KIB
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (FileNotFoundError, ProcessLookupError, ValueError):
+            continue
+    return total
+
+
 def run_measured(argv: list[str]) -> Run:
-    """Run ``argv`` to completion: wall time and the child's own peak resident memory (from wait4)."""
+    """Run ``argv`` to completion: wall time, its own peak RSS and the peak RSS of its process tree."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True)
+        peak = [0]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], _tree_rss_kib(proc.pid))
+                done.wait(0.05)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
+        done.set()
+        sampler.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return Run(wall, usage.ru_maxrss / 1024, proc.returncode, out.read(), err.read())
+        return Run(wall, usage.ru_maxrss / 1024, peak[0] / 1024, proc.returncode, out.read(), err.read())
 
 
 def machine() -> str:

@@ -58,7 +58,7 @@ def main() -> None:
         "",
         "Reproduce: `.venv/bin/python benchmarks/report_scale.py`",
         "",
-        "| nodes | GPUs | pods | allocated GPUs (GAR) | snapshot MiB | report wall s | report peak MiB |",
+        "| nodes | GPUs | pods | allocated GPUs (GAR) | snapshot MiB | report wall s | report peak RSS MiB |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for nodes, s, size_mib, _gen_s, run in rows:

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
-Run = Callable[[Callable[[T], R], Sequence[T]], list[R]]
+Run = Callable[[Callable[[T], R], Iterable[T]], list[R]]
 
 
-def run_inline(fn: Callable[[T], R], tasks: Sequence[T]) -> list[R]:
+def run_inline(fn: Callable[[T], R], tasks: Iterable[T]) -> list[R]:
     """Run every task in this process, in order."""
     return [fn(task) for task in tasks]
 
@@ -44,9 +44,9 @@ def executor(workers: int | None = None) -> Iterator[Run]:
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
 
-        def run(fn: Callable[[Any], Any], tasks: Sequence[Any]) -> list[Any]:
-            if len(tasks) <= 1:
-                return run_inline(fn, tasks)
+        def run(fn: Callable[[Any], Any], tasks: Iterable[Any]) -> list[Any]:
+            # map submits while it iterates: workers start on the first tasks while the caller
+            # is still building the later ones (tasks may be a generator).
             return list(pool.map(fn, tasks, chunksize=1))
 
         yield run

@@ -78,6 +78,7 @@ class ClusterState:
         self.node_pods: list[set[int]] = [set() for _ in range(n_nodes)]
         self.pods_per_node = np.zeros(n_nodes, dtype=np.int64)
         self.pod_node = np.full(len(pods), PENDING, dtype=np.int64)
+        self._refresh_pod_scalars()
         for p, pod in enumerate(pods):
             if pod.node is not None:
                 self.place(p, self.node_index[pod.node])
@@ -135,11 +136,14 @@ class ClusterState:
         self.pod_node[p] = n
 
     def _add(self, p: int, n: int, sign: int) -> None:
-        self.whole_used[n] += sign * self.pod_whole[p]
-        self.used_cpus[n] += sign * self.pod_cpus[p]
-        self.used_mem[n] += sign * self.pod_mem[p]
-        share = float(self.pod_share[p])
-        if share > 0:
+        whole, cpus, mem, share, groups, domain = self._pod_scalars[p]
+        if whole:
+            self.whole_used[n] += sign * whole
+        if cpus:
+            self.used_cpus[n] += sign * cpus
+        if mem:
+            self.used_mem[n] += sign * mem
+        if share:
             shares = self.node_shares[n]
             if sign > 0:
                 shares.append(share)
@@ -151,18 +155,32 @@ class ClusterState:
         else:
             self.node_pods[n].discard(p)
         self.pods_per_node[n] += sign
-        for g in self.pod_groups[p]:
+        for g in groups:
             counts = self.group_nodes[g]
             counts[n] += sign
             if counts[n] == 0:
                 del counts[n]
-        j = int(self.pod_job[p])
-        if j >= 0 and self.job_level[j]:
-            domains = self.job_domains[j]
-            d = int(self.domain_of(j)[n])
+        if domain is not None:
+            domains = self.job_domains[int(self.pod_job[p])]
+            d = int(domain[n])
             domains[d] += sign
             if domains[d] == 0:
                 del domains[d]
+
+    def _refresh_pod_scalars(self) -> None:
+        """Per-pod Python scalars for the hot path (numpy element access is slow one at a time)."""
+        domain_of_level = {1: self.asw_domain, 2: self.spine_domain}
+        self._pod_scalars = [
+            (whole, cpus, mem, share, groups, domain_of_level.get(int(self.job_level[j])) if j >= 0 else None)
+            for whole, cpus, mem, share, groups, j in zip(
+                self.pod_whole.tolist(),
+                self.pod_cpus.tolist(),
+                self.pod_mem.tolist(),
+                self.pod_share.tolist(),
+                self.pod_groups,
+                self.pod_job.tolist(),
+            )
+        ]
 
     # ------------------------------------------------------------------------------------------
     # Rule checks (fast forms of rules.py)
@@ -170,45 +188,71 @@ class ClusterState:
 
     def fits(self, p: int, n: int) -> bool:
         """May pod p get a copy on node n now, its current copy (if any) staying where it is?"""
-        return not self.broken_rules(p, n, first_only=True)
+        return self.fits_without(p, n, ())
 
-    def broken_rules(self, p: int, n: int, first_only: bool = False) -> list[str]:
+    def fits_without(self, p: int, n: int, leaving: tuple[int, ...] | list[int]) -> bool:
+        """``fits(p, n)`` once the pods ``leaving`` (all on node n) have gone: the test of an ejection."""
+        return (
+            bool(self.eligible[self.pod_signature[p], n])
+            and self._resources_fit(p, n, leaving)
+            and self._anti_affinity_ok(p, n, leaving)
+            and self._topology_ok(p, n)
+        )
+
+    def broken_rules(self, p: int, n: int) -> list[str]:
         """Names of the rules (``rules.py`` constants) a copy of p on node n would break."""
         broken = []
         if not self.eligible[self.pod_signature[p], n]:
             broken.append(self._static_rule(p, n))
-            if first_only:
-                return broken
-        if not self._resources_fit(p, n):
+        if not self._resources_fit(p, n, ()):
             broken.append(rules.OVER_CAPACITY)
-            if first_only:
-                return broken
-        for g in self.pod_groups[p]:
-            others = self.group_nodes[g].get(n, 0) - (1 if self.pod_node[p] == n else 0)
-            if others > 0:
-                broken.append(rules.ANTI_AFFINITY)
-                if first_only:
-                    return broken
-                break
-        j = int(self.pod_job[p])
-        if j >= 0 and self.job_level[j]:
-            domains = self.job_domains[j]
-            d = int(self.domain_of(j)[n])
-            if any(other != d for other in domains):
-                broken.append(rules.JOB_TOPOLOGY)
+        if not self._anti_affinity_ok(p, n, ()):
+            broken.append(rules.ANTI_AFFINITY)
+        if not self._topology_ok(p, n):
+            broken.append(rules.JOB_TOPOLOGY)
         return broken
 
-    def _resources_fit(self, p: int, n: int) -> bool:
-        if self.used_cpus[n] + self.pod_cpus[p] > self.cap_cpus[n] + EPS:
+    def _resources_fit(self, p: int, n: int, leaving: tuple[int, ...] | list[int]) -> bool:
+        whole, cpus, mem, share, _, _ = self._pod_scalars[p]
+        used_whole = int(self.whole_used[n])
+        used_cpus = float(self.used_cpus[n])
+        used_mem = float(self.used_mem[n])
+        shares_left = None
+        for q in leaving:
+            q_whole, q_cpus, q_mem, q_share, _, _ = self._pod_scalars[q]
+            used_whole -= q_whole
+            used_cpus -= q_cpus
+            used_mem -= q_mem
+            if q_share:
+                if shares_left is None:
+                    shares_left = list(self.node_shares[n])
+                shares_left.remove(q_share)
+        if used_cpus + cpus > self.cap_cpus[n] + EPS or used_mem + mem > self.cap_mem[n] + EPS:
             return False
-        if self.used_mem[n] + self.pod_mem[p] > self.cap_mem[n] + EPS:
-            return False
-        free = self.cap_gpus[n] - self.whole_used[n] - self.share_devices[n]
-        share = float(self.pod_share[p])
-        if share > 0 and free < 1:
-            devices = len(rules.pack_shares([*self.node_shares.get(n, ()), share]))
-            return bool(devices <= self.cap_gpus[n] - self.whole_used[n])
-        return bool(free >= self.pod_whole[p] + (1 if share > 0 else 0))
+        cap = int(self.cap_gpus[n])
+        if shares_left is not None:
+            devices = len(rules.pack_shares([*shares_left, share] if share else shares_left))
+            return used_whole + whole + devices <= cap
+        devices = int(self.share_devices[n])
+        if share and cap - used_whole - devices < 1:
+            return used_whole + len(rules.pack_shares([*self.node_shares.get(n, ()), share])) <= cap
+        return used_whole + devices + whole + (1 if share else 0) <= cap
+
+    def _anti_affinity_ok(self, p: int, n: int, leaving: tuple[int, ...] | list[int]) -> bool:
+        groups = self._pod_scalars[p][4]
+        for g in groups:
+            others = self.group_nodes[g].get(n, 0) - (1 if self.pod_node[p] == n else 0)
+            others -= sum(1 for q in leaving if g in self._pod_scalars[q][4])
+            if others > 0:
+                return False
+        return True
+
+    def _topology_ok(self, p: int, n: int) -> bool:
+        domain = self._pod_scalars[p][5]
+        if domain is None:
+            return True
+        d = int(domain[n])
+        return all(other == d for other in self.job_domains[int(self.pod_job[p])])
 
     def _static_rule(self, p: int, n: int) -> str:
         if not self.schedulable[n]:
@@ -238,7 +282,7 @@ class ClusterState:
             mask &= free >= 1
             nodes = np.arange(len(self.node_names))[idx]
             for k in np.flatnonzero(tight):
-                mask[k] = self._resources_fit(p, int(nodes[k]))
+                mask[k] = self._resources_fit(p, int(nodes[k]), ())
         else:
             mask &= free >= self.pod_whole[p]
         position = None if among is None else {int(n): k for k, n in enumerate(among)}
@@ -301,6 +345,7 @@ class ClusterState:
         sub.node_shares = defaultdict(list, {local[n]: list(s) for n, s in self.node_shares.items() if n in local and s})
         sub.node_pods = [set() for _ in nodes]
         sub.pod_node = np.array([local[int(self.pod_node[p])] for p in pods], dtype=np.int64)
+        sub._refresh_pod_scalars()
         for k, n in enumerate(sub.pod_node.tolist()):
             sub.node_pods[n].add(k)
         return sub

@@ -155,3 +155,45 @@ def test_fast_and_plain_rule_forms_agree_through_random_moves(cluster: Cluster, 
         for field in ("whole_used", "share_devices", "used_cpus", "used_mem"):
             assert np.allclose(getattr(state, field), getattr(fresh, field)), field
         assert_forms_agree(state)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(clusters(), st.integers(0, 2**32 - 1))
+def test_fits_without_equals_fits_after_the_pods_leave(cluster: Cluster, seed: int) -> None:
+    rng = random.Random(seed)
+    state = ClusterState(cluster)
+    for _ in range(10):
+        if not cluster.pods:
+            return
+        p = rng.randrange(len(cluster.pods))
+        n = rng.randrange(len(cluster.nodes))
+        here = [q for q in sorted(state.node_pods[n]) if q != p]
+        leaving = rng.sample(here, k=rng.randint(0, len(here))) if here else []
+        if state.pod_node[p] == n:
+            continue
+        claimed = state.fits_without(p, n, leaving)
+        for q in leaving:
+            state.unplace(q)
+        actual = state.fits(p, n)
+        for q in leaving:
+            state.place(q, n)
+        assert claimed == actual
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(clusters(), st.integers(0, 2**32 - 1))
+def test_subset_and_clone_answer_like_the_whole_state(cluster: Cluster, seed: int) -> None:
+    rng = random.Random(seed)
+    state = ClusterState(cluster)
+    nodes = np.array(sorted(rng.sample(range(len(cluster.nodes)), k=rng.randint(1, len(cluster.nodes)))))
+    sub = state.subset(nodes)
+    twin = state.clone()
+    for k, p in enumerate(sub.pod_ids.tolist()):
+        assert state.pod_node[p] == nodes[sub.pod_node[k]]
+        for j, n in enumerate(nodes.tolist()):
+            assert sub.fits(k, j) == state.fits(p, n)
+            assert twin.fits(p, n) == state.fits(p, n)
+        assert np.array_equal(sub.feasible_nodes(k), state.feasible_nodes(p, nodes))
+    for p in range(len(cluster.pods)):  # mutating the clone leaves the original alone
+        twin.unplace(p)
+    assert state.pods_per_node.sum() == sum(1 for q in cluster.pods if q.node is not None)

@@ -99,10 +99,10 @@ def run_ipc(state: ClusterState, options: IpcOptions, run_groups: Callable, prog
             break
         order = rng.permutation(busy)
         groups = [np.sort(order[i : i + options.partition_size]) for i in range(0, len(order), options.partition_size)]
-        tasks = [
+        tasks = (
             GroupTask(state.subset(g), options, (options.seed, r, i), budget, np.maximum(per_node - moves_at[g], 0))
             for i, g in enumerate(groups)
-        ]
+        )
         outcomes = run_groups(vacate_group, tasks)
         result.rounds_run += 1
         result.partitions += len(groups)
@@ -287,23 +287,14 @@ class _Group:
         ]
         pods.sort(key=lambda q: (s.pod_gpus[q], s.pod_cpus[q], q))
         for q in pods:
-            if self._fits_without(p, n, [q]):
+            if s.fits_without(p, n, (q,)):
                 return [q]
         chosen: list[int] = []
         for q in reversed(pods):
             chosen.append(q)
-            if self._fits_without(p, n, chosen):
+            if s.fits_without(p, n, chosen):
                 return chosen
         return None
-
-    def _fits_without(self, p: int, n: int, victims: list[int]) -> bool:
-        s = self.state
-        for q in victims:
-            s.unplace(q)
-        fits = s.fits(p, n)
-        for q in victims:
-            s.place(q, n)
-        return fits
 
     # -- tentative moves ---------------------------------------------------------------------------
 
