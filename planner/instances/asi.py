@@ -73,7 +73,7 @@ CHECKPOINT_EVERY_S = (1800.0, 3600.0, 7200.0)
 
 BLOCK_NODES = 2048
 """Nodes per fill block (whole spines); a cluster of up to 1.5 blocks is filled as one."""
-POOL_GPUS = 1.4
+POOL_GPUS = 2.0
 """GPUs in the job pool, as a multiple of the cluster's GPUs (jobs are resubmitted, so this suffices)."""
 MAX_FAILURES = 1000
 """Consecutive failed placements after which a fill phase gives up."""
@@ -317,7 +317,7 @@ def build_pool(
     fabric: Fabric, pool_gpus: int, rng: np.random.Generator, first_job: int = 0, first_service: int = 0
 ) -> Pool:
     """Jobs in arrival order until their GPUs reach ``pool_gpus``; a service's replicas arrive together."""
-    groups = max(16, int(pool_gpus / 8))  # more than enough arrival groups (about 9 GPUs each)
+    groups = max(64, int(pool_gpus / 4))  # about twice the arrival groups needed (about 9 GPUs each)
     kind = rng.choice(3, size=groups, p=KIND_SHARE)
     replicas = np.where(kind == REPLICA, rng.integers(SERVICE_REPLICAS[0], SERVICE_REPLICAS[1] + 1, size=groups), 1)
     gang_pods = rng.integers(GANG_PODS[0], GANG_PODS[1] + 1, size=groups)
@@ -328,7 +328,7 @@ def build_pool(
                  rng.choice(REPLICA_GPUS[0], size=groups, p=REPLICA_GPUS[1])),
     )
     group_gpus = per_pod * np.where(kind == GANG, gang_pods, replicas)
-    groups = int(np.searchsorted(np.cumsum(group_gpus), pool_gpus)) + 1
+    groups = min(int(np.searchsorted(np.cumsum(group_gpus), pool_gpus)) + 1, groups)
     kind, replicas, gang_pods, per_pod = kind[:groups], replicas[:groups], gang_pods[:groups], per_pod[:groups]
 
     # Group-level attributes, then one job per replica.
