@@ -412,6 +412,14 @@ def _pool_jobs(pool: Pool) -> list[Job]:
 # ----------------------------------------------------------------------------------------------
 
 
+def _shape(pool: Pool, u: int) -> tuple:
+    """What decides whether job u fits: pod size and count, pins, gang-ness and anti-affinity group."""
+    return (
+        pool.pin[u], float(pool.gpus[u]), float(pool.cpus[u]), float(pool.memory_gib[u]),
+        int(pool.size[u]), int(pool.kind[u]) == GANG, int(pool.service[u]),
+    )
+
+
 class Fill:
     """Arrivals and departures of pool jobs on a ``ClusterState``, with a clock."""
 
@@ -423,6 +431,8 @@ class Fill:
         self.position: dict[int, int] = {}
         self.started_s = np.zeros(len(pool.size))
         self.failed: list[int] = []
+        self.shape = [_shape(pool, u) for u in range(len(pool.size))]
+        self.hopeless: set[tuple] = set()  # shapes that failed since the last departure
         self.allocated = 0.0
         self.clock = 0.0
         self.mean_gap_s = 60_000.0 / nodes  # a similar span of days whatever the size
@@ -442,21 +452,28 @@ class Fill:
         self.clock += float(self.rng.exponential(self.mean_gap_s))
 
     def fill(self, to_gpus: float, exact: bool) -> None:
-        """Jobs arrive from the queue until ``to_gpus`` are allocated (never above it when ``exact``)."""
-        failures = skips = 0
-        while self.queue and self.allocated < to_gpus and failures < MAX_FAILURES and skips <= len(self.queue):
+        """Jobs arrive from the queue until ``to_gpus`` are allocated (never above it when ``exact``).
+
+        A job shaped like one that failed since the last departure is passed over without a try:
+        capacity has only shrunk since. The phase ends after a whole pass over the queue places
+        nothing (or after ``MAX_FAILURES`` failed tries in a row).
+        """
+        failures = misses = 0
+        while self.queue and self.allocated < to_gpus and failures < MAX_FAILURES and misses <= len(self.queue):
             u = self.queue.popleft()
-            if exact and self.allocated + self.job_gpus[u] > to_gpus:
+            if (exact and self.allocated + self.job_gpus[u] > to_gpus) or self.shape[u] in self.hopeless:
                 self.queue.append(u)
-                skips += 1
+                misses += 1
                 continue
             self._tick()
             if self.arrive(u):
-                failures = skips = 0
+                failures = misses = 0
             else:
                 self.queue.append(u)
                 self.failed.append(u)
+                self.hopeless.add(self.shape[u])
                 failures += 1
+                misses += 1
 
     def arrive(self, u: int) -> bool:
         start, size = int(self.pool.start[u]), int(self.pool.size[u])
@@ -474,6 +491,7 @@ class Fill:
             self._tick()
             u = self.alive[int(self.rng.integers(len(self.alive)))]
             self.leave(u)
+            self.hopeless.clear()
             self.queue.append(u)
 
     def leave(self, u: int) -> None:
