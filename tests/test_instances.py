@@ -138,7 +138,8 @@ def test_asi_large_clusters_are_filled_in_blocks_with_unique_names(monkeypatch):
     assert len(asi.fill_blocks(asi.build_fabric(420, np.random.default_rng(2)))) >= 2
     assert gar(cluster) == pytest.approx(0.7, abs=0.01)
     used_nodes = {p.node for p in cluster.pods}
-    assert {n.name for n in cluster.nodes[:100]} & used_nodes and {n.name for n in cluster.nodes[-100:]} & used_nodes
+    assert {n.name for n in cluster.nodes[:100]} & used_nodes
+    assert {n.name for n in cluster.nodes[-100:]} & used_nodes
 
 
 @pytest.mark.parametrize(
@@ -168,7 +169,12 @@ TIMED_CSV = (
     "gone,1000,1024,0,0,,LS,Succeeded,5,50,5\n"
     "never,1000,1024,0,0,,LS,Failed,60,60,\n"
 )
-UNTIMED_CSV = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nu-0,1000,1024,1,500\nu-1,1000,1024,2,1000\nu-2,1000,1024,8,1000\n"
+UNTIMED_CSV = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+    "u-0,1000,1024,1,500\n"
+    "u-1,1000,1024,2,1000\n"
+    "u-2,1000,1024,8,1000\n"
+)
 
 
 @pytest.fixture

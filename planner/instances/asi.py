@@ -18,9 +18,15 @@ The fill: jobs arrive in a random order and the baseline scheduler (``heuristics
 each all-or-nothing; the cluster is filled above the target, random jobs depart down below it, and so
 on for ``churn_rounds`` rounds, then it is filled to the target without overshooting. This leaves the
 holes a real cluster has. A job that does not fit when it arrives goes back to the end of the arrival
-queue (a resubmission); jobs still unplaced at the end are left out of the snapshot, except the last
-``pending_jobs`` that failed in the final fill, which stay as pending pods. After the fill, whole jobs
-are locked at random until ``locked`` of the placed pods are.
+queue (a resubmission), and jobs of the same shape are passed over until something departs; jobs
+still unplaced at the end are left out of the snapshot, except the last ``pending_jobs`` that failed
+in the final fill, which stay as pending pods. After the fill, whole jobs are locked at random until
+``locked`` of the placed pods are. A very high target under ``spread`` (0.95) may end a little short.
+
+Times: events (arrivals and departures) are a Poisson process spanning a few days whatever the
+size; ``started_s`` is when a job was placed, ``checkpoint_s`` the last periodic checkpoint (every 30
+to 120 minutes) of training jobs and tasks; services do not checkpoint; ``time_s`` follows the last
+event.
 
 Large clusters are filled block by block: blocks of whole spines of about 2,000 nodes, each with its
 own share of the workload and its own run of the baseline scheduler, filled to the same target. That
@@ -36,6 +42,7 @@ state needs them) and for the snapshot. Deterministic for a given set of argumen
 from __future__ import annotations
 
 import math
+import numbers
 from collections import deque
 from dataclasses import dataclass
 
@@ -74,7 +81,8 @@ CHECKPOINT_EVERY_S = (1800.0, 3600.0, 7200.0)
 BLOCK_NODES = 2048
 """Nodes per fill block (whole spines); a cluster of up to 1.5 blocks is filled as one."""
 POOL_GPUS = 2.0
-"""GPUs in the job pool, as a multiple of the cluster's GPUs (jobs are resubmitted, so this suffices)."""
+"""GPUs in the job pool, as a multiple of the cluster's GPUs: departed and failed jobs arrive again
+later, so the pool need only be big enough to keep small jobs at hand near the target."""
 MAX_FAILURES = 1000
 """Consecutive failed placements after which a fill phase gives up."""
 
@@ -122,6 +130,16 @@ class Pool:
         return int(self.service.max()) + 1 if len(self.service) else 0
 
 
+@dataclass(frozen=True)
+class FillSettings:
+    """The fill arguments every block shares."""
+
+    allocation: float
+    locked: float
+    scheduler: str
+    churn_rounds: int
+
+
 @dataclass
 class BlockResult:
     """What the snapshot needs from one filled block (its ``ClusterState`` is let go)."""
@@ -157,14 +175,14 @@ def generate_asi(
     rng = np.random.default_rng(seed)
     fabric = build_fabric(nodes, rng)
     node_objects = _node_objects(fabric)
+    settings = FillSettings(allocation, locked, scheduler, churn_rounds)
     bounds = fill_blocks(fabric)
     results: list[BlockResult] = []
     first_job = first_service = 0
     for b, (lo, hi) in enumerate(bounds):
-        share = pending_jobs // len(bounds) + (1 if b < pending_jobs % len(bounds) else 0)
+        pending_here = pending_jobs // len(bounds) + (1 if b < pending_jobs % len(bounds) else 0)
         result = _fill_block(
-            fabric.block(lo, hi), node_objects[lo:hi], lo, allocation, locked, scheduler, churn_rounds, share,
-            first_job, first_service, rng,
+            fabric.block(lo, hi), node_objects[lo:hi], lo, settings, pending_here, first_job, first_service, rng
         )
         results.append(result)
         first_job += len(result.pool.size)
@@ -176,7 +194,7 @@ def _check_arguments(
     nodes: int, allocation: float, locked: float, scheduler: str, churn_rounds: int, pending_jobs: int
 ) -> None:
     problems = []
-    if not isinstance(nodes, int) or nodes < 1:
+    if isinstance(nodes, bool) or not isinstance(nodes, numbers.Integral) or nodes < 1:
         problems.append(f"--nodes: must be a whole number of at least 1, got {nodes!r}")
     for name, value in (("--allocation", allocation), ("--locked", locked)):
         if not (isinstance(value, (int, float)) and 0 <= value <= 1):
@@ -245,10 +263,7 @@ def _fill_block(
     fabric: Fabric,
     node_objects: list[Node],
     node_offset: int,
-    allocation: float,
-    locked: float,
-    scheduler: str,
-    churn_rounds: int,
+    settings: FillSettings,
     pending_jobs: int,
     first_job: int,
     first_service: int,
@@ -258,15 +273,15 @@ def _fill_block(
     gpus = len(node_objects) * GPUS_PER_NODE
     pool = build_pool(fabric, math.ceil(POOL_GPUS * gpus) + 64, rng, first_job, first_service)
     state = ClusterState(Cluster(nodes=node_objects, pods=_pool_pods(pool), jobs=_pool_jobs(pool)))
-    fill = Fill(state, pool, scheduler, rng, len(node_objects))
-    fill.run(round(allocation * gpus), churn_rounds)
+    fill = Fill(state, pool, settings.scheduler, rng, len(node_objects))
+    fill.run(round(settings.allocation * gpus), settings.churn_rounds)
     return BlockResult(
         pool=pool,
         node_offset=node_offset,
         pod_node=state.pod_node.copy(),
         placed=list(fill.alive),
         pending=fill.failed_last(pending_jobs),
-        locked=_choose_locked(pool, fill.alive, locked, rng),
+        locked=_choose_locked(pool, fill.alive, settings.locked, rng),
         started_s=fill.started_s,
         clock_s=fill.clock,
     )

@@ -136,13 +136,16 @@ def _check_time(pods: str, at_s: float | None, trace: TracePods) -> None:
     if trace.created_s is None:
         if at_s is not None:
             raise SnapshotError(
-                [f"--at: pod list {pods!r} has no time columns (its pods arrive in file order and never leave); leave --at out"]
+                [
+                    f"--at: pod list {pods!r} has no time columns (its pods arrive in file order and never "
+                    "leave); leave --at out"
+                ]
             )
         return
     if at_s is None:
         last = int(trace.created_s.max()) if len(trace.created_s) else 0
         raise SnapshotError(
-            [f"--at: pod list {pods!r} is timed; give the snapshot time in seconds (its pods arrive between 0 and {last})"]
+            [f"--at: pod list {pods!r} is timed; give the snapshot time in seconds (its pods arrive from 0 to {last})"]
         )
     if isinstance(at_s, bool) or not isinstance(at_s, (int, float)) or not math.isfinite(at_s) or at_s < 0:
         raise SnapshotError([f"--at: must be a time in seconds, 0 or more, got {at_s!r}"])
@@ -209,7 +212,9 @@ def read_pods(path: Path) -> TracePods:
         pods.append(
             Pod(
                 name=row["name"],
-                gpus=pod_gpus(int(_number(path, i, "num_gpu", row["num_gpu"])), _number(path, i, "gpu_milli", row["gpu_milli"])),
+                gpus=pod_gpus(
+                    int(_number(path, i, "num_gpu", row["num_gpu"])), _number(path, i, "gpu_milli", row["gpu_milli"])
+                ),
                 cpus=_number(path, i, "cpu_milli", row["cpu_milli"]) / 1000,
                 memory_gib=_number(path, i, "memory_mib", row["memory_mib"]) / 1024,
                 gpu_models=[m for m in spec.split("|") if m] if spec else [],
@@ -302,7 +307,7 @@ class Replay:
 
 
 def _events(arrive_s: np.ndarray, leave_s: np.ndarray, until_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Events at or before ``until_s`` sorted by (time, departures first, pod): times, kinds (0 leave, 1 arrive), pods."""
+    """Events at or before ``until_s``: times, kinds (0 leave, 1 arrive) and pods, by time, departures first."""
     pods = np.arange(len(arrive_s))
     arrivals = arrive_s <= until_s
     leaves = leave_s <= until_s
