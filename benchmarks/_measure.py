@@ -72,3 +72,18 @@ def run_measured(argv: list[str]) -> Run:
 def machine() -> str:
     """One line describing where the numbers were measured."""
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def cached_asi(nodes: int, seed: int, allocation: float = 0.7) -> Path:
+    """A generated ASI-like snapshot file, cached by its arguments and the generator's source."""
+    import hashlib
+
+    from planner.instances import asi
+    from planner.snapshot import write_cluster
+
+    version = hashlib.sha1(Path(asi.__file__).read_bytes()).hexdigest()[:8]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"asi-{nodes}-seed{seed}-alloc{allocation:g}-{version}.json"
+    if not path.exists():
+        write_cluster(asi.generate_asi(nodes=nodes, seed=seed, allocation=allocation), path)
+    return path

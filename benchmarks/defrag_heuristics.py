@@ -23,23 +23,14 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import CACHE, RESULTS, machine, run_measured  # noqa: E402
+from _measure import CACHE, RESULTS, cached_asi, machine, run_measured  # noqa: E402
 
 from planner.cluster import Cluster  # noqa: E402
 from planner.engine import DefragOptions, plan_defrag  # noqa: E402
-from planner.instances.asi import generate_asi  # noqa: E402
-from planner.snapshot import load_cluster, write_cluster  # noqa: E402
+from planner.snapshot import load_cluster  # noqa: E402
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
 METHODS = ("heuristic", "descheduler", "random")
-
-
-def asi_snapshot(nodes: int, seed: int, allocation: float = 0.7) -> Path:
-    CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / (f"asi-{nodes}-seed{seed}" + ("" if allocation == 0.7 else f"-alloc{allocation}") + ".json")
-    if not path.exists():
-        write_cluster(generate_asi(nodes=nodes, seed=seed, allocation=allocation), path)
-    return path
 
 
 def openb_snapshot(at_s: int) -> Cluster:
@@ -56,7 +47,7 @@ def openb_snapshot(at_s: int) -> Cluster:
 def scaling(sizes: list[int]) -> list[dict[str, Any]]:
     rows = []
     for nodes in sizes:
-        path = asi_snapshot(nodes, seed=0)
+        path = cached_asi(nodes, seed=0)
         out = CACHE / f"plan-asi-{nodes}.json"
         run = run_measured([PLANNER, "defrag", str(path), "--method", "heuristic", "--out", str(out)])
         if run.returncode != 0:
@@ -143,7 +134,7 @@ def main() -> None:
     scale_rows = scaling(sizes)
     snapshots: list[tuple[str, Cluster]] = []
     for allocation in allocations:
-        snapshots.append((f"asi-{quality_nodes} @{allocation:.0%}", load_cluster(asi_snapshot(quality_nodes, 1, allocation))))
+        snapshots.append((f"asi-{quality_nodes} @{allocation:.0%}", load_cluster(cached_asi(quality_nodes, 1, allocation))))
     for at_s in openb_times:
         snapshots.append((f"openb default @{at_s / 1e6:g}e6 s", openb_snapshot(at_s)))
     quality: list[dict[str, Any]] = []

@@ -11,27 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import CACHE, RESULTS, machine, run_measured  # noqa: E402
-
-from planner.instances.asi import generate_asi  # noqa: E402
-from planner.snapshot import write_cluster  # noqa: E402
+from _measure import RESULTS, cached_asi, machine, run_measured  # noqa: E402
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
-
-
-def snapshot(nodes: int, seed: int) -> tuple[Path, float]:
-    """The cached snapshot file and how long generating it took (0 when cached)."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"asi-{nodes}-seed{seed}.json"
-    if path.exists():
-        return path, 0.0
-    start = time.perf_counter()
-    write_cluster(generate_asi(nodes=nodes, seed=seed), path)
-    return path, time.perf_counter() - start
 
 
 def main() -> None:
@@ -41,12 +26,12 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for nodes in args.sizes:
-        path, gen_s = snapshot(nodes, args.seed)
+        path = cached_asi(nodes, args.seed)
         run = run_measured([PLANNER, "report", str(path), "--json", "--shape", "8g64c"])
         if run.returncode != 0:
             sys.exit(f"planner report failed on {path}: {run.stderr}")
         summary = json.loads(run.stdout)["summary"]
-        rows.append((nodes, summary, path.stat().st_size / 2**20, gen_s, run))
+        rows.append((nodes, summary, path.stat().st_size / 2**20, run))
         print(f"{nodes} nodes: {run.wall_s:.2f} s, {run.peak_rss_mib:.0f} MiB", flush=True)
     lines = [
         "# `planner report` at scale",
@@ -61,7 +46,7 @@ def main() -> None:
         "| nodes | GPUs | pods | allocated GPUs (GAR) | snapshot MiB | report wall s | report peak RSS MiB |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for nodes, s, size_mib, _gen_s, run in rows:
+    for nodes, s, size_mib, run in rows:
         lines.append(
             f"| {nodes:,} | {s['gpus']:,} | {s['pods']:,} | {s['allocated_gpus']:,.0f} ({s['gar']:.3f}) "
             f"| {size_mib:.1f} | {run.wall_s:.2f} | {run.peak_rss_mib:.0f} |"

@@ -335,6 +335,7 @@ def _print_defrag_table(plan) -> None:  # type: ignore[no-untyped-def]
 class Scheduler(str, Enum):
     spread = "spread"
     random = "random"
+    binpack = "binpack"
 
 
 class NodeList(str, Enum):
@@ -349,14 +350,24 @@ def generate_asi_command(
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same snapshot."),
     allocation: float = typer.Option(0.7, "--allocation", min=0.0, max=1.0, help="Target share of GPUs allocated."),
     locked: float = typer.Option(0.4, "--locked", min=0.0, max=1.0, help="Share of pods that are locked (may not move)."),
-    scheduler: Scheduler = typer.Option(Scheduler.spread, "--scheduler", help="Baseline scheduler placing the pods."),
+    scheduler: Scheduler = typer.Option(Scheduler.spread, "--scheduler", help="Baseline scheduler placing the pods (spread = Kubernetes' default)."),
+    churn_rounds: int = typer.Option(2, "--churn-rounds", min=0, help="Fill-above-target / depart-below rounds before the final fill."),
+    pending_jobs: int = typer.Option(0, "--pending-jobs", min=0, help="Jobs that failed the final fill to keep as pending pods."),
     out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
 ) -> None:
     """A seeded ASI-like cluster (Alibaba ASI paper): ASWs of 32-64 8-GPU nodes, ~40% locked pods."""
     from planner.instances.asi import generate_asi
     from planner.snapshot import write_cluster
 
-    cluster = generate_asi(nodes=nodes, seed=seed, allocation=allocation, locked=locked, scheduler=scheduler.value)
+    cluster = generate_asi(
+        nodes=nodes,
+        seed=seed,
+        allocation=allocation,
+        locked=locked,
+        scheduler=scheduler.value,
+        churn_rounds=churn_rounds,
+        pending_jobs=pending_jobs,
+    )
     write_cluster(cluster, out)
 
 
@@ -369,6 +380,12 @@ def generate_openb_command(
     node_list: NodeList = typer.Option(NodeList.gpu, "--nodes", help="gpu: the 1,213 GPU nodes; all: plus CPU-only nodes."),
     seed: int = typer.Option(0, "--seed", help="Random seed for the scheduler's tie-breaking."),
     data_dir: str = typer.Option(None, "--data-dir", help="Directory of the openb CSVs (default ../shared/data/openb-2023)."),
+    departures: bool = typer.Option(
+        True,
+        "--departures/--no-departures",
+        help="Pods leave at their deletion time (the trace as recorded: few are alive at once) or, with "
+        "--no-departures, stay once created (the FGD paper's fill, which yields a busy cluster).",
+    ),
     out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
 ) -> None:
     """A snapshot of the Alibaba 2023 GPU trace (openb) replayed up to a time with a baseline scheduler."""
@@ -376,7 +393,13 @@ def generate_openb_command(
     from planner.snapshot import write_cluster
 
     cluster = generate_openb(
-        pods=pods, at_s=at, scheduler=scheduler.value, nodes=node_list.value, seed=seed, data_dir=data_dir
+        pods=pods,
+        at_s=at,
+        scheduler=scheduler.value,
+        nodes=node_list.value,
+        seed=seed,
+        data_dir=data_dir,
+        departures=departures,
     )
     write_cluster(cluster, out)
 

@@ -72,6 +72,7 @@ class ClusterState:
         n_nodes = len(nodes)
         self.whole_used = np.zeros(n_nodes, dtype=np.int64)
         self.share_devices = np.zeros(n_nodes, dtype=np.int64)
+        self.share_sum = np.zeros(n_nodes, dtype=np.float64)
         self.used_cpus = np.zeros(n_nodes, dtype=np.float64)
         self.used_mem = np.zeros(n_nodes, dtype=np.float64)
         self.node_shares: dict[int, list[float]] = defaultdict(list)
@@ -93,10 +94,7 @@ class ClusterState:
 
     def allocated_gpus(self) -> np.ndarray:
         """GPUs allocated per node: whole GPUs plus the sum of shares."""
-        shares = np.zeros(len(self.node_names))
-        for n, values in self.node_shares.items():
-            shares[n] = sum(values)
-        return self.whole_used + shares
+        return self.whole_used + self.share_sum
 
     def pod_count(self) -> np.ndarray:
         """Pods (copies, during a wave) per node."""
@@ -144,6 +142,7 @@ class ClusterState:
         if mem:
             self.used_mem[n] += sign * mem
         if share:
+            self.share_sum[n] += sign * share
             shares = self.node_shares[n]
             if sign > 0:
                 shares.append(share)
@@ -278,29 +277,26 @@ class ClusterState:
         free = self.cap_gpus[idx] - self.whole_used[idx] - self.share_devices[idx]
         share = float(self.pod_share[p])
         if share > 0:
-            tight = mask & (free < 1)
+            # shares need room on a device: none without at least that much idle GPU capacity
+            tight = mask & (free < 1) & (self.cap_gpus[idx] - self.whole_used[idx] - self.share_sum[idx] >= share - EPS)
             mask &= free >= 1
             nodes = np.arange(len(self.node_names))[idx]
             for k in np.flatnonzero(tight):
                 mask[k] = self._resources_fit(p, int(nodes[k]), ())
         else:
             mask &= free >= self.pod_whole[p]
-        position = None if among is None else {int(n): k for k, n in enumerate(among)}
-        for g in self.pod_groups[p]:
-            for n in self.group_nodes[g]:
-                if n != self.pod_node[p]:
-                    k = n if position is None else position.get(n)
-                    if k is not None:
-                        mask[k] = False
+        excluded = [int(n) for g in self.pod_groups[p] for n in self.group_nodes[g] if n != self.pod_node[p]]
         j = int(self.pod_job[p])
         if j >= 0 and self.job_level[j] and self.job_domains[j]:
             domains = list(self.job_domains[j])
             mask &= (self.domain_of(j)[idx] == domains[0]) if len(domains) == 1 else False
-        current = int(self.pod_node[p])
-        if current != PENDING:
-            k = current if position is None else position.get(current)
-            if k is not None:
-                mask[k] = False
+        if self.pod_node[p] != PENDING:
+            excluded.append(int(self.pod_node[p]))
+        if excluded:
+            if among is None:
+                mask[excluded] = False
+            else:
+                mask &= ~np.isin(among, excluded)
         return mask
 
 
@@ -325,7 +321,7 @@ class ClusterState:
         sub.pod_names = [self.pod_names[p] for p in pods]
         sub.pod_index = {name: k for k, name in enumerate(sub.pod_names)}
         for field in ("cap_gpus", "cap_cpus", "cap_mem", "schedulable", "asw_domain", "spine_domain",
-                      "whole_used", "share_devices", "used_cpus", "used_mem", "pods_per_node"):
+                      "whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node"):
             setattr(sub, field, getattr(self, field)[nodes].copy())
         for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked",
                       "pod_signature", "pod_job"):
@@ -354,7 +350,7 @@ class ClusterState:
         """An independent copy (the pydantic cluster and static arrays are shared, not copied)."""
         twin = object.__new__(ClusterState)
         twin.__dict__.update(self.__dict__)
-        for field in ("whole_used", "share_devices", "used_cpus", "used_mem", "pods_per_node", "pod_node"):
+        for field in ("whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node", "pod_node"):
             setattr(twin, field, getattr(self, field).copy())
         twin.node_shares = defaultdict(list, {n: list(s) for n, s in self.node_shares.items() if s})
         twin.node_pods = [set(s) for s in self.node_pods]

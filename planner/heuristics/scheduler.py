@@ -28,8 +28,6 @@ from planner.state import PENDING, ClusterState
 
 POLICIES = ("spread", "binpack", "random")
 TIE = 1e-12
-PACKING_COST = 10
-"""Cost of packing one node's shares in ``feasible_nodes``, in units of one ``among`` entry (measured)."""
 
 
 def check_policy(policy: str) -> None:
@@ -46,9 +44,7 @@ def pick_node(
     For a placed pod this is where a copy could go (never its current node), as ``feasible_nodes`` says.
     """
     check_policy(policy)
-    allocated = gpus_allocated(state) if state.node_shares else None
-    if among is None and state.pod_share[p] > 0:
-        among = _room_for_share(state, p, allocated)
+    allocated = gpus_allocated(state)
     mask = state.feasible_nodes(p, among)
     candidates = np.flatnonzero(mask) if among is None else np.asarray(among)[mask]
     if len(candidates) == 0:
@@ -59,23 +55,6 @@ def pick_node(
     if len(candidates) == 1:
         return int(candidates[0])
     return int(candidates[rng.integers(len(candidates))])
-
-
-def _room_for_share(state: ClusterState, p: int, allocated: np.ndarray | None) -> np.ndarray | None:
-    """Nodes that may take GPU share p by a quick necessary test (total room; not a rule), or None for all.
-
-    ``feasible_nodes`` packs the shares of every eligible node without a free device, one by one;
-    restricting it to the nodes with room in total spares most of that work when the cluster is
-    full. When the restriction would cost more than it saves (``among`` has a per-node cost too),
-    None is returned. Either way the feasible nodes, and so the choice, are the same.
-    """
-    eligible = state.eligible[state.pod_signature[p]]
-    used = state.whole_used if allocated is None else allocated
-    room = eligible & (state.cap_gpus - used + 1e-6 >= state.pod_share[p])
-    nodes = np.flatnonzero(room)
-    tight = eligible & (state.free_devices() < 1)
-    saved = PACKING_COST * (int(tight.sum()) - int((tight & room).sum()))
-    return nodes if saved > len(nodes) else None
 
 
 def schedule_pod(

@@ -23,23 +23,10 @@ Score = Callable[..., np.ndarray]
 every node, so a caller scoring several times in one state computes it once."""
 
 
-def share_sums(state: ClusterState) -> np.ndarray:
-    """Per node, the sum of the GPU shares on it (0 where none)."""
-    dense = np.zeros(len(state.node_names))
-    shares = state.node_shares
-    if shares:
-        keys = np.fromiter(shares.keys(), dtype=np.int64, count=len(shares))
-        dense[keys] = np.fromiter(map(sum, shares.values()), dtype=np.float64, count=len(shares))
-    return dense
-
-
 def gpus_allocated(state: ClusterState, nodes: np.ndarray | None = None) -> np.ndarray:
     """GPUs allocated on ``nodes`` (default all): whole GPUs plus the sum of the shares on them."""
-    used = state.whole_used.astype(np.float64) if nodes is None else state.whole_used[nodes].astype(np.float64)
-    if state.node_shares:
-        sums = share_sums(state)
-        used += sums if nodes is None else sums[nodes]
-    return used
+    allocated = state.allocated_gpus()
+    return allocated if nodes is None else allocated[nodes]
 
 
 def mean_used_fraction(
