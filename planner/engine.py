@@ -78,7 +78,7 @@ def plan_defrag(cluster: Cluster, options: DefragOptions | None = None, progress
     elif options.method == "repack":
         outcome = baselines.repack(state)
         steps = outcome.waves or []
-        extra.update(dropped_moves=outcome.dropped)
+        extra.update(dropped_moves=outcome.dropped, routed_moves=outcome.routed, target_vacated=outcome.target_vacated)
         method_name = "repack"
     else:
         policy = "random" if options.method == "random" else "binpack"

@@ -13,8 +13,9 @@ Two sources of moves:
 * ``target_to_waves``: a *final state* (what a solver returns). Each wave starts, in a fixed order,
   every pending move whose destination has room for the new copy beside everything already there;
   sources are released after the wave. When nothing can start (two full nodes swapping pods, a cycle),
-  one blocked pod is routed through a node with room and continues to its destination later; a move
-  that still cannot start is dropped and the pod stays put. The caller learns which were dropped.
+  the blocked pods are routed through nodes with room (each pod at most once) and continue to their
+  destinations in later waves; a move that still cannot start is dropped and the pod stays where it
+  is. The caller learns which moves were dropped.
 """
 
 from __future__ import annotations
@@ -63,13 +64,15 @@ def target_to_waves(state: ClusterState, target: dict[int, int], max_waves: int 
     pending = {p: n for p, n in target.items() if int(state.pod_node[p]) != n}
     order = sorted(pending, key=lambda p: (-state.pod_gpus[p], -state.pod_cpus[p], p))
     result = WavePlan()
+    routed: set[int] = set()
     for _ in range(max_waves):
         if not pending:
             break
         wave = _start_fitting(state, [p for p in order if p in pending], pending)
         if not wave:
-            wave = _route_one(state, [p for p in order if p in pending], pending, target)
-            result.routed += bool(wave)
+            wave = _route_blocked(state, [p for p in order if p in pending and p not in routed], target)
+            routed.update(p for p, _, _ in wave)
+            result.routed += len(wave)
         if not wave:
             break
         for p, source, destination in wave:
@@ -91,21 +94,21 @@ def _start_fitting(state: ClusterState, candidates: Sequence[int], pending: dict
     return wave
 
 
-def _route_one(state: ClusterState, blocked: Sequence[int], pending: dict[int, int], target: dict[int, int]) -> list[Step]:
-    """Break a deadlock: move one blocked pod to a node with room that is not its source.
+def _route_blocked(state: ClusterState, blocked: Sequence[int], target: dict[int, int]) -> list[Step]:
+    """Break deadlocks: move blocked pods to nodes with room that are not their sources.
 
     Prefers nodes the target leaves busy (so no node meant to be vacated is filled) and, among them,
-    the fullest (best fit).
+    the fullest (best fit). Each copy started here counts against the nodes for the next pod.
     """
     busy_in_target = np.zeros(len(state.node_names), dtype=bool)
     busy_in_target[list(target.values())] = True
+    wave = []
     for p in blocked:
         options = np.flatnonzero(state.feasible_nodes(p))
         if len(options) == 0:
             continue
         free = state.free_devices()[options]
-        rank = np.lexsort((options, free, ~busy_in_target[options]))
-        via = int(options[rank[0]])
+        via = int(options[np.lexsort((options, free, ~busy_in_target[options]))[0]])
         state.add_copy(p, via)
-        return [(p, int(state.pod_node[p]), via)]
-    return []
+        wave.append((p, int(state.pod_node[p]), via))
+    return wave

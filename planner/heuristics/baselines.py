@@ -34,6 +34,9 @@ class BaselineResult:
     waves: list[list[Step]] | None = None
     """Set when the method builds waves itself (repack); otherwise waves come from the sequence."""
     dropped: int = 0
+    routed: int = 0
+    target_vacated: int = 0
+    """repack: nodes the target itself empties (before dropping moves it cannot execute)."""
     drained_nodes: int = 0
 
 
@@ -79,8 +82,14 @@ def evict_and_replace(
 def repack(state: ClusterState) -> BaselineResult:
     """Best-fit-decreasing target for every movable pod, reached by make-before-break waves."""
     target = best_fit_decreasing(state)
+    busy = state.pods_per_node > 0
+    stays = np.zeros(len(state.node_names), dtype=bool)
+    stays[[int(state.pod_node[p]) for p in range(len(state.pod_names)) if state.pod_locked[p] and state.pod_node[p] != PENDING]] = True
+    stays[list(target.values())] = True
     plan = target_to_waves(state, target)
-    return BaselineResult(waves=plan.waves, dropped=len(plan.dropped))
+    return BaselineResult(
+        waves=plan.waves, dropped=len(plan.dropped), routed=plan.routed, target_vacated=int((busy & ~stays).sum())
+    )
 
 
 def best_fit_decreasing(state: ClusterState) -> dict[int, int]:
