@@ -101,3 +101,46 @@ def test_console_script_runs_as_a_real_process(tmp_path: Path) -> None:
     assert ok.returncode == 0 and json.loads(ok.stdout)["summary"]["empty_nodes"] == 0
     bad = subprocess.run([str(exe), "report", write(tmp_path, "t.json", '{"nodes": [')], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "not valid JSON" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_defrag_writes_a_plan_that_validate_accepts(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    result = runner.invoke(app, ["defrag", str(FIG15), "--out", str(out), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(out.read_text())
+    assert [len(w) for w in plan["waves"]] == [1, 1, 1] and plan["vacated_nodes"] == ["node-0"]
+    assert plan["report"]["method"] == "ipc" and plan["report"]["waves"] == 3
+    check = runner.invoke(app, ["validate", str(FIG15), str(out)])
+    assert check.exit_code == 0 and "valid: 3 wave(s)" in check.stdout
+
+
+def test_defrag_table_shows_before_and_after() -> None:
+    result = runner.invoke(app, ["defrag", str(FIG15), "--format", "table", "--workers", "1"])
+    assert result.exit_code == 0
+    assert "vacated nodes" in result.stdout and "nodes with slack cut" in result.stdout and "75.0%" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "option,value",
+    [("--depth", "0"), ("--partition-size", "1"), ("--max-moves", "-1"), ("--rounds", "0"), ("--max-moves-per-node", "-2"), ("--workers", "0"), ("--method", "magic")],
+)
+def test_defrag_out_of_range_options_exit_2_naming_the_option(option: str, value: str) -> None:
+    result = runner.invoke(app, ["defrag", str(FIG15), option, value])
+    assert result.exit_code == 2
+    assert option in result.output
+
+
+def test_defrag_of_an_inconsistent_snapshot_exits_2(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["defrag", write(tmp_path, "bad.json", MALFORMED[-1][1])])
+    assert result.exit_code == 2 and "jobs[0].topology" in result.stderr
+
+
+def test_defrag_with_nothing_to_vacate_exits_0_with_the_reason(tmp_path: Path) -> None:
+    snapshot = {
+        "nodes": [{"name": "a", "gpus": 8, "cpus": 8, "memory_gib": 8}, {"name": "b", "gpus": 8, "cpus": 8, "memory_gib": 8}],
+        "pods": [{"name": "x", "node": "a", "gpus": 1, "cpus": 1, "locked": True}, {"name": "y", "node": "b", "gpus": 1, "cpus": 1, "locked": True}],
+    }
+    result = runner.invoke(app, ["defrag", write(tmp_path, "locked.json", snapshot), "--workers", "1"])
+    assert result.exit_code == 0
+    plan = json.loads(result.stdout)
+    assert plan["waves"] == [] and "locked pod" in plan["report"]["reason"]
