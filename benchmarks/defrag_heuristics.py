@@ -183,9 +183,9 @@ def write_results(scale_rows: list[dict], quality: list[dict], snapshots: list[t
         "",
         "Budget *IPC's own*: IPC runs without a budget and the baselines get as many moves as IPC used. "
         "Budget *2% of pods*: every method gets the same cap. `repack` is a reference that ignores "
-        "migration cost and budgets (run once per snapshot, shown with the first budget; *target empties* is
-what its repacked target state would empty, before dropping the moves make-before-break waves cannot
-execute). *slack cut* is the reduction of nodes with slack (holding pods, not "
+        "migration cost and budgets (run once per snapshot, shown with the first budget; *target empties* "
+        "is what its repacked target state would empty, before dropping the moves make-before-break waves "
+        "cannot execute). *slack cut* is the reduction of nodes with slack (holding pods, not "
         "full); the ASI paper reports 20.2% in production. ASI-like snapshots: 5,000 nodes, seed 1; openb: "
         "the `default` pod list of the Alibaba 2023 trace replayed with the spread scheduler on its 1,213 "
         "GPU nodes, pods staying once created (`--no-departures`, the FGD paper's fill).",

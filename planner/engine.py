@@ -1,8 +1,15 @@
 """The planner proper: run a defrag method, build waves, validate, and report how the plan was obtained.
 
-``plan_defrag`` is a pure function of the cluster and the options (deterministic for a seed, whatever
-the number of workers). Every plan it returns has passed ``validate``; an invalid plan is a bug and
-raises ``PlanBug`` instead of being returned.
+Methods: ``heuristic`` (IPC), the baselines ``random``, ``descheduler`` and ``repack``, ``exact``
+(the whole instance solved by CP-SAT or HiGHS, warm-started from IPC), ``hybrid`` (IPC, then
+large-neighbourhood search with the exact model), ``auto`` (exact when the instance is small enough,
+hybrid otherwise) and ``compare`` (IPC and exact on the same snapshot, with the gap).
+
+``plan_defrag`` is a pure function of the cluster and the options. Every plan it returns has passed
+``validate``; an invalid plan is a bug and raises ``PlanBug`` instead of being returned. Options that
+cannot be honoured (unknown solver, time limit <= 0, an instance too large for ``exact``) raise
+``PlanOptionError``. Heuristic plans are deterministic for a seed whatever the number of workers;
+solver plans are when the solver proves optimality or ``deterministic`` is set (CP-SAT).
 """
 
 from __future__ import annotations
@@ -16,20 +23,33 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner import metrics
 from planner.cluster import Cluster
-from planner.executors import executor
+from planner.exact import ExactOptions, model_size, solve_exact
+from planner.executors import Run, executor
 from planner.heuristics import baselines
-from planner.heuristics.ipc import IpcOptions, run_ipc
-from planner.plans import DefragPlan, Move, PlanMetrics, SolveReport
-from planner.state import ClusterState
+from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
+from planner.heuristics.lns import LnsOptions, run_lns
+from planner.plans import DefragComparison, DefragPlan, Move, PlanMetrics, SolveReport
+from planner.state import PENDING, ClusterState
 from planner.validate import validate
 from planner.waves import Step, sequence_to_waves
 
-Method = Literal["heuristic", "random", "descheduler", "repack"]
+Method = Literal["heuristic", "random", "descheduler", "repack", "exact", "compare", "hybrid", "auto"]
 Progress = Callable[[str, int, int], None]
+
+EXACT_MAX_NODES = 1000
+EXACT_MAX_PAIRS = 200_000
+"""``exact`` refuses larger instances unless forced (the model would not fit the time or memory)."""
+AUTO_EXACT_MAX_NODES = 200
+AUTO_EXACT_MAX_PAIRS = 30_000
+"""``auto`` solves exactly up to this size, and runs ``hybrid`` above it."""
 
 
 class PlanBug(RuntimeError):
     """A planner produced a plan that does not validate: a bug, never returned to a user."""
+
+
+class PlanOptionError(ValueError):
+    """Options that cannot be honoured for this cluster; the message names the fix."""
 
 
 class DefragOptions(BaseModel):
@@ -46,60 +66,254 @@ class DefragOptions(BaseModel):
     same_asw: bool = Field(False, description="Pods move only within their access switch.")
     threshold: float = Field(0.5, gt=0, le=1, description="Baselines: GPU allocation below which a node is drained.")
     workers: int | None = Field(None, ge=1, description="Worker processes for partitions (default: one per core).")
+    solver: Literal["cpsat", "highs"] = Field("cpsat", description="Exact back-end.")
+    time_limit_s: float = Field(60.0, gt=0, description="Solver time limit (exact, compare) or search time (hybrid).")
+    solver_workers: int = Field(8, ge=1, description="CP-SAT workers / HiGHS threads.")
+    formulation: Literal["auto", "pod", "class"] = Field("auto", description="Exact model: pod-level or class-aggregated.")
+    deterministic: bool = Field(False, description="CP-SAT: deterministic search, time limit in deterministic seconds.")
+    force: bool = Field(False, description="Run exact even above the size limit.")
 
 
-def plan_defrag(cluster: Cluster, options: DefragOptions | None = None, progress: Progress | None = None) -> DefragPlan:
-    """A validated defragmentation plan for ``cluster``."""
+def plan_defrag(
+    cluster: Cluster, options: DefragOptions | None = None, progress: Progress | None = None
+) -> DefragPlan | DefragComparison:
+    """A validated defragmentation plan for ``cluster`` (for ``compare``: both plans and the gap)."""
     options = options or DefragOptions()
+    if options.method == "compare":
+        return compare_defrag(cluster, options, progress)
     start = time.perf_counter()
     state = ClusterState(cluster)
     before = metrics.summary(state)
+    method = options.method
     extra: dict[str, Any] = {}
-    if options.method == "heuristic":
-        ipc_options = IpcOptions(
-            partition_size=options.partition_size,
-            depth=options.depth,
-            rounds=options.rounds,
-            seed=options.seed,
+    if method == "auto":
+        method, why = choose_auto(state)
+        extra["auto_choice"] = f"{method}: {why}"
+    if method == "exact":
+        check_exact_size(state, options)
+    solver_fields: dict[str, Any] = {}
+    with executor(options.workers) as run:
+        if method == "heuristic":
+            steps, ipc_extra = _ipc(state, options, run, progress)
+            extra.update(ipc_extra)
+            name = "ipc"
+        elif method == "repack":
+            outcome = baselines.repack(state)
+            steps = outcome.waves or []
+            extra.update(dropped_moves=outcome.dropped, routed_moves=outcome.routed, target_vacated=outcome.target_vacated)
+            name = "repack"
+        elif method in ("random", "descheduler"):
+            policy = "random" if method == "random" else "binpack"
+            outcome = baselines.evict_and_replace(
+                state, policy, options.threshold, options.seed, options.max_moves, options.max_moves_per_node
+            )
+            steps = sequence_to_waves(outcome.sequence)
+            extra.update(threshold=options.threshold)
+            name = method
+        elif method == "exact":
+            steps, solver_fields, exact_extra = _exact(state, options, run, progress)
+            extra.update(exact_extra)
+            name = "exact"
+        else:
+            steps, hybrid_extra = _hybrid(state, options, run, progress, start)
+            extra.update(hybrid_extra)
+            name = "hybrid"
+    return _finish(cluster, state, steps, before, options, name, start, extra, solver_fields)
+
+
+def compare_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | None = None) -> DefragComparison:
+    """IPC and the exact model on the same snapshot: both plans, the gap in empty nodes, the bound."""
+    state = ClusterState(cluster)
+    check_exact_size(state, options)
+    heuristic = plan_defrag(cluster, options.model_copy(update={"method": "heuristic"}), progress)
+    exact = plan_defrag(cluster, options.model_copy(update={"method": "exact"}), progress)
+    assert isinstance(heuristic, DefragPlan) and isinstance(exact, DefragPlan)
+    h, e = heuristic.report, exact.report
+    bound = e.bound
+    gap = {
+        "heuristic_empty_nodes": h.objective,
+        "exact_empty_nodes": e.objective,
+        "bound_empty_nodes": bound,
+        "exact_status": e.status,
+        "gap_empty_nodes": None if e.objective is None else e.objective - h.objective,
+        "heuristic_to_bound": None if bound is None else bound - h.objective,
+        "heuristic_over_exact": None if not e.objective else round(h.objective / e.objective, 6),
+        "heuristic_wall_s": h.wall_s,
+        "exact_wall_s": e.wall_s,
+    }
+    return DefragComparison(heuristic=heuristic, exact=exact, gap=gap)
+
+
+# ----------------------------------------------------------------------------------------------
+# Methods
+# ----------------------------------------------------------------------------------------------
+
+
+def _ipc_options(options: DefragOptions) -> IpcOptions:
+    return IpcOptions(
+        partition_size=options.partition_size,
+        depth=options.depth,
+        rounds=options.rounds,
+        seed=options.seed,
+        max_moves=options.max_moves,
+        max_moves_per_node=options.max_moves_per_node,
+        same_asw=options.same_asw,
+    )
+
+
+def _ipc(state: ClusterState, options: DefragOptions, run: Run, progress: Progress | None) -> tuple[list[list[Step]], dict]:
+    result: IpcResult = run_ipc(state, _ipc_options(options), run, progress)
+    extra = {
+        "rounds_run": result.rounds_run,
+        "partitions": result.partitions,
+        "candidates_tried": result.candidates_tried,
+        "vacated_per_round": result.vacated_per_round,
+    }
+    return sequence_to_waves(result.sequence), extra
+
+
+def _exact(
+    state: ClusterState, options: DefragOptions, run: Run, progress: Progress | None
+) -> tuple[list[list[Step]], dict, dict]:
+    """IPC for a warm start, then the exact model; falls back to IPC's plan when it has nothing better."""
+    ipc_state = state.clone()
+    ipc_start = time.perf_counter()
+    ipc_waves, _ = _ipc(ipc_state, options, run, None)
+    ipc_wall = time.perf_counter() - ipc_start
+    movable = np.flatnonzero((state.pod_node != PENDING) & ~state.pod_locked)
+    hint = {int(p): int(ipc_state.pod_node[p]) for p in movable}
+    remaining = max(0.5, options.time_limit_s - ipc_wall)
+    outcome = solve_exact(
+        state,
+        ExactOptions(
+            solver=options.solver,
+            time_limit_s=remaining,
+            solver_workers=options.solver_workers,
+            formulation=options.formulation,
             max_moves=options.max_moves,
             max_moves_per_node=options.max_moves_per_node,
             same_asw=options.same_asw,
+            seed=options.seed,
+            deterministic=options.deterministic,
+        ),
+        hint,
+    )
+    ipc_empties = int((ipc_state.pods_per_node == 0).sum())
+    extra: dict[str, Any] = {
+        "formulation": outcome.formulation,
+        "variables": outcome.variables,
+        "constraints": outcome.constraints,
+        "solve_wall_s": round(outcome.solve_wall_s, 3),
+        "solver_message": outcome.result.message,
+        "resolves": outcome.resolves,
+        "routed_moves": outcome.routed_moves,
+        "dropped_moves": outcome.dropped_moves,
+        "ipc_objective": ipc_empties,
+        "solves": outcome.history,
+    }
+    fields = {"solver": options.solver, "status": outcome.status, "bound": outcome.bound_empties}
+    waves = outcome.waves
+    if waves is not None:
+        scratch = state.clone()
+        for wave in waves:
+            for p, _, destination in wave:
+                scratch.move(p, destination)
+        if int((scratch.pods_per_node == 0).sum()) < ipc_empties:
+            extra["fallback"] = "ipc: the executable exact plan empties fewer nodes than IPC's"
+            fields["status"] = "feasible"
+            waves = None
+    if waves is None:
+        extra.setdefault("fallback", f"ipc: the solver returned no solution ({outcome.status})")
+        waves = ipc_waves
+    for wave in waves:
+        for p, _, destination in wave:
+            state.move(p, destination)
+    return waves, fields, extra
+
+
+def _hybrid(
+    state: ClusterState, options: DefragOptions, run: Run, progress: Progress | None, start: float
+) -> tuple[list[list[Step]], dict]:
+    """IPC, then large-neighbourhood search with the exact model for the rest of the time limit."""
+    waves, extra = _ipc(state, options, run, progress)
+    ipc_empties = int((state.pods_per_node == 0).sum())
+    used = sum(len(w) for w in waves)
+    lns = run_lns(
+        state,
+        LnsOptions(
+            time_limit_s=max(0.0, options.time_limit_s - (time.perf_counter() - start)),
+            solver=options.solver,
+            solver_workers=options.solver_workers,
+            max_moves=None if options.max_moves is None else options.max_moves - used,
+            seed=options.seed,
+            parallel=max(1, options.workers or 2),
+        ),
+        run,
+        progress,
+    )
+    extra.update(
+        ipc_objective=ipc_empties,
+        lns_rounds=lns.rounds,
+        lns_neighbourhoods=lns.neighbourhoods,
+        lns_improved=lns.improved,
+        lns_gained_empty_nodes=lns.gained_empties,
+        lns_proven_optimal=lns.proven_optimal,
+    )
+    return waves + lns.waves, extra
+
+
+def choose_auto(state: ClusterState) -> tuple[str, str]:
+    """``exact`` when the instance is small enough to solve in the time limit, else ``hybrid``."""
+    pods, pairs = model_size(state)
+    nodes = len(state.node_names)
+    size = f"{nodes:,} nodes, {pods:,} movable pods, {pairs:,} pod-node pairs"
+    if nodes <= AUTO_EXACT_MAX_NODES and pairs <= AUTO_EXACT_MAX_PAIRS:
+        return "exact", f"{size} is within the exact limit ({AUTO_EXACT_MAX_NODES} nodes, {AUTO_EXACT_MAX_PAIRS:,} pairs)"
+    return "hybrid", f"{size} is above the exact limit ({AUTO_EXACT_MAX_NODES} nodes, {AUTO_EXACT_MAX_PAIRS:,} pairs)"
+
+
+def check_exact_size(state: ClusterState, options: DefragOptions) -> None:
+    pods, pairs = model_size(state)
+    nodes = len(state.node_names)
+    if not options.force and (nodes > EXACT_MAX_NODES or pairs > EXACT_MAX_PAIRS):
+        raise PlanOptionError(
+            f"--method: the instance is too large to solve exactly ({nodes:,} nodes, {pairs:,} pod-node pairs; "
+            f"limit {EXACT_MAX_NODES:,} nodes and {EXACT_MAX_PAIRS:,} pairs): use --method hybrid "
+            f"(IPC improved by the solver on neighbourhoods), or --force to try anyway"
         )
-        with executor(options.workers) as run:
-            result = run_ipc(state, ipc_options, run, progress)
-        steps = sequence_to_waves(result.sequence)
-        extra.update(
-            rounds_run=result.rounds_run,
-            partitions=result.partitions,
-            candidates_tried=result.candidates_tried,
-            vacated_per_round=result.vacated_per_round,
-        )
-        method_name = "ipc"
-    elif options.method == "repack":
-        outcome = baselines.repack(state)
-        steps = outcome.waves or []
-        extra.update(dropped_moves=outcome.dropped, routed_moves=outcome.routed, target_vacated=outcome.target_vacated)
-        method_name = "repack"
-    else:
-        policy = "random" if options.method == "random" else "binpack"
-        outcome = baselines.evict_and_replace(
-            state, policy, options.threshold, options.seed, options.max_moves, options.max_moves_per_node
-        )
-        steps = sequence_to_waves(outcome.sequence)
-        extra.update(threshold=options.threshold)
-        method_name = options.method
+
+
+# ----------------------------------------------------------------------------------------------
+# Assembly
+# ----------------------------------------------------------------------------------------------
+
+
+def _finish(
+    cluster: Cluster,
+    state: ClusterState,
+    steps: list[list[Step]],
+    before: dict,
+    options: DefragOptions,
+    name: str,
+    start: float,
+    extra: dict[str, Any],
+    solver_fields: dict[str, Any],
+) -> DefragPlan:
+    """The plan from waves (``state`` is already the end state), with metrics and report, validated."""
     plan = _assemble(cluster, state, steps, before)
     moves = plan.moves()
     pods = {p.name: p for p in cluster.pods}
-    wall_s = time.perf_counter() - start
+    objective = plan.metrics.after["empty_nodes"]
+    bound = solver_fields.get("bound")
+    gap = None if bound is None else round((bound - objective) / max(bound, 1), 6)
     plan.report = SolveReport(
-        method=method_name,
-        solver=None,
-        status="heuristic",
-        objective=plan.metrics.after["empty_nodes"],
-        bound=None,
-        gap=None,
-        wall_s=round(wall_s, 3),
+        method=name,
+        solver=solver_fields.get("solver"),
+        status=solver_fields.get("status", "heuristic"),
+        objective=objective,
+        bound=bound,
+        gap=gap,
+        wall_s=round(time.perf_counter() - start, 3),
         seed=options.seed,
         moves=len(moves),
         gpus_moved=round(sum(pods[m.pod].gpus for m in moves), 6),
@@ -110,7 +324,7 @@ def plan_defrag(cluster: Cluster, options: DefragOptions | None = None, progress
     )
     violations = validate(cluster, plan)
     if violations:
-        raise PlanBug(f"{method_name} produced an invalid plan: " + "; ".join(map(str, violations[:5])))
+        raise PlanBug(f"{name} produced an invalid plan: " + "; ".join(map(str, violations[:5])))
     plan.report.wall_s = round(time.perf_counter() - start, 3)
     return plan
 
@@ -119,9 +333,9 @@ def _assemble(cluster: Cluster, state: ClusterState, steps: list[list[Step]], be
     """Plan from waves of index triples; ``state`` is already the end state."""
     nodes = [n.name for n in cluster.nodes]
     pods = [p.name for p in cluster.pods]
-    waves = [[Move(pod=pods[p], **{"from": nodes[s]}, to=nodes[d]) for p, s, d in wave] for wave in steps]
+    waves = [[Move(pod=pods[p], **{"from": nodes[s]}, to=nodes[d]) for p, s, d in wave] for wave in steps if wave]
     after = metrics.summary(state)
-    busy_before = np.array([False] * len(nodes))
+    busy_before = np.zeros(len(nodes), dtype=bool)
     for p in cluster.pods:
         if p.node is not None:
             busy_before[state.node_index[p.node]] = True
@@ -144,9 +358,12 @@ def why_nothing_moved(state: ClusterState, options: DefragOptions) -> str:
         return "the per-node migration budget (max_moves_per_node) is 0"
     if busy.sum() < 2:
         return "only one node holds pods"
-    if options.method == "heuristic":
+    if options.method in ("heuristic", "hybrid", "auto"):
         return (
             f"no candidate node could be vacated: some pod of each fits on no other busy node, "
             f"even after ejection chains of depth {options.depth}"
         )
+    if options.method == "exact":
+        return "the exact model finds no plan that empties more nodes than the snapshot has"
     return f"{options.method} found no pod to move"
+

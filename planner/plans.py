@@ -69,6 +69,17 @@ class DefragPlan(BaseModel):
         return [move for wave in self.waves for move in wave]
 
 
+class DefragComparison(BaseModel):
+    """Compare mode: the heuristic and the exact plan of one snapshot, and the gap between them."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: Literal[1] = PLAN_VERSION
+    kind: Literal["defrag-compare"] = "defrag-compare"
+    heuristic: DefragPlan
+    exact: DefragPlan
+    gap: dict[str, Any]
+
+
 def parse_plan(text: str | bytes, source: str = "plan") -> DefragPlan:
     """Parse a plan; raise SnapshotError with field-path messages when it is malformed."""
     try:
@@ -77,15 +88,15 @@ def parse_plan(text: str | bytes, source: str = "plan") -> DefragPlan:
         raise SnapshotError(pydantic_problems(err, DefragPlan, source)) from None
 
 
-def plan_to_dict(plan: DefragPlan) -> dict[str, Any]:
+def plan_to_dict(plan: DefragPlan | DefragComparison) -> dict[str, Any]:
     return plan.model_dump(mode="json", by_alias=True, exclude_none=False)
 
 
-def dump_plan(plan: DefragPlan, indent: int | None = 2) -> str:
+def dump_plan(plan: DefragPlan | DefragComparison, indent: int | None = 2) -> str:
     return json.dumps(plan_to_dict(plan), indent=indent)
 
 
-def write_plan(plan: DefragPlan, path: str | Path) -> None:
+def write_plan(plan: DefragPlan | DefragComparison, path: str | Path) -> None:
     import sys
 
     text = dump_plan(plan)

@@ -63,16 +63,20 @@ def is_share(gpus: float) -> bool:
     return 0 < gpus < 1
 
 
-def _first_fit_decreasing(shares: tuple[float, ...]) -> list[float]:
+def _first_fit_decreasing(shares: tuple[float, ...]) -> list[int]:
+    """Device of each share (sorted decreasing) by first fit."""
     fills: list[float] = []
+    devices = []
     for share in shares:
-        for i, fill in enumerate(fills):
+        for d, fill in enumerate(fills):
             if fill + share <= 1 + EPS:
-                fills[i] = fill + share
+                fills[d] = fill + share
+                devices.append(d)
                 break
         else:
             fills.append(share)
-    return fills
+            devices.append(len(fills) - 1)
+    return devices
 
 
 def _lower_bound(shares: tuple[float, ...]) -> int:
@@ -82,9 +86,10 @@ def _lower_bound(shares: tuple[float, ...]) -> int:
     return max(by_sum, big)
 
 
-def _pack_into(shares: tuple[float, ...], devices: int) -> list[float] | None:
+def _pack_into(shares: tuple[float, ...], devices: int) -> list[int] | None:
     """Depth-first search for a packing of ``shares`` (sorted decreasing) into ``devices`` devices."""
     fills = [0.0] * devices
+    chosen = [0] * len(shares)
     suffix = [0.0] * (len(shares) + 1)
     for i in range(len(shares) - 1, -1, -1):
         suffix[i] = suffix[i + 1] + shares[i]
@@ -107,31 +112,52 @@ def _pack_into(shares: tuple[float, ...], devices: int) -> list[float] | None:
                 continue
             tried.add(key)
             fills[d] = fill + shares[i]
+            chosen[i] = d
             if place(i + 1):
                 return True
             fills[d] = fill
         return False
 
     try:
-        return fills if place(0) else None
+        return chosen if place(0) else None
     except TimeoutError:
         return None
 
 
 @lru_cache(maxsize=1 << 16)
-def _pack_sorted(shares: tuple[float, ...]) -> tuple[float, ...]:
+def _pack_sorted(shares: tuple[float, ...]) -> tuple[int, ...]:
+    """Device of each share (sorted decreasing) in a packing on the fewest devices found."""
     ffd = _first_fit_decreasing(shares)
-    for devices in range(_lower_bound(shares), len(ffd)):
+    for devices in range(_lower_bound(shares), max(ffd, default=-1) + 1):
         packing = _pack_into(shares, devices)
         if packing is not None:
-            return tuple(sorted(packing, reverse=True))
-    return tuple(sorted(ffd, reverse=True))
+            return tuple(packing)
+    return tuple(ffd)
+
+
+def assign_shares(shares: Sequence[float]) -> list[int]:
+    """Device index (0, 1, ...) of each share, in input order, packed on the fewest devices."""
+    order = sorted(range(len(shares)), key=lambda k: -shares[k])
+    devices = _pack_sorted(tuple(shares[k] for k in order)) if shares else ()
+    result = [0] * len(shares)
+    for k, d in zip(order, devices):
+        result[k] = d
+    return result
 
 
 def pack_shares(shares: Iterable[float]) -> tuple[float, ...]:
-    """Fill level of each GPU device in a packing of the shares on the fewest devices."""
-    ordered = tuple(sorted((s for s in shares), reverse=True))
-    return _pack_sorted(ordered) if ordered else ()
+    """Fill level of each GPU device in a packing of the shares on the fewest devices (fullest first)."""
+    ordered = tuple(sorted(shares, reverse=True))
+    return _fills_sorted(ordered) if ordered else ()
+
+
+@lru_cache(maxsize=1 << 16)
+def _fills_sorted(ordered: tuple[float, ...]) -> tuple[float, ...]:
+    devices = _pack_sorted(ordered)
+    fills = [0.0] * (max(devices) + 1)
+    for share, d in zip(ordered, devices):
+        fills[d] += share
+    return tuple(sorted(fills, reverse=True))
 
 
 def gpu_devices_needed(gpu_requests: Iterable[float]) -> int:

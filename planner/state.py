@@ -40,6 +40,8 @@ class ClusterState:
         self.cap_cpus = np.array([n.cpus for n in nodes], dtype=np.float64)
         self.cap_mem = np.array([n.memory_gib for n in nodes], dtype=np.float64)
         self.schedulable = np.array([n.schedulable for n in nodes], dtype=bool)
+        models: dict[str, int] = {}
+        self.node_model = np.array([models.setdefault(n.gpu_model, len(models)) for n in nodes], dtype=np.int64)
         self.asw_domain = _domain_ids(nodes, "asw")
         self.spine_domain = _domain_ids(nodes, "spine")
 
@@ -320,7 +322,7 @@ class ClusterState:
         sub.node_index = {name: k for k, name in enumerate(sub.node_names)}
         sub.pod_names = [self.pod_names[p] for p in pods]
         sub.pod_index = {name: k for k, name in enumerate(sub.pod_names)}
-        for field in ("cap_gpus", "cap_cpus", "cap_mem", "schedulable", "asw_domain", "spine_domain",
+        for field in ("cap_gpus", "cap_cpus", "cap_mem", "schedulable", "node_model", "asw_domain", "spine_domain",
                       "whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node"):
             setattr(sub, field, getattr(self, field)[nodes].copy())
         for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked",
