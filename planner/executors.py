@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -32,11 +33,18 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _main_is_importable() -> bool:
+    """Worker processes re-import the main script; a script read from stdin cannot be (run inline)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return path is None or os.path.exists(path)
+
+
 @contextmanager
 def executor(workers: int | None = None) -> Iterator[Run]:
     """An executor for ``workers`` processes (None: one per core; 1: inline, no pool)."""
     count = default_workers() if workers is None else workers
-    if count <= 1:
+    if count <= 1 or not _main_is_importable():
         yield run_inline
         return
     # forkserver: workers start from a clean process, safe even if this one runs threads
