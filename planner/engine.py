@@ -66,7 +66,7 @@ class DefragOptions(BaseModel):
     same_asw: bool = Field(False, description="Pods move only within their access switch.")
     threshold: float = Field(0.5, gt=0, le=1, description="Baselines: GPU allocation below which a node is drained.")
     workers: int | None = Field(None, ge=1, description="Worker processes for partitions (default: one per core).")
-    solver: Literal["cpsat", "highs"] = Field("cpsat", description="Exact back-end.")
+    solver: Literal["cpsat", "highs"] = Field("highs", description="Exact back-end (HiGHS proved our models faster; see benchmarks).")
     time_limit_s: float = Field(60.0, gt=0, description="Solver time limit (exact, compare) or search time (hybrid).")
     solver_workers: int = Field(8, ge=1, description="CP-SAT workers / HiGHS threads.")
     formulation: Literal["auto", "pod", "class"] = Field("auto", description="Exact model: pod-level or class-aggregated.")
@@ -243,7 +243,7 @@ def _hybrid(
         LnsOptions(
             time_limit_s=max(0.0, options.time_limit_s - (time.perf_counter() - start)),
             solver=options.solver,
-            solver_workers=options.solver_workers,
+            solver_workers=max(1, options.solver_workers // max(1, options.workers or 2)),
             max_moves=None if options.max_moves is None else options.max_moves - used,
             seed=options.seed,
             parallel=max(1, options.workers or 2),

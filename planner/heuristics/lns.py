@@ -1,7 +1,8 @@
 """Hybrid: improve an IPC end state by large-neighbourhood search with the exact model.
 
-Each round picks disjoint neighbourhoods: a few nodes with slack that could be vacated (busy, no
-locked pod, least allocated first, with some randomness) plus their likely destinations (busy nodes
+Each round picks disjoint neighbourhoods: a few nodes that could be vacated (busy, no locked pod,
+least allocated first, with some randomness; after IPC these are often full nodes whose pods would
+fit the slack left on nodes with locked pods) plus their likely destinations (busy nodes
 of the same GPU model with free room, nodes holding locked pods included). Every neighbourhood is an
 independent ``ClusterState.subset`` whose pods may move only among its nodes; it is solved exactly
 (``models/defrag.py``) with a short time limit, warm-started from where the pods are now, on the
@@ -33,9 +34,11 @@ Progress = Callable[[str, int, int], None]
 @dataclass(frozen=True)
 class LnsOptions:
     time_limit_s: float = 60.0
-    neighbourhood_nodes: int = 40
-    seeds_per_neighbourhood: int = 6
-    solve_time_s: float = 5.0
+    neighbourhood_nodes: int = 60
+    max_neighbourhood_nodes: int = 200
+    """Neighbourhoods grow when a round improves nothing, up to this size (or a whole GPU model)."""
+    seeds_per_neighbourhood: int = 12
+    solve_time_s: float = 8.0
     solver: str = "cpsat"
     solver_workers: int = 4
     max_moves: int | None = None
@@ -67,21 +70,24 @@ def run_lns(state: ClusterState, options: LnsOptions, run_groups: Callable, prog
     deadline = time.perf_counter() + options.time_limit_s
     budget = options.max_moves
     size = options.neighbourhood_nodes
+    done = np.zeros(len(state.node_names), dtype=bool)  # nodes of GPU models solved whole, to optimality
     result = LnsResult()
     while time.perf_counter() + 1.0 < deadline and (budget is None or budget > 0):
         remaining = deadline - time.perf_counter()
         solve_time = min(options.solve_time_s, max(0.5, remaining - 0.5))
-        groups = pick_neighbourhoods(state, rng, options.parallel, size, options.seeds_per_neighbourhood)
-        if not groups:
+        picked = pick_neighbourhoods(state, rng, options.parallel, size, options.seeds_per_neighbourhood, done)
+        if not picked:
             break
         task_options = LnsOptions(**{**options.__dict__, "solve_time_s": solve_time})
-        outcomes = run_groups(improve_neighbourhood, [LnsTask(state.subset(g), task_options, budget) for g in groups])
+        outcomes = run_groups(improve_neighbourhood, [LnsTask(state.subset(g), task_options, budget) for g, _ in picked])
         result.rounds += 1
-        result.neighbourhoods += len(groups)
+        result.neighbourhoods += len(picked)
         improved_now = 0
         round_waves: list[list[Step]] = []
-        for waves, gain, proven in outcomes:
+        for (nodes, whole_model), (waves, gain, proven) in zip(picked, outcomes):
             result.proven_optimal += proven
+            if whole_model and proven and not waves:
+                done[state.node_model == state.node_model[nodes[0]]] = True
             if not waves:
                 continue
             moves = sum(len(w) for w in waves)
@@ -101,23 +107,28 @@ def run_lns(state: ClusterState, options: LnsOptions, run_groups: Callable, prog
         result.waves.extend(round_waves)
         result.improved += improved_now
         if improved_now == 0:
-            size = min(int(size * 1.5) + 1, len(state.node_names))
+            size = min(int(size * 1.5) + 1, options.max_neighbourhood_nodes)
         if progress is not None:
             progress("lns", result.rounds, 0)
     return result
 
 
 def pick_neighbourhoods(
-    state: ClusterState, rng: np.random.Generator, count: int, size: int, seeds: int
-) -> list[np.ndarray]:
-    """Up to ``count`` disjoint node sets: nodes with slack to vacate plus likely destinations."""
+    state: ClusterState, rng: np.random.Generator, count: int, size: int, seeds: int, done: np.ndarray
+) -> list[tuple[np.ndarray, bool]]:
+    """Up to ``count`` disjoint node sets, each with whether it holds every busy node of its GPU model.
+
+    A set: nodes to vacate (easiest first, with noise) plus destinations of the same GPU model: the
+    fullest nodes that still have room, a random few more with room, then any busy nodes (pods on
+    full nodes can take part in chains). Nodes in ``done`` are skipped.
+    """
     busy = state.pods_per_node > 0
     locked_nodes = np.zeros(len(state.node_names), dtype=bool)
     locked_nodes[state.pod_node[state.pod_locked & (state.pod_node >= 0)]] = True
     allocated = state.allocated_gpus()
     share = np.divide(allocated, state.cap_gpus, out=np.ones(len(allocated)), where=state.cap_gpus > 0)
     free = state.free_devices()
-    candidates = np.flatnonzero(busy & ~locked_nodes & (share < 1))
+    candidates = np.flatnonzero(busy & ~locked_nodes & ~done)  # full ones too: their pods may fit others' slack
     if len(candidates) == 0:
         return []
     # easiest to vacate first, with noise so that rounds differ
@@ -132,21 +143,25 @@ def pick_neighbourhoods(
             continue
         same = (model == model[seed_node]) & busy & ~taken
         vacate = [n for n in order.tolist() if same[n] and not locked_nodes[n]][:seeds]
-        destinations = np.flatnonzero(same & (free > 0))
-        destinations = destinations[~np.isin(destinations, vacate)]
         want = max(0, size - len(vacate))
-        if len(destinations) > want:
-            # prefer the fullest nodes that still have room, then a random few
-            ranked = destinations[np.lexsort((rng.random(len(destinations)), free[destinations]))]
-            half = want // 2
-            rest = ranked[half:]
-            destinations = np.concatenate([ranked[:half], rng.choice(rest, size=want - half, replace=False)])
-        nodes = np.unique(np.concatenate([np.array(vacate, dtype=np.int64), destinations.astype(np.int64)]))
+        pool = np.flatnonzero(same)
+        pool = pool[~np.isin(pool, vacate)]
+        roomy = pool[free[pool] > 0]
+        ranked = roomy[np.lexsort((rng.random(len(roomy)), free[roomy]))]
+        half = min(want // 2, len(ranked))
+        chosen = list(ranked[:half])
+        rest = ranked[half:]
+        take = min(len(rest), want - len(chosen))
+        chosen += list(rng.choice(rest, size=take, replace=False)) if take else []
+        others = pool[~np.isin(pool, chosen)]
+        take = min(len(others), want - len(chosen))
+        chosen += list(rng.choice(others, size=take, replace=False)) if take else []
+        nodes = np.unique(np.array([*vacate, *chosen], dtype=np.int64))
         if len(nodes) < 2:
             taken[seed_node] = True
             continue
         taken[nodes] = True
-        groups.append(nodes)
+        groups.append((nodes, len(nodes) == int(((model == model[seed_node]) & busy).sum())))
     return groups
 
 

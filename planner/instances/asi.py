@@ -67,11 +67,25 @@ GPU_MODELS: dict[str, tuple[float, tuple[int, ...]]] = {
 
 # Job kinds and their shapes.
 GANG, TASK, REPLICA = 0, 1, 2
-KIND_SHARE = (0.08, 0.52, 0.40)  # per arrival group: a training gang, a task, or a service
 GANG_PODS = (2, 8)
 SERVICE_REPLICAS = (2, 6)
-TASK_GPUS = ((1, 2, 4, 8), (0.35, 0.15, 0.20, 0.30))
-REPLICA_GPUS = ((1, 2, 4, 8), (0.50, 0.20, 0.20, 0.10))
+
+
+@dataclass(frozen=True)
+class Mix:
+    """The workload's shape: share of arrival groups per kind, and GPUs per pod of tasks and replicas."""
+
+    kind_share: tuple[float, float, float]  # a training gang, a task, or a service
+    task_gpus: tuple[tuple[int, ...], tuple[float, ...]]
+    replica_gpus: tuple[tuple[int, ...], tuple[float, ...]]
+
+
+MIXES = {
+    # ASI-like: every pod size, 8-GPU training gangs
+    "asi": Mix((0.08, 0.52, 0.40), ((1, 2, 4, 8), (0.35, 0.15, 0.20, 0.30)), ((1, 2, 4, 8), (0.50, 0.20, 0.20, 0.10))),
+    # the ASI paper's ILP instances: many small pods (25 nodes held about 160 pods, 4,000 binaries)
+    "small": Mix((0.0, 0.7, 0.3), ((1, 2), (0.95, 0.05)), ((1, 2), (0.95, 0.05))),
+}
 LP_SHARE = {GANG: 0.35, TASK: 0.45, REPLICA: 0.10}
 CPUS_PER_GPU = ((4, 8, 12, 16, 24), (0.15, 0.30, 0.30, 0.15, 0.10))
 GIB_PER_CPU = ((4, 6, 8), (0.3, 0.4, 0.3))
@@ -138,6 +152,7 @@ class FillSettings:
     locked: float
     scheduler: str
     churn_rounds: int
+    mix: Mix = MIXES["asi"]
 
 
 @dataclass
@@ -163,19 +178,24 @@ def generate_asi(
     *,
     churn_rounds: int = 2,
     pending_jobs: int = 0,
+    mix: str = "asi",
 ) -> Cluster:
     """An ASI-like snapshot of ``nodes`` 8-GPU nodes at about ``allocation`` of its GPUs allocated.
 
     ``scheduler`` is the baseline policy that placed the pods (``spread`` = LeastAllocated,
     ``binpack`` or ``random``); ``locked`` is the share of placed pods that may not move;
     ``churn_rounds`` the rounds of over-filling and departures before the final fill;
-    ``pending_jobs`` how many jobs that failed to fit stay in the snapshot as pending.
+    ``pending_jobs`` how many jobs that failed to fit stay in the snapshot as pending; ``mix`` the
+    workload shape (``asi``, or ``small``: many 1- and 2-GPU pods, the size of the ASI paper's ILP
+    instances).
     """
     _check_arguments(nodes, allocation, locked, scheduler, churn_rounds, pending_jobs)
     rng = np.random.default_rng(seed)
     fabric = build_fabric(nodes, rng)
     node_objects = _node_objects(fabric)
-    settings = FillSettings(allocation, locked, scheduler, churn_rounds)
+    if mix not in MIXES:
+        raise SnapshotError([f"--mix: unknown workload mix {mix!r}; choose one of {', '.join(MIXES)}"])
+    settings = FillSettings(allocation, locked, scheduler, churn_rounds, MIXES[mix])
     bounds = fill_blocks(fabric)
     results: list[BlockResult] = []
     first_job = first_service = 0
@@ -271,7 +291,7 @@ def _fill_block(
 ) -> BlockResult:
     """Fill one block of nodes with its own job pool and return what the snapshot needs."""
     gpus = len(node_objects) * GPUS_PER_NODE
-    pool = build_pool(fabric, math.ceil(POOL_GPUS * gpus) + 64, rng, first_job, first_service)
+    pool = build_pool(fabric, math.ceil(POOL_GPUS * gpus) + 64, rng, first_job, first_service, settings.mix)
     state = ClusterState(Cluster(nodes=node_objects, pods=_pool_pods(pool), jobs=_pool_jobs(pool)))
     fill = Fill(state, pool, settings.scheduler, rng, len(node_objects))
     fill.run(round(settings.allocation * gpus), settings.churn_rounds)
@@ -310,6 +330,13 @@ def _node_objects(fabric: Fabric) -> list[Node]:
 # ----------------------------------------------------------------------------------------------
 
 
+def _mean_group_gpus(mix: Mix) -> float:
+    task = float(np.dot(*mix.task_gpus))
+    replica = float(np.dot(*mix.replica_gpus)) * sum(SERVICE_REPLICAS) / 2
+    gang = GPUS_PER_NODE * sum(GANG_PODS) / 2
+    return float(np.dot(mix.kind_share, (gang, task, replica)))
+
+
 def _pins(fabric: Fabric) -> tuple[list[tuple[str, ...]], np.ndarray, np.ndarray]:
     """Possible GPU-model pins, their probabilities, and the CPUs-per-GPU cap of each."""
     present = sorted(set(fabric.model.tolist()))
@@ -329,18 +356,23 @@ def _pins(fabric: Fabric) -> tuple[list[tuple[str, ...]], np.ndarray, np.ndarray
 
 
 def build_pool(
-    fabric: Fabric, pool_gpus: int, rng: np.random.Generator, first_job: int = 0, first_service: int = 0
+    fabric: Fabric,
+    pool_gpus: int,
+    rng: np.random.Generator,
+    first_job: int = 0,
+    first_service: int = 0,
+    mix: Mix = MIXES["asi"],
 ) -> Pool:
     """Jobs in arrival order until their GPUs reach ``pool_gpus``; a service's replicas arrive together."""
-    groups = max(64, int(pool_gpus / 4))  # about twice the arrival groups needed (about 9 GPUs each)
-    kind = rng.choice(3, size=groups, p=KIND_SHARE)
+    groups = max(64, int(2 * pool_gpus / _mean_group_gpus(mix)))  # about twice the arrival groups needed
+    kind = rng.choice(3, size=groups, p=mix.kind_share)
     replicas = np.where(kind == REPLICA, rng.integers(SERVICE_REPLICAS[0], SERVICE_REPLICAS[1] + 1, size=groups), 1)
     gang_pods = rng.integers(GANG_PODS[0], GANG_PODS[1] + 1, size=groups)
     per_pod = np.where(
         kind == GANG,
         GPUS_PER_NODE,
-        np.where(kind == TASK, rng.choice(TASK_GPUS[0], size=groups, p=TASK_GPUS[1]),
-                 rng.choice(REPLICA_GPUS[0], size=groups, p=REPLICA_GPUS[1])),
+        np.where(kind == TASK, rng.choice(mix.task_gpus[0], size=groups, p=mix.task_gpus[1]),
+                 rng.choice(mix.replica_gpus[0], size=groups, p=mix.replica_gpus[1])),
     )
     group_gpus = per_pod * np.where(kind == GANG, gang_pods, replicas)
     groups = min(int(np.searchsorted(np.cumsum(group_gpus), pool_gpus)) + 1, groups)

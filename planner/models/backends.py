@@ -13,7 +13,10 @@ vector: a partial one would make HiGHS fix those values and solve for the rest).
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import sys
 import time
 
 import numpy as np
@@ -100,6 +103,21 @@ def _solve_cpsat(
     )
 
 
+@contextlib.contextmanager
+def _quiet_stdout():  # type: ignore[no-untyped-def]
+    """Send the process's C-level stdout to /dev/null while the solver runs."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
 def _solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None) -> MilpResult:
     import highspy
 
@@ -140,7 +158,8 @@ def _solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] 
         solution = highspy.HighsSolution()
         solution.col_value = [float(v) for v in hint]
         h.setSolution(solution)
-    h.run()
+    with _quiet_stdout():  # HiGHS 1.12 prints a debug line when it improves a given solution
+        h.run()
     model_status = h.getModelStatus()
     info = h.getInfo()
     S = highspy.HighsModelStatus
