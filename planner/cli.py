@@ -22,6 +22,8 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.cluster import SnapshotError
+from planner.engine import PlanOptionError
+from planner.plans import DefragComparison
 
 app = typer.Typer(
     add_completion=False,
@@ -57,6 +59,8 @@ def guarded(command: F) -> F:
             raise
         except SnapshotError as err:
             fail(err.problems)
+        except PlanOptionError as err:
+            fail([str(err)])
         except BrokenPipeError:
             raise typer.Exit(0) from None
         except Exception as err:  # noqa: BLE001 - the last line of defence against tracebacks
@@ -221,6 +225,21 @@ class DefragMethod(str, Enum):
     random = "random"
     descheduler = "descheduler"
     repack = "repack"
+    exact = "exact"
+    compare = "compare"
+    hybrid = "hybrid"
+    auto = "auto"
+
+
+class Solver(str, Enum):
+    cpsat = "cpsat"
+    highs = "highs"
+
+
+class Formulation(str, Enum):
+    auto = "auto"
+    pod = "pod"
+    cls = "class"
 
 
 class OutputFormat(str, Enum):
@@ -236,7 +255,13 @@ PROGRESS_FROM_NODES = 2000
 @guarded
 def defrag(
     snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
-    method: DefragMethod = typer.Option(DefragMethod.heuristic, "--method", help="heuristic = IPC ejection chains; the others are baselines."),
+    method: DefragMethod = typer.Option(
+        DefragMethod.heuristic,
+        "--method",
+        help="heuristic = IPC ejection chains; random/descheduler/repack = baselines; exact = solver on the whole "
+        "instance; hybrid = IPC improved by the solver on neighbourhoods; auto = exact if small, else hybrid; "
+        "compare = IPC and exact side by side.",
+    ),
     partition_size: int = typer.Option(500, "--partition-size", min=2, help="Nodes per IPC partition."),
     depth: int = typer.Option(3, "--depth", min=1, help="K: longest ejection chain."),
     rounds: int = typer.Option(5, "--rounds", min=1, help="R: IPC rounds."),
@@ -246,6 +271,12 @@ def defrag(
     threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="Baselines: drain nodes below this GPU allocation."),
     seed: int = typer.Option(0, "--seed", help="Random seed; same snapshot and seed give the same plan."),
     workers: int = typer.Option(None, "--workers", min=1, help="Worker processes for partitions (default: one per core)."),
+    solver: Solver = typer.Option(Solver.highs, "--solver", help="Exact back-end."),
+    time_limit: float = typer.Option(60.0, "--time-limit", help="Seconds for the solver (exact, compare) or the whole search (hybrid)."),
+    solver_workers: int = typer.Option(8, "--solver-workers", min=1, help="CP-SAT workers / HiGHS threads."),
+    formulation: Formulation = typer.Option(Formulation.auto, "--formulation", help="Exact model: pod-level or class-aggregated."),
+    deterministic: bool = typer.Option(False, "--deterministic", help="CP-SAT: deterministic search; the time limit is in deterministic seconds."),
+    force: bool = typer.Option(False, "--force", help="Run --method exact even above its size limit."),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json: the plan; table: a human summary."),
 ) -> None:
@@ -256,6 +287,8 @@ def defrag(
 
     if threshold <= 0:
         fail(["--threshold: must be above 0 (a node is drained when its GPU allocation is below it)"])
+    if not time_limit > 0:
+        fail([f"--time-limit: must be above 0 seconds, got {time_limit:g}; give the solver some time, e.g. --time-limit 60"])
     cluster = load_cluster(snapshot)
     options = DefragOptions(
         method=method.value,
@@ -268,16 +301,25 @@ def defrag(
         threshold=threshold,
         seed=seed,
         workers=workers,
+        solver=solver.value,
+        time_limit_s=time_limit,
+        solver_workers=solver_workers,
+        formulation=formulation.value,
+        deterministic=deterministic,
+        force=force,
     )
-    if len(cluster.nodes) >= PROGRESS_FROM_NODES and method == DefragMethod.heuristic:
-        with _progress_bar(f"IPC on {len(cluster.nodes):,} nodes") as progress:
+    if len(cluster.nodes) >= PROGRESS_FROM_NODES:
+        with _progress_bar(f"{method.value} on {len(cluster.nodes):,} nodes") as progress:
             plan = plan_defrag(cluster, options, progress)
     else:
         plan = plan_defrag(cluster, options)
     if out is not None:
         write_plan(plan, out)
     if output_format == OutputFormat.table:
-        _print_defrag_table(plan)
+        if isinstance(plan, DefragComparison):
+            _print_comparison(plan)
+        else:
+            _print_defrag_table(plan)
     elif out is None:
         write_plan(plan, "-")
 
@@ -286,14 +328,39 @@ def defrag(
 def _progress_bar(title: str):  # type: ignore[no-untyped-def]
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} rounds"),
-                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err_console, transient=True) as bar:
         task = bar.add_task(title, total=None)
 
-        def update(_what: str, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+        def update(what: str, done: int, total: int) -> None:
+            label = "IPC round" if what == "round" else "neighbourhood round"
+            bar.update(task, description=f"{title}: {label} {done}", completed=done, total=total or None)
 
         yield update
+
+
+def _print_comparison(comparison) -> None:  # type: ignore[no-untyped-def]
+    console = Console()
+    h, e, gap = comparison.heuristic.report, comparison.exact.report, comparison.gap
+    table = Table(title="Heuristic (IPC) against exact")
+    for column in ("", "heuristic", "exact"):
+        table.add_column(column, justify="left" if not column else "right")
+    rows = [
+        ("empty nodes", h.objective, e.objective),
+        ("moves", h.moves, e.moves),
+        ("GPUs moved", h.gpus_moved, e.gpus_moved),
+        ("waves", len(comparison.heuristic.waves), len(comparison.exact.waves)),
+        ("status", h.status, e.status),
+        ("solver", "", e.solver),
+        ("bound (empty nodes)", "", e.bound),
+        ("wall s", h.wall_s, e.wall_s),
+    ]
+    for label, a, b in rows:
+        table.add_row(label, _fmt(a if a is not None else ""), _fmt(b if b is not None else ""))
+    console.print(table)
+    console.print(
+        f"gap: exact empties {_fmt(gap['gap_empty_nodes'])} more nodes than IPC; "
+        f"IPC is {_fmt(gap['heuristic_to_bound'])} below the proven bound"
+    )
 
 
 def _print_defrag_table(plan) -> None:  # type: ignore[no-untyped-def]
@@ -310,7 +377,11 @@ def _print_defrag_table(plan) -> None:  # type: ignore[no-untyped-def]
     ):
         head.add_row(label, _fmt(value))
     extra = report.model_extra or {}
-    for key in ("rounds_run", "partitions", "candidates_tried", "dropped_moves", "reason"):
+    for label, value in (("solver", report.solver), ("status", report.status), ("bound (empty nodes)", report.bound), ("gap", report.gap)):
+        if report.solver is not None:
+            head.add_row(label, _fmt(value))
+    for key in ("auto_choice", "fallback", "ipc_objective", "formulation", "rounds_run", "partitions", "candidates_tried",
+                "lns_rounds", "lns_improved", "lns_gained_empty_nodes", "dropped_moves", "reason"):
         if key in extra:
             head.add_row(key.replace("_", " "), _fmt(extra[key]))
     console.print(head)

@@ -223,8 +223,11 @@ def _exact(
             fields["status"] = "feasible"
             waves = None
     if waves is None:
-        extra.setdefault("fallback", f"ipc: the solver returned no solution ({outcome.status})")
+        extra.setdefault("fallback", f"ipc: the solver returned no solution ({outcome.status}: {outcome.result.message})")
+        if outcome.status == "error":
+            fields["status"] = "heuristic"  # the plan is IPC's; solver_status says what went wrong
         waves = ipc_waves
+    extra["solver_status"] = outcome.status
     for wave in waves:
         for p, _, destination in wave:
             state.move(p, destination)

@@ -7,6 +7,7 @@ order, so results never depend on which worker finished first. ``fn`` and the ta
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import sys
@@ -48,13 +49,25 @@ def executor(workers: int | None = None) -> Iterator[Run]:
         yield run_inline
         return
     # forkserver: workers start from a clean process, safe even if this one runs threads
-    # (progress bars, a web server); the cost is paid once per pool.
+    # (progress bars, a web server). The pool starts on the first call with two or more tasks, so
+    # small instances (one partition) never pay for it.
     context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
+    pool: ProcessPoolExecutor | None = None
 
-        def run(fn: Callable[[Any], Any], tasks: Iterable[Any]) -> list[Any]:
-            # map submits while it iterates: workers start on the first tasks while the caller
-            # is still building the later ones (tasks may be a generator).
-            return list(pool.map(fn, tasks, chunksize=1))
+    def run(fn: Callable[[Any], Any], tasks: Iterable[Any]) -> list[Any]:
+        nonlocal pool
+        iterator = iter(tasks)
+        head = list(itertools.islice(iterator, 2))
+        if len(head) < 2:
+            return run_inline(fn, head)
+        if pool is None:
+            pool = ProcessPoolExecutor(max_workers=count, mp_context=context)
+        # map submits while it iterates: workers start on the first tasks while the caller
+        # is still building the later ones (tasks may be a generator).
+        return list(pool.map(fn, itertools.chain(head, iterator), chunksize=1))
 
+    try:
         yield run
+    finally:
+        if pool is not None:
+            pool.shutdown()

@@ -13,7 +13,8 @@ Two sources of moves:
 * ``target_to_waves``: a *final state* (what a solver returns). Each wave starts, in a fixed order,
   every pending move whose destination has room for the new copy beside everything already there;
   sources are released after the wave. When nothing can start (two full nodes swapping pods, a cycle),
-  the blocked pods are routed through nodes with room (each pod at most once) and continue to their
+  blocked pods are routed through nodes with room (each pod at most once, and only while no routed
+  pod has made room for it yet) and continue to their
   destinations in later waves; a move that still cannot start is dropped and the pod stays where it
   is. The caller learns which moves were dropped.
 """
@@ -102,13 +103,19 @@ def _route_blocked(state: ClusterState, blocked: Sequence[int], target: dict[int
     """
     busy_in_target = np.zeros(len(state.node_names), dtype=bool)
     busy_in_target[list(target.values())] = True
-    wave = []
+    wave: list[Step] = []
+    leaving: dict[int, list[int]] = {}
     for p in blocked:
+        destination = target[p]
+        if state.fits_without(p, destination, leaving.get(destination, [])):
+            continue  # the pods routed away in this wave already make room for it
         options = np.flatnonzero(state.feasible_nodes(p))
         if len(options) == 0:
             continue
         free = state.free_devices()[options]
         via = int(options[np.lexsort((options, free, ~busy_in_target[options]))[0]])
         state.add_copy(p, via)
-        wave.append((p, int(state.pod_node[p]), via))
+        source = int(state.pod_node[p])
+        leaving.setdefault(source, []).append(p)
+        wave.append((p, source, via))
     return wave

@@ -24,6 +24,7 @@ import numpy as np
 from planner.models.milp import Milp, MilpResult
 
 SOLVERS = ("cpsat", "highs")
+_highs_threads: int | None = None
 
 
 def solve(
@@ -41,6 +42,9 @@ def solve(
     if not time_limit_s > 0:
         raise ValueError(f"time limit must be above 0 seconds, got {time_limit_s}")
     start = time.perf_counter()
+    if milp.num_vars == 0:  # nothing to decide (no movable pod, no node that could empty)
+        value = float(milp.objective_offset)
+        return MilpResult(solver, "optimal", [], value, value, time.perf_counter() - start, "empty model")
     try:
         if solver == "cpsat":
             result = _solve_cpsat(milp, time_limit_s, workers, hint, seed, deterministic)
@@ -121,6 +125,12 @@ def _quiet_stdout():  # type: ignore[no-untyped-def]
 def _solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None) -> MilpResult:
     import highspy
 
+    global _highs_threads
+    if _highs_threads is not None and _highs_threads != workers:
+        # HiGHS keeps one global thread pool per process, sized by the first solve; a different
+        # ``threads`` later makes run() fail, so the pool is rebuilt first.
+        highspy.Highs.resetGlobalScheduler(True)
+    _highs_threads = workers
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("time_limit", float(time_limit_s))

@@ -1,0 +1,222 @@
+"""Exact defragmentation: the models against brute force, the two back-ends against each other,
+executable plans from final states, and the engine's exact/compare/hybrid/auto methods."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner import rules
+from planner.cluster import Cluster
+from planner.engine import DefragOptions, PlanOptionError, plan_defrag
+from planner.exact import ExactOptions, solve_exact
+from planner.models.defrag import build_defrag_model
+from planner.plans import DefragComparison
+from planner.state import PENDING, ClusterState
+from planner.validate import validate
+from tests.conftest import make_cluster, node, pod
+from tests.strategies import clusters
+
+
+def brute_force(cluster: Cluster, max_moves: int | None = None) -> tuple[int, int, float]:
+    """Best (empty nodes, -moves, -GPUs moved) over every legal final state, by enumeration."""
+    state = ClusterState(cluster)
+    nodes = cluster.nodes
+    jobs = {j.name: j for j in cluster.jobs}
+    movable = [p for p in range(len(cluster.pods)) if state.pod_node[p] != PENDING and not state.pod_locked[p]]
+    fixed = [p for p in range(len(cluster.pods)) if state.pod_node[p] != PENDING and state.pod_locked[p]]
+    choices = []
+    for p in movable:
+        home = int(state.pod_node[p])
+        pod_obj = cluster.pods[p]
+        job = jobs.get(pod_obj.job) if pod_obj.job else None
+        options = [home]
+        for n, node_obj in enumerate(nodes):
+            if n == home or not (rules.may_receive(node_obj) and rules.gpu_model_allowed(pod_obj, node_obj) and rules.selector_matches(pod_obj, node_obj)):
+                continue
+            if job is not None and job.topology is not None and job.topology.mode == "required":
+                level = job.topology.level
+                if rules.topology_domain(node_obj, level) != rules.topology_domain(nodes[home], level):
+                    continue  # make-before-break never lets it leave its switch
+            options.append(n)
+        choices.append(options)
+    best = None
+    for assignment in itertools.product(*choices):
+        moved = [(p, n) for p, n in zip(movable, assignment) if n != state.pod_node[p]]
+        if max_moves is not None and len(moved) > max_moves:
+            continue
+        where = {p: int(state.pod_node[p]) for p in fixed} | dict(zip(movable, assignment))
+        ok = True
+        for n, node_obj in enumerate(nodes):
+            residents = [cluster.pods[p] for p, at in where.items() if at == n and at == state.pod_node[p]]
+            arriving = [cluster.pods[p] for p, at in where.items() if at == n and at != state.pod_node[p]]
+            if rules.node_rule_breaks(node_obj, residents, arriving):
+                ok = False
+                break
+        if not ok:
+            continue
+        empties = sum(1 for n in range(len(nodes)) if n not in where.values())
+        score = (empties, -len(moved), -sum(cluster.pods[p].gpus for p, _ in moved))
+        best = score if best is None or score > best else best
+    return best
+
+
+def solved_score(cluster: Cluster, solver: str, formulation: str, max_moves: int | None = None) -> tuple[int, int, float]:
+    state = ClusterState(cluster)
+    model = build_defrag_model(state, max_moves, formulation=formulation)
+    outcome = solve_exact(state, ExactOptions(solver=solver, formulation=formulation, time_limit_s=20, solver_workers=2, max_moves=max_moves))
+    assert outcome.status == "optimal" or outcome.dropped_moves, outcome.history
+    values = outcome.result.values
+    target = (model if outcome.formulation == model.formulation else build_defrag_model(state, max_moves, formulation=outcome.formulation)).target(values)
+    moved = [p for p, n in target.items() if n != state.pod_node[p]]
+    busy = {n for n in target.values()} | {int(state.pod_node[p]) for p in range(len(cluster.pods)) if state.pod_locked[p] and state.pod_node[p] >= 0}
+    empties = len(cluster.nodes) - len(busy)
+    assert outcome.solver_empties == empties
+    assert outcome.bound_empties is None or outcome.bound_empties >= empties
+    return empties, -len(moved), -sum(cluster.pods[p].gpus for p in moved)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(clusters(max_nodes=4, max_pods=6, max_jobs=2), st.sampled_from(["cpsat", "highs"]), st.sampled_from(["pod", "class"]), st.sampled_from([None, 1, 2]))
+def test_exact_optimum_equals_brute_force(cluster: Cluster, solver: str, formulation: str, budget: int | None) -> None:
+    assert solved_score(cluster, solver, formulation, budget) == brute_force(cluster, budget)
+
+
+@pytest.fixture(scope="module")
+def small_asi() -> list[Cluster]:
+    from planner.instances.asi import generate_asi
+
+    return [generate_asi(nodes=25, seed=s, allocation=a, mix=m) for s, a, m in ((0, 0.8, "small"), (1, 0.85, "asi"), (2, 0.75, "asi"), (3, 0.7, "small"))]
+
+
+def test_cpsat_and_highs_and_both_formulations_agree(small_asi: list[Cluster]) -> None:
+    for cluster in small_asi:
+        scores = {(solver, form): solved_score(cluster, solver, form) for solver in ("cpsat", "highs") for form in ("pod", "class")}
+        assert len({score[0] for score in scores.values()}) == 1, scores  # the same empty nodes everywhere
+        assert len({score[:2] for score in scores.values()}) == 1, scores  # and the same fewest moves
+
+
+def test_exact_is_at_least_ipc_and_its_bound_at_least_its_objective(small_asi: list[Cluster]) -> None:
+    for cluster in small_asi:
+        comparison = plan_defrag(cluster, DefragOptions(method="compare", workers=1, time_limit_s=20))
+        assert isinstance(comparison, DefragComparison)
+        h, e = comparison.heuristic, comparison.exact
+        assert validate(cluster, h) == [] and validate(cluster, e) == []
+        assert e.report.objective >= h.report.objective
+        assert e.report.bound >= e.report.objective
+        assert comparison.gap["gap_empty_nodes"] == e.report.objective - h.report.objective
+
+
+def swap_cluster(with_room: bool) -> Cluster:
+    """Emptying D needs x (6 GPUs) and y (2) to swap between A (full) and B (4 free); D is full too."""
+    nodes = [node("A"), node("B"), node("D", gpus=2)] + ([node("C")] if with_room else [])
+    pods = [
+        pod("x", "A", gpus=6),
+        pod("la", "A", gpus=2, locked=True),
+        pod("y", "B", gpus=2),
+        pod("lb", "B", gpus=2, locked=True, anti_affinity=["d"]),
+        pod("d", "D", gpus=2, anti_affinity=["d"]),
+    ]
+    if with_room:
+        pods.append(pod("lc", "C", gpus=6, locked=True, anti_affinity=["d"]))
+    return make_cluster(nodes, pods)
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "highs"])
+def test_exact_vacates_what_ipc_cannot(solver: str) -> None:
+    cluster = swap_cluster(with_room=True)
+    plan = plan_defrag(cluster, DefragOptions(method="exact", solver=solver, workers=1, time_limit_s=10))
+    assert validate(cluster, plan) == []
+    assert plan.vacated_nodes == ["D"] and plan.report.status == "optimal" and len(plan.moves()) == 3
+    assert plan_defrag(cluster, DefragOptions(workers=1)).vacated_nodes == []  # IPC cannot
+
+
+def test_a_swap_target_is_routed_through_a_node_with_room() -> None:
+    from planner.engine import _assemble
+    from planner.waves import target_to_waves
+
+    cluster = swap_cluster(with_room=True)
+    state = ClusterState(cluster)
+    index = state.pod_index
+    swap = {index["x"]: state.node_index["B"], index["y"]: state.node_index["A"], index["d"]: state.node_index["A"]}
+    before = ClusterState(cluster)
+    executed = target_to_waves(state, swap)
+    assert executed.dropped == [] and executed.routed == 1  # y waits on C while x and y trade places
+    plan = _assemble(cluster, state, executed.waves, {})
+    assert validate(cluster, plan.model_copy(update={"metrics": None})) == []
+    assert [state.node_names[n] for n in state.pod_node[[index["x"], index["y"], index["d"]]]] == ["B", "A", "A"]
+    assert before.pods_per_node.sum() == state.pods_per_node.sum()
+
+
+def test_unreachable_swap_is_forbidden_and_solved_again() -> None:
+    cluster = swap_cluster(with_room=False)
+    outcome = solve_exact(ClusterState(cluster), ExactOptions(solver="highs", time_limit_s=10))
+    assert outcome.history[0]["empties"] == 1  # the final state empties D, but cannot be reached
+    assert outcome.resolves >= 1 and outcome.solver_empties == 0
+    plan = plan_defrag(cluster, DefragOptions(method="exact", workers=1, time_limit_s=10))
+    assert validate(cluster, plan) == [] and plan.vacated_nodes == []
+
+
+def test_budgets_are_honoured_by_the_exact_model(small_asi: list[Cluster]) -> None:
+    cluster = small_asi[2]
+    free = plan_defrag(cluster, DefragOptions(method="exact", workers=1, time_limit_s=20))
+    capped = plan_defrag(cluster, DefragOptions(method="exact", workers=1, time_limit_s=20, max_moves=3))
+    per_node = plan_defrag(cluster, DefragOptions(method="exact", workers=1, time_limit_s=20, max_moves_per_node=1))
+    assert len(capped.moves()) <= 3 and capped.report.objective <= free.report.objective
+    touches: dict[str, int] = {}
+    for m in per_node.moves():
+        for n in (m.from_, m.to):
+            touches[n] = touches.get(n, 0) + 1
+    assert max(touches.values(), default=0) <= 1
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(clusters(max_nodes=6, max_pods=12), st.sampled_from(["exact", "hybrid", "auto"]), st.sampled_from(["cpsat", "highs"]))
+def test_solver_methods_on_random_snapshots_validate_and_beat_ipc(cluster: Cluster, method: str, solver: str) -> None:
+    ipc = plan_defrag(cluster, DefragOptions(workers=1))
+    plan = plan_defrag(cluster, DefragOptions(method=method, solver=solver, workers=1, time_limit_s=5))
+    assert validate(cluster, plan) == []
+    assert plan.report.objective >= ipc.report.objective
+    if plan.report.bound is not None:
+        assert plan.report.bound >= plan.report.objective
+
+
+def test_hybrid_improves_ipc_and_says_so() -> None:
+    from planner.instances.asi import generate_asi
+
+    cluster = generate_asi(nodes=100, seed=2, allocation=0.85)
+    ipc = plan_defrag(cluster, DefragOptions(workers=1))
+    hybrid = plan_defrag(cluster, DefragOptions(method="hybrid", workers=1, time_limit_s=20))
+    assert hybrid.report.objective > ipc.report.objective
+    assert hybrid.report.model_extra["ipc_objective"] == ipc.report.objective
+    assert hybrid.report.model_extra["lns_gained_empty_nodes"] == hybrid.report.objective - ipc.report.objective
+
+
+def test_auto_says_which_method_it_chose_and_why(fig15: Cluster) -> None:
+    plan = plan_defrag(fig15, DefragOptions(method="auto", workers=1, time_limit_s=5))
+    assert plan.report.method == "exact" and plan.report.model_extra["auto_choice"].startswith("exact: 4 nodes")
+
+
+def test_bad_solver_options_are_refused(fig15: Cluster) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="time_limit_s"):
+        DefragOptions(method="exact", time_limit_s=0)
+    with pytest.raises(ValidationError, match="solver"):
+        DefragOptions(method="exact", solver="gurobi")
+    big = make_cluster([node(f"n{i}") for i in range(1001)], [pod("p", "n0")])
+    with pytest.raises(PlanOptionError, match="use --method hybrid"):
+        plan_defrag(big, DefragOptions(method="exact", workers=1))
+
+
+def test_timeout_without_a_solution_is_reported_not_hidden() -> None:
+    from planner.instances.asi import generate_asi
+
+    state = ClusterState(generate_asi(nodes=200, seed=0, allocation=0.8))
+    outcome = solve_exact(state, ExactOptions(solver="cpsat", time_limit_s=0.001, solver_workers=1))
+    assert outcome.waves is None and outcome.status in ("timeout", "feasible")
+    if outcome.status == "timeout":
+        assert outcome.solver_empties is None
