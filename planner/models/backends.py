@@ -5,7 +5,8 @@
   CP-SAT's interleaved search, deterministic whatever the number of workers, and the time limit is in
   CP-SAT's deterministic seconds (a wall-clock cap of 4x stops a runaway); otherwise the limit is wall
   time and, among equally good solutions, which one is returned may vary between runs.
-* ``highs``: HiGHS through highspy, with ``time_limit``, ``mip_rel_gap = 0`` and ``threads``.
+* ``highs``: HiGHS through highspy, with ``time_limit``, ``mip_rel_gap = 0`` and ``threads`` (at most
+  one per core).
 
 Both are warm-started from a complete hint (CP-SAT ``add_hint``; HiGHS ``setSolution`` with a full
 vector: a partial one would make HiGHS fix those values and solve for the rest).
@@ -126,6 +127,7 @@ def _solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] 
     import highspy
 
     global _highs_threads
+    workers = max(1, min(workers, os.cpu_count() or 1))  # HiGHS gains nothing from more threads than cores
     if _highs_threads is not None and _highs_threads != workers:
         # HiGHS keeps one global thread pool per process, sized by the first solve; a different
         # ``threads`` later makes run() fail, so the pool is rebuilt first.
