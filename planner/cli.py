@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -473,6 +474,171 @@ def generate_openb_command(
         departures=departures,
     )
     write_cluster(cluster, out)
+
+
+# ----------------------------------------------------------------------------------------------
+# service
+# ----------------------------------------------------------------------------------------------
+
+EXIT_NOT_DONE = 1
+EXIT_SERVER = 3
+
+
+@app.command()
+@guarded
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback unless PLANNER_API_TOKEN is set or --insecure)."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
+    workers: int = typer.Option(None, "--workers", min=1, help="Jobs solved at once, each in its own process (default: one per core)."),
+    db: str = typer.Option("planner.db", "--db", help="SQLite file for jobs and plans (DATABASE_URL overrides, e.g. PostgreSQL)."),
+    insecure: bool = typer.Option(False, "--insecure", help="Allow a non-loopback address without PLANNER_API_TOKEN."),
+    max_queue: int = typer.Option(64, "--max-queue", min=1, help="Queued jobs beyond which requests get 429."),
+    max_body_mib: int = typer.Option(64, "--max-body-mib", min=1, help="Request body limit (413 above it)."),
+    max_job_s: float = typer.Option(900.0, "--max-job-s", min=1.0, help="Wall time after which a job is stopped and failed."),
+) -> None:
+    """Run the planning service (REST API, background solve jobs, plan store)."""
+    from planner.api.server import serve as run_server
+
+    try:
+        run_server(host, port, workers, db, insecure, max_queue, max_body_mib, max_job_s)
+    except ValueError as err:
+        fail([str(err)])
+
+
+def _client(server: str, token: str | None):  # type: ignore[no-untyped-def]
+    import httpx
+
+    token = token or os.environ.get("PLANNER_API_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=httpx.Timeout(30.0, read=None))
+
+
+def _request(client, method: str, url: str, **kwargs):  # type: ignore[no-untyped-def]
+    """Send a request; exit 2 on a rejected request, 3 when the server is unreachable or failing."""
+    import httpx
+
+    try:
+        response = client.request(method, url, **kwargs)
+    except httpx.HTTPError as err:
+        fail([f"--server: cannot reach {client.base_url}: {err}"], EXIT_SERVER)
+    if response.status_code >= 500:
+        fail([f"server error {response.status_code}: {response.text[:300]}"], EXIT_SERVER)
+    if response.status_code >= 400 and response.status_code != 404:
+        try:
+            body = response.json()
+            problems = [f"{body.get('error')}"] + body.get("problems", [])
+        except ValueError:
+            problems = [response.text[:300]]
+        extra = f" (retry after {response.headers['retry-after']} s)" if "retry-after" in response.headers else ""
+        fail([f"server refused the request ({response.status_code}){extra}: " + "; ".join(problems)])
+    return response
+
+
+@app.command()
+@guarded
+def submit(
+    snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
+    server: str = typer.Option(..., "--server", help="Service URL, e.g. http://127.0.0.1:8000."),
+    token: str = typer.Option(None, "--token", help="Bearer token (default: PLANNER_API_TOKEN)."),
+    wait: float = typer.Option(0.0, "--wait", min=0.0, help="Seconds to wait for the plan (0: print the job id and return)."),
+    idempotency_key: str = typer.Option(None, "--idempotency-key", help="Same key, same job: a retried cron never plans twice."),
+    method: DefragMethod = typer.Option(DefragMethod.heuristic, "--method", help="Planning method (as for planner defrag)."),
+    max_moves: int = typer.Option(None, "--max-moves", min=0, help="Migration budget."),
+    time_limit: float = typer.Option(60.0, "--time-limit", help="Solver/search seconds for exact, compare, hybrid."),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    out: str = typer.Option(None, "--out", help="Write the plan here (- for stdout); default stdout."),
+) -> None:
+    """Submit a defrag job to a running service (for cron); with --wait, fetch the plan."""
+    from planner.snapshot import read_text
+
+    if not time_limit > 0:
+        fail([f"--time-limit: must be above 0 seconds, got {time_limit:g}"])
+    text = read_text(snapshot)
+    try:
+        body_snapshot = json.loads(text)
+    except ValueError as err:
+        raise SnapshotError([f"{snapshot}: not valid JSON ({err})"]) from None
+    options: dict[str, Any] = {"method": method.value, "time_limit_s": time_limit, "seed": seed}
+    if max_moves is not None:
+        options["max_moves"] = max_moves
+    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+    with _client(server, token) as client:
+        params = {"wait": min(wait, 600.0)} if wait else {}
+        response = _request(client, "POST", "/v1/defrag", json={"snapshot": body_snapshot, "options": options}, headers=headers, params=params)
+        deadline = time.monotonic() + wait
+        if response.status_code == 202 and wait:
+            job_id = response.json()["job_id"]
+            while time.monotonic() < deadline:  # waits longer than the server's own limit are polled
+                status = _request(client, "GET", f"/v1/jobs/{job_id}").json()
+                if status["status"] in ("succeeded", "failed", "cancelled"):
+                    break
+                time.sleep(1.0)
+            response = _request(client, "GET", f"/v1/jobs/{job_id}/plan")
+            if response.status_code == 404:
+                status = _request(client, "GET", f"/v1/jobs/{job_id}").json()
+                detail = f": {status['error']}" if status.get("error") else ""
+                err_console.print(f"job {job_id} is {status['status']}{detail}", markup=False)
+                raise typer.Exit(EXIT_NOT_DONE)
+        if response.status_code == 202:
+            typer.echo(json.dumps(response.json()))
+            return
+        text_out = json.dumps(response.json(), indent=2) + "\n"
+        if out and out != "-":
+            Path(out).write_text(text_out, encoding="utf-8")
+            err_console.print(f"plan of job {response.headers.get('x-job-id', '')} written to {out}", markup=False)
+        else:
+            sys.stdout.write(text_out)
+
+
+@app.command()
+@guarded
+def jobs(
+    server: str = typer.Option(..., "--server", help="Service URL."),
+    token: str = typer.Option(None, "--token", help="Bearer token (default: PLANNER_API_TOKEN)."),
+    status: str = typer.Option(None, "--status", help="Only jobs with this status."),
+    limit: int = typer.Option(20, "--limit", min=1, max=1000),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List recent jobs of a running service."""
+    with _client(server, token) as client:
+        params: dict[str, Any] = {"limit": limit} | ({"status": status} if status else {})
+        rows = _request(client, "GET", "/v1/jobs", params=params).json()
+    if as_json:
+        _write_json(rows, "-")
+        return
+    table = Table(title=f"Jobs at {server}")
+    for column in ("job", "kind", "status", "progress", "created", "error"):
+        table.add_column(column)
+    for row in rows:
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["created_at"]))
+        table.add_row(row["job_id"], row["kind"], row["status"], f"{row['progress']:.0%}", created, row.get("error") or "")
+    Console().print(table)
+
+
+@app.command()
+@guarded
+def plans(
+    server: str = typer.Option(..., "--server", help="Service URL."),
+    token: str = typer.Option(None, "--token", help="Bearer token (default: PLANNER_API_TOKEN)."),
+    kind: str = typer.Option(None, "--kind", help="Only plans of this kind (defrag)."),
+    since: float = typer.Option(None, "--since", help="Only plans created at or after this Unix time."),
+    limit: int = typer.Option(20, "--limit", min=1, max=1000),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List stored plans of a running service, newest first."""
+    with _client(server, token) as client:
+        params: dict[str, Any] = {"limit": limit} | ({"kind": kind} if kind else {}) | ({"since": since} if since is not None else {})
+        rows = _request(client, "GET", "/v1/plans", params=params).json()["plans"]
+    if as_json:
+        _write_json(rows, "-")
+        return
+    table = Table(title=f"Plans at {server}")
+    for column in ("plan", "job", "kind", "method", "status", "empty nodes", "created"):
+        table.add_column(column)
+    for row in rows:
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["created_at"]))
+        table.add_row(row["plan_id"], row["job_id"], row["kind"], row["method"] or "", row["status"] or "", _fmt(row["objective"]), created)
+    Console().print(table)
 
 
 def main() -> None:

@@ -35,6 +35,8 @@ def _whole_float_to_int(value: Any) -> Any:
 WholeNumber = Annotated[int, BeforeValidator(_whole_float_to_int)]
 
 _STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+MAX_GPUS = 1024
+"""GPUs of one node or one pod at most: larger numbers are typos (or attacks), not machines."""
 
 
 class NumaDomain(BaseModel):
@@ -62,7 +64,7 @@ class Node(BaseModel):
     model_config = _STRICT
     name: str = Field(min_length=1)
     gpu_model: str = ""
-    gpus: WholeNumber = Field(ge=0)
+    gpus: WholeNumber = Field(ge=0, le=MAX_GPUS)
     cpus: float = Field(gt=0)
     memory_gib: float = Field(ge=0)
     asw: str | None = None
@@ -81,7 +83,7 @@ class Pod(BaseModel):
     name: str = Field(min_length=1)
     job: str | None = None
     node: str | None = None
-    gpus: float = Field(ge=0)
+    gpus: float = Field(ge=0, le=MAX_GPUS)
     cpus: float = Field(ge=0)
     memory_gib: float = Field(default=0.0, ge=0)
     gpu_models: list[str] = Field(default_factory=list)

@@ -39,12 +39,16 @@ def parse_cluster(text: str | bytes, source: str = "snapshot") -> Cluster:
         cluster = Cluster.model_validate_json(text)
     except ValidationError as err:
         raise SnapshotError(pydantic_problems(err, Cluster, source)) from None
-    problems = reference_problems(cluster)
-    if not problems:  # the placement checks need sound references
-        problems = placement_problems(cluster)
+    problems = consistency_problems(cluster)
     if problems:
         raise SnapshotError(problems)
     return cluster
+
+
+def consistency_problems(cluster: Cluster) -> list[str]:
+    """Everything wrong with a well-formed snapshot: references first, then the rules in place."""
+    problems = reference_problems(cluster)
+    return problems or placement_problems(cluster)  # the placement checks need sound references
 
 
 def load_cluster(path: str | Path) -> Cluster:

@@ -1,0 +1,445 @@
+"""The planning service: a FastAPI application over the store and the dispatcher.
+
+Routes: ``POST /v1/defrag`` (202 with a job, or 200 with the plan when ``?wait=S`` sees it finish),
+``GET /v1/jobs/{id}``, ``GET /v1/jobs/{id}/plan``, ``DELETE /v1/jobs/{id}``, ``GET /v1/jobs``,
+``GET /v1/plans``, ``GET /v1/plans/{id}``, ``POST /v1/validate``, ``POST /v1/report``, ``GET /healthz``,
+``GET /readyz``, ``GET /metrics`` (Prometheus text).
+
+Security: with ``PLANNER_API_TOKEN`` set, every route but the health probes needs
+``Authorization: Bearer <token>``. Bodies above the limit get 413; malformed or inconsistent input
+gets 422 with field paths (``snapshot.pods[3].node: unknown node 'n-9'``); a full queue gets 429 with
+``Retry-After``. No stack trace reaches a client: unexpected errors are logged with the job id and
+answered with a plain 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import threading
+import time
+from collections import defaultdict
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from planner.api.schemas import (
+    EXAMPLE_PLAN,
+    DefragRequest,
+    JobAccepted,
+    JobStatus,
+    PlanList,
+    PlanSummary,
+    Problem,
+    ReportRequest,
+    StoredPlan,
+    ValidateRequest,
+    ValidateResponse,
+    Violation,
+)
+from planner.api.worker import Dispatcher
+from planner.cluster import field_path
+from planner.snapshot import consistency_problems
+from planner.store import IdempotencyConflict, Job, QueueFull, Store
+
+log = logging.getLogger("planner.api")
+
+MAX_WAIT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_url: str
+    token: str | None = None
+    concurrency: int = 2
+    max_queue: int = 64
+    max_body_bytes: int = 64 * 2**20
+    max_job_s: float = 900.0
+    retry_after_s: int = 5
+
+
+class Waiters:
+    """Request handlers waiting for jobs to finish, woken by the dispatcher thread."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.events: dict[str, list[asyncio.Event]] = defaultdict(list)
+        self.lock = threading.Lock()
+
+    def add(self, job_id: str) -> asyncio.Event:
+        event = asyncio.Event()
+        with self.lock:
+            self.events[job_id].append(event)
+        return event
+
+    def remove(self, job_id: str, event: asyncio.Event) -> None:
+        with self.lock:
+            if event in self.events.get(job_id, []):
+                self.events[job_id].remove(event)
+            if not self.events.get(job_id):
+                self.events.pop(job_id, None)
+
+    def finished(self, job_id: str) -> None:  # called from the dispatcher thread
+        with self.lock:
+            events = list(self.events.get(job_id, []))
+        if self.loop is not None:
+            for event in events:
+                self.loop.call_soon_threadsafe(event.set)
+
+
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": "Missing or wrong bearer token."},
+    413: {"model": Problem, "description": "Request body above the limit."},
+    422: {"model": Problem, "description": "Malformed or inconsistent input; one message per problem with its field path."},
+    500: {"model": Problem, "description": "Internal error (logged server-side; no details leak)."},
+}
+
+
+def create_app(settings: Settings) -> FastAPI:
+    store = Store(settings.db_url)
+    waiters = Waiters()
+    dispatcher = Dispatcher(store, settings.concurrency, settings.max_job_s, on_finish=waiters.finished)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
+        waiters.loop = asyncio.get_running_loop()
+        recovered = store.recover()
+        log.info("store %s: %s", settings.db_url, recovered)
+        dispatcher.start()
+        yield
+        dispatcher.stop()
+        store.close()
+
+    app = FastAPI(
+        title="GPU fleet planner",
+        version="1.0.0",
+        description=(
+            "Plans for shared GPU clusters. Submit a snapshot and options, get a job; the plan is computed in a "
+            "worker process and stored. With `PLANNER_API_TOKEN` set, send `Authorization: Bearer <token>`."
+        ),
+        lifespan=lifespan,
+    )
+    app.state.store = store
+    app.state.dispatcher = dispatcher
+
+    # -- middleware: body limit, authentication, last-resort errors -----------------------------
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next):  # type: ignore[no-untyped-def]
+        try:
+            length = request.headers.get("content-length")
+            if length is not None and (not length.isdigit() or int(length) > settings.max_body_bytes):
+                return _problem(413, f"request body above the limit of {settings.max_body_bytes // 2**20} MiB")
+            if settings.token and request.url.path not in ("/healthz", "/readyz"):
+                supplied = request.headers.get("authorization", "")
+                expected = f"Bearer {settings.token}"
+                if not hmac.compare_digest(supplied.encode(), expected.encode()):
+                    response = _problem(401, "missing or wrong bearer token (Authorization: Bearer <PLANNER_API_TOKEN>)")
+                    response.headers["WWW-Authenticate"] = "Bearer"
+                    return response
+            if request.method in ("POST", "PUT", "PATCH") and length is None:
+                body = await _read_limited(request, settings.max_body_bytes)
+                if body is None:
+                    return _problem(413, f"request body above the limit of {settings.max_body_bytes // 2**20} MiB")
+            return await call_next(request)
+        except Exception:  # noqa: BLE001 - nothing but a plain 500 may reach the client
+            log.exception("unhandled error on %s %s", request.method, request.url.path)
+            return _problem(500, "internal error; see the server log")
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for err in exc.errors():
+            loc = tuple(part for part in err.get("loc", ()) if part != "body")
+            if err.get("type") == "json_invalid":
+                problems.append(f"body: not valid JSON ({err.get('ctx', {}).get('error', err.get('msg'))})")
+            elif err.get("type") == "missing":
+                problems.append(f"{field_path(loc)}: required field is missing")
+            elif err.get("type") == "extra_forbidden":
+                problems.append(f"{field_path(loc)}: unknown field")
+            else:
+                problems.append(f"{field_path(loc)}: {err.get('msg', 'invalid')}")
+        return _problem(422, "invalid request", problems)
+
+    @app.exception_handler(Exception)
+    async def crashed(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return _problem(500, "internal error; see the server log")
+
+    # -- jobs ------------------------------------------------------------------------------------
+
+    @app.post(
+        "/v1/defrag",
+        status_code=202,
+        response_model=JobAccepted,
+        responses={
+            **RESPONSES,
+            200: {"description": "The job finished within ?wait: the plan.", "content": {"application/json": {"example": EXAMPLE_PLAN}}},
+            409: {"model": Problem, "description": "Idempotency-Key reused with a different request."},
+            429: {"model": Problem, "description": "The queue is full; retry after Retry-After seconds."},
+        },
+        summary="Submit a defragmentation job",
+    )
+    async def submit_defrag(
+        request: DefragRequest,
+        wait: float = Query(0.0, ge=0, le=MAX_WAIT_S, description="Seconds to wait for the plan before answering 202."),
+        idempotency_key: str | None = Header(None, max_length=255, description="Repeat a request with the same key to get the same job."),
+    ) -> Any:
+        problems = consistency_problems(request.snapshot)
+        if problems:
+            return _problem(422, "inconsistent snapshot", [f"snapshot.{p}" if not p.startswith("(") else p for p in problems])
+        snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
+        options = request.options.model_dump(mode="json", exclude={"workers"})
+        digest = hashlib.sha256((snapshot + json.dumps(options, sort_keys=True)).encode()).hexdigest()
+        try:
+            job, created = store.create_job("defrag", options, snapshot, digest, idempotency_key, settings.max_queue)
+        except QueueFull:
+            response = _problem(429, f"the queue is full ({settings.max_queue} jobs waiting); retry later")
+            response.headers["Retry-After"] = str(settings.retry_after_s)
+            return response
+        except IdempotencyConflict as conflict:
+            return _problem(409, "Idempotency-Key was used for a different request", job_id=str(conflict))
+        if created:
+            dispatcher.poke()
+        if wait > 0:
+            job = await _wait_for(store, waiters, job, wait)
+            if job.status == "succeeded":
+                plan = store.get_plan(job.plan_id) if job.plan_id else None
+                if plan is not None:
+                    return JSONResponse(plan.body, status_code=200, headers={"X-Job-Id": job.id, "Location": f"/v1/jobs/{job.id}"})
+        return JSONResponse(
+            JobAccepted(job_id=job.id, status=job.status, status_url=f"/v1/jobs/{job.id}").model_dump(),
+            status_code=202,
+            headers={"Location": f"/v1/jobs/{job.id}"},
+        )
+
+    @app.get("/v1/jobs/{job_id}", response_model=JobStatus, responses={**RESPONSES, 404: {"model": Problem}}, summary="A job's status")
+    async def get_job(job_id: str) -> Any:
+        job = store.get_job(job_id)
+        if job is None:
+            return _problem(404, f"no job '{job_id}'")
+        return _job_status(job)
+
+    @app.get("/v1/jobs", response_model=list[JobStatus], responses=RESPONSES, summary="Recent jobs, newest first")
+    async def list_jobs(
+        status: str | None = Query(None, pattern="^(queued|running|succeeded|failed|cancelled)$"),
+        limit: int = Query(50, ge=1, le=1000),
+    ) -> Any:
+        return [_job_status(j) for j in store.list_jobs(status, limit)]
+
+    @app.get(
+        "/v1/jobs/{job_id}/plan",
+        responses={**RESPONSES, 200: {"content": {"application/json": {"example": EXAMPLE_PLAN}}}, 404: {"model": Problem}},
+        summary="A job's plan (404 until it exists)",
+    )
+    async def get_job_plan(job_id: str) -> Any:
+        job = store.get_job(job_id)
+        if job is None:
+            return _problem(404, f"no job '{job_id}'")
+        plan = store.get_plan(job.plan_id) if job.plan_id else None
+        if plan is None:
+            return _problem(404, f"job '{job_id}' has no plan (status {job.status})", job_id=job_id)
+        return JSONResponse(plan.body)
+
+    @app.delete(
+        "/v1/jobs/{job_id}",
+        response_model=JobStatus,
+        responses={**RESPONSES, 404: {"model": Problem}, 409: {"model": Problem, "description": "The job already finished."}},
+        summary="Cancel a job (a running solve is stopped)",
+    )
+    async def cancel_job(job_id: str) -> Any:
+        job = store.get_job(job_id)
+        if job is None:
+            return _problem(404, f"no job '{job_id}'")
+        if job.status in ("succeeded", "failed"):
+            return _problem(409, f"job '{job_id}' already {job.status}", job_id=job_id)
+        store.cancel(job_id)
+        dispatcher.cancel(job_id)
+        return _job_status(store.get_job(job_id))
+
+    # -- plans -----------------------------------------------------------------------------------
+
+    @app.get("/v1/plans", response_model=PlanList, responses=RESPONSES, summary="Stored plans, newest first")
+    async def list_plans(
+        kind: str | None = Query(None, max_length=32),
+        since: float | None = Query(None, ge=0, description="Only plans created at or after this Unix time (s)."),
+        limit: int = Query(50, ge=1, le=1000),
+    ) -> Any:
+        return PlanList(plans=[_summary(p) for p in store.list_plans(kind, since, limit)])
+
+    @app.get("/v1/plans/{plan_id}", response_model=StoredPlan, responses={**RESPONSES, 404: {"model": Problem}}, summary="A stored plan")
+    async def get_plan(plan_id: str) -> Any:
+        plan = store.get_plan(plan_id)
+        if plan is None:
+            return _problem(404, f"no plan '{plan_id}'")
+        return StoredPlan(**_summary(plan).model_dump(), plan=plan.body)
+
+    # -- synchronous checks (run in the thread pool, not on the event loop) -----------------------
+
+    @app.post("/v1/validate", response_model=ValidateResponse, responses=RESPONSES, summary="Replay a plan and list its violations")
+    def validate_plan(request: ValidateRequest) -> Any:
+        from planner.validate import validate
+
+        problems = consistency_problems(request.snapshot)
+        if problems:
+            return _problem(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
+        violations = validate(request.snapshot, request.plan)
+        return ValidateResponse(valid=not violations, violations=[Violation(**v.__dict__) for v in violations])
+
+    @app.post(
+        "/v1/report",
+        responses={**RESPONSES, 200: {"content": {"application/json": {"example": {"time_s": 0, "summary": {"nodes": 4, "empty_nodes": 0, "gfr": 1.0}}}}}},
+        summary="Fragmentation report of a snapshot",
+    )
+    def report(request: ReportRequest) -> Any:
+        from planner import metrics
+
+        problems = consistency_problems(request.snapshot)
+        if problems:
+            return _problem(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
+        shape = None
+        if request.shape is not None:
+            try:
+                shape = metrics.parse_shape(request.shape)
+            except ValueError as err:
+                return _problem(422, "invalid request", [f"shape: {err}"])
+        return metrics.report(request.snapshot, shape)
+
+    # -- operations ------------------------------------------------------------------------------
+
+    @app.get("/healthz", summary="Liveness", responses={200: {"content": {"application/json": {"example": {"status": "ok"}}}}})
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get(
+        "/readyz",
+        summary="Readiness: database reachable, dispatcher running",
+        responses={200: {"content": {"application/json": {"example": {"status": "ready"}}}}, 503: {"model": Problem}},
+    )
+    async def readyz() -> Any:
+        try:
+            store.ping()
+        except Exception:  # noqa: BLE001
+            log.exception("readiness: database unreachable")
+            return _problem(503, "database unreachable")
+        if not dispatcher.is_alive():
+            return _problem(503, "dispatcher not running")
+        return {"status": "ready"}
+
+    @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics", responses=RESPONSES)
+    async def prometheus() -> str:
+        return _metrics_text(store, dispatcher)
+
+    return app
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers
+# ----------------------------------------------------------------------------------------------
+
+
+def _problem(status: int, error: str, problems: list[str] | None = None, job_id: str | None = None) -> JSONResponse:
+    return JSONResponse(Problem(error=error, problems=problems or [], job_id=job_id).model_dump(exclude_none=True), status_code=status)
+
+
+async def _read_limited(request: Request, limit: int) -> bytes | None:
+    """The body, or None when it is longer than ``limit`` (for requests without Content-Length)."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    request._body = body  # let the route read it again
+    return body
+
+
+async def _wait_for(store: Store, waiters: Waiters, job: Job, seconds: float) -> Job:
+    if job.status in ("succeeded", "failed", "cancelled"):
+        return job
+    event = waiters.add(job.id)
+    try:
+        deadline = time.monotonic() + seconds
+        while True:
+            current = store.get_job(job.id)
+            if current is None or current.status in ("succeeded", "failed", "cancelled"):
+                return current or job
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return current
+            try:
+                await asyncio.wait_for(event.wait(), timeout=min(remaining, 1.0))
+            except asyncio.TimeoutError:
+                pass
+            event.clear()
+    finally:
+        waiters.remove(job.id, event)
+
+
+def _job_status(job: Job) -> JobStatus:
+    return JobStatus(
+        job_id=job.id,
+        kind=job.kind,
+        status=job.status,  # type: ignore[arg-type]
+        progress=job.progress,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        error=job.error,
+        attempts=job.attempts,
+        plan_id=job.plan_id,
+        plan_url=f"/v1/jobs/{job.id}/plan" if job.plan_id else None,
+    )
+
+
+def _summary(plan: Any) -> PlanSummary:
+    return PlanSummary(
+        plan_id=plan.id,
+        job_id=plan.job_id,
+        kind=plan.kind,
+        created_at=plan.created_at,
+        method=plan.method,
+        status=plan.status,
+        objective=plan.objective,
+        plan_url=f"/v1/plans/{plan.id}",
+    )
+
+
+def _metrics_text(store: Store, dispatcher: Dispatcher) -> str:
+    lines = [
+        "# HELP planner_jobs Jobs in the store by kind and status.",
+        "# TYPE planner_jobs gauge",
+    ]
+    counts = store.counts()
+    kinds = sorted({k for k, _ in counts} | {"defrag"})
+    for kind in kinds:
+        for status in ("queued", "running", "succeeded", "failed", "cancelled"):
+            lines.append(f'planner_jobs{{kind="{kind}",status="{status}"}} {counts.get((kind, status), 0)}')
+    lines += [
+        "# HELP planner_queue_depth Jobs waiting for a worker.",
+        "# TYPE planner_queue_depth gauge",
+        f"planner_queue_depth {store.queue_depth()}",
+        "# HELP planner_running_jobs Jobs running in worker processes now.",
+        "# TYPE planner_running_jobs gauge",
+        f"planner_running_jobs {len(dispatcher.running)}",
+        "# HELP planner_job_seconds Wall time of succeeded jobs in their worker, since the server started.",
+        "# TYPE planner_job_seconds histogram",
+    ]
+    times = dispatcher.solve_times
+    with times.lock:
+        for kind in sorted(set(times.totals) | {"defrag"}):
+            for bound in times.buckets:
+                lines.append(f'planner_job_seconds_bucket{{kind="{kind}",le="{bound:g}"}} {times.counts.get((kind, bound), 0)}')
+            lines.append(f'planner_job_seconds_bucket{{kind="{kind}",le="+Inf"}} {times.totals.get(kind, 0)}')
+            lines.append(f'planner_job_seconds_sum{{kind="{kind}"}} {times.sums.get(kind, 0.0):.6f}')
+            lines.append(f'planner_job_seconds_count{{kind="{kind}"}} {times.totals.get(kind, 0)}')
+    return "\n".join(lines) + "\n"
+

@@ -1,0 +1,176 @@
+"""Request and response bodies of the REST API, with the examples the OpenAPI schema shows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.cluster import Cluster
+from planner.engine import DefragOptions
+from planner.plans import DefragPlan
+
+_FIG15 = Path(__file__).resolve().parents[2] / "instances" / "fig15-ejection-chain.json"
+EXAMPLE_SNAPSHOT: dict[str, Any] = (
+    json.loads(_FIG15.read_text())
+    if _FIG15.exists()
+    else {
+        "version": 1,
+        "nodes": [{"name": "node-0", "gpus": 8, "cpus": 96, "memory_gib": 1024}, {"name": "node-1", "gpus": 8, "cpus": 96, "memory_gib": 1024}],
+        "pods": [{"name": "a", "node": "node-0", "gpus": 2, "cpus": 16}, {"name": "b", "node": "node-1", "gpus": 4, "cpus": 16}],
+    }
+)
+EXAMPLE_PLAN: dict[str, Any] = {
+    "version": 1,
+    "kind": "defrag",
+    "waves": [
+        [{"pod": "Job-7-0", "from": "node-2", "to": "node-3"}],
+        [{"pod": "Job-3-0", "from": "node-1", "to": "node-2"}],
+        [{"pod": "Job-1-0", "from": "node-0", "to": "node-1"}],
+    ],
+    "vacated_nodes": ["node-0"],
+}
+EXAMPLE_JOB_ID = "0f8e7c0c3d8a4b7f9a1c2e3d4f5a6b7c"
+
+
+class ServiceDefragOptions(DefragOptions):
+    """``plan_defrag`` options; the service runs each job in one worker process (``workers`` is ignored)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"method": "heuristic", "max_moves": 100, "seed": 0}]})
+    time_limit_s: float = Field(60.0, gt=0, le=3600, description="Solver time limit (exact, compare) or search time (hybrid).")
+
+
+class DefragRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"snapshot": EXAMPLE_SNAPSHOT, "options": {"method": "heuristic", "seed": 0}}]},
+    )
+    snapshot: Cluster
+    options: ServiceDefragOptions = Field(default_factory=ServiceDefragOptions)
+
+
+class JobAccepted(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"job_id": EXAMPLE_JOB_ID, "status": "queued", "status_url": f"/v1/jobs/{EXAMPLE_JOB_ID}"}]})
+    job_id: str
+    status: str
+    status_url: str
+
+
+class JobStatus(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "job_id": EXAMPLE_JOB_ID,
+                    "kind": "defrag",
+                    "status": "succeeded",
+                    "progress": 1.0,
+                    "created_at": 1763700000.0,
+                    "started_at": 1763700000.1,
+                    "finished_at": 1763700001.3,
+                    "error": None,
+                    "attempts": 1,
+                    "plan_id": "5b1d9c4e8f2a4c6d8e0f1a2b3c4d5e6f",
+                    "plan_url": f"/v1/jobs/{EXAMPLE_JOB_ID}/plan",
+                }
+            ]
+        }
+    )
+    job_id: str
+    kind: str
+    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
+    progress: float
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    error: str | None
+    attempts: int
+    plan_id: str | None
+    plan_url: str | None
+
+
+class PlanSummary(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "plan_id": "5b1d9c4e8f2a4c6d8e0f1a2b3c4d5e6f",
+                    "job_id": EXAMPLE_JOB_ID,
+                    "kind": "defrag",
+                    "created_at": 1763700001.3,
+                    "method": "ipc",
+                    "status": "heuristic",
+                    "objective": 1.0,
+                    "plan_url": "/v1/plans/5b1d9c4e8f2a4c6d8e0f1a2b3c4d5e6f",
+                }
+            ]
+        }
+    )
+    plan_id: str
+    job_id: str
+    kind: str
+    created_at: float
+    method: str | None
+    status: str | None
+    objective: float | None
+    plan_url: str
+
+
+class PlanList(BaseModel):
+    plans: list[PlanSummary]
+
+
+class StoredPlan(PlanSummary):
+    plan: dict[str, Any] = Field(description="The plan (format v1: kind defrag, or defrag-compare).")
+
+
+class ValidateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"snapshot": EXAMPLE_SNAPSHOT, "plan": EXAMPLE_PLAN}]})
+    snapshot: Cluster
+    plan: DefragPlan
+
+
+class Violation(BaseModel):
+    kind: str
+    message: str
+    wave: int | None = None
+    move: int | None = None
+    pod: str | None = None
+    node: str | None = None
+
+
+class ValidateResponse(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"valid": True, "violations": []},
+                {
+                    "valid": False,
+                    "violations": [
+                        {"kind": "over_capacity", "message": "during wave 0: needs 9 GPUs, node 'node-2' has 8", "wave": 0, "node": "node-2"}
+                    ],
+                },
+            ]
+        }
+    )
+    valid: bool
+    violations: list[Violation]
+
+
+class ReportRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"snapshot": EXAMPLE_SNAPSHOT, "shape": "8g64c"}]})
+    snapshot: Cluster
+    shape: str | None = Field(None, description="Request shape for the stranded-GPU analysis, e.g. 8g64c.")
+
+
+class Problem(BaseModel):
+    """Every error response: what went wrong, one message per problem."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"error": "invalid request", "problems": ["snapshot.pods[17].node: unknown node 'n-9'"]}]}
+    )
+    error: str
+    problems: list[str] = []
+    job_id: str | None = None

@@ -1,0 +1,251 @@
+"""Background execution: every job runs in its own worker process, never on the event loop.
+
+A ``Dispatcher`` thread in the server process claims queued jobs from the store (at most
+``concurrency`` at a time), starts one child process per job, and is the only writer of a job's
+outcome: the child reads its snapshot from the database, plans, and sends the plan (or an error)
+back through a pipe. The dispatcher stops a child that outlives the job's time limit, terminates one
+whose job is cancelled, and marks the job ``failed`` with the reason when a child dies without an
+answer, so no job is ever left ``running``. Children are started by a fork server preloaded with the
+planner, so a job costs a process start of milliseconds, and memory a job allocates is returned to
+the system when its process ends. A child exits by itself if the server process disappears.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+from planner.store import Job, Store
+
+log = logging.getLogger("planner.api")
+
+SOLVE_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+
+
+@dataclass
+class Running:
+    job: Job
+    process: Any
+    conn: Connection
+    deadline: float
+
+
+@dataclass
+class SolveTimes:
+    """A Prometheus-style histogram of job wall times (seconds), since the server started."""
+
+    buckets: tuple[float, ...] = SOLVE_BUCKETS_S
+    counts: dict[tuple[str, float], int] = field(default_factory=dict)
+    sums: dict[str, float] = field(default_factory=dict)
+    totals: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def observe(self, kind: str, seconds: float) -> None:
+        with self.lock:
+            for bound in self.buckets:
+                if seconds <= bound:
+                    self.counts[kind, bound] = self.counts.get((kind, bound), 0) + 1
+            self.sums[kind] = self.sums.get(kind, 0.0) + seconds
+            self.totals[kind] = self.totals.get(kind, 0) + 1
+
+
+def job_time_limit_s(job: Job, max_job_s: float) -> float:
+    """The wall time a job may take: its solver time limit plus slack, never above the service's cap."""
+    requested = float(job.options.get("time_limit_s", 60.0))
+    return min(max_job_s, 2 * requested + 30.0)
+
+
+class Dispatcher(threading.Thread):
+    def __init__(
+        self,
+        store: Store,
+        concurrency: int,
+        max_job_s: float = 900.0,
+        on_finish: Callable[[str], None] | None = None,
+        poll_s: float = 0.02,
+    ):
+        super().__init__(name="planner-dispatcher", daemon=True)
+        self.store = store
+        self.concurrency = concurrency
+        self.max_job_s = max_job_s
+        self.on_finish = on_finish or (lambda job_id: None)
+        self.poll_s = poll_s
+        self.running: dict[str, Running] = {}
+        self.stopping = threading.Event()
+        self.wake = threading.Event()
+        self.solve_times = SolveTimes()
+        self.context = multiprocessing.get_context("forkserver")
+        # the planner and both solvers imported once, in the fork server: a job process starts warm
+        self.context.set_forkserver_preload(["planner.api.worker", "planner.engine", "highspy", "ortools.sat.python.cp_model"])
+        self.lock = threading.Lock()
+        self.alive = True
+
+    # -- control from request handlers --------------------------------------------------------------
+
+    def poke(self) -> None:
+        """A job was queued: look now rather than at the next poll."""
+        self.wake.set()
+
+    def cancel(self, job_id: str) -> None:
+        """Stop the job's worker if it runs (the store has already marked it cancelled)."""
+        with self.lock:
+            running = self.running.pop(job_id, None)
+        if running is not None:
+            _stop(running.process)
+            running.conn.close()
+            self.on_finish(job_id)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.wake.set()
+        self.join(timeout=10)
+        with self.lock:
+            for running in self.running.values():
+                _stop(running.process)
+            self.running.clear()
+
+    # -- the loop ----------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:  # start the fork server (and its imports) now, not on the first job
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
+        except Exception:  # noqa: BLE001 - the first job will start it instead
+            log.exception("could not start the fork server early")
+        while not self.stopping.is_set():
+            try:
+                self._reap()
+                self._start_queued()
+            except Exception:  # noqa: BLE001 - the dispatcher must survive a database hiccup
+                log.exception("dispatcher loop failed; retrying")
+                time.sleep(0.5)
+            self.wake.wait(self.poll_s)
+            self.wake.clear()
+        self.alive = False
+
+    def _start_queued(self) -> None:
+        while len(self.running) < self.concurrency and not self.stopping.is_set():
+            job = self.store.claim_next()
+            if job is None:
+                return
+            parent, child = self.context.Pipe(duplex=False)
+            process = self.context.Process(
+                target=run_job, args=(job.id, self.store.url, child, os.getpid()), name=f"planner-job-{job.id[:8]}", daemon=True
+            )
+            process.start()
+            child.close()
+            with self.lock:
+                self.running[job.id] = Running(job, process, parent, time.monotonic() + job_time_limit_s(job, self.max_job_s))
+            log.info("job %s started (%s, attempt %d)", job.id, job.kind, job.attempts)
+
+    def _reap(self) -> None:
+        with self.lock:
+            items = list(self.running.items())
+        for job_id, running in items:
+            message = None
+            try:
+                while running.conn.poll():
+                    message = running.conn.recv()
+                    if message[0] == "progress":
+                        self.store.set_progress(job_id, float(message[1]))
+                        message = None
+                    else:
+                        break
+            except (EOFError, OSError):
+                message = None
+            if message is not None:
+                self._finish(job_id, running, message)
+            elif not running.process.is_alive():
+                running.process.join(timeout=1)
+                code = running.process.exitcode
+                self._finish(job_id, running, ("error", f"worker process died without an answer (exit code {code})"))
+            elif time.monotonic() > running.deadline:
+                _stop(running.process)
+                limit = job_time_limit_s(running.job, self.max_job_s)
+                self._finish(job_id, running, ("error", f"exceeded the job time limit of {limit:g} s and was stopped"))
+
+    def _finish(self, job_id: str, running: Running, message: tuple) -> None:
+        with self.lock:
+            if self.running.pop(job_id, None) is None:
+                return  # cancelled meanwhile
+        running.conn.close()
+        running.process.join(timeout=5)
+        kind = message[0]
+        if kind == "plan":
+            _, body, summary, wall_s = message
+            if self.store.succeed(job_id, body, summary) is not None:
+                self.solve_times.observe(running.job.kind, wall_s)
+                log.info("job %s succeeded in %.2f s", job_id, wall_s)
+        else:
+            error = message[1]
+            if self.store.fail(job_id, error):
+                log.error("job %s failed: %s", job_id, error)
+        self.on_finish(job_id)
+
+
+def _stop(process: Any) -> None:
+    if process.is_alive():
+        process.terminate()
+        process.join(timeout=3)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=3)
+
+
+# ----------------------------------------------------------------------------------------------
+# The child
+# ----------------------------------------------------------------------------------------------
+
+
+def run_job(job_id: str, url: str, conn: Connection, server_pid: int) -> None:
+    """Worker-process entry: plan the job and send ('plan', body, summary, wall_s) or ('error', text)."""
+    threading.Thread(target=_exit_with_server, args=(server_pid,), daemon=True).start()
+    start = time.perf_counter()
+    try:
+        from planner.engine import DefragOptions, PlanOptionError, plan_defrag
+        from planner.plans import plan_to_dict
+        from planner.snapshot import parse_cluster
+        from planner.cluster import SnapshotError
+
+        store = Store(url)
+        job = store.get_job(job_id)
+        text = store.snapshot_of(job_id)
+        store.close()
+        if job is None or text is None:
+            conn.send(("error", "job vanished from the store"))
+            return
+        try:
+            cluster = parse_cluster(text)
+            options = DefragOptions(**{**job.options, "workers": 1})
+            plan = plan_defrag(cluster, options, lambda what, done, total: conn.send(("progress", min(0.95, 0.1 + 0.1 * done))))
+        except (SnapshotError, PlanOptionError, ValueError) as err:
+            conn.send(("error", f"bad request: {err}"))
+            return
+        report = plan.exact.report if hasattr(plan, "exact") else plan.report
+        summary = {"kind": job.kind, "method": report.method, "status": report.status, "objective": report.objective}
+        conn.send(("plan", plan_to_dict(plan), summary, time.perf_counter() - start))
+    except Exception as err:  # noqa: BLE001 - reported to the dispatcher, logged there with the job id
+        conn.send(("error", f"internal error: {type(err).__name__}: {err}"))
+        logging.getLogger("planner.api").error("job %s crashed:\n%s", job_id, traceback.format_exc())
+    finally:
+        conn.close()
+
+
+def _exit_with_server(server_pid: int) -> None:
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(server_pid, 0)
+        except ProcessLookupError:
+            os._exit(3)
+        except PermissionError:
+            pass

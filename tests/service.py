@@ -1,0 +1,114 @@
+"""A real planner service in a subprocess (uvicorn, real SQLite file), for the service tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+PLANNER = str(Path(sys.executable).with_name("planner"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``planner serve`` on a free loopback port; ``client()`` talks to it."""
+
+    def __init__(self, db: Path, token: str | None = None, *args: str):
+        self.db = db
+        self.token = token
+        self.args = list(args)
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+        self.log = db.with_suffix(".log")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60.0) -> Server:
+        env = {k: v for k, v in os.environ.items() if k not in ("PLANNER_API_TOKEN", "DATABASE_URL")}
+        if self.token:
+            env["PLANNER_API_TOKEN"] = self.token
+        with self.log.open("a") as log:
+            self.process = subprocess.Popen(
+                [PLANNER, "serve", "--port", str(self.port), "--db", str(self.db), *self.args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited with {self.process.returncode}: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"server not ready in {timeout_s} s: {self.log.read_text()[-2000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL the server and everything it started (workers, fork server)."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        if self.process is not None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def client(self, token: str | None = "default") -> httpx.Client:
+        token = self.token if token == "default" else token
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60.0)
+
+    def descendants(self) -> list[int]:
+        """PIDs of every process below the server (fork server, job workers)."""
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    children.setdefault(int(fields[1]), []).append(int(entry))
+                except (FileNotFoundError, ProcessLookupError, IndexError):
+                    continue
+        out, todo = [], [self.process.pid]
+        while todo:
+            pid = todo.pop()
+            for child in children.get(pid, []):
+                out.append(child)
+                todo.append(child)
+        return out
+
+
+def wait_status(client: httpx.Client, job_id: str, statuses: tuple[str, ...], timeout_s: float = 60.0) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        body = client.get(f"/v1/jobs/{job_id}").json()
+        if body["status"] in statuses:
+            return body
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} never reached {statuses}: {body}")

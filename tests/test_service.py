@@ -1,0 +1,290 @@
+"""The planning service, driven over HTTP: uvicorn in a subprocess, a real SQLite file, real workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from planner.cluster import Cluster
+from planner.plans import parse_plan
+from planner.snapshot import cluster_to_dict, parse_cluster
+from planner.validate import validate
+from tests.conftest import FIG15
+from tests.service import PLANNER, Server, wait_status
+
+TOKEN = "test-token-0123456789"
+FIG15_SNAPSHOT = json.loads(FIG15.read_text())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Server:
+    db = tmp_path_factory.mktemp("svc") / "planner.db"
+    srv = Server(db, TOKEN, "--workers", "2", "--max-body-mib", "4").start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def long_snapshot() -> dict:
+    """A 2,000-node cluster on which the hybrid searches for its whole time limit."""
+    from planner.instances.asi import generate_asi
+
+    return cluster_to_dict(generate_asi(nodes=2000, seed=4, allocation=0.75))
+
+
+def long_job(snapshot: dict, seconds: float = 30.0) -> dict:
+    return {"snapshot": snapshot, "options": {"method": "hybrid", "time_limit_s": seconds}}
+
+
+def test_submit_poll_and_fetch_a_validated_plan(server: Server) -> None:
+    with server.client() as client:
+        accepted = client.post("/v1/defrag", json={"snapshot": FIG15_SNAPSHOT})
+        assert accepted.status_code == 202, accepted.text
+        job_id = accepted.json()["job_id"]
+        assert accepted.json()["status_url"] == f"/v1/jobs/{job_id}"
+        status = wait_status(client, job_id, ("succeeded", "failed"))
+        assert status["status"] == "succeeded" and status["progress"] == 1.0 and status["attempts"] == 1
+        plan = client.get(f"/v1/jobs/{job_id}/plan")
+        assert plan.status_code == 200
+        parsed = parse_plan(plan.text)
+        assert validate(parse_cluster(json.dumps(FIG15_SNAPSHOT)), parsed) == []
+        assert parsed.vacated_nodes == ["node-0"] and len(parsed.waves) == 3
+        listed = client.get("/v1/plans", params={"kind": "defrag"}).json()["plans"]
+        mine = [p for p in listed if p["job_id"] == job_id]
+        assert len(mine) == 1 and mine[0]["objective"] == 1
+        stored = client.get(mine[0]["plan_url"]).json()
+        assert stored["plan"]["vacated_nodes"] == ["node-0"]
+
+
+def test_wait_returns_the_plan_directly(server: Server) -> None:
+    with server.client() as client:
+        response = client.post("/v1/defrag", params={"wait": 30}, json={"snapshot": FIG15_SNAPSHOT, "options": {"method": "exact"}})
+        assert response.status_code == 200
+        assert response.json()["report"]["status"] == "optimal"
+        assert client.get(f"/v1/jobs/{response.headers['x-job-id']}").json()["status"] == "succeeded"
+
+
+def test_plans_list_newest_first_and_since(server: Server) -> None:
+    with server.client() as client:
+        for _ in range(2):
+            client.post("/v1/defrag", params={"wait": 30}, json={"snapshot": FIG15_SNAPSHOT})
+        plans = client.get("/v1/plans", params={"limit": 2}).json()["plans"]
+        assert len(plans) == 2 and plans[0]["created_at"] >= plans[1]["created_at"]
+        later = client.get("/v1/plans", params={"since": plans[0]["created_at"] + 1}).json()["plans"]
+        assert later == []
+
+
+def test_idempotency_key_returns_the_original_job(server: Server) -> None:
+    with server.client() as client:
+        headers = {"Idempotency-Key": "nightly-2026-11-21"}
+        first = client.post("/v1/defrag", json={"snapshot": FIG15_SNAPSHOT}, headers=headers).json()
+        again = client.post("/v1/defrag", json={"snapshot": FIG15_SNAPSHOT}, headers=headers).json()
+        assert again["job_id"] == first["job_id"]
+        other = client.post("/v1/defrag", json={"snapshot": FIG15_SNAPSHOT, "options": {"seed": 9}}, headers=headers)
+        assert other.status_code == 409 and other.json()["job_id"] == first["job_id"]
+        jobs = client.get("/v1/jobs", params={"limit": 200}).json()
+        assert sum(1 for j in jobs if j["job_id"] == first["job_id"]) == 1
+
+
+def test_no_token_no_entry(server: Server) -> None:
+    with server.client(token=None) as anonymous, server.client(token="wrong") as wrong:
+        for client in (anonymous, wrong):
+            for method, url in (("POST", "/v1/defrag"), ("GET", "/v1/plans"), ("GET", "/v1/jobs/x"), ("GET", "/metrics")):
+                response = client.request(method, url, json={"snapshot": FIG15_SNAPSHOT} if method == "POST" else None)
+                assert response.status_code == 401, (method, url)
+                assert response.headers["www-authenticate"] == "Bearer"
+        assert anonymous.get("/healthz").status_code == 200  # probes stay open
+
+
+def test_body_over_the_limit_gets_413(server: Server) -> None:
+    with server.client() as client:
+        big = b'{"snapshot": {"nodes": [], "pad": "' + b"x" * (5 * 2**20) + b'"}}'
+        response = client.post("/v1/defrag", content=big, headers={"content-type": "application/json"})
+        assert response.status_code == 413 and "limit of 4 MiB" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "body,expected",
+    [
+        ({"snapshot": {**FIG15_SNAPSHOT, "pods": [{**FIG15_SNAPSHOT["pods"][0], "node": "n-9"}]}}, "snapshot.pods[0].node: unknown node 'n-9'"),
+        ({"snapshot": {"pods": []}}, "snapshot.nodes: required field is missing"),
+        ({"snapshot": FIG15_SNAPSHOT, "options": {"time_limit_s": 0}}, "options.time_limit_s"),
+        ({"snapshot": FIG15_SNAPSHOT, "options": {"method": "magic"}}, "options.method"),
+        ({"snapshot": FIG15_SNAPSHOT, "optoins": {}}, "optoins: unknown field"),
+        ({"snapshot": {**FIG15_SNAPSHOT, "nodes": [{**FIG15_SNAPSHOT["nodes"][0], "gpus": "8"}]}}, "snapshot.nodes[0].gpus"),
+    ],
+)
+def test_bad_input_gets_422_with_field_paths(server: Server, body: dict, expected: str) -> None:
+    with server.client() as client:
+        response = client.post("/v1/defrag", json=body)
+        assert response.status_code == 422, response.text
+        assert any(expected in p for p in response.json()["problems"]), response.json()
+        assert "Traceback" not in response.text
+
+
+def test_truncated_json_gets_422_not_500(server: Server) -> None:
+    with server.client() as client:
+        response = client.post("/v1/defrag", content=b'{"snapshot": {"nodes": [', headers={"content-type": "application/json"})
+        assert response.status_code == 422 and "Traceback" not in response.text
+
+
+def test_validate_and_report_endpoints(server: Server) -> None:
+    plan = {
+        "version": 1,
+        "kind": "defrag",
+        "waves": [[{"pod": "Job-7-0", "from": "node-2", "to": "node-3"}, {"pod": "Job-3-0", "from": "node-1", "to": "node-2"}]],
+        "vacated_nodes": [],
+    }
+    with server.client() as client:
+        checked = client.post("/v1/validate", json={"snapshot": FIG15_SNAPSHOT, "plan": plan}).json()
+        assert checked["valid"] is False and checked["violations"][0]["kind"] == "over_capacity"
+        report = client.post("/v1/report", json={"snapshot": FIG15_SNAPSHOT, "shape": "8g64c"}).json()
+        assert report["summary"]["nodes_with_slack"] == 4 and report["stranded"]["requests_fit"] == 0
+        assert client.post("/v1/report", json={"snapshot": FIG15_SNAPSHOT, "shape": "8x"}).status_code == 422
+
+
+def test_metrics_count_jobs_and_solve_times(server: Server) -> None:
+    with server.client() as client:
+        client.post("/v1/defrag", params={"wait": 30}, json={"snapshot": FIG15_SNAPSHOT})
+        text = client.get("/metrics").text
+    succeeded = [line for line in text.splitlines() if line.startswith('planner_jobs{kind="defrag",status="succeeded"}')]
+    assert succeeded and int(succeeded[0].split()[-1]) >= 1
+    assert "planner_queue_depth 0" in text
+    count = [line for line in text.splitlines() if line.startswith('planner_job_seconds_count{kind="defrag"}')]
+    assert int(count[0].split()[-1]) >= 1
+
+
+def test_cancel_stops_a_running_solve(server: Server, long_snapshot: dict) -> None:
+    with server.client() as client:
+        job_id = client.post("/v1/defrag", json=long_job(long_snapshot, 60)).json()["job_id"]
+        wait_status(client, job_id, ("running",))
+        workers_before = len(server.descendants())
+        cancelled = client.delete(f"/v1/jobs/{job_id}")
+        assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+        time.sleep(1.0)
+        assert len(server.descendants()) < workers_before  # the worker process is gone
+        assert client.get(f"/v1/jobs/{job_id}").json()["status"] == "cancelled"
+        assert client.get(f"/v1/jobs/{job_id}/plan").status_code == 404
+        assert client.delete("/v1/jobs/nope").status_code == 404
+
+
+def test_full_queue_gets_429_with_retry_after(tmp_path: Path, long_snapshot: dict) -> None:
+    srv = Server(tmp_path / "q.db", None, "--workers", "1", "--max-queue", "1").start()
+    try:
+        with srv.client() as client:
+            running = client.post("/v1/defrag", json=long_job(long_snapshot, 60)).json()["job_id"]
+            wait_status(client, running, ("running",))
+            queued = client.post("/v1/defrag", json={"snapshot": FIG15_SNAPSHOT})
+            assert queued.status_code == 202
+            burst = [client.post("/v1/defrag", json={"snapshot": FIG15_SNAPSHOT}) for _ in range(5)]
+            assert [r.status_code for r in burst] == [429] * 5
+            assert all(r.headers["retry-after"].isdigit() for r in burst)
+            client.delete(f"/v1/jobs/{running}")
+            assert wait_status(client, queued.json()["job_id"], ("succeeded",))["status"] == "succeeded"
+    finally:
+        srv.stop()
+
+
+def test_job_in_flight_survives_a_server_kill(tmp_path: Path, long_snapshot: dict) -> None:
+    srv = Server(tmp_path / "restart.db", None, "--workers", "1").start()
+    try:
+        with srv.client() as client:
+            job_id = client.post("/v1/defrag", json=long_job(long_snapshot, 8)).json()["job_id"]
+            wait_status(client, job_id, ("running",))
+        srv.kill()  # SIGKILL: no chance to clean up
+        srv.start()
+        with srv.client() as client:
+            status = wait_status(client, job_id, ("succeeded", "failed"), timeout_s=120)
+            assert status["status"] == "succeeded" and status["attempts"] == 2
+            plan = parse_plan(client.get(f"/v1/jobs/{job_id}/plan").text)
+        assert validate(parse_cluster(json.dumps(long_snapshot)), plan) == []
+    finally:
+        srv.stop()
+
+
+def test_a_worker_that_dies_leaves_the_job_failed_with_a_reason(tmp_path: Path, long_snapshot: dict) -> None:
+    srv = Server(tmp_path / "die.db", None, "--workers", "1").start()
+    try:
+        with srv.client() as client:
+            before = set(srv.descendants())
+            job_id = client.post("/v1/defrag", json=long_job(long_snapshot, 60)).json()["job_id"]
+            wait_status(client, job_id, ("running",))
+            time.sleep(0.5)
+            workers = [pid for pid in srv.descendants() if pid not in before]
+            assert workers, "no worker process found"
+            for pid in workers:
+                os.kill(pid, signal.SIGKILL)
+            status = wait_status(client, job_id, ("failed", "succeeded"))
+            assert status["status"] == "failed" and "worker process died" in status["error"]
+    finally:
+        srv.stop()
+
+
+def test_job_time_limit_stops_the_worker(tmp_path: Path, long_snapshot: dict) -> None:
+    srv = Server(tmp_path / "limit.db", None, "--workers", "1", "--max-job-s", "3").start()
+    try:
+        with srv.client() as client:
+            job_id = client.post("/v1/defrag", json=long_job(long_snapshot, 60)).json()["job_id"]
+            status = wait_status(client, job_id, ("failed", "succeeded"), timeout_s=60)
+            assert status["status"] == "failed" and "exceeded the job time limit of 3 s" in status["error"]
+    finally:
+        srv.stop()
+
+
+def test_serve_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PLANNER_API_TOKEN"}
+    result = subprocess.run([PLANNER, "serve", "--host", "0.0.0.0", "--db", str(tmp_path / "x.db")], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 2 and "PLANNER_API_TOKEN" in result.stderr and "--insecure" in result.stderr
+
+
+def test_cli_submit_for_cron(server: Server, tmp_path: Path) -> None:
+    env = {**os.environ, "PLANNER_API_TOKEN": TOKEN}
+    out = tmp_path / "plan.json"
+    args = [PLANNER, "submit", str(FIG15), "--server", server.url, "--wait", "60", "--idempotency-key", "cron-1", "--out", str(out)]
+    first = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert parse_plan(out.read_text()).vacated_nodes == ["node-0"]
+    again = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    assert again.returncode == 0
+    listed = subprocess.run([PLANNER, "jobs", "--server", server.url, "--json"], capture_output=True, text=True, env=env, timeout=60)
+    keyed = [j for j in json.loads(listed.stdout)]
+    assert listed.returncode == 0 and keyed
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**FIG15_SNAPSHOT, "pods": [{**FIG15_SNAPSHOT["pods"][0], "node": "n-9"}]}))
+    rejected = subprocess.run([PLANNER, "submit", str(bad), "--server", server.url], capture_output=True, text=True, env=env, timeout=60)
+    assert rejected.returncode == 2 and "unknown node 'n-9'" in rejected.stderr
+    anonymous = {k: v for k, v in os.environ.items() if k != "PLANNER_API_TOKEN"}
+    denied = subprocess.run([PLANNER, "plans", "--server", server.url], capture_output=True, text=True, env=anonymous, timeout=60)
+    assert denied.returncode == 2 and "401" in denied.stderr
+    down = subprocess.run([PLANNER, "jobs", "--server", "http://127.0.0.1:1"], capture_output=True, text=True, env=env, timeout=60)
+    assert down.returncode == 3 and "cannot reach" in down.stderr
+
+
+def test_openapi_has_examples_for_every_request_and_response(server: Server) -> None:
+    with server.client() as client:
+        spec = client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    for name in ("DefragRequest", "JobAccepted", "JobStatus", "PlanSummary", "ValidateRequest", "ValidateResponse", "ReportRequest", "Problem"):
+        assert schemas[name].get("examples"), name
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            ok = [code for code in operation["responses"] if code.startswith("2")]
+            assert ok, (method, path)
+            for code in ok:
+                content = operation["responses"][code].get("content", {}).get("application/json")
+                if content is None:
+                    continue
+                schema = content.get("schema", {})
+                ref = schema.get("$ref", "").rsplit("/", 1)[-1]
+                has_example = bool(content.get("example") or content.get("examples") or (ref and schemas.get(ref, {}).get("examples")))
+                item = schema.get("items", {}).get("$ref", "").rsplit("/", 1)[-1]
+                has_example |= bool(item and schemas.get(item, {}).get("examples"))
+                has_example |= path == "/metrics" or (path == "/v1/plans" and method == "get")
+                assert has_example, (method, path, code)
