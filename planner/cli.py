@@ -425,6 +425,7 @@ def generate_asi_command(
     scheduler: Scheduler = typer.Option(Scheduler.spread, "--scheduler", help="Baseline scheduler placing the pods (spread = Kubernetes' default)."),
     churn_rounds: int = typer.Option(2, "--churn-rounds", min=0, help="Fill-above-target / depart-below rounds before the final fill."),
     pending_jobs: int = typer.Option(0, "--pending-jobs", min=0, help="Jobs that failed the final fill to keep as pending pods."),
+    mix: str = typer.Option("asi", "--mix", help="Workload shape: asi (1/2/4/8-GPU pods, training gangs) or small (1-2 GPU pods, the ASI paper's ILP size)."),
     out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
 ) -> None:
     """A seeded ASI-like cluster (Alibaba ASI paper): ASWs of 32-64 8-GPU nodes, ~40% locked pods."""
@@ -439,6 +440,7 @@ def generate_asi_command(
         scheduler=scheduler.value,
         churn_rounds=churn_rounds,
         pending_jobs=pending_jobs,
+        mix=mix,
     )
     write_cluster(cluster, out)
 

@@ -15,7 +15,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import positive_data_acceptance
 
-from tests.service import Server
+from planner.api.harness import Server
 
 TOKEN = "schema-token-42"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

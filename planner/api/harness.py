@@ -1,4 +1,5 @@
-"""A real planner service in a subprocess (uvicorn, real SQLite file), for the service tests."""
+"""A real planner service in a subprocess (uvicorn, a real SQLite file): for tests, benchmarks and
+integration checks of deployments."""
 
 from __future__ import annotations
 
@@ -112,3 +113,9 @@ def wait_status(client: httpx.Client, job_id: str, statuses: tuple[str, ...], ti
             return body
         time.sleep(0.1)
     raise AssertionError(f"job {job_id} never reached {statuses}: {body}")
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of one process (MiB)."""
+    with open(f"/proc/{pid}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
