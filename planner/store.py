@@ -119,7 +119,7 @@ def sqlite_url(path: str) -> str:
 class Store:
     """Jobs and plans in one database."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, create: bool = True):
         self.url = url
         kwargs: dict[str, Any] = {"pool_pre_ping": True}
         if url.startswith("sqlite"):
@@ -135,7 +135,8 @@ class Store:
                 cursor.execute("PRAGMA busy_timeout=30000")
                 cursor.close()
 
-        Base.metadata.create_all(self.engine)
+        if create:
+            Base.metadata.create_all(self.engine)
         self.session = sessionmaker(self.engine, expire_on_commit=False)
 
     def ping(self) -> bool:

@@ -84,7 +84,10 @@ class Dispatcher(threading.Thread):
         self.solve_times = SolveTimes()
         self.context = multiprocessing.get_context("forkserver")
         # the planner and both solvers imported once, in the fork server: a job process starts warm
-        self.context.set_forkserver_preload(["planner.api.worker", "planner.engine", "highspy", "ortools.sat.python.cp_model"])
+        # (planner.cli too: a job process re-imports the main script, the `planner` console script)
+        self.context.set_forkserver_preload(
+            ["planner.api.worker", "planner.engine", "planner.cli", "highspy", "ortools.sat.python.cp_model"]
+        )
         self.lock = threading.Lock()
         self.alive = True
 
@@ -216,7 +219,7 @@ def run_job(job_id: str, url: str, conn: Connection, server_pid: int) -> None:
         from planner.snapshot import parse_cluster
         from planner.cluster import SnapshotError
 
-        store = Store(url)
+        store = Store(url, create=False)  # the server created the tables
         job = store.get_job(job_id)
         text = store.snapshot_of(job_id)
         store.close()
