@@ -79,6 +79,7 @@ class Dispatcher(threading.Thread):
         self.on_finish = on_finish or (lambda job_id: None)
         self.poll_s = poll_s
         self.running: dict[str, Running] = {}
+        self.to_cancel: set[str] = set()
         self.stopping = threading.Event()
         self.wake = threading.Event()
         self.solve_times = SolveTimes()
@@ -98,13 +99,24 @@ class Dispatcher(threading.Thread):
         self.wake.set()
 
     def cancel(self, job_id: str) -> None:
-        """Stop the job's worker if it runs (the store has already marked it cancelled)."""
+        """Ask for the job's worker to be stopped (the store has already marked the job cancelled).
+
+        Only the dispatcher thread touches worker processes and their pipes; it stops the worker on
+        its next turn, which this call brings forward.
+        """
         with self.lock:
-            running = self.running.pop(job_id, None)
-        if running is not None:
+            self.to_cancel.add(job_id)
+        self.wake.set()
+
+    def _stop_cancelled(self) -> None:
+        with self.lock:
+            cancelled, self.to_cancel = self.to_cancel, set()
+            stopped = [self.running.pop(job_id) for job_id in cancelled if job_id in self.running]
+        for running in stopped:
             _stop(running.process)
             running.conn.close()
-            self.on_finish(job_id)
+            log.info("job %s cancelled; its worker was stopped", running.job.id)
+            self.on_finish(running.job.id)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -126,6 +138,7 @@ class Dispatcher(threading.Thread):
             log.exception("could not start the fork server early")
         while not self.stopping.is_set():
             try:
+                self._stop_cancelled()
                 self._reap()
                 self._start_queued()
             except Exception:  # noqa: BLE001 - the dispatcher must survive a database hiccup
@@ -178,8 +191,7 @@ class Dispatcher(threading.Thread):
 
     def _finish(self, job_id: str, running: Running, message: tuple) -> None:
         with self.lock:
-            if self.running.pop(job_id, None) is None:
-                return  # cancelled meanwhile
+            self.running.pop(job_id, None)
         running.conn.close()
         running.process.join(timeout=5)
         kind = message[0]
