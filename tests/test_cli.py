@@ -10,22 +10,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from planner.api.schemas import EXAMPLE_PLAN
 from planner.cli import app
 from tests.conftest import FIG15
 from tests.test_snapshot import MALFORMED
 
 runner = CliRunner()
 
-FIG15_PLAN = {
-    "version": 1,
-    "kind": "defrag",
-    "waves": [
-        [{"pod": "Job-7-0", "from": "node-2", "to": "node-3"}],
-        [{"pod": "Job-3-0", "from": "node-1", "to": "node-2"}],
-        [{"pod": "Job-1-0", "from": "node-0", "to": "node-1"}],
-    ],
-    "vacated_nodes": ["node-0"],
-}
+FIG15_PLAN = EXAMPLE_PLAN  # the Fig. 15 chain as three waves, also the API's example
 
 
 def write(tmp_path: Path, name: str, data: object) -> str:
