@@ -136,3 +136,30 @@ def test_defrag_with_nothing_to_vacate_exits_0_with_the_reason(tmp_path: Path) -
     assert result.exit_code == 0
     plan = json.loads(result.stdout)
     assert plan["waves"] == [] and "locked pod" in plan["report"]["reason"]
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["--method", "exact", "--time-limit", "0"], "--time-limit: must be above 0 seconds"),
+        (["--method", "exact", "--solver", "gurobi"], "--solver"),
+        (["--method", "exact", "--formulation", "magic"], "--formulation"),
+    ],
+)
+def test_bad_solver_options_exit_2(args: list[str], expected: str) -> None:
+    result = runner.invoke(app, ["defrag", str(FIG15), *args])
+    assert result.exit_code == 2 and expected in result.output
+
+
+def test_exact_refuses_a_large_instance_naming_hybrid(tmp_path: Path) -> None:
+    nodes = [{"name": f"n{i}", "gpus": 8, "cpus": 8, "memory_gib": 8} for i in range(1001)]
+    result = runner.invoke(app, ["defrag", write(tmp_path, "big.json", {"nodes": nodes}), "--method", "exact"])
+    assert result.exit_code == 2 and "use --method hybrid" in result.stderr and "--force" in result.stderr
+
+
+def test_compare_prints_both_sides(tmp_path: Path) -> None:
+    out = tmp_path / "cmp.json"
+    result = runner.invoke(app, ["defrag", str(FIG15), "--method", "compare", "--format", "table", "--out", str(out), "--workers", "1"])
+    assert result.exit_code == 0 and "Heuristic (IPC) against exact" in result.stdout
+    data = json.loads(out.read_text())
+    assert data["kind"] == "defrag-compare" and data["gap"]["gap_empty_nodes"] == 0 and data["exact"]["report"]["status"] == "optimal"

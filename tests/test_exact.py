@@ -220,3 +220,14 @@ def test_timeout_without_a_solution_is_reported_not_hidden() -> None:
     assert outcome.waves is None and outcome.status in ("timeout", "feasible")
     if outcome.status == "timeout":
         assert outcome.solver_empties is None
+
+
+def test_a_solver_without_a_solution_falls_back_to_ipc_marked_as_such() -> None:
+    from planner.instances.asi import generate_asi
+
+    cluster = generate_asi(nodes=300, seed=5, allocation=0.8)
+    plan = plan_defrag(cluster, DefragOptions(method="exact", solver="cpsat", time_limit_s=0.01, workers=1, solver_workers=1))
+    extra = plan.report.model_extra
+    assert plan.report.status == "timeout" and extra["solver_status"] == "timeout"
+    assert extra["fallback"].startswith("ipc: the solver returned no solution")
+    assert plan.report.objective == extra["ipc_objective"] and validate(cluster, plan) == []
