@@ -42,12 +42,15 @@ ALLOCATIONS = (0.7, 0.75, 0.8, 0.85)
 CONFIGS = (("cpsat", "class"), ("cpsat", "pod"), ("highs", "class"), ("highs", "pod"))
 WORKERS = {"cpsat": 8, "highs": 2}
 LOG = CACHE / "defrag_exact.jsonl"
-VERSION = hashlib.sha1(
-    b"".join(
-        (Path(__file__).resolve().parents[1] / "planner" / f).read_bytes()
-        for f in ("models/defrag.py", "models/backends.py", "exact.py", "instances/asi.py", "heuristics/ipc.py", "heuristics/lns.py", "waves.py")
-    )
-).hexdigest()[:10]
+def _version(*files: str) -> str:
+    root = Path(__file__).resolve().parents[1] / "planner"
+    return hashlib.sha1(b"".join((root / f).read_bytes() for f in files)).hexdigest()[:10]
+
+
+SOLVER_FILES = ("models/defrag.py", "models/milp.py", "models/backends.py", "exact.py", "waves.py", "state.py", "rules.py", "instances/asi.py")
+VERSION_EXACT = _version(*SOLVER_FILES)
+"""Exact rows are recomputed only when the model, the solvers' plumbing or the instances change."""
+VERSION_METHOD = _version(*SOLVER_FILES, "heuristics/ipc.py", "heuristics/lns.py", "engine.py")
 
 
 def instance(nodes: int, seed: int, mix: str = "asi") -> tuple[str, Cluster, float]:
@@ -61,13 +64,13 @@ def load_log() -> dict[tuple, dict]:
     if LOG.exists():
         for line in LOG.read_text().splitlines():
             row = json.loads(line)
-            if row.get("version") == VERSION:
+            if row.get("version") == (VERSION_EXACT if row["key"][0] == "exact" else VERSION_METHOD):
                 done[tuple(row["key"])] = row
     return done
 
 
 def record(done: dict, key: tuple, row: dict) -> dict:
-    row = {**row, "key": list(key), "version": VERSION}
+    row = {**row, "key": list(key), "version": VERSION_EXACT if key[0] == "exact" else VERSION_METHOD}
     CACHE.mkdir(parents=True, exist_ok=True)
     with LOG.open("a") as f:
         f.write(json.dumps(row) + "\n")

@@ -84,10 +84,10 @@ def run_lns(state: ClusterState, options: LnsOptions, run_groups: Callable, prog
         result.neighbourhoods += len(picked)
         improved_now = 0
         round_waves: list[list[Step]] = []
-        for (nodes, whole_model), (waves, gain, proven) in zip(picked, outcomes):
+        for (nodes, closed), (waves, gain, proven) in zip(picked, outcomes):
             result.proven_optimal += proven
-            if whole_model and proven and not waves:
-                done[state.node_model == state.node_model[nodes[0]]] = True
+            if closed and proven and not waves:
+                done[nodes] = True  # optimal, and its pods can go nowhere else: nothing left to gain here
             if not waves:
                 continue
             moves = sum(len(w) for w in waves)
@@ -116,13 +116,19 @@ def run_lns(state: ClusterState, options: LnsOptions, run_groups: Callable, prog
 def pick_neighbourhoods(
     state: ClusterState, rng: np.random.Generator, count: int, size: int, seeds: int, done: np.ndarray
 ) -> list[tuple[np.ndarray, bool]]:
-    """Up to ``count`` disjoint node sets, each with whether it holds every busy node of its GPU model.
+    """Up to ``count`` disjoint node sets, each with whether it is closed (its movable pods may go to no
+    busy node outside it, so solving it to optimality settles it).
 
-    A set: nodes to vacate (easiest first, with noise) plus destinations of the same GPU model: the
-    fullest nodes that still have room, a random few more with room, then any busy nodes (pods on
-    full nodes can take part in chains). Nodes in ``done`` are skipped.
+    When all busy nodes fit in ``size`` they form one set. Otherwise a set is nodes to vacate
+    (easiest first, with noise) plus destinations among the nodes its pods can reach (the seed's GPU
+    model, and nodes of other models that pods can cross to or from): the fullest nodes that still
+    have room, a random few more with room, then any busy nodes (pods on full nodes can take part in
+    chains). Nodes in ``done`` are skipped.
     """
     busy = state.pods_per_node > 0
+    open_busy = np.flatnonzero(busy & ~done)
+    if 2 <= len(open_busy) <= size:
+        return [(open_busy, _closed(state, open_busy, busy))]
     locked_nodes = np.zeros(len(state.node_names), dtype=bool)
     locked_nodes[state.pod_node[state.pod_locked & (state.pod_node >= 0)]] = True
     allocated = state.allocated_gpus()
@@ -141,7 +147,7 @@ def pick_neighbourhoods(
             break
         if taken[seed_node]:
             continue
-        same = (model == model[seed_node]) & busy & ~taken
+        same = _related(state, model == model[seed_node], busy) & busy & ~taken
         vacate = [n for n in order.tolist() if same[n] and not locked_nodes[n]][:seeds]
         want = max(0, size - len(vacate))
         pool = np.flatnonzero(same)
@@ -161,8 +167,37 @@ def pick_neighbourhoods(
             taken[seed_node] = True
             continue
         taken[nodes] = True
-        groups.append((nodes, len(nodes) == int(((model == model[seed_node]) & busy).sum())))
+        groups.append((nodes, _closed(state, nodes, busy)))
     return groups
+
+
+def _related(state: ClusterState, home: np.ndarray, busy: np.ndarray) -> np.ndarray:
+    """Nodes of one GPU model (``home``) plus the busy nodes of other models that pods could cross to
+    or from: those allowed for a movable pod on ``home`` nodes, and those holding a movable pod allowed
+    on ``home`` nodes (pods pinned to several models, or to none)."""
+    related = home.copy()
+    here = [p for n in np.flatnonzero(home & busy).tolist() for p in state.node_pods[n] if not state.pod_locked[p]]
+    if here:
+        related |= state.eligible[np.unique(state.pod_signature[here])].any(axis=0)
+    elsewhere = (state.pod_node >= 0) & ~state.pod_locked & ~home[np.maximum(state.pod_node, 0)]
+    signatures = np.unique(state.pod_signature[elsewhere])
+    guests = signatures[state.eligible[signatures][:, home].any(axis=1)] if len(signatures) else signatures
+    if len(guests):
+        related[state.pod_node[elsewhere & np.isin(state.pod_signature, guests)]] = True
+    return related
+
+
+def _closed(state: ClusterState, nodes: np.ndarray, busy: np.ndarray) -> bool:
+    """No movable pod on ``nodes`` is allowed (by its static rules) on a busy node outside them."""
+    outside = busy.copy()
+    outside[nodes] = False
+    if not outside.any():
+        return True
+    pods = [p for n in nodes.tolist() for p in state.node_pods[n] if not state.pod_locked[p]]
+    if not pods:
+        return True
+    signatures = np.unique(state.pod_signature[pods])
+    return not bool(state.eligible[signatures][:, outside].any())
 
 
 def improve_neighbourhood(task: LnsTask) -> tuple[list[list[Step]] | None, int, int]:
