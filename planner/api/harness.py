@@ -86,16 +86,8 @@ class Server:
         return httpx.Client(base_url=self.url, headers=headers, timeout=60.0)
 
     def descendants(self) -> list[int]:
-        """PIDs of every process below the server (fork server, job workers)."""
-        children: dict[int, list[int]] = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                    children.setdefault(int(fields[1]), []).append(int(entry))
-                except (FileNotFoundError, ProcessLookupError, IndexError):
-                    continue
+        """PIDs of every process below the server (fork server, resource tracker, job workers)."""
+        children = _process_children()
         out, todo = [], [self.process.pid]
         while todo:
             pid = todo.pop()
@@ -103,6 +95,35 @@ class Server:
                 out.append(child)
                 todo.append(child)
         return out
+
+    def job_workers(self, timeout_s: float = 30.0) -> list[int]:
+        """PIDs of the job worker processes, waiting up to `timeout_s` for at least one to exist.
+
+        Workers are the fork server's children: processes two levels below the server (its direct
+        children are the fork server and the resource tracker). A job is marked running when it is
+        claimed, which can be before its worker exists (the fork server may still be importing).
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            children = _process_children()
+            workers = [pid for child in children.get(self.process.pid, []) for pid in children.get(child, [])]
+            if workers or time.monotonic() > deadline:
+                return workers
+            time.sleep(0.05)
+
+
+def _process_children() -> dict[int, list[int]]:
+    """Every live process's children, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                children.setdefault(int(fields[1]), []).append(int(entry))
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                continue
+    return children
 
 
 def wait_status(client: httpx.Client, job_id: str, statuses: tuple[str, ...], timeout_s: float = 60.0) -> dict:

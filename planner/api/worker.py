@@ -157,7 +157,15 @@ class Dispatcher(threading.Thread):
             process = self.context.Process(
                 target=run_job, args=(job.id, self.store.url, child, os.getpid()), name=f"planner-job-{job.id[:8]}", daemon=True
             )
-            process.start()
+            try:
+                process.start()
+            except Exception as err:  # noqa: BLE001 - e.g. the fork server died: the job fails, it never hangs in running
+                parent.close()
+                child.close()
+                if self.store.fail(job.id, f"could not start a worker process: {type(err).__name__}: {err}"):
+                    log.error("job %s: could not start a worker process", job.id, exc_info=True)
+                self.on_finish(job.id)
+                continue
             child.close()
             with self.lock:
                 self.running[job.id] = Running(job, process, parent, time.monotonic() + job_time_limit_s(job, self.max_job_s))
