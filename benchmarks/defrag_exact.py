@@ -47,10 +47,15 @@ def _version(*files: str) -> str:
     return hashlib.sha1(b"".join((root / f).read_bytes() for f in files)).hexdigest()[:10]
 
 
-SOLVER_FILES = ("models/defrag.py", "models/milp.py", "models/backends.py", "exact.py", "waves.py", "state.py", "rules.py", "instances/asi.py")
-VERSION_EXACT = _version(*SOLVER_FILES)
-"""Exact rows are recomputed only when the model, the solvers' plumbing or the instances change."""
-VERSION_METHOD = _version(*SOLVER_FILES, "heuristics/ipc.py", "heuristics/lns.py", "engine.py")
+MODEL_FILES = ("models/defrag.py", "models/milp.py", "models/backends.py", "exact.py", "waves.py", "state.py", "rules.py", "instances/asi.py")
+VERSION_EXACT = {solver: _version(*MODEL_FILES, f"models/{solver}.py") for solver in ("cpsat", "highs")}
+"""Exact rows are recomputed only when the model, that solver's back-end or the instances change."""
+VERSION_METHOD = _version(*MODEL_FILES, "models/highs.py", "heuristics/ipc.py", "heuristics/lns.py", "engine.py")
+"""IPC and hybrid rows (the hybrid's neighbourhoods are solved with HiGHS, the default)."""
+
+
+def _row_version(key: tuple | list) -> str:
+    return VERSION_EXACT[key[2]] if key[0] == "exact" else VERSION_METHOD
 
 
 def instance(nodes: int, seed: int, mix: str = "asi") -> tuple[str, Cluster, float]:
@@ -64,13 +69,13 @@ def load_log() -> dict[tuple, dict]:
     if LOG.exists():
         for line in LOG.read_text().splitlines():
             row = json.loads(line)
-            if row.get("version") == (VERSION_EXACT if row["key"][0] == "exact" else VERSION_METHOD):
+            if row.get("version") == _row_version(row["key"]):
                 done[tuple(row["key"])] = row
     return done
 
 
 def record(done: dict, key: tuple, row: dict) -> dict:
-    row = {**row, "key": list(key), "version": VERSION_EXACT if key[0] == "exact" else VERSION_METHOD}
+    row = {**row, "key": list(key), "version": _row_version(key)}
     CACHE.mkdir(parents=True, exist_ok=True)
     with LOG.open("a") as f:
         f.write(json.dumps(row) + "\n")
