@@ -14,6 +14,7 @@ solver plans are when the solver proves optimality or ``deterministic`` is set (
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -241,15 +242,22 @@ def _hybrid(
     waves, extra = _ipc(state, options, run, progress)
     ipc_empties = int((state.pods_per_node == 0).sum())
     used = sum(len(w) for w in waves)
+    parallel = max(1, options.workers or 2)
+    if options.solver == "highs":
+        # one HiGHS thread per core in all: HiGHS's worker threads spin, and two 2-thread solves on
+        # 2 cores ran one neighbourhood solve 27 s past its 8 s limit
+        solver_workers = max(1, min(options.solver_workers, os.cpu_count() or 1) // parallel)
+    else:
+        solver_workers = max(1, options.solver_workers // parallel)
     lns = run_lns(
         state,
         LnsOptions(
             time_limit_s=max(0.0, options.time_limit_s - (time.perf_counter() - start)),
             solver=options.solver,
-            solver_workers=max(1, options.solver_workers // max(1, options.workers or 2)),
+            solver_workers=solver_workers,
             max_moves=None if options.max_moves is None else options.max_moves - used,
             seed=options.seed,
-            parallel=max(1, options.workers or 2),
+            parallel=parallel,
         ),
         run,
         progress,

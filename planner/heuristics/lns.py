@@ -206,7 +206,9 @@ def improve_neighbourhood(task: LnsTask) -> tuple[list[list[Step]] | None, int, 
     options = task.options
     empty_now = int((sub.pods_per_node == 0).sum())
     model = build_defrag_model(sub, task.budget)
-    result = solve(model.milp, options.solver, options.solve_time_s, options.solver_workers, model.hint({}), options.seed, True)
+    result = solve(
+        model.milp, options.solver, options.solve_time_s, options.solver_workers, model.hint({}), options.seed, True, strict=False
+    )
     proven = int(result.status == "optimal")
     if result.values is None or model.empties(result.values) <= empty_now:
         return None, 0, proven

@@ -26,8 +26,13 @@ def solve(
     hint: list[int] | None = None,
     seed: int = 0,
     deterministic: bool = False,
+    strict: bool = True,
 ) -> MilpResult:
-    """Solve ``milp`` (maximise) with ``solver``; never raises for solver trouble, reports it."""
+    """Solve ``milp`` (maximise) with ``solver``; never raises for solver trouble, reports it.
+
+    ``strict=False`` trades proof accuracy for speed where a proof is only advisory (HiGHS: default
+    feasibility tolerance, see ``models/highs.py``); CP-SAT is exact either way.
+    """
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     if not time_limit_s > 0:
@@ -40,7 +45,7 @@ def solve(
         if solver == "cpsat":
             result = solve_cpsat(milp, time_limit_s, workers, hint, seed, deterministic)
         else:
-            result = solve_highs(milp, time_limit_s, workers, hint)
+            result = solve_highs(milp, time_limit_s, workers, hint, strict)
     except Exception as err:  # noqa: BLE001 - a solver failure is a result, not a crash
         result = MilpResult(solver, "error", None, None, None, 0.0, f"{type(err).__name__}: {err}")
     result.wall_s = time.perf_counter() - start
