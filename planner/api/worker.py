@@ -91,6 +91,9 @@ class Dispatcher(threading.Thread):
         )
         self.lock = threading.Lock()
         self.alive = True
+        self.threads_per_job = max(1, (os.cpu_count() or 1) // max(1, concurrency))
+        """HiGHS threads a job gets unless it asks: concurrent jobs share the cores (HiGHS's threads
+        spin, and oversubscribed solves overran their time limits several-fold)."""
 
     # -- control from request handlers --------------------------------------------------------------
 
@@ -155,7 +158,10 @@ class Dispatcher(threading.Thread):
                 return
             parent, child = self.context.Pipe(duplex=False)
             process = self.context.Process(
-                target=run_job, args=(job.id, self.store.url, child, os.getpid()), name=f"planner-job-{job.id[:8]}", daemon=True
+                target=run_job,
+                args=(job.id, self.store.url, child, os.getpid(), self.threads_per_job),
+                name=f"planner-job-{job.id[:8]}",
+                daemon=True,
             )
             try:
                 process.start()
@@ -229,7 +235,7 @@ def _stop(process: Any) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def run_job(job_id: str, url: str, conn: Connection, server_pid: int) -> None:
+def run_job(job_id: str, url: str, conn: Connection, server_pid: int, threads_per_job: int = 1) -> None:
     """Worker-process entry: plan the job and send ('plan', body, summary, wall_s) or ('error', text)."""
     threading.Thread(target=_exit_with_server, args=(server_pid,), daemon=True).start()
     start = time.perf_counter()
@@ -248,7 +254,8 @@ def run_job(job_id: str, url: str, conn: Connection, server_pid: int) -> None:
             return
         try:
             cluster = parse_cluster(text)
-            options = DefragOptions(**{**job.options, "workers": 1})
+            defaults = {} if job.options.get("solver", "highs") != "highs" else {"solver_workers": threads_per_job}
+            options = DefragOptions(**{**defaults, **job.options, "workers": 1})
             plan = plan_defrag(cluster, options, lambda what, done, total: conn.send(("progress", min(0.95, 0.1 + 0.1 * done))))
         except (SnapshotError, PlanOptionError, ValueError) as err:
             conn.send(("error", f"bad request: {err}"))
