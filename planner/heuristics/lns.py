@@ -147,7 +147,7 @@ def pick_neighbourhoods(
             break
         if taken[seed_node]:
             continue
-        same = _related(state, model == model[seed_node], busy) & busy & ~taken
+        same = _related(state, model == model[seed_node]) & busy & ~taken
         vacate = [n for n in order.tolist() if same[n] and not locked_nodes[n]][:seeds]
         want = max(0, size - len(vacate))
         pool = np.flatnonzero(same)
@@ -171,20 +171,27 @@ def pick_neighbourhoods(
     return groups
 
 
-def _related(state: ClusterState, home: np.ndarray, busy: np.ndarray) -> np.ndarray:
+def _related(state: ClusterState, home: np.ndarray) -> np.ndarray:
     """Nodes of one GPU model (``home``) plus the busy nodes of other models that pods could cross to
     or from: those allowed for a movable pod on ``home`` nodes, and those holding a movable pod allowed
     on ``home`` nodes (pods pinned to several models, or to none)."""
     related = home.copy()
-    here = [p for n in np.flatnonzero(home & busy).tolist() for p in state.node_pods[n] if not state.pod_locked[p]]
-    if here:
+    movable = _movable(state)
+    on_home = home[np.maximum(state.pod_node, 0)]
+    here = movable & on_home
+    if here.any():
         related |= state.eligible[np.unique(state.pod_signature[here])].any(axis=0)
-    elsewhere = (state.pod_node >= 0) & ~state.pod_locked & ~home[np.maximum(state.pod_node, 0)]
+    elsewhere = movable & ~on_home
     signatures = np.unique(state.pod_signature[elsewhere])
     guests = signatures[state.eligible[signatures][:, home].any(axis=1)] if len(signatures) else signatures
     if len(guests):
         related[state.pod_node[elsewhere & np.isin(state.pod_signature, guests)]] = True
     return related
+
+
+def _movable(state: ClusterState) -> np.ndarray:
+    """Mask of pods that are placed and not locked."""
+    return (state.pod_node >= 0) & ~state.pod_locked
 
 
 def _closed(state: ClusterState, nodes: np.ndarray, busy: np.ndarray) -> bool:
@@ -193,8 +200,10 @@ def _closed(state: ClusterState, nodes: np.ndarray, busy: np.ndarray) -> bool:
     outside[nodes] = False
     if not outside.any():
         return True
-    pods = [p for n in nodes.tolist() for p in state.node_pods[n] if not state.pod_locked[p]]
-    if not pods:
+    inside = np.zeros(len(state.node_names), dtype=bool)
+    inside[nodes] = True
+    pods = _movable(state) & inside[np.maximum(state.pod_node, 0)]
+    if not pods.any():
         return True
     signatures = np.unique(state.pod_signature[pods])
     return not bool(state.eligible[signatures][:, outside].any())
