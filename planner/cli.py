@@ -255,6 +255,7 @@ PROGRESS_FROM_NODES = 2000
 @app.command()
 @guarded
 def defrag(
+    context: typer.Context,
     snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
     method: DefragMethod = typer.Option(
         DefragMethod.heuristic,
@@ -290,25 +291,26 @@ def defrag(
         fail(["--threshold: must be above 0 (a node is drained when its GPU allocation is below it)"])
     if not time_limit > 0:
         fail([f"--time-limit: must be above 0 seconds, got {time_limit:g}; give the solver some time, e.g. --time-limit 60"])
+    given = {
+        "method": method.value,
+        "partition_size": partition_size,
+        "depth": depth,
+        "rounds": rounds,
+        "max_moves": max_moves,
+        "max_moves_per_node": max_moves_per_node,
+        "same_asw": same_asw,
+        "threshold": threshold,
+        "seed": seed,
+        "workers": workers,
+        "solver": solver.value,
+        "time_limit_s": time_limit,
+        "solver_workers": solver_workers,
+        "formulation": formulation.value,
+        "deterministic": deterministic,
+        "force": force,
+    }
+    options = _options(context, DefragOptions, given)
     cluster = load_cluster(snapshot)
-    options = DefragOptions(
-        method=method.value,
-        partition_size=partition_size,
-        depth=depth,
-        rounds=rounds,
-        max_moves=max_moves,
-        max_moves_per_node=max_moves_per_node,
-        same_asw=same_asw,
-        threshold=threshold,
-        seed=seed,
-        workers=workers,
-        solver=solver.value,
-        time_limit_s=time_limit,
-        solver_workers=solver_workers,
-        formulation=formulation.value,
-        deterministic=deterministic,
-        force=force,
-    )
     if len(cluster.nodes) >= PROGRESS_FROM_NODES:
         with _progress_bar(f"{method.value} on {len(cluster.nodes):,} nodes") as progress:
             plan = plan_defrag(cluster, options, progress)
@@ -323,6 +325,30 @@ def defrag(
             _print_defrag_table(plan)
     elif out is None:
         write_plan(plan, "-")
+
+
+FLAGS = {"time_limit_s": "time_limit"}
+"""Option fields whose command-line flag is named differently (``--time-limit``)."""
+
+
+def _flag(field: str) -> str:
+    return "--" + FLAGS.get(field, field).replace("_", "-")
+
+
+def _options(context: typer.Context, model: type, values: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """``model`` built from the options given on the command line only (defaults stay unset, so a
+    method can refuse an option it would ignore); errors name the flag, exit 2."""
+    from pydantic import ValidationError
+
+    def given_here(field: str) -> bool:
+        source = context.get_parameter_source(FLAGS.get(field, field))
+        return source is not None and source.name != "DEFAULT"
+
+    given = {field: value for field, value in values.items() if field == "method" or given_here(field)}
+    try:
+        return model(**given)
+    except ValidationError as err:
+        fail([f"{_flag('.'.join(map(str, e['loc'])))}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()])
 
 
 @contextlib.contextmanager

@@ -6,9 +6,11 @@ large-neighbourhood search with the exact model), ``auto`` (exact when the insta
 hybrid otherwise) and ``compare`` (IPC and exact on the same snapshot, with the gap).
 
 ``plan_defrag`` is a pure function of the cluster and the options. Every plan it returns has passed
-``validate``; an invalid plan is a bug and raises ``PlanBug`` instead of being returned. Options that
-cannot be honoured (unknown solver, time limit <= 0, an instance too large for ``exact``) raise
-``PlanOptionError``. Heuristic plans are deterministic for a seed whatever the number of workers;
+``validate``, including the limits it was asked for (``max_moves``, ``max_moves_per_node``,
+``same_asw``); an invalid plan is a bug and raises ``PlanBug`` instead of being returned. Options a
+method does not use are refused when the options are built (``DefragOptions``: an option that would
+be silently ignored is an error), and options that cannot be honoured for this cluster (an instance
+too large for ``exact``) raise ``PlanOptionError``. Heuristic plans are deterministic for a seed whatever the number of workers;
 solver plans are when the solver proves optimality or ``deterministic`` is set (CP-SAT).
 """
 
@@ -20,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from planner import metrics
 from planner.cluster import Cluster
@@ -29,6 +31,7 @@ from planner.executors import Run, executor
 from planner.heuristics import baselines
 from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
 from planner.heuristics.lns import LnsOptions, run_lns
+from planner.limits import MoveBudget, MoveLimits
 from planner.plans import DefragComparison, DefragPlan, Move, PlanMetrics, SolveReport
 from planner.state import PENDING, ClusterState
 from planner.validate import validate
@@ -74,6 +77,47 @@ class DefragOptions(BaseModel):
     deterministic: bool = Field(False, description="CP-SAT: deterministic search, time limit in deterministic seconds.")
     force: bool = Field(False, description="Run exact even above the size limit.")
 
+    @field_validator("*")
+    @classmethod
+    def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
+        """An option the method would ignore is refused (unless it has its default value)."""
+        method, name = info.data.get("method"), info.field_name
+        if method is None or name in ("method", "workers") or name in METHOD_OPTIONS[method]:
+            return value
+        if value != cls.model_fields[name].default:
+            raise ValueError(unused_option_reason(method, name))
+        return value
+
+    def limits(self) -> MoveLimits:
+        return MoveLimits(self.max_moves, self.max_moves_per_node, self.same_asw)
+
+
+_IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
+_LIMIT_OPTIONS = {"max_moves", "max_moves_per_node", "same_asw"}
+_SOLVER_OPTIONS = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic"}
+METHOD_OPTIONS: dict[str, set[str]] = {
+    "heuristic": _IPC_OPTIONS | _LIMIT_OPTIONS,
+    "random": {"threshold", "seed"} | _LIMIT_OPTIONS,
+    "descheduler": {"threshold", "seed"} | _LIMIT_OPTIONS,
+    "repack": {"same_asw"},
+    "exact": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force"},
+    "compare": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force"},
+    "hybrid": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS,
+    "auto": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS,
+}
+"""The options each method reads (IPC's for the methods that start from IPC); ``method`` and
+``workers`` apply to all. Giving any other option is refused rather than silently ignored."""
+
+
+def unused_option_reason(method: str, name: str) -> str:
+    """Why ``method`` cannot honour option ``name``, and what to do instead."""
+    users = [m for m, names in METHOD_OPTIONS.items() if name in names]
+    if method == "repack" and name in ("max_moves", "max_moves_per_node"):
+        why = "repack repacks every movable pod from scratch and has no migration budget"
+    else:
+        why = f"method '{method}' does not use it"
+    return f"{why}; use it with method {', '.join(users)}, or leave it out"
+
 
 def plan_defrag(
     cluster: Cluster, options: DefragOptions | None = None, progress: Progress | None = None
@@ -84,6 +128,7 @@ def plan_defrag(
         return compare_defrag(cluster, options, progress)
     start = time.perf_counter()
     state = ClusterState(cluster)
+    budget = MoveBudget.of(state, options.limits())
     before = metrics.summary(state)
     method = options.method
     extra: dict[str, Any] = {}
@@ -95,28 +140,26 @@ def plan_defrag(
     solver_fields: dict[str, Any] = {}
     with executor(options.workers) as run:
         if method == "heuristic":
-            steps, ipc_extra = _ipc(state, options, run, progress)
+            steps, ipc_extra = _ipc(state, options, budget, run, progress)
             extra.update(ipc_extra)
             name = "ipc"
         elif method == "repack":
-            outcome = baselines.repack(state)
+            outcome = baselines.repack(state, budget)
             steps = outcome.waves or []
             extra.update(dropped_moves=outcome.dropped, routed_moves=outcome.routed, target_vacated=outcome.target_vacated)
             name = "repack"
         elif method in ("random", "descheduler"):
             policy = "random" if method == "random" else "binpack"
-            outcome = baselines.evict_and_replace(
-                state, policy, options.threshold, options.seed, options.max_moves, options.max_moves_per_node
-            )
+            outcome = baselines.evict_and_replace(state, policy, options.threshold, options.seed, budget)
             steps = sequence_to_waves(outcome.sequence)
             extra.update(threshold=options.threshold)
             name = method
         elif method == "exact":
-            steps, solver_fields, exact_extra = _exact(state, options, run, progress)
+            steps, solver_fields, exact_extra = _exact(state, options, budget, run, progress)
             extra.update(exact_extra)
             name = "exact"
         else:
-            steps, hybrid_extra = _hybrid(state, options, run, progress, start)
+            steps, hybrid_extra = _hybrid(state, options, budget, run, progress, start)
             extra.update(hybrid_extra)
             name = "hybrid"
     return _finish(cluster, state, steps, before, options, name, start, extra, solver_fields)
@@ -151,19 +194,13 @@ def compare_defrag(cluster: Cluster, options: DefragOptions, progress: Progress 
 
 
 def _ipc_options(options: DefragOptions) -> IpcOptions:
-    return IpcOptions(
-        partition_size=options.partition_size,
-        depth=options.depth,
-        rounds=options.rounds,
-        seed=options.seed,
-        max_moves=options.max_moves,
-        max_moves_per_node=options.max_moves_per_node,
-        same_asw=options.same_asw,
-    )
+    return IpcOptions(partition_size=options.partition_size, depth=options.depth, rounds=options.rounds, seed=options.seed)
 
 
-def _ipc(state: ClusterState, options: DefragOptions, run: Run, progress: Progress | None) -> tuple[list[list[Step]], dict]:
-    result: IpcResult = run_ipc(state, _ipc_options(options), run, progress)
+def _ipc(
+    state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None
+) -> tuple[list[list[Step]], dict]:
+    result: IpcResult = run_ipc(state, _ipc_options(options), budget, run, progress)
     extra = {
         "rounds_run": result.rounds_run,
         "partitions": result.partitions,
@@ -173,75 +210,85 @@ def _ipc(state: ClusterState, options: DefragOptions, run: Run, progress: Progre
     return sequence_to_waves(result.sequence), extra
 
 
+def _exact_options(options: DefragOptions, time_limit_s: float, **changes: Any) -> ExactOptions:
+    """The solver options of ``options``, for a solve of ``time_limit_s`` seconds (``changes`` override)."""
+    fields = {
+        "solver": options.solver,
+        "time_limit_s": time_limit_s,
+        "solver_workers": options.solver_workers,
+        "formulation": options.formulation,
+        "seed": options.seed,
+        "deterministic": options.deterministic,
+    }
+    return ExactOptions(**{**fields, **changes})
+
+
 def _exact(
-    state: ClusterState, options: DefragOptions, run: Run, progress: Progress | None
+    state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None
 ) -> tuple[list[list[Step]], dict, dict]:
-    """IPC for a warm start, then the exact model; falls back to IPC's plan when it has nothing better."""
+    """IPC for a warm start, then the exact model; returns the better executed plan of the two and
+    what the first solve's bound proves about it (``exact.Proof.claims``)."""
     ipc_state = state.clone()
     ipc_start = time.perf_counter()
-    ipc_waves, _ = _ipc(ipc_state, options, run, None)
+    ipc_waves, _ = _ipc(ipc_state, options, budget.copy(), run, None)
     ipc_wall = time.perf_counter() - ipc_start
     movable = np.flatnonzero((state.pod_node != PENDING) & ~state.pod_locked)
     hint = {int(p): int(ipc_state.pod_node[p]) for p in movable}
-    remaining = max(0.5, options.time_limit_s - ipc_wall)
-    outcome = solve_exact(
-        state,
-        ExactOptions(
-            solver=options.solver,
-            time_limit_s=remaining,
-            solver_workers=options.solver_workers,
-            formulation=options.formulation,
-            max_moves=options.max_moves,
-            max_moves_per_node=options.max_moves_per_node,
-            same_asw=options.same_asw,
-            seed=options.seed,
-            deterministic=options.deterministic,
-        ),
-        hint,
-    )
-    ipc_empties = int((ipc_state.pods_per_node == 0).sum())
-    extra: dict[str, Any] = {
-        "formulation": outcome.formulation,
-        "variables": outcome.variables,
-        "constraints": outcome.constraints,
-        "solve_wall_s": round(outcome.solve_wall_s, 3),
-        "solver_message": outcome.result.message,
-        "resolves": outcome.resolves,
-        "routed_moves": outcome.routed_moves,
-        "dropped_moves": outcome.dropped_moves,
-        "ipc_objective": ipc_empties,
-        "solves": outcome.history,
-    }
-    fields = {"solver": options.solver, "status": outcome.status, "bound": outcome.bound_empties}
-    waves = outcome.waves
-    if waves is not None:
+    outcome = solve_exact(state, _exact_options(options, max(0.5, options.time_limit_s - ipc_wall)), budget, hint)
+    proof = outcome.proof
+
+    def score(waves: list[list[Step]]) -> tuple[int, int, int]:
         scratch = state.clone()
         for wave in waves:
             for p, _, destination in wave:
                 scratch.move(p, destination)
-        if int((scratch.pods_per_node == 0).sum()) < ipc_empties:
-            extra["fallback"] = "ipc: the executable exact plan empties fewer nodes than IPC's"
-            fields["status"] = "feasible"
-            waves = None
+        return int((scratch.pods_per_node == 0).sum()), -sum(len(w) for w in waves), -proof.gpu_units_of(waves)
+
+    extra: dict[str, Any] = {
+        "formulation": outcome.formulation,
+        "units": "exact" if outcome.exact_units else "relaxed",
+        "variables": outcome.variables,
+        "constraints": outcome.constraints,
+        "solve_wall_s": round(outcome.solve_wall_s, 3),
+        "solver_status": outcome.solver_status,
+        "solver_message": outcome.message,
+        "resolves": outcome.resolves,
+        "routed_moves": outcome.routed_moves,
+        "dropped_moves": outcome.dropped_moves,
+        "ipc_objective": score(ipc_waves)[0],
+        "solves": outcome.history,
+    }
+    waves = outcome.waves
     if waves is None:
-        extra.setdefault("fallback", f"ipc: the solver returned no solution ({outcome.status}: {outcome.result.message})")
-        if outcome.status == "error":
-            fields["status"] = "heuristic"  # the plan is IPC's; solver_status says what went wrong
+        extra["fallback"] = f"ipc: the solver returned no solution ({outcome.solver_status}: {outcome.message})"
         waves = ipc_waves
-    extra["solver_status"] = outcome.status
+    elif score(ipc_waves) > score(waves):
+        extra["fallback"] = "ipc: IPC's plan is better than the executable exact plan (empty nodes, then moves, then GPUs moved)"
+        extra["routed_moves"] = extra["dropped_moves"] = 0
+        waves = ipc_waves
+    empties = score(waves)[0]
+    claims = proof.claims(empties, waves)
+    if outcome.solver_status in ("error", "infeasible"):
+        status = "heuristic"  # no proof at all: the plan is IPC's, solver_status says what went wrong
+    elif claims.status == "optimal":
+        status = "optimal"
+    else:
+        status = "timeout" if outcome.waves is None else "feasible"
+    extra.update(lexicographic_optimal=claims.lexicographic_optimal, moves_bound=claims.moves_bound)
+    if claims.bound_error:
+        extra["bound_error"] = claims.bound_error
     for wave in waves:
         for p, _, destination in wave:
             state.move(p, destination)
-    return waves, fields, extra
+    return waves, {"solver": options.solver, "status": status, "bound": claims.bound}, extra
 
 
 def _hybrid(
-    state: ClusterState, options: DefragOptions, run: Run, progress: Progress | None, start: float
+    state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None, start: float
 ) -> tuple[list[list[Step]], dict]:
     """IPC, then large-neighbourhood search with the exact model for the rest of the time limit."""
-    waves, extra = _ipc(state, options, run, progress)
+    waves, extra = _ipc(state, options, budget, run, progress)
     ipc_empties = int((state.pods_per_node == 0).sum())
-    used = sum(len(w) for w in waves)
     parallel = max(1, options.workers or 2)
     if options.solver == "highs":
         # one HiGHS thread per core in all: HiGHS's worker threads spin, and two 2-thread solves on
@@ -249,16 +296,18 @@ def _hybrid(
         solver_workers = max(1, min(options.solver_workers, os.cpu_count() or 1) // parallel)
     else:
         solver_workers = max(1, options.solver_workers // parallel)
+    # neighbourhood solves: always CP-SAT's deterministic search (a reproducible hybrid for a given
+    # number of rounds) and HiGHS's default tolerance (their proofs only steer the search)
+    exact = _exact_options(options, LnsOptions.solve_time_s, solver_workers=solver_workers, deterministic=True, strict=False)
     lns = run_lns(
         state,
         LnsOptions(
             time_limit_s=max(0.0, options.time_limit_s - (time.perf_counter() - start)),
-            solver=options.solver,
-            solver_workers=solver_workers,
-            max_moves=None if options.max_moves is None else options.max_moves - used,
+            exact=exact,
             seed=options.seed,
             parallel=parallel,
         ),
+        budget,
         run,
         progress,
     )
@@ -333,7 +382,7 @@ def _finish(
         **extra,
         **({} if moves else {"reason": why_nothing_moved(state, options)}),
     )
-    violations = validate(cluster, plan)
+    violations = validate(cluster, plan, options.limits())
     if violations:
         raise PlanBug(f"{name} produced an invalid plan: " + "; ".join(map(str, violations[:5])))
     plan.report.wall_s = round(time.perf_counter() - start, 3)

@@ -4,7 +4,8 @@ Semantics are make-before-break: during wave w each moving pod has two copies, t
 source and the new one on its destination. So every destination must fit its current pods plus every
 pod arriving in that wave, and anti-affinity and job topology must hold with both copies present.
 Sources are released after the wave. ``validate`` returns typed violations; an empty list means the
-plan is executable as written.
+plan is executable as written. Given the ``MoveLimits`` a plan was asked for, it also checks them
+(``limit_violations``): the plan's moves, the moves touching each node, and moves across switches.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from planner import rules
 from planner.cluster import Cluster, Pod
+from planner.limits import MoveLimits
 from planner.plans import DefragPlan
 
 # Violation kinds beyond the rule names of rules.py
@@ -28,6 +30,10 @@ SAME_SOURCE_AND_DESTINATION = "same_source_and_destination"
 MOVED_TWICE_IN_WAVE = "moved_twice_in_wave"
 VACATED_NODES_MISMATCH = "vacated_nodes_mismatch"
 METRICS_MISMATCH = "metrics_mismatch"
+# Violations of the limits a plan was asked for
+MAX_MOVES = "max_moves"
+MAX_MOVES_PER_NODE = "max_moves_per_node"
+CROSS_ASW = "same_asw"
 
 
 @dataclass(frozen=True)
@@ -48,10 +54,47 @@ class Violation:
         return f"{where}: {self.kind}: {self.message}"
 
 
-def validate(cluster: Cluster, plan: DefragPlan) -> list[Violation]:
-    """All violations of ``plan`` on ``cluster`` (empty when the plan is executable)."""
+def validate(cluster: Cluster, plan: DefragPlan, limits: MoveLimits | None = None) -> list[Violation]:
+    """All violations of ``plan`` on ``cluster`` (empty when the plan is executable and, given
+    ``limits``, within them)."""
     violations, end_state = _replay(cluster, plan)
     violations += _end_state_violations(cluster, plan, end_state)
+    if limits is not None:
+        violations += limit_violations(cluster, plan, limits)
+    return violations
+
+
+def limit_violations(cluster: Cluster, plan: DefragPlan, limits: MoveLimits) -> list[Violation]:
+    """Where ``plan`` exceeds ``max_moves`` or ``max_moves_per_node``, or moves a pod across switches."""
+    violations = []
+    moves = plan.moves()
+    if limits.max_moves is not None and len(moves) > limits.max_moves:
+        violations.append(Violation(MAX_MOVES, f"the plan has {len(moves)} moves; max_moves is {limits.max_moves}"))
+    if limits.max_moves_per_node is not None:
+        touches: dict[str, int] = defaultdict(int)
+        for move in moves:
+            touches[move.from_] += 1
+            touches[move.to] += 1
+        for name, count in sorted(touches.items()):
+            if count > limits.max_moves_per_node:
+                violations.append(
+                    Violation(
+                        MAX_MOVES_PER_NODE,
+                        f"{count} moves touch node '{name}'; max_moves_per_node is {limits.max_moves_per_node}",
+                        node=name,
+                    )
+                )
+    if limits.same_asw:
+        nodes = {n.name: n for n in cluster.nodes}
+        for w, wave in enumerate(plan.waves):
+            for i, move in enumerate(wave):
+                if move.from_ not in nodes or move.to not in nodes:
+                    continue  # reported as unknown_node by the replay
+                a, b = (rules.topology_domain(nodes[name], "asw") for name in (move.from_, move.to))
+                if a != b:
+                    violations.append(
+                        Violation(CROSS_ASW, f"pod '{move.pod}' moves from {a} to {b} under same_asw", w, i, move.pod, move.to)
+                    )
     return violations
 
 

@@ -12,11 +12,17 @@ Two sources of moves:
   goes first; independent chains share waves.
 * ``target_to_waves``: a *final state* (what a solver returns). Each wave starts, in a fixed order,
   every pending move whose destination has room for the new copy beside everything already there;
-  sources are released after the wave. When nothing can start (two full nodes swapping pods, a cycle),
-  blocked pods are routed through nodes with room (each pod at most once, and only while no routed
-  pod has made room for it yet) and continue to their
-  destinations in later waves; a move that still cannot start is dropped and the pod stays where it
-  is. The caller learns which moves were dropped.
+  sources are released after the wave. When nothing can start (two full nodes swapping pods, a
+  cycle), the deadlock is broken by routing: first a blocked pod whose departure makes room for
+  another is parked on a node with room and continues to its destination later (one extra move);
+  failing that, a pod that stays put in the target but stands in a blocked pod's way is parked and
+  comes back (two extra moves). Each pod is routed at most once. A move that still cannot start is
+  dropped and the pod stays where it is; the caller learns which moves were dropped.
+
+  Routing never breaks the user's limits: every planned move is reserved in the ``MoveBudget``
+  before the first wave (a move the budget cannot hold is dropped up front), and a detour is taken
+  only when the budget has room for its extra moves and node touches, and under its switch when
+  ``same_asw`` is set.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.limits import MoveBudget
 from planner.state import ClusterState
 
 Step = tuple[int, int, int]
@@ -55,33 +62,47 @@ class WavePlan:
     waves: list[list[Step]] = field(default_factory=list)
     dropped: list[Step] = field(default_factory=list)
     routed: int = 0
+    """Detours: moves to a parking node that the target itself does not contain."""
 
 
-def target_to_waves(state: ClusterState, target: dict[int, int], max_waves: int = 1000) -> WavePlan:
-    """Make-before-break waves moving each pod p to ``target[p]``; mutates ``state`` to the end state.
+def target_to_waves(state: ClusterState, target: dict[int, int], budget: MoveBudget | None = None, max_waves: int = 1000) -> WavePlan:
+    """Make-before-break waves moving each pod p to ``target[p]`` within ``budget`` (not changed);
+    mutates ``state`` to the end state.
 
     Pods are started in decreasing GPU order within a wave (big pods are the hard ones to fit).
     """
-    pending = {p: n for p, n in target.items() if int(state.pod_node[p]) != n}
-    order = sorted(pending, key=lambda p: (-state.pod_gpus[p], -state.pod_cpus[p], p))
+    budget = MoveBudget.of(state) if budget is None else budget.copy()
+    order = sorted(target, key=lambda p: (-state.pod_gpus[p], -state.pod_cpus[p], p))
     result = WavePlan()
+    pending: dict[int, int] = {}
+    for p in order:  # reserve every planned move; what the budget cannot hold is dropped now
+        source, destination = int(state.pod_node[p]), target[p]
+        if source == destination:
+            continue
+        if budget.allows(source, destination):
+            budget.spend(source, destination)
+            pending[p] = destination
+        else:
+            result.dropped.append((p, source, destination))
+    busy_in_target = np.zeros(len(state.node_names), dtype=bool)
+    busy_in_target[list(target.values())] = True
     routed: set[int] = set()
     for _ in range(max_waves):
         if not pending:
             break
         wave = _start_fitting(state, [p for p in order if p in pending], pending)
         if not wave:
-            wave = _route_blocked(state, [p for p in order if p in pending and p not in routed], target)
+            wave = _route(state, order, pending, routed, budget, busy_in_target, target)
             routed.update(p for p, _, _ in wave)
             result.routed += len(wave)
         if not wave:
             break
         for p, source, destination in wave:
             state.finish_move(p, destination)
-            if target.get(p) == destination:
-                pending.pop(p, None)
+            if pending.get(p) == destination:
+                del pending[p]
         result.waves.append(wave)
-    result.dropped = [(p, int(state.pod_node[p]), n) for p, n in pending.items()]
+    result.dropped += [(p, int(state.pod_node[p]), n) for p, n in pending.items()]
     return result
 
 
@@ -95,27 +116,112 @@ def _start_fitting(state: ClusterState, candidates: Sequence[int], pending: dict
     return wave
 
 
-def _route_blocked(state: ClusterState, blocked: Sequence[int], target: dict[int, int]) -> list[Step]:
-    """Break deadlocks: move blocked pods to nodes with room that are not their sources.
+def _route(
+    state: ClusterState,
+    order: Sequence[int],
+    pending: dict[int, int],
+    routed: set[int],
+    budget: MoveBudget,
+    busy_in_target: np.ndarray,
+    target: dict[int, int],
+) -> list[Step]:
+    """Break a deadlock: park blocked pods whose departure lets another start; else evict one
+    bystander; else park any blocked pod (its departure may make parking room for others later)."""
+    wanted = np.zeros(len(state.node_names), dtype=bool)  # nodes some pending pod wants to enter
+    wanted[list(pending.values())] = True
+    wave = _park_blocked(state, order, pending, routed, budget, busy_in_target, wanted, helpful_only=True)
+    if wave:
+        return wave
+    wave = _evict_bystander(state, order, pending, routed, budget, busy_in_target, target, wanted)
+    if wave:
+        return wave
+    return _park_blocked(state, order, pending, routed, budget, busy_in_target, wanted, helpful_only=False)
 
-    Prefers nodes the target leaves busy (so no node meant to be vacated is filled) and, among them,
-    the fullest (best fit). Each copy started here counts against the nodes for the next pod.
-    """
-    busy_in_target = np.zeros(len(state.node_names), dtype=bool)
-    busy_in_target[list(target.values())] = True
+
+def _park_blocked(
+    state: ClusterState,
+    order: Sequence[int],
+    pending: dict[int, int],
+    routed: set[int],
+    budget: MoveBudget,
+    busy_in_target: np.ndarray,
+    wanted: np.ndarray,
+    helpful_only: bool,
+) -> list[Step]:
+    """Park blocked pods on nodes with room (only those whose source another pod wants, if
+    ``helpful_only``); a pod for which this wave's parking already made room stays."""
     wave: list[Step] = []
     leaving: dict[int, list[int]] = {}
-    for p in blocked:
-        destination = target[p]
-        if state.fits_without(p, destination, leaving.get(destination, [])):
-            continue  # the pods routed away in this wave already make room for it
-        options = np.flatnonzero(state.feasible_nodes(p))
-        if len(options) == 0:
+    for p in order:
+        if p not in pending or p in routed:
             continue
-        free = state.free_devices()[options]
-        via = int(options[np.lexsort((options, free, ~busy_in_target[options]))[0]])
+        source, destination = int(state.pod_node[p]), pending[p]
+        if (helpful_only and not wanted[source]) or state.fits_without(p, destination, leaving.get(destination, [])):
+            continue
+        via = _parking(state, p, budget, 1, destination, busy_in_target, wanted)
+        if via is None:
+            continue
+        budget.moves_left -= 1  # the detour; its two touches of ``via`` (in, and out again)
+        budget.node_left[via] -= 2
         state.add_copy(p, via)
-        source = int(state.pod_node[p])
         leaving.setdefault(source, []).append(p)
         wave.append((p, source, via))
     return wave
+
+
+def _evict_bystander(
+    state: ClusterState,
+    order: Sequence[int],
+    pending: dict[int, int],
+    routed: set[int],
+    budget: MoveBudget,
+    busy_in_target: np.ndarray,
+    target: dict[int, int],
+    wanted: np.ndarray,
+) -> list[Step]:
+    """Park one pod that stays put in the target but stands in a blocked pod's way; it comes back."""
+    for p in order:
+        if p not in pending:
+            continue
+        destination = pending[p]
+        if budget.moves_left < 2 or budget.node_left[destination] < 2:
+            continue
+        bystanders = sorted(
+            (q for q in state.node_pods[destination] if target.get(q) == destination and q not in pending and q not in routed),
+            key=lambda q: (state.pod_gpus[q], state.pod_cpus[q], q),
+        )
+        for q in bystanders:
+            if not state.fits_without(p, destination, [q]):
+                continue
+            via = _parking(state, q, budget, 2, destination, busy_in_target, wanted)
+            if via is None:
+                continue
+            budget.moves_left -= 2  # out to ``via`` and back
+            budget.node_left[destination] -= 2
+            budget.node_left[via] -= 2
+            state.add_copy(q, via)
+            pending[q] = destination
+            routed.add(q)
+            return [(q, destination, via)]
+    return []
+
+
+def _parking(
+    state: ClusterState, p: int, budget: MoveBudget, moves: int, avoid: int, busy_in_target: np.ndarray, wanted: np.ndarray
+) -> int | None:
+    """A node with room for p now, within the budget (``moves`` extra moves, two touches of it).
+
+    Prefers nodes the target leaves busy (a node meant to be vacated is not filled), then nodes no
+    pending pod wants to enter, then the fullest (best fit).
+    """
+    if budget.moves_left < moves:
+        return None
+    options = state.feasible_nodes(p) & (budget.node_left >= 2)
+    if budget.asw is not None:
+        options &= budget.asw == budget.asw[int(state.pod_node[p])]
+    options[avoid] = False
+    nodes = np.flatnonzero(options)
+    if len(nodes) == 0:
+        return None
+    free = state.free_devices()[nodes]
+    return int(nodes[np.lexsort((nodes, free, wanted[nodes], ~busy_in_target[nodes]))[0]])

@@ -13,6 +13,8 @@ from planner import rules
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, PlanOptionError, plan_defrag
 from planner.exact import ExactOptions, solve_exact
+from planner.limits import MoveBudget, MoveLimits
+from planner.models.backends import solve
 from planner.models.defrag import build_defrag_model
 from planner.plans import DefragComparison
 from planner.state import PENDING, ClusterState
@@ -65,17 +67,17 @@ def brute_force(cluster: Cluster, max_moves: int | None = None) -> tuple[int, in
 
 
 def solved_score(cluster: Cluster, solver: str, formulation: str, max_moves: int | None = None) -> tuple[int, int, float]:
+    """The model's proven optimum (its final state, as brute_force scores it), checked against its bound."""
     state = ClusterState(cluster)
-    model = build_defrag_model(state, max_moves, formulation=formulation)
-    outcome = solve_exact(state, ExactOptions(solver=solver, formulation=formulation, time_limit_s=20, solver_workers=2, max_moves=max_moves))
-    assert outcome.status == "optimal" or outcome.dropped_moves, outcome.history
-    values = outcome.result.values
-    target = (model if outcome.formulation == model.formulation else build_defrag_model(state, max_moves, formulation=outcome.formulation)).target(values)
+    model = build_defrag_model(state, MoveBudget.of(state, MoveLimits(max_moves)), formulation=formulation)
+    result = solve(model.milp, solver, 20, 2)
+    assert result.status == "optimal", result
+    target = model.target(result.values)
     moved = [p for p, n in target.items() if n != state.pod_node[p]]
     busy = {n for n in target.values()} | {int(state.pod_node[p]) for p in range(len(cluster.pods)) if state.pod_locked[p] and state.pod_node[p] >= 0}
     empties = len(cluster.nodes) - len(busy)
-    assert outcome.solver_empties == empties
-    assert outcome.bound_empties is None or outcome.bound_empties >= empties
+    assert model.empties(result.values) == empties
+    assert model.empties_bound(result.bound) == empties
     return empties, -len(moved), -sum(cluster.pods[p].gpus for p in moved)
 
 
@@ -154,10 +156,12 @@ def test_a_swap_target_is_routed_through_a_node_with_room() -> None:
 def test_unreachable_swap_is_forbidden_and_solved_again() -> None:
     cluster = swap_cluster(with_room=False)
     outcome = solve_exact(ClusterState(cluster), ExactOptions(solver="highs", time_limit_s=10))
-    assert outcome.history[0]["empties"] == 1  # the final state empties D, but cannot be reached
-    assert outcome.resolves >= 1 and outcome.solver_empties == 0
+    assert outcome.history[0]["model_empties"] == 1  # the final state empties D, but cannot be reached
+    assert outcome.history[0]["executed_empties"] == 0 and outcome.resolves >= 1
+    assert outcome.proof.empties_bound() == 1  # the first model's bound stands: nothing proves 0 optimal
     plan = plan_defrag(cluster, DefragOptions(method="exact", workers=1, time_limit_s=10))
     assert validate(cluster, plan) == [] and plan.vacated_nodes == []
+    assert plan.report.status == "feasible" and plan.report.bound == plan.report.objective + 1
 
 
 def test_budgets_are_honoured_by_the_exact_model(small_asi: list[Cluster]) -> None:
@@ -217,9 +221,7 @@ def test_timeout_without_a_solution_is_reported_not_hidden() -> None:
 
     state = ClusterState(generate_asi(nodes=200, seed=0, allocation=0.8))
     outcome = solve_exact(state, ExactOptions(solver="cpsat", time_limit_s=0.001, solver_workers=1))
-    assert outcome.waves is None and outcome.status in ("timeout", "feasible")
-    if outcome.status == "timeout":
-        assert outcome.solver_empties is None
+    assert outcome.waves is None and outcome.solver_status in ("timeout", "feasible")
 
 
 def test_a_solver_without_a_solution_falls_back_to_ipc_marked_as_such() -> None:

@@ -6,12 +6,14 @@
 * ``descheduler``: kube-descheduler's HighNodeUtilization plus a binpacking scheduler: nodes whose GPU
   allocation is below the threshold are drained one pod at a time (emptiest node first), each pod
   re-placed by the MostAllocated scorer; a pod that fits nowhere else is not evicted (NodeFit).
-* ``repack``: best-fit-decreasing repack of all movable pods from scratch, ignoring migration cost and
-  budgets: a reference for how many nodes could be empty, not a plan operators would run. The target
-  is reached through ``waves.target_to_waves``; moves it cannot execute are dropped and reported.
+* ``repack``: best-fit-decreasing repack of all movable pods from scratch, ignoring migration cost:
+  a reference for how many nodes could be empty, not a plan operators would run. The target is
+  reached through ``waves.target_to_waves``; moves it cannot execute are dropped and reported. It
+  honours ``same_asw`` (each pod is repacked under its own switch); it has no notion of a migration
+  budget, so the engine refuses ``max_moves`` and ``max_moves_per_node`` for it.
 
-``random`` and ``descheduler`` honour ``max_moves`` and ``max_moves_per_node`` like IPC, and move one
-pod at a time with ``ClusterState.fits`` (through the scheduler), so their moves form a sequentially
+``random`` and ``descheduler`` honour every limit (``limits.MoveBudget``) like IPC, and move one pod
+at a time with ``ClusterState.fits`` (through the scheduler), so their moves form a sequentially
 legal sequence for ``waves.sequence_to_waves``.
 """
 
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.heuristics.scheduler import pick_node
+from planner.limits import MoveBudget
 from planner.state import PENDING, ClusterState
 from planner.waves import Step, target_to_waves
 
@@ -48,56 +51,49 @@ def under_utilised(state: ClusterState, threshold: float) -> np.ndarray:
     return nodes[np.lexsort((nodes, share[nodes]))]
 
 
-def evict_and_replace(
-    state: ClusterState,
-    policy: str,
-    threshold: float,
-    seed: int,
-    max_moves: int | None,
-    max_moves_per_node: int | None,
-) -> BaselineResult:
-    """Drain under-utilised nodes pod by pod, re-placing each pod with the scheduler ``policy``."""
+def evict_and_replace(state: ClusterState, policy: str, threshold: float, seed: int, budget: MoveBudget) -> BaselineResult:
+    """Drain under-utilised nodes pod by pod, re-placing each pod with the scheduler ``policy``
+    on a node the limits allow (``budget`` is spent by the moves made)."""
     rng = np.random.default_rng(seed)
-    budget = np.inf if max_moves is None else max_moves
-    per_node = np.inf if max_moves_per_node is None else max_moves_per_node
-    touched = np.zeros(len(state.node_names), dtype=np.int64)
     result = BaselineResult()
     for n in under_utilised(state, threshold).tolist():
         pods = sorted((p for p in state.node_pods[n] if not state.pod_locked[p]), key=lambda p: (-state.pod_gpus[p], p))
         for p in pods:
-            if len(result.sequence) >= budget or touched[n] >= per_node:
+            among = np.flatnonzero(budget.destinations(n))
+            if len(among) == 0:
                 break
-            among = np.flatnonzero(touched < per_node)
             destination = pick_node(state, p, policy, rng, among)
             if destination == PENDING:
                 continue
             state.move(p, destination)
-            touched[n] += 1
-            touched[destination] += 1
+            budget.spend(n, destination)
             result.sequence.append((p, n, destination))
         result.drained_nodes += int(state.pods_per_node[n] == 0)
     return result
 
 
-def repack(state: ClusterState) -> BaselineResult:
-    """Best-fit-decreasing target for every movable pod, reached by make-before-break waves."""
-    target = best_fit_decreasing(state)
+def repack(state: ClusterState, budget: MoveBudget) -> BaselineResult:
+    """Best-fit-decreasing target for every movable pod (under its switch when ``budget.asw`` is set),
+    reached by make-before-break waves within ``budget``."""
+    target = best_fit_decreasing(state, budget.asw)
     busy = state.pods_per_node > 0
     stays = np.zeros(len(state.node_names), dtype=bool)
     stays[[int(state.pod_node[p]) for p in range(len(state.pod_names)) if state.pod_locked[p] and state.pod_node[p] != PENDING]] = True
     stays[list(target.values())] = True
-    plan = target_to_waves(state, target)
+    plan = target_to_waves(state, target, budget)
+    budget.spend_all(plan.waves)
     return BaselineResult(
         waves=plan.waves, dropped=len(plan.dropped), routed=plan.routed, target_vacated=int((busy & ~stays).sum())
     )
 
 
-def best_fit_decreasing(state: ClusterState) -> dict[int, int]:
+def best_fit_decreasing(state: ClusterState, asw: np.ndarray | None = None) -> dict[int, int]:
     """Node of every movable placed pod after repacking them all, largest first, into the fewest nodes.
 
     Each pod goes to the feasible node holding pods that is left with the fewest free GPUs (then
     CPUs), preferring its current node on ties; a new (empty) node is opened only when no busy node
-    fits, its own node first. A pod that fits nowhere keeps its node.
+    fits, its own node first. A pod that fits nowhere keeps its node. With ``asw`` (a switch per
+    node) a pod is repacked only onto nodes of its own switch.
     """
     scratch = state.clone()
     movable = [p for p in range(len(state.pod_names)) if state.pod_node[p] != PENDING and not state.pod_locked[p]]
@@ -107,7 +103,10 @@ def best_fit_decreasing(state: ClusterState) -> dict[int, int]:
     order = sorted(movable, key=lambda p: (-state.pod_gpus[p], -state.pod_cpus[p], p))
     target = {}
     for p in order:
-        options = np.flatnonzero(scratch.feasible_nodes(p))
+        allowed = scratch.feasible_nodes(p)
+        if asw is not None:
+            allowed &= asw == asw[home[p]]
+        options = np.flatnonzero(allowed)
         if len(options) == 0:
             target[p] = home[p]
             continue

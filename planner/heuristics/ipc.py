@@ -17,8 +17,8 @@ later in the same round (no ping-pong). Every placement is tested with ``Cluster
 form of ``rules.py``, against the state left by the moves before it; so the committed moves form a
 sequentially legal sequence that ``waves.sequence_to_waves`` turns into make-before-break waves.
 
-Budgets: ``max_moves`` bounds the moves of the whole plan; ``max_moves_per_node`` bounds the moves
-touching any one node (a move touches its source and its destination). Under a budget the groups'
+Limits (``limits.MoveBudget``): the moves of the whole plan, the moves touching any one node (a move
+touches its source and its destination) and ``same_asw``. Under a budget the groups'
 vacations are merged round-robin (each group's first vacation, then each group's second, ...), which
 keeps the cheap vacations every group finds first; a group stops at its first vacation that no longer
 fits the budget, because its later vacations may build on it.
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.limits import MoveBudget
 from planner.state import ClusterState
 from planner.waves import Step
 
@@ -48,9 +49,6 @@ class IpcOptions:
     depth: int = 3
     rounds: int = 5
     seed: int = 0
-    max_moves: int | None = None
-    max_moves_per_node: int | None = None
-    same_asw: bool = False
     branching: int = 4
     """Destinations tried for an ejection at each level of a chain."""
 
@@ -68,9 +66,8 @@ class GroupTask:
     state: ClusterState
     options: IpcOptions
     seed: tuple[int, int, int]
-    budget: int
-    allowance: np.ndarray
-    """Moves each node of the group may still take part in."""
+    budget: MoveBudget
+    """The limits' account for the group's nodes (moves left in the whole plan, per-node allowances)."""
 
 
 @dataclass
@@ -83,38 +80,30 @@ class IpcResult:
     vacated_per_round: list[int] = field(default_factory=list)
 
 
-BIG = 1 << 40
-
-
-def run_ipc(state: ClusterState, options: IpcOptions, run_groups: Callable, progress: Progress | None = None) -> IpcResult:
-    """Run IPC on ``state`` (mutated to the end state); ``run_groups(fn, tasks)`` maps ``fn`` over tasks."""
+def run_ipc(
+    state: ClusterState, options: IpcOptions, budget: MoveBudget, run_groups: Callable, progress: Progress | None = None
+) -> IpcResult:
+    """Run IPC on ``state`` (mutated to the end state) within ``budget`` (spent by the moves made);
+    ``run_groups(fn, tasks)`` maps ``fn`` over tasks."""
     rng = np.random.default_rng(options.seed)
-    budget = BIG if options.max_moves is None else options.max_moves
-    per_node = BIG if options.max_moves_per_node is None else options.max_moves_per_node
-    moves_at = np.zeros(len(state.node_names), dtype=np.int64)
     result = IpcResult()
     for r in range(options.rounds):
         busy = np.flatnonzero(state.pods_per_node > 0)
-        if len(busy) < 2 or budget <= 0:
+        if len(busy) < 2 or budget.exhausted:
             break
         order = rng.permutation(busy)
         groups = [np.sort(order[i : i + options.partition_size]) for i in range(0, len(order), options.partition_size)]
-        tasks = (
-            GroupTask(state.subset(g), options, (options.seed, r, i), budget, np.maximum(per_node - moves_at[g], 0))
-            for i, g in enumerate(groups)
-        )
+        tasks = (GroupTask(state.subset(g), options, (options.seed, r, i), budget.subset(g)) for i, g in enumerate(groups))
         outcomes = run_groups(vacate_group, tasks)
         result.rounds_run += 1
         result.partitions += len(groups)
         vacated_now = 0
-        for vacation in _merge_round_robin([o[0] for o in outcomes], budget):
+        for vacation in _merge_round_robin([o[0] for o in outcomes], budget.moves_left):
             for p, source, destination in vacation.moves:
                 state.move(p, destination)
-                moves_at[source] += 1
-                moves_at[destination] += 1
+                budget.spend(source, destination)
             result.sequence.extend(vacation.moves)
             result.vacated.append(vacation.node)
-            budget -= len(vacation.moves)
             vacated_now += 1
         result.candidates_tried += sum(o[1] for o in outcomes)
         result.vacated_per_round.append(vacated_now)
@@ -159,8 +148,9 @@ class _Group:
         self.state = s = task.state
         self.options = task.options
         self.rng = np.random.default_rng(list(task.seed))
-        self.budget = task.budget
-        self.allowance = task.allowance.astype(np.int64).copy()
+        self.budget = task.budget.moves_left
+        self.allowance = task.budget.node_left.copy()
+        self.asw = task.budget.asw
         self.vacated = np.zeros(len(s.node_names), dtype=bool)
         self.received = np.zeros(len(s.node_names), dtype=bool)
         self.trail: list[Step] = []
@@ -212,8 +202,8 @@ class _Group:
         s = self.state
         ok = (s.pods_per_node > 0) & ~self.vacated & (self.allowance > 0)
         ok &= s.eligible[s.pod_signature[p]]
-        if self.options.same_asw:
-            ok &= s.asw_domain == s.asw_domain[s.pod_node[p]]
+        if self.asw is not None:
+            ok &= self.asw == self.asw[s.pod_node[p]]
         for n in blocked:
             ok[n] = False
         ok[s.pod_node[p]] = False

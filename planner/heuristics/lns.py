@@ -6,27 +6,33 @@ fit the slack left on nodes with locked pods) plus their likely destinations (bu
 of the same GPU model with free room, nodes holding locked pods included). Every neighbourhood is an
 independent ``ClusterState.subset`` whose pods may move only among its nodes; it is solved exactly
 (``models/defrag.py``) with a short time limit, warm-started from where the pods are now, on the
-executor in parallel. A neighbourhood whose solution empties more nodes than it has empty now is kept:
-its final state is turned into make-before-break waves (``waves.target_to_waves``) and applied. The
-rounds' waves follow IPC's, so the whole plan stays executable; ``plan_defrag`` validates it.
+executor in parallel, by ``exact.solve_exact``: the same model, options, limits, routing and proof as
+``--method exact``, on the sub-state. A neighbourhood whose executed plan empties more nodes than it
+has empty now is kept and applied. The rounds' waves follow IPC's, so the whole plan stays
+executable; ``plan_defrag`` validates it.
+
+Limits: every neighbourhood gets the limits' account for its nodes (``MoveBudget.subset``: the
+moves left in the whole plan, each node's remaining allowance, the switches under ``same_asw``);
+neighbourhoods are disjoint, so their per-node allowances cannot collide, and improvements are
+accepted in order while the plan's moves left last.
 
 Rounds go on until the time limit; the neighbourhood grows when a round improves nothing, so later
-rounds search wider. Under ``max_moves`` each neighbourhood may use what is left of the budget and
-improvements are accepted in order while the budget lasts.
+rounds search wider. A neighbourhood counts as settled (``proven_optimal``) only when its executed
+end state reaches its proven bound; a settled neighbourhood whose pods can go nowhere else is retired.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from planner.models.backends import solve
-from planner.models.defrag import build_defrag_model
+from planner.exact import ExactOptions, solve_exact
+from planner.limits import MoveBudget
 from planner.state import ClusterState
-from planner.waves import Step, target_to_waves
+from planner.waves import Step
 
 Progress = Callable[[str, int, int], None]
 
@@ -39,9 +45,8 @@ class LnsOptions:
     """Neighbourhoods grow when a round improves nothing, up to this size (or a whole GPU model)."""
     seeds_per_neighbourhood: int = 12
     solve_time_s: float = 8.0
-    solver: str = "cpsat"
-    solver_workers: int = 4
-    max_moves: int | None = None
+    exact: ExactOptions = ExactOptions(strict=False)
+    """How each neighbourhood is solved (its time limit is set per round from ``solve_time_s``)."""
     seed: int = 0
     parallel: int = 2
     """Neighbourhoods solved per round (run on the executor)."""
@@ -50,8 +55,8 @@ class LnsOptions:
 @dataclass
 class LnsTask:
     state: ClusterState
-    options: LnsOptions
-    budget: int | None
+    exact: ExactOptions
+    budget: MoveBudget
 
 
 @dataclass
@@ -64,44 +69,45 @@ class LnsResult:
     proven_optimal: int = 0
 
 
-def run_lns(state: ClusterState, options: LnsOptions, run_groups: Callable, progress: Progress | None = None) -> LnsResult:
-    """Improve ``state`` (mutated to the new end state) within ``options.time_limit_s``."""
+def run_lns(
+    state: ClusterState, options: LnsOptions, budget: MoveBudget, run_groups: Callable, progress: Progress | None = None
+) -> LnsResult:
+    """Improve ``state`` (mutated to the new end state) within ``options.time_limit_s`` and
+    ``budget`` (spent by the moves applied)."""
     rng = np.random.default_rng([options.seed, 7])
     deadline = time.perf_counter() + options.time_limit_s
-    budget = options.max_moves
     size = options.neighbourhood_nodes
-    done = np.zeros(len(state.node_names), dtype=bool)  # nodes of GPU models solved whole, to optimality
+    done = np.zeros(len(state.node_names), dtype=bool)  # settled nodes whose pods can go nowhere else
     result = LnsResult()
-    while time.perf_counter() + 1.0 < deadline and (budget is None or budget > 0):
+    while time.perf_counter() + 1.0 < deadline and not budget.exhausted:
         remaining = deadline - time.perf_counter()
         solve_time = min(options.solve_time_s, max(0.5, remaining - 0.5))
         picked = pick_neighbourhoods(state, rng, options.parallel, size, options.seeds_per_neighbourhood, done)
         if not picked:
             break
-        task_options = LnsOptions(**{**options.__dict__, "solve_time_s": solve_time})
-        outcomes = run_groups(improve_neighbourhood, [LnsTask(state.subset(g), task_options, budget) for g, _ in picked])
+        exact = replace(options.exact, time_limit_s=solve_time)
+        tasks = [LnsTask(state.subset(nodes), exact, budget.subset(nodes)) for nodes, _ in picked]
+        outcomes = run_groups(improve_neighbourhood, tasks)
         result.rounds += 1
         result.neighbourhoods += len(picked)
         improved_now = 0
         round_waves: list[list[Step]] = []
-        for (nodes, closed), (waves, gain, proven) in zip(picked, outcomes):
-            result.proven_optimal += proven
-            if closed and proven and not waves:
-                done[nodes] = True  # optimal, and its pods can go nowhere else: nothing left to gain here
-            if not waves:
-                continue
+        for (nodes, closed), (waves, gain, settled) in zip(picked, outcomes):
             moves = sum(len(w) for w in waves)
-            if budget is not None and moves > budget:
+            if moves > budget.moves_left:
+                continue  # an earlier neighbourhood of this round used the moves it counted on
+            result.proven_optimal += settled
+            if closed and settled:
+                done[nodes] = True
+            if not waves:
                 continue
             for w, wave in enumerate(waves):
                 if w == len(round_waves):
                     round_waves.append([])
                 round_waves[w].extend(wave)
-            for wave in waves:
-                for p, _, destination in wave:
+                for p, source, destination in wave:
                     state.move(p, destination)
-            if budget is not None:
-                budget -= moves
+                    budget.spend(source, destination)
             improved_now += 1
             result.gained_empties += gain
         result.waves.extend(round_waves)
@@ -209,26 +215,23 @@ def _closed(state: ClusterState, nodes: np.ndarray, busy: np.ndarray) -> bool:
     return not bool(state.eligible[signatures][:, outside].any())
 
 
-def improve_neighbourhood(task: LnsTask) -> tuple[list[list[Step]] | None, int, int]:
-    """Solve one neighbourhood exactly; its waves (cluster indexes) when it empties more nodes."""
+def improve_neighbourhood(task: LnsTask) -> tuple[list[list[Step]], int, bool]:
+    """Solve one neighbourhood exactly: its waves (cluster indexes) when they empty more nodes, the
+    nodes gained, and whether its end state (improved or not) reaches its proven bound."""
     sub = task.state
-    options = task.options
     empty_now = int((sub.pods_per_node == 0).sum())
-    model = build_defrag_model(sub, task.budget)
-    result = solve(
-        model.milp, options.solver, options.solve_time_s, options.solver_workers, model.hint({}), options.seed, True, strict=False
-    )
-    proven = int(result.status == "optimal")
-    if result.values is None or model.empties(result.values) <= empty_now:
-        return None, 0, proven
-    executed = target_to_waves(sub.clone(), model.target(result.values))
+    movable = np.flatnonzero((sub.pod_node >= 0) & ~sub.pod_locked)
+    outcome = solve_exact(sub, task.exact, task.budget, {int(p): int(sub.pod_node[p]) for p in movable})
+    bound = outcome.proof.empties_bound()
+    if outcome.waves is None:
+        return [], 0, bound is not None and bound <= empty_now
     scratch = sub.clone()
-    for wave in executed.waves:
+    for wave in outcome.waves:
         for p, _, destination in wave:
             scratch.move(p, destination)
     gain = int((scratch.pods_per_node == 0).sum()) - empty_now
     if gain <= 0:
-        return None, 0, proven
+        return [], 0, bound is not None and bound <= empty_now
     node_ids, pod_ids = sub.node_ids, sub.pod_ids
-    waves = [[(int(pod_ids[p]), int(node_ids[s]), int(node_ids[d])) for p, s, d in wave] for wave in executed.waves]
-    return waves, gain, proven
+    waves = [[(int(pod_ids[p]), int(node_ids[s]), int(node_ids[d])) for p, s, d in wave] for wave in outcome.waves]
+    return waves, gain, bound is not None and bound <= empty_now + gain

@@ -45,10 +45,16 @@ than any change in moves and GPUs moved (W1 > W2 * |P| + G), and one move fewer 
 in GPUs moved (W2 > G), so the weighted optimum is the lexicographic one. A bound U on the weighted
 objective bounds the empty nodes by ceil(U / W1).
 
-Units: all coefficients are integers (CP-SAT requires it): CPUs in milli-CPUs, memory in MiB, GPU
-shares in milli-GPUs. A value that is not a whole number of those units is rounded against the plan
-(requests up, capacities down), so the model may reject a borderline placement but never accepts an
-illegal one; every plan is validated with the exact rules anyway.
+Units: all coefficients are integers (CP-SAT requires them). CPUs, memory and GPU shares are scaled
+by ``models/units.py`` so that the model accepts exactly the placements ``rules.py`` accepts (or, for
+values no practical unit represents, a superset: the bound stays valid and the executed plan is
+checked by the rules). Capacity rows are divided by the greatest common divisor of their
+coefficients, which keeps coefficients small without changing the integer solutions.
+
+Limits (``limits.MoveBudget``): (5) bounds the moves by the moves left; per node, moves out plus
+moves in are at most what the node may still take part in; under ``same_asw`` a pod's eligible nodes
+are those under its switch. All three are relaxations of the same limits on a plan (a plan's moves
+include every move of a pod that moves twice), so the model's bound is a bound for the plan.
 """
 
 from __future__ import annotations
@@ -60,23 +66,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner import rules
+from planner.limits import MoveBudget
 from planner.models.milp import Milp
+from planner.models.units import Scale, scale_for
 from planner.state import PENDING, ClusterState
 
-CPU_UNIT = 1000  # milli-CPUs
-MEM_UNIT = 1024  # MiB
-SHARE_UNIT = 1000  # milli-GPUs
 FORMULATIONS = ("auto", "pod", "class")
-
-
-def _up(value: float, unit: int) -> int:
-    scaled = value * unit
-    return int(round(scaled)) if abs(scaled - round(scaled)) < 1e-6 else math.ceil(scaled)
-
-
-def _down(value: float, unit: int) -> int:
-    scaled = value * unit
-    return int(round(scaled)) if abs(scaled - round(scaled)) < 1e-6 else math.floor(scaled)
 
 
 @dataclass
@@ -97,6 +92,14 @@ class DefragModel:
     z: dict[tuple[int, int], int] = field(default_factory=dict)
     """class level: (class, node) -> count variable."""
     hint_parts: list = field(default_factory=list)
+    gpu_units: list[int] = field(default_factory=list)
+    """GPUs of every pod in the objective's units (whole GPUs times the share unit, plus the share)."""
+    gpu_max: int = 0
+    """G: the most GPU units that could move (all movable pods')."""
+    exact_units: bool = True
+    """Every resource scaled exactly (``models/units.py``); otherwise the model is a relaxation."""
+    exact_gpu_units: bool = True
+    """GPU shares scaled exactly, so the objective's GPUs-moved tier is the plan's exactly."""
 
     def empties(self, values: list[int]) -> int:
         return sum(values[v] for v in self.empty_vars)
@@ -105,7 +108,7 @@ class DefragModel:
         """Upper bound on empty nodes implied by a bound on the weighted objective."""
         if bound is None or not math.isfinite(bound):
             return None
-        return min(len(self.empty_vars), math.ceil(bound / self.w1 - 1e-9))
+        return max(0, min(len(self.empty_vars), math.ceil(bound / self.w1 - 1e-9)))
 
     def target(self, values: list[int]) -> dict[int, int]:
         """Node of every movable pod in a solution."""
@@ -153,47 +156,49 @@ def class_key(state: ClusterState, p: int, domain: int) -> tuple:
 
 def build_defrag_model(
     state: ClusterState,
-    max_moves: int | None = None,
+    budget: MoveBudget | None = None,
     forbidden: set[tuple[int, int]] | frozenset = frozenset(),
     formulation: str = "auto",
-    max_moves_per_node: int | None = None,
-    same_asw: bool = False,
 ) -> DefragModel:
-    """The exact defragmentation model of ``state`` (see the module docstring).
+    """The exact defragmentation model of ``state`` within ``budget`` (see the module docstring).
 
-    ``max_moves`` bounds the moves (5); ``max_moves_per_node`` the moves touching any one node (out
-    of it plus into it); ``same_asw`` keeps every pod under its access switch.
+    ``forbidden`` (pod, node) pairs are excluded (a restriction: the model is then no longer a
+    relaxation of the user's problem, and its bound says nothing about it).
     """
     if formulation not in FORMULATIONS:
         raise ValueError(f"unknown formulation {formulation!r}; choose one of {', '.join(FORMULATIONS)}")
+    budget = MoveBudget.of(state) if budget is None else budget
     movable = [p for p in range(len(state.pod_names)) if state.pod_node[p] != PENDING and not state.pod_locked[p]]
-    data = _Data(state, movable, forbidden, same_asw)
+    data = _Data(state, movable, forbidden, budget)
     if formulation == "auto":
         classes = data.classes()
         formulation = "class" if not forbidden and len(classes) <= 0.7 * max(1, len(movable)) else "pod"
     if formulation == "class" and forbidden:
         raise ValueError("the class-aggregated formulation cannot forbid single (pod, node) pairs; use 'pod'")
-    return _Builder(data, max_moves, formulation, max_moves_per_node).build()
+    return _Builder(data, budget, formulation).build()
 
 
 class _Data:
     """Integer resources, locked usage and eligibility, derived from ``rules.py`` via the state."""
 
-    def __init__(
-        self, state: ClusterState, movable: list[int], forbidden: set[tuple[int, int]] | frozenset, same_asw: bool
-    ):
+    def __init__(self, state: ClusterState, movable: list[int], forbidden: set[tuple[int, int]] | frozenset, budget: MoveBudget):
         self.state = s = state
         self.movable = movable
         n_nodes = len(s.node_names)
-        self.shares_anywhere = bool((s.pod_share > 0).any())
-        gpu_unit = SHARE_UNIT if self.shares_anywhere else 1
-        self.gpu_units = [int(s.pod_whole[p]) * gpu_unit + _up(float(s.pod_share[p]), SHARE_UNIT) for p in range(len(s.pod_names))]
-        self.cpu = [_up(float(c), CPU_UNIT) for c in s.pod_cpus.tolist()]
-        self.mem = [_up(float(m), MEM_UNIT) for m in s.pod_mem.tolist()]
-        self.share = [_up(float(x), SHARE_UNIT) for x in s.pod_share.tolist()]
+        placed = np.flatnonzero(s.pod_node >= 0)
+        shares = s.pod_share[placed]
+        self.cpu_scale = scale_for(s.pod_cpus[placed].tolist(), s.cap_cpus.tolist())
+        self.mem_scale = scale_for(s.pod_mem[placed].tolist(), s.cap_mem.tolist())
+        self.share_scale = scale_for(shares[shares > 0].tolist(), [1.0]) if (shares > 0).any() else Scale(1, True)
+        self.exact_units = self.cpu_scale.exact and self.mem_scale.exact and self.share_scale.exact
+        self.cpu = [self.cpu_scale.request(c) for c in s.pod_cpus.tolist()]
+        self.mem = [self.mem_scale.request(m) for m in s.pod_mem.tolist()]
+        self.share = [self.share_scale.request(x) if x > 0 else 0 for x in s.pod_share.tolist()]
+        self.device = self.share_scale.capacity(1.0)
+        self.gpu_units = [int(s.pod_whole[p]) * self.share_scale.unit + self.share[p] for p in range(len(s.pod_names))]
         self.cap_gpu = s.cap_gpus.astype(int).tolist()
-        self.cap_cpu = [_down(float(c), CPU_UNIT) for c in s.cap_cpus.tolist()]
-        self.cap_mem = [_down(float(m), MEM_UNIT) for m in s.cap_mem.tolist()]
+        self.cap_cpu = [self.cpu_scale.capacity(c) for c in s.cap_cpus.tolist()]
+        self.cap_mem = [self.mem_scale.capacity(m) for m in s.cap_mem.tolist()]
         self.locked_whole = [0] * n_nodes
         self.locked_cpu = [0] * n_nodes
         self.locked_mem = [0] * n_nodes
@@ -210,23 +215,22 @@ class _Data:
                 self.locked_shares[n].append(p)
             locked_groups[n].update(s.pod_groups[p])
         self.home = {p: int(s.pod_node[p]) for p in movable}
-        self.same_asw = same_asw
+        self.same_asw = budget.asw is not None
         self.domain = {}
         self.eligible: dict[int, list[int]] = {}
         all_nodes = np.arange(n_nodes)
         for p in movable:
-            ok = s.eligible[s.pod_signature[p]].copy()
+            home = self.home[p]
+            ok = s.eligible[s.pod_signature[p]] & budget.destinations(home)
             domain_array = s._pod_scalars[p][5]
-            self.domain[p] = -1 if domain_array is None else int(domain_array[self.home[p]])
+            self.domain[p] = -1 if domain_array is None else int(domain_array[home])
             if domain_array is not None:
                 ok &= domain_array == self.domain[p]
-            if same_asw:
-                ok &= s.asw_domain == s.asw_domain[self.home[p]]
             ok &= s.cap_gpus >= s.pod_whole[p] + (1 if s.pod_share[p] > 0 else 0)
             nodes = [n for n in all_nodes[ok].tolist() if not (locked_groups.get(n, set()) & set(s.pod_groups[p]))]
             nodes = [n for n in nodes if (p, n) not in forbidden and self._fits_alone(p, n)]
-            if self.home[p] not in nodes:
-                nodes.append(self.home[p])
+            if home not in nodes:
+                nodes.append(home)
             self.eligible[p] = sorted(nodes)
 
     def _fits_alone(self, p: int, n: int) -> bool:
@@ -245,11 +249,27 @@ class _Data:
         return [by_key[k] for k in sorted(by_key, key=lambda k: by_key[k][0])]
 
 
+def _capacity_row(milp: Milp, terms: list[tuple[int, int]], room: int, empty: int | None, name: str) -> None:
+    """sum(coef * var) + room * e <= room, divided by the gcd of the pods' coefficients.
+
+    Dividing by g and rounding the room down keeps exactly the same integer solutions: with e = 0
+    the left side is a multiple of g, and with e = 1 every pod with a coefficient is kept off.
+    """
+    terms = [(v, c) for v, c in terms if c]
+    g = math.gcd(*(c for _, c in terms)) if terms else 1
+    if g > 1:
+        terms = [(v, c // g) for v, c in terms]
+        room //= g  # floor, also below zero
+    if empty is not None and room > 0:
+        terms.append((empty, room))
+    if terms:
+        milp.row(terms, None, room, name)
+
+
 class _Builder:
-    def __init__(self, data: _Data, max_moves: int | None, formulation: str, max_moves_per_node: int | None):
+    def __init__(self, data: _Data, budget: MoveBudget, formulation: str):
         self.d = data
-        self.max_moves = max_moves
-        self.max_moves_per_node = max_moves_per_node
+        self.budget = budget
         self.formulation = formulation
         self.milp = Milp()
 
@@ -263,6 +283,8 @@ class _Builder:
         w2 = total_gpu + 1
         w1 = w2 * movable_count + total_gpu + 1
         model = DefragModel(milp, self.formulation, s, d.movable, w1, w2, [])
+        model.gpu_units, model.gpu_max = d.gpu_units, total_gpu
+        model.exact_units, model.exact_gpu_units = d.exact_units, d.share_scale.exact
 
         # assignment variables: x[p,n] (binary) or z[k,n] (count)
         on: dict[int, list[tuple[int, int]]] = defaultdict(list)  # node -> [(unit, var)]
@@ -301,20 +323,11 @@ class _Builder:
                 ("cpu", d.cap_cpu[n], d.locked_cpu[n], d.cpu),
                 ("mem", d.cap_mem[n], d.locked_mem[n], d.mem),
             ):
-                terms = [(var, need[units[u][0][0]]) for u, var in here]
-                room = cap - locked
-                if e is not None and room > 0:
-                    terms.append((e, room))
-                if terms:
-                    milp.row(terms, None, room, f"{name}[{s.node_names[n]}]")
+                _capacity_row(milp, [(var, need[units[u][0][0]]) for u, var in here], cap - locked, e, f"{name}[{s.node_names[n]}]")
             gpu_terms = [(var, int(s.pod_whole[units[u][0][0]])) for u, var in here if s.pod_whole[units[u][0][0]] > 0]
             if n in share_nodes:
                 gpu_terms += self._devices(n, here, units, model)
-            room = d.cap_gpu[n] - d.locked_whole[n]
-            if e is not None and room > 0:
-                gpu_terms.append((e, room))
-            if gpu_terms:
-                milp.row(gpu_terms, None, room, f"gpu[{s.node_names[n]}]")
+            _capacity_row(milp, gpu_terms, d.cap_gpu[n] - d.locked_whole[n], e, f"gpu[{s.node_names[n]}]")
             # (3) pod count, so that e[n] = 1 leaves n without pods even for zero-request pods
             if e is not None and here:
                 m = sum(len(units[u][0]) if self.formulation == "class" else 1 for u, _ in here)
@@ -354,11 +367,11 @@ class _Builder:
                     move_terms.append((m, 1))
                     gpu_moved.append((m, d.gpu_units[pods[0]]))
             model.hint_parts.append(lambda target, values: self._hint_moves(target, values, units, moved_vars))
-        if self.max_moves_per_node is not None:
+        if self.budget.bounded_nodes:
             self._per_node_budget(units, assign, moved_vars if self.formulation == "class" else None)
         # (5) migration budget
-        if self.max_moves is not None:
-            milp.row(move_terms, None, self.max_moves - constant_moves, "budget")
+        if self.budget.bounded_moves:
+            milp.row(move_terms, None, self.budget.moves_left - constant_moves, "budget")
         objective = [(e, w1) for e in model.empty_vars]
         objective += [(v, -w2 * sign) for v, sign in move_terms]
         objective += [(v, -c) for v, c in gpu_moved]
@@ -399,7 +412,7 @@ class _Builder:
                 if (u, n) in moved_vars:
                     terms[n].append((moved_vars[u, n], 2))
         for n, row in terms.items():
-            self.milp.row(row, None, self.max_moves_per_node - constant[n], f"node-moves[{s.node_names[n]}]")
+            self.milp.row(row, None, int(self.budget.node_left[n]) - constant[n], f"node-moves[{s.node_names[n]}]")
 
     def _share_nodes(self, units: list, on: dict) -> set[int]:
         s = self.d.state
@@ -437,7 +450,7 @@ class _Builder:
             placements.append((None, p, ys))
         for k in range(devices):
             if fill[k]:
-                milp.row(fill[k] + [(used[k], -SHARE_UNIT)], None, 0, f"device[{name},{k}]")  # (7)
+                milp.row(fill[k] + [(used[k], -d.device)], None, 0, f"device[{name},{k}]")  # (7)
         model.hint_parts.append(lambda target, values: self._hint_devices(n, target, values, used, placements, units))
         return [(u, 1) for u in used]
 

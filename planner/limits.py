@@ -1,0 +1,128 @@
+"""What a user allows a plan's moves to do beyond the feasibility rules, and the running account of it.
+
+Three limits: a migration budget for the whole plan (``max_moves``), a budget per node (moves that
+touch it, as source or destination: ``max_moves_per_node``), and staying under one access switch
+(``same_asw``: every single move keeps its pod under the switch it leaves).
+
+* ``MoveLimits`` is the request, as the user gave it.
+* ``MoveBudget`` is its account on one ``ClusterState``: moves left, moves each node may still take
+  part in, and the switch of each node. Every planner that moves pods takes the same budget: IPC,
+  the baselines, the exact model (its rows come from it), the router that turns a solver's final
+  state into waves, and the hybrid's neighbourhoods (``subset``). A planner that spends a move calls
+  ``spend``; one that plans ahead reserves with ``spend`` and gives back with ``refund``.
+
+``validate.limit_violations`` checks a finished plan against ``MoveLimits`` independently of this
+account, and the engine runs it on every plan before returning it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from planner.state import ClusterState
+
+UNLIMITED = 1 << 40
+"""Stands for "no limit" in the integer account."""
+
+
+@dataclass(frozen=True)
+class MoveLimits:
+    """The limits a user puts on a plan's moves (None: no limit)."""
+
+    max_moves: int | None = None
+    max_moves_per_node: int | None = None
+    same_asw: bool = False
+
+    @property
+    def any(self) -> bool:
+        return self.max_moves is not None or self.max_moves_per_node is not None or self.same_asw
+
+
+class MoveBudget:
+    """The limits' account on a state: ``moves_left``, ``node_left[n]`` and, under same_asw, ``asw[n]``."""
+
+    def __init__(self, moves_left: int, node_left: np.ndarray, asw: np.ndarray | None, bounded_moves: bool, bounded_nodes: bool):
+        self.moves_left = int(moves_left)
+        self.node_left = node_left.astype(np.int64, copy=True)
+        self.asw = asw
+        self.bounded_moves = bounded_moves
+        self.bounded_nodes = bounded_nodes
+
+    @classmethod
+    def of(cls, state: ClusterState, limits: MoveLimits | None = None) -> MoveBudget:
+        """The untouched account of ``limits`` on ``state`` (no limits when None)."""
+        limits = limits or MoveLimits()
+        per_node = UNLIMITED if limits.max_moves_per_node is None else limits.max_moves_per_node
+        return cls(
+            UNLIMITED if limits.max_moves is None else limits.max_moves,
+            np.full(len(state.node_names), per_node, dtype=np.int64),
+            state.asw_domain.copy() if limits.same_asw else None,
+            limits.max_moves is not None,
+            limits.max_moves_per_node is not None,
+        )
+
+    # -- questions -------------------------------------------------------------------------------
+
+    def allows(self, source: int, destination: int) -> bool:
+        """May one more move go from ``source`` to ``destination``?"""
+        return (
+            self.moves_left >= 1
+            and self.node_left[source] >= 1
+            and self.node_left[destination] >= 1
+            and self.same_switch(source, destination)
+        )
+
+    def same_switch(self, source: int, destination: int) -> bool:
+        return self.asw is None or self.asw[source] == self.asw[destination]
+
+    def destinations(self, source: int) -> np.ndarray:
+        """Mask of nodes a pod on ``source`` may move to as far as the limits go (``source`` included)."""
+        mask = self.node_left >= 1
+        if self.asw is not None:
+            mask &= self.asw == self.asw[source]
+        if self.node_left[source] < 1 or self.moves_left < 1:
+            mask[:] = False
+        return mask
+
+    @property
+    def exhausted(self) -> bool:
+        return self.moves_left <= 0
+
+    # -- accounting ------------------------------------------------------------------------------
+
+    def spend(self, source: int, destination: int, moves: int = 1) -> None:
+        """Account for ``moves`` moves touching ``source`` and ``destination`` once each."""
+        self.moves_left -= moves
+        self.node_left[source] -= 1
+        self.node_left[destination] -= 1
+
+    def refund(self, source: int, destination: int, moves: int = 1) -> None:
+        """Give back what ``spend`` took (a reserved move that will not run)."""
+        self.moves_left += moves
+        self.node_left[source] += 1
+        self.node_left[destination] += 1
+
+    def spend_all(self, steps: list[tuple[int, int, int]] | list[list[tuple[int, int, int]]]) -> None:
+        """Account for a sequence of moves (or of waves of moves), in this state's indexes."""
+        for item in steps:
+            for _, source, destination in item if isinstance(item, list) else [item]:
+                self.spend(source, destination)
+
+    # -- views -----------------------------------------------------------------------------------
+
+    def copy(self) -> MoveBudget:
+        return MoveBudget(self.moves_left, self.node_left, None if self.asw is None else self.asw.copy(), self.bounded_moves, self.bounded_nodes)
+
+    def subset(self, nodes: np.ndarray) -> MoveBudget:
+        """The account for ``ClusterState.subset(nodes)``: the same moves left, these nodes' allowances."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        return MoveBudget(
+            self.moves_left, self.node_left[nodes], None if self.asw is None else self.asw[nodes], self.bounded_moves, self.bounded_nodes
+        )
+
+    def max_moves(self) -> int | None:
+        return max(self.moves_left, 0) if self.bounded_moves else None
