@@ -196,7 +196,7 @@ def create_app(settings: Settings) -> FastAPI:
         if problems:
             return _problem(422, "inconsistent snapshot", [f"snapshot.{p}" if not p.startswith("(") else p for p in problems])
         snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
-        options = request.options.model_dump(mode="json", exclude={"workers"})
+        options = request.options.model_dump(mode="json", exclude={"workers"}, exclude_unset=True)  # as given
         digest = hashlib.sha256((snapshot + json.dumps(options, sort_keys=True)).encode()).hexdigest()
         try:
             job, created = store.create_job("defrag", options, snapshot, digest, idempotency_key, settings.max_queue)

@@ -255,7 +255,8 @@ def run_job(job_id: str, url: str, conn: Connection, server_pid: int, threads_pe
         try:
             cluster = parse_cluster(text)
             solver = job.options.get("solver", DefragOptions.model_fields["solver"].default)
-            defaults = {"solver_workers": threads_per_job} if solver == "highs" else {}
+            solves = job.options.get("method", "heuristic") in ("exact", "compare", "hybrid", "auto")
+            defaults = {"solver_workers": threads_per_job} if solves and solver == "highs" else {}
             options = DefragOptions(**{**defaults, **job.options, "workers": 1})
             plan = plan_defrag(cluster, options, lambda what, done, total: conn.send(("progress", min(0.95, 0.1 + 0.1 * done))))
         except (SnapshotError, PlanOptionError, ValueError) as err:
