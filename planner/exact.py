@@ -157,6 +157,7 @@ def solve_exact(
         )
         record = {
             "attempt": attempt,
+            "solver": result.solver,
             "formulation": model.formulation,
             "status": result.status,
             "model_empties": None if result.values is None else model.empties(result.values),

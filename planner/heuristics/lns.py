@@ -60,6 +60,17 @@ class LnsTask:
 
 
 @dataclass
+class Neighbourhood:
+    """One neighbourhood's outcome: waves in cluster indexes (empty if nothing gained), the empty
+    nodes gained, whether its end state reaches its proven bound, and how it was solved."""
+
+    waves: list[list[Step]]
+    gain: int
+    settled: bool
+    solves: list[dict]
+
+
+@dataclass
 class LnsResult:
     waves: list[list[Step]] = field(default_factory=list)
     rounds: int = 0
@@ -67,6 +78,8 @@ class LnsResult:
     improved: int = 0
     gained_empties: int = 0
     proven_optimal: int = 0
+    solved_with: set[tuple[str, str]] = field(default_factory=set)
+    """(solver, formulation) of every neighbourhood solve."""
 
 
 def run_lns(
@@ -92,12 +105,14 @@ def run_lns(
         result.neighbourhoods += len(picked)
         improved_now = 0
         round_waves: list[list[Step]] = []
-        for (nodes, closed), (waves, gain, settled) in zip(picked, outcomes):
+        for (nodes, closed), outcome in zip(picked, outcomes):
+            waves = outcome.waves
+            result.solved_with.update((solve["solver"], solve["formulation"]) for solve in outcome.solves)
             moves = sum(len(w) for w in waves)
             if moves > budget.moves_left:
                 continue  # an earlier neighbourhood of this round used the moves it counted on
-            result.proven_optimal += settled
-            if closed and settled:
+            result.proven_optimal += outcome.settled
+            if closed and outcome.settled:
                 done[nodes] = True
             if not waves:
                 continue
@@ -109,7 +124,7 @@ def run_lns(
                     state.move(p, destination)
                     budget.spend(source, destination)
             improved_now += 1
-            result.gained_empties += gain
+            result.gained_empties += outcome.gain
         result.waves.extend(round_waves)
         result.improved += improved_now
         if improved_now == 0:
@@ -215,23 +230,23 @@ def _closed(state: ClusterState, nodes: np.ndarray, busy: np.ndarray) -> bool:
     return not bool(state.eligible[signatures][:, outside].any())
 
 
-def improve_neighbourhood(task: LnsTask) -> tuple[list[list[Step]], int, bool]:
-    """Solve one neighbourhood exactly: its waves (cluster indexes) when they empty more nodes, the
-    nodes gained, and whether its end state (improved or not) reaches its proven bound."""
+def improve_neighbourhood(task: LnsTask) -> Neighbourhood:
+    """Solve one neighbourhood exactly (``exact.solve_exact``, warm-started where the pods are)."""
     sub = task.state
     empty_now = int((sub.pods_per_node == 0).sum())
     movable = np.flatnonzero((sub.pod_node >= 0) & ~sub.pod_locked)
     outcome = solve_exact(sub, task.exact, task.budget, {int(p): int(sub.pod_node[p]) for p in movable})
     bound = outcome.proof.empties_bound()
-    if outcome.waves is None:
-        return [], 0, bound is not None and bound <= empty_now
-    scratch = sub.clone()
-    for wave in outcome.waves:
-        for p, _, destination in wave:
-            scratch.move(p, destination)
-    gain = int((scratch.pods_per_node == 0).sum()) - empty_now
+    gain = 0
+    if outcome.waves is not None:
+        scratch = sub.clone()
+        for wave in outcome.waves:
+            for p, _, destination in wave:
+                scratch.move(p, destination)
+        gain = int((scratch.pods_per_node == 0).sum()) - empty_now
+    settled = bound is not None and bound <= empty_now + max(gain, 0)
     if gain <= 0:
-        return [], 0, bound is not None and bound <= empty_now
+        return Neighbourhood([], 0, settled, outcome.history)
     node_ids, pod_ids = sub.node_ids, sub.pod_ids
     waves = [[(int(pod_ids[p]), int(node_ids[s]), int(node_ids[d])) for p, s, d in wave] for wave in outcome.waves]
-    return waves, gain, bound is not None and bound <= empty_now + gain
+    return Neighbourhood(waves, gain, settled, outcome.history)
