@@ -243,6 +243,11 @@ class Formulation(str, Enum):
     cls = "class"
 
 
+class Lexicographic(str, Enum):
+    two_phase = "two-phase"
+    weighted = "weighted"
+
+
 class OutputFormat(str, Enum):
     json = "json"
     table = "table"
@@ -278,6 +283,9 @@ def defrag(
     solver_workers: int = typer.Option(8, "--solver-workers", min=1, help="CP-SAT workers / HiGHS threads."),
     formulation: Formulation = typer.Option(Formulation.auto, "--formulation", help="Exact model: pod-level or class-aggregated."),
     deterministic: bool = typer.Option(False, "--deterministic", help="CP-SAT: deterministic search; the time limit is in deterministic seconds."),
+    lexicographic: Lexicographic = typer.Option(
+        Lexicographic.two_phase, "--lexicographic", help="Exact objective: two-phase (empty nodes, then moves) or one weighted solve."
+    ),
     force: bool = typer.Option(False, "--force", help="Run --method exact even above its size limit."),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json: the plan; table: a human summary."),
@@ -307,6 +315,7 @@ def defrag(
         "solver_workers": solver_workers,
         "formulation": formulation.value,
         "deterministic": deterministic,
+        "lexicographic": lexicographic.value,
         "force": force,
     }
     options = _options(context, DefragOptions, given)

@@ -75,6 +75,11 @@ class DefragOptions(BaseModel):
     solver_workers: int = Field(8, ge=1, description="CP-SAT workers / HiGHS threads.")
     formulation: Literal["auto", "pod", "class"] = Field("auto", description="Exact model: pod-level or class-aggregated.")
     deterministic: bool = Field(False, description="CP-SAT: deterministic search, time limit in deterministic seconds.")
+    lexicographic: Literal["two-phase", "weighted"] = Field(
+        "two-phase",
+        description="How the exact objective (most empty nodes, then fewest moves, then fewest GPUs moved) is solved: "
+        "two solves (empty nodes, then moves with them held) or one weighted solve.",
+    )
     force: bool = Field(False, description="Run exact even above the size limit.")
 
     @field_validator("*")
@@ -94,7 +99,7 @@ class DefragOptions(BaseModel):
 
 _IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
 _LIMIT_OPTIONS = {"max_moves", "max_moves_per_node", "same_asw"}
-_SOLVER_OPTIONS = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic"}
+_SOLVER_OPTIONS = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic", "lexicographic"}
 METHOD_OPTIONS: dict[str, set[str]] = {
     "heuristic": _IPC_OPTIONS | _LIMIT_OPTIONS,
     "random": {"threshold", "seed"} | _LIMIT_OPTIONS,
@@ -219,6 +224,7 @@ def _exact_options(options: DefragOptions, time_limit_s: float, **changes: Any) 
         "formulation": options.formulation,
         "seed": options.seed,
         "deterministic": options.deterministic,
+        "lexicographic": options.lexicographic,
     }
     return ExactOptions(**{**fields, **changes})
 

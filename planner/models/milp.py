@@ -55,6 +55,19 @@ class Milp:
                 self.objective[v] = self.objective.get(v, 0) + int(c)
         self.objective_offset = offset
 
+    def with_objective(
+        self, terms: list[tuple[int, int]], offset: int = 0, rows: list[tuple[list[tuple[int, int]], int | None, int | None, str]] = ()
+    ) -> Milp:
+        """The same variables and rows plus ``rows``, with another objective (for phased solves).
+
+        The copy shares the variable lists: add no variables to it.
+        """
+        twin = Milp(self.names, self.lower, self.upper, {}, 0, list(self.row_terms), list(self.row_lower), list(self.row_upper), list(self.row_names))
+        twin.maximize(terms, offset)
+        for row_terms, lower, upper, name in rows:
+            twin.row(row_terms, lower, upper, name)
+        return twin
+
     @property
     def num_vars(self) -> int:
         return len(self.names)
