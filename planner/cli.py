@@ -196,8 +196,15 @@ def _fmt(value: Any) -> str:
 def validate_command(
     snapshot: str = typer.Argument(..., help="Snapshot JSON file (- for stdin)."),
     plan: str = typer.Argument(..., help="Plan JSON file (- for stdin)."),
+    max_moves: int = typer.Option(None, "--max-moves", min=0, help="Also check the plan has at most this many moves."),
+    max_moves_per_node: int = typer.Option(None, "--max-moves-per-node", min=0, help="Also check the moves touching each node."),
+    same_asw: bool = typer.Option(False, "--same-asw", help="Also check that no move leaves its access switch."),
 ) -> None:
-    """Replay a plan wave by wave (make-before-break) and list every violation; exit 1 if any."""
+    """Replay a plan wave by wave (make-before-break) and list every violation; exit 1 if any.
+
+    With --max-moves, --max-moves-per-node or --same-asw it also checks the limits the plan was asked for.
+    """
+    from planner.limits import MoveLimits
     from planner.plans import parse_plan
     from planner.snapshot import load_cluster, read_text
     from planner.validate import validate
@@ -206,7 +213,7 @@ def validate_command(
         fail(["only one of SNAPSHOT and PLAN can be read from stdin (-)"])
     cluster = load_cluster(snapshot)
     parsed = parse_plan(read_text(plan, "plan"), source=plan)
-    violations = validate(cluster, parsed)
+    violations = validate(cluster, parsed, MoveLimits(max_moves, max_moves_per_node, same_asw))
     if violations:
         for violation in violations:
             typer.echo(str(violation))
@@ -416,7 +423,8 @@ def _print_defrag_table(plan) -> None:  # type: ignore[no-untyped-def]
     for label, value in (("solver", report.solver), ("status", report.status), ("bound (empty nodes)", report.bound), ("gap", report.gap)):
         if report.solver is not None:
             head.add_row(label, _fmt(value))
-    for key in ("auto_choice", "fallback", "ipc_objective", "formulation", "rounds_run", "partitions", "candidates_tried",
+    for key in ("lexicographic_optimal", "moves_bound", "solver_status", "units", "bound_error",
+                "auto_choice", "fallback", "ipc_objective", "formulation", "rounds_run", "partitions", "candidates_tried",
                 "lns_rounds", "lns_improved", "lns_gained_empty_nodes", "dropped_moves", "reason"):
         if key in extra:
             head.add_row(key.replace("_", " "), _fmt(extra[key]))
