@@ -179,6 +179,8 @@ def _print_stranded(console: Console, stranded: dict[str, Any]) -> None:
 
 
 def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.4f}" if abs(value) < 1 and value != 0 else f"{value:,.6g}"
     if isinstance(value, int):
