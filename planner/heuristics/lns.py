@@ -92,12 +92,23 @@ def run_lns(
     size = options.neighbourhood_nodes
     done = np.zeros(len(state.node_names), dtype=bool)  # settled nodes whose pods can go nowhere else
     result = LnsResult()
+    tried: set[bytes] = set()  # neighbourhoods solved since the state last changed: solving again repeats them
+    repeats = 0
     while time.perf_counter() + 1.0 < deadline and not budget.exhausted:
         remaining = deadline - time.perf_counter()
         solve_time = min(options.solve_time_s, max(0.5, remaining - 0.5))
         picked = pick_neighbourhoods(state, rng, options.parallel, size, options.seeds_per_neighbourhood, done)
         if not picked:
             break
+        picked = [(nodes, closed) for nodes, closed in picked if nodes.tobytes() not in tried]
+        if not picked:
+            repeats += 1
+            if repeats >= 3:
+                break  # nothing new to solve: every neighbourhood drawn was solved on this very state
+            size = min(int(size * 1.5) + 1, options.max_neighbourhood_nodes)
+            continue
+        repeats = 0
+        tried.update(nodes.tobytes() for nodes, _ in picked)
         exact = replace(options.exact, time_limit_s=solve_time)
         tasks = [LnsTask(state.subset(nodes), exact, budget.subset(nodes)) for nodes, _ in picked]
         outcomes = run_groups(improve_neighbourhood, tasks)
@@ -127,6 +138,8 @@ def run_lns(
             result.gained_empties += outcome.gain
         result.waves.extend(round_waves)
         result.improved += improved_now
+        if improved_now:
+            tried.clear()
         if improved_now == 0:
             size = min(int(size * 1.5) + 1, options.max_neighbourhood_nodes)
         if progress is not None:
