@@ -71,157 +71,131 @@ def target_to_waves(state: ClusterState, target: dict[int, int], budget: MoveBud
 
     Pods are started in decreasing GPU order within a wave (big pods are the hard ones to fit).
     """
-    budget = MoveBudget.of(state) if budget is None else budget.copy()
-    order = sorted(target, key=lambda p: (-state.pod_gpus[p], -state.pod_cpus[p], p))
+    router = _Router(state, target, MoveBudget.of(state) if budget is None else budget.copy())
     result = WavePlan()
-    pending: dict[int, int] = {}
-    for p in order:  # reserve every planned move; what the budget cannot hold is dropped now
+    for p in router.order:  # reserve every planned move; what the budget cannot hold is dropped now
         source, destination = int(state.pod_node[p]), target[p]
         if source == destination:
             continue
-        if budget.allows(source, destination):
-            budget.spend(source, destination)
-            pending[p] = destination
+        if router.budget.allows(source, destination):
+            router.budget.spend(source, destination)
+            router.pending[p] = destination
         else:
             result.dropped.append((p, source, destination))
-    busy_in_target = np.zeros(len(state.node_names), dtype=bool)
-    busy_in_target[list(target.values())] = True
-    routed: set[int] = set()
     for _ in range(max_waves):
-        if not pending:
+        if not router.pending:
             break
-        wave = _start_fitting(state, [p for p in order if p in pending], pending)
+        wave = router.start_fitting()
         if not wave:
-            wave = _route(state, order, pending, routed, budget, busy_in_target, target)
-            routed.update(p for p, _, _ in wave)
+            wave = router.detour()
             result.routed += len(wave)
         if not wave:
             break
         for p, source, destination in wave:
             state.finish_move(p, destination)
-            if pending.get(p) == destination:
-                del pending[p]
+            if router.pending.get(p) == destination:
+                del router.pending[p]
         result.waves.append(wave)
-    result.dropped += [(p, int(state.pod_node[p]), n) for p, n in pending.items()]
+    result.dropped += [(p, int(state.pod_node[p]), n) for p, n in router.pending.items()]
     return result
 
 
-def _start_fitting(state: ClusterState, candidates: Sequence[int], pending: dict[int, int]) -> list[Step]:
-    wave = []
-    for p in candidates:
-        destination = pending[p]
-        if state.fits(p, destination):
-            state.add_copy(p, destination)
-            wave.append((p, int(state.pod_node[p]), destination))
-    return wave
+class _Router:
+    """The moves still to make towards a target, and the detours that break deadlocks."""
 
+    def __init__(self, state: ClusterState, target: dict[int, int], budget: MoveBudget):
+        self.state = state
+        self.target = target
+        self.budget = budget
+        self.order = sorted(target, key=lambda p: (-state.pod_gpus[p], -state.pod_cpus[p], p))
+        self.pending: dict[int, int] = {}
+        self.routed: set[int] = set()
+        self.busy_in_target = np.zeros(len(state.node_names), dtype=bool)
+        self.busy_in_target[list(target.values())] = True
+        self.wanted = np.zeros(len(state.node_names), dtype=bool)
+        """Nodes some pending pod wants to enter (refreshed at each detour)."""
 
-def _route(
-    state: ClusterState,
-    order: Sequence[int],
-    pending: dict[int, int],
-    routed: set[int],
-    budget: MoveBudget,
-    busy_in_target: np.ndarray,
-    target: dict[int, int],
-) -> list[Step]:
-    """Break a deadlock: park blocked pods whose departure lets another start; else evict one
-    bystander; else park any blocked pod (its departure may make parking room for others later)."""
-    wanted = np.zeros(len(state.node_names), dtype=bool)  # nodes some pending pod wants to enter
-    wanted[list(pending.values())] = True
-    wave = _park_blocked(state, order, pending, routed, budget, busy_in_target, wanted, helpful_only=True)
-    if wave:
+    def start_fitting(self) -> list[Step]:
+        """Start every pending move whose destination has room now, in order."""
+        wave = []
+        for p in self.order:
+            destination = self.pending.get(p)
+            if destination is not None and self.state.fits(p, destination):
+                self.state.add_copy(p, destination)
+                wave.append((p, int(self.state.pod_node[p]), destination))
         return wave
-    wave = _evict_bystander(state, order, pending, routed, budget, busy_in_target, target, wanted)
-    if wave:
+
+    def detour(self) -> list[Step]:
+        """Break a deadlock: park blocked pods whose departure lets another start; else evict one
+        bystander; else park any blocked pod (its departure may make parking room for others later)."""
+        self.wanted[:] = False
+        self.wanted[list(self.pending.values())] = True
+        wave = self._park_blocked(helpful_only=True) or self._evict_bystander() or self._park_blocked(helpful_only=False)
+        self.routed.update(p for p, _, _ in wave)
         return wave
-    return _park_blocked(state, order, pending, routed, budget, busy_in_target, wanted, helpful_only=False)
 
-
-def _park_blocked(
-    state: ClusterState,
-    order: Sequence[int],
-    pending: dict[int, int],
-    routed: set[int],
-    budget: MoveBudget,
-    busy_in_target: np.ndarray,
-    wanted: np.ndarray,
-    helpful_only: bool,
-) -> list[Step]:
-    """Park blocked pods on nodes with room (only those whose source another pod wants, if
-    ``helpful_only``); a pod for which this wave's parking already made room stays."""
-    wave: list[Step] = []
-    leaving: dict[int, list[int]] = {}
-    for p in order:
-        if p not in pending or p in routed:
-            continue
-        source, destination = int(state.pod_node[p]), pending[p]
-        if (helpful_only and not wanted[source]) or state.fits_without(p, destination, leaving.get(destination, [])):
-            continue
-        via = _parking(state, p, budget, 1, destination, busy_in_target, wanted)
-        if via is None:
-            continue
-        budget.moves_left -= 1  # the detour; its two touches of ``via`` (in, and out again)
-        budget.node_left[via] -= 2
-        state.add_copy(p, via)
-        leaving.setdefault(source, []).append(p)
-        wave.append((p, source, via))
-    return wave
-
-
-def _evict_bystander(
-    state: ClusterState,
-    order: Sequence[int],
-    pending: dict[int, int],
-    routed: set[int],
-    budget: MoveBudget,
-    busy_in_target: np.ndarray,
-    target: dict[int, int],
-    wanted: np.ndarray,
-) -> list[Step]:
-    """Park one pod that stays put in the target but stands in a blocked pod's way; it comes back."""
-    for p in order:
-        if p not in pending:
-            continue
-        destination = pending[p]
-        if budget.moves_left < 2 or budget.node_left[destination] < 2:
-            continue
-        bystanders = sorted(
-            (q for q in state.node_pods[destination] if target.get(q) == destination and q not in pending and q not in routed),
-            key=lambda q: (state.pod_gpus[q], state.pod_cpus[q], q),
-        )
-        for q in bystanders:
-            if not state.fits_without(p, destination, [q]):
+    def _park_blocked(self, helpful_only: bool) -> list[Step]:
+        """Park blocked pods on nodes with room (only those whose source another pod wants, if
+        ``helpful_only``); a pod for which this wave's parking already made room stays."""
+        state, budget = self.state, self.budget
+        wave: list[Step] = []
+        leaving: dict[int, list[int]] = {}
+        for p in self.order:
+            if p not in self.pending or p in self.routed:
                 continue
-            via = _parking(state, q, budget, 2, destination, busy_in_target, wanted)
+            source, destination = int(state.pod_node[p]), self.pending[p]
+            if (helpful_only and not self.wanted[source]) or state.fits_without(p, destination, leaving.get(destination, [])):
+                continue
+            via = self._parking(p, 1, destination)
             if via is None:
                 continue
-            budget.moves_left -= 2  # out to ``via`` and back
-            budget.node_left[destination] -= 2
+            budget.moves_left -= 1  # the detour; its two touches of ``via`` (in, and out again)
             budget.node_left[via] -= 2
-            state.add_copy(q, via)
-            pending[q] = destination
-            routed.add(q)
-            return [(q, destination, via)]
-    return []
+            state.add_copy(p, via)
+            leaving.setdefault(source, []).append(p)
+            wave.append((p, source, via))
+        return wave
 
+    def _evict_bystander(self) -> list[Step]:
+        """Park one pod that stays put in the target but stands in a blocked pod's way; it comes back."""
+        state, budget = self.state, self.budget
+        for p in self.order:
+            destination = self.pending.get(p)
+            if destination is None or budget.moves_left < 2 or budget.node_left[destination] < 2:
+                continue
+            bystanders = sorted(
+                (q for q in state.node_pods[destination] if self.target.get(q) == destination and q not in self.pending and q not in self.routed),
+                key=lambda q: (state.pod_gpus[q], state.pod_cpus[q], q),
+            )
+            for q in bystanders:
+                if not state.fits_without(p, destination, [q]):
+                    continue
+                via = self._parking(q, 2, destination)
+                if via is None:
+                    continue
+                budget.moves_left -= 2  # out to ``via`` and back
+                budget.node_left[destination] -= 2
+                budget.node_left[via] -= 2
+                state.add_copy(q, via)
+                self.pending[q] = destination
+                return [(q, destination, via)]
+        return []
 
-def _parking(
-    state: ClusterState, p: int, budget: MoveBudget, moves: int, avoid: int, busy_in_target: np.ndarray, wanted: np.ndarray
-) -> int | None:
-    """A node with room for p now, within the budget (``moves`` extra moves, two touches of it).
+    def _parking(self, p: int, moves: int, avoid: int) -> int | None:
+        """A node with room for p now, within the budget (``moves`` extra moves, two touches of it).
 
-    Prefers nodes the target leaves busy (a node meant to be vacated is not filled), then nodes no
-    pending pod wants to enter, then the fullest (best fit).
-    """
-    if budget.moves_left < moves:
-        return None
-    options = state.feasible_nodes(p) & (budget.node_left >= 2)
-    if budget.asw is not None:
-        options &= budget.asw == budget.asw[int(state.pod_node[p])]
-    options[avoid] = False
-    nodes = np.flatnonzero(options)
-    if len(nodes) == 0:
-        return None
-    free = state.free_devices()[nodes]
-    return int(nodes[np.lexsort((nodes, free, wanted[nodes], ~busy_in_target[nodes]))[0]])
+        Prefers nodes the target leaves busy (a node meant to be vacated is not filled), then nodes no
+        pending pod wants to enter, then the fullest (best fit).
+        """
+        state, budget = self.state, self.budget
+        if budget.moves_left < moves:
+            return None
+        options = state.feasible_nodes(p) & (budget.node_left >= 2)
+        if budget.asw is not None:
+            options &= budget.asw == budget.asw[int(state.pod_node[p])]
+        options[avoid] = False
+        nodes = np.flatnonzero(options)
+        if len(nodes) == 0:
+            return None
+        free = state.free_devices()[nodes]
+        return int(nodes[np.lexsort((nodes, free, self.wanted[nodes], ~self.busy_in_target[nodes]))[0]])
