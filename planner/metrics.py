@@ -13,6 +13,7 @@ Every measure is given for the whole cluster and per GPU model. All work on ``Cl
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -29,6 +30,22 @@ CPU_ONLY = "cpu-only"
 
 def _model_key(model: str, gpus: int) -> str:
     return CPU_ONLY if gpus == 0 else (model or "unknown-model")
+
+
+def exact_total(values: np.ndarray | list[float]) -> float:
+    """The correctly rounded sum of ``values``: the same whatever their order (``math.fsum``)."""
+    return math.fsum(values.tolist() if isinstance(values, np.ndarray) else values)
+
+
+def allocated_total(state: ClusterState, idx: np.ndarray) -> float:
+    """GPUs allocated on nodes ``idx``: whole GPUs plus the exact sum of every share on them.
+
+    Summed over the shares themselves, not over per-node subtotals, so it is the same number however
+    the pods are spread over the nodes and in whatever order they got there: a plan's claimed
+    metrics and the validator's replay agree bit for bit, and moves never change the cluster's total.
+    """
+    shares = [share for n in idx.tolist() for share in state.node_shares.get(n, ())]
+    return int(state.whole_used[idx].sum()) + math.fsum(shares)
 
 
 def node_groups(state: ClusterState) -> dict[str, np.ndarray]:
@@ -54,7 +71,7 @@ def _summary_of(state: ClusterState, idx: np.ndarray, allocated: np.ndarray, cou
     full = np.where(gpu_node, alloc >= gpus - rules.EPS, state.used_cpus[idx] >= state.cap_cpus[idx] - rules.EPS)
     slack = ~empty & ~full
     total_gpus = int(gpus.sum())
-    allocated_gpus = float(alloc.sum())
+    allocated_gpus = allocated_total(state, idx)
     n = len(idx)
     return {
         "nodes": n,
@@ -79,7 +96,7 @@ def summary(cluster: Cluster | ClusterState) -> dict[str, Any]:
     result = _summary_of(state, np.arange(len(state.node_names)), allocated, count)
     pending = state.pod_node < 0
     result["pending_pods"] = int(pending.sum())
-    result["pending_gpus"] = round(float(state.pod_gpus[pending].sum()), 6)
+    result["pending_gpus"] = round(exact_total(state.pod_gpus[pending]), 6)
     result["by_model"] = {key: _summary_of(state, idx, allocated, count) for key, idx in node_groups(state).items()}
     return result
 
@@ -184,7 +201,7 @@ def _stranded_of(state: ClusterState, idx: np.ndarray, shape: Shape, allocated: 
         anywhere = int(slots.sum()) // shape.gpus
         causes["topology"] = float((anywhere - requests) * shape.gpus)
         causes["stranded_gpus"] = float(slots.sum() - anywhere * shape.gpus)
-    idle = float(state.cap_gpus[idx].sum() - allocated[idx].sum())
+    idle = float(state.cap_gpus[idx].sum()) - allocated_total(state, idx)
     return {
         "shape": str(shape),
         "multi_node": bool(multi_node),

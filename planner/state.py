@@ -12,6 +12,7 @@ is tested, so a single move checked here is legal as one wave.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -144,12 +145,14 @@ class ClusterState:
         if mem:
             self.used_mem[n] += sign * mem
         if share:
-            self.share_sum[n] += sign * share
             shares = self.node_shares[n]
             if sign > 0:
                 shares.append(share)
             else:
                 shares.remove(share)
+            # the exact sum of the shares now there: independent of the order they came and went in,
+            # so every path to the same placement reports the same allocation (metrics compare equal)
+            self.share_sum[n] = math.fsum(shares)
             self.share_devices[n] = len(rules.pack_shares(shares))
         if sign > 0:
             self.node_pods[n].add(p)

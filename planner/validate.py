@@ -30,6 +30,8 @@ SAME_SOURCE_AND_DESTINATION = "same_source_and_destination"
 MOVED_TWICE_IN_WAVE = "moved_twice_in_wave"
 VACATED_NODES_MISMATCH = "vacated_nodes_mismatch"
 METRICS_MISMATCH = "metrics_mismatch"
+ROUNDING_TOLERANCE = 1.5e-6
+"""Claimed and replayed metrics agree when within one unit of their 6-decimal rounding."""
 # Violations of the limits a plan was asked for
 MAX_MOVES = "max_moves"
 MAX_MOVES_PER_NODE = "max_moves_per_node"
@@ -241,7 +243,8 @@ def _differences(claimed: dict[str, Any], actual: dict[str, Any], prefix: str = 
         if isinstance(value, dict) and isinstance(truth, dict):
             out += _differences(value, truth, f"{prefix}{key}.")
         elif isinstance(value, (int, float)) and isinstance(truth, (int, float)) and not isinstance(value, bool):
-            if not math.isclose(value, truth, rel_tol=1e-6, abs_tol=1e-9):
+            # metrics are rounded to 6 decimals: equal quantities may round one unit apart, never more
+            if not math.isclose(value, truth, rel_tol=1e-9, abs_tol=ROUNDING_TOLERANCE):
                 out.append((prefix + key, value, truth))
         elif value != truth:
             out.append((prefix + key, value, truth))
