@@ -29,10 +29,11 @@ if TYPE_CHECKING:
 EPS = 1e-9
 """Tolerance for sums of floating-point requests (shares, CPUs, GiB)."""
 
-PACKING_SEARCH_LIMIT = 200_000
-"""Search nodes allowed when proving the fewest GPU devices for a set of shares. Past it the
-first-fit-decreasing packing is used: possibly one device more than optimal (a conservative
-"does not fit"), never fewer. Only pathological sets of many tiny shares get near it."""
+PACKING_SEARCH_LIMIT = 5_000
+"""Search nodes allowed, in all, when looking for a packing of shares on fewer devices than
+first-fit-decreasing found. Most sets never search: first-fit-decreasing meets the lower bound.
+Past the budget the best packing found is used: possibly a device more than optimal (a conservative
+"does not fit"), never fewer. The budget bounds the work of one question, whatever its shares."""
 
 # Rule names, shared by the validator's violations and the fast forms' explanations.
 OVER_CAPACITY = "over_capacity"
@@ -65,6 +66,8 @@ def is_share(gpus: float) -> bool:
 
 def _first_fit_decreasing(shares: tuple[float, ...]) -> list[int]:
     """Device of each share (sorted decreasing) by first fit."""
+    if len(shares) > 64:
+        return _first_fit_decreasing_vectorised(shares)
     fills: list[float] = []
     devices = []
     for share in shares:
@@ -79,60 +82,117 @@ def _first_fit_decreasing(shares: tuple[float, ...]) -> list[int]:
     return devices
 
 
+def _first_fit_decreasing_vectorised(shares: tuple[float, ...]) -> list[int]:
+    """First fit with one vector scan of the open devices per share (for many shares on one node)."""
+    import numpy as np
+
+    fills = np.zeros(len(shares))
+    opened = 0
+    devices = []
+    for share in shares:
+        fits = np.flatnonzero(fills[:opened] + share <= 1 + EPS)
+        d = int(fits[0]) if len(fits) else opened
+        opened += d == opened
+        fills[d] += share
+        devices.append(d)
+    return devices
+
+
 def _lower_bound(shares: tuple[float, ...]) -> int:
-    """Martello-Toth style bound: at least ceil(sum) devices, and one each for shares above 1/2."""
-    by_sum = math.ceil(sum(shares) - EPS)
-    big = sum(1 for s in shares if s > 0.5 + EPS)
-    return max(by_sum, big)
+    """Fewest devices any packing of ``shares`` (sorted decreasing) needs: the best of
+
+    * the volume bound ceil(sum);
+    * cardinality bounds: more than 1/(q+1) of a device each, at most q fit one device;
+    * Martello and Toth's L2: for each threshold t <= 1/2, shares above 1 - t need a device each,
+      shares in (1/2, 1 - t] too, and the shares in [t, 1/2] must fit the room those leave or in
+      further devices.
+
+    O(n log n) with sorted arrays and prefix sums.
+    """
+    import numpy as np
+
+    if not shares:
+        return 0
+    a = np.array(shares[::-1])  # ascending
+    prefix = np.concatenate(([0.0], np.cumsum(a)))
+    n = len(a)
+    best = math.ceil(prefix[-1] - EPS)
+
+    def above(x: np.ndarray | float) -> np.ndarray:  # index of the first share > x
+        return np.searchsorted(a, np.asarray(x) + EPS, side="right")
+
+    q = np.arange(1, n + 1)
+    over = n - above(1 / (q + 1))  # shares above 1/(q+1): at most q share a device
+    best = max(best, int(np.max(np.ceil(over / q))))
+    thresholds = np.unique(np.concatenate(([0.0], a[a <= 0.5 + EPS])))
+    half = above(0.5)  # shares above 1/2 start here
+    top = above(1 - thresholds)  # shares above 1 - t start here
+    low = np.searchsorted(a, thresholds - EPS, side="left")  # shares >= t start here
+    j1 = n - top
+    j2_count = top - half
+    j2_sum = prefix[top] - prefix[half]
+    j3_sum = prefix[half] - prefix[np.minimum(low, half)]
+    room = j2_count - j2_sum
+    l2 = j1 + j2_count + np.maximum(0, np.ceil(j3_sum - room - EPS))
+    return max(best, int(np.max(l2)))
 
 
-def _pack_into(shares: tuple[float, ...], devices: int) -> list[int] | None:
-    """Depth-first search for a packing of ``shares`` (sorted decreasing) into ``devices`` devices."""
+def _pack_into(shares: tuple[float, ...], devices: int, budget: list[int]) -> list[int] | None:
+    """Depth-first search for a packing of ``shares`` (sorted decreasing) into ``devices`` devices,
+    spending search nodes from ``budget`` (shared by the caller's searches); None if none is found."""
     fills = [0.0] * devices
     chosen = [0] * len(shares)
     suffix = [0.0] * (len(shares) + 1)
     for i in range(len(shares) - 1, -1, -1):
         suffix[i] = suffix[i + 1] + shares[i]
-    budget = [PACKING_SEARCH_LIMIT]
 
-    def place(i: int) -> bool:
+    def place(i: int, placed: float) -> bool:
         if i == len(shares):
             return True
         budget[0] -= 1
         if budget[0] < 0:
             raise TimeoutError
-        free = sum(1 - f for f in fills)
-        if suffix[i] > free + EPS:
-            return False
+        if suffix[i] > devices - placed + EPS:
+            return False  # the rest cannot fit the room left, however it is split
+        share = shares[i]
         tried: set[float] = set()
         for d in range(devices):
             fill = fills[d]
-            key = round(fill, 9)
-            if key in tried or fill + shares[i] > 1 + EPS:
+            if fill + share > 1 + EPS:
                 continue
+            key = round(fill, 9)
+            if key in tried:
+                continue  # a device filled like one tried already leads to the same packings
             tried.add(key)
-            fills[d] = fill + shares[i]
+            fills[d] = fill + share
             chosen[i] = d
-            if place(i + 1):
+            if place(i + 1, placed + share):
                 return True
             fills[d] = fill
         return False
 
     try:
-        return chosen if place(0) else None
+        return chosen if place(0, 0.0) else None
     except TimeoutError:
         return None
 
 
 @lru_cache(maxsize=1 << 16)
 def _pack_sorted(shares: tuple[float, ...]) -> tuple[int, ...]:
-    """Device of each share (sorted decreasing) in a packing on the fewest devices found."""
-    ffd = _first_fit_decreasing(shares)
-    for devices in range(_lower_bound(shares), max(ffd, default=-1) + 1):
-        packing = _pack_into(shares, devices)
-        if packing is not None:
-            return tuple(packing)
-    return tuple(ffd)
+    """Device of each share (sorted decreasing) in a packing on the fewest devices found.
+
+    First-fit-decreasing, then, while it uses more devices than the lower bound, a search for a
+    packing on one device fewer, all searches drawing on one budget of ``PACKING_SEARCH_LIMIT``.
+    """
+    best = _first_fit_decreasing(shares)
+    floor = _lower_bound(shares)
+    budget = [PACKING_SEARCH_LIMIT]
+    while shares and max(best) + 1 > floor and budget[0] > 0:
+        fewer = _pack_into(shares, max(best), budget)
+        if fewer is None:
+            break
+        best = fewer
+    return tuple(best)
 
 
 def assign_shares(shares: Sequence[float]) -> list[int]:

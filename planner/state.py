@@ -83,9 +83,13 @@ class ClusterState:
         self.pods_per_node = np.zeros(n_nodes, dtype=np.int64)
         self.pod_node = np.full(len(pods), PENDING, dtype=np.int64)
         self._refresh_pod_scalars()
+        self._bulk = True  # placing the snapshot: pack each node's shares once at the end, not per pod
         for p, pod in enumerate(pods):
             if pod.node is not None:
                 self.place(p, self.node_index[pod.node])
+        self._bulk = False
+        for n, shares in self.node_shares.items():
+            self._settle_shares(n, shares)
 
     # ------------------------------------------------------------------------------------------
     # Derived quantities
@@ -150,10 +154,8 @@ class ClusterState:
                 shares.append(share)
             else:
                 shares.remove(share)
-            # the exact sum of the shares now there: independent of the order they came and went in,
-            # so every path to the same placement reports the same allocation (metrics compare equal)
-            self.share_sum[n] = math.fsum(shares)
-            self.share_devices[n] = len(rules.pack_shares(shares))
+            if not self._bulk:
+                self._settle_shares(n, shares)
         if sign > 0:
             self.node_pods[n].add(p)
         else:
@@ -170,6 +172,15 @@ class ClusterState:
             domains[d] += sign
             if domains[d] == 0:
                 del domains[d]
+
+    def _settle_shares(self, n: int, shares: list[float]) -> None:
+        """Share sum and devices of node n from the shares now there.
+
+        The sum is exact (``math.fsum``): independent of the order shares came and went in, so every
+        path to the same placement reports the same allocation (plan metrics compare equal).
+        """
+        self.share_sum[n] = math.fsum(shares)
+        self.share_devices[n] = len(rules.pack_shares(shares))
 
     def _refresh_pod_scalars(self) -> None:
         """Per-pod Python scalars for the hot path (numpy element access is slow one at a time)."""
@@ -319,6 +330,7 @@ class ClusterState:
         local = {int(n): k for k, n in enumerate(nodes)}
         pods = np.array(sorted(p for n in nodes for p in self.node_pods[n]), dtype=np.int64)
         sub = object.__new__(ClusterState)
+        sub._bulk = False
         sub.cluster = self.cluster
         sub.node_ids, sub.pod_ids = self.node_ids[nodes], self.pod_ids[pods]
         sub.node_names = [self.node_names[n] for n in nodes]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner import metrics
 from planner.cluster import Cluster
@@ -59,3 +62,48 @@ def test_metrics_do_not_depend_on_the_order_of_pods_in_the_snapshot() -> None:
     data = json.loads(cluster.model_dump_json())
     data["pods"].reverse()
     assert metrics.summary(parse_cluster(json.dumps(data))) == metrics.summary(cluster)
+
+
+# ----------------------------------------------------------------------------------------------
+# GPU-share packing: exact where it matters, bounded always
+# ----------------------------------------------------------------------------------------------
+
+
+def _fewest_devices_by_brute_force(shares: list[float]) -> int:
+    """Try every assignment of shares to k devices, k = 1, 2, ... (tiny sets only)."""
+    import itertools
+
+    for k in range(1, len(shares) + 1):
+        for assignment in itertools.product(range(k), repeat=len(shares)):
+            fills = [0.0] * k
+            for share, d in zip(shares, assignment):
+                fills[d] += share
+            if max(fills) <= 1 + 1e-9:
+                return k
+    return 0
+
+
+SHARE_VALUES = [0.1, 0.2, 0.25, 0.3, 1 / 3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 0.15, 0.35]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(SHARE_VALUES) | st.floats(0.01, 0.99), min_size=1, max_size=7))
+def test_share_packing_uses_the_fewest_devices(shares: list[float]) -> None:
+    from planner import rules
+
+    fewest = _fewest_devices_by_brute_force(shares)
+    assert rules.gpu_devices_needed(shares) == fewest
+    assert rules._lower_bound(tuple(sorted(shares, reverse=True))) <= fewest
+
+
+def test_many_shares_between_a_third_and_a_half_pack_two_to_a_device_without_search() -> None:
+    """60 shares in (1/3, 1/2) on one 64-GPU node took minutes (a full search per device count)."""
+    from planner import rules
+
+    rng = random.Random(3)
+    shares = [rng.uniform(0.34, 0.47) for _ in range(60)]
+    ordered = tuple(sorted(shares, reverse=True))
+    assert rules._lower_bound(ordered) == 30  # at most two such shares share a device
+    assert rules.gpu_devices_needed(shares) == 30
+    cluster = make_cluster([node("big", gpus=64, cpus=512, memory_gib=4096)], [pod(f"s{i}", "big", gpus=s) for i, s in enumerate(shares)])
+    assert metrics.summary(cluster)["allocated_gpus"] == round(math.fsum(shares), 6)
