@@ -39,7 +39,21 @@ EXIT_VIOLATIONS = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, markup=False, highlight=False)
+
+
+@contextlib.contextmanager
+def _stdout_console():  # type: ignore[no-untyped-def]
+    """A console for human output: names from the input are shown as written, never read as markup
+    (an asw named '[/]' is text), and the output goes out through ``_emit`` (an unwritable stdout is
+    exit 2, not a traceback)."""
+    import io
+    import shutil
+
+    buffer = io.StringIO()
+    width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
+    yield Console(file=buffer, markup=False, highlight=False, width=width, force_terminal=sys.stdout.isatty())
+    _emit(buffer.getvalue(), "-")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -72,15 +86,26 @@ def guarded(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _emit(text: str, out: str, flag: str = "--out") -> None:
+    """Write ``text`` to the file ``out`` ('-': standard output); an unwritable destination (a
+    directory, a missing directory, a full disk, a read-only file) is bad input: exit 2."""
+    try:
+        if out == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            with open(out, "w", encoding="utf-8") as f:
+                f.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as err:
+        reason = err.strerror or str(err)
+        problem = f"standard output: cannot write: {reason}" if out == "-" else f"{flag}: cannot write '{out}': {reason}"
+        raise SnapshotError([problem]) from None
+
+
 def _write_json(data: Any, out: str) -> None:
-    text = json.dumps(data, indent=2) + "\n"
-    if out == "-":
-        sys.stdout.write(text)
-    else:
-        try:
-            Path(out).write_text(text, encoding="utf-8")
-        except OSError as err:
-            raise SnapshotError([f"--out: cannot write '{out}': {err}"]) from None
+    _emit(json.dumps(data, indent=2) + "\n", out)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -116,7 +141,11 @@ def report(
 
 
 def _print_report(result: dict[str, Any], source: str) -> None:
-    console = Console()
+    with _stdout_console() as console:
+        _render_report(console, result, source)
+
+
+def _render_report(console: Console, result: dict[str, Any], source: str) -> None:
     summary = result["summary"]
     models = summary["by_model"]
     table = Table(title=f"Fragmentation report: {source} (time {result['time_s']:g} s)")
@@ -301,7 +330,7 @@ def defrag(
 ) -> None:
     """Plan a defragmentation: migration waves that vacate as many nodes as possible."""
     from planner.engine import DefragOptions, plan_defrag
-    from planner.plans import write_plan
+    from planner.plans import dump_plan
     from planner.snapshot import load_cluster
 
     if threshold <= 0:
@@ -335,14 +364,14 @@ def defrag(
     else:
         plan = plan_defrag(cluster, options)
     if out is not None:
-        write_plan(plan, out)
+        _emit(dump_plan(plan) + "\n", out)
     if output_format == OutputFormat.table:
         if isinstance(plan, DefragComparison):
             _print_comparison(plan)
         else:
             _print_defrag_table(plan)
     elif out is None:
-        write_plan(plan, "-")
+        _emit(dump_plan(plan) + "\n", "-")
 
 
 FLAGS = {"time_limit_s": "time_limit"}
@@ -384,7 +413,11 @@ def _progress_bar(title: str):  # type: ignore[no-untyped-def]
 
 
 def _print_comparison(comparison) -> None:  # type: ignore[no-untyped-def]
-    console = Console()
+    with _stdout_console() as console:
+        _render_comparison(console, comparison)
+
+
+def _render_comparison(console: Console, comparison) -> None:  # type: ignore[no-untyped-def]
     h, e, gap = comparison.heuristic.report, comparison.exact.report, comparison.gap
     table = Table(title="Heuristic (IPC) against exact")
     for column in ("", "heuristic", "exact"):
@@ -409,7 +442,11 @@ def _print_comparison(comparison) -> None:  # type: ignore[no-untyped-def]
 
 
 def _print_defrag_table(plan) -> None:  # type: ignore[no-untyped-def]
-    console = Console()
+    with _stdout_console() as console:
+        _render_defrag_table(console, plan)
+
+
+def _render_defrag_table(console: Console, plan) -> None:  # type: ignore[no-untyped-def]
     report = plan.report
     head = Table(title=f"Defrag plan ({report.method}, seed {report.seed}, {report.wall_s:.2f} s)")
     head.add_column("")
@@ -463,7 +500,7 @@ class NodeList(str, Enum):
 @generate_app.command("asi")
 @guarded
 def generate_asi_command(
-    nodes: int = typer.Option(..., "--nodes", min=1, help="Number of 8-GPU nodes."),
+    nodes: int = typer.Option(..., "--nodes", help="Number of 8-GPU nodes (1 to 250,000)."),
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same snapshot."),
     allocation: float = typer.Option(0.7, "--allocation", min=0.0, max=1.0, help="Target share of GPUs allocated."),
     locked: float = typer.Option(0.4, "--locked", min=0.0, max=1.0, help="Share of pods that are locked (may not move)."),
@@ -475,7 +512,7 @@ def generate_asi_command(
 ) -> None:
     """A seeded ASI-like cluster (Alibaba ASI paper): ASWs of 32-64 8-GPU nodes, ~40% locked pods."""
     from planner.instances.asi import generate_asi
-    from planner.snapshot import write_cluster
+    from planner.snapshot import dump_cluster
 
     cluster = generate_asi(
         nodes=nodes,
@@ -487,7 +524,7 @@ def generate_asi_command(
         pending_jobs=pending_jobs,
         mix=mix,
     )
-    write_cluster(cluster, out)
+    _emit(dump_cluster(cluster) + "\n", out)
 
 
 @generate_app.command("openb")
@@ -509,7 +546,7 @@ def generate_openb_command(
 ) -> None:
     """A snapshot of the Alibaba 2023 GPU trace (openb) replayed up to a time with a baseline scheduler."""
     from planner.instances.openb import generate_openb
-    from planner.snapshot import write_cluster
+    from planner.snapshot import dump_cluster
 
     cluster = generate_openb(
         pods=pods,
@@ -520,7 +557,7 @@ def generate_openb_command(
         data_dir=data_dir,
         departures=departures,
     )
-    write_cluster(cluster, out)
+    _emit(dump_cluster(cluster) + "\n", out)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -631,10 +668,10 @@ def submit(
             return
         text_out = json.dumps(response.json(), indent=2) + "\n"
         if out and out != "-":
-            Path(out).write_text(text_out, encoding="utf-8")
+            _emit(text_out, out)
             err_console.print(f"plan of job {response.headers.get('x-job-id', '')} written to {out}", markup=False)
         else:
-            sys.stdout.write(text_out)
+            _emit(text_out, "-")
 
 
 @app.command()
@@ -659,7 +696,8 @@ def jobs(
     for row in rows:
         created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["created_at"]))
         table.add_row(row["job_id"], row["kind"], row["status"], f"{row['progress']:.0%}", created, row.get("error") or "")
-    Console().print(table)
+    with _stdout_console() as console:
+        console.print(table)
 
 
 @app.command()
@@ -685,7 +723,8 @@ def plans(
     for row in rows:
         created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["created_at"]))
         table.add_row(row["plan_id"], row["job_id"], row["kind"], row["method"] or "", row["status"] or "", _fmt(row["objective"]), created)
-    Console().print(table)
+    with _stdout_console() as console:
+        console.print(table)
 
 
 def main() -> None:

@@ -37,6 +37,11 @@ WholeNumber = Annotated[int, BeforeValidator(_whole_float_to_int)]
 _STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 MAX_GPUS = 1024
 """GPUs of one node or one pod at most: larger numbers are typos (or attacks), not machines."""
+MAX_CPUS = 1_000_000.0
+MAX_MEMORY_GIB = 10_000_000.0
+MAX_COUNT = 1_000_000_000
+MAX_TIME_S = 1e12
+"""Likewise for CPUs, memory, counters (``eviction_count``) and times (about 31,700 years)."""
 
 
 class NumaDomain(BaseModel):
@@ -45,7 +50,7 @@ class NumaDomain(BaseModel):
     model_config = _STRICT
     name: str
     gpu_indexes: list[WholeNumber] = Field(default_factory=list)
-    cpus: float = Field(default=0.0, ge=0)
+    cpus: float = Field(default=0.0, ge=0, le=MAX_CPUS)
 
 
 class PowerProfile(BaseModel):
@@ -65,13 +70,13 @@ class Node(BaseModel):
     name: str = Field(min_length=1)
     gpu_model: str = ""
     gpus: WholeNumber = Field(ge=0, le=MAX_GPUS)
-    cpus: float = Field(gt=0)
-    memory_gib: float = Field(ge=0)
+    cpus: float = Field(gt=0, le=MAX_CPUS)
+    memory_gib: float = Field(ge=0, le=MAX_MEMORY_GIB)
     asw: str | None = None
     spine: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     schedulable: bool = True
-    eviction_count: WholeNumber = Field(default=0, ge=0)
+    eviction_count: WholeNumber = Field(default=0, ge=0, le=MAX_COUNT)
     numa: list[NumaDomain] | None = None
     power: PowerProfile | None = None
 
@@ -84,15 +89,15 @@ class Pod(BaseModel):
     job: str | None = None
     node: str | None = None
     gpus: float = Field(ge=0, le=MAX_GPUS)
-    cpus: float = Field(ge=0)
-    memory_gib: float = Field(default=0.0, ge=0)
+    cpus: float = Field(ge=0, le=MAX_CPUS)
+    memory_gib: float = Field(default=0.0, ge=0, le=MAX_MEMORY_GIB)
     gpu_models: list[str] = Field(default_factory=list)
     priority: Literal["HP", "LP"] = "HP"
     locked: bool = False
     node_selector: dict[str, str] = Field(default_factory=dict)
     anti_affinity: list[str] = Field(default_factory=list)
-    checkpoint_s: float | None = Field(default=None, ge=0)
-    started_s: float | None = Field(default=None, ge=0)
+    checkpoint_s: float | None = Field(default=None, ge=0, le=MAX_TIME_S)
+    started_s: float | None = Field(default=None, ge=0, le=MAX_TIME_S)
     standby: bool = False
 
     @field_serializer("gpus")
@@ -121,7 +126,7 @@ class Cluster(BaseModel):
 
     model_config = _STRICT
     version: Literal[1] = SNAPSHOT_VERSION
-    time_s: float = Field(default=0.0, ge=0)
+    time_s: float = Field(default=0.0, ge=0, le=MAX_TIME_S)
     nodes: list[Node]
     pods: list[Pod] = Field(default_factory=list)
     jobs: list[Job] = Field(default_factory=list)
@@ -143,6 +148,37 @@ class Cluster(BaseModel):
 # ----------------------------------------------------------------------------------------------
 # Loading and dumping
 # ----------------------------------------------------------------------------------------------
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            named = dict(pairs).get("name")
+            where = f" in the object named {named!r}" if isinstance(named, str) else ""
+            raise _DuplicateKey(f"duplicate key {key!r}{where}; a key may appear once (which value was meant?)")
+        seen[key] = value
+    return seen
+
+
+def duplicate_key_problems(text: str | bytes, what: str) -> list[str]:
+    """A JSON object that names a key twice is ambiguous (parsers silently keep the last): a problem.
+
+    Other JSON errors are left to the schema check, which reports them with their position.
+    """
+    try:
+        json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as err:
+        return [f"{what}: {err}"]
+    except RecursionError:
+        return [f"{what}: JSON nested too deeply"]
+    except (ValueError, TypeError):
+        return []
+    return []
 
 
 def field_path(loc: tuple[Any, ...]) -> str:

@@ -56,23 +56,34 @@ class PlanOptionError(ValueError):
     """Options that cannot be honoured for this cluster; the message names the fix."""
 
 
+MAX_SEED = 2**31 - 1
+"""CP-SAT's random seed is a 32-bit signed integer."""
+MAX_COUNT = 10**9
+"""Budgets and sizes above this are typos (no cluster has a billion pods)."""
+MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
+
+
 class DefragOptions(BaseModel):
     """Options of ``plan_defrag``; out-of-range values are rejected with the option's name."""
 
     model_config = ConfigDict(extra="forbid")
     method: Method = "heuristic"
-    partition_size: int = Field(500, ge=2, description="Nodes per IPC partition.")
-    depth: int = Field(3, ge=1, description="K: longest ejection chain.")
-    rounds: int = Field(5, ge=1, description="R: IPC rounds (fresh random partition each).")
-    seed: int = Field(0, description="Random seed; same snapshot and seed, same plan.")
-    max_moves: int | None = Field(None, ge=0, description="Migration budget for the whole plan.")
-    max_moves_per_node: int | None = Field(None, ge=0, description="Moves touching any one node (as source or destination).")
+    partition_size: int = Field(500, ge=2, le=MAX_COUNT, description="Nodes per IPC partition.")
+    depth: int = Field(3, ge=1, le=16, description="K: longest ejection chain.")
+    rounds: int = Field(5, ge=1, le=1000, description="R: IPC rounds (fresh random partition each).")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Random seed; same snapshot and seed, same plan.")
+    max_moves: int | None = Field(None, ge=0, le=MAX_COUNT, description="Migration budget for the whole plan.")
+    max_moves_per_node: int | None = Field(
+        None, ge=0, le=MAX_COUNT, description="Moves touching any one node (as source or destination)."
+    )
     same_asw: bool = Field(False, description="Pods move only within their access switch.")
     threshold: float = Field(0.5, gt=0, le=1, description="Baselines: GPU allocation below which a node is drained.")
-    workers: int | None = Field(None, ge=1, description="Worker processes for partitions (default: one per core).")
+    workers: int | None = Field(None, ge=1, le=256, description="Worker processes for partitions (default: one per core).")
     solver: Literal["cpsat", "highs"] = Field("highs", description="Exact back-end (HiGHS proved our models faster; see benchmarks).")
-    time_limit_s: float = Field(60.0, gt=0, description="Solver time limit (exact, compare) or search time (hybrid).")
-    solver_workers: int = Field(8, ge=1, description="CP-SAT workers / HiGHS threads.")
+    time_limit_s: float = Field(
+        60.0, gt=0, le=MAX_TIME_LIMIT_S, allow_inf_nan=False, description="Time for exact, compare and hybrid, model building included."
+    )
+    solver_workers: int = Field(8, ge=1, le=256, description="CP-SAT workers / HiGHS threads.")
     formulation: Literal["auto", "pod", "class"] = Field("auto", description="Exact model: pod-level or class-aggregated.")
     deterministic: bool = Field(False, description="CP-SAT: deterministic search, time limit in deterministic seconds.")
     lexicographic: Literal["two-phase", "weighted"] = Field(

@@ -143,14 +143,21 @@ class Shape:
         return text + (f"{self.memory_gib:g}m" if self.memory_gib else "")
 
 
+MAX_SHAPE_GPUS = 1 << 20
+"""A request of more GPUs than this is a typo (1,024 nodes of 1,024 GPUs)."""
+
+
 def parse_shape(text: str) -> Shape:
     """'8g64c' -> 8 GPUs and 64 CPUs; an optional 'NNNm' adds GiB of memory ('8g64c512m')."""
-    match = _SHAPE.match(text.strip().lower())
+    match = _SHAPE.match(text.strip().lower()) if len(text) <= 64 else None
     if not match or int(match["g"]) < 1:
         raise ValueError(
-            f"shape '{text}' is not of the form <GPUs>g<CPUs>c[<GiB>m] with at least one whole GPU, e.g. 8g64c"
+            f"shape '{text[:64]}' is not of the form <GPUs>g<CPUs>c[<GiB>m] with at least one whole GPU, e.g. 8g64c"
         )
-    return Shape(int(match["g"]), float(match["c"] or 0), float(match["m"] or 0))
+    shape = Shape(int(match["g"]), float(match["c"] or 0), float(match["m"] or 0))
+    if shape.gpus > MAX_SHAPE_GPUS or shape.cpus > 1e9 or shape.memory_gib > 1e9:
+        raise ValueError(f"shape '{text}' asks for more than {MAX_SHAPE_GPUS:,} GPUs or 10^9 CPUs or GiB: a typo?")
+    return shape
 
 
 CAUSES = ("fractional", "stranded_gpus", "insufficient_cpu", "insufficient_memory", "topology", "unschedulable")

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.cluster import SnapshotError, pydantic_problems
+from planner.cluster import SnapshotError, duplicate_key_problems, pydantic_problems
 
 PLAN_VERSION = 1
 Status = Literal["optimal", "feasible", "timeout", "infeasible", "heuristic"]
@@ -82,6 +82,9 @@ class DefragComparison(BaseModel):
 
 def parse_plan(text: str | bytes, source: str = "plan") -> DefragPlan:
     """Parse a plan; raise SnapshotError with field-path messages when it is malformed."""
+    duplicates = duplicate_key_problems(text, source)
+    if duplicates:
+        raise SnapshotError(duplicates)
     try:
         return DefragPlan.model_validate_json(text)
     except ValidationError as err:

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner import rules
-from planner.cluster import SNAPSHOT_VERSION, Cluster, SnapshotError, pydantic_problems, reference_problems
+from planner.cluster import SNAPSHOT_VERSION, Cluster, SnapshotError, duplicate_key_problems, pydantic_problems, reference_problems
 
 
 def read_text(path: str | Path, what: str = "snapshot") -> str:
@@ -35,6 +35,9 @@ def read_text(path: str | Path, what: str = "snapshot") -> str:
 
 def parse_cluster(text: str | bytes, source: str = "snapshot") -> Cluster:
     """Parse and check a snapshot; raise SnapshotError listing every problem."""
+    duplicates = duplicate_key_problems(text, source)
+    if duplicates:
+        raise SnapshotError(duplicates)
     try:
         cluster = Cluster.model_validate_json(text)
     except ValidationError as err:

@@ -190,6 +190,7 @@ def generate_asi(
     instances).
     """
     _check_arguments(nodes, allocation, locked, scheduler, churn_rounds, pending_jobs)
+    check_seed(seed)
     rng = np.random.default_rng(seed)
     fabric = build_fabric(nodes, rng)
     node_objects = _node_objects(fabric)
@@ -210,21 +211,31 @@ def generate_asi(
     return _snapshot(node_objects, results, rng)
 
 
+def check_seed(seed: int) -> None:
+    """Seeds are whole numbers from 0 to 2**32 - 1 (what every generator here accepts)."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**32:
+        raise SnapshotError([f"--seed: must be a whole number from 0 to {2**32 - 1}, got {seed!r}"])
+
+
+MAX_NODES = 250_000
+"""Largest cluster generated (the ASI paper's is 37,707 nodes); more is a typo, and would take hours."""
+
+
 def _check_arguments(
     nodes: int, allocation: float, locked: float, scheduler: str, churn_rounds: int, pending_jobs: int
 ) -> None:
     problems = []
-    if isinstance(nodes, bool) or not isinstance(nodes, numbers.Integral) or nodes < 1:
-        problems.append(f"--nodes: must be a whole number of at least 1, got {nodes!r}")
+    if isinstance(nodes, bool) or not isinstance(nodes, numbers.Integral) or not 1 <= nodes <= MAX_NODES:
+        problems.append(f"--nodes: must be a whole number from 1 to {MAX_NODES:,}, got {nodes!r}")
     for name, value in (("--allocation", allocation), ("--locked", locked)):
         if not (isinstance(value, (int, float)) and 0 <= value <= 1):
             problems.append(f"{name}: must be a fraction between 0 and 1, got {value!r}")
     if scheduler not in POLICIES:
         problems.append(f"--scheduler: unknown policy {scheduler!r}; choose one of {', '.join(POLICIES)}")
-    if churn_rounds < 0:
-        problems.append(f"--churn-rounds: must be 0 or more, got {churn_rounds}")
-    if pending_jobs < 0:
-        problems.append(f"--pending-jobs: must be 0 or more, got {pending_jobs}")
+    if not 0 <= churn_rounds <= 100:
+        problems.append(f"--churn-rounds: must be from 0 to 100, got {churn_rounds}")
+    if not 0 <= pending_jobs <= 1_000_000:
+        problems.append(f"--pending-jobs: must be from 0 to 1,000,000, got {pending_jobs}")
     if problems:
         raise SnapshotError(problems)
 

@@ -35,8 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.cluster import Cluster, Node, Pod, SnapshotError
+from planner.cluster import MAX_TIME_S, Cluster, Node, Pod, SnapshotError
 from planner.heuristics.scheduler import POLICIES, schedule_pod
+from planner.instances.asi import check_seed
 from planner.state import PENDING, ClusterState
 
 ENV_DIR = "PLANNER_OPENB_DIR"
@@ -92,6 +93,7 @@ def generate_openb(
     """
     directory = resolve_data_dir(data_dir)
     _check_arguments(directory, data_dir, pods, nodes, scheduler)
+    check_seed(seed)
     node_list = read_nodes(directory / NODE_LISTS[nodes])
     trace = read_pods(directory / f"{POD_LIST_PREFIX}{pods}.csv")
     _check_time(pods, at_s, trace)
@@ -147,8 +149,8 @@ def _check_time(pods: str, at_s: float | None, trace: TracePods) -> None:
         raise SnapshotError(
             [f"--at: pod list {pods!r} is timed; give the snapshot time in seconds (its pods arrive from 0 to {last})"]
         )
-    if isinstance(at_s, bool) or not isinstance(at_s, (int, float)) or not math.isfinite(at_s) or at_s < 0:
-        raise SnapshotError([f"--at: must be a time in seconds, 0 or more, got {at_s!r}"])
+    if isinstance(at_s, bool) or not isinstance(at_s, (int, float)) or not math.isfinite(at_s) or not 0 <= at_s <= MAX_TIME_S:
+        raise SnapshotError([f"--at: must be a time in seconds from 0 to {MAX_TIME_S:g}, got {at_s!r}"])
 
 
 # ----------------------------------------------------------------------------------------------
