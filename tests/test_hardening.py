@@ -107,3 +107,96 @@ def test_many_shares_between_a_third_and_a_half_pack_two_to_a_device_without_sea
     assert rules.gpu_devices_needed(shares) == 30
     cluster = make_cluster([node("big", gpus=64, cpus=512, memory_gib=4096)], [pod(f"s{i}", "big", gpus=s) for i, s in enumerate(shares)])
     assert metrics.summary(cluster)["allocated_gpus"] == round(math.fsum(shares), 6)
+
+
+# ----------------------------------------------------------------------------------------------
+# The command line: bad input is exit 2 naming the option, never exit 3 or a traceback
+# ----------------------------------------------------------------------------------------------
+
+SMALL = {"nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "a"}, {"name": "n1", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "b"}],
+         "pods": [{"name": "x", "node": "n0", "gpus": 1, "cpus": 1}, {"name": "y", "node": "n1", "gpus": 2, "cpus": 1}]}
+
+
+@pytest.fixture
+def small_snapshot(tmp_path) -> str:  # type: ignore[no-untyped-def]
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(SMALL))
+    return str(path)
+
+
+BAD_INVOCATIONS = [
+    (["defrag", "{snap}", "--out", "{tmp}"], "--out"),
+    (["defrag", "{snap}", "--out", "{tmp}/missing/plan.json"], "--out"),
+    (["defrag", "{snap}", "--out", "/dev/full"], "--out"),
+    (["defrag", "{snap}", "--out", "/proc/version"], "--out"),
+    (["defrag", "{snap}", "--seed", "-1"], "--seed"),
+    (["defrag", "{snap}", "--max-moves-per-node", str(2**70)], "--max-moves-per-node"),
+    (["defrag", "{snap}", "--max-moves", str(2**70)], "--max-moves"),
+    (["defrag", "{snap}", "--method", "exact", "--time-limit", "inf"], "--time-limit"),
+    (["defrag", "{snap}", "--method", "exact", "--time-limit", "nan"], "--time-limit"),
+    (["defrag", "{snap}", "--threshold", "0.3"], "--threshold"),
+    (["defrag", "{snap}", "--method", "repack", "--max-moves", "3"], "--max-moves"),
+    (["defrag", "{snap}", "--solver", "cpsat"], "--solver"),
+    (["generate", "asi", "--nodes", str(2**70), "--seed", "1"], "--nodes"),
+    (["generate", "asi", "--nodes", "100000000", "--seed", "1"], "--nodes"),
+    (["generate", "asi", "--nodes", "3", "--seed", "-5"], "--seed"),
+    (["generate", "asi", "--nodes", "3", "--seed", "1", "--out", "{tmp}"], "--out"),
+    (["report", "{snap}", "--shape", "4611686018427387904g1c"], "--shape"),
+    (["report", "{snap}", "--shape", "1g1e400c"], "--shape"),
+]
+
+
+@pytest.mark.parametrize("argv,flag", BAD_INVOCATIONS, ids=[" ".join(a[2:]) or a[0] for a, _ in BAD_INVOCATIONS])
+def test_bad_input_is_exit_two_naming_the_option(argv: list[str], flag: str, small_snapshot: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    args = [a.replace("{snap}", small_snapshot).replace("{tmp}", str(tmp_path)) for a in argv]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert flag in result.output
+
+
+@pytest.mark.parametrize("argv", [["report", "{snap}"], ["defrag", "{snap}"], ["defrag", "{snap}", "--format", "table"], ["report", "{snap}", "--json"]])
+def test_a_full_standard_output_is_exit_two(argv: list[str], small_snapshot: str) -> None:
+    import subprocess
+    import sys
+
+    args = [a.replace("{snap}", small_snapshot) for a in argv]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "planner.cli", *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "standard output: cannot write" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_names_are_shown_as_written_never_as_markup(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    data = {"nodes": [{"name": "[bold]x[/bold]", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "[/]", "gpu_model": "[red]"}],
+            "pods": [{"name": "p", "node": "[bold]x[/bold]", "gpus": 1, "cpus": 1}]}
+    path = tmp_path / "markup.json"
+    path.write_text(json.dumps(data))
+    result = CliRunner().invoke(app, ["report", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "[/]" in result.output and "[red]" in result.output
+
+
+@pytest.mark.parametrize(
+    "text,problem",
+    [
+        ('{"nodes":[{"name":"n0","gpus":8,"gpus":4,"cpus":8,"memory_gib":8}]}', "duplicate key 'gpus' in the object named 'n0'"),
+        ('{"nodes":[{"name":"n0","gpus":8,"cpus":8,"memory_gib":8,"eviction_count":' + "9" * 400 + "}]}", "eviction_count"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+    ids=["duplicate-key", "huge-integer", "deep-nesting"],
+)
+def test_ambiguous_or_absurd_snapshots_are_refused(text: str, problem: str) -> None:
+    from planner.cluster import SnapshotError
+
+    with pytest.raises(SnapshotError) as refused:
+        parse_cluster(text)
+    assert problem in str(refused.value)
