@@ -573,18 +573,22 @@ EXIT_SERVER = 3
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback unless PLANNER_API_TOKEN is set or --insecure)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
-    workers: int = typer.Option(None, "--workers", min=1, help="Jobs solved at once, each in its own process (default: one per core)."),
+    workers: int = typer.Option(None, "--workers", min=1, max=256, help="Jobs solved at once, each in its own process (default: one per core)."),
     db: str = typer.Option("planner.db", "--db", help="SQLite file for jobs and plans (DATABASE_URL overrides, e.g. PostgreSQL)."),
     insecure: bool = typer.Option(False, "--insecure", help="Allow a non-loopback address without PLANNER_API_TOKEN."),
-    max_queue: int = typer.Option(64, "--max-queue", min=1, help="Queued jobs beyond which requests get 429."),
-    max_body_mib: int = typer.Option(64, "--max-body-mib", min=1, help="Request body limit (413 above it)."),
-    max_job_s: float = typer.Option(900.0, "--max-job-s", min=1.0, help="Wall time after which a job is stopped and failed."),
+    max_queue: int = typer.Option(64, "--max-queue", min=1, max=1_000_000, help="Queued jobs beyond which requests get 429."),
+    max_body_mib: int = typer.Option(64, "--max-body-mib", min=1, max=4096, help="Request body limit (413 above it)."),
+    max_job_s: float = typer.Option(900.0, "--max-job-s", min=1.0, max=7 * 24 * 3600.0, help="Wall time after which a job is stopped and failed."),
+    allow_force: bool = typer.Option(False, "--allow-force", help="Accept options.force (exact solves beyond the size limits)."),
+    max_job_memory_gib: float = typer.Option(
+        None, "--max-job-memory-gib", help="Memory cap of each job's process (default: an equal share of the machine's memory)."
+    ),
 ) -> None:
     """Run the planning service (REST API, background solve jobs, plan store)."""
     from planner.api.server import serve as run_server
 
     try:
-        run_server(host, port, workers, db, insecure, max_queue, max_body_mib, max_job_s)
+        run_server(host, port, workers, db, insecure, max_queue, max_body_mib, max_job_s, allow_force, max_job_memory_gib)
     except ValueError as err:
         fail([str(err)])
 

@@ -53,7 +53,26 @@ class PlanBug(RuntimeError):
 
 
 class PlanOptionError(ValueError):
-    """Options that cannot be honoured for this cluster; the message names the fix."""
+    """Options that cannot be honoured for this cluster; the message names the option and the fix.
+
+    ``template`` names options as ``{name}`` or ``{name=value}``; ``str()`` renders them as
+    command-line flags (``--method hybrid``), ``for_api()`` as request fields (``options.method =
+    'hybrid'``), so each surface speaks its own language.
+    """
+
+    def __init__(self, field: str, template: str):
+        self.field = field
+        self.template = template
+        super().__init__(self.render(lambda name, value: f"--{name.replace('_', '-')}" + (f" {value}" if value else "")))
+
+    def render(self, option: Callable[[str, str | None], str]) -> str:
+        import re
+
+        text = re.sub(r"\{(\w+)(?:=([^}]*))?\}", lambda m: option(m[1], m[2]), self.template)
+        return f"{option(self.field, None)}: {text}"
+
+    def for_api(self) -> str:
+        return self.render(lambda name, value: f"options.{name}" + (f" = {value!r}" if value else ""))
 
 
 MAX_SEED = 2**31 - 1
@@ -340,6 +359,24 @@ def _hybrid(
     return waves + lns.waves, extra
 
 
+SECONDS_PER_POD = 5e-4
+SECONDS_PER_NODE = 1e-4
+"""Planning cost in one worker process, with a margin: IPC and the baselines took 0.1-0.4 ms per pod
+on 5,000 to 37,707-node ASI-like snapshots (benchmarks/results/defrag_heuristics.md), checking,
+metrics and validation included."""
+
+
+def estimated_runtime_s(nodes: int, pods: int, options: DefragOptions) -> float:
+    """About how long planning takes in one process: proportional to the snapshot, plus the solver
+    time for the methods that use a solver (twice for ``compare``, which also runs IPC alone)."""
+    base = SECONDS_PER_POD * pods + SECONDS_PER_NODE * nodes
+    if options.method in ("exact", "hybrid", "auto"):
+        return base + options.time_limit_s
+    if options.method == "compare":
+        return 2 * base + options.time_limit_s
+    return base
+
+
 def choose_auto(state: ClusterState) -> tuple[str, str]:
     """``exact`` when the instance is small enough to solve in the time limit, else ``hybrid``."""
     pods, pairs = model_size(state)
@@ -355,9 +392,10 @@ def check_exact_size(state: ClusterState, options: DefragOptions) -> None:
     nodes = len(state.node_names)
     if not options.force and (nodes > EXACT_MAX_NODES or pairs > EXACT_MAX_PAIRS):
         raise PlanOptionError(
-            f"--method: the instance is too large to solve exactly ({nodes:,} nodes, {pairs:,} pod-node pairs; "
-            f"limit {EXACT_MAX_NODES:,} nodes and {EXACT_MAX_PAIRS:,} pairs): use --method hybrid "
-            f"(IPC improved by the solver on neighbourhoods), or --force to try anyway"
+            "method",
+            f"the instance is too large to solve exactly ({nodes:,} nodes, {pairs:,} pod-node pairs; "
+            f"limit {EXACT_MAX_NODES:,} nodes and {EXACT_MAX_PAIRS:,} pairs): use {{method=hybrid}} "
+            "(IPC improved by the solver on neighbourhoods), or {force} to try anyway",
         )
 
 

@@ -13,15 +13,17 @@ case they are marked ``failed`` (a job that kills its worker every time must not
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Float, Integer, String, Text, create_engine, event, func, select, update
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 MAX_ATTEMPTS = 3
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -48,6 +50,14 @@ class JobRow(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     plan_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+
+
+class ProbeRow(Base):
+    """One row rewritten by ``Store.probe_write``: readiness is whether the store can write."""
+
+    __tablename__ = "probes"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[float] = mapped_column(Float)
 
 
 class PlanRow(Base):
@@ -144,6 +154,28 @@ class Store:
             s.execute(select(1))
         return True
 
+    def probe_write(self) -> None:
+        """Write one row (raises when the store cannot write: full disk, read-only file or database)."""
+        with self._writing() as s:
+            row = s.get(ProbeRow, 1)
+            if row is None:
+                s.add(ProbeRow(id=1, at=time.time()))
+            else:
+                row.at = time.time()
+            s.commit()
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[Session]:
+        """A session for a write. A database error drops the pooled connections: SQLite keeps a
+        connection opened on a read-only file read-only for good, so writes only work again once the
+        file is writable and the connection is new."""
+        try:
+            with self.session() as s:
+                yield s
+        except DBAPIError:
+            self.engine.dispose()
+            raise
+
     # -- jobs ------------------------------------------------------------------------------------
 
     def create_job(
@@ -160,7 +192,7 @@ class Store:
             existing = self.job_by_key(idempotency_key)
             if existing is not None:
                 return self._same_request(existing, request_digest), False
-        with self.session() as s:
+        with self._writing() as s:
             if max_queued is not None:
                 queued = s.scalar(select(func.count()).select_from(JobRow).where(JobRow.status == "queued"))
                 if queued >= max_queued:
@@ -210,7 +242,7 @@ class Store:
 
     def claim_next(self) -> Job | None:
         """Mark the oldest queued job running and return it (None when the queue is empty)."""
-        with self.session() as s:
+        with self._writing() as s:
             for job_id in s.scalars(select(JobRow.id).where(JobRow.status == "queued").order_by(JobRow.created_at).limit(5)):
                 done = s.execute(
                     update(JobRow)
@@ -223,13 +255,13 @@ class Store:
         return None
 
     def set_progress(self, job_id: str, progress: float) -> None:
-        with self.session() as s:
+        with self._writing() as s:
             s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "running").values(progress=progress))
             s.commit()
 
     def succeed(self, job_id: str, plan_body: dict[str, Any], summary: dict[str, Any]) -> Plan | None:
         """Store the plan and mark the job succeeded; None when the job is no longer running (cancelled)."""
-        with self.session() as s:
+        with self._writing() as s:
             plan = PlanRow(
                 id=uuid.uuid4().hex,
                 job_id=job_id,
@@ -253,7 +285,7 @@ class Store:
             return _plan(plan)
 
     def fail(self, job_id: str, error: str) -> bool:
-        with self.session() as s:
+        with self._writing() as s:
             done = s.execute(
                 update(JobRow)
                 .where(JobRow.id == job_id, JobRow.status.in_(("queued", "running")))
@@ -264,7 +296,7 @@ class Store:
 
     def cancel(self, job_id: str) -> str | None:
         """Cancel a queued or running job; returns the job's status afterwards (None: no such job)."""
-        with self.session() as s:
+        with self._writing() as s:
             s.execute(
                 update(JobRow)
                 .where(JobRow.id == job_id, JobRow.status.in_(("queued", "running")))
@@ -275,7 +307,7 @@ class Store:
 
     def recover(self) -> dict[str, int]:
         """Apply the restart policy to jobs a previous process left behind (see the module docstring)."""
-        with self.session() as s:
+        with self._writing() as s:
             failed = s.execute(
                 update(JobRow)
                 .where(JobRow.status == "running", JobRow.attempts >= MAX_ATTEMPTS)

@@ -227,15 +227,37 @@ def test_a_worker_that_dies_leaves_the_job_failed_with_a_reason(tmp_path: Path, 
         srv.stop()
 
 
-def test_job_time_limit_stops_the_worker(tmp_path: Path, long_snapshot: dict) -> None:
+def test_a_job_that_cannot_finish_in_its_time_limit_is_refused_at_submission(tmp_path: Path, long_snapshot: dict) -> None:
     srv = Server(tmp_path / "limit.db", None, "--workers", "1", "--max-job-s", "3").start()
     try:
         with srv.client() as client:
-            job_id = client.post("/v1/defrag", json=long_job(long_snapshot, 60)).json()["job_id"]
-            status = wait_status(client, job_id, ("failed", "succeeded"), timeout_s=60)
-            assert status["status"] == "failed" and "exceeded the job time limit of 3 s" in status["error"]
+            refused = client.post("/v1/defrag", json=long_job(long_snapshot, 60))
+            assert refused.status_code == 422, refused.text
+            assert "--max-job-s 3" in refused.json()["problems"][0] and "options.time_limit_s" in refused.json()["problems"][0]
     finally:
         srv.stop()
+
+
+def test_job_time_limit_stops_the_worker(tmp_path: Path, long_snapshot: dict) -> None:
+    """The safety net behind the admission estimate: a job that overruns is stopped and failed."""
+    from planner.api.worker import Dispatcher
+    from planner.store import Store, sqlite_url
+
+    store = Store(sqlite_url(str(tmp_path / "limit.db")))
+    snapshot = json.dumps(long_snapshot)
+    job, _ = store.create_job("defrag", {"method": "hybrid", "time_limit_s": 60}, snapshot, "digest")
+    dispatcher = Dispatcher(store, concurrency=1, max_job_s=3)
+    dispatcher.start()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and store.get_job(job.id).status in ("queued", "running"):
+            time.sleep(0.2)
+        finished = store.get_job(job.id)
+        assert finished.status == "failed" and "exceeded the job time limit of 3 s" in finished.error
+        assert not dispatcher.running
+    finally:
+        dispatcher.stop()
+        store.close()
 
 
 def test_serve_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:

@@ -28,7 +28,10 @@ from typing import Any
 
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from planner.api.schemas import (
     EXAMPLE_PLAN,
@@ -44,7 +47,8 @@ from planner.api.schemas import (
     ValidateResponse,
     Violation,
 )
-from planner.api.worker import Dispatcher
+from planner.api.bodies import BodyReader, Refused, parse_model
+from planner.api.worker import Dispatcher, job_time_limit_s
 from planner.cluster import field_path
 from planner.snapshot import consistency_problems
 from planner.store import IdempotencyConflict, Job, QueueFull, Store
@@ -63,6 +67,10 @@ class Settings:
     max_body_bytes: int = 64 * 2**20
     max_job_s: float = 900.0
     retry_after_s: int = 5
+    allow_force: bool = False
+    """Run ``force``d exact solves (beyond the size limits) only when the operator allows them."""
+    job_memory_bytes: int | None = None
+    """Address-space cap of one job's worker process (None: no cap)."""
 
 
 class Waiters:
@@ -105,7 +113,8 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 def create_app(settings: Settings) -> FastAPI:
     store = Store(settings.db_url)
     waiters = Waiters()
-    dispatcher = Dispatcher(store, settings.concurrency, settings.max_job_s, on_finish=waiters.finished)
+    dispatcher = Dispatcher(store, settings.concurrency, settings.max_job_s, on_finish=waiters.finished, memory_bytes=settings.job_memory_bytes)
+    bodies = BodyReader(settings.max_body_bytes)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
@@ -138,16 +147,14 @@ def create_app(settings: Settings) -> FastAPI:
             if length is not None and (not length.isdigit() or int(length) > settings.max_body_bytes):
                 return _problem(413, f"request body above the limit of {settings.max_body_bytes // 2**20} MiB")
             if settings.token and request.url.path not in ("/healthz", "/readyz"):
+                if len(request.headers.getlist("authorization")) > 1:
+                    return _problem(400, "send one Authorization header, not several")
                 supplied = request.headers.get("authorization", "")
                 expected = f"Bearer {settings.token}"
                 if not hmac.compare_digest(supplied.encode(), expected.encode()):
                     response = _problem(401, "missing or wrong bearer token (Authorization: Bearer <PLANNER_API_TOKEN>)")
                     response.headers["WWW-Authenticate"] = "Bearer"
                     return response
-            if request.method in ("POST", "PUT", "PATCH") and length is None:
-                body = await _read_limited(request, settings.max_body_bytes)
-                if body is None:
-                    return _problem(413, f"request body above the limit of {settings.max_body_bytes // 2**20} MiB")
             return await call_next(request)
         except Exception:  # noqa: BLE001 - nothing but a plain 500 may reach the client
             log.exception("unhandled error on %s %s", request.method, request.url.path)
@@ -168,6 +175,10 @@ def create_app(settings: Settings) -> FastAPI:
                 problems.append(f"{field_path(loc)}: {err.get('msg', 'invalid')}")
         return _problem(422, "invalid request", problems)
 
+    @app.exception_handler(Refused)
+    async def refused(request: Request, exc: Refused) -> JSONResponse:
+        return _problem(exc.status, exc.error, exc.problems)
+
     @app.exception_handler(Exception)
     async def crashed(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
@@ -178,6 +189,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post(
         "/v1/defrag",
         status_code=202,
+        openapi_extra=_json_body(DefragRequest),
         response_model=JobAccepted,
         responses={
             **RESPONSES,
@@ -188,16 +200,13 @@ def create_app(settings: Settings) -> FastAPI:
         summary="Submit a defragmentation job",
     )
     async def submit_defrag(
-        request: DefragRequest,
+        http: Request,
         wait: float = Query(0.0, ge=0, le=MAX_WAIT_S, description="Seconds to wait for the plan before answering 202."),
         idempotency_key: str | None = Header(None, max_length=255, description="Repeat a request with the same key to get the same job."),
     ) -> Any:
-        problems = consistency_problems(request.snapshot)
-        if problems:
-            return _problem(422, "inconsistent snapshot", [f"snapshot.{p}" if not p.startswith("(") else p for p in problems])
-        snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
-        options = request.options.model_dump(mode="json", exclude={"workers"}, exclude_unset=True)  # as given
-        digest = hashlib.sha256((snapshot + json.dumps(options, sort_keys=True)).encode()).hexdigest()
+        if idempotency_key is not None and not idempotency_key.strip():
+            raise Refused(422, "invalid request", ["Idempotency-Key: must not be empty; leave the header out or give a key"])
+        snapshot, options, digest = await bodies.parse(http, lambda body: accept_defrag(body, settings))
         try:
             job, created = store.create_job("defrag", options, snapshot, digest, idempotency_key, settings.max_queue)
         except QueueFull:
@@ -283,34 +292,24 @@ def create_app(settings: Settings) -> FastAPI:
 
     # -- synchronous checks (run in the thread pool, not on the event loop) -----------------------
 
-    @app.post("/v1/validate", response_model=ValidateResponse, responses=RESPONSES, summary="Replay a plan and list its violations")
-    def validate_plan(request: ValidateRequest) -> Any:
-        from planner.validate import validate
-
-        problems = consistency_problems(request.snapshot)
-        if problems:
-            return _problem(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
-        violations = validate(request.snapshot, request.plan)
-        return ValidateResponse(valid=not violations, violations=[Violation(**v.__dict__) for v in violations])
+    @app.post(
+        "/v1/validate",
+        response_model=ValidateResponse,
+        responses=RESPONSES,
+        summary="Replay a plan and list its violations",
+        openapi_extra=_json_body(ValidateRequest),
+    )
+    async def validate_plan(http: Request) -> Any:
+        return await bodies.parse(http, _validate)
 
     @app.post(
         "/v1/report",
         responses={**RESPONSES, 200: {"content": {"application/json": {"example": {"time_s": 0, "summary": {"nodes": 4, "empty_nodes": 0, "gfr": 1.0}}}}}},
         summary="Fragmentation report of a snapshot",
+        openapi_extra=_json_body(ReportRequest),
     )
-    def report(request: ReportRequest) -> Any:
-        from planner import metrics
-
-        problems = consistency_problems(request.snapshot)
-        if problems:
-            return _problem(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
-        shape = None
-        if request.shape is not None:
-            try:
-                shape = metrics.parse_shape(request.shape)
-            except ValueError as err:
-                return _problem(422, "invalid request", [f"shape: {err}"])
-        return metrics.report(request.snapshot, shape)
+    async def report(http: Request) -> Any:
+        return await bodies.parse(http, _report)
 
     # -- operations ------------------------------------------------------------------------------
 
@@ -325,19 +324,119 @@ def create_app(settings: Settings) -> FastAPI:
     )
     async def readyz() -> Any:
         try:
-            store.ping()
-        except Exception:  # noqa: BLE001
-            log.exception("readiness: database unreachable")
-            return _problem(503, "database unreachable")
+            await run_in_threadpool(store.probe_write)
+        except Exception as err:  # noqa: BLE001
+            log.warning("readiness: the store cannot write: %s", err)
+            return _problem(503, f"the job store cannot write: {type(err).__name__}")
         if not dispatcher.is_alive():
             return _problem(503, "dispatcher not running")
+        if dispatcher.unrecorded:
+            return _problem(503, f"{len(dispatcher.unrecorded)} finished job(s) not yet recorded in the store")
         return {"status": "ready"}
 
     @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics", responses=RESPONSES)
     async def prometheus() -> str:
         return _metrics_text(store, dispatcher)
 
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            _add_body_schemas(schema, (DefragRequest, ValidateRequest, ReportRequest))
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+# ----------------------------------------------------------------------------------------------
+# Bodies: parsed in a worker thread (BodyReader), checked there, refused with 4xx
+# ----------------------------------------------------------------------------------------------
+
+
+def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any], str]:
+    """A defrag request checked as far as it can be before it is queued: (snapshot JSON, options as
+    given, request digest). Raises ``Refused`` with the API's field names."""
+    from planner.engine import PlanOptionError, check_exact_size, estimated_runtime_s
+    from planner.state import ClusterState
+
+    request = parse_model(DefragRequest, body)
+    problems = consistency_problems(request.snapshot)
+    if problems:
+        raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" if not p.startswith("(") else p for p in problems])
+    options = request.options
+    if options.force and not settings.allow_force:
+        raise Refused(
+            422,
+            "invalid request",
+            ["options.force: this server does not run forced exact solves (they can take any memory and time); "
+             "use method 'hybrid', or ask the operator to start the server with --allow-force"],
+        )
+    if options.method in ("exact", "compare"):
+        try:
+            check_exact_size(ClusterState(request.snapshot), options)
+        except PlanOptionError as err:
+            raise Refused(422, "invalid request", [err.for_api()]) from None
+    given = options.model_dump(mode="json", exclude={"workers"}, exclude_unset=True)
+    limit = job_time_limit_s(given, settings.max_job_s)
+    nodes, pods = len(request.snapshot.nodes), len(request.snapshot.pods)
+    needed = estimated_runtime_s(nodes, pods, options)
+    if needed > limit:
+        raise Refused(
+            422,
+            "the job could not finish in its time limit",
+            [f"snapshot: {nodes:,} nodes and {pods:,} pods take about {needed:,.0f} s to plan with method "
+             f"'{options.method}'; a job may run {limit:,.0f} s (2 x options.time_limit_s + 30, at most the "
+             f"server's --max-job-s {settings.max_job_s:g}): plan a part of the cluster, or ask the operator for a longer --max-job-s"],
+        )
+    snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
+    digest = hashlib.sha256((snapshot + json.dumps(given, sort_keys=True)).encode()).hexdigest()
+    return snapshot, given, digest
+
+
+def _validate(body: bytes) -> ValidateResponse:
+    from planner.validate import validate
+
+    request = parse_model(ValidateRequest, body)
+    problems = consistency_problems(request.snapshot)
+    if problems:
+        raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
+    violations = validate(request.snapshot, request.plan)
+    return ValidateResponse(valid=not violations, violations=[Violation(**v.__dict__) for v in violations])
+
+
+def _report(body: bytes) -> dict[str, Any]:
+    from planner import metrics
+
+    request = parse_model(ReportRequest, body)
+    problems = consistency_problems(request.snapshot)
+    if problems:
+        raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
+    shape = None
+    if request.shape is not None:
+        try:
+            shape = metrics.parse_shape(request.shape)
+        except ValueError as err:
+            raise Refused(422, "invalid request", [f"shape: {err}"]) from None
+    return metrics.report(request.snapshot, shape)
+
+
+def _json_body(model: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAPI request body of a route that parses ``model`` itself (see ``BodyReader``)."""
+    content: dict[str, Any] = {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
+    examples = (model.model_config.get("json_schema_extra") or {}).get("examples")
+    if examples:
+        content["example"] = examples[0]
+    return {"requestBody": {"required": True, "content": {"application/json": content}}}
+
+
+def _add_body_schemas(schema: dict[str, Any], models: tuple[type[BaseModel], ...]) -> None:
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for model in models:
+        body = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        for name, definition in body.pop("$defs", {}).items():
+            components.setdefault(name, definition)
+        components[model.__name__] = body
 
 
 # ----------------------------------------------------------------------------------------------
@@ -347,19 +446,6 @@ def create_app(settings: Settings) -> FastAPI:
 
 def _problem(status: int, error: str, problems: list[str] | None = None, job_id: str | None = None) -> JSONResponse:
     return JSONResponse(Problem(error=error, problems=problems or [], job_id=job_id).model_dump(exclude_none=True), status_code=status)
-
-
-async def _read_limited(request: Request, limit: int) -> bytes | None:
-    """The body, or None when it is longer than ``limit`` (for requests without Content-Length)."""
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    body = b"".join(chunks)
-    request._body = body  # let the route read it again
-    return body
 
 
 async def _wait_for(store: Store, waiters: Waiters, job: Job, seconds: float) -> Job:

@@ -14,6 +14,34 @@ from planner.api.app import Settings, create_app
 from planner.store import sqlite_url
 
 LOOPBACK_NAMES = {"localhost"}
+SERVER_MEMORY_BYTES = 2 << 30
+"""Kept for the server process itself (bodies being parsed, the fork server) when sharing memory out."""
+
+
+def job_memory_bytes(concurrency: int, gib: float | None) -> int:
+    """Each job's address-space cap: ``gib`` if given, else an equal share of the machine's memory
+    after the server's own (at least 2 GiB)."""
+    if gib is not None:
+        if not gib > 0:
+            raise ValueError(f"--max-job-memory-gib: must be above 0, got {gib:g}")
+        return int(gib * 2**30)
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(2 << 30, (total - SERVER_MEMORY_BYTES) // max(1, concurrency))
+
+
+def check_store(url: str, option: str) -> None:
+    """Refuse to start on a store that cannot be opened or written (exit 2 with the reason)."""
+    from planner.store import Store
+
+    try:
+        store = Store(url)
+        try:
+            store.probe_write()
+        finally:
+            store.close()
+    except Exception as err:  # noqa: BLE001 - any failure here is a setting to fix, said plainly
+        reason = str(getattr(err, "orig", None) or err).splitlines()[0]
+        raise ValueError(f"{option}: cannot write the job store ({reason}); check the path, its permissions and free space") from None
 
 
 def is_loopback(host: str) -> bool:
@@ -34,6 +62,8 @@ def serve(
     max_queue: int = 64,
     max_body_mib: int = 64,
     max_job_s: float = 900.0,
+    allow_force: bool = False,
+    max_job_memory_gib: float | None = None,
 ) -> None:
     """Start the service (blocks). Raises ValueError for a setting that cannot be honoured."""
     import uvicorn
@@ -46,14 +76,19 @@ def serve(
             f"--host: refusing to serve on {host} without authentication; set PLANNER_API_TOKEN, "
             "bind to 127.0.0.1, or pass --insecure"
         )
+    concurrency = workers or default_workers()
+    memory = job_memory_bytes(concurrency, max_job_memory_gib)
     settings = Settings(
         db_url=os.environ.get("DATABASE_URL") or sqlite_url(db),
         token=token,
-        concurrency=workers or default_workers(),
+        concurrency=concurrency,
         max_queue=max_queue,
         max_body_bytes=max_body_mib * 2**20,
         max_job_s=max_job_s,
+        allow_force=allow_force,
+        job_memory_bytes=memory,
     )
+    check_store(settings.db_url, "DATABASE_URL" if os.environ.get("DATABASE_URL") else "--db")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if token is None:
         logging.getLogger("planner.api").warning("PLANNER_API_TOKEN is not set: no authentication (%s)", host)

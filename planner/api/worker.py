@@ -57,9 +57,10 @@ class SolveTimes:
             self.totals[kind] = self.totals.get(kind, 0) + 1
 
 
-def job_time_limit_s(job: Job, max_job_s: float) -> float:
-    """The wall time a job may take: its solver time limit plus slack, never above the service's cap."""
-    requested = float(job.options.get("time_limit_s", 60.0))
+def job_time_limit_s(options: dict[str, Any], max_job_s: float) -> float:
+    """The wall time a job may take: its time limit (options as given) plus slack, never above the
+    service's cap."""
+    requested = float(options.get("time_limit_s", 60.0))
     return min(max_job_s, 2 * requested + 30.0)
 
 
@@ -71,6 +72,7 @@ class Dispatcher(threading.Thread):
         max_job_s: float = 900.0,
         on_finish: Callable[[str], None] | None = None,
         poll_s: float = 0.02,
+        memory_bytes: int | None = None,
     ):
         super().__init__(name="planner-dispatcher", daemon=True)
         self.store = store
@@ -78,6 +80,7 @@ class Dispatcher(threading.Thread):
         self.max_job_s = max_job_s
         self.on_finish = on_finish or (lambda job_id: None)
         self.poll_s = poll_s
+        self.memory_bytes = memory_bytes
         self.running: dict[str, Running] = {}
         self.to_cancel: set[str] = set()
         self.stopping = threading.Event()
@@ -91,6 +94,9 @@ class Dispatcher(threading.Thread):
         )
         self.lock = threading.Lock()
         self.alive = True
+        self.unrecorded: dict[str, tuple[Job, tuple]] = {}
+        """Outcomes the store refused to record (full disk, read-only database): retried every turn
+        until it accepts them, so no job is left ``running``."""
         self.threads_per_job = max(1, (os.cpu_count() or 1) // max(1, concurrency))
         """HiGHS threads a job gets unless it asks: concurrent jobs share the cores (HiGHS's threads
         spin, and oversubscribed solves overran their time limits several-fold)."""
@@ -143,7 +149,9 @@ class Dispatcher(threading.Thread):
             try:
                 self._stop_cancelled()
                 self._reap()
-                self._start_queued()
+                self._record_unrecorded()
+                if not self.unrecorded:  # a store that cannot record outcomes gets no new jobs
+                    self._start_queued()
             except Exception:  # noqa: BLE001 - the dispatcher must survive a database hiccup
                 log.exception("dispatcher loop failed; retrying")
                 time.sleep(0.5)
@@ -159,7 +167,7 @@ class Dispatcher(threading.Thread):
             parent, child = self.context.Pipe(duplex=False)
             process = self.context.Process(
                 target=run_job,
-                args=(job.id, self.store.url, child, os.getpid(), self.threads_per_job),
+                args=(job.id, self.store.url, child, os.getpid(), self.threads_per_job, self.memory_bytes),
                 name=f"planner-job-{job.id[:8]}",
                 daemon=True,
             )
@@ -174,7 +182,7 @@ class Dispatcher(threading.Thread):
                 continue
             child.close()
             with self.lock:
-                self.running[job.id] = Running(job, process, parent, time.monotonic() + job_time_limit_s(job, self.max_job_s))
+                self.running[job.id] = Running(job, process, parent, time.monotonic() + job_time_limit_s(job.options, self.max_job_s))
             log.info("job %s started (%s, attempt %d)", job.id, job.kind, job.attempts)
 
     def _reap(self) -> None:
@@ -186,7 +194,7 @@ class Dispatcher(threading.Thread):
                 while running.conn.poll():
                     message = running.conn.recv()
                     if message[0] == "progress":
-                        self.store.set_progress(job_id, float(message[1]))
+                        self._set_progress(job_id, float(message[1]))
                         message = None
                     else:
                         break
@@ -197,10 +205,13 @@ class Dispatcher(threading.Thread):
             elif not running.process.is_alive():
                 running.process.join(timeout=1)
                 code = running.process.exitcode
-                self._finish(job_id, running, ("error", f"worker process died without an answer (exit code {code})"))
+                why = f"worker process died without an answer (exit code {code})"
+                if self.memory_bytes is not None and code is not None and code < 0:
+                    why += f"; a native library may have run out of the job's memory cap of {self.memory_bytes / 2**30:.1f} GiB"
+                self._finish(job_id, running, ("error", why))
             elif time.monotonic() > running.deadline:
                 _stop(running.process)
-                limit = job_time_limit_s(running.job, self.max_job_s)
+                limit = job_time_limit_s(running.job.options, self.max_job_s)
                 self._finish(job_id, running, ("error", f"exceeded the job time limit of {limit:g} s and was stopped"))
 
     def _finish(self, job_id: str, running: Running, message: tuple) -> None:
@@ -208,17 +219,31 @@ class Dispatcher(threading.Thread):
             self.running.pop(job_id, None)
         running.conn.close()
         running.process.join(timeout=5)
-        kind = message[0]
-        if kind == "plan":
-            _, body, summary, wall_s = message
-            if self.store.succeed(job_id, body, summary) is not None:
-                self.solve_times.observe(running.job.kind, wall_s)
-                log.info("job %s succeeded in %.2f s", job_id, wall_s)
-        else:
-            error = message[1]
-            if self.store.fail(job_id, error):
-                log.error("job %s failed: %s", job_id, error)
-        self.on_finish(job_id)
+        self.unrecorded[job_id] = (running.job, message)
+        self._record_unrecorded()
+
+    def _record_unrecorded(self) -> None:
+        """Write every pending outcome; one the store refuses stays pending for the next turn."""
+        for job_id, (job, message) in list(self.unrecorded.items()):
+            try:
+                if message[0] == "plan":
+                    _, body, summary, wall_s = message
+                    if self.store.succeed(job_id, body, summary) is not None:
+                        self.solve_times.observe(job.kind, wall_s)
+                        log.info("job %s succeeded in %.2f s", job_id, wall_s)
+                elif self.store.fail(job_id, message[1]):
+                    log.error("job %s failed: %s", job_id, message[1])
+            except Exception:  # noqa: BLE001 - the store cannot write now: keep the outcome, retry later
+                log.exception("job %s: could not record its outcome; retrying", job_id)
+                return
+            del self.unrecorded[job_id]
+            self.on_finish(job_id)
+
+    def _set_progress(self, job_id: str, progress: float) -> None:
+        try:
+            self.store.set_progress(job_id, progress)
+        except Exception:  # noqa: BLE001 - progress is advisory; the outcome is what must be written
+            log.warning("job %s: could not record progress", job_id)
 
 
 def _stop(process: Any) -> None:
@@ -235,10 +260,20 @@ def _stop(process: Any) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def run_job(job_id: str, url: str, conn: Connection, server_pid: int, threads_per_job: int = 1) -> None:
-    """Worker-process entry: plan the job and send ('plan', body, summary, wall_s) or ('error', text)."""
+def run_job(
+    job_id: str, url: str, conn: Connection, server_pid: int, threads_per_job: int = 1, memory_bytes: int | None = None
+) -> None:
+    """Worker-process entry: plan the job and send ('plan', body, summary, wall_s) or ('error', text).
+
+    With ``memory_bytes`` the process's address space is capped (``RLIMIT_AS``): a job that needs
+    more fails with that reason instead of taking the machine's memory from the other jobs.
+    """
     threading.Thread(target=_exit_with_server, args=(server_pid,), daemon=True).start()
     start = time.perf_counter()
+    if memory_bytes is not None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     try:
         from planner.engine import DefragOptions, PlanOptionError, plan_defrag
         from planner.plans import plan_to_dict
@@ -265,6 +300,9 @@ def run_job(job_id: str, url: str, conn: Connection, server_pid: int, threads_pe
         report = plan.exact.report if hasattr(plan, "exact") else plan.report
         summary = {"kind": job.kind, "method": report.method, "status": report.status, "objective": report.objective}
         conn.send(("plan", plan_to_dict(plan), summary, time.perf_counter() - start))
+    except MemoryError:
+        cap = f" of {memory_bytes / 2**30:.1f} GiB" if memory_bytes is not None else ""
+        conn.send(("error", f"the job ran out of memory (its cap{cap}); plan a smaller part of the cluster or use method 'hybrid'"))
     except Exception as err:  # noqa: BLE001 - reported to the dispatcher, logged there with the job id
         conn.send(("error", f"internal error: {type(err).__name__}: {err}"))
         logging.getLogger("planner.api").error("job %s crashed:\n%s", job_id, traceback.format_exc())
