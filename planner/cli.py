@@ -78,6 +78,9 @@ def guarded(command: F) -> F:
             fail([str(err)])
         except BrokenPipeError:
             raise typer.Exit(0) from None
+        except MemoryError:
+            fail(["out of memory: the instance is too large for this method on this machine; "
+                  "use --method hybrid or heuristic, or plan a part of the cluster"])
         except Exception as err:  # noqa: BLE001 - the last line of defence against tracebacks
             if os.environ.get("PLANNER_DEBUG"):
                 raise

@@ -233,6 +233,8 @@ def pydantic_problems(error: ValidationError, model: type[BaseModel], what: str)
             problems.append(f"{path}: must be {_TYPE_WORDS[kind]}, got {_short(given)}")
         elif kind == "finite_number":
             problems.append(f"{path}: must be a finite number, got {given!r}")
+        elif kind == "value_error":  # our own checks: the message already says what and why
+            problems.append(f"{path}: {err['msg'].removeprefix('Value error, ')}")
         else:
             problems.append(f"{path}: {err['msg'][0].lower() + err['msg'][1:]}, got {_short(given)}")
     return problems

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from planner.limits import MoveBudget
 from planner.models.backends import solve
-from planner.models.defrag import DefragModel, build_defrag_model
+from planner.models.defrag import DefragModel, ModelTimeout, build_defrag_model
 from planner.models.milp import MilpResult
 from planner.state import ClusterState
 from planner.waves import Step, target_to_waves
@@ -106,6 +106,11 @@ class Proof:
     @classmethod
     def unproven(cls, model: DefragModel) -> Proof:
         return cls(None, model.w1, model.w2, model.gpu_max, model.gpu_units, model.exact_gpu_units)
+
+    @classmethod
+    def none(cls, pods: int) -> Proof:
+        """No model at all (it could not be built in time)."""
+        return cls(None, 1, 1, 0, [0] * pods, False)
 
     def empties_bound(self) -> int | None:
         return self.empties_upper
@@ -232,9 +237,15 @@ def solve_exact(
         remaining = deadline - time.perf_counter()
         if attempt > 0 and remaining <= 0.5:
             break
-        model = build_defrag_model(state, budget, forbidden, "pod" if forbidden else options.formulation)
+        try:
+            model = build_defrag_model(state, budget, forbidden, "pod" if forbidden else options.formulation, deadline)
+        except ModelTimeout as err:
+            if outcome is None:
+                outcome = ExactOutcome(None, "timeout", str(err), options.formulation, Proof.none(len(state.pod_names)))
+            outcome.history.append({"attempt": attempt, "status": "timeout", "message": str(err)})
+            break
         hint = model.hint(hint_target) if hint_target is not None else None
-        result, proof, phases = solve_model(model, options, remaining, hint)
+        result, proof, phases = solve_model(model, options, deadline - time.perf_counter(), hint)
         record = {
             "attempt": attempt,
             "solver": result.solver,

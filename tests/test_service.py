@@ -119,6 +119,11 @@ def test_body_over_the_limit_gets_413(server: Server) -> None:
         ({"snapshot": FIG15_SNAPSHOT, "options": {"method": "magic"}}, "options.method"),
         ({"snapshot": FIG15_SNAPSHOT, "optoins": {}}, "optoins: unknown field"),
         ({"snapshot": {**FIG15_SNAPSHOT, "nodes": [{**FIG15_SNAPSHOT["nodes"][0], "gpus": "8"}]}}, "snapshot.nodes[0].gpus"),
+        ({"snapshot": FIG15_SNAPSHOT, "options": {"seed": -1}}, "options.seed"),
+        ({"snapshot": FIG15_SNAPSHOT, "options": {"max_moves_per_node": 2**70}}, "options.max_moves_per_node"),
+        ({"snapshot": FIG15_SNAPSHOT, "options": {"method": "exact", "force": True}}, "options.force: this server does not run forced"),
+        ({"snapshot": FIG15_SNAPSHOT, "options": {"method": "repack", "max_moves": 3}}, "options.max_moves: repack repacks"),
+        ({"snapshot": FIG15_SNAPSHOT, "options": {"threshold": 0.2}}, "options.threshold: method 'heuristic' does not use it"),
     ],
 )
 def test_bad_input_gets_422_with_field_paths(server: Server, body: dict, expected: str) -> None:
@@ -127,6 +132,43 @@ def test_bad_input_gets_422_with_field_paths(server: Server, body: dict, expecte
         assert response.status_code == 422, response.text
         assert any(expected in p for p in response.json()["problems"]), response.json()
         assert "Traceback" not in response.text
+
+
+def test_an_instance_too_large_for_exact_is_refused_at_submission_in_api_terms(server: Server) -> None:
+    nodes = [{"name": f"n{i}", "gpus": 8, "cpus": 64, "memory_gib": 64} for i in range(1001)]
+    with server.client() as client:
+        response = client.post("/v1/defrag", json={"snapshot": {"nodes": nodes, "pods": []}, "options": {"method": "exact"}})
+        assert response.status_code == 422, response.text
+        problem = response.json()["problems"][0]
+        assert problem.startswith("options.method: the instance is too large") and "options.method = 'hybrid'" in problem
+        assert "--" not in problem
+
+
+@pytest.mark.parametrize(
+    "content,headers,status,expected",
+    [
+        (b'{"snapshot": {"nodes": [', {"content-type": "application/json"}, 422, "body: not valid JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, {"content-type": "application/json"}, 422, "body: JSON nested too deeply"),
+        (bytes(range(256)) * 64, {"content-type": "application/json"}, 422, "body: not valid JSON"),
+        (b'{"snapshot": {"nodes": [], "nodes": []}}', {"content-type": "application/json"}, 422, "duplicate key 'nodes'"),
+        (json.dumps({"snapshot": FIG15_SNAPSHOT}).encode(), {"content-type": "text/plain"}, 415, ""),
+        (json.dumps({"snapshot": FIG15_SNAPSHOT}).encode(), {"content-type": "application/json", "idempotency-key": ""}, 422, "Idempotency-Key: must not be empty"),
+    ],
+    ids=["truncated", "deeply-nested", "binary", "duplicate-key", "text-plain", "empty-idempotency-key"],
+)
+def test_hostile_bodies_get_the_problem_format(server: Server, content: bytes, headers: dict, status: int, expected: str) -> None:
+    with server.client() as client:
+        response = client.post("/v1/defrag", content=content, headers=headers)
+        assert response.status_code == status, response.text
+        body = response.json()
+        assert set(body) <= {"error", "problems", "job_id"} and "Traceback" not in response.text
+        assert expected in " ".join(body["problems"]) or expected in body["error"]
+
+
+def test_two_authorization_headers_are_refused(server: Server) -> None:
+    headers = [("authorization", f"Bearer {TOKEN}"), ("authorization", "Bearer wrong"), ("content-type", "application/json")]
+    response = httpx.post(f"{server.url}/v1/defrag", content=json.dumps({"snapshot": FIG15_SNAPSHOT}), headers=headers)
+    assert response.status_code == 400 and "one Authorization header" in response.json()["error"]
 
 
 def test_truncated_json_gets_422_not_500(server: Server) -> None:

@@ -60,6 +60,7 @@ include every move of a pod that moves twice), so the model's bound is a bound f
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -72,6 +73,15 @@ from planner.models.units import Scale, scale_for
 from planner.state import PENDING, ClusterState
 
 FORMULATIONS = ("auto", "pod", "class")
+
+
+class ModelTimeout(TimeoutError):
+    """Building the model took the whole time limit (a huge instance, forced)."""
+
+
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.perf_counter() > deadline:
+        raise ModelTimeout("building the model took the whole time limit")
 
 
 @dataclass
@@ -159,29 +169,33 @@ def build_defrag_model(
     budget: MoveBudget | None = None,
     forbidden: set[tuple[int, int]] | frozenset = frozenset(),
     formulation: str = "auto",
+    deadline: float | None = None,
 ) -> DefragModel:
     """The exact defragmentation model of ``state`` within ``budget`` (see the module docstring).
 
     ``forbidden`` (pod, node) pairs are excluded (a restriction: the model is then no longer a
-    relaxation of the user's problem, and its bound says nothing about it).
+    relaxation of the user's problem, and its bound says nothing about it). Past ``deadline``
+    (``time.perf_counter()``) building stops with ``ModelTimeout``.
     """
     if formulation not in FORMULATIONS:
         raise ValueError(f"unknown formulation {formulation!r}; choose one of {', '.join(FORMULATIONS)}")
     budget = MoveBudget.of(state) if budget is None else budget
     movable = [p for p in range(len(state.pod_names)) if state.pod_node[p] != PENDING and not state.pod_locked[p]]
-    data = _Data(state, movable, forbidden, budget)
+    data = _Data(state, movable, forbidden, budget, deadline)
     if formulation == "auto":
         classes = data.classes()
         formulation = "class" if not forbidden and len(classes) <= 0.7 * max(1, len(movable)) else "pod"
     if formulation == "class" and forbidden:
         raise ValueError("the class-aggregated formulation cannot forbid single (pod, node) pairs; use 'pod'")
-    return _Builder(data, budget, formulation).build()
+    return _Builder(data, budget, formulation, deadline).build()
 
 
 class _Data:
     """Integer resources, locked usage and eligibility, derived from ``rules.py`` via the state."""
 
-    def __init__(self, state: ClusterState, movable: list[int], forbidden: set[tuple[int, int]] | frozenset, budget: MoveBudget):
+    def __init__(
+        self, state: ClusterState, movable: list[int], forbidden: set[tuple[int, int]] | frozenset, budget: MoveBudget, deadline: float | None
+    ):
         self.state = s = state
         self.movable = movable
         n_nodes = len(s.node_names)
@@ -219,7 +233,9 @@ class _Data:
         self.domain = {}
         self.eligible: dict[int, list[int]] = {}
         all_nodes = np.arange(n_nodes)
-        for p in movable:
+        for k, p in enumerate(movable):
+            if k % 256 == 0:
+                _check_deadline(deadline)
             home = self.home[p]
             ok = s.eligible[s.pod_signature[p]] & budget.destinations(home)
             domain_array = s._pod_scalars[p][5]
@@ -267,9 +283,10 @@ def _capacity_row(milp: Milp, terms: list[tuple[int, int]], room: int, empty: in
 
 
 class _Builder:
-    def __init__(self, data: _Data, budget: MoveBudget, formulation: str):
+    def __init__(self, data: _Data, budget: MoveBudget, formulation: str, deadline: float | None):
         self.d = data
         self.budget = budget
+        self.deadline = deadline
         self.formulation = formulation
         self.milp = Milp()
 
@@ -290,6 +307,8 @@ class _Builder:
         on: dict[int, list[tuple[int, int]]] = defaultdict(list)  # node -> [(unit, var)]
         assign: dict[tuple[int, int], int] = {}
         for u, (pods, nodes) in enumerate(units):
+            if u % 256 == 0:
+                _check_deadline(self.deadline)
             for n in nodes:
                 if self.formulation == "pod":
                     var = milp.var(f"x[{s.pod_names[pods[0]]},{s.node_names[n]}]")
@@ -316,6 +335,8 @@ class _Builder:
 
         share_nodes = self._share_nodes(units, on)
         for n in range(n_nodes):
+            if n % 256 == 0:
+                _check_deadline(self.deadline)
             here = on.get(n, [])
             e = empty.get(n)
             # (2) capacity per resource, linear in the empty indicator
