@@ -31,6 +31,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel
+from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 
 from planner.api.schemas import (
@@ -215,6 +216,11 @@ def create_app(settings: Settings) -> FastAPI:
             return response
         except IdempotencyConflict as conflict:
             return _problem(409, "Idempotency-Key was used for a different request", job_id=str(conflict))
+        except DBAPIError as err:
+            log.error("the job store cannot take a new job: %s", err)
+            response = _problem(503, "the job store cannot write now (full disk or read-only database); retry later")
+            response.headers["Retry-After"] = str(settings.retry_after_s)
+            return response
         if created:
             dispatcher.poke()
         if wait > 0:
