@@ -45,7 +45,13 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def _remount(point: Path, mode: str) -> None:
-    subprocess.run(["mount", "-o", f"remount,{mode}", str(point)], check=True, capture_output=True)
+    """Remount ``point``; retried for a while (a stopped server's processes may still be exiting)."""
+    for _ in range(50):
+        done = subprocess.run(["mount", "-o", f"remount,{mode}", str(point)], capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"cannot remount {point} {mode}: {done.stderr}")
 
 
 def _fill(point: Path) -> Path:
