@@ -113,7 +113,7 @@ def run_exact(done: dict, name: str, cluster: Cluster, solver: str, formulation:
         return done[key]
     options = DefragOptions(
         method="exact", solver=solver, formulation=formulation, lexicographic=lexicographic, time_limit_s=time_limit,
-        solver_workers=WORKERS[solver], workers=1,
+        solver_workers=WORKERS[solver], workers=1, force=True,  # measured on purpose beyond the size limit (500 nodes)
     )
     start = time.perf_counter()
     plan = plan_defrag(cluster, options)
