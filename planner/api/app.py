@@ -186,6 +186,8 @@ def create_app(settings: Settings) -> FastAPI:
         return _problem(500, "internal error; see the server log")
 
     # -- jobs ------------------------------------------------------------------------------------
+    # Handlers that only read or write the store are plain functions: FastAPI runs them in its
+    # thread pool, so a slow query or a large plan body never holds up the event loop.
 
     @app.post(
         "/v1/defrag",
@@ -209,7 +211,7 @@ def create_app(settings: Settings) -> FastAPI:
             raise Refused(422, "invalid request", ["Idempotency-Key: must not be empty; leave the header out or give a key"])
         snapshot, options, digest = await bodies.parse(http, lambda body: accept_defrag(body, settings))
         try:
-            job, created = store.create_job("defrag", options, snapshot, digest, idempotency_key, settings.max_queue)
+            job, created = await run_in_threadpool(store.create_job, "defrag", options, snapshot, digest, idempotency_key, settings.max_queue)
         except QueueFull:
             response = _problem(429, f"the queue is full ({settings.max_queue} jobs waiting); retry later")
             response.headers["Retry-After"] = str(settings.retry_after_s)
@@ -226,7 +228,7 @@ def create_app(settings: Settings) -> FastAPI:
         if wait > 0:
             job = await _wait_for(store, waiters, job, wait)
             if job.status == "succeeded":
-                plan = store.get_plan(job.plan_id) if job.plan_id else None
+                plan = await run_in_threadpool(store.get_plan, job.plan_id) if job.plan_id else None
                 if plan is not None:
                     return JSONResponse(plan.body, status_code=200, headers={"X-Job-Id": job.id, "Location": f"/v1/jobs/{job.id}"})
         return JSONResponse(
@@ -236,14 +238,14 @@ def create_app(settings: Settings) -> FastAPI:
         )
 
     @app.get("/v1/jobs/{job_id}", response_model=JobStatus, responses={**RESPONSES, 404: {"model": Problem}}, summary="A job's status")
-    async def get_job(job_id: str) -> Any:
+    def get_job(job_id: str) -> Any:
         job = store.get_job(job_id)
         if job is None:
             return _problem(404, f"no job '{job_id}'")
         return _job_status(job)
 
     @app.get("/v1/jobs", response_model=list[JobStatus], responses=RESPONSES, summary="Recent jobs, newest first")
-    async def list_jobs(
+    def list_jobs(
         status: str | None = Query(None, pattern="^(queued|running|succeeded|failed|cancelled)$"),
         limit: int = Query(50, ge=1, le=1000),
     ) -> Any:
@@ -254,7 +256,7 @@ def create_app(settings: Settings) -> FastAPI:
         responses={**RESPONSES, 200: {"content": {"application/json": {"example": EXAMPLE_PLAN}}}, 404: {"model": Problem}},
         summary="A job's plan (404 until it exists)",
     )
-    async def get_job_plan(job_id: str) -> Any:
+    def get_job_plan(job_id: str) -> Any:
         job = store.get_job(job_id)
         if job is None:
             return _problem(404, f"no job '{job_id}'")
@@ -269,7 +271,7 @@ def create_app(settings: Settings) -> FastAPI:
         responses={**RESPONSES, 404: {"model": Problem}, 409: {"model": Problem, "description": "The job already finished."}},
         summary="Cancel a job (a running solve is stopped)",
     )
-    async def cancel_job(job_id: str) -> Any:
+    def cancel_job(job_id: str) -> Any:
         job = store.get_job(job_id)
         if job is None:
             return _problem(404, f"no job '{job_id}'")
@@ -282,7 +284,7 @@ def create_app(settings: Settings) -> FastAPI:
     # -- plans -----------------------------------------------------------------------------------
 
     @app.get("/v1/plans", response_model=PlanList, responses=RESPONSES, summary="Stored plans, newest first")
-    async def list_plans(
+    def list_plans(
         kind: str | None = Query(None, max_length=32),
         since: float | None = Query(None, ge=0, description="Only plans created at or after this Unix time (s)."),
         limit: int = Query(50, ge=1, le=1000),
@@ -290,7 +292,7 @@ def create_app(settings: Settings) -> FastAPI:
         return PlanList(plans=[_summary(p) for p in store.list_plans(kind, since, limit)])
 
     @app.get("/v1/plans/{plan_id}", response_model=StoredPlan, responses={**RESPONSES, 404: {"model": Problem}}, summary="A stored plan")
-    async def get_plan(plan_id: str) -> Any:
+    def get_plan(plan_id: str) -> Any:
         plan = store.get_plan(plan_id)
         if plan is None:
             return _problem(404, f"no plan '{plan_id}'")
@@ -341,7 +343,7 @@ def create_app(settings: Settings) -> FastAPI:
         return {"status": "ready"}
 
     @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics", responses=RESPONSES)
-    async def prometheus() -> str:
+    def prometheus() -> str:
         return _metrics_text(store, dispatcher)
 
     def openapi() -> dict[str, Any]:
@@ -461,7 +463,7 @@ async def _wait_for(store: Store, waiters: Waiters, job: Job, seconds: float) ->
     try:
         deadline = time.monotonic() + seconds
         while True:
-            current = store.get_job(job.id)
+            current = await run_in_threadpool(store.get_job, job.id)
             if current is None or current.status in ("succeeded", "failed", "cancelled"):
                 return current or job
             remaining = deadline - time.monotonic()
