@@ -125,6 +125,7 @@ def create_app(settings: Settings) -> FastAPI:
         dispatcher.start()
         yield
         dispatcher.stop()
+        bodies.close()
         store.close()
 
     app = FastAPI(
@@ -209,7 +210,7 @@ def create_app(settings: Settings) -> FastAPI:
     ) -> Any:
         if idempotency_key is not None and not idempotency_key.strip():
             raise Refused(422, "invalid request", ["Idempotency-Key: must not be empty; leave the header out or give a key"])
-        snapshot, options, digest = await bodies.parse(http, lambda body: accept_defrag(body, settings))
+        snapshot, options, digest = await bodies.parse(http, accept_defrag, settings)
         try:
             job, created = await run_in_threadpool(store.create_job, "defrag", options, snapshot, digest, idempotency_key, settings.max_queue)
         except QueueFull:

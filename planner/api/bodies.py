@@ -1,10 +1,14 @@
-"""Request bodies: read within the size limit and parsed off the event loop, large ones one at a time.
+"""Request bodies: read within the size limit and parsed off the event loop, large ones one at a time
+in a separate process.
 
 A snapshot body can be tens of MiB, and parsing and checking it takes seconds of CPU and several
 times its size in memory. Done in the event loop, one such request stalls every other (``/healthz``
-took 25 s); done concurrently, eight of them took 3 GB. So every JSON body is parsed in a worker
-thread, and a body above ``LARGE_BYTES`` (or of unknown length) is read and parsed only while it
-holds one of ``large_at_once`` slots; others wait their turn. Small bodies are never held up.
+took 25 s); done concurrently, eight of them took 3 GB; done in a thread, it still holds the
+interpreter lock for seconds at a time (the JSON parser and the schema check run in native code).
+So a body above ``LARGE_BYTES`` (or of unknown length) is read only while it holds the one large-body
+slot, and parsed and checked in a parser process (a memory cap of its own, ``PARSER_MEMORY_BYTES``);
+the server process only ever holds the raw bytes of one large body. Small bodies are parsed in a
+worker thread (milliseconds) and never wait.
 
 A body that is not ``application/json`` gets 415; above the limit 413; one that is not valid JSON,
 names a key twice, nests too deeply or does not match the schema gets 422 with one message per
@@ -15,8 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
 from collections.abc import Callable
-from typing import TypeVar
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
@@ -25,30 +32,43 @@ from starlette.concurrency import run_in_threadpool
 from planner.cluster import duplicate_key_problems, pydantic_problems
 
 LARGE_BYTES = 1 << 20
+PARSER_MEMORY_BYTES = 6 << 30
+"""Address-space cap of the parser process: a 64 MiB snapshot body needs about 1.5 GiB to parse and check."""
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
 
 class Refused(Exception):
-    """The request cannot be served as sent: an HTTP status, an error and one message per problem."""
+    """The request cannot be served as sent: an HTTP status, an error and one message per problem.
+    (It crosses from the parser process, so everything it holds is in ``args``.)"""
 
     def __init__(self, status: int, error: str, problems: list[str] | None = None):
-        super().__init__(error)
-        self.status = status
-        self.error = error
-        self.problems = problems or []
+        super().__init__(status, error, problems or [])
+
+    @property
+    def status(self) -> int:
+        return self.args[0]
+
+    @property
+    def error(self) -> str:
+        return self.args[1]
+
+    @property
+    def problems(self) -> list[str]:
+        return self.args[2]
 
 
 class BodyReader:
     """Reads and parses JSON bodies (see the module docstring)."""
 
-    def __init__(self, max_bytes: int, large_at_once: int = 1):
+    def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
-        self.large_at_once = large_at_once
         self._large: asyncio.Semaphore | None = None
+        self._parser: ProcessPoolExecutor | None = None
 
-    async def parse(self, request: Request, parse: Callable[[bytes], T]) -> T:
-        """``parse(body)`` run in a worker thread; raises ``Refused``."""
+    async def parse(self, request: Request, parse: Callable[..., T], *args: Any) -> T:
+        """``parse(body, *args)``, off the event loop; raises ``Refused``. ``parse`` and ``args``
+        must pickle (large bodies are parsed in the parser process)."""
         content_type = request.headers.get("content-type", "")
         media = content_type.split(";")[0].strip().lower()
         if media != "application/json" and not media.endswith("+json"):
@@ -56,14 +76,50 @@ class BodyReader:
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
             raise Refused(413, f"request body above the limit of {self.max_bytes // 2**20} MiB")
-        large = length is None or int(length) > LARGE_BYTES
+        if length is not None and int(length) <= LARGE_BYTES:
+            body = await self._read(request)
+            return await run_in_threadpool(parse, body, *args)
         if self._large is None:
-            self._large = asyncio.Semaphore(self.large_at_once)
-        async with self._large if large else contextlib.nullcontext():
-            body = await _read_limited(request, self.max_bytes)
-            if body is None:
-                raise Refused(413, f"request body above the limit of {self.max_bytes // 2**20} MiB")
-            return await run_in_threadpool(parse, body)
+            self._large = asyncio.Semaphore(1)
+        async with self._large:
+            body = await self._read(request)
+            if len(body) <= LARGE_BYTES:
+                return await run_in_threadpool(parse, body, *args)
+            return await self._in_parser(parse, body, *args)
+
+    async def _read(self, request: Request) -> bytes:
+        body = await _read_limited(request, self.max_bytes)
+        if body is None:
+            raise Refused(413, f"request body above the limit of {self.max_bytes // 2**20} MiB")
+        return body
+
+    async def _in_parser(self, parse: Callable[..., T], body: bytes, *args: Any) -> T:
+        if self._parser is None:
+            context = multiprocessing.get_context("forkserver")
+            self._parser = ProcessPoolExecutor(1, mp_context=context, initializer=_cap_memory, initargs=(PARSER_MEMORY_BYTES,))
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._parser, _call, parse, body, args)
+        except BrokenProcessPool:
+            self._parser.shutdown(wait=False, cancel_futures=True)
+            self._parser = None
+            raise Refused(413, f"the body could not be parsed within the parser's {PARSER_MEMORY_BYTES >> 30} GiB; send a smaller snapshot") from None
+
+    def close(self) -> None:
+        if self._parser is not None:
+            self._parser.shutdown(wait=False, cancel_futures=True)
+
+
+def _call(parse: Callable[..., T], body: bytes, args: tuple) -> T:
+    try:
+        return parse(body, *args)
+    except MemoryError:
+        raise Refused(413, f"the body could not be parsed within the parser's {PARSER_MEMORY_BYTES >> 30} GiB; send a smaller snapshot") from None
+
+
+def _cap_memory(limit: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def parse_model(model: type[M], body: bytes) -> M:
