@@ -95,7 +95,9 @@ class BodyReader:
 
     async def _in_parser(self, parse: Callable[..., T], body: bytes, *args: Any) -> T:
         if self._parser is None:
-            context = multiprocessing.get_context("forkserver")
+            # spawned, not forked from the job fork server: the parser is the server's own child,
+            # apart from the job workers (which are the fork server's children)
+            context = multiprocessing.get_context("spawn")
             self._parser = ProcessPoolExecutor(1, mp_context=context, initializer=_cap_memory, initargs=(PARSER_MEMORY_BYTES,))
         try:
             return await asyncio.get_running_loop().run_in_executor(self._parser, _call, parse, body, args)
