@@ -15,7 +15,6 @@ import sys
 import time
 from collections.abc import Callable
 from enum import Enum
-from pathlib import Path
 from typing import Any, TypeVar
 
 import typer

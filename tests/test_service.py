@@ -12,7 +12,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from planner.cluster import Cluster
 from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict, parse_cluster
 from planner.validate import validate

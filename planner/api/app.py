@@ -15,22 +15,18 @@ answered with a plain 500.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
-import json
 import logging
 import threading
 import time
 from collections import defaultdict
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
-from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 
@@ -46,32 +42,16 @@ from planner.api.schemas import (
     StoredPlan,
     ValidateRequest,
     ValidateResponse,
-    Violation,
 )
-from planner.api.bodies import BodyReader, Refused, parse_model
-from planner.api.worker import Dispatcher, job_time_limit_s
+from planner.api.bodies import BodyReader, Refused
+from planner.api.requests import Settings, accept_defrag, add_body_schemas, json_body, report_of, validate_plan_of
+from planner.api.worker import Dispatcher
 from planner.cluster import field_path
-from planner.snapshot import consistency_problems
 from planner.store import IdempotencyConflict, Job, QueueFull, Store
 
 log = logging.getLogger("planner.api")
 
 MAX_WAIT_S = 600.0
-
-
-@dataclass(frozen=True)
-class Settings:
-    db_url: str
-    token: str | None = None
-    concurrency: int = 2
-    max_queue: int = 64
-    max_body_bytes: int = 64 * 2**20
-    max_job_s: float = 900.0
-    retry_after_s: int = 5
-    allow_force: bool = False
-    """Run ``force``d exact solves (beyond the size limits) only when the operator allows them."""
-    job_memory_bytes: int | None = None
-    """Address-space cap of one job's worker process (None: no cap)."""
 
 
 class Waiters:
@@ -193,7 +173,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post(
         "/v1/defrag",
         status_code=202,
-        openapi_extra=_json_body(DefragRequest),
+        openapi_extra=json_body(DefragRequest),
         response_model=JobAccepted,
         responses={
             **RESPONSES,
@@ -306,19 +286,19 @@ def create_app(settings: Settings) -> FastAPI:
         response_model=ValidateResponse,
         responses=RESPONSES,
         summary="Replay a plan and list its violations",
-        openapi_extra=_json_body(ValidateRequest),
+        openapi_extra=json_body(ValidateRequest),
     )
     async def validate_plan(http: Request) -> Any:
-        return await bodies.parse(http, _validate)
+        return await bodies.parse(http, validate_plan_of)
 
     @app.post(
         "/v1/report",
         responses={**RESPONSES, 200: {"content": {"application/json": {"example": {"time_s": 0, "summary": {"nodes": 4, "empty_nodes": 0, "gfr": 1.0}}}}}},
         summary="Fragmentation report of a snapshot",
-        openapi_extra=_json_body(ReportRequest),
+        openapi_extra=json_body(ReportRequest),
     )
     async def report(http: Request) -> Any:
-        return await bodies.parse(http, _report)
+        return await bodies.parse(http, report_of)
 
     # -- operations ------------------------------------------------------------------------------
 
@@ -350,102 +330,12 @@ def create_app(settings: Settings) -> FastAPI:
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-            _add_body_schemas(schema, (DefragRequest, ValidateRequest, ReportRequest))
+            add_body_schemas(schema, (DefragRequest, ValidateRequest, ReportRequest))
             app.openapi_schema = schema
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
-
-
-# ----------------------------------------------------------------------------------------------
-# Bodies: parsed in a worker thread (BodyReader), checked there, refused with 4xx
-# ----------------------------------------------------------------------------------------------
-
-
-def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any], str]:
-    """A defrag request checked as far as it can be before it is queued: (snapshot JSON, options as
-    given, request digest). Raises ``Refused`` with the API's field names."""
-    from planner.engine import PlanOptionError, check_exact_size, estimated_runtime_s
-    from planner.state import ClusterState
-
-    request = parse_model(DefragRequest, body)
-    problems = consistency_problems(request.snapshot)
-    if problems:
-        raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" if not p.startswith("(") else p for p in problems])
-    options = request.options
-    if options.force and not settings.allow_force:
-        raise Refused(
-            422,
-            "invalid request",
-            ["options.force: this server does not run forced exact solves (they can take any memory and time); "
-             "use method 'hybrid', or ask the operator to start the server with --allow-force"],
-        )
-    if options.method in ("exact", "compare"):
-        try:
-            check_exact_size(ClusterState(request.snapshot), options)
-        except PlanOptionError as err:
-            raise Refused(422, "invalid request", [err.for_api()]) from None
-    given = options.model_dump(mode="json", exclude={"workers"}, exclude_unset=True)
-    limit = job_time_limit_s(given, settings.max_job_s)
-    nodes, pods = len(request.snapshot.nodes), len(request.snapshot.pods)
-    needed = estimated_runtime_s(nodes, pods, options)
-    if needed > limit:
-        raise Refused(
-            422,
-            "the job could not finish in its time limit",
-            [f"snapshot: {nodes:,} nodes and {pods:,} pods take about {needed:,.0f} s to plan with method "
-             f"'{options.method}'; a job may run {limit:,.0f} s (2 x options.time_limit_s + 30, at most the "
-             f"server's --max-job-s {settings.max_job_s:g}): plan a part of the cluster, or ask the operator for a longer --max-job-s"],
-        )
-    snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
-    digest = hashlib.sha256((snapshot + json.dumps(given, sort_keys=True)).encode()).hexdigest()
-    return snapshot, given, digest
-
-
-def _validate(body: bytes) -> ValidateResponse:
-    from planner.validate import validate
-
-    request = parse_model(ValidateRequest, body)
-    problems = consistency_problems(request.snapshot)
-    if problems:
-        raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
-    violations = validate(request.snapshot, request.plan)
-    return ValidateResponse(valid=not violations, violations=[Violation(**v.__dict__) for v in violations])
-
-
-def _report(body: bytes) -> dict[str, Any]:
-    from planner import metrics
-
-    request = parse_model(ReportRequest, body)
-    problems = consistency_problems(request.snapshot)
-    if problems:
-        raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
-    shape = None
-    if request.shape is not None:
-        try:
-            shape = metrics.parse_shape(request.shape)
-        except ValueError as err:
-            raise Refused(422, "invalid request", [f"shape: {err}"]) from None
-    return metrics.report(request.snapshot, shape)
-
-
-def _json_body(model: type[BaseModel]) -> dict[str, Any]:
-    """The OpenAPI request body of a route that parses ``model`` itself (see ``BodyReader``)."""
-    content: dict[str, Any] = {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
-    examples = (model.model_config.get("json_schema_extra") or {}).get("examples")
-    if examples:
-        content["example"] = examples[0]
-    return {"requestBody": {"required": True, "content": {"application/json": content}}}
-
-
-def _add_body_schemas(schema: dict[str, Any], models: tuple[type[BaseModel], ...]) -> None:
-    components = schema.setdefault("components", {}).setdefault("schemas", {})
-    for model in models:
-        body = model.model_json_schema(ref_template="#/components/schemas/{model}")
-        for name, definition in body.pop("$defs", {}).items():
-            components.setdefault(name, definition)
-        components[model.__name__] = body
 
 
 # ----------------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ problem and its field path, as every other error of the API.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor

@@ -1,0 +1,122 @@
+"""What a request must be before it is served: the service's settings, and the checks a body goes
+through (parse, consistency, options, sizes, the time a job would need) before a job is queued or a
+report computed. These run off the event loop (``bodies.BodyReader``): in a worker thread, or for
+large bodies in the parser process, so everything here is a plain, picklable function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from planner.api.bodies import Refused, parse_model
+from planner.api.schemas import DefragRequest, ReportRequest, ValidateRequest, ValidateResponse, Violation
+from planner.api.worker import job_time_limit_s
+from planner.snapshot import consistency_problems
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_url: str
+    token: str | None = None
+    concurrency: int = 2
+    max_queue: int = 64
+    max_body_bytes: int = 64 * 2**20
+    max_job_s: float = 900.0
+    retry_after_s: int = 5
+    allow_force: bool = False
+    """Run ``force``d exact solves (beyond the size limits) only when the operator allows them."""
+    job_memory_bytes: int | None = None
+    """Address-space cap of one job's worker process (None: no cap)."""
+
+
+
+def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any], str]:
+    """A defrag request checked as far as it can be before it is queued: (snapshot JSON, options as
+    given, request digest). Raises ``Refused`` with the API's field names."""
+    from planner.engine import PlanOptionError, check_exact_size, estimated_runtime_s
+    from planner.state import ClusterState
+
+    request = parse_model(DefragRequest, body)
+    problems = consistency_problems(request.snapshot)
+    if problems:
+        raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" if not p.startswith("(") else p for p in problems])
+    options = request.options
+    if options.force and not settings.allow_force:
+        raise Refused(
+            422,
+            "invalid request",
+            ["options.force: this server does not run forced exact solves (they can take any memory and time); "
+             "use method 'hybrid', or ask the operator to start the server with --allow-force"],
+        )
+    if options.method in ("exact", "compare"):
+        try:
+            check_exact_size(ClusterState(request.snapshot), options)
+        except PlanOptionError as err:
+            raise Refused(422, "invalid request", [err.for_api()]) from None
+    given = options.model_dump(mode="json", exclude={"workers"}, exclude_unset=True)
+    limit = job_time_limit_s(given, settings.max_job_s)
+    nodes, pods = len(request.snapshot.nodes), len(request.snapshot.pods)
+    needed = estimated_runtime_s(nodes, pods, options)
+    if needed > limit:
+        raise Refused(
+            422,
+            "the job could not finish in its time limit",
+            [f"snapshot: {nodes:,} nodes and {pods:,} pods take about {needed:,.0f} s to plan with method "
+             f"'{options.method}'; a job may run {limit:,.0f} s (2 x options.time_limit_s + 30, at most the "
+             f"server's --max-job-s {settings.max_job_s:g}): plan a part of the cluster, or ask the operator for a longer --max-job-s"],
+        )
+    snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
+    digest = hashlib.sha256((snapshot + json.dumps(given, sort_keys=True)).encode()).hexdigest()
+    return snapshot, given, digest
+
+
+def validate_plan_of(body: bytes) -> ValidateResponse:
+    from planner.validate import validate
+
+    request = parse_model(ValidateRequest, body)
+    problems = consistency_problems(request.snapshot)
+    if problems:
+        raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
+    violations = validate(request.snapshot, request.plan)
+    return ValidateResponse(valid=not violations, violations=[Violation(**v.__dict__) for v in violations])
+
+
+def report_of(body: bytes) -> dict[str, Any]:
+    from planner import metrics
+
+    request = parse_model(ReportRequest, body)
+    problems = consistency_problems(request.snapshot)
+    if problems:
+        raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
+    shape = None
+    if request.shape is not None:
+        try:
+            shape = metrics.parse_shape(request.shape)
+        except ValueError as err:
+            raise Refused(422, "invalid request", [f"shape: {err}"]) from None
+    return metrics.report(request.snapshot, shape)
+
+
+def json_body(model: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAPI request body of a route that parses ``model`` itself (see ``BodyReader``)."""
+    content: dict[str, Any] = {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
+    examples = (model.model_config.get("json_schema_extra") or {}).get("examples")
+    if examples:
+        content["example"] = examples[0]
+    return {"requestBody": {"required": True, "content": {"application/json": content}}}
+
+
+def add_body_schemas(schema: dict[str, Any], models: tuple[type[BaseModel], ...]) -> None:
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for model in models:
+        body = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        for name, definition in body.pop("$defs", {}).items():
+            components.setdefault(name, definition)
+        components[model.__name__] = body
+
+
