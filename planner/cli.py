@@ -248,12 +248,11 @@ def validate_command(
     parsed = parse_plan(read_text(plan, "plan"), source=plan)
     violations = validate(cluster, parsed, MoveLimits(max_moves, max_moves_per_node, same_asw))
     if violations:
-        for violation in violations:
-            typer.echo(str(violation))
+        _emit("".join(f"{violation}\n" for violation in violations), "-")
         err_console.print(f"{len(violations)} violation(s)", markup=False)
         raise typer.Exit(EXIT_VIOLATIONS)
     moves = sum(len(w) for w in parsed.waves)
-    typer.echo(f"valid: {len(parsed.waves)} wave(s), {moves} move(s), {len(parsed.vacated_nodes)} vacated node(s)")
+    _emit(f"valid: {len(parsed.waves)} wave(s), {moves} move(s), {len(parsed.vacated_nodes)} vacated node(s)\n", "-")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -598,6 +597,12 @@ def serve(
 def _client(server: str, token: str | None):  # type: ignore[no-untyped-def]
     import httpx
 
+    try:
+        parsed = httpx.URL(server) if server else None
+    except (httpx.InvalidURL, ValueError, TypeError):
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        fail([f"--server: {server!r} is not an http(s) URL of the service, e.g. http://planner:8000"])
     token = token or os.environ.get("PLANNER_API_TOKEN")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=httpx.Timeout(30.0, read=None))
@@ -670,7 +675,7 @@ def submit(
                 err_console.print(f"job {job_id} is {status['status']}{detail}", markup=False)
                 raise typer.Exit(EXIT_NOT_DONE)
         if response.status_code == 202:
-            typer.echo(json.dumps(response.json()))
+            _emit(json.dumps(response.json()) + "\n", "-")
             return
         text_out = json.dumps(response.json(), indent=2) + "\n"
         if out and out != "-":
@@ -734,8 +739,31 @@ def plans(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. Output the command line framework writes itself (help, usage)
+    to a full or closed standard output is exit 2 with a message, not a traceback."""
+    try:
+        app()
+    except SystemExit as done:
+        _flush_stdout()
+        raise done
+    except OSError as err:
+        _unwritable_stdout(err)
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    except OSError as err:
+        _unwritable_stdout(err)
+
+
+def _unwritable_stdout(err: OSError) -> None:
+    try:
+        sys.stderr.write(f"error: standard output: cannot write: {err.strerror or err}\n")
+    finally:
+        os._exit(EXIT_BAD_INPUT)  # the buffered output cannot be written: do not try again at exit
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
 class DefragOptions(BaseModel):
     """Options of ``plan_defrag``; out-of-range values are rejected with the option's name."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     method: Method = "heuristic"
     partition_size: int = Field(500, ge=2, le=MAX_COUNT, description="Nodes per IPC partition.")
     depth: int = Field(3, ge=1, le=16, description="K: longest ejection chain.")
@@ -327,9 +327,10 @@ def _hybrid(
     ipc_empties = int((state.pods_per_node == 0).sum())
     parallel = max(1, options.workers or 2)
     if options.solver == "highs":
-        # one HiGHS thread per core in all: HiGHS's worker threads spin, and two 2-thread solves on
-        # 2 cores ran one neighbourhood solve 27 s past its 8 s limit
-        solver_workers = max(1, min(options.solver_workers, os.cpu_count() or 1) // parallel)
+        # one HiGHS thread per neighbourhood solve: HiGHS's worker threads spin, and on a busy machine
+        # 2-thread neighbourhood solves overran a 6 s hybrid to 25-36 s (1 thread: 6.3-6.4 s); two
+        # 2-thread solves on 2 cores ran one 27 s past its 8 s limit
+        solver_workers = 1
     else:
         solver_workers = max(1, options.solver_workers // parallel)
     # neighbourhood solves: always CP-SAT's deterministic search (a reproducible hybrid for a given

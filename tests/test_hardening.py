@@ -143,6 +143,9 @@ BAD_INVOCATIONS = [
     (["generate", "asi", "--nodes", "3", "--seed", "1", "--out", "{tmp}"], "--out"),
     (["report", "{snap}", "--shape", "4611686018427387904g1c"], "--shape"),
     (["report", "{snap}", "--shape", "1g1e400c"], "--shape"),
+    (["submit", "{snap}", "--server", "not a url"], "--server"),
+    (["submit", "{snap}", "--server", "ftp://127.0.0.1/"], "--server"),
+    (["jobs", "--server", "http://[::1"], "--server"),
 ]
 
 
@@ -159,12 +162,25 @@ def test_bad_input_is_exit_two_naming_the_option(argv: list[str], flag: str, sma
     assert flag in result.output
 
 
-@pytest.mark.parametrize("argv", [["report", "{snap}"], ["defrag", "{snap}"], ["defrag", "{snap}", "--format", "table"], ["report", "{snap}", "--json"]])
-def test_a_full_standard_output_is_exit_two(argv: list[str], small_snapshot: str) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "{snap}"],
+        ["defrag", "{snap}"],
+        ["defrag", "{snap}", "--format", "table"],
+        ["report", "{snap}", "--json"],
+        ["validate", "{snap}", "{plan}"],
+        ["validate", "{snap}", "{plan}", "--max-moves", "0"],
+        ["defrag", "--help"],
+    ],
+)
+def test_a_full_standard_output_is_exit_two(argv: list[str], small_snapshot: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
     import subprocess
     import sys
 
-    args = [a.replace("{snap}", small_snapshot) for a in argv]
+    plan = tmp_path / "plan.json"
+    subprocess.run([sys.executable, "-m", "planner.cli", "defrag", small_snapshot, "--out", str(plan)], check=True, timeout=120)
+    args = [a.replace("{snap}", small_snapshot).replace("{plan}", str(plan)) for a in argv]
     with open("/dev/full", "w") as full:
         done = subprocess.run([sys.executable, "-m", "planner.cli", *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
     assert done.returncode == 2, done.stderr

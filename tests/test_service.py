@@ -164,6 +164,61 @@ def test_hostile_bodies_get_the_problem_format(server: Server, content: bytes, h
         assert expected in " ".join(body["problems"]) or expected in body["error"]
 
 
+@pytest.mark.parametrize("method,path,status", [("GET", "/v2/defrag", 404), ("POST", "/v1/preempt", 404), ("PUT", "/v1/defrag", 405), ("DELETE", "/v1/jobs", 405)])
+def test_unknown_routes_and_methods_get_the_problem_format(server: Server, method: str, path: str, status: int) -> None:
+    with server.client() as client:
+        response = client.request(method, path)
+        assert response.status_code == status and set(response.json()) == {"error", "problems"}, response.text
+
+
+def test_options_are_as_strict_as_the_snapshot(server: Server) -> None:
+    with server.client() as client:
+        response = client.post("/v1/defrag", json={"snapshot": FIG15_SNAPSHOT, "options": {"method": "exact", "time_limit_s": "5"}})
+        assert response.status_code == 422 and any("options.time_limit_s" in p for p in response.json()["problems"])
+
+
+def test_a_dead_fork_server_leaves_no_worker_behind(tmp_path: Path, long_snapshot: dict) -> None:
+    """multiprocessing reports the fork server's children dead (exit 255) when the fork server dies,
+    while they still run: the dispatcher kills them, and the job fails with a reason."""
+    srv = Server(tmp_path / "fork.db", None, "--workers", "1", "--allow-force").start()
+    try:
+        with srv.client() as client:
+            # a forced exact solve sends no progress while it builds and solves: nothing else would end it
+            exact = {"snapshot": long_snapshot, "options": {"method": "exact", "force": True, "time_limit_s": 30}}
+            job_id = client.post("/v1/defrag", json=exact).json()["job_id"]
+            wait_status(client, job_id, ("running",))
+            workers = srv.job_workers()
+            assert workers
+            for pid in set(_parents(workers)):  # the fork server
+                os.kill(pid, signal.SIGKILL)
+            status = wait_status(client, job_id, ("failed", "succeeded"), timeout_s=30)
+            assert status["status"] == "failed" and "died" in status["error"]
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and any(os.path.exists(f"/proc/{pid}") for pid in workers):
+                time.sleep(0.1)
+            assert not any(os.path.exists(f"/proc/{pid}") and not _is_zombie(pid) for pid in workers), "a worker outlived its fork server"
+            second = client.post("/v1/defrag", json={"snapshot": FIG15_SNAPSHOT}).json()["job_id"]
+            assert wait_status(client, second, ("succeeded", "failed"), timeout_s=60)["status"] == "succeeded"
+    finally:
+        srv.stop()
+
+
+def _parents(pids: list[int]) -> list[int]:
+    parents = []
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            parents.append(int(f.read().rsplit(")", 1)[1].split()[1]))
+    return parents
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
 def test_two_authorization_headers_are_refused(server: Server) -> None:
     headers = [("authorization", f"Bearer {TOKEN}"), ("authorization", "Bearer wrong"), ("content-type", "application/json")]
     response = httpx.post(f"{server.url}/v1/defrag", content=json.dumps({"snapshot": FIG15_SNAPSHOT}), headers=headers)

@@ -29,6 +29,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from planner.api.schemas import (
     EXAMPLE_PLAN,
@@ -159,7 +160,21 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.exception_handler(Refused)
     async def refused(request: Request, exc: Refused) -> JSONResponse:
-        return _problem(exc.status, exc.error, exc.problems)
+        response = _problem(exc.status, exc.error, exc.problems)
+        if exc.status == 503:
+            response.headers["Retry-After"] = str(settings.retry_after_s)
+        return response
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """Unknown routes (404), wrong methods (405) and the like, in the same problem format."""
+        error = {404: f"no route {request.url.path}", 405: f"{request.method} is not allowed on {request.url.path}"}.get(
+            exc.status_code, str(exc.detail)
+        )
+        response = _problem(exc.status_code, error)
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        return response
 
     @app.exception_handler(Exception)
     async def crashed(request: Request, exc: Exception) -> JSONResponse:

@@ -103,7 +103,11 @@ class BodyReader:
         except BrokenProcessPool:
             self._parser.shutdown(wait=False, cancel_futures=True)
             self._parser = None
-            raise Refused(413, f"the body could not be parsed within the parser's {PARSER_MEMORY_BYTES >> 30} GiB; send a smaller snapshot") from None
+            raise Refused(
+                503,
+                f"the body parser process stopped while parsing this body (killed, or out of its {PARSER_MEMORY_BYTES >> 30} GiB); "
+                "retry, and if it happens again send a smaller snapshot",
+            ) from None
 
     def close(self) -> None:
         if self._parser is not None:

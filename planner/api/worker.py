@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 import traceback
@@ -205,6 +206,8 @@ class Dispatcher(threading.Thread):
             elif not running.process.is_alive():
                 running.process.join(timeout=1)
                 code = running.process.exitcode
+                if code == FORK_SERVER_GONE:  # the fork server died: its pipe closed, the worker may live on
+                    _kill_pid(running.process.pid)
                 why = f"worker process died without an answer (exit code {code})"
                 if self.memory_bytes is not None and code is not None and code < 0:
                     why += f"; a native library may have run out of the job's memory cap of {self.memory_bytes / 2**30:.1f} GiB"
@@ -246,6 +249,21 @@ class Dispatcher(threading.Thread):
             log.warning("job %s: could not record progress", job_id)
 
 
+FORK_SERVER_GONE = 255
+"""The exit code multiprocessing reports for a fork-server child once the fork server has died."""
+
+
+def _kill_pid(pid: int | None) -> None:
+    """SIGKILL a worker by pid. When the fork server dies, multiprocessing reports its workers dead
+    (exit code 255) while they may still run, outside the concurrency bound; this makes them so."""
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _stop(process: Any) -> None:
     if process.is_alive():
         process.terminate()
@@ -253,6 +271,8 @@ def _stop(process: Any) -> None:
         if process.is_alive():
             process.kill()
             process.join(timeout=3)
+    if process.exitcode == FORK_SERVER_GONE:
+        _kill_pid(process.pid)
 
 
 # ----------------------------------------------------------------------------------------------
