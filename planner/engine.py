@@ -16,7 +16,6 @@ solver plans are when the solver proves optimality or ``deterministic`` is set (
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any, Literal
