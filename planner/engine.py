@@ -354,7 +354,7 @@ def _hybrid(
         lns_improved=lns.improved,
         lns_gained_empty_nodes=lns.gained_empties,
         lns_proven_optimal=lns.proven_optimal,
-        lns_solved_with=[f"{solver}/{formulation}" for solver, formulation in sorted(lns.solved_with)],
+        lns_solved_with=["/".join(how) for how in sorted(lns.solved_with)],
     )
     return waves + lns.waves, extra
 

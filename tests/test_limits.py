@@ -125,14 +125,17 @@ def test_router_detours_stay_within_the_budget_and_the_switch() -> None:
         assert executed.routed == 0 and executed.dropped
 
 
-def test_hybrid_neighbourhoods_use_the_requested_solver_and_formulation(two_switches: Cluster) -> None:
-    for solver, formulation in (("cpsat", "pod"), ("highs", "class")):
+def test_hybrid_neighbourhoods_use_the_requested_solver_formulation_and_objective(two_switches: Cluster) -> None:
+    for solver, formulation, lexicographic in (("cpsat", "pod", "weighted"), ("highs", "class", "two-phase")):
         plan = plan_defrag(
             two_switches,
-            DefragOptions(method="hybrid", workers=1, time_limit_s=3, solver=solver, formulation=formulation, solver_workers=2),
+            DefragOptions(
+                method="hybrid", workers=1, time_limit_s=3, solver=solver, formulation=formulation, solver_workers=2, lexicographic=lexicographic
+            ),
         )
         used = plan.report.model_extra["lns_solved_with"]
         assert used and {u.split("/")[0] for u in used} == {solver}
+        assert {u.split("/")[2] for u in used} == {lexicographic}
         if formulation == "pod":
             assert {u.split("/")[1] for u in used} == {"pod"}
         else:

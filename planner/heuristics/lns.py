@@ -78,8 +78,8 @@ class LnsResult:
     improved: int = 0
     gained_empties: int = 0
     proven_optimal: int = 0
-    solved_with: set[tuple[str, str]] = field(default_factory=set)
-    """(solver, formulation) of every neighbourhood solve."""
+    solved_with: set[tuple[str, str, str]] = field(default_factory=set)
+    """(solver, formulation, lexicographic mode) of every neighbourhood solve."""
 
 
 def run_lns(
@@ -118,7 +118,11 @@ def run_lns(
         round_waves: list[list[Step]] = []
         for (nodes, closed), outcome in zip(picked, outcomes):
             waves = outcome.waves
-            result.solved_with.update((solve["solver"], solve["formulation"]) for solve in outcome.solves)
+            result.solved_with.update(
+                (solve["solver"], solve["formulation"], "weighted" if solve["phases"][0]["phase"] == "weighted" else "two-phase")
+                for solve in outcome.solves
+                if "phases" in solve
+            )
             moves = sum(len(w) for w in waves)
             if moves > budget.moves_left:
                 continue  # an earlier neighbourhood of this round used the moves it counted on
