@@ -23,8 +23,8 @@ The lexicographic objective (most empty nodes, then fewest moves, then fewest GP
 two ways (``ExactOptions.lexicographic``):
 
 * ``two-phase`` (default): maximise empty nodes; then, with at least that many empty nodes required,
-  minimise W2 * moves + GPUs moved. Measured several times faster to prove than one weighted solve on
-  ASI-like instances (benchmarks/results/defrag_exact.md). The empty-node bound is phase 1's; the
+  minimise W2 * moves + GPUs moved. About as fast as one weighted solve on easy ASI-like instances and
+  much faster on the hard ones, where it proves more within the limit (benchmarks/results/defrag_exact.md). The empty-node bound is phase 1's; the
   moves bound is phase 2's, and counts only when phase 1 proved its optimum (phase 2 then ranges
   over every state with the most empty nodes).
 * ``weighted``: one solve of W1 * empties - W2 * moves - GPUs moved (``models/defrag.py`` shows the
