@@ -41,16 +41,20 @@ MAX_CPUS = 1_000_000.0
 MAX_MEMORY_GIB = 10_000_000.0
 MAX_COUNT = 1_000_000_000
 MAX_TIME_S = 1e12
+MIN_PRIORITY = -(2**31)
+MAX_PRIORITY = 2**31 - 1
 """Likewise for CPUs, memory, counters (``eviction_count``) and times (about 31,700 years)."""
 
 
 class NumaDomain(BaseModel):
-    """One NUMA domain of a node: which GPU indexes and how many CPUs it holds (topology-aware preemption)."""
+    """One NUMA domain of a node: which GPU indexes and how many CPUs it holds, and the CPU socket it
+    belongs to (topology-aware preemption, FlexTopo)."""
 
     model_config = _STRICT
     name: str
     gpu_indexes: list[WholeNumber] = Field(default_factory=list)
     cpus: float = Field(default=0.0, ge=0, le=MAX_CPUS)
+    socket: WholeNumber | None = Field(default=None, ge=0, le=MAX_GPUS)
 
 
 class PowerProfile(BaseModel):
@@ -98,7 +102,12 @@ class Pod(BaseModel):
     anti_affinity: list[str] = Field(default_factory=list)
     checkpoint_s: float | None = Field(default=None, ge=0, le=MAX_TIME_S)
     started_s: float | None = Field(default=None, ge=0, le=MAX_TIME_S)
+    checkpoint_interval_s: float | None = Field(default=None, gt=0, le=MAX_TIME_S)
     standby: bool = False
+    priority_value: WholeNumber | None = Field(default=None, ge=MIN_PRIORITY, le=MAX_PRIORITY)
+    """Kubernetes integer priority; when absent, HP pods have 1000 and LP pods 0."""
+    gpu_indexes: list[WholeNumber] | None = None
+    """The devices of its node a placed pod holds (one for a share); needed for NUMA alignment."""
 
     @field_serializer("gpus")
     def _whole_gpus_as_int(self, gpus: float) -> float | int:
@@ -113,12 +122,23 @@ class Topology(BaseModel):
     mode: Literal["required", "preferred"]
 
 
+class JobNuma(BaseModel):
+    """FlexTopo's topology QoS for a job's pods: ``guaranteed`` placements are NUMA-aligned (every GPU
+    of a pod on one socket, its CPUs from those GPUs' NUMA domains) or not made; ``best-effort`` ones
+    prefer alignment."""
+
+    model_config = _STRICT
+    mode: Literal["guaranteed", "best-effort"]
+
+
 class Job(BaseModel):
-    """A gang of pods placed all-or-nothing; pods name their job."""
+    """A gang of pods placed all-or-nothing (or at least ``min_available`` of them); pods name their job."""
 
     model_config = _STRICT
     name: str = Field(min_length=1)
     topology: Topology | None = None
+    numa: JobNuma | None = None
+    min_available: WholeNumber | None = Field(default=None, ge=1, le=MAX_COUNT)
 
 
 class Cluster(BaseModel):
@@ -295,10 +315,90 @@ def reference_problems(cluster: Cluster) -> list[str]:
                 problems.append(f"{where}.{field}: {value:g} is later than the snapshot time_s {cluster.time_s:g}")
         if len(set(pod.anti_affinity)) != len(pod.anti_affinity):
             problems.append(f"{where}.anti_affinity: a group is listed twice")
+    problems += _numa_problems(cluster)
+    problems += _device_problems(cluster)
+    problems += _gang_problems(cluster)
+    return problems
+
+
+def _numa_problems(cluster: Cluster) -> list[str]:
+    """NUMA domains: devices in range and in one domain each, CPUs within the node, sockets all or none."""
+    problems = []
     for i, node in enumerate(cluster.nodes):
-        if node.numa:
-            for d, domain in enumerate(node.numa):
-                bad = [g for g in domain.gpu_indexes if not 0 <= g < node.gpus]
-                if bad:
-                    problems.append(f"nodes[{i}].numa[{d}].gpu_indexes: {bad} outside 0..{node.gpus - 1}")
+        if not node.numa:
+            continue
+        owner: dict[int, int] = {}
+        for d, domain in enumerate(node.numa):
+            where = f"nodes[{i}].numa[{d}]"
+            bad = [g for g in domain.gpu_indexes if not 0 <= g < node.gpus]
+            if bad:
+                problems.append(f"{where}.gpu_indexes: {bad} outside 0..{node.gpus - 1}")
+            for g in domain.gpu_indexes:
+                if g in owner:
+                    first = f"numa[{owner[g]}]" if owner[g] != d else "this domain"
+                    problems.append(f"{where}.gpu_indexes: GPU {g} is already listed in {first}; a GPU belongs to one NUMA domain")
+                owner[g] = d
+        problems += _duplicates([domain.name for domain in node.numa], f"nodes[{i}].numa")
+        cpus = math.fsum(domain.cpus for domain in node.numa)
+        if cpus > node.cpus + 1e-9:
+            problems.append(f"nodes[{i}].numa: the domains hold {cpus:g} CPUs, more than the node's {node.cpus:g}")
+        with_socket = [domain.socket is not None for domain in node.numa]
+        if any(with_socket) and not all(with_socket):
+            d = with_socket.index(False)
+            problems.append(f"nodes[{i}].numa[{d}].socket: missing; give every NUMA domain of the node its socket, or none")
+    return problems
+
+
+def _device_problems(cluster: Cluster) -> list[str]:
+    """``gpu_indexes``: only on placed GPU pods, one per whole GPU (one for a share), in range, and no
+    device held by two whole-GPU pods or filled past 1 by shares."""
+    nodes = {node.name: node for node in cluster.nodes}
+    problems = []
+    holders: dict[tuple[str, int], list[tuple[int, float]]] = {}
+    for i, pod in enumerate(cluster.pods):
+        if pod.gpu_indexes is None:
+            continue
+        where = f"pods[{i}].gpu_indexes"
+        if pod.node is None:
+            problems.append(f"{where}: pod '{pod.name}' is pending and holds no devices; remove gpu_indexes")
+            continue
+        node = nodes.get(pod.node)
+        if node is None:
+            continue  # reported as an unknown node
+        wanted = 1 if 0 < pod.gpus < 1 else int(pod.gpus)
+        if len(pod.gpu_indexes) != wanted:
+            problems.append(f"{where}: lists {len(pod.gpu_indexes)} devices, the pod requests {pod.gpus:g} GPUs (so {wanted})")
+        if len(set(pod.gpu_indexes)) != len(pod.gpu_indexes):
+            problems.append(f"{where}: a device is listed twice")
+        bad = [g for g in pod.gpu_indexes if not 0 <= g < node.gpus]
+        if bad:
+            problems.append(f"{where}: {bad} outside 0..{node.gpus - 1} (node '{node.name}' has {node.gpus} GPUs)")
+        for g in set(pod.gpu_indexes):
+            holders.setdefault((node.name, g), []).append((i, pod.gpus if pod.gpus < 1 else 1.0))
+    for (node_name, g), held in holders.items():
+        if len(held) < 2:
+            continue
+        first = held[0][0]
+        whole = [i for i, share in held if share >= 1]
+        if whole:
+            other = next(i for i, _ in held if i != whole[0])
+            problems.append(
+                f"pods[{max(whole[0], other)}].gpu_indexes: GPU {g} of node '{node_name}' is already held by "
+                f"pods[{min(whole[0], other)}]; a whole-GPU pod holds its devices alone"
+            )
+        elif math.fsum(share for _, share in held) > 1 + 1e-9:
+            problems.append(f"pods[{held[-1][0]}].gpu_indexes: the shares on GPU {g} of node '{node_name}' sum past 1 (first holder pods[{first}])")
+    return problems
+
+
+def _gang_problems(cluster: Cluster) -> list[str]:
+    """``min_available`` cannot exceed the job's pods."""
+    sizes: dict[str, int] = {}
+    for pod in cluster.pods:
+        if pod.job is not None:
+            sizes[pod.job] = sizes.get(pod.job, 0) + 1
+    problems = []
+    for j, job in enumerate(cluster.jobs):
+        if job.min_available is not None and job.min_available > sizes.get(job.name, 0):
+            problems.append(f"jobs[{j}].min_available: {job.min_available} but the job has {sizes.get(job.name, 0)} pods")
     return problems

@@ -80,26 +80,90 @@ class DefragComparison(BaseModel):
     gap: dict[str, Any]
 
 
-def parse_plan(text: str | bytes, source: str = "plan") -> DefragPlan:
-    """Parse a plan; raise SnapshotError with field-path messages when it is malformed."""
+class Placement(BaseModel):
+    """Start ``pod`` (pending) on ``node``, on the devices ``gpu_indexes`` when devices matter."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    pod: str
+    node: str
+    gpu_indexes: list[int] | None = None
+
+
+class Victim(BaseModel):
+    """Evict ``pod`` (of ``job``) from ``node``, losing ``lost_gpu_s`` GPU-seconds since its last checkpoint."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+    pod: str
+    node: str
+    job: str | None = None
+    lost_gpu_s: float = Field(ge=0)
+
+
+class PreemptPlan(BaseModel):
+    """One preemption decision: evict every victim, then start the job's pods on their placements.
+
+    An empty plan with ``report.status == "infeasible"`` says the job cannot start even with every
+    allowed victim evicted (``report.reason`` names the binding constraint).
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+    version: Literal[1] = PLAN_VERSION
+    kind: Literal["preempt"] = "preempt"
+    job: str
+    now_s: float
+    placements: list[Placement]
+    victims: list[Victim]
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    report: SolveReport | None = None
+
+
+class PreemptComparison(BaseModel):
+    """Compare mode: a heuristic's and the exact model's plan for one decision, side by side."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: Literal[1] = PLAN_VERSION
+    kind: Literal["preempt-compare"] = "preempt-compare"
+    heuristic: PreemptPlan
+    exact: PreemptPlan
+    gap: dict[str, Any]
+
+
+AnyPlan = DefragPlan | PreemptPlan
+_KINDS: dict[str, type[BaseModel]] = {"defrag": DefragPlan, "preempt": PreemptPlan}
+
+
+def parse_plan(text: str | bytes, source: str = "plan") -> AnyPlan:
+    """Parse a plan of any kind (``kind`` decides; default defrag); raise SnapshotError with
+    field-path messages when it is malformed."""
     duplicates = duplicate_key_problems(text, source)
     if duplicates:
         raise SnapshotError(duplicates)
     try:
-        return DefragPlan.model_validate_json(text)
+        head = json.loads(text)
+    except (ValueError, RecursionError):
+        head = None
+    kind = head.get("kind", "defrag") if isinstance(head, dict) else "defrag"
+    model = _KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise SnapshotError([f"kind: unknown plan kind {kind!r}; this planner validates {', '.join(sorted(_KINDS))} plans"])
+    try:
+        return model.model_validate_json(text)  # type: ignore[return-value]
     except ValidationError as err:
-        raise SnapshotError(pydantic_problems(err, DefragPlan, source)) from None
+        raise SnapshotError(pydantic_problems(err, model, source)) from None
 
 
-def plan_to_dict(plan: DefragPlan | DefragComparison) -> dict[str, Any]:
+PlanDocument = DefragPlan | DefragComparison | PreemptPlan | PreemptComparison
+
+
+def plan_to_dict(plan: PlanDocument) -> dict[str, Any]:
     return plan.model_dump(mode="json", by_alias=True, exclude_none=False)
 
 
-def dump_plan(plan: DefragPlan | DefragComparison, indent: int | None = 2) -> str:
+def dump_plan(plan: PlanDocument, indent: int | None = 2) -> str:
     return json.dumps(plan_to_dict(plan), indent=indent)
 
 
-def write_plan(plan: DefragPlan | DefragComparison, path: str | Path) -> None:
+def write_plan(plan: PlanDocument, path: str | Path) -> None:
     import sys
 
     text = dump_plan(plan)

@@ -1,0 +1,228 @@
+"""Preemption planning: where a pending job goes and which spot pods to evict, at the least lost work.
+
+Methods: ``spotgpu`` (ASI's SpotGPU with a least-cost deficit cover), ``spotgpu-paper`` (the published
+prefix rule), ``flextopo`` (FlexTopo: NUMA filter, IMP, Eq. 1 scoring), the baselines
+``k8s-default``, ``volcano`` and ``random``, ``exact`` (one MILP/CP model of the decision, proven bound)
+and ``compare`` (a heuristic and the exact model on the same decision).
+
+``plan_preempt`` is a pure function of the cluster, the job and the options; every plan it returns
+has passed ``validate_preempt``. A job that cannot start even with every allowed victim evicted is
+not an error: the plan is empty, ``report.status`` is ``infeasible`` and ``report.reason`` says why.
+A request that makes no sense (unknown job, a job already running, ``now_s`` before a pod's start)
+raises ``PlanOptionError`` naming the option or the field.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from planner import rules
+from planner.cluster import MAX_TIME_S, Cluster
+from planner.engine.defrag import MAX_SEED, MAX_TIME_LIMIT_S, PlanBug, PlanOptionError
+from planner.heuristics.gang import Choice, place_job
+from planner.heuristics.spotgpu import SpotGpu
+from planner.plans import Placement, PreemptComparison, PreemptPlan, SolveReport, Victim
+from planner.preempt_state import Ask, PreemptState
+from planner.validate_preempt import surplus_units, validate_preempt
+
+PreemptMethod = Literal["spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random", "exact", "compare"]
+HEURISTICS = ("spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random")
+
+
+class PreemptOptions(BaseModel):
+    """Options of ``plan_preempt``; out-of-range values are rejected with the option's name."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    method: PreemptMethod = "spotgpu"
+    now_s: float | None = Field(
+        None, ge=0, le=MAX_TIME_S, allow_inf_nan=False, description="Decision time (default: the snapshot's time_s)."
+    )
+    alpha: float = Field(0.5, ge=0, le=1, allow_inf_nan=False, description="FlexTopo Eq. 1: weight of priority against topology.")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Random seed of the random baseline.")
+    heuristic: Literal["spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random"] = Field(
+        "spotgpu", description="compare: the heuristic set beside the exact model."
+    )
+    solver: Literal["cpsat", "highs"] = Field("cpsat", description="Exact back-end.")
+    time_limit_s: float = Field(10.0, gt=0, le=MAX_TIME_LIMIT_S, allow_inf_nan=False, description="Time for exact and compare.")
+    solver_workers: int = Field(8, ge=1, le=256, description="CP-SAT workers / HiGHS threads.")
+
+    @field_validator("*")
+    @classmethod
+    def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
+        method, name = info.data.get("method"), info.field_name
+        if method is None or name in ("method", "now_s") or name in METHOD_OPTIONS[method]:
+            return value
+        if value != cls.model_fields[name].default:
+            users = [m for m, names in METHOD_OPTIONS.items() if name in names]
+            raise ValueError(f"method '{method}' does not use it; use it with method {', '.join(users)}, or leave it out")
+        return value
+
+
+_SOLVER = {"solver", "time_limit_s", "solver_workers"}
+METHOD_OPTIONS: dict[str, set[str]] = {
+    "spotgpu": set(),
+    "spotgpu-paper": set(),
+    "flextopo": {"alpha"},
+    "k8s-default": set(),
+    "volcano": set(),
+    "random": {"seed"},
+    "exact": _SOLVER,
+    "compare": _SOLVER | {"heuristic", "alpha", "seed"},
+}
+
+
+def request_problems(cluster: Cluster, job: str, now_s: float) -> list[tuple[str, str]]:
+    """(field, message) for each reason the decision cannot be asked: the job must exist and be
+    wholly pending, and ``now_s`` may not precede a running pod's start or checkpoint."""
+    jobs = {j.name for j in cluster.jobs}
+    if job not in jobs:
+        known = ", ".join(sorted(jobs)[:5]) or "none"
+        return [("job", f"unknown job '{job}' (jobs in the snapshot: {known})")]
+    problems = []
+    pods = [(i, p) for i, p in enumerate(cluster.pods) if p.job == job]
+    if not pods:
+        problems.append(("job", f"job '{job}' has no pods"))
+    for i, pod in pods:
+        if pod.node is not None:
+            problems.append(("job", f"job '{job}' is not pending: pods[{i}] '{pod.name}' already runs on '{pod.node}'"))
+    for i, pod in enumerate(cluster.pods):
+        if pod.node is None:
+            continue
+        for field, value in (("started_s", pod.started_s), ("checkpoint_s", pod.checkpoint_s)):
+            if value is not None and value > now_s:
+                problems.append(("now_s", f"{now_s:g} is before pods[{i}].{field} ({value:g}); the decision time must be later"))
+                break
+    return problems[:10]
+
+
+def plan_preempt(cluster: Cluster, job: str, options: PreemptOptions | None = None, state: PreemptState | None = None) -> PreemptPlan | PreemptComparison:
+    """A validated preemption plan for ``job`` (for ``compare``: both plans and the gap).
+
+    ``state`` may carry a prebuilt ``PreemptState`` of ``cluster`` (a simulation deciding many times).
+    """
+    options = options or PreemptOptions()
+    now = options.now_s if options.now_s is not None else cluster.time_s
+    problems = request_problems(cluster, job, now)
+    if problems:
+        field, message = problems[0]
+        raise PlanOptionError(field, message.replace("{", "(").replace("}", ")"))
+    ps = state if state is not None else PreemptState(cluster)
+    ask = Ask.of(ps, cluster.job_index()[job], now)
+    if options.method == "compare":
+        return _compare(cluster, ps, ask, options)
+    return decide_plan(cluster, ps, ask, options.method, options)
+
+
+def decide(ps: PreemptState, ask: Ask, method: str, options: PreemptOptions) -> tuple[Choice, dict[str, Any]]:
+    """The raw decision of ``method`` (no plan, no validation): what simulations call in a loop."""
+    if method == "exact":
+        from planner.models.preempt import solve_preempt
+
+        return solve_preempt(ps, ask, options.solver, options.time_limit_s, options.solver_workers)
+    return place_job(ps, ask, policy_of(method, options)), {}
+
+
+def policy_of(method: str, options: PreemptOptions):  # type: ignore[no-untyped-def]
+    if method == "spotgpu":
+        return SpotGpu()
+    if method == "spotgpu-paper":
+        return SpotGpu(paper=True)
+    if method == "flextopo":
+        from planner.heuristics.flextopo import FlexTopo
+
+        return FlexTopo(options.alpha)
+    from planner.heuristics.victims import baseline_policy
+
+    return baseline_policy(method, options.seed)
+
+
+def decide_plan(cluster: Cluster, ps: PreemptState, ask: Ask, method: str, options: PreemptOptions) -> PreemptPlan:
+    start = time.perf_counter()
+    choice, solver_fields = decide(ps, ask, method, options)
+    plan = to_plan(cluster, ps, ask, choice, method, options, solver_fields)
+    violations = validate_preempt(cluster, plan)
+    if violations:
+        raise PlanBug(f"{method} produced an invalid preemption plan: " + "; ".join(map(str, violations[:5])))
+    if plan.placements:
+        plan.metrics["surplus_victims"] = surplus_units(cluster, plan)
+    assert plan.report is not None
+    plan.report.wall_s = round(time.perf_counter() - start, 6)
+    return plan
+
+
+def to_plan(
+    cluster: Cluster, ps: PreemptState, ask: Ask, choice: Choice, method: str, options: PreemptOptions, solver_fields: dict[str, Any]
+) -> PreemptPlan:
+    """The plan of a decision, with metrics and an honest report."""
+    pods, nodes = cluster.pods, cluster.nodes
+    victims = []
+    for u in choice.units:
+        for q in ps.unit_pods[u]:
+            pod = pods[q]
+            if pod.node is not None:
+                victims.append(Victim(pod=pod.name, node=pod.node, job=pod.job, lost_gpu_s=float(ask.pod_cost[q])))
+    placements = [
+        Placement(pod=pods[p].name, node=nodes[n].name, gpu_indexes=list(devices) if devices is not None else None)
+        for p, n, devices in choice.placements
+    ]
+    lost = sum(v.lost_gpu_s for v in victims)
+    status = solver_fields.get("status", "heuristic")
+    if choice.reason is not None:
+        status = "infeasible" if status in ("heuristic", "optimal", "infeasible") else status
+    bound = solver_fields.get("bound")
+    gap = None if bound is None else round((lost - bound) / max(abs(lost), 1e-9), 9) if lost else 0.0
+    report = SolveReport(
+        method=method,
+        solver=solver_fields.get("solver"),
+        status=status,
+        objective=round(lost, 6),
+        bound=bound,
+        gap=gap,
+        seed=options.seed if method == "random" else None,
+        **{k: v for k, v in solver_fields.items() if k not in ("status", "bound", "solver")},
+        **({"reason": choice.reason} if choice.reason is not None else {}),
+        **({} if choice.proven_covers else {"cover_search_truncated": True}),
+    )
+    metrics = _metrics(cluster, ask, choice, victims)
+    return PreemptPlan(job=ask.job_name, now_s=ask.now_s, placements=placements, victims=victims, metrics=metrics, report=report)
+
+
+def _metrics(cluster: Cluster, ask: Ask, choice: Choice, victims: list[Victim]) -> dict[str, Any]:
+    nodes = cluster.nodes
+    gpus = {p.name: p.gpus for p in cluster.pods}
+    used = sorted({n for _, n, _ in choice.placements})
+    tiers = [rules.alignment_tier(nodes[n], devices) if nodes[n].numa and devices else None for _, n, devices in choice.placements]
+    return {
+        "lost_gpu_s": round(sum(v.lost_gpu_s for v in victims), 6),
+        "victims": len(victims),
+        "victim_gangs": len(choice.units),
+        "victim_gpus": round(sum(gpus[v.pod] for v in victims), 6),
+        "placed_pods": len(choice.placements),
+        "nodes": len(used),
+        "asws": len({rules.topology_domain(nodes[n], "asw") for n in used}),
+        "alignment": tiers,
+        "topology_hit": bool(choice.placements) and all(t in (rules.ALIGN_NUMA, rules.ALIGN_SOCKET) for t in tiers),
+    }
+
+
+def _compare(cluster: Cluster, ps: PreemptState, ask: Ask, options: PreemptOptions) -> PreemptComparison:
+    heuristic = decide_plan(cluster, ps, ask, options.heuristic, options)
+    exact = decide_plan(cluster, ps, ask, "exact", options)
+    h, e = heuristic.metrics.get("lost_gpu_s"), exact.metrics.get("lost_gpu_s")
+    ratio = None
+    if heuristic.placements and exact.placements:
+        ratio = 1.0 if h == e else (None if not e else round(h / e, 6))
+    return PreemptComparison(
+        heuristic=heuristic,
+        exact=exact,
+        gap={
+            "heuristic": options.heuristic,
+            "lost_gpu_s": {"heuristic": h, "exact": e},
+            "cost_ratio": ratio,
+            "victims": {"heuristic": heuristic.metrics.get("victims"), "exact": exact.metrics.get("victims")},
+            "exact_status": exact.report.status if exact.report else None,
+        },
+    )

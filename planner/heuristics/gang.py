@@ -1,0 +1,199 @@
+"""Place a pending job pod by pod with a preemption policy (the heuristics' shared driver).
+
+For each pod in order: a placement without preemption if the policy finds one, else a node and a
+victim cover from the policy; the cover's units (whole gangs, on every node) are evicted before the
+next pod is placed, so later pods may use what they freed and never pay for a victim twice. A job
+whose topology is ``required`` is tried in every switch domain separately and the cheapest complete
+placement wins. Pods beyond ``min_placed`` are placed only without preemption.
+
+A policy that trims (``reprieve``) gets a last pass that returns every victim unit whose eviction
+turned out not to be needed (a gang evicted for a later pod can free room an earlier pod's victims
+were chosen for): the plan then has no surplus victims.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from planner.heuristics.victims import Cover
+from planner.preempt_state import Ask, Fit, PreemptState
+from planner.state import PENDING
+
+
+@dataclass
+class Choice:
+    """A decision: ``placements`` (pod, node, devices) and the evicted ``units``; ``reason`` when
+    the job could not be placed."""
+
+    placements: list[tuple[int, int, tuple[int, ...] | None]] = field(default_factory=list)
+    units: list[int] = field(default_factory=list)
+    cost: float = 0.0
+    proven_covers: bool = True
+    reason: str | None = None
+    searched: int = 0
+
+    @property
+    def key(self) -> tuple[float, int]:
+        return (self.cost, len(self.units))
+
+
+class Policy(Protocol):
+    reprieve: bool
+
+    def place_free(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[int, Fit] | None: ...
+
+    def place_preempting(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[int, Cover] | None: ...
+
+
+def place_job(ps: PreemptState, ask: Ask, policy: Policy) -> Choice:
+    """The policy's decision for ``ask`` on a copy of ``ps`` (``ps`` itself is not changed)."""
+    everywhere = np.ones(len(ps.cs.node_names), dtype=bool)
+    if not ask.level:
+        return _sequential(ps, ask, policy, everywhere)
+    domains = ps.cs.asw_domain if ask.level == 1 else ps.cs.spine_domain
+    best: Choice | None = None
+    reasons = []
+    for d in np.unique(domains).tolist():
+        choice = _sequential(ps, ask, policy, domains == d)
+        if choice.reason is not None:
+            reasons.append(choice.reason)
+        elif best is None or choice.key < best.key:
+            best = choice
+    if best is None:
+        level = "asw" if ask.level == 1 else "spine"
+        return Choice(reason=f"no single {level} can host job '{ask.job_name}' even with every allowed victim evicted"
+                      + (f" (e.g. {reasons[0]})" if reasons else ""))
+    return best
+
+
+def _sequential(ps0: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray) -> Choice:
+    ps = ps0.clone()
+    choice = Choice()
+    victims = ask.victims.copy()
+    for i, p in enumerate(ask.pods):
+        free = policy.place_free(ps, ask, p, allowed)
+        if free is not None:
+            n, fit = free
+            ps.place(p, n, fit.devices)
+            choice.placements.append((p, n, fit.devices))
+            continue
+        if i >= ask.min_placed:
+            continue  # optional pods start only where nothing must be evicted
+        if not ask.preemptive:
+            return Choice(reason=f"pod '{ps.cs.pod_names[p]}' fits on no node without preemption, and spot jobs do not preempt")
+        step = policy.place_preempting(ps, _with_victims(ask, victims), p, allowed)
+        if step is None:
+            return Choice(reason=f"pod '{ps.cs.pod_names[p]}' fits on no node even with every allowed victim evicted")
+        n, cover = step
+        choice.proven_covers &= cover.proven
+        for u in cover.units:
+            for q in ps.placed_pods_of(u):
+                ps.evict(q)
+                victims[q] = False
+            choice.units.append(u)
+        fit = ps.fit(p, n, (), ask.numa_mode)
+        assert fit is not None, "a cover that does not free its node"
+        ps.place(p, n, fit.devices)
+        choice.placements.append((p, n, fit.devices))
+    if policy.reprieve and len(choice.units) > 1:
+        _reprieve(ps0, ask, choice)
+    choice.cost = sum(ask.unit_cost[u] for u in choice.units)
+    return choice
+
+
+def _with_victims(ask: Ask, victims: np.ndarray) -> Ask:
+    from dataclasses import replace
+
+    return replace(ask, victims=victims)
+
+
+def _reprieve(ps0: PreemptState, ask: Ask, choice: Choice) -> None:
+    """Return every unit (most expensive first) without which every placement still fits."""
+    for u in sorted(choice.units, key=lambda v: -ask.unit_cost[v]):
+        trial = [v for v in choice.units if v != u]
+        placed = placement_fits(ps0, ask, choice.placements, trial)
+        if placed is not None:
+            choice.units = trial
+            choice.placements = placed
+
+
+def placement_fits(
+    ps0: PreemptState, ask: Ask, placements: list[tuple[int, int, tuple[int, ...] | None]], units: list[int]
+) -> list[tuple[int, int, tuple[int, ...] | None]] | None:
+    """The placements (devices re-chosen where needed) if every pod still fits its node with only
+    ``units`` evicted; None otherwise."""
+    ps = ps0.clone()
+    for u in units:
+        for q in ps.placed_pods_of(u):
+            ps.evict(q)
+    out = []
+    for p, n, _ in placements:
+        fit = ps.fit(p, n, (), ask.numa_mode)
+        if fit is None:
+            return None
+        ps.place(p, n, fit.devices)
+        out.append((p, n, fit.devices))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Shared pieces of the policies
+# ----------------------------------------------------------------------------------------------
+
+
+def name_rank(ps: PreemptState) -> np.ndarray:
+    """Rank of each node's name in sorted order (the final, deterministic tie-break)."""
+    cached = getattr(ps.cs, "_name_rank", None)
+    if cached is None:
+        order = sorted(range(len(ps.cs.node_names)), key=lambda n: ps.cs.node_names[n])
+        cached = np.empty(len(order), dtype=np.int64)
+        cached[order] = np.arange(len(order))
+        ps.cs._name_rank = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def first_fitting(ps: PreemptState, ask: Ask, p: int, order: np.ndarray) -> tuple[int, Fit] | None:
+    """The first node of ``order`` where pod p fits without preemption (NUMA rules included)."""
+    for n in order.tolist():
+        fit = ps.fit(p, n, (), ask.numa_mode)
+        if fit is not None:
+            return n, fit
+    return None
+
+
+def preemptable_nodes(ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> np.ndarray:
+    """Nodes that might host pod p once every candidate victim there is gone: static rules, and
+    capacity left by the pods that stay (a necessary condition; ``fit`` decides)."""
+    cs = ps.cs
+    placed = cs.pod_node != PENDING
+    stay = placed & ~ask.victims
+    n_nodes = len(cs.node_names)
+    where = cs.pod_node[stay]
+    gpus_stay = np.bincount(where, weights=cs.pod_whole[stay], minlength=n_nodes)
+    cpus_stay = np.bincount(where, weights=cs.pod_cpus[stay], minlength=n_nodes)
+    mem_stay = np.bincount(where, weights=cs.pod_mem[stay], minlength=n_nodes)
+    has_victim = np.bincount(cs.pod_node[ask.victims & placed], minlength=n_nodes) > 0
+    need_gpus = cs.pod_whole[p] + (1 if cs.pod_share[p] > 0 else 0)
+    return (
+        allowed
+        & has_victim
+        & cs.eligible[cs.pod_signature[p]]
+        & (cs.cap_gpus - gpus_stay >= need_gpus)
+        & (cs.cap_cpus - cpus_stay + 1e-9 >= cs.pod_cpus[p])
+        & (cs.cap_mem - mem_stay + 1e-9 >= cs.pod_mem[p])
+    )
+
+
+def cheapest_unit_on(ps: PreemptState, ask: Ask) -> np.ndarray:
+    """Per node, the cost of its cheapest candidate victim unit (inf where none): a lower bound on
+    any cover of a node where the pod does not fit yet."""
+    cs = ps.cs
+    placed = np.flatnonzero(ask.victims & (cs.pod_node != PENDING))
+    low = np.full(len(cs.node_names), np.inf)
+    if len(placed):
+        costs = np.array([ask.unit_cost[int(u)] for u in ps.unit[placed].tolist()])
+        np.minimum.at(low, cs.pod_node[placed], costs)
+    return low

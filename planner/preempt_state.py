@@ -1,0 +1,293 @@
+"""Array state for preemption decisions: who may be evicted, at what cost, and which devices are free.
+
+``PreemptState`` wraps a ``ClusterState`` (capacity, anti-affinity and topology in their fast forms)
+and adds what preemption needs: each pod's priority, whether it may ever be a victim, its gang
+("unit": a victim's whole gang is evicted with it), the devices it holds (``gpu_indexes``) and each
+node's NUMA domains. ``fit`` answers "may pod p start on node n once the pods ``leaving`` are gone,
+and on which devices?", the one feasibility oracle of the preemption heuristics; it is the fast form
+of ``rules.node_rule_breaks`` plus ``rules.numa_guaranteed_breaks``, and the validator re-checks
+every plan with the rules themselves.
+
+Built once per cluster, a state answers many decisions (``lost_gpu_s`` at any ``now``) and can be
+mutated (``evict``, ``place``) by a simulation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner import rules
+from planner.cluster import Cluster, Node
+from planner.state import PENDING, ClusterState
+
+NUMA_MODES = ("guaranteed", "best-effort")
+
+
+@dataclass(frozen=True)
+class NodeNuma:
+    """A node's NUMA layout: the domain of each device (-1: none), each domain's socket and CPUs."""
+
+    device_domain: tuple[int, ...]
+    domain_socket: tuple[int, ...]
+    domain_cpus: tuple[float, ...]
+
+    @staticmethod
+    def of(node: Node) -> NodeNuma | None:
+        if not node.numa:
+            return None
+        return NodeNuma(
+            tuple(rules.device_domains(node)),
+            tuple(rules.domain_socket(node, d) for d in range(len(node.numa))),
+            tuple(domain.cpus for domain in node.numa),
+        )
+
+    def tier(self, devices: tuple[int, ...]) -> str:
+        domains = {self.device_domain[g] for g in devices}
+        if -1 in domains:
+            return rules.ALIGN_CROSS_SOCKET
+        if len(domains) <= 1:
+            return rules.ALIGN_NUMA
+        return rules.ALIGN_SOCKET if len({self.domain_socket[d] for d in domains}) == 1 else rules.ALIGN_CROSS_SOCKET
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Pod p may start on node n: on ``devices`` (None when the node's devices are not tracked),
+    with alignment ``tier`` (None without NUMA domains)."""
+
+    devices: tuple[int, ...] | None
+    tier: str | None
+
+
+TIER_RANK = {rules.ALIGN_NUMA: 0, rules.ALIGN_SOCKET: 1, rules.ALIGN_CROSS_SOCKET: 2, None: 2}
+
+
+class PreemptState:
+    """Preemption view of a cluster; indexes follow ``cluster.nodes`` and ``cluster.pods``."""
+
+    def __init__(self, cluster: Cluster, state: ClusterState | None = None):
+        self.cluster = cluster
+        self.cs = state if state is not None else ClusterState(cluster)
+        pods = cluster.pods
+        self.priority = np.array([rules.priority_of(p) for p in pods], dtype=np.int64)
+        self.is_hp = np.array([p.priority == "HP" for p in pods], dtype=bool)
+        self.may_be_victim = np.array([p.priority == "LP" and not p.locked and not p.standby for p in pods], dtype=bool)
+        nan = math.nan
+        self.started_s = np.array([nan if p.started_s is None else p.started_s for p in pods], dtype=np.float64)
+        self.checkpoint_s = np.array([nan if p.checkpoint_s is None else p.checkpoint_s for p in pods], dtype=np.float64)
+        self.interval_s = np.array(
+            [nan if p.checkpoint_interval_s is None else p.checkpoint_interval_s for p in pods], dtype=np.float64
+        )
+        n_jobs = len(cluster.jobs)
+        job = self.cs.pod_job
+        self.unit = np.where(job >= 0, job, n_jobs + np.arange(len(pods)))
+        self.unit_pods: dict[int, list[int]] = {}
+        for p, u in enumerate(self.unit.tolist()):
+            self.unit_pods.setdefault(u, []).append(p)
+        self.devices: list[tuple[int, ...] | None] = [
+            tuple(p.gpu_indexes) if p.gpu_indexes is not None else None for p in pods
+        ]
+        self.numa = [NodeNuma.of(node) for node in cluster.nodes]
+
+    # ------------------------------------------------------------------------------------------
+    # Cost and eligibility
+    # ------------------------------------------------------------------------------------------
+
+    def lost_gpu_s(self, now_s: float) -> np.ndarray:
+        """Lost work of every pod if evicted at ``now_s`` (the array form of ``rules.lost_gpu_s``)."""
+        started = np.nan_to_num(self.started_s, nan=0.0)
+        periodic = ~np.isnan(self.interval_s) & (now_s > started)
+        interval = np.where(periodic, self.interval_s, 1.0)
+        from_interval = started + np.floor((now_s - started) / interval) * interval
+        last = np.where(~np.isnan(self.checkpoint_s), self.checkpoint_s, np.where(periodic, from_interval, started))
+        return self.cs.pod_gpus * np.maximum(0.0, now_s - last)
+
+    def victim_mask(self, priority: int) -> np.ndarray:
+        """Placed pods that may be evicted for a preemptor of ``priority``, whole gangs only: a unit
+        is a candidate when every placed pod of it may be evicted."""
+        placed = self.cs.pod_node != PENDING
+        ok = self.may_be_victim & (self.priority < priority)
+        blocked = np.unique(self.unit[placed & ~ok])
+        return placed & ok & ~np.isin(self.unit, blocked)
+
+    def unit_costs(self, cost: np.ndarray) -> dict[int, float]:
+        """Cost of every unit: the sum over its placed pods (a gang missing a member is dead)."""
+        placed = np.flatnonzero(self.cs.pod_node != PENDING)
+        totals: dict[int, float] = {}
+        for u, c in zip(self.unit[placed].tolist(), cost[placed].tolist()):
+            totals[u] = totals.get(u, 0.0) + c
+        return totals
+
+    def placed_pods_of(self, unit: int) -> list[int]:
+        return [p for p in self.unit_pods[unit] if self.cs.pod_node[p] != PENDING]
+
+    # ------------------------------------------------------------------------------------------
+    # Devices
+    # ------------------------------------------------------------------------------------------
+
+    def devices_tracked(self, n: int) -> bool:
+        """Whether every GPU pod on node n says which devices it holds."""
+        return all(self.devices[q] is not None for q in self.cs.node_pods[n] if self.cs.pod_gpus[q] > 0)
+
+    def free_devices(self, n: int, leaving: tuple[int, ...] | list[int] = ()) -> list[int]:
+        """Devices of node n no pod holds once ``leaving`` are gone (a share holds its device)."""
+        held = set()
+        gone = set(leaving)
+        for q in self.cs.node_pods[n]:
+            if q not in gone and self.devices[q] is not None:
+                held.update(self.devices[q])  # type: ignore[arg-type]
+        return [g for g in range(int(self.cs.cap_gpus[n])) if g not in held]
+
+    def domain_free_cpus(self, n: int, leaving: tuple[int, ...] | list[int] = ()) -> list[float]:
+        """CPUs left in each NUMA domain of node n by the attribution rule (``rules.attributed_cpus``)."""
+        numa = self.numa[n]
+        assert numa is not None
+        free = list(numa.domain_cpus)
+        gone = set(leaving)
+        for q in self.cs.node_pods[n]:
+            devices = self.devices[q]
+            if q in gone or not devices:
+                continue
+            each = float(self.cs.pod_cpus[q]) / len(devices)
+            for g in devices:
+                d = numa.device_domain[g]
+                if d >= 0:
+                    free[d] -= each
+        return free
+
+    # ------------------------------------------------------------------------------------------
+    # The oracle
+    # ------------------------------------------------------------------------------------------
+
+    def fit(self, p: int, n: int, leaving: tuple[int, ...] | list[int] = (), numa_mode: str | None = None) -> Fit | None:
+        """Whether pod p may start on node n once ``leaving`` (pods on n) are gone, and where.
+
+        ``numa_mode`` ``guaranteed`` needs an aligned device set (one socket, CPUs from the devices'
+        domains); ``best-effort`` prefers one. Devices are chosen only where the node tracks them.
+        """
+        if not self.cs.fits_without(p, n, leaving):
+            return None
+        whole = int(self.cs.pod_whole[p])
+        numa = self.numa[n]
+        if numa_mode == "guaranteed":
+            if numa is None or not self.devices_tracked(n):
+                return None
+            return self._aligned(p, n, leaving, whole, numa)
+        if not whole or not self.devices_tracked(n):
+            return Fit(None, None)
+        free = self.free_devices(n, leaving)
+        if len(free) < whole:
+            return None
+        if numa is not None and numa_mode == "best-effort":
+            aligned = self._aligned(p, n, leaving, whole, numa)
+            if aligned is not None:
+                return aligned
+        devices = tuple(free[:whole])
+        return Fit(devices, numa.tier(devices) if numa is not None else None)
+
+    def _aligned(self, p: int, n: int, leaving: tuple[int, ...] | list[int], whole: int, numa: NodeNuma) -> Fit | None:
+        """The best aligned device set: one NUMA domain if possible, else one socket; lowest indexes."""
+        if not whole:
+            return Fit(None, None)  # a pod without whole GPUs draws its CPUs from the node
+        free = self.free_devices(n, leaving)
+        room = self.domain_free_cpus(n, leaving)
+        each = float(self.cs.pod_cpus[p]) / whole
+        by_socket: dict[int, list[int]] = {}
+        for g in free:
+            d = numa.device_domain[g]
+            if d >= 0:
+                by_socket.setdefault(numa.domain_socket[d], []).append(g)
+        best: tuple[tuple, tuple[int, ...]] | None = None
+        for socket in sorted(by_socket):
+            devices = by_socket[socket]
+            if len(devices) < whole:
+                continue
+            for chosen in itertools.combinations(devices, whole):
+                need: dict[int, float] = {}
+                for g in chosen:
+                    d = numa.device_domain[g]
+                    need[d] = need.get(d, 0.0) + each
+                if any(room[d] + rules.EPS < cpus for d, cpus in need.items()):
+                    continue
+                key = (len(need), chosen)
+                if best is None or key < best[0]:
+                    best = (key, chosen)
+                if len(need) == 1:
+                    break
+        if best is None:
+            return None
+        return Fit(best[1], numa.tier(best[1]))
+
+    # ------------------------------------------------------------------------------------------
+    # Mutations (a simulation applies decisions)
+    # ------------------------------------------------------------------------------------------
+
+    def evict(self, p: int) -> None:
+        """Pod p is evicted: it becomes pending and holds no devices."""
+        self.cs.unplace(p)
+        self.devices[p] = None
+
+    def place(self, p: int, n: int, devices: tuple[int, ...] | None) -> None:
+        self.cs.place(p, n)
+        self.devices[p] = devices
+
+    def clone(self) -> PreemptState:
+        twin = object.__new__(PreemptState)
+        twin.__dict__.update(self.__dict__)
+        twin.cs = self.cs.clone()
+        twin.devices = list(self.devices)
+        return twin
+
+
+@dataclass
+class Ask:
+    """One preemption decision as the heuristics and the exact model see it.
+
+    Place ``pods`` (indexes, pending, of job ``job``), at least ``min_placed`` of them, for a
+    preemptor of ``priority``; evict only ``victims`` (a mask: placed pods that may be evicted, whole
+    gangs), each unit (gang) costing ``unit_cost`` GPU-seconds at ``now_s``. ``preemptive`` is False
+    for a spot job (spot work is placed strictly without preemption).
+    """
+
+    job: int
+    job_name: str
+    pods: list[int]
+    min_placed: int
+    priority: int
+    preemptive: bool
+    numa_mode: str | None
+    now_s: float
+    pod_cost: np.ndarray
+    victims: np.ndarray
+    unit_cost: dict[int, float]
+    level: int  # required topology: 0 none, 1 asw, 2 spine
+
+    @staticmethod
+    def of(ps: PreemptState, job: int, now_s: float) -> Ask:
+        """The decision for job index ``job`` at ``now_s`` (the request was checked by the caller)."""
+        cluster = ps.cluster
+        name = cluster.jobs[job].name
+        pods = [int(p) for p in np.flatnonzero(ps.cs.pod_job == job)]
+        priority = int(ps.priority[pods].min()) if pods else rules.HP_PRIORITY
+        preemptive = all(cluster.pods[p].priority == "HP" for p in pods)
+        spec = cluster.jobs[job]
+        cost = ps.lost_gpu_s(now_s)
+        victims = ps.victim_mask(priority) if preemptive else np.zeros(len(cluster.pods), dtype=bool)
+        return Ask(
+            job=job,
+            job_name=name,
+            pods=pods,
+            min_placed=spec.min_available if spec.min_available is not None else len(pods),
+            priority=priority,
+            preemptive=preemptive,
+            numa_mode=spec.numa.mode if spec.numa is not None else None,
+            now_s=now_s,
+            pod_cost=cost,
+            victims=victims,
+            unit_cost=ps.unit_costs(cost),
+            level=int(ps.cs.job_level[job]),
+        )

@@ -1,0 +1,230 @@
+"""Check a preemption plan with the rules themselves (``rules.py``), independently of the planners.
+
+Semantics: every victim is evicted, then the job's pods start on their placements. The plan is valid
+when the job was pending and is placed whole (or at least ``min_available`` of its pods), every rule
+of ``rules.py`` holds on every node afterwards (capacity, GPU model, selector, anti-affinity,
+schedulable, the job's required topology), placements name free devices of their node when they
+name any, a ``guaranteed`` NUMA job is aligned (``rules.numa_guaranteed_breaks``), every victim may be
+preempted by the job (``rules.victim_refusal``), each victim's gang is evicted whole, and each
+victim's ``lost_gpu_s`` is what the cost model gives.
+
+``surplus_units`` counts victim gangs the plan did not need: returning any one of them to the cluster
+would leave the plan valid. Surplus is not a violation (Volcano's plans have it); it is measured.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from planner import rules
+from planner.cluster import Cluster, Job, Pod
+from planner.plans import PreemptPlan
+from planner.validate import Violation
+
+UNKNOWN_JOB = "unknown_job"
+JOB_NOT_PENDING = "job_not_pending"
+UNKNOWN_POD = "unknown_pod"
+UNKNOWN_NODE = "unknown_node"
+NOT_OF_JOB = "placement_not_of_job"
+PLACED_TWICE = "placed_twice"
+GANG_INCOMPLETE = "gang_incomplete"
+VICTIM_NOT_RUNNING = "victim_not_running"
+VICTIM_WRONG_NODE = "victim_wrong_node"
+VICTIM_WRONG_JOB = "victim_wrong_job"
+VICTIM_TWICE = "victim_twice"
+GANG_SPLIT = "victim_gang_split"
+COST_MISMATCH = "lost_work_mismatch"
+DEVICES = "devices"
+COST_TOLERANCE = 1e-6
+
+
+def validate_preempt(cluster: Cluster, plan: PreemptPlan) -> list[Violation]:
+    """Every violation of ``plan`` on ``cluster`` (empty when the plan is executable as written)."""
+    return _Check(cluster, plan).run()
+
+
+def surplus_units(cluster: Cluster, plan: PreemptPlan) -> int:
+    """Victim gangs whose return would leave the plan valid (0 for a plan without surplus)."""
+    check = _Check(cluster, plan)
+    if check.run():
+        return 0
+    count = 0
+    for unit in check.units():
+        returned = {v.pod for v in plan.victims if check.unit_of(v.pod) == unit}
+        trial = plan.model_copy(update={"victims": [v for v in plan.victims if v.pod not in returned]})
+        if not _Check(cluster, trial).placement_violations():
+            count += 1
+    return count
+
+
+def preemptor_priority(pods: list[Pod]) -> int:
+    """A job preempts with the lowest priority among its pods."""
+    return min((rules.priority_of(p) for p in pods), default=rules.HP_PRIORITY)
+
+
+class _Check:
+    def __init__(self, cluster: Cluster, plan: PreemptPlan):
+        self.cluster, self.plan = cluster, plan
+        self.nodes = {n.name: n for n in cluster.nodes}
+        self.pods = {p.name: p for p in cluster.pods}
+        self.jobs: dict[str, Job] = {j.name: j for j in cluster.jobs}
+        self.job_pods: dict[str, list[Pod]] = defaultdict(list)
+        for pod in cluster.pods:
+            if pod.job is not None:
+                self.job_pods[pod.job].append(pod)
+
+    def unit_of(self, pod_name: str) -> str:
+        pod = self.pods[pod_name]
+        return f"job:{pod.job}" if pod.job is not None else f"pod:{pod.name}"
+
+    def units(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for v in self.plan.victims:
+            if v.pod in self.pods:
+                seen.setdefault(self.unit_of(v.pod))
+        return list(seen)
+
+    def run(self) -> list[Violation]:
+        problems = self.request_violations()
+        if problems:
+            return problems
+        return self.victim_violations() + self.placement_violations()
+
+    # the job and its placements ----------------------------------------------------------------
+
+    def request_violations(self) -> list[Violation]:
+        plan = self.plan
+        job = self.jobs.get(plan.job)
+        if job is None:
+            return [Violation(UNKNOWN_JOB, f"unknown job '{plan.job}'")]
+        problems = []
+        running = [p.name for p in self.job_pods[plan.job] if p.node is not None]
+        if running:
+            problems.append(Violation(JOB_NOT_PENDING, f"job '{plan.job}' is not pending: {', '.join(running[:3])} already run"))
+        seen: set[str] = set()
+        for k, placement in enumerate(plan.placements):
+            pod = self.pods.get(placement.pod)
+            if pod is None:
+                problems.append(Violation(UNKNOWN_POD, f"placements[{k}]: unknown pod '{placement.pod}'"))
+            elif pod.job != plan.job:
+                problems.append(Violation(NOT_OF_JOB, f"placements[{k}]: pod '{pod.name}' is not of job '{plan.job}'"))
+            if placement.node not in self.nodes:
+                problems.append(Violation(UNKNOWN_NODE, f"placements[{k}]: unknown node '{placement.node}'"))
+            if placement.pod in seen:
+                problems.append(Violation(PLACED_TWICE, f"placements[{k}]: pod '{placement.pod}' is placed twice"))
+            seen.add(placement.pod)
+        if plan.placements or plan.victims:
+            wanted = job.min_available if job.min_available is not None else len(self.job_pods[plan.job])
+            if len(seen) < wanted:
+                problems.append(
+                    Violation(GANG_INCOMPLETE, f"{len(seen)} of job '{plan.job}''s pods are placed; the gang needs {wanted}")
+                )
+        return problems
+
+    # victims -----------------------------------------------------------------------------------
+
+    def victim_violations(self) -> list[Violation]:
+        plan = self.plan
+        priority = preemptor_priority(self.job_pods[plan.job])
+        preemptive = all(p.priority == "HP" for p in self.job_pods[plan.job])
+        problems = []
+        named: set[str] = set()
+        for k, victim in enumerate(plan.victims):
+            pod = self.pods.get(victim.pod)
+            where = f"victims[{k}]"
+            if pod is None:
+                problems.append(Violation(UNKNOWN_POD, f"{where}: unknown pod '{victim.pod}'", pod=victim.pod))
+                continue
+            if victim.pod in named:
+                problems.append(Violation(VICTIM_TWICE, f"{where}: pod '{pod.name}' is listed twice", pod=pod.name))
+            named.add(victim.pod)
+            if pod.node is None:
+                problems.append(Violation(VICTIM_NOT_RUNNING, f"{where}: pod '{pod.name}' is not running", pod=pod.name))
+                continue
+            if victim.node != pod.node:
+                problems.append(Violation(VICTIM_WRONG_NODE, f"{where}: pod '{pod.name}' runs on '{pod.node}', not '{victim.node}'", pod=pod.name))
+            if victim.job != pod.job:
+                problems.append(Violation(VICTIM_WRONG_JOB, f"{where}: pod '{pod.name}' is of job {pod.job!r}, not {victim.job!r}", pod=pod.name))
+            refusal = rules.victim_refusal(pod, priority)
+            if refusal is None and not preemptive:
+                refusal = (rules.VICTIM_PRIORITY, f"job '{plan.job}' is a spot job, and spot jobs do not preempt")
+            if refusal is not None:
+                problems.append(Violation(refusal[0], f"{where}: {refusal[1]}", pod=pod.name))
+            truth = rules.lost_gpu_s(pod, plan.now_s)
+            if not math.isclose(victim.lost_gpu_s, truth, rel_tol=1e-9, abs_tol=COST_TOLERANCE):
+                problems.append(
+                    Violation(COST_MISMATCH, f"{where}: lost_gpu_s is {victim.lost_gpu_s!r}, the cost model gives {truth!r}", pod=pod.name)
+                )
+        for job_name in sorted({self.pods[v].job for v in named if v in self.pods and self.pods[v].job is not None}):
+            left = [p.name for p in self.job_pods[job_name] if p.node is not None and p.name not in named]
+            if left:
+                problems.append(
+                    Violation(GANG_SPLIT, f"victims of job '{job_name}' leave {', '.join(left[:3])} running; a gang is evicted whole")
+                )
+        return problems
+
+    # the cluster after the plan ------------------------------------------------------------------
+
+    def placement_violations(self) -> list[Violation]:
+        """Rules on every node receiving a pod, with the victims gone and the job's pods started."""
+        plan = self.plan
+        gone = {v.pod for v in plan.victims}
+        residents: dict[str, list[Pod]] = defaultdict(list)
+        for pod in self.cluster.pods:
+            if pod.node is not None and pod.name not in gone:
+                residents[pod.node].append(pod)
+        arriving: dict[str, list[Pod]] = defaultdict(list)
+        for placement in plan.placements:
+            pod = self.pods.get(placement.pod)
+            if pod is None or placement.node not in self.nodes:
+                continue
+            indexes = list(placement.gpu_indexes) if placement.gpu_indexes is not None else None
+            arriving[placement.node].append(pod.model_copy(update={"gpu_indexes": indexes, "node": placement.node}))
+        problems = []
+        job = self.jobs.get(plan.job)
+        for node_name, pods in sorted(arriving.items()):
+            node = self.nodes[node_name]
+            for brk in rules.node_rule_breaks(node, residents[node_name], pods):
+                if brk.rule == rules.ANTI_AFFINITY and brk.pod not in {p.name for p in pods}:
+                    continue  # a conflict among pods that stay is not the plan's doing
+                problems.append(Violation(brk.rule, brk.detail, pod=brk.pod, node=node_name))
+            problems += self._device_violations(node_name, residents[node_name], pods)
+            if job is not None and job.numa is not None and job.numa.mode == "guaranteed":
+                for pod in pods:
+                    others = [*residents[node_name], *(q for q in pods if q.name != pod.name)]
+                    for reason in rules.numa_guaranteed_breaks(node, pod, pod.gpu_indexes, others):
+                        problems.append(Violation(rules.NUMA_GUARANTEED, reason, pod=pod.name, node=node_name))
+        if job is not None and arriving:
+            placed_nodes = [self.nodes[n] for n, pods in arriving.items() for _ in pods]
+            if not rules.job_topology_ok(job, placed_nodes):
+                level = job.topology.level if job.topology else ""
+                spanned = sorted({rules.topology_domain(n, level) for n in placed_nodes})
+                problems.append(Violation(rules.JOB_TOPOLOGY, f"job '{job.name}' requires one {level}, its pods span {', '.join(spanned)}"))
+        return problems
+
+    def _device_violations(self, node_name: str, residents: list[Pod], arriving: list[Pod]) -> list[Violation]:
+        node = self.nodes[node_name]
+        held: dict[int, str] = {}
+        for pod in residents:
+            if pod.gpus >= 1 and pod.gpu_indexes:
+                for g in pod.gpu_indexes:
+                    held[g] = pod.name
+            elif pod.gpu_indexes:  # a share holds its device against whole-GPU pods
+                held.setdefault(pod.gpu_indexes[0], pod.name)
+        problems = []
+        for pod in arriving:
+            if pod.gpu_indexes is None:
+                continue
+            wanted = 1 if 0 < pod.gpus < 1 else int(pod.gpus)
+            if len(pod.gpu_indexes) != wanted or len(set(pod.gpu_indexes)) != wanted:
+                problems.append(Violation(DEVICES, f"pod '{pod.name}' needs {wanted} distinct devices, gpu_indexes lists {pod.gpu_indexes}", pod=pod.name, node=node_name))
+                continue
+            for g in pod.gpu_indexes:
+                if not 0 <= g < node.gpus:
+                    problems.append(Violation(DEVICES, f"GPU {g} is not a device of node '{node_name}' (0..{node.gpus - 1})", pod=pod.name, node=node_name))
+                elif g in held:
+                    problems.append(Violation(DEVICES, f"GPU {g} of node '{node_name}' is held by pod '{held[g]}'", pod=pod.name, node=node_name))
+                else:
+                    held[g] = pod.name
+        return problems
