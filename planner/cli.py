@@ -246,6 +246,13 @@ def validate_command(
         fail(["only one of SNAPSHOT and PLAN can be read from stdin (-)"])
     cluster = load_cluster(snapshot)
     parsed = parse_plan(read_text(plan, "plan"), source=plan)
+    if parsed.kind == "preempt":
+        if max_moves is not None or max_moves_per_node is not None or same_asw:
+            fail(["--max-moves, --max-moves-per-node and --same-asw apply to defrag plans; this is a preempt plan"])
+        from planner.cli_preempt import validate_preempt_plan
+
+        validate_preempt_plan(cluster, parsed)
+        return
     violations = validate(cluster, parsed, MoveLimits(max_moves, max_moves_per_node, same_asw))
     if violations:
         _emit("".join(f"{violation}\n" for violation in violations), "-")
@@ -375,12 +382,13 @@ def defrag(
         _emit(dump_plan(plan) + "\n", "-")
 
 
-FLAGS = {"time_limit_s": "time_limit"}
 """Option fields whose command-line flag is named differently (``--time-limit``)."""
 
 
 def _flag(field: str) -> str:
-    return "--" + FLAGS.get(field, field).replace("_", "-")
+    from planner.engine.defrag import CLI_FLAGS
+
+    return "--" + CLI_FLAGS.get(field, field).replace("_", "-")
 
 
 def _options(context: typer.Context, model: type, values: dict[str, Any]):  # type: ignore[no-untyped-def]
@@ -389,7 +397,9 @@ def _options(context: typer.Context, model: type, values: dict[str, Any]):  # ty
     from pydantic import ValidationError
 
     def given_here(field: str) -> bool:
-        source = context.get_parameter_source(FLAGS.get(field, field))
+        from planner.engine.defrag import CLI_FLAGS
+
+        source = context.get_parameter_source(CLI_FLAGS.get(field, field))
         return source is not None and source.name != "DEFAULT"
 
     given = {field: value for field, value in values.items() if field == "method" or given_here(field)}
@@ -736,6 +746,9 @@ def plans(
         table.add_row(row["plan_id"], row["job_id"], row["kind"], row["method"] or "", row["status"] or "", _fmt(row["objective"]), created)
     with _stdout_console() as console:
         console.print(table)
+
+
+from planner import cli_preempt  # noqa: E402,F401 - registers the preempt command on ``app``
 
 
 def main() -> None:

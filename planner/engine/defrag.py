@@ -51,6 +51,10 @@ class PlanBug(RuntimeError):
     """A planner produced a plan that does not validate: a bug, never returned to a user."""
 
 
+CLI_FLAGS = {"time_limit_s": "time_limit", "now_s": "now"}
+"""Options whose command-line flag is not the option's name."""
+
+
 class PlanOptionError(ValueError):
     """Options that cannot be honoured for this cluster; the message names the option and the fix.
 
@@ -62,7 +66,7 @@ class PlanOptionError(ValueError):
     def __init__(self, field: str, template: str):
         self.field = field
         self.template = template
-        super().__init__(self.render(lambda name, value: f"--{name.replace('_', '-')}" + (f" {value}" if value else "")))
+        super().__init__(self.render(lambda name, value: f"--{CLI_FLAGS.get(name, name).replace('_', '-')}" + (f" {value}" if value else "")))
 
     def render(self, option: Callable[[str, str | None], str]) -> str:
         import re

@@ -1,0 +1,138 @@
+"""The ``planner preempt`` command, and validation of preempt plans for ``planner validate``."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+import typer
+
+from planner.cli import EXIT_VIOLATIONS, _emit, _options, _stdout_console, app, err_console, guarded
+from planner.cluster import Cluster
+from planner.plans import PreemptComparison, PreemptPlan
+
+
+class PreemptMethod(str, Enum):
+    spotgpu = "spotgpu"
+    spotgpu_paper = "spotgpu-paper"
+    flextopo = "flextopo"
+    k8s_default = "k8s-default"
+    volcano = "volcano"
+    random = "random"
+    exact = "exact"
+    compare = "compare"
+
+
+class Heuristic(str, Enum):
+    spotgpu = "spotgpu"
+    spotgpu_paper = "spotgpu-paper"
+    flextopo = "flextopo"
+    k8s_default = "k8s-default"
+    volcano = "volcano"
+    random = "random"
+
+
+class PreemptSolver(str, Enum):
+    cpsat = "cpsat"
+    highs = "highs"
+
+
+class PreemptFormat(str, Enum):
+    json = "json"
+    table = "table"
+
+
+@app.command()
+@guarded
+def preempt(
+    context: typer.Context,
+    snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
+    job: str = typer.Option(..., "--job", help="The pending job to start."),
+    method: PreemptMethod = typer.Option(
+        PreemptMethod.spotgpu,
+        "--method",
+        help="spotgpu = least lost work (corrected SpotGPU); spotgpu-paper = the published prefix rule; flextopo = NUMA-aware "
+        "(FlexTopo); k8s-default, volcano, random = baselines; exact = solver, proven bound; compare = --heuristic and exact.",
+    ),
+    now: float = typer.Option(None, "--now", help="Decision time in seconds (default: the snapshot's time_s)."),
+    alpha: float = typer.Option(0.5, "--alpha", help="FlexTopo Eq. 1: weight of priority (1) against topology (0)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random baseline."),
+    heuristic: Heuristic = typer.Option(Heuristic.spotgpu, "--heuristic", help="compare: the heuristic set beside exact."),
+    solver: PreemptSolver = typer.Option(PreemptSolver.cpsat, "--solver", help="Exact back-end."),
+    time_limit: float = typer.Option(10.0, "--time-limit", help="Seconds for the solver (exact, compare)."),
+    solver_workers: int = typer.Option(8, "--solver-workers", help="CP-SAT workers / HiGHS threads."),
+    out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
+    output_format: PreemptFormat = typer.Option(PreemptFormat.json, "--format", help="json: the plan; table: a summary."),
+) -> None:
+    """Plan a preemption: where a pending job starts and which spot pods to evict, at the least lost work.
+
+    A job that cannot start even with every allowed victim evicted is not an error: the plan is empty and
+    report.status is infeasible, with the reason.
+    """
+    from planner.engine.preempt import PreemptOptions, plan_preempt
+    from planner.plans import dump_plan
+    from planner.snapshot import load_cluster
+
+    given = {
+        "method": method.value,
+        "now_s": now,
+        "alpha": alpha,
+        "seed": seed,
+        "heuristic": heuristic.value,
+        "solver": solver.value,
+        "time_limit_s": time_limit,
+        "solver_workers": solver_workers,
+    }
+    options = _options(context, PreemptOptions, given)
+    cluster = load_cluster(snapshot)
+    plan = plan_preempt(cluster, job, options)
+    if out is not None:
+        _emit(dump_plan(plan) + "\n", out)
+    if output_format == PreemptFormat.table:
+        with _stdout_console() as console:
+            _render(console, plan)
+    elif out is None:
+        _emit(dump_plan(plan) + "\n", "-")
+
+
+
+def _render(console: Any, plan: PreemptPlan | PreemptComparison) -> None:
+    from rich.table import Table
+
+    plans = [("heuristic", plan.heuristic), ("exact", plan.exact)] if isinstance(plan, PreemptComparison) else [("plan", plan)]
+    for title, one in plans:
+        report = one.report
+        assert report is not None
+        head = f"{title}: {report.method} {report.status}, lost work {one.metrics.get('lost_gpu_s', 0):g} GPU-s"
+        if report.bound is not None:
+            head += f", bound {report.bound:g}, gap {report.gap:g}"
+        console.print(head)
+        if getattr(report, "reason", None):
+            console.print(f"  reason: {report.reason}")
+        table = Table("pod", "node", "devices", title=f"job {one.job}: placements")
+        for p in one.placements:
+            table.add_row(p.pod, p.node, "" if p.gpu_indexes is None else ",".join(map(str, p.gpu_indexes)))
+        console.print(table)
+        victims = Table("victim", "node", "job", "lost GPU-s", title="victims")
+        for v in one.victims:
+            victims.add_row(v.pod, v.node, v.job or "", f"{v.lost_gpu_s:g}")
+        console.print(victims)
+        console.print(f"  surplus victims: {one.metrics.get('surplus_victims', 0)}")
+    if isinstance(plan, PreemptComparison):
+        console.print(f"cost ratio (heuristic / exact): {plan.gap.get('cost_ratio')}")
+
+
+def validate_preempt_plan(cluster: Cluster, plan: PreemptPlan) -> None:
+    from planner.validate_preempt import surplus_units, validate_preempt
+
+    violations = validate_preempt(cluster, plan)
+    if violations:
+        _emit("".join(f"{violation}\n" for violation in violations), "-")
+        err_console.print(f"{len(violations)} violation(s)", markup=False)
+        raise typer.Exit(EXIT_VIOLATIONS)
+    surplus = surplus_units(cluster, plan) if plan.placements else 0
+    _emit(
+        f"valid: {len(plan.placements)} placement(s), {len(plan.victims)} victim(s), "
+        f"{sum(v.lost_gpu_s for v in plan.victims):g} GPU-s lost, {surplus} surplus victim gang(s)\n",
+        "-",
+    )
