@@ -780,4 +780,6 @@ def _unwritable_stdout(err: OSError) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from planner.cli import main as _main  # the module proper, where the other command modules registered
+
+    _main()

@@ -41,7 +41,9 @@ class Choice:
 
 
 class Policy(Protocol):
+    name: str
     reprieve: bool
+    numa_aware: bool
 
     def place_free(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[int, Fit] | None: ...
 
@@ -76,7 +78,10 @@ def _sequential(ps0: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray
     for i, p in enumerate(ask.pods):
         free = policy.place_free(ps, ask, p, allowed)
         if free is not None:
-            n, fit = free
+            n = free[0]
+            fit = ps.fit(p, n, (), ask.numa_mode)
+            if fit is None:
+                return Choice(reason=_unaligned(ps, p, n, policy))
             ps.place(p, n, fit.devices)
             choice.placements.append((p, n, fit.devices))
             continue
@@ -95,13 +100,23 @@ def _sequential(ps0: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray
                 victims[q] = False
             choice.units.append(u)
         fit = ps.fit(p, n, (), ask.numa_mode)
-        assert fit is not None, "a cover that does not free its node"
+        if fit is None:
+            return Choice(reason=_unaligned(ps, p, n, policy))
         ps.place(p, n, fit.devices)
         choice.placements.append((p, n, fit.devices))
     if policy.reprieve and len(choice.units) > 1:
         _reprieve(ps0, ask, choice)
     choice.cost = sum(ask.unit_cost[u] for u in choice.units)
     return choice
+
+
+def _unaligned(ps: PreemptState, p: int, n: int, policy: Policy) -> str:
+    """Why a NUMA-unaware policy's choice fails: its node has no aligned devices for the pod (the
+    kubelet's topology manager would refuse the pod there)."""
+    return (
+        f"{policy.name} chose node '{ps.cs.node_names[n]}' for pod '{ps.cs.pod_names[p]}' without regard to NUMA, "
+        "and no aligned devices are free there: the pod would be refused at admission"
+    )
 
 
 def _with_victims(ask: Ask, victims: np.ndarray) -> Ask:
@@ -155,10 +170,12 @@ def name_rank(ps: PreemptState) -> np.ndarray:
     return cached
 
 
-def first_fitting(ps: PreemptState, ask: Ask, p: int, order: np.ndarray) -> tuple[int, Fit] | None:
-    """The first node of ``order`` where pod p fits without preemption (NUMA rules included)."""
+def first_fitting(ps: PreemptState, ask: Ask, p: int, order: np.ndarray, numa_mode: str | None = "job") -> tuple[int, Fit] | None:
+    """The first node of ``order`` where pod p fits without preemption (under the job's NUMA mode
+    unless ``numa_mode`` says otherwise)."""
+    mode = ask.numa_mode if numa_mode == "job" else numa_mode
     for n in order.tolist():
-        fit = ps.fit(p, n, (), ask.numa_mode)
+        fit = ps.fit(p, n, (), mode)
         if fit is not None:
             return n, fit
     return None

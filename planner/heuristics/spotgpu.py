@@ -55,13 +55,16 @@ class SpotGpu:
 
     def __init__(self, paper: bool = False):
         self.paper = paper
+        self.name = "spotgpu-paper" if paper else "spotgpu"
         self.reprieve = not paper
+        self.numa_aware = not paper  # the published algorithm counts GPUs only
+        self.mode_of = (lambda ask: ask.numa_mode) if self.numa_aware else (lambda ask: None)
 
     def place_free(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[int, Fit] | None:
         nodes = np.flatnonzero(ps.cs.feasible_nodes(p) & allowed)
         if not len(nodes):
             return None
-        return gang.first_fitting(ps, ask, p, placement_order(ps, ask, p, nodes))
+        return gang.first_fitting(ps, ask, p, placement_order(ps, ask, p, nodes), self.mode_of(ask))
 
     def place_preempting(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[int, Cover] | None:
         nodes = np.flatnonzero(gang.preemptable_nodes(ps, ask, p, allowed))
@@ -80,7 +83,7 @@ class SpotGpu:
             units = node_units(ps, n, ask.victims, ask.unit_cost)
 
             def fitter(leaving: tuple[int, ...], n: int = n) -> Fit | None:
-                return ps.fit(p, n, leaving, ask.numa_mode)
+                return ps.fit(p, n, leaving, self.mode_of(ask))
 
             if self.paper:
                 gpus_here = {u: float(ps.cs.pod_gpus[list(units.pods_here[u])].sum()) for u in units.units}

@@ -186,6 +186,7 @@ class _Baseline:
     then a cover per candidate node."""
 
     reprieve = False
+    numa_aware = False
 
     def place_free(self, ps: PreemptState, ask, p: int, allowed: np.ndarray):  # type: ignore[no-untyped-def]
         from planner.heuristics import gang
@@ -194,7 +195,7 @@ class _Baseline:
         if not len(nodes):
             return None
         idle = ps.cs.cap_gpus[nodes] - ps.cs.allocated_gpus()[nodes]
-        return gang.first_fitting(ps, ask, p, nodes[np.lexsort((gang.name_rank(ps)[nodes], idle))])
+        return gang.first_fitting(ps, ask, p, nodes[np.lexsort((gang.name_rank(ps)[nodes], idle))], numa_mode=None)
 
     def candidates(self, ps: PreemptState, ask, p: int, allowed: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
         from planner.heuristics import gang
@@ -204,7 +205,7 @@ class _Baseline:
 
     @staticmethod
     def fitter(ps: PreemptState, ask, p: int, n: int) -> Fitter:  # type: ignore[no-untyped-def]
-        return lambda leaving: ps.fit(p, n, leaving, ask.numa_mode)
+        return lambda leaving: ps.fit(p, n, leaving, None)  # the baselines know no NUMA
 
 
 def _start(ps: PreemptState, unit: int) -> float:
@@ -213,6 +214,7 @@ def _start(ps: PreemptState, unit: int) -> float:
 
 
 class K8sDefault(_Baseline):
+    name = "k8s-default"
     """Kubernetes DefaultPreemption (``pkg/scheduler/framework/plugins/defaultpreemption``).
 
     Per node: remove every lower-priority pod, then reprieve them highest priority first (earlier
@@ -242,6 +244,7 @@ class K8sDefault(_Baseline):
 
 
 class Volcano(_Baseline):
+    name = "volcano"
     """Volcano's preempt action: nodes in order of the binpack score (least idle GPUs, then name);
     on each, victims lowest priority first (newest first among equals) until the preemptor fits;
     the first node where that succeeds wins. Nothing is trimmed (volcano#5984)."""
@@ -262,6 +265,7 @@ class Volcano(_Baseline):
 
 
 class RandomVictims(_Baseline):
+    name = "random"
     """The ASI paper's ablation baseline: a uniformly random node that can host the pod once its
     candidates are gone, and victims in random order until the pod fits (seeded)."""
 

@@ -93,6 +93,8 @@ class _Model:
         for p in ask.pods:
             cand[p] = [n for n in range(nodes_all) if ps.fit(p, n, tuple(victims_on.get(n, ())), ask.numa_mode) is not None]
         self.candidates_exist = all(cand[p] for p in ask.pods[: ask.min_placed])
+        if not self.candidates_exist:
+            return
         nodes = sorted({n for ns in cand.values() for n in ns})
         for n in nodes:
             if any(cs.pod_share[q] > 0 for q in victims_on.get(n, ())):

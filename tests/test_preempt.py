@@ -1,0 +1,356 @@
+"""Preemption planning: hand cases from the papers, the validator's checks, the cost model, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from planner import rules
+from planner.cluster import Cluster, SnapshotError
+from planner.engine.preempt import PreemptOptions, plan_preempt
+from planner.plans import Placement, PreemptPlan, Victim
+from planner.preempt_state import PreemptState
+from planner.snapshot import parse_cluster
+from planner.validate_preempt import surplus_units, validate_preempt
+
+METHODS = ["spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random", "exact"]
+
+
+def prefix_counterexample() -> Cluster:
+    """seed-specs A.2: victims costing 1, 2, 3 with 1, 1, 4 GPUs; the HP pod needs 4 GPUs."""
+    return Cluster.model_validate(
+        {
+            "time_s": 100,
+            "nodes": [{"name": "n0", "gpus": 6, "cpus": 64, "memory_gib": 64}],
+            "pods": [
+                {"name": "a", "gpus": 1, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 99},
+                {"name": "b", "gpus": 1, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 98},
+                {"name": "c", "gpus": 4, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 99.25},
+                {"name": "h", "gpus": 4, "cpus": 1, "job": "hp"},
+            ],
+            "jobs": [{"name": "hp"}],
+        }
+    )
+
+
+def numa_node_cluster() -> Cluster:
+    """One FlexTopo node (2 sockets, 8 NUMA domains of 1 GPU and 8 CPUs), GPU 3 free; a 4-GPU
+    guaranteed pod must free one socket: socket 0 costs 160 GPU-s (3 old pods), socket 1 costs 6."""
+    numa = [{"name": f"d{i}", "gpu_indexes": [i], "cpus": 8, "socket": i // 4} for i in range(8)]
+
+    def pod(name: str, devices: list[int], start: float, priority: int = 200) -> dict:
+        return {"name": name, "gpus": len(devices), "cpus": 8 * len(devices), "node": "n0", "priority": "LP",
+                "priority_value": priority, "started_s": start, "gpu_indexes": devices}
+
+    return Cluster.model_validate(
+        {
+            "time_s": 1000,
+            "nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 512, "numa": numa}],
+            "pods": [pod("d0", [0], 900), pod("d1", [1], 990), pod("d2", [2], 950), pod("d4", [4], 999),
+                     pod("d5", [5], 999), pod("c67", [6, 7], 998, 500),
+                     {"name": "b", "gpus": 4, "cpus": 32, "job": "B", "priority_value": 1000}],
+            "jobs": [{"name": "B", "numa": {"mode": "guaranteed"}}],
+        }
+    )
+
+
+def victims_of(plan: PreemptPlan) -> list[str]:
+    return sorted(v.pod for v in plan.victims)
+
+
+def test_spotgpu_evicts_the_cheapest_cover_not_the_published_prefix():
+    cluster = prefix_counterexample()
+    corrected = plan_preempt(cluster, "hp", PreemptOptions(method="spotgpu"))
+    paper = plan_preempt(cluster, "hp", PreemptOptions(method="spotgpu-paper"))
+    assert victims_of(corrected) == ["c"] and corrected.metrics["lost_gpu_s"] == 3.0
+    assert corrected.metrics["surplus_victims"] == 0
+    assert victims_of(paper) == ["a", "b", "c"] and paper.metrics["lost_gpu_s"] == 6.0
+    assert paper.metrics["surplus_victims"] == 2
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "highs"])
+def test_exact_proves_the_counterexample_optimum(solver):
+    plan = plan_preempt(prefix_counterexample(), "hp", PreemptOptions(method="exact", solver=solver, time_limit_s=5))
+    assert plan.report.status == "optimal"
+    assert plan.report.objective == 3.0 and plan.report.bound == 3.0 and plan.report.gap == 0.0
+    assert victims_of(plan) == ["c"]
+
+
+def test_guaranteed_numa_frees_the_cheaper_socket():
+    cluster = numa_node_cluster()
+    for method in ("spotgpu", "exact"):
+        plan = plan_preempt(cluster, "B", PreemptOptions(method=method))
+        assert victims_of(plan) == ["c67", "d4", "d5"], method
+        assert plan.placements[0].gpu_indexes == [4, 5, 6, 7]
+        assert plan.metrics["lost_gpu_s"] == 6.0 and plan.metrics["topology_hit"]
+    flextopo = plan_preempt(cluster, "B", PreemptOptions(method="flextopo"))
+    assert flextopo.placements[0].gpu_indexes == [0, 1, 2, 3]  # fewest victims, lowest priority sum
+    assert flextopo.metrics["lost_gpu_s"] == 160.0
+
+
+def test_numa_unaware_default_preemption_is_refused_at_admission():
+    """DefaultPreemption counts GPUs: it keeps the high-priority C pod and the oldest D pods, frees
+    GPUs 1, 3, 4, 5 across both sockets, and a guaranteed pod cannot start there."""
+    plan = plan_preempt(numa_node_cluster(), "B", PreemptOptions(method="k8s-default"))
+    assert plan.report.status == "infeasible"
+    assert plan.placements == [] and plan.victims == []
+    assert "without regard to NUMA" in plan.report.reason
+
+
+def test_hp_locked_and_standby_pods_are_never_victims():
+    base = prefix_counterexample().model_dump()
+    for pod in base["pods"][:3]:
+        pod["gpus"] = 2
+    base["pods"][2]["priority"] = "HP"  # c
+    base["pods"][0]["locked"] = True  # a
+    cluster = Cluster.model_validate(base)
+    for method in METHODS:
+        plan = plan_preempt(cluster, "hp", PreemptOptions(method=method))
+        assert plan.report.status == "infeasible", method  # only b may go: 2 GPUs free + 2 < 4
+    base["pods"][2]["priority"] = "LP"
+    base["pods"][2]["standby"] = True  # c may not go either: only b remains
+    for method in METHODS:
+        plan = plan_preempt(Cluster.model_validate(base), "hp", PreemptOptions(method=method))
+        assert plan.report.status == "infeasible", method
+
+
+def test_a_spot_job_does_not_preempt():
+    base = prefix_counterexample().model_dump()
+    base["pods"][3]["priority"] = "LP"
+    base["pods"][3]["priority_value"] = 900
+    plan = plan_preempt(Cluster.model_validate(base), "hp", PreemptOptions(method="spotgpu"))
+    assert plan.report.status == "infeasible" and "spot jobs do not preempt" in plan.report.reason
+
+
+def gang_cluster(topology: bool) -> Cluster:
+    """Two switches of two 8-GPU nodes; a spot gang spans switch a; an HP job of two 8-GPU pods."""
+    nodes = [{"name": f"n{i}", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "a" if i < 2 else "b"} for i in range(4)]
+    pods = [
+        {"name": "g0", "gpus": 8, "cpus": 1, "node": "n0", "priority": "LP", "job": "gang", "started_s": 0},
+        {"name": "g1", "gpus": 8, "cpus": 1, "node": "n1", "priority": "LP", "job": "gang", "started_s": 0},
+        {"name": "s2", "gpus": 8, "cpus": 1, "node": "n2", "priority": "LP", "started_s": 90},
+        {"name": "s3", "gpus": 4, "cpus": 1, "node": "n3", "priority": "LP", "started_s": 95},
+        {"name": "h0", "gpus": 8, "cpus": 1, "job": "hp"},
+        {"name": "h1", "gpus": 8, "cpus": 1, "job": "hp"},
+    ]
+    job = {"name": "hp", "topology": {"level": "asw", "mode": "required"}} if topology else {"name": "hp"}
+    return Cluster.model_validate({"time_s": 100, "nodes": nodes, "pods": pods, "jobs": [{"name": "gang"}, job]})
+
+
+def test_a_gang_is_evicted_whole_and_paid_in_full():
+    plan = plan_preempt(gang_cluster(topology=False), "hp", PreemptOptions(method="spotgpu"))
+    # s2 (80 GPU-s) and s3 (20) beat the gang (1600): both HP pods land on switch b
+    assert victims_of(plan) == ["s2", "s3"] and plan.metrics["lost_gpu_s"] == 100.0
+    exact = plan_preempt(gang_cluster(topology=False), "hp", PreemptOptions(method="exact", time_limit_s=5))
+    assert exact.report.status == "optimal" and exact.metrics["lost_gpu_s"] == 100.0
+
+
+def test_required_switch_is_honoured_by_every_method():
+    cluster = gang_cluster(topology=True)
+    for method in METHODS:
+        plan = plan_preempt(cluster, "hp", PreemptOptions(method=method))
+        if plan.placements:
+            assert plan.metrics["asws"] == 1, method
+        assert validate_preempt(cluster, plan) == []
+
+
+def test_min_available_places_only_what_the_gang_needs():
+    data = gang_cluster(topology=False).model_dump()
+    data["jobs"][1]["min_available"] = 1
+    cluster = Cluster.model_validate(data)
+    plan = plan_preempt(cluster, "hp", PreemptOptions(method="exact", time_limit_s=5))
+    assert plan.report.status == "optimal" and len(plan.placements) >= 1
+    assert plan.metrics["lost_gpu_s"] == 20.0  # s3 alone frees n3 for one pod
+
+
+# ----------------------------------------------------------------------------------------------
+# The validator
+# ----------------------------------------------------------------------------------------------
+
+
+def test_validator_rejects_what_the_rules_forbid():
+    cluster = numa_node_cluster()
+    good = plan_preempt(cluster, "B", PreemptOptions(method="spotgpu"))
+    assert validate_preempt(cluster, good) == []
+
+    def kinds(**changes) -> set[str]:
+        return {v.kind for v in validate_preempt(cluster, good.model_copy(update=changes))}
+
+    assert "devices" in kinds(placements=[Placement(pod="b", node="n0", gpu_indexes=[0, 1, 2, 3])])  # 0-2 still held
+    unaligned = [Placement(pod="b", node="n0", gpu_indexes=[3, 4, 5, 6])]
+    trimmed = [v for v in good.victims if v.pod != "c67"]
+    assert "over_capacity" in kinds(victims=trimmed)
+    assert rules.NUMA_GUARANTEED in {v.kind for v in validate_preempt(cluster, good.model_copy(update={"placements": unaligned}))}
+    wrong_cost = [v.model_copy(update={"lost_gpu_s": v.lost_gpu_s + 1}) for v in good.victims]
+    assert "lost_work_mismatch" in kinds(victims=wrong_cost)
+    assert "gang_incomplete" in kinds(placements=[])
+    hp = Victim(pod="b", node="n0", job="B", lost_gpu_s=0)
+    assert "victim_not_running" in kinds(victims=[*good.victims, hp])
+
+
+def test_validator_refuses_split_gangs_and_protected_victims():
+    cluster = gang_cluster(topology=False)
+    plan = PreemptPlan(
+        job="hp", now_s=100, placements=[Placement(pod="h0", node="n0"), Placement(pod="h1", node="n2")],
+        victims=[Victim(pod="g0", node="n0", job="gang", lost_gpu_s=800), Victim(pod="s2", node="n2", lost_gpu_s=80)],
+    )
+    assert {v.kind for v in validate_preempt(cluster, plan)} == {"victim_gang_split"}
+    data = cluster.model_dump()
+    data["pods"][2]["locked"] = True
+    locked = Cluster.model_validate(data)
+    assert rules.VICTIM_LOCKED in {v.kind for v in validate_preempt(locked, plan)}
+
+
+def test_surplus_counts_victims_the_plan_did_not_need():
+    cluster = gang_cluster(topology=False)
+    plan = PreemptPlan(
+        job="hp", now_s=100, placements=[Placement(pod="h0", node="n2"), Placement(pod="h1", node="n3")],
+        victims=[Victim(pod="s2", node="n2", lost_gpu_s=80), Victim(pod="s3", node="n3", lost_gpu_s=20),
+                 Victim(pod="g0", node="n0", job="gang", lost_gpu_s=800), Victim(pod="g1", node="n1", job="gang", lost_gpu_s=800)],
+    )
+    assert validate_preempt(cluster, plan) == []
+    assert surplus_units(cluster, plan) == 1
+
+
+# ----------------------------------------------------------------------------------------------
+# The cost model
+# ----------------------------------------------------------------------------------------------
+
+
+def test_last_checkpoint_comes_from_the_interval_when_not_given():
+    pod = Cluster.model_validate({"nodes": [{"name": "n", "gpus": 8, "cpus": 8, "memory_gib": 8}], "pods": [
+        {"name": "p", "gpus": 2, "cpus": 1, "node": "n", "priority": "LP", "started_s": 100, "checkpoint_interval_s": 60}
+    ], "time_s": 390}).pods[0]
+    assert rules.last_checkpoint_s(pod, 390) == 340 and rules.lost_gpu_s(pod, 390) == 100
+    assert rules.lost_gpu_s(pod.model_copy(update={"checkpoint_s": 385.0}), 390) == 10
+    assert rules.lost_gpu_s(pod.model_copy(update={"checkpoint_interval_s": None}), 390) == 580
+
+
+def test_array_lost_work_equals_the_rule():
+    rng = random.Random(7)
+    pods = []
+    for i in range(300):
+        started = rng.uniform(0, 1000)
+        pod = {"name": f"p{i}", "gpus": rng.choice([0.25, 1, 2, 8]), "cpus": 1, "node": "n", "priority": "LP"}
+        if rng.random() < 0.8:
+            pod["started_s"] = started
+        if rng.random() < 0.4:
+            pod["checkpoint_interval_s"] = rng.choice([7.5, 60, 1800])
+        if rng.random() < 0.3:
+            pod["checkpoint_s"] = rng.uniform(started, 1000)
+        pods.append(pod)
+    cluster = Cluster.model_validate({"time_s": 1000, "nodes": [{"name": "n", "gpus": 1024, "cpus": 1000, "memory_gib": 1}], "pods": pods})
+    now = 1000.0
+    array = PreemptState(cluster).lost_gpu_s(now)
+    for pod, value in zip(cluster.pods, array.tolist()):
+        assert math.isclose(value, rules.lost_gpu_s(pod, now), rel_tol=1e-12, abs_tol=1e-9)
+
+
+# ----------------------------------------------------------------------------------------------
+# Bad input: exit 2 naming the field or option
+# ----------------------------------------------------------------------------------------------
+
+
+def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "planner.cli", *args], input=stdin, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def snapshot_file(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(prefix_counterexample().model_dump(mode="json", exclude_defaults=True)))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--job", "nope"], "--job: unknown job 'nope'"),
+        (["--job", "hp", "--now", "50"], "--now: 50 is before pods[0].started_s"),
+        (["--job", "hp", "--alpha", "0.3"], "--alpha: method 'spotgpu' does not use it"),
+        (["--job", "hp", "--method", "flextopo", "--alpha", "2"], "--alpha"),
+        (["--job", "hp", "--method", "exact", "--time-limit", "nan"], "--time-limit"),
+    ],
+)
+def test_bad_requests_exit_2_naming_the_option(snapshot_file, args, named):
+    result = run_cli("preempt", snapshot_file, *args)
+    assert result.returncode == 2, result.stderr
+    assert named in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_running_job_is_not_pending(tmp_path):
+    data = prefix_counterexample().model_dump(mode="json", exclude_defaults=True)
+    data["pods"][3]["node"] = "n0"
+    data["pods"][3]["gpus"] = 0
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    result = run_cli("preempt", str(path), "--job", "hp")
+    assert result.returncode == 2 and "is not pending" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["pods"][0].update(gpu_indexes=[0, 1]), "pods[0].gpu_indexes: lists 2 devices"),
+        (lambda d: d["pods"][0].update(gpu_indexes=[9]), "pods[0].gpu_indexes: [9] outside 0..5"),
+        (lambda d: (d["pods"][0].update(gpu_indexes=[1]), d["pods"][1].update(gpu_indexes=[1])), "GPU 1 of node 'n0' is already held"),
+        (lambda d: d["pods"][3].update(gpu_indexes=[1]), "pods[3].gpu_indexes: pod 'h' is pending"),
+        (lambda d: d["nodes"][0].update(numa=[{"name": "a", "gpu_indexes": [0], "cpus": 40, "socket": 0},
+                                               {"name": "b", "gpu_indexes": [0], "cpus": 40, "socket": 1}]), "a GPU belongs to one NUMA domain"),
+        (lambda d: d["nodes"][0].update(numa=[{"name": "a", "gpu_indexes": [0], "cpus": 40, "socket": 0},
+                                               {"name": "b", "gpu_indexes": [1], "cpus": 40, "socket": 1}]), "the domains hold 80 CPUs"),
+        (lambda d: d["jobs"][0].update(min_available=3), "jobs[0].min_available: 3 but the job has 1 pods"),
+        (lambda d: d["pods"][0].update(checkpoint_interval_s=0), "pods[0].checkpoint_interval_s"),
+    ],
+)
+def test_inconsistent_device_and_numa_fields_are_refused(change, message):
+    data = prefix_counterexample().model_dump(mode="json", exclude_defaults=True)
+    change(data)
+    with pytest.raises(SnapshotError) as err:
+        parse_cluster(json.dumps(data))
+    assert any(message in problem for problem in err.value.problems), err.value.problems
+
+
+def test_infeasible_is_a_plan_not_an_error(tmp_path):
+    data = prefix_counterexample().model_dump(mode="json", exclude_defaults=True)
+    data["pods"][3]["gpus"] = 7
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    result = run_cli("preempt", str(path), "--job", "hp")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["report"]["status"] == "infeasible" and plan["placements"] == [] and "even with every" in plan["report"]["reason"]
+
+
+def test_cli_plan_validates_and_reports_surplus(snapshot_file, tmp_path):
+    out = tmp_path / "p.json"
+    assert run_cli("preempt", snapshot_file, "--job", "hp", "--method", "spotgpu-paper", "--out", str(out)).returncode == 0
+    result = run_cli("validate", snapshot_file, str(out))
+    assert result.returncode == 0 and "2 surplus victim gang(s)" in result.stdout
+    plan = json.loads(out.read_text())
+    plan["victims"] = plan["victims"][:1]
+    out.write_text(json.dumps(plan))
+    result = run_cli("validate", snapshot_file, str(out))
+    assert result.returncode == 1 and "over_capacity" in result.stdout
+
+
+def test_same_decision_same_plan():
+    cluster = gang_cluster(topology=True)
+    for method in METHODS:
+        a = plan_preempt(cluster, "hp", PreemptOptions(method=method))
+        b = plan_preempt(cluster, "hp", PreemptOptions(method=method))
+        assert a.placements == b.placements and a.victims == b.victims, method
+
+
+def test_state_is_not_changed_by_a_decision():
+    cluster = gang_cluster(topology=False)
+    state = PreemptState(cluster)
+    before = state.cs.pod_node.copy()
+    plan_preempt(cluster, "hp", PreemptOptions(method="spotgpu"), state=state)
+    assert np.array_equal(state.cs.pod_node, before)
