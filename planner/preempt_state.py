@@ -63,6 +63,7 @@ class Fit:
     tier: str | None
 
 
+NO_DEVICES = Fit(None, None)
 TIER_RANK = {rules.ALIGN_NUMA: 0, rules.ALIGN_SOCKET: 1, rules.ALIGN_CROSS_SOCKET: 2, None: 2}
 
 
@@ -85,6 +86,7 @@ class PreemptState:
         n_jobs = len(cluster.jobs)
         job = self.cs.pod_job
         self.unit = np.where(job >= 0, job, n_jobs + np.arange(len(pods)))
+        self.n_units = n_jobs + len(pods)
         self.unit_pods: dict[int, list[int]] = {}
         for p, u in enumerate(self.unit.tolist()):
             self.unit_pods.setdefault(u, []).append(p)
@@ -111,16 +113,14 @@ class PreemptState:
         is a candidate when every placed pod of it may be evicted."""
         placed = self.cs.pod_node != PENDING
         ok = self.may_be_victim & (self.priority < priority)
-        blocked = np.unique(self.unit[placed & ~ok])
-        return placed & ok & ~np.isin(self.unit, blocked)
+        blocked = np.bincount(self.unit[placed & ~ok], minlength=self.n_units) > 0
+        return placed & ok & ~blocked[self.unit]
 
-    def unit_costs(self, cost: np.ndarray) -> dict[int, float]:
-        """Cost of every unit: the sum over its placed pods (a gang missing a member is dead)."""
-        placed = np.flatnonzero(self.cs.pod_node != PENDING)
-        totals: dict[int, float] = {}
-        for u, c in zip(self.unit[placed].tolist(), cost[placed].tolist()):
-            totals[u] = totals.get(u, 0.0) + c
-        return totals
+    def unit_costs(self, cost: np.ndarray) -> np.ndarray:
+        """Cost of every unit (indexed by unit id): the sum over its placed pods (a gang missing a
+        member is dead, so all its work since the last checkpoint is lost)."""
+        placed = self.cs.pod_node != PENDING
+        return np.bincount(self.unit[placed], weights=cost[placed], minlength=self.n_units)
 
     def placed_pods_of(self, unit: int) -> list[int]:
         return [p for p in self.unit_pods[unit] if self.cs.pod_node[p] != PENDING]
@@ -163,11 +163,16 @@ class PreemptState:
     # The oracle
     # ------------------------------------------------------------------------------------------
 
-    def fit(self, p: int, n: int, leaving: tuple[int, ...] | list[int] = (), numa_mode: str | None = None) -> Fit | None:
+    def fit(
+        self, p: int, n: int, leaving: tuple[int, ...] | list[int] = (), numa_mode: str | None = None, devices: bool = True
+    ) -> Fit | None:
         """Whether pod p may start on node n once ``leaving`` (pods on n) are gone, and where.
 
         ``numa_mode`` ``guaranteed`` needs an aligned device set (one socket, CPUs from the devices'
-        domains); ``best-effort`` prefers one. Devices are chosen only where the node tracks them.
+        domains); ``best-effort`` prefers one. Devices are chosen where the node tracks them; with
+        ``devices=False`` and no NUMA mode only the rules are checked (a search's inner test). When
+        the tracked devices are scattered so that none is whole though the count fits (shares
+        spread over devices), the pod gets no device indexes, which the rules allow.
         """
         if not self.cs.fits_without(p, n, leaving):
             return None
@@ -177,11 +182,13 @@ class PreemptState:
             if numa is None or not self.devices_tracked(n):
                 return None
             return self._aligned(p, n, leaving, whole, numa)
+        if not devices and numa_mode is None:
+            return NO_DEVICES
         if not whole or not self.devices_tracked(n):
-            return Fit(None, None)
+            return NO_DEVICES
         free = self.free_devices(n, leaving)
         if len(free) < whole:
-            return None
+            return NO_DEVICES
         if numa is not None and numa_mode == "best-effort":
             aligned = self._aligned(p, n, leaving, whole, numa)
             if aligned is not None:
@@ -235,6 +242,25 @@ class PreemptState:
         self.cs.place(p, n)
         self.devices[p] = devices
 
+    def evict_logged(self, p: int, log: list[tuple[str, int, int, tuple[int, ...] | None]]) -> None:
+        """``evict`` and note how to undo it in ``log``."""
+        log.append(("evicted", p, int(self.cs.pod_node[p]), self.devices[p]))
+        self.evict(p)
+
+    def place_logged(self, p: int, n: int, devices: tuple[int, ...] | None, log: list[tuple[str, int, int, tuple[int, ...] | None]]) -> None:
+        log.append(("placed", p, n, self.devices[p]))
+        self.place(p, n, devices)
+
+    def undo(self, log: list[tuple[str, int, int, tuple[int, ...] | None]]) -> None:
+        """Reverse every change noted in ``log`` (latest first); the log is emptied."""
+        while log:
+            what, p, n, devices = log.pop()
+            if what == "evicted":
+                self.place(p, n, devices)
+            else:
+                self.cs.unplace(p)
+                self.devices[p] = devices
+
     def clone(self) -> PreemptState:
         twin = object.__new__(PreemptState)
         twin.__dict__.update(self.__dict__)
@@ -250,7 +276,9 @@ class Ask:
     Place ``pods`` (indexes, pending, of job ``job``), at least ``min_placed`` of them, for a
     preemptor of ``priority``; evict only ``victims`` (a mask: placed pods that may be evicted, whole
     gangs), each unit (gang) costing ``unit_cost`` GPU-seconds at ``now_s``. ``preemptive`` is False
-    for a spot job (spot work is placed strictly without preemption).
+    when no pod may be evicted for this job: victims are spot pods of strictly lower priority, so a
+    spot job at the default spot priority is placed strictly without preemption (SpotGPU's rule),
+    while one with a ``priority_value`` may preempt lower ones (Kubernetes' rule, FlexTopo's C over D).
     """
 
     job: int
@@ -263,7 +291,7 @@ class Ask:
     now_s: float
     pod_cost: np.ndarray
     victims: np.ndarray
-    unit_cost: dict[int, float]
+    unit_cost: np.ndarray  # by unit id
     level: int  # required topology: 0 none, 1 asw, 2 spine
 
     @staticmethod
@@ -273,10 +301,10 @@ class Ask:
         name = cluster.jobs[job].name
         pods = [int(p) for p in np.flatnonzero(ps.cs.pod_job == job)]
         priority = int(ps.priority[pods].min()) if pods else rules.HP_PRIORITY
-        preemptive = all(cluster.pods[p].priority == "HP" for p in pods)
         spec = cluster.jobs[job]
         cost = ps.lost_gpu_s(now_s)
-        victims = ps.victim_mask(priority) if preemptive else np.zeros(len(cluster.pods), dtype=bool)
+        victims = ps.victim_mask(priority)
+        preemptive = bool(victims.any())
         return Ask(
             job=job,
             job_name=name,

@@ -127,7 +127,6 @@ class _Check:
     def victim_violations(self) -> list[Violation]:
         plan = self.plan
         priority = preemptor_priority(self.job_pods[plan.job])
-        preemptive = all(p.priority == "HP" for p in self.job_pods[plan.job])
         problems = []
         named: set[str] = set()
         for k, victim in enumerate(plan.victims):
@@ -147,8 +146,6 @@ class _Check:
             if victim.job != pod.job:
                 problems.append(Violation(VICTIM_WRONG_JOB, f"{where}: pod '{pod.name}' is of job {pod.job!r}, not {victim.job!r}", pod=pod.name))
             refusal = rules.victim_refusal(pod, priority)
-            if refusal is None and not preemptive:
-                refusal = (rules.VICTIM_PRIORITY, f"job '{plan.job}' is a spot job, and spot jobs do not preempt")
             if refusal is not None:
                 problems.append(Violation(refusal[0], f"{where}: {refusal[1]}", pod=pod.name))
             truth = rules.lost_gpu_s(pod, plan.now_s)

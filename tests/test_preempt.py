@@ -120,12 +120,14 @@ def test_hp_locked_and_standby_pods_are_never_victims():
         assert plan.report.status == "infeasible", method
 
 
-def test_a_spot_job_does_not_preempt():
+def test_a_spot_job_at_spot_priority_does_not_preempt_but_a_higher_one_does():
     base = prefix_counterexample().model_dump()
     base["pods"][3]["priority"] = "LP"
-    base["pods"][3]["priority_value"] = 900
     plan = plan_preempt(Cluster.model_validate(base), "hp", PreemptOptions(method="spotgpu"))
-    assert plan.report.status == "infeasible" and "spot jobs do not preempt" in plan.report.reason
+    assert plan.report.status == "infeasible" and "no running pod may be preempted" in plan.report.reason
+    base["pods"][3]["priority_value"] = 500  # FlexTopo's C (500, preemptible) over D (200)
+    plan = plan_preempt(Cluster.model_validate(base), "hp", PreemptOptions(method="spotgpu"))
+    assert victims_of(plan) == ["c"]
 
 
 def gang_cluster(topology: bool) -> Cluster:

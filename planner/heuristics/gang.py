@@ -71,8 +71,20 @@ def place_job(ps: PreemptState, ask: Ask, policy: Policy) -> Choice:
     return best
 
 
-def _sequential(ps0: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray) -> Choice:
-    ps = ps0.clone()
+def _sequential(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray) -> Choice:
+    """Pod by pod on ``ps`` itself, every change undone before returning."""
+    log: list = []
+    try:
+        choice = _sequential_logged(ps, ask, policy, allowed, log)
+    finally:
+        ps.undo(log)
+    if policy.reprieve and len(choice.units) > 1 and len(choice.placements) > 1:
+        _reprieve(ps, ask, choice)
+    choice.cost = float(sum(ask.unit_cost[u] for u in choice.units))
+    return choice
+
+
+def _sequential_logged(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray, log: list) -> Choice:
     choice = Choice()
     victims = ask.victims.copy()
     for i, p in enumerate(ask.pods):
@@ -82,13 +94,16 @@ def _sequential(ps0: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray
             fit = ps.fit(p, n, (), ask.numa_mode)
             if fit is None:
                 return Choice(reason=_unaligned(ps, p, n, policy))
-            ps.place(p, n, fit.devices)
+            ps.place_logged(p, n, fit.devices, log)
             choice.placements.append((p, n, fit.devices))
             continue
         if i >= ask.min_placed:
             continue  # optional pods start only where nothing must be evicted
         if not ask.preemptive:
-            return Choice(reason=f"pod '{ps.cs.pod_names[p]}' fits on no node without preemption, and spot jobs do not preempt")
+            return Choice(
+                reason=f"pod '{ps.cs.pod_names[p]}' fits on no node without preemption, and no running pod may be preempted "
+                f"by job '{ask.job_name}' (victims are unlocked spot pods of priority below {ask.priority})"
+            )
         step = policy.place_preempting(ps, _with_victims(ask, victims), p, allowed)
         if step is None:
             return Choice(reason=f"pod '{ps.cs.pod_names[p]}' fits on no node even with every allowed victim evicted")
@@ -96,17 +111,14 @@ def _sequential(ps0: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray
         choice.proven_covers &= cover.proven
         for u in cover.units:
             for q in ps.placed_pods_of(u):
-                ps.evict(q)
+                ps.evict_logged(q, log)
                 victims[q] = False
             choice.units.append(u)
         fit = ps.fit(p, n, (), ask.numa_mode)
         if fit is None:
             return Choice(reason=_unaligned(ps, p, n, policy))
-        ps.place(p, n, fit.devices)
+        ps.place_logged(p, n, fit.devices, log)
         choice.placements.append((p, n, fit.devices))
-    if policy.reprieve and len(choice.units) > 1:
-        _reprieve(ps0, ask, choice)
-    choice.cost = sum(ask.unit_cost[u] for u in choice.units)
     return choice
 
 
@@ -139,19 +151,22 @@ def placement_fits(
     ps0: PreemptState, ask: Ask, placements: list[tuple[int, int, tuple[int, ...] | None]], units: list[int]
 ) -> list[tuple[int, int, tuple[int, ...] | None]] | None:
     """The placements (devices re-chosen where needed) if every pod still fits its node with only
-    ``units`` evicted; None otherwise."""
-    ps = ps0.clone()
-    for u in units:
-        for q in ps.placed_pods_of(u):
-            ps.evict(q)
-    out = []
-    for p, n, _ in placements:
-        fit = ps.fit(p, n, (), ask.numa_mode)
-        if fit is None:
-            return None
-        ps.place(p, n, fit.devices)
-        out.append((p, n, fit.devices))
-    return out
+    ``units`` evicted; None otherwise. ``ps0`` is left as it was."""
+    ps, log = ps0, []
+    try:
+        for u in units:
+            for q in ps.placed_pods_of(u):
+                ps.evict_logged(q, log)
+        out = []
+        for p, n, _ in placements:
+            fit = ps.fit(p, n, (), ask.numa_mode)
+            if fit is None:
+                return None
+            ps.place_logged(p, n, fit.devices, log)
+            out.append((p, n, fit.devices))
+        return out
+    finally:
+        ps.undo(log)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -211,6 +226,51 @@ def cheapest_unit_on(ps: PreemptState, ask: Ask) -> np.ndarray:
     placed = np.flatnonzero(ask.victims & (cs.pod_node != PENDING))
     low = np.full(len(cs.node_names), np.inf)
     if len(placed):
-        costs = np.array([ask.unit_cost[int(u)] for u in ps.unit[placed].tolist()])
+        costs = ask.unit_cost[ps.unit[placed]]
         np.minimum.at(low, cs.pod_node[placed], costs)
+    return low
+
+
+def cover_lower_bounds(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray) -> np.ndarray:
+    """Per node of ``nodes``, a lower bound on the cost of any victim cover for pod p there: the
+    fractional knapsack over its candidate units for the GPU deficit and for the CPU deficit
+    (units ranked by cost per GPU or per CPU freed, the last one taken in part), and never below its
+    cheapest unit (the pod fits nowhere without eviction when this is asked)."""
+    cs = ps.cs
+    low = cheapest_unit_on(ps, ask)[nodes]
+    pods = np.flatnonzero(ask.victims & (cs.pod_node != PENDING))
+    if not len(pods):
+        return low
+    local = np.full(len(cs.node_names), -1)
+    local[nodes] = np.arange(len(nodes))
+    pods = pods[local[cs.pod_node[pods]] >= 0]
+    if not len(pods):
+        return low
+    where = local[cs.pod_node[pods]]
+    units = ps.unit[pods]
+    # one row per (unit, node): what the unit frees on that node, and its whole cost
+    key = units.astype(np.int64) * len(nodes) + where
+    rows, inverse = np.unique(key, return_inverse=True)
+    row_node = rows % len(nodes)
+    freed_gpus = np.bincount(inverse, weights=cs.pod_whole[pods] + (cs.pod_share[pods] > 0), minlength=len(rows))
+    freed_cpus = np.bincount(inverse, weights=cs.pod_cpus[pods], minlength=len(rows))
+    unit_of_row = rows // len(nodes)
+    cost = ask.unit_cost[unit_of_row]
+    free_gpus = (cs.cap_gpus - cs.whole_used - cs.share_devices)[nodes]
+    need_gpus = cs.pod_whole[p] + (1 if cs.pod_share[p] > 0 else 0)
+    free_cpus = (cs.cap_cpus - cs.used_cpus)[nodes]
+    for freed, deficit in ((freed_gpus, need_gpus - free_gpus), (freed_cpus, cs.pod_cpus[p] - free_cpus)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(freed > 0, cost / np.where(freed > 0, freed, 1), np.inf)
+        order = np.lexsort((ratio, row_node))
+        node_sorted, freed_sorted, cost_sorted = row_node[order], freed[order], cost[order]
+        cum = np.cumsum(freed_sorted)
+        start = np.searchsorted(node_sorted, node_sorted, side="left")
+        before = cum - freed_sorted - np.concatenate(([0.0], cum))[start]
+        need = deficit[node_sorted]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            take = np.clip((need - before) / np.where(freed_sorted > 0, freed_sorted, 1), 0, 1)
+        take = np.where(freed_sorted > 0, take, 0)
+        bound = np.bincount(node_sorted, weights=cost_sorted * take, minlength=len(nodes))
+        low = np.maximum(low, bound - 1e-9 * np.maximum(1.0, bound))
     return low

@@ -70,7 +70,7 @@ class SpotGpu:
         nodes = np.flatnonzero(gang.preemptable_nodes(ps, ask, p, allowed))
         if not len(nodes):
             return None
-        low = gang.cheapest_unit_on(ps, ask)[nodes]
+        low = gang.cover_lower_bounds(ps, ask, p, nodes)
         ranked = placement_order(ps, ask, p, nodes)
         rank = {int(n): k for k, n in enumerate(ranked.tolist())}
         order = sorted(range(len(nodes)), key=lambda k: (low[k], rank[int(nodes[k])]))
@@ -83,7 +83,7 @@ class SpotGpu:
             units = node_units(ps, n, ask.victims, ask.unit_cost)
 
             def fitter(leaving: tuple[int, ...], n: int = n) -> Fit | None:
-                return ps.fit(p, n, leaving, self.mode_of(ask))
+                return ps.fit(p, n, leaving, self.mode_of(ask), devices=False)
 
             if self.paper:
                 gpus_here = {u: float(ps.cs.pod_gpus[list(units.pods_here[u])].sum()) for u in units.units}

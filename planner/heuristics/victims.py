@@ -54,14 +54,15 @@ class NodeUnits:
         return tuple(q for u in chosen for q in self.pods_here[u])
 
 
-def node_units(ps: PreemptState, n: int, candidates: np.ndarray, unit_cost: dict[int, float]) -> NodeUnits:
+def node_units(ps: PreemptState, n: int, candidates: np.ndarray, unit_cost: np.ndarray) -> NodeUnits:
     """Units with a candidate victim pod on node n, cheapest first (ties by unit id)."""
     here: dict[int, list[int]] = {}
     for q in sorted(ps.cs.node_pods[n]):
         if candidates[q]:
             here.setdefault(int(ps.unit[q]), []).append(q)
-    units = sorted(here, key=lambda u: (unit_cost[u], u))
-    return NodeUnits(units, {u: unit_cost[u] for u in units}, {u: tuple(here[u]) for u in units})
+    cost = {u: float(unit_cost[u]) for u in here}
+    units = sorted(here, key=lambda u: (cost[u], u))
+    return NodeUnits(units, cost, {u: tuple(here[u]) for u in units})
 
 
 Fitter = Callable[[tuple[int, ...]], Fit | None]
@@ -205,12 +206,16 @@ class _Baseline:
 
     @staticmethod
     def fitter(ps: PreemptState, ask, p: int, n: int) -> Fitter:  # type: ignore[no-untyped-def]
-        return lambda leaving: ps.fit(p, n, leaving, None)  # the baselines know no NUMA
+        return lambda leaving: ps.fit(p, n, leaving, None, devices=False)  # the baselines know no NUMA
 
 
 def _start(ps: PreemptState, unit: int) -> float:
     starts = [float(ps.started_s[q]) for q in ps.placed_pods_of(unit)]
     return max((s for s in starts if s == s), default=0.0)
+
+
+MIN_CANDIDATES_ABSOLUTE = 100
+MIN_CANDIDATES_PERCENT = 10
 
 
 class K8sDefault(_Baseline):
@@ -222,17 +227,26 @@ class K8sDefault(_Baseline):
     (none are modelled, so 0 everywhere), the lowest highest-victim priority, the smallest sum of
     victim priorities, the fewest victims, the latest start of the highest-priority victims, then
     node order. Kubernetes knows no gangs: a victim's gang goes with it (and is paid in full).
+    Like the scheduler's dry run it stops after max(100, 10% of the nodes) candidate nodes
+    (``minCandidateNodesAbsolute``, ``minCandidateNodesPercentage``), scanning in name order from the
+    first node (Kubernetes starts at a random offset; a fixed one keeps plans reproducible).
     """
 
     def place_preempting(self, ps: PreemptState, ask, p: int, allowed: np.ndarray):  # type: ignore[no-untyped-def]
         best = None
-        for n in self.candidates(ps, ask, p, allowed).tolist():
+        nodes = self.candidates(ps, ask, p, allowed).tolist()
+        wanted = min(len(ps.cs.node_names), max(MIN_CANDIDATES_ABSOLUTE, int(len(ps.cs.node_names) * MIN_CANDIDATES_PERCENT / 100)))
+        found = 0
+        for n in nodes:
+            if found >= wanted:
+                break  # the dry run stops once it has enough candidate nodes
             units = node_units(ps, n, ask.victims, ask.unit_cost)
             top = {u: int(max(ps.priority[list(units.pods_here[u])])) for u in units.units}
             reprieve = sorted(units.units, key=lambda u: (-top[u], _start(ps, u), u))
             cover = k8s_cover(self.fitter(ps, ask, p, n), units, reprieve)
             if cover is None:
                 continue
+            found += 1
             pods = list(cover.leaving)
             prios = [int(ps.priority[q]) for q in pods]
             highest = max(prios, default=-(2**31))

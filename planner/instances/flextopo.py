@@ -161,7 +161,11 @@ def _nodes(count: int) -> list[Node]:
     ]
 
 
-def _packing(nodes: int, counts: dict[str, int], rng: np.random.Generator) -> dict[str, tuple[list[int], list[list[int]]]]:
+Layout = dict[str, tuple[list[int], list[list[int]]]]
+"""Per workload letter: the node index and the devices of each instance."""
+
+
+def _packing(nodes: int, counts: dict[str, int], rng: np.random.Generator) -> Layout:
     """Per workload, the node and the devices of each instance: A on whole nodes, B on whole sockets,
     C and D mixed at random positions inside the remaining sockets."""
     order = rng.permutation(nodes).tolist()
@@ -169,7 +173,7 @@ def _packing(nodes: int, counts: dict[str, int], rng: np.random.Generator) -> di
     sockets = [(n, s) for n in rest for s in range(SOCKETS)]
     sockets = [sockets[k] for k in rng.permutation(len(sockets)).tolist()]
     b_sockets, cd_sockets = sockets[: counts["B"]], sockets[counts["B"] :]
-    placed: dict[str, tuple[list[int], list[list[int]]]] = {
+    placed: Layout = {
         "A": (a_nodes, [list(range(GPUS_PER_NODE)) for _ in a_nodes]),
         "B": ([n for n, _ in b_sockets], [_socket_devices(s) for _, s in b_sockets]),
         "C": ([], []),

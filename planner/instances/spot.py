@@ -53,7 +53,7 @@ import numpy as np
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError, Topology
 from planner.instances.asi import check_seed
 
-DEFAULT_NODE_LIST = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "spot-gpu-2026" / "node_info_df.csv"
+DEFAULT_NODE_LIST = Path(__file__).resolve().parents[2].parent / "shared/data/spot-gpu-2026/node_info_df.csv"
 COLUMNS = ("gpu_model", "gpu_capacity_num", "cpu_num", "node_name")
 MEMORY_GIB_PER_CPU = 8
 ASW_NODES = 16
@@ -168,14 +168,20 @@ def _row(path: Path, i: int, raw: dict[str, str]) -> NodeRow:
     return NodeRow(name, model, whole("gpu_capacity_num", 1), whole("cpu_num", 1))
 
 
-def _check_arguments(nodes: int, hp_share: float, lp_fill: float, pending_jobs: int, rows: int, path: str | Path) -> None:
+def _whole_in(value: object, low: int, high: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral) and low <= value <= high
+
+
+def _check_arguments(
+    nodes: int, hp_share: float, lp_fill: float, pending_jobs: int, rows: int, path: str | Path
+) -> None:
     problems = []
-    if isinstance(nodes, bool) or not isinstance(nodes, numbers.Integral) or not 1 <= nodes <= rows:
+    if not _whole_in(nodes, 1, rows):
         problems.append(f"--nodes: must be a whole number from 1 to {rows:,} (the rows of {path}), got {nodes!r}")
     for name, value in (("--hp-share", hp_share), ("--lp-fill", lp_fill)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
             problems.append(f"{name}: must be a fraction between 0 and 1, got {value!r}")
-    if isinstance(pending_jobs, bool) or not isinstance(pending_jobs, numbers.Integral) or not 0 <= pending_jobs <= MAX_PENDING_JOBS:
+    if not _whole_in(pending_jobs, 0, MAX_PENDING_JOBS):
         problems.append(f"--pending-jobs: must be a whole number from 0 to {MAX_PENDING_JOBS:,}, got {pending_jobs!r}")
     if problems:
         raise SnapshotError(problems)
@@ -293,7 +299,9 @@ class Placed:
         self.jobs.append(PlacedJob(f"{kind}-{self.counts[kind]:05d}", family, draw, hp, where))
         self.counts[kind] += 1
 
-    def snapshot(self, nodes: list[Node], models: dict[str, list[str]], locked: set[int], rng: np.random.Generator) -> tuple[list[Pod], list[Job]]:
+    def snapshot(
+        self, nodes: list[Node], models: dict[str, list[str]], locked: set[int], rng: np.random.Generator
+    ) -> tuple[list[Pod], list[Job]]:
         """Pods and jobs, with start and checkpoint times drawn per job."""
         pods: list[Pod] = []
         jobs: list[Job] = []
@@ -339,7 +347,9 @@ def _lp_times(rng: np.random.Generator) -> dict:
     return times
 
 
-def _draw(fleet: Fleet, family: str | None, gang_share: float, pods_range: tuple[int, int], max_gpus: int, rng: np.random.Generator) -> JobDraw | None:
+def _draw(
+    fleet: Fleet, family: str | None, gang_share: float, pods_range: tuple[int, int], max_gpus: int, rng: np.random.Generator
+) -> JobDraw | None:
     """A job shape for ``family`` (None: any model) using at most ``max_gpus`` GPUs in all."""
     in_family = fleet.in_family(family)
     biggest = int(fleet.gpus[in_family].max())
@@ -387,7 +397,9 @@ def _place(fleet: Fleet, draw: JobDraw, family: str, packed: bool, rng: np.rando
     return chosen
 
 
-def _fill_family(fleet: Fleet, placed: Placed, family: str, hp_share: float, lp_fill: float, rng: np.random.Generator) -> None:
+def _fill_family(
+    fleet: Fleet, placed: Placed, family: str, hp_share: float, lp_fill: float, rng: np.random.Generator
+) -> None:
     """HP jobs up to ``hp_share`` of the family's GPUs, then LP jobs up to ``lp_fill`` of the rest."""
     in_family = fleet.in_family(family)
     total = int(fleet.gpus[in_family].sum())
@@ -418,7 +430,7 @@ def _fill(fleet: Fleet, placed: Placed, family: str, goal: int, hp: bool, rng: n
 # ----------------------------------------------------------------------------------------------
 
 
-def _slots(fleet: Fleet, draw: JobDraw, eligible: np.ndarray, gpus: np.ndarray, cpus: np.ndarray, mem: np.ndarray) -> np.ndarray:
+def _slots(draw: JobDraw, eligible: np.ndarray, gpus: np.ndarray, cpus: np.ndarray, mem: np.ndarray) -> np.ndarray:
     """Pods of ``draw`` each node could take with the given room (0 where not eligible)."""
     room = np.minimum(gpus // draw.gpus, np.minimum(cpus // draw.cpus, mem // draw.memory_gib))
     return np.where(eligible, room, 0).astype(np.int64)
@@ -461,8 +473,9 @@ def _pending_job(
         chosen = (family if pinned else None, draw, same_asw)
         eligible = fleet.in_family(chosen[0]) & (fleet.gpus >= draw.gpus)
         asw = fleet.asw if same_asw else None
-        fits_now = _enough(_slots(fleet, draw, eligible, fleet.free_gpus, fleet.free_cpus, fleet.free_mem), draw.pods, asw)
-        fits_after = _enough(_slots(fleet, draw, eligible, *room), draw.pods, asw)
+        free = (fleet.free_gpus, fleet.free_cpus, fleet.free_mem)
+        fits_now = _enough(_slots(draw, eligible, *free), draw.pods, asw)
+        fits_after = _enough(_slots(draw, eligible, *room), draw.pods, asw)
         if fits_after and not fits_now:
             break
     assert chosen is not None

@@ -64,7 +64,7 @@ def solve_preempt(ps: PreemptState, ask: Ask, solver: str, time_limit_s: float, 
         choice = warm  # the heuristic's plan is at least as good (or the model's could not be decoded)
     if choice.reason is not None:
         return choice, {**fields, "status": "timeout"}
-    cost = sum(ask.unit_cost[u] for u in choice.units)
+    cost = float(sum(ask.unit_cost[u] for u in choice.units))
     proven = bound is not None and cost <= bound + 1e-6 * max(1.0, abs(cost))
     status = "optimal" if proven and result.status == "optimal" else "feasible"
     if bound is not None:
@@ -270,13 +270,13 @@ class _Model:
         m.row([(v, 1) for v in z.values()], None, 1, "(6) one domain")
 
     def _objective(self) -> None:
-        costs = [self.ask.unit_cost[u] for u in self.e]
+        costs = [float(self.ask.unit_cost[u]) for u in self.e]
         scale = scale_for(costs, [])
         self.exact &= scale.exact
         self.cost_unit = scale.unit
         self.weight = len(self.e) + 1
         # maximise the negation: -(cost * W + victims)
-        self.milp.maximize([(v, -(scale.request(self.ask.unit_cost[u]) * self.weight + 1)) for u, v in self.e.items()])
+        self.milp.maximize([(v, -(scale.request(float(self.ask.unit_cost[u])) * self.weight + 1)) for u, v in self.e.items()])
 
     def cost_bound(self, solver_bound: float) -> float:
         """A lower bound on lost work from the solver's bound on the weighted objective."""
@@ -317,4 +317,4 @@ class _Model:
         placed = placement_fits(self.ps, self.ask, placements, units)
         if placed is None:
             return None
-        return Choice(placements=placed, units=units, cost=sum(self.ask.unit_cost[u] for u in units))
+        return Choice(placements=placed, units=units, cost=float(sum(self.ask.unit_cost[u] for u in units)))
