@@ -98,7 +98,7 @@ def test_numa_unaware_default_preemption_is_refused_at_admission():
     """DefaultPreemption counts GPUs: it keeps the high-priority C pod and the oldest D pods, frees
     GPUs 1, 3, 4, 5 across both sockets, and a guaranteed pod cannot start there."""
     plan = plan_preempt(numa_node_cluster(), "B", PreemptOptions(method="k8s-default"))
-    assert plan.report.status == "infeasible"
+    assert plan.report.status == "heuristic"  # a failed heuristic proves nothing: spotgpu places the pod
     assert plan.placements == [] and plan.victims == []
     assert "without regard to NUMA" in plan.report.reason
 

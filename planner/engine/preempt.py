@@ -170,8 +170,8 @@ def to_plan(
     ]
     lost = sum(v.lost_gpu_s for v in victims)
     status = solver_fields.get("status", "heuristic")
-    if choice.reason is not None:
-        status = "infeasible" if status in ("heuristic", "optimal", "infeasible") else status
+    if choice.reason is not None and choice.proven_infeasible:
+        status = "infeasible"  # proven: with every allowed victim gone the job still cannot start
     bound = solver_fields.get("bound")
     gap = None if bound is None else round((lost - bound) / max(abs(lost), 1e-9), 9) if lost else 0.0
     report = SolveReport(

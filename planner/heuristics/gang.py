@@ -33,6 +33,8 @@ class Choice:
     cost: float = 0.0
     proven_covers: bool = True
     reason: str | None = None
+    proven_infeasible: bool = False
+    """The failure is a proof: the first pod fits nowhere even with every allowed victim gone."""
     searched: int = 0
 
     @property
@@ -57,17 +59,20 @@ def place_job(ps: PreemptState, ask: Ask, policy: Policy) -> Choice:
         return _sequential(ps, ask, policy, everywhere)
     domains = ps.cs.asw_domain if ask.level == 1 else ps.cs.spine_domain
     best: Choice | None = None
-    reasons = []
+    reasons: list[Choice] = []
     for d in np.unique(domains).tolist():
         choice = _sequential(ps, ask, policy, domains == d)
         if choice.reason is not None:
-            reasons.append(choice.reason)
+            reasons.append(choice)
         elif best is None or choice.key < best.key:
             best = choice
     if best is None:
         level = "asw" if ask.level == 1 else "spine"
-        return Choice(reason=f"no single {level} can host job '{ask.job_name}' even with every allowed victim evicted"
-                      + (f" (e.g. {reasons[0]})" if reasons else ""))
+        return Choice(
+            reason=f"no single {level} can host job '{ask.job_name}' even with every allowed victim evicted"
+            + (f" (e.g. {reasons[0].reason})" if reasons else ""),
+            proven_infeasible=all(r.proven_infeasible for r in reasons),
+        )
     return best
 
 
@@ -99,14 +104,20 @@ def _sequential_logged(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.n
             continue
         if i >= ask.min_placed:
             continue  # optional pods start only where nothing must be evicted
+        first = i == 0  # nothing placed or evicted yet: a failure here is a proof
         if not ask.preemptive:
             return Choice(
                 reason=f"pod '{ps.cs.pod_names[p]}' fits on no node without preemption, and no running pod may be preempted "
-                f"by job '{ask.job_name}' (victims are unlocked spot pods of priority below {ask.priority})"
+                f"by job '{ask.job_name}' (victims are unlocked spot pods of priority below {ask.priority})",
+                proven_infeasible=first,
             )
         step = policy.place_preempting(ps, _with_victims(ask, victims), p, allowed)
         if step is None:
-            return Choice(reason=f"pod '{ps.cs.pod_names[p]}' fits on no node even with every allowed victim evicted")
+            where = "" if first else f" once the job's first {i} pod(s) are placed"
+            return Choice(
+                reason=f"pod '{ps.cs.pod_names[p]}' fits on no node even with every allowed victim evicted{where}",
+                proven_infeasible=first,
+            )
         n, cover = step
         choice.proven_covers &= cover.proven
         for u in cover.units:

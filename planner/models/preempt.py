@@ -47,17 +47,16 @@ def solve_preempt(ps: PreemptState, ask: Ask, solver: str, time_limit_s: float, 
     warm = place_job(ps, ask, SpotGpu())
     built = _Model(ps, ask)
     fields: dict[str, Any] = {"solver": solver, "model_exact": built.exact, "variables": built.milp.num_vars, "rows": built.milp.num_rows}
-    if not built.candidates_exist:
-        status = "infeasible" if built.exact else "heuristic"
-        choice = warm if warm.reason is not None else Choice(reason="no node can host a pod of the job even with every allowed victim evicted")
-        return choice, {**fields, "status": status if choice.reason else "heuristic"}
+    if not built.candidates_exist:  # by the rules themselves: a proof whatever the model's units
+        return Choice(reason=built.no_candidate_reason, proven_infeasible=True), {**fields, "status": "infeasible"}
     result = solve(built.milp, solver, time_limit_s, workers, built.hint(warm), deterministic=solver == "cpsat")
     fields["solver_status"] = result.status
     fields["solve_s"] = round(result.wall_s, 6)
     if result.status == "infeasible":
         if built.exact:
-            return Choice(reason="no placement of the job exists even with every allowed victim evicted (proven by the solver)"), {**fields, "status": "infeasible"}
-        return warm, {**fields, "status": "heuristic"}
+            reason = "no placement of the job exists even with every allowed victim evicted (proven by the solver)"
+            return Choice(reason=reason, proven_infeasible=True), {**fields, "status": "infeasible"}
+        return warm, {**fields, "status": "feasible" if warm.reason is None else "timeout"}
     bound = built.cost_bound(result.bound) if built.exact and result.bound is not None else None
     choice = built.decode(result.values) if result.values is not None else None
     if choice is None or (warm.reason is None and warm.key < choice.key):
@@ -65,10 +64,11 @@ def solve_preempt(ps: PreemptState, ask: Ask, solver: str, time_limit_s: float, 
     if choice.reason is not None:
         return choice, {**fields, "status": "timeout"}
     cost = float(sum(ask.unit_cost[u] for u in choice.units))
-    proven = bound is not None and cost <= bound + 1e-6 * max(1.0, abs(cost))
+    proven = bound is not None and cost <= bound + len(choice.units) * built.cost_resolution
     status = "optimal" if proven and result.status == "optimal" else "feasible"
     if bound is not None:
         bound = min(bound, cost)
+    fields["cost_resolution_gpu_s"] = built.cost_resolution
     return choice, {**fields, "status": status, "bound": None if bound is None else round(bound, 6)}
 
 
@@ -92,8 +92,12 @@ class _Model:
         cand: dict[int, list[int]] = {}
         for p in ask.pods:
             cand[p] = [n for n in range(nodes_all) if ps.fit(p, n, tuple(victims_on.get(n, ())), ask.numa_mode) is not None]
-        self.candidates_exist = all(cand[p] for p in ask.pods[: ask.min_placed])
-        if not self.candidates_exist:
+        missing = [p for p in ask.pods[: ask.min_placed] if not cand[p]]
+        self.candidates_exist = not missing
+        if missing:
+            self.no_candidate_reason = (
+                f"pod '{cs.pod_names[missing[0]]}' fits on no node even with every allowed victim evicted"
+            )
             return
         nodes = sorted({n for ns in cand.values() for n in ns})
         for n in nodes:
@@ -270,13 +274,22 @@ class _Model:
         m.row([(v, 1) for v in z.values()], None, 1, "(6) one domain")
 
     def _objective(self) -> None:
+        """Least lost work, then fewest victim gangs: maximise -(floor(C_u U) W + 1) e_u with W above
+        the number of gangs. U (units per GPU-second) is the exact scale of the costs when one is
+        small enough, else a power of two with every sum below 2**50; costs are rounded down, so the
+        bound stays a bound, and a plan is called optimal when its true cost is within one unit per
+        victim of it (``cost_resolution``)."""
         costs = [float(self.ask.unit_cost[u]) for u in self.e]
-        scale = scale_for(costs, [])
-        self.exact &= scale.exact
-        self.cost_unit = scale.unit
         self.weight = len(self.e) + 1
-        # maximise the negation: -(cost * W + victims)
-        self.milp.maximize([(v, -(scale.request(float(self.ask.unit_cost[u])) * self.weight + 1)) for u, v in self.e.items()])
+        total = max(1.0, math.fsum(costs)) * self.weight
+        scale = scale_for(costs, [])
+        if scale.exact and scale.unit * total <= 2**50:
+            unit, self.cost_resolution = float(scale.unit), 0.0
+        else:
+            unit = float(2 ** min(20, math.floor(math.log2(2**50 / total))))
+            self.cost_resolution = 1.0 / unit
+        self.cost_unit = unit
+        self.milp.maximize([(v, -(math.floor(float(self.ask.unit_cost[u]) * unit) * self.weight + 1)) for u, v in self.e.items()])
 
     def cost_bound(self, solver_bound: float) -> float:
         """A lower bound on lost work from the solver's bound on the weighted objective."""
