@@ -38,6 +38,7 @@ from planner.api.schemas import (
     JobStatus,
     PlanList,
     PlanSummary,
+    PreemptRequest,
     Problem,
     ReportRequest,
     StoredPlan,
@@ -45,7 +46,7 @@ from planner.api.schemas import (
     ValidateResponse,
 )
 from planner.api.bodies import BodyReader, Refused
-from planner.api.requests import Settings, accept_defrag, add_body_schemas, json_body, report_of, validate_plan_of
+from planner.api.requests import Settings, accept_defrag, accept_preempt, add_body_schemas, json_body, report_of, validate_plan_of
 from planner.api.worker import Dispatcher
 from planner.cluster import field_path
 from planner.store import IdempotencyConflict, Job, QueueFull, Store
@@ -203,11 +204,36 @@ def create_app(settings: Settings) -> FastAPI:
         wait: float = Query(0.0, ge=0, le=MAX_WAIT_S, description="Seconds to wait for the plan before answering 202."),
         idempotency_key: str | None = Header(None, max_length=255, description="Repeat a request with the same key to get the same job."),
     ) -> Any:
+        return await submit(http, "defrag", accept_defrag, wait, idempotency_key)
+
+    @app.post(
+        "/v1/preempt",
+        status_code=202,
+        openapi_extra=json_body(PreemptRequest),
+        response_model=JobAccepted,
+        responses={
+            **RESPONSES,
+            200: {"description": "The job finished within ?wait: the plan (kind preempt, or preempt-compare)."},
+            409: {"model": Problem, "description": "Idempotency-Key reused with a different request."},
+            429: {"model": Problem, "description": "The queue is full; retry after Retry-After seconds."},
+        },
+        summary="Submit a preemption job: where a pending job starts and which spot pods to evict",
+    )
+    async def submit_preempt(
+        http: Request,
+        wait: float = Query(0.0, ge=0, le=MAX_WAIT_S, description="Seconds to wait for the plan before answering 202."),
+        idempotency_key: str | None = Header(None, max_length=255, description="Repeat a request with the same key to get the same job."),
+    ) -> Any:
+        return await submit(http, "preempt", accept_preempt, wait, idempotency_key)
+
+    async def submit(http: Request, kind: str, accept: Any, wait: float, idempotency_key: str | None) -> Any:
+        """Check the body off the loop, store the job, wake the dispatcher; 202, or 200 with the plan
+        when it is ready within ``wait`` seconds."""
         if idempotency_key is not None and not idempotency_key.strip():
             raise Refused(422, "invalid request", ["Idempotency-Key: must not be empty; leave the header out or give a key"])
-        snapshot, options, digest = await bodies.parse(http, accept_defrag, settings)
+        snapshot, options, digest = await bodies.parse(http, accept, settings)
         try:
-            job, created = await run_in_threadpool(store.create_job, "defrag", options, snapshot, digest, idempotency_key, settings.max_queue)
+            job, created = await run_in_threadpool(store.create_job, kind, options, snapshot, digest, idempotency_key, settings.max_queue)
         except QueueFull:
             response = _problem(429, f"the queue is full ({settings.max_queue} jobs waiting); retry later")
             response.headers["Retry-After"] = str(settings.retry_after_s)
@@ -345,7 +371,7 @@ def create_app(settings: Settings) -> FastAPI:
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-            add_body_schemas(schema, (DefragRequest, ValidateRequest, ReportRequest))
+            add_body_schemas(schema, (DefragRequest, PreemptRequest, ValidateRequest, ReportRequest))
             app.openapi_schema = schema
         return app.openapi_schema
 

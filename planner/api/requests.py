@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from planner.api.bodies import Refused, parse_model
-from planner.api.schemas import DefragRequest, ReportRequest, ValidateRequest, ValidateResponse, Violation
+from planner.api.schemas import DefragRequest, PreemptRequest, ReportRequest, ValidateRequest, ValidateResponse, Violation
 from planner.api.worker import job_time_limit_s
 from planner.snapshot import consistency_problems
 
@@ -75,14 +75,37 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
     return snapshot, given, digest
 
 
+def accept_preempt(body: bytes, settings: Settings) -> tuple[str, dict[str, Any], str]:
+    """A preempt request checked before it is queued: (snapshot JSON, the job and options as given,
+    request digest). Raises ``Refused`` naming the request's fields."""
+    from planner.engine.preempt import request_problems
+
+    request = parse_model(PreemptRequest, body)
+    problems = consistency_problems(request.snapshot)
+    if problems:
+        raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" if not p.startswith("(") else p for p in problems])
+    now = request.options.now_s if request.options.now_s is not None else request.snapshot.time_s
+    asked = request_problems(request.snapshot, request.job, now)
+    if asked:
+        raise Refused(422, "invalid request", [f"{'job' if field == 'job' else 'options.' + field}: {message}" for field, message in asked])
+    given = {"job": request.job, **request.options.model_dump(mode="json", exclude_unset=True)}
+    snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
+    digest = hashlib.sha256((snapshot + json.dumps(given, sort_keys=True)).encode()).hexdigest()
+    return snapshot, given, digest
+
+
 def validate_plan_of(body: bytes) -> ValidateResponse:
     from planner.validate import validate
+    from planner.validate_preempt import validate_preempt
 
     request = parse_model(ValidateRequest, body)
     problems = consistency_problems(request.snapshot)
     if problems:
         raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
-    violations = validate(request.snapshot, request.plan)
+    if request.plan.kind == "preempt":
+        violations = validate_preempt(request.snapshot, request.plan)
+    else:
+        violations = validate(request.snapshot, request.plan)
     return ValidateResponse(valid=not violations, violations=[Violation(**v.__dict__) for v in violations])
 
 

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner.cluster import Cluster
 from planner.engine import DefragOptions
-from planner.plans import DefragPlan
+from planner.engine.preempt import PreemptOptions
+from planner.plans import DefragPlan, PreemptPlan
 
 _FIG15 = Path(__file__).resolve().parents[2] / "instances" / "fig15-ejection-chain.json"
 EXAMPLE_SNAPSHOT: dict[str, Any] = (
@@ -49,6 +50,27 @@ class DefragRequest(BaseModel):
     )
     snapshot: Cluster
     options: ServiceDefragOptions = Field(default_factory=ServiceDefragOptions)
+
+
+class ServicePreemptOptions(PreemptOptions):
+    """``plan_preempt`` options."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"method": "spotgpu"}]})
+    time_limit_s: float = Field(10.0, gt=0, le=3600, description="Solver time limit (exact, compare).")
+
+
+class PreemptRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"snapshot": {"version": 1, "time_s": 100, "nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 256}],
+                                                      "pods": [{"name": "spot-0", "node": "n0", "gpus": 8, "cpus": 8, "priority": "LP", "started_s": 40},
+                                                               {"name": "train-0", "job": "train", "gpus": 8, "cpus": 8}],
+                                                      "jobs": [{"name": "train"}]},
+                                         "job": "train", "options": {"method": "spotgpu"}}]},
+    )
+    snapshot: Cluster
+    job: str = Field(description="The pending job to start.")
+    options: ServicePreemptOptions = Field(default_factory=ServicePreemptOptions)
 
 
 class JobAccepted(BaseModel):
@@ -123,13 +145,13 @@ class PlanList(BaseModel):
 
 
 class StoredPlan(PlanSummary):
-    plan: dict[str, Any] = Field(description="The plan (format v1: kind defrag, or defrag-compare).")
+    plan: dict[str, Any] = Field(description="The plan (format v1: kind defrag, defrag-compare, preempt or preempt-compare).")
 
 
 class ValidateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"snapshot": EXAMPLE_SNAPSHOT, "plan": EXAMPLE_PLAN}]})
     snapshot: Cluster
-    plan: DefragPlan
+    plan: DefragPlan | PreemptPlan = Field(discriminator="kind")
 
 
 class Violation(BaseModel):

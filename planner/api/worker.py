@@ -309,11 +309,14 @@ def run_job(
             return
         try:
             cluster = parse_cluster(text)
-            solver = job.options.get("solver", DefragOptions.model_fields["solver"].default)
-            solves = job.options.get("method", "heuristic") in ("exact", "compare", "hybrid", "auto")
-            defaults = {"solver_workers": threads_per_job} if solves and solver == "highs" else {}
-            options = DefragOptions(**{**defaults, **job.options, "workers": 1})
-            plan = plan_defrag(cluster, options, lambda what, done, total: conn.send(("progress", min(0.95, 0.1 + 0.1 * done))))
+            if job.kind == "preempt":
+                plan = _plan_preempt(cluster, job.options, threads_per_job)
+            else:
+                solver = job.options.get("solver", DefragOptions.model_fields["solver"].default)
+                solves = job.options.get("method", "heuristic") in ("exact", "compare", "hybrid", "auto")
+                defaults = {"solver_workers": threads_per_job} if solves and solver == "highs" else {}
+                options = DefragOptions(**{**defaults, **job.options, "workers": 1})
+                plan = plan_defrag(cluster, options, lambda what, done, total: conn.send(("progress", min(0.95, 0.1 + 0.1 * done))))
         except (SnapshotError, PlanOptionError, ValueError) as err:
             conn.send(("error", f"bad request: {err}"))
             return
@@ -328,6 +331,16 @@ def run_job(
         logging.getLogger("planner.api").error("job %s crashed:\n%s", job_id, traceback.format_exc())
     finally:
         conn.close()
+
+
+def _plan_preempt(cluster: Any, given: dict[str, Any], threads_per_job: int) -> Any:
+    from planner.engine.preempt import PreemptOptions, plan_preempt
+
+    options = dict(given)
+    job = options.pop("job")
+    if options.get("method") in ("exact", "compare") and options.get("solver", "cpsat") == "highs":
+        options.setdefault("solver_workers", threads_per_job)
+    return plan_preempt(cluster, job, PreemptOptions(**options))
 
 
 def _exit_with_server(server_pid: int) -> None:
