@@ -9,8 +9,9 @@ of victim gangs is evicted.
 * A victim pod is LP, not locked, not standby, and of priority strictly below J's (the least
   priority over J's pods; ``priority_value`` or 1000 for HP, 0 for LP). A unit (gang) is every pod
   sharing a ``job`` (a job-less pod is a unit of its own); a unit may be evicted only when every
-  placed pod of it may be, and evicting it evicts all its placed pods. A job with an LP pod never
-  evicts.
+  placed pod of it may be, and evicting it evicts all its placed pods. The priority rule alone
+  limits a spot job (one with an LP pod): at the default spot priority it evicts nothing, with a
+  higher ``priority_value`` it may evict lower spot pods (see ``SPOT_JOBS_PREEMPT``).
 * Afterwards, on every node receiving a pod of J: GPUs, CPUs, memory within capacity (CPUs and
   memory with 1e-9 of slack); every arriving pod's ``gpu_models`` (if any) holds the node's model,
   its ``node_selector`` is a subset of the labels, the node is schedulable; no arriving pod shares
@@ -34,6 +35,10 @@ from typing import Any
 
 EPS = 1e-9
 HP_DEFAULT = 1000
+SPOT_JOBS_PREEMPT = True
+"""Whether a job with an LP pod may evict at all. True: only the priority rule limits it (the
+project's rule since 7bea754, "a spot pod with a priority_value may preempt lower ones"). False:
+the earlier rule, "a job with any LP pod never evicts" (SpotGPU's)."""
 LP_DEFAULT = 0
 
 Snapshot = Mapping[str, Any]
@@ -98,7 +103,7 @@ class Decision:
                 raise NotImplementedError("the oracle does not pack GPU shares")
         self.need = self.spec.get("min_available") or len(self.job_pods)
         self.job_priority = min(priority(self.pods[p]) for p in self.job_pods)
-        self.preemptive = all(self.pods[p].get("priority", "HP") == "HP" for p in self.job_pods)
+        self.preemptive = SPOT_JOBS_PREEMPT or all(self.pods[p].get("priority", "HP") == "HP" for p in self.job_pods)
         self.placed = [p["name"] for p in snapshot.get("pods", []) if p.get("node") is not None]
         self.unit_of = {name: unit_key(pod) for name, pod in self.pods.items()}
         self.unit_pods: dict[tuple[str, str], list[str]] = {}

@@ -65,7 +65,9 @@ def test_flextopo_at_100_nodes_has_table_3_counts_and_uses_all_800_gpus(table3):
     assert sum(p.gpus for p in pods) == 800 == sum(n.gpus for n in table3.nodes)
     assert sum(p.cpus for p in pods) == 6400 == sum(n.cpus for n in table3.nodes)
     shape = {workload(p): (p.priority_value, p.priority, p.gpus, p.cpus) for p in pods}
-    assert shape == {"A": (1500, "HP", 8, 64), "B": (1000, "HP", 4, 32), "C": (500, "LP", 2, 16), "D": (200, "LP", 1, 8)}
+    assert shape == {
+        "A": (1500, "HP", 8, 64), "B": (1000, "HP", 4, 32), "C": (500, "LP", 2, 16), "D": (200, "LP", 1, 8)
+    }
     assert {n.gpu_model for n in table3.nodes} == {"RTX4090"}
     assert set(Counter(p.job for p in table3.pods).values()) == {1}  # one pod per job
 
@@ -170,7 +172,8 @@ def test_spot_nodes_are_rows_of_the_node_list(spot200, node_rows):
     assert len(set(names)) == 200 and set(names) <= set(node_rows)
     for node, name in zip(spot200.nodes, names):
         row = node_rows[name]
-        assert (node.gpu_model, node.gpus, node.cpus) == (row["gpu_model"], int(row["gpu_capacity_num"]), int(row["cpu_num"]))
+        csv_shape = (row["gpu_model"], int(row["gpu_capacity_num"]), int(row["cpu_num"]))
+        assert (node.gpu_model, node.gpus, node.cpus) == csv_shape
         assert node.memory_gib == 8 * node.cpus
     assert len({n.gpu_model for n in spot200.nodes}) >= 4  # a sample, not one model
 

@@ -83,54 +83,86 @@ def _sequential(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray)
         choice = _sequential_logged(ps, ask, policy, allowed, log)
     finally:
         ps.undo(log)
+    if choice.reason is not None:
+        choice.proven_infeasible = hopeless(ps, ask, allowed)
+        return choice
     if policy.reprieve and len(choice.units) > 1 and len(choice.placements) > 1:
         _reprieve(ps, ask, choice)
     choice.cost = float(sum(ask.unit_cost[u] for u in choice.units))
     return choice
 
 
+def pod_order(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> list[int]:
+    """The job's pods, most constrained first: fewest nodes their static rules allow, then most GPUs."""
+    cs = ps.cs
+    eligible = {p: int((cs.eligible[cs.pod_signature[p]] & allowed).sum()) for p in ask.pods}
+    return sorted(ask.pods, key=lambda p: (eligible[p], -float(cs.pod_gpus[p]), p))
+
+
 def _sequential_logged(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray, log: list) -> Choice:
     choice = Choice()
     victims = ask.victims.copy()
-    for i, p in enumerate(ask.pods):
+    pods = pod_order(ps, ask, allowed)
+    last_failure = ""
+    for k, p in enumerate(pods):
+        placed = len(choice.placements)
         free = policy.place_free(ps, ask, p, allowed)
         if free is not None:
             n = free[0]
             fit = ps.fit(p, n, (), ask.numa_mode)
-            if fit is None:
-                return Choice(reason=_unaligned(ps, p, n, policy))
-            ps.place_logged(p, n, fit.devices, log)
-            choice.placements.append((p, n, fit.devices))
-            continue
-        if i >= ask.min_placed:
-            continue  # optional pods start only where nothing must be evicted
-        first = i == 0  # nothing placed or evicted yet: a failure here is a proof
-        if not ask.preemptive:
-            return Choice(
-                reason=f"pod '{ps.cs.pod_names[p]}' fits on no node without preemption, and no running pod may be preempted "
-                f"by job '{ask.job_name}' (victims are unlocked spot pods of priority below {ask.priority})",
-                proven_infeasible=first,
+            if fit is not None:
+                ps.place_logged(p, n, fit.devices, log)
+                choice.placements.append((p, n, fit.devices))
+                continue
+            last_failure = _unaligned(ps, p, n, policy)
+        elif placed >= ask.min_placed:
+            continue  # pods beyond the gang's minimum start only where nothing must be evicted
+        elif not ask.preemptive:
+            last_failure = (
+                f"pod '{ps.cs.pod_names[p]}' fits on no node without preemption, and no running pod may be preempted "
+                f"by job '{ask.job_name}' (victims are unlocked spot pods of priority below {ask.priority})"
             )
-        step = policy.place_preempting(ps, _with_victims(ask, victims), p, allowed)
-        if step is None:
-            where = "" if first else f" once the job's first {i} pod(s) are placed"
-            return Choice(
-                reason=f"pod '{ps.cs.pod_names[p]}' fits on no node even with every allowed victim evicted{where}",
-                proven_infeasible=first,
-            )
-        n, cover = step
-        choice.proven_covers &= cover.proven
-        for u in cover.units:
-            for q in ps.placed_pods_of(u):
-                ps.evict_logged(q, log)
-                victims[q] = False
-            choice.units.append(u)
-        fit = ps.fit(p, n, (), ask.numa_mode)
-        if fit is None:
-            return Choice(reason=_unaligned(ps, p, n, policy))
-        ps.place_logged(p, n, fit.devices, log)
-        choice.placements.append((p, n, fit.devices))
+        else:
+            step = policy.place_preempting(ps, _with_victims(ask, victims), p, allowed)
+            if step is None:
+                where = f" once {placed} pod(s) of the job are placed" if placed else ""
+                last_failure = f"pod '{ps.cs.pod_names[p]}' fits on no node even with every allowed victim evicted{where}"
+            else:
+                n, cover = step
+                choice.proven_covers &= cover.proven
+                for u in cover.units:
+                    for q in ps.placed_pods_of(u):
+                        ps.evict_logged(q, log)
+                        victims[q] = False
+                    choice.units.append(u)
+                fit = ps.fit(p, n, (), ask.numa_mode)
+                if fit is not None:
+                    ps.place_logged(p, n, fit.devices, log)
+                    choice.placements.append((p, n, fit.devices))
+                    continue
+                last_failure = _unaligned(ps, p, n, policy)
+        if placed + (len(pods) - k - 1) < ask.min_placed:
+            return Choice(reason=last_failure)  # too few pods left to reach the gang's minimum
+    if len(choice.placements) < ask.min_placed:
+        return Choice(reason=last_failure or "too few pods placed")
     return choice
+
+
+def hopeless(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> bool:
+    """True when fewer than the gang's minimum of pods fit anywhere in ``allowed`` even with every
+    allowed victim gone (each pod tested alone, so a True is a proof that nothing can be planned)."""
+    cs = ps.cs
+    possible = 0
+    for p in ask.pods:
+        nodes = np.flatnonzero(allowed & cs.eligible[cs.pod_signature[p]])
+        for n in nodes.tolist():
+            leaving = [q for q in cs.node_pods[n] if ask.victims[q]]
+            if ps.fit(p, n, leaving, ask.numa_mode, devices=False) is not None:
+                possible += 1
+                break
+        if possible >= ask.min_placed:
+            return False
+    return True
 
 
 def _unaligned(ps: PreemptState, p: int, n: int, policy: Policy) -> str:
@@ -285,3 +317,12 @@ def cover_lower_bounds(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray) ->
         bound = np.bincount(node_sorted, weights=cost_sorted * take, minlength=len(nodes))
         low = np.maximum(low, bound - 1e-9 * np.maximum(1.0, bound))
     return low
+
+
+def apply_choice(ps: PreemptState, choice: Choice) -> None:
+    """Carry a decision out on ``ps``: evict every pod of its units, start its placements."""
+    for u in choice.units:
+        for q in ps.placed_pods_of(u):
+            ps.evict(q)
+    for p, n, devices in choice.placements:
+        ps.place(p, n, devices)

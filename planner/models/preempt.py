@@ -92,11 +92,12 @@ class _Model:
         cand: dict[int, list[int]] = {}
         for p in ask.pods:
             cand[p] = [n for n in range(nodes_all) if ps.fit(p, n, tuple(victims_on.get(n, ())), ask.numa_mode) is not None]
-        missing = [p for p in ask.pods[: ask.min_placed] if not cand[p]]
-        self.candidates_exist = not missing
-        if missing:
+        missing = [p for p in ask.pods if not cand[p]]
+        self.candidates_exist = len(ask.pods) - len(missing) >= ask.min_placed
+        if not self.candidates_exist:
             self.no_candidate_reason = (
                 f"pod '{cs.pod_names[missing[0]]}' fits on no node even with every allowed victim evicted"
+                + (f" ({len(missing)} of the job's pods fit nowhere; it needs {ask.min_placed})" if len(missing) > 1 else "")
             )
             return
         nodes = sorted({n for ns in cand.values() for n in ns})
@@ -121,13 +122,11 @@ class _Model:
                         options.append((self.y[p, n, S], -1))
                     m.row([(self.x[p, n], 1), *options], 0, 0, f"(4) x = sum of y [{p},{n}]")
         # (1) placement
-        for i, p in enumerate(ask.pods):
+        every = ask.min_placed >= len(ask.pods)
+        for p in ask.pods:
             terms = [(self.x[p, n], 1) for n in cand[p]]
-            if i < ask.min_placed:
-                m.row(terms, 1, 1, f"(1) place {p}")
-            else:
-                m.row(terms, 0, 1, f"(1) place {p} (optional)")
-        if ask.min_placed < len(ask.pods):
+            m.row(terms, 1 if every else 0, 1, f"(1) place {p}")
+        if not every:  # any min_available of the pods; more may start (they cost nothing by themselves)
             m.row([(v, 1) for v in self.x.values()], ask.min_placed, None, "(1) min_available")
         self._capacity_rows(nodes)
         self._device_rows(nodes)
