@@ -315,6 +315,11 @@ def reference_problems(cluster: Cluster) -> list[str]:
                 problems.append(f"{where}.{field}: {value:g} is later than the snapshot time_s {cluster.time_s:g}")
         if len(set(pod.anti_affinity)) != len(pod.anti_affinity):
             problems.append(f"{where}.anti_affinity: a group is listed twice")
+        if pod.standby and (pod.priority != "HP" or pod.node is None):
+            problems.append(
+                f"{where}.standby: only a running HP pod can be on standby (it lends its GPUs and keeps its reservation); "
+                f"this pod is {'pending' if pod.node is None else 'LP'}"
+            )
     problems += _numa_problems(cluster)
     problems += _device_problems(cluster)
     problems += _gang_problems(cluster)
@@ -356,8 +361,8 @@ def _device_problems(cluster: Cluster) -> list[str]:
     problems = []
     holders: dict[tuple[str, int], list[tuple[int, float]]] = {}
     for i, pod in enumerate(cluster.pods):
-        if pod.gpu_indexes is None:
-            continue
+        if pod.gpu_indexes is None or pod.standby:
+            continue  # a standby pod lent its devices: spot pods may hold them
         where = f"pods[{i}].gpu_indexes"
         if pod.node is None:
             problems.append(f"{where}: pod '{pod.name}' is pending and holds no devices; remove gpu_indexes")

@@ -131,14 +131,15 @@ class PreemptState:
 
     def devices_tracked(self, n: int) -> bool:
         """Whether every GPU pod on node n says which devices it holds."""
-        return all(self.devices[q] is not None for q in self.cs.node_pods[n] if self.cs.pod_gpus[q] > 0)
+        standby = self.cs.pod_standby
+        return all(self.devices[q] is not None for q in self.cs.node_pods[n] if self.cs.pod_gpus[q] > 0 and not standby[q])
 
     def free_devices(self, n: int, leaving: tuple[int, ...] | list[int] = ()) -> list[int]:
         """Devices of node n no pod holds once ``leaving`` are gone (a share holds its device)."""
         held = set()
         gone = set(leaving)
         for q in self.cs.node_pods[n]:
-            if q not in gone and self.devices[q] is not None:
+            if q not in gone and self.devices[q] is not None and not self.cs.pod_standby[q]:
                 held.update(self.devices[q])  # type: ignore[arg-type]
         return [g for g in range(int(self.cs.cap_gpus[n])) if g not in held]
 
@@ -150,8 +151,8 @@ class PreemptState:
         gone = set(leaving)
         for q in self.cs.node_pods[n]:
             devices = self.devices[q]
-            if q in gone or not devices:
-                continue
+            if q in gone or not devices or self.cs.pod_standby[q]:
+                continue  # a standby pod sleeps: it draws no CPUs
             each = float(self.cs.pod_cpus[q]) / len(devices)
             for g in devices:
                 d = numa.device_domain[g]

@@ -257,17 +257,30 @@ def may_receive(node: Node) -> bool:
 
 
 def resource_shortfalls(node: Node, pods: Sequence[Pod]) -> list[str]:
-    """Human-readable excesses of GPU devices, CPUs and memory; empty when the pods fit."""
+    """Human-readable excesses of GPU devices, CPUs and memory; empty when the pods fit.
+
+    A standby pod (an HP pod whose containers sleep, ASI's Standby) holds no resources: spot pods
+    may run in what it lent. It keeps a reservation: the HP pods of the node, standby ones included,
+    must fit the node too, so a standby pod can always come back by evicting spot pods.
+    """
+    running = [p for p in pods if not p.standby]
+    problems = _shortfalls(node, running, "")
+    if len(running) < len(pods):
+        problems += _shortfalls(node, [p for p in pods if p.priority == "HP"], "HP reservations (standby included) ")
+    return problems
+
+
+def _shortfalls(node: Node, pods: Sequence[Pod], what: str) -> list[str]:
     problems = []
     devices = gpu_devices_needed(p.gpus for p in pods)
     if devices > node.gpus:
-        problems.append(f"needs {devices} GPUs, node '{node.name}' has {node.gpus}")
+        problems.append(f"{what}needs {devices} GPUs, node '{node.name}' has {node.gpus}")
     cpus = sum(p.cpus for p in pods)
     if cpus > node.cpus + EPS:
-        problems.append(f"needs {cpus:g} CPUs, node '{node.name}' has {node.cpus:g}")
+        problems.append(f"{what}needs {cpus:g} CPUs, node '{node.name}' has {node.cpus:g}")
     memory = sum(p.memory_gib for p in pods)
     if memory > node.memory_gib + EPS:
-        problems.append(f"needs {memory:g} GiB memory, node '{node.name}' has {node.memory_gib:g}")
+        problems.append(f"{what}needs {memory:g} GiB memory, node '{node.name}' has {node.memory_gib:g}")
     return problems
 
 
@@ -444,7 +457,7 @@ def attributed_cpus(node: Node, pods: Iterable[Pod]) -> list[float]:
     owner = device_domains(node)
     used = [0.0] * len(node.numa or ())
     for pod in pods:
-        if not pod.gpu_indexes:
+        if not pod.gpu_indexes or pod.standby:
             continue
         each = pod.cpus / len(pod.gpu_indexes)
         for g in pod.gpu_indexes:
@@ -472,7 +485,7 @@ def numa_guaranteed_breaks(node: Node, pod: Pod, gpu_indexes: Sequence[int] | No
         return [f"node '{node.name}' declares no NUMA domains, so alignment cannot be guaranteed"]
     if pod.gpus >= 1 and not gpu_indexes:
         return [f"pod '{pod.name}' has no gpu_indexes on node '{node.name}'"]
-    unknown = [p.name for p in others if p.gpus > 0 and p.gpu_indexes is None]
+    unknown = [p.name for p in others if p.gpus > 0 and p.gpu_indexes is None and not p.standby]
     if unknown:
         return [f"pods on node '{node.name}' without gpu_indexes ({', '.join(sorted(unknown)[:3])}) make its devices unknown"]
     indexes = list(gpu_indexes or ())

@@ -47,12 +47,26 @@ class ClusterState:
         self.spine_domain = _domain_ids(nodes, "spine")
 
         self.pod_gpus = np.array([p.gpus for p in pods], dtype=np.float64)
+        # A standby pod holds no resources (it lent them) and never moves; it keeps a reservation
+        # (rules.resource_shortfalls): the HP pods of its node, standby ones included, must fit.
+        self.pod_standby = np.array([p.standby for p in pods], dtype=bool)
+        self.pod_hp = np.array([p.priority == "HP" for p in pods], dtype=bool)
+        self.has_standby = bool(self.pod_standby.any())
+        holds = ~self.pod_standby
         is_share = (self.pod_gpus > 0) & (self.pod_gpus < 1)
-        self.pod_whole = np.where(is_share, 0, self.pod_gpus).astype(np.int64)
-        self.pod_share = np.where(is_share, self.pod_gpus, 0.0)
-        self.pod_cpus = np.array([p.cpus for p in pods], dtype=np.float64)
-        self.pod_mem = np.array([p.memory_gib for p in pods], dtype=np.float64)
-        self.pod_locked = np.array([p.locked for p in pods], dtype=bool)
+        whole = np.where(is_share, 0, self.pod_gpus).astype(np.int64)
+        share = np.where(is_share, self.pod_gpus, 0.0)
+        cpus = np.array([p.cpus for p in pods], dtype=np.float64)
+        mem = np.array([p.memory_gib for p in pods], dtype=np.float64)
+        self.pod_whole = np.where(holds, whole, 0)
+        self.pod_share = np.where(holds, share, 0.0)
+        self.pod_cpus = np.where(holds, cpus, 0.0)
+        self.pod_mem = np.where(holds, mem, 0.0)
+        self.pod_locked = np.array([p.locked for p in pods], dtype=bool) | self.pod_standby
+        self._reserve = [
+            (int(w), float(c), float(m), float(sh)) if hp else None
+            for w, c, m, sh, hp in zip(whole.tolist(), cpus.tolist(), mem.tolist(), share.tolist(), self.pod_hp.tolist())
+        ] if self.has_standby else []
 
         # Static rules (GPU model, selector, schedulable) per distinct pod signature and node profile.
         self.pod_signature, self.eligible = _eligibility(nodes, pods)
@@ -80,6 +94,11 @@ class ClusterState:
         self.used_mem = np.zeros(n_nodes, dtype=np.float64)
         self.node_shares: dict[int, list[float]] = defaultdict(list)
         self.node_pods: list[set[int]] = [set() for _ in range(n_nodes)]
+        self.standby_on = np.zeros(n_nodes, dtype=np.int64)
+        self.hp_whole = np.zeros(n_nodes, dtype=np.int64)
+        self.hp_cpus = np.zeros(n_nodes, dtype=np.float64)
+        self.hp_mem = np.zeros(n_nodes, dtype=np.float64)
+        self.hp_shares: dict[int, list[float]] = defaultdict(list)
         self.pods_per_node = np.zeros(n_nodes, dtype=np.int64)
         self.pod_node = np.full(len(pods), PENDING, dtype=np.int64)
         self._refresh_pod_scalars()
@@ -156,6 +175,8 @@ class ClusterState:
                 shares.remove(share)
             if not self._bulk:
                 self._settle_shares(n, shares)
+        if self.has_standby:
+            self._reserve_add(p, n, sign)
         if sign > 0:
             self.node_pods[n].add(p)
         else:
@@ -172,6 +193,47 @@ class ClusterState:
             domains[d] += sign
             if domains[d] == 0:
                 del domains[d]
+
+    def _reserve_add(self, p: int, n: int, sign: int) -> None:
+        """Keep the HP reservations of node n (standby pods included) up to date."""
+        if self.pod_standby[p]:
+            self.standby_on[n] += sign
+        reserve = self._reserve[p]
+        if reserve is None:
+            return
+        whole, cpus, mem, share = reserve
+        self.hp_whole[n] += sign * whole
+        self.hp_cpus[n] += sign * cpus
+        self.hp_mem[n] += sign * mem
+        if share:
+            if sign > 0:
+                self.hp_shares[n].append(share)
+            else:
+                self.hp_shares[n].remove(share)
+
+    def _reservation_ok(self, p: int, n: int, leaving: tuple[int, ...] | list[int]) -> bool:
+        """With pod p on node n and ``leaving`` gone, do the node's HP pods (standby included) fit?"""
+        reserve = self._reserve[p]
+        if reserve is None:
+            return True
+        whole, cpus, mem, share = reserve
+        used_whole, used_cpus, used_mem = int(self.hp_whole[n]) + whole, float(self.hp_cpus[n]) + cpus, float(self.hp_mem[n]) + mem
+        shares = list(self.hp_shares.get(n, ()))
+        for q in leaving:
+            other = self._reserve[q]
+            if other is not None:
+                used_whole -= other[0]
+                used_cpus -= other[1]
+                used_mem -= other[2]
+                if other[3]:
+                    shares.remove(other[3])
+        if share:
+            shares.append(share)
+        return (
+            used_cpus <= self.cap_cpus[n] + EPS
+            and used_mem <= self.cap_mem[n] + EPS
+            and used_whole + len(rules.pack_shares(shares)) <= self.cap_gpus[n]
+        )
 
     def _settle_shares(self, n: int, shares: list[float]) -> None:
         """Share sum and devices of node n from the shares now there.
@@ -244,6 +306,8 @@ class ClusterState:
                 shares_left.remove(q_share)
         if used_cpus + cpus > self.cap_cpus[n] + EPS or used_mem + mem > self.cap_mem[n] + EPS:
             return False
+        if self.has_standby and (self.standby_on[n] > 0 or self.pod_standby[p]) and not self._reservation_ok(p, n, leaving):
+            return False
         cap = int(self.cap_gpus[n])
         if shares_left is not None:
             devices = len(rules.pack_shares([*shares_left, share] if share else shares_left))
@@ -301,6 +365,11 @@ class ClusterState:
                 mask[k] = self._resources_fit(p, int(nodes[k]), ())
         else:
             mask &= free >= self.pod_whole[p]
+        if self.has_standby and self._reserve[p] is not None:
+            nodes = np.arange(len(self.node_names))[idx]
+            reserved = self.standby_on[idx] > 0 if not self.pod_standby[p] else np.ones(len(nodes), dtype=bool)
+            for k in np.flatnonzero(mask & reserved):
+                mask[k] = self._reservation_ok(p, int(nodes[k]), ())
         excluded = [int(n) for g in self.pod_groups[p] for n in self.group_nodes[g] if n != self.pod_node[p]]
         j = int(self.pod_job[p])
         if j >= 0 and self.job_level[j] and self.job_domains[j]:
@@ -338,11 +407,15 @@ class ClusterState:
         sub.pod_names = [self.pod_names[p] for p in pods]
         sub.pod_index = {name: k for k, name in enumerate(sub.pod_names)}
         for field in ("cap_gpus", "cap_cpus", "cap_mem", "schedulable", "node_model", "asw_domain", "spine_domain",
-                      "whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node"):
+                      "whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node",
+                      "standby_on", "hp_whole", "hp_cpus", "hp_mem"):
             setattr(sub, field, getattr(self, field)[nodes].copy())
         for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked",
-                      "pod_signature", "pod_job"):
+                      "pod_signature", "pod_job", "pod_standby", "pod_hp"):
             setattr(sub, field, getattr(self, field)[pods].copy())
+        sub.has_standby = self.has_standby
+        sub._reserve = [self._reserve[p] for p in pods.tolist()] if self.has_standby else []
+        sub.hp_shares = defaultdict(list, {local[n]: list(s) for n, s in self.hp_shares.items() if n in local and s})
         sub.eligible = self.eligible[:, nodes]
         sub.pod_groups = [self.pod_groups[p] for p in pods]
         sub.group_names = self.group_names
@@ -367,8 +440,10 @@ class ClusterState:
         """An independent copy (the pydantic cluster and static arrays are shared, not copied)."""
         twin = object.__new__(ClusterState)
         twin.__dict__.update(self.__dict__)
-        for field in ("whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node", "pod_node"):
+        for field in ("whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node", "pod_node",
+                      "standby_on", "hp_whole", "hp_cpus", "hp_mem"):
             setattr(twin, field, getattr(self, field).copy())
+        twin.hp_shares = defaultdict(list, {n: list(s) for n, s in self.hp_shares.items() if s})
         twin.node_shares = defaultdict(list, {n: list(s) for n, s in self.node_shares.items() if s})
         twin.node_pods = [set(s) for s in self.node_pods]
         twin.group_nodes = defaultdict(Counter, {g: Counter(c) for g, c in self.group_nodes.items()})

@@ -204,6 +204,8 @@ class _Check:
         node = self.nodes[node_name]
         held: dict[int, str] = {}
         for pod in residents:
+            if pod.standby:
+                continue  # it lent its devices
             if pod.gpus >= 1 and pod.gpu_indexes:
                 for g in pod.gpu_indexes:
                     held[g] = pod.name

@@ -164,15 +164,20 @@ class Decision:
             node = self.nodes[node_name]
             staying = [q for q in self.placed if self.pods[q]["node"] == node_name and q not in evicted]
             everyone = [self.pods[q] for q in staying + newcomers]
-            gpus = sum(float(p["gpus"]) for p in everyone)
-            cpus = sum(float(p["cpus"]) for p in everyone)
-            memory = sum(float(p.get("memory_gib", 0.0)) for p in everyone)
-            if gpus > node["gpus"]:
-                problems.append(f"{node_name}: {gpus:g} GPUs of {node['gpus']}")
-            if cpus > float(node["cpus"]) + EPS:
-                problems.append(f"{node_name}: {cpus:g} CPUs of {node['cpus']}")
-            if memory > float(node["memory_gib"]) + EPS:
-                problems.append(f"{node_name}: {memory:g} GiB of {node['memory_gib']}")
+            # a standby pod holds nothing (it lent its GPUs) but reserves: the HP pods must fit too
+            groups = [("", [p for p in everyone if not p.get("standby")])]
+            if any(p.get("standby") for p in everyone):
+                groups.append(("HP reservations: ", [p for p in everyone if p.get("priority", "HP") == "HP"]))
+            for what, counted in groups:
+                gpus = sum(float(p["gpus"]) for p in counted)
+                cpus = sum(float(p["cpus"]) for p in counted)
+                memory = sum(float(p.get("memory_gib", 0.0)) for p in counted)
+                if gpus > node["gpus"]:
+                    problems.append(f"{what}{node_name}: {gpus:g} GPUs of {node['gpus']}")
+                if cpus > float(node["cpus"]) + EPS:
+                    problems.append(f"{what}{node_name}: {cpus:g} CPUs of {node['cpus']}")
+                if memory > float(node["memory_gib"]) + EPS:
+                    problems.append(f"{what}{node_name}: {memory:g} GiB of {node['memory_gib']}")
             labels = node.get("labels") or {}
             for name in newcomers:
                 pod = self.pods[name]

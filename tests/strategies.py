@@ -74,14 +74,16 @@ def clusters(draw, max_nodes: int = 6, max_pods: int = 14, max_jobs: int = 3) ->
             anti_affinity=draw(st.sampled_from([[], [], ["svc-a"], ["svc-a", "svc-b"]])),
             checkpoint_s=draw(st.sampled_from([None, 0.0, time_s])),
             started_s=draw(st.sampled_from([None, 0.0])),
-            standby=draw(st.booleans()),
+            standby=False,
         )
+        standby = draw(st.booleans())
         if target is not None:
             ok = rules.pods_fit(target, residents[target.name], [candidate])
             if ok and job is not None:
                 ok = rules.job_topology_ok(by_job[job], [*job_nodes[job], target])
             if ok:
-                candidate = candidate.model_copy(update={"node": target.name})
+                # only a running HP pod stands by (it then holds a reservation, not resources)
+                candidate = candidate.model_copy(update={"node": target.name, "standby": standby and candidate.priority == "HP"})
                 residents[target.name].append(candidate)
                 if job is not None:
                     job_nodes[job].append(target)

@@ -113,11 +113,30 @@ def test_hp_locked_and_standby_pods_are_never_victims():
     for method in METHODS:
         plan = plan_preempt(cluster, "hp", PreemptOptions(method=method))
         assert plan.report.status == "infeasible", method  # only b may go: 2 GPUs free + 2 < 4
-    base["pods"][2]["priority"] = "LP"
-    base["pods"][2]["standby"] = True  # c may not go either: only b remains
-    for method in METHODS:
-        plan = plan_preempt(Cluster.model_validate(base), "hp", PreemptOptions(method=method))
-        assert plan.report.status == "infeasible", method
+
+
+
+def standby_cluster(hp_gpus: int) -> Cluster:
+    """An 8-GPU node: a standby HP pod reserving 4 GPUs it lent, spot pods x and y on all 8."""
+    return Cluster.model_validate({
+        "time_s": 100,
+        "nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 64}],
+        "pods": [
+            {"name": "s", "gpus": 4, "cpus": 1, "node": "n0", "standby": True},
+            {"name": "x", "gpus": 4, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 90},
+            {"name": "y", "gpus": 4, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 50},
+            {"name": "h", "gpus": hp_gpus, "cpus": 1, "job": "hp"},
+        ],
+        "jobs": [{"name": "hp"}],
+    })
+
+
+def test_a_standby_reservation_is_never_given_away():
+    plan = plan_preempt(standby_cluster(4), "hp", PreemptOptions(method="spotgpu"))
+    assert victims_of(plan) == ["x"]  # the cheaper spot pod; s keeps its reservation (4 + 4 <= 8)
+    for method in METHODS:  # 6 GPUs would eat into the reservation: no eviction helps
+        plan = plan_preempt(standby_cluster(6), "hp", PreemptOptions(method=method))
+        assert plan.report.status == "infeasible" and plan.victims == [], method
 
 
 def test_a_spot_job_at_spot_priority_does_not_preempt_but_a_higher_one_does():

@@ -77,12 +77,18 @@ def place_job(ps: PreemptState, ask: Ask, policy: Policy) -> Choice:
 
 
 def _sequential(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray) -> Choice:
-    """Pod by pod on ``ps`` itself, every change undone before returning."""
-    log: list = []
-    try:
-        choice = _sequential_logged(ps, ask, policy, allowed, log)
-    finally:
-        ps.undo(log)
+    """Pod by pod on ``ps`` itself, every change undone before returning. A policy that
+    ``retries`` tries other pod orders when the first fails (a gang of unlike pods can fail in one
+    order and fit in another)."""
+    orders = pod_orders(ps, ask, allowed) if getattr(policy, "retries", False) else [pod_order(ps, ask, allowed)]
+    for order in orders:
+        log: list = []
+        try:
+            choice = _sequential_logged(ps, ask, policy, allowed, log, order)
+        finally:
+            ps.undo(log)
+        if choice.reason is None:
+            break
     if choice.reason is not None:
         choice.proven_infeasible = hopeless(ps, ask, allowed)
         return choice
@@ -99,10 +105,26 @@ def pod_order(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> list[int]:
     return sorted(ask.pods, key=lambda p: (eligible[p], -float(cs.pod_gpus[p]), p))
 
 
-def _sequential_logged(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray, log: list) -> Choice:
+def pod_orders(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> list[list[int]]:
+    """Distinct pod orders to try: most constrained first, then by CPUs, by memory, and reversed."""
+    first = pod_order(ps, ask, allowed)
+    cs = ps.cs
+    candidates = [
+        first,
+        sorted(first, key=lambda p: -float(cs.pod_cpus[p])),
+        sorted(first, key=lambda p: -float(cs.pod_mem[p])),
+        first[::-1],
+    ]
+    orders: list[list[int]] = []
+    for order in candidates:
+        if order not in orders:
+            orders.append(order)
+    return orders
+
+
+def _sequential_logged(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray, log: list, pods: list[int]) -> Choice:
     choice = Choice()
     victims = ask.victims.copy()
-    pods = pod_order(ps, ask, allowed)
     last_failure = ""
     for k, p in enumerate(pods):
         placed = len(choice.placements)

@@ -57,6 +57,7 @@ class SpotGpu:
         self.paper = paper
         self.name = "spotgpu-paper" if paper else "spotgpu"
         self.reprieve = not paper
+        self.retries = not paper  # other pod orders when a gang fails in the first
         self.numa_aware = not paper  # the published algorithm counts GPUs only
         self.mode_of = (lambda ask: ask.numa_mode) if self.numa_aware else (lambda ask: None)
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from planner import rules
 from planner.heuristics.gang import Choice, place_job, placement_fits
 from planner.heuristics.spotgpu import SpotGpu
 from planner.models.backends import solve
@@ -129,6 +130,7 @@ class _Model:
         if not every:  # any min_available of the pods; more may start (they cost nothing by themselves)
             m.row([(v, 1) for v in self.x.values()], ask.min_placed, None, "(1) min_available")
         self._capacity_rows(nodes)
+        self._reservation_rows(nodes)
         self._device_rows(nodes)
         self._anti_affinity_rows(nodes, cand)
         self._topology_rows()
@@ -163,6 +165,29 @@ class _Model:
                     + [(self.e[u], -sum(scale.request(float(req[q])) for q in qs)) for u, qs in here.items()],
                     None, scale.capacity(float(cap[n])) - used, f"(3) {name} of {n}",
                 )
+
+    def _reservation_rows(self, nodes: list[int]) -> None:
+        """(7) on a node holding standby reservations, the HP pods (standby included) must fit:
+        the job's HP pods with the reservations already there (evicting spot pods changes nothing)."""
+        cs, ask, m = self.ps.cs, self.ask, self.milp
+        if not cs.has_standby:
+            return
+        for n in nodes:
+            if cs.standby_on[n] == 0:
+                continue
+            pods_x = [(p, self.x[p, n]) for p in ask.pods if (p, n) in self.x and cs._reserve[p] is not None]
+            if not pods_x:
+                continue
+            if any(cs._reserve[p][3] for p, _ in pods_x) or cs.hp_shares.get(n):
+                self.exact = False  # shares in a reservation: packing is not linear
+            room = int(cs.cap_gpus[n] - cs.hp_whole[n] - len(rules.pack_shares(cs.hp_shares.get(n, ()))))
+            m.row([(v, cs._reserve[p][0] + (1 if cs._reserve[p][3] else 0)) for p, v in pods_x], None, room, f"(7) HP GPUs of {n}")
+            for k, name, cap, used in ((1, "CPUs", cs.cap_cpus, cs.hp_cpus), (2, "memory", cs.cap_mem, cs.hp_mem)):
+                values = [cs._reserve[p][k] for p, _ in pods_x]
+                scale = scale_for(values, [float(cap[n]), float(used[n])])
+                self.exact &= scale.exact
+                m.row([(v, scale.request(cs._reserve[p][k])) for p, v in pods_x], None,
+                      scale.capacity(float(cap[n])) - scale.request(float(used[n])), f"(7) HP {name} of {n}")
 
     def _device_sets(self, p: int, n: int) -> list[tuple[int, ...]]:
         """Device sets within one socket, over devices free or held by allowed victims, whose
@@ -199,6 +224,8 @@ class _Model:
                 continue
             holder: dict[int, int] = {}
             for q in ps.cs.node_pods[n]:
+                if ps.cs.pod_standby[q]:
+                    continue  # it lent its devices
                 for g in ps.devices[q] or ():
                     holder[g] = q
             for g in range(int(ps.cs.cap_gpus[n])):
@@ -215,7 +242,7 @@ class _Model:
             for p, S, _ in on_n:
                 values.append(float(ps.cs.pod_cpus[p]) / len(S))
             for q in ps.cs.node_pods[n]:
-                if ps.devices[q]:
+                if ps.devices[q] and not ps.cs.pod_standby[q]:
                     values.append(float(ps.cs.pod_cpus[q]) / len(ps.devices[q]))  # type: ignore[arg-type]
             scale = scale_for(values, list(numa.domain_cpus))
             self.exact &= scale.exact
@@ -223,6 +250,8 @@ class _Model:
             freed: dict[tuple[int, int], int] = defaultdict(int)
             victims = set(self.victims_on.get(n, ()))
             for q in ps.cs.node_pods[n]:
+                if ps.cs.pod_standby[q]:
+                    continue
                 for g in ps.devices[q] or ():
                     d = numa.device_domain[g]
                     if d >= 0:
