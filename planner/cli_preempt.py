@@ -47,7 +47,8 @@ class PreemptFormat(str, Enum):
 def preempt(
     context: typer.Context,
     snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
-    job: str = typer.Option(..., "--job", help="The pending job to start."),
+    job: str = typer.Option(None, "--job", help="The pending job to start."),
+    reactivate: str = typer.Option(None, "--reactivate", help="Instead of --job: wake this standby pod on its node."),
     method: PreemptMethod = typer.Option(
         PreemptMethod.spotgpu,
         "--method",
@@ -69,9 +70,14 @@ def preempt(
     A job that cannot start even with every allowed victim evicted is not an error: the plan is empty and
     report.status is infeasible, with the reason.
     """
-    from planner.engine.preempt import PreemptOptions, plan_preempt
+    from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate
     from planner.plans import dump_plan
     from planner.snapshot import load_cluster
+
+    if (job is None) == (reactivate is None):
+        from planner.cli import fail
+
+        fail(["--job / --reactivate: give one: --job J plans a pending job, --reactivate POD wakes a standby pod"])
 
     given = {
         "method": method.value,
@@ -85,7 +91,7 @@ def preempt(
     }
     options = _options(context, PreemptOptions, given)
     cluster = load_cluster(snapshot)
-    plan = plan_preempt(cluster, job, options)
+    plan = plan_preempt(cluster, job, options) if job is not None else plan_reactivate(cluster, reactivate, options)
     if out is not None:
         _emit(dump_plan(plan) + "\n", out)
     if output_format == PreemptFormat.table:
@@ -109,7 +115,8 @@ def _render(console: Any, plan: PreemptPlan | PreemptComparison) -> None:
         console.print(head)
         if getattr(report, "reason", None):
             console.print(f"  reason: {report.reason}")
-        table = Table("pod", "node", "devices", title=f"job {one.job}: placements")
+        title = f"reactivate {one.reactivate}" if one.reactivate else f"job {one.job}: placements"
+        table = Table("pod", "node", "devices", title=title)
         for p in one.placements:
             table.add_row(p.pod, p.node, "" if p.gpu_indexes is None else ",".join(map(str, p.gpu_indexes)))
         console.print(table)

@@ -113,6 +113,9 @@ class PreemptPlan(BaseModel):
     now_s: float
     placements: list[Placement]
     victims: list[Victim]
+    reactivate: str | None = None
+    """Set for the reactivation of a standby pod: that pod wakes on its own node once the victims
+    are gone (``job`` names its job, or the pod itself when it has none)."""
     metrics: dict[str, Any] = Field(default_factory=dict)
     report: SolveReport | None = None
 

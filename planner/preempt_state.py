@@ -294,6 +294,8 @@ class Ask:
     victims: np.ndarray
     unit_cost: np.ndarray  # by unit id
     level: int  # required topology: 0 none, 1 asw, 2 spine
+    nodes: np.ndarray | None = None
+    """Nodes the job may use (None: all); a reactivation may use only its pod's node."""
 
     @staticmethod
     def of(ps: PreemptState, job: int, now_s: float) -> Ask:

@@ -20,6 +20,7 @@ from collections import defaultdict
 from planner import rules
 from planner.cluster import Cluster, Job, Pod
 from planner.plans import PreemptPlan
+from planner.standby import reactivation_problems, reactivation_view
 from planner.validate import Violation
 
 UNKNOWN_JOB = "unknown_job"
@@ -39,13 +40,30 @@ DEVICES = "devices"
 COST_TOLERANCE = 1e-6
 
 
+REACTIVATION = "reactivation"
+
+
 def validate_preempt(cluster: Cluster, plan: PreemptPlan) -> list[Violation]:
     """Every violation of ``plan`` on ``cluster`` (empty when the plan is executable as written)."""
+    if plan.reactivate is not None:
+        problems = reactivation_problems(cluster, plan.reactivate)
+        if problems:
+            return [Violation(REACTIVATION, p) for p in problems]
+        view = reactivation_view(cluster, plan.reactivate)
+        wrong = [f"placements[{k}]: {pl.pod} on {pl.node}" for k, pl in enumerate(plan.placements)
+                 if (pl.pod, pl.node) != (view.pod, view.node)]
+        if wrong or len(plan.placements) != 1 or plan.job != view.owner:
+            return [Violation(REACTIVATION, f"a reactivation places only pod '{view.pod}' on its node '{view.node}' "
+                              f"and names job '{view.owner}'" + (f" ({'; '.join(wrong)})" if wrong else ""))]
+        return _Check(view.cluster, plan.model_copy(update={"job": view.job, "reactivate": None})).run()
     return _Check(cluster, plan).run()
 
 
 def surplus_units(cluster: Cluster, plan: PreemptPlan) -> int:
     """Victim gangs whose return would leave the plan valid (0 for a plan without surplus)."""
+    if plan.reactivate is not None:
+        view = reactivation_view(cluster, plan.reactivate)
+        cluster, plan = view.cluster, plan.model_copy(update={"job": view.job, "reactivate": None})
     check = _Check(cluster, plan)
     if check.run():
         return 0

@@ -375,3 +375,30 @@ def test_state_is_not_changed_by_a_decision():
     before = state.cs.pod_node.copy()
     plan_preempt(cluster, "hp", PreemptOptions(method="spotgpu"), state=state)
     assert np.array_equal(state.cs.pod_node, before)
+
+
+def test_reactivation_evicts_the_cheapest_spot_pod_on_its_node():
+    from planner.engine.preempt import plan_reactivate
+
+    cluster = standby_cluster(4)
+    for method in ("spotgpu", "exact", "k8s-default"):
+        plan = plan_reactivate(cluster, "s", PreemptOptions(method=method))
+        assert plan.reactivate == "s" and plan.job == "s"
+        assert [(p.pod, p.node) for p in plan.placements] == [("s", "n0")]
+        assert victims_of(plan) == ["x"] and plan.metrics["lost_gpu_s"] == 40.0, method
+        assert validate_preempt(cluster, plan) == []
+    moved = plan.model_copy(update={"placements": [Placement(pod="s", node="n1")]})
+    assert {v.kind for v in validate_preempt(cluster, moved)} == {"reactivation"}
+    short = plan.model_copy(update={"victims": []})
+    assert "over_capacity" in {v.kind for v in validate_preempt(cluster, short)}
+
+
+def test_reactivate_needs_a_standby_pod(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(standby_cluster(4).model_dump_json(exclude_defaults=True))
+    result = run_cli("preempt", str(path), "--reactivate", "x")
+    assert result.returncode == 2 and "--reactivate: pod 'x' is not on standby" in result.stderr
+    result = run_cli("preempt", str(path), "--reactivate", "s", "--job", "hp")
+    assert result.returncode == 2 and "give one" in result.stderr
+    result = run_cli("preempt", str(path), "--reactivate", "s")
+    assert result.returncode == 0 and json.loads(result.stdout)["reactivate"] == "s"

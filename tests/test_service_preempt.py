@@ -63,7 +63,9 @@ def test_wait_returns_the_plan_and_the_same_request_is_the_same_job(server: Serv
         (lambda b: b["options"].update(alpha=0.2), "options.alpha"),
         (lambda b: b["options"].update(method="exact", time_limit_s=-1), "options.time_limit_s"),
         (lambda b: b["snapshot"]["pods"][0].update(gpu_indexes=[0, 1]), "snapshot.pods[0].gpu_indexes"),
-        (lambda b: b.pop("job"), "job: required field is missing"),
+        (lambda b: b.pop("job"), "job: give job (a pending job to start) or reactivate"),
+        (lambda b: b.update(reactivate="a"), "job: give job (a pending job to start) or reactivate"),
+        (lambda b: (b.pop("job"), b.update(reactivate="a")), "reactivate: pod 'a' is not on standby"),
     ],
 )
 def test_bad_preempt_requests_get_422_naming_the_field(server: Server, change, named) -> None:  # type: ignore[no-untyped-def]
@@ -73,3 +75,14 @@ def test_bad_preempt_requests_get_422_naming_the_field(server: Server, change, n
         response = client.post("/v1/preempt", json=body)
     assert response.status_code == 422, response.text
     assert any(named in problem for problem in response.json()["problems"]), response.json()
+
+
+def test_reactivation_over_http(server: Server) -> None:
+    from tests.test_preempt import standby_cluster
+
+    body = {"snapshot": snapshot_of(standby_cluster(4)), "reactivate": "s", "options": {"method": "exact", "time_limit_s": 5}}
+    with server.client() as client:
+        response = client.post("/v1/preempt", params={"wait": 30}, json=body)
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    assert plan["reactivate"] == "s" and [v["pod"] for v in plan["victims"]] == ["x"] and plan["report"]["status"] == "optimal"

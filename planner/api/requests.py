@@ -80,15 +80,28 @@ def accept_preempt(body: bytes, settings: Settings) -> tuple[str, dict[str, Any]
     request digest). Raises ``Refused`` naming the request's fields."""
     from planner.engine.preempt import request_problems
 
+    from planner.standby import reactivation_problems, reactivation_view
+
     request = parse_model(PreemptRequest, body)
+    if (request.job is None) == (request.reactivate is None):
+        raise Refused(422, "invalid request", ["job: give job (a pending job to start) or reactivate (a standby pod to wake), not both or neither"])
     problems = consistency_problems(request.snapshot)
     if problems:
         raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" if not p.startswith("(") else p for p in problems])
     now = request.options.now_s if request.options.now_s is not None else request.snapshot.time_s
-    asked = request_problems(request.snapshot, request.job, now)
+    if request.reactivate is not None:
+        wrong = reactivation_problems(request.snapshot, request.reactivate)
+        if wrong:
+            raise Refused(422, "invalid request", [f"reactivate: {p}" for p in wrong])
+        view = reactivation_view(request.snapshot, request.reactivate)
+        asked = request_problems(view.cluster, view.job, now)
+        target = {"reactivate": request.reactivate}
+    else:
+        asked = request_problems(request.snapshot, request.job, now)
+        target = {"job": request.job}
     if asked:
         raise Refused(422, "invalid request", [f"{'job' if field == 'job' else 'options.' + field}: {message}" for field, message in asked])
-    given = {"job": request.job, **request.options.model_dump(mode="json", exclude_unset=True)}
+    given = {**target, **request.options.model_dump(mode="json", exclude_unset=True)}
     snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
     digest = hashlib.sha256((snapshot + json.dumps(given, sort_keys=True)).encode()).hexdigest()
     return snapshot, given, digest

@@ -69,7 +69,8 @@ class PreemptRequest(BaseModel):
                                          "job": "train", "options": {"method": "spotgpu"}}]},
     )
     snapshot: Cluster
-    job: str = Field(description="The pending job to start.")
+    job: str | None = Field(None, description="The pending job to start (or give reactivate).")
+    reactivate: str | None = Field(None, description="Instead of job: the standby pod to wake on its node.")
     options: ServicePreemptOptions = Field(default_factory=ServicePreemptOptions)
 
 

@@ -334,12 +334,14 @@ def run_job(
 
 
 def _plan_preempt(cluster: Any, given: dict[str, Any], threads_per_job: int) -> Any:
-    from planner.engine.preempt import PreemptOptions, plan_preempt
+    from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate
 
     options = dict(given)
-    job = options.pop("job")
+    job, pod = options.pop("job", None), options.pop("reactivate", None)
     if options.get("method") in ("exact", "compare") and options.get("solver", "cpsat") == "highs":
         options.setdefault("solver_workers", threads_per_job)
+    if pod is not None:
+        return plan_reactivate(cluster, pod, PreemptOptions(**options))
     return plan_preempt(cluster, job, PreemptOptions(**options))
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
+import numpy as np
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from planner import rules
@@ -26,6 +28,7 @@ from planner.heuristics.gang import Choice, place_job
 from planner.heuristics.spotgpu import SpotGpu
 from planner.plans import Placement, PreemptComparison, PreemptPlan, SolveReport, Victim
 from planner.preempt_state import Ask, PreemptState
+from planner.standby import reactivation_problems, reactivation_view
 from planner.validate_preempt import surplus_units, validate_preempt
 
 PreemptMethod = Literal["spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random", "exact", "compare"]
@@ -114,6 +117,36 @@ def plan_preempt(cluster: Cluster, job: str, options: PreemptOptions | None = No
     if options.method == "compare":
         return _compare(cluster, ps, ask, options)
     return decide_plan(cluster, ps, ask, options.method, options)
+
+
+def plan_reactivate(cluster: Cluster, pod: str, options: PreemptOptions | None = None) -> PreemptPlan | PreemptComparison:
+    """A validated plan that wakes standby pod ``pod`` on its node: the least lost work evicted there
+    (``--reactivate``). The decision is ``plan_preempt``'s, on ``standby.reactivation_view``."""
+    options = options or PreemptOptions()
+    problems = reactivation_problems(cluster, pod)
+    if problems:
+        raise PlanOptionError("reactivate", problems[0].replace("{", "(").replace("}", ")"))
+    view = reactivation_view(cluster, pod)
+    now = options.now_s if options.now_s is not None else cluster.time_s
+    problems_now = request_problems(view.cluster, view.job, now)
+    if problems_now:
+        field, message = problems_now[0]
+        raise PlanOptionError(field, message.replace("{", "(").replace("}", ")"))
+    ps = PreemptState(view.cluster)
+    ask = Ask.of(ps, view.cluster.job_index()[view.job], now)
+    ask.nodes = np.array([name == view.node for name in ps.cs.node_names], dtype=bool)
+
+    def as_reactivation(plan: PreemptPlan) -> PreemptPlan:
+        out = plan.model_copy(update={"job": view.owner, "reactivate": pod})
+        violations = validate_preempt(cluster, out)
+        if violations:
+            raise PlanBug("an invalid reactivation plan: " + "; ".join(map(str, violations[:5])))
+        return out
+
+    if options.method == "compare":
+        comparison = _compare(view.cluster, ps, ask, options)
+        return comparison.model_copy(update={"heuristic": as_reactivation(comparison.heuristic), "exact": as_reactivation(comparison.exact)})
+    return as_reactivation(decide_plan(view.cluster, ps, ask, options.method, options))
 
 
 def decide(ps: PreemptState, ask: Ask, method: str, options: PreemptOptions) -> tuple[Choice, dict[str, Any]]:

@@ -54,14 +54,14 @@ class Policy(Protocol):
 
 def place_job(ps: PreemptState, ask: Ask, policy: Policy) -> Choice:
     """The policy's decision for ``ask`` on a copy of ``ps`` (``ps`` itself is not changed)."""
-    everywhere = np.ones(len(ps.cs.node_names), dtype=bool)
+    everywhere = np.ones(len(ps.cs.node_names), dtype=bool) if ask.nodes is None else ask.nodes
     if not ask.level:
         return _sequential(ps, ask, policy, everywhere)
     domains = ps.cs.asw_domain if ask.level == 1 else ps.cs.spine_domain
     best: Choice | None = None
     reasons: list[Choice] = []
-    for d in np.unique(domains).tolist():
-        choice = _sequential(ps, ask, policy, domains == d)
+    for d in np.unique(domains[everywhere]).tolist():
+        choice = _sequential(ps, ask, policy, everywhere & (domains == d))
         if choice.reason is not None:
             reasons.append(choice)
         elif best is None or choice.key < best.key:

@@ -91,8 +91,9 @@ class _Model:
         if any(cs.pod_share[p] > 0 for p in ask.pods):
             self.exact = False
         cand: dict[int, list[int]] = {}
+        allowed = range(nodes_all) if ask.nodes is None else np.flatnonzero(ask.nodes).tolist()
         for p in ask.pods:
-            cand[p] = [n for n in range(nodes_all) if ps.fit(p, n, tuple(victims_on.get(n, ())), ask.numa_mode) is not None]
+            cand[p] = [n for n in allowed if ps.fit(p, n, tuple(victims_on.get(n, ())), ask.numa_mode) is not None]
         missing = [p for p in ask.pods if not cand[p]]
         self.candidates_exist = len(ask.pods) - len(missing) >= ask.min_placed
         if not self.candidates_exist:
