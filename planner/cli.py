@@ -754,6 +754,8 @@ from planner import cli_preempt  # noqa: E402,F401 - registers the preempt comma
 def main() -> None:
     """Console-script entry point. Output the command line framework writes itself (help, usage)
     to a full or closed standard output is exit 2 with a message, not a traceback."""
+    if len(sys.argv) == 1:
+        sys.argv.append("--help")  # no command: the help, as asked for (exit 0)
     try:
         app()
     except SystemExit as done:

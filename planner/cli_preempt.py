@@ -7,7 +7,16 @@ from typing import Any
 
 import typer
 
-from planner.cli import EXIT_VIOLATIONS, _emit, _options, _stdout_console, app, err_console, generate_app, guarded
+from planner.cli import (
+    EXIT_VIOLATIONS,
+    _emit,
+    _options,
+    _stdout_console,
+    app,
+    err_console,
+    generate_app,
+    guarded,
+)
 from planner.cluster import Cluster
 from planner.plans import PreemptComparison, PreemptPlan
 

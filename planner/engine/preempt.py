@@ -18,7 +18,6 @@ import time
 from typing import Any, Literal
 
 import numpy as np
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from planner import rules

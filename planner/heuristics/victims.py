@@ -16,6 +16,7 @@ Every cover is checked with ``PreemptState.fit``, the rules' fast form.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -211,7 +212,7 @@ class _Baseline:
 
 def _start(ps: PreemptState, unit: int) -> float:
     starts = [float(ps.started_s[q]) for q in ps.placed_pods_of(unit)]
-    return max((s for s in starts if s == s), default=0.0)
+    return max((s for s in starts if not math.isnan(s)), default=0.0)
 
 
 MIN_CANDIDATES_ABSOLUTE = 100
