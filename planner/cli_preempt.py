@@ -9,6 +9,8 @@ import typer
 
 from planner.cli import (
     EXIT_VIOLATIONS,
+    OutputFormat,
+    Solver,
     _emit,
     _options,
     _stdout_console,
@@ -41,16 +43,6 @@ class Heuristic(str, Enum):
     random = "random"
 
 
-class PreemptSolver(str, Enum):
-    cpsat = "cpsat"
-    highs = "highs"
-
-
-class PreemptFormat(str, Enum):
-    json = "json"
-    table = "table"
-
-
 @app.command()
 @guarded
 def preempt(
@@ -68,11 +60,11 @@ def preempt(
     alpha: float = typer.Option(0.5, "--alpha", help="FlexTopo Eq. 1: weight of priority (1) against topology (0)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random baseline."),
     heuristic: Heuristic = typer.Option(Heuristic.spotgpu, "--heuristic", help="compare: the heuristic set beside exact."),
-    solver: PreemptSolver = typer.Option(PreemptSolver.cpsat, "--solver", help="Exact back-end."),
+    solver: Solver = typer.Option(Solver.cpsat, "--solver", help="Exact back-end."),
     time_limit: float = typer.Option(10.0, "--time-limit", help="Seconds for the solver (exact, compare)."),
     solver_workers: int = typer.Option(8, "--solver-workers", help="CP-SAT workers / HiGHS threads."),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
-    output_format: PreemptFormat = typer.Option(PreemptFormat.json, "--format", help="json: the plan; table: a summary."),
+    output_format: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json: the plan; table: a summary."),
 ) -> None:
     """Plan a preemption: where a pending job starts and which spot pods to evict, at the least lost work.
 
@@ -103,7 +95,7 @@ def preempt(
     plan = plan_preempt(cluster, job, options) if job is not None else plan_reactivate(cluster, reactivate, options)
     if out is not None:
         _emit(dump_plan(plan) + "\n", out)
-    if output_format == PreemptFormat.table:
+    if output_format == OutputFormat.table:
         with _stdout_console() as console:
             _render(console, plan)
     elif out is None:

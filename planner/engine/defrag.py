@@ -118,13 +118,7 @@ class DefragOptions(BaseModel):
     @field_validator("*")
     @classmethod
     def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
-        """An option the method would ignore is refused (unless it has its default value)."""
-        method, name = info.data.get("method"), info.field_name
-        if method is None or name in ("method", "workers") or name in METHOD_OPTIONS[method]:
-            return value
-        if value != cls.model_fields[name].default:
-            raise ValueError(unused_option_reason(method, name))
-        return value
+        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "workers"), unused_option_reason)
 
     def limits(self) -> MoveLimits:
         return MoveLimits(self.max_moves, self.max_moves_per_node, self.same_asw)
@@ -145,6 +139,24 @@ METHOD_OPTIONS: dict[str, set[str]] = {
 }
 """The options each method reads (IPC's for the methods that start from IPC); ``method`` and
 ``workers`` apply to all. Giving any other option is refused rather than silently ignored."""
+
+
+def refuse_unused(
+    model: type[BaseModel],
+    value: Any,
+    info: ValidationInfo,
+    method_options: dict[str, set[str]],
+    always: tuple[str, ...],
+    reason: Callable[[str, str], str],
+) -> Any:
+    """An option the method would ignore is refused (unless it has its default value): the field
+    validator of every options model, given which options each method reads."""
+    method, name = info.data.get("method"), info.field_name
+    if method is None or name in always or name in method_options[method]:
+        return value
+    if value != model.model_fields[name].default:
+        raise ValueError(reason(method, name))
+    return value
 
 
 def unused_option_reason(method: str, name: str) -> str:
