@@ -8,6 +8,8 @@ Writes benchmarks/results/preempt.md and preempt.png:
   (every GPU of the pod on one socket, its CPUs from those GPUs' NUMA domains); a fresh cluster
   (seed = cycle) per cycle. Hit = the pod starts aligned. The NUMA-unaware baselines choose node and
   victims by counting GPUs; the kubelet then finds no aligned devices (a miss) or some (a hit).
+* The same experiment decision by decision: the exact plans drive the cluster, and at every state each
+  method decides too, so hit rate, lost work and latency are compared on identical inputs.
 * Latency: wall time of one decision in-process with a warm state (`PreemptState` built once, as
   a scheduler keeps its cache), per method: the decisions of the experiment (100 nodes) and single
   decisions on a 1,000-node cluster holding 10,000 spot pods.
@@ -130,6 +132,47 @@ def experiment(methods: tuple[str, ...], cycles: int, scale_ups: int, validate_e
         r = results[method]
         print(f"experiment {method}: hit {r['hit_rate']:.1f}% of {total_tries}, {r['wall_s']:.0f} s", flush=True)
     return results
+
+
+def same_states(cycles: int, scale_ups: int) -> dict[str, Any]:
+    """Decision by decision: the trajectory is driven by the exact plans, and at every state each
+    method decides too (its decision checked, not carried out): hit rate, lost work against the
+    optimum of that very state, surplus and latency on identical inputs."""
+    methods = (*HEURISTICS, "exact")
+    out: dict[str, Any] = {m: {"tries": 0, "hits": 0, "ratios": [], "surplus": 0, "invalid": 0, "times": []} for m in methods}
+    for cycle in range(cycles):
+        cluster = scale_up_cluster(cycle, scale_ups // 2)
+        ps = PreemptState(cluster)
+        pending = [j.name for j in cluster.jobs if "-new-" in j.name]
+        random.Random(cycle).shuffle(pending)
+        index = cluster.job_index()
+        for k, name in enumerate(pending):
+            now = cluster.time_s + k * SCALE_UP_INTERVAL_S
+            current = current_cluster(cluster, ps)
+            decided: dict[str, Any] = {}
+            for method in (*methods[:-1], "exact"):
+                options = options_for(method)
+                t0 = time.perf_counter()
+                ask = Ask.of(ps, index[name], now)
+                choice, fields = decide(ps, ask, method, options)
+                r = out[method]
+                r["times"].append(time.perf_counter() - t0)
+                r["tries"] += 1
+                decided[method] = choice
+                if choice.reason is None:
+                    plan = to_plan(current, ps, ask, choice, method, options, fields)
+                    r["invalid"] += bool(validate_preempt(current, plan))
+                    r["surplus"] += surplus_units(current, plan)
+                    r["hits"] += 1
+            best = decided["exact"]
+            if best.reason is None:
+                for method in methods:
+                    choice = decided[method]
+                    if choice.reason is None:
+                        out[method]["ratios"].append(1.0 if choice.cost == best.cost else (choice.cost / best.cost if best.cost else math.inf))
+                apply_choice(ps, best)
+        print(f"same states: cycle {cycle + 1}/{cycles}", flush=True)
+    return out
 
 
 def current_cluster(cluster: Cluster, ps: PreemptState) -> Cluster:
@@ -324,6 +367,27 @@ def write(results: dict[str, Any], args: argparse.Namespace) -> None:
         if isinstance(big[method], dict):
             t = big[method]["times"]
             lines.append(f"| {method} | {ms(t, 50)} | {ms(t, 90)} | {ms(t, 100)} | {big[method]['invalid']} |")
+    same = results["same"]
+    lines += [
+        "",
+        f"## Decision by decision on the same states ({args.same_cycles} cycles x {args.scale_ups} scale-ups)",
+        "",
+        "The trajectory follows the exact plans; at every state each method decides as well (checked, not carried out). "
+        "*hit rate*: decisions that place the pod aligned; *lost work / optimum*: over the states where the method placed the pod, "
+        "against the exact plan of that state.",
+        "",
+        "| method | decisions | hit rate | lost work / optimum: mean | p90 | worst | optimal | surplus gangs | invalid | latency p50 / p90 / max ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for method, r in same.items():
+        finite = [x for x in r["ratios"] if math.isfinite(x)]
+        optimal = 100.0 * sum(1 for x in r["ratios"] if x == 1.0) / max(1, len(r["ratios"]))
+        lines.append(
+            f"| {method} | {r['tries']:,} | {100.0 * r['hits'] / max(1, r['tries']):.1f}% | "
+            f"{statistics.fmean(finite) if finite else math.nan:.3f} | {percentile(finite, 90):.3f} | "
+            f"{max(r['ratios']) if r['ratios'] else math.nan:.3f} | {optimal:.1f}% | {r['surplus']} | {r['invalid']} | "
+            f"{ms(r['times'], 50)} / {ms(r['times'], 90)} / {ms(r['times'], 100)} |"
+        )
     s = quality_summary(qual["rows"])
     lines += [
         "",
@@ -401,18 +465,21 @@ def main() -> None:
     parser.add_argument("--scale-ups", type=int, default=50, help="Scale-ups per cycle, half B and half C.")
     parser.add_argument("--exact-cycles", type=int, default=None, help="Cycles for the exact method (default: all).")
     parser.add_argument("--decisions", type=int, default=None, help="Quality decisions (default 510).")
+    parser.add_argument("--same-cycles", type=int, default=None, help="Cycles decided by every method on the same states (default 20).")
     parser.add_argument("--big-decisions", type=int, default=None, help="Decisions per method on 1,000 nodes (default 50).")
     parser.add_argument("--time-limit", type=float, default=10.0, help="Exact model time limit per decision (s).")
     args = parser.parse_args()
     args.cycles = args.cycles or (3 if args.quick else 100)
     args.exact_cycles = args.exact_cycles or args.cycles
     args.decisions = args.decisions or (30 if args.quick else 510)
+    args.same_cycles = args.same_cycles or (1 if args.quick else 20)
     args.big_decisions = args.big_decisions or (5 if args.quick else 50)
     exp = experiment(tuple(m for m in EXPERIMENT_METHODS if m != "exact"), args.cycles, args.scale_ups, validate_every=1)
     exp_exact = experiment(("exact",), args.exact_cycles, args.scale_ups, validate_every=1)
     ordered = {m: (exp_exact if m == "exact" else exp)[m] for m in EXPERIMENT_METHODS}
     results = {
         "experiment": ordered,
+        "same": same_states(args.same_cycles, args.scale_ups),
         "big": big_latency(HEURISTICS, args.big_decisions),
         "quality": quality(args.decisions, args.time_limit),
     }

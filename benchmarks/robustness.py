@@ -22,7 +22,8 @@ but the expected behaviour), with the details of the first 20 failures:
 6. load: ``/healthz`` latency and server memory while the server parses ~60 MiB snapshot bodies
    (one after another, then 8 at once) and solves two jobs.
 
-Writes benchmarks/results/robustness.md (nothing else). The full run (60,000 fuzzed snapshots, most
+Writes benchmarks/results/robustness.md (nothing else); a run of some categories only (``--only``)
+writes benchmarks/results/robustness-<categories>.md instead, beside the full record. The full run (60,000 fuzzed snapshots, most
 of the time) takes about 30-45 minutes on 2 cores; ``--quick`` about 2 minutes.
 
     .venv/bin/python benchmarks/robustness.py [--quick] [--only fuzz,cli,http,kill,store,load]
@@ -1973,7 +1974,10 @@ def write_results(outcomes: list[Outcome], args: argparse.Namespace, argv: list[
         elif not o.skipped:
             lines += ["No failures.", ""]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "robustness.md").write_text("\n".join(lines).rstrip() + "\n")
+    # a run of some categories only does not replace the full record: it goes beside it
+    everything = {o.key for o in outcomes} >= set(CATEGORIES)
+    name = "robustness.md" if everything else f"robustness-{'-'.join(o.key for o in outcomes)}.md"
+    (RESULTS / name).write_text("\n".join(lines).rstrip() + "\n")
     print("\n".join(lines))
 
 
