@@ -143,7 +143,7 @@ def test_a_spot_job_at_spot_priority_does_not_preempt_but_a_higher_one_does():
     base = prefix_counterexample().model_dump()
     base["pods"][3]["priority"] = "LP"
     plan = plan_preempt(Cluster.model_validate(base), "hp", PreemptOptions(method="spotgpu"))
-    assert plan.report.status == "infeasible" and "no running pod may be preempted" in plan.report.reason
+    assert plan.report.status == "infeasible" and "left by pods that may not be evicted" in plan.report.reason
     base["pods"][3]["priority_value"] = 500  # FlexTopo's C (500, preemptible) over D (200)
     plan = plan_preempt(Cluster.model_validate(base), "hp", PreemptOptions(method="spotgpu"))
     assert victims_of(plan) == ["c"]

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
+from planner import rules
 from planner.heuristics.victims import Cover
 from planner.preempt_state import Ask, Fit, PreemptState
 from planner.state import PENDING
@@ -91,6 +92,8 @@ def _sequential(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray)
             break
     if choice.reason is not None:
         choice.proven_infeasible = hopeless(ps, ask, allowed)
+        if choice.proven_infeasible:
+            choice.reason = binding_constraint(ps, ask, allowed)
         return choice
     if policy.reprieve and len(choice.units) > 1 and len(choice.placements) > 1:
         _reprieve(ps, ask, choice)
@@ -185,6 +188,49 @@ def hopeless(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> bool:
         if possible >= ask.min_placed:
             return False
     return True
+
+
+def binding_constraint(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> str:
+    """Why the job cannot start even with every allowed victim gone: for a pod that fits nowhere,
+    what stops it on how many nodes (the first rule that fails on each)."""
+    cs = ps.cs
+    for p in ask.pods:
+        causes: dict[str, int] = {}
+        for n in np.flatnonzero(allowed).tolist():
+            leaving = [q for q in cs.node_pods[n] if ask.victims[q]]
+            if ps.fit(p, n, leaving, ask.numa_mode, devices=False) is not None:
+                causes = {}
+                break
+            cause = _first_broken(ps, p, n, leaving, ask)
+            causes[cause] = causes.get(cause, 0) + 1
+        if causes:
+            parts = ", ".join(f"{cause} on {count} node(s)" for cause, count in sorted(causes.items(), key=lambda kv: -kv[1]))
+            gang = f" (the gang needs {ask.min_placed} of {len(ask.pods)} pods)" if ask.min_placed < len(ask.pods) else ""
+            return f"pod '{cs.pod_names[p]}' fits on no node even with every allowed victim evicted{gang}: {parts}"
+    return f"job '{ask.job_name}' cannot start even with every allowed victim evicted"
+
+
+def _first_broken(ps: PreemptState, p: int, n: int, leaving: list[int], ask: Ask) -> str:
+    cs = ps.cs
+    if not cs.eligible[cs.pod_signature[p], n]:
+        return cs._static_rule(p, n).replace("_", " ")
+    whole = int(cs.pod_whole[p]) + (1 if cs.pod_share[p] > 0 else 0)
+    stay = [q for q in cs.node_pods[n] if q not in set(leaving)]
+    if cs.cap_gpus[n] - sum(int(cs.pod_whole[q]) for q in stay) < whole:
+        return f"too few GPUs left by pods that may not be evicted (needs {whole})"
+    if cs.cap_cpus[n] - sum(float(cs.pod_cpus[q]) for q in stay) + rules.EPS < cs.pod_cpus[p]:
+        return f"too few CPUs left by pods that may not be evicted (needs {float(cs.pod_cpus[p]):g})"
+    if cs.cap_mem[n] - sum(float(cs.pod_mem[q]) for q in stay) + rules.EPS < cs.pod_mem[p]:
+        return f"too little memory left by pods that may not be evicted (needs {float(cs.pod_mem[p]):g} GiB)"
+    if not cs.fits_without(p, n, leaving):
+        if cs.has_standby and cs.standby_on[n] and not cs._reservation_ok(p, n, leaving):
+            return "standby reservations"
+        if not cs._anti_affinity_ok(p, n, leaving):
+            return "anti-affinity"
+        if not cs._topology_ok(p, n):
+            return "job topology"
+        return "GPU devices (shared devices cannot be freed)"
+    return "no NUMA-aligned devices (one socket, CPUs in the devices' domains)"
 
 
 def _unaligned(ps: PreemptState, p: int, n: int, policy: Policy) -> str:

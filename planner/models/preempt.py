@@ -97,10 +97,10 @@ class _Model:
         missing = [p for p in ask.pods if not cand[p]]
         self.candidates_exist = len(ask.pods) - len(missing) >= ask.min_placed
         if not self.candidates_exist:
-            self.no_candidate_reason = (
-                f"pod '{cs.pod_names[missing[0]]}' fits on no node even with every allowed victim evicted"
-                + (f" ({len(missing)} of the job's pods fit nowhere; it needs {ask.min_placed})" if len(missing) > 1 else "")
-            )
+            from planner.heuristics.gang import binding_constraint
+
+            everywhere = np.ones(nodes_all, dtype=bool) if ask.nodes is None else ask.nodes
+            self.no_candidate_reason = binding_constraint(ps, ask, everywhere)
             return
         nodes = sorted({n for ns in cand.values() for n in ns})
         for n in nodes:
