@@ -12,7 +12,9 @@
   never weigh against T). Ties: fewer victims, then node name.
 
 Victims are gangs ("units", evicted whole). A pod that fits without preemption goes to the node with
-the best tier (then the name). FlexTopo does not look at lost work; the benchmark shows what that costs.
+the best tier (then the name). FlexTopo places one pod; for a multi-pod job the pods are placed in
+turn and a last pass returns victims a later pod's eviction made unneeded (as for spotgpu). FlexTopo
+does not look at lost work; the benchmark shows what that costs.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ TIER_SCORE = {rules.ALIGN_NUMA: 1.0, rules.ALIGN_SOCKET: 0.5, rules.ALIGN_CROSS_
 
 class FlexTopo:
     name = "flextopo"
-    reprieve = False
+    reprieve = True  # FlexTopo knows no gangs; with them, a victim chosen for one pod can turn out unneeded
     numa_aware = True
 
     def __init__(self, alpha: float = 0.5):
