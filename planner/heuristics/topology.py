@@ -1,0 +1,85 @@
+"""One job on as few access switches as possible: the ASI paper's Algorithm 2 and largest-first.
+
+Both work on *capacities*: how many pods of the job's shape each switch can take (``slots``), and the
+job's demand in pods. A switch's usable capacity counts only what pods can use: nodes that pass the
+pod's static rules, with GPUs, CPUs and memory for a whole pod (see ``switch_slots``).
+
+* ``alg2`` is Algorithm 2 as published (ASI Sec. 4.1): repeatedly take the switch whose chunk,
+  ``min(Cap(s), G_rem)``, gives the partial plan the least entropy, entropy being computed over the
+  partial plan's own total (the reading under which its first step is an all-way tie); ties go to
+  the lowest switch index. It is not optimal (seed-specs D: capacities {96, 32, 8, 8, 8, 8} and G =
+  128 give 5 switches where 2 suffice).
+* ``largest_first`` fills switches in decreasing order of capacity and places the last remainder in
+  the smallest unused switch that holds it (best fit). Its allocation vector majorises every
+  feasible one, so it minimises the switches spanned and the entropy (Schur-concave) at once.
+
+Allocations are lists of ``(switch, pods)`` in the order taken; ``None`` when the switches together
+cannot hold the demand (a gang is all or nothing).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+Allocation = list[tuple[int, int]]
+
+
+def entropy(counts: Sequence[float]) -> float:
+    """ASI Eq. 1 in nats: H = -sum p_i log p_i with p_i = g_i / sum g (0 for one switch or none)."""
+    total = math.fsum(counts)
+    if total <= 0:
+        return 0.0
+    return -math.fsum((c / total) * math.log(c / total) for c in counts if c > 0)
+
+
+def alg2(capacities: Sequence[int], demand: int) -> Allocation | None:
+    """Algorithm 2 as published: the least-entropy next chunk, ties to the lowest switch index."""
+    if demand <= 0:
+        return []
+    if sum(capacities) < demand:
+        return None
+    plan: Allocation = []
+    left = demand
+    available = [s for s, cap in enumerate(capacities) if cap > 0]
+    while left > 0 and available:
+        taken = [n for _, n in plan]
+        best = min(available, key=lambda s: (entropy([*taken, min(capacities[s], left)]), s))
+        n = min(capacities[best], left)
+        plan.append((best, n))
+        left -= n
+        available.remove(best)
+    return plan if left == 0 else None
+
+
+def largest_first(capacities: Sequence[int], demand: int) -> Allocation | None:
+    """Fill the largest switches; the last remainder goes to the smallest unused switch that holds it."""
+    if demand <= 0:
+        return []
+    if sum(capacities) < demand:
+        return None
+    order = sorted((s for s, cap in enumerate(capacities) if cap > 0), key=lambda s: (-capacities[s], s))
+    plan: Allocation = []
+    left = demand
+    for k, s in enumerate(order):
+        if capacities[s] >= left:
+            # the remainder: best fit among the switches not used yet
+            rest = order[k:]
+            fit = min((t for t in rest if capacities[t] >= left), key=lambda t: (capacities[t], t))
+            plan.append((fit, left))
+            return plan
+        plan.append((s, capacities[s]))
+        left -= capacities[s]
+    return None  # unreachable: the capacities hold the demand
+
+
+def min_switches(capacities: Sequence[int], demand: int) -> int | None:
+    """The fewest switches that can hold the demand (the largest ones), None if none can."""
+    if demand <= 0:
+        return 0
+    total = 0
+    for k, cap in enumerate(sorted(capacities, reverse=True), start=1):
+        total += cap
+        if total >= demand:
+            return k
+    return None
