@@ -131,8 +131,29 @@ class PreemptComparison(BaseModel):
     gap: dict[str, Any]
 
 
-AnyPlan = DefragPlan | PreemptPlan
-_KINDS: dict[str, type[BaseModel]] = {"defrag": DefragPlan, "preempt": PreemptPlan}
+class Unplaced(BaseModel):
+    """A pending job the plan does not start, and why."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    job: str
+    reason: str
+
+
+class AllocationPlan(BaseModel):
+    """Where pending jobs start: ``placements`` of their pods (gangs whole, or ``min_available`` of
+    them), and the jobs left pending with the reason. Existing pods are not touched."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+    version: Literal[1] = PLAN_VERSION
+    kind: Literal["allocate"] = "allocate"
+    placements: list[Placement]
+    unplaced: list[Unplaced] = Field(default_factory=list)
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    report: SolveReport | None = None
+
+
+AnyPlan = DefragPlan | PreemptPlan | AllocationPlan
+_KINDS: dict[str, type[BaseModel]] = {"defrag": DefragPlan, "preempt": PreemptPlan, "allocate": AllocationPlan}
 
 
 def parse_plan(text: str | bytes, source: str = "plan") -> AnyPlan:
@@ -155,7 +176,7 @@ def parse_plan(text: str | bytes, source: str = "plan") -> AnyPlan:
         raise SnapshotError(pydantic_problems(err, model, source)) from None
 
 
-PlanDocument = DefragPlan | DefragComparison | PreemptPlan | PreemptComparison
+PlanDocument = DefragPlan | DefragComparison | PreemptPlan | PreemptComparison | AllocationPlan
 
 
 def plan_to_dict(plan: PlanDocument) -> dict[str, Any]:

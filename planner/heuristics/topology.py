@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 Allocation = list[tuple[int, int]]
 
 
@@ -83,3 +85,61 @@ def min_switches(capacities: Sequence[int], demand: int) -> int | None:
         if total >= demand:
             return k
     return None
+
+
+# ----------------------------------------------------------------------------------------------
+# Usable capacity and node assignment on a cluster state
+# ----------------------------------------------------------------------------------------------
+
+
+def node_slots(state, p: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Per node, how many pods shaped like pod p it can still take (its static rules, whole GPUs,
+    CPUs and memory; one at most where the pod has an anti-affinity group). Pods of one job share a
+    shape, so this is the switch capacity Algorithm 2 and largest-first work on."""
+    cs = state
+    eligible = cs.eligible[cs.pod_signature[p]].copy()
+    free_gpus = cs.cap_gpus - cs.whole_used - cs.share_devices
+    whole = int(cs.pod_whole[p]) + (1 if cs.pod_share[p] > 0 else 0)
+    big = np.iinfo(np.int64).max // 4
+    slots = np.full(len(cs.node_names), big, dtype=np.int64)
+    if whole:
+        slots = np.minimum(slots, free_gpus // whole)
+    for cap, used, need in ((cs.cap_cpus, cs.used_cpus, cs.pod_cpus[p]), (cs.cap_mem, cs.used_mem, cs.pod_mem[p])):
+        if need > 0:
+            slots = np.minimum(slots, np.floor((cap - used + 1e-9) / need).astype(np.int64))
+    groups = cs.pod_groups[p]
+    if groups:
+        slots = np.minimum(slots, 1)
+        for g in groups:
+            for n in cs.group_nodes.get(g, {}):
+                eligible[n] = False
+    slots[~eligible] = 0
+    slots[slots == big] = len(cs.pod_names)  # a pod needing nothing fits as often as there are pods
+    return np.maximum(slots, 0)
+
+
+def allocate_job(state, pods: list[int], domains: np.ndarray, method: str) -> tuple[list[tuple[int, int]], str | None]:  # type: ignore[no-untyped-def]
+    """Place ``pods`` (one job, one shape) on nodes: switches chosen by ``method`` (``alg2`` or
+    ``largest-first``) on usable capacity, nodes within a switch filled fullest-capacity first.
+    Returns the (pod, node) pairs, or [] and the reason when the job does not fit."""
+    if not pods:
+        return [], None
+    slots = node_slots(state, pods[0])
+    ids = np.unique(domains)
+    capacities = [int(slots[domains == d].sum()) for d in ids]
+    choose = alg2 if method == "alg2" else largest_first
+    plan = choose(capacities, len(pods))
+    if plan is None:
+        return [], f"{len(pods)} pods of this shape need more room than the switches have together ({sum(capacities)} pods)"
+    placed: list[tuple[int, int]] = []
+    queue = list(pods)
+    for switch, count in plan:
+        members = np.flatnonzero((domains == ids[switch]) & (slots > 0))
+        for n in members[np.lexsort((members, -slots[members]))].tolist():
+            take = min(int(slots[n]), count)
+            for _ in range(take):
+                placed.append((queue.pop(0), n))
+            count -= take
+            if count == 0:
+                break
+    return placed, None

@@ -1,0 +1,158 @@
+"""Topology allocation: start pending jobs on as few access switches as possible.
+
+Jobs are placed one at a time, largest first (the ASI practice), each by ``largest-first`` (optimal
+for one job: fewest switches, then least entropy) or ``alg2`` (the ASI paper's Algorithm 2 as
+published) on the switches' usable capacity for the job's pod shape. A job whose topology is
+``required`` is placed under one switch (the smallest that holds it) or not at all. Every plan has
+passed ``validate_allocate``; jobs that cannot start are listed in ``unplaced`` with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.cluster import Cluster
+from planner.engine.defrag import PlanBug, PlanOptionError
+from planner.heuristics.topology import allocate_job, entropy, min_switches, node_slots
+from planner.plans import AllocationPlan, Placement, SolveReport, Unplaced
+from planner.state import PENDING, ClusterState
+from planner.validate_allocate import validate_allocate
+
+AllocateMethod = Literal["largest-first", "alg2"]
+SWITCH_PAIR_WEIGHT = 1
+CROSS_SWITCH_PAIR_WEIGHT = 10
+"""Locality cost weights per GPU pair: 0 on one node, 1 under one switch, 10 across switches."""
+
+
+class AllocateOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    method: AllocateMethod = "largest-first"
+    jobs: list[str] | None = Field(None, description="Jobs to place (default: every job with pending pods).")
+
+
+def _shape(pod: Any) -> tuple:
+    return (pod.gpus, pod.cpus, pod.memory_gib, tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())), tuple(sorted(pod.anti_affinity)))
+
+
+def pending_jobs(cluster: Cluster, names: list[str] | None) -> list[str]:
+    """The jobs to place; refuses unknown jobs, jobs without pending pods and jobs of mixed shapes."""
+    pending: dict[str, list[int]] = {}
+    for i, pod in enumerate(cluster.pods):
+        if pod.job is not None and pod.node is None:
+            pending.setdefault(pod.job, []).append(i)
+    known = {j.name for j in cluster.jobs}
+    chosen = names if names is not None else sorted(pending)
+    for name in chosen:
+        if name not in known:
+            raise PlanOptionError("jobs", f"unknown job '{name}'")
+        if name not in pending:
+            raise PlanOptionError("jobs", f"job '{name}' has no pending pods")
+        first = cluster.pods[pending[name][0]]
+        for i in pending[name][1:]:
+            if _shape(cluster.pods[i]) != _shape(first):
+                raise PlanOptionError(
+                    "jobs", f"pods[{i}] of job '{name}' differs in shape or rules from '{first.name}'; a job's pods must be alike"
+                )
+    return list(chosen)
+
+
+def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> AllocationPlan:
+    options = options or AllocateOptions()
+    start = time.perf_counter()
+    names = pending_jobs(cluster, options.jobs)
+    state = ClusterState(cluster)
+    job_index = cluster.job_index()
+    pods_of = {name: [int(p) for p in np.flatnonzero((state.pod_job == job_index[name]) & (state.pod_node == PENDING))] for name in names}
+    order = sorted(names, key=lambda j: (-float(state.pod_gpus[pods_of[j]].sum()), j))
+    placements: list[Placement] = []
+    unplaced: list[Unplaced] = []
+    per_job: dict[str, Any] = {}
+    for name in order:
+        job = cluster.jobs[job_index[name]]
+        level = job.topology.level if job.topology is not None else "asw"
+        required = job.topology is not None and job.topology.mode == "required"
+        domains = state.asw_domain if level == "asw" else state.spine_domain
+        pods = pods_of[name]
+        need = job.min_available if job.min_available is not None else len(pods)
+        slots = node_slots(state, pods[0])
+        capacities = [int(slots[domains == d].sum()) for d in np.unique(domains)]
+        smallest = min_switches(capacities, need)
+        placed, reason = _place(state, pods, need, domains, options.method, required, level)
+        if reason is not None:
+            unplaced.append(Unplaced(job=name, reason=reason))
+            continue
+        for p, n in placed:
+            state.place(p, n)
+            placements.append(Placement(pod=state.pod_names[p], node=state.node_names[n]))
+        per_job[name] = _job_metrics(state, cluster, placed, slots, len(placed), smallest)
+    plan = AllocationPlan(
+        placements=placements,
+        unplaced=unplaced,
+        metrics={"per_job": per_job, "jobs_placed": len(per_job), "jobs_unplaced": len(unplaced)},
+        report=SolveReport(
+            method=options.method,
+            status="heuristic",
+            objective=float(sum(cluster.pods[state.pod_index[pl.pod]].gpus for pl in placements)),
+            wall_s=round(time.perf_counter() - start, 6),
+        ),
+    )
+    violations = validate_allocate(cluster, plan)
+    if violations:
+        raise PlanBug(f"{options.method} produced an invalid allocation: " + "; ".join(map(str, violations[:5])))
+    return plan
+
+
+def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray, method: str, required: bool, level: str):  # type: ignore[no-untyped-def]
+    """(pod, node) pairs for ``need`` of the pods, or the reason they cannot start."""
+    if not required:
+        return allocate_job(state, pods[:need], domains, method)
+    slots = node_slots(state, pods[0])
+    ids = np.unique(domains)
+    room = np.array([int(slots[domains == d].sum()) for d in ids])
+    fits = np.flatnonzero(room >= need)
+    if not len(fits):
+        return [], f"needs {need} pods under one {level}; the roomiest {level} takes {int(room.max()) if len(room) else 0}"
+    # Algorithm 2 takes the lowest-index switch of its all-way tie; largest-first the smallest that fits
+    pick = int(fits[0]) if method == "alg2" else int(fits[np.argmin(room[fits])])
+    return allocate_job(state, pods[:need], np.where(domains == ids[pick], 0, -1), method)
+
+
+def _job_metrics(state: ClusterState, cluster: Cluster, placed: list[tuple[int, int]], slots: np.ndarray, count: int, smallest: int | None) -> dict[str, Any]:
+    gpus_on: dict[int, float] = {}
+    for p, n in placed:
+        gpus_on[n] = gpus_on.get(n, 0.0) + float(state.pod_gpus[p])
+    by_asw: dict[int, float] = {}
+    by_spine: dict[int, float] = {}
+    for n, g in gpus_on.items():
+        by_asw[int(state.asw_domain[n])] = by_asw.get(int(state.asw_domain[n]), 0.0) + g
+        by_spine[int(state.spine_domain[n])] = by_spine.get(int(state.spine_domain[n]), 0.0) + g
+    ordered = np.sort(slots)[::-1]
+    min_nodes = int(np.searchsorted(np.cumsum(ordered), count) + 1) if count else 0
+    return {
+        "asws": len(by_asw),
+        "spines": len(by_spine),
+        "entropy": round(entropy(list(by_asw.values())), 6),
+        "min_asws": smallest,
+        "nodes": len(gpus_on),
+        "min_nodes": min_nodes,
+        "locality_cost": locality_cost(gpus_on, state.asw_domain),
+    }
+
+
+def locality_cost(gpus_on: dict[int, float], domain: np.ndarray) -> float:
+    """Sum over pairs of the job's GPUs of w(d): 0 on one node, 1 under one switch, 10 across."""
+    def pairs(x: float) -> float:
+        return x * (x - 1) / 2
+
+    total = math.fsum(gpus_on.values())
+    per_switch: dict[int, float] = {}
+    for n, g in gpus_on.items():
+        per_switch[int(domain[n])] = per_switch.get(int(domain[n]), 0.0) + g
+    same_node = math.fsum(pairs(g) for g in gpus_on.values())
+    same_switch = math.fsum(pairs(g) for g in per_switch.values())
+    return round(SWITCH_PAIR_WEIGHT * (same_switch - same_node) + CROSS_SWITCH_PAIR_WEIGHT * (pairs(total) - same_switch), 6)

@@ -1,0 +1,84 @@
+"""Check an allocation plan with the rules themselves (``rules.py``), independently of the planners.
+
+Valid when every placed pod was pending, appears once and belongs to a job; each job is placed whole
+(or at least ``min_available`` of its pods) or not at all; every node receiving pods obeys every rule
+with its residents and all the pods it receives; a job whose topology is ``required`` sits under one
+switch (``asw`` or ``spine``); ``unplaced`` names only pending jobs the plan does not start.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from planner import rules
+from planner.cluster import Cluster, Pod
+from planner.plans import AllocationPlan
+from planner.validate import Violation
+
+UNKNOWN_POD = "unknown_pod"
+UNKNOWN_NODE = "unknown_node"
+NOT_PENDING = "pod_not_pending"
+PLACED_TWICE = "placed_twice"
+NO_JOB = "pod_without_job"
+GANG_INCOMPLETE = "gang_incomplete"
+UNPLACED_WRONG = "unplaced_mismatch"
+
+
+def validate_allocate(cluster: Cluster, plan: AllocationPlan) -> list[Violation]:
+    nodes = {n.name: n for n in cluster.nodes}
+    pods = {p.name: p for p in cluster.pods}
+    jobs = {j.name: j for j in cluster.jobs}
+    problems: list[Violation] = []
+    arriving: dict[str, list[Pod]] = defaultdict(list)
+    placed_by_job: dict[str, list[str]] = defaultdict(list)
+    seen: set[str] = set()
+    for k, placement in enumerate(plan.placements):
+        pod = pods.get(placement.pod)
+        where = f"placements[{k}]"
+        if pod is None:
+            problems.append(Violation(UNKNOWN_POD, f"{where}: unknown pod '{placement.pod}'"))
+            continue
+        if placement.node not in nodes:
+            problems.append(Violation(UNKNOWN_NODE, f"{where}: unknown node '{placement.node}'", pod=pod.name))
+            continue
+        if pod.node is not None:
+            problems.append(Violation(NOT_PENDING, f"{where}: pod '{pod.name}' already runs on '{pod.node}'", pod=pod.name))
+            continue
+        if pod.job is None:
+            problems.append(Violation(NO_JOB, f"{where}: pod '{pod.name}' belongs to no job", pod=pod.name))
+            continue
+        if pod.name in seen:
+            problems.append(Violation(PLACED_TWICE, f"{where}: pod '{pod.name}' is placed twice", pod=pod.name))
+            continue
+        seen.add(pod.name)
+        arriving[placement.node].append(pod)
+        placed_by_job[pod.job].append(placement.node)
+    pending: dict[str, int] = defaultdict(int)
+    for pod in cluster.pods:
+        if pod.job is not None and pod.node is None:
+            pending[pod.job] += 1
+    for job_name, placed_nodes in sorted(placed_by_job.items()):
+        job = jobs[job_name]
+        wanted = job.min_available if job.min_available is not None else pending[job_name]
+        if len(placed_nodes) < wanted:
+            problems.append(Violation(GANG_INCOMPLETE, f"{len(placed_nodes)} of job '{job_name}''s pods are placed; the gang needs {wanted}"))
+        running = [nodes[p.node] for p in cluster.pods if p.job == job_name and p.node is not None]
+        if not rules.job_topology_ok(job, [*running, *(nodes[n] for n in placed_nodes)]):
+            level = job.topology.level if job.topology else ""
+            problems.append(Violation(rules.JOB_TOPOLOGY, f"job '{job_name}' requires one {level}; its pods would span several"))
+    residents: dict[str, list[Pod]] = defaultdict(list)
+    for pod in cluster.pods:
+        if pod.node is not None:
+            residents[pod.node].append(pod)
+    for node_name, newcomers in sorted(arriving.items()):
+        names = {p.name for p in newcomers}
+        for brk in rules.node_rule_breaks(nodes[node_name], residents[node_name], newcomers):
+            if brk.rule == rules.ANTI_AFFINITY and brk.pod not in names:
+                continue
+            problems.append(Violation(brk.rule, brk.detail, pod=brk.pod, node=node_name))
+    for k, item in enumerate(plan.unplaced):
+        if item.job not in pending:
+            problems.append(Violation(UNPLACED_WRONG, f"unplaced[{k}]: job '{item.job}' has no pending pods"))
+        elif item.job in placed_by_job:
+            problems.append(Violation(UNPLACED_WRONG, f"unplaced[{k}]: job '{item.job}' is placed by this plan"))
+    return problems
