@@ -246,6 +246,13 @@ def validate_command(
         fail(["only one of SNAPSHOT and PLAN can be read from stdin (-)"])
     cluster = load_cluster(snapshot)
     parsed = parse_plan(read_text(plan, "plan"), source=plan)
+    if parsed.kind == "allocate":
+        if max_moves is not None or max_moves_per_node is not None or same_asw:
+            fail(["--max-moves, --max-moves-per-node and --same-asw apply to defrag plans; this is an allocation plan"])
+        from planner.cli_allocate import validate_allocation_plan
+
+        validate_allocation_plan(cluster, parsed)
+        return
     if parsed.kind == "preempt":
         if max_moves is not None or max_moves_per_node is not None or same_asw:
             fail(["--max-moves, --max-moves-per-node and --same-asw apply to defrag plans; this is a preempt plan"])
@@ -748,7 +755,7 @@ def plans(
         console.print(table)
 
 
-from planner import cli_preempt  # noqa: E402,F401 - registers the preempt command on ``app``
+from planner import cli_allocate, cli_preempt  # noqa: E402,F401 - register their commands on ``app``
 
 
 def main() -> None:

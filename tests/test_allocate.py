@@ -76,3 +76,27 @@ def test_locality_cost_weights_pairs():
 def test_bad_jobs_are_refused(jobs, message):
     with pytest.raises(PlanOptionError, match=message):
         plan_allocate(switches_cluster({"a": 1}, 2), AllocateOptions(jobs=jobs))
+
+
+def test_cli_allocates_validates_and_refuses(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    snapshot = tmp_path / "s.json"
+    snapshot.write_text(switches_cluster({"a": 12, "b": 4, "c": 1, "d": 1, "e": 1, "f": 1}, 128).model_dump_json(exclude_defaults=True))
+    plan = tmp_path / "p.json"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, text=True, timeout=120)
+
+    assert run("allocate", str(snapshot), "--method", "alg2", "--out", str(plan)).returncode == 0
+    assert json.loads(plan.read_text())["metrics"]["per_job"]["j"]["asws"] == 5
+    checked = run("validate", str(snapshot), str(plan))
+    assert checked.returncode == 0 and "valid: 128 placement(s)" in checked.stdout
+    broken = json.loads(plan.read_text())
+    broken["placements"].append(dict(broken["placements"][0]))
+    plan.write_text(json.dumps(broken))
+    assert run("validate", str(snapshot), str(plan)).returncode == 1
+    refused = run("allocate", str(snapshot), "--jobs", "nope")
+    assert refused.returncode == 2 and "--jobs: unknown job 'nope'" in refused.stderr

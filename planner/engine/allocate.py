@@ -134,6 +134,8 @@ def _job_metrics(state: ClusterState, cluster: Cluster, placed: list[tuple[int, 
     ordered = np.sort(slots)[::-1]
     min_nodes = int(np.searchsorted(np.cumsum(ordered), count) + 1) if count else 0
     return {
+        "pods": count,
+        "gpus": round(math.fsum(gpus_on.values()), 6),
         "asws": len(by_asw),
         "spines": len(by_spine),
         "entropy": round(entropy(list(by_asw.values())), 6),
