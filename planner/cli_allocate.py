@@ -15,6 +15,8 @@ from planner.plans import AllocationPlan
 class AllocateMethod(str, Enum):
     largest_first = "largest-first"
     alg2 = "alg2"
+    kueue_bestfit = "kueue-bestfit"
+    kueue_leastfree = "kueue-leastfree"
 
 
 @app.command()
@@ -25,7 +27,8 @@ def allocate(
     jobs: str = typer.Option(None, "--jobs", help="Comma-separated jobs to place (default: every job with pending pods)."),
     method: AllocateMethod = typer.Option(
         AllocateMethod.largest_first, "--method",
-        help="largest-first = fewest switches, then least entropy (optimal for one job); alg2 = the ASI paper's Algorithm 2 as published.",
+        help="largest-first = fewest switches, then least entropy (optimal for one job); alg2 = the ASI paper's Algorithm 2 "
+        "as published; kueue-bestfit, kueue-leastfree = Kueue TAS's greedy profiles.",
     ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json: the plan; table: a summary."),

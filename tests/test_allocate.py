@@ -35,6 +35,14 @@ def test_largest_first_spans_two_switches_where_algorithm_2_spans_five():
         assert validate_allocate(cluster, plan) == [] and len(plan.placements) == 128
 
 
+def test_kueue_least_free_capacity_packs_small_switches_first():
+    cluster = switches_cluster({"a": 12, "b": 4, "c": 1, "d": 1, "e": 1, "f": 1}, 128)
+    plan = plan_allocate(cluster, AllocateOptions(method="kueue-leastfree"))
+    assert plan.metrics["per_job"]["j"]["asws"] == 6 and validate_allocate(cluster, plan) == []
+    single = plan_allocate(switches_cluster({"a": 4, "b": 2, "c": 3}, 16), AllocateOptions(method="kueue-leastfree"))
+    assert {p.node.split("-")[0] for p in single.placements} == {"b"}  # the least free switch that holds it
+
+
 def test_cpus_limit_the_usable_capacity():
     """12 CPUs per GPU on 96-CPU nodes: each 8-GPU node takes 8 pods; with 48 CPUs only 4."""
     cluster = switches_cluster({"a": 2, "b": 1}, 16)

@@ -1,8 +1,11 @@
 """Topology allocation: start pending jobs on as few access switches as possible.
 
 Jobs are placed one at a time, largest first (the ASI practice), each by ``largest-first`` (optimal
-for one job: fewest switches, then least entropy) or ``alg2`` (the ASI paper's Algorithm 2 as
-published) on the switches' usable capacity for the job's pod shape. A job whose topology is
+for one job: fewest switches, then least entropy), ``alg2`` (the ASI paper's Algorithm 2 as
+published), or Kueue TAS's greedy profiles (``kueue-bestfit``: domains from the most free capacity
+down, the last one best fit, which on switch capacities is largest-first; ``kueue-leastfree``: the
+least free switch that holds the job, else switches from the least free up) on the switches' usable
+capacity for the job's pod shape. A job whose topology is
 ``required`` is placed under one switch (the smallest that holds it) or not at all. Every plan has
 passed ``validate_allocate``; jobs that cannot start are listed in ``unplaced`` with the reason.
 """
@@ -23,7 +26,7 @@ from planner.plans import AllocationPlan, Placement, SolveReport, Unplaced
 from planner.state import PENDING, ClusterState
 from planner.validate_allocate import validate_allocate
 
-AllocateMethod = Literal["largest-first", "alg2"]
+AllocateMethod = Literal["largest-first", "alg2", "kueue-bestfit", "kueue-leastfree"]
 SWITCH_PAIR_WEIGHT = 1
 CROSS_SWITCH_PAIR_WEIGHT = 10
 """Locality cost weights per GPU pair: 0 on one node, 1 under one switch, 10 across switches."""

@@ -75,6 +75,28 @@ def largest_first(capacities: Sequence[int], demand: int) -> Allocation | None:
     return None  # unreachable: the capacities hold the demand
 
 
+def least_free_first(capacities: Sequence[int], demand: int) -> Allocation | None:
+    """Kueue TAS ``LeastFreeCapacity``: the switch that holds the whole job with the least free
+    capacity, else switches taken from the least free up (packs small remnants, spans more)."""
+    if demand <= 0:
+        return []
+    if sum(capacities) < demand:
+        return None
+    order = sorted((s for s, cap in enumerate(capacities) if cap > 0), key=lambda s: (capacities[s], s))
+    whole = [s for s in order if capacities[s] >= demand]
+    if whole:
+        return [(whole[0], demand)]
+    plan: Allocation = []
+    left = demand
+    for s in order:
+        n = min(capacities[s], left)
+        plan.append((s, n))
+        left -= n
+        if left == 0:
+            break
+    return plan
+
+
 def min_switches(capacities: Sequence[int], demand: int) -> int | None:
     """The fewest switches that can hold the demand (the largest ones), None if none can."""
     if demand <= 0:
@@ -85,6 +107,11 @@ def min_switches(capacities: Sequence[int], demand: int) -> int | None:
         if total >= demand:
             return k
     return None
+
+
+CHOOSERS = {"largest-first": largest_first, "kueue-bestfit": largest_first, "alg2": alg2, "kueue-leastfree": least_free_first}
+"""Kueue TAS's ``BestFit`` profile takes domains from the most free capacity down and best-fits the
+last one: on switch capacities that is largest-first."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -125,16 +152,15 @@ def allocate_job(state, pods: list[int], domains: np.ndarray, method: str) -> tu
     if not pods:
         return [], None
     slots = node_slots(state, pods[0])
-    ids = np.unique(domains)
-    capacities = [int(slots[domains == d].sum()) for d in ids]
-    choose = alg2 if method == "alg2" else largest_first
-    plan = choose(capacities, len(pods))
+    ids, inverse = np.unique(domains, return_inverse=True)
+    capacities = np.bincount(inverse, weights=slots, minlength=len(ids)).astype(np.int64).tolist()
+    plan = CHOOSERS[method](capacities, len(pods))
     if plan is None:
         return [], f"{len(pods)} pods of this shape need more room than the switches have together ({sum(capacities)} pods)"
     placed: list[tuple[int, int]] = []
     queue = list(pods)
     for switch, count in plan:
-        members = np.flatnonzero((domains == ids[switch]) & (slots > 0))
+        members = np.flatnonzero((inverse == switch) & (slots > 0))
         for n in members[np.lexsort((members, -slots[members]))].tolist():
             take = min(int(slots[n]), count)
             for _ in range(take):
