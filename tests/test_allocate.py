@@ -108,3 +108,20 @@ def test_cli_allocates_validates_and_refuses(tmp_path):
     assert run("validate", str(snapshot), str(plan)).returncode == 1
     refused = run("allocate", str(snapshot), "--jobs", "nope")
     assert refused.returncode == 2 and "--jobs: unknown job 'nope'" in refused.stderr
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "highs"])
+def test_exact_joint_allocation_proves_its_optimum(solver):
+    """Two required jobs on switches of 32 and 24 GPUs: both start, each under one switch, and the
+    solver proves that 56 GPUs is the most that can start; greedy never beats it."""
+    nodes = [{"name": f"{asw}-{k}", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": asw}
+             for asw, count in (("a", 4), ("b", 3)) for k in range(count)]
+    pods = [{"name": f"big-{i}", "job": "big", "gpus": 1, "cpus": 1} for i in range(24)]
+    pods += [{"name": f"huge-{i}", "job": "huge", "gpus": 2, "cpus": 1} for i in range(16)]
+    required = {"level": "asw", "mode": "required"}
+    cluster = Cluster.model_validate({"nodes": nodes, "pods": pods, "jobs": [{"name": "big", "topology": required}, {"name": "huge", "topology": required}]})
+    greedy = plan_allocate(cluster)
+    exact = plan_allocate(cluster, AllocateOptions(method="exact", solver=solver, time_limit_s=10, solver_workers=2))
+    assert exact.report.status == "optimal" and exact.report.objective == 56 == exact.report.bound
+    assert greedy.report.objective <= exact.report.objective
+    assert validate_allocate(cluster, exact) == [] and exact.metrics["jobs_placed"] == 2

@@ -26,7 +26,7 @@ from planner.plans import AllocationPlan, Placement, SolveReport, Unplaced
 from planner.state import PENDING, ClusterState
 from planner.validate_allocate import validate_allocate
 
-AllocateMethod = Literal["largest-first", "alg2", "kueue-bestfit", "kueue-leastfree"]
+AllocateMethod = Literal["largest-first", "alg2", "kueue-bestfit", "kueue-leastfree", "exact"]
 SWITCH_PAIR_WEIGHT = 1
 CROSS_SWITCH_PAIR_WEIGHT = 10
 """Locality cost weights per GPU pair: 0 on one node, 1 under one switch, 10 across switches."""
@@ -36,6 +36,9 @@ class AllocateOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     method: AllocateMethod = "largest-first"
     jobs: list[str] | None = Field(None, description="Jobs to place (default: every job with pending pods).")
+    solver: Literal["cpsat", "highs"] = Field("cpsat", description="exact: the back-end.")
+    time_limit_s: float = Field(10.0, gt=0, le=7 * 24 * 3600.0, allow_inf_nan=False, description="exact: time for both solves.")
+    solver_workers: int = Field(8, ge=1, le=256, description="CP-SAT workers / HiGHS threads.")
 
 
 def _shape(pod: Any) -> tuple:
@@ -72,6 +75,8 @@ def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> A
     job_index = cluster.job_index()
     pods_of = {name: [int(p) for p in np.flatnonzero((state.pod_job == job_index[name]) & (state.pod_node == PENDING))] for name in names}
     order = sorted(names, key=lambda j: (-float(state.pod_gpus[pods_of[j]].sum()), j))
+    if options.method == "exact":
+        return _exact(cluster, state, names, pods_of, options, start)
     placements: list[Placement] = []
     unplaced: list[Unplaced] = []
     per_job: dict[str, Any] = {}
@@ -107,6 +112,54 @@ def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> A
     violations = validate_allocate(cluster, plan)
     if violations:
         raise PlanBug(f"{options.method} produced an invalid allocation: " + "; ".join(map(str, violations[:5])))
+    return plan
+
+
+def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dict[str, list[int]], options: AllocateOptions, start: float) -> AllocationPlan:
+    """The joint optimum of the batch (warm-started from largest-first), with its claims."""
+    from planner.models.topology import solve_joint
+
+    warm = plan_allocate(cluster, options.model_copy(update={"method": "largest-first"}))
+    hint: dict[str, list[tuple[int, int]]] = {}
+    for pl in warm.placements:
+        p = state.pod_index[pl.pod]
+        hint.setdefault(cluster.pods[p].job, []).append((p, state.node_index[pl.node]))
+    jobs = {j: pods_of[j] for j in names}
+    levels, minimum = {}, {}
+    for j in names:
+        spec = cluster.jobs[cluster.job_index()[j]]
+        levels[j] = (spec.topology.level if spec.topology else "asw", bool(spec.topology and spec.topology.mode == "required"))
+        minimum[j] = spec.min_available if spec.min_available is not None else len(pods_of[j])
+    result = solve_joint(state, jobs, levels, minimum, options.solver, options.time_limit_s, options.solver_workers, hint)
+    placements, per_job = [], {}
+    for j in names:
+        pairs = result.assignment.get(j, [])
+        if not pairs:
+            continue
+        domains = state.asw_domain
+        slots = node_slots(state, pods_of[j][0])
+        capacities = np.bincount(np.unique(domains, return_inverse=True)[1], weights=slots).astype(np.int64).tolist()
+        per_job[j] = _job_metrics(state, cluster, pairs, slots, len(pairs), min_switches(capacities, len(pairs)))
+        for p, n in pairs:
+            placements.append(Placement(pod=state.pod_names[p], node=state.node_names[n]))
+    unplaced = [Unplaced(job=j, reason="not started in the joint optimum (the batch does not fit whole)") for j in names if j not in per_job]
+    gpus = float(sum(cluster.pods[state.pod_index[pl.pod]].gpus for pl in placements))
+    switches = sum(m["asws"] for m in per_job.values())
+    plan = AllocationPlan(
+        placements=placements,
+        unplaced=unplaced,
+        metrics={"per_job": per_job, "jobs_placed": len(per_job), "jobs_unplaced": len(unplaced), "switches": switches},
+        report=SolveReport(
+            method="exact", solver=options.solver, status=result.status, objective=gpus, bound=result.gpus_bound,
+            gap=None if result.gpus_bound is None else round((result.gpus_bound - gpus) / max(result.gpus_bound, 1), 6),
+            wall_s=round(time.perf_counter() - start, 6), switches_bound=result.switches_bound, model_exact=result.exact,
+            greedy_gpus=warm.report.objective if warm.report else None, greedy_switches=sum(m["asws"] for m in warm.metrics["per_job"].values()),
+            **result.fields,
+        ),
+    )
+    violations = validate_allocate(cluster, plan)
+    if violations:
+        raise PlanBug("exact produced an invalid allocation: " + "; ".join(map(str, violations[:5])))
     return plan
 
 

@@ -1,0 +1,146 @@
+"""Exact joint allocation of a batch of pending jobs (a MILP/CP model, CP-SAT or HiGHS).
+
+Variables:
+  x[j, n]  integer, pods of job j on node n (at most what n could take of j alone);
+  z[j]     binary, job j starts (all its pods, or at least ``min_available``);
+  u[j, d]  binary, job j uses switch d (at its topology level: asw, or spine for spine jobs).
+Constraints:
+  (1) k_j z_j <= sum_n x[j, n] <= N_j z_j                       gang (k_j = min_available or N_j)
+  (2) sum_j G_j x[j, n] <= free whole GPUs of n; CPUs, memory alike (exact integer units)
+  (3) x[j, n] <= ub[j, n] u[j, d(n)]                             switch use
+  (4) sum_d u[j, d] <= 1 for a ``required`` job                  one switch
+  (5) anti-affinity: at most one pod per node of the jobs sharing a group
+Objective, lexicographic in two solves: most GPUs of the jobs started; then, with that held, fewest
+switches spanned (summed over jobs). Entropy is reported, not optimised.
+
+The model is exact (it accepts exactly what ``rules.py`` accepts) for jobs of whole-GPU pods; a job
+of GPU shares makes it a relaxation (shares pack onto devices) and the bound is then not claimed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from planner.heuristics.topology import node_slots
+from planner.models.backends import solve
+from planner.models.milp import Milp
+from planner.models.units import scale_for
+from planner.state import ClusterState
+
+
+@dataclass
+class JointResult:
+    """Pods per (job, node), the solver's claims and sizes."""
+
+    assignment: dict[str, list[tuple[int, int]]]  # job -> (pod, node)
+    status: str
+    gpus_bound: float | None
+    switches_bound: float | None
+    exact: bool
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def solve_joint(
+    state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int],
+    solver: str = "cpsat", time_limit_s: float = 10.0, workers: int = 8, hint: dict[str, list[tuple[int, int]]] | None = None,
+) -> JointResult:
+    """Place ``jobs`` (name -> pending pod indexes) jointly; ``levels``: name -> (level, required)."""
+    m = Milp()
+    exact = True
+    names = sorted(jobs)
+    x: dict[tuple[str, int], int] = {}
+    ub: dict[tuple[str, int], int] = {}
+    z = {j: m.var(f"z[{j}]") for j in names}
+    u: dict[tuple[str, int], int] = {}
+    domain_of = {j: (state.asw_domain if levels[j][0] == "asw" else state.spine_domain) for j in names}
+    for j in names:
+        p = jobs[j][0]
+        if state.pod_share[p] > 0:
+            exact = False
+        slots = node_slots(state, p)
+        for n in np.flatnonzero(slots > 0).tolist():
+            bound = min(int(slots[n]), len(jobs[j]))
+            x[j, n] = m.var(f"x[{j},{n}]", 0, bound)
+            ub[j, n] = bound
+            d = int(domain_of[j][n])
+            if (j, d) not in u:
+                u[j, d] = m.var(f"u[{j},{d}]")
+            m.row([(x[j, n], 1), (u[j, d], -bound)], None, 0, f"(3) {j} on {n}")
+    for j in names:
+        terms = [(v, 1) for (jj, _), v in x.items() if jj == j]
+        m.row([*terms, (z[j], -len(jobs[j]))], None, 0, f"(1) at most N [{j}]")
+        m.row([*terms, (z[j], -minimum[j])], 0, None, f"(1) at least k [{j}]")
+        if levels[j][1]:
+            m.row([(v, 1) for (jj, _), v in u.items() if jj == j], None, 1, f"(4) one switch [{j}]")
+    by_node: dict[int, list[str]] = {}
+    for j, n in x:
+        by_node.setdefault(n, []).append(j)
+    cpu = scale_for([float(state.pod_cpus[jobs[j][0]]) for j in names], state.cap_cpus.tolist() + state.used_cpus.tolist())
+    mem = scale_for([float(state.pod_mem[jobs[j][0]]) for j in names], state.cap_mem.tolist() + state.used_mem.tolist())
+    exact &= cpu.exact and mem.exact
+    for n, here in by_node.items():
+        free = int(state.cap_gpus[n] - state.whole_used[n] - state.share_devices[n])
+        m.row([(x[j, n], int(state.pod_whole[jobs[j][0]]) + (1 if state.pod_share[jobs[j][0]] > 0 else 0)) for j in here], None, free, f"(2) GPUs of {n}")
+        for name, scale, cap, used, req in (("CPUs", cpu, state.cap_cpus, state.used_cpus, state.pod_cpus), ("memory", mem, state.cap_mem, state.used_mem, state.pod_mem)):
+            m.row([(x[j, n], scale.request(float(req[jobs[j][0]]))) for j in here], None,
+                  scale.capacity(float(cap[n])) - scale.request(float(used[n])), f"(2) {name} of {n}")
+        groups: dict[int, list[str]] = {}
+        for j in here:
+            for g in state.pod_groups[jobs[j][0]]:
+                groups.setdefault(g, []).append(j)
+        for g, members in groups.items():
+            if len(members) > 1:
+                m.row([(x[j, n], 1) for j in members], None, 1, f"(5) group {g} on {n}")
+    gpus = {j: int(state.pod_whole[jobs[j][0]]) or 1 for j in names}
+    # phase 1: most GPUs started
+    placed = [(v, gpus[j]) for (j, _), v in x.items()]
+    m.maximize(placed)
+    start_hint = _hint(m, x, u, z, hint, domain_of) if hint else None
+    first = solve(m, solver, time_limit_s, workers, start_hint, deterministic=solver == "cpsat")
+    fields: dict[str, Any] = {"variables": m.num_vars, "rows": m.num_rows, "phase1": first.status, "phase1_s": round(first.wall_s, 3)}
+    if first.values is None:
+        return JointResult({}, first.status if first.status != "infeasible" else "infeasible", first.bound, None, exact, fields)
+    best_gpus = round(first.objective or 0)
+    # phase 2: fewest switches with the GPUs held
+    second_model = m.with_objective([(v, -1) for v in u.values()], rows=[(placed, best_gpus, None, "phase 1 held")])
+    remaining = max(0.5, time_limit_s - first.wall_s)
+    warm = first.values
+    if start_hint is not None and sum(start_hint[v] * w for v, w in placed) >= best_gpus:
+        warm = start_hint  # the heuristic already starts as many GPUs: its switches are the bar to beat
+    second = solve(second_model, solver, remaining, workers, warm, deterministic=solver == "cpsat")
+    fields.update(phase2=second.status, phase2_s=round(second.wall_s, 3))
+    values = second.values if second.values is not None else warm
+    assignment: dict[str, list[tuple[int, int]]] = {}
+    for j in names:
+        if not values[z[j]]:
+            continue
+        queue = list(jobs[j])
+        pairs = []
+        for (jj, n), v in sorted(x.items(), key=lambda kv: kv[0][1]):
+            if jj == j:
+                for _ in range(values[v]):
+                    pairs.append((queue.pop(0), n))
+        assignment[j] = pairs
+    proven = first.status == "optimal" and second.status == "optimal"
+    status = "optimal" if proven and exact else "feasible"
+    return JointResult(
+        assignment, status, first.bound if exact else None,
+        (-second.bound if second.bound is not None else None) if exact and first.status == "optimal" else None, exact, fields,
+    )
+
+
+def _hint(m: Milp, x: dict, u: dict, z: dict, hint: dict[str, list[tuple[int, int]]], domain_of: dict) -> list[int] | None:  # type: ignore[type-arg]
+    values = [0] * m.num_vars
+    for j, pairs in hint.items():
+        if j not in z:
+            continue
+        values[z[j]] = 1
+        for _, n in pairs:
+            if (j, n) not in x:
+                return None
+            values[x[j, n]] += 1
+            values[u[j, int(domain_of[j][n])]] = 1
+    return values
