@@ -47,7 +47,18 @@ def solve_joint(
     state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int],
     solver: str = "cpsat", time_limit_s: float = 10.0, workers: int = 8, hint: dict[str, list[tuple[int, int]]] | None = None,
 ) -> JointResult:
-    """Place ``jobs`` (name -> pending pod indexes) jointly; ``levels``: name -> (level, required)."""
+    """Place ``jobs`` (name -> pending pod indexes) jointly; ``levels``: name -> (level, required).
+
+    First the switch-level relaxation (``switch_bounds``): when the heuristic ``hint`` already meets
+    both of its bounds, the hint is proven optimal without the node-level model."""
+    relaxed = switch_bounds(state, jobs, levels, minimum, solver, time_limit_s / 4, workers)
+    if hint is not None and relaxed is not None:
+        hint_gpus = sum(len(pairs) * (int(state.pod_whole[jobs[j][0]]) or 1) for j, pairs in hint.items() if j in jobs)
+        hint_switches = sum(len({int(state.asw_domain[n]) for _, n in pairs}) for pairs in hint.values())
+        gpus_bound, switches_bound, exact_relaxation = relaxed
+        if exact_relaxation and hint_gpus >= gpus_bound and hint_switches <= switches_bound:
+            fields = {"proof": "switch-level relaxation", "relaxation_gpus": gpus_bound, "relaxation_switches": switches_bound}
+            return JointResult(dict(hint), "optimal", float(gpus_bound), float(switches_bound), True, fields)
     m = Milp()
     exact = True
     names = sorted(jobs)
@@ -130,6 +141,66 @@ def solve_joint(
         assignment, status, first.bound if exact else None,
         (-second.bound if second.bound is not None else None) if exact and first.status == "optimal" else None, exact, fields,
     )
+
+
+def switch_bounds(
+    state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int],
+    solver: str, time_limit_s: float, workers: int,
+) -> tuple[int, int, bool] | None:
+    """Bounds from a relaxation at switch level: y[j, d] pods of job j under switch d, at most what d
+    could take of j alone, and each switch's GPUs, CPUs and memory summed over its nodes (node
+    packing ignored, so every node-level solution is a solution here). Returns (most GPUs, fewest
+    switches with those GPUs, both proven) or None when a solve gives no bound."""
+    m = Milp()
+    names = sorted(jobs)
+    domains = state.asw_domain
+    ids, inverse = np.unique(domains, return_inverse=True)
+    y: dict[tuple[str, int], int] = {}
+    u: dict[tuple[str, int], int] = {}
+    z = {j: m.var(f"z[{j}]") for j in names}
+    gpus = {j: int(state.pod_whole[jobs[j][0]]) or 1 for j in names}
+    for j in names:
+        level_domains = domains if levels[j][0] == "asw" else state.spine_domain
+        slots = np.bincount(inverse, weights=node_slots(state, jobs[j][0]), minlength=len(ids)).astype(np.int64)
+        for d in np.flatnonzero(slots > 0).tolist():
+            bound = min(int(slots[d]), len(jobs[j]))
+            y[j, d] = m.var(f"y[{j},{d}]", 0, bound)
+            u[j, d] = m.var(f"u[{j},{d}]")
+            m.row([(y[j, d], 1), (u[j, d], -bound)], None, 0, f"use {j} {d}")
+        terms = [(v, 1) for (jj, _), v in y.items() if jj == j]
+        m.row([*terms, (z[j], -len(jobs[j]))], None, 0, f"at most N [{j}]")
+        m.row([*terms, (z[j], -minimum[j])], 0, None, f"at least k [{j}]")
+        if levels[j][1]:
+            if levels[j][0] != "asw":
+                return None  # spine-required jobs: the asw relaxation would not bound them
+            m.row([(u[j, d], 1) for (jj, d) in u if jj == j], None, 1, f"one switch [{j}]")
+    free_gpu = np.bincount(inverse, weights=state.cap_gpus - state.whole_used - state.share_devices, minlength=len(ids))
+    cpu = scale_for([float(state.pod_cpus[jobs[j][0]]) for j in names], [])
+    mem = scale_for([float(state.pod_mem[jobs[j][0]]) for j in names], [])
+    free_cpu = np.bincount(inverse, weights=state.cap_cpus - state.used_cpus, minlength=len(ids))
+    free_mem = np.bincount(inverse, weights=state.cap_mem - state.used_mem, minlength=len(ids))
+    for d in range(len(ids)):
+        here = [j for j in names if (j, d) in y]
+        if not here:
+            continue
+        m.row([(y[j, d], int(state.pod_whole[jobs[j][0]]) + (1 if state.pod_share[jobs[j][0]] > 0 else 0)) for j in here], None, int(free_gpu[d]), f"GPUs {d}")
+        # relaxed units are fine here: requests rounded down and room rounded up keep it a relaxation
+        m.row([(y[j, d], cpu.request(float(state.pod_cpus[jobs[j][0]]))) for j in here], None,
+              int(np.ceil((free_cpu[d] + 1e-6) * cpu.unit)), f"CPUs {d}")
+        m.row([(y[j, d], mem.request(float(state.pod_mem[jobs[j][0]]))) for j in here], None,
+              int(np.ceil((free_mem[d] + 1e-6) * mem.unit)), f"memory {d}")
+    placed = [(v, gpus[j]) for (j, _), v in y.items()]
+    m.maximize(placed)
+    first = solve(m, solver, time_limit_s, workers, None, deterministic=solver == "cpsat")
+    if first.bound is None or first.values is None:
+        return None
+    most = int(np.floor(first.bound + 1e-6))
+    second = solve(m.with_objective([(v, -1) for v in u.values()], rows=[(placed, most, None, "GPUs held")]),
+                   solver, time_limit_s, workers, None, deterministic=solver == "cpsat")
+    if second.bound is None:
+        return None
+    fewest = int(np.ceil(-second.bound - 1e-6))
+    return most, fewest, first.status == "optimal" and second.status in ("optimal", "infeasible") and second.values is not None
 
 
 def _hint(m: Milp, x: dict, u: dict, z: dict, hint: dict[str, list[tuple[int, int]]], domain_of: dict) -> list[int] | None:  # type: ignore[type-arg]
