@@ -130,7 +130,17 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
         spec = cluster.jobs[cluster.job_index()[j]]
         levels[j] = (spec.topology.level if spec.topology else "asw", bool(spec.topology and spec.topology.mode == "required"))
         minimum[j] = spec.min_available if spec.min_available is not None else len(pods_of[j])
-    result = solve_joint(state, jobs, levels, minimum, options.solver, options.time_limit_s, options.solver_workers, hint)
+    def greedy_for(subset: list[str]) -> dict[str, list[tuple[int, int]]] | None:
+        again = plan_allocate(cluster, options.model_copy(update={"method": "largest-first", "jobs": subset}))
+        if again.unplaced:
+            return None
+        pairs: dict[str, list[tuple[int, int]]] = {}
+        for pl in again.placements:
+            p = state.pod_index[pl.pod]
+            pairs.setdefault(cluster.pods[p].job, []).append((p, state.node_index[pl.node]))
+        return pairs
+
+    result = solve_joint(state, jobs, levels, minimum, options.solver, options.time_limit_s, options.solver_workers, hint, greedy_for)
     placements, per_job = [], {}
     for j in names:
         pairs = result.assignment.get(j, [])

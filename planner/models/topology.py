@@ -46,6 +46,7 @@ class JointResult:
 def solve_joint(
     state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int],
     solver: str = "cpsat", time_limit_s: float = 10.0, workers: int = 8, hint: dict[str, list[tuple[int, int]]] | None = None,
+    greedy_for: Any = None,
 ) -> JointResult:
     """Place ``jobs`` (name -> pending pod indexes) jointly; ``levels``: name -> (level, required).
 
@@ -122,6 +123,13 @@ def solve_joint(
     warm = first.values
     if start_hint is not None and sum(start_hint[v] * w for v, w in placed) >= best_gpus:
         warm = start_hint  # the heuristic already starts as many GPUs: its switches are the bar to beat
+    elif greedy_for is not None:
+        # the heuristic on exactly the jobs phase 1 started often starts them all, on fewer switches
+        started = [j for j in names if first.values[z[j]]]
+        again = greedy_for(started)
+        repaired = _hint(m, x, u, z, again, domain_of) if again else None
+        if repaired is not None and sum(repaired[v] * w for v, w in placed) >= best_gpus:
+            warm = repaired
     second = solve(second_model, solver, remaining, workers, warm, deterministic=solver == "cpsat")
     fields.update(phase2=second.status, phase2_s=round(second.wall_s, 3))
     values = second.values if second.values is not None else warm
@@ -137,11 +145,16 @@ def solve_joint(
                     pairs.append((queue.pop(0), n))
         assignment[j] = pairs
     proven = first.status == "optimal" and second.status == "optimal"
+    switches_bound = None
+    if exact and first.status == "optimal":
+        switches_bound = -second.bound if second.bound is not None else None
+        if relaxed is not None and relaxed[0] <= best_gpus:  # the relaxation's switch bound holds at these GPUs
+            switches_bound = max(switches_bound or 0.0, float(relaxed[1]))
+    if switches_bound is not None:
+        used = sum(1 for v in u.values() if values[v])
+        proven = proven or (first.status == "optimal" and used <= switches_bound)
     status = "optimal" if proven and exact else "feasible"
-    return JointResult(
-        assignment, status, first.bound if exact else None,
-        (-second.bound if second.bound is not None else None) if exact and first.status == "optimal" else None, exact, fields,
-    )
+    return JointResult(assignment, status, first.bound if exact else None, switches_bound, exact, fields)
 
 
 def switch_bounds(
