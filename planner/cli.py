@@ -106,6 +106,16 @@ def _emit(text: str, out: str, flag: str = "--out") -> None:
         raise SnapshotError([problem]) from None
 
 
+def report_violations(violations: list[Any], valid_line: str) -> None:
+    """``planner validate``'s output for any plan kind: one violation per line and exit 1, or the
+    valid line."""
+    if violations:
+        _emit("".join(f"{violation}\n" for violation in violations), "-")
+        err_console.print(f"{len(violations)} violation(s)", markup=False)
+        raise typer.Exit(EXIT_VIOLATIONS)
+    _emit(valid_line + "\n", "-")
+
+
 def _write_json(data: Any, out: str) -> None:
     _emit(json.dumps(data, indent=2) + "\n", out)
 
@@ -261,12 +271,8 @@ def validate_command(
         validate_preempt_plan(cluster, parsed)
         return
     violations = validate(cluster, parsed, MoveLimits(max_moves, max_moves_per_node, same_asw))
-    if violations:
-        _emit("".join(f"{violation}\n" for violation in violations), "-")
-        err_console.print(f"{len(violations)} violation(s)", markup=False)
-        raise typer.Exit(EXIT_VIOLATIONS)
     moves = sum(len(w) for w in parsed.waves)
-    _emit(f"valid: {len(parsed.waves)} wave(s), {moves} move(s), {len(parsed.vacated_nodes)} vacated node(s)\n", "-")
+    report_violations(violations, f"valid: {len(parsed.waves)} wave(s), {moves} move(s), {len(parsed.vacated_nodes)} vacated node(s)")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from planner.cli import EXIT_VIOLATIONS, OutputFormat, _emit, _options, _stdout_console, app, err_console, guarded
+from planner.cli import OutputFormat, Solver, _emit, _options, _stdout_console, app, guarded, report_violations
 from planner.cluster import Cluster
 from planner.plans import AllocationPlan
 
@@ -17,6 +17,7 @@ class AllocateMethod(str, Enum):
     alg2 = "alg2"
     kueue_bestfit = "kueue-bestfit"
     kueue_leastfree = "kueue-leastfree"
+    exact = "exact"
 
 
 @app.command()
@@ -30,6 +31,9 @@ def allocate(
         help="largest-first = fewest switches, then least entropy (optimal for one job); alg2 = the ASI paper's Algorithm 2 "
         "as published; kueue-bestfit, kueue-leastfree = Kueue TAS's greedy profiles.",
     ),
+    solver: Solver = typer.Option(Solver.cpsat, "--solver", help="exact: the back-end."),
+    time_limit: float = typer.Option(10.0, "--time-limit", help="exact: seconds for both solves."),
+    solver_workers: int = typer.Option(8, "--solver-workers", help="exact: CP-SAT workers / HiGHS threads."),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json: the plan; table: a summary."),
 ) -> None:
@@ -39,7 +43,8 @@ def allocate(
     from planner.snapshot import load_cluster
 
     names = [j.strip() for j in jobs.split(",") if j.strip()] if jobs is not None else None
-    options = _options(context, AllocateOptions, {"method": method.value, "jobs": names})
+    options = _options(context, AllocateOptions, {"method": method.value, "jobs": names, "solver": solver.value,
+                                                  "time_limit_s": time_limit, "solver_workers": solver_workers})
     cluster = load_cluster(snapshot)
     plan = plan_allocate(cluster, options)
     if out is not None:
@@ -65,9 +70,4 @@ def _render(console: Any, plan: AllocationPlan) -> None:
 def validate_allocation_plan(cluster: Cluster, plan: AllocationPlan) -> None:
     from planner.validate_allocate import validate_allocate
 
-    violations = validate_allocate(cluster, plan)
-    if violations:
-        _emit("".join(f"{violation}\n" for violation in violations), "-")
-        err_console.print(f"{len(violations)} violation(s)", markup=False)
-        raise typer.Exit(EXIT_VIOLATIONS)
-    _emit(f"valid: {len(plan.placements)} placement(s), {len(plan.unplaced)} job(s) left pending\n", "-")
+    report_violations(validate_allocate(cluster, plan), f"valid: {len(plan.placements)} placement(s), {len(plan.unplaced)} job(s) left pending")

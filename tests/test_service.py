@@ -164,7 +164,7 @@ def test_hostile_bodies_get_the_problem_format(server: Server, content: bytes, h
         assert expected in " ".join(body["problems"]) or expected in body["error"]
 
 
-@pytest.mark.parametrize("method,path,status", [("GET", "/v2/defrag", 404), ("POST", "/v1/allocate", 404), ("PUT", "/v1/defrag", 405), ("DELETE", "/v1/jobs", 405)])
+@pytest.mark.parametrize("method,path,status", [("GET", "/v2/defrag", 404), ("POST", "/v1/topology", 404), ("PUT", "/v1/defrag", 405), ("DELETE", "/v1/jobs", 405)])
 def test_unknown_routes_and_methods_get_the_problem_format(server: Server, method: str, path: str, status: int) -> None:
     with server.client() as client:
         response = client.request(method, path)

@@ -33,6 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from planner.api.schemas import (
     EXAMPLE_PLAN,
+    AllocateRequest,
     DefragRequest,
     JobAccepted,
     JobStatus,
@@ -46,7 +47,7 @@ from planner.api.schemas import (
     ValidateResponse,
 )
 from planner.api.bodies import BodyReader, Refused
-from planner.api.requests import Settings, accept_defrag, accept_preempt, add_body_schemas, json_body, report_of, validate_plan_of
+from planner.api.requests import Settings, accept_allocate, accept_defrag, accept_preempt, add_body_schemas, json_body, report_of, validate_plan_of
 from planner.api.worker import Dispatcher
 from planner.cluster import field_path
 from planner.store import IdempotencyConflict, Job, QueueFull, Store
@@ -186,45 +187,40 @@ def create_app(settings: Settings) -> FastAPI:
     # Handlers that only read or write the store are plain functions: FastAPI runs them in its
     # thread pool, so a slow query or a large plan body never holds up the event loop.
 
-    @app.post(
-        "/v1/defrag",
-        status_code=202,
-        openapi_extra=json_body(DefragRequest),
-        response_model=JobAccepted,
-        responses={
-            **RESPONSES,
-            200: {"description": "The job finished within ?wait: the plan.", "content": {"application/json": {"example": EXAMPLE_PLAN}}},
-            409: {"model": Problem, "description": "Idempotency-Key reused with a different request."},
-            429: {"model": Problem, "description": "The queue is full; retry after Retry-After seconds."},
-        },
-        summary="Submit a defragmentation job",
-    )
-    async def submit_defrag(
-        http: Request,
-        wait: float = Query(0.0, ge=0, le=MAX_WAIT_S, description="Seconds to wait for the plan before answering 202."),
-        idempotency_key: str | None = Header(None, max_length=255, description="Repeat a request with the same key to get the same job."),
-    ) -> Any:
-        return await submit(http, "defrag", accept_defrag, wait, idempotency_key)
+    def job_route(path: str, kind: str, accept: Any, body: Any, summary: str, ok: dict[str, Any]) -> None:
+        """POST ``path``: check the body off the loop and queue a job of ``kind`` (202, or 200 with
+        the plan within ``?wait``); the same for every plan kind."""
 
-    @app.post(
-        "/v1/preempt",
-        status_code=202,
-        openapi_extra=json_body(PreemptRequest),
-        response_model=JobAccepted,
-        responses={
-            **RESPONSES,
-            200: {"description": "The job finished within ?wait: the plan (kind preempt, or preempt-compare)."},
-            409: {"model": Problem, "description": "Idempotency-Key reused with a different request."},
-            429: {"model": Problem, "description": "The queue is full; retry after Retry-After seconds."},
-        },
-        summary="Submit a preemption job: where a pending job starts and which spot pods to evict",
-    )
-    async def submit_preempt(
-        http: Request,
-        wait: float = Query(0.0, ge=0, le=MAX_WAIT_S, description="Seconds to wait for the plan before answering 202."),
-        idempotency_key: str | None = Header(None, max_length=255, description="Repeat a request with the same key to get the same job."),
-    ) -> Any:
-        return await submit(http, "preempt", accept_preempt, wait, idempotency_key)
+        async def submit_job(
+            http: Request,
+            wait: float = Query(0.0, ge=0, le=MAX_WAIT_S, description="Seconds to wait for the plan before answering 202."),
+            idempotency_key: str | None = Header(None, max_length=255, description="Repeat a request with the same key to get the same job."),
+        ) -> Any:
+            return await submit(http, kind, accept, wait, idempotency_key)
+
+        app.post(
+            path,
+            status_code=202,
+            openapi_extra=json_body(body),
+            response_model=JobAccepted,
+            responses={
+                **RESPONSES,
+                200: ok,
+                409: {"model": Problem, "description": "Idempotency-Key reused with a different request."},
+                429: {"model": Problem, "description": "The queue is full; retry after Retry-After seconds."},
+            },
+            summary=summary,
+            name=f"submit_{kind}",
+        )(submit_job)
+
+    job_route("/v1/defrag", "defrag", accept_defrag, DefragRequest, "Submit a defragmentation job",
+              {"description": "The job finished within ?wait: the plan.", "content": {"application/json": {"example": EXAMPLE_PLAN}}})
+    job_route("/v1/preempt", "preempt", accept_preempt, PreemptRequest,
+              "Submit a preemption job: where a pending job starts and which spot pods to evict",
+              {"description": "The job finished within ?wait: the plan (kind preempt, or preempt-compare)."})
+    job_route("/v1/allocate", "allocate", accept_allocate, AllocateRequest,
+              "Submit an allocation job: start pending jobs on as few switches as possible",
+              {"description": "The job finished within ?wait: the plan (kind allocate)."})
 
     async def submit(http: Request, kind: str, accept: Any, wait: float, idempotency_key: str | None) -> Any:
         """Check the body off the loop, store the job, wake the dispatcher; 202, or 200 with the plan
@@ -371,7 +367,7 @@ def create_app(settings: Settings) -> FastAPI:
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-            add_body_schemas(schema, (DefragRequest, PreemptRequest, ValidateRequest, ReportRequest))
+            add_body_schemas(schema, (DefragRequest, PreemptRequest, AllocateRequest, ValidateRequest, ReportRequest))
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from planner.api.bodies import Refused, parse_model
-from planner.api.schemas import DefragRequest, PreemptRequest, ReportRequest, ValidateRequest, ValidateResponse, Violation
+from planner.api.schemas import AllocateRequest, DefragRequest, PreemptRequest, ReportRequest, ValidateRequest, ValidateResponse, Violation
 from planner.api.worker import job_time_limit_s
 from planner.snapshot import consistency_problems
 
@@ -107,6 +107,25 @@ def accept_preempt(body: bytes, settings: Settings) -> tuple[str, dict[str, Any]
     return snapshot, given, digest
 
 
+def accept_allocate(body: bytes, settings: Settings) -> tuple[str, dict[str, Any], str]:
+    """An allocate request checked before it is queued (jobs known, pending, of one shape each)."""
+    from planner.engine.allocate import pending_jobs
+    from planner.engine.defrag import PlanOptionError
+
+    request = parse_model(AllocateRequest, body)
+    problems = consistency_problems(request.snapshot)
+    if problems:
+        raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" if not p.startswith("(") else p for p in problems])
+    try:
+        pending_jobs(request.snapshot, request.options.jobs)
+    except PlanOptionError as err:
+        raise Refused(422, "invalid request", [err.for_api()]) from None
+    given = request.options.model_dump(mode="json", exclude_unset=True)
+    snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
+    digest = hashlib.sha256((snapshot + json.dumps(given, sort_keys=True)).encode()).hexdigest()
+    return snapshot, given, digest
+
+
 def validate_plan_of(body: bytes) -> ValidateResponse:
     from planner.validate import validate
     from planner.validate_preempt import validate_preempt
@@ -115,7 +134,11 @@ def validate_plan_of(body: bytes) -> ValidateResponse:
     problems = consistency_problems(request.snapshot)
     if problems:
         raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
-    if request.plan.kind == "preempt":
+    if request.plan.kind == "allocate":
+        from planner.validate_allocate import validate_allocate
+
+        violations = validate_allocate(request.snapshot, request.plan)
+    elif request.plan.kind == "preempt":
         violations = validate_preempt(request.snapshot, request.plan)
     else:
         violations = validate(request.snapshot, request.plan)

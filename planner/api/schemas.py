@@ -10,8 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner.cluster import Cluster
 from planner.engine import DefragOptions
+from planner.engine.allocate import AllocateOptions
 from planner.engine.preempt import PreemptOptions
-from planner.plans import DefragPlan, PreemptPlan
+from planner.plans import AllocationPlan, DefragPlan, PreemptPlan
 
 _FIG15 = Path(__file__).resolve().parents[2] / "instances" / "fig15-ejection-chain.json"
 EXAMPLE_SNAPSHOT: dict[str, Any] = (
@@ -72,6 +73,25 @@ class PreemptRequest(BaseModel):
     job: str | None = Field(None, description="The pending job to start (or give reactivate).")
     reactivate: str | None = Field(None, description="Instead of job: the standby pod to wake on its node.")
     options: ServicePreemptOptions = Field(default_factory=ServicePreemptOptions)
+
+
+class ServiceAllocateOptions(AllocateOptions):
+    """``plan_allocate`` options."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"method": "largest-first"}]})
+    time_limit_s: float = Field(10.0, gt=0, le=3600, description="exact: time for both solves.")
+
+
+class AllocateRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"snapshot": {"version": 1, "nodes": [{"name": "n0", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": "a"}],
+                                                      "pods": [{"name": "train-0", "job": "train", "gpus": 8, "cpus": 96}],
+                                                      "jobs": [{"name": "train", "topology": {"level": "asw", "mode": "required"}}]},
+                                         "options": {"method": "largest-first"}}]},
+    )
+    snapshot: Cluster
+    options: ServiceAllocateOptions = Field(default_factory=ServiceAllocateOptions)
 
 
 class JobAccepted(BaseModel):
@@ -152,7 +172,7 @@ class StoredPlan(PlanSummary):
 class ValidateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"snapshot": EXAMPLE_SNAPSHOT, "plan": EXAMPLE_PLAN}]})
     snapshot: Cluster
-    plan: DefragPlan | PreemptPlan = Field(discriminator="kind")
+    plan: DefragPlan | PreemptPlan | AllocationPlan = Field(discriminator="kind")
 
 
 class Violation(BaseModel):

@@ -311,6 +311,10 @@ def run_job(
             cluster = parse_cluster(text)
             if job.kind == "preempt":
                 plan = _plan_preempt(cluster, job.options, threads_per_job)
+            elif job.kind == "allocate":
+                from planner.engine.allocate import AllocateOptions, plan_allocate
+
+                plan = plan_allocate(cluster, AllocateOptions(**job.options))
             else:
                 solver = job.options.get("solver", DefragOptions.model_fields["solver"].default)
                 solves = job.options.get("method", "heuristic") in ("exact", "compare", "hybrid", "auto")

@@ -17,10 +17,10 @@ import time
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from planner.cluster import Cluster
-from planner.engine.defrag import PlanBug, PlanOptionError
+from planner.engine.defrag import PlanBug, PlanOptionError, refuse_unused
 from planner.heuristics.topology import allocate_job, entropy, min_switches, node_slots
 from planner.plans import AllocationPlan, Placement, SolveReport, Unplaced
 from planner.state import PENDING, ClusterState
@@ -39,6 +39,21 @@ class AllocateOptions(BaseModel):
     solver: Literal["cpsat", "highs"] = Field("cpsat", description="exact: the back-end.")
     time_limit_s: float = Field(10.0, gt=0, le=7 * 24 * 3600.0, allow_inf_nan=False, description="exact: time for both solves.")
     solver_workers: int = Field(8, ge=1, le=256, description="CP-SAT workers / HiGHS threads.")
+
+    @field_validator("*")
+    @classmethod
+    def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
+        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "jobs"), _unused_reason)
+
+
+METHOD_OPTIONS: dict[str, set[str]] = {
+    "largest-first": set(), "alg2": set(), "kueue-bestfit": set(), "kueue-leastfree": set(),
+    "exact": {"solver", "time_limit_s", "solver_workers"},
+}
+
+
+def _unused_reason(method: str, name: str) -> str:
+    return f"method '{method}' does not use it; use it with method exact, or leave it out"
 
 
 def _shape(pod: Any) -> tuple:
@@ -119,7 +134,7 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
     """The joint optimum of the batch (warm-started from largest-first), with its claims."""
     from planner.models.topology import solve_joint
 
-    warm = plan_allocate(cluster, options.model_copy(update={"method": "largest-first"}))
+    warm = plan_allocate(cluster, AllocateOptions(method="largest-first", jobs=options.jobs))
     hint: dict[str, list[tuple[int, int]]] = {}
     for pl in warm.placements:
         p = state.pod_index[pl.pod]
@@ -131,7 +146,7 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
         levels[j] = (spec.topology.level if spec.topology else "asw", bool(spec.topology and spec.topology.mode == "required"))
         minimum[j] = spec.min_available if spec.min_available is not None else len(pods_of[j])
     def greedy_for(subset: list[str]) -> dict[str, list[tuple[int, int]]] | None:
-        again = plan_allocate(cluster, options.model_copy(update={"method": "largest-first", "jobs": subset}))
+        again = plan_allocate(cluster, AllocateOptions(method="largest-first", jobs=subset))
         if again.unplaced:
             return None
         pairs: dict[str, list[tuple[int, int]]] = {}
