@@ -133,6 +133,10 @@ def report(
     shape: str = typer.Option(
         None, "--shape", help="Request shape for stranded-GPU analysis, e.g. 8g64c (GPUs, CPUs, optional GiB: 8g64c512m)."
     ),
+    requests: str = typer.Option(
+        None, "--requests", help="Large-job capacity (ASI Fig. 14) for these shapes, e.g. 128g1536c,256g3072c."
+    ),
+    plan: str = typer.Option(None, "--plan", help="With --requests: also the capacity after this defrag, preempt or allocate plan."),
 ) -> None:
     """Fragmentation report: empty nodes, slack, GFR, GAR, stranded GPUs, FGD, per-ASW free capacity."""
     from planner import metrics
@@ -144,8 +148,24 @@ def report(
             request = metrics.parse_shape(shape)
         except ValueError as err:
             fail([f"--shape: {err}"])
+    large = []
+    for text in (requests.split(",") if requests is not None else []):
+        try:
+            large.append(metrics.parse_shape(text))
+        except ValueError as err:
+            fail([f"--requests: {err}"])
+    if plan is not None and not large:
+        fail(["--plan: give --requests too (the plan's effect is shown on the large-job capacity)"])
     cluster = load_cluster(snapshot)
     result = metrics.report(cluster, request)
+    if large:
+        from planner.capacity import after_plan, large_job_capacity
+        from planner.plans import parse_plan
+        from planner.snapshot import read_text
+
+        result["large_jobs"] = large_job_capacity(cluster, large)
+        if plan is not None:
+            result["large_jobs_after_plan"] = large_job_capacity(after_plan(cluster, parse_plan(read_text(plan, "plan"), source=plan)), large)
     if as_json:
         _write_json(result, "-")
     else:
@@ -188,6 +208,17 @@ def _render_report(console: Console, result: dict[str, Any], source: str) -> Non
     console.print(f"pending pods: {summary['pending_pods']} ({_fmt(summary['pending_gpus'])} GPUs)")
     if "stranded" in result:
         _print_stranded(console, result["stranded"])
+    for key, title in (("large_jobs", "Large-job capacity (requests that fit)"), ("large_jobs_after_plan", "... after the plan")):
+        if key not in result:
+            continue
+        table = Table(title=title)
+        for column in ("request", "gpu model", "usable GPUs", "across switches", "within one switch"):
+            table.add_column(column, justify="left" if column in ("request", "gpu model") else "right")
+        for item in result[key]:
+            for model, row in item["per_model"].items():
+                table.add_row(item["shape"], model, str(row["usable_gpus"]), str(row["across_asw"]), str(row["within_asw"]))
+            table.add_row(item["shape"], "(any model)", "", str(item["heterogeneous_across_asw"]), "")
+        console.print(table)
     rows_asw = result["per_asw"]
     asw = Table(title="Per access switch (most free whole nodes first)")
     for column in ("asw", "gpu model", "nodes", "GPUs", "free GPUs", "free whole nodes"):

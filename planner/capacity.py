@@ -1,0 +1,100 @@
+"""Large-job capacity (ASI Fig. 14): how many multi-node requests the free GPUs could take.
+
+For a request of G GPUs needing c CPUs and m GiB per GPU (``128g1536c``: 128 GPUs, 12 CPUs each), a
+node offers ``min(free whole GPUs, free CPUs / c, free GiB / m)`` GPU slots (schedulable nodes only).
+Per GPU model the report counts the requests that fit
+
+* across switches: floor(slots of the model / G), as if the network did not matter;
+* within one switch: the sum over access switches of floor(slots under the switch / G), what an
+  ASW-local request can really get;
+* and, pooling every GPU model, across switches (heterogeneous GPUs allowed).
+
+The counting rule is seed-specs D's; the paper gives the figure without numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from planner.cluster import Cluster
+from planner.metrics import Shape
+from planner.state import ClusterState
+
+
+def gpu_slots(state: ClusterState, shape: Shape) -> np.ndarray:
+    """GPU slots per node for a request of ``shape`` (per-GPU CPUs and memory)."""
+    slots = (state.cap_gpus - state.whole_used - state.share_devices).astype(np.float64)
+    per_gpu_cpu = shape.cpus / shape.gpus
+    per_gpu_mem = shape.memory_gib / shape.gpus
+    if per_gpu_cpu > 0:
+        slots = np.minimum(slots, np.floor((state.cap_cpus - state.used_cpus + 1e-9) / per_gpu_cpu))
+    if per_gpu_mem > 0:
+        slots = np.minimum(slots, np.floor((state.cap_mem - state.used_mem + 1e-9) / per_gpu_mem))
+    slots[~state.schedulable] = 0
+    return np.maximum(slots, 0).astype(np.int64)
+
+
+def large_job_capacity(cluster: Cluster | ClusterState, shapes: list[Shape]) -> list[dict[str, Any]]:
+    """Per request shape: per GPU model the requests that fit across and within switches, and pooled."""
+    state = cluster if isinstance(cluster, ClusterState) else ClusterState(cluster)
+    models = state.cluster.nodes if state.cluster is not None else []
+    model_of = np.array([n.gpu_model or "(unnamed)" for n in models]) if models else np.array([], dtype=str)
+    gpu_nodes = state.cap_gpus > 0
+    out = []
+    for shape in shapes:
+        slots = gpu_slots(state, shape)
+        per_model: dict[str, Any] = {}
+        for model in sorted(set(model_of[gpu_nodes].tolist())):
+            mask = gpu_nodes & (model_of == model)
+            asws = state.asw_domain[mask]
+            within_slots = np.bincount(asws, weights=slots[mask]) if mask.any() else np.zeros(0)
+            per_model[model] = {
+                "usable_gpus": int(slots[mask].sum()),
+                "across_asw": int(slots[mask].sum() // shape.gpus),
+                "within_asw": int(np.floor(within_slots / shape.gpus).sum()),
+            }
+        out.append({
+            "shape": str(shape),
+            "per_model": per_model,
+            "heterogeneous_across_asw": int(slots[gpu_nodes].sum() // shape.gpus),
+        })
+    return out
+
+
+def after_plan(cluster: Cluster, plan: Any) -> Cluster:
+    """The snapshot once ``plan`` (defrag, preempt or allocate) is carried out; the plan must be
+    valid for it (checked, so a report never shows the effect of an impossible plan)."""
+    from planner.cluster import SnapshotError
+
+    if plan.kind == "defrag":
+        from planner.validate import apply_plan, validate
+
+        problems = validate(cluster, plan)
+        after = apply_plan(cluster, plan)
+    else:
+        if plan.kind == "preempt":
+            from planner.validate_preempt import validate_preempt
+
+            problems = validate_preempt(cluster, plan)
+            gone = {v.pod for v in plan.victims}
+        else:
+            from planner.validate_allocate import validate_allocate
+
+            problems = validate_allocate(cluster, plan)
+            gone = set()
+        placed = {p.pod: p for p in plan.placements}
+        pods = []
+        for pod in cluster.pods:
+            if pod.name in gone:
+                pods.append(pod.model_copy(update={"node": None, "gpu_indexes": None}))
+            elif pod.name in placed:
+                target = placed[pod.name]
+                pods.append(pod.model_copy(update={"node": target.node, "gpu_indexes": getattr(target, "gpu_indexes", None), "standby": False}))
+            else:
+                pods.append(pod)
+        after = cluster.model_copy(update={"pods": pods})
+    if problems:
+        raise SnapshotError([f"--plan: the plan is not valid for this snapshot: {problems[0]}"])
+    return after
