@@ -14,6 +14,7 @@ from planner.cli import (
     _options,
     _stdout_console,
     app,
+    generate_app,
     guarded,
     report_violations,
 )
@@ -138,3 +139,60 @@ def validate_preempt_plan(cluster: Cluster, plan: PreemptPlan) -> None:
         f"valid: {len(plan.placements)} placement(s), {len(plan.victims)} victim(s), "
         f"{sum(v.lost_gpu_s for v in plan.victims):g} GPU-s lost, {surplus} surplus victim gang(s)",
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# generate flextopo / spot
+# ----------------------------------------------------------------------------------------------
+
+
+def _pending_counts(values: list[str]) -> dict[str, int]:
+    """``B=1`` ``C=2`` -> {"B": 1, "C": 2}; a malformed item is bad input naming --pending."""
+    from planner.cluster import SnapshotError
+
+    counts: dict[str, int] = {}
+    for value in values:
+        letter, _, count = value.partition("=")
+        if not letter or not count.isdigit():
+            raise SnapshotError([f"--pending: '{value}' is not LETTER=COUNT (e.g. --pending B=1)"])
+        counts[letter] = counts.get(letter, 0) + int(count)
+    return counts
+
+
+@generate_app.command("flextopo")
+@guarded
+def generate_flextopo_command(
+    nodes: int = typer.Option(100, "--nodes", help="RTX 4090 servers (FlexTopo's simulation: 100)."),
+    seed: int = typer.Option(0, "--seed", help="Random seed of the C and D device positions and start times."),
+    pending: list[str] = typer.Option([], "--pending", help="Pending scale-ups as LETTER=COUNT (A, B, C or D), repeatable."),
+    out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
+) -> None:
+    """FlexTopo's saturated cluster (Table 3): 2 sockets / 8 NUMA domains per node, workloads A-D at
+    priorities 1500/1000/500/200; --pending B=1 adds a scale-up of B."""
+    from planner.instances.flextopo import flextopo_cluster
+    from planner.snapshot import dump_cluster
+
+    _emit(dump_cluster(flextopo_cluster(nodes=nodes, seed=seed, pending=_pending_counts(pending))) + "\n", out)
+
+
+@generate_app.command("spot")
+@guarded
+def generate_spot_command(
+    nodes: int = typer.Option(200, "--nodes", help="Nodes sampled from the 2026 spot-GPU node list."),
+    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same snapshot."),
+    hp_share: float = typer.Option(0.6, "--hp-share", help="Share of GPUs held by HP pods."),
+    lp_fill: float = typer.Option(0.9, "--lp-fill", help="Share of the remaining GPUs filled by spot pods."),
+    pending_jobs: int = typer.Option(1, "--pending-jobs", help="Pending HP jobs that need preemption (hp-new-0, ...)."),
+    node_list: str = typer.Option(None, "--node-list", help="node_info_df.csv of the spot-GPU data (default ../shared/data/spot-gpu-2026)."),
+    out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
+) -> None:
+    """An HP/spot mix on the GPU models and node shapes of the 2026 spot-GPU node list, with
+    checkpoint intervals, spot gangs and pending HP jobs."""
+    from planner.instances.spot import DEFAULT_NODE_LIST, spot_cluster
+    from planner.snapshot import dump_cluster
+
+    cluster = spot_cluster(
+        nodes=nodes, seed=seed, hp_share=hp_share, lp_fill=lp_fill, pending_jobs=pending_jobs,
+        node_list=node_list if node_list is not None else DEFAULT_NODE_LIST,
+    )
+    _emit(dump_cluster(cluster) + "\n", out)

@@ -259,3 +259,21 @@ def test_spot_missing_node_list_is_a_clear_error(tmp_path):
     with pytest.raises(NodeListMissing, match="nope.csv") as caught:
         spot_cluster(node_list=missing)
     assert isinstance(caught.value, ValueError) and isinstance(caught.value, FileNotFoundError)
+
+
+def test_generate_commands_are_installed(tmp_path):
+    """`planner generate flextopo` and `generate spot` through the command line (guards the wiring)."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "ft.json"
+    done = subprocess.run([sys.executable, "-m", "planner.cli", "generate", "flextopo", "--nodes", "4", "--pending", "B=1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert any(job["name"] == "B-new-0" for job in json.loads(out.read_text())["jobs"])
+    done = subprocess.run([sys.executable, "-m", "planner.cli", "generate", "spot", "--nodes", "-1"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--nodes" in done.stderr
+    from planner.cli import generate_app
+
+    assert {c.name for c in generate_app.registered_commands} >= {"asi", "openb", "flextopo", "spot"}
