@@ -272,8 +272,14 @@ def test_generate_commands_are_installed(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert any(job["name"] == "B-new-0" for job in json.loads(out.read_text())["jobs"])
-    done = subprocess.run([sys.executable, "-m", "planner.cli", "generate", "spot", "--nodes", "-1"], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "--nodes" in done.stderr
+    node_list = tmp_path / "nodes.csv"
+    node_list.write_text("gpu_model,gpu_capacity_num,cpu_num,node_name\nA10,8,96,x1\n")
+    done = subprocess.run([sys.executable, "-m", "planner.cli", "generate", "spot", "--nodes", "-1", "--node-list", str(node_list)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--nodes" in done.stderr, done.stderr
+    done = subprocess.run([sys.executable, "-m", "planner.cli", "generate", "spot", "--node-list", str(tmp_path / "none.csv")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "none.csv" in done.stderr, done.stderr
     from planner.cli import generate_app
 
     assert {c.name for c in generate_app.registered_commands} >= {"asi", "openb", "flextopo", "spot"}
