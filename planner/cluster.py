@@ -355,44 +355,23 @@ def _numa_problems(cluster: Cluster) -> list[str]:
 
 
 def _device_problems(cluster: Cluster) -> list[str]:
-    """``gpu_indexes``: only on placed GPU pods, one per whole GPU (one for a share), in range, and no
-    device held by two whole-GPU pods or filled past 1 by shares."""
+    """``gpu_indexes`` only on placed pods, and on each node as ``rules.device_breaks`` allows."""
+    from planner import rules
+
     nodes = {node.name: node for node in cluster.nodes}
+    index = {pod.name: i for i, pod in enumerate(cluster.pods)}
     problems = []
-    holders: dict[tuple[str, int], list[tuple[int, float]]] = {}
+    on_node: dict[str, list[Pod]] = {}
     for i, pod in enumerate(cluster.pods):
-        if pod.gpu_indexes is None or pod.standby:
-            continue  # a standby pod lent its devices: spot pods may hold them
-        where = f"pods[{i}].gpu_indexes"
+        if pod.gpu_indexes is None:
+            continue
         if pod.node is None:
-            problems.append(f"{where}: pod '{pod.name}' is pending and holds no devices; remove gpu_indexes")
-            continue
-        node = nodes.get(pod.node)
-        if node is None:
-            continue  # reported as an unknown node
-        wanted = 1 if 0 < pod.gpus < 1 else int(pod.gpus)
-        if len(pod.gpu_indexes) != wanted:
-            problems.append(f"{where}: lists {len(pod.gpu_indexes)} devices, the pod requests {pod.gpus:g} GPUs (so {wanted})")
-        if len(set(pod.gpu_indexes)) != len(pod.gpu_indexes):
-            problems.append(f"{where}: a device is listed twice")
-        bad = [g for g in pod.gpu_indexes if not 0 <= g < node.gpus]
-        if bad:
-            problems.append(f"{where}: {bad} outside 0..{node.gpus - 1} (node '{node.name}' has {node.gpus} GPUs)")
-        for g in set(pod.gpu_indexes):
-            holders.setdefault((node.name, g), []).append((i, pod.gpus if pod.gpus < 1 else 1.0))
-    for (node_name, g), held in holders.items():
-        if len(held) < 2:
-            continue
-        first = held[0][0]
-        whole = [i for i, share in held if share >= 1]
-        if whole:
-            other = next(i for i, _ in held if i != whole[0])
-            problems.append(
-                f"pods[{max(whole[0], other)}].gpu_indexes: GPU {g} of node '{node_name}' is already held by "
-                f"pods[{min(whole[0], other)}]; a whole-GPU pod holds its devices alone"
-            )
-        elif math.fsum(share for _, share in held) > 1 + 1e-9:
-            problems.append(f"pods[{held[-1][0]}].gpu_indexes: the shares on GPU {g} of node '{node_name}' sum past 1 (first holder pods[{first}])")
+            problems.append(f"pods[{i}].gpu_indexes: pod '{pod.name}' is pending and holds no devices; remove gpu_indexes")
+        elif pod.node in nodes:  # an unknown node is reported as such
+            on_node.setdefault(pod.node, []).append(pod)
+    for name, pods in on_node.items():
+        for brk in rules.device_breaks(nodes[name], pods):
+            problems.append(f"pods[{index[brk.pod]}].gpu_indexes: {brk.detail}")
     return problems
 
 

@@ -365,6 +365,53 @@ def job_topology_ok(job: Job, nodes: Iterable[Node]) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------
+# Devices: which GPUs of a node the pods say they hold (``gpu_indexes``)
+# ----------------------------------------------------------------------------------------------
+
+DEVICES = "devices"
+
+
+def device_breaks(node: Node, pods: Sequence[Pod]) -> list[RuleBreak]:
+    """Every problem with the devices ``pods`` (on ``node``, in order) say they hold: one index per
+    whole GPU (one for a share), distinct and in range; a whole-GPU pod's devices its own; the shares
+    on one device summing to at most 1. Pods without ``gpu_indexes`` and standby pods (which lent
+    their devices) hold none. A conflict is blamed on the later pod."""
+    breaks = []
+    whole_holder: dict[int, str] = {}
+    share_holders: dict[int, list[Pod]] = {}
+    for pod in pods:
+        if pod.gpu_indexes is None or pod.standby:
+            continue
+        wanted = 1 if is_share(pod.gpus) else int(pod.gpus)
+        indexes = list(pod.gpu_indexes)
+        if len(indexes) != wanted:
+            breaks.append(RuleBreak(DEVICES, node.name, pod.name,
+                                    f"lists {len(indexes)} devices, the pod requests {pod.gpus:g} GPUs (so {wanted})"))
+        if len(set(indexes)) != len(indexes):
+            breaks.append(RuleBreak(DEVICES, node.name, pod.name, "a device is listed twice"))
+        outside = [g for g in indexes if not 0 <= g < node.gpus]
+        if outside:
+            breaks.append(RuleBreak(DEVICES, node.name, pod.name,
+                                    f"{outside} outside 0..{node.gpus - 1} (node '{node.name}' has {node.gpus} GPUs)"))
+        for g in sorted(set(indexes) - set(outside)):
+            holder = whole_holder.get(g) or next((q.name for q in share_holders.get(g, ())), None)
+            if holder is not None and (not is_share(pod.gpus) or g in whole_holder):
+                breaks.append(RuleBreak(DEVICES, node.name, pod.name,
+                                        f"GPU {g} of node '{node.name}' is already held by pod '{holder}'; a whole-GPU pod holds its devices alone"))
+                continue
+            if is_share(pod.gpus):
+                shares = share_holders.setdefault(g, [])
+                if math.fsum(q.gpus for q in shares) + pod.gpus > 1 + EPS:
+                    breaks.append(RuleBreak(DEVICES, node.name, pod.name,
+                                            f"the shares on GPU {g} of node '{node.name}' would sum past 1 (with pod '{shares[0].name}')"))
+                    continue
+                shares.append(pod)
+            else:
+                whole_holder[g] = pod.name
+    return breaks
+
+
+# ----------------------------------------------------------------------------------------------
 # Priority: who may preempt whom
 # ----------------------------------------------------------------------------------------------
 

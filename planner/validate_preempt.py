@@ -36,7 +36,7 @@ VICTIM_WRONG_JOB = "victim_wrong_job"
 VICTIM_TWICE = "victim_twice"
 GANG_SPLIT = "victim_gang_split"
 COST_MISMATCH = "lost_work_mismatch"
-DEVICES = "devices"
+DEVICES = rules.DEVICES
 COST_TOLERANCE = 1e-6
 
 
@@ -219,29 +219,10 @@ class _Check:
         return problems
 
     def _device_violations(self, node_name: str, residents: list[Pod], arriving: list[Pod]) -> list[Violation]:
-        node = self.nodes[node_name]
-        held: dict[int, str] = {}
-        for pod in residents:
-            if pod.standby:
-                continue  # it lent its devices
-            if pod.gpus >= 1 and pod.gpu_indexes:
-                for g in pod.gpu_indexes:
-                    held[g] = pod.name
-            elif pod.gpu_indexes:  # a share holds its device against whole-GPU pods
-                held.setdefault(pod.gpu_indexes[0], pod.name)
-        problems = []
-        for pod in arriving:
-            if pod.gpu_indexes is None:
-                continue
-            wanted = 1 if 0 < pod.gpus < 1 else int(pod.gpus)
-            if len(pod.gpu_indexes) != wanted or len(set(pod.gpu_indexes)) != wanted:
-                problems.append(Violation(DEVICES, f"pod '{pod.name}' needs {wanted} distinct devices, gpu_indexes lists {pod.gpu_indexes}", pod=pod.name, node=node_name))
-                continue
-            for g in pod.gpu_indexes:
-                if not 0 <= g < node.gpus:
-                    problems.append(Violation(DEVICES, f"GPU {g} is not a device of node '{node_name}' (0..{node.gpus - 1})", pod=pod.name, node=node_name))
-                elif g in held:
-                    problems.append(Violation(DEVICES, f"GPU {g} of node '{node_name}' is held by pod '{held[g]}'", pod=pod.name, node=node_name))
-                else:
-                    held[g] = pod.name
-        return problems
+        """``rules.device_breaks`` on the node after the change, for the pods the plan starts."""
+        names = {pod.name for pod in arriving}
+        return [
+            Violation(DEVICES, brk.detail, pod=brk.pod, node=node_name)
+            for brk in rules.device_breaks(self.nodes[node_name], [*residents, *arriving])
+            if brk.pod in names
+        ]

@@ -133,13 +133,9 @@ def _sequential_logged(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.n
         placed = len(choice.placements)
         free = policy.place_free(ps, ask, p, allowed)
         if free is not None:
-            n = free[0]
-            fit = ps.fit(p, n, (), ask.numa_mode)
-            if fit is not None:
-                ps.place_logged(p, n, fit.devices, log)
-                choice.placements.append((p, n, fit.devices))
+            last_failure = _start(ps, ask, p, free[0], policy, choice, log)
+            if not last_failure:
                 continue
-            last_failure = _unaligned(ps, p, n, policy)
         elif placed >= ask.min_placed:
             continue  # pods beyond the gang's minimum start only where nothing must be evicted
         elif not ask.preemptive:
@@ -160,17 +156,24 @@ def _sequential_logged(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.n
                         ps.evict_logged(q, log)
                         victims[q] = False
                     choice.units.append(u)
-                fit = ps.fit(p, n, (), ask.numa_mode)
-                if fit is not None:
-                    ps.place_logged(p, n, fit.devices, log)
-                    choice.placements.append((p, n, fit.devices))
+                last_failure = _start(ps, ask, p, n, policy, choice, log)
+                if not last_failure:
                     continue
-                last_failure = _unaligned(ps, p, n, policy)
         if placed + (len(pods) - k - 1) < ask.min_placed:
             return Choice(reason=last_failure)  # too few pods left to reach the gang's minimum
     if len(choice.placements) < ask.min_placed:
         return Choice(reason=last_failure or "too few pods placed")
     return choice
+
+
+def _start(ps: PreemptState, ask: Ask, p: int, n: int, policy: Policy, choice: Choice, log: list) -> str:
+    """Start pod p on node n, on the devices the job's NUMA mode allows; "" when it started, else why not."""
+    fit = ps.fit(p, n, (), ask.numa_mode)
+    if fit is None:
+        return _unaligned(ps, p, n, policy)
+    ps.place_logged(p, n, fit.devices, log)
+    choice.placements.append((p, n, fit.devices))
+    return ""
 
 
 def hopeless(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> bool:

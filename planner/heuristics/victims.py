@@ -114,19 +114,29 @@ def cheapest_cover(fitter: Fitter, units: NodeUnits, limit: int = COVER_SEARCH_L
     return best
 
 
+def _cover(fitter: Fitter, units: NodeUnits, chosen: Sequence[int]) -> Cover:
+    """The cover evicting ``chosen`` (which must let the pod fit)."""
+    fit = fitter(units.leaving(chosen))
+    assert fit is not None
+    return Cover(tuple(chosen), sum(units.cost[u] for u in chosen), units.leaving(chosen), fit)
+
+
+def _reprieved(fitter: Fitter, units: NodeUnits, chosen: list[int], order: Sequence[int]) -> list[int]:
+    """``chosen`` without each unit, in ``order``, whose eviction the pod turns out not to need."""
+    for u in order:
+        trial = [v for v in chosen if v != u]
+        if fitter(units.leaving(trial)) is not None:
+            chosen = trial
+    return chosen
+
+
 def _greedy_then_reprieve(fitter: Fitter, units: NodeUnits) -> Cover:
     chosen: list[int] = []
     for u in units.units:
         chosen.append(u)
         if fitter(units.leaving(chosen)) is not None:
             break
-    for u in sorted(chosen, key=lambda v: -units.cost[v]):
-        trial = [v for v in chosen if v != u]
-        if fitter(units.leaving(trial)) is not None:
-            chosen = trial
-    fit = fitter(units.leaving(chosen))
-    assert fit is not None
-    return Cover(tuple(chosen), sum(units.cost[u] for u in chosen), units.leaving(chosen), fit)
+    return _cover(fitter, units, _reprieved(fitter, units, chosen, sorted(chosen, key=lambda v: -units.cost[v])))
 
 
 def prefix_cover(fitter: Fitter, units: NodeUnits, unit_gpus_here: dict[int, float], demand_gpus: float) -> Cover | None:
@@ -141,9 +151,7 @@ def prefix_cover(fitter: Fitter, units: NodeUnits, unit_gpus_here: dict[int, flo
             break
         chosen.append(u)
         freed += unit_gpus_here[u]
-    fit = fitter(units.leaving(chosen))
-    assert fit is not None
-    return Cover(tuple(chosen), sum(units.cost[u] for u in chosen), units.leaving(chosen), fit)
+    return _cover(fitter, units, chosen)
 
 
 def ordered_cover(fitter: Fitter, units: NodeUnits, order: Sequence[int]) -> Cover | None:
@@ -154,9 +162,8 @@ def ordered_cover(fitter: Fitter, units: NodeUnits, order: Sequence[int]) -> Cov
     chosen: list[int] = []
     for u in order:
         chosen.append(u)
-        fit = fitter(units.leaving(chosen))
-        if fit is not None:
-            return Cover(tuple(chosen), sum(units.cost[u] for u in chosen), units.leaving(chosen), fit)
+        if fitter(units.leaving(chosen)) is not None:
+            return _cover(fitter, units, chosen)
     return None
 
 
@@ -166,16 +173,9 @@ def k8s_cover(fitter: Fitter, units: NodeUnits, reprieve_order: Sequence[int]) -
     fit = fitter(())
     if fit is not None:
         return Cover((), 0.0, (), fit)
-    chosen = list(units.units)
-    if fitter(units.leaving(chosen)) is None:
+    if fitter(units.leaving(units.units)) is None:
         return None
-    for u in reprieve_order:
-        trial = [v for v in chosen if v != u]
-        if fitter(units.leaving(trial)) is not None:
-            chosen = trial
-    fit = fitter(units.leaving(chosen))
-    assert fit is not None
-    return Cover(tuple(chosen), sum(units.cost[u] for u in chosen), units.leaving(chosen), fit)
+    return _cover(fitter, units, _reprieved(fitter, units, list(units.units), reprieve_order))
 
 
 # ----------------------------------------------------------------------------------------------

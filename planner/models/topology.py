@@ -69,6 +69,8 @@ def solve_joint(
     z = {j: m.var(f"z[{j}]") for j in names}
     u: dict[tuple[str, int], int] = {}
     domain_of = {j: (state.asw_domain if levels[j][0] == "asw" else state.spine_domain) for j in names}
+    nodes_of: dict[str, list[int]] = {j: [] for j in names}  # the nodes each job may use, in order
+    switches_of: dict[str, list[int]] = {j: [] for j in names}
     for j in names:
         p = jobs[j][0]
         if state.pod_share[p] > 0:
@@ -78,16 +80,18 @@ def solve_joint(
             bound = min(int(slots[n]), len(jobs[j]))
             x[j, n] = m.var(f"x[{j},{n}]", 0, bound)
             ub[j, n] = bound
+            nodes_of[j].append(n)
             d = int(domain_of[j][n])
             if (j, d) not in u:
                 u[j, d] = m.var(f"u[{j},{d}]")
+                switches_of[j].append(d)
             m.row([(x[j, n], 1), (u[j, d], -bound)], None, 0, f"(3) {j} on {n}")
     for j in names:
-        terms = [(v, 1) for (jj, _), v in x.items() if jj == j]
+        terms = [(x[j, n], 1) for n in nodes_of[j]]
         m.row([*terms, (z[j], -len(jobs[j]))], None, 0, f"(1) at most N [{j}]")
         m.row([*terms, (z[j], -minimum[j])], 0, None, f"(1) at least k [{j}]")
         if levels[j][1]:
-            m.row([(v, 1) for (jj, _), v in u.items() if jj == j], None, 1, f"(4) one switch [{j}]")
+            m.row([(u[j, d], 1) for d in switches_of[j]], None, 1, f"(4) one switch [{j}]")
     by_node: dict[int, list[str]] = {}
     for j, n in x:
         by_node.setdefault(n, []).append(j)
@@ -137,13 +141,8 @@ def solve_joint(
     for j in names:
         if not values[z[j]]:
             continue
-        queue = list(jobs[j])
-        pairs = []
-        for (jj, n), v in sorted(x.items(), key=lambda kv: kv[0][1]):
-            if jj == j:
-                for _ in range(values[v]):
-                    pairs.append((queue.pop(0), n))
-        assignment[j] = pairs
+        queue = iter(jobs[j])
+        assignment[j] = [(next(queue), n) for n in nodes_of[j] for _ in range(values[x[j, n]])]
     proven = first.status == "optimal" and second.status == "optimal"
     switches_bound = None
     if exact and first.status == "optimal":
