@@ -9,15 +9,20 @@ import typer
 
 from planner.cli import OutputFormat, Solver, _emit, _options, _stdout_console, app, guarded, report_violations
 from planner.cluster import Cluster
-from planner.plans import AllocationPlan
+from planner.plans import AllocationComparison, AllocationPlan
 
 
 class AllocateMethod(str, Enum):
+    auto = "auto"
     largest_first = "largest-first"
+    greedy = "greedy"
     alg2 = "alg2"
     kueue_bestfit = "kueue-bestfit"
     kueue_leastfree = "kueue-leastfree"
+    slurm = "slurm"
+    random = "random"
     exact = "exact"
+    compare = "compare"
 
 
 @app.command()
@@ -27,24 +32,29 @@ def allocate(
     snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
     jobs: str = typer.Option(None, "--jobs", help="Comma-separated jobs to place (default: every job with pending pods)."),
     method: AllocateMethod = typer.Option(
-        AllocateMethod.largest_first, "--method",
-        help="largest-first = fewest switches, then least entropy (optimal for one job); alg2 = the ASI paper's Algorithm 2 "
-        "as published; kueue-bestfit, kueue-leastfree = Kueue TAS's greedy profiles.",
+        AllocateMethod.auto, "--method",
+        help="auto = exact when it proves optimality within --time-limit, else the better of its plan and largest-first; "
+        "largest-first (= greedy) = largest job first, each on the fewest switches, then least entropy (optimal for one job); "
+        "alg2 = the ASI paper's Algorithm 2 as published; kueue-bestfit, kueue-leastfree = Kueue TAS's greedy profiles; "
+        "slurm = Slurm's topology/tree placement; random = random spread; exact = the joint model with proven bounds; "
+        "compare = largest-first and exact side by side.",
     ),
-    solver: Solver = typer.Option(Solver.cpsat, "--solver", help="exact: the back-end."),
-    time_limit: float = typer.Option(10.0, "--time-limit", help="exact: seconds for both solves."),
-    solver_workers: int = typer.Option(8, "--solver-workers", help="exact: CP-SAT workers / HiGHS threads."),
+    solver: Solver = typer.Option(Solver.cpsat, "--solver", help="exact, auto, compare: the back-end."),
+    time_limit: float = typer.Option(10.0, "--time-limit", help="exact, auto, compare: seconds for all solves."),
+    solver_workers: int = typer.Option(8, "--solver-workers", help="exact, auto, compare: CP-SAT workers / HiGHS threads."),
+    entropy: bool = typer.Option(True, "--entropy/--no-entropy", help="exact, auto, compare: least entropy as the third objective level."),
+    seed: int = typer.Option(0, "--seed", help="random: the seed."),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json: the plan; table: a summary."),
 ) -> None:
-    """Place pending jobs on as few access switches as possible, largest job first."""
+    """Place pending jobs on as few access switches as possible: one job at a time or jointly."""
     from planner.engine.allocate import AllocateOptions, plan_allocate
     from planner.plans import dump_plan
     from planner.snapshot import load_cluster
 
     names = [j.strip() for j in jobs.split(",") if j.strip()] if jobs is not None else None
     options = _options(context, AllocateOptions, {"method": method.value, "jobs": names, "solver": solver.value,
-                                                  "time_limit_s": time_limit, "solver_workers": solver_workers})
+                                                  "time_limit_s": time_limit, "solver_workers": solver_workers, "entropy": entropy, "seed": seed})
     cluster = load_cluster(snapshot)
     plan = plan_allocate(cluster, options)
     if out is not None:
@@ -56,15 +66,23 @@ def allocate(
         _emit(dump_plan(plan) + "\n", "-")
 
 
-def _render(console: Any, plan: AllocationPlan) -> None:
+def _render(console: Any, plan: AllocationPlan | AllocationComparison) -> None:
     from rich.table import Table
 
-    table = Table("job", "pods", "asws", "min asws", "entropy", "nodes", "min nodes", "locality cost", title=f"allocation ({plan.report.method if plan.report else ''})")
-    for job, m in plan.metrics.get("per_job", {}).items():
-        table.add_row(job, str(m["pods"]), str(m["asws"]), str(m["min_asws"]), f"{m['entropy']:.3f}", str(m["nodes"]), str(m["min_nodes"]), f"{m['locality_cost']:g}")
-    console.print(table)
-    for item in plan.unplaced:
-        console.print(f"unplaced {item.job}: {item.reason}")
+    plans = [("greedy", plan.greedy), ("exact", plan.exact)] if isinstance(plan, AllocationComparison) else [("plan", plan)]
+    for label, one in plans:
+        report = one.report
+        title = f"{label}: {report.method} {report.status}" if report else label
+        table = Table("job", "pods", "asws", "min asws", "entropy", "nodes", "min nodes", "locality cost", title=title)
+        for job, m in one.metrics.get("per_job", {}).items():
+            table.add_row(job, str(m["pods"]), str(m["asws"]), str(m["min_asws"]), f"{m['entropy']:.3f}", str(m["nodes"]), str(m["min_nodes"]), f"{m['locality_cost']:g}")
+        console.print(table)
+        for item in one.unplaced:
+            console.print(f"unplaced {item.job}: {item.reason}")
+    if isinstance(plan, AllocationComparison):
+        g, e = plan.gap["greedy"], plan.gap["exact"]
+        console.print(f"GPUs started: greedy {g['gpus']:g}, exact {e['gpus']:g}; switches: greedy {g['switches']}, exact {e['switches']} "
+                      f"(exact {plan.gap['exact_status']})")
 
 
 def validate_allocation_plan(cluster: Cluster, plan: AllocationPlan) -> None:

@@ -156,6 +156,17 @@ AnyPlan = DefragPlan | PreemptPlan | AllocationPlan
 _KINDS: dict[str, type[BaseModel]] = {"defrag": DefragPlan, "preempt": PreemptPlan, "allocate": AllocationPlan}
 
 
+class AllocationComparison(BaseModel):
+    """Compare mode: largest-first (greedy, one job at a time) and the exact joint model, side by side."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: Literal[1] = PLAN_VERSION
+    kind: Literal["allocate-compare"] = "allocate-compare"
+    greedy: AllocationPlan
+    exact: AllocationPlan
+    gap: dict[str, Any]
+
+
 def parse_plan(text: str | bytes, source: str = "plan") -> AnyPlan:
     """Parse a plan of any kind (``kind`` decides; default defrag); raise SnapshotError with
     field-path messages when it is malformed."""
@@ -176,7 +187,7 @@ def parse_plan(text: str | bytes, source: str = "plan") -> AnyPlan:
         raise SnapshotError(pydantic_problems(err, model, source)) from None
 
 
-PlanDocument = DefragPlan | DefragComparison | PreemptPlan | PreemptComparison | AllocationPlan
+PlanDocument = DefragPlan | DefragComparison | PreemptPlan | PreemptComparison | AllocationPlan | AllocationComparison
 
 
 def plan_to_dict(plan: PlanDocument) -> dict[str, Any]:

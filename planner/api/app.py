@@ -220,7 +220,7 @@ def create_app(settings: Settings) -> FastAPI:
               {"description": "The job finished within ?wait: the plan (kind preempt, or preempt-compare)."})
     job_route("/v1/allocate", "allocate", accept_allocate, AllocateRequest,
               "Submit an allocation job: start pending jobs on as few switches as possible",
-              {"description": "The job finished within ?wait: the plan (kind allocate)."})
+              {"description": "The job finished within ?wait: the plan (kind allocate, or allocate-compare)."})
 
     async def submit(http: Request, kind: str, accept: Any, wait: float, idempotency_key: str | None) -> Any:
         """Check the body off the loop, store the job, wake the dispatcher; 202, or 200 with the plan

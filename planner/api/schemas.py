@@ -79,7 +79,7 @@ class ServiceAllocateOptions(AllocateOptions):
     """``plan_allocate`` options."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"method": "largest-first"}]})
-    time_limit_s: float = Field(10.0, gt=0, le=3600, description="exact: time for both solves.")
+    time_limit_s: float = Field(10.0, gt=0, le=3600, description="exact, auto, compare: time for all solves.")
 
 
 class AllocateRequest(BaseModel):

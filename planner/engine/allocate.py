@@ -19,26 +19,33 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from planner import rules
 from planner.cluster import Cluster
 from planner.engine.defrag import PlanBug, PlanOptionError, refuse_unused
 from planner.heuristics.topology import allocate_job, entropy, min_switches, node_slots
-from planner.plans import AllocationPlan, Placement, SolveReport, Unplaced
+from planner.plans import AllocationComparison, AllocationPlan, Placement, SolveReport, Unplaced
 from planner.state import PENDING, ClusterState
 from planner.validate_allocate import validate_allocate
 
-AllocateMethod = Literal["largest-first", "alg2", "kueue-bestfit", "kueue-leastfree", "exact"]
+AllocateMethod = Literal["auto", "largest-first", "greedy", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random", "exact", "compare"]
+GREEDY_METHODS = ("largest-first", "greedy", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random")
+"""One job at a time, largest first; ``greedy`` is largest-first (the ASI practice)."""
 SWITCH_PAIR_WEIGHT = 1
 CROSS_SWITCH_PAIR_WEIGHT = 10
+ENTROPY_TIE = 1e-6
+"""Entropy sums closer than this (nats) are equal (metrics are rounded to 6 decimals)."""
 """Locality cost weights per GPU pair: 0 on one node, 1 under one switch, 10 across switches."""
 
 
 class AllocateOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
-    method: AllocateMethod = "largest-first"
+    method: AllocateMethod = "auto"
     jobs: list[str] | None = Field(None, description="Jobs to place (default: every job with pending pods).")
-    solver: Literal["cpsat", "highs"] = Field("cpsat", description="exact: the back-end.")
-    time_limit_s: float = Field(10.0, gt=0, le=7 * 24 * 3600.0, allow_inf_nan=False, description="exact: time for both solves.")
+    solver: Literal["cpsat", "highs"] = Field("cpsat", description="exact, auto, compare: the back-end.")
+    time_limit_s: float = Field(10.0, gt=0, le=7 * 24 * 3600.0, allow_inf_nan=False, description="exact, auto, compare: time for all solves.")
     solver_workers: int = Field(8, ge=1, le=256, description="CP-SAT workers / HiGHS threads.")
+    entropy: bool = Field(True, description="exact, auto, compare: least entropy as the objective's third level (after GPUs, switches).")
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="random: the seed.")
 
     @field_validator("*")
     @classmethod
@@ -46,14 +53,15 @@ class AllocateOptions(BaseModel):
         return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "jobs"), _unused_reason)
 
 
+_SOLVER = {"solver", "time_limit_s", "solver_workers", "entropy"}
 METHOD_OPTIONS: dict[str, set[str]] = {
-    "largest-first": set(), "alg2": set(), "kueue-bestfit": set(), "kueue-leastfree": set(),
-    "exact": {"solver", "time_limit_s", "solver_workers"},
+    **{m: set() for m in GREEDY_METHODS}, "random": {"seed"}, "exact": _SOLVER, "auto": _SOLVER, "compare": _SOLVER,
 }
 
 
 def _unused_reason(method: str, name: str) -> str:
-    return f"method '{method}' does not use it; use it with method exact, or leave it out"
+    users = "method random" if name == "seed" else "method exact, auto or compare"
+    return f"method '{method}' does not use it; use it with {users}, or leave it out"
 
 
 def _shape(pod: Any) -> tuple:
@@ -74,6 +82,7 @@ def pending_jobs(cluster: Cluster, names: list[str] | None) -> list[str]:
         if name not in pending:
             raise PlanOptionError("jobs", f"job '{name}' has no pending pods")
         first = cluster.pods[pending[name][0]]
+        _refuse_unholdable(cluster, pending[name][0])
         for i in pending[name][1:]:
             if _shape(cluster.pods[i]) != _shape(first):
                 raise PlanOptionError(
@@ -82,7 +91,23 @@ def pending_jobs(cluster: Cluster, names: list[str] | None) -> list[str]:
     return list(chosen)
 
 
-def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> AllocationPlan:
+def _refuse_unholdable(cluster: Cluster, i: int) -> None:
+    """A pod shape no node could hold even empty is bad input, not a job to leave pending."""
+    pod = cluster.pods[i]
+    probe = pod.model_copy(update={"node": None})
+    if any(rules.gpu_model_allowed(pod, n) and rules.selector_matches(pod, n) and not rules.resource_shortfalls(n, [probe]) for n in cluster.nodes):
+        return
+    largest = max(cluster.nodes, key=lambda n: (n.gpus, n.cpus, n.memory_gib), default=None)
+    where = f"; the largest node has {largest.gpus} GPUs, {largest.cpus:g} CPUs, {largest.memory_gib:g} GiB" if largest else ""
+    rules_text = (f", GPU models {sorted(pod.gpu_models)}" if pod.gpu_models else "") + (f", node selector {dict(pod.node_selector)}" if pod.node_selector else "")
+    raise PlanOptionError(
+        f"pods[{i}]", f"pod '{pod.name}' of job '{pod.job}' asks {pod.gpus:g} GPUs, {pod.cpus:g} CPUs, {pod.memory_gib:g} GiB{rules_text}: "
+        f"no node could hold it even empty{where}; fix the request or add such nodes"
+    )
+
+
+def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> AllocationPlan | AllocationComparison:
+    """A validated allocation plan (for ``compare``: the greedy and exact plans side by side)."""
     options = options or AllocateOptions()
     start = time.perf_counter()
     names = pending_jobs(cluster, options.jobs)
@@ -90,8 +115,16 @@ def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> A
     job_index = cluster.job_index()
     pods_of = {name: [int(p) for p in np.flatnonzero((state.pod_job == job_index[name]) & (state.pod_node == PENDING))] for name in names}
     order = sorted(names, key=lambda j: (-float(state.pod_gpus[pods_of[j]].sum()), j))
-    if options.method == "exact":
-        return _exact(cluster, state, names, pods_of, options, start)
+    if options.method in ("exact", "auto", "compare"):
+        warm = plan_allocate(cluster, AllocateOptions(method="largest-first", jobs=options.jobs))
+        assert isinstance(warm, AllocationPlan)
+        exact = _exact(cluster, state, names, pods_of, options, start, warm)
+        if options.method == "exact":
+            return exact
+        if options.method == "compare":
+            return _comparison(warm, exact)
+        return _auto(warm, exact, start)
+    rng = np.random.default_rng(options.seed)
     placements: list[Placement] = []
     unplaced: list[Unplaced] = []
     per_job: dict[str, Any] = {}
@@ -103,9 +136,8 @@ def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> A
         pods = pods_of[name]
         need = job.min_available if job.min_available is not None else len(pods)
         slots = node_slots(state, pods[0])
-        capacities = [int(slots[domains == d].sum()) for d in np.unique(domains)]
-        smallest = min_switches(capacities, need)
-        placed, reason = _place(state, pods, need, domains, options.method, required, level)
+        smallest = min_switches(switch_room(slots, domains), need)
+        placed, reason = _place(state, pods, need, domains, options.method, required, level, rng)
         if reason is not None:
             unplaced.append(Unplaced(job=name, reason=reason))
             continue
@@ -130,11 +162,60 @@ def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> A
     return plan
 
 
-def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dict[str, list[int]], options: AllocateOptions, start: float) -> AllocationPlan:
+def switch_room(slots: np.ndarray, domains: np.ndarray) -> list[int]:
+    """Pods of one shape each switch can take (``slots`` per node summed per domain id)."""
+    _, inverse = np.unique(domains, return_inverse=True)
+    return np.bincount(inverse, weights=slots).astype(np.int64).tolist()
+
+
+def _lexicographic_key(plan: AllocationPlan) -> tuple[float, int, float]:
+    """Better is larger: GPUs started, then fewer switches, then less entropy."""
+    per_job = plan.metrics.get("per_job", {})
+    return (plan.report.objective or 0.0 if plan.report else 0.0, -sum(m["asws"] for m in per_job.values()),
+            -math.fsum(m["entropy"] for m in per_job.values()))
+
+
+def _auto(greedy: AllocationPlan, exact: AllocationPlan, start: float) -> AllocationPlan:
+    """The exact plan when proven optimal; otherwise the better of it and largest-first (GPUs,
+    then switches, then entropy), with the status it really has."""
+    assert exact.report is not None and greedy.report is not None
+    levels = len(getattr(exact.report, "objective_levels", None) or ["gpus", "switches"])
+    g_key, e_key = _lexicographic_key(greedy)[:levels], _lexicographic_key(exact)[:levels]
+    proven = exact.report.status == "optimal"
+    # largest-first as good as a proven optimum on every level the proof covers is optimal too; it
+    # is kept then (it best-fits, leaving the roomiest switches to the next jobs)
+    use_exact = e_key > g_key if not proven else not (g_key[:2] == e_key[:2] and g_key[2:] >= tuple(v - ENTROPY_TIE for v in e_key[2:]))
+    plan = exact if use_exact else greedy
+    assert plan.report is not None
+    extra: dict[str, Any] = {"method": "auto", "chosen": "exact" if use_exact else "largest-first", "exact_status": exact.report.status,
+                             "wall_s": round(time.perf_counter() - start, 6)}
+    if not use_exact:  # the exact model's claims hold for this plan too, and its bounds still bound the problem
+        keep = ("status", "bound", "gap", "switches_bound", "objective_levels", "entropy_bound_nats", "entropy_tolerance_nats", "model_exact")
+        extra.update({k: getattr(exact.report, k, None) for k in keep if proven or k in ("bound", "switches_bound")})
+        if not proven:
+            extra["status"] = "heuristic"
+    return plan.model_copy(update={"report": plan.report.model_copy(update=extra)})
+
+
+def _comparison(greedy: AllocationPlan, exact: AllocationPlan) -> AllocationComparison:
+    def summary(plan: AllocationPlan) -> dict[str, Any]:
+        per_job = plan.metrics.get("per_job", {})
+        return {"gpus": plan.report.objective if plan.report else None, "jobs_placed": len(per_job),
+                "switches": sum(m["asws"] for m in per_job.values()), "entropy": round(math.fsum(m["entropy"] for m in per_job.values()), 6),
+                "locality_cost": math.fsum(m["locality_cost"] for m in per_job.values())}
+
+    g, e = summary(greedy), summary(exact)
+    return AllocationComparison(greedy=greedy, exact=exact, gap={
+        "greedy": g, "exact": e, "gpus": (e["gpus"] or 0) - (g["gpus"] or 0), "switches": g["switches"] - e["switches"],
+        "exact_status": exact.report.status if exact.report else None,
+    })
+
+
+def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dict[str, list[int]], options: AllocateOptions, start: float,
+           warm: AllocationPlan) -> AllocationPlan:
     """The joint optimum of the batch (warm-started from largest-first), with its claims."""
     from planner.models.topology import solve_joint
 
-    warm = plan_allocate(cluster, AllocateOptions(method="largest-first", jobs=options.jobs))
     hint: dict[str, list[tuple[int, int]]] = {}
     for pl in warm.placements:
         p = state.pod_index[pl.pod]
@@ -147,7 +228,7 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
         minimum[j] = spec.min_available if spec.min_available is not None else len(pods_of[j])
     def greedy_for(subset: list[str]) -> dict[str, list[tuple[int, int]]] | None:
         again = plan_allocate(cluster, AllocateOptions(method="largest-first", jobs=subset))
-        if again.unplaced:
+        if not isinstance(again, AllocationPlan) or again.unplaced:
             return None
         pairs: dict[str, list[tuple[int, int]]] = {}
         for pl in again.placements:
@@ -155,16 +236,15 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
             pairs.setdefault(cluster.pods[p].job, []).append((p, state.node_index[pl.node]))
         return pairs
 
-    result = solve_joint(state, jobs, levels, minimum, options.solver, options.time_limit_s, options.solver_workers, hint, greedy_for)
+    result = solve_joint(state, jobs, levels, minimum, options.solver, options.time_limit_s, options.solver_workers, hint, greedy_for,
+                         optimise_entropy=options.entropy)
     placements, per_job = [], {}
     for j in names:
         pairs = result.assignment.get(j, [])
         if not pairs:
             continue
-        domains = state.asw_domain
         slots = node_slots(state, pods_of[j][0])
-        capacities = np.bincount(np.unique(domains, return_inverse=True)[1], weights=slots).astype(np.int64).tolist()
-        per_job[j] = _job_metrics(state, cluster, pairs, slots, len(pairs), min_switches(capacities, len(pairs)))
+        per_job[j] = _job_metrics(state, cluster, pairs, slots, len(pairs), min_switches(switch_room(slots, state.asw_domain), len(pairs)))
         for p, n in pairs:
             placements.append(Placement(pod=state.pod_names[p], node=state.node_names[n]))
     unplaced = [Unplaced(job=j, reason="not started in the joint optimum (the batch does not fit whole)") for j in names if j not in per_job]
@@ -188,19 +268,26 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
     return plan
 
 
-def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray, method: str, required: bool, level: str):  # type: ignore[no-untyped-def]
+def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray, method: str, required: bool, level: str, rng: np.random.Generator):  # type: ignore[no-untyped-def]
     """(pod, node) pairs for ``need`` of the pods, or the reason they cannot start."""
+    method = "largest-first" if method == "greedy" else method
     if not required:
-        return allocate_job(state, pods[:need], domains, method)
+        return allocate_job(state, pods[:need], domains, method, rng)
     slots = node_slots(state, pods[0])
     ids = np.unique(domains)
-    room = np.array([int(slots[domains == d].sum()) for d in ids])
+    room = np.array(switch_room(slots, domains), dtype=np.int64)
     fits = np.flatnonzero(room >= need)
     if not len(fits):
         return [], f"needs {need} pods under one {level}; the roomiest {level} takes {int(room.max()) if len(room) else 0}"
-    # Algorithm 2 takes the lowest-index switch of its all-way tie; largest-first the smallest that fits
-    pick = int(fits[0]) if method == "alg2" else int(fits[np.argmin(room[fits])])
-    return allocate_job(state, pods[:need], np.where(domains == ids[pick], 0, -1), method)
+    # Algorithm 2 takes the lowest-index switch of its all-way tie; random any that holds the job;
+    # the others the smallest that holds it (best fit)
+    if method == "alg2":
+        pick = int(fits[0])
+    elif method == "random":
+        pick = int(fits[rng.integers(len(fits))])
+    else:
+        pick = int(fits[np.argmin(room[fits])])
+    return allocate_job(state, pods[:need], np.where(domains == ids[pick], 0, -1), method, rng)
 
 
 def _job_metrics(state: ClusterState, cluster: Cluster, placed: list[tuple[int, int]], slots: np.ndarray, count: int, smallest: int | None) -> dict[str, Any]:

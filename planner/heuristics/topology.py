@@ -109,6 +109,38 @@ def min_switches(capacities: Sequence[int], demand: int) -> int | None:
     return None
 
 
+def slurm_tree(capacities: Sequence[int], demand: int, parents: Sequence[int]) -> Allocation | None:
+    """Slurm's ``topology/tree`` placement as its Topology Guide describes it: the lowest-level switch
+    that can satisfy the request, then its leaf switches by best fit. Here: the smallest access
+    switch that holds the job; else the smallest spine (``parents[s]``: switch s's spine) whose
+    switches together hold it, else the whole fabric; within it, repeatedly the smallest unused
+    switch that holds the remainder, else the roomiest one (our reading of "best fit" over leaves).
+    It can span more switches than largest-first: it stays under one spine."""
+    if demand <= 0:
+        return []
+    if sum(capacities) < demand:
+        return None
+    whole = [s for s, cap in enumerate(capacities) if cap >= demand]
+    if whole:
+        return [(min(whole, key=lambda s: (capacities[s], s)), demand)]
+    totals: dict[int, int] = {}
+    for s, cap in enumerate(capacities):
+        totals[parents[s]] = totals.get(parents[s], 0) + cap
+    holding = [p for p, total in totals.items() if total >= demand]
+    chosen = min(holding, key=lambda p: (totals[p], p)) if holding else None
+    leaves = [s for s, cap in enumerate(capacities) if cap > 0 and (chosen is None or parents[s] == chosen)]
+    plan: Allocation = []
+    left = demand
+    while left > 0:
+        fits = [s for s in leaves if capacities[s] >= left]
+        s = min(fits, key=lambda t: (capacities[t], t)) if fits else max(leaves, key=lambda t: (capacities[t], -t))
+        take = min(capacities[s], left)
+        plan.append((s, take))
+        leaves.remove(s)
+        left -= take
+    return plan
+
+
 CHOOSERS = {"largest-first": largest_first, "kueue-bestfit": largest_first, "alg2": alg2, "kueue-leastfree": least_free_first}
 """Kueue TAS's ``BestFit`` profile takes domains from the most free capacity down and best-fits the
 last one: on switch capacities that is largest-first."""
@@ -145,18 +177,28 @@ def node_slots(state, p: int) -> np.ndarray:  # type: ignore[no-untyped-def]
     return np.maximum(slots, 0)
 
 
-def allocate_job(state, pods: list[int], domains: np.ndarray, method: str) -> tuple[list[tuple[int, int]], str | None]:  # type: ignore[no-untyped-def]
-    """Place ``pods`` (one job, one shape) on nodes: switches chosen by ``method`` (``alg2`` or
-    ``largest-first``) on usable capacity, nodes within a switch filled fullest-capacity first.
-    Returns the (pod, node) pairs, or [] and the reason when the job does not fit."""
+def allocate_job(state, pods: list[int], domains: np.ndarray, method: str, rng: np.random.Generator | None = None) -> tuple[list[tuple[int, int]], str | None]:  # type: ignore[no-untyped-def]
+    """Place ``pods`` (one job, one shape) on nodes: switches chosen by ``method`` (a ``CHOOSERS``
+    key or ``slurm``) on usable capacity, nodes within a switch filled roomiest first; ``random``
+    spreads the pods over uniformly drawn nodes with room (``rng``). ``domains``: each node's switch
+    (-1: not allowed). Returns the (pod, node) pairs, or [] and the reason when the job does not fit."""
     if not pods:
         return [], None
     slots = node_slots(state, pods[0])
+    slots[domains < 0] = 0
+    too_small = f"{len(pods)} pods of this shape need more room than the switches have together ({int(slots.sum())} pods)"
+    if method == "random":
+        return _random_spread(slots, pods, rng if rng is not None else np.random.default_rng(0), too_small)
     ids, inverse = np.unique(domains, return_inverse=True)
     capacities = np.bincount(inverse, weights=slots, minlength=len(ids)).astype(np.int64).tolist()
-    plan = CHOOSERS[method](capacities, len(pods))
+    if method == "slurm":
+        parent = np.zeros(len(ids), dtype=np.int64)
+        parent[inverse] = state.spine_domain
+        plan = slurm_tree(capacities, len(pods), parent.tolist())
+    else:
+        plan = CHOOSERS[method](capacities, len(pods))
     if plan is None:
-        return [], f"{len(pods)} pods of this shape need more room than the switches have together ({sum(capacities)} pods)"
+        return [], too_small
     placed: list[tuple[int, int]] = []
     queue = list(pods)
     for switch, count in plan:
@@ -168,4 +210,18 @@ def allocate_job(state, pods: list[int], domains: np.ndarray, method: str) -> tu
             count -= take
             if count == 0:
                 break
+    return placed, None
+
+
+def _random_spread(slots: np.ndarray, pods: list[int], rng: np.random.Generator, too_small: str) -> tuple[list[tuple[int, int]], str | None]:
+    """Random spread: each pod on a node drawn uniformly from those with room left (all or nothing)."""
+    if int(slots.sum()) < len(pods):
+        return [], too_small
+    left = slots.copy()
+    placed: list[tuple[int, int]] = []
+    for p in pods:
+        open_nodes = np.flatnonzero(left > 0)
+        n = int(open_nodes[rng.integers(len(open_nodes))])
+        left[n] -= 1
+        placed.append((p, n))
     return placed, None

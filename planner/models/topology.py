@@ -1,41 +1,66 @@
-"""Exact joint allocation of a batch of pending jobs (a MILP/CP model, CP-SAT or HiGHS).
+"""Exact joint allocation of a batch of pending jobs (an integer program, CP-SAT or HiGHS).
+
+The objective lives at switch level (GPUs started, switches spanned, entropy over switches), so the
+model decides pods per job *per switch* and proves, per switch, that the nodes can hold them:
+
+* **shapes**: jobs whose pods ask the same (whole GPUs, CPUs, memory, eligibility, anti-affinity
+  groups) are interchangeable on a node; the node-level packing is per shape, not per job;
+* **node classes**: nodes under one switch with the same free GPUs, CPUs and memory and the same
+  room for every shape are interchangeable; a class of ``count`` nodes is packed by choosing, per
+  node, a *pattern*: a maximal vector of pods per shape that fits one node (resources and
+  anti-affinity). ``w[c, p]`` counts the nodes of class c packed with pattern p. Patterns are
+  downward closed (fewer pods always fit), so maximal ones suffice and the packing is exact. A class
+  with more than ``PATTERN_LIMIT`` maximal patterns gets per-node variables instead (exact too).
 
 Variables:
-  x[j, n]  integer, pods of job j on node n (at most what n could take of j alone);
+  x[j, d]  integer, pods of job j under access switch d;
   z[j]     binary, job j starts (all its pods, or at least ``min_available``);
-  u[j, d]  binary, job j uses switch d (at its topology level: asw, or spine for spine jobs).
+  u[j, e]  binary, job j uses switch e at its topology level (asw, or spine for spine jobs);
+  w[c, p]  integer, nodes of class c packed with pattern p; y[s, n] pods of shape s on node n
+           for the per-node classes.
 Constraints:
-  (1) k_j z_j <= sum_n x[j, n] <= N_j z_j                       gang (k_j = min_available or N_j)
-  (2) sum_j G_j x[j, n] <= free whole GPUs of n; CPUs, memory alike (exact integer units)
-  (3) x[j, n] <= ub[j, n] u[j, d(n)]                             switch use
-  (4) sum_d u[j, d] <= 1 for a ``required`` job                  one switch
-  (5) anti-affinity: at most one pod per node of the jobs sharing a group
-Objective, lexicographic in two solves: most GPUs of the jobs started; then, with that held, fewest
-switches spanned (summed over jobs). Entropy is reported, not optimised.
+  (1) k_j z_j <= sum_d x[j, d] <= N_j z_j                        gang (k_j = min_available or N_j)
+  (2) sum_{j of shape s} x[j, d] <= sum_{c in d, p} a[p, s] w[c, p] + sum_{n in d} y[s, n]
+  (3) sum_p w[c, p] <= count_c; per-node rows for y: GPUs, CPUs, memory, anti-affinity groups
+  (4) x[j, d] <= ub[j, d] u[j, e(d)];  sum_e u[j, e] <= 1 for a ``required`` job
+Objective, lexicographic in up to three solves, each holding the optimum of the ones before:
+  (a) most GPUs of the jobs started; (b) fewest switches spanned, summed over jobs; (c) least
+  entropy (ASI Eq. 1, over access switches) summed over the jobs that may span switches, linear
+  through one-hot count indicators b[j, d, k] (x[j, d] = sum_k k b[j, d, k]) with coefficients
+  k/N ln(N/k) scaled to integers (``ENTROPY_SCALE``; the reported tolerance bounds the rounding).
+  (c) runs when every job's pod count is fixed (no elastic gang) and the indicators number at most
+  ``ENTROPY_INDICATOR_LIMIT``; the result says which levels its status covers.
 
-The model is exact (it accepts exactly what ``rules.py`` accepts) for jobs of whole-GPU pods; a job
-of GPU shares makes it a relaxation (shares pack onto devices) and the bound is then not claimed.
+Exact (accepts exactly what ``rules.py`` accepts) for jobs of whole-GPU pods; a job of GPU shares
+makes it a relaxation (shares pack onto devices) and nothing is claimed.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from planner.heuristics.topology import node_slots
+from planner.heuristics.topology import entropy, largest_first, min_switches, node_slots
 from planner.models.backends import solve
 from planner.models.milp import Milp
-from planner.models.units import scale_for
+from planner.rules import EPS
 from planner.state import ClusterState
+
+PATTERN_LIMIT = 64
+ENTROPY_SCALE = 1_000_000
+ENTROPY_INDICATOR_LIMIT = 40_000
+
+Pairs = dict[str, list[tuple[int, int]]]  # job -> (pod, node)
 
 
 @dataclass
 class JointResult:
     """Pods per (job, node), the solver's claims and sizes."""
 
-    assignment: dict[str, list[tuple[int, int]]]  # job -> (pod, node)
+    assignment: Pairs
     status: str
     gpus_bound: float | None
     switches_bound: float | None
@@ -43,188 +68,394 @@ class JointResult:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-def solve_joint(
-    state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int],
-    solver: str = "cpsat", time_limit_s: float = 10.0, workers: int = 8, hint: dict[str, list[tuple[int, int]]] | None = None,
-    greedy_for: Any = None,
-) -> JointResult:
-    """Place ``jobs`` (name -> pending pod indexes) jointly; ``levels``: name -> (level, required).
+@dataclass
+class _Shape:
+    pod: int  # a representative pod
+    gpus: int  # devices per pod (a share takes one)
+    cpus: float
+    memory: float
+    groups: tuple[int, ...]
+    slots: np.ndarray  # per node, pods of this shape it could take alone
+    demand: int  # pods of this shape in the batch
 
-    First the switch-level relaxation (``switch_bounds``): when the heuristic ``hint`` already meets
-    both of its bounds, the hint is proven optimal without the node-level model."""
-    # HiGHS proves this small relaxation in a fraction of a second where CP-SAT took seconds
-    relaxed = switch_bounds(state, jobs, levels, minimum, "highs", time_limit_s / 4, workers)
-    if hint is not None and relaxed is not None:
-        hint_gpus = sum(len(pairs) * (int(state.pod_whole[jobs[j][0]]) or 1) for j, pairs in hint.items() if j in jobs)
-        hint_switches = sum(len({int(state.asw_domain[n]) for _, n in pairs}) for pairs in hint.values())
-        gpus_bound, switches_bound, exact_relaxation = relaxed
-        if exact_relaxation and hint_gpus >= gpus_bound and hint_switches <= switches_bound:
-            fields = {"proof": "switch-level relaxation", "relaxation_gpus": gpus_bound, "relaxation_switches": switches_bound}
-            return JointResult(dict(hint), "optimal", float(gpus_bound), float(switches_bound), True, fields)
-    m = Milp()
-    exact = True
-    names = sorted(jobs)
-    x: dict[tuple[str, int], int] = {}
-    ub: dict[tuple[str, int], int] = {}
-    z = {j: m.var(f"z[{j}]") for j in names}
-    u: dict[tuple[str, int], int] = {}
-    domain_of = {j: (state.asw_domain if levels[j][0] == "asw" else state.spine_domain) for j in names}
-    nodes_of: dict[str, list[int]] = {j: [] for j in names}  # the nodes each job may use, in order
-    switches_of: dict[str, list[int]] = {j: [] for j in names}
-    for j in names:
-        p = jobs[j][0]
-        if state.pod_share[p] > 0:
-            exact = False
-        slots = node_slots(state, p)
-        for n in np.flatnonzero(slots > 0).tolist():
-            bound = min(int(slots[n]), len(jobs[j]))
-            x[j, n] = m.var(f"x[{j},{n}]", 0, bound)
-            ub[j, n] = bound
-            nodes_of[j].append(n)
-            d = int(domain_of[j][n])
-            if (j, d) not in u:
-                u[j, d] = m.var(f"u[{j},{d}]")
-                switches_of[j].append(d)
-            m.row([(x[j, n], 1), (u[j, d], -bound)], None, 0, f"(3) {j} on {n}")
-    for j in names:
-        terms = [(x[j, n], 1) for n in nodes_of[j]]
-        m.row([*terms, (z[j], -len(jobs[j]))], None, 0, f"(1) at most N [{j}]")
-        m.row([*terms, (z[j], -minimum[j])], 0, None, f"(1) at least k [{j}]")
-        if levels[j][1]:
-            m.row([(u[j, d], 1) for d in switches_of[j]], None, 1, f"(4) one switch [{j}]")
-    by_node: dict[int, list[str]] = {}
-    for j, n in x:
-        by_node.setdefault(n, []).append(j)
-    cpu = scale_for([float(state.pod_cpus[jobs[j][0]]) for j in names], state.cap_cpus.tolist() + state.used_cpus.tolist())
-    mem = scale_for([float(state.pod_mem[jobs[j][0]]) for j in names], state.cap_mem.tolist() + state.used_mem.tolist())
-    exact &= cpu.exact and mem.exact
-    for n, here in by_node.items():
-        free = int(state.cap_gpus[n] - state.whole_used[n] - state.share_devices[n])
-        m.row([(x[j, n], int(state.pod_whole[jobs[j][0]]) + (1 if state.pod_share[jobs[j][0]] > 0 else 0)) for j in here], None, free, f"(2) GPUs of {n}")
-        for name, scale, cap, used, req in (("CPUs", cpu, state.cap_cpus, state.used_cpus, state.pod_cpus), ("memory", mem, state.cap_mem, state.used_mem, state.pod_mem)):
-            m.row([(x[j, n], scale.request(float(req[jobs[j][0]]))) for j in here], None,
-                  scale.capacity(float(cap[n])) - scale.request(float(used[n])), f"(2) {name} of {n}")
-        groups: dict[int, list[str]] = {}
-        for j in here:
-            for g in state.pod_groups[jobs[j][0]]:
-                groups.setdefault(g, []).append(j)
+
+@dataclass
+class _Class:
+    switch: int  # index into the (asw, spine) pairs
+    nodes: list[int]
+    patterns: list[tuple[int, ...]]  # per shape; empty when the class is per node
+    w: list[int] = field(default_factory=list)
+    y: dict[tuple[int, int], int] = field(default_factory=dict)  # (shape, node) -> var
+
+
+class _Model:
+    """The joint model's variables, built once; phases change only the objective and held rows."""
+
+    def __init__(self, state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int]) -> None:
+        self.state, self.jobs, self.levels, self.minimum = state, jobs, levels, minimum
+        self.names = sorted(jobs)
+        self.exact = not any(state.pod_share[jobs[j][0]] > 0 for j in self.names)
+        self.shapes: list[_Shape] = []
+        self.shape_of: dict[str, int] = {}
+        keys: dict[tuple, int] = {}
+        for j in self.names:
+            p = jobs[j][0]
+            key = (int(state.pod_whole[p]), bool(state.pod_share[p] > 0), float(state.pod_cpus[p]), float(state.pod_mem[p]),
+                   int(state.pod_signature[p]), tuple(sorted(state.pod_groups[p])))
+            if key not in keys:
+                keys[key] = len(self.shapes)
+                self.shapes.append(_Shape(p, key[0] + int(key[1]), key[2], key[3], key[5], node_slots(state, p), 0))
+            self.shape_of[j] = keys[key]
+            self.shapes[keys[key]].demand += len(jobs[j])
+        # switches: (asw, spine) pairs of the nodes some shape can use
+        usable = np.zeros(len(state.node_names), dtype=bool)
+        for s in self.shapes:
+            usable |= s.slots > 0
+        nodes = np.flatnonzero(usable)
+        pairs = sorted({(int(state.asw_domain[n]), int(state.spine_domain[n])) for n in nodes.tolist()})
+        self.switches = pairs
+        switch_of = {pair: d for d, pair in enumerate(pairs)}
+        free_gpu = state.cap_gpus - state.whole_used - state.share_devices
+        free_cpu = state.cap_cpus - state.used_cpus
+        free_mem = state.cap_mem - state.used_mem
+        classes: dict[tuple, list[int]] = {}
+        for n in nodes.tolist():
+            room = tuple(int(min(s.slots[n], s.demand)) for s in self.shapes)
+            key = (switch_of[int(state.asw_domain[n]), int(state.spine_domain[n])], int(free_gpu[n]), float(free_cpu[n]), float(free_mem[n]), room)
+            classes.setdefault(key, []).append(n)
+        self.classes: list[_Class] = []
+        for key, members in classes.items():
+            patterns = _patterns(self.shapes, key[4], (key[1], key[2], key[3]))
+            self.classes.append(_Class(key[0], members, patterns or []))
+        self._build()
+
+    def _build(self) -> None:
+        state, m = self.state, Milp()
+        self.m = m
+        self.z = {j: m.var(f"z[{j}]") for j in self.names}
+        self.x: dict[tuple[str, int], int] = {}
+        self.ub: dict[tuple[str, int], int] = {}
+        self.u: dict[tuple[str, int], int] = {}
+        self.switches_of: dict[str, list[int]] = {j: [] for j in self.names}  # x's switches, in order
+        room = np.zeros((len(self.shapes), len(self.switches)), dtype=np.int64)
+        for c in self.classes:
+            for s in range(len(self.shapes)):
+                room[s, c.switch] += int(min(self.shapes[s].slots[c.nodes[0]], self.shapes[s].demand)) * len(c.nodes)
+        for j in self.names:
+            s = self.shape_of[j]
+            for d in np.flatnonzero(room[s] > 0).tolist():
+                bound = min(int(room[s, d]), len(self.jobs[j]))
+                self.x[j, d] = m.var(f"x[{j},{d}]", 0, bound)
+                self.ub[j, d] = bound
+                self.switches_of[j].append(d)
+                e = self.level_switch(j, d)
+                if (j, e) not in self.u:
+                    self.u[j, e] = m.var(f"u[{j},{e}]")
+                m.row([(self.x[j, d], 1), (self.u[j, e], -bound)], None, 0, f"(4) {j} under {d}")
+            terms = [(self.x[j, d], 1) for d in self.switches_of[j]]
+            m.row([*terms, (self.z[j], -len(self.jobs[j]))], None, 0, f"(1) at most N [{j}]")
+            m.row([*terms, (self.z[j], -self.minimum[j])], 0, None, f"(1) at least k [{j}]")
+            own = [(v, 1) for (jj, _), v in self.u.items() if jj == j]
+            if self.levels[j][1]:
+                m.row(own, None, 1, f"(4) one switch [{j}]")
+            # a cut: a started job spans at least the switches it would need alone on the free room
+            level_room: dict[int, int] = {}
+            for d in self.switches_of[j]:
+                e = self.level_switch(j, d)
+                level_room[e] = level_room.get(e, 0) + self.ub[j, d]
+            fewest = min_switches(list(level_room.values()), self.minimum[j])
+            if fewest:
+                m.row([*own, (self.z[j], -fewest)], 0, None, f"(5) fewest switches [{j}]")
+            elif fewest is None:
+                m.row([(self.z[j], 1)], None, 0, f"(5) cannot start [{j}]")
+        supply: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (shape, switch) -> terms
+        for k, c in enumerate(self.classes):
+            if c.patterns:
+                c.w = [m.var(f"w[{k},{i}]", 0, len(c.nodes)) for i in range(len(c.patterns))]
+                if len(c.w) > 1:
+                    m.row([(v, 1) for v in c.w], None, len(c.nodes), f"(3) nodes of class {k}")
+                for i, pattern in enumerate(c.patterns):
+                    for s, a in enumerate(pattern):
+                        if a:
+                            supply.setdefault((s, c.switch), []).append((c.w[i], a))
+                continue
+            for n in c.nodes:
+                here = [s for s in range(len(self.shapes)) if self.shapes[s].slots[n] > 0]
+                for s in here:
+                    c.y[s, n] = m.var(f"y[{s},{n}]", 0, int(min(self.shapes[s].slots[n], self.shapes[s].demand)))
+                    supply.setdefault((s, c.switch), []).append((c.y[s, n], 1))
+                self._node_rows(c, n, here)
+        for s in range(len(self.shapes)):
+            for d in range(len(self.switches)):
+                demand = [(self.x[j, d], 1) for j in self.names if self.shape_of[j] == s and (j, d) in self.x]
+                if demand:
+                    m.row([*demand, *[(v, -a) for v, a in supply.get((s, d), [])]], None, 0, f"(2) shape {s} under {d}")
+        self.gpus = {j: self.shapes[self.shape_of[j]].gpus or 1 for j in self.names}
+        self.placed = [(v, self.gpus[j]) for (j, _), v in self.x.items()]
+
+    def _node_rows(self, c: _Class, n: int, here: list[int]) -> None:
+        """Exact per-node rows (GPUs, CPUs, memory in the smallest integer units that hold them)."""
+        state, m = self.state, self.m
+        free = (int(state.cap_gpus[n] - state.whole_used[n] - state.share_devices[n]), float(state.cap_cpus[n] - state.used_cpus[n]),
+                float(state.cap_mem[n] - state.used_mem[n]))
+        m.row([(c.y[s, n], self.shapes[s].gpus) for s in here], None, free[0], f"(3) GPUs of {n}")
+        for r, name in ((1, "CPUs"), (2, "memory")):
+            asks = [self.shapes[s].cpus if r == 1 else self.shapes[s].memory for s in here]
+            scale = _integer_scale([*asks, free[r]])
+            if scale is None:  # no small exact unit: keep the pods within what each node takes alone
+                continue
+            m.row([(c.y[s, n], round(a * scale)) for s, a in zip(here, asks)], None, math.floor(free[r] * scale + EPS * scale), f"(3) {name} of {n}")
+        groups: dict[int, list[int]] = {}
+        for s in here:
+            for g in self.shapes[s].groups:
+                groups.setdefault(g, []).append(s)
         for g, members in groups.items():
             if len(members) > 1:
-                m.row([(x[j, n], 1) for j in members], None, 1, f"(5) group {g} on {n}")
-    gpus = {j: int(state.pod_whole[jobs[j][0]]) or 1 for j in names}
-    # phase 1: most GPUs started
-    placed = [(v, gpus[j]) for (j, _), v in x.items()]
-    m.maximize(placed)
-    start_hint = _hint(m, x, u, z, hint, domain_of) if hint else None
-    first = solve(m, solver, time_limit_s, workers, start_hint, deterministic=solver == "cpsat")
-    fields: dict[str, Any] = {"variables": m.num_vars, "rows": m.num_rows, "phase1": first.status, "phase1_s": round(first.wall_s, 3)}
+                m.row([(c.y[s, n], 1) for s in members], None, 1, f"(3) group {g} on {n}")
+
+    def level_switch(self, j: str, d: int) -> int:
+        asw, spine = self.switches[d]
+        return asw if self.levels[j][0] == "asw" else spine
+
+    def hint(self, pairs: Pairs) -> list[int] | None:
+        """The model's values for a node-level assignment (None when it does not map)."""
+        values = [0] * self.m.num_vars
+        used: dict[tuple[int, int], int] = {}  # (node, shape) -> pods
+        node_switch = {n: c.switch for c in self.classes for n in c.nodes}
+        for j, placed in pairs.items():
+            if j not in self.z:
+                continue
+            values[self.z[j]] = 1
+            for _, n in placed:
+                d = node_switch.get(n)
+                if d is None or (j, d) not in self.x:
+                    return None
+                values[self.x[j, d]] += 1
+                values[self.u[j, self.level_switch(j, d)]] = 1
+                used[n, self.shape_of[j]] = used.get((n, self.shape_of[j]), 0) + 1
+        for c in self.classes:
+            for n in c.nodes:
+                vector = tuple(used.get((n, s), 0) for s in range(len(self.shapes)))
+                if c.patterns:
+                    fit = next((i for i, p in enumerate(c.patterns) if all(a >= b for a, b in zip(p, vector))), None)
+                    if fit is None:
+                        if any(vector):
+                            return None
+                        continue
+                    if any(vector):
+                        values[c.w[fit]] += 1
+                else:
+                    for s, count in enumerate(vector):
+                        if count:
+                            if (s, n) not in c.y:
+                                return None
+                            values[c.y[s, n]] = count
+        return values
+
+    def assignment(self, values: list[int]) -> Pairs:
+        """Pods on nodes: each class's nodes take their patterns, each job the slots of its shape."""
+        slots: dict[tuple[int, int], list[int]] = {}  # (shape, switch) -> nodes, one entry per pod slot
+        for c in self.classes:
+            if c.patterns:
+                queue = iter(c.nodes)
+                for i, pattern in enumerate(c.patterns):
+                    for _ in range(values[c.w[i]]):
+                        n = next(queue)
+                        for s, a in enumerate(pattern):
+                            slots.setdefault((s, c.switch), []).extend([n] * a)
+            else:
+                for (s, n), v in c.y.items():
+                    slots.setdefault((s, c.switch), []).extend([n] * values[v])
+        taken: dict[tuple[int, int], int] = {}
+        out: Pairs = {}
+        for j in self.names:
+            if not values[self.z[j]]:
+                continue
+            pods = iter(self.jobs[j])
+            s = self.shape_of[j]
+            out[j] = []
+            for d in self.switches_of[j]:
+                count = values[self.x[j, d]]
+                if not count:
+                    continue
+                start = taken.get((s, d), 0)
+                out[j].extend((next(pods), n) for n in slots[s, d][start:start + count])
+                taken[s, d] = start + count
+        return out
+
+    def gpus_of(self, values: list[int]) -> int:
+        return sum(values[v] * w for v, w in self.placed)
+
+    def switches_used(self, values: list[int]) -> int:
+        return sum(values[v] for v in self.u.values())
+
+
+def _patterns(shapes: list[_Shape], room: tuple[int, ...], free: tuple[int, float, float]) -> list[tuple[int, ...]] | None:
+    """The maximal pod vectors (per shape) one node of this class holds; None past PATTERN_LIMIT."""
+    eligible = [s for s, r in enumerate(room) if r > 0]
+    out: list[tuple[int, ...]] = []
+    vector = [0] * len(shapes)
+
+    def more(s: int, used: tuple[int, float, float], groups: set[int]) -> int:
+        shape = shapes[s]
+        if shape.groups and groups.intersection(shape.groups):
+            return 0
+        k = room[s] - vector[s]
+        if shape.gpus:
+            k = min(k, (free[0] - used[0]) // shape.gpus)
+        if shape.cpus > 0:
+            k = min(k, math.floor((free[1] - used[1] + EPS) / shape.cpus))
+        if shape.memory > 0:
+            k = min(k, math.floor((free[2] - used[2] + EPS) / shape.memory))
+        if shape.groups:
+            k = min(k, 1)
+        return max(int(k), 0)
+
+    def walk(i: int, used: tuple[int, float, float], groups: set[int]) -> bool:
+        if i == len(eligible):
+            if any(more(s, used, groups) for s in eligible):
+                return True  # not maximal
+            out.append(tuple(vector))
+            return len(out) <= PATTERN_LIMIT
+        s = eligible[i]
+        shape = shapes[s]
+        for k in range(more(s, used, groups), -1, -1):
+            vector[s] = k
+            ok = walk(i + 1, (used[0] + k * shape.gpus, used[1] + k * shape.cpus, used[2] + k * shape.memory),
+                      groups | set(shape.groups) if k else groups)
+            vector[s] = 0
+            if not ok:
+                return False
+        return True
+
+    return out if walk(0, (0, 0.0, 0.0), set()) and out else None
+
+
+def _integer_scale(values: list[float]) -> int | None:
+    """The smallest power of ten (up to 10^6) that makes every value an integer, None if none does."""
+    for digits in range(7):
+        scale = 10 ** digits
+        if all(abs(v * scale - round(v * scale)) < 1e-9 * max(1.0, abs(v * scale)) for v in values):
+            return scale
+    return None
+
+
+def solve_joint(
+    state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int],
+    solver: str = "cpsat", time_limit_s: float = 10.0, workers: int = 8, hint: Pairs | None = None, greedy_for: Any = None,
+    optimise_entropy: bool = True,
+) -> JointResult:
+    """Place ``jobs`` (name -> pending pod indexes) jointly; ``levels``: name -> (level, required).
+    ``hint``: a heuristic assignment to warm-start from; ``greedy_for(jobs)`` re-runs the heuristic
+    on a subset (phase 2 starts from it when it starts what phase 1 proved possible)."""
+    model = _Model(state, jobs, levels, minimum)
+    m, deterministic = model.m, solver == "cpsat"
+    fields: dict[str, Any] = {"variables": m.num_vars, "rows": m.num_rows, "node_classes": len(model.classes),
+                              "shapes": len(model.shapes), "objective_levels": ["gpus", "switches"]}
+    m.maximize(model.placed)
+    start_hint = model.hint(hint) if hint else None
+    first = solve(m, solver, time_limit_s, workers, start_hint, deterministic=deterministic)
+    fields.update(phase1=first.status, phase1_s=round(first.wall_s, 3))
     if first.values is None:
-        return JointResult({}, first.status if first.status != "infeasible" else "infeasible", first.bound, None, exact, fields)
-    best_gpus = round(first.objective or 0)
-    # phase 2: fewest switches with the GPUs held
-    second_model = m.with_objective([(v, -1) for v in u.values()], rows=[(placed, best_gpus, None, "phase 1 held")])
-    remaining = max(0.5, time_limit_s - first.wall_s)
+        return JointResult({}, first.status, first.bound if model.exact else None, None, model.exact, fields)
+    best_gpus = model.gpus_of(first.values)
+    held = [(model.placed, best_gpus, None, "(a) GPUs held")]
     warm = first.values
-    if start_hint is not None and sum(start_hint[v] * w for v, w in placed) >= best_gpus:
+    if start_hint is not None and model.gpus_of(start_hint) >= best_gpus:
         warm = start_hint  # the heuristic already starts as many GPUs: its switches are the bar to beat
     elif greedy_for is not None:
-        # the heuristic on exactly the jobs phase 1 started often starts them all, on fewer switches
-        started = [j for j in names if first.values[z[j]]]
-        again = greedy_for(started)
-        repaired = _hint(m, x, u, z, again, domain_of) if again else None
-        if repaired is not None and sum(repaired[v] * w for v, w in placed) >= best_gpus:
+        again = greedy_for([j for j in model.names if first.values[model.z[j]]])
+        repaired = model.hint(again) if again else None
+        if repaired is not None and model.gpus_of(repaired) >= best_gpus:
             warm = repaired
-    second = solve(second_model, solver, remaining, workers, warm, deterministic=solver == "cpsat")
+    if model.switches_used(warm) > model.switches_used(first.values):
+        warm = first.values
+    remaining = max(0.5, time_limit_s - first.wall_s)
+    second = solve(m.with_objective([(v, -1) for v in model.u.values()], rows=held), solver, remaining, workers, warm, deterministic=deterministic)
     fields.update(phase2=second.status, phase2_s=round(second.wall_s, 3))
-    values = second.values if second.values is not None else warm
-    assignment: dict[str, list[tuple[int, int]]] = {}
-    for j in names:
-        if not values[z[j]]:
-            continue
-        queue = iter(jobs[j])
-        assignment[j] = [(next(queue), n) for n in nodes_of[j] for _ in range(values[x[j, n]])]
+    values = second.values if second.values is not None and model.switches_used(second.values) <= model.switches_used(warm) else warm
     proven = first.status == "optimal" and second.status == "optimal"
-    switches_bound = None
-    if exact and first.status == "optimal":
-        switches_bound = -second.bound if second.bound is not None else None
-        if relaxed is not None and relaxed[0] <= best_gpus:  # the relaxation's switch bound holds at these GPUs
-            switches_bound = max(switches_bound or 0.0, float(relaxed[1]))
-    if switches_bound is not None:
-        used = sum(1 for v in u.values() if values[v])
-        proven = proven or (first.status == "optimal" and used <= switches_bound)
-    status = "optimal" if proven and exact else "feasible"
-    return JointResult(assignment, status, first.bound if exact else None, switches_bound, exact, fields)
+    switches_bound = -second.bound if model.exact and first.status == "optimal" and second.bound is not None else None
+    if optimise_entropy and proven:
+        values, entropy_proven = _entropy_phase(model, values, held, solver, max(0.5, remaining - second.wall_s), workers, fields)
+        proven = proven and entropy_proven
+    status = "optimal" if proven and model.exact else "feasible"
+    return JointResult(model.assignment(values), status, first.bound if model.exact else None, switches_bound, model.exact, fields)
 
 
-def switch_bounds(
-    state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int],
-    solver: str, time_limit_s: float, workers: int,
-) -> tuple[int, int, bool] | None:
-    """Bounds from a relaxation at switch level: y[j, d] pods of job j under switch d, at most what d
-    could take of j alone, and each switch's GPUs, CPUs and memory summed over its nodes (node
-    packing ignored, so every node-level solution is a solution here). Returns (most GPUs, fewest
-    switches with those GPUs, both proven) or None when a solve gives no bound."""
-    m = Milp()
-    names = sorted(jobs)
-    domains = state.asw_domain
-    ids, inverse = np.unique(domains, return_inverse=True)
-    y: dict[tuple[str, int], int] = {}
-    u: dict[tuple[str, int], int] = {}
-    z = {j: m.var(f"z[{j}]") for j in names}
-    gpus = {j: int(state.pod_whole[jobs[j][0]]) or 1 for j in names}
-    for j in names:
-        level_domains = domains if levels[j][0] == "asw" else state.spine_domain
-        slots = np.bincount(inverse, weights=node_slots(state, jobs[j][0]), minlength=len(ids)).astype(np.int64)
-        for d in np.flatnonzero(slots > 0).tolist():
-            bound = min(int(slots[d]), len(jobs[j]))
-            y[j, d] = m.var(f"y[{j},{d}]", 0, bound)
-            u[j, d] = m.var(f"u[{j},{d}]")
-            m.row([(y[j, d], 1), (u[j, d], -bound)], None, 0, f"use {j} {d}")
-        terms = [(v, 1) for (jj, _), v in y.items() if jj == j]
-        m.row([*terms, (z[j], -len(jobs[j]))], None, 0, f"at most N [{j}]")
-        m.row([*terms, (z[j], -minimum[j])], 0, None, f"at least k [{j}]")
-        if levels[j][1]:
-            if levels[j][0] != "asw":
-                return None  # spine-required jobs: the asw relaxation would not bound them
-            m.row([(u[j, d], 1) for (jj, d) in u if jj == j], None, 1, f"one switch [{j}]")
-    free_gpu = np.bincount(inverse, weights=state.cap_gpus - state.whole_used - state.share_devices, minlength=len(ids))
-    cpu = scale_for([float(state.pod_cpus[jobs[j][0]]) for j in names], [])
-    mem = scale_for([float(state.pod_mem[jobs[j][0]]) for j in names], [])
-    free_cpu = np.bincount(inverse, weights=state.cap_cpus - state.used_cpus, minlength=len(ids))
-    free_mem = np.bincount(inverse, weights=state.cap_mem - state.used_mem, minlength=len(ids))
-    for d in range(len(ids)):
-        here = [j for j in names if (j, d) in y]
-        if not here:
-            continue
-        m.row([(y[j, d], int(state.pod_whole[jobs[j][0]]) + (1 if state.pod_share[jobs[j][0]] > 0 else 0)) for j in here], None, int(free_gpu[d]), f"GPUs {d}")
-        # relaxed units are fine here: requests rounded down and room rounded up keep it a relaxation
-        m.row([(y[j, d], cpu.request(float(state.pod_cpus[jobs[j][0]]))) for j in here], None,
-              int(np.ceil((free_cpu[d] + 1e-6) * cpu.unit)), f"CPUs {d}")
-        m.row([(y[j, d], mem.request(float(state.pod_mem[jobs[j][0]]))) for j in here], None,
-              int(np.ceil((free_mem[d] + 1e-6) * mem.unit)), f"memory {d}")
-    placed = [(v, gpus[j]) for (j, _), v in y.items()]
-    m.maximize(placed)
-    first = solve(m, solver, time_limit_s, workers, None, deterministic=solver == "cpsat")
-    if first.bound is None or first.values is None:
-        return None
-    most = int(np.floor(first.bound + 1e-6))
-    second = solve(m.with_objective([(v, -1) for v in u.values()], rows=[(placed, most, None, "GPUs held")]),
-                   solver, time_limit_s, workers, None, deterministic=solver == "cpsat")
-    if second.bound is None:
-        return None
-    fewest = int(np.ceil(-second.bound - 1e-6))
-    return most, fewest, first.status == "optimal" and second.status in ("optimal", "infeasible") and second.values is not None
+def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, time_limit_s: float, workers: int,  # type: ignore[type-arg]
+                   fields: dict[str, Any]) -> tuple[list[int], bool]:
+    """(c): least summed entropy with GPUs and switches held. Returns the values and whether proven."""
+    spanning = [j for j in model.names if not model.levels[j][1]]
+    if any(model.minimum[j] != len(model.jobs[j]) for j in spanning):
+        fields["entropy"] = "not optimised: a job may start with fewer than all its pods (min_available), so its entropy is not linear"
+        return values, True
+    indicators = sum(model.ub[j, d] for j in spanning for d in model.switches_of[j])
+    if indicators > ENTROPY_INDICATOR_LIMIT:
+        fields["entropy"] = f"not optimised: {indicators} count indicators (limit {ENTROPY_INDICATOR_LIMIT})"
+        return values, True
+    if not spanning:
+        fields["objective_levels"].append("entropy")
+        return values, True
+    src = model.m  # a full copy: this phase adds variables
+    m = Milp(list(src.names), list(src.lower), list(src.upper), {}, 0, list(src.row_terms), list(src.row_lower), list(src.row_upper),
+             list(src.row_names))
+    for row_terms, lower, upper, name in held:
+        m.row(row_terms, lower, upper, name)
+    m.row([(v, 1) for v in model.u.values()], None, model.switches_used(values), "(b) switches held")
+    base = m.num_vars
+    terms: list[tuple[int, int]] = []
+    mark = 0
+    for j in spanning:
+        n_j = len(model.jobs[j])
+        own: list[tuple[int, int]] = []
+        for d in model.switches_of[j]:
+            ones = []
+            for k in range(1, model.ub[j, d] + 1):
+                b = m.var(f"b[{j},{d},{k}]")
+                ones.append((b, k))
+                coefficient = round(ENTROPY_SCALE * (k / n_j) * math.log(n_j / k))
+                if coefficient:
+                    terms.append((b, -coefficient))
+            m.row([(b, 1) for b, _ in ones], None, 1, f"(c) one count [{j},{d}]")
+            m.row([(model.x[j, d], 1), *[(b, -k) for b, k in ones]], 0, 0, f"(c) count [{j},{d}]")
+            own.extend((b, c) for b, c in terms[mark:])
+            mark = len(terms)
+        # a cut: no job spreads less than it would alone on the free room (largest-first majorises
+        # every split of it, and entropy is Schur-concave); rounding down keeps the cut valid
+        alone = _least_entropy_alone(model, j)
+        if alone > 0:
+            m.row([(b, -c) for b, c in own] + [(model.z[j], -math.floor(alone * ENTROPY_SCALE - len(own) / 2 - 1))], 0, None,
+                  f"(c) least entropy alone [{j}]")
+    m.maximize(terms)
+    hint = list(values) + [0] * (m.num_vars - base)
+    i = base
+    for j in spanning:
+        for d in model.switches_of[j]:
+            count = values[model.x[j, d]]
+            if count:
+                hint[i + count - 1] = 1
+            i += model.ub[j, d]
+    third = solve(m, solver, time_limit_s, workers, hint, deterministic=solver == "cpsat")
+    fields.update(phase3=third.status, phase3_s=round(third.wall_s, 3), entropy_variables=m.num_vars - base)
+    if third.values is None or third.status not in ("optimal", "feasible"):
+        return values, False
+    # each coefficient is rounded by at most 1/2 unit and a plan has one count per (job, switch) it
+    # uses: the plan's true entropy is within (its terms + any plan's terms) / 2 units of the optimum
+    terms_in_plan = sum(1 for j in spanning for d in model.switches_of[j] if third.values[model.x[j, d]])
+    most_terms = sum(min(len(model.jobs[j]), len(model.switches_of[j])) for j in spanning)
+    fields["entropy_bound_nats"] = round(-third.bound / ENTROPY_SCALE, 6) if third.bound is not None else None
+    fields["entropy_tolerance_nats"] = round((terms_in_plan + most_terms) / (2 * ENTROPY_SCALE), 6)
+    if third.status == "optimal":
+        fields["objective_levels"].append("entropy")
+    return third.values[:base], third.status == "optimal"
 
 
-def _hint(m: Milp, x: dict, u: dict, z: dict, hint: dict[str, list[tuple[int, int]]], domain_of: dict) -> list[int] | None:  # type: ignore[type-arg]
-    values = [0] * m.num_vars
-    for j, pairs in hint.items():
-        if j not in z:
-            continue
-        values[z[j]] = 1
-        for _, n in pairs:
-            if (j, n) not in x:
-                return None
-            values[x[j, n]] += 1
-            values[u[j, int(domain_of[j][n])]] = 1
-    return values
+def _least_entropy_alone(model: _Model, j: str) -> float:
+    """Job j's least entropy over access switches with the whole free room to itself."""
+    room: dict[int, int] = {}
+    for d in model.switches_of[j]:
+        asw = model.switches[d][0]
+        room[asw] = room.get(asw, 0) + model.ub[j, d]
+    plan = largest_first(list(room.values()), len(model.jobs[j]))
+    return entropy([n for _, n in plan]) if plan else 0.0
