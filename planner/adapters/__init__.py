@@ -1,0 +1,1 @@
+"""Real inputs: readers that turn published cluster traces into snapshots."""
