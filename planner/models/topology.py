@@ -375,12 +375,14 @@ def solve_joint(
     fields.update(phase2=second.status, phase2_s=round(second.wall_s, 3))
     values = second.values if second.values is not None and model.switches_used(second.values) <= model.switches_used(warm) else warm
     proven = first.status == "optimal" and second.status == "optimal"
-    switches_bound = -second.bound if model.exact and first.status == "optimal" and second.bound is not None else None
+    # objectives are integral: bounds round inwards (HiGHS reports e.g. 3.999999999999997)
+    switches_bound = float(math.ceil(-second.bound - 1e-6)) if model.exact and first.status == "optimal" and second.bound is not None else None
+    gpus_bound = float(math.floor(first.bound + 1e-6)) if model.exact and first.bound is not None else None
     if optimise_entropy and proven:
         values, entropy_proven = _entropy_phase(model, values, held, solver, max(0.5, remaining - second.wall_s), workers, fields)
         proven = proven and entropy_proven
     status = "optimal" if proven and model.exact else "feasible"
-    return JointResult(model.assignment(values), status, first.bound if model.exact else None, switches_bound, model.exact, fields)
+    return JointResult(model.assignment(values), status, gpus_bound, switches_bound, model.exact, fields)
 
 
 def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, time_limit_s: float, workers: int,  # type: ignore[type-arg]

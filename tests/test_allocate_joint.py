@@ -1,0 +1,204 @@
+"""The exact joint allocation against a brute force written here, and the batch baselines.
+
+The oracle enumerates every assignment of every pending pod to a node (or none) on tiny clusters,
+keeps those where each node's GPUs and CPUs hold, each gang is all-or-nothing and each ``required``
+job sits under one switch, and ranks them lexicographically: GPUs started, then switches spanned
+(summed over jobs), then entropy over switches (summed). The model must reach that optimum and say
+so; what it reports is recomputed here from the placements, not read from its metrics.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from planner.cluster import Cluster
+from planner.engine.allocate import AllocateOptions, plan_allocate
+from planner.heuristics.topology import slurm_tree
+from planner.validate_allocate import validate_allocate
+
+
+def tiny_cluster(seed: int) -> Cluster:
+    """2-3 switches of 1-3 small nodes, partly used, and 2-4 pending jobs that contend for them."""
+    rng = random.Random(seed)
+    nodes = []
+    for s in range(rng.randint(2, 3)):
+        for k in range(rng.randint(1, 3)):
+            nodes.append({"name": f"s{s}-n{k}", "gpus": 4, "cpus": rng.choice([8, 16]), "memory_gib": 64, "asw": f"s{s}", "spine": "p0" if s < 2 else "p1"})
+    pods, jobs = [], []
+    for j in range(rng.randint(2, 4)):
+        per = rng.choice([1, 1, 2, 4])
+        count = rng.randint(1, 8 // per + 1)
+        cpus = rng.choice([1, 2, 3]) * per
+        jobs.append({"name": f"j{j}", **({"topology": {"level": "asw", "mode": "required"}} if rng.random() < 0.3 else {})})
+        pods += [{"name": f"j{j}-{i}", "job": f"j{j}", "gpus": per, "cpus": cpus} for i in range(count)]
+    for n in rng.sample(nodes, k=len(nodes) // 2):
+        pods.append({"name": f"run-{n['name']}", "node": n["name"], "gpus": rng.choice([1, 2, 3]), "cpus": 2})
+    return Cluster.model_validate({"nodes": nodes, "pods": pods, "jobs": jobs})
+
+
+def entropy(counts: list[float]) -> float:
+    total = sum(counts)
+    return -sum(c / total * math.log(c / total) for c in counts if c > 0) if total else 0.0
+
+
+def key_of(cluster: Cluster, where: dict[str, str]) -> tuple[float, int, float]:
+    """(GPUs started, switches spanned, entropy) of pod -> node placements."""
+    asw = {n.name: n.asw for n in cluster.nodes}
+    per_job: dict[str, dict[str, float]] = {}
+    gpus = 0.0
+    for pod in cluster.pods:
+        if pod.name in where:
+            per_job.setdefault(pod.job, {}).setdefault(asw[where[pod.name]], 0.0)
+            per_job[pod.job][asw[where[pod.name]]] += pod.gpus
+            gpus += pod.gpus
+    return gpus, sum(len(v) for v in per_job.values()), sum(entropy(list(v.values())) for v in per_job.values())
+
+
+def brute_force(cluster: Cluster) -> tuple[float, int, float]:
+    """The lexicographic optimum (most GPUs, fewest switches, least entropy) by enumeration: per job,
+    not started or every vector of its pod counts per node that fits what is left."""
+    names = [n.name for n in cluster.nodes]
+    asw = [n.asw for n in cluster.nodes]
+    free = {n.name: [n.gpus, n.cpus] for n in cluster.nodes}
+    for pod in cluster.pods:
+        if pod.node is not None:
+            free[pod.node][0] -= pod.gpus
+            free[pod.node][1] -= pod.cpus
+    room = [free[n] for n in names]
+    jobs = []
+    for job in cluster.jobs:
+        pods = [p for p in cluster.pods if p.job == job.name and p.node is None]
+        jobs.append((len(pods), int(pods[0].gpus), int(pods[0].cpus), job.topology is not None and job.topology.mode == "required"))
+    best: list[tuple[float, int, float]] = [(0.0, 0, 0.0)]
+    chosen: list[list[int] | None] = []
+
+    def score() -> None:
+        gpus, switches, h = 0.0, 0, 0.0
+        for (count, g, _, _), vector in zip(jobs, chosen):
+            if vector is None:
+                continue
+            per_switch: dict[str, float] = {}
+            for n, k in enumerate(vector):
+                if k:
+                    per_switch[asw[n]] = per_switch.get(asw[n], 0.0) + k * g
+            gpus += count * g
+            switches += len(per_switch)
+            h += entropy(list(per_switch.values()))
+        if (gpus, -switches, -h) > (best[0][0], -best[0][1], -best[0][2] + 1e-12):
+            best[0] = (gpus, switches, h)
+
+    def vectors(count: int, g: int, c: int, n: int):  # type: ignore[no-untyped-def]
+        if n == len(names):
+            if count == 0:
+                yield []
+            return
+        most = int(min(count, room[n][0] // g, room[n][1] // c))
+        for k in range(most + 1):
+            room[n][0] -= k * g
+            room[n][1] -= k * c
+            for rest in vectors(count - k, g, c, n + 1):
+                yield [k, *rest]
+            room[n][0] += k * g
+            room[n][1] += k * c
+
+    def walk(i: int) -> None:
+        if i == len(jobs):
+            score()
+            return
+        chosen.append(None)
+        walk(i + 1)
+        chosen.pop()
+        count, g, c, required = jobs[i]
+        for vector in list(vectors(count, g, c, 0)):
+            if required and len({asw[n] for n, k in enumerate(vector) if k}) > 1:
+                continue
+            for n, k in enumerate(vector):
+                room[n][0] -= k * g
+                room[n][1] -= k * c
+            chosen.append(vector)
+            walk(i + 1)
+            chosen.pop()
+            for n, k in enumerate(vector):
+                room[n][0] += k * g
+                room[n][1] += k * c
+
+    walk(0)
+    return best[0]
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "highs"])
+def test_the_joint_model_reaches_the_brute_force_optimum(solver):
+    for seed in range(20):
+        cluster = tiny_cluster(seed)
+        plan = plan_allocate(cluster, AllocateOptions(method="exact", solver=solver, time_limit_s=20, solver_workers=2))
+        assert validate_allocate(cluster, plan) == [], seed
+        assert plan.report.status == "optimal" and plan.report.objective_levels == ["gpus", "switches", "entropy"], (seed, plan.report)
+        got = key_of(cluster, {p.pod: p.node for p in plan.placements})
+        want = brute_force(cluster)
+        assert got[:2] == want[:2], (seed, got, want)
+        assert abs(got[2] - want[2]) <= (getattr(plan.report, "entropy_tolerance_nats", None) or 0.0) + 1e-9, (seed, got, want)
+        assert plan.report.bound == want[0] and plan.report.switches_bound == want[1]
+
+
+def test_auto_keeps_largest_first_when_the_proof_says_it_is_optimal_and_the_exact_plan_when_better():
+    for seed in range(20):
+        cluster = tiny_cluster(seed)
+        want = brute_force(cluster)
+        greedy = plan_allocate(cluster, AllocateOptions(method="largest-first"))
+        auto = plan_allocate(cluster, AllocateOptions(method="auto", time_limit_s=20, solver_workers=2))
+        got = key_of(cluster, {p.pod: p.node for p in auto.placements})
+        assert got[:2] == want[:2] and auto.report.status == "optimal", seed
+        g = key_of(cluster, {p.pod: p.node for p in greedy.placements})
+        assert auto.report.chosen == ("largest-first" if g[:2] == want[:2] and g[2] <= want[2] + 1e-6 else "exact"), seed
+
+
+def test_an_elastic_gang_keeps_entropy_out_of_the_claim():
+    cluster = tiny_cluster(3)
+    data = cluster.model_dump()
+    data["jobs"][0]["min_available"] = 1
+    plan = plan_allocate(Cluster.model_validate(data), AllocateOptions(method="exact", time_limit_s=20, solver_workers=2))
+    assert plan.report.objective_levels == ["gpus", "switches"] and "min_available" in plan.report.entropy
+
+
+def test_compare_reports_both_plans_and_the_gap():
+    cluster = tiny_cluster(5)
+    both = plan_allocate(cluster, AllocateOptions(method="compare", time_limit_s=20, solver_workers=2))
+    assert both.kind == "allocate-compare"
+    g, e = key_of(cluster, {p.pod: p.node for p in both.greedy.placements}), key_of(cluster, {p.pod: p.node for p in both.exact.placements})
+    assert both.gap["gpus"] == e[0] - g[0] and both.gap["switches"] == g[1] - e[1]
+    assert both.gap["exact"]["switches"] == e[1] and both.exact.report.status == "optimal"
+
+
+def test_slurm_stays_under_the_smallest_spine_that_holds_the_job():
+    # switches 0, 1 under spine 0 (room 6 + 6), switches 2, 3 under spine 1 (room 10 + 1)
+    caps, parents = [6, 6, 10, 1], [0, 0, 1, 1]
+    assert slurm_tree(caps, 4, parents) == [(0, 4)]  # one switch holds it: the smallest that does
+    assert slurm_tree(caps, 11, parents) == [(2, 10), (3, 1)]  # spine 1 (11) is the best fit
+    assert slurm_tree(caps, 12, parents) == [(0, 6), (1, 6)]
+    assert slurm_tree(caps, 16, parents) == [(2, 10), (0, 6)]  # no spine holds it: the whole fabric
+    assert slurm_tree(caps, 24, parents) is None
+
+
+def test_random_spread_is_seeded_and_valid():
+    nodes = [{"name": f"s{s}-n{k}", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": f"s{s}"} for s in range(3) for k in range(4)]
+    pods = [{"name": f"j-{i}", "job": "j", "gpus": 2, "cpus": 8} for i in range(12)]
+    cluster = Cluster.model_validate({"nodes": nodes, "pods": pods, "jobs": [{"name": "j"}]})
+    one = plan_allocate(cluster, AllocateOptions(method="random", seed=7))
+    again = plan_allocate(cluster, AllocateOptions(method="random", seed=7))
+    assert one.placements == again.placements and validate_allocate(cluster, one) == []
+    other = [plan_allocate(cluster, AllocateOptions(method="random", seed=s)).placements for s in range(8)]
+    assert len({tuple((p.pod, p.node) for p in pl) for pl in other}) > 1
+
+
+def test_a_pod_no_node_could_hold_is_refused_naming_it():
+    from planner.engine.defrag import PlanOptionError
+
+    cluster = tiny_cluster(0)
+    data = cluster.model_dump()
+    first = next(i for i, p in enumerate(data["pods"]) if p["node"] is None)
+    data["pods"][first]["cpus"] = 500
+    with pytest.raises(PlanOptionError, match=rf"pods\[{first}\].*no node could hold it even empty"):
+        plan_allocate(Cluster.model_validate(data), AllocateOptions(method="largest-first"))
