@@ -39,7 +39,7 @@ def allocate(
         "slurm = Slurm's topology/tree placement; random = random spread; exact = the joint model with proven bounds; "
         "compare = largest-first and exact side by side.",
     ),
-    solver: Solver = typer.Option(Solver.cpsat, "--solver", help="exact, auto, compare: the back-end."),
+    solver: Solver = typer.Option(Solver.highs, "--solver", help="exact, auto, compare: the back-end (highs proves this model fastest)."),
     time_limit: float = typer.Option(10.0, "--time-limit", help="exact, auto, compare: seconds for all solves."),
     solver_workers: int = typer.Option(8, "--solver-workers", help="exact, auto, compare: CP-SAT workers / HiGHS threads."),
     entropy: bool = typer.Option(True, "--entropy/--no-entropy", help="exact, auto, compare: least entropy as the third objective level."),

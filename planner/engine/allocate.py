@@ -41,7 +41,7 @@ class AllocateOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     method: AllocateMethod = "auto"
     jobs: list[str] | None = Field(None, description="Jobs to place (default: every job with pending pods).")
-    solver: Literal["cpsat", "highs"] = Field("cpsat", description="exact, auto, compare: the back-end.")
+    solver: Literal["cpsat", "highs"] = Field("highs", description="exact, auto, compare: the back-end (HiGHS proves this model fastest).")
     time_limit_s: float = Field(10.0, gt=0, le=7 * 24 * 3600.0, allow_inf_nan=False, description="exact, auto, compare: time for all solves.")
     solver_workers: int = Field(8, ge=1, le=256, description="CP-SAT workers / HiGHS threads.")
     entropy: bool = Field(True, description="exact, auto, compare: least entropy as the objective's third level (after GPUs, switches).")
@@ -226,17 +226,7 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
         spec = cluster.jobs[cluster.job_index()[j]]
         levels[j] = (spec.topology.level if spec.topology else "asw", bool(spec.topology and spec.topology.mode == "required"))
         minimum[j] = spec.min_available if spec.min_available is not None else len(pods_of[j])
-    def greedy_for(subset: list[str]) -> dict[str, list[tuple[int, int]]] | None:
-        again = plan_allocate(cluster, AllocateOptions(method="largest-first", jobs=subset))
-        if not isinstance(again, AllocationPlan) or again.unplaced:
-            return None
-        pairs: dict[str, list[tuple[int, int]]] = {}
-        for pl in again.placements:
-            p = state.pod_index[pl.pod]
-            pairs.setdefault(cluster.pods[p].job, []).append((p, state.node_index[pl.node]))
-        return pairs
-
-    result = solve_joint(state, jobs, levels, minimum, options.solver, options.time_limit_s, options.solver_workers, hint, greedy_for,
+    result = solve_joint(state, jobs, levels, minimum, options.solver, options.time_limit_s, options.solver_workers, hint,
                          optimise_entropy=options.entropy)
     placements, per_job = [], {}
     for j in names:

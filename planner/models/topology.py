@@ -23,8 +23,8 @@ Constraints:
   (2) sum_{j of shape s} x[j, d] <= sum_{c in d, p} a[p, s] w[c, p] + sum_{n in d} y[s, n]
   (3) sum_p w[c, p] <= count_c; per-node rows for y: GPUs, CPUs, memory, anti-affinity groups
   (4) x[j, d] <= ub[j, d] u[j, e(d)];  sum_e u[j, e] <= 1 for a ``required`` job
-Objective, lexicographic in up to three solves, each holding the optimum of the ones before:
-  (a) most GPUs of the jobs started; (b) fewest switches spanned, summed over jobs; (c) least
+Objective, lexicographic: (a) most GPUs of the jobs started; (b) fewest switches spanned, summed
+  over jobs (one weighted solve for both, see ``solve_joint``); then, holding both, (c) least
   entropy (ASI Eq. 1, over access switches) summed over the jobs that may span switches, linear
   through one-hot count indicators b[j, d, k] (x[j, d] = sum_k k b[j, d, k]) with coefficients
   k/N ln(N/k) scaled to integers (``ENTROPY_SCALE``; the reported tolerance bounds the rounding).
@@ -342,44 +342,38 @@ def _integer_scale(values: list[float]) -> int | None:
 
 def solve_joint(
     state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int],
-    solver: str = "cpsat", time_limit_s: float = 10.0, workers: int = 8, hint: Pairs | None = None, greedy_for: Any = None,
-    optimise_entropy: bool = True,
+    solver: str = "highs", time_limit_s: float = 10.0, workers: int = 8, hint: Pairs | None = None, optimise_entropy: bool = True,
 ) -> JointResult:
     """Place ``jobs`` (name -> pending pod indexes) jointly; ``levels``: name -> (level, required).
-    ``hint``: a heuristic assignment to warm-start from; ``greedy_for(jobs)`` re-runs the heuristic
-    on a subset (phase 2 starts from it when it starts what phase 1 proved possible)."""
+    ``hint``: a heuristic assignment to warm-start from (and to keep if the solver stops early).
+
+    Levels (a) and (b) are one solve of W * GPUs - switches with W = (switch variables + 1): no
+    switch saving can buy a GPU, so its optimum is the lexicographic one (HiGHS proved it in a
+    fraction of the time two phases took; CP-SAT's deterministic search was slower still)."""
     model = _Model(state, jobs, levels, minimum)
     m, deterministic = model.m, solver == "cpsat"
     fields: dict[str, Any] = {"variables": m.num_vars, "rows": m.num_rows, "node_classes": len(model.classes),
                               "shapes": len(model.shapes), "objective_levels": ["gpus", "switches"]}
-    m.maximize(model.placed)
+    weight = len(model.u) + 1
+    m.maximize([(v, g * weight) for v, g in model.placed] + [(v, -1) for v in model.u.values()])
     start_hint = model.hint(hint) if hint else None
     first = solve(m, solver, time_limit_s, workers, start_hint, deterministic=deterministic)
-    fields.update(phase1=first.status, phase1_s=round(first.wall_s, 3))
-    if first.values is None:
-        return JointResult({}, first.status, first.bound if model.exact else None, None, model.exact, fields)
-    best_gpus = model.gpus_of(first.values)
-    held = [(model.placed, best_gpus, None, "(a) GPUs held")]
-    warm = first.values
-    if start_hint is not None and model.gpus_of(start_hint) >= best_gpus:
-        warm = start_hint  # the heuristic already starts as many GPUs: its switches are the bar to beat
-    elif greedy_for is not None:
-        again = greedy_for([j for j in model.names if first.values[model.z[j]]])
-        repaired = model.hint(again) if again else None
-        if repaired is not None and model.gpus_of(repaired) >= best_gpus:
-            warm = repaired
-    if model.switches_used(warm) > model.switches_used(first.values):
-        warm = first.values
-    remaining = max(0.5, time_limit_s - first.wall_s)
-    second = solve(m.with_objective([(v, -1) for v in model.u.values()], rows=held), solver, remaining, workers, warm, deterministic=deterministic)
-    fields.update(phase2=second.status, phase2_s=round(second.wall_s, 3))
-    values = second.values if second.values is not None and model.switches_used(second.values) <= model.switches_used(warm) else warm
-    proven = first.status == "optimal" and second.status == "optimal"
-    # objectives are integral: bounds round inwards (HiGHS reports e.g. 3.999999999999997)
-    switches_bound = float(math.ceil(-second.bound - 1e-6)) if model.exact and first.status == "optimal" and second.bound is not None else None
-    gpus_bound = float(math.floor(first.bound + 1e-6)) if model.exact and first.bound is not None else None
+    fields.update(phase_gpus_switches=first.status, phase_gpus_switches_s=round(first.wall_s, 3))
+    values = first.values
+    if start_hint is not None and (values is None or m.value_of_objective(start_hint) > m.value_of_objective(values)):
+        values = start_hint  # a solver that stopped early never loses the heuristic's plan
+    if values is None:
+        return JointResult({}, first.status, None, None, model.exact, fields)
+    # the weighted bound B bounds GPUs by (B + switches) / W; with the GPUs proven, switches by W * GPUs - B
+    gpus, gpus_bound, switches_bound = model.gpus_of(values), None, None
+    if model.exact and first.bound is not None:
+        gpus_bound = float(math.floor((first.bound + len(model.u)) / weight + 1e-9))
+        if gpus >= gpus_bound:
+            switches_bound = float(math.ceil(weight * gpus - first.bound - 1e-6))
+    proven = first.status == "optimal" and m.value_of_objective(values) >= first.objective - 1e-6
     if optimise_entropy and proven:
-        values, entropy_proven = _entropy_phase(model, values, held, solver, max(0.5, remaining - second.wall_s), workers, fields)
+        held = [(model.placed, gpus, gpus, "(a) GPUs held")]
+        values, entropy_proven = _entropy_phase(model, values, held, solver, max(0.5, time_limit_s - first.wall_s), workers, fields)
         proven = proven and entropy_proven
     status = "optimal" if proven and model.exact else "feasible"
     return JointResult(model.assignment(values), status, gpus_bound, switches_bound, model.exact, fields)
@@ -439,7 +433,7 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, ti
                 hint[i + count - 1] = 1
             i += model.ub[j, d]
     third = solve(m, solver, time_limit_s, workers, hint, deterministic=solver == "cpsat")
-    fields.update(phase3=third.status, phase3_s=round(third.wall_s, 3), entropy_variables=m.num_vars - base)
+    fields.update(phase_entropy=third.status, phase_entropy_s=round(third.wall_s, 3), entropy_variables=m.num_vars - base)
     if third.values is None or third.status not in ("optimal", "feasible"):
         return values, False
     # each coefficient is rounded by at most 1/2 unit and a plan has one count per (job, switch) it
