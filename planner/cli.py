@@ -563,10 +563,13 @@ def generate_asi_command(
     churn_rounds: int = typer.Option(2, "--churn-rounds", min=0, help="Fill-above-target / depart-below rounds before the final fill."),
     pending_jobs: int = typer.Option(0, "--pending-jobs", min=0, help="Jobs that failed the final fill to keep as pending pods."),
     mix: str = typer.Option("asi", "--mix", help="Workload shape: asi (1/2/4/8-GPU pods, training gangs) or small (1-2 GPU pods, the ASI paper's ILP size)."),
+    large_jobs: int = typer.Option(0, "--large-jobs", min=0, help="Pending large training jobs to add as a batch for `planner allocate` "
+                                   "(32-256 GPUs in 8- or 4-GPU pods, 12 CPUs per GPU, one GPU model each, half ASW-required)."),
     out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
 ) -> None:
     """A seeded ASI-like cluster (Alibaba ASI paper): ASWs of 32-64 8-GPU nodes, ~40% locked pods."""
     from planner.instances.asi import generate_asi
+    from planner.instances.batch import add_large_jobs
     from planner.snapshot import dump_cluster
 
     cluster = generate_asi(
@@ -579,6 +582,7 @@ def generate_asi_command(
         pending_jobs=pending_jobs,
         mix=mix,
     )
+    cluster = add_large_jobs(cluster, large_jobs, seed)
     _emit(dump_cluster(cluster) + "\n", out)
 
 

@@ -125,6 +125,9 @@ def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> A
             return _comparison(warm, exact)
         return _auto(warm, exact, start)
     rng = np.random.default_rng(options.seed)
+    # the minimum switches and nodes a job could use, with the snapshot's free room to itself (the
+    # same basis for every method, so ratios compare across methods)
+    alone = {name: node_slots(state, pods_of[name][0]) for name in order}
     placements: list[Placement] = []
     unplaced: list[Unplaced] = []
     per_job: dict[str, Any] = {}
@@ -135,8 +138,7 @@ def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> A
         domains = state.asw_domain if level == "asw" else state.spine_domain
         pods = pods_of[name]
         need = job.min_available if job.min_available is not None else len(pods)
-        slots = node_slots(state, pods[0])
-        smallest = min_switches(switch_room(slots, domains), need)
+        smallest = min_switches(switch_room(alone[name], domains), need)
         placed, reason = _place(state, pods, need, domains, options.method, required, level, rng)
         if reason is not None:
             unplaced.append(Unplaced(job=name, reason=reason))
@@ -144,7 +146,7 @@ def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> A
         for p, n in placed:
             state.place(p, n)
             placements.append(Placement(pod=state.pod_names[p], node=state.node_names[n]))
-        per_job[name] = _job_metrics(state, cluster, placed, slots, len(placed), smallest)
+        per_job[name] = _job_metrics(state, cluster, placed, alone[name], len(placed), smallest)
     plan = AllocationPlan(
         placements=placements,
         unplaced=unplaced,
@@ -291,6 +293,7 @@ def _job_metrics(state: ClusterState, cluster: Cluster, placed: list[tuple[int, 
         by_spine[int(state.spine_domain[n])] = by_spine.get(int(state.spine_domain[n]), 0.0) + g
     ordered = np.sort(slots)[::-1]
     min_nodes = int(np.searchsorted(np.cumsum(ordered), count) + 1) if count else 0
+    min_spines = min_switches(switch_room(slots, state.spine_domain), count)
     return {
         "pods": count,
         "gpus": round(math.fsum(gpus_on.values()), 6),
@@ -298,8 +301,12 @@ def _job_metrics(state: ClusterState, cluster: Cluster, placed: list[tuple[int, 
         "spines": len(by_spine),
         "entropy": round(entropy(list(by_asw.values())), 6),
         "min_asws": smallest,
+        "min_spines": min_spines,
         "nodes": len(gpus_on),
         "min_nodes": min_nodes,
+        # Kant's JTTEd deviation ratios: used over the least possible (1.0 is ideal)
+        "node_ratio": round(len(gpus_on) / min_nodes, 6) if min_nodes else None,
+        "asw_ratio": round(len(by_asw) / smallest, 6) if smallest else None,
         "locality_cost": locality_cost(gpus_on, state.asw_domain),
     }
 

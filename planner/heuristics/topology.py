@@ -32,7 +32,7 @@ def entropy(counts: Sequence[float]) -> float:
     total = math.fsum(counts)
     if total <= 0:
         return 0.0
-    return -math.fsum((c / total) * math.log(c / total) for c in counts if c > 0)
+    return max(0.0, -math.fsum((c / total) * math.log(c / total) for c in counts if c > 0))  # never -0.0
 
 
 def alg2(capacities: Sequence[int], demand: int) -> Allocation | None:
