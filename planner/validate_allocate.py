@@ -24,10 +24,33 @@ GANG_INCOMPLETE = "gang_incomplete"
 UNPLACED_WRONG = "unplaced_mismatch"
 
 
-def validate_allocate(cluster: Cluster, plan: AllocationPlan) -> list[Violation]:
-    nodes = {n.name: n for n in cluster.nodes}
-    pods = {p.name: p for p in cluster.pods}
-    jobs = {j.name: j for j in cluster.jobs}
+class SnapshotIndex:
+    """The validator's lookups of one snapshot (built once; a warm allocator keeps it between requests)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.nodes = {n.name: n for n in cluster.nodes}
+        self.pods = {p.name: p for p in cluster.pods}
+        self.jobs = {j.name: j for j in cluster.jobs}
+        self.job_index = cluster.job_index()
+        self.pending: dict[str, int] = defaultdict(int)
+        self.residents: dict[str, list[Pod]] = defaultdict(list)
+        self.running_nodes: dict[str, list[str]] = defaultdict(list)  # job -> nodes of its running pods
+        for pod in cluster.pods:
+            if pod.node is None:
+                if pod.job is not None:
+                    self.pending[pod.job] += 1
+                continue
+            self.residents[pod.node].append(pod)
+            if pod.job is not None:
+                self.running_nodes[pod.job].append(pod.node)
+        # plain dicts: validation only reads them
+        self.pending, self.residents, self.running_nodes = dict(self.pending), dict(self.residents), dict(self.running_nodes)
+
+
+def validate_allocate(cluster: Cluster, plan: AllocationPlan, index: SnapshotIndex | None = None) -> list[Violation]:
+    """Every violation of the plan on ``cluster`` (``index``: its lookups, when already built)."""
+    index = SnapshotIndex(cluster) if index is None else index
+    nodes, pods, jobs = index.nodes, index.pods, index.jobs
     problems: list[Violation] = []
     arriving: dict[str, list[Pod]] = defaultdict(list)
     placed_by_job: dict[str, list[str]] = defaultdict(list)
@@ -53,26 +76,20 @@ def validate_allocate(cluster: Cluster, plan: AllocationPlan) -> list[Violation]
         seen.add(pod.name)
         arriving[placement.node].append(pod)
         placed_by_job[pod.job].append(placement.node)
-    pending: dict[str, int] = defaultdict(int)
-    for pod in cluster.pods:
-        if pod.job is not None and pod.node is None:
-            pending[pod.job] += 1
+    pending = index.pending
     for job_name, placed_nodes in sorted(placed_by_job.items()):
         job = jobs[job_name]
-        wanted = job.min_available if job.min_available is not None else pending[job_name]
+        wanted = job.min_available if job.min_available is not None else pending.get(job_name, 0)
         if len(placed_nodes) < wanted:
             problems.append(Violation(GANG_INCOMPLETE, f"{len(placed_nodes)} of job '{job_name}''s pods are placed; the gang needs {wanted}"))
-        running = [nodes[p.node] for p in cluster.pods if p.job == job_name and p.node is not None]
+        running = [nodes[n] for n in index.running_nodes.get(job_name, [])]
         if not rules.job_topology_ok(job, [*running, *(nodes[n] for n in placed_nodes)]):
             level = job.topology.level if job.topology else ""
             problems.append(Violation(rules.JOB_TOPOLOGY, f"job '{job_name}' requires one {level}; its pods would span several"))
-    residents: dict[str, list[Pod]] = defaultdict(list)
-    for pod in cluster.pods:
-        if pod.node is not None:
-            residents[pod.node].append(pod)
+    residents = index.residents
     for node_name, newcomers in sorted(arriving.items()):
         names = {p.name for p in newcomers}
-        for brk in rules.node_rule_breaks(nodes[node_name], residents[node_name], newcomers):
+        for brk in rules.node_rule_breaks(nodes[node_name], residents.get(node_name, []), newcomers):
             if brk.rule == rules.ANTI_AFFINITY and brk.pod not in names:
                 continue
             problems.append(Violation(brk.rule, brk.detail, pod=brk.pod, node=node_name))

@@ -25,7 +25,7 @@ from planner.engine.defrag import PlanBug, PlanOptionError, refuse_unused
 from planner.heuristics.topology import allocate_job, entropy, min_switches, node_slots
 from planner.plans import AllocationComparison, AllocationPlan, Placement, SolveReport, Unplaced
 from planner.state import PENDING, ClusterState
-from planner.validate_allocate import validate_allocate
+from planner.validate_allocate import SnapshotIndex, validate_allocate
 
 AllocateMethod = Literal["auto", "largest-first", "greedy", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random", "exact", "compare"]
 GREEDY_METHODS = ("largest-first", "greedy", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random")
@@ -68,13 +68,20 @@ def _shape(pod: Any) -> tuple:
     return (pod.gpus, pod.cpus, pod.memory_gib, tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())), tuple(sorted(pod.anti_affinity)))
 
 
-def pending_jobs(cluster: Cluster, names: list[str] | None) -> list[str]:
-    """The jobs to place; refuses unknown jobs, jobs without pending pods and jobs of mixed shapes."""
+def pending_pods(cluster: Cluster) -> dict[str, list[int]]:
+    """Each job's pending pods (indexes into ``cluster.pods``)."""
     pending: dict[str, list[int]] = {}
     for i, pod in enumerate(cluster.pods):
         if pod.job is not None and pod.node is None:
             pending.setdefault(pod.job, []).append(i)
-    known = {j.name for j in cluster.jobs}
+    return pending
+
+
+def pending_jobs(cluster: Cluster, names: list[str] | None, pending: dict[str, list[int]] | None = None) -> list[str]:
+    """The jobs to place; refuses unknown jobs, jobs without pending pods, jobs of mixed shapes and
+    pod shapes no node could hold. ``pending``: ``pending_pods(cluster)`` when already at hand."""
+    pending = pending_pods(cluster) if pending is None else pending
+    known = cluster.job_index()
     chosen = names if names is not None else sorted(pending)
     for name in chosen:
         if name not in known:
@@ -124,29 +131,45 @@ def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> A
         if options.method == "compare":
             return _comparison(warm, exact)
         return _auto(warm, exact, start)
+    return greedy_plan(cluster, state, pods_of, order, options, start)
+
+
+def greedy_plan(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[int]], order: list[str], options: AllocateOptions, start: float,
+                index: SnapshotIndex | None = None, keep: bool = True) -> AllocationPlan:
+    """One job at a time in ``order`` with a greedy method, on ``state``; validated. ``keep=False``
+    leaves ``state`` as it was (a warm allocator answering requests on a kept state); ``index``:
+    the validator's lookups of the snapshot, when kept."""
     rng = np.random.default_rng(options.seed)
+    job_index = cluster.job_index() if index is None else index.job_index
     # the minimum switches and nodes a job could use, with the snapshot's free room to itself (the
     # same basis for every method, so ratios compare across methods)
     alone = {name: node_slots(state, pods_of[name][0]) for name in order}
     placements: list[Placement] = []
     unplaced: list[Unplaced] = []
     per_job: dict[str, Any] = {}
-    for name in order:
-        job = cluster.jobs[job_index[name]]
-        level = job.topology.level if job.topology is not None else "asw"
-        required = job.topology is not None and job.topology.mode == "required"
-        domains = state.asw_domain if level == "asw" else state.spine_domain
-        pods = pods_of[name]
-        need = job.min_available if job.min_available is not None else len(pods)
-        smallest = min_switches(switch_room(alone[name], domains), need)
-        placed, reason = _place(state, pods, need, domains, options.method, required, level, rng)
-        if reason is not None:
-            unplaced.append(Unplaced(job=name, reason=reason))
-            continue
-        for p, n in placed:
-            state.place(p, n)
-            placements.append(Placement(pod=state.pod_names[p], node=state.node_names[n]))
-        per_job[name] = _job_metrics(state, cluster, placed, alone[name], len(placed), smallest)
+    done: list[int] = []
+    try:
+        for name in order:
+            job = cluster.jobs[job_index[name]]
+            level = job.topology.level if job.topology is not None else "asw"
+            required = job.topology is not None and job.topology.mode == "required"
+            domains = state.asw_domain if level == "asw" else state.spine_domain
+            pods = pods_of[name]
+            need = job.min_available if job.min_available is not None else len(pods)
+            smallest = min_switches(switch_room(alone[name], domains), need)
+            placed, reason = _place(state, pods, need, domains, options.method, required, level, rng)
+            if reason is not None:
+                unplaced.append(Unplaced(job=name, reason=reason))
+                continue
+            for p, n in placed:
+                state.place(p, n)
+                done.append(p)
+                placements.append(Placement(pod=state.pod_names[p], node=state.node_names[n]))
+            per_job[name] = _job_metrics(state, cluster, placed, alone[name], len(placed), smallest)
+    finally:
+        if not keep:
+            for p in reversed(done):
+                state.unplace(p)
     plan = AllocationPlan(
         placements=placements,
         unplaced=unplaced,
@@ -154,11 +177,11 @@ def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> A
         report=SolveReport(
             method=options.method,
             status="heuristic",
-            objective=float(sum(cluster.pods[state.pod_index[pl.pod]].gpus for pl in placements)),
+            objective=float(sum(float(state.pod_gpus[p]) for p in done)),
             wall_s=round(time.perf_counter() - start, 6),
         ),
     )
-    violations = validate_allocate(cluster, plan)
+    violations = validate_allocate(cluster, plan, index)
     if violations:
         raise PlanBug(f"{options.method} produced an invalid allocation: " + "; ".join(map(str, violations[:5])))
     return plan
@@ -166,6 +189,8 @@ def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> A
 
 def switch_room(slots: np.ndarray, domains: np.ndarray) -> list[int]:
     """Pods of one shape each switch can take (``slots`` per node summed per domain id)."""
+    if len(domains) and domains.min() >= 0:  # the state's domain ids are dense: no sort needed
+        return np.bincount(domains, weights=slots).astype(np.int64).tolist()
     _, inverse = np.unique(domains, return_inverse=True)
     return np.bincount(inverse, weights=slots).astype(np.int64).tolist()
 
