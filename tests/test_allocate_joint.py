@@ -194,11 +194,41 @@ def test_random_spread_is_seeded_and_valid():
 
 
 def test_a_pod_no_node_could_hold_is_refused_naming_it():
-    from planner.engine.defrag import PlanOptionError
+    from planner.cluster import SnapshotError
 
     cluster = tiny_cluster(0)
     data = cluster.model_dump()
     first = next(i for i, p in enumerate(data["pods"]) if p["node"] is None)
     data["pods"][first]["cpus"] = 500
-    with pytest.raises(PlanOptionError, match=rf"pods\[{first}\].*no node could hold it even empty"):
+    with pytest.raises(SnapshotError, match=rf"pods\[{first}\].*no node could hold it even empty"):
         plan_allocate(Cluster.model_validate(data), AllocateOptions(method="largest-first"))
+
+
+def test_cli_compare_table_generate_batch_and_bad_shapes(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, text=True, timeout=300)
+
+    snapshot = tmp_path / "s.json"
+    made = run("generate", "asi", "--nodes", "200", "--seed", "2", "--scheduler", "binpack", "--allocation", "0.5", "--large-jobs", "4", "--out", str(snapshot))
+    assert made.returncode == 0, made.stderr
+    data = json.loads(snapshot.read_text())
+    batch = [j for j in data["jobs"] if j["name"].startswith("batch-")]
+    assert len(batch) == 4 and {j["topology"]["level"] for j in batch} == {"asw"}
+    shown = run("allocate", str(snapshot), "--jobs", ",".join(j["name"] for j in batch), "--method", "compare", "--time-limit", "20", "--format", "table")
+    assert shown.returncode == 0, shown.stderr
+    assert "greedy: largest-first heuristic" in shown.stdout and "exact: exact optimal" in shown.stdout and "GPUs started: greedy" in shown.stdout
+    plan = tmp_path / "p.json"
+    assert run("allocate", str(snapshot), "--method", "slurm", "--out", str(plan)).returncode == 0
+    assert run("validate", str(snapshot), str(plan)).returncode == 0
+    first = next(i for i, p in enumerate(data["pods"]) if p.get("job") == "batch-000")
+    data["pods"][first]["gpus"] = 16
+    snapshot.write_text(json.dumps(data))
+    refused = run("allocate", str(snapshot), "--method", "largest-first")
+    assert refused.returncode == 2 and f"pods[{first}]" in refused.stderr and "no node could hold it even empty" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    unused = run("allocate", str(snapshot), "--method", "slurm", "--seed", "4")
+    assert unused.returncode == 2 and "--seed" in unused.stderr

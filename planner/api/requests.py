@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from planner.api.bodies import Refused, parse_model
 from planner.api.schemas import AllocateRequest, DefragRequest, PreemptRequest, ReportRequest, ValidateRequest, ValidateResponse, Violation
 from planner.api.worker import job_time_limit_s
+from planner.cluster import SnapshotError
 from planner.snapshot import consistency_problems
 
 
@@ -120,6 +121,8 @@ def accept_allocate(body: bytes, settings: Settings) -> tuple[str, dict[str, Any
         pending_jobs(request.snapshot, request.options.jobs)
     except PlanOptionError as err:
         raise Refused(422, "invalid request", [err.for_api()]) from None
+    except SnapshotError as err:  # a pod shape no node could hold
+        raise Refused(422, "invalid request", [f"snapshot.{p}" for p in err.problems]) from None
     given = request.options.model_dump(mode="json", exclude_unset=True)
     snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
     digest = hashlib.sha256((snapshot + json.dumps(given, sort_keys=True)).encode()).hexdigest()

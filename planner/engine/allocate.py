@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from planner import rules
-from planner.cluster import Cluster
+from planner.cluster import Cluster, SnapshotError
 from planner.engine.defrag import PlanBug, PlanOptionError, refuse_unused
 from planner.heuristics.topology import allocate_job, entropy, min_switches, node_slots
 from planner.plans import AllocationComparison, AllocationPlan, Placement, SolveReport, Unplaced
@@ -107,10 +107,10 @@ def _refuse_unholdable(cluster: Cluster, i: int) -> None:
     largest = max(cluster.nodes, key=lambda n: (n.gpus, n.cpus, n.memory_gib), default=None)
     where = f"; the largest node has {largest.gpus} GPUs, {largest.cpus:g} CPUs, {largest.memory_gib:g} GiB" if largest else ""
     rules_text = (f", GPU models {sorted(pod.gpu_models)}" if pod.gpu_models else "") + (f", node selector {dict(pod.node_selector)}" if pod.node_selector else "")
-    raise PlanOptionError(
-        f"pods[{i}]", f"pod '{pod.name}' of job '{pod.job}' asks {pod.gpus:g} GPUs, {pod.cpus:g} CPUs, {pod.memory_gib:g} GiB{rules_text}: "
+    raise SnapshotError([
+        f"pods[{i}]: pod '{pod.name}' of job '{pod.job}' asks {pod.gpus:g} GPUs, {pod.cpus:g} CPUs, {pod.memory_gib:g} GiB{rules_text}: "
         f"no node could hold it even empty{where}; fix the request or add such nodes"
-    )
+    ])
 
 
 def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> AllocationPlan | AllocationComparison:
