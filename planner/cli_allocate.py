@@ -7,9 +7,15 @@ from typing import Any
 
 import typer
 
-from planner.cli import OutputFormat, Solver, _emit, _options, _stdout_console, app, guarded, report_violations
+from planner.cli import OutputFormat, _emit, _options, _stdout_console, app, guarded, report_violations
 from planner.cluster import Cluster
 from planner.plans import AllocationComparison, AllocationPlan
+
+
+class AllocateSolver(str, Enum):
+    auto = "auto"
+    highs = "highs"
+    cpsat = "cpsat"
 
 
 class AllocateMethod(str, Enum):
@@ -39,7 +45,7 @@ def allocate(
         "slurm = Slurm's topology/tree placement; random = random spread; exact = the joint model with proven bounds; "
         "compare = largest-first and exact side by side.",
     ),
-    solver: Solver = typer.Option(Solver.highs, "--solver", help="exact, auto, compare: the back-end (highs proves this model fastest)."),
+    solver: AllocateSolver = typer.Option(AllocateSolver.auto, "--solver", help="exact, auto, compare: the back-end (auto: HiGHS, then CP-SAT if not proven in 40% of the time)."),
     time_limit: float = typer.Option(10.0, "--time-limit", help="exact, auto, compare: seconds for all solves."),
     solver_workers: int = typer.Option(8, "--solver-workers", help="exact, auto, compare: CP-SAT workers / HiGHS threads."),
     entropy: bool = typer.Option(True, "--entropy/--no-entropy", help="exact, auto, compare: least entropy as the third objective level."),

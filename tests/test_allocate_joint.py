@@ -129,7 +129,7 @@ def brute_force(cluster: Cluster) -> tuple[float, int, float]:
     return best[0]
 
 
-@pytest.mark.parametrize("solver", ["cpsat", "highs"])
+@pytest.mark.parametrize("solver", ["cpsat", "highs", "auto"])
 def test_the_joint_model_reaches_the_brute_force_optimum(solver):
     for seed in range(20):
         cluster = tiny_cluster(seed)

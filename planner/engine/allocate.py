@@ -41,7 +41,9 @@ class AllocateOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     method: AllocateMethod = "auto"
     jobs: list[str] | None = Field(None, description="Jobs to place (default: every job with pending pods).")
-    solver: Literal["cpsat", "highs"] = Field("highs", description="exact, auto, compare: the back-end (HiGHS proves this model fastest).")
+    solver: Literal["auto", "highs", "cpsat"] = Field(
+        "auto", description="exact, auto, compare: the back-end; auto = HiGHS, then CP-SAT when HiGHS has not proven it in 40% of the time."
+    )
     time_limit_s: float = Field(10.0, gt=0, le=7 * 24 * 3600.0, allow_inf_nan=False, description="exact, auto, compare: time for all solves.")
     solver_workers: int = Field(8, ge=1, le=256, description="CP-SAT workers / HiGHS threads.")
     entropy: bool = Field(True, description="exact, auto, compare: least entropy as the objective's third level (after GPUs, switches).")
