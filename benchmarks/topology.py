@@ -1,13 +1,17 @@
-"""Topology allocation: Algorithm 2 as published against largest-first and a brute force (one job).
+"""Topology allocation: one job, many jobs, latency and large-job capacity (issue 11).
 
-Writes benchmarks/results/topology.md (so far the one-job section; the batch, latency and Fig. 14
-sections of issue 11 come next):
+Writes benchmarks/results/topology.md:
 
-* one job: on random free capacities (multiples of 8 GPUs, 2 to 8 switches, a demand up to their
-  total), the fewest switches and least entropy by brute force over every split, largest-first and
-  Algorithm 2 as published: how often each is suboptimal and by how much.
+* one job (run here): on random free capacities (multiples of 8 GPUs, 2 to 8 switches, a demand up
+  to their total), the fewest switches and least entropy by brute force over every split,
+  largest-first and Algorithm 2 as published: how often each is suboptimal and by how much;
+* many jobs (``benchmarks/topology_batch.py``, run here unless ``--skip-batch``: then its last
+  results file is included as it stands): greedy, Kueue, Slurm and random against the exact joint
+  model on 2 x 50 instances;
+* latency at 37,707 nodes and ASI Fig. 14 (``benchmarks/topology_scale.py``, about 20 minutes; its
+  last results file, ``topology-scale.md``, is included as it stands, with its own command line).
 
-    .venv/bin/python benchmarks/topology.py [--instances 3000] [--seed 0]
+    .venv/bin/python benchmarks/topology.py [--instances 3000] [--seed 0] [--batch-instances 50] [--skip-batch]
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-instances", type=int, default=50)
+    parser.add_argument("--skip-batch", action="store_true", help="include the last topology-batch.md instead of running it")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     stats = {"largest-first": [0, 0, 0.0, 0], "alg2": [0, 0, 0.0, 0]}  # suboptimal, excess switches max, excess entropy max, worse on switches
@@ -84,8 +90,19 @@ def main() -> None:
     ]
     for name, (bad, worst_sw, worst_h, more) in stats.items():
         lines.append(f"| {name} | {bad:,} / {args.instances:,} ({100 * bad / args.instances:.1f}%) | {more:,} | {worst_sw} | {worst_h:.3f} |")
-    lines += ["", "The batch (joint) allocation, latency at 37,707 nodes and the Fig. 14 sections of issue 11 are not measured yet."]
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if not args.skip_batch:
+        from topology_batch import batch_lines, run_family, FAMILIES
+
+        results = {f: run_family(f, args.batch_instances, 10.0) for f in FAMILIES}
+        (RESULTS / "topology-batch.md").write_text("\n".join(batch_lines(results, args.batch_instances, 10.0)) + "\n")
+    for name in ("topology-batch.md", "topology-scale.md"):
+        part = RESULTS / name
+        lines += [""]
+        if part.exists():
+            lines += ["#" + line if line.startswith("#") else line for line in part.read_text().splitlines()]
+        else:
+            lines += [f"({name} has not been produced yet.)"]
     (RESULTS / "topology.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -472,6 +472,8 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, ti
     terms_in_plan = sum(1 for j in spanning for d in model.switches_of[j] if third.values[model.x[j, d]])
     most_terms = sum(min(len(model.jobs[j]), len(model.switches_of[j])) for j in spanning)
     fields["entropy_bound_nats"] = round(-third.bound / ENTROPY_SCALE, 6) if third.bound is not None else None
+    if third.bound is not None and third.objective is not None:
+        fields["entropy_gap_nats"] = round((third.bound - third.objective) / ENTROPY_SCALE, 6)
     fields["entropy_tolerance_nats"] = round((terms_in_plan + most_terms) / (2 * ENTROPY_SCALE), 6)
     if third.status == "optimal":
         fields["objective_levels"].append("entropy")
