@@ -232,3 +232,16 @@ def test_cli_compare_table_generate_batch_and_bad_shapes(tmp_path):
     assert "Traceback" not in refused.stderr
     unused = run("allocate", str(snapshot), "--method", "slurm", "--seed", "4")
     assert unused.returncode == 2 and "--seed" in unused.stderr
+
+
+def test_per_node_packing_rows_agree_with_the_brute_force(monkeypatch):
+    """Classes with too many packing patterns get per-node rows instead: force that everywhere."""
+    import planner.models.topology as topology
+
+    monkeypatch.setattr(topology, "PATTERN_LIMIT", 0)
+    for seed in (1, 13, 15, 18, 19):
+        cluster = tiny_cluster(seed)
+        plan = plan_allocate(cluster, AllocateOptions(method="exact", solver="highs", time_limit_s=20, solver_workers=2))
+        assert plan.report.node_classes > 0 and plan.report.status == "optimal", seed
+        assert validate_allocate(cluster, plan) == []
+        assert key_of(cluster, {p.pod: p.node for p in plan.placements})[:2] == brute_force(cluster)[:2], seed

@@ -203,7 +203,9 @@ class _Model:
         for r, name in ((1, "CPUs"), (2, "memory")):
             asks = [self.shapes[s].cpus if r == 1 else self.shapes[s].memory for s in here]
             scale = _integer_scale([*asks, free[r]])
-            if scale is None:  # no small exact unit: keep the pods within what each node takes alone
+            if scale is None:  # no exact unit up to 10^-6: requests rounded up, room down (safe, maybe not optimal)
+                self.exact = False
+                m.row([(c.y[s, n], math.ceil(a * 10**6)) for s, a in zip(here, asks)], None, math.floor(free[r] * 10**6), f"(3) {name} of {n}")
                 continue
             m.row([(c.y[s, n], round(a * scale)) for s, a in zip(here, asks)], None, math.floor(free[r] * scale + EPS * scale), f"(3) {name} of {n}")
         groups: dict[int, list[int]] = {}
