@@ -27,6 +27,7 @@ def solve(
     seed: int = 0,
     deterministic: bool = False,
     strict: bool = True,
+    wall_cap_s: float | None = None,
 ) -> MilpResult:
     """Solve ``milp`` (maximise) with ``solver``; never raises for solver trouble, reports it.
 
@@ -43,7 +44,7 @@ def solve(
         return MilpResult(solver, "optimal", [], value, value, time.perf_counter() - start, "empty model")
     try:
         if solver == "cpsat":
-            result = solve_cpsat(milp, time_limit_s, workers, hint, seed, deterministic)
+            result = solve_cpsat(milp, time_limit_s, workers, hint, seed, deterministic, wall_cap_s)
         else:
             result = solve_highs(milp, time_limit_s, workers, hint, strict)
     except Exception as err:  # noqa: BLE001 - a solver failure is a result, not a crash

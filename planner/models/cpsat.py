@@ -3,7 +3,7 @@
 ``num_workers`` is always set explicitly (CP-SAT is tuned for 8 or more workers, and 8 was faster than
 2 even on a 2-core machine). With ``deterministic`` the search is CP-SAT's interleaved search,
 deterministic whatever the number of workers, and the time limit is in CP-SAT's deterministic seconds
-(a wall-clock cap of 4x stops a runaway); otherwise the limit is wall time and, among equally good
+(a wall-clock cap, 4x unless the caller sets one, stops a runaway); otherwise the limit is wall time and, among equally good
 solutions, which one is returned may vary between runs. Warm start: ``add_hint`` with every variable.
 """
 
@@ -13,7 +13,7 @@ from planner.models.milp import Milp, MilpResult
 
 
 def solve_cpsat(
-    milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, seed: int, deterministic: bool
+    milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, seed: int, deterministic: bool, wall_cap_s: float | None = None
 ) -> MilpResult:
     from ortools.sat.python import cp_model
 
@@ -38,7 +38,7 @@ def solve_cpsat(
     if deterministic:
         solver.parameters.interleave_search = True
         solver.parameters.max_deterministic_time = time_limit_s
-        solver.parameters.max_time_in_seconds = 4 * time_limit_s
+        solver.parameters.max_time_in_seconds = wall_cap_s if wall_cap_s is not None else 4 * time_limit_s
     else:
         solver.parameters.max_time_in_seconds = time_limit_s
     code = solver.solve(model)

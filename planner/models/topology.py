@@ -377,7 +377,7 @@ def solve_joint(
     proven = first.status == "optimal" and m.value_of_objective(values) >= first.objective - 1e-6
     if optimise_entropy and proven:
         held = [(model.placed, gpus, gpus, "(a) GPUs held")]
-        values, entropy_proven = _entropy_phase(model, values, held, solver, max(0.5, deadline - time.perf_counter()), workers, fields)
+        values, entropy_proven = _entropy_phase(model, values, held, solver, deadline, workers, fields)
         proven = proven and entropy_proven
     status = "optimal" if proven and model.exact else "feasible"
     return JointResult(model.assignment(values), status, gpus_bound, switches_bound, model.exact, fields)
@@ -394,12 +394,13 @@ def _solve(m: Milp, solver: str, time_limit_s: float, workers: int, hint: list[i
     in 0.2 s. A proven result is deterministic either way (neither depends on the other's incumbent)."""
     time_limit_s = max(0.5, time_limit_s)
     if solver != "auto":
-        return solve(m, solver, time_limit_s, workers, hint, deterministic=solver == "cpsat")
+        return solve(m, solver, time_limit_s, workers, hint, deterministic=solver == "cpsat", wall_cap_s=time_limit_s)
     start = time.perf_counter()
     first = solve(m, "highs", HIGHS_SHARE * time_limit_s, workers, hint)
     if first.status in ("optimal", "infeasible"):
         return first
-    second = solve(m, "cpsat", max(0.5, time_limit_s - (time.perf_counter() - start)), workers, hint, deterministic=True)
+    left = max(0.5, time_limit_s - (time.perf_counter() - start))
+    second = solve(m, "cpsat", left, workers, hint, deterministic=True, wall_cap_s=left)  # the caller's limit holds in wall time
     if second.status in ("optimal", "infeasible") or first.values is None:
         best = second
     elif second.values is None:
@@ -412,7 +413,7 @@ def _solve(m: Milp, solver: str, time_limit_s: float, workers: int, hint: list[i
     return best
 
 
-def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, time_limit_s: float, workers: int,  # type: ignore[type-arg]
+def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, deadline: float, workers: int,  # type: ignore[type-arg]
                    fields: dict[str, Any]) -> tuple[list[int], bool]:
     """(c): least summed entropy with GPUs and switches held. Returns the values and whether proven."""
     spanning = [j for j in model.names if not model.levels[j][1]]
@@ -465,7 +466,7 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, ti
             if count:
                 hint[i + count - 1] = 1
             i += model.ub[j, d]
-    third = _solve(m, solver, time_limit_s, workers, hint)
+    third = _solve(m, solver, deadline - time.perf_counter(), workers, hint)
     fields.update(phase_entropy=third.status, phase_entropy_s=round(third.wall_s, 3), phase_entropy_solver=third.solver, entropy_variables=m.num_vars - base)
     if third.values is None or third.status not in ("optimal", "feasible"):
         return values, False
