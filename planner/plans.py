@@ -52,16 +52,42 @@ class PlanMetrics(BaseModel):
     model_config = ConfigDict(extra="forbid")
     before: dict[str, Any] = {}
     after: dict[str, Any] = {}
+    per_job: dict[str, Any] | None = None
+    """Make-room plans: per named job its moves, GPUs moved and the nodes it lands on (or why not)."""
+
+
+class Placement(BaseModel):
+    """Start ``pod`` (pending) on ``node``, on the devices ``gpu_indexes`` when devices matter."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    pod: str
+    node: str
+    gpu_indexes: list[int] | None = None
+
+
+class Unplaced(BaseModel):
+    """A pending job the plan does not start, and why."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    job: str
+    reason: str
 
 
 class DefragPlan(BaseModel):
-    """Waves of moves; ``vacated_nodes`` are nodes that hold pods before the plan and none after."""
+    """Waves of moves; ``vacated_nodes`` are nodes that hold pods before the plan and none after.
+
+    A make-room plan (``defrag --make-room``) also starts named pending pods: ``placements``, applied
+    after the last wave (``vacated_nodes`` and ``metrics.after`` describe the state before them), and
+    ``unplaced``, the named jobs (or lone pods) it cannot start, with the reason.
+    """
 
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
     version: Literal[1] = PLAN_VERSION
     kind: Literal["defrag"] = "defrag"
     waves: list[list[Move]]
     vacated_nodes: list[str]
+    placements: list[Placement] = Field(default_factory=list)
+    unplaced: list[Unplaced] = Field(default_factory=list)
     metrics: PlanMetrics | None = None
     report: SolveReport | None = None
 
@@ -78,15 +104,6 @@ class DefragComparison(BaseModel):
     heuristic: DefragPlan
     exact: DefragPlan
     gap: dict[str, Any]
-
-
-class Placement(BaseModel):
-    """Start ``pod`` (pending) on ``node``, on the devices ``gpu_indexes`` when devices matter."""
-
-    model_config = ConfigDict(strict=True, extra="forbid")
-    pod: str
-    node: str
-    gpu_indexes: list[int] | None = None
 
 
 class Victim(BaseModel):
@@ -129,14 +146,6 @@ class PreemptComparison(BaseModel):
     heuristic: PreemptPlan
     exact: PreemptPlan
     gap: dict[str, Any]
-
-
-class Unplaced(BaseModel):
-    """A pending job the plan does not start, and why."""
-
-    model_config = ConfigDict(strict=True, extra="forbid")
-    job: str
-    reason: str
 
 
 class AllocationPlan(BaseModel):

@@ -61,6 +61,7 @@ def validate(cluster: Cluster, plan: DefragPlan, limits: MoveLimits | None = Non
     ``limits``, within them)."""
     violations, end_state = _replay(cluster, plan)
     violations += _end_state_violations(cluster, plan, end_state)
+    violations += placement_violations(end_state, plan)
     if limits is not None:
         violations += limit_violations(cluster, plan, limits)
     return violations
@@ -97,6 +98,31 @@ def limit_violations(cluster: Cluster, plan: DefragPlan, limits: MoveLimits) -> 
                     violations.append(
                         Violation(CROSS_ASW, f"pod '{move.pod}' moves from {a} to {b} under same_asw", w, i, move.pod, move.to)
                     )
+    return violations
+
+
+UNPLACED_WRONG = "unplaced_mismatch"
+
+
+def placement_violations(end_state: Cluster, plan: DefragPlan) -> list[Violation]:
+    """A make-room plan's ``placements`` checked on the state after its last wave with the allocation
+    validator (the same node rules, gangs whole, ``required`` jobs under one switch; a pending pod of
+    no job is a gang of one); ``unplaced`` may name only pending jobs or lone pods it does not place."""
+    from planner.plans import AllocationPlan
+    from planner.validate_allocate import validate_allocate
+
+    if not plan.placements and not plan.unplaced:
+        return []
+    violations = validate_allocate(end_state, AllocationPlan(placements=plan.placements), lone_pods=True)
+    placed = {p.pod for p in plan.placements}
+    pending_jobs = {p.job for p in end_state.pods if p.node is None and p.job is not None}
+    lone = {p.name for p in end_state.pods if p.node is None and p.job is None}
+    placed_jobs = {p.job for p in end_state.pods if p.name in placed and p.job is not None}
+    for k, item in enumerate(plan.unplaced):
+        if item.job not in pending_jobs and item.job not in lone:
+            violations.append(Violation(UNPLACED_WRONG, f"unplaced[{k}]: '{item.job}' is neither a pending job nor a pending pod without a job"))
+        elif item.job in placed_jobs or item.job in placed:
+            violations.append(Violation(UNPLACED_WRONG, f"unplaced[{k}]: '{item.job}' is placed by this plan"))
     return violations
 
 

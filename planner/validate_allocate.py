@@ -47,8 +47,12 @@ class SnapshotIndex:
         self.pending, self.residents, self.running_nodes = dict(self.pending), dict(self.residents), dict(self.running_nodes)
 
 
-def validate_allocate(cluster: Cluster, plan: AllocationPlan, index: SnapshotIndex | None = None) -> list[Violation]:
-    """Every violation of the plan on ``cluster`` (``index``: its lookups, when already built)."""
+def validate_allocate(
+    cluster: Cluster, plan: AllocationPlan, index: SnapshotIndex | None = None, lone_pods: bool = False
+) -> list[Violation]:
+    """Every violation of the plan on ``cluster`` (``index``: its lookups, when already built).
+
+    ``lone_pods``: a pending pod of no job may be placed, as a gang of one (make-room plans)."""
     index = SnapshotIndex(cluster) if index is None else index
     nodes, pods, jobs = index.nodes, index.pods, index.jobs
     problems: list[Violation] = []
@@ -67,7 +71,7 @@ def validate_allocate(cluster: Cluster, plan: AllocationPlan, index: SnapshotInd
         if pod.node is not None:
             problems.append(Violation(NOT_PENDING, f"{where}: pod '{pod.name}' already runs on '{pod.node}'", pod=pod.name))
             continue
-        if pod.job is None:
+        if pod.job is None and not lone_pods:
             problems.append(Violation(NO_JOB, f"{where}: pod '{pod.name}' belongs to no job", pod=pod.name))
             continue
         if pod.name in seen:
@@ -75,7 +79,8 @@ def validate_allocate(cluster: Cluster, plan: AllocationPlan, index: SnapshotInd
             continue
         seen.add(pod.name)
         arriving[placement.node].append(pod)
-        placed_by_job[pod.job].append(placement.node)
+        if pod.job is not None:
+            placed_by_job[pod.job].append(placement.node)
     pending = index.pending
     for job_name, placed_nodes in sorted(placed_by_job.items()):
         job = jobs[job_name]

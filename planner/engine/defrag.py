@@ -90,6 +90,11 @@ class DefragOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     method: Method = "heuristic"
+    make_room: list[str] | None = Field(
+        None,
+        description="Make room for these pending jobs (or pending pods without a job): the plan's moves let them start, "
+        "and its placements start them after the last wave.",
+    )
     partition_size: int = Field(500, ge=2, le=MAX_COUNT, description="Nodes per IPC partition.")
     depth: int = Field(3, ge=1, le=16, description="K: longest ejection chain.")
     rounds: int = Field(5, ge=1, le=1000, description="R: IPC rounds (fresh random partition each).")
@@ -118,6 +123,8 @@ class DefragOptions(BaseModel):
     @field_validator("*")
     @classmethod
     def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
+        if info.data.get("make_room") is not None and info.data.get("method") == "heuristic":
+            return refuse_unused(cls, value, info, {"heuristic": MAKE_ROOM_OPTIONS}, ("method", "workers", "make_room"), _unused_by_make_room)
         return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "workers"), unused_option_reason)
 
     def limits(self) -> MoveLimits:
@@ -127,8 +134,10 @@ class DefragOptions(BaseModel):
 _IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
 _LIMIT_OPTIONS = {"max_moves", "max_moves_per_node", "same_asw"}
 _SOLVER_OPTIONS = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic", "lexicographic"}
+MAKE_ROOM_OPTIONS = _LIMIT_OPTIONS | {"seed"}
+"""What the make-room heuristic reads (``seed``: its ejection chains' tie-breaks)."""
 METHOD_OPTIONS: dict[str, set[str]] = {
-    "heuristic": _IPC_OPTIONS | _LIMIT_OPTIONS,
+    "heuristic": _IPC_OPTIONS | _LIMIT_OPTIONS | {"make_room"},
     "random": {"threshold", "seed"} | _LIMIT_OPTIONS,
     "descheduler": {"threshold", "seed"} | _LIMIT_OPTIONS,
     "repack": {"same_asw"},
@@ -157,6 +166,10 @@ def refuse_unused(
     if value != model.model_fields[name].default:
         raise ValueError(reason(method, name))
     return value
+
+
+def _unused_by_make_room(method: str, name: str) -> str:
+    return f"make_room does not use it (it reads {', '.join(sorted(MAKE_ROOM_OPTIONS))}); leave it out"
 
 
 def unused_option_reason(method: str, name: str) -> str:
@@ -188,6 +201,15 @@ def plan_defrag(
     if method == "exact":
         check_exact_size(state, options)
     solver_fields: dict[str, Any] = {}
+    if options.make_room is not None:
+        from planner.engine.makeroom import run_make_room
+
+        made = run_make_room(cluster, state, options.make_room, budget, options.seed)
+        placed = sum(1 for job in made.per_job.values() if job["placed"])
+        extra.update(jobs_placed=placed, jobs_unplaced=len(made.unplaced))
+        if not any(made.waves):
+            extra["reason"] = "every named job that can start fits without moves" if placed else "no named job can start"
+        return _finish(cluster, state, made.waves, before, options, "makeroom", start, extra, solver_fields, made)
     with executor(options.workers) as run:
         if method == "heuristic":
             steps, ipc_extra = _ipc(state, options, budget, run, progress)
@@ -430,9 +452,15 @@ def _finish(
     start: float,
     extra: dict[str, Any],
     solver_fields: dict[str, Any],
+    made: Any = None,
 ) -> DefragPlan:
-    """The plan from waves (``state`` is already the end state), with metrics and report, validated."""
+    """The plan from waves (``state`` is already the end state), with metrics and report, validated;
+    ``made`` (an ``engine.makeroom.MadeRoom``) adds a make-room plan's placements."""
     plan = _assemble(cluster, state, steps, before)
+    if made is not None:
+        plan.placements, plan.unplaced = made.placements, made.unplaced
+        assert plan.metrics is not None
+        plan.metrics.per_job = made.per_job
     moves = plan.moves()
     pods = {p.name: p for p in cluster.pods}
     objective = plan.metrics.after["empty_nodes"]
@@ -452,7 +480,7 @@ def _finish(
         waves=len(plan.waves),
         vacated_nodes=len(plan.vacated_nodes),
         **extra,
-        **({} if moves else {"reason": why_nothing_moved(state, options)}),
+        **({} if moves or "reason" in extra else {"reason": why_nothing_moved(state, options)}),
     )
     violations = validate(cluster, plan, options.limits())
     if violations:

@@ -132,7 +132,7 @@ def _merge_round_robin(per_group: list[list[Vacation]], budget: int) -> list[Vac
 
 def vacate_group(task: GroupTask) -> tuple[list[Vacation], int]:
     """Vacate what can be vacated in one group; moves and nodes in cluster (global) indexes."""
-    group = _Group(task)
+    group = EjectionGroup(task)
     vacations = group.run()
     node_ids, pod_ids = task.state.node_ids, task.state.pod_ids
     return [
@@ -141,8 +141,10 @@ def vacate_group(task: GroupTask) -> tuple[list[Vacation], int]:
     ], group.tried
 
 
-class _Group:
-    """Ejection chains inside one partition (local indexes of a sub-state)."""
+class EjectionGroup:
+    """Ejection chains inside one partition (local indexes of a sub-state); also the make-room
+    heuristic's way of relocating a pod (``eject``), with ``into_empty`` set there: a pod may then
+    move onto an empty node (consolidation has no reason to, making room for a job does)."""
 
     def __init__(self, task: GroupTask):
         self.state = s = task.state
@@ -156,6 +158,7 @@ class _Group:
         self.trail: list[Step] = []
         self.in_trail: set[int] = set()
         self.tried = 0
+        self.into_empty = False
         locked_nodes = np.zeros(len(s.node_names), dtype=bool)
         locked_nodes[s.pod_node[s.pod_locked]] = True
         self.has_locked = locked_nodes
@@ -190,8 +193,8 @@ class _Group:
         pods = sorted(s.node_pods[c], key=lambda p: (-s.pod_gpus[p], -s.pod_cpus[p], p))
         blocked = frozenset([c])
         for p in pods:
-            if not self._eject(p, self.options.depth, blocked):
-                self._rollback(0)
+            if not self.eject(p, self.options.depth, blocked):
+                self.rollback(0)
                 return None
         return self.trail
 
@@ -200,7 +203,7 @@ class _Group:
     def _destinations(self, p: int, blocked: frozenset[int]) -> np.ndarray:
         """Nodes that may receive p apart from capacity: not empty, not vacated, not blocked, budget left."""
         s = self.state
-        ok = (s.pods_per_node > 0) & ~self.vacated & (self.allowance > 0)
+        ok = ((s.pods_per_node > 0) | self.into_empty) & ~self.vacated & (self.allowance > 0)
         ok &= s.eligible[s.pod_signature[p]]
         if self.asw is not None:
             ok &= self.asw == self.asw[s.pod_node[p]]
@@ -209,7 +212,9 @@ class _Group:
         ok[s.pod_node[p]] = False
         return ok
 
-    def _eject(self, p: int, k: int, blocked: frozenset[int]) -> bool:
+    def eject(self, p: int, k: int, blocked: frozenset[int]) -> bool:
+        """Move p off its node, directly or by ejecting pods from a destination (chains up to depth
+        k); never onto ``blocked`` nodes. The moves go on ``trail``; False (nothing moved) if impossible."""
         s = self.state
         source = int(s.pod_node[p])
         if self.allowance[source] <= 0 or len(self.trail) >= self.budget:
@@ -227,10 +232,10 @@ class _Group:
             if victims is None:
                 continue
             inner = blocked | {n}
-            if all(self._eject(q, k - 1, inner) for q in victims) and s.fits(p, n) and self.allowance[n] > 0:
+            if all(self.eject(q, k - 1, inner) for q in victims) and s.fits(p, n) and self.allowance[n] > 0:
                 self._move(p, n)
                 return True
-            self._rollback(mark)
+            self.rollback(mark)
         return False
 
     def _best_fit(self, p: int, nodes: np.ndarray) -> int:
@@ -296,7 +301,7 @@ class _Group:
         self.allowance[source] -= 1
         self.allowance[n] -= 1
 
-    def _rollback(self, mark: int) -> None:
+    def rollback(self, mark: int) -> None:
         while len(self.trail) > mark:
             p, source, destination = self.trail.pop()
             self.state.move(p, source)
