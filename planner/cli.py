@@ -377,10 +377,14 @@ def defrag(
         Lexicographic.two_phase, "--lexicographic", help="Exact objective: two-phase (empty nodes, then moves) or one weighted solve."
     ),
     force: bool = typer.Option(False, "--force", help="Run --method exact even above its size limit."),
+    make_room: str = typer.Option(
+        None, "--make-room", help="NAME[,NAME...]: pending jobs (or pending pods without a job) to make room for and start (method heuristic)."
+    ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json: the plan; table: a human summary."),
 ) -> None:
-    """Plan a defragmentation: migration waves that vacate as many nodes as possible."""
+    """Plan a defragmentation: migration waves that vacate as many nodes as possible (with
+    --make-room: the moves that let named pending jobs start, and where they start)."""
     from planner.engine import DefragOptions, plan_defrag
     from planner.plans import dump_plan
     from planner.snapshot import load_cluster
@@ -407,6 +411,7 @@ def defrag(
         "deterministic": deterministic,
         "lexicographic": lexicographic.value,
         "force": force,
+        "make_room": None if make_room is None else [name.strip() for name in make_room.split(",") if name.strip()],
     }
     options = _options(context, DefragOptions, given)
     cluster = load_cluster(snapshot)
@@ -517,7 +522,7 @@ def _render_defrag_table(console: Console, plan) -> None:  # type: ignore[no-unt
     for label, value in (("solver", report.solver), ("status", report.status), ("bound (empty nodes)", report.bound), ("gap", report.gap)):
         if report.solver is not None:
             head.add_row(label, _fmt(value))
-    for key in ("lexicographic_optimal", "moves_bound", "solver_status", "units", "bound_error",
+    for key in ("jobs_placed", "jobs_unplaced", "lexicographic_optimal", "moves_bound", "solver_status", "units", "bound_error",
                 "auto_choice", "fallback", "ipc_objective", "formulation", "rounds_run", "partitions", "candidates_tried",
                 "lns_rounds", "lns_improved", "lns_gained_empty_nodes", "dropped_moves", "reason"):
         if key in extra:

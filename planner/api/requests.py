@@ -59,6 +59,15 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
             check_exact_size(ClusterState(request.snapshot), options)
         except PlanOptionError as err:
             raise Refused(422, "invalid request", [err.for_api()]) from None
+    if options.make_room is not None:
+        from planner.engine.makeroom import make_room_requests
+
+        try:
+            make_room_requests(request.snapshot, options.make_room)
+        except PlanOptionError as err:
+            raise Refused(422, "invalid request", [err.for_api()]) from None
+        except SnapshotError as err:  # a pod shape no node could hold
+            raise Refused(422, "invalid request", [f"snapshot.{p}" for p in err.problems]) from None
     given = options.model_dump(mode="json", exclude={"workers"}, exclude_unset=True)
     limit = job_time_limit_s(given, settings.max_job_s)
     nodes, pods = len(request.snapshot.nodes), len(request.snapshot.pods)

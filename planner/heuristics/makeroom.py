@@ -135,7 +135,7 @@ def unplaceable_reason(state: ClusterState, request: Request, optimistic: np.nda
         return None
     level = LEVEL_NAMES[request.level]
     node = state.cluster.nodes[int(np.flatnonzero(domains == best)[0])] if state.cluster is not None else None
-    name = f" ('{rules.topology_domain(node, level)}')" if node is not None else ""
+    name = f" ({rules.topology_domain(node, level)})" if node is not None else ""
     return (
         f"the job requires one {level}; even with every movable pod moved away the roomiest {level}{name} "
         f"has room for {int(totals[best])} of its {k} pod(s) of {shape}"
@@ -287,15 +287,29 @@ def _try_domain(
         for n in _candidates(state, members, now, optimistic, k)
     }
     start = len(group.trail)
+    for strict in (True, False):
+        placed = _clear_and_place(state, group, request, dict(options), start, strict)
+        if placed is not None:
+            return placed
+    return None
+
+
+def _clear_and_place(
+    state: ClusterState, group: EjectionGroup, request: Request, options: dict[int, list[tuple[int, list[int]]]], start: int, strict: bool
+) -> list[tuple[int, int]] | None:
+    """Choose nodes, relocate their evicted pods, start the job; drop a node that fails and choose
+    again. ``strict``: relocated pods never land on a chosen node; otherwise they may (a chain can
+    then park a small pod on the node being cleared, if the job still fits there: the rules decide)."""
     while True:
-        chosen = _choose(state, options, k)
+        chosen = _choose(state, options, len(request.pods))
         if chosen is None:
             return None
-        blocked = frozenset(chosen)
+        blocked = frozenset(chosen) if strict else frozenset()
         failed = None
         for n, (_, evicted) in chosen.items():
             for q in sorted(evicted, key=lambda q: (-state.pod_gpus[q], -state.pod_cpus[q], q)):
-                if not group.eject(q, CHAIN_DEPTH, blocked):
+                # a chain's last move is not checked against the plan's budget by ``eject``: check here
+                if not group.eject(q, CHAIN_DEPTH, blocked) or len(group.trail) > group.budget:
                     failed = n
                     break
             if failed is not None:

@@ -1,0 +1,307 @@
+"""Make room for a pending job (defrag --make-room): hand-made clusters, a brute force, bad input."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from planner import rules
+from planner.cli import app
+from planner.cluster import Cluster
+from planner.engine import DefragOptions, plan_defrag
+from planner.engine.defrag import PlanOptionError
+from planner.plans import DefragPlan, Placement
+from planner.validate import apply_plan, validate
+
+runner = CliRunner()
+
+
+def cluster(nodes: list[tuple], pods: list[dict], jobs: list[dict] | None = None) -> Cluster:
+    """nodes: (name, gpus[, asw]); pods: dicts with name, gpus, node (None: pending) and extras."""
+    return Cluster.model_validate(
+        {
+            "nodes": [{"name": n[0], "gpus": n[1], "cpus": 96, "memory_gib": 512, **({"asw": n[2]} if len(n) > 2 else {})} for n in nodes],
+            "pods": [{"cpus": 1, **p} for p in pods],
+            "jobs": jobs or [],
+        }
+    )
+
+
+def room(c: Cluster, names: list[str], **options: object) -> DefragPlan:
+    plan = plan_defrag(c, DefragOptions(make_room=names, **options))
+    assert isinstance(plan, DefragPlan)
+    limits = DefragOptions(make_room=names, **options).limits()
+    assert validate(c, plan, limits) == []
+    return plan
+
+
+def moves(plan: DefragPlan) -> list[tuple[str, str, str]]:
+    return [(m.pod, m.from_, m.to) for m in plan.moves()]
+
+
+ONE_MOVE = cluster([("n0", 8), ("n1", 8)], [{"name": "a", "gpus": 4, "node": "n0"}, {"name": "b", "gpus": 4, "node": "n1"}, {"name": "big", "gpus": 8}])
+
+# n0 frees 8 GPUs only if a (4) leaves; no node has 4 free, but n1 does once d (2) goes to n2: a chain
+CHAIN = cluster(
+    [("n0", 8), ("n1", 8), ("n2", 8)],
+    [
+        {"name": "a", "gpus": 4, "node": "n0"},
+        {"name": "c", "gpus": 4, "node": "n1", "locked": True},
+        {"name": "d", "gpus": 2, "node": "n1"},
+        {"name": "e", "gpus": 6, "node": "n2"},
+        {"name": "big", "gpus": 8},
+    ],
+)
+
+
+def test_one_move_is_the_only_way_and_the_plan_places_the_pod() -> None:
+    plan = room(ONE_MOVE, ["big"])
+    assert len(plan.moves()) == 1 and plan.report.moves == 1 and plan.report.gpus_moved == 4
+    (pod, source, _), = moves(plan)
+    assert plan.placements == [Placement(pod="big", node=source)]
+    assert plan.metrics.per_job == {"big": {"placed": True, "moves": 1, "gpus_moved": 4.0, "nodes": [source]}}
+    assert plan.unplaced == [] and plan.report.jobs_placed == 1
+
+
+def test_an_ejection_chain_is_the_only_way() -> None:
+    assert oracle_min_moves(CHAIN, ["big"]) == 2  # no single move does it
+    plan = room(CHAIN, ["big"])
+    assert moves(plan) == [("d", "n1", "n2"), ("a", "n0", "n1")]
+    assert [len(w) for w in plan.waves] == [1, 1]  # d leaves n1 before a arrives (make-before-break)
+    assert plan.placements == [Placement(pod="big", node="n0")]
+
+
+def test_no_moves_when_the_job_already_fits() -> None:
+    c = cluster([("n0", 8), ("n1", 8)], [{"name": "a", "gpus": 4, "node": "n0"}, {"name": "p", "gpus": 8}])
+    plan = room(c, ["p"])
+    assert plan.waves == [] and plan.placements == [Placement(pod="p", node="n1")]
+    assert plan.report.reason == "every named job that can start fits without moves"
+
+
+REQUIRED = cluster(
+    [("s1-0", 8, "s1"), ("s1-1", 8, "s1"), ("s2-0", 8, "s2"), ("s2-1", 8, "s2")],
+    [
+        {"name": "a", "gpus": 2, "node": "s1-0"},
+        {"name": "b", "gpus": 2, "node": "s1-1"},
+        {"name": "c", "gpus": 4, "node": "s2-0", "locked": True},
+        {"name": "d", "gpus": 4, "node": "s2-1", "locked": True},
+        {"name": "j-0", "job": "j", "gpus": 8},
+        {"name": "j-1", "job": "j", "gpus": 8},
+    ],
+    [{"name": "j", "topology": {"level": "asw", "mode": "required"}}],
+)
+
+
+def test_a_required_job_gets_a_switch_cleared() -> None:
+    plan = room(REQUIRED, ["j"])
+    assert sorted(m[:2] for m in moves(plan)) == [("a", "s1-0"), ("b", "s1-1")]  # to s2, around the locked pods
+    assert {p.node for p in plan.placements} == {"s1-0", "s1-1"} and len(plan.placements) == 2
+    assert plan.metrics.per_job["j"] == {"placed": True, "moves": 2, "gpus_moved": 4.0, "nodes": ["s1-0", "s1-1"]}
+
+
+def test_budgets_are_honoured_and_a_job_beyond_them_is_unplaced() -> None:
+    plan = room(REQUIRED, ["j"], same_asw=True)  # a and b cannot leave s1; s2 is locked
+    assert plan.waves == [] and plan.placements == [] and [u.job for u in plan.unplaced] == ["j"]
+    assert "not a proof that none exists" in plan.unplaced[0].reason
+    assert room(ONE_MOVE, ["big"], max_moves=0).unplaced[0].job == "big"
+    assert room(CHAIN, ["big"], max_moves=1).placements == []
+
+
+def test_locked_pods_never_move() -> None:
+    c = cluster([("n0", 8), ("n1", 8)], [{"name": "a", "gpus": 4, "node": "n0", "locked": True}, {"name": "b", "gpus": 4, "node": "n1"}, {"name": "big", "gpus": 8}])
+    plan = room(c, ["big"])
+    assert moves(plan) == [("b", "n1", "n0")] and plan.placements == [Placement(pod="big", node="n1")]
+
+
+def test_a_job_that_cannot_fit_anywhere_gets_its_reason_without_search() -> None:
+    nodes = [(f"s{s}-{k}", 8, f"s{s}") for s in range(125) for k in range(8)]
+    pods = [{"name": f"r{i}", "gpus": 1, "node": name} for i, (name, _, _) in enumerate(nodes)]
+    pods += [{"name": f"j-{i}", "job": "j", "gpus": 8} for i in range(9)]  # 9 nodes under one switch: no switch has 9
+    c = cluster(nodes, pods, [{"name": "j", "topology": {"level": "asw", "mode": "required"}}])
+    started = time.perf_counter()
+    plan = room(c, ["j"])
+    assert time.perf_counter() - started < 2.0  # 1,000 nodes: state, reason, metrics and validation
+    assert plan.waves == [] and plan.placements == []
+    (unplaced,) = plan.unplaced
+    assert unplaced.reason.startswith("the job requires one asw; even with every movable pod moved away the roomiest asw (asw:s0) has room for 8 of its 9 pod(s) of 8 GPU(s)")
+
+
+def test_two_jobs_are_served_largest_first_and_the_first_placed_never_moves() -> None:
+    c = cluster(
+        [("n0", 8), ("n1", 8), ("n2", 8)],
+        [{"name": "a", "gpus": 4, "node": "n0"}, {"name": "b", "gpus": 4, "node": "n1"}, {"name": "small", "gpus": 4}, {"name": "big", "gpus": 8}],
+    )
+    plan = room(c, ["small", "big"])
+    assert {p.pod for p in plan.placements} == {"small", "big"} and plan.report.jobs_placed == 2
+    assert list(plan.metrics.per_job) == ["small", "big"]
+
+
+def test_same_input_and_seed_give_the_same_plan() -> None:
+    assert room(CHAIN, ["big"], seed=3).model_dump(exclude={"report"}) == room(CHAIN, ["big"], seed=3).model_dump(exclude={"report"})
+
+
+# ----------------------------------------------------------------------------------------------
+# The validator checks the placements on the end state
+# ----------------------------------------------------------------------------------------------
+
+
+def test_the_validator_refuses_placements_that_break_the_rules_after_the_last_wave() -> None:
+    plan = room(ONE_MOVE, ["big"])
+    wrong = plan.model_copy(update={"placements": [Placement(pod="big", node="n1")]})  # n1 is full after the move
+    assert [v.kind for v in validate(ONE_MOVE, wrong)] == [rules.OVER_CAPACITY]
+    running = plan.model_copy(update={"placements": [Placement(pod="b", node="n0")]})
+    assert [v.kind for v in validate(ONE_MOVE, running)] == ["pod_not_pending"]
+    split = room(REQUIRED, ["j"]).model_copy(update={"placements": [Placement(pod="j-0", node="s1-0")]})
+    assert "gang_incomplete" in [v.kind for v in validate(REQUIRED, split)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Brute force: every sequence of up to 3 single legal moves (make-before-break), rules.py only
+# ----------------------------------------------------------------------------------------------
+
+
+def _fits_after(c: Cluster, where: dict[str, str | None], pods: list, jobs: dict) -> bool:
+    """Can the pending ``pods`` (one request) start on the state ``where``? Every assignment tried."""
+    nodes = {n.name: n for n in c.nodes}
+    residents: dict[str, list] = {n: [] for n in nodes}
+    for pod in c.pods:
+        if where[pod.name] is not None:
+            residents[where[pod.name]].append(pod)
+    for assignment in np.ndindex(*([len(c.nodes)] * len(pods))):
+        chosen = [c.nodes[k].name for k in assignment]
+        job = jobs.get(pods[0].job)
+        if job is not None and not rules.job_topology_ok(job, [nodes[n] for n in chosen]):
+            continue
+        arriving: dict[str, list] = {}
+        for pod, n in zip(pods, chosen):
+            arriving.setdefault(n, []).append(pod)
+        if all(not rules.node_rule_breaks(nodes[n], residents[n], a) for n, a in arriving.items()):
+            return True
+    return False
+
+
+def oracle_min_moves(c: Cluster, names: list[str], most: int = 3) -> int | None:
+    """Fewest single legal moves after which the named request can start (None: not within ``most``)."""
+    (name,) = names
+    pods = [p for p in c.pods if p.node is None and (p.job == name or p.name == name)]
+    jobs = {j.name: j for j in c.jobs}
+    nodes = {n.name: n for n in c.nodes}
+    by_name = {p.name: p for p in c.pods}
+    start = {p.name: p.node for p in c.pods}
+    frontier, seen = [start], {tuple(sorted(start.items(), key=lambda kv: kv[0]))}
+    for depth in range(most + 1):
+        if any(_fits_after(c, where, pods, jobs) for where in frontier):
+            return depth
+        following = []
+        for where in frontier:
+            for pod in c.pods:
+                source = where[pod.name]
+                if source is None or pod.locked:
+                    continue
+                for n in nodes:
+                    if n == source:
+                        continue
+                    here = [by_name[q] for q, at in where.items() if at == n]
+                    if rules.node_rule_breaks(nodes[n], here, [pod]):
+                        continue
+                    job = jobs.get(pod.job)
+                    if job is not None:
+                        copies = [nodes[at] for q, at in where.items() if at is not None and by_name[q].job == pod.job] + [nodes[n]]
+                        if not rules.job_topology_ok(job, copies):
+                            continue
+                    after = {**where, pod.name: n}
+                    key = tuple(sorted(after.items(), key=lambda kv: kv[0]))
+                    if key not in seen:
+                        seen.add(key)
+                        following.append(after)
+        frontier = following
+    return None
+
+
+def tiny_cluster(seed: int) -> Cluster:
+    rng = np.random.default_rng(seed)
+    n_nodes = int(rng.integers(2, 5))
+    nodes = [(f"n{k}", 4, f"s{k % 2}") for k in range(n_nodes)]
+    pods: list[dict] = []
+    for k in range(n_nodes):
+        free = 4
+        for i in range(int(rng.integers(1, 4))):
+            gpus = int(rng.integers(1, 3))
+            if gpus <= free:
+                pods.append({"name": f"p{k}{i}", "gpus": gpus, "node": f"n{k}", "locked": bool(rng.random() < 0.15)})
+                free -= gpus
+    size, count = int(rng.integers(2, 5)), int(rng.integers(1, 3))
+    required = bool(rng.random() < 0.4)
+    pods += [{"name": f"j-{i}", "job": "j", "gpus": size} for i in range(count)]
+    job = {"name": "j", **({"topology": {"level": "asw", "mode": "required"}} if required else {})}
+    return cluster(nodes, pods, [job])
+
+
+def test_the_heuristic_never_beats_the_brute_force_and_finds_a_plan_when_one_exists() -> None:
+    found = missed = 0
+    for seed in range(120):
+        c = tiny_cluster(seed)
+        best = oracle_min_moves(c, ["j"])
+        plan = room(c, ["j"])
+        placed = bool(plan.placements)
+        if placed:
+            assert best is not None and len(plan.moves()) >= best, seed
+            end = apply_plan(c, plan)
+            assert {p.pod for p in plan.placements} == {p.name for p in c.pods if p.job == "j"}
+            assert all(end.pods[k].node is not None for k, p in enumerate(c.pods) if p.node is not None)
+        if best is not None:
+            found += 1
+            missed += not placed
+        else:
+            assert not placed or len(plan.moves()) > 3, seed
+    assert found >= 40 and missed == 0, (found, missed)
+
+
+# ----------------------------------------------------------------------------------------------
+# Bad input: exit 2 on the command line naming the option
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        (["nope"], "unknown job or pod 'nope'"),
+        (["a"], "pod 'a' is already running on node 's1-0'"),
+        (["j-0"], "pod 'j-0' belongs to job 'j'; name the job"),
+        (["empty"], "job 'empty' has no pending pod"),
+        (["run"], "job 'run' is already running"),
+        (["j", "j"], "'j' is named twice"),
+    ],
+)
+def test_bad_names_are_refused_naming_them(names: list[str], message: str) -> None:
+    c = REQUIRED.model_copy(
+        update={
+            "jobs": [*REQUIRED.jobs, *Cluster.model_validate({"nodes": [], "jobs": [{"name": "empty"}, {"name": "run"}]}).jobs],
+            "pods": [*REQUIRED.pods, REQUIRED.pods[0].model_copy(update={"name": "r0", "job": "run"})],
+        }
+    )
+    with pytest.raises(PlanOptionError) as err:
+        plan_defrag(c, DefragOptions(make_room=names))
+    assert err.value.field == "make_room" and message in str(err.value)
+
+
+def test_make_room_on_the_command_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(CHAIN.model_dump_json())
+    ok = runner.invoke(app, ["defrag", str(path), "--make-room", "big"])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout)["placements"] == [{"pod": "big", "node": "n0", "gpu_indexes": None}]
+    for args, named in (
+        (["--make-room", "nope"], "--make-room: unknown job or pod 'nope'"),
+        (["--make-room", "a"], "--make-room: pod 'a' is already running on node 'n0'"),
+        (["--make-room", "big", "--method", "exact"], "--make-room: method 'exact' does not use it"),
+        (["--make-room", "big", "--depth", "2"], "--depth: make_room does not use it"),
+    ):
+        bad = runner.invoke(app, ["defrag", str(path), *args])
+        assert bad.exit_code == 2 and named in bad.output, bad.output
+    assert runner.invoke(app, ["defrag", str(path), "--make-room", "big", "--format", "table"]).exit_code == 0
