@@ -305,3 +305,31 @@ def test_make_room_on_the_command_line(tmp_path: Path) -> None:
         bad = runner.invoke(app, ["defrag", str(path), *args])
         assert bad.exit_code == 2 and named in bad.output, bad.output
     assert runner.invoke(app, ["defrag", str(path), "--make-room", "big", "--format", "table"]).exit_code == 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Over HTTP: POST /v1/defrag with options.make_room
+# ----------------------------------------------------------------------------------------------
+
+
+def test_make_room_over_http_plans_valid_placements_and_refuses_bad_names(tmp_path: Path) -> None:
+    from planner.api.harness import Server, wait_status
+    from planner.plans import parse_plan
+
+    snapshot = json.loads(CHAIN.model_dump_json(exclude_defaults=True))
+    server = Server(tmp_path / "planner.db", None, "--workers", "1").start()
+    try:
+        with server.client() as client:
+            bad = client.post("/v1/defrag", json={"snapshot": snapshot, "options": {"make_room": ["nope"]}})
+            assert bad.status_code == 422 and "options.make_room: unknown job or pod 'nope'" in bad.json()["problems"], bad.text
+            unused = client.post("/v1/defrag", json={"snapshot": snapshot, "options": {"make_room": ["big"], "rounds": 2}})
+            assert unused.status_code == 422 and any("make_room does not use it" in p for p in unused.json()["problems"]), unused.text
+            accepted = client.post("/v1/defrag", json={"snapshot": snapshot, "options": {"make_room": ["big"]}})
+            assert accepted.status_code == 202, accepted.text
+            job_id = accepted.json()["job_id"]
+            assert wait_status(client, job_id, ("succeeded", "failed"))["status"] == "succeeded"
+            plan = parse_plan(client.get(f"/v1/jobs/{job_id}/plan").text)
+    finally:
+        server.stop()
+    assert isinstance(plan, DefragPlan) and plan.placements == [Placement(pod="big", node="n0")]
+    assert validate(CHAIN, plan) == []
