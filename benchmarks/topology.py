@@ -100,7 +100,7 @@ def main() -> None:
         part = RESULTS / name
         lines += [""]
         if part.exists():
-            lines += ["#" + line if line.startswith("#") else line for line in part.read_text().splitlines()]
+            lines += ["#" + line if line.startswith("# ") else line for line in part.read_text().splitlines()]
         else:
             lines += [f"({name} has not been produced yet.)"]
     (RESULTS / "topology.md").write_text("\n".join(lines) + "\n")
