@@ -528,6 +528,14 @@ def _render_defrag_table(console: Console, plan) -> None:  # type: ignore[no-unt
         if key in extra:
             head.add_row(key.replace("_", " "), _fmt(extra[key]))
     console.print(head)
+    if plan.metrics.per_job:
+        jobs = Table(title="Make room: named jobs")
+        for column in ("job", "placed", "moves", "GPUs moved", "nodes / reason"):
+            jobs.add_column(column, justify="left" if column in ("job", "nodes / reason") else "right")
+        for name, job in plan.metrics.per_job.items():
+            where = ", ".join(job["nodes"]) if job["placed"] else job["reason"]
+            jobs.add_row(name, _fmt(job["placed"]), _fmt(job.get("moves", "")), _fmt(job.get("gpus_moved", "")), where)
+        console.print(jobs)
     before, after = plan.metrics.before, plan.metrics.after
     table = Table(title="Cluster before and after")
     for column in ("measure", "before", "after", "change"):

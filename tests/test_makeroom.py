@@ -304,7 +304,8 @@ def test_make_room_on_the_command_line(tmp_path: Path) -> None:
     ):
         bad = runner.invoke(app, ["defrag", str(path), *args])
         assert bad.exit_code == 2 and named in bad.output, bad.output
-    assert runner.invoke(app, ["defrag", str(path), "--make-room", "big", "--format", "table"]).exit_code == 0
+    table = runner.invoke(app, ["defrag", str(path), "--make-room", "big", "--format", "table"])
+    assert table.exit_code == 0 and "Make room: named jobs" in table.stdout and "n0" in table.stdout, table.output
 
 
 # ----------------------------------------------------------------------------------------------
