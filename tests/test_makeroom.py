@@ -299,7 +299,7 @@ def test_make_room_on_the_command_line(tmp_path: Path) -> None:
     for args, named in (
         (["--make-room", "nope"], "--make-room: unknown job or pod 'nope'"),
         (["--make-room", "a"], "--make-room: pod 'a' is already running on node 'n0'"),
-        (["--make-room", "big", "--method", "exact"], "--make-room: method 'exact' does not use it"),
+        (["--make-room", "big", "--method", "hybrid"], "--make-room: method 'hybrid' does not use it"),
         (["--make-room", "big", "--depth", "2"], "--depth: make_room does not use it"),
     ):
         bad = runner.invoke(app, ["defrag", str(path), *args])

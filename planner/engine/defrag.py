@@ -123,8 +123,8 @@ class DefragOptions(BaseModel):
     @field_validator("*")
     @classmethod
     def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
-        if info.data.get("make_room") is not None and info.data.get("method") == "heuristic":
-            return refuse_unused(cls, value, info, {"heuristic": MAKE_ROOM_OPTIONS}, ("method", "workers", "make_room"), _unused_by_make_room)
+        if info.data.get("make_room") is not None and info.data.get("method") in MAKE_ROOM_METHODS:
+            return refuse_unused(cls, value, info, MAKE_ROOM_METHODS, ("method", "workers", "make_room"), _unused_by_make_room)
         return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "workers"), unused_option_reason)
 
     def limits(self) -> MoveLimits:
@@ -136,13 +136,17 @@ _LIMIT_OPTIONS = {"max_moves", "max_moves_per_node", "same_asw"}
 _SOLVER_OPTIONS = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic", "lexicographic"}
 MAKE_ROOM_OPTIONS = _LIMIT_OPTIONS | {"seed"}
 """What the make-room heuristic reads (``seed``: its ejection chains' tie-breaks)."""
+MAKE_ROOM_EXACT_OPTIONS = MAKE_ROOM_OPTIONS | {"solver", "time_limit_s", "solver_workers", "deterministic"}
+"""What the exact make-room model reads (``seed``: the solver's, and the heuristic's in compare)."""
+MAKE_ROOM_METHODS = {"heuristic": MAKE_ROOM_OPTIONS, "exact": MAKE_ROOM_EXACT_OPTIONS, "compare": MAKE_ROOM_EXACT_OPTIONS}
+"""The methods that make room, and the options each reads."""
 METHOD_OPTIONS: dict[str, set[str]] = {
     "heuristic": _IPC_OPTIONS | _LIMIT_OPTIONS | {"make_room"},
     "random": {"threshold", "seed"} | _LIMIT_OPTIONS,
     "descheduler": {"threshold", "seed"} | _LIMIT_OPTIONS,
     "repack": {"same_asw"},
-    "exact": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force"},
-    "compare": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force"},
+    "exact": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force", "make_room"},
+    "compare": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force", "make_room"},
     "hybrid": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS,
     "auto": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS,
 }
@@ -169,7 +173,7 @@ def refuse_unused(
 
 
 def _unused_by_make_room(method: str, name: str) -> str:
-    return f"make_room does not use it (it reads {', '.join(sorted(MAKE_ROOM_OPTIONS))}); leave it out"
+    return f"make_room does not use it with method '{method}' (it reads {', '.join(sorted(MAKE_ROOM_METHODS[method]))}); leave it out"
 
 
 def unused_option_reason(method: str, name: str) -> str:
@@ -187,6 +191,8 @@ def plan_defrag(
 ) -> DefragPlan | DefragComparison:
     """A validated defragmentation plan for ``cluster`` (for ``compare``: both plans and the gap)."""
     options = options or DefragOptions()
+    if options.method == "compare" and options.make_room is not None:
+        return compare_make_room(cluster, options)
     if options.method == "compare":
         return compare_defrag(cluster, options, progress)
     start = time.perf_counter()
@@ -198,9 +204,20 @@ def plan_defrag(
     if method == "auto":
         method, why = choose_auto(state)
         extra["auto_choice"] = f"{method}: {why}"
+    solver_fields: dict[str, Any] = {}
+    if options.make_room is not None and method == "exact":
+        from planner.engine.makeroom import run_make_room_exact
+
+        made, solver_fields, exact_extra = run_make_room_exact(
+            cluster, state, options.make_room, budget, options.solver, options.time_limit_s, options.solver_workers, options.seed,
+            options.deterministic,
+        )
+        extra.update(exact_extra, jobs_placed=len(options.make_room) - len(made.unplaced), jobs_unplaced=len(made.unplaced))
+        if not any(made.waves):
+            extra["reason"] = "every named job that starts fits without moves" if made.placements else "no named job starts"
+        return _finish(cluster, state, made.waves, before, options, "makeroom-exact", start, extra, solver_fields, made)
     if method == "exact":
         check_exact_size(state, options)
-    solver_fields: dict[str, Any] = {}
     if options.make_room is not None:
         from planner.engine.makeroom import run_make_room
 
@@ -254,6 +271,32 @@ def compare_defrag(cluster: Cluster, options: DefragOptions, progress: Progress 
         "gap_empty_nodes": None if e.objective is None else e.objective - h.objective,
         "heuristic_to_bound": None if bound is None else bound - h.objective,
         "heuristic_over_exact": None if not e.objective else round(h.objective / e.objective, 6),
+        "heuristic_wall_s": h.wall_s,
+        "exact_wall_s": e.wall_s,
+    }
+    return DefragComparison(heuristic=heuristic, exact=exact, gap=gap)
+
+
+def compare_make_room(cluster: Cluster, options: DefragOptions) -> DefragComparison:
+    """The make-room heuristic and the exact model on the same snapshot, side by side."""
+    heuristic_options = options.model_copy(
+        update={"method": "heuristic", **{name: DefragOptions.model_fields[name].default for name in MAKE_ROOM_EXACT_OPTIONS - MAKE_ROOM_OPTIONS}}
+    )
+    heuristic = plan_defrag(cluster, heuristic_options)
+    exact = plan_defrag(cluster, options.model_copy(update={"method": "exact"}))
+    assert isinstance(heuristic, DefragPlan) and isinstance(exact, DefragPlan)
+    h, e = heuristic.report, exact.report
+    gap = {
+        "heuristic_jobs_placed": h.jobs_placed,
+        "exact_jobs_placed": e.jobs_placed,
+        "heuristic_moves": h.moves,
+        "exact_moves": e.moves,
+        "heuristic_gpus_moved": h.gpus_moved,
+        "exact_gpus_moved": e.gpus_moved,
+        "exact_status": e.status,
+        "restricted": e.restricted,
+        "optimal_within_neighbourhood": e.optimal_within_neighbourhood,
+        "moves_saved": h.moves - e.moves if h.jobs_placed == e.jobs_placed else None,
         "heuristic_wall_s": h.wall_s,
         "exact_wall_s": e.wall_s,
     }

@@ -8,6 +8,7 @@ The plan itself is assembled and validated by ``engine.defrag`` like every defra
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,3 +108,105 @@ def run_make_room(cluster: Cluster, state: ClusterState, names: list[str], budge
         unplaced=unplaced,
         per_job={name: per_job[name] for name in names},
     )
+
+
+def run_make_room_exact(
+    cluster: Cluster, state: ClusterState, names: list[str], budget: MoveBudget, solver: str, time_limit_s: float,
+    workers: int, seed: int, deterministic: bool,
+) -> tuple[MadeRoom, dict[str, Any], dict[str, Any]]:
+    """The exact model's end state turned into waves by the router (``waves.target_to_waves``, as
+    ``exact.py`` does for defrag), the jobs started on the state after the last wave, and what is
+    proven about the executed plan: (made room, solver fields, report fields). ``state`` is left at
+    the end of the last wave."""
+    from planner.models.makeroom import solve_make_room
+    from planner.waves import target_to_waves
+
+    requests = make_room_requests(cluster, names)
+    for r in requests:
+        if state.pod_share[r.pods[0]] > 0:
+            raise PlanOptionError("method", f"the exact make-room model starts whole-GPU pods; '{r.name}' asks for a GPU share: use {{method=heuristic}}")
+    solution = solve_make_room(state, requests, budget, solver, time_limit_s, workers, seed, deterministic)
+    executed = target_to_waves(state, solution.target, budget)
+    pod_names, node_names = state.pod_names, state.node_names
+    placements: list[Placement] = []
+    unplaced: list[Unplaced] = []
+    per_job: dict[str, Any] = {}
+    started: list[int] = []
+    moves = [step for wave in executed.waves for step in wave]
+    for r in requests:
+        pairs = solution.placements.get(r.name)
+        reason = None
+        if pairs is None:
+            reason = _why_not_started(solution, len(requests))
+        else:
+            placed = []
+            for q, n in pairs:
+                if not state.fits(q, n):
+                    break
+                state.place(q, n)
+                placed.append((q, n))
+            started += [q for q, _ in placed]
+            if len(placed) < len(pairs):
+                reason = (f"the exact end state starts it, but the router could not reach that state within the move budgets "
+                          f"({len(executed.dropped)} move(s) dropped): no plan is claimed")
+                for q, _ in placed:
+                    state.unplace(q)
+                    started.remove(q)
+        if reason is not None:
+            unplaced.append(Unplaced(job=r.name, reason=reason))
+            per_job[r.name] = {"placed": False, "reason": reason}
+            continue
+        nodes = {n for _, n in pairs}
+        own = moves if len(requests) == 1 else [m for m in moves if m[1] in nodes]
+        placements += [Placement(pod=pod_names[q], node=node_names[n]) for q, n in pairs]
+        per_job[r.name] = {
+            "placed": True,
+            "moves": len(own),
+            "gpus_moved": round(float(sum(state.pod_gpus[p] for p, _, _ in own)), 6),
+            "nodes": sorted(node_names[n] for n in nodes),
+        }
+    for q in started:
+        state.unplace(q)
+    jobs_started = len(requests) - len(unplaced)
+    gpus_moved = float(sum(state.pod_gpus[p] for p, _, _ in moves))
+    as_modelled = (jobs_started == len(solution.placements) and len(moves) == solution.moves and not executed.dropped
+                   and math.isclose(gpus_moved, solution.gpus_moved))
+    proven = solution.status == "optimal" and as_modelled and solution.jobs_bound == len(solution.placements)
+    hood = solution.neighbourhood
+    if proven and not hood.restricted:
+        status = "optimal" if jobs_started else "infeasible"
+    elif solution.status in ("timeout", "error", "infeasible") and not solution.placements:
+        status = "timeout" if solution.status == "timeout" else "feasible"
+    else:
+        status = "feasible"
+    report: dict[str, Any] = {
+        **hood.describe(),
+        "optimal_within_neighbourhood": proven,
+        "model_status": solution.status,
+        "model_jobs_started": len(solution.placements),
+        "model_moves": solution.moves,
+        "model_gpus_moved": solution.gpus_moved,
+        "jobs_bound": None if hood.restricted else solution.jobs_bound,
+        "moves_bound": None if hood.restricted else solution.moves_bound,
+        "routed_moves": executed.routed,
+        "dropped_moves": len(executed.dropped),
+        "variables": solution.variables,
+        "constraints": solution.constraints,
+        "solves": solution.records,
+    }
+    if hood.restricted:
+        report["jobs_bound_within_neighbourhood"] = solution.jobs_bound
+        report["moves_bound_within_neighbourhood"] = solution.moves_bound
+    order = {name: k for k, name in enumerate(names)}
+    unplaced.sort(key=lambda u: order[u.job])
+    made = MadeRoom(waves=executed.waves, placements=placements, unplaced=unplaced, per_job={name: per_job[name] for name in names})
+    return made, {"solver": solver, "status": status, "bound": None}, report
+
+
+def _why_not_started(solution: Any, jobs: int) -> str:
+    where = "within the neighbourhood searched (restricted: see the report)" if solution.neighbourhood.restricted else "within the move budgets"
+    if solution.status == "timeout":
+        return "the solver found no solution within the time limit"
+    if solution.status == "optimal":
+        return f"proven: no plan starts it together with the jobs that start {where}" if jobs > 1 else f"proven: no plan starts it {where}"
+    return f"the solver's best solution does not start it ({solution.status}, not proven)"

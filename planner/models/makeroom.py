@@ -1,0 +1,286 @@
+"""Exact make room (issue 12): the end state with the fewest moves that lets the named pending jobs start.
+
+Over a *neighbourhood* (``Neighbourhood``): the movable pods M (placed, not locked, not standby,
+whole GPUs), the nodes they may end on, and each job's candidate nodes C_j. Every other pod stays
+where it is. For p in M, E(p) are the nodes ``rules.py`` allows (eligible signature, not standby,
+free of a fixed pod of its anti-affinity groups, within its job's switch when that job's topology is
+``required``, within the limits: ``MoveBudget.destinations``), its own node always included.
+
+    x[p,n] in {0,1}      p ends on n                              n in E(p)
+    y[j,n] in 0..k_j     pods of job j started on n               n in C_j
+    z[j]   in {0,1}      job j starts (all its k_j pods: a gang)
+    u[j,d] in {0,1}      job j uses domain d (``required`` jobs: asw or spine)
+    (1)  sum_n x[p,n] = 1
+    (2)  sum_n y[j,n] = k_j z_j
+    (3)  y[j,n] <= k_j u[j,d(n)],  sum_d u[j,d] <= 1                one switch when required
+    (4)  per node and resource r (GPUs, CPUs, memory in exact integer units, ``models/units.py``):
+         F_rn + sum_p r_p x[p,n] + sum_j r_j y[j,n] <= C_rn       (F: the fixed pods' usage)
+    (5)  sum_{p in g} x[p,n] + sum_{j in g} y[j,n] <= 1             anti-affinity group g on n
+    (6)  sum_p x[p,home(p)] >= |M| - B                              migration budget
+    (7)  moves out of n + moves into n <= B_n                       per-node budget
+
+Objective, lexicographic, in two solves: (a) most jobs started; then, holding (a), (b) fewest moves
+and (c) fewest GPUs moved as one weighted objective W2 * moves + GPUs with W2 = G + 1 (G: all of
+M's GPUs), which is exactly lexicographic. Every plan within the limits ends in a state this model
+accepts when the neighbourhood is the whole cluster, with at most the plan's moves and GPUs moved:
+the model is then a relaxation and its proven optimum bounds every plan. On a restricted
+neighbourhood it proves optimality within the neighbourhood only (``Solution.restricted``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.heuristics.makeroom import Request, _candidates, _domains_cheapest_first, domains_of, optimistic_slots
+from planner.heuristics.topology import node_slots
+from planner.limits import MoveBudget
+from planner.models.backends import solve
+from planner.models.milp import Milp
+from planner.models.units import scale_for
+
+MAX_PAIRS = 40_000
+"""Above this many (movable pod, node) pairs the neighbourhood is restricted."""
+RESTRICTED_NODES = 24
+"""Restricted: candidate nodes per job (nearest to fitting, in the cheapest domains)."""
+RESTRICTED_DESTINATIONS = 48
+"""Restricted: other nodes the displaced pods may go to (most free GPUs first)."""
+RESTRICTED_DOMAINS = 4
+
+
+@dataclass
+class Neighbourhood:
+    """What the model decides over; ``restricted`` when it is not the whole problem."""
+
+    movable: list[int]
+    nodes: list[int]
+    candidates: dict[str, list[int]]
+    restricted: bool
+    why: list[str] = field(default_factory=list)
+
+    def describe(self) -> dict:
+        return {
+            "restricted": self.restricted,
+            "movable_pods": len(self.movable),
+            "nodes": len(self.nodes),
+            "candidate_nodes": {j: len(c) for j, c in self.candidates.items()},
+            **({"restriction": "; ".join(self.why)} if self.why else {}),
+        }
+
+
+@dataclass
+class Solution:
+    """The solved end state: moved pods' nodes, each started job's (pod, node) pairs, and the claims."""
+
+    target: dict[int, int]
+    placements: dict[str, list[tuple[int, int]]]
+    status: str
+    """The solver's status for the model: optimal (both levels proven), feasible, timeout, infeasible, error."""
+    jobs_bound: int | None
+    moves: int
+    gpus_moved: float
+    moves_bound: int | None
+    neighbourhood: Neighbourhood
+    records: list[dict] = field(default_factory=list)
+    variables: int = 0
+    constraints: int = 0
+
+
+def neighbourhood(state, requests: list[Request], budget: MoveBudget, max_pairs: int = MAX_PAIRS) -> Neighbourhood:
+    """The whole cluster when its model is small enough, else the nodes nearest to fitting each job
+    (in its cheapest domains when required), the pods on them, and the roomiest other nodes."""
+    s = state
+    n_nodes = len(s.node_names)
+    standby_nodes = s.standby_on > 0
+    movable_all = np.flatnonzero((s.pod_node >= 0) & ~s.pod_locked & (s.pod_share == 0))
+    why = []
+    if ((s.pod_node >= 0) & ~s.pod_locked & (s.pod_share > 0)).any():
+        why.append("pods holding GPU shares stay where they are")
+    if standby_nodes.any():
+        why.append("nodes with standby pods receive no pod")
+    candidates: dict[str, list[int]] = {}
+    optimistic = {}
+    for r in requests:
+        optimistic[r.name] = optimistic_slots(s, r.pods[0])
+        candidates[r.name] = np.flatnonzero((optimistic[r.name] > 0) & ~standby_nodes).tolist()
+    if len(movable_all) * n_nodes <= max_pairs:
+        return Neighbourhood(movable_all.tolist(), list(range(n_nodes)), candidates, bool(why), why)
+    chosen: set[int] = set()
+    for r in requests:
+        p, k = r.pods[0], len(r.pods)
+        now, opt = node_slots(s, p), optimistic[r.name]
+        domains = domains_of(s, r.level)
+        picked: list[int] = []
+        for d in _domains_cheapest_first(s, domains, now, opt, k)[:RESTRICTED_DOMAINS]:
+            members = np.flatnonzero(domains == d)
+            ranked = [n for n in _candidates(s, members, now, opt, k) if not standby_nodes[n]]
+            ranked.sort(key=lambda n: (-int(now[n]), int(s.pods_per_node[n]), n))
+            picked += ranked[: max(RESTRICTED_NODES // max(1, RESTRICTED_DOMAINS if r.level else 1), k)]
+        candidates[r.name] = sorted(set(picked))
+        chosen |= set(picked)
+    movable = [int(q) for q in movable_all if int(s.pod_node[q]) in chosen]
+    free = s.cap_gpus - s.whole_used - s.share_devices
+    others = [int(n) for n in np.lexsort((np.arange(n_nodes), -free)) if int(n) not in chosen and not standby_nodes[n] and free[n] > 0]
+    nodes = sorted(chosen | set(others[:RESTRICTED_DESTINATIONS]))
+    why.insert(0, f"{len(chosen)} candidate nodes nearest to fitting, the {len(movable)} movable pods on them, "
+               f"and {len(nodes) - len(chosen)} other nodes with the most free GPUs as destinations")
+    return Neighbourhood(movable, nodes, candidates, True, why)
+
+
+class _Model:
+    """The formulation of the module docstring over one neighbourhood."""
+
+    def __init__(self, state, requests: list[Request], budget: MoveBudget, hood: Neighbourhood):
+        s = self.s = state
+        self.requests, self.hood, m = requests, hood, Milp()
+        self.m = m
+        node_set = set(hood.nodes)
+        moving = set(hood.movable)
+        job_pods = [r.pods[0] for r in requests]
+        fixed = [q for q in np.flatnonzero(s.pod_node >= 0).tolist() if q not in moving]
+        values = [*hood.movable, *job_pods, *fixed]
+        cpu = scale_for(s.pod_cpus[values].tolist(), s.cap_cpus[hood.nodes].tolist())
+        mem = scale_for(s.pod_mem[values].tolist(), s.cap_mem[hood.nodes].tolist())
+        self.exact_units = cpu.exact and mem.exact
+        ask = {q: (int(s.pod_whole[q]) + (1 if s.pod_share[q] > 0 else 0), cpu.request(float(s.pod_cpus[q])), mem.request(float(s.pod_mem[q])))
+               for q in values}
+        n_nodes = len(s.node_names)
+        # the fixed pods' usage (shares: the devices they fill) and their anti-affinity groups
+        room = {n: [int(s.cap_gpus[n]) - int(s.share_devices[n]), cpu.capacity(float(s.cap_cpus[n])), mem.capacity(float(s.cap_mem[n]))]
+                for n in hood.nodes}
+        blocked: dict[int, set] = {}
+        for q in fixed:
+            n = int(s.pod_node[q])
+            if n in room:
+                room[n][0] -= int(s.pod_whole[q])
+                room[n][1] -= ask[q][1]
+                room[n][2] -= ask[q][2]
+                blocked.setdefault(n, set()).update(s.pod_groups[q])
+        standby = s.standby_on > 0
+
+        def allowed(q: int, n: int) -> bool:
+            return bool(s.eligible[s.pod_signature[q], n]) and not standby[n] and not (blocked.get(n, set()) & set(s.pod_groups[q])) \
+                and all(a <= c for a, c in zip(ask[q], room[n]))
+
+        on: dict[int, list[tuple[int, int, int]]] = {n: [] for n in hood.nodes}  # node -> (var, pod, home?)
+        self.x: dict[tuple[int, int], int] = {}
+        self.home = {p: int(s.pod_node[p]) for p in hood.movable}
+        for p in hood.movable:
+            home = self.home[p]
+            ok = budget.destinations(home)
+            domain = s._pod_scalars[p][5]
+            nodes = [n for n in hood.nodes if n == home or (ok[n] and (domain is None or domain[n] == domain[home]) and allowed(p, n))]
+            for n in nodes:
+                self.x[p, n] = v = m.var(f"x[{s.pod_names[p]},{s.node_names[n]}]")
+                on[n].append((v, p, n == home))
+            m.row([(self.x[p, n], 1) for n in nodes], 1, 1, f"(1) {s.pod_names[p]}")
+        self.y: dict[tuple[str, int], int] = {}
+        self.z: dict[str, int] = {}
+        job_on: dict[int, list[tuple[int, int]]] = {n: [] for n in hood.nodes}  # node -> (var, representative pod)
+        for r in requests:
+            k, q = len(r.pods), r.pods[0]
+            self.z[r.name] = z = m.var(f"z[{r.name}]")
+            domains = domains_of(s, r.level)
+            u: dict[int, int] = {}
+            for n in hood.candidates[r.name]:
+                if n not in node_set or not allowed(q, n):
+                    continue
+                self.y[r.name, n] = y = m.var(f"y[{r.name},{s.node_names[n]}]", 0, k)
+                job_on[n].append((y, q))
+                if r.level:
+                    d = int(domains[n])
+                    if d not in u:
+                        u[d] = m.var(f"u[{r.name},{d}]")
+                    m.row([(y, 1), (u[d], -k)], None, 0, f"(3) {r.name} under {d}")
+            ys = [(v, 1) for (j, _), v in self.y.items() if j == r.name]
+            m.row([*ys, (z, -k)], 0, 0, f"(2) gang {r.name}")
+            if u:
+                m.row([(v, 1) for v in u.values()], None, 1, f"(3) one domain {r.name}")
+        for n in hood.nodes:
+            for res in range(3):
+                terms = [(v, ask[p][res]) for v, p, _ in on[n]] + [(v, ask[q][res]) for v, q in job_on[n]]
+                if any(c for _, c in terms):
+                    m.row(terms, None, room[n][res], f"(4) resource {res} of {s.node_names[n]}")
+            groups: dict[int, list[int]] = {}
+            for v, p, _ in on[n]:
+                for g in s.pod_groups[p]:
+                    groups.setdefault(g, []).append(v)
+            for v, q in job_on[n]:
+                for g in s.pod_groups[q]:
+                    groups.setdefault(g, []).append(v)
+            for g, vs in groups.items():
+                if len(vs) > 1 or any(v in self.y.values() for v in vs):
+                    m.row([(v, 1) for v in vs], None, 1, f"(5) group {g} on {s.node_names[n]}")
+        stays = [(self.x[p, self.home[p]], 1) for p in hood.movable]
+        if budget.bounded_moves:
+            m.row(stays, len(stays) - budget.moves_left, None, "(6) migration budget")
+        if budget.bounded_nodes:
+            for n in hood.nodes:
+                out = [(v, -1) for v, _, home in on[n] if home]
+                into = [(v, 1) for v, _, home in on[n] if not home]
+                m.row(out + into, None, int(budget.node_left[n]) - len(out), f"(7) moves touching {s.node_names[n]}")
+        self.gpus = {p: int(s.pod_whole[p]) for p in hood.movable}
+        self.w2 = sum(self.gpus.values()) + 1
+        self.jobs = [(self.z[r.name], 1) for r in requests]
+        # minimise W2 * moves + GPUs = W2 |M| + G - sum_p (W2 + g_p) x[p, home]: maximise the stays
+        self.tail = [(self.x[p, self.home[p]], self.w2 + self.gpus[p]) for p in hood.movable]
+        self.tail_offset = -(self.w2 * len(hood.movable) + sum(self.gpus.values()))
+        m.maximize(self.jobs)
+
+    def read(self, values: list[int]) -> tuple[dict[int, int], dict[str, list[tuple[int, int]]]]:
+        target = {p: n for (p, n), v in self.x.items() if values[v] and n != self.home[p]}
+        placements: dict[str, list[tuple[int, int]]] = {}
+        for r in self.requests:
+            if not values[self.z[r.name]]:
+                continue
+            pods = iter(r.pods)
+            placements[r.name] = [(next(pods), n) for (j, n), v in sorted(self.y.items()) if j == r.name for _ in range(values[v])]
+        return target, placements
+
+
+def solve_make_room(
+    state,
+    requests: list[Request],
+    budget: MoveBudget,
+    solver: str = "cpsat",
+    time_limit_s: float = 10.0,
+    workers: int = 8,
+    seed: int = 0,
+    deterministic: bool = False,
+    max_pairs: int = MAX_PAIRS,
+) -> Solution:
+    """Solve the make-room model (``state`` and ``budget`` unchanged): (a) most jobs, then (b, c)."""
+    deadline = time.perf_counter() + time_limit_s
+    hood = neighbourhood(state, requests, budget, max_pairs)
+    model = _Model(state, requests, budget, hood)
+    run = lambda milp, hint: solve(milp, solver, max(0.2, deadline - time.perf_counter()), workers, hint, seed, deterministic)  # noqa: E731
+    first = run(model.m, None)
+    records = [_record("jobs started", first)]
+    solution = Solution({}, {}, first.status, None, 0, 0.0, None, hood, records, model.m.num_vars, model.m.num_rows)
+    if first.status not in ("infeasible", "error") and first.bound is not None and math.isfinite(first.bound):
+        solution.jobs_bound = min(len(requests), math.floor(first.bound + 1e-6))
+    if first.values is None:
+        return solution
+    jobs = round(model.m.value_of_objective(first.values))
+    second = run(model.m.with_objective(model.tail, model.tail_offset, [(model.jobs, jobs, None, "(a) held")]), first.values)
+    records.append(_record("moves, GPUs moved", second))
+    best = second if second.values is not None else first
+    solution.target, solution.placements = model.read(best.values)
+    solution.moves = len(solution.target)
+    solution.gpus_moved = float(sum(model.gpus[p] for p in solution.target))
+    both = first.status == "optimal" and second.status == "optimal"
+    solution.status = "optimal" if both else ("feasible" if best.values is not None else first.status)
+    if first.status == "optimal" and second.values is not None and second.bound is not None and math.isfinite(second.bound):
+        # W2 * moves + GPUs >= -bound, and GPUs <= G < W2: moves >= ceil((-bound - G) / W2)
+        solution.moves_bound = max(0, math.ceil((-second.bound - (model.w2 - 1) - 0.5) / model.w2))
+    if not model.exact_units:
+        solution.status = "feasible" if solution.status == "optimal" else solution.status
+        hood.why.append("CPU or memory values have no exact integer unit: the model rounds and claims nothing")
+    return solution
+
+
+def _record(phase: str, result) -> dict:
+    return {"phase": phase, "status": result.status, "objective": result.objective, "bound": result.bound, "wall_s": round(result.wall_s, 3)}
