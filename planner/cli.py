@@ -378,7 +378,7 @@ def defrag(
     ),
     force: bool = typer.Option(False, "--force", help="Run --method exact even above its size limit."),
     make_room: str = typer.Option(
-        None, "--make-room", help="NAME[,NAME...]: pending jobs (or pending pods without a job) to make room for and start (method heuristic)."
+        None, "--make-room", help="NAME[,NAME...]: pending jobs (or pending pods without a job) to make room for and start (method heuristic, exact or compare)."
     ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json: the plan; table: a human summary."),

@@ -313,24 +313,35 @@ def test_make_room_on_the_command_line(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def test_make_room_over_http_plans_valid_placements_and_refuses_bad_names(tmp_path: Path) -> None:
+def plan_over_http(tmp_path: Path, c: Cluster, options: dict, refused: list[tuple[dict, str]]) -> DefragPlan:
+    """Start a server, check each (options, problem) in ``refused`` gets a 422 naming it, then plan
+    with ``options`` and return the stored plan."""
     from planner.api.harness import Server, wait_status
     from planner.plans import parse_plan
 
-    snapshot = json.loads(CHAIN.model_dump_json(exclude_defaults=True))
+    snapshot = json.loads(c.model_dump_json(exclude_defaults=True))
     server = Server(tmp_path / "planner.db", None, "--workers", "1").start()
     try:
         with server.client() as client:
-            bad = client.post("/v1/defrag", json={"snapshot": snapshot, "options": {"make_room": ["nope"]}})
-            assert bad.status_code == 422 and "options.make_room: unknown job or pod 'nope'" in bad.json()["problems"], bad.text
-            unused = client.post("/v1/defrag", json={"snapshot": snapshot, "options": {"make_room": ["big"], "rounds": 2}})
-            assert unused.status_code == 422 and any("make_room does not use it" in p for p in unused.json()["problems"]), unused.text
-            accepted = client.post("/v1/defrag", json={"snapshot": snapshot, "options": {"make_room": ["big"]}})
+            for bad_options, problem in refused:
+                bad = client.post("/v1/defrag", json={"snapshot": snapshot, "options": bad_options})
+                assert bad.status_code == 422 and any(problem in p for p in bad.json()["problems"]), bad.text
+            accepted = client.post("/v1/defrag", json={"snapshot": snapshot, "options": options})
             assert accepted.status_code == 202, accepted.text
             job_id = accepted.json()["job_id"]
             assert wait_status(client, job_id, ("succeeded", "failed"))["status"] == "succeeded"
             plan = parse_plan(client.get(f"/v1/jobs/{job_id}/plan").text)
     finally:
         server.stop()
-    assert isinstance(plan, DefragPlan) and plan.placements == [Placement(pod="big", node="n0")]
+    assert isinstance(plan, DefragPlan)
+    return plan
+
+
+def test_make_room_over_http_plans_valid_placements_and_refuses_bad_names(tmp_path: Path) -> None:
+    refused = [
+        ({"make_room": ["nope"]}, "options.make_room: unknown job or pod 'nope'"),
+        ({"make_room": ["big"], "rounds": 2}, "make_room does not use it"),
+    ]
+    plan = plan_over_http(tmp_path, CHAIN, {"make_room": ["big"]}, refused)
+    assert plan.placements == [Placement(pod="big", node="n0")]
     assert validate(CHAIN, plan) == []

@@ -54,16 +54,18 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
             ["options.force: this server does not run forced exact solves (they can take any memory and time); "
              "use method 'hybrid', or ask the operator to start the server with --allow-force"],
         )
-    if options.method in ("exact", "compare"):
+    if options.method in ("exact", "compare") and options.make_room is None:  # make room restricts its own model
         try:
             check_exact_size(ClusterState(request.snapshot), options)
         except PlanOptionError as err:
             raise Refused(422, "invalid request", [err.for_api()]) from None
     if options.make_room is not None:
-        from planner.engine.makeroom import make_room_requests
+        from planner.engine.makeroom import make_room_requests, refuse_exact_shares
 
         try:
-            make_room_requests(request.snapshot, options.make_room)
+            requests = make_room_requests(request.snapshot, options.make_room)
+            if options.method in ("exact", "compare"):
+                refuse_exact_shares(request.snapshot, requests)
         except PlanOptionError as err:
             raise Refused(422, "invalid request", [err.for_api()]) from None
         except SnapshotError as err:  # a pod shape no node could hold

@@ -122,9 +122,7 @@ def run_make_room_exact(
     from planner.waves import target_to_waves
 
     requests = make_room_requests(cluster, names)
-    for r in requests:
-        if state.pod_share[r.pods[0]] > 0:
-            raise PlanOptionError("method", f"the exact make-room model starts whole-GPU pods; '{r.name}' asks for a GPU share: use {{method=heuristic}}")
+    refuse_exact_shares(cluster, requests)
     solution = solve_make_room(state, requests, budget, solver, time_limit_s, workers, seed, deterministic)
     executed = target_to_waves(state, solution.target, budget)
     pod_names, node_names = state.pod_names, state.node_names
@@ -201,6 +199,14 @@ def run_make_room_exact(
     unplaced.sort(key=lambda u: order[u.job])
     made = MadeRoom(waves=executed.waves, placements=placements, unplaced=unplaced, per_job={name: per_job[name] for name in names})
     return made, {"solver": solver, "status": status, "bound": None}, report
+
+
+def refuse_exact_shares(cluster: Cluster, requests: list[Request]) -> None:
+    """The exact model starts whole-GPU pods only (GPU shares pack onto devices, which it does not model)."""
+    for r in requests:
+        gpus = cluster.pods[r.pods[0]].gpus
+        if gpus != int(gpus):
+            raise PlanOptionError("method", f"the exact make-room model starts whole-GPU pods; '{r.name}' asks for {gpus:g} GPU(s): use {{method=heuristic}}")
 
 
 def _why_not_started(solution: Any, jobs: int) -> str:

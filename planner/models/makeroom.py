@@ -35,12 +35,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.heuristics.makeroom import Request, _candidates, _domains_cheapest_first, domains_of, optimistic_slots
+from planner.heuristics.makeroom import (
+    Request,
+    _candidates,
+    _domains_cheapest_first,
+    domains_of,
+    optimistic_slots,
+)
 from planner.heuristics.topology import node_slots
 from planner.limits import MoveBudget
 from planner.models.backends import solve
-from planner.models.milp import Milp
+from planner.models.milp import Milp, MilpResult
 from planner.models.units import scale_for
+from planner.state import ClusterState
 
 MAX_PAIRS = 40_000
 """Above this many (movable pod, node) pairs the neighbourhood is restricted."""
@@ -89,7 +96,7 @@ class Solution:
     constraints: int = 0
 
 
-def neighbourhood(state, requests: list[Request], budget: MoveBudget, max_pairs: int = MAX_PAIRS) -> Neighbourhood:
+def neighbourhood(state: ClusterState, requests: list[Request], budget: MoveBudget, max_pairs: int = MAX_PAIRS) -> Neighbourhood:
     """The whole cluster when its model is small enough, else the nodes nearest to fitting each job
     (in its cheapest domains when required), the pods on them, and the roomiest other nodes."""
     s = state
@@ -121,19 +128,22 @@ def neighbourhood(state, requests: list[Request], budget: MoveBudget, max_pairs:
             picked += ranked[: max(RESTRICTED_NODES // max(1, RESTRICTED_DOMAINS if r.level else 1), k)]
         candidates[r.name] = sorted(set(picked))
         chosen |= set(picked)
-    movable = [int(q) for q in movable_all if int(s.pod_node[q]) in chosen]
     free = s.cap_gpus - s.whole_used - s.share_devices
     others = [int(n) for n in np.lexsort((np.arange(n_nodes), -free)) if int(n) not in chosen and not standby_nodes[n] and free[n] > 0]
     nodes = sorted(chosen | set(others[:RESTRICTED_DESTINATIONS]))
-    why.insert(0, f"{len(chosen)} candidate nodes nearest to fitting, the {len(movable)} movable pods on them, "
-               f"and {len(nodes) - len(chosen)} other nodes with the most free GPUs as destinations")
-    return Neighbourhood(movable, nodes, candidates, True, why)
+    inside = np.zeros(n_nodes, dtype=bool)
+    inside[nodes] = True
+    movable = movable_all[inside[s.pod_node[movable_all]]].tolist()  # a destination's pods may move too (chains)
+    if len(nodes) < n_nodes or len(movable) < len(movable_all):
+        why.insert(0, f"{len(chosen)} candidate nodes nearest to fitting and {len(nodes) - len(chosen)} other nodes with the most "
+                   f"free GPUs as destinations, the {len(movable)} movable pods on them; every other pod stays")
+    return Neighbourhood(movable, nodes, candidates, bool(why), why)
 
 
 class _Model:
     """The formulation of the module docstring over one neighbourhood."""
 
-    def __init__(self, state, requests: list[Request], budget: MoveBudget, hood: Neighbourhood):
+    def __init__(self, state: ClusterState, requests: list[Request], budget: MoveBudget, hood: Neighbourhood):
         s = self.s = state
         self.requests, self.hood, m = requests, hood, Milp()
         self.m = m
@@ -147,7 +157,6 @@ class _Model:
         self.exact_units = cpu.exact and mem.exact
         ask = {q: (int(s.pod_whole[q]) + (1 if s.pod_share[q] > 0 else 0), cpu.request(float(s.pod_cpus[q])), mem.request(float(s.pod_mem[q])))
                for q in values}
-        n_nodes = len(s.node_names)
         # the fixed pods' usage (shares: the devices they fill) and their anti-affinity groups
         room = {n: [int(s.cap_gpus[n]) - int(s.share_devices[n]), cpu.capacity(float(s.cap_cpus[n])), mem.capacity(float(s.cap_mem[n]))]
                 for n in hood.nodes}
@@ -242,7 +251,7 @@ class _Model:
 
 
 def solve_make_room(
-    state,
+    state: ClusterState,
     requests: list[Request],
     budget: MoveBudget,
     solver: str = "cpsat",
@@ -250,13 +259,13 @@ def solve_make_room(
     workers: int = 8,
     seed: int = 0,
     deterministic: bool = False,
-    max_pairs: int = MAX_PAIRS,
+    max_pairs: int | None = None,
 ) -> Solution:
     """Solve the make-room model (``state`` and ``budget`` unchanged): (a) most jobs, then (b, c)."""
     deadline = time.perf_counter() + time_limit_s
-    hood = neighbourhood(state, requests, budget, max_pairs)
+    hood = neighbourhood(state, requests, budget, MAX_PAIRS if max_pairs is None else max_pairs)
     model = _Model(state, requests, budget, hood)
-    run = lambda milp, hint: solve(milp, solver, max(0.2, deadline - time.perf_counter()), workers, hint, seed, deterministic)  # noqa: E731
+    run = lambda milp, hint: solve(milp, solver, max(0.2, deadline - time.perf_counter()), workers, hint, seed, deterministic)
     first = run(model.m, None)
     records = [_record("jobs started", first)]
     solution = Solution({}, {}, first.status, None, 0, 0.0, None, hood, records, model.m.num_vars, model.m.num_rows)
@@ -282,5 +291,5 @@ def solve_make_room(
     return solution
 
 
-def _record(phase: str, result) -> dict:
+def _record(phase: str, result: MilpResult) -> dict:
     return {"phase": phase, "status": result.status, "objective": result.objective, "bound": result.bound, "wall_s": round(result.wall_s, 3)}
