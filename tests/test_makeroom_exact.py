@@ -99,6 +99,7 @@ def test_a_restricted_neighbourhood_is_stated_and_never_claimed_optimal(monkeypa
     r = plan.report
     assert r.restricted is True and "2 candidate nodes nearest to fitting" in r.restriction and r.movable_pods == 3
     assert r.status == "feasible" and r.optimal_within_neighbourhood is True and r.moves_bound is None and r.jobs_bound is None
+    assert r.moves_bound_within_neighbourhood == 2
     assert r.moves_bound_within_neighbourhood == 2 and plan.placements == [Placement(pod="big", node="n0")]
 
 
@@ -164,3 +165,57 @@ def test_exact_make_room_over_http(tmp_path: Path) -> None:
     plan = plan_over_http(tmp_path, ONE_MOVE, options, [({**options, "depth": 2}, "make_room does not use it with method 'exact'")])
     assert plan.report.status == "optimal" and plan.report.moves == 1
     assert validate(ONE_MOVE, plan) == []
+
+
+# the restricted neighbourhood (one candidate, one destination) is n0 and d0, where n0's 6-GPU pod
+# cannot go: nothing starts in it. The heuristic clears n1 into d0 and d1 and moves a there (3 moves);
+# with its nodes added the model finds 2 (n1's two pods out, big on n1). x0 (full, its pod nowhere to
+# go) stays outside, so the neighbourhood is still restricted
+OUTSIDE = cluster(
+    [("n0", 8), ("n1", 8), ("d0", 8), ("d1", 8), ("x0", 8)],
+    [{"name": "a", "gpus": 6, "node": "n0"}, {"name": "f", "gpus": 8, "node": "x0"}, {"name": "b1", "gpus": 4, "node": "n1"}, {"name": "b2", "gpus": 4, "node": "n1"},
+     {"name": "c", "gpus": 4, "node": "d0", "locked": True}, {"name": "e", "gpus": 4, "node": "d1", "locked": True},
+     {"name": "big", "gpus": 8}],
+)
+
+
+def _restrict(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(model, "MAX_PAIRS", 1)
+    monkeypatch.setattr(model, "RESTRICTED_NODES", 1)
+    monkeypatch.setattr(model, "RESTRICTED_DESTINATIONS", 1)
+
+
+def test_the_heuristics_nodes_join_a_restricted_neighbourhood(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner.engine.makeroom import make_room_requests
+    from planner.limits import MoveBudget
+    from planner.state import ClusterState
+
+    _restrict(monkeypatch)
+    heuristic = plan_defrag(OUTSIDE, DefragOptions(make_room=["big"]))
+    assert heuristic.placements == [Placement(pod="big", node="n0")] and heuristic.report.moves == 3
+    state = ClusterState(OUTSIDE)
+    hood = model.neighbourhood(state, make_room_requests(OUTSIDE, ["big"]), MoveBudget.of(state), model.MAX_PAIRS)
+    assert hood.restricted and state.node_names.index("n1") not in hood.nodes  # the heuristic's plan lies outside it
+    plan = exact(OUTSIDE, ["big"])
+    r = plan.report
+    assert plan.placements == [Placement(pod="big", node="n1")] and r.moves == 2 < heuristic.report.moves
+    assert r.chosen == "exact" and r.hint_used is True and r.heuristic_moves == 3
+    assert r.restricted is True and "2 more nodes the heuristic plan touches" in r.restriction and r.nodes == 4
+    assert r.status == "feasible" and r.optimal_within_neighbourhood is True and r.moves_bound is None and r.jobs_bound is None
+
+
+def test_the_heuristics_plan_is_returned_when_the_exact_plan_is_worse(monkeypatch: pytest.MonkeyPatch) -> None:
+    _restrict(monkeypatch)
+    real = model.solve_make_room
+
+    def nothing(*args: object, **kwargs: object) -> model.Solution:  # an exact solve that found no plan
+        solution = real(*args, **kwargs)
+        solution.target, solution.placements, solution.status, solution.moves, solution.gpus_moved = {}, {}, "timeout", 0, 0.0
+        return solution
+
+    monkeypatch.setattr(model, "solve_make_room", nothing)
+    plan = exact(OUTSIDE, ["big"])
+    r = plan.report
+    assert plan.placements == [Placement(pod="big", node="n0")] and r.moves == 3 and plan.metrics.per_job["big"]["moves"] == 3
+    assert r.chosen == "heuristic" and "the heuristic's 1 with 3" in r.chosen_why and r.model_status == "timeout"
+    assert r.status == "feasible" and r.optimal_within_neighbourhood is False and r.moves_bound is None

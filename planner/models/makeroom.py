@@ -94,11 +94,18 @@ class Solution:
     records: list[dict] = field(default_factory=list)
     variables: int = 0
     constraints: int = 0
+    hinted: bool | None = None
+    """Whether a known plan's end state was the solver's hint (None: no plan was given)."""
 
 
-def neighbourhood(state: ClusterState, requests: list[Request], budget: MoveBudget, max_pairs: int = MAX_PAIRS) -> Neighbourhood:
+def neighbourhood(
+    state: ClusterState, requests: list[Request], budget: MoveBudget, max_pairs: int = MAX_PAIRS,
+    touched: set[int] | None = None, job_nodes: dict[str, set[int]] | None = None,
+) -> Neighbourhood:
     """The whole cluster when its model is small enough, else the nodes nearest to fitting each job
-    (in its cheapest domains when required), the pods on them, and the roomiest other nodes."""
+    (in its cheapest domains when required), the pods on them, and the roomiest other nodes; plus,
+    when restricted, the ``touched`` nodes (a known plan's sources and destinations) with their pods
+    and each job's ``job_nodes`` (where that plan starts it) as its candidates."""
     s = state
     n_nodes = len(s.node_names)
     standby_nodes = s.standby_on > 0
@@ -115,6 +122,7 @@ def neighbourhood(state: ClusterState, requests: list[Request], budget: MoveBudg
         candidates[r.name] = np.flatnonzero((optimistic[r.name] > 0) & ~standby_nodes).tolist()
     if len(movable_all) * n_nodes <= max_pairs:
         return Neighbourhood(movable_all.tolist(), list(range(n_nodes)), candidates, bool(why), why)
+    full = {name: list(c) for name, c in candidates.items()}
     chosen: set[int] = set()
     for r in requests:
         p, k = r.pods[0], len(r.pods)
@@ -130,13 +138,24 @@ def neighbourhood(state: ClusterState, requests: list[Request], budget: MoveBudg
         chosen |= set(picked)
     free = s.cap_gpus - s.whole_used - s.share_devices
     others = [int(n) for n in np.lexsort((np.arange(n_nodes), -free)) if int(n) not in chosen and not standby_nodes[n] and free[n] > 0]
-    nodes = sorted(chosen | set(others[:RESTRICTED_DESTINATIONS]))
+    nodes_set = chosen | set(others[:RESTRICTED_DESTINATIONS])
+    added = set(touched or ())
+    cut = False
+    for r in requests:
+        extra = (set((job_nodes or {}).get(r.name, ())) | (added & set(full[r.name]))) - set(candidates[r.name])
+        candidates[r.name] = sorted(set(candidates[r.name]) | extra)
+        added |= extra
+        cut |= len(candidates[r.name]) < len(full[r.name])
+    added -= nodes_set
+    nodes = sorted(nodes_set | added)
     inside = np.zeros(n_nodes, dtype=bool)
     inside[nodes] = True
     movable = movable_all[inside[s.pod_node[movable_all]]].tolist()  # a destination's pods may move too (chains)
-    if len(nodes) < n_nodes or len(movable) < len(movable_all):
-        why.insert(0, f"{len(chosen)} candidate nodes nearest to fitting and {len(nodes) - len(chosen)} other nodes with the most "
-                   f"free GPUs as destinations, the {len(movable)} movable pods on them; every other pod stays")
+    if len(nodes) < n_nodes or len(movable) < len(movable_all) or cut:
+        why.insert(0, f"{len(chosen)} candidate nodes nearest to fitting and {len(nodes_set) - len(chosen)} other nodes with the most "
+                   f"free GPUs as destinations{f', {len(added)} more nodes the heuristic plan touches' if added else ''}, "
+                   f"the {len(movable)} movable pods on them; every other pod stays, and the jobs start only on their "
+                   f"candidate nodes (also those of the touched nodes that could hold them)")
     return Neighbourhood(movable, nodes, candidates, bool(why), why)
 
 
@@ -188,6 +207,7 @@ class _Model:
             m.row([(self.x[p, n], 1) for n in nodes], 1, 1, f"(1) {s.pod_names[p]}")
         self.y: dict[tuple[str, int], int] = {}
         self.z: dict[str, int] = {}
+        self.u: dict[tuple[str, int], int] = {}
         job_on: dict[int, list[tuple[int, int]]] = {n: [] for n in hood.nodes}  # node -> (var, representative pod)
         for r in requests:
             k, q = len(r.pods), r.pods[0]
@@ -202,7 +222,7 @@ class _Model:
                 if r.level:
                     d = int(domains[n])
                     if d not in u:
-                        u[d] = m.var(f"u[{r.name},{d}]")
+                        u[d] = self.u[r.name, d] = m.var(f"u[{r.name},{d}]")
                     m.row([(y, 1), (u[d], -k)], None, 0, f"(3) {r.name} under {d}")
             ys = [(v, 1) for (j, _), v in self.y.items() if j == r.name]
             m.row([*ys, (z, -k)], 0, 0, f"(2) gang {r.name}")
@@ -239,6 +259,33 @@ class _Model:
         self.tail_offset = -(self.w2 * len(hood.movable) + sum(self.gpus.values()))
         m.maximize(self.jobs)
 
+    def hint(self, end: np.ndarray, placements: dict[str, list[tuple[int, int]]]) -> list[int] | None:
+        """The values of a known end state (``end``: each pod's node; ``placements``: the started jobs'
+        pods), or None when it does not map onto this model's variables or breaks one of its rows."""
+        values = [0] * self.m.num_vars
+        for p in self.hood.movable:
+            v = self.x.get((p, int(end[p])))
+            if v is None:
+                return None
+            values[v] = 1
+        for r in self.requests:
+            pairs = placements.get(r.name)
+            if not pairs:
+                continue
+            values[self.z[r.name]] = 1
+            for _, n in pairs:
+                v = self.y.get((r.name, n))
+                if v is None:
+                    return None
+                values[v] += 1
+            if r.level:
+                domains = domains_of(self.s, r.level)
+                for d in {int(domains[n]) for _, n in pairs}:
+                    if (r.name, d) not in self.u:
+                        return None
+                    values[self.u[r.name, d]] = 1
+        return None if self.m.violated_rows(values) else values
+
     def read(self, values: list[int]) -> tuple[dict[int, int], dict[str, list[tuple[int, int]]]]:
         target = {p: n for (p, n), v in self.x.items() if values[v] and n != self.home[p]}
         placements: dict[str, list[tuple[int, int]]] = {}
@@ -260,21 +307,37 @@ def solve_make_room(
     seed: int = 0,
     deterministic: bool = False,
     max_pairs: int | None = None,
+    known: tuple[np.ndarray, dict[str, list[tuple[int, int]]]] | None = None,
 ) -> Solution:
-    """Solve the make-room model (``state`` and ``budget`` unchanged): (a) most jobs, then (b, c)."""
+    """Solve the make-room model (``state`` and ``budget`` unchanged): (a) most jobs, then (b, c).
+
+    ``known``: a plan's end state (each pod's node) and its started jobs' (pod, node) pairs, from the
+    heuristic: the nodes it touches join a restricted neighbourhood, and it is the solver's hint when
+    it maps onto the model (``Solution.hinted``)."""
     deadline = time.perf_counter() + time_limit_s
-    hood = neighbourhood(state, requests, budget, MAX_PAIRS if max_pairs is None else max_pairs)
+    touched: set[int] | None = None
+    job_nodes: dict[str, set[int]] | None = None
+    if known is not None:
+        end, started = known
+        changed = np.flatnonzero(end != state.pod_node)
+        touched = {int(n) for n in np.concatenate([state.pod_node[changed], end[changed]]).tolist() if n >= 0}
+        job_nodes = {j: {n for _, n in pairs} for j, pairs in started.items()}
+    hood = neighbourhood(state, requests, budget, MAX_PAIRS if max_pairs is None else max_pairs, touched, job_nodes)
     model = _Model(state, requests, budget, hood)
     run = lambda milp, hint: solve(milp, solver, max(0.2, deadline - time.perf_counter()), workers, hint, seed, deterministic)
-    first = run(model.m, None)
+    hint = None if known is None else model.hint(*known)
+    first = run(model.m, hint)
     records = [_record("jobs started", first)]
     solution = Solution({}, {}, first.status, None, 0, 0.0, None, hood, records, model.m.num_vars, model.m.num_rows)
+    solution.hinted = None if known is None else hint is not None
     if first.status not in ("infeasible", "error") and first.bound is not None and math.isfinite(first.bound):
         solution.jobs_bound = min(len(requests), math.floor(first.bound + 1e-6))
     if first.values is None:
         return solution
     jobs = round(model.m.value_of_objective(first.values))
-    second = run(model.m.with_objective(model.tail, model.tail_offset, [(model.jobs, jobs, None, "(a) held")]), first.values)
+    tail = model.m.with_objective(model.tail, model.tail_offset, [(model.jobs, jobs, None, "(a) held")])
+    start = max((v for v in (first.values, hint) if v is not None and not tail.violated_rows(v)), key=tail.value_of_objective, default=first.values)
+    second = run(tail, start)
     records.append(_record("moves, GPUs moved", second))
     best = second if second.values is not None else first
     solution.target, solution.placements = model.read(best.values)
