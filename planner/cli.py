@@ -495,10 +495,34 @@ def _render_comparison(console: Console, comparison) -> None:  # type: ignore[no
     for label, a, b in rows:
         table.add_row(label, _fmt(a if a is not None else ""), _fmt(b if b is not None else ""))
     console.print(table)
+    if "exact_jobs_placed" in gap:  # make room: jobs started and moves, not empty nodes
+        saved = gap["moves_saved"]
+        console.print(
+            f"make room: jobs started heuristic {gap['heuristic_jobs_placed']}, exact {gap['exact_jobs_placed']}; "
+            + (f"exact saves {_fmt(saved)} move(s)" if saved is not None else "moves not comparable (different jobs started)")
+            + f"; exact {gap['exact_status']}"
+            + (", restricted neighbourhood" + (" (optimal within it)" if gap["optimal_within_neighbourhood"] else "") if gap["restricted"] else "")
+        )
+        for label, plan in (("heuristic", comparison.heuristic), ("exact", comparison.exact)):
+            console.print(f"{label}:")
+            _render_make_room_jobs(console, plan)
+        return
     console.print(
         f"gap: exact empties {_fmt(gap['gap_empty_nodes'])} more nodes than IPC; "
         f"IPC is {_fmt(gap['heuristic_to_bound'])} below the proven bound"
     )
+
+
+def _render_make_room_jobs(console: Console, plan) -> None:  # type: ignore[no-untyped-def]
+    if not plan.metrics.per_job:
+        return
+    jobs = Table(title="Make room: named jobs")
+    for column in ("job", "placed", "moves", "GPUs moved", "nodes / reason"):
+        jobs.add_column(column, justify="left" if column in ("job", "nodes / reason") else "right")
+    for name, job in plan.metrics.per_job.items():
+        where = ", ".join(job["nodes"]) if job["placed"] else job["reason"]
+        jobs.add_row(name, _fmt(job["placed"]), _fmt(job.get("moves", "")), _fmt(job.get("gpus_moved", "")), where)
+    console.print(jobs)
 
 
 def _print_defrag_table(plan) -> None:  # type: ignore[no-untyped-def]
@@ -528,14 +552,7 @@ def _render_defrag_table(console: Console, plan) -> None:  # type: ignore[no-unt
         if key in extra:
             head.add_row(key.replace("_", " "), _fmt(extra[key]))
     console.print(head)
-    if plan.metrics.per_job:
-        jobs = Table(title="Make room: named jobs")
-        for column in ("job", "placed", "moves", "GPUs moved", "nodes / reason"):
-            jobs.add_column(column, justify="left" if column in ("job", "nodes / reason") else "right")
-        for name, job in plan.metrics.per_job.items():
-            where = ", ".join(job["nodes"]) if job["placed"] else job["reason"]
-            jobs.add_row(name, _fmt(job["placed"]), _fmt(job.get("moves", "")), _fmt(job.get("gpus_moved", "")), where)
-        console.print(jobs)
+    _render_make_room_jobs(console, plan)
     before, after = plan.metrics.before, plan.metrics.after
     table = Table(title="Cluster before and after")
     for column in ("measure", "before", "after", "change"):

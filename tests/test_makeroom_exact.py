@@ -156,6 +156,9 @@ def test_exact_and_compare_on_the_command_line(tmp_path: Path) -> None:
     both = runner.invoke(app, [*base, "--method", "compare"])
     assert both.exit_code == 0, both.output
     assert json.loads(both.stdout)["gap"]["exact_moves"] == 2
+    table = runner.invoke(app, [*base, "--method", "compare", "--format", "table"])
+    assert table.exit_code == 0, table.output
+    assert "make room: jobs started heuristic 1, exact 1" in table.stdout and "Make room: named jobs" in table.stdout
     bad = runner.invoke(app, [*base, "--method", "exact", "--rounds", "2"])
     assert bad.exit_code == 2 and "--rounds: make_room does not use it with method 'exact'" in bad.output, bad.output
 
