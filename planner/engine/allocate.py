@@ -66,7 +66,7 @@ def _unused_reason(method: str, name: str) -> str:
     return f"method '{method}' does not use it; use it with {users}, or leave it out"
 
 
-def _shape(pod: Any) -> tuple:
+def pod_shape(pod: Any) -> tuple:
     return (pod.gpus, pod.cpus, pod.memory_gib, tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())), tuple(sorted(pod.anti_affinity)))
 
 
@@ -91,16 +91,16 @@ def pending_jobs(cluster: Cluster, names: list[str] | None, pending: dict[str, l
         if name not in pending:
             raise PlanOptionError("jobs", f"job '{name}' has no pending pods")
         first = cluster.pods[pending[name][0]]
-        _refuse_unholdable(cluster, pending[name][0])
+        refuse_unholdable(cluster, pending[name][0])
         for i in pending[name][1:]:
-            if _shape(cluster.pods[i]) != _shape(first):
+            if pod_shape(cluster.pods[i]) != pod_shape(first):
                 raise PlanOptionError(
                     "jobs", f"pods[{i}] of job '{name}' differs in shape or rules from '{first.name}'; a job's pods must be alike"
                 )
     return list(chosen)
 
 
-def _refuse_unholdable(cluster: Cluster, i: int) -> None:
+def refuse_unholdable(cluster: Cluster, i: int) -> None:
     """A pod shape no node could hold even empty is bad input, not a job to leave pending."""
     pod = cluster.pods[i]
     probe = pod.model_copy(update={"node": None})

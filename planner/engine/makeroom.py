@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.cluster import Cluster
-from planner.engine.allocate import _refuse_unholdable, _shape
+from planner.engine.allocate import pod_shape, refuse_unholdable
 from planner.engine.defrag import PlanOptionError
 from planner.heuristics.makeroom import Request, make_room
 from planner.limits import MoveBudget
@@ -58,7 +58,7 @@ def make_room_requests(cluster: Cluster, names: list[str]) -> list[Request]:
                 state = "already running" if len(running) == len(own) else f"already running ({len(running)} of its {len(own)} pods are placed)"
                 raise PlanOptionError("make_room", f"job '{name}' is {state}; make room starts jobs none of whose pods run")
             for i in own[1:]:
-                if _shape(cluster.pods[i]) != _shape(cluster.pods[own[0]]):
+                if pod_shape(cluster.pods[i]) != pod_shape(cluster.pods[own[0]]):
                     raise PlanOptionError(
                         "make_room", f"pods[{i}] of job '{name}' differs in shape or rules from '{cluster.pods[own[0]].name}'; a job's pods must be alike"
                     )
@@ -74,7 +74,7 @@ def make_room_requests(cluster: Cluster, names: list[str]) -> list[Request]:
             requests.append(Request(name, [pods[name]], 0))
         else:
             raise PlanOptionError("make_room", f"unknown job or pod '{name}'")
-        _refuse_unholdable(cluster, requests[-1].pods[0])
+        refuse_unholdable(cluster, requests[-1].pods[0])
     return requests
 
 
