@@ -470,7 +470,7 @@ def _pool_jobs(pool: Pool) -> list[Job]:
 # ----------------------------------------------------------------------------------------------
 
 
-def pod_shape(pool: Pool, u: int) -> tuple:
+def _shape(pool: Pool, u: int) -> tuple:
     """What decides whether job u fits: pod size and count, pins, gang-ness and anti-affinity group."""
     return (
         pool.pin[u], float(pool.gpus[u]), float(pool.cpus[u]), float(pool.memory_gib[u]),
@@ -489,7 +489,7 @@ class Fill:
         self.position: dict[int, int] = {}
         self.started_s = np.zeros(len(pool.size))
         self.failed: list[int] = []
-        self.shape = [pod_shape(pool, u) for u in range(len(pool.size))]
+        self.shape = [_shape(pool, u) for u in range(len(pool.size))]
         self.hopeless: set[tuple] = set()  # shapes that failed since the last departure
         self.allocated = 0.0
         self.clock = 0.0
