@@ -338,6 +338,12 @@ class Lexicographic(str, Enum):
     weighted = "weighted"
 
 
+class Trim(str, Enum):
+    off = "off"
+    greedy = "greedy"
+    exact = "exact"
+
+
 class OutputFormat(str, Enum):
     json = "json"
     table = "table"
@@ -358,6 +364,12 @@ def defrag(
         help="heuristic = IPC ejection chains; random/descheduler/repack = baselines; exact = solver on the whole "
         "instance; hybrid = IPC improved by the solver on neighbourhoods; auto = exact if small, else hybrid; "
         "compare = IPC and exact side by side.",
+    ),
+    trim: Trim = typer.Option(
+        Trim.greedy,
+        "--trim",
+        help="Move-minimal pass after IPC (heuristic, hybrid): greedy = no double moves, pods back home where they fit; "
+        "exact = then the solver's fewest moves at as many empty nodes (heuristic only; uses --solver, --time-limit); off = IPC as is.",
     ),
     partition_size: int = typer.Option(500, "--partition-size", min=2, help="Nodes per IPC partition."),
     depth: int = typer.Option(3, "--depth", min=1, help="K: longest ejection chain."),
@@ -395,6 +407,7 @@ def defrag(
         fail([f"--time-limit: must be above 0 seconds, got {time_limit:g}; give the solver some time, e.g. --time-limit 60"])
     given = {
         "method": method.value,
+        "trim": trim.value,
         "partition_size": partition_size,
         "depth": depth,
         "rounds": rounds,
@@ -546,7 +559,8 @@ def _render_defrag_table(console: Console, plan) -> None:  # type: ignore[no-unt
     for label, value in (("solver", report.solver), ("status", report.status), ("bound (empty nodes)", report.bound), ("gap", report.gap)):
         if report.solver is not None:
             head.add_row(label, _fmt(value))
-    for key in ("jobs_placed", "jobs_unplaced", "lexicographic_optimal", "moves_bound", "solver_status", "units", "bound_error",
+    for key in ("jobs_placed", "jobs_unplaced", "lexicographic_optimal", "moves_before_trim", "moves_saved", "moves_bound",
+                "move_minimal", "solver_status", "units", "bound_error",
                 "auto_choice", "fallback", "ipc_objective", "formulation", "rounds_run", "partitions", "candidates_tried",
                 "lns_rounds", "lns_improved", "lns_gained_empty_nodes", "dropped_moves", "reason"):
         if key in extra:

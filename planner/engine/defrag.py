@@ -1,6 +1,6 @@
 """The planner proper: run a defrag method, build waves, validate, and report how the plan was obtained.
 
-Methods: ``heuristic`` (IPC), the baselines ``random``, ``descheduler`` and ``repack``, ``exact``
+Methods: ``heuristic`` (IPC, then the move-minimal pass ``trim``: ``move_minimal.py``), the baselines ``random``, ``descheduler`` and ``repack``, ``exact``
 (the whole instance solved by CP-SAT or HiGHS, warm-started from IPC), ``hybrid`` (IPC, then
 large-neighbourhood search with the exact model), ``auto`` (exact when the instance is small enough,
 hybrid otherwise) and ``compare`` (IPC and exact on the same snapshot, with the gap).
@@ -30,7 +30,9 @@ from planner.executors import Run, executor
 from planner.heuristics import baselines
 from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
 from planner.heuristics.lns import LnsOptions, run_lns
+from planner.heuristics.trim import end_state
 from planner.limits import MoveBudget, MoveLimits
+from planner.move_minimal import minimise_moves
 from planner.plans import DefragComparison, DefragPlan, Move, PlanMetrics, SolveReport
 from planner.state import PENDING, ClusterState
 from planner.validate import validate
@@ -95,6 +97,12 @@ class DefragOptions(BaseModel):
         description="Make room for these pending jobs (or pending pods without a job): the plan's moves let them start, "
         "and its placements start them after the last wave.",
     )
+    trim: Literal["off", "greedy", "exact"] = Field(
+        "greedy",
+        description="Move-minimal pass after IPC (heuristic, hybrid): greedy = the end state without double moves and with "
+        "pods sent back home where they fit; exact = then the solver's fewest moves at as many empty nodes (uses the solver "
+        "options; heuristic only); off = IPC's plan as it is.",
+    )
     partition_size: int = Field(500, ge=2, le=MAX_COUNT, description="Nodes per IPC partition.")
     depth: int = Field(3, ge=1, le=16, description="K: longest ejection chain.")
     rounds: int = Field(5, ge=1, le=1000, description="R: IPC rounds (fresh random partition each).")
@@ -125,6 +133,12 @@ class DefragOptions(BaseModel):
     def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
         if info.data.get("make_room") is not None and info.data.get("method") in MAKE_ROOM_METHODS:
             return refuse_unused(cls, value, info, MAKE_ROOM_METHODS, ("method", "workers", "make_room"), _unused_by_make_room)
+        if info.data.get("method") == "heuristic" and info.data.get("trim") == "exact":
+            return refuse_unused(cls, value, info, {"heuristic": METHOD_OPTIONS["heuristic"] | TRIM_EXACT_OPTIONS}, ("method", "workers"),
+                                 unused_option_reason)
+        if info.field_name == "trim" and value == "exact" and info.data.get("method") == "hybrid":
+            raise ValueError("hybrid spends its time limit on neighbourhood search; use trim 'greedy' with it, "
+                             "or method 'heuristic' with trim 'exact'")
         return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "workers"), unused_option_reason)
 
     def limits(self) -> MoveLimits:
@@ -140,14 +154,16 @@ MAKE_ROOM_EXACT_OPTIONS = MAKE_ROOM_OPTIONS | {"solver", "time_limit_s", "solver
 """What the exact make-room model reads (``seed``: the solver's, and the heuristic's in compare)."""
 MAKE_ROOM_METHODS = {"heuristic": MAKE_ROOM_OPTIONS, "exact": MAKE_ROOM_EXACT_OPTIONS, "compare": MAKE_ROOM_EXACT_OPTIONS}
 """The methods that make room, and the options each reads."""
+TRIM_EXACT_OPTIONS = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic"}
+"""What ``trim='exact'`` reads besides IPC's options."""
 METHOD_OPTIONS: dict[str, set[str]] = {
-    "heuristic": _IPC_OPTIONS | _LIMIT_OPTIONS | {"make_room"},
+    "heuristic": _IPC_OPTIONS | _LIMIT_OPTIONS | {"make_room", "trim"},
     "random": {"threshold", "seed"} | _LIMIT_OPTIONS,
     "descheduler": {"threshold", "seed"} | _LIMIT_OPTIONS,
     "repack": {"same_asw"},
     "exact": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force", "make_room"},
     "compare": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force", "make_room"},
-    "hybrid": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS,
+    "hybrid": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"trim"},
     "auto": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS,
 }
 """The options each method reads (IPC's for the methods that start from IPC); ``method`` and
@@ -183,7 +199,8 @@ def unused_option_reason(method: str, name: str) -> str:
         why = "repack repacks every movable pod from scratch and has no migration budget"
     else:
         why = f"method '{method}' does not use it"
-    return f"{why}; use it with method {', '.join(users)}, or leave it out"
+    also = " (or with method heuristic and trim 'exact')" if name in TRIM_EXACT_OPTIONS else ""
+    return f"{why}; use it with method {', '.join(users)}{also}, or leave it out"
 
 
 def plan_defrag(
@@ -227,6 +244,8 @@ def plan_defrag(
         if not any(made.waves):
             extra["reason"] = "every named job that can start fits without moves" if placed else "no named job can start"
         return _finish(cluster, state, made.waves, before, options, "makeroom", start, extra, solver_fields, made)
+    trimmed = method in ("heuristic", "hybrid") and options.trim != "off"
+    start_state = state.clone() if trimmed else None
     with executor(options.workers) as run:
         if method == "heuristic":
             steps, ipc_extra = _ipc(state, options, budget, run, progress)
@@ -251,6 +270,8 @@ def plan_defrag(
             steps, hybrid_extra = _hybrid(state, options, budget, run, progress, start)
             extra.update(hybrid_extra)
             name = "hybrid"
+    if start_state is not None:
+        steps, state = _trim(start_state, steps, state, options, extra)
     return _finish(cluster, state, steps, before, options, name, start, extra, solver_fields)
 
 
@@ -306,6 +327,17 @@ def compare_make_room(cluster: Cluster, options: DefragOptions) -> DefragCompari
 # ----------------------------------------------------------------------------------------------
 # Methods
 # ----------------------------------------------------------------------------------------------
+
+
+def _trim(start: ClusterState, steps: list[list[Step]], end: ClusterState, options: DefragOptions, extra: dict) -> tuple[list[list[Step]], ClusterState]:
+    """The move-minimal pass (``move_minimal.py``) over a plan from ``start`` ending in ``end``:
+    the waves to return and their end state."""
+    exact = _exact_options(options, options.time_limit_s) if options.trim == "exact" else None
+    result = minimise_moves(start, steps, MoveBudget.of(start, options.limits()), options.trim, exact)
+    extra.update(result.report)
+    if result.waves is steps:
+        return steps, end
+    return result.waves, end_state(start, result.waves)
 
 
 def _ipc_options(options: DefragOptions) -> IpcOptions:
