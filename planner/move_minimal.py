@@ -59,8 +59,10 @@ def minimise_moves(state: ClusterState, waves: list[list[Step]], budget: MoveBud
     moves_before, gpus_before = plan_cost(state, waves)
     empties = int((end_state(state, waves).pods_per_node == 0).sum())
     report: dict[str, Any] = {"trim": trim, "moves_before_trim": moves_before, "gpus_moved_before_trim": round(gpus_before, 6)}
-    if trim == "off" or moves_before == 0:
-        return MoveMinimal(waves, report if trim != "off" else {})
+    if trim == "off":
+        return MoveMinimal(waves, {})
+    if moves_before == 0:
+        return MoveMinimal(waves, {**report, "moves_saved": 0, "gpus_moved_saved": 0.0})
     end = end_state(state, waves)
     report["returned_home"] = trim_end_state(state, end)
     best, why = route_if_better(state, waves, end, budget)
