@@ -61,8 +61,9 @@ def minimise_moves(state: ClusterState, waves: list[list[Step]], budget: MoveBud
     report: dict[str, Any] = {"trim": trim, "moves_before_trim": moves_before, "gpus_moved_before_trim": round(gpus_before, 6)}
     if trim == "off":
         return MoveMinimal(waves, {})
-    if moves_before == 0:
-        return MoveMinimal(waves, {**report, "moves_saved": 0, "gpus_moved_saved": 0.0})
+    if moves_before == 0:  # nothing to trim; no plan has fewer than 0 moves
+        proven = {"moves_bound": 0, "move_minimal": True} if trim == "exact" else {}
+        return MoveMinimal(waves, {**report, "moves_saved": 0, "gpus_moved_saved": 0.0, **proven})
     end = end_state(state, waves)
     report["returned_home"] = trim_end_state(state, end)
     best, why = route_if_better(state, waves, end, budget)
