@@ -9,10 +9,15 @@ meets it.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from pydantic import ValidationError
+from typer.testing import CliRunner
 
+from planner.cli import app
 from planner.cluster import Cluster, Node, Pod
 from planner.engine import DefragOptions, plan_defrag
 from planner.heuristics.trim import trim_plan
@@ -22,6 +27,8 @@ from planner.plans import DefragPlan
 from planner.state import ClusterState
 from tests.oracle import empty_nodes, replay
 from tests.test_exact_oracle import HEALTH, Budgets, _note_request, assert_budgets_honoured, assert_plan_claims_true, budgets_strategy, snapshots
+
+runner = CliRunner()
 
 
 def _plan(cluster: Cluster, budgets: Budgets, trim: str) -> DefragPlan:
@@ -136,3 +143,28 @@ def test_trim_options_are_checked() -> None:
     with pytest.raises(ValidationError, match="does not use it"):
         DefragOptions(method="random", trim="exact")
     assert DefragOptions(trim="exact", time_limit_s=5, solver="cpsat").solver == "cpsat"
+
+
+def test_trim_on_the_command_line_and_over_http(tmp_path: Path) -> None:
+    from tests.test_makeroom import plan_over_http
+
+    cluster = generate_asi(nodes=40, seed=3)
+    path = tmp_path / "s.json"
+    path.write_text(cluster.model_dump_json())
+    off = json.loads(runner.invoke(app, ["defrag", str(path), "--trim", "off"]).stdout)
+    exact = runner.invoke(app, ["defrag", str(path), "--trim", "exact", "--time-limit", "10", "--solver-workers", "2"])
+    assert exact.exit_code == 0, exact.output
+    report = json.loads(exact.stdout)["report"]
+    assert report["moves_before_trim"] == off["report"]["moves"]
+    assert report["moves"] == report["moves_bound"] and report["move_minimal"] is True
+    assert report["moves_saved"] == off["report"]["moves"] - report["moves"]
+    for args, named in (
+        (["--time-limit", "5"], "--time-limit: method 'heuristic' does not use it"),
+        (["--method", "hybrid", "--trim", "exact"], "--trim: hybrid spends its time limit"),
+        (["--method", "random", "--trim", "off"], "--trim: method 'random' does not use it"),
+    ):
+        bad = runner.invoke(app, ["defrag", str(path), *args])
+        assert bad.exit_code == 2 and named in bad.output, bad.output
+    refused = [({"time_limit_s": 5}, "options.time_limit_s: method 'heuristic' does not use it")]
+    plan = plan_over_http(tmp_path, cluster, {"trim": "exact", "time_limit_s": 10, "solver_workers": 2}, refused)
+    assert plan.report.moves == report["moves"] and plan.report.model_extra["move_minimal"] is True
