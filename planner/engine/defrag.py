@@ -23,8 +23,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from planner import metrics
-from planner.cluster import Cluster
+from planner import metrics, rules
+from planner.cluster import Cluster, Pod
 from planner.exact import ExactOptions, model_size, solve_exact
 from planner.executors import Run, executor
 from planner.heuristics import baselines
@@ -538,6 +538,7 @@ def _finish(
         plan.metrics.per_job = made.per_job
     moves = plan.moves()
     pods = {p.name: p for p in cluster.pods}
+    extra = {**extra, **lost_work(cluster, [pods[name] for name in dict.fromkeys(m.pod for m in moves)])}
     objective = plan.metrics.after["empty_nodes"]
     bound = solver_fields.get("bound")
     gap = None if bound is None else round((bound - objective) / max(bound, 1), 6)
@@ -562,6 +563,19 @@ def _finish(
         raise PlanBug(f"{name} produced an invalid plan: " + "; ".join(map(str, violations[:5])))
     plan.report.wall_s = round(time.perf_counter() - start, 3)
     return plan
+
+
+def lost_work(cluster: Cluster, moved: list[Pod]) -> dict[str, Any]:
+    """Work the moved pods that carry checkpoints (``checkpoint_s`` or ``checkpoint_interval_s``) lose
+    by restarting from their last checkpoint at ``cluster.time_s``, by the preemption cost model
+    ``rules.lost_gpu_s`` (GPUs x time since the checkpoint), each pod once however often it moves.
+    Pods without checkpoints (services, say) are counted, not priced: restarting them loses no
+    saved state the model can measure. Empty when no moved pod carries a checkpoint."""
+    known = [p for p in moved if p.checkpoint_s is not None or p.checkpoint_interval_s is not None]
+    if not known:
+        return {}
+    return {"lost_gpu_s": round(sum(rules.lost_gpu_s(p, cluster.time_s) for p in known), 6),
+            "moved_without_checkpoint": len(moved) - len(known)}
 
 
 def _assemble(cluster: Cluster, state: ClusterState, steps: list[list[Step]], before: dict) -> DefragPlan:
