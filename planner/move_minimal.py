@@ -44,6 +44,9 @@ WHOLE_MAX_PAIRS = 200_000
 at 200 ASI-like nodes it took 0.1-3 s (benchmarks/results/defrag_moves.md)."""
 PIECE_NODES = 200
 """Nodes per piece above that size."""
+MIN_PIECE_S = 2.0
+"""Time given to a piece at least (an even split of a short limit over many pieces would leave each
+too little to build and solve its model); pieces with the most excess moves go first."""
 
 
 @dataclass
@@ -85,12 +88,14 @@ def _exact_pass(state: ClusterState, waves: list[list[Step]], budget: MoveBudget
     pieces = [np.arange(len(state.node_names))] if whole else _pieces(state, end)
     report.update(trim_scope="whole cluster" if whole else f"{len(pieces)} piece(s) of at most {PIECE_NODES} nodes touched by the plan",
                   trim_solves=[])
+    if not whole:
+        pieces = _most_excess_first(state, end, pieces)
     for k, nodes in enumerate(pieces):
         left = deadline - time.perf_counter()
         if left < 0.2:
             report["trim_pieces_skipped"] = len(pieces) - k
             break
-        share = left / (len(pieces) - k)
+        share = min(left, max(MIN_PIECE_S, left / (len(pieces) - k)))
         record = _solve_piece(state, end, nodes, budget if whole else budget.subset(nodes), options, share, whole)
         report["trim_solves"].append(record)
         if whole and record.get("moves_bound") is not None:
@@ -177,6 +182,20 @@ def _pieces(state: ClusterState, end: ClusterState) -> list[np.ndarray]:
             else:
                 pieces.append(list(chunk))
     return [np.array(sorted(piece), dtype=np.int64) for piece in pieces]
+
+
+def _most_excess_first(state: ClusterState, end: ClusterState, pieces: list[np.ndarray]) -> list[np.ndarray]:
+    """Pieces by their excess moves, largest first (then as given): pods that move inside the piece
+    although their home does not end empty. The time limit then goes where moves can be saved."""
+    home = state.pod_node
+    moved = (home != PENDING) & (end.pod_node != home)
+    excess = moved & (end.pods_per_node[np.maximum(home, 0)] > 0)
+    where = np.full(len(state.node_names), -1, dtype=np.int64)
+    for k, nodes in enumerate(pieces):
+        where[nodes] = k
+    counts = np.bincount(where[home[excess]][where[home[excess]] >= 0], minlength=len(pieces))
+    order = sorted(range(len(pieces)), key=lambda k: (-counts[k], k))
+    return [pieces[k] for k in order]
 
 
 def _model_size(state: ClusterState) -> tuple[int, int]:
