@@ -346,7 +346,55 @@ class Trim(str, Enum):
 
 class OutputFormat(str, Enum):
     json = "json"
+    yaml = "yaml"
     table = "table"
+    wide = "wide"
+    kubectl = "kubectl"
+    podmigrationjob = "podmigrationjob"
+
+
+OUTPUT_HELP = ("json or yaml: the plan; table: a human summary (the default on a terminal); wide: the summary and every "
+               "move; kubectl: a bash script applying a defrag plan wave by wave; podmigrationjob: koordinator objects.")
+
+
+def output_option() -> Any:
+    """``-o``/``--output`` (``--format`` is the older name): how a planning command prints its plan."""
+    return typer.Option(None, "--output", "-o", "--format", help=OUTPUT_HELP)
+
+
+def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | None, render_table: Callable[[Any], None]) -> None:
+    """Print ``plan`` as asked (``--out`` always gets the JSON plan). With no ``-o``: a table on a
+    terminal, JSON otherwise (pipes and files get the machine format, never truncated)."""
+    from planner.plans import DefragPlan, dump_plan, plan_to_dict
+
+    if out is not None:
+        _emit(dump_plan(plan) + "\n", out)
+    if output is None:
+        if out is not None:
+            return
+        output = OutputFormat.table if sys.stdout.isatty() else OutputFormat.json
+    if output in (OutputFormat.kubectl, OutputFormat.podmigrationjob) and not isinstance(plan, DefragPlan):
+        fail([f"-o {output.value}: renders a defrag plan's moves (this is a {type(plan).__name__}); use -o json, yaml, table or wide"])
+    if output == OutputFormat.json:
+        _emit(dump_plan(plan) + "\n", "-")
+    elif output == OutputFormat.yaml:
+        import yaml
+
+        _emit(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, width=10**6), "-")
+    elif output in (OutputFormat.table, OutputFormat.wide):
+        render_table(plan)
+        if output == OutputFormat.wide and isinstance(plan, DefragPlan):
+            from planner.render.kubernetes import wide_table
+
+            _emit(wide_table(plan, cluster), "-")
+    elif output == OutputFormat.kubectl:
+        from planner.render.kubernetes import kubectl_script
+
+        _emit(kubectl_script(plan, cluster), "-")
+    else:
+        from planner.render.kubernetes import podmigrationjob_yaml
+
+        _emit(podmigrationjob_yaml(plan, cluster), "-")
 
 
 PROGRESS_FROM_NODES = 2000
@@ -393,12 +441,11 @@ def defrag(
         None, "--make-room", help="NAME[,NAME...]: pending jobs (or pending pods without a job) to make room for and start (method heuristic, exact or compare)."
     ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
-    output_format: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json: the plan; table: a human summary."),
+    output_format: OutputFormat = output_option(),
 ) -> None:
     """Plan a defragmentation: migration waves that vacate as many nodes as possible (with
     --make-room: the moves that let named pending jobs start, and where they start)."""
     from planner.engine import DefragOptions, plan_defrag
-    from planner.plans import dump_plan
     from planner.snapshot import load_cluster
 
     if threshold <= 0:
@@ -433,15 +480,7 @@ def defrag(
             plan = plan_defrag(cluster, options, progress)
     else:
         plan = plan_defrag(cluster, options)
-    if out is not None:
-        _emit(dump_plan(plan) + "\n", out)
-    if output_format == OutputFormat.table:
-        if isinstance(plan, DefragComparison):
-            _print_comparison(plan)
-        else:
-            _print_defrag_table(plan)
-    elif out is None:
-        _emit(dump_plan(plan) + "\n", "-")
+    emit_plan(plan, cluster, output_format, out, lambda p: _print_comparison(p) if isinstance(p, DefragComparison) else _print_defrag_table(p))
 
 
 """Option fields whose command-line flag is named differently (``--time-limit``)."""

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from planner.cli import OutputFormat, _emit, _options, _stdout_console, app, guarded, report_violations
+from planner.cli import OutputFormat, _options, _stdout_console, app, emit_plan, guarded, output_option, report_violations
 from planner.cluster import Cluster
 from planner.plans import AllocationComparison, AllocationPlan
 
@@ -51,11 +51,10 @@ def allocate(
     entropy: bool = typer.Option(True, "--entropy/--no-entropy", help="exact, auto, compare: least entropy as the third objective level."),
     seed: int = typer.Option(0, "--seed", help="random: the seed."),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
-    output_format: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json: the plan; table: a summary."),
+    output_format: OutputFormat = output_option(),
 ) -> None:
     """Place pending jobs on as few access switches as possible: one job at a time or jointly."""
     from planner.engine.allocate import AllocateOptions, plan_allocate
-    from planner.plans import dump_plan
     from planner.snapshot import load_cluster
 
     names = [j.strip() for j in jobs.split(",") if j.strip()] if jobs is not None else None
@@ -63,13 +62,12 @@ def allocate(
                                                   "time_limit_s": time_limit, "solver_workers": solver_workers, "entropy": entropy, "seed": seed})
     cluster = load_cluster(snapshot)
     plan = plan_allocate(cluster, options)
-    if out is not None:
-        _emit(dump_plan(plan) + "\n", out)
-    if output_format == OutputFormat.table:
-        with _stdout_console() as console:
-            _render(console, plan)
-    elif out is None:
-        _emit(dump_plan(plan) + "\n", "-")
+    emit_plan(plan, cluster, output_format, out, lambda p: _table(p))
+
+
+def _table(plan: Any) -> None:
+    with _stdout_console() as console:
+        _render(console, plan)
 
 
 def _render(console: Any, plan: AllocationPlan | AllocationComparison) -> None:

@@ -14,8 +14,10 @@ from planner.cli import (
     _options,
     _stdout_console,
     app,
+    emit_plan,
     generate_app,
     guarded,
+    output_option,
     report_violations,
 )
 from planner.cluster import Cluster
@@ -63,7 +65,7 @@ def preempt(
     time_limit: float = typer.Option(10.0, "--time-limit", help="Seconds for the solver (exact, compare)."),
     solver_workers: int = typer.Option(8, "--solver-workers", help="CP-SAT workers / HiGHS threads."),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
-    output_format: OutputFormat = typer.Option(OutputFormat.json, "--format", help="json: the plan; table: a summary."),
+    output_format: OutputFormat = output_option(),
 ) -> None:
     """Plan a preemption: where a pending job starts and which spot pods to evict, at the least lost work.
 
@@ -71,7 +73,6 @@ def preempt(
     report.status is infeasible, with the reason.
     """
     from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate
-    from planner.plans import dump_plan
     from planner.snapshot import load_cluster
 
     if (job is None) == (reactivate is None):
@@ -92,14 +93,13 @@ def preempt(
     options = _options(context, PreemptOptions, given)
     cluster = load_cluster(snapshot)
     plan = plan_preempt(cluster, job, options) if job is not None else plan_reactivate(cluster, reactivate, options)
-    if out is not None:
-        _emit(dump_plan(plan) + "\n", out)
-    if output_format == OutputFormat.table:
-        with _stdout_console() as console:
-            _render(console, plan)
-    elif out is None:
-        _emit(dump_plan(plan) + "\n", "-")
+    emit_plan(plan, cluster, output_format, out, lambda p: _table(p))
 
+
+
+def _table(plan: Any) -> None:
+    with _stdout_console() as console:
+        _render(console, plan)
 
 
 def _render(console: Any, plan: PreemptPlan | PreemptComparison) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from planner.exact import ExactOptions
-from planner.heuristics.trim import end_state, plan_cost, route_if_better, target_of, trim_end_state
+from planner.heuristics.trim import end_state, plan_cost, route_if_better, trim_end_state
 from planner.limits import MoveBudget
 from planner.models.backends import solve
 from planner.models.defrag import ModelTimeout, build_defrag_model

@@ -1,0 +1,194 @@
+"""Defrag plans as something a Kubernetes operator can apply (issue 13, item 2).
+
+* ``podmigrationjob``: koordinator ``PodMigrationJob`` objects (``scheduling.koordinator.sh/v1alpha1``,
+  fields from koordinator's published CRD ``config/crd/bases/scheduling.koordinator.sh_podmigrationjobs.yaml``),
+  one per move, mode ``ReservationFirst`` (koordinator reserves room on the destination, starts the
+  new pod there, then evicts the old one: make-before-break per pod). A PodMigrationJob has no
+  destination field; the destination is pinned through the reservation it creates:
+  ``spec.reservationOptions.template.spec.template`` is a pod template that requests exactly what
+  the pod requests (CPUs, memory, GPUs) with a required node affinity to the planned node
+  (``kubernetes.io/hostname``) and the pod's tolerations. koordinator uses a given template as it
+  is (it fills in the reservation's owners from the pod's controller), so the reservation lands on
+  the planned node and the recreated pod consumes it. Objects carry the labels
+  ``planner.io/plan`` (a digest of the plan) and ``planner.io/wave``, and are ordered by wave.
+* ``kubectl``: a bash script that applies each wave's PodMigrationJobs and waits until all of them
+  have succeeded before the next wave (polling their ``status.phase``; ``WAIT_TIMEOUT_S``, default 30
+  minutes per wave), stopping at the first that fails or is aborted; ``DRY_RUN=1``
+  passes ``--dry-run=server`` (nothing is created, the API server validates) and skips the waits.
+  Plain evictions cannot be make-before-break (the old pod stops before the controller's new one
+  starts, and the scheduler, not the plan, picks its node), so the script needs koordinator's
+  controller; it says so in its header.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from planner.cluster import Cluster, Pod
+from planner.plans import DefragPlan
+
+API_VERSION = "scheduling.koordinator.sh/v1alpha1"
+GPU_RESOURCE = "nvidia.com/gpu"
+DEFAULT_TTL = "30m"
+WAIT_TIMEOUT_S = 1800
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def plan_digest(plan: DefragPlan) -> str:
+    """A short digest of the plan's moves: the label that ties a plan's objects together."""
+    moves = [[m.pod, m.from_, m.to] for wave in plan.waves for m in wave]
+    return hashlib.sha256(json.dumps(moves).encode()).hexdigest()[:12]
+
+
+def _dns_name(text: str, limit: int = 253) -> str:
+    """A DNS-1123 subdomain from ``text``: lower case, [a-z0-9.-], starting and ending alphanumeric."""
+    name = re.sub(r"[^a-z0-9.-]+", "-", text.lower()).strip("-.")
+    if len(name) > limit:
+        tail = hashlib.sha256(text.encode()).hexdigest()[:8]
+        name = name[: limit - 9].rstrip("-.") + "-" + tail
+    return name or "pod"
+
+
+def _quantity(value: float) -> str:
+    """A Kubernetes quantity for a count of cores / GPUs: whole numbers plain, else millis."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{round(value * 1000)}m"
+
+
+def _memory(gib: float) -> str:
+    mib = gib * 1024
+    return f"{int(mib)}Mi" if float(mib).is_integer() else f"{round(gib * 2**30)}"
+
+
+def namespace_of(pod: Pod) -> str:
+    return getattr(pod, "namespace", None) or "default"
+
+
+def _requests(pod: Pod, gpu_resource: str) -> dict[str, str]:
+    requests = {"cpu": _quantity(pod.cpus), "memory": _memory(pod.memory_gib)}
+    if pod.gpus >= 1 and float(pod.gpus).is_integer():
+        requests[gpu_resource] = str(int(pod.gpus))
+    return requests
+
+
+def pod_migration_jobs(plan: DefragPlan, cluster: Cluster, gpu_resource: str = GPU_RESOURCE, ttl: str = DEFAULT_TTL) -> list[dict[str, Any]]:
+    """One PodMigrationJob per move, wave by wave (see the module docstring)."""
+    pods = {p.name: p for p in cluster.pods}
+    digest = plan_digest(plan)
+    objects = []
+    for w, wave in enumerate(plan.waves, start=1):
+        for k, move in enumerate(wave, start=1):
+            pod = pods[move.pod]
+            template_spec: dict[str, Any] = {
+                "containers": [{"name": "reserve", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": _requests(pod, gpu_resource)}}],
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": [move.to]}]}
+                ]}}},
+            }
+            tolerations = getattr(pod, "tolerations", None)
+            if tolerations:
+                template_spec["tolerations"] = [t.model_dump(exclude_none=True) if hasattr(t, "model_dump") else t for t in tolerations]
+            objects.append({
+                "apiVersion": API_VERSION,
+                "kind": "PodMigrationJob",
+                "metadata": {
+                    "name": _dns_name(f"planner-{digest}-w{w}-{k}-{move.pod}"),
+                    "labels": {"planner.io/plan": digest, "planner.io/wave": str(w)},
+                    "annotations": {"planner.io/from": move.from_, "planner.io/to": move.to},
+                },
+                "spec": {
+                    "mode": "ReservationFirst",
+                    "ttl": ttl,
+                    "podRef": {"kind": "Pod", "apiVersion": "v1", "namespace": namespace_of(pod), "name": pod.name},
+                    "reservationOptions": {"template": {"spec": {"template": {"spec": template_spec}}}},
+                },
+            })
+    return objects
+
+
+def podmigrationjob_yaml(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
+    """The PodMigrationJobs as one multi-document YAML stream (``kubectl apply -f``)."""
+    import yaml
+
+    objects = pod_migration_jobs(plan, cluster, **options)
+    if not objects:
+        return "# the plan has no moves: nothing to apply\n"
+    return yaml.safe_dump_all(objects, sort_keys=False, width=10**6)
+
+
+def kubectl_script(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
+    """A bash script that runs the plan wave by wave through PodMigrationJobs (module docstring)."""
+    import shlex
+
+    import yaml
+
+    objects = pod_migration_jobs(plan, cluster, **options)
+    digest = plan_digest(plan)
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# Defrag plan {digest}: {sum(len(w) for w in plan.waves)} move(s) in {len(plan.waves)} wave(s), written by `planner`.",
+        "# Each move is a koordinator PodMigrationJob (mode ReservationFirst: the new pod starts on the",
+        "# planned node before the old one stops). This needs koordinator's migration controller; plain",
+        "# evictions would stop the old pod first and let the scheduler pick the node.",
+        "# Usage: bash plan.sh            apply wave by wave, waiting for each wave to succeed",
+        "#        DRY_RUN=1 bash plan.sh  validate every object on the API server (--dry-run=server), create nothing",
+        "set -euo pipefail",
+        'KUBECTL="${KUBECTL:-kubectl}"',
+        'DRY=()',
+        'if [[ "${DRY_RUN:-0}" == "1" ]]; then DRY=(--dry-run=server); fi',
+        f'WAIT_TIMEOUT_S="${{WAIT_TIMEOUT_S:-{WAIT_TIMEOUT_S}}}"',
+        "",
+    ]
+    lines += [
+        "wait_wave() {  # poll until every job of the wave has succeeded; stop at the first that fails",
+        "  local deadline=$((SECONDS + WAIT_TIMEOUT_S)) phase name pending",
+        "  while :; do",
+        "    pending=0",
+        '    for name in "$@"; do',
+        "      phase=$(\"$KUBECTL\" get \"$name\" -o jsonpath='{.status.phase}')",
+        '      case "$phase" in',
+        "        Succeeded) ;;",
+        '        Failed|Aborted) echo "$name: $phase; stopping before the next wave" >&2; return 1 ;;',
+        "        *) pending=$((pending + 1)) ;;",
+        "      esac",
+        "    done",
+        '    [[ $pending -eq 0 ]] && return 0',
+        '    (( SECONDS < deadline )) || { echo "wave not finished after ${WAIT_TIMEOUT_S}s" >&2; return 1; }',
+        '    sleep "${POLL_S:-5}"',
+        "  done",
+        "}",
+        "",
+    ]
+    by_wave: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects:
+        by_wave.setdefault(obj["metadata"]["labels"]["planner.io/wave"], []).append(obj)
+    for wave, members in by_wave.items():
+        names = " ".join(shlex.quote(f"podmigrationjob/{o['metadata']['name']}") for o in members)
+        body = yaml.safe_dump_all(members, sort_keys=False, width=10**6)
+        lines += [
+            f"echo 'wave {wave}/{len(by_wave)}: {len(members)} move(s)' >&2",
+            '"$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<\'PLANNER_WAVE_EOF\'',
+            body.rstrip("\n"),
+            "PLANNER_WAVE_EOF",
+            f'if [[ "${{DRY_RUN:-0}}" != "1" ]]; then wait_wave {names}; fi',
+            "",
+        ]
+    if not objects:
+        lines.append("echo 'the plan has no moves: nothing to do' >&2")
+    return "\n".join(lines) + "\n"
+
+
+def wide_table(plan: DefragPlan, cluster: Cluster) -> str:
+    """Every move, wave by wave: wave, namespace/name, from, to, GPUs (plain text, never truncated)."""
+    pods = {p.name: p for p in cluster.pods}
+    rows = [("WAVE", "POD", "FROM", "TO", "GPUS")]
+    for w, wave in enumerate(plan.waves, start=1):
+        for move in wave:
+            pod = pods[move.pod]
+            rows.append((str(w), f"{namespace_of(pod)}/{pod.name}", move.from_, move.to, f"{pod.gpus:g}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows) + "\n"

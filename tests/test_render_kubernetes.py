@@ -1,0 +1,187 @@
+"""Plans an operator can apply: koordinator PodMigrationJobs and a wave-by-wave kubectl script.
+
+The PodMigrationJob schema below is a subset written from koordinator's published CRD
+(github.com/koordinator-sh/koordinator, config/crd/bases/scheduling.koordinator.sh_podmigrationjobs.yaml:
+group scheduling.koordinator.sh, version v1alpha1, kind PodMigrationJob, cluster scoped; spec.podRef
+required; spec.mode, spec.ttl strings; spec.reservationOptions.template free-form) plus Kubernetes'
+object-name rule (DNS-1123 subdomain). The kubectl script runs against a fake ``kubectl`` on PATH
+that records every call in order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.cluster import Cluster, Node, Pod
+from planner.engine import DefragOptions, plan_defrag
+from planner.instances.asi import generate_asi
+from planner.plans import DefragPlan, parse_plan
+from planner.render.kubernetes import kubectl_script, pod_migration_jobs, podmigrationjob_yaml
+
+runner = CliRunner()
+DNS_1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")
+SPEC_FIELDS = {"deleteOptions", "mode", "paused", "podRef", "reservationOptions", "ttl"}
+POD_REF_FIELDS = {"apiVersion", "fieldPath", "kind", "name", "namespace", "resourceVersion", "uid"}
+RESERVATION_OPTION_FIELDS = {"preemptionOptions", "reservationRef", "template"}
+
+
+def check_pod_migration_job(obj: dict) -> None:
+    """The CRD subset: raises AssertionError naming the first field that breaks it."""
+    assert obj["apiVersion"] == "scheduling.koordinator.sh/v1alpha1" and obj["kind"] == "PodMigrationJob"
+    name = obj["metadata"]["name"]
+    assert len(name) <= 253 and DNS_1123.match(name), f"metadata.name {name!r} is not a DNS-1123 subdomain"
+    assert "namespace" not in obj["metadata"], "PodMigrationJob is cluster scoped"
+    spec = obj["spec"]
+    assert set(spec) <= SPEC_FIELDS, f"spec has unknown fields {set(spec) - SPEC_FIELDS}"
+    assert isinstance(spec["podRef"], dict) and set(spec["podRef"]) <= POD_REF_FIELDS
+    assert all(isinstance(v, str) for v in spec["podRef"].values())
+    assert spec["mode"] in ("ReservationFirst", "EvictDirectly")
+    assert isinstance(spec["ttl"], str) and DURATION.match(spec["ttl"]), f"spec.ttl {spec['ttl']!r} is not a duration"
+    assert set(spec["reservationOptions"]) <= RESERVATION_OPTION_FIELDS
+    for value in obj["metadata"].get("labels", {}).values():
+        assert isinstance(value, str) and len(value) <= 63
+
+
+def _plan() -> tuple[Cluster, DefragPlan]:
+    cluster = generate_asi(nodes=40, seed=2)
+    plan = plan_defrag(cluster, DefragOptions())
+    assert len(plan.waves) >= 2, "the test needs a plan of several waves"
+    return cluster, plan
+
+
+def test_pod_migration_jobs_follow_the_crd_and_pin_each_move_to_its_node() -> None:
+    cluster, plan = _plan()
+    objects = pod_migration_jobs(plan, cluster)
+    moves = [(w, m) for w, wave in enumerate(plan.waves, start=1) for m in wave]
+    assert len(objects) == len(moves)
+    pods = {p.name: p for p in cluster.pods}
+    for obj, (w, move) in zip(objects, moves):
+        check_pod_migration_job(obj)
+        assert obj["spec"]["mode"] == "ReservationFirst"
+        assert obj["spec"]["podRef"]["name"] == move.pod and obj["metadata"]["labels"]["planner.io/wave"] == str(w)
+        template = obj["spec"]["reservationOptions"]["template"]["spec"]["template"]["spec"]
+        (term,) = template["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        assert term["matchExpressions"] == [{"key": "kubernetes.io/hostname", "operator": "In", "values": [move.to]}]
+        requests = template["containers"][0]["resources"]["requests"]
+        assert requests["nvidia.com/gpu"] == str(int(pods[move.pod].gpus))
+    assert len({o["metadata"]["name"] for o in objects}) == len(objects), "object names collide"
+    assert list(yaml.safe_load_all(podmigrationjob_yaml(plan, cluster))) == objects
+
+
+def test_a_long_pod_name_still_gives_a_valid_object_name() -> None:
+    nodes = [Node(name="n0", gpus=4, cpus=8, memory_gib=32), Node(name="n1", gpus=4, cpus=8, memory_gib=32)]
+    long = "x" * 250 + "_UPPER"
+    cluster = Cluster(nodes=nodes, pods=[Pod(name=long, gpus=1, cpus=1, memory_gib=1.5, node="n0"),
+                                          Pod(name="b", gpus=2, cpus=1, memory_gib=1, node="n1")])
+    plan = plan_defrag(cluster, DefragOptions())
+    (obj,) = pod_migration_jobs(plan, cluster)
+    check_pod_migration_job(obj)
+    assert obj["spec"]["podRef"]["name"] == long
+
+
+FAKE_KUBECTL = r"""#!/usr/bin/env bash
+# records each call (and the objects applied) and answers status queries from $FAKE_PHASES
+echo "$*" >> "$FAKE_LOG"
+if [[ "$1" == "apply" ]]; then
+  cat | grep -E '^  name: ' | sed 's/^  name: /  applied /' >> "$FAKE_LOG"
+  exit 0
+fi
+if [[ "$1" == "get" ]]; then
+  name="${2#podmigrationjob/}"
+  if [[ -n "${FAKE_FAIL:-}" && "$name" == *"$FAKE_FAIL"* ]]; then echo -n Failed; else echo -n Succeeded; fi
+  exit 0
+fi
+exit 1
+"""
+
+
+def _run_script(tmp_path: Path, script: str, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    fake = tmp_path / "bin" / "kubectl"
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text(FAKE_KUBECTL)
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    path = tmp_path / "plan.sh"
+    path.write_text(script)
+    log = tmp_path / "calls.log"
+    log.write_text("")
+    environment = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "FAKE_LOG": str(log), "POLL_S": "0", **env}
+    done = subprocess.run(["bash", str(path)], env=environment, capture_output=True, text=True, timeout=60)
+    return done, log.read_text().splitlines()
+
+
+def test_the_kubectl_script_parses_and_runs_wave_by_wave(tmp_path: Path) -> None:
+    cluster, plan = _plan()
+    script = kubectl_script(plan, cluster)
+    assert subprocess.run(["bash", "-n", "-c", script], capture_output=True).returncode == 0
+    done, calls = _run_script(tmp_path, script)
+    assert done.returncode == 0, done.stderr
+    objects = pod_migration_jobs(plan, cluster)
+    expected: list[str] = []
+    for w in range(1, len(plan.waves) + 1):
+        members = [o["metadata"]["name"] for o in objects if o["metadata"]["labels"]["planner.io/wave"] == str(w)]
+        expected += ["apply -f -", *[f"  applied {n}" for n in members]]
+        expected += [f"get podmigrationjob/{n} -o jsonpath={{.status.phase}}" for n in members]
+    assert calls == expected
+
+
+def test_dry_run_validates_on_the_server_and_waits_for_nothing(tmp_path: Path) -> None:
+    cluster, plan = _plan()
+    done, calls = _run_script(tmp_path, kubectl_script(plan, cluster), DRY_RUN="1")
+    assert done.returncode == 0, done.stderr
+    applies = [c for c in calls if c.startswith("apply")]
+    assert applies == ["apply --dry-run=server -f -"] * len(plan.waves)
+    assert not [c for c in calls if c.startswith("get")]
+
+
+def test_a_failed_migration_stops_the_script_before_the_next_wave(tmp_path: Path) -> None:
+    cluster, plan = _plan()
+    first = plan.waves[0][0].pod
+    done, calls = _run_script(tmp_path, kubectl_script(plan, cluster), FAKE_FAIL=first)
+    assert done.returncode != 0 and "Failed; stopping before the next wave" in done.stderr
+    assert sum(c.startswith("apply") for c in calls) == 1
+
+
+def _timeless(plan: dict) -> dict:
+    """A plan document without its wall time (two runs of the same plan differ only there)."""
+    return {**plan, "report": {k: v for k, v in plan["report"].items() if k != "wall_s"}}
+
+
+def test_output_formats_on_the_command_line(tmp_path: Path) -> None:
+    cluster, _ = _plan()
+    path = tmp_path / "s.json"
+    path.write_text(cluster.model_dump_json())
+    as_json = runner.invoke(app, ["defrag", str(path), "-o", "json"])
+    as_yaml = runner.invoke(app, ["defrag", str(path), "-o", "yaml"])
+    assert as_json.exit_code == 0 and as_yaml.exit_code == 0
+    assert _timeless(yaml.safe_load(as_yaml.stdout)) == _timeless(json.loads(as_json.stdout))
+    plan = parse_plan(as_json.stdout)
+    wide = runner.invoke(app, ["defrag", str(path), "-o", "wide"])
+    for wave in plan.waves:
+        for move in wave:
+            assert re.search(rf"default/{re.escape(move.pod)}\s+{move.from_}\s+{move.to}\b", wide.stdout), move
+    older = runner.invoke(app, ["defrag", str(path), "--format", "json"])  # the older flag
+    assert _timeless(json.loads(older.stdout)) == _timeless(json.loads(as_json.stdout))
+    script = runner.invoke(app, ["defrag", str(path), "-o", "kubectl"])
+    assert script.exit_code == 0 and script.stdout.startswith("#!/usr/bin/env bash")
+
+
+@pytest.mark.parametrize("command", ["allocate", "preempt"])
+def test_kubectl_output_is_refused_for_plans_without_moves(tmp_path: Path, command: str) -> None:
+    cluster = generate_asi(nodes=20, seed=1, pending_jobs=1)
+    path = tmp_path / "s.json"
+    path.write_text(cluster.model_dump_json())
+    pending = next(p.job for p in cluster.pods if p.node is None)
+    args = ["allocate", str(path)] if command == "allocate" else ["preempt", str(path), "--job", pending]
+    bad = runner.invoke(app, [*args, "-o", "kubectl"])
+    assert bad.exit_code == 2 and "-o kubectl: renders a defrag plan's moves" in bad.output, bad.output
