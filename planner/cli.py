@@ -273,12 +273,16 @@ def validate_command(
     max_moves: int = typer.Option(None, "--max-moves", min=0, help="Also check the plan has at most this many moves."),
     max_moves_per_node: int = typer.Option(None, "--max-moves-per-node", min=0, help="Also check the moves touching each node."),
     same_asw: bool = typer.Option(False, "--same-asw", help="Also check that no move leaves its access switch."),
+    max_moves_per_wave: int = typer.Option(None, "--max-moves-per-wave", min=1, help="Also check the moves of each wave."),
+    max_nodes_per_wave: str = typer.Option(None, "--max-nodes-per-wave", help="N or P%: also check the nodes each wave touches."),
+    max_moves_per_node_per_wave: int = typer.Option(None, "--max-moves-per-node-per-wave", min=1, help="Also check each node's moves per wave."),
 ) -> None:
     """Replay a plan wave by wave (make-before-break) and list every violation; exit 1 if any.
 
-    With --max-moves, --max-moves-per-node or --same-asw it also checks the limits the plan was asked for.
+    With --max-moves, --max-moves-per-node, --same-asw or a per-wave limit it also checks the limits the
+    plan was asked for.
     """
-    from planner.limits import MoveLimits
+    from planner.engine.defrag import DefragOptions
     from planner.plans import parse_plan
     from planner.snapshot import load_cluster, read_text
     from planner.validate import validate
@@ -287,21 +291,26 @@ def validate_command(
         fail(["only one of SNAPSHOT and PLAN can be read from stdin (-)"])
     cluster = load_cluster(snapshot)
     parsed = parse_plan(read_text(plan, "plan"), source=plan)
+    given_limits = {"max_moves": max_moves, "max_moves_per_node": max_moves_per_node, "same_asw": same_asw,
+                    "max_moves_per_wave": max_moves_per_wave, "max_nodes_per_wave": _count_or_share(max_nodes_per_wave),
+                    "max_moves_per_node_per_wave": max_moves_per_node_per_wave}
+    limited = any(value not in (None, False) for value in given_limits.values())
     if parsed.kind == "allocate":
-        if max_moves is not None or max_moves_per_node is not None or same_asw:
-            fail(["--max-moves, --max-moves-per-node and --same-asw apply to defrag plans; this is an allocation plan"])
+        if limited:
+            fail(["--max-moves, --max-moves-per-node, --same-asw and the per-wave limits apply to defrag plans; this is an allocation plan"])
         from planner.cli_allocate import validate_allocation_plan
 
         validate_allocation_plan(cluster, parsed)
         return
     if parsed.kind == "preempt":
-        if max_moves is not None or max_moves_per_node is not None or same_asw:
-            fail(["--max-moves, --max-moves-per-node and --same-asw apply to defrag plans; this is a preempt plan"])
+        if limited:
+            fail(["--max-moves, --max-moves-per-node, --same-asw and the per-wave limits apply to defrag plans; this is a preempt plan"])
         from planner.cli_preempt import validate_preempt_plan
 
         validate_preempt_plan(cluster, parsed)
         return
-    violations = validate(cluster, parsed, MoveLimits(max_moves, max_moves_per_node, same_asw))
+    limits = _options_of_flags(DefragOptions, {k: v for k, v in given_limits.items() if v not in (None, False)}).limits(len(cluster.nodes))
+    violations = validate(cluster, parsed, limits)
     moves = sum(len(w) for w in parsed.waves)
     report_violations(violations, f"valid: {len(parsed.waves)} wave(s), {moves} move(s), {len(parsed.vacated_nodes)} vacated node(s)")
 
@@ -397,6 +406,16 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
         _emit(podmigrationjob_yaml(plan, cluster), "-")
 
 
+def _count_or_share(value: str | None) -> int | str | None:
+    """'10%' stays a share; '50' becomes the count 50 (anything else is left for the options to refuse)."""
+    if value is None or value.strip().endswith("%"):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        return value
+
+
 PROGRESS_FROM_NODES = 2000
 """Show a progress bar on stderr for clusters at least this large."""
 
@@ -425,6 +444,11 @@ def defrag(
     max_moves: int = typer.Option(None, "--max-moves", min=0, help="Migration budget for the whole plan."),
     max_moves_per_node: int = typer.Option(None, "--max-moves-per-node", min=0, help="Moves touching any one node."),
     same_asw: bool = typer.Option(False, "--same-asw", help="Pods move only within their access switch."),
+    max_moves_per_wave: int = typer.Option(None, "--max-moves-per-wave", help="Moves in any one wave (waves are split; no move is lost)."),
+    max_nodes_per_wave: str = typer.Option(
+        None, "--max-nodes-per-wave", help="N or P%: nodes any one wave touches (a share is of the cluster's nodes, rounded up)."
+    ),
+    max_moves_per_node_per_wave: int = typer.Option(None, "--max-moves-per-node-per-wave", help="Moves touching any one node in one wave."),
     threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="Baselines: drain nodes below this GPU allocation."),
     seed: int = typer.Option(0, "--seed", help="Random seed; same snapshot and seed give the same plan."),
     workers: int = typer.Option(None, "--workers", min=1, help="Worker processes for partitions (default: one per core)."),
@@ -461,6 +485,9 @@ def defrag(
         "max_moves": max_moves,
         "max_moves_per_node": max_moves_per_node,
         "same_asw": same_asw,
+        "max_moves_per_wave": max_moves_per_wave,
+        "max_nodes_per_wave": _count_or_share(max_nodes_per_wave),
+        "max_moves_per_node_per_wave": max_moves_per_node_per_wave,
         "threshold": threshold,
         "seed": seed,
         "workers": workers,
@@ -492,10 +519,19 @@ def _flag(field: str) -> str:
     return "--" + CLI_FLAGS.get(field, field).replace("_", "-")
 
 
+def _options_of_flags(model: type, given: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """``model(**given)``; errors name the flag, exit 2."""
+    from pydantic import ValidationError
+
+    try:
+        return model(**given)
+    except ValidationError as err:
+        fail([f"{_flag('.'.join(map(str, e['loc'])))}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()])
+
+
 def _options(context: typer.Context, model: type, values: dict[str, Any]):  # type: ignore[no-untyped-def]
     """``model`` built from the options given on the command line only (defaults stay unset, so a
     method can refuse an option it would ignore); errors name the flag, exit 2."""
-    from pydantic import ValidationError
 
     def given_here(field: str) -> bool:
         from planner.engine.defrag import CLI_FLAGS
@@ -504,10 +540,7 @@ def _options(context: typer.Context, model: type, values: dict[str, Any]):  # ty
         return source is not None and source.name != "DEFAULT"
 
     given = {field: value for field, value in values.items() if field == "method" or given_here(field)}
-    try:
-        return model(**given)
-    except ValidationError as err:
-        fail([f"{_flag('.'.join(map(str, e['loc'])))}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()])
+    return _options_of_flags(model, given)
 
 
 @contextlib.contextmanager
@@ -601,7 +634,7 @@ def _render_defrag_table(console: Console, plan) -> None:  # type: ignore[no-unt
     for key in ("jobs_placed", "jobs_unplaced", "lexicographic_optimal", "moves_before_trim", "moves_saved", "moves_bound",
                 "move_minimal", "solver_status", "units", "bound_error",
                 "auto_choice", "fallback", "ipc_objective", "formulation", "rounds_run", "partitions", "candidates_tried",
-                "lns_rounds", "lns_improved", "lns_gained_empty_nodes", "dropped_moves", "reason"):
+                "lns_rounds", "lns_improved", "lns_gained_empty_nodes", "dropped_moves", "waves_before_wave_limits", "lost_gpu_s", "reason"):
         if key in extra:
             head.add_row(key.replace("_", " "), _fmt(extra[key]))
     console.print(head)

@@ -1,8 +1,12 @@
 """What a user allows a plan's moves to do beyond the feasibility rules, and the running account of it.
 
-Three limits: a migration budget for the whole plan (``max_moves``), a budget per node (moves that
-touch it, as source or destination: ``max_moves_per_node``), and staying under one access switch
-(``same_asw``: every single move keeps its pod under the switch it leaves).
+Three limits on the plan's moves: a migration budget for the whole plan (``max_moves``), a budget per
+node (moves that touch it, as source or destination: ``max_moves_per_node``), and staying under one
+access switch (``same_asw``: every single move keeps its pod under the switch it leaves). Three more
+on each wave, the disruption operators allow at once: moves per wave, nodes a wave touches, and
+moves touching one node per wave (koordinator's migration controller, for one, allows 2 migrating
+pods per node). Per-wave limits never cost a move: a wave's moves are independent, so any wave can
+be split into several (``waves.shape_waves``); they cost waves.
 
 * ``MoveLimits`` is the request, as the user gave it.
 * ``MoveBudget`` is its account on one ``ClusterState``: moves left, moves each node may still take
@@ -36,10 +40,19 @@ class MoveLimits:
     max_moves: int | None = None
     max_moves_per_node: int | None = None
     same_asw: bool = False
+    max_moves_per_wave: int | None = None
+    max_nodes_per_wave: int | None = None
+    """Nodes a wave touches (as source or destination), resolved to a count."""
+    max_moves_per_node_per_wave: int | None = None
 
     @property
     def any(self) -> bool:
-        return self.max_moves is not None or self.max_moves_per_node is not None or self.same_asw
+        return self.max_moves is not None or self.max_moves_per_node is not None or self.same_asw or self.shapes_waves
+
+    @property
+    def shapes_waves(self) -> bool:
+        """Whether a per-wave limit is set: those never drop a move, they split waves (``waves.shape_waves``)."""
+        return self.max_moves_per_wave is not None or self.max_nodes_per_wave is not None or self.max_moves_per_node_per_wave is not None
 
 
 class MoveBudget:

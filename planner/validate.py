@@ -35,6 +35,9 @@ ROUNDING_TOLERANCE = 1.5e-6
 # Violations of the limits a plan was asked for
 MAX_MOVES = "max_moves"
 MAX_MOVES_PER_NODE = "max_moves_per_node"
+MAX_MOVES_PER_WAVE = "max_moves_per_wave"
+MAX_NODES_PER_WAVE = "max_nodes_per_wave"
+MAX_MOVES_PER_NODE_PER_WAVE = "max_moves_per_node_per_wave"
 CROSS_ASW = "same_asw"
 
 
@@ -87,6 +90,7 @@ def limit_violations(cluster: Cluster, plan: DefragPlan, limits: MoveLimits) -> 
                         node=name,
                     )
                 )
+    violations += _wave_limit_violations(plan, limits)
     if limits.same_asw:
         nodes = {n.name: n for n in cluster.nodes}
         for w, wave in enumerate(plan.waves):
@@ -98,6 +102,28 @@ def limit_violations(cluster: Cluster, plan: DefragPlan, limits: MoveLimits) -> 
                     violations.append(
                         Violation(CROSS_ASW, f"pod '{move.pod}' moves from {a} to {b} under same_asw", w, i, move.pod, move.to)
                     )
+    return violations
+
+
+def _wave_limit_violations(plan: DefragPlan, limits: MoveLimits) -> list[Violation]:
+    """Waves with more moves, more nodes touched, or more moves touching one node than allowed."""
+    violations = []
+    for w, wave in enumerate(plan.waves):
+        touches: dict[str, int] = defaultdict(int)
+        for move in wave:
+            touches[move.from_] += 1
+            touches[move.to] += 1
+        if limits.max_moves_per_wave is not None and len(wave) > limits.max_moves_per_wave:
+            violations.append(Violation(MAX_MOVES_PER_WAVE, f"wave {w} has {len(wave)} moves; max_moves_per_wave is {limits.max_moves_per_wave}", w))
+        if limits.max_nodes_per_wave is not None and len(touches) > limits.max_nodes_per_wave:
+            violations.append(Violation(MAX_NODES_PER_WAVE, f"wave {w} touches {len(touches)} nodes; max_nodes_per_wave is {limits.max_nodes_per_wave}", w))
+        if limits.max_moves_per_node_per_wave is not None:
+            for name, count in sorted(touches.items()):
+                if count > limits.max_moves_per_node_per_wave:
+                    violations.append(Violation(
+                        MAX_MOVES_PER_NODE_PER_WAVE,
+                        f"{count} moves of wave {w} touch node '{name}'; max_moves_per_node_per_wave is {limits.max_moves_per_node_per_wave}",
+                        w, node=name))
     return violations
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.limits import MoveBudget
+from planner.limits import MoveBudget, MoveLimits
 from planner.state import ClusterState
 
 Step = tuple[int, int, int]
@@ -53,6 +53,39 @@ def sequence_to_waves(moves: Iterable[Step]) -> list[list[Step]]:
         released_at[source] = max(released_at.get(source, -1), w)
         pod_wave[p] = w
     return waves
+
+
+def shape_waves(waves: list[list[Step]], limits: MoveLimits) -> list[list[Step]]:
+    """``waves`` split so that every wave obeys the per-wave limits (moves, nodes touched, moves
+    touching one node). Moves in one make-before-break wave are independent (each fits with all the
+    wave's arrivals and none of its departures), so running a part of a wave, then the rest, is
+    legal: the order of the moves is kept, each goes into the current part while it fits the limits."""
+    if not limits.shapes_waves:
+        return waves
+    most_moves = limits.max_moves_per_wave
+    most_nodes = limits.max_nodes_per_wave
+    per_node = limits.max_moves_per_node_per_wave
+    shaped: list[list[Step]] = []
+    for wave in waves:
+        part: list[Step] = []
+        touched: dict[int, int] = {}
+        for step in wave:
+            _, source, destination = step
+            new_nodes = len({source, destination} - set(touched))
+            fits = (
+                (most_moves is None or len(part) < most_moves)
+                and (most_nodes is None or len(touched) + new_nodes <= most_nodes)
+                and (per_node is None or (touched.get(source, 0) < per_node and touched.get(destination, 0) < per_node))
+            )
+            if part and not fits:
+                shaped.append(part)
+                part, touched = [], {}
+            part.append(step)
+            touched[source] = touched.get(source, 0) + 1
+            touched[destination] = touched.get(destination, 0) + 1
+        if part:
+            shaped.append(part)
+    return shaped
 
 
 @dataclass

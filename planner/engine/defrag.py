@@ -16,6 +16,8 @@ solver plans are when the solver proves optimality or ``deterministic`` is set (
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -36,7 +38,7 @@ from planner.move_minimal import minimise_moves
 from planner.plans import DefragComparison, DefragPlan, Move, PlanMetrics, SolveReport
 from planner.state import PENDING, ClusterState
 from planner.validate import validate
-from planner.waves import Step, sequence_to_waves
+from planner.waves import Step, sequence_to_waves, shape_waves
 
 Method = Literal["heuristic", "random", "descheduler", "repack", "exact", "compare", "hybrid", "auto"]
 Progress = Callable[[str, int, int], None]
@@ -112,6 +114,12 @@ class DefragOptions(BaseModel):
         None, ge=0, le=MAX_COUNT, description="Moves touching any one node (as source or destination)."
     )
     same_asw: bool = Field(False, description="Pods move only within their access switch.")
+    max_moves_per_wave: int | None = Field(None, ge=1, le=MAX_COUNT, description="Moves in any one wave (waves are split; no move is lost).")
+    max_nodes_per_wave: int | str | None = Field(
+        None, description="Nodes any one wave touches (as source or destination): a count (at least 2, as a move touches two) "
+        "or a share of the cluster's nodes such as '10%' (rounded up, as Karpenter's disruption budgets are).",
+    )
+    max_moves_per_node_per_wave: int | None = Field(None, ge=1, le=MAX_COUNT, description="Moves touching any one node in one wave.")
     threshold: float = Field(0.5, gt=0, le=1, description="Baselines: GPU allocation below which a node is drained.")
     workers: int | None = Field(None, ge=1, le=256, description="Worker processes for partitions (default: one per core).")
     solver: Literal["cpsat", "highs"] = Field("highs", description="Exact back-end (HiGHS proved our models faster; see benchmarks).")
@@ -141,12 +149,38 @@ class DefragOptions(BaseModel):
                              "or method 'heuristic' with trim 'exact'")
         return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "workers"), unused_option_reason)
 
-    def limits(self) -> MoveLimits:
-        return MoveLimits(self.max_moves, self.max_moves_per_node, self.same_asw)
+    @field_validator("max_nodes_per_wave")
+    @classmethod
+    def _nodes_per_wave(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and not 2 <= value <= MAX_COUNT:
+            raise ValueError(f"must be at least 2 (a move touches its source and its destination), got {value}")
+        if isinstance(value, str):
+            match = re.fullmatch(r"(\d+(?:\.\d+)?)%", value.strip())
+            if match is None or not 0 < float(match.group(1)) <= 100:
+                raise ValueError(f"give a node count such as 50 or a share such as '10%' (above 0%, at most 100%), got {value!r}")
+        return value
+
+    def limits(self, nodes: int | None = None) -> MoveLimits:
+        """The limits, with a share of nodes per wave resolved against ``nodes`` (rounded up, at least 2)."""
+        return resolve_limits(self.max_moves, self.max_moves_per_node, self.same_asw, self.max_moves_per_wave,
+                              self.max_nodes_per_wave, self.max_moves_per_node_per_wave, nodes)
+
+
+def resolve_limits(max_moves: int | None, max_moves_per_node: int | None, same_asw: bool, max_moves_per_wave: int | None,
+                   max_nodes_per_wave: int | str | None, max_moves_per_node_per_wave: int | None, nodes: int | None) -> MoveLimits:
+    """``MoveLimits`` with a share of nodes per wave ('10%') resolved against ``nodes`` (rounded up, at least 2)."""
+    per_wave = max_nodes_per_wave
+    if isinstance(per_wave, str):
+        if nodes is None:
+            raise ValueError("a share of nodes per wave needs the cluster's node count")
+        per_wave = max(2, math.ceil(float(per_wave.strip().rstrip("%")) * nodes / 100 - 1e-9))
+    return MoveLimits(max_moves, max_moves_per_node, same_asw, max_moves_per_wave, per_wave, max_moves_per_node_per_wave)
+
 
 
 _IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
-_LIMIT_OPTIONS = {"max_moves", "max_moves_per_node", "same_asw"}
+WAVE_LIMIT_OPTIONS = {"max_moves_per_wave", "max_nodes_per_wave", "max_moves_per_node_per_wave"}
+_LIMIT_OPTIONS = {"max_moves", "max_moves_per_node", "same_asw"} | WAVE_LIMIT_OPTIONS
 _SOLVER_OPTIONS = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic", "lexicographic"}
 MAKE_ROOM_OPTIONS = _LIMIT_OPTIONS | {"seed"}
 """What the make-room heuristic reads (``seed``: its ejection chains' tie-breaks)."""
@@ -160,7 +194,7 @@ METHOD_OPTIONS: dict[str, set[str]] = {
     "heuristic": _IPC_OPTIONS | _LIMIT_OPTIONS | {"make_room", "trim"},
     "random": {"threshold", "seed"} | _LIMIT_OPTIONS,
     "descheduler": {"threshold", "seed"} | _LIMIT_OPTIONS,
-    "repack": {"same_asw"},
+    "repack": {"same_asw"} | WAVE_LIMIT_OPTIONS,
     "exact": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force", "make_room"},
     "compare": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force", "make_room"},
     "hybrid": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"trim"},
@@ -214,7 +248,7 @@ def plan_defrag(
         return compare_defrag(cluster, options, progress)
     start = time.perf_counter()
     state = ClusterState(cluster)
-    budget = MoveBudget.of(state, options.limits())
+    budget = MoveBudget.of(state, options.limits(len(state.node_names)))
     before = metrics.summary(state)
     method = options.method
     extra: dict[str, Any] = {}
@@ -333,7 +367,7 @@ def _trim(start: ClusterState, steps: list[list[Step]], end: ClusterState, optio
     """The move-minimal pass (``move_minimal.py``) over a plan from ``start`` ending in ``end``:
     the waves to return and their end state."""
     exact = _exact_options(options, options.time_limit_s) if options.trim == "exact" else None
-    result = minimise_moves(start, steps, MoveBudget.of(start, options.limits()), options.trim, exact)
+    result = minimise_moves(start, steps, MoveBudget.of(start, options.limits(len(start.node_names))), options.trim, exact)
     extra.update(result.report)
     if result.waves is steps:
         return steps, end
@@ -531,6 +565,10 @@ def _finish(
 ) -> DefragPlan:
     """The plan from waves (``state`` is already the end state), with metrics and report, validated;
     ``made`` (an ``engine.makeroom.MadeRoom``) adds a make-room plan's placements."""
+    shaped = shape_waves([wave for wave in steps if wave], options.limits(len(cluster.nodes)))
+    if len(shaped) != len([wave for wave in steps if wave]):
+        extra = {**extra, "waves_before_wave_limits": len([wave for wave in steps if wave])}
+    steps = shaped
     plan = _assemble(cluster, state, steps, before)
     if made is not None:
         plan.placements, plan.unplaced = made.placements, made.unplaced
@@ -558,7 +596,7 @@ def _finish(
         **extra,
         **({} if moves or "reason" in extra else {"reason": why_nothing_moved(state, options)}),
     )
-    violations = validate(cluster, plan, options.limits())
+    violations = validate(cluster, plan, options.limits(len(cluster.nodes)))
     if violations:
         raise PlanBug(f"{name} produced an invalid plan: " + "; ".join(map(str, violations[:5])))
     plan.report.wall_s = round(time.perf_counter() - start, 3)

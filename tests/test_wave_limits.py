@@ -1,0 +1,104 @@
+"""Per-wave disruption limits (issue 13, item 3): moves per wave, nodes a wave touches (a count or a
+share of the cluster, rounded up as Karpenter's budgets are) and moves touching one node per wave.
+They split waves and never cost a move; every method honours them and the validator checks them."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.cluster import Cluster, Node, Pod
+from planner.engine import DefragOptions, plan_defrag
+from planner.instances.asi import generate_asi
+from planner.limits import MoveLimits
+from planner.plans import DefragPlan, Move
+from planner.validate import validate
+
+runner = CliRunner()
+
+
+def _wave_counts(plan: DefragPlan) -> list[tuple[int, int, int]]:
+    """(moves, nodes touched, most moves touching one node) of each wave, counted here."""
+    counts = []
+    for wave in plan.waves:
+        touches = Counter([m.from_ for m in wave] + [m.to for m in wave])
+        counts.append((len(wave), len(touches), max(touches.values())))
+    return counts
+
+
+@pytest.mark.parametrize("method", ["heuristic", "random", "descheduler", "repack", "hybrid"])
+@pytest.mark.parametrize(("limits", "bounds"), [
+    ({"max_moves_per_wave": 3}, (3, None, None)),
+    ({"max_nodes_per_wave": "10%"}, (None, 6, None)),  # 10% of 60 nodes
+    ({"max_nodes_per_wave": 5, "max_moves_per_node_per_wave": 1}, (None, 5, 1)),
+])
+def test_every_method_obeys_the_wave_limits_and_loses_no_move(method: str, limits: dict, bounds: tuple) -> None:
+    cluster = generate_asi(nodes=60, seed=4)
+    extra = {"time_limit_s": 3.0, "solver_workers": 1} if method == "hybrid" else {}
+    free = plan_defrag(cluster, DefragOptions(method=method, **extra))
+    limited = plan_defrag(cluster, DefragOptions(method=method, **limits, **extra))
+    assert free.moves(), "the instance needs moves"
+    if method != "hybrid":  # the hybrid's search is timed: its plans may differ run to run
+        assert Counter((m.pod, m.from_, m.to) for m in limited.moves()) == Counter((m.pod, m.from_, m.to) for m in free.moves())
+        assert limited.vacated_nodes == free.vacated_nodes
+    most_moves, most_nodes, per_node = bounds
+    for moves, nodes, busiest in _wave_counts(limited):
+        assert most_moves is None or moves <= most_moves
+        assert most_nodes is None or nodes <= most_nodes
+        assert per_node is None or busiest <= per_node
+    if any(w[0] > (most_moves or math.inf) or w[1] > (most_nodes or math.inf) or w[2] > (per_node or math.inf) for w in _wave_counts(free)):
+        assert len(limited.waves) > len(free.waves)
+        assert limited.report.model_extra["waves_before_wave_limits"] == len(free.waves)
+
+
+def test_a_share_of_nodes_is_rounded_up_and_at_least_two() -> None:
+    assert DefragOptions(max_nodes_per_wave="10%").limits(60).max_nodes_per_wave == 6
+    assert DefragOptions(max_nodes_per_wave="10%").limits(25).max_nodes_per_wave == 3
+    assert DefragOptions(max_nodes_per_wave="1%").limits(25).max_nodes_per_wave == 2
+    assert DefragOptions(max_nodes_per_wave="100%").limits(7).max_nodes_per_wave == 7
+    assert DefragOptions(max_nodes_per_wave=9).limits(7).max_nodes_per_wave == 9
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (1, "must be at least 2"), ("0%", "above 0%"), ("150%", "at most 100%"), ("ten", "give a node count"),
+])
+def test_bad_nodes_per_wave_are_refused(value: object, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        DefragOptions(max_nodes_per_wave=value)
+
+
+def test_the_validator_names_each_wave_that_breaks_a_limit() -> None:
+    nodes = [Node(name=f"n{i}", gpus=4, cpus=8, memory_gib=32) for i in range(4)]
+    pods = [Pod(name=f"p{i}", gpus=1, cpus=1, memory_gib=1, node=f"n{i}") for i in range(3)]
+    cluster = Cluster(nodes=nodes, pods=pods)
+    wave = [Move(pod="p0", **{"from": "n0"}, to="n3"), Move(pod="p1", **{"from": "n1"}, to="n3"), Move(pod="p2", **{"from": "n2"}, to="n3")]
+    plan = DefragPlan(waves=[wave], vacated_nodes=["n0", "n1", "n2"])
+    assert validate(cluster, plan, MoveLimits()) == []
+    kinds = Counter(v.kind for v in validate(cluster, plan, MoveLimits(max_moves_per_wave=2, max_nodes_per_wave=3, max_moves_per_node_per_wave=2)))
+    assert kinds == {"max_moves_per_wave": 1, "max_nodes_per_wave": 1, "max_moves_per_node_per_wave": 1}
+
+
+def test_wave_limits_on_the_command_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(generate_asi(nodes=60, seed=4).model_dump_json())
+    free = runner.invoke(app, ["defrag", str(path), "--out", str(tmp_path / "free.json")])
+    assert free.exit_code == 0, free.output
+    bad = runner.invoke(app, ["validate", str(path), str(tmp_path / "free.json"), "--max-nodes-per-wave", "10%"])
+    assert bad.exit_code == 1 and "max_nodes_per_wave is 6" in bad.output, bad.output
+    limited = runner.invoke(app, ["defrag", str(path), "--max-nodes-per-wave", "10%", "--out", str(tmp_path / "limited.json")])
+    assert limited.exit_code == 0, limited.output
+    ok = runner.invoke(app, ["validate", str(path), str(tmp_path / "limited.json"), "--max-nodes-per-wave", "6"])
+    assert ok.exit_code == 0, ok.output
+    for args, named in ((["--max-nodes-per-wave", "1"], "--max-nodes-per-wave: must be at least 2"),
+                        (["--max-moves-per-wave", "0"], "--max-moves-per-wave:")):
+        refused = runner.invoke(app, ["defrag", str(path), *args])
+        assert refused.exit_code == 2 and named in refused.output, refused.output
+    plan = json.loads((tmp_path / "limited.json").read_text())
+    assert plan["report"]["waves_before_wave_limits"] < len(plan["waves"])
