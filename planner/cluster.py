@@ -12,7 +12,7 @@ import json
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_serializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_serializer, model_validator
 
 SNAPSHOT_VERSION = 1
 
@@ -67,6 +67,62 @@ class PowerProfile(BaseModel):
     gpu_max_w: float = Field(ge=0)
 
 
+TaintEffect = Literal["NoSchedule", "NoExecute", "PreferNoSchedule"]
+
+
+class Taint(BaseModel):
+    """A node taint (Kubernetes core/v1 Taint): pods that do not tolerate a ``NoSchedule`` or
+    ``NoExecute`` taint may not arrive on the node; ``PreferNoSchedule`` is a preference and never
+    decides feasibility."""
+
+    model_config = _STRICT
+    key: str = Field(min_length=1)
+    value: str = ""
+    effect: TaintEffect
+
+
+class Toleration(BaseModel):
+    """A pod toleration (Kubernetes core/v1 Toleration): an empty ``key`` with ``Exists`` tolerates
+    every taint, an empty ``effect`` matches every effect, ``Equal`` (the default) compares values."""
+
+    model_config = _STRICT
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "NoExecute", "PreferNoSchedule"] = ""
+
+    @model_validator(mode="after")
+    def _operator_fits(self) -> Toleration:
+        if not self.key and self.operator != "Exists":
+            raise ValueError("a toleration without a key must use operator 'Exists' (it then tolerates every taint)")
+        if self.operator == "Exists" and self.value:
+            raise ValueError("operator 'Exists' takes no value")
+        return self
+
+
+class NodeSelectorRequirement(BaseModel):
+    """One expression of a required node-affinity term: the node label ``key`` is ``In`` / ``NotIn``
+    ``values``, or ``Exists`` / ``DoesNotExist`` (no values). A node without the label satisfies
+    ``NotIn`` and ``DoesNotExist``, as in Kubernetes."""
+
+    model_config = _STRICT
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _values_fit(self) -> NodeSelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator '{self.operator}' needs at least one value")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator '{self.operator}' takes no values")
+        return self
+
+
+NodeAffinityTerm = Annotated[list[NodeSelectorRequirement], Field(min_length=1)]
+"""The expressions of one term, ANDed."""
+
+
 class Node(BaseModel):
     """A GPU (or CPU-only) machine."""
 
@@ -83,6 +139,7 @@ class Node(BaseModel):
     eviction_count: WholeNumber = Field(default=0, ge=0, le=MAX_COUNT)
     numa: list[NumaDomain] | None = None
     power: PowerProfile | None = None
+    taints: list[Taint] = Field(default_factory=list)
 
 
 class Pod(BaseModel):
@@ -108,6 +165,12 @@ class Pod(BaseModel):
     """Kubernetes integer priority; when absent, HP pods have 1000 and LP pods 0."""
     gpu_indexes: list[WholeNumber] | None = None
     """The devices of its node a placed pod holds (one for a share); needed for NUMA alignment."""
+    namespace: str | None = None
+    """The Kubernetes namespace (None: not a Kubernetes pod, or the default namespace)."""
+    tolerations: list[Toleration] = Field(default_factory=list)
+    node_affinity: Annotated[list[NodeAffinityTerm], Field(min_length=1)] | None = None
+    """Required node affinity: the pod may arrive on a node matching any one term (terms ORed, a
+    term's expressions ANDed); None means no requirement."""
 
     @field_serializer("gpus")
     def _whole_gpus_as_int(self, gpus: float) -> float | int:
@@ -131,6 +194,14 @@ class JobNuma(BaseModel):
     mode: Literal["guaranteed", "best-effort"]
 
 
+class Disruption(BaseModel):
+    """A job's disruption budget (a PodDisruptionBudget resolved to a count): at most
+    ``max_unavailable`` of its pods may be unavailable at once. Carried, not yet enforced by plans."""
+
+    model_config = _STRICT
+    max_unavailable: WholeNumber = Field(ge=0, le=MAX_COUNT)
+
+
 class Job(BaseModel):
     """A gang of pods placed all-or-nothing (or at least ``min_available`` of them); pods name their job."""
 
@@ -139,6 +210,7 @@ class Job(BaseModel):
     topology: Topology | None = None
     numa: JobNuma | None = None
     min_available: WholeNumber | None = Field(default=None, ge=1, le=MAX_COUNT)
+    disruption: Disruption | None = None
 
 
 class Cluster(BaseModel):

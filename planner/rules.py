@@ -6,6 +6,10 @@ A set of pods fits a node when
   * CPUs and memory: the sums are within the node's capacity;
   * GPU model: every pod's ``gpu_models`` (when not empty) contains the node's ``gpu_model``;
   * selector: every pod's ``node_selector`` is a subset of the node's ``labels``;
+  * taints: an arriving pod tolerates every ``NoSchedule`` and ``NoExecute`` taint of the node
+    (``PreferNoSchedule`` is a scheduler preference and never decides feasibility);
+  * node affinity: an arriving pod's required ``node_affinity`` (terms ORed, expressions ANDed) matches
+    the node's labels;
   * anti-affinity: no two different pods on the node share an ``anti_affinity`` group;
   * schedulable: a node with ``schedulable: false`` receives no pod (pods already there may stay);
 and a job whose topology is ``required`` at level ``asw`` (``spine``) has all its placed pods under one
@@ -24,7 +28,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from planner.cluster import Job, Node, Pod
+    from planner.cluster import Job, Node, NodeSelectorRequirement, Pod, Taint, Toleration
 
 EPS = 1e-9
 """Tolerance for sums of floating-point requests (shares, CPUs, GiB)."""
@@ -39,6 +43,8 @@ Past the budget the best packing found is used: possibly a device more than opti
 OVER_CAPACITY = "over_capacity"
 GPU_MODEL = "gpu_model"
 NODE_SELECTOR = "node_selector"
+TAINT = "taint_not_tolerated"
+NODE_AFFINITY = "node_affinity"
 ANTI_AFFINITY = "anti_affinity"
 UNSCHEDULABLE = "unschedulable_destination"
 JOB_TOPOLOGY = "job_topology"
@@ -251,6 +257,82 @@ def may_receive(node: Node) -> bool:
     return node.schedulable
 
 
+BINDING_EFFECTS = ("NoSchedule", "NoExecute")
+"""Taint effects that keep a pod off a node unless tolerated; PreferNoSchedule only steers scoring."""
+
+
+def tolerates(toleration: Toleration, taint: Taint) -> bool:
+    """Kubernetes' toleration match: the effect is empty or equal, the key is empty (with Exists)
+    or equal, and Exists matches any value while Equal needs the same value."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    return toleration.operator == "Exists" or toleration.value == taint.value
+
+
+def untolerated_taints(pod: Pod, node: Node) -> list[Taint]:
+    """The node's NoSchedule/NoExecute taints that none of the pod's tolerations match."""
+    return [
+        taint for taint in node.taints
+        if taint.effect in BINDING_EFFECTS and not any(tolerates(t, taint) for t in pod.tolerations)
+    ]
+
+
+def requirement_matches(requirement: NodeSelectorRequirement, labels: dict[str, str]) -> bool:
+    """One node-affinity expression against node labels (a missing label satisfies NotIn and
+    DoesNotExist, as in Kubernetes)."""
+    value = labels.get(requirement.key)
+    if requirement.operator == "In":
+        return value is not None and value in requirement.values
+    if requirement.operator == "NotIn":
+        return value is None or value not in requirement.values
+    if requirement.operator == "Exists":
+        return value is not None
+    return value is None  # DoesNotExist
+
+
+def node_affinity_matches(pod: Pod, node: Node) -> bool:
+    """The pod's required node affinity holds on the node: some term has all its expressions true."""
+    if pod.node_affinity is None:
+        return True
+    return any(all(requirement_matches(r, node.labels) for r in term) for term in pod.node_affinity)
+
+
+def static_rule_breaks(pod: Pod, node: Node) -> list[RuleBreak]:
+    """The per-pod static rules an arriving pod breaks on ``node``: schedulable, GPU model, selector,
+    taints and node affinity. They depend on the pod and the node only, so the fast forms evaluate
+    them once per (pod signature, node profile)."""
+    breaks = []
+    if not may_receive(node):
+        breaks.append(RuleBreak(UNSCHEDULABLE, node.name, pod.name, f"node '{node.name}' is not schedulable"))
+    if not gpu_model_allowed(pod, node):
+        breaks.append(RuleBreak(GPU_MODEL, node.name, pod.name,
+                                f"pod '{pod.name}' allows {pod.gpu_models}, node '{node.name}' has '{node.gpu_model}'"))
+    if not selector_matches(pod, node):
+        breaks.append(RuleBreak(NODE_SELECTOR, node.name, pod.name,
+                                f"node '{node.name}' labels do not satisfy node_selector {pod.node_selector}"))
+    untolerated = untolerated_taints(pod, node)
+    if untolerated:
+        shown = ", ".join(f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in untolerated)
+        breaks.append(RuleBreak(TAINT, node.name, pod.name, f"pod '{pod.name}' does not tolerate taint {shown} of node '{node.name}'"))
+    if not node_affinity_matches(pod, node):
+        breaks.append(RuleBreak(NODE_AFFINITY, node.name, pod.name,
+                                f"node '{node.name}' labels match no term of pod '{pod.name}''s required node_affinity"))
+    return breaks
+
+
+def may_arrive(pod: Pod, node: Node) -> bool:
+    """Whether the per-pod static rules let ``pod`` arrive on ``node`` (resources aside)."""
+    return (
+        may_receive(node)
+        and gpu_model_allowed(pod, node)
+        and selector_matches(pod, node)
+        and not untolerated_taints(pod, node)
+        and node_affinity_matches(pod, node)
+    )
+
+
 # ----------------------------------------------------------------------------------------------
 # Rules over the set of pods on a node
 # ----------------------------------------------------------------------------------------------
@@ -307,33 +389,15 @@ def node_rule_breaks(node: Node, residents: Sequence[Pod], arriving: Sequence[Po
     """Every node-level rule broken when ``residents`` and ``arriving`` pods share ``node``.
 
     Residents are pods already on the node (they may stay even if their static rules would not let
-    them arrive, e.g. on a cordoned node); arriving pods must satisfy every rule.
+    them arrive, e.g. on a cordoned node, or under a taint added after they started, which
+    Kubernetes does not evict for NoSchedule); arriving pods must satisfy every rule.
     """
     breaks = []
     everyone = [*residents, *arriving]
     for shortfall in resource_shortfalls(node, everyone):
         breaks.append(RuleBreak(OVER_CAPACITY, node.name, None, shortfall))
     for pod in arriving:
-        if not may_receive(node):
-            breaks.append(RuleBreak(UNSCHEDULABLE, node.name, pod.name, f"node '{node.name}' is not schedulable"))
-        if not gpu_model_allowed(pod, node):
-            breaks.append(
-                RuleBreak(
-                    GPU_MODEL,
-                    node.name,
-                    pod.name,
-                    f"pod '{pod.name}' allows {pod.gpu_models}, node '{node.name}' has '{node.gpu_model}'",
-                )
-            )
-        if not selector_matches(pod, node):
-            breaks.append(
-                RuleBreak(
-                    NODE_SELECTOR,
-                    node.name,
-                    pod.name,
-                    f"node '{node.name}' labels do not satisfy node_selector {pod.node_selector}",
-                )
-            )
+        breaks += static_rule_breaks(pod, node)
     for group, a, b in anti_affinity_conflicts(everyone):
         breaks.append(
             RuleBreak(ANTI_AFFINITY, node.name, b, f"pods '{a}' and '{b}' share group '{group}' on node '{node.name}'")

@@ -2,9 +2,9 @@
 
 ``ClusterState`` holds per-node usage and per-pod requests as arrays and answers "may pod p have a
 copy on node n now?" incrementally (``fits``) and for all nodes at once (``feasible_nodes``). These
-are the fast forms of the rules in ``rules.py``; the static rules (GPU model, selector, schedulable)
-and topology domains are derived from ``rules.py`` itself, and tests compare both forms on random
-data.
+are the fast forms of the rules in ``rules.py``; the static rules (schedulable, GPU model, selector,
+taints and tolerations, required node affinity) and topology domains are derived from ``rules.py``
+itself (``rules.may_arrive``), and tests compare both forms on random data.
 
 The check is make-before-break: the pod's current copy (if any) stays where it is while the new copy
 is tested, so a single move checked here is legal as one wave.
@@ -68,7 +68,7 @@ class ClusterState:
             for w, c, m, sh, hp in zip(whole.tolist(), cpus.tolist(), mem.tolist(), share.tolist(), self.pod_hp.tolist())
         ] if self.has_standby else []
 
-        # Static rules (GPU model, selector, schedulable) per distinct pod signature and node profile.
+        # Static rules (rules.may_arrive) per distinct pod signature and node profile.
         self.pod_signature, self.eligible = _eligibility(nodes, pods)
 
         groups: dict[str, int] = {}
@@ -339,11 +339,8 @@ class ClusterState:
         if self.cluster is None:  # a pickled subset: the explanation cannot be finer
             return rules.GPU_MODEL
         pod, node = self.cluster.pods[self.pod_ids[p]], self.cluster.nodes[self.node_ids[n]]
-        if not rules.may_receive(node):
-            return rules.UNSCHEDULABLE
-        if not rules.gpu_model_allowed(pod, node):
-            return rules.GPU_MODEL
-        return rules.NODE_SELECTOR
+        breaks = rules.static_rule_breaks(pod, node)
+        return breaks[0].rule if breaks else rules.NODE_SELECTOR
 
     def feasible_nodes(self, p: int, among: np.ndarray | None = None) -> np.ndarray:
         """Boolean mask of nodes (or of the node indexes ``among``) that may receive a copy of p.
@@ -466,7 +463,7 @@ def _eligibility(nodes: list[Node], pods: list[Pod]) -> tuple[np.ndarray, np.nda
     representative: list[Pod] = []
     pod_signature = np.empty(len(pods), dtype=np.int64)
     for p, pod in enumerate(pods):
-        key = (tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())))
+        key = _pod_signature_key(pod)
         if key not in signatures:
             signatures[key] = len(signatures)
             representative.append(pod)
@@ -475,20 +472,29 @@ def _eligibility(nodes: list[Node], pods: list[Pod]) -> tuple[np.ndarray, np.nda
     node_profile = np.empty(len(nodes), dtype=np.int64)
     profile_node: list[Node] = []
     for n, node in enumerate(nodes):
-        key = (node.gpu_model, tuple(sorted(node.labels.items())), node.schedulable)
+        key = _node_profile_key(node)
         if key not in profiles:
             profiles[key] = len(profiles)
             profile_node.append(node)
         node_profile[n] = profiles[key]
     by_profile = np.array(
-        [
-            [
-                rules.may_receive(node) and rules.gpu_model_allowed(pod, node) and rules.selector_matches(pod, node)
-                for node in profile_node
-            ]
-            for pod in representative
-        ],
+        [[rules.may_arrive(pod, node) for node in profile_node] for pod in representative],
         dtype=bool,
     ).reshape(len(representative), len(profile_node))
     return pod_signature, by_profile[:, node_profile]
 
+
+
+def _pod_signature_key(pod: Pod) -> tuple:
+    """What the static rules read of a pod: pods with equal keys are eligible on the same nodes."""
+    tolerations = tuple(sorted((t.key, t.operator, t.value, t.effect) for t in pod.tolerations))
+    affinity = None if pod.node_affinity is None else tuple(
+        tuple(sorted((r.key, r.operator, tuple(sorted(r.values))) for r in term)) for term in pod.node_affinity
+    )
+    return (tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())), tolerations, affinity)
+
+
+def _node_profile_key(node: Node) -> tuple:
+    """What the static rules read of a node: nodes with equal keys admit the same pods."""
+    taints = tuple(sorted((t.key, t.value, t.effect) for t in node.taints))
+    return (node.gpu_model, tuple(sorted(node.labels.items())), node.schedulable, taints)
