@@ -38,6 +38,55 @@ def import_asi2026_command(
         f"pods: {s.placed_pods} placed ({s.standby_pods} on standby), {s.pending_pods} pending, in {s.jobs} job(s)",
         f"skipped pods: {skipped}",
     ]
+    _print_summary(lines, out)
+
+
+@import_app.command("kubernetes")
+@guarded
+def import_kubernetes_command(
+    files: list[str] = typer.Argument(
+        None, metavar="FILE...", help="kubectl get nodes,pods,pdb -A -o json output (JSON or YAML; several files, - for stdin)."
+    ),
+    config: str = typer.Option(None, "--config", help="Import configuration (YAML); see --print-config."),
+    out: str = typer.Option("-", "--out", help="Snapshot file (- for stdout, the summary then goes to stderr)."),
+    print_config: bool = typer.Option(False, "--print-config", help="Print the default configuration and exit."),
+) -> None:
+    """A snapshot from Kubernetes Nodes, Pods and PodDisruptionBudgets.
+
+    Allocatable CPUs, memory and GPUs; requests as the scheduler computes them; taints, tolerations,
+    node affinity, selectors and hostname anti-affinity; jobs from controllers and gang labels;
+    budgets from PDBs; pods kube-descheduler would not evict are locked. Warnings go to stderr.
+    """
+    from planner.adapters.kubernetes import DEFAULT_CONFIG, import_kubernetes, load_config
+    from planner.cluster import SnapshotError
+    from planner.snapshot import dump_cluster, read_text
+
+    if print_config:
+        _emit(DEFAULT_CONFIG, "-")
+        return
+    if not files:
+        raise SnapshotError(["FILE: give at least one file (kubectl get nodes,pods,pdb -A -o json > cluster.json), or - for stdin"])
+    if files.count("-") > 1:
+        raise SnapshotError(["FILE: '-' (stdin) may be given once"])
+    settings = load_config(read_text(config, "--config") if config else None, config or "config")
+    imported = import_kubernetes([(read_text(f, "FILE"), "stdin" if f == "-" else f) for f in files], settings)
+    for warning in imported.warnings:
+        err_console.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    _emit(dump_cluster(imported.cluster) + "\n", out)
+    s = imported.summary
+    locked = ", ".join(f"{count} {reason}" for reason, count in s.locked.most_common()) or "none"
+    skipped = ", ".join(f"{count} {reason}" for reason, count in sorted(s.skipped.items())) or "none"
+    lines = [
+        f"kubernetes: {s.nodes} nodes; pods: {s.placed_pods} placed, {s.pending_pods} pending, in {s.jobs} job(s); "
+        f"{s.budgets} disruption budget(s) applied; {s.reserved} DaemonSet/mirror/static pod(s) reserved on their nodes",
+        f"locked pods: {locked}",
+        f"skipped: {skipped}; {len(imported.warnings)} warning(s)",
+    ]
+    _print_summary(lines, out)
+
+
+def _print_summary(lines: list[str], out: str) -> None:
+    """An import's summary: on stdout, or on stderr when the snapshot went to stdout."""
     text = "".join(line + "\n" for line in lines)
     if out == "-":
         err_console.print(text, end="", markup=False, highlight=False, soft_wrap=True)

@@ -1,0 +1,242 @@
+"""Kubernetes semantics the importer needs, each as its reference defines it (no client library).
+
+* quantities: ``<sign><number><suffix>`` with the binary suffixes Ki..Ei, the decimal ones n, u, m,
+  (none), k, M, G, T, P, E, or a decimal exponent ``e3`` / ``E-2`` (k8s.io/apimachinery
+  ``resource.Quantity``; "1E" is 10^18, "1E3" is 1000), read exactly as fractions;
+* a pod's effective request, as the scheduler computes it (kubernetes.io, "Effective Pod requests and
+  limits"): the larger of (containers + sidecars) and, at each regular init container, that container
+  plus the sidecars started before it; plus ``spec.overhead``. A request left out while a limit is
+  given is the limit (the API server's defaulting);
+* label selectors (``matchLabels`` and ``matchExpressions`` In/NotIn/Exists/DoesNotExist; a null
+  selector matches nothing, an empty one everything);
+* PodDisruptionBudgets: ``maxUnavailable`` or ``minAvailable``, integers or percentages of the
+  selected pods, percentages rounded up as the disruption controller does.
+
+Every function reports a problem by raising ``KubeError`` with the field path; the caller names the
+object.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Any
+
+BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+DECIMAL_SUFFIXES = {
+    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
+    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
+    "P": Fraction(10**15), "E": Fraction(10**18),
+}
+_NUMBER = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(.*)", re.DOTALL)
+_EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
+MAX_EXPONENT = 30
+"""Decimal exponents beyond 10^±30 are typos for any resource a node has."""
+
+
+class KubeError(ValueError):
+    """A value that cannot be read; ``path`` is its field path inside the object."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+def parse_quantity(value: Any, path: str) -> Fraction:
+    """A Kubernetes quantity, exactly: '500m' -> 1/2, '64Gi' -> 64 * 2^30, '1e3' -> 1000."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise KubeError(path, f"a quantity must be a string such as '500m' or '64Gi', got {value!r}")
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise KubeError(path, f"a quantity must be finite, got {value!r}")
+        value = repr(value)
+    text = str(value).strip()
+    match = _NUMBER.fullmatch(text)
+    if not match:
+        raise KubeError(path, f"'{text}' is not a quantity (a number with an optional suffix such as m, Gi or e3)")
+    sign, number, suffix = match.groups()
+    if suffix in BINARY_SUFFIXES:
+        scale = Fraction(BINARY_SUFFIXES[suffix])
+    elif suffix in DECIMAL_SUFFIXES:
+        scale = DECIMAL_SUFFIXES[suffix]
+    elif exponent := _EXPONENT.fullmatch(suffix):
+        power = int(exponent.group(1))
+        if abs(power) > MAX_EXPONENT:
+            raise KubeError(path, f"'{text}': exponent {power} is out of range")
+        scale = Fraction(10) ** power
+    else:
+        known = ", ".join([*BINARY_SUFFIXES, *(s for s in DECIMAL_SUFFIXES if s)])
+        raise KubeError(path, f"'{text}': unknown quantity suffix '{suffix}' (known: {known}, or an exponent such as e3)")
+    amount = Fraction(number) * scale
+    return -amount if sign == "-" else amount
+
+
+def request_quantity(value: Any, path: str) -> Fraction:
+    """A request or capacity: a quantity that may not be negative."""
+    amount = parse_quantity(value, path)
+    if amount < 0:
+        raise KubeError(path, f"negative quantity '{value}'; requests and capacities are at least 0")
+    return amount
+
+
+# ----------------------------------------------------------------------------------------------
+# Pod requests
+# ----------------------------------------------------------------------------------------------
+
+
+def container_requests(container: dict[str, Any], path: str) -> dict[str, Fraction]:
+    """A container's requests; a resource with a limit and no request requests its limit."""
+    resources = as_object(container.get("resources"), f"{path}.resources")
+    requests = as_object(resources.get("requests"), f"{path}.resources.requests")
+    limits = as_object(resources.get("limits"), f"{path}.resources.limits")
+    out = {name: request_quantity(q, f"{path}.resources.requests.{name}") for name, q in requests.items()}
+    for name, q in limits.items():
+        if name not in out:
+            out[name] = request_quantity(q, f"{path}.resources.limits.{name}")
+    return out
+
+
+def _add(total: dict[str, Fraction], more: dict[str, Fraction]) -> dict[str, Fraction]:
+    out = dict(total)
+    for name, amount in more.items():
+        out[name] = out.get(name, Fraction(0)) + amount
+    return out
+
+
+def _max(a: dict[str, Fraction], b: dict[str, Fraction]) -> dict[str, Fraction]:
+    return {name: max(a.get(name, Fraction(0)), b.get(name, Fraction(0))) for name in {*a, *b}}
+
+
+def pod_requests(spec: dict[str, Any]) -> dict[str, Fraction]:
+    """The pod's effective request per resource, as kube-scheduler computes it.
+
+    Regular init containers run one at a time, each next to the sidecars (init containers with
+    ``restartPolicy: Always``) started before it; sidecars and app containers then run together.
+    A pod-level ``spec.resources`` request, where given, is the pod's request for that resource.
+    """
+    running: dict[str, Fraction] = {}
+    for i, container in enumerate(as_list(spec.get("containers"), "spec.containers")):
+        running = _add(running, container_requests(as_object(container, f"spec.containers[{i}]"), f"spec.containers[{i}]"))
+    sidecars: dict[str, Fraction] = {}
+    init_peak: dict[str, Fraction] = {}
+    for i, container in enumerate(as_list(spec.get("initContainers"), "spec.initContainers")):
+        path = f"spec.initContainers[{i}]"
+        requests = container_requests(as_object(container, path), path)
+        if as_object(container, path).get("restartPolicy") == "Always":
+            sidecars = _add(sidecars, requests)
+            init_peak = _max(init_peak, sidecars)
+        else:
+            init_peak = _max(init_peak, _add(sidecars, requests))
+    total = _max(_add(running, sidecars), init_peak)
+    pod_level = as_object(as_object(spec.get("resources"), "spec.resources").get("requests"), "spec.resources.requests")
+    for name, q in pod_level.items():
+        total[name] = request_quantity(q, f"spec.resources.requests.{name}")
+    overhead = {name: request_quantity(q, f"spec.overhead.{name}") for name, q in as_object(spec.get("overhead"), "spec.overhead").items()}
+    return _add(total, overhead)
+
+
+# ----------------------------------------------------------------------------------------------
+# Label selectors and disruption budgets
+# ----------------------------------------------------------------------------------------------
+
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def check_selector(selector: Any, path: str) -> dict[str, Any] | None:
+    """A well-formed LabelSelector (None stays None: it matches nothing)."""
+    if selector is None:
+        return None
+    selector = as_object(selector, path)
+    for key, value in as_object(selector.get("matchLabels"), f"{path}.matchLabels").items():
+        if not isinstance(value, str):
+            raise KubeError(f"{path}.matchLabels.{key}", f"a label value must be a string, got {value!r}")
+    for i, expr in enumerate(as_list(selector.get("matchExpressions"), f"{path}.matchExpressions")):
+        where = f"{path}.matchExpressions[{i}]"
+        expr = as_object(expr, where)
+        if expr.get("operator") not in SELECTOR_OPERATORS:
+            raise KubeError(f"{where}.operator", f"unknown operator {expr.get('operator')!r}; known: {', '.join(SELECTOR_OPERATORS)}")
+        if not isinstance(expr.get("key"), str):
+            raise KubeError(f"{where}.key", "a string key is required")
+        values = as_list(expr.get("values"), f"{where}.values")
+        if not all(isinstance(v, str) for v in values):
+            raise KubeError(f"{where}.values", "values must be strings")
+    return selector
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """Does a (checked) LabelSelector select an object with ``labels``?"""
+    if selector is None:
+        return False
+    if any(labels.get(key) != value for key, value in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        value = labels.get(expr["key"])
+        values = expr.get("values") or []
+        operator = expr["operator"]
+        ok = (
+            value is not None and value in values if operator == "In"
+            else value is None or value not in values if operator == "NotIn"
+            else value is not None if operator == "Exists"
+            else value is None
+        )
+        if not ok:
+            return False
+    return True
+
+
+def selector_text(selector: dict[str, Any]) -> str:
+    """A canonical, readable form of a selector: 'app=web,tier in (a,b),!legacy'."""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in sorted(selector.get("matchExpressions") or [], key=lambda e: (e["key"], e["operator"])):
+        values = ",".join(sorted(expr.get("values") or []))
+        parts.append({
+            "In": f"{expr['key']} in ({values})", "NotIn": f"{expr['key']} notin ({values})",
+            "Exists": expr["key"], "DoesNotExist": f"!{expr['key']}",
+        }[expr["operator"]])
+    return ",".join(parts) or "(everything)"
+
+
+def scaled(value: Any, count: int, path: str) -> int:
+    """An IntOrString against ``count`` pods: an integer, or a percentage rounded up."""
+    if isinstance(value, bool):
+        raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise KubeError(path, f"must be at least 0, got {value}")
+        return value
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+%", value):
+        return math.ceil(Fraction(int(value[:-1]), 100) * count)
+    raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {value!r}")
+
+
+def pdb_max_unavailable(spec: dict[str, Any], selected: int) -> int:
+    """How many of the ``selected`` pods a PDB lets be unavailable at once."""
+    if "maxUnavailable" in spec and "minAvailable" in spec:
+        raise KubeError("spec", "maxUnavailable and minAvailable are mutually exclusive")
+    if spec.get("maxUnavailable") is not None:
+        return min(selected, scaled(spec["maxUnavailable"], selected, "spec.maxUnavailable"))
+    minimum = spec.get("minAvailable", 1)
+    return max(0, selected - scaled(minimum, selected, "spec.minAvailable"))
+
+
+# ----------------------------------------------------------------------------------------------
+# Shapes
+# ----------------------------------------------------------------------------------------------
+
+
+def as_object(value: Any, path: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise KubeError(path, f"must be an object, got {type(value).__name__}")
+    return value
+
+
+def as_list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise KubeError(path, f"must be a list, got {type(value).__name__}")
+    return value
+

@@ -1,0 +1,361 @@
+"""Pods, jobs and budgets for ``planner.adapters.kubernetes``: one pod object -> snapshot fields, then
+the steps that need every pod (anti-affinity groups, placements, names, jobs and budgets).
+
+A locked pod never moves, so a rule of it the snapshot cannot express is left out without a
+warning; a movable pod with such a rule is locked (placed) or keeps it out (pending), with a warning.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from planner.adapters import kubernetes_objects as k8s
+from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
+from planner.cluster import Job
+
+if TYPE_CHECKING:
+    from planner.adapters.kubernetes import _Import
+
+from planner.adapters.kubernetes import (
+    DESCHEDULER_EVICT, GIB, HOSTNAME_KEY, KUEUE_PREFERRED, KUEUE_REQUIRED, SYSTEM_CRITICAL_PRIORITY, ImportConfig,
+    _number, object_name,
+)
+
+FINISHED = ("Succeeded", "Failed")
+INEXPRESSIBLE = "a rule the snapshot cannot express"
+
+
+def pod_fields(run: _Import, obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The snapshot fields of one pod (None for a finished pod); private keys start with '_'."""
+    cfg = run.config
+    meta, spec, status = (as_object(obj.get(k), k) for k in ("metadata", "spec", "status"))
+    phase = status.get("phase")
+    if phase in FINISHED:
+        run.summary.skipped[f"{phase} pods"] += 1
+        return None
+    if phase not in (None, "Pending", "Running"):
+        run.warn(obj, "status.phase", f"'{phase}' is not a phase the importer knows; the pod is taken to hold its requests")
+    namespace = meta.get("namespace") or "default"
+    labels = {str(k): str(v) for k, v in as_object(meta.get("labels"), "metadata.labels").items()}
+    annotations = {str(k): str(v) for k, v in as_object(meta.get("annotations"), "metadata.annotations").items()}
+    owners = [as_object(o, f"metadata.ownerReferences[{i}]") for i, o in enumerate(as_list(meta.get("ownerReferences"), "metadata.ownerReferences"))]
+    node = spec.get("nodeName") or None
+    if node is not None and not isinstance(node, str):
+        raise KubeError("spec.nodeName", f"must be a string, got {node!r}")
+    requests = k8s.pod_requests(spec)
+    if cfg.node_bound_pods == "reserve" and _node_bound(owners, annotations):
+        target = node or _daemon_target(spec)
+        if target is None:
+            run.warn(obj, "spec.nodeName", "a pending node-bound pod without a target node; its requests are not reserved")
+            return None
+        taken = run.reserved.setdefault(target, {})
+        for name in ("cpu", "memory"):
+            taken[name] = taken.get(name, Fraction(0)) + requests.get(name, Fraction(0))
+        taken["gpus"] = taken.get("gpus", Fraction(0)) + sum((requests.get(r, Fraction(0)) for r in cfg.gpu_resources), Fraction(0))
+        run.summary.reserved += 1
+        return None
+    gpus = sum((requests.get(r, 0) for r in cfg.gpu_resources), start=Fraction(0))
+    if gpus.denominator != 1:
+        raise KubeError("spec.containers[*].resources.requests", f"GPUs ({', '.join(cfg.gpu_resources)}) must be whole, got {float(gpus):g}")
+    unmodelled = sorted(r for r in requests if r not in ("cpu", "memory", *cfg.gpu_resources) and not _ignored(cfg, r) and requests[r])
+    if unmodelled:
+        run.warn(obj, "spec.containers[*].resources.requests", f"{', '.join(unmodelled)} not modelled; plans do not check it")
+    priority = spec.get("priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+        raise KubeError("spec.priority", f"must be a whole number, got {priority!r}")
+    lp = (priority is not None and priority < cfg.priority.lp_below) or spec.get("priorityClassName") in cfg.priority.lp_classes
+    fields: dict[str, Any] = {
+        "name": meta["name"], "namespace": namespace, "node": node, "gpus": int(gpus),
+        "cpus": _number(requests.get("cpu", Fraction(0))), "memory_gib": _number(requests.get("memory", Fraction(0)) / GIB),
+        "priority": "LP" if lp else "HP", "priority_value": priority,
+        "node_selector": {str(k): str(v) for k, v in as_object(spec.get("nodeSelector"), "spec.nodeSelector").items()},
+        "tolerations": _tolerations(run, obj, spec), "anti_affinity": [],
+        "job": _job_of(cfg, namespace, labels, annotations, owners),
+        "_obj": obj, "_labels": labels, "_topology": _kueue_topology(run, obj, cfg, annotations),
+    }
+    reasons = _lock_reasons(cfg, meta, spec, annotations, owners, priority) if node is not None else []
+    affinity = as_object(spec.get("affinity"), "spec.affinity")
+    fields["node_affinity"], rules_lost = _node_affinity(affinity)
+    fields["_anti_terms"], lost = _anti_affinity_terms(affinity, spec, namespace, labels)
+    rules_lost += lost
+    if rules_lost and not reasons:
+        if node is not None:
+            reasons = [INEXPRESSIBLE]
+        for path, why in rules_lost:
+            run.warn(obj, path, f"{why}; " + ("the pod is locked where it stands" if node is not None else "left out: a plan may place the pod where Kubernetes would not"))
+    if reasons:
+        run.summary.locked[reasons[0]] += 1
+    fields["locked"] = bool(reasons)
+    return fields
+
+
+def _node_bound(owners: list[dict], annotations: dict[str, str]) -> bool:
+    """DaemonSet, mirror and static pods: they run on their node whatever a plan does."""
+    return (any(o.get("kind") == "DaemonSet" for o in owners) or "kubernetes.io/config.mirror" in annotations
+            or annotations.get("kubernetes.io/config.source", "api") != "api")
+
+
+def _daemon_target(spec: dict) -> str | None:
+    """The node a pending DaemonSet pod is pinned to (matchFields metadata.name In [node])."""
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    for term in required.get("nodeSelectorTerms") or []:
+        for f in (term or {}).get("matchFields") or []:
+            if f.get("key") == "metadata.name" and f.get("operator") == "In" and len(f.get("values") or []) == 1:
+                return str(f["values"][0])
+    return None
+
+
+def _ignored(cfg: ImportConfig, resource: str) -> bool:
+    return any(resource == r or (r.endswith("*") and resource.startswith(r[:-1])) for r in cfg.ignored_resources)
+
+
+def _lock_reasons(cfg: ImportConfig, meta: dict, spec: dict, annotations: dict[str, str], owners: list[dict], priority: int | None) -> list[str]:
+    """Why kube-descheduler's default evictor (or the planner's annotation) keeps the pod in place."""
+    if annotations.get(cfg.locked_annotation, "").lower() == "true":
+        return [f"annotation {cfg.locked_annotation}"]
+    if meta.get("deletionTimestamp"):
+        return ["terminating"]
+    if DESCHEDULER_EVICT in annotations:
+        return []
+    reasons = []
+    if any(o.get("kind") == "DaemonSet" for o in owners):
+        reasons.append("DaemonSet")
+    if "kubernetes.io/config.mirror" in annotations:
+        reasons.append("mirror pod")
+    elif annotations.get("kubernetes.io/config.source", "api") != "api":
+        reasons.append("static pod")
+    if not owners:
+        reasons.append("no controller")
+    volumes = as_list(spec.get("volumes"), "spec.volumes")
+    if not cfg.evict_local_storage and any(isinstance(v, dict) and ("emptyDir" in v or "hostPath" in v) for v in volumes):
+        reasons.append("local storage")
+    if not cfg.evict_system_critical and priority is not None and priority >= SYSTEM_CRITICAL_PRIORITY:
+        reasons.append("system-critical")
+    return reasons
+
+
+def _job_of(cfg: ImportConfig, namespace: str, labels: dict[str, str], annotations: dict[str, str], owners: list[dict]) -> str | None:
+    """A gang key's value, else the controller (a ReplicaSet folded into its Deployment)."""
+    for key in cfg.gang_keys:
+        value = labels.get(key) or annotations.get(key)
+        if value:
+            return f"{namespace}/{key}={value}"
+    owner = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
+    if owner is None or owner.get("kind") in ("DaemonSet", "Node"):
+        return None
+    kind, name = str(owner.get("kind")), str(owner.get("name"))
+    template_hash = labels.get("pod-template-hash")
+    if kind == "ReplicaSet" and template_hash and name.endswith(f"-{template_hash}"):
+        kind, name = "Deployment", name[: -len(template_hash) - 1]
+    return f"{namespace}/{kind}/{name}"
+
+
+def _kueue_topology(run: _Import, obj: dict, cfg: ImportConfig, annotations: dict[str, str]) -> dict[str, str] | None:
+    for key, mode in ((KUEUE_REQUIRED, "required"), (KUEUE_PREFERRED, "preferred")):
+        label = annotations.get(key)
+        if label is None:
+            continue
+        level = "asw" if label in cfg.asw_labels else "spine" if label in cfg.spine_labels else None
+        if level is None:
+            run.warn(obj, f"metadata.annotations.{key}", f"'{label}' is neither an asw nor a spine label (asw_labels, spine_labels); ignored")
+            return None
+        return {"level": level, "mode": mode}
+    return None
+
+
+def _tolerations(run: _Import, obj: dict, spec: dict) -> list[dict[str, str]]:
+    out = []
+    for i, tol in enumerate(as_list(spec.get("tolerations"), "spec.tolerations")):
+        tol = as_object(tol, f"spec.tolerations[{i}]")
+        operator = tol.get("operator") or "Equal"
+        key, value, effect = str(tol.get("key") or ""), str(tol.get("value") or ""), str(tol.get("effect") or "")
+        if operator not in ("Equal", "Exists") or effect not in ("", "NoSchedule", "NoExecute", "PreferNoSchedule") \
+                or (not key and operator != "Exists") or (operator == "Exists" and value):
+            run.warn(obj, f"spec.tolerations[{i}]", f"toleration {tol} is not understood; left out (the pod tolerates less, never more)")
+            continue
+        out.append({"key": key, "operator": operator, "value": value, "effect": effect})
+    return out
+
+
+def _node_affinity(affinity: dict) -> tuple[list | None, list[tuple[str, str]]]:
+    """The required node-affinity terms, or what cannot be expressed (path, why)."""
+    base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required = as_object(as_object(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
+                         .get("requiredDuringSchedulingIgnoredDuringExecution"), base)
+    if not required:
+        return None, []
+    terms = []
+    for t, term in enumerate(as_list(required.get("nodeSelectorTerms"), f"{base}.nodeSelectorTerms")):
+        where = f"{base}.nodeSelectorTerms[{t}]"
+        term = as_object(term, where)
+        if term.get("matchFields"):
+            return None, [(f"{where}.matchFields", "matchFields (node names) in a required node affinity is not modelled")]
+        expressions = []
+        for e, expr in enumerate(as_list(term.get("matchExpressions"), f"{where}.matchExpressions")):
+            expr = as_object(expr, f"{where}.matchExpressions[{e}]")
+            if expr.get("operator") not in ("In", "NotIn", "Exists", "DoesNotExist"):
+                return None, [(f"{where}.matchExpressions[{e}].operator", f"operator {expr.get('operator')!r} is not modelled")]
+            expressions.append({"key": expr.get("key"), "operator": expr["operator"], "values": list(expr.get("values") or [])})
+        if expressions:  # an empty term matches no node: it adds nothing to the OR
+            terms.append(expressions)
+    if not terms:
+        return None, [(f"{base}.nodeSelectorTerms", "no term can match a node, so the pod fits nowhere")]
+    return terms, []
+
+
+def _anti_affinity_terms(affinity: dict, spec: dict, namespace: str, labels: dict[str, str]) -> tuple[list, list[tuple[str, str]]]:
+    """Required anti-affinity terms on the hostname as (group, namespaces or None for all, selector);
+    and the hard rules the snapshot cannot express."""
+    lost = []
+    for kind in ("podAffinity",):
+        if as_object(affinity.get(kind), f"spec.affinity.{kind}").get("requiredDuringSchedulingIgnoredDuringExecution"):
+            lost.append((f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution", "required pod affinity is not modelled"))
+    for i, c in enumerate(as_list(spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints")):
+        if isinstance(c, dict) and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule":
+            lost.append((f"spec.topologySpreadConstraints[{i}]", "a DoNotSchedule topology spread is not modelled"))
+    terms = []
+    base = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    anti = as_object(affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity")
+    for t, term in enumerate(as_list(anti.get("requiredDuringSchedulingIgnoredDuringExecution"), base)):
+        where = f"{base}[{t}]"
+        term = as_object(term, where)
+        if term.get("topologyKey") != HOSTNAME_KEY:
+            lost.append((f"{where}.topologyKey", f"anti-affinity on '{term.get('topologyKey')}' (only {HOSTNAME_KEY} is modelled)"))
+            continue
+        ns_selector = term.get("namespaceSelector")
+        if ns_selector:  # non-empty: needs Namespace objects' labels
+            lost.append((f"{where}.namespaceSelector", "a namespaceSelector is not modelled"))
+            continue
+        selector = k8s.check_selector(term.get("labelSelector"), f"{where}.labelSelector")
+        if selector is None:
+            continue  # a null selector matches no pod: the term constrains nothing
+        selector = {"matchLabels": dict(selector.get("matchLabels") or {}), "matchExpressions": list(selector.get("matchExpressions") or [])}
+        for key in as_list(term.get("matchLabelKeys"), f"{where}.matchLabelKeys"):
+            if key in labels:
+                selector["matchLabels"][key] = labels[key]
+        for key in as_list(term.get("mismatchLabelKeys"), f"{where}.mismatchLabelKeys"):
+            if key in labels:
+                selector["matchExpressions"].append({"key": key, "operator": "NotIn", "values": [labels[key]]})
+        namespaces = None if ns_selector == {} else sorted(set(as_list(term.get("namespaces"), f"{where}.namespaces")) or {namespace})
+        group = f"anti:{','.join(namespaces) if namespaces else '*'}/{k8s.selector_text(selector)}"
+        terms.append((group, namespaces, selector))
+    return terms, lost
+
+
+# ----------------------------------------------------------------------------------------------
+# Steps over all pods
+# ----------------------------------------------------------------------------------------------
+
+
+def anti_affinity_groups(run: _Import) -> None:
+    """Snapshot groups for the required anti-affinity terms, exactly: an owner O of a term (a pod that
+    has it) may not share a node with a pod S the term selects. Pods that are both share the term's
+    group; a selected pod that is no owner gets a group of its own with those; an owner the term does
+    not select gets one group per selected pod (owners of one term may otherwise share nodes)."""
+    by_namespace: dict[str, list[int]] = defaultdict(list)
+    for i, fields in enumerate(run.pods):
+        by_namespace[fields["namespace"]].append(i)
+    owners: dict[str, list[int]] = defaultdict(list)
+    terms: dict[str, tuple[list[str] | None, dict]] = {}
+    for i, fields in enumerate(run.pods):
+        for group, namespaces, selector in fields["_anti_terms"]:
+            owners[group].append(i)
+            terms[group] = (namespaces, selector)
+    for group, (namespaces, selector) in terms.items():
+        pool = range(len(run.pods)) if namespaces is None else [i for ns in namespaces for i in by_namespace.get(ns, [])]
+        selected = {i for i in pool if k8s.selector_matches(selector, run.pods[i]["_labels"])}
+        owner_set = set(owners[group])
+        both = sorted(owner_set & selected)
+        for i in both:
+            _join(run.pods[i], group)
+        for b in sorted(selected - owner_set):
+            for i in [*both, b]:
+                _join(run.pods[i], f"{group}|{_pod_key(run.pods[b])}")
+        for a in sorted(owner_set - selected):
+            for i in [a, *both]:
+                _join(run.pods[i], f"{group}|{_pod_key(run.pods[a])}")
+            for b in sorted(selected - owner_set):
+                for i in (a, b):
+                    _join(run.pods[i], f"{group}|{_pod_key(run.pods[a])}|{_pod_key(run.pods[b])}")
+
+
+def _pod_key(fields: dict[str, Any]) -> str:
+    return f"{fields['namespace']}/{fields['name']}"
+
+
+def _join(fields: dict[str, Any], group: str) -> None:
+    if group not in fields["anti_affinity"]:
+        fields["anti_affinity"].append(group)
+
+
+def check_placements(run: _Import) -> None:
+    """A placed pod whose node no longer satisfies its nodeSelector (labels changed after it started:
+    Kubernetes keeps it running) keeps the node, is locked and loses the selector, with a warning."""
+    labels = {node.name: node.labels for node in run.nodes}
+    for fields in run.pods:
+        node = fields["node"]
+        if node is not None and any(labels[node].get(k) != v for k, v in fields["node_selector"].items()):
+            run.warn(fields["_obj"], "spec.nodeSelector", f"node '{node}' no longer has the labels {fields['node_selector']}; "
+                     "the pod is locked where it stands and its selector left out")
+            fields["node_selector"] = {}
+            if not fields["locked"]:
+                fields["locked"] = True
+                run.summary.locked["nodeSelector no longer met"] += 1
+
+
+def unique_names(run: _Import) -> None:
+    """Snapshot pod names are the Kubernetes names; a name used in two namespaces becomes
+    '<namespace>/<name>' for each of its pods, with a warning."""
+    counts = Counter(fields["name"] for fields in run.pods)
+    for fields in run.pods:
+        if counts[fields["name"]] > 1:
+            run.warn(fields["_obj"], "metadata.name", f"'{fields['name']}' is used in several namespaces; the snapshot names it "
+                     f"'{fields['namespace']}/{fields['name']}'")
+            fields["name"] = f"{fields['namespace']}/{fields['name']}"
+
+
+def budgets_to_jobs(run: _Import) -> list[Job]:
+    """The jobs (first appearance order) with their topology and disruption budgets."""
+    topology: dict[str, dict | None] = {}
+    for fields in run.pods:
+        job = fields["job"]
+        if job is None:
+            continue
+        if job not in topology:
+            topology[job] = fields["_topology"]
+        elif topology[job] != fields["_topology"]:
+            run.warn(fields["_obj"], "metadata.annotations", f"its topology request differs from other pods of job '{job}'; the first is kept")
+    limits: dict[str, int] = {}
+    by_namespace: dict[str, list[dict]] = defaultdict(list)
+    for fields in run.pods:
+        by_namespace[fields["namespace"]].append(fields)
+    for budget in run.budgets:
+        obj = budget["obj"]
+        matched = [f for f in by_namespace.get(budget["namespace"], []) if k8s.selector_matches(budget["selector"], f["_labels"])]
+        if not matched:
+            run.warn(obj, "spec.selector", "selects no pod in the input; the budget constrains nothing")
+            continue
+        run.summary.budgets += 1
+        allowed = k8s.pdb_max_unavailable(budget["spec"], len(matched))
+        jobs = Counter(f["job"] for f in matched)
+        jobless = jobs.pop(None, 0)
+        if jobless:
+            run.warn(obj, "spec.selector", f"selects {jobless} pod(s) that belong to no job (no controller, DaemonSet or static); "
+                     "the budget is not carried for them")
+        if len(jobs) > 1:
+            share = allowed // len(jobs)
+            run.warn(obj, "spec.selector", f"selects pods of {len(jobs)} jobs ({', '.join(sorted(jobs))}); its budget of "
+                     f"{allowed} is split evenly: max_unavailable {share} each")
+            allowed = share
+        for job in jobs:
+            limits[job] = min(limits.get(job, allowed), allowed)
+    return [
+        Job.model_validate({"name": name, "topology": topology[name],
+                            "disruption": {"max_unavailable": limits[name]} if name in limits else None})
+        for name in topology
+    ]
+
+
+__all__ = ["anti_affinity_groups", "budgets_to_jobs", "check_placements", "object_name", "pod_fields", "unique_names"]
