@@ -322,7 +322,7 @@ class _Import:
         for obj, fields in self.node_fields:
             taken = self.reserved.get(fields["name"], {})
             left = {"gpus": fields["gpus"] - taken.get("gpus", 0), "cpus": fields["cpus"] - taken.get("cpu", 0),
-                    "memory_gib": fields["memory_gib"] - taken.get("memory", 0) / GIB}
+                    "memory_gib": fields["memory_gib"] - taken.get("memory", Fraction(0)) / GIB}
             short = [f"{k} {float(v):g}" for k, v in left.items() if v < 0 or (k == "cpus" and v <= 0)]
             if short:
                 self.errors.append(f"{object_name(obj)}: status.allocatable: its DaemonSet, mirror and static pods request more "
