@@ -276,6 +276,9 @@ def validate_command(
     max_moves_per_wave: int = typer.Option(None, "--max-moves-per-wave", min=1, help="Also check the moves of each wave."),
     max_nodes_per_wave: str = typer.Option(None, "--max-nodes-per-wave", help="N or P%: also check the nodes each wave touches."),
     max_moves_per_node_per_wave: int = typer.Option(None, "--max-moves-per-node-per-wave", min=1, help="Also check each node's moves per wave."),
+    max_unavailable_per_job: int = typer.Option(None, "--max-unavailable-per-job", min=0, help="Also check each job's pods moving per wave."),
+    only_namespace: str = typer.Option(None, "--only-namespace", help="NS[,NS...]: also check only these namespaces' pods move."),
+    exclude_namespace: str = typer.Option(None, "--exclude-namespace", help="NS[,NS...]: also check these namespaces' pods stay."),
 ) -> None:
     """Replay a plan wave by wave (make-before-break) and list every violation; exit 1 if any.
 
@@ -293,7 +296,8 @@ def validate_command(
     parsed = parse_plan(read_text(plan, "plan"), source=plan)
     given_limits = {"max_moves": max_moves, "max_moves_per_node": max_moves_per_node, "same_asw": same_asw,
                     "max_moves_per_wave": max_moves_per_wave, "max_nodes_per_wave": _count_or_share(max_nodes_per_wave),
-                    "max_moves_per_node_per_wave": max_moves_per_node_per_wave}
+                    "max_moves_per_node_per_wave": max_moves_per_node_per_wave, "max_unavailable_per_job": max_unavailable_per_job,
+                    "only_namespaces": _names(only_namespace), "exclude_namespaces": _names(exclude_namespace)}
     limited = any(value not in (None, False) for value in given_limits.values())
     if parsed.kind == "allocate":
         if limited:
@@ -406,6 +410,11 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
         _emit(podmigrationjob_yaml(plan, cluster), "-")
 
 
+def _names(value: str | None) -> list[str] | None:
+    """A comma-separated list of names (None when not given)."""
+    return None if value is None else [name.strip() for name in value.split(",") if name.strip()]
+
+
 def _count_or_share(value: str | None) -> int | str | None:
     """'10%' stays a share; '50' becomes the count 50 (anything else is left for the options to refuse)."""
     if value is None or value.strip().endswith("%"):
@@ -449,6 +458,11 @@ def defrag(
         None, "--max-nodes-per-wave", help="N or P%: nodes any one wave touches (a share is of the cluster's nodes, rounded up)."
     ),
     max_moves_per_node_per_wave: int = typer.Option(None, "--max-moves-per-node-per-wave", help="Moves touching any one node in one wave."),
+    max_unavailable_per_job: int = typer.Option(
+        None, "--max-unavailable-per-job", help="Pods of one job moving in one wave, for jobs without their own disruption budget (0: they stay)."
+    ),
+    only_namespace: str = typer.Option(None, "--only-namespace", help="NS[,NS...]: only pods of these namespaces move."),
+    exclude_namespace: str = typer.Option(None, "--exclude-namespace", help="NS[,NS...]: pods of these namespaces never move."),
     threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="Baselines: drain nodes below this GPU allocation."),
     seed: int = typer.Option(0, "--seed", help="Random seed; same snapshot and seed give the same plan."),
     workers: int = typer.Option(None, "--workers", min=1, help="Worker processes for partitions (default: one per core)."),
@@ -488,6 +502,9 @@ def defrag(
         "max_moves_per_wave": max_moves_per_wave,
         "max_nodes_per_wave": _count_or_share(max_nodes_per_wave),
         "max_moves_per_node_per_wave": max_moves_per_node_per_wave,
+        "max_unavailable_per_job": max_unavailable_per_job,
+        "only_namespaces": _names(only_namespace),
+        "exclude_namespaces": _names(exclude_namespace),
         "threshold": threshold,
         "seed": seed,
         "workers": workers,
@@ -634,7 +651,7 @@ def _render_defrag_table(console: Console, plan) -> None:  # type: ignore[no-unt
     for key in ("jobs_placed", "jobs_unplaced", "lexicographic_optimal", "moves_before_trim", "moves_saved", "moves_bound",
                 "move_minimal", "solver_status", "units", "bound_error",
                 "auto_choice", "fallback", "ipc_objective", "formulation", "rounds_run", "partitions", "candidates_tried",
-                "lns_rounds", "lns_improved", "lns_gained_empty_nodes", "dropped_moves", "waves_before_wave_limits", "lost_gpu_s", "reason"):
+                "lns_rounds", "lns_improved", "lns_gained_empty_nodes", "dropped_moves", "waves_before_wave_limits", "pods_held", "lost_gpu_s", "reason"):
         if key in extra:
             head.add_row(key.replace("_", " "), _fmt(extra[key]))
     console.print(head)

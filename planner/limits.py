@@ -6,7 +6,10 @@ access switch (``same_asw``: every single move keeps its pod under the switch it
 on each wave, the disruption operators allow at once: moves per wave, nodes a wave touches, and
 moves touching one node per wave (koordinator's migration controller, for one, allows 2 migrating
 pods per node). Per-wave limits never cost a move: a wave's moves are independent, so any wave can
-be split into several (``waves.shape_waves``); they cost waves.
+be split into several (``waves.shape_waves``); they cost waves. A job's disruption budget
+(``disruption.max_unavailable``, from its PodDisruptionBudget, or ``max_unavailable_per_job``) is
+one more per-wave limit, on the job's pods. The namespace scope (``only_namespaces``,
+``exclude_namespaces``) holds pods out of scope in place, as a budget of 0 holds its job's pods.
 
 * ``MoveLimits`` is the request, as the user gave it.
 * ``MoveBudget`` is its account on one ``ClusterState``: moves left, moves each node may still take
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from planner.cluster import Cluster, Pod
     from planner.state import ClusterState
 
 UNLIMITED = 1 << 40
@@ -44,15 +48,46 @@ class MoveLimits:
     max_nodes_per_wave: int | None = None
     """Nodes a wave touches (as source or destination), resolved to a count."""
     max_moves_per_node_per_wave: int | None = None
+    max_unavailable_per_job: int | None = None
+    """Pods of one job moving in one wave, for jobs without their own ``disruption.max_unavailable``."""
+    only_namespaces: tuple[str, ...] | None = None
+    """Only pods of these namespaces may move (None: any)."""
+    exclude_namespaces: tuple[str, ...] = ()
+    """Pods of these namespaces never move."""
 
     @property
     def any(self) -> bool:
-        return self.max_moves is not None or self.max_moves_per_node is not None or self.same_asw or self.shapes_waves
+        return (self.max_moves is not None or self.max_moves_per_node is not None or self.same_asw or self.shapes_waves
+                or self.only_namespaces is not None or bool(self.exclude_namespaces))
 
     @property
     def shapes_waves(self) -> bool:
-        """Whether a per-wave limit is set: those never drop a move, they split waves (``waves.shape_waves``)."""
-        return self.max_moves_per_wave is not None or self.max_nodes_per_wave is not None or self.max_moves_per_node_per_wave is not None
+        """Whether a per-wave limit is set: those never drop a move, they split waves (``waves.shape_waves``).
+        Jobs' own disruption budgets shape waves too, whatever the limits."""
+        return (self.max_moves_per_wave is not None or self.max_nodes_per_wave is not None
+                or self.max_moves_per_node_per_wave is not None or self.max_unavailable_per_job is not None)
+
+    def may_move(self, pod: Pod) -> bool:
+        """Whether the namespace scope lets ``pod`` move (a pod without a namespace is in 'default')."""
+        namespace = pod.namespace or "default"
+        return namespace not in self.exclude_namespaces and (self.only_namespaces is None or namespace in self.only_namespaces)
+
+
+def unavailable_limits(cluster: Cluster, default: int | None) -> dict[str, tuple[str, int]]:
+    """Per pod (by name) of a job with a disruption budget, (its job, how many of the job's pods may
+    move in one wave): the job's ``disruption.max_unavailable`` (a PodDisruptionBudget), else
+    ``default`` (``--max-unavailable-per-job``). Make-before-break keeps each pod serving until its copy
+    runs, but the old copy is evicted through the Eviction API, which the budget guards, so a wave
+    evicts at most that many of a job's pods. 0 holds the job's pods in place."""
+    budgets = {job.name: job.disruption.max_unavailable for job in cluster.jobs if job.disruption is not None}
+    limits = {}
+    for pod in cluster.pods:
+        if pod.job is None:
+            continue
+        limit = budgets.get(pod.job, default)
+        if limit is not None:
+            limits[pod.name] = (pod.job, limit)
+    return limits
 
 
 class MoveBudget:

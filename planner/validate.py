@@ -17,7 +17,7 @@ from typing import Any
 
 from planner import rules
 from planner.cluster import Cluster, Pod
-from planner.limits import MoveLimits
+from planner.limits import MoveLimits, unavailable_limits
 from planner.plans import DefragPlan
 
 # Violation kinds beyond the rule names of rules.py
@@ -38,6 +38,8 @@ MAX_MOVES_PER_NODE = "max_moves_per_node"
 MAX_MOVES_PER_WAVE = "max_moves_per_wave"
 MAX_NODES_PER_WAVE = "max_nodes_per_wave"
 MAX_MOVES_PER_NODE_PER_WAVE = "max_moves_per_node_per_wave"
+MAX_UNAVAILABLE = "max_unavailable"
+OUT_OF_SCOPE = "namespace_out_of_scope"
 CROSS_ASW = "same_asw"
 
 
@@ -90,7 +92,13 @@ def limit_violations(cluster: Cluster, plan: DefragPlan, limits: MoveLimits) -> 
                         node=name,
                     )
                 )
-    violations += _wave_limit_violations(plan, limits)
+    violations += _wave_limit_violations(plan, limits, unavailable_limits(cluster, limits.max_unavailable_per_job))
+    pods = {p.name: p for p in cluster.pods}
+    for w, wave in enumerate(plan.waves):
+        for i, move in enumerate(wave):
+            if move.pod in pods and not limits.may_move(pods[move.pod]):
+                namespace = pods[move.pod].namespace or "default"
+                violations.append(Violation(OUT_OF_SCOPE, f"pod '{move.pod}' of namespace '{namespace}' moves; the plan's namespace scope holds it", w, i, move.pod))
     if limits.same_asw:
         nodes = {n.name: n for n in cluster.nodes}
         for w, wave in enumerate(plan.waves):
@@ -105,10 +113,19 @@ def limit_violations(cluster: Cluster, plan: DefragPlan, limits: MoveLimits) -> 
     return violations
 
 
-def _wave_limit_violations(plan: DefragPlan, limits: MoveLimits) -> list[Violation]:
-    """Waves with more moves, more nodes touched, or more moves touching one node than allowed."""
+def _wave_limit_violations(plan: DefragPlan, limits: MoveLimits, job_limits: dict[str, tuple[str, int]]) -> list[Violation]:
+    """Waves with more moves, more nodes touched, more moves touching one node, or more pods of one
+    job than allowed."""
     violations = []
     for w, wave in enumerate(plan.waves):
+        per_job: dict[str, int] = defaultdict(int)
+        for move in wave:
+            if move.pod in job_limits:
+                per_job[job_limits[move.pod][0]] += 1
+        limit_of = {job: limit for job, limit in job_limits.values()}
+        for job, count in sorted(per_job.items()):
+            if count > limit_of[job]:
+                violations.append(Violation(MAX_UNAVAILABLE, f"{count} pods of job '{job}' move in wave {w}; its disruption budget allows {limit_of[job]}", w))
         touches: dict[str, int] = defaultdict(int)
         for move in wave:
             touches[move.from_] += 1

@@ -55,12 +55,14 @@ def sequence_to_waves(moves: Iterable[Step]) -> list[list[Step]]:
     return waves
 
 
-def shape_waves(waves: list[list[Step]], limits: MoveLimits) -> list[list[Step]]:
+def shape_waves(waves: list[list[Step]], limits: MoveLimits, job_limits: dict[int, tuple[str, int]] | None = None) -> list[list[Step]]:
     """``waves`` split so that every wave obeys the per-wave limits (moves, nodes touched, moves
     touching one node). Moves in one make-before-break wave are independent (each fits with all the
     wave's arrivals and none of its departures), so running a part of a wave, then the rest, is
-    legal: the order of the moves is kept, each goes into the current part while it fits the limits."""
-    if not limits.shapes_waves:
+    legal: the order of the moves is kept, each goes into the current part while it fits the limits.
+    ``job_limits``: per pod, (its job, how many of the job's pods may move in one wave)."""
+    job_limits = job_limits or {}
+    if not limits.shapes_waves and not job_limits:
         return waves
     most_moves = limits.max_moves_per_wave
     most_nodes = limits.max_nodes_per_wave
@@ -69,20 +71,25 @@ def shape_waves(waves: list[list[Step]], limits: MoveLimits) -> list[list[Step]]
     for wave in waves:
         part: list[Step] = []
         touched: dict[int, int] = {}
+        jobs: dict[str, int] = {}
         for step in wave:
-            _, source, destination = step
+            p, source, destination = step
             new_nodes = len({source, destination} - set(touched))
+            job = job_limits.get(p)
             fits = (
                 (most_moves is None or len(part) < most_moves)
                 and (most_nodes is None or len(touched) + new_nodes <= most_nodes)
                 and (per_node is None or (touched.get(source, 0) < per_node and touched.get(destination, 0) < per_node))
+                and (job is None or jobs.get(job[0], 0) < job[1])
             )
             if part and not fits:
                 shaped.append(part)
-                part, touched = [], {}
+                part, touched, jobs = [], {}, {}
             part.append(step)
             touched[source] = touched.get(source, 0) + 1
             touched[destination] = touched.get(destination, 0) + 1
+            if job is not None:
+                jobs[job[0]] = jobs.get(job[0], 0) + 1
         if part:
             shaped.append(part)
     return shaped

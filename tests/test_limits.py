@@ -42,7 +42,7 @@ def two_switches() -> Cluster:
 
 
 def _options(method: str, limits: MoveLimits | None = None) -> DefragOptions:
-    given = {} if limits is None else {k: v for k, v in limits.__dict__.items() if v not in (None, False)}
+    given = {} if limits is None else {k: v for k, v in limits.__dict__.items() if v not in (None, False, ())}
     return DefragOptions(method=method, workers=1, **METHODS[method], **given)
 
 

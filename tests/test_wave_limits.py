@@ -102,3 +102,58 @@ def test_wave_limits_on_the_command_line(tmp_path: Path) -> None:
         assert refused.exit_code == 2 and named in refused.output, refused.output
     plan = json.loads((tmp_path / "limited.json").read_text())
     assert plan["report"]["waves_before_wave_limits"] < len(plan["waves"])
+
+
+# ----------------------------------------------------------------------------------------------
+# Jobs' disruption budgets and the namespace scope
+# ----------------------------------------------------------------------------------------------
+
+
+def _budgeted(max_unavailable: int | None, namespaces: tuple[str, str] = ("team-a", "team-b")) -> Cluster:
+    """60 ASI-like nodes; every job gets the budget (None: none), pods alternate between two namespaces."""
+    from planner.cluster import Disruption
+
+    base = generate_asi(nodes=60, seed=2)  # its plan moves 8 pods of one job in one wave
+    jobs = [j.model_copy(update={"disruption": None if max_unavailable is None else Disruption(max_unavailable=max_unavailable)}) for j in base.jobs]
+    pods = [p.model_copy(update={"namespace": namespaces[i % 2]}) for i, p in enumerate(base.pods)]
+    return base.model_copy(update={"jobs": jobs, "pods": pods})
+
+
+def _per_job_per_wave(cluster: Cluster, plan: DefragPlan) -> int:
+    job = {p.name: p.job for p in cluster.pods}
+    return max((max(Counter(job[m.pod] for m in wave if job[m.pod]).values(), default=0) for wave in plan.waves), default=0)
+
+
+def test_a_jobs_disruption_budget_limits_its_pods_per_wave_and_costs_no_move() -> None:
+    free = plan_defrag(_budgeted(None), DefragOptions())
+    assert _per_job_per_wave(_budgeted(None), free) > 1, "the instance needs a wave moving two pods of one job"
+    cluster = _budgeted(1)
+    limited = plan_defrag(cluster, DefragOptions())
+    assert _per_job_per_wave(cluster, limited) == 1
+    assert sorted(m.pod for m in limited.moves()) == sorted(m.pod for m in free.moves())
+    # the flag gives the same budget to jobs without one
+    flagged = plan_defrag(_budgeted(None), DefragOptions(max_unavailable_per_job=1))
+    assert _per_job_per_wave(_budgeted(None), flagged) == 1
+    # the validator checks the snapshot's budgets even when no limit is asked for
+    violations = validate(cluster, free, MoveLimits())
+    assert violations and {v.kind for v in violations} == {"max_unavailable"}
+
+
+def test_a_budget_of_zero_holds_the_jobs_pods() -> None:
+    cluster = _budgeted(0)
+    plan = plan_defrag(cluster, DefragOptions())
+    in_jobs = {p.name for p in cluster.pods if p.job is not None}
+    assert not [m for m in plan.moves() if m.pod in in_jobs]
+    assert plan.report.model_extra["pods_held"]["disruption_budget"] == sum(1 for p in cluster.pods if p.name in in_jobs and p.node and not p.locked)
+
+
+def test_the_namespace_scope_holds_pods_out_of_it() -> None:
+    cluster = _budgeted(None)
+    namespace = {p.name: p.namespace for p in cluster.pods}
+    only = plan_defrag(cluster, DefragOptions(only_namespaces=["team-a"]))
+    assert only.moves() and {namespace[m.pod] for m in only.moves()} == {"team-a"}
+    excluded = plan_defrag(cluster, DefragOptions(exclude_namespaces=["team-a"]))
+    assert excluded.moves() and "team-a" not in {namespace[m.pod] for m in excluded.moves()}
+    free = plan_defrag(cluster, DefragOptions())
+    kinds = {v.kind for v in validate(cluster, free, DefragOptions(exclude_namespaces=["team-b"]).limits(60))}
+    assert kinds == {"namespace_out_of_scope"}

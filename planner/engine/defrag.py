@@ -33,7 +33,7 @@ from planner.heuristics import baselines
 from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
 from planner.heuristics.lns import LnsOptions, run_lns
 from planner.heuristics.trim import end_state
-from planner.limits import MoveBudget, MoveLimits
+from planner.limits import MoveBudget, MoveLimits, unavailable_limits
 from planner.move_minimal import minimise_moves
 from planner.plans import DefragComparison, DefragPlan, Move, PlanMetrics, SolveReport
 from planner.state import PENDING, ClusterState
@@ -55,7 +55,7 @@ class PlanBug(RuntimeError):
     """A planner produced a plan that does not validate: a bug, never returned to a user."""
 
 
-CLI_FLAGS = {"time_limit_s": "time_limit", "now_s": "now"}
+CLI_FLAGS = {"time_limit_s": "time_limit", "now_s": "now", "only_namespaces": "only_namespace", "exclude_namespaces": "exclude_namespace"}
 """Options whose command-line flag is not the option's name."""
 
 
@@ -120,6 +120,12 @@ class DefragOptions(BaseModel):
         "or a share of the cluster's nodes such as '10%' (rounded up, as Karpenter's disruption budgets are).",
     )
     max_moves_per_node_per_wave: int | None = Field(None, ge=1, le=MAX_COUNT, description="Moves touching any one node in one wave.")
+    max_unavailable_per_job: int | None = Field(
+        None, ge=0, le=MAX_COUNT,
+        description="Pods of one job moving in one wave, for jobs without their own disruption budget (0 holds their pods).",
+    )
+    only_namespaces: list[str] | None = Field(None, min_length=1, description="Only pods of these namespaces move.")
+    exclude_namespaces: list[str] | None = Field(None, min_length=1, description="Pods of these namespaces never move.")
     threshold: float = Field(0.5, gt=0, le=1, description="Baselines: GPU allocation below which a node is drained.")
     workers: int | None = Field(None, ge=1, le=256, description="Worker processes for partitions (default: one per core).")
     solver: Literal["cpsat", "highs"] = Field("highs", description="Exact back-end (HiGHS proved our models faster; see benchmarks).")
@@ -162,24 +168,22 @@ class DefragOptions(BaseModel):
 
     def limits(self, nodes: int | None = None) -> MoveLimits:
         """The limits, with a share of nodes per wave resolved against ``nodes`` (rounded up, at least 2)."""
-        return resolve_limits(self.max_moves, self.max_moves_per_node, self.same_asw, self.max_moves_per_wave,
-                              self.max_nodes_per_wave, self.max_moves_per_node_per_wave, nodes)
-
-
-def resolve_limits(max_moves: int | None, max_moves_per_node: int | None, same_asw: bool, max_moves_per_wave: int | None,
-                   max_nodes_per_wave: int | str | None, max_moves_per_node_per_wave: int | None, nodes: int | None) -> MoveLimits:
-    """``MoveLimits`` with a share of nodes per wave ('10%') resolved against ``nodes`` (rounded up, at least 2)."""
-    per_wave = max_nodes_per_wave
-    if isinstance(per_wave, str):
-        if nodes is None:
-            raise ValueError("a share of nodes per wave needs the cluster's node count")
-        per_wave = max(2, math.ceil(float(per_wave.strip().rstrip("%")) * nodes / 100 - 1e-9))
-    return MoveLimits(max_moves, max_moves_per_node, same_asw, max_moves_per_wave, per_wave, max_moves_per_node_per_wave)
-
+        per_wave = self.max_nodes_per_wave
+        if isinstance(per_wave, str):
+            if nodes is None:
+                raise ValueError("a share of nodes per wave needs the cluster's node count")
+            per_wave = max(2, math.ceil(float(per_wave.strip().rstrip("%")) * nodes / 100 - 1e-9))
+        return MoveLimits(
+            self.max_moves, self.max_moves_per_node, self.same_asw, self.max_moves_per_wave, per_wave, self.max_moves_per_node_per_wave,
+            self.max_unavailable_per_job, None if self.only_namespaces is None else tuple(self.only_namespaces),
+            tuple(self.exclude_namespaces or ()),
+        )
 
 
 _IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
-WAVE_LIMIT_OPTIONS = {"max_moves_per_wave", "max_nodes_per_wave", "max_moves_per_node_per_wave"}
+WAVE_LIMIT_OPTIONS = {"max_moves_per_wave", "max_nodes_per_wave", "max_moves_per_node_per_wave", "max_unavailable_per_job",
+                      "only_namespaces", "exclude_namespaces"}
+"""Limits no method can fail to honour: per-wave limits split waves, the namespace scope holds pods."""
 _LIMIT_OPTIONS = {"max_moves", "max_moves_per_node", "same_asw"} | WAVE_LIMIT_OPTIONS
 _SOLVER_OPTIONS = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic", "lexicographic"}
 MAKE_ROOM_OPTIONS = _LIMIT_OPTIONS | {"seed"}
@@ -248,10 +252,12 @@ def plan_defrag(
         return compare_defrag(cluster, options, progress)
     start = time.perf_counter()
     state = ClusterState(cluster)
-    budget = MoveBudget.of(state, options.limits(len(state.node_names)))
+    limits = options.limits(len(state.node_names))
+    held = hold_pods(cluster, state, limits)
+    budget = MoveBudget.of(state, limits)
     before = metrics.summary(state)
     method = options.method
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"pods_held": held} if held else {}
     if method == "auto":
         method, why = choose_auto(state)
         extra["auto_choice"] = f"{method}: {why}"
@@ -361,6 +367,25 @@ def compare_make_room(cluster: Cluster, options: DefragOptions) -> DefragCompari
 # ----------------------------------------------------------------------------------------------
 # Methods
 # ----------------------------------------------------------------------------------------------
+
+
+def hold_pods(cluster: Cluster, state: ClusterState, limits: MoveLimits) -> dict[str, int]:
+    """Lock in ``state`` (its own copy of the locks) the pods the limits forbid to move: outside the
+    namespace scope, or of a job whose disruption budget is 0. Counts by reason (empty: none held)."""
+    job_limits = unavailable_limits(cluster, limits.max_unavailable_per_job)
+    held = {"namespace_scope": 0, "disruption_budget": 0}
+    locked = state.pod_locked.copy()
+    for p, pod in enumerate(cluster.pods):
+        if pod.node is None or locked[p]:
+            continue
+        if not limits.may_move(pod):
+            locked[p] = True
+            held["namespace_scope"] += 1
+        elif pod.name in job_limits and job_limits[pod.name][1] == 0:
+            locked[p] = True
+            held["disruption_budget"] += 1
+    state.pod_locked = locked
+    return {reason: count for reason, count in held.items() if count}
 
 
 def _trim(start: ClusterState, steps: list[list[Step]], end: ClusterState, options: DefragOptions, extra: dict) -> tuple[list[list[Step]], ClusterState]:
@@ -565,7 +590,10 @@ def _finish(
 ) -> DefragPlan:
     """The plan from waves (``state`` is already the end state), with metrics and report, validated;
     ``made`` (an ``engine.makeroom.MadeRoom``) adds a make-room plan's placements."""
-    shaped = shape_waves([wave for wave in steps if wave], options.limits(len(cluster.nodes)))
+    limits = options.limits(len(cluster.nodes))
+    by_name = unavailable_limits(cluster, limits.max_unavailable_per_job)
+    job_limits = {state.pod_index[name]: limit for name, limit in by_name.items()}
+    shaped = shape_waves([wave for wave in steps if wave], limits, job_limits)
     if len(shaped) != len([wave for wave in steps if wave]):
         extra = {**extra, "waves_before_wave_limits": len([wave for wave in steps if wave])}
     steps = shaped
