@@ -196,7 +196,7 @@ class JobNuma(BaseModel):
 
 class Disruption(BaseModel):
     """A job's disruption budget (a PodDisruptionBudget resolved to a count): at most
-    ``max_unavailable`` of its pods may be unavailable at once. Carried, not yet enforced by plans."""
+    ``max_unavailable`` of its pods may be unavailable (for a plan: moving) at once."""
 
     model_config = _STRICT
     max_unavailable: WholeNumber = Field(ge=0, le=MAX_COUNT)

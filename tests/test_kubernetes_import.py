@@ -393,3 +393,36 @@ def test_unknown_kinds_and_fields_warn_but_import(tmp_path: Path) -> None:
 def test_snapshot_error_is_raised_by_the_library_too() -> None:
     with pytest.raises(SnapshotError, match="no Node objects"):
         import_kubernetes([('{"kind": "PodList", "items": []}', "x")])
+
+
+def test_one_sided_anti_affinity_is_encoded_exactly() -> None:
+    """web avoids db pods; db pods (no term of their own) may share a node with each other."""
+    doc = small_list()
+    avoid_db = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"tier": "cache"}}}]}}
+    doc["items"] += [
+        k_pod("web-0", None, owner=("Job", "web"), gpu=None, phase="Pending", affinity=avoid_db),
+        k_pod("web-1", None, owner=("Job", "web"), gpu=None, phase="Pending", affinity=avoid_db),
+        k_pod("cache-0", None, owner=("Job", "cache"), gpu=None, phase="Pending", labels={"tier": "cache"}),
+        k_pod("cache-1", None, owner=("Job", "cache"), gpu=None, phase="Pending", labels={"tier": "cache"}),
+    ]
+    pods = {p.name: p for p in imported(doc).cluster.pods}
+
+    def conflict(*names: str) -> bool:
+        return bool(rules.anti_affinity_conflicts([pods[n] for n in names]))
+
+    assert conflict("web-0", "cache-0") and conflict("web-1", "cache-1")
+    assert not conflict("web-0", "web-1") and not conflict("cache-0", "cache-1")
+
+
+def test_pending_pod_with_an_inexpressible_rule_warns() -> None:
+    doc = small_list()
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "gpu-count", "operator": "Gt", "values": ["4"]}]}]}}}
+    doc["items"].append(k_pod("picky", None, owner=("Job", "picky"), phase="Pending", affinity=affinity))
+    result = imported(doc)
+    picky = next(p for p in result.cluster.pods if p.name == "picky")
+    assert picky.node_affinity is None and not picky.locked
+    assert result.warnings == ["Pod ml/picky: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                               ".nodeSelectorTerms[0].matchExpressions[0].operator: operator 'Gt' is not modelled; left out: "
+                               "a plan may place the pod where Kubernetes would not"]
