@@ -279,6 +279,7 @@ def validate_command(
     max_unavailable_per_job: int = typer.Option(None, "--max-unavailable-per-job", min=0, help="Also check each job's pods moving per wave."),
     only_namespace: str = typer.Option(None, "--only-namespace", help="NS[,NS...]: also check only these namespaces' pods move."),
     exclude_namespace: str = typer.Option(None, "--exclude-namespace", help="NS[,NS...]: also check these namespaces' pods stay."),
+    move_once: bool = typer.Option(False, "--move-once", help="Also check that no pod moves twice."),
 ) -> None:
     """Replay a plan wave by wave (make-before-break) and list every violation; exit 1 if any.
 
@@ -297,7 +298,7 @@ def validate_command(
     given_limits = {"max_moves": max_moves, "max_moves_per_node": max_moves_per_node, "same_asw": same_asw,
                     "max_moves_per_wave": max_moves_per_wave, "max_nodes_per_wave": _count_or_share(max_nodes_per_wave),
                     "max_moves_per_node_per_wave": max_moves_per_node_per_wave, "max_unavailable_per_job": max_unavailable_per_job,
-                    "only_namespaces": _names(only_namespace), "exclude_namespaces": _names(exclude_namespace)}
+                    "only_namespaces": _names(only_namespace), "exclude_namespaces": _names(exclude_namespace), "move_once": move_once}
     limited = any(value not in (None, False) for value in given_limits.values())
     if parsed.kind == "allocate":
         if limited:
@@ -313,7 +314,8 @@ def validate_command(
 
         validate_preempt_plan(cluster, parsed)
         return
-    limits = _options_of_flags(DefragOptions, {k: v for k, v in given_limits.items() if v not in (None, False)}).limits(len(cluster.nodes))
+    limits = _options_of_flags(DefragOptions, {"move_once": False, **{k: v for k, v in given_limits.items() if v not in (None, False)}}).limits(
+        len(cluster.nodes))
     violations = validate(cluster, parsed, limits)
     moves = sum(len(w) for w in parsed.waves)
     report_violations(violations, f"valid: {len(parsed.waves)} wave(s), {moves} move(s), {len(parsed.vacated_nodes)} vacated node(s)")
@@ -461,6 +463,7 @@ def defrag(
     max_unavailable_per_job: int = typer.Option(
         None, "--max-unavailable-per-job", help="Pods of one job moving in one wave, for jobs without their own disruption budget (0: they stay)."
     ),
+    move_once: bool = typer.Option(True, "--move-once/--no-move-once", help="Every pod moves at most once (default: on)."),
     only_namespace: str = typer.Option(None, "--only-namespace", help="NS[,NS...]: only pods of these namespaces move."),
     exclude_namespace: str = typer.Option(None, "--exclude-namespace", help="NS[,NS...]: pods of these namespaces never move."),
     threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="Baselines: drain nodes below this GPU allocation."),
@@ -505,6 +508,7 @@ def defrag(
         "max_unavailable_per_job": max_unavailable_per_job,
         "only_namespaces": _names(only_namespace),
         "exclude_namespaces": _names(exclude_namespace),
+        "move_once": move_once,
         "threshold": threshold,
         "seed": seed,
         "workers": workers,
@@ -651,7 +655,7 @@ def _render_defrag_table(console: Console, plan) -> None:  # type: ignore[no-unt
     for key in ("jobs_placed", "jobs_unplaced", "lexicographic_optimal", "moves_before_trim", "moves_saved", "moves_bound",
                 "move_minimal", "solver_status", "units", "bound_error",
                 "auto_choice", "fallback", "ipc_objective", "formulation", "rounds_run", "partitions", "candidates_tried",
-                "lns_rounds", "lns_improved", "lns_gained_empty_nodes", "dropped_moves", "waves_before_wave_limits", "pods_held", "lost_gpu_s", "reason"):
+                "lns_rounds", "lns_improved", "lns_gained_empty_nodes", "dropped_moves", "waves_before_wave_limits", "pods_held", "move_once_rerouted", "move_once_dropped", "lost_gpu_s", "reason"):
         if key in extra:
             head.add_row(key.replace("_", " "), _fmt(extra[key]))
     console.print(head)

@@ -54,11 +54,13 @@ class MoveLimits:
     """Only pods of these namespaces may move (None: any)."""
     exclude_namespaces: tuple[str, ...] = ()
     """Pods of these namespaces never move."""
+    move_once: bool = False
+    """Every pod moves at most once in the plan (no chain moves a pod again, no detour parks one)."""
 
     @property
     def any(self) -> bool:
         return (self.max_moves is not None or self.max_moves_per_node is not None or self.same_asw or self.shapes_waves
-                or self.only_namespaces is not None or bool(self.exclude_namespaces))
+                or self.only_namespaces is not None or bool(self.exclude_namespaces) or self.move_once)
 
     @property
     def shapes_waves(self) -> bool:
@@ -93,12 +95,15 @@ def unavailable_limits(cluster: Cluster, default: int | None) -> dict[str, tuple
 class MoveBudget:
     """The limits' account on a state: ``moves_left``, ``node_left[n]`` and, under same_asw, ``asw[n]``."""
 
-    def __init__(self, moves_left: int, node_left: np.ndarray, asw: np.ndarray | None, bounded_moves: bool, bounded_nodes: bool):
+    def __init__(self, moves_left: int, node_left: np.ndarray, asw: np.ndarray | None, bounded_moves: bool, bounded_nodes: bool,
+                 move_once: bool = False):
         self.moves_left = int(moves_left)
         self.node_left = node_left.astype(np.int64, copy=True)
         self.asw = asw
         self.bounded_moves = bounded_moves
         self.bounded_nodes = bounded_nodes
+        self.move_once = move_once
+        """No pod may move twice: the router makes no detours (``waves.target_to_waves``)."""
 
     @classmethod
     def of(cls, state: ClusterState, limits: MoveLimits | None = None) -> MoveBudget:
@@ -111,6 +116,7 @@ class MoveBudget:
             state.asw_domain.copy() if limits.same_asw else None,
             limits.max_moves is not None,
             limits.max_moves_per_node is not None,
+            limits.move_once,
         )
 
     # -- questions -------------------------------------------------------------------------------
@@ -163,13 +169,15 @@ class MoveBudget:
     # -- views -----------------------------------------------------------------------------------
 
     def copy(self) -> MoveBudget:
-        return MoveBudget(self.moves_left, self.node_left, None if self.asw is None else self.asw.copy(), self.bounded_moves, self.bounded_nodes)
+        return MoveBudget(self.moves_left, self.node_left, None if self.asw is None else self.asw.copy(), self.bounded_moves, self.bounded_nodes,
+                          self.move_once)
 
     def subset(self, nodes: np.ndarray) -> MoveBudget:
         """The account for ``ClusterState.subset(nodes)``: the same moves left, these nodes' allowances."""
         nodes = np.asarray(nodes, dtype=np.int64)
         return MoveBudget(
-            self.moves_left, self.node_left[nodes], None if self.asw is None else self.asw[nodes], self.bounded_moves, self.bounded_nodes
+            self.moves_left, self.node_left[nodes], None if self.asw is None else self.asw[nodes], self.bounded_moves, self.bounded_nodes,
+            self.move_once,
         )
 
     def max_moves(self) -> int | None:

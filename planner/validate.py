@@ -40,6 +40,7 @@ MAX_NODES_PER_WAVE = "max_nodes_per_wave"
 MAX_MOVES_PER_NODE_PER_WAVE = "max_moves_per_node_per_wave"
 MAX_UNAVAILABLE = "max_unavailable"
 OUT_OF_SCOPE = "namespace_out_of_scope"
+MOVED_TWICE = "moved_twice"
 CROSS_ASW = "same_asw"
 
 
@@ -94,8 +95,12 @@ def limit_violations(cluster: Cluster, plan: DefragPlan, limits: MoveLimits) -> 
                 )
     violations += _wave_limit_violations(plan, limits, unavailable_limits(cluster, limits.max_unavailable_per_job))
     pods = {p.name: p for p in cluster.pods}
+    seen: set[str] = set()
     for w, wave in enumerate(plan.waves):
         for i, move in enumerate(wave):
+            if limits.move_once and move.pod in seen:
+                violations.append(Violation(MOVED_TWICE, f"pod '{move.pod}' moves again; move_once allows one move per pod", w, i, move.pod))
+            seen.add(move.pod)
             if move.pod in pods and not limits.may_move(pods[move.pod]):
                 namespace = pods[move.pod].namespace or "default"
                 violations.append(Violation(OUT_OF_SCOPE, f"pod '{move.pod}' of namespace '{namespace}' moves; the plan's namespace scope holds it", w, i, move.pod))

@@ -126,7 +126,7 @@ def target_to_waves(state: ClusterState, target: dict[int, int], budget: MoveBud
         if not router.pending:
             break
         wave = router.start_fitting()
-        if not wave:
+        if not wave and not router.budget.move_once:  # a detour moves a pod twice
             wave = router.detour()
             result.routed += len(wave)
         if not wave:

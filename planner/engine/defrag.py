@@ -32,13 +32,13 @@ from planner.executors import Run, executor
 from planner.heuristics import baselines
 from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
 from planner.heuristics.lns import LnsOptions, run_lns
-from planner.heuristics.trim import end_state
+from planner.heuristics.trim import end_state, target_of
 from planner.limits import MoveBudget, MoveLimits, unavailable_limits
 from planner.move_minimal import minimise_moves
 from planner.plans import DefragComparison, DefragPlan, Move, PlanMetrics, SolveReport
 from planner.state import PENDING, ClusterState
 from planner.validate import validate
-from planner.waves import Step, sequence_to_waves, shape_waves
+from planner.waves import Step, sequence_to_waves, shape_waves, target_to_waves
 
 Method = Literal["heuristic", "random", "descheduler", "repack", "exact", "compare", "hybrid", "auto"]
 Progress = Callable[[str, int, int], None]
@@ -124,6 +124,10 @@ class DefragOptions(BaseModel):
         None, ge=0, le=MAX_COUNT,
         description="Pods of one job moving in one wave, for jobs without their own disruption budget (0 holds their pods).",
     )
+    move_once: bool = Field(
+        True, description="Every pod moves at most once (on by default: a pod moved twice is restarted twice); "
+        "off lets chains and detours move a pod again.",
+    )
     only_namespaces: list[str] | None = Field(None, min_length=1, description="Only pods of these namespaces move.")
     exclude_namespaces: list[str] | None = Field(None, min_length=1, description="Pods of these namespaces never move.")
     threshold: float = Field(0.5, gt=0, le=1, description="Baselines: GPU allocation below which a node is drained.")
@@ -176,14 +180,15 @@ class DefragOptions(BaseModel):
         return MoveLimits(
             self.max_moves, self.max_moves_per_node, self.same_asw, self.max_moves_per_wave, per_wave, self.max_moves_per_node_per_wave,
             self.max_unavailable_per_job, None if self.only_namespaces is None else tuple(self.only_namespaces),
-            tuple(self.exclude_namespaces or ()),
+            tuple(self.exclude_namespaces or ()), self.move_once,
         )
 
 
 _IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
 WAVE_LIMIT_OPTIONS = {"max_moves_per_wave", "max_nodes_per_wave", "max_moves_per_node_per_wave", "max_unavailable_per_job",
-                      "only_namespaces", "exclude_namespaces"}
-"""Limits no method can fail to honour: per-wave limits split waves, the namespace scope holds pods."""
+                      "only_namespaces", "exclude_namespaces", "move_once"}
+"""Limits every method honours: per-wave limits split waves, the namespace scope holds pods, and a plan
+that would move a pod twice is routed again from its end state without detours."""
 _LIMIT_OPTIONS = {"max_moves", "max_moves_per_node", "same_asw"} | WAVE_LIMIT_OPTIONS
 _SOLVER_OPTIONS = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic", "lexicographic"}
 MAKE_ROOM_OPTIONS = _LIMIT_OPTIONS | {"seed"}
@@ -369,6 +374,56 @@ def compare_make_room(cluster: Cluster, options: DefragOptions) -> DefragCompari
 # ----------------------------------------------------------------------------------------------
 
 
+def _moved_once(cluster: Cluster, end: ClusterState, steps: list[list[Step]], limits: MoveLimits, extra: dict) -> tuple[list[list[Step]], ClusterState]:
+    """A plan that moves some pod twice (a chain that moved it again, a detour) routed again from its
+    end state with every pod moved at most once; moves the router cannot make that way are dropped
+    (``extra['move_once_dropped']``), never made twice. The waves and their end state."""
+    counts: dict[int, int] = {}
+    for wave in steps:
+        for p, _, _ in wave:
+            counts[p] = counts.get(p, 0) + 1
+    if all(count == 1 for count in counts.values()):
+        return steps, end
+    start = ClusterState(cluster)
+    start.pod_locked = end.pod_locked
+    target = target_of(start, end)
+    routed = target_to_waves(start, target, MoveBudget.of(start, limits))
+    extra.update(move_once_rerouted=sum(count - 1 for count in counts.values()), move_once_dropped=len(routed.dropped))
+    return routed.waves, start
+
+
+def _unplace_what_no_longer_fits(cluster: Cluster, state: ClusterState, made: Any) -> None:
+    """After moves were dropped, a named job whose placements no longer all fit on the end state is
+    reported unplaced (whole jobs, in the order placed; ``state`` is left as found)."""
+    from planner.plans import Unplaced
+
+    job_of = {pod.name: pod.job or pod.name for pod in cluster.pods}
+    by_job: dict[str, list] = {}
+    for placement in made.placements:
+        by_job.setdefault(job_of[placement.pod], []).append(placement)
+    kept, started = [], []
+    for name, placements in by_job.items():
+        done = []
+        for placement in placements:
+            q, n = state.pod_index[placement.pod], state.node_index[placement.node]
+            if not state.fits(q, n):
+                break
+            state.place(q, n)
+            done.append(q)
+        if len(done) == len(placements):
+            kept += placements
+            started += done
+            continue
+        for q in done:
+            state.unplace(q)
+        reason = "move_once: a move it needed would move a pod twice and was dropped; plan again with move_once off"
+        made.unplaced.append(Unplaced(job=name, reason=reason))
+        made.per_job[name] = {"placed": False, "reason": reason}
+    for q in started:
+        state.unplace(q)
+    made.placements = kept
+
+
 def hold_pods(cluster: Cluster, state: ClusterState, limits: MoveLimits) -> dict[str, int]:
     """Lock in ``state`` (its own copy of the locks) the pods the limits forbid to move: outside the
     namespace scope, or of a job whose disruption budget is 0. Counts by reason (empty: none held)."""
@@ -400,7 +455,8 @@ def _trim(start: ClusterState, steps: list[list[Step]], end: ClusterState, optio
 
 
 def _ipc_options(options: DefragOptions) -> IpcOptions:
-    return IpcOptions(partition_size=options.partition_size, depth=options.depth, rounds=options.rounds, seed=options.seed)
+    return IpcOptions(partition_size=options.partition_size, depth=options.depth, rounds=options.rounds, seed=options.seed,
+                      move_once=options.move_once)
 
 
 def _ipc(
@@ -591,6 +647,10 @@ def _finish(
     """The plan from waves (``state`` is already the end state), with metrics and report, validated;
     ``made`` (an ``engine.makeroom.MadeRoom``) adds a make-room plan's placements."""
     limits = options.limits(len(cluster.nodes))
+    if limits.move_once:
+        steps, state = _moved_once(cluster, state, steps, limits, extra)
+        if made is not None and extra.get("move_once_dropped"):
+            _unplace_what_no_longer_fits(cluster, state, made)
     by_name = unavailable_limits(cluster, limits.max_unavailable_per_job)
     job_limits = {state.pod_index[name]: limit for name, limit in by_name.items()}
     shaped = shape_waves([wave for wave in steps if wave], limits, job_limits)
