@@ -55,7 +55,8 @@ class MoveLimits:
     exclude_namespaces: tuple[str, ...] = ()
     """Pods of these namespaces never move."""
     move_once: bool = False
-    """Every pod moves at most once in the plan (no chain moves a pod again, no detour parks one)."""
+    """Every pod moves at most once in the plan (no detour parks one; a plan that moves one twice is
+    routed again from its end state)."""
 
     @property
     def any(self) -> bool:

@@ -1,6 +1,6 @@
-"""``move_once`` (on by default): every pod moves at most once. IPC does not move a pod it already
-moved, the router makes no detours, any plan that would still move a pod twice is routed again from
-its end state (dropping what cannot be reached that way), and the validator checks it."""
+"""``move_once`` (on by default): every pod moves at most once. The router makes no detours, a plan
+that moves a pod twice (IPC's chains, as published, can) is routed again from its end state
+(dropping what cannot be reached that way), and the validator checks it."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _twice(plan: DefragPlan) -> int:
     return sum(count - 1 for count in Counter(m.pod for m in plan.moves()).values())
 
 
-def test_ipc_moves_no_pod_twice_unless_asked_to() -> None:
+def test_an_ipc_plan_moves_no_pod_twice_unless_asked_to() -> None:
     cluster = generate_asi(nodes=100, seed=1, allocation=0.75)
     free = plan_defrag(cluster, DefragOptions(trim="off", move_once=False))
     assert _twice(free) > 0, "IPC as published moves some pod twice here"

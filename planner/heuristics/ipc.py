@@ -51,9 +51,6 @@ class IpcOptions:
     seed: int = 0
     branching: int = 4
     """Destinations tried for an ejection at each level of a chain."""
-    move_once: bool = False
-    """A pod moved by one vacation is not moved again (by a later vacation or round), and a node it
-    landed on is not vacated."""
 
 
 @dataclass
@@ -90,47 +87,31 @@ def run_ipc(
     ``run_groups(fn, tasks)`` maps ``fn`` over tasks."""
     rng = np.random.default_rng(options.seed)
     result = IpcResult()
-    moved: list[int] = []
-    user_locks = state.pod_locked
-    try:
-        for r in range(options.rounds):
-            if moved:  # later rounds see the pods moved so far as locked (restored below)
-                state.pod_locked = user_locks.copy()
-                state.pod_locked[moved] = True
-            if not _round(state, options, budget, run_groups, rng, r, result, moved, progress):
-                break
-    finally:
-        state.pod_locked = user_locks
+    for r in range(options.rounds):
+        busy = np.flatnonzero(state.pods_per_node > 0)
+        if len(busy) < 2 or budget.exhausted:
+            break
+        order = rng.permutation(busy)
+        groups = [np.sort(order[i : i + options.partition_size]) for i in range(0, len(order), options.partition_size)]
+        tasks = (GroupTask(state.subset(g), options, (options.seed, r, i), budget.subset(g)) for i, g in enumerate(groups))
+        outcomes = run_groups(vacate_group, tasks)
+        result.rounds_run += 1
+        result.partitions += len(groups)
+        vacated_now = 0
+        for vacation in _merge_round_robin([o[0] for o in outcomes], budget.moves_left):
+            for p, source, destination in vacation.moves:
+                state.move(p, destination)
+                budget.spend(source, destination)
+            result.sequence.extend(vacation.moves)
+            result.vacated.append(vacation.node)
+            vacated_now += 1
+        result.candidates_tried += sum(o[1] for o in outcomes)
+        result.vacated_per_round.append(vacated_now)
+        if progress is not None:
+            progress("round", r + 1, options.rounds)
+        if vacated_now == 0:
+            break
     return result
-
-
-def _round(state: ClusterState, options: IpcOptions, budget: MoveBudget, run_groups: Callable, rng: np.random.Generator, r: int,
-           result: IpcResult, moved: list[int], progress: Progress | None) -> bool:
-    """One IPC round on ``state``; False when IPC should stop (nothing to do, or nothing vacated)."""
-    busy = np.flatnonzero(state.pods_per_node > 0)
-    if len(busy) < 2 or budget.exhausted:
-        return False
-    order = rng.permutation(busy)
-    groups = [np.sort(order[i : i + options.partition_size]) for i in range(0, len(order), options.partition_size)]
-    tasks = (GroupTask(state.subset(g), options, (options.seed, r, i), budget.subset(g)) for i, g in enumerate(groups))
-    outcomes = run_groups(vacate_group, tasks)
-    result.rounds_run += 1
-    result.partitions += len(groups)
-    vacated_now = 0
-    for vacation in _merge_round_robin([o[0] for o in outcomes], budget.moves_left):
-        for p, source, destination in vacation.moves:
-            state.move(p, destination)
-            budget.spend(source, destination)
-            if options.move_once:
-                moved.append(p)
-        result.sequence.extend(vacation.moves)
-        result.vacated.append(vacation.node)
-        vacated_now += 1
-    result.candidates_tried += sum(o[1] for o in outcomes)
-    result.vacated_per_round.append(vacated_now)
-    if progress is not None:
-        progress("round", r + 1, options.rounds)
-    return vacated_now > 0
 
 
 def _merge_round_robin(per_group: list[list[Vacation]], budget: int) -> list[Vacation]:
@@ -202,11 +183,8 @@ class EjectionGroup:
                 vacations.append(Vacation(c, moves))
                 self.budget -= len(moves)
                 self.vacated[c] = True
-                for p, _, destination in moves:
+                for _, _, destination in moves:
                     self.received[destination] = True
-                    if self.options.move_once:  # moved once: it stays where it landed
-                        s.pod_locked[p] = True
-                        self.has_locked[destination] = True
         return vacations
 
     def _vacate(self, c: int) -> list[Step] | None:
