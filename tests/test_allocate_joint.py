@@ -204,6 +204,21 @@ def test_a_pod_no_node_could_hold_is_refused_naming_it():
         plan_allocate(Cluster.model_validate(data), AllocateOptions(method="largest-first"))
 
 
+def test_a_pod_no_node_tolerates_is_refused_naming_it():
+    from planner.cluster import SnapshotError
+
+    cluster = tiny_cluster(0)
+    data = cluster.model_dump()
+    for node in data["nodes"]:
+        node["taints"] = [{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}]
+    first = next(i for i, p in enumerate(data["pods"]) if p["node"] is None)
+    with pytest.raises(SnapshotError, match=rf"pods\[{first}\].*its tolerations: no node could hold it even empty"):
+        plan_allocate(Cluster.model_validate(data), AllocateOptions(method="largest-first"))
+    for pod in data["pods"]:
+        pod["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    assert plan_allocate(Cluster.model_validate(data), AllocateOptions(method="largest-first")).placements
+
+
 def test_cli_compare_table_generate_batch_and_bad_shapes(tmp_path):
     import json
     import subprocess

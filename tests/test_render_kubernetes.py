@@ -185,3 +185,19 @@ def test_kubectl_output_is_refused_for_plans_without_moves(tmp_path: Path, comma
     args = ["allocate", str(path)] if command == "allocate" else ["preempt", str(path), "--job", pending]
     bad = runner.invoke(app, [*args, "-o", "kubectl"])
     assert bad.exit_code == 2 and "-o kubectl: renders a defrag plan's moves" in bad.output, bad.output
+
+
+def test_namespaced_pods_keep_their_kubernetes_name_and_tolerations() -> None:
+    from planner.cluster import Taint, Toleration
+
+    nodes = [Node(name="n0", gpus=4, cpus=8, memory_gib=32), Node(name="n1", gpus=4, cpus=8, memory_gib=32,
+                                                                 taints=[Taint(key="gpu", value="a100", effect="NoSchedule")])]
+    mover = Pod(name="team-a/x", namespace="team-a", gpus=1, cpus=1, memory_gib=1, node="n0",
+                tolerations=[Toleration(key="gpu", operator="Equal", value="a100", effect="NoSchedule")])
+    cluster = Cluster(nodes=nodes, pods=[mover, Pod(name="y", gpus=2, cpus=1, memory_gib=1, node="n1")])
+    plan = plan_defrag(cluster, DefragOptions())
+    (obj,) = pod_migration_jobs(plan, cluster)
+    check_pod_migration_job(obj)
+    assert obj["spec"]["podRef"] == {"kind": "Pod", "apiVersion": "v1", "namespace": "team-a", "name": "x"}
+    template = obj["spec"]["reservationOptions"]["template"]["spec"]["template"]["spec"]
+    assert template["tolerations"] == [{"key": "gpu", "operator": "Equal", "value": "a100", "effect": "NoSchedule"}]

@@ -65,7 +65,13 @@ def _memory(gib: float) -> str:
 
 
 def namespace_of(pod: Pod) -> str:
-    return getattr(pod, "namespace", None) or "default"
+    return pod.namespace or "default"
+
+
+def kubernetes_name(pod: Pod) -> str:
+    """The pod's name in its namespace (the importer writes ``ns/name`` when a name is used in two)."""
+    prefix = f"{pod.namespace}/"
+    return pod.name[len(prefix):] if pod.namespace and pod.name.startswith(prefix) else pod.name
 
 
 def _requests(pod: Pod, gpu_resource: str) -> dict[str, str]:
@@ -73,6 +79,11 @@ def _requests(pod: Pod, gpu_resource: str) -> dict[str, str]:
     if pod.gpus >= 1 and float(pod.gpus).is_integer():
         requests[gpu_resource] = str(int(pod.gpus))
     return requests
+
+
+def _toleration(toleration: Any) -> dict[str, Any]:
+    """A toleration in Kubernetes' field names (the snapshot's are the same, minus empty ones)."""
+    return {key: value for key, value in toleration.model_dump().items() if value not in (None, "")}
 
 
 def pod_migration_jobs(plan: DefragPlan, cluster: Cluster, gpu_resource: str = GPU_RESOURCE, ttl: str = DEFAULT_TTL) -> list[dict[str, Any]]:
@@ -89,9 +100,8 @@ def pod_migration_jobs(plan: DefragPlan, cluster: Cluster, gpu_resource: str = G
                     {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": [move.to]}]}
                 ]}}},
             }
-            tolerations = getattr(pod, "tolerations", None)
-            if tolerations:
-                template_spec["tolerations"] = [t.model_dump(exclude_none=True) if hasattr(t, "model_dump") else t for t in tolerations]
+            if pod.tolerations:
+                template_spec["tolerations"] = [_toleration(t) for t in pod.tolerations]
             objects.append({
                 "apiVersion": API_VERSION,
                 "kind": "PodMigrationJob",
@@ -103,7 +113,7 @@ def pod_migration_jobs(plan: DefragPlan, cluster: Cluster, gpu_resource: str = G
                 "spec": {
                     "mode": "ReservationFirst",
                     "ttl": ttl,
-                    "podRef": {"kind": "Pod", "apiVersion": "v1", "namespace": namespace_of(pod), "name": pod.name},
+                    "podRef": {"kind": "Pod", "apiVersion": "v1", "namespace": namespace_of(pod), "name": kubernetes_name(pod)},
                     "reservationOptions": {"template": {"spec": {"template": {"spec": template_spec}}}},
                 },
             })
@@ -189,6 +199,6 @@ def wide_table(plan: DefragPlan, cluster: Cluster) -> str:
     for w, wave in enumerate(plan.waves, start=1):
         for move in wave:
             pod = pods[move.pod]
-            rows.append((str(w), f"{namespace_of(pod)}/{pod.name}", move.from_, move.to, f"{pod.gpus:g}"))
+            rows.append((str(w), f"{namespace_of(pod)}/{kubernetes_name(pod)}", move.from_, move.to, f"{pod.gpus:g}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows) + "\n"
