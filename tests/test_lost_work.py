@@ -35,3 +35,19 @@ def test_pods_without_checkpoints_are_counted_not_priced() -> None:
     assert len(plan.moves()) == 1
     extra = plan.report.model_extra
     assert "lost_gpu_s" not in extra and "moved_without_checkpoint" not in extra
+
+
+@pytest.mark.parametrize("method", ["heuristic", "exact"])
+def test_make_room_reports_each_jobs_lost_work(method: str) -> None:
+    nodes = [Node(name="n0", gpus=4, cpus=16, memory_gib=64), Node(name="n1", gpus=4, cpus=16, memory_gib=64)]
+    pods = [
+        Pod(name="small", gpus=2, cpus=1, memory_gib=1, node="n0", checkpoint_s=400.0),
+        Pod(name="other", gpus=2, cpus=1, memory_gib=1, node="n1", locked=True),
+        Pod(name="big", gpus=4, cpus=1, memory_gib=1),
+    ]
+    cluster = Cluster(nodes=nodes, pods=pods, time_s=1000.0)
+    extra = {"time_limit_s": 10.0, "solver_workers": 2} if method == "exact" else {}
+    plan = plan_defrag(cluster, DefragOptions(method=method, make_room=["big"], **extra))
+    assert [(m.pod, m.from_, m.to) for m in plan.moves()] == [("small", "n0", "n1")] and plan.placements
+    job = plan.metrics.per_job["big"]
+    assert job["lost_gpu_s"] == pytest.approx(2 * 600.0) and job["moved_without_checkpoint"] == 0

@@ -15,7 +15,7 @@ from typing import Any
 
 from planner.cluster import Cluster
 from planner.engine.allocate import pod_shape, refuse_unholdable
-from planner.engine.defrag import PlanOptionError
+from planner.engine.defrag import PlanOptionError, lost_work
 from planner.heuristics.makeroom import Request, make_room
 from planner.limits import MoveBudget
 from planner.plans import Placement, Unplaced
@@ -97,6 +97,7 @@ def run_make_room(cluster: Cluster, state: ClusterState, names: list[str], budge
             "moves": len(outcome.moves),
             "gpus_moved": round(float(sum(state.pod_gpus[p] for p, _, _ in outcome.moves)), 6),
             "nodes": sorted({node_names[n] for _, n in outcome.placements}),
+            **lost_work(cluster, [cluster.pods[p] for p in dict.fromkeys(p for p, _, _ in outcome.moves)]),
         }
     for outcome in outcomes:
         for q, _ in outcome.placements:
@@ -176,6 +177,7 @@ def run_make_room_exact(
             "moves": len(own),
             "gpus_moved": round(float(sum(state.pod_gpus[p] for p, _, _ in own)), 6),
             "nodes": sorted(node_names[n] for n in nodes),
+            **lost_work(cluster, [cluster.pods[p] for p in dict.fromkeys(p for p, _, _ in own)]),
         }
     for q in started:
         state.unplace(q)
