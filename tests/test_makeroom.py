@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from planner import rules
@@ -16,6 +19,7 @@ from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.engine.defrag import PlanOptionError
 from planner.plans import DefragPlan, Placement
+from planner.state import ClusterState
 from planner.validate import apply_plan, validate
 
 runner = CliRunner()
@@ -107,7 +111,10 @@ def test_a_required_job_gets_a_switch_cleared() -> None:
 def test_budgets_are_honoured_and_a_job_beyond_them_is_unplaced() -> None:
     plan = room(REQUIRED, ["j"], same_asw=True)  # a and b cannot leave s1; s2 is locked
     assert plan.waves == [] and plan.placements == [] and [u.job for u in plan.unplaced] == ["j"]
-    assert "not a proof that none exists" in plan.unplaced[0].reason
+    assert plan.unplaced[0].reason.endswith("has room for 1 of its 2 pod(s) of 8 GPU(s), 1 CPUs, 0 GiB (2 if its pods could leave it, which under same_asw they cannot)")
+    wide = REQUIRED.model_copy(update={"nodes": [*REQUIRED.nodes, REQUIRED.nodes[0].model_copy(update={"name": "s1-2"})]})
+    plan = room(wide, ["j"], same_asw=True)  # a third, empty node in s1: a joins b, the job takes the two others
+    assert moves(plan) == [("a", "s1-0", "s1-1")] and {p.node for p in plan.placements} == {"s1-0", "s1-2"}
     assert room(ONE_MOVE, ["big"], max_moves=0).unplaced[0].job == "big"
     assert room(CHAIN, ["big"], max_moves=1).placements == []
 
@@ -260,6 +267,193 @@ def test_the_heuristic_never_beats_the_brute_force_and_finds_a_plan_when_one_exi
         else:
             assert not placed or len(plan.moves()) > 3, seed
     assert found >= 40 and missed == 0, (found, missed)
+
+
+# ----------------------------------------------------------------------------------------------
+# Pods bound to their switch: the filter counts them, the heuristic rehomes them inside it
+# ----------------------------------------------------------------------------------------------
+
+# s1 could hold a 2-node job if t-0 and t-1 left, but t is required under one asw: they stay in s1,
+# where only s1-0 and s1-1 can hold an 8-GPU pod. s2's nodes are half taken by locked pods.
+HELD = cluster(
+    [("s1-0", 8, "s1"), ("s1-1", 8, "s1"), ("s1-2", 8, "s1"), ("s2-0", 8, "s2"), ("s2-1", 8, "s2")],
+    [
+        {"name": "t-0", "job": "t", "gpus": 8, "node": "s1-0"},
+        {"name": "t-1", "job": "t", "gpus": 8, "node": "s1-1"},
+        {"name": "l-0", "gpus": 4, "node": "s1-2", "locked": True},
+        {"name": "l-1", "gpus": 4, "node": "s2-0", "locked": True},
+        {"name": "l-2", "gpus": 4, "node": "s2-1", "locked": True},
+        {"name": "j-0", "job": "j", "gpus": 8},
+        {"name": "j-1", "job": "j", "gpus": 8},
+    ],
+    [{"name": "t", "topology": {"level": "asw", "mode": "required"}}, {"name": "j", "topology": {"level": "asw", "mode": "required"}}],
+)
+
+
+def test_pods_of_a_switch_bound_job_count_against_its_switch() -> None:
+    started = time.perf_counter()
+    plan = room(HELD, ["j"])
+    assert plan.placements == [] and plan.waves == []
+    assert plan.unplaced[0].reason == (
+        "the job requires one asw; even with every movable pod moved away the roomiest asw (asw:s1) has room for 0 of its "
+        "2 pod(s) of 8 GPU(s), 1 CPUs, 0 GiB (2 if its pods of jobs required under one asw could leave it, which they cannot)"
+    )
+    assert not end_state_holds(HELD, "j")
+    assert time.perf_counter() - started < 1.0
+    spare = [HELD.nodes[0].model_copy(update={"name": f"{a}-9", "asw": a}) for a in ("s2", "s3")]  # one empty node each
+    loose = HELD.jobs[0].model_copy(update={"topology": None})
+    free = HELD.model_copy(update={"jobs": [loose, HELD.jobs[1]], "nodes": [*HELD.nodes, *spare]})  # t not required: it may go to s2
+    assert end_state_holds(free, "j") and len(room(free, ["j"]).moves()) == 2
+
+
+def test_a_bound_pod_is_rehomed_inside_its_switch_and_the_others_anywhere() -> None:
+    # the job needs s1-0 and s1-1; b (bound to s1) can only go to s1-2, once c leaves it for s2
+    c = cluster(
+        [("s1-0", 8, "s1"), ("s1-1", 8, "s1"), ("s1-2", 8, "s1"), ("s2-0", 8, "s2")],
+        [
+            {"name": "b-0", "job": "b", "gpus": 4, "node": "s1-0"},
+            {"name": "b-1", "job": "b", "gpus": 4, "node": "s1-2", "locked": True},
+            {"name": "a", "gpus": 2, "node": "s1-1"},
+            {"name": "c", "gpus": 4, "node": "s1-2"},
+            {"name": "j-0", "job": "j", "gpus": 8},
+            {"name": "j-1", "job": "j", "gpus": 8},
+        ],
+        [{"name": "b", "topology": {"level": "asw", "mode": "required"}}, {"name": "j", "topology": {"level": "asw", "mode": "required"}}],
+    )
+    plan = room(c, ["j"])
+    assert sorted(moves(plan)) == [("a", "s1-1", "s2-0"), ("b-0", "s1-0", "s1-2"), ("c", "s1-2", "s2-0")]
+    assert {p.node for p in plan.placements} == {"s1-0", "s1-1"}
+    assert oracle_min_moves(c, ["j"]) == 3
+
+
+# ----------------------------------------------------------------------------------------------
+# Property: every plan replays legally; a refusal is given where no end state holds the job
+# ----------------------------------------------------------------------------------------------
+
+
+def end_state_holds(c: Cluster, name: str, same_asw: bool = False) -> bool:
+    """Brute force over end states (whole GPUs, CPUs, memory, switches and spines only): can the
+    pending pods of ``name`` start once the movable pods are put anywhere they fit, each pod of a
+    required job staying in its domain (a move out would break the job mid-way), every pod in its
+    switch under ``same_asw``?"""
+    nodes = list(c.nodes)
+    jobs = {j.name: j for j in c.jobs}
+    where = {n.name: k for k, n in enumerate(nodes)}
+    left = [[float(n.gpus), n.cpus, n.memory_gib] for n in nodes]
+    movable = []
+    for pod in c.pods:
+        if pod.node is None:
+            continue
+        if pod.locked:
+            for r, used in enumerate((pod.gpus, pod.cpus, pod.memory_gib)):
+                left[where[pod.node]][r] -= used
+            continue
+        home = nodes[where[pod.node]]
+        job = jobs.get(pod.job)
+        levels = ["asw"] * same_asw + ([job.topology.level] if job is not None and job.topology is not None and job.topology.mode == "required" else [])
+        allowed = [k for k, n in enumerate(nodes) if all(rules.topology_domain(n, lv) == rules.topology_domain(home, lv) for lv in levels)]
+        movable.append(((pod.gpus, pod.cpus, pod.memory_gib), allowed))
+    movable.sort(key=lambda m: -m[0][0])
+    pending = [p for p in c.pods if p.node is None and p.job == name]
+    job = jobs[name]
+    shape = (pending[0].gpus, pending[0].cpus, pending[0].memory_gib)
+
+    def pack(i: int) -> bool:
+        if i == len(movable):
+            return True
+        size, allowed = movable[i]
+        for k in allowed:
+            if all(left[k][r] >= size[r] - 1e-9 for r in range(3)):
+                for r in range(3):
+                    left[k][r] -= size[r]
+                ok = pack(i + 1)
+                for r in range(3):
+                    left[k][r] += size[r]
+                if ok:
+                    return True
+        return False
+
+    for chosen in itertools.combinations_with_replacement(range(len(nodes)), len(pending)):
+        if not rules.job_topology_ok(job, [nodes[k] for k in chosen]):
+            continue
+        for k in chosen:
+            for r in range(3):
+                left[k][r] -= shape[r]
+        ok = all(min(row) >= -1e-9 for row in left) and pack(0)
+        for k in chosen:
+            for r in range(3):
+                left[k][r] += shape[r]
+        if ok:
+            return True
+    return False
+
+
+@st.composite
+def held_clusters(draw) -> tuple[Cluster, bool, int | None]:
+    """Up to 5 nodes under 3 switches (2 spines); running pods, some locked, some in jobs required
+    under their switch or spine; one pending job of 1-3 pods. With the same_asw flag and a move budget."""
+    switches = {"s0": "sp0", "s1": "sp0", "s2": "sp1"}
+    nodes = []
+    for k in range(draw(st.integers(3, 6))):
+        asw = draw(st.sampled_from(sorted(switches)))
+        gpus = 8 if k == 0 else draw(st.sampled_from([4, 6, 8]))  # one node could hold any pending pod
+        nodes.append({"name": f"n{k}", "gpus": gpus, "cpus": 32, "memory_gib": 256, "asw": asw, "spine": switches[asw]})
+    pods = []
+    for node in nodes:
+        free = node["gpus"]
+        for i in range(5):  # mostly full nodes: room has to be made
+            gpus = draw(st.sampled_from([1, 2, 2, 3, 4, 8]))
+            if gpus > free or draw(st.integers(0, 3)) == 0:
+                continue
+            free -= gpus
+            bound = draw(st.sampled_from([None, None, "asw", "spine"]))
+            job = {None: None, "asw": f"a-{node['asw']}", "spine": f"s-{node['spine']}"}[bound]
+            pods.append({"name": f"{node['name']}-{i}", "gpus": gpus, "cpus": draw(st.sampled_from([1, 8])), "memory_gib": 16,
+                         "node": node["name"], "locked": draw(st.booleans()) and draw(st.booleans()), **({"job": job} if job else {})})
+    shape = {"gpus": draw(st.sampled_from([2, 3, 4, 8, 8])), "cpus": draw(st.sampled_from([1, 16])), "memory_gib": 64}
+    pods += [{"name": f"j-{i}", "job": "j", **shape} for i in range(draw(st.integers(1, 2)))]
+    level = draw(st.sampled_from([None, "asw", "spine"]))
+    jobs = [{"name": "j", **({"topology": {"level": level, "mode": "required"}} if level else {})}]
+    jobs += [{"name": f"a-{a}", "topology": {"level": "asw", "mode": "required"}} for a in switches]
+    jobs += [{"name": f"s-{s}", "topology": {"level": "spine", "mode": "required"}} for s in set(switches.values())]
+    snapshot = Cluster.model_validate({"nodes": nodes, "pods": pods, "jobs": jobs})
+    return snapshot, draw(st.booleans()) and draw(st.booleans()), draw(st.sampled_from([None, None, 1, 3]))
+
+
+def replay(c: Cluster, plan: DefragPlan, name: str) -> None:
+    """Every move legal when made (make-before-break, rules via ``ClusterState.fits``), no locked pod
+    moved, each pending pod of ``name`` placed exactly once where it fits after the last move."""
+    state = ClusterState(c)
+    for move in plan.moves():
+        p, n = state.pod_index[move.pod], state.node_index[move.to]
+        assert not c.pods[p].locked and state.node_names[state.pod_node[p]] == move.from_
+        assert state.fits(p, n), move
+        state.move(p, n)
+    placed = [state.pod_index[p.pod] for p in plan.placements]
+    assert sorted(placed) == sorted(i for i, p in enumerate(c.pods) if p.node is None and p.job == name)
+    for p in plan.placements:
+        q, n = state.pod_index[p.pod], state.node_index[p.node]
+        assert state.fits(q, n), p
+        state.place(q, n)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(held_clusters())
+def test_every_plan_replays_and_a_job_no_end_state_holds_is_refused_with_a_reason(case: tuple[Cluster, bool, int | None]) -> None:
+    c, same_asw, max_moves = case
+    plan = room(c, ["j"], same_asw=same_asw, max_moves=max_moves)  # the validator too, with the limits
+    holds = end_state_holds(c, "j", same_asw)
+    if plan.placements:
+        assert holds
+        replay(c, plan, "j")
+        assert max_moves is None or len(plan.moves()) <= max_moves
+        return
+    (unplaced,) = plan.unplaced
+    assert unplaced.job == "j" and unplaced.reason
+    proof = "even with every movable pod moved away" in unplaced.reason
+    assert proof or "not a proof that none exists" in unplaced.reason
+    if proof:  # and sound: a proof is only given where no end state holds the job
+        assert not holds, unplaced.reason
 
 
 # ----------------------------------------------------------------------------------------------

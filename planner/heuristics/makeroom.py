@@ -2,19 +2,24 @@
 
 For one job (its pending pods, all of one shape) the heuristic works on the array state:
 
-* *Filter*: a node's usable room for the job is ``topology.node_slots`` (static rules, whole GPUs,
+* *Filter* (``heuristics/room.py``): a node's usable room for the job is ``topology.node_slots`` (static rules, whole GPUs,
   CPUs, memory, anti-affinity). Its *optimistic* room counts every movable pod as gone (locked and
-  standby pods stay). When no domain (the whole cluster, or one switch for a ``required`` job) has
-  the optimistic room, the job cannot start whatever moves: that is the reason, found without search.
+  standby pods stay). For a ``required`` job, a domain's room is bounded further by the pods *bound*
+  to it (``bound_pods``: pods of jobs required under one switch or spine, which no move can take out
+  of it, and every pod under ``same_asw``): they must stay on its nodes (``domain_room``). When no
+  domain (the whole cluster, or one switch) has the room, the job cannot start whatever moves: that
+  is the reason, found without search.
 * *Score*: for each candidate node and each slot count ``t`` it could offer, the eviction set that
   gets it there (largest movable pods first, then pruned of pods it does not need). Domains are tried
-  cheapest first (the estimated pods to evict, counting full clears); inside one, nodes are chosen
-  greedily by evicted pods per slot gained (then GPUs per slot), free room first, until the chosen
-  nodes hold the job.
-* *Clear*: every evicted pod is relocated off the chosen nodes with IPC's ejection chains
-  (``ipc.EjectionGroup.eject``, depth 2: a direct move, else one pod of a destination ejected first),
-  within the move budgets; a node whose pods cannot all be relocated is dropped and the choice made
-  again. Then the job's pods are started on the chosen nodes, each checked with ``state.fits``.
+  cheapest first (the estimated cost to evict, counting full clears); inside one, nodes are chosen
+  greedily by eviction cost per slot gained (a bound pod costs ``BOUND_COST``: it must be rehomed
+  inside the domain, where room is scarcest), then GPUs per slot, free room first.
+* *Clear*: the chosen nodes are cleared one at a time, every evicted pod relocated with IPC's
+  ejection chains (``ipc.EjectionGroup.eject``, depth 2: a direct move, else one pod of a
+  destination ejected first), bound pods first, within the move budgets. A node whose pods cannot
+  all be relocated has its moves undone and is replaced (the nodes cleared before it stay cleared);
+  nodes that received relocated pods are scored again. Then the job's pods are started on the
+  chosen nodes, each checked with ``state.fits``.
 
 So every move is sequentially legal (``waves.sequence_to_waves`` makes waves of them) and every
 placement is legal on the state after the last move. Jobs are served largest first; a placed job's
@@ -31,10 +36,20 @@ import numpy as np
 
 from planner import rules
 from planner.heuristics.ipc import EjectionGroup, GroupTask, IpcOptions
+from planner.heuristics.room import (
+    LEVEL_NAMES,
+    bound_pods,
+    domain_room,
+    domains_of,
+    optimistic_slots,
+    unplaceable_reason,
+)
 from planner.heuristics.topology import node_slots
 from planner.limits import MoveBudget
-from planner.state import EPS, ClusterState
+from planner.state import ClusterState
 from planner.waves import Step
+
+__all__ = ["Outcome", "Request", "bound_pods", "domain_room", "domains_of", "make_room", "optimistic_slots", "unplaceable_reason"]
 
 CHAIN_DEPTH = 2
 """Ejection chains of depth 2: move the pod directly, or eject one pod of its destination first."""
@@ -43,7 +58,9 @@ MAX_DOMAINS = 8
 CANDIDATES = 64
 """Nodes scored exactly per domain, at least (4 x the pods still to place when more): the rest are
 ranked by a vectorised estimate only, which keeps a 37,707-node cluster cheap."""
-LEVEL_NAMES = {1: "asw", 2: "spine"}
+BOUND_COST = 3.0
+"""A pod bound to the job's domain counts as this many pods when choosing nodes to clear: it must
+be rehomed inside the domain, where room is scarcest."""
 
 
 @dataclass
@@ -76,74 +93,6 @@ def make_room(state: ClusterState, requests: list[Request], budget: MoveBudget, 
 
 def demand(state: ClusterState, request: Request) -> float:
     return float(state.pod_gpus[request.pods].sum())
-
-
-# ----------------------------------------------------------------------------------------------
-# Filters: usable room now, and with every movable pod gone
-# ----------------------------------------------------------------------------------------------
-
-
-def optimistic_slots(state: ClusterState, p: int) -> np.ndarray:
-    """Per node, pods shaped like p it could take if every movable pod left (an upper bound on
-    ``node_slots`` after any moves: locked shares are counted by their sum, rounded up)."""
-    s = state
-    n_nodes = len(s.node_names)
-    stays = (s.pod_node >= 0) & s.pod_locked
-    where = s.pod_node[stays]
-    whole = np.bincount(where, weights=s.pod_whole[stays], minlength=n_nodes)
-    shares = np.bincount(where, weights=s.pod_share[stays], minlength=n_nodes)
-    cpus = np.bincount(where, weights=s.pod_cpus[stays], minlength=n_nodes)
-    mem = np.bincount(where, weights=s.pod_mem[stays], minlength=n_nodes)
-    free_gpus = s.cap_gpus - whole - np.ceil(shares - EPS)
-    need = int(s.pod_whole[p]) + (1 if s.pod_share[p] > 0 else 0)
-    slots = np.full(n_nodes, len(s.pod_names), dtype=np.int64)
-    for free, each in ((free_gpus, need), (s.cap_cpus - cpus, s.pod_cpus[p]), (s.cap_mem - mem, s.pod_mem[p])):
-        if each > 0:
-            slots = np.minimum(slots, np.floor((free + 1e-9) / each).astype(np.int64))
-    eligible = s.eligible[s.pod_signature[p]].copy()
-    if s.pod_groups[p]:
-        slots = np.minimum(slots, 1)
-        for q in np.flatnonzero(stays):
-            if set(s.pod_groups[q]) & set(s.pod_groups[p]):
-                eligible[s.pod_node[q]] = False
-    slots[~eligible] = 0
-    return np.maximum(slots, 0)
-
-
-def domains_of(state: ClusterState, level: int) -> np.ndarray:
-    """Each node's domain for a job of this topology level (one domain for level 0)."""
-    if level == 1:
-        return state.asw_domain
-    if level == 2:
-        return state.spine_domain
-    return np.zeros(len(state.node_names), dtype=np.int64)
-
-
-def unplaceable_reason(state: ClusterState, request: Request, optimistic: np.ndarray) -> str | None:
-    """Why the job cannot start even with every movable pod moved away (None when it might)."""
-    k = len(request.pods)
-    shape = _shape_text(state, request.pods[0])
-    if request.level == 0:
-        room = int(optimistic.sum())
-        if room >= k:
-            return None
-        return f"{k} pod(s) of {shape} need room for {k}; even with every movable pod moved away the cluster has room for {room}"
-    domains = domains_of(state, request.level)
-    totals = np.bincount(domains, weights=optimistic, minlength=int(domains.max()) + 1)
-    best = int(np.argmax(totals))
-    if totals[best] >= k:
-        return None
-    level = LEVEL_NAMES[request.level]
-    node = state.cluster.nodes[int(np.flatnonzero(domains == best)[0])] if state.cluster is not None else None
-    name = f" ({rules.topology_domain(node, level)})" if node is not None else ""
-    return (
-        f"the job requires one {level}; even with every movable pod moved away the roomiest {level}{name} "
-        f"has room for {int(totals[best])} of its {k} pod(s) of {shape}"
-    )
-
-
-def _shape_text(state: ClusterState, p: int) -> str:
-    return f"{state.pod_gpus[p]:g} GPU(s), {state.pod_cpus[p]:g} CPUs, {state.pod_mem[p]:g} GiB"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -206,17 +155,19 @@ def eviction_options(state: ClusterState, p: int, n: int, now: int, most: int) -
 def _serve(state: ClusterState, request: Request, budget: MoveBudget, seed: tuple[int, int, int]) -> Outcome:
     p = request.pods[0]
     optimistic = optimistic_slots(state, p)
-    reason = unplaceable_reason(state, request, optimistic)
+    reason = unplaceable_reason(state, request, optimistic, budget)
     if reason is not None:
         return Outcome(request.name, reason=reason)
     now = node_slots(state, p)
     domains = domains_of(state, request.level)
+    bound = bound_pods(state, request.level, budget)
+    room, _ = domain_room(state, request, optimistic, budget)
     group = EjectionGroup(GroupTask(state, IpcOptions(depth=CHAIN_DEPTH, seed=seed[0]), seed, budget))
     group.into_empty = True
     tried = 0
-    for d in _domains_cheapest_first(state, domains, now, optimistic, len(request.pods))[:MAX_DOMAINS]:
+    for d in _domains_cheapest_first(state, domains, now, optimistic, len(request.pods), room, bound)[:MAX_DOMAINS]:
         tried += 1
-        placed = _try_domain(state, group, request, np.flatnonzero(domains == d), now, optimistic)
+        placed = _try_domain(state, group, request, np.flatnonzero(domains == d), now, optimistic, bound)
         if placed is not None:
             moves = list(group.trail)
             budget.spend_all(moves)
@@ -229,26 +180,31 @@ def _serve(state: ClusterState, request: Request, budget: MoveBudget, seed: tupl
     )
 
 
-def _movable_load(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
+def _movable_load(state: ClusterState, bound: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per node, the cost of its movable pods (a pod bound to its domain counts ``BOUND_COST``) and their GPUs."""
     s = state
     movable = (s.pod_node >= 0) & ~s.pod_locked
+    weight = np.ones(len(s.pod_names)) if bound is None else np.where(bound, BOUND_COST, 1.0)
     n_nodes = len(s.node_names)
     return (
-        np.bincount(s.pod_node[movable], minlength=n_nodes).astype(np.float64),
+        np.bincount(s.pod_node[movable], weights=weight[movable], minlength=n_nodes),
         np.bincount(s.pod_node[movable], weights=s.pod_gpus[movable], minlength=n_nodes),
     )
 
 
-def _domains_cheapest_first(state: ClusterState, domains: np.ndarray, now: np.ndarray, optimistic: np.ndarray, k: int) -> list[int]:
-    """Domains whose optimistic room holds the job, by estimated pods to evict (whole nodes cleared,
-    best pods-per-slot first), then GPUs, then domain index."""
-    pods, gpus = _movable_load(state)
+def _domains_cheapest_first(
+    state: ClusterState, domains: np.ndarray, now: np.ndarray, optimistic: np.ndarray, k: int,
+    room: np.ndarray | None = None, bound: np.ndarray | None = None,
+) -> list[int]:
+    """Domains whose room (``room`` per domain, else the optimistic room) holds the job, by estimated
+    cost to evict (whole nodes cleared, best cost per slot first), then GPUs, then domain index."""
+    pods, gpus = _movable_load(state, bound)
     gain = np.maximum(optimistic - now, 0)
+    if room is None:
+        room = np.bincount(domains, weights=optimistic)
     scored = []
-    for d in np.unique(domains).tolist():
+    for d in np.flatnonzero(room >= k).tolist():
         members = np.flatnonzero(domains == d)
-        if optimistic[members].sum() < k:
-            continue
         deficit = k - int(now[members].sum())
         cost_pods = cost_gpus = 0.0
         if deficit > 0:
@@ -264,12 +220,14 @@ def _domains_cheapest_first(state: ClusterState, domains: np.ndarray, now: np.nd
     return [d for _, _, d in sorted(scored)]
 
 
-def _candidates(state: ClusterState, members: np.ndarray, now: np.ndarray, optimistic: np.ndarray, k: int) -> list[int]:
+def _candidates(
+    state: ClusterState, members: np.ndarray, now: np.ndarray, optimistic: np.ndarray, k: int, bound: np.ndarray | None = None
+) -> list[int]:
     """The nodes of a domain scored exactly: the roomiest now, and the cheapest to clear (estimate)."""
     limit = max(CANDIDATES, 4 * k)
     roomy = members[now[members] > 0]
     roomy = roomy[np.lexsort((roomy, -now[roomy]))][:limit]
-    pods, gpus = _movable_load(state)
+    pods, gpus = _movable_load(state, bound)
     gain = optimistic[members] - now[members]
     clearable = members[gain > 0]
     ratio = pods[clearable] / (optimistic[clearable] - now[clearable])
@@ -277,69 +235,99 @@ def _candidates(state: ClusterState, members: np.ndarray, now: np.ndarray, optim
     return sorted(set(roomy.tolist()) | set(clearable.tolist()))
 
 
+Offers = dict[int, list[tuple[int, list[int]]]]
+"""Per candidate node, the slot counts it could offer and the pods to evict for each."""
+
+
+def _offers(state: ClusterState, p: int, n: int, most: int) -> list[tuple[int, list[int]]]:
+    now = slots_without(state, p, n, [])
+    return [(now, [])] * int(now > 0) + eviction_options(state, p, n, now, most)
+
+
 def _try_domain(
-    state: ClusterState, group: EjectionGroup, request: Request, members: np.ndarray, now: np.ndarray, optimistic: np.ndarray
+    state: ClusterState, group: EjectionGroup, request: Request, members: np.ndarray, now: np.ndarray, optimistic: np.ndarray,
+    bound: np.ndarray,
 ) -> list[tuple[int, int]] | None:
     """Clear nodes of one domain and start the job there; None (state as found) if that fails."""
-    p, k = request.pods[0], len(request.pods)
-    options = {
-        n: [(int(now[n]), [])] * int(now[n] > 0) + eviction_options(state, p, n, int(now[n]), int(optimistic[n]))
-        for n in _candidates(state, members, now, optimistic, k)
-    }
+    p = request.pods[0]
+    offers = {n: _offers(state, p, n, int(optimistic[n])) for n in _candidates(state, members, now, optimistic, len(request.pods), bound)}
     start = len(group.trail)
     for strict in (True, False):
-        placed = _clear_and_place(state, group, request, dict(options), start, strict)
+        placed = _clear_and_place(state, group, request, dict(offers), optimistic, bound, strict)
         if placed is not None:
             return placed
+        group.rollback(start)
     return None
 
 
 def _clear_and_place(
-    state: ClusterState, group: EjectionGroup, request: Request, options: dict[int, list[tuple[int, list[int]]]], start: int, strict: bool
+    state: ClusterState, group: EjectionGroup, request: Request, offers: Offers, optimistic: np.ndarray, bound: np.ndarray, strict: bool
 ) -> list[tuple[int, int]] | None:
-    """Choose nodes, relocate their evicted pods, start the job; drop a node that fails and choose
-    again. ``strict``: relocated pods never land on a chosen node; otherwise they may (a chain can
-    then park a small pod on the node being cleared, if the job still fits there: the rules decide)."""
+    """Choose nodes, clear them one by one, start the job. A node whose pods cannot all be relocated
+    is put back as it was (its moves undone; nodes cleared before it stay cleared) and the choice is
+    completed without it; nodes that received relocated pods are offered again as they now are.
+    ``strict``: relocated pods never land on a chosen node; otherwise they may (a chain can then
+    park a small pod on the node being cleared, if the job still fits there: the rules decide)."""
+    p, k = request.pods[0], len(request.pods)
+    cleared: dict[int, tuple[int, list[int]]] = {}
     while True:
-        chosen = _choose(state, options, len(request.pods))
+        chosen = _choose(state, offers, k, bound, cleared)
         if chosen is None:
             return None
         blocked = frozenset(chosen) if strict else frozenset()
-        failed = None
-        for n, (_, evicted) in chosen.items():
-            for q in sorted(evicted, key=lambda q: (-state.pod_gpus[q], -state.pod_cpus[q], q)):
-                # a chain's last move is not checked against the plan's budget by ``eject``: check here
-                if not group.eject(q, CHAIN_DEPTH, blocked) or len(group.trail) > group.budget:
-                    failed = n
-                    break
-            if failed is not None:
+        for n in sorted(set(chosen) - set(cleared), key=lambda n: (_cost(state, chosen[n][1], bound), n)):
+            mark = len(group.trail)
+            t, evicted = chosen[n]
+            if not _relocate(state, group, [q for q in evicted if state.pod_node[q] == n], bound, blocked) or slots_without(state, p, n, []) < t:
+                group.rollback(mark)
+                del offers[n]
+                if len(group.trail) >= group.budget:
+                    return None
                 break
-        if failed is None:
-            placed = _place(state, request, list(chosen))
-            if placed is not None:
-                return placed
-            failed = max(chosen, key=lambda n: (len(chosen[n][1]), n))  # the rules refused: drop the costliest node
-        group.rollback(start)
-        del options[failed]
+            cleared[n] = chosen[n]
+            for m in {destination for _, _, destination in group.trail[mark:]} & set(offers) - set(cleared):
+                offers[m] = _offers(state, p, m, int(optimistic[m]))
+        else:
+            return _place(state, request, list(chosen))
 
 
-def _choose(state: ClusterState, options: dict[int, list[tuple[int, list[int]]]], k: int) -> dict[int, tuple[int, list[int]]] | None:
-    """Greedy cover of k slots: repeatedly the option (a node, raised to t slots) with the fewest extra
-    evicted pods per slot gained, then GPUs per slot, then the larger gain, then the lower node."""
-    chosen: dict[int, tuple[int, list[int]]] = {}
-    left = k
+def _relocate(state: ClusterState, group: EjectionGroup, pods: list[int], bound: np.ndarray, blocked: frozenset[int]) -> bool:
+    """Move ``pods`` off their node with ejection chains, bound pods (the hardest to rehome) first, largest first."""
+    for q in sorted(pods, key=lambda q: (not bound[q], -state.pod_gpus[q], -state.pod_cpus[q], q)):
+        # a chain's last move is not checked against the plan's budget by ``eject``: check here
+        if not group.eject(q, CHAIN_DEPTH, blocked) or len(group.trail) > group.budget:
+            return False
+    return True
+
+
+def _cost(state: ClusterState, evicted: list[int], bound: np.ndarray) -> float:
+    """Eviction cost of a set of pods: one per pod, ``BOUND_COST`` per pod bound to its domain."""
+    return float(len(evicted) + (BOUND_COST - 1) * bound[evicted].sum())
+
+
+def _choose(
+    state: ClusterState, offers: Offers, k: int, bound: np.ndarray | None = None, cleared: dict[int, tuple[int, list[int]]] | None = None
+) -> dict[int, tuple[int, list[int]]] | None:
+    """Greedy cover of k slots, starting from the nodes ``cleared`` (kept as they are): repeatedly the
+    offer (a node, raised to t slots) with the least extra eviction cost per slot gained, then GPUs per
+    slot, then the larger gain, then the lower node."""
+    bound = np.zeros(len(state.pod_names), dtype=bool) if bound is None else bound
+    chosen: dict[int, tuple[int, list[int]]] = dict(cleared or {})
+    left = k - sum(t for t, _ in chosen.values())
     while left > 0:
         best = None
-        for n, offers in options.items():
+        for n, node_offers in offers.items():
+            if cleared and n in cleared:
+                continue
             have, evicted_now = chosen.get(n, (0, []))
-            pods_now, gpus_now = len(evicted_now), float(state.pod_gpus[evicted_now].sum())
-            for t, evicted in offers:
+            cost_now, gpus_now = _cost(state, evicted_now, bound), float(state.pod_gpus[evicted_now].sum())
+            for t, evicted in node_offers:
                 if t <= have:
                     continue
                 gain = min(t - have, left)
-                extra_pods = max(len(evicted) - pods_now, 0)
+                extra_cost = max(_cost(state, evicted, bound) - cost_now, 0.0)
                 extra_gpus = max(float(state.pod_gpus[evicted].sum()) - gpus_now, 0.0)
-                key = (extra_pods / gain, extra_gpus / gain, -gain, n, t)
+                key = (extra_cost / gain, extra_gpus / gain, -gain, n, t)
                 if best is None or key < best[0]:
                     best = (key, n, t, evicted)
         if best is None:
