@@ -125,6 +125,50 @@ def _write_json(data: Any, out: str) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
+class InputKind(str, Enum):
+    snapshot = "snapshot"
+    kubernetes = "kubernetes"
+
+
+def input_option() -> Any:
+    """``--from``: what the SNAPSHOT argument holds."""
+    return typer.Option(
+        InputKind.snapshot, "--from",
+        help="snapshot: a planner snapshot (JSON); kubernetes: kubectl get nodes,pods,pdb -A -o json output, imported on the fly "
+        "(as planner import kubernetes; warnings on stderr).",
+    )
+
+
+def import_config_option() -> Any:
+    return typer.Option(None, "--import-config", help="With --from kubernetes: the import configuration (YAML; planner import kubernetes --print-config).")
+
+
+def load_input(snapshot: str, kind: InputKind, import_config: str | None) -> Any:
+    """The cluster in ``snapshot``: a snapshot file, or kubectl output imported on the fly."""
+    from planner.snapshot import load_cluster, read_text
+
+    if kind == InputKind.snapshot:
+        if import_config is not None:
+            fail(["--import-config: applies with --from kubernetes"])
+        from planner.cluster import SnapshotError
+
+        try:
+            return load_cluster(snapshot)
+        except SnapshotError as err:
+            if any(problem.startswith(("apiVersion:", "kind:", "items:")) for problem in err.problems):
+                raise SnapshotError([*err.problems, "SNAPSHOT: this looks like Kubernetes objects (kubectl get -o json): add --from "
+                                     "kubernetes, or convert it once with planner import kubernetes FILE --out SNAPSHOT"]) from None
+            raise
+    from planner.adapters.kubernetes import import_kubernetes, load_config
+
+    settings = load_config(read_text(import_config, "--import-config") if import_config else None, import_config or "config")
+    imported = import_kubernetes([(read_text(snapshot, "SNAPSHOT"), "stdin" if snapshot == "-" else snapshot)], settings)
+    for warning in imported.warnings:
+        err_console.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    return imported.cluster
+
+
+
 @app.command()
 @guarded
 def report(
@@ -137,10 +181,11 @@ def report(
         None, "--requests", help="Large-job capacity (ASI Fig. 14) for these shapes, e.g. 128g1536c,256g3072c."
     ),
     plan: str = typer.Option(None, "--plan", help="With --requests: also the capacity after this defrag, preempt or allocate plan."),
+    source: InputKind = input_option(),
+    import_config: str = import_config_option(),
 ) -> None:
     """Fragmentation report: empty nodes, slack, GFR, GAR, stranded GPUs, FGD, per-ASW free capacity."""
     from planner import metrics
-    from planner.snapshot import load_cluster
 
     request = None
     if shape is not None:
@@ -156,7 +201,7 @@ def report(
             fail([f"--requests: {err}"])
     if plan is not None and not large:
         fail(["--plan: give --requests too (the plan's effect is shown on the large-job capacity)"])
-    cluster = load_cluster(snapshot)
+    cluster = load_input(snapshot, source, import_config)
     result = metrics.report(cluster, request)
     if large:
         from planner.capacity import after_plan, large_job_capacity
@@ -483,11 +528,12 @@ def defrag(
     ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
+    source: InputKind = input_option(),
+    import_config: str = import_config_option(),
 ) -> None:
     """Plan a defragmentation: migration waves that vacate as many nodes as possible (with
     --make-room: the moves that let named pending jobs start, and where they start)."""
     from planner.engine import DefragOptions, plan_defrag
-    from planner.snapshot import load_cluster
 
     if threshold <= 0:
         fail(["--threshold: must be above 0 (a node is drained when its GPU allocation is below it)"])
@@ -522,7 +568,7 @@ def defrag(
         "make_room": None if make_room is None else [name.strip() for name in make_room.split(",") if name.strip()],
     }
     options = _options(context, DefragOptions, given)
-    cluster = load_cluster(snapshot)
+    cluster = load_input(snapshot, source, import_config)
     if len(cluster.nodes) >= PROGRESS_FROM_NODES:
         with _progress_bar(f"{method.value} on {len(cluster.nodes):,} nodes") as progress:
             plan = plan_defrag(cluster, options, progress)

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from planner.cli import OutputFormat, _options, _stdout_console, app, emit_plan, guarded, output_option, report_violations
+from planner.cli import InputKind, OutputFormat, _options, _stdout_console, app, emit_plan, guarded, import_config_option, input_option, load_input, output_option, report_violations
 from planner.cluster import Cluster
 from planner.plans import AllocationComparison, AllocationPlan
 
@@ -52,15 +52,16 @@ def allocate(
     seed: int = typer.Option(0, "--seed", help="random: the seed."),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
+    source: InputKind = input_option(),
+    import_config: str = import_config_option(),
 ) -> None:
     """Place pending jobs on as few access switches as possible: one job at a time or jointly."""
     from planner.engine.allocate import AllocateOptions, plan_allocate
-    from planner.snapshot import load_cluster
 
     names = [j.strip() for j in jobs.split(",") if j.strip()] if jobs is not None else None
     options = _options(context, AllocateOptions, {"method": method.value, "jobs": names, "solver": solver.value,
                                                   "time_limit_s": time_limit, "solver_workers": solver_workers, "entropy": entropy, "seed": seed})
-    cluster = load_cluster(snapshot)
+    cluster = load_input(snapshot, source, import_config)
     plan = plan_allocate(cluster, options)
     emit_plan(plan, cluster, output_format, out, lambda p: _table(p))
 

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from planner.cli import (
+    InputKind,
     OutputFormat,
     Solver,
     _emit,
@@ -17,6 +18,9 @@ from planner.cli import (
     emit_plan,
     generate_app,
     guarded,
+    import_config_option,
+    input_option,
+    load_input,
     output_option,
     report_violations,
 )
@@ -66,6 +70,8 @@ def preempt(
     solver_workers: int = typer.Option(8, "--solver-workers", help="CP-SAT workers / HiGHS threads."),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
+    source: InputKind = input_option(),
+    import_config: str = import_config_option(),
 ) -> None:
     """Plan a preemption: where a pending job starts and which spot pods to evict, at the least lost work.
 
@@ -73,7 +79,6 @@ def preempt(
     report.status is infeasible, with the reason.
     """
     from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate
-    from planner.snapshot import load_cluster
 
     if (job is None) == (reactivate is None):
         from planner.cli import fail
@@ -91,7 +96,7 @@ def preempt(
         "solver_workers": solver_workers,
     }
     options = _options(context, PreemptOptions, given)
-    cluster = load_cluster(snapshot)
+    cluster = load_input(snapshot, source, import_config)
     plan = plan_preempt(cluster, job, options) if job is not None else plan_reactivate(cluster, reactivate, options)
     emit_plan(plan, cluster, output_format, out, lambda p: _table(p))
 
