@@ -1,0 +1,470 @@
+"""Snapshots as Kubernetes objects: the ``kubectl get nodes,pods,pdb -A -o json`` List that
+``planner import kubernetes`` reads back as the same snapshot (issue 13, item 4).
+
+``export_kubernetes(cluster, config)`` writes the objects the importer, run with the same
+``config`` (default: the importer's defaults), turns back into ``cluster``:
+
+* Nodes: ``status.allocatable`` (and ``capacity``) ``cpu``, ``memory`` and GPUs as the first of
+  ``gpu_resources``, exact decimal quantities; the labels, plus ``kubernetes.io/hostname``, the GPU
+  model on ``gpu_model_label`` and ``asw`` / ``spine`` on the first of ``asw_labels`` /
+  ``spine_labels``; taints; ``schedulable: false`` as ``spec.unschedulable`` (cordoned; the
+  ``node.kubernetes.io/unschedulable`` taint the node controller adds is left out, or it would come
+  back as a taint).
+* Pods: namespace, ``spec.nodeName`` and phase Running when placed, Pending otherwise; one container
+  requesting the CPUs, memory and GPUs (GPUs as request and limit, as extended resources need);
+  ``spec.priority`` = ``priority_value``; nodeSelector, tolerations; the required node affinity,
+  with ``gpu_models`` as one more expression (``gpu_model_label In gpu_models``) ANDed into every
+  term; ``anti_affinity`` groups as one label per group (``anti-affinity.planner.io/<group>``) and a
+  required hostname anti-affinity term per group selecting it; locked pods annotated
+  ``locked_annotation: "true"``.
+* Jobs: a job whose pods all name it becomes a controller (``app.kubernetes.io/instance`` labels its
+  pods): a ``topology`` job is a JobSet gang (the JobSet gang label, pods owned by its child batch Job,
+  Kueue's ``podset-required-topology`` / ``-preferred-`` annotation naming the asw or spine label),
+  another job of several HP pods a StatefulSet, any other a batch Job. A job name the importer
+  wrote (``<namespace>/<Kind>/<name>``, ``<namespace>/<gang key>=<value>``) becomes that controller
+  or gang again. ``disruption.max_unavailable`` becomes a PodDisruptionBudget selecting the job's pods.
+  A pod of no job has no owner and kube-descheduler's ``descheduler.alpha.kubernetes.io/evict``
+  annotation (so it stays movable unless locked).
+* ``daemonsets``: DaemonSet pods added on every node (GPU nodes only, if so marked), their requests
+  added to the node's allocatable; the importer takes them off again, so the snapshot is unchanged.
+
+What comes back renamed or normalised (``KubeExport.job_names`` maps the jobs): jobs are named as the
+importer names controllers; anti-affinity groups after their selectors (the same pods share a group);
+``gpu_models`` is a node-affinity expression; a pod without a namespace is in ``default``; an LP pod
+without ``priority_value`` gets ``priority.lp_below - 1`` (or the first ``lp_classes`` name and no
+priority, when the config has one); a budget above its job's pods is clipped to them (the disruption
+controller's reading); jobs come back in the order of their first pod.
+
+Not carried (each listed in ``KubeExport.dropped`` with how many objects held it): checkpoint and
+start times, ``gpu_indexes``, ``min_available``, job ``numa``, node ``numa``, ``power`` and
+``eviction_count``, ``time_s``, locks on pending pods (the importer locks placed pods only) and jobs
+without pods. Refused (``SnapshotError`` naming the field): GPU shares below 1 and standby pods (the
+importer reads neither: time-slicing and standby reservations have no Kubernetes object it maps),
+names that are not valid Kubernetes names, a job over several namespaces, a priority the config
+would read as the other class, and node labels that contradict the fields the importer derives
+from them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Sequence
+
+from planner.adapters.kubernetes import (
+    DESCHEDULER_EVICT, GIB, HOSTNAME_KEY, KUEUE_PREFERRED, KUEUE_REQUIRED, SYSTEM_CRITICAL_PRIORITY, ImportConfig,
+)
+from planner.cluster import Cluster, Job, Node, Pod, SnapshotError
+
+JOBSET_KEY = "jobset.sigs.k8s.io/jobset-name"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+ANTI_PREFIX = "anti-affinity.planner.io/"
+MAX_LISTED = 20
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_UID_SPACE = uuid.UUID("6f1d3b2e-4c1a-5b8e-9a57-0d6c2f3e8a41")
+API_VERSIONS = {"Job": "batch/v1", "StatefulSet": "apps/v1", "ReplicaSet": "apps/v1", "Deployment": "apps/v1",
+                "DaemonSet": "apps/v1", "JobSet": "jobset.x-k8s.io/v1alpha2"}
+
+
+@dataclass(frozen=True)
+class DaemonSet:
+    """A DaemonSet whose pod runs on every node (``gpu_nodes_only``: on nodes with GPUs)."""
+
+    name: str
+    namespace: str
+    cpus: float
+    memory_gib: float
+    gpu_nodes_only: bool = False
+
+
+@dataclass
+class KubeExport:
+    document: dict[str, Any]
+    """The ``kind: List`` of Nodes, Pods and PodDisruptionBudgets."""
+    job_names: dict[str, str]
+    """Snapshot job -> the name the importer gives it."""
+    dropped: list[str] = field(default_factory=list)
+    """What the snapshot holds that the objects do not carry, one line per field."""
+
+    def json(self) -> str:
+        return json.dumps(self.document, indent=1) + "\n"
+
+
+@dataclass(frozen=True)
+class _Controller:
+    """How a job is written: its owner reference, the labels of its pods and the importer's name."""
+
+    kind: str
+    name: str
+    labels: dict[str, str]
+    imported_as: str
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------------------------
+# Quantities
+# ----------------------------------------------------------------------------------------------
+
+
+def exact(value: float | int) -> Fraction:
+    """The decimal a float prints as (its shortest round-trip form): the quantity that reads back as it."""
+    return Fraction(Decimal(repr(float(value))))
+
+
+def _decimal(amount: Fraction) -> str:
+    """A terminating fraction (denominator 2^a 5^b) as a plain decimal string."""
+    digits = 0
+    while (amount * 10**digits).denominator != 1:
+        digits += 1
+    return format(Decimal(int(amount * 10**digits)).scaleb(-digits), "f")
+
+
+def cpu_quantity(cores: Fraction) -> str:
+    """'96', '500m', else the exact decimal."""
+    if cores.denominator == 1:
+        return str(cores.numerator)
+    if (cores * 1000).denominator == 1:
+        return f"{(cores * 1000).numerator}m"
+    return _decimal(cores)
+
+
+def memory_quantity(amount_bytes: Fraction) -> str:
+    """'1152Gi', '64Mi', whole bytes, else the exact decimal of GiB ('0.3Gi')."""
+    for suffix, scale in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if amount_bytes and (amount_bytes / scale).denominator == 1:
+            return f"{(amount_bytes / scale).numerator}{suffix}"
+    if amount_bytes.denominator == 1:
+        return str(amount_bytes.numerator)
+    return f"{_decimal(amount_bytes / GIB)}Gi"
+
+
+def _uid(*parts: str) -> str:
+    return str(uuid.uuid5(_UID_SPACE, "/".join(parts)))
+
+
+def label_name(text: str) -> str:
+    """``text`` if it is a valid label name (value), else a digest of it that is."""
+    if len(text) <= 63 and LABEL_VALUE.match(text):
+        return text
+    return "g-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------------------------
+# The export
+# ----------------------------------------------------------------------------------------------
+
+
+def export_kubernetes(cluster: Cluster, config: ImportConfig | None = None, daemonsets: Sequence[DaemonSet] = ()) -> KubeExport:
+    """The Kubernetes List ``planner import kubernetes`` (with ``config``) reads back as ``cluster``
+    (module docstring: what is renamed, dropped or refused)."""
+    return _Export(cluster, config or ImportConfig(), daemonsets).run()
+
+
+class _Export:
+    def __init__(self, cluster: Cluster, config: ImportConfig, daemonsets: Sequence[DaemonSet]):
+        self.cluster, self.config, self.daemonsets = cluster, config, list(daemonsets)
+        self.errors: list[str] = []
+        self.dropped: Counter[str] = Counter()
+        self.gpu_resource = config.gpu_resources[0] if config.gpu_resources else ""
+        if not self.gpu_resource:
+            self.errors.append("config.gpu_resources: empty; the export needs a resource to write GPUs as")
+
+    def run(self) -> KubeExport:
+        c = self.cluster
+        pods_of: dict[str, list[int]] = defaultdict(list)
+        for i, pod in enumerate(c.pods):
+            if pod.job is not None:
+                pods_of[pod.job].append(i)
+        controllers = {job.name: self._controller(j, job, [c.pods[i] for i in pods_of[job.name]])
+                       for j, job in enumerate(c.jobs) if pods_of.get(job.name)}
+        first: dict[str, str] = {}
+        for name, ctl in controllers.items():
+            if first.setdefault(ctl.imported_as, name) != name:
+                self.errors.append(f"jobs: '{first[ctl.imported_as]}' and '{name}' would both read back as job '{ctl.imported_as}'")
+        nodes = [self._node(i, node) for i, node in enumerate(c.nodes)]
+        groups = self._anti_affinity_groups()
+        pods = [self._pod(i, pod, controllers.get(pod.job) if pod.job else None, groups) for i, pod in enumerate(c.pods)]
+        daemon_pods = [self._daemon_pod(ds, node) for node in c.nodes for ds in self.daemonsets
+                       if node.gpus or not ds.gpu_nodes_only]
+        budgets = [self._budget(job, controllers[job.name], len(pods_of[job.name]))
+                   for job in c.jobs if job.disruption is not None and job.name in controllers]
+        self._count_dropped(pods_of)
+        if self.errors:
+            listed = self.errors[:MAX_LISTED] + ([f"... and {len(self.errors) - MAX_LISTED} more problem(s)"]
+                                                  if len(self.errors) > MAX_LISTED else [])
+            raise SnapshotError(listed)
+        document = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+                    "items": [*nodes, *daemon_pods, *pods, *budgets]}
+        dropped = [f"{what}: not carried (held by {count})" for what, count in sorted(self.dropped.items())]
+        return KubeExport(document, {name: ctl.imported_as for name, ctl in controllers.items()}, dropped)
+
+    def _name_ok(self, name: str, where: str) -> bool:
+        if len(name) <= 253 and DNS_SUBDOMAIN.match(name):
+            return True
+        self.errors.append(f"{where}: '{name}' is not a Kubernetes object name (lower-case DNS subdomain, at most 253 characters)")
+        return False
+
+    # -- nodes ---------------------------------------------------------------------------------
+
+    def _node(self, i: int, node: Node) -> dict[str, Any]:
+        cfg = self.config
+        where = f"nodes[{i}]"
+        self._name_ok(node.name, f"{where}.name")
+        derived = {HOSTNAME_KEY: node.name}
+        if node.gpu_model:
+            derived[cfg.gpu_model_label] = node.gpu_model
+        for value, keys, what in ((node.asw, cfg.asw_labels, "asw"), (node.spine, cfg.spine_labels, "spine")):
+            if value is not None:
+                if not keys:
+                    self.errors.append(f"{where}.{what}: config.{what}_labels is empty; the {what} cannot be written")
+                    continue
+                derived[keys[0]] = value
+            else:
+                for key in keys:
+                    if node.labels.get(key):
+                        self.errors.append(f"{where}.labels.{key}: the importer reads this label as the node's {what}, which is null")
+        for key, value in derived.items():
+            if key in node.labels and node.labels[key] != value:
+                self.errors.append(f"{where}.labels.{key}: '{node.labels[key]}' contradicts the node's own field ('{value}')")
+        if not node.gpu_model and node.labels.get(cfg.gpu_model_label):
+            self.errors.append(f"{where}.labels.{cfg.gpu_model_label}: the importer reads this label as gpu_model, which is empty")
+        cpus, memory, gpus = exact(node.cpus), exact(node.memory_gib) * GIB, Fraction(node.gpus)
+        for ds in self.daemonsets:
+            if node.gpus or not ds.gpu_nodes_only:
+                cpus, memory = cpus + exact(ds.cpus), memory + exact(ds.memory_gib) * GIB
+        allocatable = {"cpu": cpu_quantity(cpus), "memory": memory_quantity(memory), "pods": "110"}
+        if gpus:
+            allocatable[self.gpu_resource] = str(node.gpus)
+        spec: dict[str, Any] = {}
+        if node.taints:
+            spec["taints"] = [{k: v for k, v in t.model_dump().items() if v != ""} for t in node.taints]
+        if not node.schedulable:
+            spec["unschedulable"] = True
+        return {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": node.name, "uid": _uid("node", node.name), "labels": {**node.labels, **derived}},
+                "spec": spec, "status": {"capacity": dict(allocatable), "allocatable": allocatable}}
+
+    def _daemon_pod(self, ds: DaemonSet, node: Node) -> dict[str, Any]:
+        name = f"{ds.name}-{node.name}"
+        owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": ds.name, "uid": _uid("DaemonSet", ds.namespace, ds.name),
+                 "controller": True, "blockOwnerDeletion": True}
+        requests = {"cpu": cpu_quantity(exact(ds.cpus)), "memory": memory_quantity(exact(ds.memory_gib) * GIB)}
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": ds.namespace, "uid": _uid("pod", ds.namespace, name),
+                             "labels": {"app.kubernetes.io/name": ds.name}, "ownerReferences": [owner]},
+                "spec": {"nodeName": node.name, "priorityClassName": "system-node-critical", "priority": 2000001000,
+                         "tolerations": [{"operator": "Exists"}],
+                         "containers": [{"name": ds.name, "image": f"registry.example/{ds.name}:1", "resources": {"requests": requests}}]},
+                "status": {"phase": "Running"}}
+
+    # -- jobs ----------------------------------------------------------------------------------
+
+    def _controller(self, j: int, job: Job, pods: list[Pod]) -> _Controller:
+        cfg = self.config
+        namespaces = {p.namespace or "default" for p in pods}
+        if len(namespaces) > 1:
+            self.errors.append(f"jobs[{j}]: job '{job.name}' has pods in namespaces {', '.join(sorted(namespaces))}; "
+                               "a Kubernetes controller owns pods of one namespace")
+        ns = min(namespaces)
+        kind, name, gang = self._imported_name(job.name, ns)
+        if kind is None and gang is None:
+            name = job.name
+            if job.topology is not None:
+                gang = JOBSET_KEY if JOBSET_KEY in cfg.gang_keys else (cfg.gang_keys[0] if cfg.gang_keys else None)
+                if gang is None:
+                    self.errors.append(f"jobs[{j}].topology: config.gang_keys is empty; a topology job needs a gang label")
+            kind = "StatefulSet" if gang is None and len(pods) > 1 and all(p.priority == "HP" for p in pods) else "Job"
+        annotations = {}
+        if job.topology is not None:
+            keys = cfg.asw_labels if job.topology.level == "asw" else cfg.spine_labels
+            if keys:
+                annotations[KUEUE_REQUIRED if job.topology.mode == "required" else KUEUE_PREFERRED] = keys[0]
+            else:
+                self.errors.append(f"jobs[{j}].topology: config.{job.topology.level}_labels is empty")
+        if gang is not None:
+            if not LABEL_VALUE.match(name) or len(name) > 63:
+                self.errors.append(f"jobs[{j}].name: '{name}' is not a label value (at most 63 characters)")
+            owner_kind, owner_name = "Job", f"{name}-workers-0"
+            labels = {gang: name}
+            imported_as = f"{ns}/{gang}={name}"
+        else:
+            owner_kind, owner_name = kind or "Job", name
+            labels = {}
+            imported_as = f"{ns}/{owner_kind}/{name}"
+            if owner_kind == "Deployment":  # pods are owned by the Deployment's ReplicaSet
+                template_hash = hashlib.sha256(name.encode()).hexdigest()[:10]
+                owner_kind, owner_name = "ReplicaSet", f"{name}-{template_hash}"
+                labels["pod-template-hash"] = template_hash
+        self._name_ok(owner_name, f"jobs[{j}].name")
+        labels[INSTANCE_LABEL] = label_name(f"{owner_kind.lower()}-{owner_name}")
+        return _Controller(owner_kind, owner_name, labels, imported_as, annotations)
+
+    def _imported_name(self, job: str, namespace: str) -> tuple[str | None, str, str | None]:
+        """(Kind, name, None) or (None, value, gang key) when ``job`` is a name the importer writes."""
+        prefix = f"{namespace}/"
+        if not job.startswith(prefix):
+            return None, job, None
+        rest = job[len(prefix):]
+        for key in self.config.gang_keys:
+            if rest.startswith(f"{key}="):
+                return None, rest[len(key) + 1:], key
+        kind, _, name = rest.partition("/")
+        if name and re.fullmatch(r"[A-Z][A-Za-z0-9]*", kind) and kind not in ("DaemonSet", "Node"):
+            return kind, name, None
+        return None, job, None
+
+    def _budget(self, job: Job, ctl: _Controller, pods: int) -> dict[str, Any]:
+        namespace = ctl.imported_as.split("/", 1)[0]
+        name = ctl.labels[INSTANCE_LABEL].lower().replace("_", "-")
+        return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": name, "namespace": namespace, "uid": _uid("pdb", namespace, ctl.kind, ctl.name)},
+                "spec": {"maxUnavailable": job.disruption.max_unavailable,
+                         "selector": {"matchLabels": {INSTANCE_LABEL: ctl.labels[INSTANCE_LABEL]}}}}
+
+    # -- pods ----------------------------------------------------------------------------------
+
+    def _anti_affinity_groups(self) -> dict[str, tuple[str, list[str] | None]]:
+        """Each group's label key, and the namespaces its terms list (None: the pods' own one)."""
+        namespaces: dict[str, set[str]] = defaultdict(set)
+        for pod in self.cluster.pods:
+            for group in pod.anti_affinity:
+                namespaces[group].add(pod.namespace or "default")
+        keys: dict[str, tuple[str, list[str] | None]] = {}
+        used: set[str] = set()
+        for group in sorted(namespaces):
+            key = ANTI_PREFIX + label_name(group)
+            if key in used:
+                key = ANTI_PREFIX + label_name(f"{group}\x00")
+            used.add(key)
+            keys[group] = (key, sorted(namespaces[group]) if len(namespaces[group]) > 1 else None)
+        return keys
+
+    def _pod(self, i: int, pod: Pod, ctl: _Controller | None, groups: dict[str, tuple[str, list[str] | None]]) -> dict[str, Any]:
+        cfg = self.config
+        where = f"pods[{i}]"
+        namespace = pod.namespace or "default"
+        name = pod.name[len(namespace) + 1:] if pod.name.startswith(f"{namespace}/") else pod.name
+        self._name_ok(name, f"{where}.name")
+        if pod.gpus and not float(pod.gpus).is_integer():
+            self.errors.append(f"{where}.gpus: a share ({pod.gpus:g} GPU) has no Kubernetes request the importer reads "
+                               "(time-slicing and GPU-memory resources are not imported yet)")
+        if pod.standby:
+            self.errors.append(f"{where}.standby: a standby pod (it lends its GPUs, keeps a reservation) has no Kubernetes form")
+        labels: dict[str, str] = dict(ctl.labels) if ctl else {}
+        annotations: dict[str, str] = dict(ctl.annotations) if ctl else {}
+        for group in pod.anti_affinity:
+            labels[groups[group][0]] = "true"
+        if pod.locked:
+            annotations[cfg.locked_annotation] = "true"
+        spec: dict[str, Any] = {}
+        priority = self._priority(where, pod, spec)
+        if not pod.locked and (ctl is None or (priority is not None and priority >= SYSTEM_CRITICAL_PRIORITY and not cfg.evict_system_critical)):
+            annotations[DESCHEDULER_EVICT] = "true"  # no owner / system-critical: kube-descheduler would keep it
+        requests = {"cpu": cpu_quantity(exact(pod.cpus)), "memory": memory_quantity(exact(pod.memory_gib) * GIB)}
+        container: dict[str, Any] = {"name": "main", "image": "registry.example/workload:1", "resources": {"requests": requests}}
+        if pod.gpus >= 1:
+            requests[self.gpu_resource] = str(int(pod.gpus))
+            container["resources"]["limits"] = {self.gpu_resource: str(int(pod.gpus))}
+        spec["containers"] = [container]
+        if pod.node is not None:
+            spec["nodeName"] = pod.node
+        if pod.node_selector:
+            spec["nodeSelector"] = dict(pod.node_selector)
+        if pod.tolerations:
+            spec["tolerations"] = [{k: v for k, v in t.model_dump().items() if v != ""} for t in pod.tolerations]
+        affinity = self._affinity(pod, namespace, groups)
+        if affinity:
+            spec["affinity"] = affinity
+        meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": _uid("pod", namespace, name)}
+        if labels:
+            meta["labels"] = labels
+        if annotations:
+            meta["annotations"] = annotations
+        if ctl is not None:
+            meta["ownerReferences"] = [{"apiVersion": API_VERSIONS.get(ctl.kind, "v1"), "kind": ctl.kind, "name": ctl.name,
+                                        "uid": _uid(ctl.kind, namespace, ctl.name), "controller": True, "blockOwnerDeletion": True}]
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
+                "status": {"phase": "Running" if pod.node is not None else "Pending"}}
+
+    def _priority(self, where: str, pod: Pod, spec: dict[str, Any]) -> int | None:
+        """Writes ``spec.priority`` (and the LP class) so the config reads the pod's class back."""
+        rule = self.config.priority
+        value = pod.priority_value
+        if value is None and pod.priority == "LP":
+            if rule.lp_classes:
+                spec["priorityClassName"] = rule.lp_classes[0]
+                return None
+            value = rule.lp_below - 1
+        if value is None:
+            return None
+        spec["priority"] = value
+        below = value < rule.lp_below
+        if pod.priority == "LP" and not below:
+            if rule.lp_classes:
+                spec["priorityClassName"] = rule.lp_classes[0]
+            else:
+                self.errors.append(f"{where}.priority_value: an LP pod of priority {value} reads back as HP (priority.lp_below "
+                                   f"{rule.lp_below}, no lp_classes)")
+        if pod.priority == "HP" and below:
+            self.errors.append(f"{where}.priority_value: an HP pod of priority {value} reads back as LP (priority.lp_below {rule.lp_below})")
+        return value
+
+    def _affinity(self, pod: Pod, namespace: str, groups: dict[str, tuple[str, list[str] | None]]) -> dict[str, Any]:
+        affinity: dict[str, Any] = {}
+        terms = [[{"key": r.key, "operator": r.operator, **({"values": list(r.values)} if r.values else {})} for r in term]
+                 for term in pod.node_affinity or [[]]]
+        if pod.gpu_models:
+            models = sorted(m for m in set(pod.gpu_models) if m)
+            label = self.config.gpu_model_label
+            alternatives = ([[{"key": label, "operator": "In", "values": models}]] if models else []) + (
+                [[{"key": label, "operator": "DoesNotExist"}]] if "" in pod.gpu_models else [])
+            terms = [term + extra for term in terms for extra in alternatives]
+        if terms != [[]]:
+            affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": term} for term in terms]}}
+        anti = []
+        for group in pod.anti_affinity:
+            key, spaces = groups[group]
+            term: dict[str, Any] = {"topologyKey": HOSTNAME_KEY, "labelSelector": {"matchLabels": {key: "true"}}}
+            if spaces is not None:
+                term["namespaces"] = spaces
+            anti.append(term)
+        if anti:
+            affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": anti}
+        return affinity
+
+    # -- what is not carried -------------------------------------------------------------------
+
+    def _count_dropped(self, pods_of: dict[str, list[int]]) -> None:
+        c, d = self.cluster, self.dropped
+        if c.time_s:
+            d["time_s"] += 1
+        for node in c.nodes:
+            for name in ("numa", "power"):
+                if getattr(node, name) is not None:
+                    d[f"nodes[*].{name}"] += 1
+            if node.eviction_count:
+                d["nodes[*].eviction_count"] += 1
+        for pod in c.pods:
+            for name in ("checkpoint_s", "started_s", "checkpoint_interval_s", "gpu_indexes"):
+                if getattr(pod, name) is not None:
+                    d[f"pods[*].{name}"] += 1
+            if pod.locked and pod.node is None:
+                d["pods[*].locked (pending: the importer locks placed pods only)"] += 1
+        for job in c.jobs:
+            if job.min_available is not None:
+                d["jobs[*].min_available"] += 1
+            if job.numa is not None:
+                d["jobs[*].numa"] += 1
+            if not pods_of.get(job.name):
+                d["jobs without pods"] += 1
+
+
+__all__ = ["DaemonSet", "KubeExport", "cpu_quantity", "exact", "export_kubernetes", "memory_quantity"]
