@@ -349,3 +349,27 @@ def test_the_rendered_example_imports_and_its_kubectl_plan_runs_in_wave_order(tm
     applied = [line.split()[-1] for line in calls if line.startswith("  applied ")]
     waves = [int(name.split("-w", 1)[1].split("-", 1)[0]) for name in applied]
     assert len(applied) == len(plan.moves()) and waves == sorted(waves)
+
+
+# ----------------------------------------------------------------------------------------------
+# The importer's label index (found by benchmarks/kubernetes.py: anti-affinity groups were matched
+# against every pod, 100 s of a 10,000-node import)
+# ----------------------------------------------------------------------------------------------
+
+SELECTORS = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
+    "matchLabels": st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["a", "b"]), max_size=2),
+    "matchExpressions": st.lists(st.fixed_dictionaries({
+        "key": st.sampled_from(["app", "tier", "x"]), "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]),
+        "values": st.lists(st.sampled_from(["a", "b"]), max_size=2)}), max_size=2)}))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["ml", "web"]), st.dictionaries(st.sampled_from(["app", "tier", "x"]), st.sampled_from(["a", "b"]))),
+                max_size=12), SELECTORS, st.sampled_from([None, ["ml"], ["ml", "web"], ["other"]]))
+def test_the_label_index_selects_what_a_scan_selects(pods: list, selector: Any, namespaces: Any) -> None:
+    from planner.adapters.kubernetes_objects import selector_matches
+    from planner.adapters.kubernetes_pods import LabelIndex
+
+    fields = [{"namespace": ns, "_labels": labels} for ns, labels in pods]
+    scan = [i for i, f in enumerate(fields) if (namespaces is None or f["namespace"] in namespaces) and selector_matches(selector, f["_labels"])]
+    assert LabelIndex(fields).matching(selector, namespaces) == scan

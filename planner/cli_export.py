@@ -1,0 +1,33 @@
+"""The ``planner export`` commands: snapshots as real inputs (registered on ``app`` when imported)."""
+
+from __future__ import annotations
+
+import typer
+
+from planner.cli import _emit, app, err_console, guarded
+
+export_app = typer.Typer(no_args_is_help=True, help="Write a snapshot as the input of a real system.")
+app.add_typer(export_app, name="export")
+
+
+@export_app.command("kubernetes")
+@guarded
+def export_kubernetes_command(
+    snapshot: str = typer.Argument(..., metavar="SNAPSHOT", help="Snapshot file (- for stdin)."),
+    config: str = typer.Option(None, "--config", help="The import configuration the List is written for (YAML; "
+                               "planner import kubernetes --print-config)."),
+    out: str = typer.Option("-", "--out", help="kubectl List file (- for stdout)."),
+) -> None:
+    """The snapshot as a `kubectl get nodes,pods,pdb -A -o json` List that `planner import kubernetes`
+    reads back as the same snapshot (renamed jobs and groups aside). What Kubernetes objects do not
+    carry (checkpoint times, NUMA, ...) is listed on stderr; GPU shares and standby pods exit 2.
+    """
+    from planner.adapters.kubernetes import load_config
+    from planner.adapters.kubernetes_export import export_kubernetes
+    from planner.snapshot import load_cluster, read_text
+
+    settings = load_config(read_text(config, "--config") if config else None, config or "config")
+    exported = export_kubernetes(load_cluster(snapshot), settings)
+    for line in exported.dropped:
+        err_console.print(f"warning: {line}", markup=False, highlight=False, soft_wrap=True)
+    _emit(exported.json(), out)
