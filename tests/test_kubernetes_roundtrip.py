@@ -281,6 +281,24 @@ def test_an_imported_snapshot_exports_to_the_same_jobs_and_names() -> None:
     assert_same_snapshot(first, exported, back)
 
 
+def test_export_command_writes_a_list_import_reads_back(tmp_path: Path) -> None:
+    """``planner export kubernetes`` (planner/cli_export.py): dropped fields as warnings, shares exit 2."""
+    import planner.cli_export  # noqa: F401 - registers the command on ``app``
+
+    source = Path(__file__).resolve().parents[1] / "instances" / "asi-500.json"
+    listed, snapshot = tmp_path / "list.json", tmp_path / "snapshot.json"
+    result = runner.invoke(app, ["export", "kubernetes", str(source), "--out", str(listed)])
+    assert result.exit_code == 0, result.output
+    assert "warning: pods[*].checkpoint_s: not carried" in result.stderr
+    assert runner.invoke(app, ["import", "kubernetes", str(listed), "--out", str(snapshot)]).exit_code == 0
+    original = load_cluster(source)
+    assert_same_snapshot(original, export_kubernetes(original), load_cluster(snapshot))
+    shares = tmp_path / "shares.json"
+    shares.write_text(two_nodes(gpus=0.5).model_dump_json())
+    result = runner.invoke(app, ["export", "kubernetes", str(shares)])
+    assert result.exit_code == 2 and "pods[0].gpus: a share" in result.stderr and "Traceback" not in result.output
+
+
 # ----------------------------------------------------------------------------------------------
 # What Kubernetes cannot carry: refused by name
 # ----------------------------------------------------------------------------------------------
