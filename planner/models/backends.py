@@ -18,6 +18,12 @@ from planner.models.milp import Milp, MilpResult
 SOLVERS = ("cpsat", "highs")
 
 
+HIGHS_WALL_CAP_FACTOR = 1.1
+HIGHS_WALL_CAP_SLACK_S = 1.0
+"""HiGHS is interrupted at 1.1 x its time limit + 1 s of wall time (``models/highs.py``): an
+interrupted solve reports its incumbent and bound like a timed-out one."""
+
+
 def solve(
     milp: Milp,
     solver: str = "cpsat",
@@ -46,7 +52,9 @@ def solve(
         if solver == "cpsat":
             result = solve_cpsat(milp, time_limit_s, workers, hint, seed, deterministic, wall_cap_s)
         else:
-            result = solve_highs(milp, time_limit_s, workers, hint, strict)
+            # HiGHS's own time limit can be overrun many times on a busy machine: cap the wall time
+            cap = wall_cap_s if wall_cap_s is not None else HIGHS_WALL_CAP_FACTOR * time_limit_s + HIGHS_WALL_CAP_SLACK_S
+            result = solve_highs(milp, time_limit_s, workers, hint, strict, cap)
     except Exception as err:  # noqa: BLE001 - a solver failure is a result, not a crash
         result = MilpResult(solver, "error", None, None, None, 0.0, f"{type(err).__name__}: {err}")
     result.wall_s = time.perf_counter() - start
