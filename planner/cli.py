@@ -433,8 +433,12 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
         if out is not None:
             return
         output = OutputFormat.table if sys.stdout.isatty() else OutputFormat.json
-    if output in (OutputFormat.kubectl, OutputFormat.podmigrationjob) and not isinstance(plan, DefragPlan):
-        fail([f"-o {output.value}: renders a defrag plan's moves (this is a {type(plan).__name__}); use -o json, yaml, table or wide"])
+    from planner.plans import AllocationPlan, PreemptPlan
+
+    if output == OutputFormat.podmigrationjob and not isinstance(plan, DefragPlan):
+        fail([f"-o podmigrationjob: renders a defrag plan's moves (this is a {type(plan).__name__}); use -o kubectl, json, yaml, table or wide"])
+    if output == OutputFormat.kubectl and not isinstance(plan, (DefragPlan, PreemptPlan, AllocationPlan)):
+        fail([f"-o kubectl: renders one plan (this is a {type(plan).__name__}, two plans side by side); choose a method, or use -o json, yaml or table"])
     if output == OutputFormat.json:
         _emit(dump_plan(plan) + "\n", "-")
     elif output == OutputFormat.yaml:
@@ -448,9 +452,9 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
 
             _emit(wide_table(plan, cluster), "-")
     elif output == OutputFormat.kubectl:
-        from planner.render.kubernetes import kubectl_script
+        from planner.render.kubernetes import kubectl_script, placement_script
 
-        _emit(kubectl_script(plan, cluster), "-")
+        _emit(kubectl_script(plan, cluster) if isinstance(plan, DefragPlan) else placement_script(plan, cluster), "-")
     else:
         from planner.render.kubernetes import podmigrationjob_yaml
 

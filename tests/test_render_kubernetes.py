@@ -176,15 +176,73 @@ def test_output_formats_on_the_command_line(tmp_path: Path) -> None:
     assert script.exit_code == 0 and script.stdout.startswith("#!/usr/bin/env bash")
 
 
+FAKE_KUBECTL_RAW = r"""#!/usr/bin/env bash
+# records each call and the body it is given
+echo "$*" >> "$FAKE_LOG"
+if [[ "$1" == "create" ]]; then cat >> "$FAKE_LOG"; echo >> "$FAKE_LOG"; fi
+exit 0
+"""
+
+
+def _run_raw(tmp_path: Path, script: str, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    fake = tmp_path / "bin" / "kubectl"
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text(FAKE_KUBECTL_RAW)
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    log = tmp_path / "calls.log"
+    log.write_text("")
+    path = tmp_path / "plan.sh"
+    path.write_text(script)
+    environment = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "FAKE_LOG": str(log), **env}
+    done = subprocess.run(["bash", str(path)], env=environment, capture_output=True, text=True, timeout=60)
+    return done, [line for line in log.read_text().splitlines() if line]
+
+
 @pytest.mark.parametrize("command", ["allocate", "preempt"])
-def test_kubectl_output_is_refused_for_plans_without_moves(tmp_path: Path, command: str) -> None:
+def test_preempt_and_allocate_plans_become_evictions_then_bindings(tmp_path: Path, command: str) -> None:
+    from planner.cluster import Job
+
     cluster = generate_asi(nodes=20, seed=1, pending_jobs=1)
+    if command == "allocate":  # a small pending job that fits without preemption
+        small = [Pod(name=f"small-{i}", job="small", namespace="team-a", gpus=1, cpus=1, memory_gib=1) for i in range(2)]
+        cluster = cluster.model_copy(update={"pods": [*cluster.pods, *small], "jobs": [*cluster.jobs, Job(name="small")]})
     path = tmp_path / "s.json"
     path.write_text(cluster.model_dump_json())
     pending = next(p.job for p in cluster.pods if p.node is None)
-    args = ["allocate", str(path)] if command == "allocate" else ["preempt", str(path), "--job", pending]
-    bad = runner.invoke(app, [*args, "-o", "kubectl"])
-    assert bad.exit_code == 2 and "-o kubectl: renders a defrag plan's moves" in bad.output, bad.output
+    args = ["allocate", str(path), "--jobs", "small"] if command == "allocate" else ["preempt", str(path), "--job", pending]
+    plan = json.loads(runner.invoke(app, [*args, "-o", "json"]).stdout)
+    script = runner.invoke(app, [*args, "-o", "kubectl"])
+    assert script.exit_code == 0, script.output
+    assert subprocess.run(["bash", "-n", "-c", script.stdout], capture_output=True).returncode == 0
+    done, calls = _run_raw(tmp_path, script.stdout)
+    assert done.returncode == 0, done.stderr
+    evictions = [c for c in calls if c.startswith("create --raw") and c.split()[2].endswith("/eviction")]
+    bindings = [c for c in calls if c.startswith("create --raw") and c.split()[2].endswith("/binding")]
+    victims = plan.get("victims", [])
+    assert [c.split("/pods/")[1].split("/")[0] for c in evictions] == [v["pod"] for v in victims]
+    assert [c.split("/pods/")[1].split("/")[0] for c in bindings] == [p["pod"] for p in plan["placements"]]
+    assert plan["placements"], "the plan must start the job"
+    bodies = [json.loads(line) for line in calls if line.startswith("{")]
+    targets = [b["target"]["name"] for b in bodies if b["kind"] == "Binding"]
+    assert targets == [p["node"] for p in plan["placements"]]
+    if victims:  # every eviction, then a wait for each victim, before the first binding
+        first_binding = calls.index(bindings[0])
+        assert all(calls.index(e) < first_binding for e in evictions)
+        assert sum(c.startswith("wait --for=delete") for c in calls[:first_binding]) == len(victims)
+    dry, dry_calls = _run_raw(tmp_path, script.stdout, DRY_RUN="1")
+    assert dry.returncode == 0
+    assert all(c.split()[2].endswith("?dryRun=All") for c in dry_calls if c.startswith("create"))
+    assert not [c for c in dry_calls if c.startswith("wait")]
+
+
+def test_kubectl_output_is_refused_for_two_plans_side_by_side(tmp_path: Path) -> None:
+    cluster = generate_asi(nodes=20, seed=1, pending_jobs=1)
+    path = tmp_path / "s.json"
+    path.write_text(cluster.model_dump_json())
+    bad = runner.invoke(app, ["allocate", str(path), "--method", "compare", "--time-limit", "5", "-o", "kubectl"])
+    assert bad.exit_code == 2 and "-o kubectl: renders one plan" in bad.output, bad.output
+    pmj = runner.invoke(app, ["allocate", str(path), "-o", "podmigrationjob"])
+    assert pmj.exit_code == 2 and "-o podmigrationjob: renders a defrag plan's moves" in pmj.output
 
 
 def test_namespaced_pods_keep_their_kubernetes_name_and_tolerations() -> None:

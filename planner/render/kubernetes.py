@@ -11,7 +11,9 @@
   is (it fills in the reservation's owners from the pod's controller), so the reservation lands on
   the planned node and the recreated pod consumes it. Objects carry the labels
   ``planner.io/plan`` (a digest of the plan) and ``planner.io/wave``, and are ordered by wave.
-* ``kubectl``: a bash script that applies each wave's PodMigrationJobs and waits until all of them
+* ``kubectl`` for a preemption or allocation plan (``placement_script``): the victims evicted through
+  the Eviction API (PDBs apply), then the pending pods bound to their planned nodes with Bindings.
+* ``kubectl`` for a defrag plan: a bash script that applies each wave's PodMigrationJobs and waits until all of them
   have succeeded before the next wave (polling their ``status.phase``; ``WAIT_TIMEOUT_S``, default 30
   minutes per wave), stopping at the first that fails or is aborted; ``DRY_RUN=1``
   passes ``--dry-run=server`` (nothing is created, the API server validates) and skips the waits.
@@ -202,3 +204,62 @@ def wide_table(plan: DefragPlan, cluster: Cluster) -> str:
             rows.append((str(w), f"{namespace_of(pod)}/{kubernetes_name(pod)}", move.from_, move.to, f"{pod.gpus:g}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows) + "\n"
+
+
+def placement_script(plan: Any, cluster: Cluster) -> str:
+    """A bash script for a preemption or allocation plan: evict the victims through the Eviction API
+    (their PodDisruptionBudgets apply: an eviction a budget forbids fails and stops the script), wait
+    until they are gone, then bind each pending pod to its planned node (a ``Binding``, what a
+    scheduler posts). ``DRY_RUN=1`` sends every request with ``dryRun=All`` and waits for nothing."""
+    import shlex
+
+    pods = {p.name: p for p in cluster.pods}
+    victims = list(getattr(plan, "victims", []))
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# {type(plan).__name__}: {len(victims)} eviction(s), then {len(plan.placements)} binding(s), written by `planner`.",
+        "# Evictions go through the Eviction API, so PodDisruptionBudgets apply (a refused eviction stops the",
+        "# script). Evicted pods stop before anything starts: a preemption is break-before-make. The pending pods",
+        "# are then bound to their planned nodes with a Binding, as a scheduler does; a pod some scheduler bound",
+        "# in the meantime makes its binding fail, which stops the script (run it again after planning again).",
+        "# Usage: bash plan.sh  |  DRY_RUN=1 bash plan.sh (every request with dryRun=All, nothing changes)",
+        "set -euo pipefail",
+        'KUBECTL="${KUBECTL:-kubectl}"',
+        'QUERY=""',
+        'if [[ "${DRY_RUN:-0}" == "1" ]]; then QUERY="?dryRun=All"; fi',
+        f'WAIT_TIMEOUT_S="${{WAIT_TIMEOUT_S:-{WAIT_TIMEOUT_S}}}"',
+        "",
+    ]
+    for victim in victims:
+        pod = pods[victim.pod]
+        namespace, name = namespace_of(pod), kubernetes_name(pod)
+        body = json.dumps({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}})
+        lines += [
+            f"echo {shlex.quote(f'evict {namespace}/{name} (on {victim.node})')} >&2",
+            f'"$KUBECTL" create --raw "/api/v1/namespaces/{namespace}/pods/{name}/eviction$QUERY" -f - <<\'PLANNER_EOF\'',
+            body,
+            "PLANNER_EOF",
+        ]
+    if victims:
+        lines.append('if [[ "${DRY_RUN:-0}" != "1" ]]; then')
+        for victim in victims:
+            pod = pods[victim.pod]
+            lines.append(f'  "$KUBECTL" wait --for=delete {shlex.quote("pod/" + kubernetes_name(pod))} -n {shlex.quote(namespace_of(pod))} '
+                         '--timeout="${WAIT_TIMEOUT_S}s"')
+        lines.append("fi")
+    for placement in plan.placements:
+        pod = pods[placement.pod]
+        namespace, name = namespace_of(pod), kubernetes_name(pod)
+        body = json.dumps({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
+                           "target": {"apiVersion": "v1", "kind": "Node", "name": placement.node}})
+        lines += [
+            f"echo {shlex.quote(f'bind {namespace}/{name} to {placement.node}')} >&2",
+            f'"$KUBECTL" create --raw "/api/v1/namespaces/{namespace}/pods/{name}/binding$QUERY" -f - <<\'PLANNER_EOF\'',
+            body,
+            "PLANNER_EOF",
+        ]
+    if getattr(plan, "reactivate", None):
+        lines.append(f"# then standby pod {plan.reactivate} wakes on its own node: no Kubernetes request does that; its controller must")
+    if not victims and not plan.placements:
+        lines.append("echo 'the plan has nothing to do' >&2")
+    return "\n".join(lines) + "\n"
