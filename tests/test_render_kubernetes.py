@@ -106,10 +106,11 @@ exit 1
 """
 
 
-def _run_script(tmp_path: Path, script: str, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+def _run_script(tmp_path: Path, script: str, fake_kubectl: str = FAKE_KUBECTL, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run ``script`` with ``fake_kubectl`` first on PATH; its recorded calls (non-empty lines)."""
     fake = tmp_path / "bin" / "kubectl"
     fake.parent.mkdir(exist_ok=True)
-    fake.write_text(FAKE_KUBECTL)
+    fake.write_text(fake_kubectl)
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     path = tmp_path / "plan.sh"
     path.write_text(script)
@@ -117,7 +118,7 @@ def _run_script(tmp_path: Path, script: str, **env: str) -> tuple[subprocess.Com
     log.write_text("")
     environment = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "FAKE_LOG": str(log), "POLL_S": "0", **env}
     done = subprocess.run(["bash", str(path)], env=environment, capture_output=True, text=True, timeout=60)
-    return done, log.read_text().splitlines()
+    return done, [line for line in log.read_text().splitlines() if line]
 
 
 def test_the_kubectl_script_parses_and_runs_wave_by_wave(tmp_path: Path) -> None:
@@ -184,20 +185,6 @@ exit 0
 """
 
 
-def _run_raw(tmp_path: Path, script: str, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
-    fake = tmp_path / "bin" / "kubectl"
-    fake.parent.mkdir(exist_ok=True)
-    fake.write_text(FAKE_KUBECTL_RAW)
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    log = tmp_path / "calls.log"
-    log.write_text("")
-    path = tmp_path / "plan.sh"
-    path.write_text(script)
-    environment = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "FAKE_LOG": str(log), **env}
-    done = subprocess.run(["bash", str(path)], env=environment, capture_output=True, text=True, timeout=60)
-    return done, [line for line in log.read_text().splitlines() if line]
-
-
 @pytest.mark.parametrize("command", ["allocate", "preempt"])
 def test_preempt_and_allocate_plans_become_evictions_then_bindings(tmp_path: Path, command: str) -> None:
     from planner.cluster import Job
@@ -214,7 +201,7 @@ def test_preempt_and_allocate_plans_become_evictions_then_bindings(tmp_path: Pat
     script = runner.invoke(app, [*args, "-o", "kubectl"])
     assert script.exit_code == 0, script.output
     assert subprocess.run(["bash", "-n", "-c", script.stdout], capture_output=True).returncode == 0
-    done, calls = _run_raw(tmp_path, script.stdout)
+    done, calls = _run_script(tmp_path, script.stdout, FAKE_KUBECTL_RAW)
     assert done.returncode == 0, done.stderr
     evictions = [c for c in calls if c.startswith("create --raw") and c.split()[2].endswith("/eviction")]
     bindings = [c for c in calls if c.startswith("create --raw") and c.split()[2].endswith("/binding")]
@@ -229,7 +216,7 @@ def test_preempt_and_allocate_plans_become_evictions_then_bindings(tmp_path: Pat
         first_binding = calls.index(bindings[0])
         assert all(calls.index(e) < first_binding for e in evictions)
         assert sum(c.startswith("wait --for=delete") for c in calls[:first_binding]) == len(victims)
-    dry, dry_calls = _run_raw(tmp_path, script.stdout, DRY_RUN="1")
+    dry, dry_calls = _run_script(tmp_path, script.stdout, FAKE_KUBECTL_RAW, DRY_RUN="1")
     assert dry.returncode == 0
     assert all(c.split()[2].endswith("?dryRun=All") for c in dry_calls if c.startswith("create"))
     assert not [c for c in dry_calls if c.startswith("wait")]
