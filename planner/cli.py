@@ -527,6 +527,9 @@ def defrag(
         Lexicographic.two_phase, "--lexicographic", help="Exact objective: two-phase (empty nodes, then moves) or one weighted solve."
     ),
     force: bool = typer.Option(False, "--force", help="Run --method exact even above its size limit."),
+    limit_costs: bool = typer.Option(
+        False, "--limit-costs", help="Also plan without each limit in force that can cost vacated nodes and report what each cost."
+    ),
     make_room: str = typer.Option(
         None, "--make-room", help="NAME[,NAME...]: pending jobs (or pending pods without a job) to make room for and start (method heuristic, exact or compare)."
     ),
@@ -569,6 +572,7 @@ def defrag(
         "deterministic": deterministic,
         "lexicographic": lexicographic.value,
         "force": force,
+        "limit_costs": limit_costs,
         "make_room": None if make_room is None else [name.strip() for name in make_room.split(",") if name.strip()],
     }
     options = _options(context, DefragOptions, given)

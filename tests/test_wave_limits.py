@@ -157,3 +157,18 @@ def test_the_namespace_scope_holds_pods_out_of_it() -> None:
     free = plan_defrag(cluster, DefragOptions())
     kinds = {v.kind for v in validate(cluster, free, DefragOptions(exclude_namespaces=["team-b"]).limits(60))}
     assert kinds == {"namespace_out_of_scope"}
+
+
+def test_limit_costs_price_each_limit_against_a_plan_without_it() -> None:
+    cluster = _budgeted(0)  # every job's budget is 0: its pods are held
+    options = DefragOptions(max_moves=30, exclude_namespaces=["team-b"], limit_costs=True)
+    plan = plan_defrag(cluster, options)
+    costs = plan.report.model_extra["limit_costs"]
+    assert set(costs) == {"max_moves", "exclude_namespaces", "move_once", "disruption_budgets"}
+    without_budget = plan_defrag(cluster, DefragOptions(exclude_namespaces=["team-b"]))
+    assert costs["max_moves"]["vacated_nodes_without"] == len(without_budget.vacated_nodes)
+    assert costs["max_moves"]["vacated_nodes_cost"] == len(without_budget.vacated_nodes) - len(plan.vacated_nodes)
+    free_jobs = cluster.model_copy(update={"jobs": [j.model_copy(update={"disruption": None}) for j in cluster.jobs]})
+    without_pdbs = plan_defrag(free_jobs, DefragOptions(max_moves=30, exclude_namespaces=["team-b"]))
+    assert costs["disruption_budgets"]["moves_without"] == len(without_pdbs.moves())
+    assert "limit_costs" not in (plan_defrag(cluster, DefragOptions(max_moves=30)).report.model_extra or {})

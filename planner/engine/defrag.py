@@ -145,6 +145,10 @@ class DefragOptions(BaseModel):
         "two solves (empty nodes, then moves with them held) or one weighted solve.",
     )
     force: bool = Field(False, description="Run exact even above the size limit.")
+    limit_costs: bool = Field(
+        False, description="Also plan without each limit in force that can cost vacated nodes, one at a time, and report "
+        "what each cost (report.limit_costs); one more plan per limit.",
+    )
 
     @field_validator("*")
     @classmethod
@@ -186,7 +190,7 @@ class DefragOptions(BaseModel):
 
 _IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
 WAVE_LIMIT_OPTIONS = {"max_moves_per_wave", "max_nodes_per_wave", "max_moves_per_node_per_wave", "max_unavailable_per_job",
-                      "only_namespaces", "exclude_namespaces", "move_once"}
+                      "only_namespaces", "exclude_namespaces", "move_once", "limit_costs"}
 """Limits every method honours: per-wave limits split waves, the namespace scope holds pods, and a plan
 that would move a pod twice is routed again from its end state without detours."""
 _LIMIT_OPTIONS = {"max_moves", "max_moves_per_node", "same_asw"} | WAVE_LIMIT_OPTIONS
@@ -246,11 +250,46 @@ def unused_option_reason(method: str, name: str) -> str:
     return f"{why}; use it with method {', '.join(users)}{also}, or leave it out"
 
 
+COSTED_LIMITS = ("max_moves", "max_moves_per_node", "same_asw", "max_unavailable_per_job", "only_namespaces", "exclude_namespaces",
+                 "move_once")
+"""Limits that can cost vacated nodes (the per-wave ones only split waves), each priced by
+``limit_costs``; the snapshot's disruption budgets are priced as ``disruption_budgets``."""
+
+
 def plan_defrag(
     cluster: Cluster, options: DefragOptions | None = None, progress: Progress | None = None
 ) -> DefragPlan | DefragComparison:
     """A validated defragmentation plan for ``cluster`` (for ``compare``: both plans and the gap)."""
     options = options or DefragOptions()
+    plan = _plan_defrag(cluster, options, progress)
+    if options.limit_costs and isinstance(plan, DefragPlan) and plan.report is not None:
+        plan.report.limit_costs = limit_costs(cluster, options, plan)  # type: ignore[attr-defined]
+    return plan
+
+
+def limit_costs(cluster: Cluster, options: DefragOptions, plan: DefragPlan) -> dict[str, dict[str, int]]:
+    """For each limit in force that can cost vacated nodes: the plan's vacated nodes and moves without
+    that one limit (everything else equal), and the nodes it cost."""
+    costs: dict[str, dict[str, int]] = {}
+    runs: list[tuple[str, Cluster, DefragOptions]] = []
+    for name in COSTED_LIMITS:
+        if getattr(options, name) not in (None, False):  # in force (move_once is, by default)
+            off = False if isinstance(getattr(options, name), bool) else None
+            runs.append((name, cluster, options.model_copy(update={name: off, "limit_costs": False})))
+    if any(job.disruption is not None for job in cluster.jobs):
+        free = cluster.model_copy(update={"jobs": [job.model_copy(update={"disruption": None}) for job in cluster.jobs]})
+        runs.append(("disruption_budgets", free, options.model_copy(update={"limit_costs": False})))
+    for name, source, relaxed in runs:
+        other = _plan_defrag(source, relaxed, None)
+        assert isinstance(other, DefragPlan)
+        costs[name] = {"vacated_nodes_without": len(other.vacated_nodes), "moves_without": len(other.moves()),
+                       "vacated_nodes_cost": len(other.vacated_nodes) - len(plan.vacated_nodes)}
+    return costs
+
+
+def _plan_defrag(
+    cluster: Cluster, options: DefragOptions, progress: Progress | None = None
+) -> DefragPlan | DefragComparison:
     if options.method == "compare" and options.make_room is not None:
         return compare_make_room(cluster, options)
     if options.method == "compare":
