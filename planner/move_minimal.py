@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.exact import ExactOptions
-from planner.heuristics.trim import end_state, plan_cost, route_if_better, trim_end_state
+from planner.exact import ExactOptions, model_size
+from planner.heuristics.trim import end_state, plan_cost, route_if_better, trim_plan
 from planner.limits import MoveBudget
 from planner.models.backends import solve
 from planner.models.defrag import ModelTimeout, build_defrag_model
@@ -60,18 +60,18 @@ class MoveMinimal:
 def minimise_moves(state: ClusterState, waves: list[list[Step]], budget: MoveBudget, trim: str, exact: ExactOptions | None = None) -> MoveMinimal:
     """The pass ``trim`` over ``waves`` (from ``state``, not changed), within ``budget``."""
     moves_before, gpus_before = plan_cost(state, waves)
-    empties = int((end_state(state, waves).pods_per_node == 0).sum())
     report: dict[str, Any] = {"trim": trim, "moves_before_trim": moves_before, "gpus_moved_before_trim": round(gpus_before, 6)}
     if trim == "off":
         return MoveMinimal(waves, {})
     if moves_before == 0:  # nothing to trim; no plan has fewer than 0 moves
         proven = {"moves_bound": 0, "move_minimal": True} if trim == "exact" else {}
         return MoveMinimal(waves, {**report, "moves_saved": 0, "gpus_moved_saved": 0.0, **proven})
-    end = end_state(state, waves)
-    report["returned_home"] = trim_end_state(state, end)
-    best, why = route_if_better(state, waves, end, budget)
-    if why is not None:
-        report["greedy_kept_plan"] = why
+    empties = int((end_state(state, waves).pods_per_node == 0).sum())
+    greedy = trim_plan(state, waves, budget)
+    best = greedy.waves
+    report["returned_home"] = greedy.returned_home
+    if greedy.kept_original is not None:
+        report["greedy_kept_plan"] = greedy.kept_original
     if trim == "exact":
         assert exact is not None
         best = _exact_pass(state, best, budget, empties, exact, report)
@@ -83,7 +83,7 @@ def minimise_moves(state: ClusterState, waves: list[list[Step]], budget: MoveBud
 def _exact_pass(state: ClusterState, waves: list[list[Step]], budget: MoveBudget, empties: int, options: ExactOptions, report: dict) -> list[list[Step]]:
     deadline = time.perf_counter() + options.time_limit_s
     end = end_state(state, waves)
-    _, pairs = _model_size(state)
+    _, pairs = model_size(state)
     whole = len(state.node_names) <= WHOLE_MAX_NODES and pairs <= WHOLE_MAX_PAIRS
     pieces = [np.arange(len(state.node_names))] if whole else _pieces(state, end)
     report.update(trim_scope="whole cluster" if whole else f"{len(pieces)} piece(s) of at most {PIECE_NODES} nodes touched by the plan",
@@ -196,9 +196,3 @@ def _most_excess_first(state: ClusterState, end: ClusterState, pieces: list[np.n
     counts = np.bincount(where[home[excess]][where[home[excess]] >= 0], minlength=len(pieces))
     order = sorted(range(len(pieces)), key=lambda k: (-counts[k], k))
     return [pieces[k] for k in order]
-
-
-def _model_size(state: ClusterState) -> tuple[int, int]:
-    from planner.exact import model_size
-
-    return model_size(state)

@@ -122,12 +122,12 @@ def _wave_limit_violations(plan: DefragPlan, limits: MoveLimits, job_limits: dic
     """Waves with more moves, more nodes touched, more moves touching one node, or more pods of one
     job than allowed."""
     violations = []
+    limit_of = dict(job_limits.values())
     for w, wave in enumerate(plan.waves):
         per_job: dict[str, int] = defaultdict(int)
         for move in wave:
             if move.pod in job_limits:
                 per_job[job_limits[move.pod][0]] += 1
-        limit_of = {job: limit for job, limit in job_limits.values()}
         for job, count in sorted(per_job.items()):
             if count > limit_of[job]:
                 violations.append(Violation(MAX_UNAVAILABLE, f"{count} pods of job '{job}' move in wave {w}; its disruption budget allows {limit_of[job]}", w))

@@ -74,7 +74,7 @@ def shape_waves(waves: list[list[Step]], limits: MoveLimits, job_limits: dict[in
         jobs: dict[str, int] = {}
         for step in wave:
             p, source, destination = step
-            new_nodes = len({source, destination} - set(touched))
+            new_nodes = (source not in touched) + (destination != source and destination not in touched)
             job = job_limits.get(p)
             fits = (
                 (most_moves is None or len(part) < most_moves)

@@ -471,6 +471,9 @@ def hold_pods(cluster: Cluster, state: ClusterState, limits: MoveLimits) -> dict
     """Lock in ``state`` (its own copy of the locks) the pods the limits forbid to move: outside the
     namespace scope, or of a job whose disruption budget is 0. Counts by reason (empty: none held)."""
     job_limits = unavailable_limits(cluster, limits.max_unavailable_per_job)
+    scoped = limits.only_namespaces is not None or bool(limits.exclude_namespaces)
+    if not scoped and all(limit > 0 for _, limit in job_limits.values()):
+        return {}
     held = {"namespace_scope": 0, "disruption_budget": 0}
     locked = state.pod_locked.copy()
     for p, pod in enumerate(cluster.pods):
@@ -695,10 +698,10 @@ def _finish(
             _unplace_what_no_longer_fits(cluster, state, made)
     by_name = unavailable_limits(cluster, limits.max_unavailable_per_job)
     job_limits = {state.pod_index[name]: limit for name, limit in by_name.items()}
-    shaped = shape_waves([wave for wave in steps if wave], limits, job_limits)
-    if len(shaped) != len([wave for wave in steps if wave]):
-        extra = {**extra, "waves_before_wave_limits": len([wave for wave in steps if wave])}
-    steps = shaped
+    nonempty = [wave for wave in steps if wave]
+    steps = shape_waves(nonempty, limits, job_limits)
+    if len(steps) != len(nonempty):
+        extra = {**extra, "waves_before_wave_limits": len(nonempty)}
     plan = _assemble(cluster, state, steps, before)
     if made is not None:
         plan.placements, plan.unplaced = made.placements, made.unplaced
@@ -726,7 +729,7 @@ def _finish(
         **extra,
         **({} if moves or "reason" in extra else {"reason": why_nothing_moved(state, options)}),
     )
-    violations = validate(cluster, plan, options.limits(len(cluster.nodes)))
+    violations = validate(cluster, plan, limits)
     if violations:
         raise PlanBug(f"{name} produced an invalid plan: " + "; ".join(map(str, violations[:5])))
     plan.report.wall_s = round(time.perf_counter() - start, 3)
