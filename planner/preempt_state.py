@@ -2,7 +2,7 @@
 
 ``PreemptState`` wraps a ``ClusterState`` (capacity, anti-affinity and topology in their fast forms)
 and adds what preemption needs: each pod's priority, whether it may ever be a victim, its gang
-("unit": a victim's whole gang is evicted with it), the devices it holds (``gpu_indexes``) and each
+("unit": a victim's whole gang is evicted with it; pods of a job with ``min_available`` 1 are units of their own), the devices it holds (``gpu_indexes``) and each
 node's NUMA domains. ``fit`` answers "may pod p start on node n once the pods ``leaving`` are gone,
 and on which devices?", the one feasibility oracle of the preemption heuristics; it is the fast form
 of ``rules.node_rule_breaks`` plus ``rules.numa_guaranteed_breaks``, and the validator re-checks
@@ -85,7 +85,11 @@ class PreemptState:
         )
         n_jobs = len(cluster.jobs)
         job = self.cs.pod_job
-        self.unit = np.where(job >= 0, job, n_jobs + np.arange(len(pods)))
+        # a victim unit: a gang's pods together; a pod of no job, or of a job whose pods start one by
+        # one (min_available 1: a Deployment's replicas), alone. A gang of min_available k > 1 is
+        # evicted whole (losing pods below k kills it; evicting fewer is not modelled)
+        alone = np.array([j.min_available == 1 for j in cluster.jobs] + [True], dtype=bool)[job]
+        self.unit = np.where(alone, n_jobs + np.arange(len(pods)), job)
         self.n_units = n_jobs + len(pods)
         self.unit_pods: dict[int, list[int]] = {}
         for p, u in enumerate(self.unit.tolist()):

@@ -421,6 +421,15 @@ def topology_domain(node: Node, level: str) -> str:
     return f"node:{node.name}"
 
 
+def gang_need(min_available: int | None, pending: int, running: int) -> int:
+    """Pending pods of a job that must start together for it to run: all of them for a gang without
+    ``min_available``; else what ``min_available`` still lacks beyond its running pods (running pods
+    count towards the minimum; a job already at it needs none, and more of its pods may start)."""
+    if min_available is None:
+        return pending
+    return max(0, min(pending, min_available - running))
+
+
 def job_topology_ok(job: Job, nodes: Iterable[Node]) -> bool:
     """A ``required`` topology holds when every placed pod of the job is under one domain."""
     if job.topology is None or job.topology.mode != "required":

@@ -84,7 +84,7 @@ def validate_allocate(
     pending = index.pending
     for job_name, placed_nodes in sorted(placed_by_job.items()):
         job = jobs[job_name]
-        wanted = job.min_available if job.min_available is not None else pending.get(job_name, 0)
+        wanted = rules.gang_need(job.min_available, pending.get(job_name, 0), len(index.running_nodes.get(job_name, [])))
         if len(placed_nodes) < wanted:
             problems.append(Violation(GANG_INCOMPLETE, f"{len(placed_nodes)} of job '{job_name}''s pods are placed; the gang needs {wanted}"))
         running = [nodes[n] for n in index.running_nodes.get(job_name, [])]

@@ -8,7 +8,7 @@ of victim gangs is evicted.
 
 * A victim pod is LP, not locked, not standby, and of priority strictly below J's (the least
   priority over J's pods; ``priority_value`` or 1000 for HP, 0 for LP). A unit (gang) is every pod
-  sharing a ``job`` (a job-less pod is a unit of its own); a unit may be evicted only when every
+  sharing a ``job`` (a job-less pod, or a pod of a job with ``min_available`` 1, is a unit of its own); a unit may be evicted only when every
   placed pod of it may be, and evicting it evicts all its placed pods. The priority rule alone
   limits a spot job (one with an LP pod): at the default spot priority it evicts nothing, with a
   higher ``priority_value`` it may evict lower spot pods (see ``SPOT_JOBS_PREEMPT``).
@@ -70,8 +70,9 @@ def pod_cost(pod: Mapping[str, Any], now: float) -> float:
     return float(pod["gpus"]) * (now - last)
 
 
-def unit_key(pod: Mapping[str, Any]) -> tuple[str, str]:
-    return ("job", pod["job"]) if pod.get("job") is not None else ("pod", pod["name"])
+def unit_key(pod: Mapping[str, Any], one_by_one: set[str] = frozenset()) -> tuple[str, str]:
+    """A victim unit: the pod's gang, or the pod alone (no job, or a job of min_available 1)."""
+    return ("job", pod["job"]) if pod.get("job") is not None and pod["job"] not in one_by_one else ("pod", pod["name"])
 
 
 def _domain(node: Mapping[str, Any], level: str) -> str:
@@ -105,7 +106,8 @@ class Decision:
         self.job_priority = min(priority(self.pods[p]) for p in self.job_pods)
         self.preemptive = SPOT_JOBS_PREEMPT or all(self.pods[p].get("priority", "HP") == "HP" for p in self.job_pods)
         self.placed = [p["name"] for p in snapshot.get("pods", []) if p.get("node") is not None]
-        self.unit_of = {name: unit_key(pod) for name, pod in self.pods.items()}
+        one_by_one = {name for name, j in jobs.items() if j.get("min_available") == 1}
+        self.unit_of = {name: unit_key(pod, one_by_one) for name, pod in self.pods.items()}
         self.unit_pods: dict[tuple[str, str], list[str]] = {}
         for name in self.placed:
             self.unit_pods.setdefault(self.unit_of[name], []).append(name)

@@ -280,9 +280,19 @@ def test_realistic_example_imports_and_plans_within_its_rules(tmp_path: Path) ->
     snapshot, plan_file = tmp_path / "snapshot.json", tmp_path / "plan.json"
     result = runner.invoke(app, ["import", "kubernetes", str(EXAMPLE), "--out", str(snapshot)])
     assert result.exit_code == 0, result.output
-    assert "27 DaemonSet/mirror/static pod(s) reserved" in result.stdout
+    assert "30 DaemonSet/mirror/static pod(s) reserved" in result.stdout
     cluster = load_cluster(snapshot)
     assert sum(1 for n in cluster.nodes if n.taints) == 4 and sum(1 for p in cluster.pods if p.locked) == 2
+    nodes, pods, jobs = ({x.name: x for x in items} for items in (cluster.nodes, cluster.pods, cluster.jobs))
+    # time-sliced L40S: 16 replicas of 4 GPUs; a notebook on one replica holds a quarter of a GPU
+    assert nodes["l40s-ts-0"].gpus == 4 and [pods[f"notebook-{i}"].gpus for i in range(3)] == [0.25] * 3
+    # MIG 1g.10gb slices of an A100: a model of their own, one device per slice
+    mig = "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"
+    assert (nodes["a100-mig-0"].gpu_model, nodes["a100-mig-0"].gpus) == (mig, 14)
+    assert all(pods[f"embed-5c4b7-{i}"].gpu_models == [mig] for i in range(3)) and pods["embed-5c4b7-2"].node is None
+    # a Volcano PodGroup's minMember; controllers' pods start one by one
+    assert jobs["research/scheduling.k8s.io/group-name=sweep"].min_available == 2
+    assert jobs["serving/Deployment/embed"].min_available == 1 and jobs["platform/StatefulSet/etcd"].min_available == 1
     result = runner.invoke(app, ["defrag", str(snapshot), "--out", str(plan_file), "-o", "json"])
     assert result.exit_code == 0, result.output
     moves = assert_moves_tolerated(cluster, parse_plan(plan_file.read_text()))

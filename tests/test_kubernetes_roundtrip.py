@@ -5,7 +5,8 @@ The round trip holds field by field, modulo the normalisations the exporter docu
 
 * jobs are renamed as the importer names controllers (``KubeExport.job_names``), come back in the
   order of their first pod, and jobs without pods are not carried; a budget above its job's pod
-  count is clipped to it; ``min_available`` and job ``numa`` are not carried;
+  count is clipped to it; ``min_available`` of 1 on a one-pod job or at least the job's pods comes back
+  as none (the same meaning); job ``numa`` is not carried;
 * anti-affinity groups are renamed after their label selectors: compared as the partition of pods
   into groups;
 * ``gpu_models`` comes back as a required node-affinity expression on ``nvidia.com/gpu.product``
@@ -16,8 +17,8 @@ The round trip holds field by field, modulo the normalisations the exporter docu
 * checkpoint and start times, ``gpu_indexes``, node ``numa`` / ``power`` / ``eviction_count`` and
   ``time_s`` are not carried.
 
-GPU shares and standby pods are refused (the importer reads neither; a time-sliced node cannot be
-rendered until it does).
+GPU shares travel as ``koordinator.sh/gpu-core`` (a share that is not a whole percent is refused);
+standby pods are refused (the importer reads no standby reservation).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typer.testing import CliRunner
 
 from planner import rules
 from planner.adapters.kubernetes import ImportConfig, PriorityConfig, import_kubernetes
-from planner.adapters.kubernetes_export import DaemonSet, KubeExport, export_kubernetes
+from planner.adapters.kubernetes_export import DaemonSet, KubeExport, exact, export_kubernetes
 from planner.cli import app
 from planner.cluster import Cluster, Disruption, Job, Node, Pod, SnapshotError, Taint, Toleration
 from planner.instances.asi import generate_asi
@@ -63,9 +64,14 @@ def round_trip(cluster: Cluster, config: ImportConfig | None = None, **options: 
 # ----------------------------------------------------------------------------------------------
 
 
+def asks_mig(pod: Pod) -> bool:
+    """A pod allowed MIG models only (in these tests, all of one profile's): it asks for slices."""
+    return bool(pod.gpu_models) and all("-MIG-" in m for m in pod.gpu_models)
+
+
 def expected_affinity(pod: Pod) -> list[list[tuple[str, str, list[str]]]] | None:
     terms = [[(r.key, r.operator, list(r.values)) for r in term] for term in pod.node_affinity or [[]]]
-    if pod.gpu_models:
+    if pod.gpu_models and not asks_mig(pod):
         models = sorted(m for m in set(pod.gpu_models) if m)
         alternatives = ([[(PRODUCT, "In", models)]] if models else []) + ([[(PRODUCT, "DoesNotExist", [])]] if "" in pod.gpu_models else [])
         terms = [term + extra for term in terms for extra in alternatives]
@@ -83,7 +89,8 @@ def node_view(node: Node) -> dict[str, Any]:
 
 def expected_node(node: Node) -> dict[str, Any]:
     labels = {**node.labels, "kubernetes.io/hostname": node.name}
-    for key, value in ((PRODUCT, node.gpu_model), (LEAF, node.asw), (SPINE, node.spine)):
+    mig = node.gpu_model.startswith(f"{node.labels.get(PRODUCT)}-MIG-")  # the product label names the whole GPU
+    for key, value in ((PRODUCT, None if mig else node.gpu_model), (LEAF, node.asw), (SPINE, node.spine)):
         if value:
             labels[key] = value
     return {**node_view(node), "labels": labels}
@@ -115,7 +122,8 @@ def jobs_view(jobs: list[Job], sizes: dict[str, int], names: dict[str, str] | No
         if not sizes.get(job.name):
             continue
         budget = None if job.disruption is None else min(job.disruption.max_unavailable, sizes[job.name])
-        out[names[job.name] if names else job.name] = (job.topology, budget)
+        least = job.min_available if job.min_available is not None and job.min_available < sizes[job.name] else None
+        out[names[job.name] if names else job.name] = (job.topology, budget, least)
     return out
 
 
@@ -125,7 +133,8 @@ def assert_same_snapshot(original: Cluster, exported: KubeExport, back: Cluster)
     assert all(n.numa is None and n.power is None and n.eviction_count == 0 for n in back.nodes)
     assert [pod_view(p, p.job) for p in back.pods] == [expected_pod(p, exported.job_names) for p in original.pods]
     assert [affinity_of(p) for p in back.pods] == [expected_affinity(p) for p in original.pods]
-    assert all(not p.gpu_models and p.checkpoint_s is None and p.started_s is None and p.gpu_indexes is None for p in back.pods)
+    assert [p.gpu_models for p in back.pods] == [p.gpu_models if asks_mig(p) else [] for p in original.pods]
+    assert all(p.checkpoint_s is None and p.started_s is None and p.gpu_indexes is None for p in back.pods)
     assert groups_of(back) == groups_of(original)
     sizes = defaultdict(int)
     for pod in original.pods:
@@ -172,7 +181,8 @@ def k8s_clusters(draw: Any) -> Cluster:
         budget = draw(st.sampled_from([None, 0, 1, 2, 5]))
         jobs.append(Job(name=f"job-{j}", topology=draw(st.sampled_from([None, {"level": "asw", "mode": "required"},
                                                                           {"level": "spine", "mode": "preferred"}])),
-                        disruption=None if budget is None else {"max_unavailable": budget}))
+                        disruption=None if budget is None else {"max_unavailable": budget},
+                        min_available=draw(st.sampled_from([None, None, 1, 2, 3]))))
         job_ns[f"job-{j}"] = draw(st.sampled_from(namespaces))
     by_job = {j.name: j for j in jobs}
     pods: list[Pod] = []
@@ -184,7 +194,7 @@ def k8s_clusters(draw: Any) -> Cluster:
         values = [None, 0, 1000, 2_000_000_500] if priority == "HP" else [None, -1, -100]
         pod = Pod(
             name=f"p-{i}", job=job, namespace=job_ns[job] if job else draw(st.sampled_from(namespaces)),
-            gpus=draw(st.sampled_from([0, 1, 1, 2, 4])), cpus=draw(st.sampled_from([0.0, 0.5, 1.0, 2.25, 0.001, 0.3])),
+            gpus=draw(st.sampled_from([0, 1, 1, 2, 4, 0.25, 0.5, 0.07])), cpus=draw(st.sampled_from([0.0, 0.5, 1.0, 2.25, 0.001, 0.3])),
             memory_gib=draw(st.sampled_from([0.0, 0.5, 4.0, 0.3, 32.0])),
             gpu_models=draw(st.sampled_from([[], ["A100"], ["A100", "H800"], ["", "A100"], [""]])),
             priority=priority, priority_value=draw(st.sampled_from(values)), locked=draw(st.booleans()),
@@ -234,7 +244,7 @@ def test_daemonsets_and_an_lp_class_config_round_trip_too(cluster: Cluster) -> N
 @given(strategies.clusters())
 def test_the_shared_strategy_round_trips_or_is_refused_by_name(cluster: Cluster) -> None:
     """tests/strategies.py draws shares and standby pods: refused, naming the field; else the round trip holds."""
-    unsupported = [i for i, p in enumerate(cluster.pods) if rules.is_share(p.gpus) or p.standby]
+    unsupported = [i for i, p in enumerate(cluster.pods) if p.standby or (exact(p.gpus) * 100).denominator != 1]
     if unsupported:
         with pytest.raises(SnapshotError) as err:
             export_kubernetes(cluster)
@@ -282,7 +292,7 @@ def test_an_imported_snapshot_exports_to_the_same_jobs_and_names() -> None:
 
 
 def test_export_command_writes_a_list_import_reads_back(tmp_path: Path) -> None:
-    """``planner export kubernetes`` (planner/cli_export.py): dropped fields as warnings, shares exit 2."""
+    """``planner export kubernetes`` (planner/cli_export.py): dropped fields as warnings, a share finer than 1% exits 2."""
     import planner.cli_export  # noqa: F401 - registers the command on ``app``
 
     source = Path(__file__).resolve().parents[1] / "instances" / "asi-500.json"
@@ -294,9 +304,9 @@ def test_export_command_writes_a_list_import_reads_back(tmp_path: Path) -> None:
     original = load_cluster(source)
     assert_same_snapshot(original, export_kubernetes(original), load_cluster(snapshot))
     shares = tmp_path / "shares.json"
-    shares.write_text(two_nodes(gpus=0.5).model_dump_json())
+    shares.write_text(two_nodes(gpus=0.125).model_dump_json())
     result = runner.invoke(app, ["export", "kubernetes", str(shares)])
-    assert result.exit_code == 2 and "pods[0].gpus: a share" in result.stderr and "Traceback" not in result.output
+    assert result.exit_code == 2 and "pods[0].gpus: a share of 0.125 GPU" in result.stderr and "Traceback" not in result.output
 
 
 # ----------------------------------------------------------------------------------------------
@@ -310,7 +320,7 @@ def two_nodes(**pod: Any) -> Cluster:
 
 
 @pytest.mark.parametrize(("cluster", "message"), [
-    (two_nodes(gpus=0.5), "pods[0].gpus: a share (0.5 GPU) has no Kubernetes request"),
+    (two_nodes(gpus=0.125), "pods[0].gpus: a share of 0.125 GPU is not a whole number of koordinator.sh/gpu-core (100 per GPU)"),
     (two_nodes(standby=True), "pods[0].standby: a standby pod"),
     (two_nodes(name="Pod_1"), "pods[0].name: 'Pod_1' is not a Kubernetes object name"),
     (two_nodes(priority="LP", priority_value=5), "pods[0].priority_value: an LP pod of priority 5 reads back as HP"),

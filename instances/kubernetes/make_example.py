@@ -7,6 +7,10 @@ node (the device plugin with hostPath, node-exporter), a static kube-proxy mirro
 StatefulSet with hostname anti-affinity and a PDB, an inference Deployment tolerating the taint with a
 required node affinity on the GPU product and a 50% PDB, a JobSet gang asking Kueue for one leaf, a
 batch Job with an emptyDir scratch volume, a pending pod, a finished pod and a cron job's pod.
+GPU sharing: an L40S node time-sliced by NVIDIA's device plugin (each GPU advertised 4 times, GPU
+feature discovery's `nvidia.com/gpu.replicas: "4"`) running notebooks of one replica each, and an
+A100 node split into MIG 1g.10gb slices (the device plugin's mixed strategy) serving an embedding
+Deployment; a Volcano job whose PodGroup lets it start with 2 of its 3 workers.
 """
 
 from __future__ import annotations
@@ -17,14 +21,15 @@ from pathlib import Path
 OUT = Path(__file__).with_name("gpu-cluster.json")
 
 
-def node(name: str, gpus: int, product: str, leaf: str, cpu: str = "96", memory: str = "1024Gi", taints=(), cordoned=False):
+def node(name: str, gpus: int, product: str, leaf: str, cpu: str = "96", memory: str = "1024Gi", taints=(), cordoned=False,
+         resource: str = "nvidia.com/gpu", extra_labels=None):
     labels = {"kubernetes.io/hostname": name, "network.topology.nvidia.com/leaf": leaf,
-              "network.topology.nvidia.com/spine": "spine-a", "node.kubernetes.io/instance-type": "gpu"}
+              "network.topology.nvidia.com/spine": "spine-a", "node.kubernetes.io/instance-type": "gpu", **(extra_labels or {})}
     if gpus:
         labels["nvidia.com/gpu.product"] = product
     allocatable = {"cpu": cpu, "memory": memory, "pods": "110", "ephemeral-storage": "900Gi"}
     if gpus:
-        allocatable["nvidia.com/gpu"] = str(gpus)
+        allocatable[resource] = str(gpus)
     spec = {"taints": list(taints)} if taints else {}
     if cordoned:
         spec["unschedulable"] = True
@@ -33,8 +38,9 @@ def node(name: str, gpus: int, product: str, leaf: str, cpu: str = "96", memory:
             "status": {"capacity": allocatable, "allocatable": allocatable}}
 
 
-def pod(name, namespace, node_name, owner=None, cpu="1", memory="1Gi", gpus=0, labels=None, annotations=None, phase="Running", **spec):
-    limits = {"nvidia.com/gpu": str(gpus)} if gpus else {}
+def pod(name, namespace, node_name, owner=None, cpu="1", memory="1Gi", gpus=0, labels=None, annotations=None, phase="Running",
+        resource="nvidia.com/gpu", **spec):
+    limits = {resource: str(gpus)} if gpus else {}
     meta = {"name": name, "namespace": namespace, "labels": labels or {}, "uid": f"uid-{namespace}-{name}"}
     if annotations:
         meta["annotations"] = annotations
@@ -58,6 +64,10 @@ def build() -> dict:
     nodes += [node(f"l40s-{i}", 4, "NVIDIA-L40S", "leaf-2", cpu="64", memory="512Gi", taints=[inference_taint]) for i in range(3)]
     nodes.append(node("h100-8", 8, "NVIDIA-H100-80GB-HBM3", "leaf-2", cordoned=True))
     nodes += [node(f"cpu-{i}", 0, "", "leaf-1", cpu="64", memory="256Gi") for i in range(2)]
+    nodes.append(node("l40s-ts-0", 16, "NVIDIA-L40S-SHARED", "leaf-2", cpu="64", memory="512Gi",
+                      extra_labels={"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.count": "4"}))
+    nodes.append(node("a100-mig-0", 14, "NVIDIA-A100-SXM4-80GB", "leaf-1", resource="nvidia.com/mig-1g.10gb",
+                      extra_labels={"nvidia.com/mig.strategy": "mixed"}))
     pods = []
     for n in nodes:  # DaemonSets: the device plugin (hostPath) on GPU nodes, node-exporter everywhere
         name = n["metadata"]["name"]
@@ -95,9 +105,22 @@ def build() -> dict:
     pods.append(pod("report-28911", "research", "cpu-1", ("batch/v1", "Job", "report-28911"), cpu="2", memory="4Gi", phase="Succeeded"))
     pods.append(pod("train-big-0", "research", None, ("batch/v1", "Job", "train-big"), cpu="64", memory="512Gi", gpus=8, phase="Pending",
                     priority=500))
+    for i in range(3):  # notebooks on one time-sliced replica each (a quarter of an L40S)
+        pods.append(pod(f"notebook-{i}", "research", "l40s-ts-0", ("apps/v1", "StatefulSet", "notebooks"), cpu="2", memory="16Gi",
+                        gpus=1, labels={"app": "notebooks"}, priority=100))
+    for i, where in enumerate(["a100-mig-0", "a100-mig-0", None]):  # an embedding service on MIG slices
+        pods.append(pod(f"embed-5c4b7-{i}", "serving", where, ("apps/v1", "ReplicaSet", "embed-5c4b7"), cpu="2", memory="8Gi", gpus=1,
+                        resource="nvidia.com/mig-1g.10gb", labels={"app": "embed", "pod-template-hash": "5c4b7"},
+                        phase="Running" if where else "Pending", priority=1000))
+    for i, where in enumerate(["h100-3", "h100-3", None]):  # a Volcano job: starts with 2 of its 3 workers
+        pods.append(pod(f"sweep-worker-{i}", "research", where, ("batch.volcano.sh/v1alpha1", "Job", "sweep"), cpu="8", memory="64Gi",
+                        gpus=1, annotations={"scheduling.k8s.io/group-name": "sweep"},
+                        phase="Running" if where else "Pending", priority=-100, priorityClassName="spot", schedulerName="volcano"))
+    groups = [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "sweep", "namespace": "research"},
+               "spec": {"minMember": 2, "queue": "default"}}]
     budgets = [pdb("etcd", "platform", {"app": "etcd"}, maxUnavailable=1),
                pdb("llm-serve", "serving", {"app": "llm-serve"}, minAvailable="50%")]
-    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": [*nodes, *pods, *budgets]}
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": [*nodes, *pods, *budgets, *groups]}
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """Snapshots from Kubernetes objects: ``kubectl get nodes,pods,pdb -A -o json``.
 
 ``import_kubernetes(texts, config)`` reads one or more JSON (or YAML) documents, each a List (any
-``kind: ...List`` with ``items``) or a single Node, Pod or PodDisruptionBudget, and returns the
+``kind: ...List`` with ``items``) or a single Node, Pod, PodDisruptionBudget or PodGroup, and returns the
 snapshot with the warnings and a summary. The mapping, with the configuration keys that steer it
 (``planner import kubernetes --print-config`` shows the defaults, ``DEFAULT_CONFIG``):
 
 * Nodes: ``status.allocatable`` (``capacity`` if absent, with a warning): ``cpu`` in cores,
-  ``memory`` in GiB, GPUs as the sum of the ``gpu_resources``; ``gpu_model_label``; ``asw`` and
+  ``memory`` in GiB, GPUs and the model from ``gpu_resources``, ``gpu_count_resources``,
+  ``gpu_shares``, time-slicing replicas and MIG slices (``kubernetes_gpus``) and ``gpu_model_label``; ``asw`` and
   ``spine`` from the first of ``asw_labels`` / ``spine_labels`` the node carries; every label;
   ``spec.taints``; ``spec.unschedulable`` (cordoned) -> ``schedulable: false``.
 * Pods: finished ones (Succeeded, Failed) are left out; the others are placed on ``spec.nodeName``
@@ -29,7 +30,9 @@ snapshot with the warnings and a summary. The mapping, with the configuration ke
   (a ReplicaSet folded into its Deployment through ``pod-template-hash``) names it
   ``<namespace>/<Kind>/<name>``. DaemonSet and static pods belong to none. Kueue's
   ``kueue.x-k8s.io/podset-required-topology`` (``-preferred-``) on an asw or spine label gives the
-  job its topology.
+  job its topology. A gang starts whole unless a PodGroup object (scheduler-plugins or Volcano) of
+  its name has a ``minMember`` below its pods (``min_available``); a controller's pods start one by
+  one (``min_available`` 1) unless the job has a topology.
 * PodDisruptionBudgets -> ``disruption.max_unavailable`` of the jobs of the pods they select
   (percentages against the selected pods, rounded up); a budget over several jobs is split evenly,
   rounded down, so their sum never exceeds it; a job under several budgets takes the least.
@@ -42,15 +45,17 @@ node, a malformed configuration) raises ``SnapshotError`` naming the same.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.adapters import kubernetes_objects as k8s
+from planner.adapters.kubernetes_gpus import NodeGpus, node_gpus, pod_gpus
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError, pydantic_problems
 from planner.snapshot import consistency_problems
@@ -70,11 +75,39 @@ class PriorityConfig(BaseModel):
     lp_classes: list[str] = Field(default_factory=list)
 
 
+class ShareResource(BaseModel):
+    """A resource a pod asks for part of a GPU with, and how many of its units make one GPU: a fixed
+    number, a node label, or (neither) the node's allocatable over its GPUs."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    resource: str = Field(min_length=1)
+    units_per_gpu: int | None = Field(default=None, ge=1)
+    units_per_gpu_label: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ShareResource":
+        if self.units_per_gpu is not None and self.units_per_gpu_label is not None:
+            raise ValueError("give units_per_gpu or units_per_gpu_label, not both")
+        return self
+
+
+def _default_shares() -> list[ShareResource]:
+    return [ShareResource(resource="nvidia.com/gpu.shared", units_per_gpu_label="nvidia.com/gpu.replicas"),
+            ShareResource(resource="koordinator.sh/gpu-core", units_per_gpu=100),
+            ShareResource(resource="koordinator.sh/gpu-memory-ratio", units_per_gpu=100),
+            ShareResource(resource="koordinator.sh/gpu-memory"),
+            ShareResource(resource="aliyun.com/gpu-mem")]
+
+
 class ImportConfig(BaseModel):
     """How Kubernetes objects become a snapshot (``--config``; defaults in ``DEFAULT_CONFIG``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     gpu_resources: list[str] = Field(default_factory=lambda: ["nvidia.com/gpu"])
+    gpu_count_resources: list[str] = Field(default_factory=lambda: ["aliyun.com/gpu-count"])
+    gpu_shares: list[ShareResource] = Field(default_factory=_default_shares)
+    time_slicing_label: str = "nvidia.com/gpu.replicas"
+    mig_resource_prefix: str = "nvidia.com/mig-"
     ignored_resources: list[str] = Field(default_factory=lambda: ["ephemeral-storage", "pods", "hugepages-*"])
     gpu_model_label: str = "nvidia.com/gpu.product"
     asw_labels: list[str] = Field(default_factory=lambda: [
@@ -93,8 +126,25 @@ class ImportConfig(BaseModel):
 
 DEFAULT_CONFIG = """\
 # planner import kubernetes: how Kubernetes objects become a snapshot (all keys optional).
-# Extended resources counted as GPUs (pod requests and node allocatable, summed).
+# Extended resources counted as whole GPUs (pod requests and node allocatable, summed).
 gpu_resources: [nvidia.com/gpu]
+# Node resources that only count GPUs (a node's GPUs are the most any GPU resource gives).
+gpu_count_resources: [aliyun.com/gpu-count]
+# Resources a pod asks for part of one GPU with; units per GPU: a number, a node label, or (neither)
+# the node's allocatable divided by its GPUs. A pod asking in several ways holds the largest share.
+gpu_shares:
+  - {resource: nvidia.com/gpu.shared, units_per_gpu_label: nvidia.com/gpu.replicas}  # time-slicing, renamed
+  - {resource: koordinator.sh/gpu-core, units_per_gpu: 100}                          # percent of a GPU
+  - {resource: koordinator.sh/gpu-memory-ratio, units_per_gpu: 100}
+  - {resource: koordinator.sh/gpu-memory}                                            # bytes of GPU memory
+  - {resource: aliyun.com/gpu-mem}                                                   # GiB of GPU memory
+# Time-slicing without renaming: on a node with this label at r > 1, each GPU of gpu_resources is
+# advertised r times (the node has allocatable / r GPUs; a pod asking for k holds k / r of a GPU).
+# Pending pods' requests of gpu_resources are read as whole GPUs.
+time_slicing_label: nvidia.com/gpu.replicas
+# MIG slices (the device plugin's mixed strategy): a node offering one profile is a node of model
+# '<product>-MIG-<profile>' with one GPU per slice; several profiles on a node: planned as cordoned.
+mig_resource_prefix: nvidia.com/mig-
 # Requested resources the planner does not model, left out without a warning ('*' ends a prefix).
 ignored_resources: [ephemeral-storage, pods, hugepages-*]
 # Node label giving the GPU model (NVIDIA GPU feature discovery).
@@ -228,6 +278,8 @@ class _Import:
         self.nodes: list[Node] = []
         self.node_fields: list[tuple[dict[str, Any], dict[str, Any]]] = []  # GPUs, CPUs and GiB as fractions
         self.reserved: dict[str, dict[str, Fraction]] = {}  # node-bound pods' requests by node
+        self.node_gpus: dict[str, NodeGpus] = {}
+        self.pod_groups: dict[tuple[str, str], dict[str, Any]] = {}  # (namespace, name) -> PodGroup
         self.pods: list[dict[str, Any]] = []  # snapshot fields, plus private keys starting with '_'
         self.budgets: list[dict[str, Any]] = []
 
@@ -246,10 +298,11 @@ class _Import:
                 self.errors.append(f"{object_name(obj)}: given twice with different contents; which one was meant?")
             return
         self.seen[key] = obj
-        handler = {"Node": self._node, "Pod": self._pod, "PodDisruptionBudget": self._budget}.get(str(kind))
+        handler = {"Node": self._node, "Pod": self._pod, "PodDisruptionBudget": self._budget,
+                   "PodGroup": self._pod_group}.get(str(kind))
         if handler is None:
             self.summary.skipped[f"{kind} objects"] += 1
-            self.warn(obj, "kind", f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget); ignored")
+            self.warn(obj, "kind", f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget, PodGroup); ignored")
             return
         try:
             handler(obj)
@@ -275,18 +328,21 @@ class _Import:
                 self.warn(obj, f"spec.taints[{i}]", f"taint {taint} has no key or an unknown effect; ignored")
                 continue
             taints.append({"key": taint["key"], "value": str(taint.get("value") or ""), "effect": taint["effect"]})
-        gpus = sum((amounts.get(r, Fraction(0)) for r in self.config.gpu_resources), Fraction(0))
-        if gpus.denominator != 1:
-            raise KubeError(f"{where}", f"GPUs ({', '.join(self.config.gpu_resources)}) must be whole, got {float(gpus):g}")
         fields = {
-            "name": meta["name"], "gpus": gpus, "cpus": amounts.get("cpu", Fraction(0)),
-            "memory_gib": amounts.get("memory", Fraction(0)) / GIB, "labels": labels,
-            "gpu_model": labels.get(self.config.gpu_model_label, ""), "taints": taints,
+            "name": meta["name"], "gpus": 0, "cpus": amounts.get("cpu", Fraction(0)),
+            "memory_gib": amounts.get("memory", Fraction(0)) / GIB, "labels": labels, "gpu_model": "", "taints": taints,
             "asw": _first_label(labels, self.config.asw_labels), "spine": _first_label(labels, self.config.spine_labels),
             "schedulable": not spec.get("unschedulable", False),
         }
         if fields["cpus"] <= 0:
             raise KubeError(f"{where}.cpu", "a node needs CPUs to hold pods; got none")
+        info, warnings = node_gpus(self.config, labels, amounts, where)
+        for path, message in warnings:
+            self.warn(obj, path, message)
+        fields["gpus"], fields["gpu_model"] = info.devices, info.model
+        if info.mig_mixed:
+            fields["schedulable"] = False
+        self.node_gpus[meta["name"]] = info
         self.node_fields.append((obj, fields))
 
     def _validated(self, obj: dict[str, Any], model: type[BaseModel], fields: dict[str, Any], into: list[Any]) -> None:
@@ -306,6 +362,14 @@ class _Import:
         self.budgets.append({"obj": obj, "selector": selector, "spec": spec,
                              "namespace": obj["metadata"].get("namespace") or "default"})
 
+    def _pod_group(self, obj: dict[str, Any]) -> None:
+        """A gang's minimum (scheduler-plugins ``scheduling.x-k8s.io`` or Volcano ``scheduling.volcano.sh``)."""
+        spec = as_object(obj.get("spec"), "spec")
+        member = spec.get("minMember", 0)
+        if isinstance(member, bool) or not isinstance(member, int) or member < 0:
+            raise KubeError("spec.minMember", f"must be a whole number at least 0, got {member!r}")
+        self.pod_groups[(obj["metadata"].get("namespace") or "default", obj["metadata"]["name"])] = {"obj": obj, "min_member": member}
+
     # -- pods ----------------------------------------------------------------------------------
 
     def _pod(self, obj: dict[str, Any]) -> None:
@@ -321,7 +385,8 @@ class _Import:
         """Nodes as snapshot objects, less what their node-bound pods request."""
         for obj, fields in self.node_fields:
             taken = self.reserved.get(fields["name"], {})
-            left = {"gpus": fields["gpus"] - taken.get("gpus", 0), "cpus": fields["cpus"] - taken.get("cpu", 0),
+            gpus_taken = math.ceil(pod_gpus(self.config, taken, self.node_gpus[fields["name"]], {}, {}).gpus) if taken else 0
+            left = {"gpus": fields["gpus"] - gpus_taken, "cpus": fields["cpus"] - taken.get("cpu", 0),
                     "memory_gib": fields["memory_gib"] - taken.get("memory", Fraction(0)) / GIB}
             short = [f"{k} {float(v):g}" for k, v in left.items() if v < 0 or (k == "cpus" and v <= 0)]
             if short:
@@ -332,7 +397,9 @@ class _Import:
             self._validated(obj, Node, {**fields, **left}, self.nodes)
 
     def finish(self) -> KubeImport:
-        from planner.adapters.kubernetes_pods import anti_affinity_groups, budgets_to_jobs, check_placements, unique_names
+        from planner.adapters.kubernetes_pods import (
+            anti_affinity_groups, budgets_to_jobs, check_placements, resolve_gpus, unique_names,
+        )
 
         if not self.node_fields and not self.errors:
             self.errors.append("no Node objects in the input; give the output of kubectl get nodes,pods,pdb -A -o json")
@@ -345,6 +412,7 @@ class _Import:
                 self.errors.append(f"{object_name(fields['_obj'])}: spec.nodeName: unknown node '{fields['node']}' (no Node object of that name)")
         if self.errors:
             raise SnapshotError(_capped(self.errors))
+        resolve_gpus(self)
         anti_affinity_groups(self)
         check_placements(self)
         unique_names(self)

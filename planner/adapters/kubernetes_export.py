@@ -18,13 +18,25 @@
   required hostname anti-affinity term per group selecting it; locked pods annotated
   ``locked_annotation: "true"``.
 * Jobs: a job whose pods all name it becomes a controller (``app.kubernetes.io/instance`` labels its
-  pods): a ``topology`` job is a JobSet gang (the JobSet gang label, pods owned by its child batch Job,
-  Kueue's ``podset-required-topology`` / ``-preferred-`` annotation naming the asw or spine label),
-  another job of several HP pods a StatefulSet, any other a batch Job. A job name the importer
-  wrote (``<namespace>/<Kind>/<name>``, ``<namespace>/<gang key>=<value>``) becomes that controller
-  or gang again. ``disruption.max_unavailable`` becomes a PodDisruptionBudget selecting the job's pods.
+  pods) or a gang. A job whose pods start one by one (``min_available`` 1, no topology) is a
+  StatefulSet when its pods are HP and several, else a batch Job; a ``topology`` job starting whole is
+  a JobSet gang (the JobSet gang label, pods owned by its child batch Job, Kueue's
+  ``podset-required-topology`` / ``-preferred-`` annotation naming the asw or spine label); any other
+  job of several pods is a PodGroup gang (the ``scheduling.x-k8s.io/pod-group`` label and a
+  ``PodGroup`` whose ``minMember`` is ``min_available``, or the job's pods when it starts whole). A job
+  name the importer wrote (``<namespace>/<Kind>/<name>``, ``<namespace>/<gang key>=<value>``)
+  becomes that controller or gang again (refused by name when the importer would read its
+  ``min_available`` otherwise). ``disruption.max_unavailable`` becomes a PodDisruptionBudget selecting
+  the job's pods.
   A pod of no job has no owner and kube-descheduler's ``descheduler.alpha.kubernetes.io/evict``
   annotation (so it stays movable unless locked).
+* MIG: a node whose model is its product label's value plus ``-MIG-<profile>`` offers that many
+  ``<mig_resource_prefix><profile>`` slices; a pod allowed exactly that profile's models asks for them.
+* ``time_sliced`` (node -> replicas r), or a node labelled ``time_slicing_label`` r: the node is
+  time-sliced (each GPU advertised r times in the first of ``gpu_resources``) and its pods ask for r
+  times their GPUs.
+* GPU shares: otherwise, when a pod holds a share, GPU nodes also offer the first of ``gpu_shares`` with a fixed
+  ``units_per_gpu`` (``koordinator.sh/gpu-core``, 100 per GPU) and share pods request it.
 * ``daemonsets``: DaemonSet pods added on every node (GPU nodes only, if so marked), their requests
   added to the node's allocatable; the importer takes them off again, so the snapshot is unchanged.
 
@@ -36,10 +48,10 @@ priority, when the config has one); a budget above its job's pods is clipped to 
 controller's reading); jobs come back in the order of their first pod.
 
 Not carried (each listed in ``KubeExport.dropped`` with how many objects held it): checkpoint and
-start times, ``gpu_indexes``, ``min_available``, job ``numa``, node ``numa``, ``power`` and
+start times, ``gpu_indexes``, job ``numa``, node ``numa``, ``power`` and
 ``eviction_count``, ``time_s``, locks on pending pods (the importer locks placed pods only) and jobs
-without pods. Refused (``SnapshotError`` naming the field): GPU shares below 1 and standby pods (the
-importer reads neither: time-slicing and standby reservations have no Kubernetes object it maps),
+without pods. Refused (``SnapshotError`` naming the field): a GPU share that is not a whole number of the share
+resource's units, standby pods (a standby reservation has no Kubernetes object the importer maps),
 names that are not valid Kubernetes names, a job over several namespaces, a priority the config
 would read as the other class, and node labels that contradict the fields the importer derives
 from them.
@@ -55,14 +67,16 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
+from planner.adapters.kubernetes_pods import POD_GROUP_KEYS
 from planner.adapters.kubernetes import (
     DESCHEDULER_EVICT, GIB, HOSTNAME_KEY, KUEUE_PREFERRED, KUEUE_REQUIRED, SYSTEM_CRITICAL_PRIORITY, ImportConfig,
 )
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError
 
 JOBSET_KEY = "jobset.sigs.k8s.io/jobset-name"
+POD_GROUP_KEY = POD_GROUP_KEYS[0]
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 ANTI_PREFIX = "anti-affinity.planner.io/"
 MAX_LISTED = 20
@@ -106,6 +120,8 @@ class _Controller:
     labels: dict[str, str]
     imported_as: str
     annotations: dict[str, str] = field(default_factory=dict)
+    min_member: int | None = None
+    """The PodGroup's minMember, for a gang written with one."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -161,20 +177,48 @@ def label_name(text: str) -> str:
 # ----------------------------------------------------------------------------------------------
 
 
-def export_kubernetes(cluster: Cluster, config: ImportConfig | None = None, daemonsets: Sequence[DaemonSet] = ()) -> KubeExport:
+def export_kubernetes(cluster: Cluster, config: ImportConfig | None = None, daemonsets: Sequence[DaemonSet] = (),
+                      time_sliced: Mapping[str, int] | None = None) -> KubeExport:
     """The Kubernetes List ``planner import kubernetes`` (with ``config``) reads back as ``cluster``
     (module docstring: what is renamed, dropped or refused)."""
-    return _Export(cluster, config or ImportConfig(), daemonsets).run()
+    return _Export(cluster, config or ImportConfig(), daemonsets, dict(time_sliced or {})).run()
 
 
 class _Export:
-    def __init__(self, cluster: Cluster, config: ImportConfig, daemonsets: Sequence[DaemonSet]):
+    def __init__(self, cluster: Cluster, config: ImportConfig, daemonsets: Sequence[DaemonSet], time_sliced: dict[str, int]):
         self.cluster, self.config, self.daemonsets = cluster, config, list(daemonsets)
         self.errors: list[str] = []
+        self.replicas = dict(time_sliced)
+        unknown = sorted(set(time_sliced) - {n.name for n in cluster.nodes})
+        if unknown:
+            self.errors.append(f"time_sliced: unknown node(s) {', '.join(unknown)}")
+        if time_sliced and not config.time_slicing_label:
+            self.errors.append("config.time_slicing_label: empty; time-sliced nodes need it")
+        for i, node in enumerate(cluster.nodes):  # a node labelled as time-sliced is one
+            label = node.labels.get(config.time_slicing_label) if config.time_slicing_label else None
+            if label is None:
+                continue
+            count = int(label) if label.isdigit() else 0
+            if count < 1 or time_sliced.get(node.name, count) != count:
+                self.errors.append(f"nodes[{i}].labels.{config.time_slicing_label}: '{label}' is read as time-slicing replicas; "
+                                   + ("it must be a positive whole number" if count < 1 else f"time_sliced gives {time_sliced[node.name]}"))
+            self.replicas.setdefault(node.name, max(count, 1))
+        self.mig_profile: dict[str, str] = {}  # node -> its MIG profile, for nodes the importer reads as MIG slices
+        self.mig_models: dict[str, list[str]] = defaultdict(list)  # profile -> its node models
+        for node in cluster.nodes:
+            product = node.labels.get(config.gpu_model_label, "") if config.mig_resource_prefix else ""
+            if product and node.gpu_model.startswith(f"{product}-MIG-"):
+                self.mig_profile[node.name] = node.gpu_model[len(product) + 5:]
+                self.mig_models[self.mig_profile[node.name]].append(node.gpu_model)
         self.dropped: Counter[str] = Counter()
         self.gpu_resource = config.gpu_resources[0] if config.gpu_resources else ""
         if not self.gpu_resource:
             self.errors.append("config.gpu_resources: empty; the export needs a resource to write GPUs as")
+        self.share = None  # (resource, units per GPU) shares are written in, when the cluster has any
+        if any(0 < p.gpus < 1 and self.replicas.get(p.node or "", 1) == 1 for p in cluster.pods):
+            self.share = next(((s.resource, s.units_per_gpu) for s in config.gpu_shares if s.units_per_gpu is not None), None)
+            if self.share is None:
+                self.errors.append("config.gpu_shares: no resource with a fixed units_per_gpu to write the pods' GPU shares in")
 
     def run(self) -> KubeExport:
         c = self.cluster
@@ -195,6 +239,7 @@ class _Export:
                        if node.gpus or not ds.gpu_nodes_only]
         budgets = [self._budget(job, controllers[job.name], len(pods_of[job.name]))
                    for job in c.jobs if job.disruption is not None and job.name in controllers]
+        budgets += [self._pod_group(ctl) for ctl in controllers.values() if ctl.min_member is not None]
         self._count_dropped(pods_of)
         if self.errors:
             listed = self.errors[:MAX_LISTED] + ([f"... and {len(self.errors) - MAX_LISTED} more problem(s)"]
@@ -218,7 +263,10 @@ class _Export:
         where = f"nodes[{i}]"
         self._name_ok(node.name, f"{where}.name")
         derived = {HOSTNAME_KEY: node.name}
-        if node.gpu_model:
+        profile = self.mig_profile.get(node.name)
+        if profile is not None:  # the product label names the whole GPU; the slices are the model
+            derived[cfg.gpu_model_label] = node.labels[cfg.gpu_model_label]
+        elif node.gpu_model:
             derived[cfg.gpu_model_label] = node.gpu_model
         for value, keys, what in ((node.asw, cfg.asw_labels, "asw"), (node.spine, cfg.spine_labels, "spine")):
             if value is not None:
@@ -240,8 +288,15 @@ class _Export:
             if node.gpus or not ds.gpu_nodes_only:
                 cpus, memory = cpus + exact(ds.cpus), memory + exact(ds.memory_gib) * GIB
         allocatable = {"cpu": cpu_quantity(cpus), "memory": memory_quantity(memory), "pods": "110"}
-        if gpus:
-            allocatable[self.gpu_resource] = str(node.gpus)
+        replicas = self.replicas.get(node.name, 1)
+        if replicas > 1:
+            derived[cfg.time_slicing_label] = str(replicas)
+        if gpus and profile is not None:
+            allocatable[cfg.mig_resource_prefix + profile] = str(node.gpus)
+        elif gpus:
+            allocatable[self.gpu_resource] = str(node.gpus * replicas)
+            if self.share is not None and replicas == 1:
+                allocatable[self.share[0]] = str(node.gpus * self.share[1])
         spec: dict[str, Any] = {}
         if node.taints:
             spec["taints"] = [{k: v for k, v in t.model_dump().items() if v != ""} for t in node.taints]
@@ -274,13 +329,31 @@ class _Export:
                                "a Kubernetes controller owns pods of one namespace")
         ns = min(namespaces)
         kind, name, gang = self._imported_name(job.name, ns)
+        count, least = len(pods), job.min_available
+        one_by_one = least == 1 and count > 1 and job.topology is None  # what the importer reads a controller's pods as
+        whole = least is None or least >= count
+        pod_group = POD_GROUP_KEY if POD_GROUP_KEY in cfg.gang_keys else None
+        if kind is not None and not (one_by_one or count == 1 or (whole and job.topology is not None)):
+            self.errors.append(f"jobs[{j}].min_available: job '{job.name}' is named as a {kind}, whose pods the importer reads "
+                               f"as starting {'one by one (min_available 1)' if job.topology is None else 'whole'}; "
+                               "rename the job or set min_available to match")
         if kind is None and gang is None:
             name = job.name
-            if job.topology is not None:
-                gang = JOBSET_KEY if JOBSET_KEY in cfg.gang_keys else (cfg.gang_keys[0] if cfg.gang_keys else None)
+            if job.topology is not None and whole:
+                gang = JOBSET_KEY if JOBSET_KEY in cfg.gang_keys else pod_group or (cfg.gang_keys[0] if cfg.gang_keys else None)
                 if gang is None:
                     self.errors.append(f"jobs[{j}].topology: config.gang_keys is empty; a topology job needs a gang label")
-            kind = "StatefulSet" if gang is None and len(pods) > 1 and all(p.priority == "HP" for p in pods) else "Job"
+            elif not one_by_one and count > 1:
+                gang = pod_group
+                if gang is None:
+                    self.errors.append(f"jobs[{j}]: a gang of {count} pods needs the PodGroup key {POD_GROUP_KEY} in config.gang_keys")
+            kind = "StatefulSet" if gang is None and count > 1 and all(p.priority == "HP" for p in pods) else "Job"
+        min_member = None
+        if gang is not None and (gang == pod_group or not whole):
+            if gang not in POD_GROUP_KEYS:
+                self.errors.append(f"jobs[{j}].min_available: job '{job.name}' is a {gang} gang, which carries no minimum; "
+                                   "the importer reads it as starting whole")
+            min_member = count if whole else least
         annotations = {}
         if job.topology is not None:
             keys = cfg.asw_labels if job.topology.level == "asw" else cfg.spine_labels
@@ -304,7 +377,7 @@ class _Export:
                 labels["pod-template-hash"] = template_hash
         self._name_ok(owner_name, f"jobs[{j}].name")
         labels[INSTANCE_LABEL] = label_name(f"{owner_kind.lower()}-{owner_name}")
-        return _Controller(owner_kind, owner_name, labels, imported_as, annotations)
+        return _Controller(owner_kind, owner_name, labels, imported_as, annotations, min_member)
 
     def _imported_name(self, job: str, namespace: str) -> tuple[str | None, str, str | None]:
         """(Kind, name, None) or (None, value, gang key) when ``job`` is a name the importer writes."""
@@ -327,6 +400,14 @@ class _Export:
                 "metadata": {"name": name, "namespace": namespace, "uid": _uid("pdb", namespace, ctl.kind, ctl.name)},
                 "spec": {"maxUnavailable": job.disruption.max_unavailable,
                          "selector": {"matchLabels": {INSTANCE_LABEL: ctl.labels[INSTANCE_LABEL]}}}}
+
+    def _pod_group(self, ctl: _Controller) -> dict[str, Any]:
+        namespace, gang = ctl.imported_as.split("/", 1)
+        name = gang.split("=", 1)[1]
+        self._name_ok(name, f"jobs: PodGroup of '{ctl.imported_as}'")
+        return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": namespace, "uid": _uid("podgroup", namespace, name)},
+                "spec": {"minMember": ctl.min_member}}
 
     # -- pods ----------------------------------------------------------------------------------
 
@@ -352,9 +433,6 @@ class _Export:
         namespace = pod.namespace or "default"
         name = pod.name[len(namespace) + 1:] if pod.name.startswith(f"{namespace}/") else pod.name
         self._name_ok(name, f"{where}.name")
-        if pod.gpus and not float(pod.gpus).is_integer():
-            self.errors.append(f"{where}.gpus: a share ({pod.gpus:g} GPU) has no Kubernetes request the importer reads "
-                               "(time-slicing and GPU-memory resources are not imported yet)")
         if pod.standby:
             self.errors.append(f"{where}.standby: a standby pod (it lends its GPUs, keeps a reservation) has no Kubernetes form")
         labels: dict[str, str] = dict(ctl.labels) if ctl else {}
@@ -369,9 +447,30 @@ class _Export:
             annotations[DESCHEDULER_EVICT] = "true"  # no owner / system-critical: kube-descheduler would keep it
         requests = {"cpu": cpu_quantity(exact(pod.cpus)), "memory": memory_quantity(exact(pod.memory_gib) * GIB)}
         container: dict[str, Any] = {"name": "main", "image": "registry.example/workload:1", "resources": {"requests": requests}}
-        if pod.gpus >= 1:
+        replicas = self.replicas.get(pod.node, 1) if pod.node is not None else 1
+        profile = self._mig_request(pod)
+        if profile is not None:
+            resource = cfg.mig_resource_prefix + profile
+            requests[resource] = str(int(pod.gpus))
+            container["resources"]["limits"] = {resource: str(int(pod.gpus))}
+        elif replicas > 1 and pod.gpus:
+            amount = exact(pod.gpus) * replicas
+            if amount.denominator != 1:
+                self.errors.append(f"{where}.gpus: {pod.gpus:g} GPU is not a whole number of the {replicas} time-slicing "
+                                   f"replicas of each GPU of node '{pod.node}'")
+            requests[self.gpu_resource] = str(round(amount))
+            container["resources"]["limits"] = {self.gpu_resource: str(round(amount))}
+        elif pod.gpus >= 1:
             requests[self.gpu_resource] = str(int(pod.gpus))
             container["resources"]["limits"] = {self.gpu_resource: str(int(pod.gpus))}
+        elif pod.gpus > 0 and self.share is not None:
+            resource, units = self.share
+            amount = exact(pod.gpus) * units
+            if amount.denominator != 1:
+                self.errors.append(f"{where}.gpus: a share of {pod.gpus:g} GPU is not a whole number of {resource} "
+                                   f"({units} per GPU)")
+            requests[resource] = str(round(amount))
+            container["resources"]["limits"] = {resource: str(round(amount))}
         spec["containers"] = [container]
         if pod.node is not None:
             spec["nodeName"] = pod.node
@@ -392,6 +491,15 @@ class _Export:
                                         "uid": _uid(ctl.kind, namespace, ctl.name), "controller": True, "blockOwnerDeletion": True}]
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
                 "status": {"phase": "Running" if pod.node is not None else "Pending"}}
+
+    def _mig_request(self, pod: Pod) -> str | None:
+        """The MIG profile a pod asks slices of: whole GPUs allowed exactly the models of one profile."""
+        if pod.gpus < 1 or not float(pod.gpus).is_integer():
+            return None
+        for profile, models in self.mig_models.items():
+            if sorted(set(pod.gpu_models)) == sorted(set(models)):
+                return profile
+        return None
 
     def _priority(self, where: str, pod: Pod, spec: dict[str, Any]) -> int | None:
         """Writes ``spec.priority`` (and the LP class) so the config reads the pod's class back."""
@@ -420,7 +528,7 @@ class _Export:
         affinity: dict[str, Any] = {}
         terms = [[{"key": r.key, "operator": r.operator, **({"values": list(r.values)} if r.values else {})} for r in term]
                  for term in pod.node_affinity or [[]]]
-        if pod.gpu_models:
+        if pod.gpu_models and self._mig_request(pod) is None:
             models = sorted(m for m in set(pod.gpu_models) if m)
             label = self.config.gpu_model_label
             alternatives = ([[{"key": label, "operator": "In", "values": models}]] if models else []) + (
@@ -459,8 +567,6 @@ class _Export:
             if pod.locked and pod.node is None:
                 d["pods[*].locked (pending: the importer locks placed pods only)"] += 1
         for job in c.jobs:
-            if job.min_available is not None:
-                d["jobs[*].min_available"] += 1
             if job.numa is not None:
                 d["jobs[*].numa"] += 1
             if not pods_of.get(job.name):

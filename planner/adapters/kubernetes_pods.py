@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from planner.adapters import kubernetes_objects as k8s
+from planner.adapters.kubernetes_gpus import is_gpu_resource, mig_models, pending_units, pod_gpus
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
 from planner.cluster import Job
 
@@ -24,6 +25,8 @@ from planner.adapters.kubernetes import (
 )
 
 FINISHED = ("Succeeded", "Failed")
+POD_GROUP_KEYS = ("scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.io", "scheduling.k8s.io/group-name")
+"""Gang keys whose value names a PodGroup object (scheduler-plugins, new and old; Volcano)."""
 INEXPRESSIBLE = "a rule the snapshot cannot express"
 
 
@@ -51,15 +54,11 @@ def pod_fields(run: _Import, obj: dict[str, Any]) -> dict[str, Any] | None:
             run.warn(obj, "spec.nodeName", "a pending node-bound pod without a target node; its requests are not reserved")
             return None
         taken = run.reserved.setdefault(target, {})
-        for name in ("cpu", "memory"):
-            taken[name] = taken.get(name, Fraction(0)) + requests.get(name, Fraction(0))
-        taken["gpus"] = taken.get("gpus", Fraction(0)) + sum((requests.get(r, Fraction(0)) for r in cfg.gpu_resources), Fraction(0))
+        for name, amount in requests.items():
+            taken[name] = taken.get(name, Fraction(0)) + amount
         run.summary.reserved += 1
         return None
-    gpus = sum((requests.get(r, 0) for r in cfg.gpu_resources), start=Fraction(0))
-    if gpus.denominator != 1:
-        raise KubeError("spec.containers[*].resources.requests", f"GPUs ({', '.join(cfg.gpu_resources)}) must be whole, got {float(gpus):g}")
-    unmodelled = sorted(r for r in requests if r not in ("cpu", "memory", *cfg.gpu_resources) and not _ignored(cfg, r) and requests[r])
+    unmodelled = sorted(r for r in requests if r not in ("cpu", "memory") and not is_gpu_resource(cfg, r) and not _ignored(cfg, r) and requests[r])
     if unmodelled:
         run.warn(obj, "spec.containers[*].resources.requests", f"{', '.join(unmodelled)} not modelled; plans do not check it")
     priority = spec.get("priority")
@@ -67,13 +66,13 @@ def pod_fields(run: _Import, obj: dict[str, Any]) -> dict[str, Any] | None:
         raise KubeError("spec.priority", f"must be a whole number, got {priority!r}")
     lp = (priority is not None and priority < cfg.priority.lp_below) or spec.get("priorityClassName") in cfg.priority.lp_classes
     fields: dict[str, Any] = {
-        "name": meta["name"], "namespace": namespace, "node": node, "gpus": int(gpus),
+        "name": meta["name"], "namespace": namespace, "node": node, "gpus": 0,
         "cpus": _number(requests.get("cpu", Fraction(0))), "memory_gib": _number(requests.get("memory", Fraction(0)) / GIB),
         "priority": "LP" if lp else "HP", "priority_value": priority,
         "node_selector": {str(k): str(v) for k, v in as_object(spec.get("nodeSelector"), "spec.nodeSelector").items()},
         "tolerations": _tolerations(run, obj, spec), "anti_affinity": [],
         "job": _job_of(cfg, namespace, labels, annotations, owners),
-        "_obj": obj, "_labels": labels, "_topology": _kueue_topology(run, obj, cfg, annotations),
+        "_obj": obj, "_labels": labels, "_requests": requests, "_gang": _gang_of(cfg, labels, annotations), "_topology": _kueue_topology(run, obj, cfg, annotations),
     }
     reasons = _lock_reasons(cfg, meta, spec, annotations, owners, priority) if node is not None else []
     affinity = as_object(spec.get("affinity"), "spec.affinity")
@@ -136,12 +135,20 @@ def _lock_reasons(cfg: ImportConfig, meta: dict, spec: dict, annotations: dict[s
     return reasons
 
 
-def _job_of(cfg: ImportConfig, namespace: str, labels: dict[str, str], annotations: dict[str, str], owners: list[dict]) -> str | None:
-    """A gang key's value, else the controller (a ReplicaSet folded into its Deployment)."""
+def _gang_of(cfg: ImportConfig, labels: dict[str, str], annotations: dict[str, str]) -> tuple[str, str] | None:
+    """The first gang key the pod carries (label or annotation) and its value."""
     for key in cfg.gang_keys:
         value = labels.get(key) or annotations.get(key)
         if value:
-            return f"{namespace}/{key}={value}"
+            return key, value
+    return None
+
+
+def _job_of(cfg: ImportConfig, namespace: str, labels: dict[str, str], annotations: dict[str, str], owners: list[dict]) -> str | None:
+    """A gang key's value, else the controller (a ReplicaSet folded into its Deployment)."""
+    gang = _gang_of(cfg, labels, annotations)
+    if gang is not None:
+        return f"{namespace}/{gang[0]}={gang[1]}"
     owner = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
     if owner is None or owner.get("kind") in ("DaemonSet", "Node"):
         return None
@@ -326,6 +333,52 @@ def _join(fields: dict[str, Any], group: str) -> None:
         fields["anti_affinity"].append(group)
 
 
+def resolve_gpus(run: _Import) -> None:
+    """Each pod's GPUs from its requests, once every node is known (``kubernetes_gpus``). A request
+    with no snapshot form locks a placed pod (counted as the devices it touches) and leaves a pending
+    one out; the pods of a node with mixed MIG profiles are locked."""
+    cfg = run.config
+    infos = list(run.node_gpus.values())
+    units, differing = pending_units(infos)
+    models = mig_models(infos, cfg)
+    warned: set[str] = set()
+    kept = []
+    for fields in run.pods:
+        node = fields["node"]
+        info = run.node_gpus.get(node) if node is not None else None
+        found = pod_gpus(cfg, fields["_requests"], info, units, models)
+        if node is None:
+            for resource in sorted(set(differing) & set(fields["_requests"])):
+                if resource not in warned:
+                    warned.add(resource)
+                    run.warn(fields["_obj"], f"spec.containers[*].resources.requests.{resource}", "nodes count "
+                             f"{', '.join(f'{float(u):g}' for u in differing[resource])} units per GPU; pending pods' "
+                             f"shares are taken against the smallest ({float(units[resource]):g}), never understated")
+        if found.problem is not None:
+            path, why = found.problem
+            if node is None:
+                run.warn(fields["_obj"], path, f"{why}; left out: the snapshot cannot hold this request")
+                run.summary.skipped["pending pods with a GPU request the snapshot cannot hold"] += 1
+                continue
+            run.warn(fields["_obj"], path, f"{why}; the pod is locked where it stands, holding {int(found.gpus)} GPU(s)")
+            _lock(run, fields, "GPU request without a snapshot form")
+        elif info is not None and info.mig_mixed:
+            _lock(run, fields, "on a node of mixed MIG profiles")
+            if found.gpu_models is not None:
+                found.gpu_models = [*found.gpu_models, info.model]
+        fields["gpus"] = int(found.gpus) if found.gpus.denominator == 1 else float(found.gpus)
+        if found.gpu_models is not None:
+            fields["gpu_models"] = found.gpu_models
+        kept.append(fields)
+    run.pods[:] = kept
+
+
+def _lock(run: _Import, fields: dict[str, Any], reason: str) -> None:
+    if not fields["locked"]:
+        fields["locked"] = True
+        run.summary.locked[reason] += 1
+
+
 def check_placements(run: _Import) -> None:
     """A placed pod whose node no longer satisfies its nodeSelector (labels changed after it started:
     Kubernetes keeps it running) keeps the node, is locked and loses the selector, with a warning."""
@@ -336,9 +389,7 @@ def check_placements(run: _Import) -> None:
             run.warn(fields["_obj"], "spec.nodeSelector", f"node '{node}' no longer has the labels {fields['node_selector']}; "
                      "the pod is locked where it stands and its selector left out")
             fields["node_selector"] = {}
-            if not fields["locked"]:
-                fields["locked"] = True
-                run.summary.locked["nodeSelector no longer met"] += 1
+            _lock(run, fields, "nodeSelector no longer met")
 
 
 def unique_names(run: _Import) -> None:
@@ -385,11 +436,46 @@ def budgets_to_jobs(run: _Import) -> list[Job]:
             allowed = share
         for job in jobs:
             limits[job] = min(limits.get(job, allowed), allowed)
+    minimum = _min_available(run, topology)
     return [
-        Job.model_validate({"name": name, "topology": topology[name],
+        Job.model_validate({"name": name, "topology": topology[name], "min_available": minimum.get(name),
                             "disruption": {"max_unavailable": limits[name]} if name in limits else None})
         for name in topology
     ]
 
 
-__all__ = ["anti_affinity_groups", "budgets_to_jobs", "check_placements", "object_name", "pod_fields", "unique_names"]
+def _min_available(run: _Import, topology: dict[str, dict | None]) -> dict[str, int]:
+    """Jobs that may start with fewer than all their pods. A gang named by a PodGroup in the input takes
+    its ``minMember`` (below the pods it has; at or above: all of them); a gang without one starts
+    whole. A controller's pods (Deployment, StatefulSet, batch Job...) start one by one: min_available 1,
+    unless the job asks for a topology (Kueue places such a pod set whole)."""
+    pods: Counter[str] = Counter(f["job"] for f in run.pods if f["job"] is not None)
+    first = {}
+    for fields in run.pods:
+        first.setdefault(fields["job"], fields)
+    minimum: dict[str, int] = {}
+    for job, fields in first.items():
+        if job is None:
+            continue
+        gang = fields["_gang"]
+        if gang is None:
+            if pods[job] > 1 and topology.get(job) is None:
+                minimum[job] = 1
+            continue
+        group = run.pod_groups.get((fields["namespace"], gang[1]))
+        if group is None:
+            if gang[0] in POD_GROUP_KEYS:
+                run.warn(fields["_obj"], f"metadata.labels.{gang[0]}", f"PodGroup '{gang[1]}' is not in the input; job '{job}' "
+                         "is taken to start whole (give kubectl get podgroups -A -o json too)")
+            continue
+        group["_used"] = True
+        member = group["min_member"]
+        if 1 <= member < pods[job]:
+            minimum[job] = member
+    for (namespace, name), group in run.pod_groups.items():
+        if not group.get("_used"):
+            run.warn(group["obj"], "metadata.name", "no pod names this PodGroup; it constrains nothing")
+    return minimum
+
+
+__all__ = ["anti_affinity_groups", "budgets_to_jobs", "check_placements", "object_name", "pod_fields", "resolve_gpus", "unique_names"]

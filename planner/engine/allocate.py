@@ -165,14 +165,20 @@ def greedy_plan(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[i
             required = job.topology is not None and job.topology.mode == "required"
             domains = state.asw_domain if level == "asw" else state.spine_domain
             pods = pods_of[name]
-            need = job.min_available if job.min_available is not None else len(pods)
-            smallest = min_switches(switch_room(alone[name], domains), need)
-            placed, reason = _place(state, pods, need, domains, options.method, required, level, rng)
+            running = np.flatnonzero((state.pod_job == job_index[name]) & (state.pod_node != PENDING))
+            need = rules.gang_need(job.min_available, len(pods), len(running))
+            smallest = min_switches(switch_room(alone[name], domains), max(need, 1))
+            within = int(domains[state.pod_node[running[0]]]) if required and len(running) else None
+            placed, reason = _place(state, pods, need, domains, options.method, required, level, rng, within)
             if reason is not None:
                 unplaced.append(Unplaced(job=name, reason=reason))
                 continue
             for p, n in placed:
                 state.place(p, n)
+            if need < len(pods):  # min_available: the other pods start where they fit
+                anchor = [int(state.pod_node[q]) for q in running] + [n for _, n in placed]
+                placed += _place_extras(state, pods[need:], domains, options.method, required, anchor, rng)
+            for p, n in placed:
                 done.append(p)
                 placements.append(Placement(pod=state.pod_names[p], node=state.node_names[n]))
             per_job[name] = _job_metrics(state, cluster, placed, alone[name], len(placed), smallest)
@@ -258,13 +264,16 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
         p = state.pod_index[pl.pod]
         hint.setdefault(cluster.pods[p].job, []).append((p, state.node_index[pl.node]))
     jobs = {j: pods_of[j] for j in names}
-    levels, minimum = {}, {}
+    levels, minimum, within = {}, {}, {}
     for j in names:
         spec = cluster.jobs[cluster.job_index()[j]]
         levels[j] = (spec.topology.level if spec.topology else "asw", bool(spec.topology and spec.topology.mode == "required"))
-        minimum[j] = spec.min_available if spec.min_available is not None else len(pods_of[j])
+        running = np.flatnonzero((state.pod_job == cluster.job_index()[j]) & (state.pod_node != PENDING))
+        minimum[j] = rules.gang_need(spec.min_available, len(pods_of[j]), len(running))
+        if levels[j][1] and len(running):
+            within[j] = int((state.asw_domain if levels[j][0] == "asw" else state.spine_domain)[state.pod_node[running[0]]])
     result = solve_joint(state, jobs, levels, minimum, options.solver, options.time_limit_s, options.solver_workers, hint,
-                         optimise_entropy=options.entropy)
+                         optimise_entropy=options.entropy, within=within)
     placements, per_job = [], {}
     for j in names:
         pairs = result.assignment.get(j, [])
@@ -295,9 +304,14 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
     return plan
 
 
-def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray, method: str, required: bool, level: str, rng: np.random.Generator):  # type: ignore[no-untyped-def]
-    """(pod, node) pairs for ``need`` of the pods, or the reason they cannot start."""
+def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray, method: str, required: bool, level: str,  # type: ignore[no-untyped-def]
+           rng: np.random.Generator, within: int | None = None):
+    """(pod, node) pairs for ``need`` of the pods, or the reason they cannot start; ``within``: the
+    switch a required job's running pods are under, which the others must join."""
     method = "largest-first" if method == "greedy" else method
+    if within is not None:
+        placed, reason = allocate_job(state, pods[:need], np.where(domains == within, 0, -1), method, rng)
+        return placed, None if reason is None else f"its running pods hold it to one {level}: {reason}"
     if not required:
         return allocate_job(state, pods[:need], domains, method, rng)
     slots = node_slots(state, pods[0])
@@ -315,6 +329,25 @@ def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray,
     else:
         pick = int(fits[np.argmin(room[fits])])
     return allocate_job(state, pods[:need], np.where(domains == ids[pick], 0, -1), method, rng)
+
+
+def _place_extras(state: ClusterState, pods: list[int], domains: np.ndarray, method: str, required: bool, anchor: list[int],
+                  rng: np.random.Generator) -> list[tuple[int, int]]:
+    """Pods of a job beyond its minimum, one at a time where ``method`` puts them (a ``required`` job's
+    under the switch its other pods are under); placed on ``state``."""
+    if required and anchor:
+        domains = np.where(domains == domains[anchor[0]], 0, -1)
+    placed: list[tuple[int, int]] = []
+    for p in pods:
+        found, reason = allocate_job(state, [p], domains, method, rng)
+        if reason is None and found:
+            n = found[0][1]
+            state.place(p, n)
+            placed.append((p, n))
+            if required and not anchor:
+                anchor = [n]
+                domains = np.where(domains == domains[n], 0, -1)
+    return placed
 
 
 def _job_metrics(state: ClusterState, cluster: Cluster, placed: list[tuple[int, int]], slots: np.ndarray, count: int, smallest: int | None) -> dict[str, Any]:

@@ -92,8 +92,9 @@ class _Class:
 class _Model:
     """The joint model's variables, built once; phases change only the objective and held rows."""
 
-    def __init__(self, state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int]) -> None:
-        self.state, self.jobs, self.levels, self.minimum = state, jobs, levels, minimum
+    def __init__(self, state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int],
+                 within: dict[str, int] | None = None) -> None:
+        self.state, self.jobs, self.levels, self.minimum, self.within = state, jobs, levels, minimum, within or {}
         self.names = sorted(jobs)
         self.exact = not any(state.pod_share[jobs[j][0]] > 0 for j in self.names)
         self.shapes: list[_Shape] = []
@@ -145,6 +146,8 @@ class _Model:
         for j in self.names:
             s = self.shape_of[j]
             for d in np.flatnonzero(room[s] > 0).tolist():
+                if j in self.within and self.switches[d][0 if self.levels[j][0] == "asw" else 1] != self.within[j]:
+                    continue  # its running pods hold it to another switch
                 bound = min(int(room[s, d]), len(self.jobs[j]))
                 self.x[j, d] = m.var(f"x[{j},{d}]", 0, bound)
                 self.ub[j, d] = bound
@@ -346,15 +349,18 @@ def _integer_scale(values: list[float]) -> int | None:
 def solve_joint(
     state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int],
     solver: str = "auto", time_limit_s: float = 10.0, workers: int = 8, hint: Pairs | None = None, optimise_entropy: bool = True,
+    within: dict[str, int] | None = None,
 ) -> JointResult:
-    """Place ``jobs`` (name -> pending pod indexes) jointly; ``levels``: name -> (level, required).
+    """Place ``jobs`` (name -> pending pod indexes) jointly; ``levels``: name -> (level, required);
+    ``within``: name -> the switch (asw or spine domain, at the job's level) a required job's running
+    pods are under, which its other pods must join.
     ``hint``: a heuristic assignment to warm-start from (and to keep if the solver stops early).
 
     Levels (a) and (b) are one solve of W * GPUs - switches with W = (switch variables + 1): no
     switch saving can buy a GPU, so its optimum is the lexicographic one (HiGHS proved it in a
     fraction of the time two phases took; CP-SAT's deterministic search was slower still)."""
     deadline = time.perf_counter() + time_limit_s
-    model = _Model(state, jobs, levels, minimum)
+    model = _Model(state, jobs, levels, minimum, within or {})
     m = model.m
     fields: dict[str, Any] = {"variables": m.num_vars, "rows": m.num_rows, "node_classes": len(model.classes),
                               "shapes": len(model.shapes), "objective_levels": ["gpus", "switches"]}
