@@ -322,6 +322,7 @@ def validate_command(
     max_nodes_per_wave: str = typer.Option(None, "--max-nodes-per-wave", help="N or P%: also check the nodes each wave touches."),
     max_moves_per_node_per_wave: int = typer.Option(None, "--max-moves-per-node-per-wave", min=1, help="Also check each node's moves per wave."),
     max_unavailable_per_job: int = typer.Option(None, "--max-unavailable-per-job", min=0, help="Also check each job's pods moving per wave."),
+    max_moves_per_namespace: int = typer.Option(None, "--max-moves-per-namespace", min=1, help="Also check each namespace's moves per wave."),
     only_namespace: str = typer.Option(None, "--only-namespace", help="NS[,NS...]: also check only these namespaces' pods move."),
     exclude_namespace: str = typer.Option(None, "--exclude-namespace", help="NS[,NS...]: also check these namespaces' pods stay."),
     move_once: bool = typer.Option(False, "--move-once", help="Also check that no pod moves twice."),
@@ -343,6 +344,7 @@ def validate_command(
     given_limits = {"max_moves": max_moves, "max_moves_per_node": max_moves_per_node, "same_asw": same_asw,
                     "max_moves_per_wave": max_moves_per_wave, "max_nodes_per_wave": _count_or_share(max_nodes_per_wave),
                     "max_moves_per_node_per_wave": max_moves_per_node_per_wave, "max_unavailable_per_job": max_unavailable_per_job,
+                    "max_moves_per_namespace": max_moves_per_namespace,
                     "only_namespaces": _names(only_namespace), "exclude_namespaces": _names(exclude_namespace), "move_once": move_once}
     limited = any(value not in (None, False) for value in given_limits.values())
     if parsed.kind == "allocate":
@@ -512,6 +514,9 @@ def defrag(
     max_unavailable_per_job: int = typer.Option(
         None, "--max-unavailable-per-job", help="Pods of one job moving in one wave, for jobs without their own disruption budget (0: they stay)."
     ),
+    max_moves_per_namespace: int = typer.Option(
+        None, "--max-moves-per-namespace", help="Moves of one namespace's pods in one wave (pods without a namespace are in 'default')."
+    ),
     move_once: bool = typer.Option(True, "--move-once/--no-move-once", help="Every pod moves at most once (default: on)."),
     only_namespace: str = typer.Option(None, "--only-namespace", help="NS[,NS...]: only pods of these namespaces move."),
     exclude_namespace: str = typer.Option(None, "--exclude-namespace", help="NS[,NS...]: pods of these namespaces never move."),
@@ -559,6 +564,7 @@ def defrag(
         "max_nodes_per_wave": _count_or_share(max_nodes_per_wave),
         "max_moves_per_node_per_wave": max_moves_per_node_per_wave,
         "max_unavailable_per_job": max_unavailable_per_job,
+        "max_moves_per_namespace": max_moves_per_namespace,
         "only_namespaces": _names(only_namespace),
         "exclude_namespaces": _names(exclude_namespace),
         "move_once": move_once,

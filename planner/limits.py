@@ -57,6 +57,9 @@ class MoveLimits:
     move_once: bool = False
     """Every pod moves at most once in the plan (no detour parks one; a plan that moves one twice is
     routed again from its end state)."""
+    max_moves_per_namespace: int | None = None
+    """Moves of one namespace's pods in one wave (koordinator's ``maxMigratingPerNamespace``: migrations
+    at once); a pod without a namespace is in 'default'."""
 
     @property
     def any(self) -> bool:
@@ -68,7 +71,8 @@ class MoveLimits:
         """Whether a per-wave limit is set: those never drop a move, they split waves (``waves.shape_waves``).
         Jobs' own disruption budgets shape waves too, whatever the limits."""
         return (self.max_moves_per_wave is not None or self.max_nodes_per_wave is not None
-                or self.max_moves_per_node_per_wave is not None or self.max_unavailable_per_job is not None)
+                or self.max_moves_per_node_per_wave is not None or self.max_unavailable_per_job is not None
+                or self.max_moves_per_namespace is not None)
 
     def may_move(self, pod: Pod) -> bool:
         """Whether the namespace scope lets ``pod`` move (a pod without a namespace is in 'default')."""
@@ -91,6 +95,14 @@ def unavailable_limits(cluster: Cluster, default: int | None) -> dict[str, tuple
         if limit is not None:
             limits[pod.name] = (pod.job, limit)
     return limits
+
+
+def namespace_limits(cluster: Cluster, limit: int | None) -> dict[str, tuple[str, int]]:
+    """Per pod (by name), (its namespace, how many of the namespace's pods may move in one wave);
+    empty without ``--max-moves-per-namespace``."""
+    if limit is None:
+        return {}
+    return {pod.name: (pod.namespace or "default", limit) for pod in cluster.pods if pod.node is not None}
 
 
 class MoveBudget:

@@ -11,13 +11,13 @@ plan is executable as written. Given the ``MoveLimits`` a plan was asked for, it
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 from planner import rules
 from planner.cluster import Cluster, Pod
-from planner.limits import MoveLimits, unavailable_limits
+from planner.limits import MoveLimits, namespace_limits, unavailable_limits
 from planner.plans import DefragPlan
 
 # Violation kinds beyond the rule names of rules.py
@@ -38,6 +38,7 @@ MAX_MOVES_PER_NODE = "max_moves_per_node"
 MAX_MOVES_PER_WAVE = "max_moves_per_wave"
 MAX_NODES_PER_WAVE = "max_nodes_per_wave"
 MAX_MOVES_PER_NODE_PER_WAVE = "max_moves_per_node_per_wave"
+MAX_MOVES_PER_NAMESPACE = "max_moves_per_namespace"
 MAX_UNAVAILABLE = "max_unavailable"
 OUT_OF_SCOPE = "namespace_out_of_scope"
 MOVED_TWICE = "moved_twice"
@@ -94,6 +95,8 @@ def limit_violations(cluster: Cluster, plan: DefragPlan, limits: MoveLimits) -> 
                     )
                 )
     violations += _wave_limit_violations(plan, limits, unavailable_limits(cluster, limits.max_unavailable_per_job))
+    violations += _group_violations(plan, namespace_limits(cluster, limits.max_moves_per_namespace), MAX_MOVES_PER_NAMESPACE,
+                                    "namespace", "max_moves_per_namespace is {}")
     pods = {p.name: p for p in cluster.pods}
     seen: set[str] = set()
     for w, wave in enumerate(plan.waves):
@@ -121,16 +124,8 @@ def limit_violations(cluster: Cluster, plan: DefragPlan, limits: MoveLimits) -> 
 def _wave_limit_violations(plan: DefragPlan, limits: MoveLimits, job_limits: dict[str, tuple[str, int]]) -> list[Violation]:
     """Waves with more moves, more nodes touched, more moves touching one node, or more pods of one
     job than allowed."""
-    violations = []
-    limit_of = dict(job_limits.values())
+    violations = _group_violations(plan, job_limits, MAX_UNAVAILABLE, "job", "its disruption budget allows {}")
     for w, wave in enumerate(plan.waves):
-        per_job: dict[str, int] = defaultdict(int)
-        for move in wave:
-            if move.pod in job_limits:
-                per_job[job_limits[move.pod][0]] += 1
-        for job, count in sorted(per_job.items()):
-            if count > limit_of[job]:
-                violations.append(Violation(MAX_UNAVAILABLE, f"{count} pods of job '{job}' move in wave {w}; its disruption budget allows {limit_of[job]}", w))
         touches: dict[str, int] = defaultdict(int)
         for move in wave:
             touches[move.from_] += 1
@@ -146,6 +141,19 @@ def _wave_limit_violations(plan: DefragPlan, limits: MoveLimits, job_limits: dic
                         MAX_MOVES_PER_NODE_PER_WAVE,
                         f"{count} moves of wave {w} touch node '{name}'; max_moves_per_node_per_wave is {limits.max_moves_per_node_per_wave}",
                         w, node=name))
+    return violations
+
+
+def _group_violations(plan: DefragPlan, limit_of: dict[str, tuple[str, int]], kind: str, what: str, allows: str) -> list[Violation]:
+    """Waves moving more pods of one group (a job, a namespace) than its limit; ``limit_of``: per pod,
+    (its group, the group's limit)."""
+    violations = []
+    limits = dict(limit_of.values())
+    for w, wave in enumerate(plan.waves):
+        per_group = Counter(limit_of[move.pod][0] for move in wave if move.pod in limit_of)
+        for group, count in sorted(per_group.items()):
+            if count > limits[group]:
+                violations.append(Violation(kind, f"{count} pods of {what} '{group}' move in wave {w}; {allows.format(limits[group])}", w))
     return violations
 
 

@@ -55,13 +55,16 @@ def sequence_to_waves(moves: Iterable[Step]) -> list[list[Step]]:
     return waves
 
 
-def shape_waves(waves: list[list[Step]], limits: MoveLimits, job_limits: dict[int, tuple[str, int]] | None = None) -> list[list[Step]]:
+def shape_waves(waves: list[list[Step]], limits: MoveLimits, job_limits: dict[int, tuple[str, int]] | None = None,
+                namespace_limits: dict[int, tuple[str, int]] | None = None) -> list[list[Step]]:
     """``waves`` split so that every wave obeys the per-wave limits (moves, nodes touched, moves
     touching one node). Moves in one make-before-break wave are independent (each fits with all the
     wave's arrivals and none of its departures), so running a part of a wave, then the rest, is
     legal: the order of the moves is kept, each goes into the current part while it fits the limits.
-    ``job_limits``: per pod, (its job, how many of the job's pods may move in one wave)."""
+    ``job_limits``: per pod, (its job, how many of the job's pods may move in one wave);
+    ``namespace_limits`` likewise for its namespace."""
     job_limits = job_limits or {}
+    namespace_limits = namespace_limits or {}
     if not limits.shapes_waves and not job_limits:
         return waves
     most_moves = limits.max_moves_per_wave
@@ -72,24 +75,29 @@ def shape_waves(waves: list[list[Step]], limits: MoveLimits, job_limits: dict[in
         part: list[Step] = []
         touched: dict[int, int] = {}
         jobs: dict[str, int] = {}
+        namespaces: dict[str, int] = {}
         for step in wave:
             p, source, destination = step
             new_nodes = (source not in touched) + (destination != source and destination not in touched)
             job = job_limits.get(p)
+            namespace = namespace_limits.get(p)
             fits = (
                 (most_moves is None or len(part) < most_moves)
                 and (most_nodes is None or len(touched) + new_nodes <= most_nodes)
                 and (per_node is None or (touched.get(source, 0) < per_node and touched.get(destination, 0) < per_node))
                 and (job is None or jobs.get(job[0], 0) < job[1])
+                and (namespace is None or namespaces.get(namespace[0], 0) < namespace[1])
             )
             if part and not fits:
                 shaped.append(part)
-                part, touched, jobs = [], {}, {}
+                part, touched, jobs, namespaces = [], {}, {}, {}
             part.append(step)
             touched[source] = touched.get(source, 0) + 1
             touched[destination] = touched.get(destination, 0) + 1
             if job is not None:
                 jobs[job[0]] = jobs.get(job[0], 0) + 1
+            if namespace is not None:
+                namespaces[namespace[0]] = namespaces.get(namespace[0], 0) + 1
         if part:
             shaped.append(part)
     return shaped

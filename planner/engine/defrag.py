@@ -33,7 +33,7 @@ from planner.heuristics import baselines
 from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
 from planner.heuristics.lns import LnsOptions, run_lns
 from planner.heuristics.trim import end_state, target_of
-from planner.limits import MoveBudget, MoveLimits, unavailable_limits
+from planner.limits import MoveBudget, MoveLimits, namespace_limits, unavailable_limits
 from planner.move_minimal import minimise_moves
 from planner.plans import DefragComparison, DefragPlan, Move, PlanMetrics, SolveReport
 from planner.state import PENDING, ClusterState
@@ -120,6 +120,10 @@ class DefragOptions(BaseModel):
         "or a share of the cluster's nodes such as '10%' (rounded up, as Karpenter's disruption budgets are).",
     )
     max_moves_per_node_per_wave: int | None = Field(None, ge=1, le=MAX_COUNT, description="Moves touching any one node in one wave.")
+    max_moves_per_namespace: int | None = Field(
+        None, ge=1, le=MAX_COUNT, description="Moves of one namespace's pods in one wave (koordinator's maxMigratingPerNamespace; "
+        "a pod without a namespace is in 'default').",
+    )
     max_unavailable_per_job: int | None = Field(
         None, ge=0, le=MAX_COUNT,
         description="Pods of one job moving in one wave, for jobs without their own disruption budget (0 holds their pods).",
@@ -184,12 +188,12 @@ class DefragOptions(BaseModel):
         return MoveLimits(
             self.max_moves, self.max_moves_per_node, self.same_asw, self.max_moves_per_wave, per_wave, self.max_moves_per_node_per_wave,
             self.max_unavailable_per_job, None if self.only_namespaces is None else tuple(self.only_namespaces),
-            tuple(self.exclude_namespaces or ()), self.move_once,
+            tuple(self.exclude_namespaces or ()), self.move_once, self.max_moves_per_namespace,
         )
 
 
 _IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
-WAVE_LIMIT_OPTIONS = {"max_moves_per_wave", "max_nodes_per_wave", "max_moves_per_node_per_wave", "max_unavailable_per_job",
+WAVE_LIMIT_OPTIONS = {"max_moves_per_wave", "max_nodes_per_wave", "max_moves_per_node_per_wave", "max_unavailable_per_job", "max_moves_per_namespace",
                       "only_namespaces", "exclude_namespaces", "move_once", "limit_costs"}
 """Limits every method honours: per-wave limits split waves, the namespace scope holds pods, and a plan
 that would move a pod twice is routed again from its end state without detours."""
@@ -698,8 +702,9 @@ def _finish(
             _unplace_what_no_longer_fits(cluster, state, made)
     by_name = unavailable_limits(cluster, limits.max_unavailable_per_job)
     job_limits = {state.pod_index[name]: limit for name, limit in by_name.items()}
+    ns_limits = {state.pod_index[name]: limit for name, limit in namespace_limits(cluster, limits.max_moves_per_namespace).items()}
     nonempty = [wave for wave in steps if wave]
-    steps = shape_waves(nonempty, limits, job_limits)
+    steps = shape_waves(nonempty, limits, job_limits, ns_limits)
     if len(steps) != len(nonempty):
         extra = {**extra, "waves_before_wave_limits": len(nonempty)}
     plan = _assemble(cluster, state, steps, before)
