@@ -8,7 +8,8 @@ snapshot with the warnings and a summary. The mapping, with the configuration ke
 * Nodes: ``status.allocatable`` (``capacity`` if absent, with a warning): ``cpu`` in cores,
   ``memory`` in GiB, GPUs and the model from ``gpu_resources``, ``gpu_count_resources``,
   ``gpu_shares``, time-slicing replicas and MIG slices (``kubernetes_gpus``) and ``gpu_model_label``; ``asw`` and
-  ``spine`` from the first of ``asw_labels`` / ``spine_labels`` the node carries; every label;
+  ``spine`` from the first of ``asw_labels`` / ``spine_labels`` the node carries, else from Volcano
+  HyperNodes in the input (``hypernode_tiers``; ``kubernetes_hypernodes``); every label;
   ``spec.taints``; ``spec.unschedulable`` (cordoned) -> ``schedulable: false``.
 * Pods: finished ones (Succeeded, Failed) are left out; the others are placed on ``spec.nodeName``
   or pending without one. Requests as the scheduler computes them (``kubernetes_objects``);
@@ -56,6 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from planner.adapters import kubernetes_objects as k8s
 from planner.adapters.kubernetes_gpus import NodeGpus, node_gpus, pod_gpus
+from planner.adapters.kubernetes_hypernodes import hypernode_topology
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError, pydantic_problems
 from planner.snapshot import consistency_problems
@@ -99,6 +101,14 @@ def _default_shares() -> list[ShareResource]:
             ShareResource(resource="aliyun.com/gpu-mem")]
 
 
+class HyperNodeTiers(BaseModel):
+    """Which Volcano HyperNode tiers are the access switch and the spine (null: not read)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    asw: int | None = Field(default=1, ge=0)
+    spine: int | None = Field(default=2, ge=0)
+
+
 class ImportConfig(BaseModel):
     """How Kubernetes objects become a snapshot (``--config``; defaults in ``DEFAULT_CONFIG``)."""
 
@@ -114,6 +124,7 @@ class ImportConfig(BaseModel):
         "network.topology.nvidia.com/leaf", "fabric.topograph.run/tier-0", "cloud.google.com/gce-topology-subblock"])
     spine_labels: list[str] = Field(default_factory=lambda: [
         "network.topology.nvidia.com/spine", "fabric.topograph.run/tier-1", "cloud.google.com/gce-topology-block"])
+    hypernode_tiers: HyperNodeTiers = Field(default_factory=HyperNodeTiers)
     priority: PriorityConfig = Field(default_factory=PriorityConfig)
     locked_annotation: str = "planner.io/locked"
     node_bound_pods: Literal["reserve", "locked"] = "reserve"
@@ -153,6 +164,9 @@ gpu_model_label: nvidia.com/gpu.product
 # NVIDIA topograph (v0.x and v1 fabric tiers) and GKE's compact-placement labels used by Kueue TAS.
 asw_labels: [network.topology.nvidia.com/leaf, fabric.topograph.run/tier-0, cloud.google.com/gce-topology-subblock]
 spine_labels: [network.topology.nvidia.com/spine, fabric.topograph.run/tier-1, cloud.google.com/gce-topology-block]
+# Volcano HyperNode objects in the input (kubectl get hypernodes -o json): the tiers that are a node's
+# access switch and spine; used for nodes the labels above do not place.
+hypernode_tiers: {asw: 1, spine: 2}
 priority:
   lp_below: 0        # pods whose spec.priority is below this are LP (spot, preemptible); others HP
   lp_classes: []     # priorityClassName values that are LP whatever their priority
@@ -280,6 +294,7 @@ class _Import:
         self.reserved: dict[str, dict[str, Fraction]] = {}  # node-bound pods' requests by node
         self.node_gpus: dict[str, NodeGpus] = {}
         self.pod_groups: dict[tuple[str, str], dict[str, Any]] = {}  # (namespace, name) -> PodGroup
+        self.hypernodes: list[dict[str, Any]] = []
         self.pods: list[dict[str, Any]] = []  # snapshot fields, plus private keys starting with '_'
         self.budgets: list[dict[str, Any]] = []
 
@@ -299,10 +314,10 @@ class _Import:
             return
         self.seen[key] = obj
         handler = {"Node": self._node, "Pod": self._pod, "PodDisruptionBudget": self._budget,
-                   "PodGroup": self._pod_group}.get(str(kind))
+                   "PodGroup": self._pod_group, "HyperNode": self.hypernodes.append}.get(str(kind))
         if handler is None:
             self.summary.skipped[f"{kind} objects"] += 1
-            self.warn(obj, "kind", f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget, PodGroup); ignored")
+            self.warn(obj, "kind", f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget, PodGroup, HyperNode); ignored")
             return
         try:
             handler(obj)
@@ -381,6 +396,18 @@ class _Import:
 
     # -- the snapshot --------------------------------------------------------------------------
 
+    def _hypernode_switches(self) -> None:
+        """asw and spine from Volcano HyperNodes, for nodes whose labels name none."""
+        if not self.hypernodes:
+            return
+        tiers = self.config.hypernode_tiers
+        found = hypernode_topology(self.hypernodes, {f["name"]: f["labels"] for _, f in self.node_fields}, tiers.asw, tiers.spine)
+        self.warnings += found.warnings
+        self.errors += found.errors
+        for _, fields in self.node_fields:
+            fields["asw"] = fields["asw"] or found.asw.get(fields["name"])
+            fields["spine"] = fields["spine"] or found.spine.get(fields["name"])
+
     def _reserve_node_bound(self, known: set[str]) -> None:
         """Nodes as snapshot objects, less what their node-bound pods request."""
         for obj, fields in self.node_fields:
@@ -406,6 +433,7 @@ class _Import:
         known = {fields["name"] for _, fields in self.node_fields}
         for name in self.reserved.keys() - known:
             self.errors.append(f"node-bound pods name node '{name}', which has no Node object")
+        self._hypernode_switches()
         self._reserve_node_bound(known)
         for fields in self.pods:
             if fields["node"] is not None and fields["node"] not in known:
