@@ -436,3 +436,31 @@ def test_pending_pod_with_an_inexpressible_rule_warns() -> None:
     assert result.warnings == ["Pod ml/picky: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
                                ".nodeSelectorTerms[0].matchExpressions[0].operator: operator 'Gt' is not modelled; left out: "
                                "a plan may place the pod where Kubernetes would not"]
+
+
+def _anti_pod(name: str, namespace: str, node: str, ns_selector: dict | None = None) -> dict:
+    term: dict = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}
+    if ns_selector is not None:
+        term["namespaceSelector"] = ns_selector
+    owner = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": f"db-{namespace}", "uid": "u", "controller": True}]
+    return {"kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": {"app": "db"}, "ownerReferences": owner},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                     "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}},
+            "status": {"phase": "Running"}}
+
+
+def test_a_namespace_selector_in_anti_affinity_is_resolved_with_namespace_objects() -> None:
+    """prod-a's db selects the db pods of namespaces labelled tier=prod (prod-a, prod-b), not dev's."""
+    nodes = [{"kind": "Node", "metadata": {"name": f"n{i}"}, "status": {"allocatable": {"cpu": "8", "memory": "8Gi"}}} for i in range(3)]
+    pods = [_anti_pod("a", "prod-a", "n0", {"matchLabels": {"tier": "prod"}}), _anti_pod("b", "prod-b", "n1"), _anti_pod("d", "dev", "n2")]
+    spaces = [{"kind": "Namespace", "metadata": {"name": n, "labels": {"tier": t}}} for n, t in (("prod-a", "prod"), ("prod-b", "prod"), ("dev", "dev"))]
+    found = import_kubernetes([(json.dumps({"kind": "List", "items": [*nodes, *pods, *spaces]}), "in.json")])
+    by_name = {p.name: p for p in found.cluster.pods}
+    assert rules.anti_affinity_conflicts([by_name["a"], by_name["b"]])  # a's term selects b (tier=prod)
+    assert not rules.anti_affinity_conflicts([by_name["a"], by_name["d"]])  # dev is not selected
+    assert found.warnings == []
+    # without Namespace objects the term binds every namespace (never fewer pods than Kubernetes), with a warning
+    bare = import_kubernetes([(json.dumps({"kind": "List", "items": [*nodes, *pods]}), "in.json")])
+    by_name = {p.name: p for p in bare.cluster.pods}
+    assert rules.anti_affinity_conflicts([by_name["a"], by_name["d"]])
+    assert len(bare.warnings) == 1 and "no Namespace objects in the input" in bare.warnings[0]

@@ -295,6 +295,7 @@ class _Import:
         self.node_gpus: dict[str, NodeGpus] = {}
         self.pod_groups: dict[tuple[str, str], dict[str, Any]] = {}  # (namespace, name) -> PodGroup
         self.hypernodes: list[dict[str, Any]] = []
+        self.namespace_labels: dict[str, dict[str, str]] = {}
         self.pods: list[dict[str, Any]] = []  # snapshot fields, plus private keys starting with '_'
         self.budgets: list[dict[str, Any]] = []
 
@@ -314,10 +315,10 @@ class _Import:
             return
         self.seen[key] = obj
         handler = {"Node": self._node, "Pod": self._pod, "PodDisruptionBudget": self._budget,
-                   "PodGroup": self._pod_group, "HyperNode": self.hypernodes.append}.get(str(kind))
+                   "PodGroup": self._pod_group, "HyperNode": self.hypernodes.append, "Namespace": self._namespace}.get(str(kind))
         if handler is None:
             self.summary.skipped[f"{kind} objects"] += 1
-            self.warn(obj, "kind", f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget, PodGroup, HyperNode); ignored")
+            self.warn(obj, "kind", f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget, PodGroup, HyperNode, Namespace); ignored")
             return
         try:
             handler(obj)
@@ -376,6 +377,11 @@ class _Import:
         k8s.pdb_max_unavailable(spec, 1)  # checks the values now, so errors name the budget
         self.budgets.append({"obj": obj, "selector": selector, "spec": spec,
                              "namespace": obj["metadata"].get("namespace") or "default"})
+
+    def _namespace(self, obj: dict[str, Any]) -> None:
+        """A namespace's labels, for anti-affinity terms' namespaceSelectors."""
+        labels = as_object(obj["metadata"].get("labels"), "metadata.labels")
+        self.namespace_labels[obj["metadata"]["name"]] = {str(k): str(v) for k, v in labels.items()}
 
     def _pod_group(self, obj: dict[str, Any]) -> None:
         """A gang's minimum (scheduler-plugins ``scheduling.x-k8s.io`` or Volcano ``scheduling.volcano.sh``)."""

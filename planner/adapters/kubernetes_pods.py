@@ -232,9 +232,8 @@ def _anti_affinity_terms(affinity: dict, spec: dict, namespace: str, labels: dic
             lost.append((f"{where}.topologyKey", f"anti-affinity on '{term.get('topologyKey')}' (only {HOSTNAME_KEY} is modelled)"))
             continue
         ns_selector = term.get("namespaceSelector")
-        if ns_selector:  # non-empty: needs Namespace objects' labels
-            lost.append((f"{where}.namespaceSelector", "a namespaceSelector is not modelled"))
-            continue
+        if ns_selector:  # non-empty: resolved against the Namespace objects' labels once all are read
+            ns_selector = k8s.check_selector(ns_selector, f"{where}.namespaceSelector")
         selector = k8s.check_selector(term.get("labelSelector"), f"{where}.labelSelector")
         if selector is None:
             continue  # a null selector matches no pod: the term constrains nothing
@@ -245,8 +244,14 @@ def _anti_affinity_terms(affinity: dict, spec: dict, namespace: str, labels: dic
         for key in as_list(term.get("mismatchLabelKeys"), f"{where}.mismatchLabelKeys"):
             if key in labels:
                 selector["matchExpressions"].append({"key": key, "operator": "NotIn", "values": [labels[key]]})
-        namespaces = None if ns_selector == {} else sorted(set(as_list(term.get("namespaces"), f"{where}.namespaces")) or {namespace})
-        group = f"anti:{','.join(namespaces) if namespaces else '*'}/{k8s.selector_text(selector)}"
+        listed = sorted(set(as_list(term.get("namespaces"), f"{where}.namespaces")))
+        if ns_selector:
+            namespaces: Any = {"listed": listed, "selector": ns_selector}
+            scope = f"{','.join(listed)}+ns({k8s.selector_text(ns_selector)})"
+        else:
+            namespaces = None if ns_selector == {} else listed or [namespace]
+            scope = ",".join(namespaces) if namespaces else "*"
+        group = f"anti:{scope}/{k8s.selector_text(selector)}"
         terms.append((group, namespaces, selector))
     return terms, lost
 
@@ -306,6 +311,8 @@ def anti_affinity_groups(run: _Import) -> None:
     for i, fields in enumerate(run.pods):
         for group, namespaces, selector in fields["_anti_terms"]:
             owners[group].append(i)
+            if isinstance(namespaces, dict):
+                namespaces = _selected_namespaces(run, fields, namespaces)
             terms[group] = (namespaces, selector)
     for group, (namespaces, selector) in terms.items():
         selected = set(index.matching(selector, namespaces))
@@ -322,6 +329,19 @@ def anti_affinity_groups(run: _Import) -> None:
             for b in sorted(selected - owner_set):
                 for i in (a, b):
                     _join(run.pods[i], f"{group}|{_pod_key(run.pods[a])}|{_pod_key(run.pods[b])}")
+
+
+def _selected_namespaces(run: _Import, fields: dict[str, Any], scope: dict[str, Any]) -> list[str] | None:
+    """The namespaces a term's namespaceSelector selects (Namespace objects' labels, with the name as
+    ``kubernetes.io/metadata.name``), with those it lists; every namespace (None) when the input has no
+    Namespace objects, with a warning: the term then binds more pods than Kubernetes' own, never fewer."""
+    if not run.namespace_labels:
+        run.warn(fields["_obj"], "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[*].namespaceSelector",
+                 "no Namespace objects in the input (add namespaces to the kubectl command); the term is applied to every namespace")
+        return None
+    chosen = {name for name, labels in run.namespace_labels.items()
+              if k8s.selector_matches(scope["selector"], {"kubernetes.io/metadata.name": name, **labels})}
+    return sorted(chosen | set(scope["listed"]))
 
 
 def _pod_key(fields: dict[str, Any]) -> str:
