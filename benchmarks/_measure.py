@@ -21,7 +21,8 @@ PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 class Run:
     wall_s: float
     peak_rss_mib: float
-    """Peak resident memory of the command's own process (from wait4)."""
+    """Peak resident memory of the command's own process: its VmHWM at exit for a Python script (see
+    ``_PEAK_WRAPPER``), else wait4's ru_maxrss."""
     peak_tree_rss_mib: float
     """Peak of the summed resident memory of the process and all its descendants (sampled every 50 ms)."""
     returncode: int
@@ -44,8 +45,36 @@ def _tree_rss_kib(root: int) -> int:
     return total
 
 
+_PEAK_MARK = "@@peak_rss_kib "
+_PEAK_WRAPPER = f"""
+import atexit, runpy, sys
+def _peak():
+    for line in open('/proc/self/status'):
+        if line.startswith('VmHWM:'):
+            sys.stderr.write('\\n{_PEAK_MARK}' + line.split()[1] + '\\n')
+atexit.register(_peak)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name='__main__')
+"""
+"""Runs a Python script and reports its own peak RSS at exit. wait4's ru_maxrss cannot be used for it:
+a child spawned (vfork, then exec) by a large benchmark process inherits the parent's high-water mark
+in ``ru_maxrss``, so a small command run after a large one read as large. VmHWM is the high-water
+mark of the program's own address space."""
+
+
+def _python_script(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return b"python" in f.readline()
+    except OSError:
+        return False
+
+
 def run_measured(argv: list[str]) -> Run:
     """Run ``argv`` to completion: wall time, its own peak RSS and the peak RSS of its process tree."""
+    wrapped = _python_script(argv[0])
+    if wrapped:
+        argv = [_interpreter(argv[0]), "-c", _PEAK_WRAPPER, *argv]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True)
@@ -66,7 +95,17 @@ def run_measured(argv: list[str]) -> Run:
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return Run(wall, usage.ru_maxrss / 1024, peak[0] / 1024, proc.returncode, out.read(), err.read())
+        stderr, own_kib = err.read(), usage.ru_maxrss
+        if wrapped and _PEAK_MARK in stderr:
+            stderr, _, mark = stderr.rpartition(_PEAK_MARK)
+            stderr, own_kib = stderr.rstrip("\n"), int(mark.split()[0])
+        return Run(wall, own_kib / 1024, peak[0] / 1024, proc.returncode, out.read(), stderr)
+
+
+def _interpreter(script: str) -> str:
+    """The interpreter a script's shebang names."""
+    with open(script) as f:
+        return f.readline()[2:].strip().split()[0]
 
 
 def machine() -> str:

@@ -72,7 +72,7 @@ def with_filler(cluster: Cluster, total_pods: int) -> Cluster:
             used_mem[node.name] += FILLER[1]
             job = f"web/Deployment/web-{k // REPLICAS:05d}"
             if k % REPLICAS == 0:
-                jobs.append(Job(name=job))
+                jobs.append(Job(name=job, min_available=1))  # a Deployment's replicas start one by one
             pods.append(Pod(name=f"web-{k // REPLICAS:05d}-{k % REPLICAS}", job=job, namespace="web", node=node.name,
                             gpus=0, cpus=FILLER[0], memory_gib=FILLER[1]))
             k, placed = k + 1, True
@@ -84,7 +84,7 @@ def with_filler(cluster: Cluster, total_pods: int) -> Cluster:
 def rendered_list(nodes: int, seed: int = 0) -> tuple[Path, dict]:
     """The cached List file for ``nodes`` and what it holds."""
     snapshot = cached_asi(nodes, seed)
-    path = CACHE / f"k8s-{snapshot.stem}-ppn{PODS_PER_NODE}.json"
+    path = CACHE / f"k8s2-{snapshot.stem}-ppn{PODS_PER_NODE}.json"  # k8s2: gangs as PodGroups, Deployments min_available 1
     meta_path = path.with_suffix(".meta.json")
     if not path.exists() or not meta_path.exists():
         cluster = load_cluster(snapshot)
