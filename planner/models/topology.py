@@ -53,6 +53,8 @@ from planner.state import ClusterState
 PATTERN_LIMIT = 64
 ENTROPY_SCALE = 1_000_000
 ENTROPY_INDICATOR_LIMIT = 40_000
+SLACK_SHARE = 0.15
+"""Share of the entropy phase's time spent bounding the switch slack (at most 2 s)."""
 
 Pairs = dict[str, list[tuple[int, int]]]  # job -> (pod, node)
 
@@ -139,6 +141,7 @@ class _Model:
         self.ub: dict[tuple[str, int], int] = {}
         self.u: dict[tuple[str, int], int] = {}
         self.switches_of: dict[str, list[int]] = {j: [] for j in self.names}  # x's switches, in order
+        self.fewest: dict[str, int | None] = {}  # switches a started job needs at least (None: it cannot start)
         room = np.zeros((len(self.shapes), len(self.switches)), dtype=np.int64)
         for c in self.classes:
             for s in range(len(self.shapes)):
@@ -168,6 +171,7 @@ class _Model:
                 e = self.level_switch(j, d)
                 level_room[e] = level_room.get(e, 0) + self.ub[j, d]
             fewest = min_switches(list(level_room.values()), self.minimum[j])
+            self.fewest[j] = fewest
             if fewest:
                 m.row([*own, (self.z[j], -fewest)], 0, None, f"(5) fewest switches [{j}]")
             elif fewest is None:
@@ -439,6 +443,27 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
     for row_terms, lower, upper, name in held:
         m.row(row_terms, lower, upper, name)
     m.row([(v, 1) for v in model.u.values()], None, model.switches_used(values), "(b) switches held")
+    slack = _switch_slack(model, model.gpus_of(values), model.switches_used(values))
+    if slack:  # the capacity may leave less: the least summed fewest switches, solved on the phase's rows
+        least = [(model.z[j], -model.fewest[j]) for j in model.names if model.fewest.get(j)]
+        probe = Milp(list(m.names), list(m.lower), list(m.upper), {}, 0, list(m.row_terms), list(m.row_lower),
+                     list(m.row_upper), list(m.row_names))
+        probe.maximize(least)
+        found = _solve(probe, solver, min(SLACK_SHARE * (deadline - time.perf_counter()), 2.0), workers, list(values))
+        if found.bound is not None:  # maximising -sum: the bound caps it, so sum >= -bound
+            slack = min(slack, model.switches_used(values) - math.ceil(-found.bound - 1e-6))
+        fields["entropy_switch_slack_s"] = round(found.wall_s, 3)
+    fields["entropy_switch_slack"] = slack
+    confined = []
+    if slack is not None:  # no job can use more than its fewest switches plus the slack
+        for j in model.names:
+            own_u = [(v, 1) for (jj, _), v in model.u.items() if jj == j]
+            if model.fewest.get(j) and own_u:
+                m.row(own_u, None, model.fewest[j] + slack, f"(c) switches within the slack [{j}]")
+        # an asw-level job held to one access switch has entropy 0: it needs no indicators
+        confined = [j for j in spanning if model.levels[j][0] == "asw" and model.fewest.get(j) == 1 and slack == 0]
+    spanning = [j for j in spanning if j not in confined]
+    fields["entropy_jobs_confined"] = len(confined)
     base = m.num_vars
     terms: list[tuple[int, int]] = []
     mark = 0
@@ -487,6 +512,26 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
     if third.status == "optimal":
         fields["objective_levels"].append("entropy")
     return third.values[:base], third.status == "optimal"
+
+
+def _switch_slack(model: _Model, gpus: int, switches: int) -> int | None:
+    """How many switches the plans of the entropy phase (``gpus`` started, at most ``switches``
+    spanned) can use beyond the fewest each started job needs: ``switches`` less the least sum of
+    fewest switches over the sets of jobs that start exactly ``gpus`` GPUs (a subset-sum over the
+    jobs, capacity ignored, so the slack is never understated). None when a job's GPUs are not fixed
+    (min_available) or no set adds up."""
+    least: dict[int, int] = {0: 0}  # GPUs started -> least summed fewest switches
+    for j in model.names:
+        if model.minimum[j] != len(model.jobs[j]):
+            return None
+        fewest = model.fewest.get(j)
+        if fewest is None:
+            continue  # it cannot start
+        g = model.gpus[j] * len(model.jobs[j])
+        for total, f in list(least.items()):
+            if total + g <= gpus and least.get(total + g, math.inf) > f + fewest:
+                least[total + g] = f + fewest
+    return switches - least[gpus] if gpus in least else None
 
 
 def _least_entropy_alone(model: _Model, j: str) -> float:
