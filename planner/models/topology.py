@@ -464,6 +464,13 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
         confined = [j for j in spanning if model.levels[j][0] == "asw" and model.fewest.get(j) == 1 and slack == 0]
     spanning = [j for j in spanning if j not in confined]
     fields["entropy_jobs_confined"] = len(confined)
+    # at slack 0 an asw-level job started on its fewest m access switches has at least one pod on each
+    # of them, so at most N - m + 1 on any one
+    most = {(j, d): model.ub[j, d] for j in spanning for d in model.switches_of[j]}
+    for j in spanning:
+        if slack == 0 and model.levels[j][0] == "asw" and (model.fewest.get(j) or 0) >= 2:
+            for d in model.switches_of[j]:
+                most[j, d] = min(most[j, d], len(model.jobs[j]) - model.fewest[j] + 1)
     base = m.num_vars
     terms: list[tuple[int, int]] = []
     mark = 0
@@ -472,7 +479,7 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
         own: list[tuple[int, int]] = []
         for d in model.switches_of[j]:
             ones = []
-            for k in range(1, model.ub[j, d] + 1):
+            for k in range(1, most[j, d] + 1):
                 b = m.var(f"b[{j},{d},{k}]")
                 ones.append((b, k))
                 coefficient = round(ENTROPY_SCALE * (k / n_j) * math.log(n_j / k))
@@ -496,7 +503,7 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
             count = values[model.x[j, d]]
             if count:
                 hint[i + count - 1] = 1
-            i += model.ub[j, d]
+            i += most[j, d]
     third = _solve(m, solver, deadline - time.perf_counter(), workers, hint)
     fields.update(phase_entropy=third.status, phase_entropy_s=round(third.wall_s, 3), phase_entropy_solver=third.solver, entropy_variables=m.num_vars - base)
     if third.values is None or third.status not in ("optimal", "feasible"):
