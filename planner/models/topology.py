@@ -29,7 +29,11 @@ Objective, lexicographic: (a) most GPUs of the jobs started; (b) fewest switches
   through one-hot count indicators b[j, d, k] (x[j, d] = sum_k k b[j, d, k]) with coefficients
   k/N ln(N/k) scaled to integers (``ENTROPY_SCALE``; the reported tolerance bounds the rounding).
   (c) runs when every job's pod count is fixed (no elastic gang) and the indicators number at most
-  ``ENTROPY_INDICATOR_LIMIT``; the result says which levels its status covers.
+  ``ENTROPY_INDICATOR_LIMIT``; the result says which levels its status covers. With GPUs and
+  switches held, the *switch slack* (switches held less the least summed fewest switches of the
+  started jobs, bounded by a subset-sum and a short solve) caps every job at its fewest plus the
+  slack; at slack 0 an asw-level job that fits one switch has entropy 0 (no indicators) and one on
+  its fewest m switches holds at most N - m + 1 pods on any.
 
 Exact (accepts exactly what ``rules.py`` accepts) for jobs of whole-GPU pods; a job of GPU shares
 makes it a relaxation (shares pack onto devices) and nothing is claimed.
