@@ -4,12 +4,18 @@
 2 even on a 2-core machine). With ``deterministic`` the search is CP-SAT's interleaved search,
 deterministic whatever the number of workers, and the time limit is in CP-SAT's deterministic seconds
 (a wall-clock cap, 4x unless the caller sets one, stops a runaway); otherwise the limit is wall time and, among equally good
-solutions, which one is returned may vary between runs. Warm start: ``add_hint`` with every variable.
+solutions, which one is returned may vary between runs. Wall limits include building the CP-SAT
+model. Warm start: ``add_hint`` with every variable.
 """
 
 from __future__ import annotations
 
+import time
+
 from planner.models.milp import Milp, MilpResult
+
+MIN_SEARCH_S = 0.05
+"""Search time left to CP-SAT however long building the model took (it still reports its best)."""
 
 
 def solve_cpsat(
@@ -17,6 +23,7 @@ def solve_cpsat(
 ) -> MilpResult:
     from ortools.sat.python import cp_model
 
+    start = time.perf_counter()  # building the model counts against the caller's wall time
     model = cp_model.CpModel()
     x = [model.new_int_var(lo, hi, name) for lo, hi, name in zip(milp.lower, milp.upper, milp.names)]
     for terms, lo, hi in zip(milp.row_terms, milp.row_lower, milp.row_upper):
@@ -35,12 +42,15 @@ def solve_cpsat(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
+    built = time.perf_counter() - start
     if deterministic:
         solver.parameters.interleave_search = True
         solver.parameters.max_deterministic_time = time_limit_s
-        solver.parameters.max_time_in_seconds = wall_cap_s if wall_cap_s is not None else 4 * time_limit_s
+        solver.parameters.max_time_in_seconds = max(MIN_SEARCH_S, (wall_cap_s if wall_cap_s is not None else 4 * time_limit_s) - built)
     else:
-        solver.parameters.max_time_in_seconds = time_limit_s
+        solver.parameters.max_time_in_seconds = max(MIN_SEARCH_S, time_limit_s - built)
+    # with interleaved search CP-SAT checks its limits between chunks of work: with 8 workers on 2
+    # cores a chunk can take seconds, so it may stop past max_time_in_seconds (seen: 7.5 s for 5.9)
     code = solver.solve(model)
     has_solution = code in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     status = {
