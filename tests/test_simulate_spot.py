@@ -86,6 +86,13 @@ def test_the_same_seed_gives_the_same_replay_and_another_may_not() -> None:
     assert any(o != a.outcomes for o in others)
 
 
+@pytest.mark.parametrize("policy", ["spotgpu", "k8s-default"])
+def test_skipping_jobs_proven_unable_to_start_changes_nothing(policy: str) -> None:
+    jobs = workload(2, 60)
+    fast, full = (simulate(cluster(), jobs, policy, reoffer_all=every) for every in (False, True))
+    assert fast.outcomes == full.outcomes and fast.decisions < full.decisions
+
+
 def test_spotgpu_never_delays_hp_against_an_hp_only_replay() -> None:
     jobs = workload(11)
     mixed = simulate(cluster(), jobs, "spotgpu").outcomes

@@ -92,9 +92,10 @@ class _Run:
 
 
 def simulate(nodes: list[Node], jobs: list[SimJob], policy: str = "spotgpu", restart_overhead_s: float = 0.0, seed: int = 0,
-             check: bool = False) -> Replay:
+             check: bool = False, reoffer_all: bool = False) -> Replay:
     """Replay ``jobs`` on ``nodes`` with preemption ``policy`` until every job finishes (or none can
-    start any more)."""
+    start any more). ``reoffer_all`` offers every pending job after every event, even those proven
+    unable to start since (the same replay, slower: a test compares the two)."""
     if policy not in POLICIES:
         raise ValueError(f"policy: unknown '{policy}'; choose one of {', '.join(POLICIES)}")
     if not math.isfinite(restart_overhead_s) or restart_overhead_s < 0:
@@ -108,6 +109,10 @@ def simulate(nodes: list[Node], jobs: list[SimJob], policy: str = "spotgpu", res
     overhead = {j.name: 0.0 for j in jobs}  # restart overhead owed by the next run
     running: dict[str, _Run] = {}
     pending: set[str] = set()
+    # pending jobs whose last offer was proven infeasible with nothing freed since: arrivals and
+    # non-preemptive starts only take room (a new spot victim gives back no more than the room it
+    # took), so offering them again would be proven infeasible again
+    stale: set[str] = set()
     # (time, completions before arrivals, job, kind, run token): a replay is a function of its input
     events: list[tuple[float, int, str, str, int]] = [(j.submit_s, 1, j.name, "arrive", 0) for j in jobs]
     heapq.heapify(events)
@@ -127,10 +132,11 @@ def simulate(nodes: list[Node], jobs: list[SimJob], policy: str = "spotgpu", res
             del running[name]
             outcome[name].finish_s = now
             outcome[name].gpu_s_run += _gpus(spec[name]) * (now - run.start_s)
+            stale.clear()  # capacity freed: every pending job may start now
         for _ in range(len(jobs) + 1):  # passes until nothing more starts (evicted jobs may fit elsewhere)
             started = False
             for name in sorted(pending, key=lambda n: (spec[n].priority != "HP", spec[n].submit_s, n)):
-                if name not in pending:
+                if name not in pending or name in stale:
                     continue
                 cluster = _snapshot(nodes, spec, running, now, name)
                 if check:
@@ -139,7 +145,11 @@ def simulate(nodes: list[Node], jobs: list[SimJob], policy: str = "spotgpu", res
                 plan = plan_preempt(cluster, name, options)
                 replay.decisions += 1
                 if not plan.placements:
+                    if plan.report is not None and plan.report.status == "infeasible" and not reoffer_all:
+                        stale.add(name)  # proven: not even with every allowed victim gone
                     continue
+                if plan.victims:
+                    stale.clear()  # evictions may free more than the job takes
                 for victim in sorted({v.job or v.pod for v in plan.victims}):
                     run = running.pop(victim)
                     job = spec[victim]
