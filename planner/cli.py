@@ -322,7 +322,9 @@ def validate_command(
     max_nodes_per_wave: str = typer.Option(None, "--max-nodes-per-wave", help="N or P%: also check the nodes each wave touches."),
     max_moves_per_node_per_wave: int = typer.Option(None, "--max-moves-per-node-per-wave", min=1, help="Also check each node's moves per wave."),
     max_unavailable_per_job: int = typer.Option(None, "--max-unavailable-per-job", min=0, help="Also check each job's pods moving per wave."),
-    max_moves_per_namespace: int = typer.Option(None, "--max-moves-per-namespace", min=1, help="Also check each namespace's moves per wave."),
+    max_moves_per_namespace: int = typer.Option(
+        None, "--max-moves-per-namespace", min=1, help="Also check each namespace's moves per wave (pods without a namespace are in 'default')."
+    ),
     only_namespace: str = typer.Option(None, "--only-namespace", help="NS[,NS...]: also check only these namespaces' pods move."),
     exclude_namespace: str = typer.Option(None, "--exclude-namespace", help="NS[,NS...]: also check these namespaces' pods stay."),
     move_once: bool = typer.Option(False, "--move-once", help="Also check that no pod moves twice."),

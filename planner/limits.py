@@ -2,11 +2,12 @@
 
 Three limits on the plan's moves: a migration budget for the whole plan (``max_moves``), a budget per
 node (moves that touch it, as source or destination: ``max_moves_per_node``), and staying under one
-access switch (``same_asw``: every single move keeps its pod under the switch it leaves). Three more
-on each wave, the disruption operators allow at once: moves per wave, nodes a wave touches, and
-moves touching one node per wave (koordinator's migration controller, for one, allows 2 migrating
-pods per node). Per-wave limits never cost a move: a wave's moves are independent, so any wave can
-be split into several (``waves.shape_waves``); they cost waves. A job's disruption budget
+access switch (``same_asw``: every single move keeps its pod under the switch it leaves). Four more
+on each wave, the disruption operators allow at once: moves per wave, nodes a wave touches, moves
+touching one node per wave (koordinator's migration controller, for one, allows 2 migrating pods per
+node) and moves of one namespace's pods per wave (its ``maxMigratingPerNamespace``). Per-wave limits
+never cost a move: a wave's moves are independent, so any wave can be split into several
+(``waves.shape_waves``); they cost waves. A job's disruption budget
 (``disruption.max_unavailable``, from its PodDisruptionBudget, or ``max_unavailable_per_job``) is
 one more per-wave limit, on the job's pods. The namespace scope (``only_namespaces``,
 ``exclude_namespaces``) holds pods out of scope in place, as a budget of 0 holds its job's pods.

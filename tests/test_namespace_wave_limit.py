@@ -1,7 +1,8 @@
 """``--max-moves-per-namespace`` (issue 13, item 3): at most N moves of one namespace's pods in any one
 wave (koordinator's ``maxMigratingPerNamespace`` limits migrations at once; a make-before-break wave
-runs at once). Like the other per-wave limits it splits waves and never costs a move; the counts
-below are taken from the plan and the snapshot here, not by the code under test."""
+runs at once). A pod without a namespace is in 'default'. Like the other per-wave limits it splits
+waves and never costs a move; the counts below are taken from the plan and snapshot JSON here, not by
+the code under test."""
 
 from __future__ import annotations
 
@@ -13,63 +14,117 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.cluster import Cluster, Node, Pod
+from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.instances.asi import generate_asi
-from planner.limits import MoveLimits
-from planner.plans import DefragPlan, Move
 from planner.validate import validate
+from tests.test_makeroom import plan_over_http
 
 runner = CliRunner()
 
-
-def namespaced(cluster: Cluster) -> Cluster:
-    """Every pod in one of two namespaces (half in none: 'default')."""
-    return cluster.model_copy(update={"pods": [p.model_copy(update={"namespace": "ml" if i % 2 else None})
-                                               for i, p in enumerate(cluster.pods)]})
-
-
-def most_per_namespace(cluster: Cluster, plan: DefragPlan) -> int:
-    namespace = {p.name: p.namespace or "default" for p in cluster.pods}
-    return max((max(Counter(namespace[m.pod] for m in wave).values()) for wave in plan.waves if wave), default=0)
-
-
-@pytest.mark.parametrize("method", ["heuristic", "descheduler"])
-def test_the_limit_splits_waves_and_loses_no_move(method: str) -> None:
-    cluster = namespaced(generate_asi(nodes=60, seed=4))
-    free = plan_defrag(cluster, DefragOptions(method=method))
-    limited = plan_defrag(cluster, DefragOptions(method=method, max_moves_per_namespace=1))
-    assert most_per_namespace(cluster, free) > 1, "the instance must move several pods of a namespace in a wave"
-    assert most_per_namespace(cluster, limited) == 1
-    assert Counter((m.pod, m.from_, m.to) for m in limited.moves()) == Counter((m.pod, m.from_, m.to) for m in free.moves())
-    assert limited.vacated_nodes == free.vacated_nodes and len(limited.waves) > len(free.waves)
+# n0 holds three pods of namespace 'ml', n1 three pods without a namespace ('default'); the locked
+# pods on n2 and n3 leave room for them: vacating n0 and n1 takes six independent moves, one wave
+SNAPSHOT = {
+    "nodes": [{"name": n, "gpus": 8, "cpus": 96, "memory_gib": 512} for n in ("n0", "n1", "n2", "n3")],
+    "pods": [
+        *({"name": f"ml-{i}", "namespace": "ml", "gpus": 1, "cpus": 1, "node": "n0"} for i in range(3)),
+        *({"name": f"web-{i}", "gpus": 1, "cpus": 1, "node": "n1"} for i in range(3)),
+        {"name": "x", "namespace": "ml", "gpus": 5, "cpus": 1, "node": "n2", "locked": True},
+        {"name": "y", "gpus": 5, "cpus": 1, "node": "n3", "locked": True},
+    ],
+}
 
 
-def test_the_validator_names_the_namespace_and_wave() -> None:
-    nodes = [Node(name=f"n{i}", gpus=4, cpus=8, memory_gib=32) for i in range(4)]
-    pods = [Pod(name="a", namespace="ml", gpus=1, cpus=1, node="n0"), Pod(name="b", namespace="ml", gpus=1, cpus=1, node="n1"),
-            Pod(name="c", gpus=1, cpus=1, node="n2")]
-    cluster = Cluster(nodes=nodes, pods=pods)
-    wave = [Move(pod=p, **{"from": f"n{i}"}, to="n3") for i, p in enumerate("abc")]
-    plan = DefragPlan(waves=[wave], vacated_nodes=["n0", "n1", "n2"])
-    assert validate(cluster, plan, MoveLimits(max_moves_per_namespace=2)) == []
-    found = validate(cluster, plan, MoveLimits(max_moves_per_namespace=1))
-    assert [(v.kind, v.message) for v in found] == [
-        ("max_moves_per_namespace", "2 pods of namespace 'ml' move in wave 0; max_moves_per_namespace is 1")]
+def per_namespace(snapshot: dict, plan: dict) -> list[Counter]:
+    """Moves of each namespace in each wave of plan JSON (a pod without a namespace is in 'default')."""
+    namespace = {p["name"]: p.get("namespace") or "default" for p in snapshot["pods"]}
+    return [Counter(namespace[m["pod"]] for m in wave) for wave in plan["waves"]]
 
 
-def test_on_the_command_line(tmp_path: Path) -> None:
-    path = tmp_path / "s.json"
-    cluster = namespaced(generate_asi(nodes=60, seed=4))
-    path.write_text(cluster.model_dump_json())
-    assert runner.invoke(app, ["defrag", str(path), "--out", str(tmp_path / "free.json")]).exit_code == 0
-    bad = runner.invoke(app, ["validate", str(path), str(tmp_path / "free.json"), "--max-moves-per-namespace", "2"])
-    assert bad.exit_code == 1 and "max_moves_per_namespace is 2" in bad.output, bad.output
-    limited = runner.invoke(app, ["defrag", str(path), "--max-moves-per-namespace", "2", "--out", str(tmp_path / "limited.json")])
-    assert limited.exit_code == 0, limited.output
-    ok = runner.invoke(app, ["validate", str(path), str(tmp_path / "limited.json"), "--max-moves-per-namespace", "2"])
-    assert ok.exit_code == 0, ok.output
-    plan = DefragPlan.model_validate(json.loads((tmp_path / "limited.json").read_text()))
-    assert most_per_namespace(cluster, plan) <= 2
-    refused = runner.invoke(app, ["defrag", str(path), "--max-moves-per-namespace", "0"])
+def moves(plan: dict) -> Counter:
+    return Counter((m["pod"], m["from"], m["to"]) for wave in plan["waves"] for m in wave)
+
+
+def plan_json(tmp_path: Path, name: str, *args: str) -> dict:
+    out = tmp_path / f"{name}.json"
+    result = runner.invoke(app, ["defrag", str(tmp_path / "s.json"), *args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("method", ["heuristic", "descheduler", "repack", "exact"])
+def test_the_limit_splits_waves_and_loses_no_move(tmp_path: Path, method: str) -> None:
+    (tmp_path / "s.json").write_text(json.dumps(SNAPSHOT))
+    free = plan_json(tmp_path, "free", "--method", method)
+    limited = plan_json(tmp_path, "limited", "--method", method, "--max-moves-per-namespace", "1")
+    assert max(wave["ml"] for wave in per_namespace(SNAPSHOT, free)) >= 3, "the plan must move 3 pods of 'ml' in one wave"
+    assert max(wave["default"] for wave in per_namespace(SNAPSHOT, free)) >= 2, "and 2 pods without a namespace"
+    assert all(max(wave.values()) == 1 for wave in per_namespace(SNAPSHOT, limited))
+    assert moves(limited) == moves(free) and limited["vacated_nodes"] == free["vacated_nodes"] == ["n0", "n1"]
+    assert limited["report"]["waves_before_wave_limits"] == len(free["waves"]) < len(limited["waves"])
+
+
+def test_a_realistic_plan_obeys_it_too() -> None:
+    base = generate_asi(nodes=60, seed=4)
+    cluster = base.model_copy(update={"pods": [p.model_copy(update={"namespace": "ml" if i % 2 else None}) for i, p in enumerate(base.pods)]})
+    snapshot = json.loads(cluster.model_dump_json())
+    free = plan_defrag(cluster, DefragOptions()).model_dump(mode="json", by_alias=True)
+    limited = plan_defrag(cluster, DefragOptions(max_moves_per_namespace=2)).model_dump(mode="json", by_alias=True)
+    assert max(max(wave.values()) for wave in per_namespace(snapshot, free)) > 2
+    assert max(max(wave.values()) for wave in per_namespace(snapshot, limited)) == 2
+    assert moves(limited) == moves(free) and limited["vacated_nodes"] == free["vacated_nodes"]
+
+
+def test_planner_validate_names_each_namespace_and_wave_over_the_limit(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text(json.dumps(SNAPSHOT))
+    move = [("ml-0", "n0", "n2"), ("ml-1", "n0", "n2"), ("web-0", "n1", "n3"), ("web-1", "n1", "n3")]
+    plan = {"version": 1, "kind": "defrag", "waves": [[{"pod": p, "from": a, "to": b} for p, a, b in move]], "vacated_nodes": []}
+    (tmp_path / "p.json").write_text(json.dumps(plan))
+    check = ["validate", str(tmp_path / "s.json"), str(tmp_path / "p.json"), "--max-moves-per-namespace"]
+    assert runner.invoke(app, [*check, "2"]).exit_code == 0
+    bad = runner.invoke(app, [*check, "1"])
+    assert bad.exit_code == 1, bad.output
+    assert "2 pods of namespace 'ml' move in wave 0; max_moves_per_namespace is 1" in bad.output
+    assert "2 pods of namespace 'default' move in wave 0; max_moves_per_namespace is 1" in bad.output
+    assert bad.output.count("max_moves_per_namespace:") == 2
+    refused = runner.invoke(app, [*check, "0"])
     assert refused.exit_code == 2 and "--max-moves-per-namespace" in refused.output and "Traceback" not in refused.output
+
+
+def test_bad_values_are_refused_naming_the_flag(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text(json.dumps(SNAPSHOT))
+    for value in ("0", "-1"):
+        refused = runner.invoke(app, ["defrag", str(tmp_path / "s.json"), "--max-moves-per-namespace", value])
+        assert refused.exit_code == 2 and "--max-moves-per-namespace:" in refused.output and "Traceback" not in refused.output
+
+
+def test_make_room_obeys_it() -> None:
+    # big (8 GPUs) starts on n0 once its three 'ml' pods leave for n1
+    snapshot = {
+        "nodes": [{"name": n, "gpus": 8, "cpus": 96, "memory_gib": 512} for n in ("n0", "n1")],
+        "pods": [*({"name": f"ml-{i}", "namespace": "ml", "gpus": 2, "cpus": 1, "node": "n0"} for i in range(3)),
+                 {"name": "z", "gpus": 2, "cpus": 1, "node": "n1", "locked": True}, {"name": "big", "gpus": 8, "cpus": 1}],
+    }
+    cluster = Cluster.model_validate(snapshot)
+    for method in ("heuristic", "exact"):
+        free = plan_defrag(cluster, DefragOptions(method=method, make_room=["big"])).model_dump(mode="json", by_alias=True)
+        options = DefragOptions(method=method, make_room=["big"], max_moves_per_namespace=1)
+        plan = plan_defrag(cluster, options)
+        assert validate(cluster, plan, options.limits()) == []
+        limited = plan.model_dump(mode="json", by_alias=True)
+        assert max(wave["ml"] for wave in per_namespace(snapshot, free)) == 3
+        assert [dict(wave) for wave in per_namespace(snapshot, limited)] == [{"ml": 1}] * 3
+        assert moves(limited) == moves(free) and limited["placements"] == free["placements"] != []
+
+
+def test_it_costs_no_vacated_node_so_limit_costs_does_not_price_it() -> None:
+    plan = plan_defrag(Cluster.model_validate(SNAPSHOT), DefragOptions(max_moves_per_namespace=1, limit_costs=True))
+    assert set(plan.report.model_extra["limit_costs"]) == {"move_once"}  # on by default
+
+
+def test_over_http_a_bad_value_gets_422_naming_the_field_and_a_good_one_is_obeyed(tmp_path: Path) -> None:
+    refused = [({"max_moves_per_namespace": 0}, "options.max_moves_per_namespace"),
+               ({"max_moves_per_namespace": "two"}, "options.max_moves_per_namespace")]
+    plan = plan_over_http(tmp_path, Cluster.model_validate(SNAPSHOT), {"max_moves_per_namespace": 1}, refused)
+    limited = plan.model_dump(mode="json", by_alias=True)
+    assert all(max(wave.values()) == 1 for wave in per_namespace(SNAPSHOT, limited)) and len(moves(limited)) == 6
