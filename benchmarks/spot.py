@@ -18,7 +18,6 @@ mean) and the HP delay of an HP-only replay of the same arrivals, wall time.
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import sys
 import time
@@ -29,20 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _measure import RESULTS, code_version, machine  # noqa: E402
 
 from planner.cluster import Node  # noqa: E402
-from planner.simulate.spot import SimJob, simulate  # noqa: E402
+from planner.instances.spot_workload import synthetic_jobs  # noqa: E402
+from planner.simulate.spot import simulate  # noqa: E402
 
 POLICIES = ("spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random")
-
-
-def workload(seed: int, count: int, window_s: int) -> list[SimJob]:
-    rng = random.Random(seed)
-    jobs = []
-    for i in range(count):
-        hp = rng.random() < 0.3
-        jobs.append(SimJob(f"{'h' if hp else 's'}{i:04d}", "HP" if hp else "LP", submit_s=rng.randrange(0, window_s, 10),
-                           work_s=rng.randrange(100, 2000, 10), workers=rng.choice([1, 1, 2]), gpus_per_worker=rng.choice([1, 2, 4, 8]),
-                           checkpoint_interval_s=None if hp else rng.choice([None, 120, 300])))
-    return jobs
 
 
 def p90(values: list[float]) -> float:
@@ -59,7 +48,7 @@ def main() -> None:
     nodes = [Node(name=f"n{i:03d}", gpus=8, cpus=96, memory_gib=512, asw=f"s{i // 8}") for i in range(args.nodes)]
     rows = {p: [] for p in POLICIES}
     for seed in range(args.seeds):
-        jobs = workload(seed, args.jobs, args.window_s)
+        jobs = synthetic_jobs(seed, args.jobs, args.window_s)
         hp_only = simulate(nodes, [j for j in jobs if j.priority == "HP"], "spotgpu")
         hp_alone = statistics.mean(o.first_start_s - o.submit_s for o in hp_only.outcomes.values())
         for policy in POLICIES:

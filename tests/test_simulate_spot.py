@@ -4,11 +4,10 @@ input named."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from planner.cluster import Node
+from planner.instances.spot_workload import synthetic_jobs
 from planner.simulate.spot import POLICIES, SimJob, simulate
 
 
@@ -48,14 +47,7 @@ def test_a_restart_overhead_is_paid_before_progress() -> None:
 
 
 def workload(seed: int, count: int = 40) -> list[SimJob]:
-    rng = random.Random(seed)
-    jobs = []
-    for i in range(count):
-        hp = rng.random() < 0.3
-        jobs.append(SimJob(f"{'h' if hp else 's'}{i:03d}", "HP" if hp else "LP", submit_s=rng.randrange(0, 4000, 10),
-                           work_s=rng.randrange(100, 2000, 10), workers=rng.choice([1, 1, 2]), gpus_per_worker=rng.choice([1, 2, 4, 8]),
-                           checkpoint_interval_s=None if hp else rng.choice([None, 120, 300])))
-    return jobs
+    return synthetic_jobs(seed, count)
 
 
 def cluster(n: int = 4) -> list[Node]:
