@@ -44,6 +44,13 @@ class SimJob:
     cpus_per_worker: float = 1.0
     memory_gib_per_worker: float = 1.0
     checkpoint_interval_s: float | None = None
+    gpu_models: tuple[str, ...] = ()
+    """GPU models the job's pods may use (empty: any)."""
+    standby_windows_s: tuple[tuple[float, float], ...] = ()
+    """HP jobs only: [start, end) times (absolute, seconds) in which a running job's pods are on
+    standby (ASI's Standby): they keep their nodes but lend their GPUs and CPUs to spot pods, and at
+    the window's end each pod wakes on its node, evicting spot pods there. The job's work goes on
+    meanwhile (a service idle at night still runs). Sorted and disjoint."""
 
     def __post_init__(self) -> None:
         for name in ("submit_s", "work_s", "workers", "gpus_per_worker", "cpus_per_worker", "memory_gib_per_worker"):
@@ -52,6 +59,16 @@ class SimJob:
                 raise ValueError(f"jobs[{self.name}].{name}: must be {'above' if name in ('work_s', 'workers') else 'at least'} 0, got {value}")
         if self.checkpoint_interval_s is not None and not self.checkpoint_interval_s > 0:
             raise ValueError(f"jobs[{self.name}].checkpoint_interval_s: must be above 0, got {self.checkpoint_interval_s}")
+        if self.priority not in ("HP", "LP"):
+            raise ValueError(f"jobs[{self.name}].priority: must be 'HP' or 'LP', got {self.priority!r}")
+        if self.standby_windows_s and self.priority != "HP":
+            raise ValueError(f"jobs[{self.name}].standby_windows_s: only HP jobs go on standby; drop the windows or make the job HP")
+        last = -math.inf
+        for k, (start, end) in enumerate(self.standby_windows_s):
+            if not (math.isfinite(start) and math.isfinite(end) and last <= start < end):
+                raise ValueError(f"jobs[{self.name}].standby_windows_s[{k}]: windows must be finite, start before end, sorted and disjoint; "
+                                 f"got ({start}, {end})")
+            last = end
 
 
 @dataclass
