@@ -62,7 +62,9 @@ class ClusterState:
         self.pod_share = np.where(holds, share, 0.0)
         self.pod_cpus = np.where(holds, cpus, 0.0)
         self.pod_mem = np.where(holds, mem, 0.0)
-        self.pod_locked = np.array([p.locked for p in pods], dtype=bool) | self.pod_standby
+        self._pod_locked_own = np.array([p.locked for p in pods], dtype=bool)
+        self.pod_locked = self._pod_locked_own | self.pod_standby
+        self._awake = (whole, share, cpus, mem)  # what each pod holds awake (set_standby)
         self._reserve = [
             (int(w), float(c), float(m), float(sh)) if hp else None
             for w, c, m, sh, hp in zip(whole.tolist(), cpus.tolist(), mem.tolist(), share.tolist(), self.pod_hp.tolist())
@@ -259,6 +261,36 @@ class ClusterState:
             )
         ]
 
+    def enable_standby(self) -> None:
+        """Track HP reservations from now on, so pods may go on standby and wake (``set_standby``)."""
+        if self.has_standby:
+            return
+        whole, share, cpus, mem = self._awake
+        self.has_standby = True
+        self._reserve = [
+            (int(w), float(c), float(m), float(sh)) if hp else None
+            for w, c, m, sh, hp in zip(whole.tolist(), cpus.tolist(), mem.tolist(), share.tolist(), self.pod_hp.tolist())
+        ]
+        for n, pods in enumerate(self.node_pods):
+            for p in pods:
+                self._reserve_add(p, n, +1)
+
+    def set_standby(self, p: int, on: bool) -> None:
+        """Pending HP pod p becomes a standby pod (it will hold no resources and keep its reservation)
+        or an awake one (it holds its request again). Call ``enable_standby`` first; place p after.
+        The per-pod arrays change in place, so clones made earlier see it: for a simulation's own state."""
+        if not self.has_standby or self.pod_node[p] != PENDING or not self.pod_hp[p]:
+            raise ValueError(f"set_standby: pod {p} must be a pending HP pod of a state with standby enabled")
+        whole, share, cpus, mem = (float(a[p]) for a in self._awake)
+        self.pod_standby[p] = on
+        self.pod_whole[p] = 0 if on else int(whole)
+        self.pod_share[p] = 0.0 if on else share
+        self.pod_cpus[p] = 0.0 if on else cpus
+        self.pod_mem[p] = 0.0 if on else mem
+        self.pod_locked[p] = bool(self._pod_locked_own[p]) or on
+        _, _, _, _, groups, domain = self._pod_scalars[p]
+        self._pod_scalars[p] = (int(self.pod_whole[p]), float(self.pod_cpus[p]), float(self.pod_mem[p]), float(self.pod_share[p]), groups, domain)
+
     # ------------------------------------------------------------------------------------------
     # Rule checks (fast forms of rules.py)
     # ------------------------------------------------------------------------------------------
@@ -408,8 +440,9 @@ class ClusterState:
                       "standby_on", "hp_whole", "hp_cpus", "hp_mem"):
             setattr(sub, field, getattr(self, field)[nodes].copy())
         for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked",
-                      "pod_signature", "pod_job", "pod_standby", "pod_hp"):
+                      "pod_signature", "pod_job", "pod_standby", "pod_hp", "_pod_locked_own"):
             setattr(sub, field, getattr(self, field)[pods].copy())
+        sub._awake = tuple(a[pods] for a in self._awake)
         sub.has_standby = self.has_standby
         sub._reserve = [self._reserve[p] for p in pods.tolist()] if self.has_standby else []
         sub.hp_shares = defaultdict(list, {local[n]: list(s) for n, s in self.hp_shares.items() if n in local and s})

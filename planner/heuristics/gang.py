@@ -53,16 +53,17 @@ class Policy(Protocol):
     def place_preempting(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[int, Cover] | None: ...
 
 
-def place_job(ps: PreemptState, ask: Ask, policy: Policy) -> Choice:
-    """The policy's decision for ``ask`` on a copy of ``ps`` (``ps`` itself is not changed)."""
+def place_job(ps: PreemptState, ask: Ask, policy: Policy, explain: bool = True) -> Choice:
+    """The policy's decision for ``ask`` on a copy of ``ps`` (``ps`` itself is not changed).
+    ``explain=False`` skips naming the binding rule of a proven failure (a simulation's hot path)."""
     everywhere = np.ones(len(ps.cs.node_names), dtype=bool) if ask.nodes is None else ask.nodes
     if not ask.level:
-        return _sequential(ps, ask, policy, everywhere)
+        return _sequential(ps, ask, policy, everywhere, explain)
     domains = ps.cs.asw_domain if ask.level == 1 else ps.cs.spine_domain
     best: Choice | None = None
     reasons: list[Choice] = []
     for d in np.unique(domains[everywhere]).tolist():
-        choice = _sequential(ps, ask, policy, everywhere & (domains == d))
+        choice = _sequential(ps, ask, policy, everywhere & (domains == d), explain)
         if choice.reason is not None:
             reasons.append(choice)
         elif best is None or choice.key < best.key:
@@ -77,7 +78,7 @@ def place_job(ps: PreemptState, ask: Ask, policy: Policy) -> Choice:
     return best
 
 
-def _sequential(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray) -> Choice:
+def _sequential(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray, explain: bool = True) -> Choice:
     """Pod by pod on ``ps`` itself, every change undone before returning. A policy that
     ``retries`` tries other pod orders when the first fails (a gang of unlike pods can fail in one
     order and fit in another)."""
@@ -92,7 +93,7 @@ def _sequential(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray)
             break
     if choice.reason is not None:
         choice.proven_infeasible = hopeless(ps, ask, allowed)
-        if choice.proven_infeasible:
+        if choice.proven_infeasible and explain:
             choice.reason = binding_constraint(ps, ask, allowed)
         return choice
     if policy.reprieve and len(choice.units) > 1 and len(choice.placements) > 1:
@@ -181,8 +182,21 @@ def hopeless(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> bool:
     allowed victim gone (each pod tested alone, so a True is a proof that nothing can be planned)."""
     cs = ps.cs
     possible = 0
+    with_victims = None
     for p in ask.pods:
         nodes = np.flatnonzero(allowed & cs.eligible[cs.pod_signature[p]])
+        if ask.numa_mode is None:
+            # where the pod fits with nobody leaving, ``feasible_nodes`` (the rules' vector form) says
+            # so at once; the node-by-node test is needed only where victims could leave
+            if (cs.feasible_nodes(p) & allowed).any():
+                possible += 1
+                if possible >= ask.min_placed:
+                    return False
+                continue
+            if with_victims is None:
+                placed = cs.pod_node != PENDING
+                with_victims = np.bincount(cs.pod_node[ask.victims & placed], minlength=len(cs.node_names)) > 0
+            nodes = nodes[with_victims[nodes]]
         for n in nodes.tolist():
             leaving = [q for q in cs.node_pods[n] if ask.victims[q]]
             if ps.fit(p, n, leaving, ask.numa_mode, devices=False) is not None:

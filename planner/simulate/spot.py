@@ -1,34 +1,62 @@
-"""Spot simulation core (issue 14, item 1): a deterministic event-driven replay of HP and spot jobs on
-a cluster, each scheduling decision made by the planner's own preemption planner (``plan_preempt``
-with the policy's method), so the simulator judges exactly the code users run.
+"""Spot simulation (issue 14): a deterministic event-driven replay of HP and spot jobs on a cluster,
+every scheduling decision made by the planner's own preemption code (``gang.place_job`` with the
+policy of ``plan_preempt``'s method), so the simulator judges exactly the code users run.
 
-Events, in time order (ties: completions before arrivals, then by job name, so a replay is a function
-of its input): a job arrives; a run finishes. After each event every pending job is offered, HP
-first, then by submit time and name; a job that cannot start stays pending (later jobs may still
-start: backfilling). Starting a job may evict victim jobs (whole, as the planner's units): each loses
-its progress since its run's last checkpoint (``checkpoint_interval_s`` after the run's start, the
-planner's cost model; without checkpoints, the whole run) and goes back to the queue with the rest of
-its work plus ``restart_overhead_s``. HP jobs are never victims (the planner never picks them).
+Events, in time order; ties: finishes, then standby windows opening, then closing, then arrivals, each
+by job name, so a replay is a function of its input:
 
-Every state reached is a snapshot the planner validates its plans on; with ``check=True`` the engine
-also checks each state with ``rules.py`` (capacity and every placement rule), as the tests do.
+* a job arrives and queues;
+* a run finishes;
+* an HP job's standby window opens: if it runs, its pods go on standby on their nodes (they keep a
+  reservation and lend their GPUs and CPUs to spot pods, ASI's Standby); if it does not run yet,
+  the window is ignored;
+* the window closes: each pod wakes on its node, evicting spot pods there at the least lost work
+  (``plan_reactivate``'s decision).
 
-Not yet here (issue 14): standby windows, the workload generator on the spot-2026 node list, the
-metric set over a replay beyond completion times and lost work, the exact schedule of Appendix A.
+After the events of an instant, pending jobs are offered HP first, then by submit time and name; a
+job that cannot start stays pending while later ones may start (backfilling). A start may evict
+victim jobs (whole gangs): each loses the run's work since its last checkpoint and queues again with
+the rest of its work. Runs after the first pay ``restart_overhead_s`` before progressing; a run
+checkpoints every ``checkpoint_interval_s`` of progress (at start + overhead + k x interval). So a
+victim evicted at t after a run that began at s keeps k x interval of progress and loses
+GPUs x (t - s - kept) GPU-seconds (its overhead included); the planner decides on the same cost
+(``Window.refresh_checkpoints`` gives it each pod's last checkpoint). HP jobs are never victims.
+
+Speed: the state is one ``PreemptState`` over a window of the workload (running, pending and the next
+``window_jobs`` arrivals), mutated decision by decision and rebuilt when the window runs out. A job
+that failed to start proves that every pending job of the same shape fails too until capacity is
+freed where such a pod fits (a spot job's pods are alike and start without preemption, so its
+greedy placement fails only when the nodes together cannot hold them; an HP job's failure counts
+only when the planner proves it), so those jobs are not offered again until then
+(``reoffer_all=True`` offers every job every time: the same replay, slower; a test compares).
+
+``check=True`` (the tests) rebuilds every decision as a snapshot, asks ``plan_preempt`` (or
+``plan_reactivate``) for its validated plan there and requires the same placements and victims, and
+checks every node of every state reached with ``rules.py``.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 from planner import rules
 from planner.cluster import Cluster, Job, Node, Pod
-from planner.engine.preempt import PreemptOptions, plan_preempt
+from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate, policy_of
+from planner.heuristics.gang import Choice, place_job
+from planner.preempt_state import Ask
+from planner.simulate.window import Window, kept_progress_s
+from planner.state import PENDING
 
 POLICIES = ("spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random")
+MAX_SEED = 2**31 - 1
+_FINISH, _SLEEP, _WAKE, _ARRIVE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -71,6 +99,8 @@ class SimJob:
             last = end
 
 
+
+
 @dataclass
 class JobOutcome:
     name: str
@@ -80,148 +110,455 @@ class JobOutcome:
     finish_s: float | None = None
     evictions: int = 0
     lost_gpu_s: float = 0.0
+    """GPU-seconds of evicted runs not kept by a checkpoint (restart overhead included)."""
+    overhead_gpu_s: float = 0.0
+    """GPU-seconds of restart overhead paid by runs that were not evicted."""
     gpu_s_run: float = 0.0
-    """GPU-seconds the job held its GPUs, over all its runs (lost ones included)."""
+    """GPU-seconds the job held its GPUs (awake), over all its runs."""
 
 
 @dataclass
 class Replay:
+    """A replay's outcomes and its cluster-wide series: after each instant ``series_t_s``, the GPUs
+    held by awake HP pods, by spot pods, lent by standby pods, and lent GPUs spot pods use
+    (harvested: on each node, spot GPUs beyond what the node has free besides the lent ones)."""
+
     policy: str
     outcomes: dict[str, JobOutcome]
     end_s: float
+    total_gpus: float
     decisions: int = 0
+    windows: int = 0
+    series_t_s: list[float] = field(default_factory=list)
+    series_hp_gpus: list[float] = field(default_factory=list)
+    series_spot_gpus: list[float] = field(default_factory=list)
+    series_lent_gpus: list[float] = field(default_factory=list)
+    series_harvested_gpus: list[float] = field(default_factory=list)
 
     def completion_s(self, priority: str) -> list[float]:
         return [o.finish_s - o.submit_s for o in self.outcomes.values() if o.priority == priority and o.finish_s is not None]
+
+    def start_delay_s(self, priority: str) -> list[float]:
+        return [o.first_start_s - o.submit_s for o in self.outcomes.values() if o.priority == priority and o.first_start_s is not None]
 
     @property
     def lost_gpu_s(self) -> float:
         return sum(o.lost_gpu_s for o in self.outcomes.values())
 
+    def integral(self, series: list[float], until_s: float | None = None) -> float:
+        """Integral over time (GPU-seconds) of a series, from its first instant to ``until_s``
+        (default: the replay's end)."""
+        t = np.array(self.series_t_s + [self.end_s if until_s is None else until_s])
+        values = np.array(series)
+        return float(np.sum(values * np.clip(np.diff(t), 0, None)))
+
+    def allocation_mean(self, until_s: float | None = None, spot: bool = True) -> float:
+        """Time-average share of the GPUs held (GAR averaged), with or without spot pods, from
+        the first instant to ``until_s``."""
+        if not self.series_t_s or self.total_gpus <= 0:
+            return 0.0
+        end = self.end_s if until_s is None else until_s
+        span = end - self.series_t_s[0]
+        if span <= 0:
+            return 0.0
+        held = self.integral(self.series_hp_gpus, end) + (self.integral(self.series_spot_gpus, end) if spot else 0.0)
+        return held / (self.total_gpus * span)
+
+    @property
+    def standby_harvested(self) -> float | None:
+        """Share of standby GPU-time used by spot pods (ASI Fig. 16: 90%); None without standby."""
+        lent = self.integral(self.series_lent_gpus)
+        return None if lent <= 0 else self.integral(self.series_harvested_gpus) / lent
+
 
 @dataclass
 class _Run:
     start_s: float
-    done_before_s: float  # work saved before this run
-    overhead_s: float  # restart overhead this run spends before making progress
-    nodes: list[str] = field(default_factory=list)
-    token: int = 0
+    progress_s: float  # start + restart overhead: when this run begins to progress
+    token: int
+    standby: bool = False
 
 
 def simulate(nodes: list[Node], jobs: list[SimJob], policy: str = "spotgpu", restart_overhead_s: float = 0.0, seed: int = 0,
-             check: bool = False, reoffer_all: bool = False) -> Replay:
-    """Replay ``jobs`` on ``nodes`` with preemption ``policy`` until every job finishes (or none can
-    start any more). ``reoffer_all`` offers every pending job after every event, even those proven
-    unable to start since (the same replay, slower: a test compares the two)."""
+             check: bool = False, reoffer_all: bool = False, window_jobs: int = 2000,
+             progress: Callable[[float], None] | None = None) -> Replay:
+    """Replay ``jobs`` on ``nodes`` with ``policy`` until every job finishes (or none can start any
+    more). ``progress(now_s)`` is called as time advances (a progress bar)."""
     if policy not in POLICIES:
         raise ValueError(f"policy: unknown '{policy}'; choose one of {', '.join(POLICIES)}")
     if not math.isfinite(restart_overhead_s) or restart_overhead_s < 0:
         raise ValueError(f"restart_overhead_s: must be at least 0, got {restart_overhead_s}")
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed: must be in [0, {MAX_SEED}], got {seed}")
+    if window_jobs < 1:
+        raise ValueError(f"window_jobs: must be at least 1, got {window_jobs}")
     names = [j.name for j in jobs]
     if len(set(names)) != len(names):
         raise ValueError("jobs: names must be unique")
-    spec = {j.name: j for j in jobs}
-    outcome = {j.name: JobOutcome(j.name, j.priority, j.submit_s) for j in jobs}
-    saved = {j.name: 0.0 for j in jobs}  # work kept at the last checkpoint of earlier runs
-    overhead = {j.name: 0.0 for j in jobs}  # restart overhead owed by the next run
-    running: dict[str, _Run] = {}
-    pending: set[str] = set()
-    # pending jobs whose last offer was proven infeasible with nothing freed since: arrivals and
-    # non-preemptive starts only take room (a new spot victim gives back no more than the room it
-    # took), so offering them again would be proven infeasible again
-    stale: set[str] = set()
-    # (time, completions before arrivals, job, kind, run token): a replay is a function of its input
-    events: list[tuple[float, int, str, str, int]] = [(j.submit_s, 1, j.name, "arrive", 0) for j in jobs]
-    heapq.heapify(events)
-    tokens = 0
-    replay = Replay(policy, outcome, 0.0)
-    now = 0.0
-    while events:
-        now = events[0][0]
-        while events and events[0][0] == now:  # every event of this instant before deciding
-            _, _, name, kind, token = heapq.heappop(events)
-            if kind == "arrive":
-                pending.add(name)
-                continue
-            run = running.get(name)
-            if run is None or run.token != token:
-                continue  # that run was preempted
-            del running[name]
-            outcome[name].finish_s = now
-            outcome[name].gpu_s_run += _gpus(spec[name]) * (now - run.start_s)
-            stale.clear()  # capacity freed: every pending job may start now
-        for _ in range(len(jobs) + 1):  # passes until nothing more starts (evicted jobs may fit elsewhere)
+    return _Replayer(nodes, jobs, policy, restart_overhead_s, seed, check, reoffer_all, window_jobs, progress).run()
+
+
+class _Replayer:
+    def __init__(self, nodes: list[Node], jobs: list[SimJob], policy: str, restart_overhead_s: float, seed: int, check: bool,
+                 reoffer_all: bool, window_jobs: int, progress: Callable[[float], None] | None):
+        self.nodes, self.policy, self.overhead_s, self.seed = nodes, policy, restart_overhead_s, seed
+        self.check, self.reoffer_all, self.window_jobs, self.progress = check, reoffer_all, window_jobs, progress
+        self.spec = {j.name: j for j in jobs}
+        self.arrival_order = sorted(jobs, key=lambda j: (j.submit_s, j.name))
+        self.arrival_rank = {j.name: k for k, j in enumerate(self.arrival_order)}
+        self.outcome = {j.name: JobOutcome(j.name, j.priority, j.submit_s) for j in jobs}
+        self.saved = {j.name: 0.0 for j in jobs}  # progress kept by the checkpoints of earlier runs
+        self.runs = {j.name: 0 for j in jobs}
+        self.running: dict[str, _Run] = {}
+        self.pending: list[tuple[int, float, str]] = []  # sorted: HP first, then submit time, name
+        self.pending_set: set[str] = set()
+        self.pending_keys: dict[tuple, int] = {}  # job shape -> pending jobs of that shape
+        self.now = 0.0
+        self.stale: dict[tuple, int] = {}  # job shape -> a pod of that shape (proven unable to start)
+        self.events: list[tuple[float, int, str, int]] = [(j.submit_s, _ARRIVE, j.name, 0) for j in jobs]
+        for j in jobs:
+            for start, end in j.standby_windows_s:
+                self.events += [(start, _SLEEP, j.name, 0), (end, _WAKE, j.name, 0)]
+        heapq.heapify(self.events)
+        self.tokens = 0
+        self.total_gpus = float(sum(n.gpus for n in nodes))
+        self.cap = np.array([n.gpus for n in nodes], dtype=np.float64)
+        self.hp_on = np.zeros(len(nodes))
+        self.spot_on = np.zeros(len(nodes))
+        self.lent_on = np.zeros(len(nodes))
+        self.harvest_on = np.zeros(len(nodes))
+        self.eviction_counts = np.array([n.eviction_count for n in nodes], dtype=np.int64)
+        self.replay = Replay(policy, self.outcome, 0.0, self.total_gpus)
+        self.fixed_policy = None if policy == "random" else policy_of(policy, PreemptOptions(method=policy))
+        self.window: Window | None = None
+        self.window_end = 0  # arrivals (in arrival order) before this index are in the window
+        self.keys = {j.name: (j.priority, j.workers, j.gpus_per_worker, j.cpus_per_worker, j.memory_gib_per_worker, j.gpu_models)
+                     for j in jobs}
+
+    # ------------------------------------------------------------------------------------------
+    # The loop
+    # ------------------------------------------------------------------------------------------
+
+    def run(self) -> Replay:
+        now = 0.0
+        while self.events:
+            now = self.now = self.events[0][0]
+            freed: set[int] = set()
+            while self.events and self.events[0][0] == now:
+                _, kind, name, token = heapq.heappop(self.events)
+                if kind == _ARRIVE:
+                    self._ensure_window(name)
+                    self._queue(name)
+                elif kind == _FINISH:
+                    run = self.running.get(name)
+                    if run is not None and run.token == token:
+                        freed |= self._finish(name, now)
+                elif kind == _SLEEP:
+                    freed |= self._sleep(name)
+                else:
+                    freed |= self._wake(name, now)
+            self._freed(freed)
+            self._schedule(now)
+            self._record(now)
+            if self.check:
+                self._check_state(now)
+            if self.progress is not None:
+                self.progress(now)
+        self.replay.end_s = now
+        return self.replay
+
+    def _schedule(self, now: float) -> None:
+        """Offer pending jobs in order, pass after pass, until a pass starts none."""
+        for _ in range(len(self.spec) + 1):
             started = False
-            for name in sorted(pending, key=lambda n: (spec[n].priority != "HP", spec[n].submit_s, n)):
-                if name not in pending or name in stale:
+            for _, _, name in list(self.pending):
+                if name not in self.pending_set or (not self.reoffer_all and self.keys[name] in self.stale):
                     continue
-                cluster = _snapshot(nodes, spec, running, now, name)
-                if check:
-                    _check(cluster)
-                options = PreemptOptions(method=policy, now_s=now, **({"seed": seed} if policy == "random" else {}))
-                plan = plan_preempt(cluster, name, options)
-                replay.decisions += 1
-                if not plan.placements:
-                    if plan.report is not None and plan.report.status == "infeasible" and not reoffer_all:
-                        stale.add(name)  # proven: not even with every allowed victim gone
-                    continue
-                if plan.victims:
-                    stale.clear()  # evictions may free more than the job takes
-                for victim in sorted({v.job or v.pod for v in plan.victims}):
-                    run = running.pop(victim)
-                    job = spec[victim]
-                    kept = _checkpointed(job, run, now)
-                    outcome[victim].evictions += 1
-                    outcome[victim].lost_gpu_s += _gpus(job) * (now - run.start_s - kept)
-                    outcome[victim].gpu_s_run += _gpus(job) * (now - run.start_s)
-                    saved[victim] = run.done_before_s + max(0.0, kept - run.overhead_s)
-                    overhead[victim] = restart_overhead_s
-                    pending.add(victim)
-                tokens += 1
-                placed = sorted(plan.placements, key=lambda p: int(p.pod.rsplit("-", 1)[1]))
-                running[name] = _Run(now, saved[name], overhead[name], [p.node for p in placed], tokens)
-                pending.discard(name)
-                if outcome[name].first_start_s is None:
-                    outcome[name].first_start_s = now
-                finish = now + overhead[name] + spec[name].work_s - saved[name]
-                heapq.heappush(events, (finish, 0, name, "finish", tokens))
-                started = True
+                if self._try_start(name, now):
+                    started = True
+                elif not self.reoffer_all and self._all_stale():
+                    break
             if not started:
-                break
-    replay.end_s = now
-    return replay
+                return
+
+    def _all_stale(self) -> bool:
+        return len(self.stale) >= len(self.pending_keys) and all(k in self.stale for k in self.pending_keys)
+
+    # ------------------------------------------------------------------------------------------
+    # Decisions
+    # ------------------------------------------------------------------------------------------
+
+    def _policy(self):  # type: ignore[no-untyped-def]
+        if self.fixed_policy is not None:
+            return self.fixed_policy, 0
+        seed = (self.seed * 1_000_003 + self.replay.decisions) % (MAX_SEED + 1)
+        return policy_of("random", PreemptOptions(method="random", seed=seed)), seed
+
+    def _try_start(self, name: str, now: float) -> bool:
+        w = self._ensure_window(name)
+        ps, job = w.ps, self.spec[name]
+        j = w.job_index[name]
+        if job.priority == "HP":
+            w.refresh_checkpoints(now)
+            ask = Ask.of(ps, j, now)
+        else:
+            ask = self._spot_ask(w, j, name, now)
+        policy, seed = self._policy()
+        self.replay.decisions += 1
+        choice = place_job(ps, ask, policy, explain=False)
+        if self.check:
+            self._check_decision(plan_preempt(self._snapshot(now, name), name, self._options(now, seed)), choice, w)
+        if not choice.placements:
+            if job.priority == "LP" or choice.proven_infeasible:
+                self.stale[self.keys[name]] = w.pods_of(name)[0]
+            return False
+        freed = self._apply(choice, now)
+        self._start(name, now)
+        self._freed(freed)
+        return True
+
+    def _spot_ask(self, w: Window, j: int, name: str, now: float) -> Ask:
+        """A spot job's decision: no victims (spot pods preempt nobody), so no costs to compute."""
+        return Ask(job=j, job_name=name, pods=w.pods_of(name), min_placed=len(w.pods_of(name)), priority=rules.LP_PRIORITY,
+                   preemptive=False, numa_mode=None, now_s=now, pod_cost=w.zero_cost, victims=w.no_victims,
+                   unit_cost=w.zero_unit_cost, level=0)
+
+    def _apply(self, choice: Choice, now: float) -> set[int]:
+        """Evict the choice's victim jobs and place its pods; the nodes the victims left."""
+        w = self.window
+        assert w is not None
+        cs = w.ps.cs
+        victims = sorted({w.names[int(cs.pod_job[q])] for u in choice.units for q in w.ps.unit_pods[u] if cs.pod_node[q] != PENDING})
+        freed: set[int] = set()
+        for victim in victims:
+            freed |= self._evict(victim, now)
+        for p, n, devices in choice.placements:
+            w.ps.place(p, n, devices)
+        return freed
+
+    def _start(self, name: str, now: float) -> None:
+        w, job = self.window, self.spec[name]
+        assert w is not None
+        overhead = self.overhead_s if self.runs[name] else 0.0
+        self.runs[name] += 1
+        self.tokens += 1
+        run = _Run(now, now + overhead, self.tokens)
+        self.running[name] = run
+        w.start_run(name, now, run.progress_s)
+        self._unqueue(name)
+        outcome = self.outcome[name]
+        if outcome.first_start_s is None:
+            outcome.first_start_s = now
+        for n in w.nodes_of(name):
+            self._node_add(n, job, +1)
+        heapq.heappush(self.events, (run.progress_s + job.work_s - self.saved[name], _FINISH, name, self.tokens))
+
+    def _finish(self, name: str, now: float) -> set[int]:
+        run, job, outcome = self.running.pop(name), self.spec[name], self.outcome[name]
+        outcome.finish_s = now
+        outcome.gpu_s_run += _gpus(job) * (now - run.start_s)
+        outcome.overhead_gpu_s += _gpus(job) * (run.progress_s - run.start_s)
+        return set(self._leave(name, run))
+
+    def _evict(self, name: str, now: float) -> set[int]:
+        run, job, outcome = self.running.pop(name), self.spec[name], self.outcome[name]
+        kept = kept_progress_s(run.progress_s, job.checkpoint_interval_s, now)
+        outcome.evictions += 1
+        outcome.lost_gpu_s += _gpus(job) * (now - run.start_s - kept)
+        outcome.gpu_s_run += _gpus(job) * (now - run.start_s)
+        self.saved[name] += kept
+        nodes = self._leave(name, run)
+        for n in nodes:
+            self.eviction_counts[n] += 1  # SpotGPU's eviction history, one per evicted pod
+        self._queue(name)
+        return set(nodes)
+
+    def _leave(self, name: str, run: _Run) -> list[int]:
+        """The job's pods leave their nodes; the nodes, one per pod."""
+        w, job = self.window, self.spec[name]
+        assert w is not None
+        nodes = w.nodes_of(name)
+        for n in nodes:
+            self._node_add(n, job, -1, standby=run.standby)
+        w.end_run(name)
+        return nodes
+
+    # ------------------------------------------------------------------------------------------
+    # Standby
+    # ------------------------------------------------------------------------------------------
+
+    def _sleep(self, name: str) -> set[int]:
+        run = self.running.get(name)
+        if run is None or run.standby:
+            return set()  # not running: the window does not apply
+        w, job = self._ensure_window(name), self.spec[name]
+        cs = w.ps.cs
+        nodes = set()
+        for p in w.pods_of(name):
+            n = int(cs.pod_node[p])
+            self._node_add(n, job, -1)
+            cs.unplace(p)
+            cs.set_standby(p, True)
+            cs.place(p, n)
+            self._node_add(n, job, +1, standby=True)
+            nodes.add(n)
+        run.standby = True
+        return nodes
+
+    def _wake(self, name: str, now: float) -> set[int]:
+        run = self.running.get(name)
+        if run is None or not run.standby:
+            return set()
+        w, job = self._ensure_window(name), self.spec[name]
+        ps = w.ps
+        cs = ps.cs
+        freed: set[int] = set()
+        for p in w.pods_of(name):
+            n = int(cs.pod_node[p])
+            if self.check:
+                expected = plan_reactivate(self._snapshot(now, None), cs.pod_names[p], self._options(now, self._policy()[1]))
+            w.refresh_checkpoints(now)
+            self._node_add(n, job, -1, standby=True)
+            cs.unplace(p)
+            cs.set_standby(p, False)
+            cost = ps.lost_gpu_s(now)
+            victims = ps.victim_mask(rules.HP_PRIORITY)
+            here = np.zeros(len(cs.node_names), dtype=bool)
+            here[n] = True
+            ask = Ask(job=w.job_index[name], job_name=name, pods=[p], min_placed=1, priority=rules.HP_PRIORITY,
+                      preemptive=bool(victims.any()), numa_mode=None, now_s=now, pod_cost=cost, victims=victims,
+                      unit_cost=ps.unit_costs(cost), level=0, nodes=here)
+            policy, _ = self._policy()
+            self.replay.decisions += 1
+            choice = place_job(ps, ask, policy, explain=False)
+            if self.check:
+                self._check_decision(expected, choice, w)
+            if not choice.placements:
+                raise AssertionError(f"standby pod '{cs.pod_names[p]}' cannot wake on its node at {now} s: its reservation was not kept")
+            freed |= self._apply(choice, now)
+            self._node_add(n, job, +1)
+        run.standby = False
+        return freed
+
+    # ------------------------------------------------------------------------------------------
+    # Queue, window and the stale shapes
+    # ------------------------------------------------------------------------------------------
+
+    def _queue(self, name: str) -> None:
+        job = self.spec[name]
+        bisect.insort(self.pending, (0 if job.priority == "HP" else 1, job.submit_s, name))
+        self.pending_set.add(name)
+        self.pending_keys[self.keys[name]] = self.pending_keys.get(self.keys[name], 0) + 1
+
+    def _unqueue(self, name: str) -> None:
+        job = self.spec[name]
+        entry = (0 if job.priority == "HP" else 1, job.submit_s, name)
+        del self.pending[bisect.bisect_left(self.pending, entry)]
+        self.pending_set.discard(name)
+        key = self.keys[name]
+        self.pending_keys[key] -= 1
+        if not self.pending_keys[key]:
+            del self.pending_keys[key]
+
+    def _freed(self, nodes: set[int]) -> None:
+        """Capacity came free on ``nodes``: shapes that may now fit there are worth offering again."""
+        if not nodes or not self.stale:
+            return
+        cs = self.window.ps.cs  # type: ignore[union-attr]
+        for key, pod in list(self.stale.items()):
+            if key[0] == "HP" or any(cs.fits(pod, n) for n in nodes):
+                del self.stale[key]
+
+    def _ensure_window(self, name: str) -> Window:
+        if self.window is not None and name in self.window:
+            return self.window
+        end = max(self.arrival_rank[name] + 1, self.window_end) + self.window_jobs
+        live = set(self.running) | self.pending_set | {j.name for j in self.arrival_order[self.window_end:end]} | {name}
+        ordered = sorted(live, key=lambda n: self.arrival_rank[n])
+        running = {n: (r.start_s, r.progress_s, self._nodes_of_running(n), r.standby) for n, r in self.running.items()}
+        self.window = Window(self.nodes, [self.spec[n] for n in ordered], running, self.eviction_counts, self.now)
+        self.window_end = end
+        self.stale.clear()
+        self.replay.windows += 1
+        return self.window
+
+    def _nodes_of_running(self, name: str) -> list[str]:
+        w = self.window
+        assert w is not None
+        return [w.ps.cs.node_names[n] for n in w.nodes_of(name)]
+
+    # ------------------------------------------------------------------------------------------
+    # Series
+    # ------------------------------------------------------------------------------------------
+
+    def _node_add(self, n: int, job: SimJob, sign: int, standby: bool = False) -> None:
+        gpus = sign * job.gpus_per_worker
+        if standby:
+            self.lent_on[n] += gpus
+        elif job.priority == "HP":
+            self.hp_on[n] += gpus
+        else:
+            self.spot_on[n] += gpus
+        self.harvest_on[n] = max(0.0, min(self.lent_on[n], self.hp_on[n] + self.lent_on[n] + self.spot_on[n] - self.cap[n]))
+
+    def _record(self, now: float) -> None:
+        r = self.replay
+        r.series_t_s.append(now)
+        r.series_hp_gpus.append(float(self.hp_on.sum()))
+        r.series_spot_gpus.append(float(self.spot_on.sum()))
+        r.series_lent_gpus.append(float(self.lent_on.sum()))
+        r.series_harvested_gpus.append(float(self.harvest_on.sum()))
+
+    # ------------------------------------------------------------------------------------------
+    # check=True: the planner's validated plan on a snapshot, and the rules on every state
+    # ------------------------------------------------------------------------------------------
+
+    def _options(self, now: float, seed: int) -> PreemptOptions:
+        return PreemptOptions(method=self.policy, now_s=now, **({"seed": seed} if self.policy == "random" else {}))
+
+    def _snapshot(self, now: float, asking: str | None) -> Cluster:
+        """The state at ``now`` as a snapshot: running jobs' pods on their nodes with their last
+        checkpoint (none yet: their run's start), the asking job's pods pending; window order."""
+        w = self.window
+        assert w is not None
+        cs = w.ps.cs
+        nodes = [n.model_copy(update={"eviction_count": int(c)}) for n, c in zip(self.nodes, self.eviction_counts.tolist())]
+        pods, jobs = [], []
+        for name in w.names:
+            run = self.running.get(name)
+            if run is None and name != asking:
+                continue
+            job = self.spec[name]
+            jobs.append(Job(name=name))
+            last = None
+            if run is not None:
+                kept = kept_progress_s(run.progress_s, job.checkpoint_interval_s, now)
+                last = run.progress_s + kept if kept > 0 else None
+            for k, p in enumerate(w.pods_of(name)):
+                node = cs.node_names[int(cs.pod_node[p])] if run is not None else None
+                pods.append(Pod(name=f"{name}-{k}", job=name, node=node, gpus=job.gpus_per_worker, cpus=job.cpus_per_worker,
+                                memory_gib=job.memory_gib_per_worker, priority=job.priority, gpu_models=list(job.gpu_models),
+                                started_s=run.start_s if run else None, checkpoint_s=last, standby=bool(run and cs.pod_standby[p])))
+        return Cluster(time_s=now, nodes=nodes, pods=pods, jobs=jobs)
+
+    def _check_decision(self, plan, choice: Choice, w: Window) -> None:  # type: ignore[no-untyped-def]
+        cs = w.ps.cs
+        got = (sorted((cs.pod_names[p], cs.node_names[n]) for p, n, _ in choice.placements),
+               sorted({cs.pod_names[q] for u in choice.units for q in w.ps.unit_pods[u] if cs.pod_node[q] != PENDING}))
+        want = (sorted((pl.pod, pl.node) for pl in plan.placements), sorted(v.pod for v in plan.victims))
+        if got != want:
+            raise AssertionError(f"the simulator's decision for '{plan.job}' at {plan.now_s} s differs from plan_preempt's: {got} != {want}")
+
+    def _check_state(self, now: float) -> None:
+        cluster = self._snapshot(now, None)
+        by_node = cluster.pods_by_node()
+        for node in cluster.nodes:
+            if by_node[node.name] and not rules.pods_fit(node, [], by_node[node.name]):
+                raise AssertionError(f"state at {now} s: node '{node.name}' does not hold its pods")
 
 
 def _gpus(job: SimJob) -> int:
     return job.workers * job.gpus_per_worker
-
-
-def _checkpointed(job: SimJob, run: _Run, now: float) -> float:
-    """Seconds of this run kept at its last checkpoint (the planner's cost model, ``rules.lost_gpu_s``)."""
-    if job.checkpoint_interval_s is None:
-        return 0.0
-    return math.floor((now - run.start_s) / job.checkpoint_interval_s) * job.checkpoint_interval_s
-
-
-def _snapshot(nodes: list[Node], spec: dict[str, SimJob], running: dict[str, _Run], now: float, asking: str) -> Cluster:
-    """The cluster at ``now``: the running jobs' pods on their nodes, the asking job's pods pending."""
-    pods, jobs = [], []
-    for name in sorted(running) + [asking]:
-        job, run = spec[name], running.get(name)
-        jobs.append(Job(name=name))
-        for w in range(job.workers):
-            pods.append(Pod(name=f"{name}-{w}", job=name, node=run.nodes[w] if run else None, gpus=job.gpus_per_worker,
-                            cpus=job.cpus_per_worker, memory_gib=job.memory_gib_per_worker, priority=job.priority,
-                            started_s=run.start_s if run else None, checkpoint_interval_s=job.checkpoint_interval_s))
-    return Cluster(time_s=now, nodes=nodes, pods=pods, jobs=jobs)
-
-
-def _check(cluster: Cluster) -> None:
-    """Every node of a state the engine reached holds its pods by every rule."""
-    by_node = cluster.pods_by_node()
-    for node in cluster.nodes:
-        if by_node[node.name] and not rules.pods_fit(node, [], by_node[node.name]):
-            raise AssertionError(f"state at {cluster.time_s} s: node '{node.name}' does not hold its pods")
 
 
 __all__ = ["POLICIES", "JobOutcome", "Replay", "SimJob", "simulate"]

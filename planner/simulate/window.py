@@ -1,0 +1,105 @@
+"""The simulator's live state: one ``PreemptState`` over the jobs that are running, pending or about
+to arrive (a *window* of the workload), mutated decision by decision and rebuilt when the window
+runs out, so a decision costs the same on day 7 as on day 1 whatever the workload's length.
+
+Pods are ``<job>-<worker>``. Per pod the window keeps the run's start and the time its progress
+starts (after the restart overhead); ``refresh_checkpoints`` turns them into each running pod's last
+checkpoint before a decision that may evict, so the planner's cost (``rules.lost_gpu_s``) is exactly
+the work the simulator books as lost.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from planner.cluster import Cluster, Job, Node, Pod
+from planner.preempt_state import PreemptState
+from planner.state import PENDING, ClusterState
+
+
+class Window:
+    """``jobs`` (SimJob by name, in window order) on ``nodes``; ``running`` gives each running job's
+    (run start, progress start, nodes of its pods, on standby)."""
+
+    def __init__(self, nodes: list[Node], jobs: list, running: dict[str, tuple[float, float, list[str], bool]],
+                 eviction_counts: np.ndarray, time_s: float):
+        pods, cluster_jobs = [], []
+        for job in jobs:
+            cluster_jobs.append(Job(name=job.name))
+            run = running.get(job.name)
+            for w in range(job.workers):
+                pods.append(Pod(name=f"{job.name}-{w}", job=job.name, node=run[2][w] if run else None, gpus=job.gpus_per_worker,
+                                cpus=job.cpus_per_worker, memory_gib=job.memory_gib_per_worker, priority=job.priority,
+                                gpu_models=list(job.gpu_models), started_s=run[0] if run else None,
+                                standby=bool(run and run[3])))
+        self.cluster = Cluster(time_s=time_s, nodes=nodes, pods=pods, jobs=cluster_jobs)
+        cs = ClusterState(self.cluster)
+        cs.enable_standby()
+        cs._eviction_counts = eviction_counts  # type: ignore[attr-defined]  # SpotGPU's history, kept by the simulator
+        self.ps = PreemptState(self.cluster, cs)
+        self.job_index = {job.name: j for j, job in enumerate(jobs)}
+        self.job_pods: list[list[int]] = [[] for _ in jobs]
+        for p, j in enumerate(cs.pod_job.tolist()):
+            self.job_pods[j].append(p)
+        self.names = [job.name for job in jobs]
+        nan = math.nan
+        self.run_start_s = np.array([nan if p.started_s is None else p.started_s for p in pods], dtype=np.float64)
+        self.progress_s = np.full(len(pods), nan)
+        self.interval_s = np.array([nan if j.checkpoint_interval_s is None else j.checkpoint_interval_s
+                                    for j in jobs for _ in range(j.workers)], dtype=np.float64)
+        self.zero_cost = np.zeros(len(pods))
+        self.no_victims = np.zeros(len(pods), dtype=bool)
+        self.zero_unit_cost = np.zeros(self.ps.n_units)
+        for name, (_, progress, _, _) in running.items():
+            if name in self.job_index:
+                self.progress_s[self.job_pods[self.job_index[name]]] = progress
+
+    def __contains__(self, job: str) -> bool:
+        return job in self.job_index
+
+    def pods_of(self, job: str) -> list[int]:
+        return self.job_pods[self.job_index[job]]
+
+    def start_run(self, job: str, run_start_s: float, progress_s: float) -> None:
+        pods = self.pods_of(job)
+        self.run_start_s[pods] = run_start_s
+        self.progress_s[pods] = progress_s
+        self.ps.started_s[pods] = run_start_s
+
+    def end_run(self, job: str) -> None:
+        """The job's pods leave their nodes (finished or evicted) and wake if they slept."""
+        cs = self.ps.cs
+        for p in self.pods_of(job):
+            self.ps.evict(p)
+            if cs.pod_standby[p]:
+                cs.set_standby(p, False)
+        pods = self.pods_of(job)
+        self.run_start_s[pods] = math.nan
+        self.progress_s[pods] = math.nan
+        self.ps.started_s[pods] = math.nan
+
+    def refresh_checkpoints(self, now_s: float) -> None:
+        """Each running pod's last checkpoint at ``now_s``: the latest multiple of its interval of
+        progress, or its run's start when it has none yet (overhead and all are then lost)."""
+        progress = self.progress_s
+        done = np.where(np.isnan(progress), 0.0, now_s - progress)
+        periodic = ~np.isnan(self.interval_s)
+        interval = np.where(periodic, self.interval_s, 1.0)
+        taken = np.where(periodic, np.floor(np.maximum(done, 0.0) / interval), 0.0)
+        last = np.where(taken >= 1, progress + taken * interval, self.run_start_s)
+        self.ps.checkpoint_s[:] = np.where(self.ps.cs.pod_node != PENDING, last, math.nan)
+
+    def nodes_of(self, job: str) -> list[int]:
+        return [int(self.ps.cs.pod_node[p]) for p in self.pods_of(job)]
+
+
+def kept_progress_s(progress_s: float, interval_s: float | None, now_s: float) -> float:
+    """Progress a run that resumed progressing at ``progress_s`` has checkpointed by ``now_s``."""
+    if interval_s is None or now_s <= progress_s:
+        return 0.0
+    return math.floor((now_s - progress_s) / interval_s) * interval_s
+
+
+__all__ = ["Window", "kept_progress_s"]
