@@ -73,11 +73,12 @@ class SpotGpu:
             return None
         low = gang.cover_lower_bounds(ps, ask, p, nodes)
         ranked = placement_order(ps, ask, p, nodes)
-        rank = {int(n): k for k, n in enumerate(ranked.tolist())}
-        order = sorted(range(len(nodes)), key=lambda k: (low[k], rank[int(nodes[k])]))
+        position = np.empty(len(ps.cs.node_names), dtype=np.int64)
+        position[ranked] = np.arange(len(ranked))
+        rank = position  # rank[n]: node n's place in the non-preemptive order
         best: tuple[tuple, int, Cover] | None = None
         demand = float(ps.cs.pod_gpus[p])
-        for k in order:
+        for k in np.lexsort((position[nodes], low)).tolist():
             n = int(nodes[k])
             if best is not None and (low[k], 1) > best[0][:2]:
                 break  # no cover here can beat the best: every one costs at least its cheapest unit
@@ -93,7 +94,7 @@ class SpotGpu:
                 cover = cheapest_cover(fitter, units)
             if cover is None:
                 continue
-            key = (cover.cost, len(cover.units), rank[n])
+            key = (cover.cost, len(cover.units), int(rank[n]))
             if best is None or key < best[0]:
                 best = (key, n, cover)
         if best is None:

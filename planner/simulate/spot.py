@@ -148,9 +148,9 @@ class Replay:
     def integral(self, series: list[float], until_s: float | None = None) -> float:
         """Integral over time (GPU-seconds) of a series, from its first instant to ``until_s``
         (default: the replay's end)."""
-        t = np.array(self.series_t_s + [self.end_s if until_s is None else until_s])
-        values = np.array(series)
-        return float(np.sum(values * np.clip(np.diff(t), 0, None)))
+        end = self.end_s if until_s is None else until_s
+        t = np.minimum(np.array(self.series_t_s + [end]), end)
+        return float(np.sum(np.array(series) * np.diff(t)))
 
     def allocation_mean(self, until_s: float | None = None, spot: bool = True) -> float:
         """Time-average share of the GPUs held (GAR averaged), with or without spot pods, from
@@ -210,9 +210,11 @@ class _Replayer:
         self.saved = {j.name: 0.0 for j in jobs}  # progress kept by the checkpoints of earlier runs
         self.runs = {j.name: 0 for j in jobs}
         self.running: dict[str, _Run] = {}
-        self.pending: list[tuple[int, float, str]] = []  # sorted: HP first, then submit time, name
+        # pending jobs by shape, each queue sorted: HP first, then submit time, name
+        self.queues: dict[tuple, list[tuple[int, float, str]]] = {}
         self.pending_set: set[str] = set()
-        self.pending_keys: dict[tuple, int] = {}  # job shape -> pending jobs of that shape
+        self.unstaled: list[tuple] = []  # shapes ``_freed`` made worth offering again
+        self.held_back: set[str] = set()  # evicted during the current pass: offered from the next
         self.now = 0.0
         self.stale: dict[tuple, int] = {}  # job shape -> a pod of that shape (proven unable to start)
         self.events: list[tuple[float, int, str, int]] = [(j.submit_s, _ARRIVE, j.name, 0) for j in jobs]
@@ -268,21 +270,30 @@ class _Replayer:
         return self.replay
 
     def _schedule(self, now: float) -> None:
-        """Offer pending jobs in order, pass after pass, until a pass starts none."""
+        """Offer pending jobs in order, pass after pass, until a pass starts none. A pass merges the
+        shapes' queues in order, skipping stale shapes: the jobs it offers are exactly those a pass
+        over every pending job would offer and not prove unable to start."""
         for _ in range(len(self.spec) + 1):
             started = False
-            for _, _, name in list(self.pending):
-                if name not in self.pending_set or (not self.reoffer_all and self.keys[name] in self.stale):
-                    continue
-                if self._try_start(name, now):
-                    started = True
-                elif not self.reoffer_all and self._all_stale():
-                    break
+            self.held_back.clear()
+            heap = [(q[0], key) for key, q in self.queues.items() if self.reoffer_all or key not in self.stale]
+            heapq.heapify(heap)
+            self.unstaled.clear()
+            while heap:
+                entry, key = heapq.heappop(heap)
+                started |= self._try_start(entry[2], now)
+                for again in [key, *self.unstaled]:
+                    queue = self.queues.get(again)
+                    if queue is None or (again in self.stale and not self.reoffer_all) or (again != key and any(k == again for _, k in heap)):
+                        continue
+                    k = bisect.bisect_right(queue, entry)
+                    while k < len(queue) and queue[k][2] in self.held_back:
+                        k += 1
+                    if k < len(queue):
+                        heapq.heappush(heap, (queue[k], again))
+                self.unstaled.clear()
             if not started:
                 return
-
-    def _all_stale(self) -> bool:
-        return len(self.stale) >= len(self.pending_keys) and all(k in self.stale for k in self.pending_keys)
 
     # ------------------------------------------------------------------------------------------
     # Decisions
@@ -367,6 +378,7 @@ class _Replayer:
         outcome.lost_gpu_s += _gpus(job) * (now - run.start_s - kept)
         outcome.gpu_s_run += _gpus(job) * (now - run.start_s)
         self.saved[name] += kept
+        self.held_back.add(name)
         nodes = self._leave(name, run)
         for n in nodes:
             self.eviction_counts[n] += 1  # SpotGPU's eviction history, one per evicted pod
@@ -446,19 +458,16 @@ class _Replayer:
 
     def _queue(self, name: str) -> None:
         job = self.spec[name]
-        bisect.insort(self.pending, (0 if job.priority == "HP" else 1, job.submit_s, name))
+        bisect.insort(self.queues.setdefault(self.keys[name], []), (0 if job.priority == "HP" else 1, job.submit_s, name))
         self.pending_set.add(name)
-        self.pending_keys[self.keys[name]] = self.pending_keys.get(self.keys[name], 0) + 1
 
     def _unqueue(self, name: str) -> None:
-        job = self.spec[name]
-        entry = (0 if job.priority == "HP" else 1, job.submit_s, name)
-        del self.pending[bisect.bisect_left(self.pending, entry)]
+        job, key = self.spec[name], self.keys[name]
+        queue = self.queues[key]
+        del queue[bisect.bisect_left(queue, (0 if job.priority == "HP" else 1, job.submit_s, name))]
+        if not queue:
+            del self.queues[key]
         self.pending_set.discard(name)
-        key = self.keys[name]
-        self.pending_keys[key] -= 1
-        if not self.pending_keys[key]:
-            del self.pending_keys[key]
 
     def _freed(self, nodes: set[int]) -> None:
         """Capacity came free on ``nodes``: shapes that may now fit there are worth offering again."""
@@ -468,6 +477,7 @@ class _Replayer:
         for key, pod in list(self.stale.items()):
             if key[0] == "HP" or any(cs.fits(pod, n) for n in nodes):
                 del self.stale[key]
+                self.unstaled.append(key)
 
     def _ensure_window(self, name: str) -> Window:
         if self.window is not None and name in self.window:
