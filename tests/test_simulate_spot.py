@@ -78,7 +78,7 @@ def test_the_same_seed_gives_the_same_replay_and_another_may_not() -> None:
     assert any(o != a.outcomes for o in others)
 
 
-@pytest.mark.parametrize("policy", ["spotgpu", "k8s-default"])
+@pytest.mark.parametrize("policy", ["spotgpu", "k8s-default", "random"])
 def test_skipping_jobs_proven_unable_to_start_changes_nothing(policy: str) -> None:
     jobs = workload(2, 60)
     fast, full = (simulate(cluster(), jobs, policy, reoffer_all=every) for every in (False, True))
@@ -102,3 +102,66 @@ def test_spotgpu_never_delays_hp_against_an_hp_only_replay() -> None:
 def test_bad_input_is_named(call, message: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def one_node() -> list[Node]:
+    return [Node(name="n0", gpus=8, cpus=64, memory_gib=256)]
+
+
+def test_a_standby_window_lends_gpus_to_spot_and_the_wake_evicts_at_checkpoint_cost() -> None:
+    """h holds the node's 8 GPUs from 0 to 2,000 and sleeps in [100, 500). s (8 GPUs, checkpoints
+    every 100 s) arrives at 150, runs on the lent GPUs, and is evicted at 500 when h wakes: it keeps
+    300 s (checkpoints at 250, 350, 450), loses 50 s x 8 = 400 GPU-s, and restarts at 2,000 for its
+    last 700 s. Lent: 8 x 400 GPU-s, of which s used 8 x 350: 87.5% harvested."""
+    jobs = [SimJob("h", "HP", 0, 2000, gpus_per_worker=8, standby_windows_s=((100, 500),)),
+            SimJob("s", "LP", 150, 1000, gpus_per_worker=8, checkpoint_interval_s=100)]
+    replay = simulate(one_node(), jobs, "spotgpu", check=True)
+    out = replay.outcomes
+    assert (out["h"].first_start_s, out["h"].finish_s, out["h"].evictions) == (0, 2000, 0)
+    assert (out["s"].first_start_s, out["s"].evictions, out["s"].lost_gpu_s, out["s"].finish_s) == (150, 1, 400.0, 2700.0)
+    assert replay.standby_harvested == pytest.approx(350 / 400)
+    # with spot, the node is held all along; without, h alone holds it 1,600 of 2,700 s
+    assert replay.allocation_mean(2700) == pytest.approx((8 * 1600 + 8 * 350 + 8 * 700) / (8 * 2700))
+    assert replay.allocation_mean(2700, spot=False) == pytest.approx(1600 / 2700)
+
+
+def test_a_standby_window_of_a_job_not_yet_running_is_ignored() -> None:
+    jobs = [SimJob("h", "HP", 200, 1000, gpus_per_worker=8, standby_windows_s=((100, 500),)),
+            SimJob("s", "LP", 250, 100, gpus_per_worker=8)]
+    replay = simulate(one_node(), jobs, "spotgpu", check=True)
+    assert replay.outcomes["s"].first_start_s == 1200  # waits for h: no lent GPUs
+    assert replay.standby_harvested is None
+
+
+def test_a_restarted_run_checkpoints_every_interval_of_progress_after_its_overhead() -> None:
+    """s (checkpoints every 100 s) is evicted at 250 (keeps 200, loses 50 s x 8) and again at 600:
+    its second run began at 350, progressed from 380 (30 s overhead), checkpointed at 480 and 580,
+    so it keeps 200 more and loses 600 - 350 - 200 = 50 s x 8. Its third run starts at 700, pays
+    30 s and runs the last 600 s."""
+    jobs = [SimJob("s", "LP", 0, 1000, gpus_per_worker=8, checkpoint_interval_s=100),
+            SimJob("h1", "HP", 250, 100, gpus_per_worker=8),
+            SimJob("h2", "HP", 600, 100, gpus_per_worker=8)]
+    out = simulate(one_node(), jobs, "spotgpu", restart_overhead_s=30, check=True).outcomes
+    assert (out["s"].evictions, out["s"].lost_gpu_s, out["s"].finish_s) == (2, 800.0, 700 + 30 + 600)
+    assert out["s"].overhead_gpu_s == 30 * 8  # the third run's overhead; the second's was lost with it
+
+
+@pytest.mark.parametrize("policy", ["spotgpu", "volcano"])
+def test_gpu_time_held_is_work_plus_lost_plus_overhead(policy: str) -> None:
+    jobs = workload(4, 60)
+    replay = simulate(cluster(), jobs, policy, restart_overhead_s=45)
+    out = replay.outcomes
+    held = sum(o.gpu_s_run for o in out.values())
+    useful = sum(j.workers * j.gpus_per_worker * j.work_s for j in jobs)
+    assert held == pytest.approx(useful + replay.lost_gpu_s + sum(o.overhead_gpu_s for o in out.values()))
+    assert replay.integral(replay.series_hp_gpus) + replay.integral(replay.series_spot_gpus) == pytest.approx(held)
+
+
+@pytest.mark.parametrize("policy", ["spotgpu", "random"])
+def test_a_small_window_rebuilt_often_gives_the_same_replay(policy: str) -> None:
+    jobs = list(workload(6, 50))
+    jobs[3] = SimJob(jobs[3].name, "HP", jobs[3].submit_s, 3000, gpus_per_worker=4, standby_windows_s=((jobs[3].submit_s + 50, jobs[3].submit_s + 900),))
+    big = simulate(cluster(), jobs, policy, seed=3, restart_overhead_s=20)
+    small = simulate(cluster(), jobs, policy, seed=3, restart_overhead_s=20, window_jobs=1, check=True)
+    assert small.windows > 10 and big.windows == 1
+    assert small.outcomes == big.outcomes and small.series_spot_gpus == big.series_spot_gpus

@@ -40,6 +40,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -262,7 +263,7 @@ class _Replayer:
             self._freed(freed)
             self._schedule(now)
             self._record(now)
-            if self.check:
+            if self.check and self.window is not None:
                 self._check_state(now)
             if self.progress is not None:
                 self.progress(now)
@@ -299,10 +300,12 @@ class _Replayer:
     # Decisions
     # ------------------------------------------------------------------------------------------
 
-    def _policy(self):  # type: ignore[no-untyped-def]
+    def _policy(self, asking: str, now: float):  # type: ignore[no-untyped-def]
+        """The policy of one decision; the random baseline draws from a seed of the replay's seed,
+        the asking job (or pod) and the time, so skipping hopeless offers changes no draw."""
         if self.fixed_policy is not None:
             return self.fixed_policy, 0
-        seed = (self.seed * 1_000_003 + self.replay.decisions) % (MAX_SEED + 1)
+        seed = zlib.crc32(f"{self.seed}:{asking}:{now!r}".encode()) % (MAX_SEED + 1)
         return policy_of("random", PreemptOptions(method="random", seed=seed)), seed
 
     def _try_start(self, name: str, now: float) -> bool:
@@ -314,7 +317,7 @@ class _Replayer:
             ask = Ask.of(ps, j, now)
         else:
             ask = self._spot_ask(w, j, name, now)
-        policy, seed = self._policy()
+        policy, seed = self._policy(name, now)
         self.replay.decisions += 1
         choice = place_job(ps, ask, policy, explain=False)
         if self.check:
@@ -428,7 +431,7 @@ class _Replayer:
         for p in w.pods_of(name):
             n = int(cs.pod_node[p])
             if self.check:
-                expected = plan_reactivate(self._snapshot(now, None), cs.pod_names[p], self._options(now, self._policy()[1]))
+                expected = plan_reactivate(self._snapshot(now, None), cs.pod_names[p], self._options(now, self._policy(cs.pod_names[p], now)[1]))
             w.refresh_checkpoints(now)
             self._node_add(n, job, -1, standby=True)
             cs.unplace(p)
@@ -440,7 +443,7 @@ class _Replayer:
             ask = Ask(job=w.job_index[name], job_name=name, pods=[p], min_placed=1, priority=rules.HP_PRIORITY,
                       preemptive=bool(victims.any()), numa_mode=None, now_s=now, pod_cost=cost, victims=victims,
                       unit_cost=ps.unit_costs(cost), level=0, nodes=here)
-            policy, _ = self._policy()
+            policy, _ = self._policy(cs.pod_names[p], now)
             self.replay.decisions += 1
             choice = place_job(ps, ask, policy, explain=False)
             if self.check:
