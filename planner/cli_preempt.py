@@ -31,6 +31,7 @@ from planner.plans import PreemptComparison, PreemptPlan
 class PreemptMethod(str, Enum):
     spotgpu = "spotgpu"
     spotgpu_paper = "spotgpu-paper"
+    spotgpu_isolated = "spotgpu-isolated"
     flextopo = "flextopo"
     k8s_default = "k8s-default"
     volcano = "volcano"
@@ -42,6 +43,7 @@ class PreemptMethod(str, Enum):
 class Heuristic(str, Enum):
     spotgpu = "spotgpu"
     spotgpu_paper = "spotgpu-paper"
+    spotgpu_isolated = "spotgpu-isolated"
     flextopo = "flextopo"
     k8s_default = "k8s-default"
     volcano = "volcano"
@@ -58,7 +60,7 @@ def preempt(
     method: PreemptMethod = typer.Option(
         PreemptMethod.spotgpu,
         "--method",
-        help="spotgpu = least lost work (corrected SpotGPU); spotgpu-paper = the published prefix rule; flextopo = NUMA-aware "
+        help="spotgpu = least lost work (corrected SpotGPU); spotgpu-paper = the published prefix rule; spotgpu-isolated = HP pods where they would go without spot work; flextopo = NUMA-aware "
         "(FlexTopo); k8s-default, volcano, random = baselines; exact = solver, proven bound; compare = --heuristic and exact.",
     ),
     now: float = typer.Option(None, "--now", help="Decision time in seconds (default: the snapshot's time_s)."),

@@ -402,3 +402,26 @@ def test_reactivate_needs_a_standby_pod(tmp_path):
     assert result.returncode == 2 and "give one" in result.stderr
     result = run_cli("preempt", str(path), "--reactivate", "s")
     assert result.returncode == 0 and json.loads(result.stdout)["reactivate"] == "s"
+
+
+def test_spotgpu_isolated_places_hp_where_it_would_go_without_spot_and_evicts_the_cheapest_there():
+    """n0 holds an HP pod (4 GPUs) and two spot pods (2 GPUs each, 50 and 20 s of lost work per
+    GPU); n1 is empty. spotgpu starts the new 4-GPU HP pod on n1 for free; spotgpu-isolated packs
+    it beside the HP pod on n0, as an HP-only cluster would, evicting both spot pods (200 GPU-s):
+    the HP layout then does not depend on where spot work happened to run."""
+    cluster = Cluster.model_validate({
+        "time_s": 100,
+        "nodes": [{"name": f"n{i}", "gpus": 8, "cpus": 64, "memory_gib": 64} for i in range(2)],
+        "pods": [
+            {"name": "hp-old", "gpus": 4, "cpus": 1, "node": "n0", "priority": "HP", "started_s": 0},
+            {"name": "s1", "gpus": 2, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 50},
+            {"name": "s2", "gpus": 2, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 80},
+            {"name": "h", "gpus": 4, "cpus": 1, "job": "hp"},
+        ],
+        "jobs": [{"name": "hp"}],
+    })
+    free = plan_preempt(cluster, "hp", PreemptOptions(method="spotgpu"))
+    assert [(p.pod, p.node) for p in free.placements] == [("h", "n1")] and not free.victims
+    isolated = plan_preempt(cluster, "hp", PreemptOptions(method="spotgpu-isolated"))
+    assert [(p.pod, p.node) for p in isolated.placements] == [("h", "n0")]
+    assert victims_of(isolated) == ["s1", "s2"] and isolated.metrics["lost_gpu_s"] == 2 * 50 + 2 * 20

@@ -165,3 +165,24 @@ def test_a_small_window_rebuilt_often_gives_the_same_replay(policy: str) -> None
     small = simulate(cluster(), jobs, policy, seed=3, restart_overhead_s=20, window_jobs=1, check=True)
     assert small.windows > 10 and big.windows == 1
     assert small.outcomes == big.outcomes and small.series_spot_gpus == big.series_spot_gpus
+
+
+@pytest.mark.parametrize("seed", [0, 2, 11])
+def test_spotgpu_isolated_starts_every_hp_job_when_and_where_an_hp_only_replay_does(seed: int) -> None:
+    """HP placement on the HP view makes spot work invisible to HP jobs: the same start times as a
+    replay without spot jobs."""
+    jobs = workload(seed, 80)
+    hp = [j for j in jobs if j.priority == "HP"]
+    alone = simulate(cluster(), hp, "spotgpu").outcomes
+    mixed = simulate(cluster(), jobs, "spotgpu-isolated", check=True).outcomes
+    assert {n: o.first_start_s for n, o in alone.items()} == {n: mixed[n].first_start_s for n in alone}
+    assert sum(o.evictions for o in mixed.values()) > 0
+
+
+def test_spotgpu_changes_hp_start_times_and_can_delay_them() -> None:
+    """The defect the isolated variant corrects: non-preemptive-first puts HP pods in the room spot
+    pods leave, so later HP jobs meet a different HP layout; on this workload 720 s later in total."""
+    jobs = workload(2, 80)
+    alone = simulate(cluster(), [j for j in jobs if j.priority == "HP"], "spotgpu").outcomes
+    mixed = simulate(cluster(), jobs, "spotgpu").outcomes
+    assert sum(mixed[n].first_start_s - o.first_start_s for n, o in alone.items()) == 720

@@ -1,7 +1,7 @@
 """Preemption planning: where a pending job goes and which spot pods to evict, at the least lost work.
 
 Methods: ``spotgpu`` (ASI's SpotGPU with a least-cost deficit cover), ``spotgpu-paper`` (the published
-prefix rule), ``flextopo`` (FlexTopo: NUMA filter, IMP, Eq. 1 scoring), the baselines
+prefix rule), ``spotgpu-isolated`` (HP pods placed as if no spot pod ran, the least-cost cover there), ``flextopo`` (FlexTopo: NUMA filter, IMP, Eq. 1 scoring), the baselines
 ``k8s-default``, ``volcano`` and ``random``, ``exact`` (one MILP/CP model of the decision, proven bound)
 and ``compare`` (a heuristic and the exact model on the same decision).
 
@@ -30,8 +30,8 @@ from planner.preempt_state import Ask, PreemptState
 from planner.standby import reactivation_problems, reactivation_view
 from planner.validate_preempt import surplus_units, validate_preempt
 
-PreemptMethod = Literal["spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random", "exact", "compare"]
-HEURISTICS = ("spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random")
+PreemptMethod = Literal["spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random", "exact", "compare"]
+HEURISTICS = ("spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random")
 
 
 class PreemptOptions(BaseModel):
@@ -44,7 +44,7 @@ class PreemptOptions(BaseModel):
     )
     alpha: float = Field(0.5, ge=0, le=1, allow_inf_nan=False, description="FlexTopo Eq. 1: weight of priority against topology.")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Random seed of the random baseline.")
-    heuristic: Literal["spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random"] = Field(
+    heuristic: Literal["spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random"] = Field(
         "spotgpu", description="compare: the heuristic set beside the exact model."
     )
     solver: Literal["cpsat", "highs"] = Field("cpsat", description="Exact back-end.")
@@ -66,6 +66,7 @@ _SOLVER = {"solver", "time_limit_s", "solver_workers"}
 METHOD_OPTIONS: dict[str, set[str]] = {
     "spotgpu": set(),
     "spotgpu-paper": set(),
+    "spotgpu-isolated": set(),
     "flextopo": {"alpha"},
     "k8s-default": set(),
     "volcano": set(),
@@ -161,6 +162,8 @@ def policy_of(method: str, options: PreemptOptions):  # type: ignore[no-untyped-
         return SpotGpu()
     if method == "spotgpu-paper":
         return SpotGpu(paper=True)
+    if method == "spotgpu-isolated":
+        return SpotGpu(isolated=True)
     if method == "flextopo":
         from planner.heuristics.flextopo import FlexTopo
 

@@ -17,6 +17,13 @@ Preemptive (HP pods only): per node the victim cover, then the node whose cover 
   out not to need.
 * ``spotgpu-paper``: the published rule: the shortest cheapest-first prefix of the node's spot pods
   whose GPUs reach the whole demand, idle GPUs ignored; it over-preempts (seed-specs A.2).
+* ``spotgpu-isolated``: HP pods go where SpotGPU would put them if no spot pod ran (the ranking
+  above on the *HP view*: idle GPUs counting only pods that may not be evicted, co-location, node
+  name; no eviction history, which spot evictions write), evicting there the least-cost cover;
+  spot pods as ``spotgpu``. HP jobs then start when and where they would without spot work, so
+  spot work never delays them (the simulator shows that ``spotgpu``'s non-preemptive-first rule
+  does: HP pods fill the room spot pods leave, and a later large HP job finds no node clear of
+  HP pods), at the price of evictions a free placement elsewhere would have avoided.
 """
 
 from __future__ import annotations
@@ -29,8 +36,9 @@ from planner.preempt_state import Ask, Fit, PreemptState
 from planner.state import PENDING
 
 
-def placement_order(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray) -> np.ndarray:
-    """``nodes`` (indexes) in SpotGPU's non-preemptive preference for pod p."""
+def placement_order(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray, spot_last_names: bool = False) -> np.ndarray:
+    """``nodes`` (indexes) in SpotGPU's non-preemptive preference for pod p; ``spot_last_names``
+    breaks a spot pod's last ties by name from the end (the HP view fills nodes from the start)."""
     cs = ps.cs
     idle = cs.cap_gpus[nodes] - cs.allocated_gpus()[nodes]
     placed = cs.pod_node != PENDING
@@ -38,7 +46,8 @@ def placement_order(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray) -> np
     hp = ps.cluster.pods[p].priority == "HP"
     homogeneous = hosts_hp[nodes] if hp else ~hosts_hp[nodes]
     evictions = _eviction_counts(ps)[nodes]
-    keys = (gang.name_rank(ps)[nodes], -evictions if hp else evictions, ~homogeneous, idle)
+    names = gang.name_rank(ps)[nodes]
+    keys = (-names if spot_last_names and not hp else names, -evictions if hp else evictions, ~homogeneous, idle)
     return nodes[np.lexsort(keys)]
 
 
@@ -50,24 +59,46 @@ def _eviction_counts(ps: PreemptState) -> np.ndarray:
     return cached
 
 
-class SpotGpu:
-    """The SpotGPU policy; ``paper=True`` for the published prefix cover."""
+def hp_view_order(ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> np.ndarray:
+    """Nodes where HP pod p fits once every allowed victim there is gone, in SpotGPU's order on the
+    HP view (least idle GPUs counting only pods that stay, HP co-location, name)."""
+    cs = ps.cs
+    nodes = np.flatnonzero(gang.preemptable_nodes(ps, ask, p, allowed) | (cs.feasible_nodes(p) & allowed))
+    if not len(nodes):
+        return nodes
+    placed = cs.pod_node != PENDING
+    stay = placed & ~ask.victims
+    n_nodes = len(cs.node_names)
+    held = np.bincount(cs.pod_node[stay], weights=cs.pod_whole[stay] + cs.pod_share[stay], minlength=n_nodes)
+    hosts_hp = np.bincount(cs.pod_node[placed & ps.is_hp], minlength=n_nodes) > 0
+    idle = cs.cap_gpus[nodes] - held[nodes]
+    return nodes[np.lexsort((gang.name_rank(ps)[nodes], ~hosts_hp[nodes], idle))]
 
-    def __init__(self, paper: bool = False):
+
+class SpotGpu:
+    """The SpotGPU policy; ``paper=True`` for the published prefix cover, ``isolated=True`` for HP
+    placement on the HP view."""
+
+    def __init__(self, paper: bool = False, isolated: bool = False):
         self.paper = paper
-        self.name = "spotgpu-paper" if paper else "spotgpu"
+        self.isolated = isolated
+        self.name = "spotgpu-paper" if paper else "spotgpu-isolated" if isolated else "spotgpu"
         self.reprieve = not paper
         self.retries = not paper  # other pod orders when a gang fails in the first
         self.numa_aware = not paper  # the published algorithm counts GPUs only
         self.mode_of = (lambda ask: ask.numa_mode) if self.numa_aware else (lambda ask: None)
 
     def place_free(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[int, Fit] | None:
+        if self.isolated and ask.preemptive and ps.is_hp[p]:
+            return None  # the HP view decides, with or without victims (place_preempting)
         nodes = np.flatnonzero(ps.cs.feasible_nodes(p) & allowed)
         if not len(nodes):
             return None
-        return gang.first_fitting(ps, ask, p, placement_order(ps, ask, p, nodes), self.mode_of(ask))
+        return gang.first_fitting(ps, ask, p, placement_order(ps, ask, p, nodes, self.isolated), self.mode_of(ask))
 
     def place_preempting(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[int, Cover] | None:
+        if self.isolated and ps.is_hp[p]:
+            return self._place_on_hp_view(ps, ask, p, allowed)
         nodes = np.flatnonzero(gang.preemptable_nodes(ps, ask, p, allowed))
         if not len(nodes):
             return None
@@ -100,3 +131,16 @@ class SpotGpu:
         if best is None:
             return None
         return best[1], best[2]
+
+    def _place_on_hp_view(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[int, Cover] | None:
+        """The first node of the HP view where a cover exists, and its least-cost cover (none
+        needed where the pod fits as things are)."""
+        for n in hp_view_order(ps, ask, p, allowed).tolist():
+
+            def fitter(leaving: tuple[int, ...], n: int = n) -> Fit | None:
+                return ps.fit(p, n, leaving, self.mode_of(ask), devices=False)
+
+            cover = cheapest_cover(fitter, node_units(ps, n, ask.victims, ask.unit_cost))
+            if cover is not None:
+                return n, cover
+        return None

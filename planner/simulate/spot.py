@@ -55,7 +55,7 @@ from planner.preempt_state import Ask
 from planner.simulate.window import Window, kept_progress_s
 from planner.state import PENDING
 
-POLICIES = ("spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random")
+POLICIES = ("spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random")
 MAX_SEED = 2**31 - 1
 _FINISH, _SLEEP, _WAKE, _ARRIVE = 0, 1, 2, 3
 
