@@ -186,3 +186,28 @@ def test_spotgpu_changes_hp_start_times_and_can_delay_them() -> None:
     alone = simulate(cluster(), [j for j in jobs if j.priority == "HP"], "spotgpu").outcomes
     mixed = simulate(cluster(), jobs, "spotgpu").outcomes
     assert sum(mixed[n].first_start_s - o.first_start_s for n, o in alone.items()) == 720
+
+
+def test_placement_pairs_least_allocated_spreads_and_spotgpu_packs() -> None:
+    """Three 1-GPU spot jobs of 8 CPUs: Kubernetes' LeastAllocated puts each on the node with the
+    most CPU and memory left (n0, n1, then n0 by name); SpotGPU packs them on n0."""
+    jobs = [SimJob(f"s{k}", "LP", k, 100, cpus_per_worker=8) for k in range(3)]
+    spread = simulate(two_nodes(), jobs, "least-allocated+k8s-default", check=True)
+    packed = simulate(two_nodes(), jobs, "spotgpu+spotgpu", check=True)
+    assert [spread.outcomes[f"s{k}"].first_nodes for k in range(3)] == [("n0",), ("n1",), ("n0",)]
+    assert [packed.outcomes[f"s{k}"].first_nodes for k in range(3)] == [("n0",)] * 3
+    assert simulate(two_nodes(), jobs, "spotgpu").outcomes == packed.outcomes
+
+
+@pytest.mark.parametrize("policy", ["least-allocated+random", "random+spotgpu", "least-allocated+volcano"])
+def test_placement_pairs_keep_every_rule_in_whole_replays(policy: str) -> None:
+    jobs = workload(8, 50)
+    replay = simulate(cluster(), jobs, policy, seed=2, check=True)
+    assert all(o.finish_s is not None for o in replay.outcomes.values())
+    assert all(o.evictions == 0 for o in replay.outcomes.values() if o.priority == "HP")
+    assert replay.outcomes == simulate(cluster(), jobs, policy, seed=2).outcomes
+
+
+def test_an_unknown_placement_is_named() -> None:
+    with pytest.raises(ValueError, match="placement of spotgpu, least-allocated, random"):
+        simulate(two_nodes(), [], "bestfit+spotgpu")

@@ -50,12 +50,18 @@ import numpy as np
 from planner import rules
 from planner.cluster import Cluster, Job, Node, Pod
 from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate, policy_of
+from planner.validate_preempt import validate_preempt
 from planner.heuristics.gang import Choice, place_job
+from planner.heuristics.placement import PLACEMENTS, Combined
+from planner.plans import Placement, PreemptPlan, Victim
 from planner.preempt_state import Ask
 from planner.simulate.window import Window, kept_progress_s
 from planner.state import PENDING
 
 POLICIES = ("spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random")
+"""Policies by ``plan_preempt``'s method name; ``<placement>+<policy>`` pairs any placement of
+``heuristics.placement.PLACEMENTS`` with one (``least-allocated+random``: Kubernetes' default
+placement, random victims)."""
 MAX_SEED = 2**31 - 1
 _FINISH, _SLEEP, _WAKE, _ARRIVE = 0, 1, 2, 3
 
@@ -116,6 +122,8 @@ class JobOutcome:
     """GPU-seconds of restart overhead paid by runs that were not evicted."""
     gpu_s_run: float = 0.0
     """GPU-seconds the job held its GPUs (awake), over all its runs."""
+    first_nodes: tuple[str, ...] = ()
+    """Nodes of its pods (by worker) in its first run."""
 
 
 @dataclass
@@ -180,13 +188,31 @@ class _Run:
     standby: bool = False
 
 
+def policy_problem(policy: str) -> str | None:
+    """Why ``policy`` names no simulator policy (None when it does)."""
+    placement, _, method = policy.rpartition("+")
+    if method not in POLICIES or (placement and placement not in PLACEMENTS):
+        return (f"policy: unknown '{policy}'; choose one of {', '.join(POLICIES)}, or <placement>+<policy> "
+                f"with a placement of {', '.join(PLACEMENTS)}")
+    return None
+
+
+def make_policy(policy: str, seed: int = 0):  # type: ignore[no-untyped-def]
+    """The policy object of a simulator policy name (checked by ``policy_problem``)."""
+    placement, _, method = policy.rpartition("+")
+    options = PreemptOptions(method=method, **({"seed": seed} if method == "random" else {}))
+    chosen = policy_of(method, options)
+    return Combined(placement, chosen, seed) if placement else chosen
+
+
 def simulate(nodes: list[Node], jobs: list[SimJob], policy: str = "spotgpu", restart_overhead_s: float = 0.0, seed: int = 0,
              check: bool = False, reoffer_all: bool = False, window_jobs: int = 2000,
              progress: Callable[[float], None] | None = None) -> Replay:
     """Replay ``jobs`` on ``nodes`` with ``policy`` until every job finishes (or none can start any
     more). ``progress(now_s)`` is called as time advances (a progress bar)."""
-    if policy not in POLICIES:
-        raise ValueError(f"policy: unknown '{policy}'; choose one of {', '.join(POLICIES)}")
+    problem = policy_problem(policy)
+    if problem:
+        raise ValueError(problem)
     if not math.isfinite(restart_overhead_s) or restart_overhead_s < 0:
         raise ValueError(f"restart_overhead_s: must be at least 0, got {restart_overhead_s}")
     if not 0 <= seed <= MAX_SEED:
@@ -232,7 +258,7 @@ class _Replayer:
         self.harvest_on = np.zeros(len(nodes))
         self.eviction_counts = np.array([n.eviction_count for n in nodes], dtype=np.int64)
         self.replay = Replay(policy, self.outcome, 0.0, self.total_gpus)
-        self.fixed_policy = None if policy == "random" else policy_of(policy, PreemptOptions(method=policy))
+        self.fixed_policy = None if "random" in policy.split("+") else make_policy(policy)
         self.window: Window | None = None
         self.window_end = 0  # arrivals (in arrival order) before this index are in the window
         self.keys = {j.name: (j.priority, j.workers, j.gpus_per_worker, j.cpus_per_worker, j.memory_gib_per_worker, j.gpu_models)
@@ -306,7 +332,7 @@ class _Replayer:
         if self.fixed_policy is not None:
             return self.fixed_policy, 0
         seed = zlib.crc32(f"{self.seed}:{asking}:{now!r}".encode()) % (MAX_SEED + 1)
-        return policy_of("random", PreemptOptions(method="random", seed=seed)), seed
+        return make_policy(self.policy, seed), seed
 
     def _try_start(self, name: str, now: float) -> bool:
         w = self._ensure_window(name)
@@ -321,7 +347,8 @@ class _Replayer:
         self.replay.decisions += 1
         choice = place_job(ps, ask, policy, explain=False)
         if self.check:
-            self._check_decision(plan_preempt(self._snapshot(now, name), name, self._options(now, seed)), choice, w)
+            snapshot = self._snapshot(now, name)
+            self._check_decision(snapshot, choice, ask, w, name, None, now, seed)
         if not choice.placements:
             if job.priority == "LP" or choice.proven_infeasible:
                 self.stale[self.keys[name]] = w.pods_of(name)[0]
@@ -363,6 +390,7 @@ class _Replayer:
         outcome = self.outcome[name]
         if outcome.first_start_s is None:
             outcome.first_start_s = now
+            outcome.first_nodes = tuple(w.ps.cs.node_names[n] for n in w.nodes_of(name))
         for n in w.nodes_of(name):
             self._node_add(n, job, +1)
         heapq.heappush(self.events, (run.progress_s + job.work_s - self.saved[name], _FINISH, name, self.tokens))
@@ -431,7 +459,7 @@ class _Replayer:
         for p in w.pods_of(name):
             n = int(cs.pod_node[p])
             if self.check:
-                expected = plan_reactivate(self._snapshot(now, None), cs.pod_names[p], self._options(now, self._policy(cs.pod_names[p], now)[1]))
+                snapshot = self._snapshot(now, None)
             w.refresh_checkpoints(now)
             self._node_add(n, job, -1, standby=True)
             cs.unplace(p)
@@ -447,7 +475,7 @@ class _Replayer:
             self.replay.decisions += 1
             choice = place_job(ps, ask, policy, explain=False)
             if self.check:
-                self._check_decision(expected, choice, w)
+                self._check_decision(snapshot, choice, ask, w, name, cs.pod_names[p], now, self._policy(cs.pod_names[p], now)[1])
             if not choice.placements:
                 raise AssertionError(f"standby pod '{cs.pod_names[p]}' cannot wake on its node at {now} s: its reservation was not kept")
             freed |= self._apply(choice, now)
@@ -526,8 +554,6 @@ class _Replayer:
     # check=True: the planner's validated plan on a snapshot, and the rules on every state
     # ------------------------------------------------------------------------------------------
 
-    def _options(self, now: float, seed: int) -> PreemptOptions:
-        return PreemptOptions(method=self.policy, now_s=now, **({"seed": seed} if self.policy == "random" else {}))
 
     def _snapshot(self, now: float, asking: str | None) -> Cluster:
         """The state at ``now`` as a snapshot: running jobs' pods on their nodes with their last
@@ -554,13 +580,27 @@ class _Replayer:
                                 started_s=run.start_s if run else None, checkpoint_s=last, standby=bool(run and cs.pod_standby[p])))
         return Cluster(time_s=now, nodes=nodes, pods=pods, jobs=jobs)
 
-    def _check_decision(self, plan, choice: Choice, w: Window) -> None:  # type: ignore[no-untyped-def]
+    def _check_decision(self, snapshot: Cluster, choice: Choice, ask: Ask, w: Window, job: str, waking: str | None, now: float,
+                        seed: int) -> None:
+        """The decision, as a plan on ``snapshot``, passes ``validate_preempt``; under a planner
+        method it is also the plan ``plan_preempt`` (``plan_reactivate`` for a wake) returns there."""
         cs = w.ps.cs
-        got = (sorted((cs.pod_names[p], cs.node_names[n]) for p, n, _ in choice.placements),
-               sorted({cs.pod_names[q] for u in choice.units for q in w.ps.unit_pods[u] if cs.pod_node[q] != PENDING}))
-        want = (sorted((pl.pod, pl.node) for pl in plan.placements), sorted(v.pod for v in plan.victims))
+        victims = sorted(q for u in choice.units for q in w.ps.unit_pods[u] if cs.pod_node[q] != PENDING)
+        plan = PreemptPlan(job=job, now_s=now, reactivate=waking,
+                           placements=[Placement(pod=cs.pod_names[p], node=cs.node_names[n]) for p, n, _ in choice.placements],
+                           victims=[Victim(pod=cs.pod_names[q], node=cs.node_names[int(cs.pod_node[q])], job=w.names[int(cs.pod_job[q])],
+                                           lost_gpu_s=float(ask.pod_cost[q])) for q in victims])
+        violations = validate_preempt(snapshot, plan)
+        if violations or not choice.placements and waking:
+            raise AssertionError(f"the simulator's decision for '{job}' at {now} s is invalid: {violations[:3]}")
+        if "+" in self.policy:
+            return
+        options = PreemptOptions(method=self.policy, now_s=now, **({"seed": seed} if self.policy == "random" else {}))
+        expected = plan_reactivate(snapshot, waking, options) if waking else plan_preempt(snapshot, job, options)
+        got = (sorted((p.pod, p.node) for p in plan.placements), sorted(v.pod for v in plan.victims))
+        want = (sorted((p.pod, p.node) for p in expected.placements), sorted(v.pod for v in expected.victims))
         if got != want:
-            raise AssertionError(f"the simulator's decision for '{plan.job}' at {plan.now_s} s differs from plan_preempt's: {got} != {want}")
+            raise AssertionError(f"the simulator's decision for '{job}' at {now} s differs from the planner's: {got} != {want}")
 
     def _check_state(self, now: float) -> None:
         cluster = self._snapshot(now, None)
@@ -574,4 +614,4 @@ def _gpus(job: SimJob) -> int:
     return job.workers * job.gpus_per_worker
 
 
-__all__ = ["POLICIES", "JobOutcome", "Replay", "SimJob", "simulate"]
+__all__ = ["POLICIES", "JobOutcome", "Replay", "SimJob", "make_policy", "policy_problem", "simulate"]
