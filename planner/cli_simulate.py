@@ -1,0 +1,160 @@
+"""The ``planner simulate spot`` command: replay an HP/spot workload on the spot-2026 cluster under
+each policy and seed, and write one tidy row per (policy, seed)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from planner.cli import _emit, app, err_console, fail, guarded
+
+simulate_app = typer.Typer(no_args_is_help=True, help="Replay a workload over time under each policy (simulation).")
+app.add_typer(simulate_app, name="simulate")
+
+
+@simulate_app.command("spot")
+@guarded
+def simulate_spot_command(
+    nodes: str = typer.Option(
+        "spot-2026", "--nodes", help="spot-2026 (every node of the trace's node list) or N (a seeded sample of N of them, model mix kept)."
+    ),
+    node_list: str = typer.Option(None, "--node-list", help="The trace's node_info_df.csv (default: ../shared/data/spot-gpu-2026/)."),
+    days: float = typer.Option(1.0, "--days", help="Days of arrivals."),
+    jobs: int = typer.Option(None, "--jobs", help="Jobs in the workload (default: from the generator's loads)."),
+    policy: list[str] = typer.Option(
+        None, "--policy", help="A policy to replay (a preemption method, or <placement>+<method>); repeat to compare several (default: every method)."
+    ),
+    seed: list[int] = typer.Option(None, "--seed", help="Workload and policy seed; repeat for several (default: 0)."),
+    restart_overhead_s: float = typer.Option(0.0, "--restart-overhead-s", help="Seconds a restarted spot run spends before progressing."),
+    hp_only: bool = typer.Option(True, "--hp-only/--no-hp-only", help="Also replay the HP jobs alone (HP delay growth, allocation without spot)."),
+    out: str = typer.Option(None, "--out", help="results.json: {'runs': [one row per (policy, seed)]} (- for stdout)."),
+    plot: str = typer.Option(None, "--plot", help="PNG: allocation over time per policy (first seed) and spot completion-time CDFs."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar on stderr."),
+) -> None:
+    """Replay HP and spot jobs over days on the spot-2026 cluster, each decision by the planner.
+
+    The workload is ``planner.instances.spot_workload.spot2026_jobs`` (seeded); each policy replays
+    it, and ``--hp-only`` replays its HP jobs alone once per seed. Rows hold spot completion times,
+    GPU-hours lost, evictions, HP delay against the HP-only replay, allocation (GAR, SOR) and the
+    standby GPU-time harvested (``planner.simulate.metrics``).
+    """
+    from planner.simulate.spot import POLICIES, policy_problem
+
+    policies = policy or list(POLICIES)
+    problems = ["--" + problem for problem in (policy_problem(p) for p in policies) if problem]
+    if len(set(policies)) != len(policies):
+        problems.append("--policy: each policy once")
+    seeds = seed or [0]
+    if any(s < 0 for s in seeds):
+        problems.append("--seed: must be at least 0")
+    if not days > 0:
+        problems.append(f"--days: must be above 0, got {days:g}")
+    if jobs is not None and jobs < 1:
+        problems.append(f"--jobs: must be at least 1, got {jobs}")
+    if not restart_overhead_s >= 0:
+        problems.append(f"--restart-overhead-s: must be at least 0, got {restart_overhead_s:g}")
+    count = None
+    if nodes != "spot-2026":
+        try:
+            count = int(nodes)
+        except ValueError:
+            count = 0
+        if count < 1:
+            problems.append(f"--nodes: 'spot-2026' or a number of nodes (at least 1), got '{nodes}'")
+    if plot is not None and not plot.endswith(".png"):
+        problems.append(f"--plot: a .png file, got '{plot}'")
+    if problems:
+        fail(problems)
+    try:
+        rows, series = _run(count, node_list, days, jobs, policies, seeds, restart_overhead_s, hp_only, progress)
+    except ValueError as err:
+        fail([str(err)])
+    text = json.dumps({"runs": rows}, indent=1) + "\n"
+    if out is not None:
+        _emit(text, out)
+    if out != "-":
+        _print_table(rows)
+    if plot is not None:
+        from planner.simulate.plots import plot_replays
+
+        try:
+            plot_replays(series, plot)
+        except OSError as err:
+            fail([f"--plot: cannot write '{plot}': {err.strerror or err}"])
+
+
+def _run(count: int | None, node_list: str | None, days: float, jobs: int | None, policies: list[str], seeds: list[int],
+         restart_overhead_s: float, hp_only: bool, progress: bool) -> tuple[list[dict[str, Any]], dict]:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs
+    from planner.simulate.metrics import replay_row
+    from planner.simulate.spot import simulate
+
+    path = Path(node_list) if node_list else None
+    horizon_s = days * 86400
+    rows: list[dict[str, Any]] = []
+    series: dict[str, Any] = {}
+    replays = len(seeds) * (len(policies) + (1 if hp_only else 0))
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
+                  console=err_console, disable=not progress, transient=True) as bar:
+        task = bar.add_task("simulating", total=replays * horizon_s)
+        done = 0
+        for s in seeds:
+            cluster = spot2026_cluster(count, seed=s, node_list=path)
+            workload = spot2026_jobs(cluster, days, jobs=jobs, seed=s)
+            runs = ([("hp-only", [j for j in workload if j.priority == "HP"])] if hp_only else []) + [(p, workload) for p in policies]
+            alone = None
+            for name, subset in runs:
+                bar.update(task, description=f"seed {s}: {name}")
+                start = time.perf_counter()
+
+                def tick(now_s: float, base: float = done * horizon_s) -> None:
+                    bar.update(task, completed=base + min(now_s, horizon_s))
+
+                replay = simulate(cluster, subset, "spotgpu" if name == "hp-only" else name, restart_overhead_s=restart_overhead_s,
+                                  seed=s, progress=tick)
+                wall = time.perf_counter() - start
+                done += 1
+                if name == "hp-only":
+                    alone = replay
+                    continue
+                row = {"policy": name, "seed": s, **replay_row(replay, horizon_s, alone), "nodes": len(cluster),
+                       "days": days, "wall_s": round(wall, 3)}
+                rows.append(row)
+                if s == seeds[0]:
+                    series[name] = replay
+            if alone is not None and seeds[0] == s:
+                series["hp-only"] = alone
+    return rows, series
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="spot simulation (one row per policy and seed)")
+    columns = [("policy", "policy"), ("seed", "seed"), ("lp_jct_mean_s", "spot JCT mean s"), ("lp_jct_p90_s", "spot JCT p90 s"),
+               ("lp_gpu_hours_lost", "spot GPU-h lost"), ("lp_evicted_twice_share", "evicted 2x+"), ("hp_delay_mean_s", "HP delay s"),
+               ("hp_delay_growth", "HP delay vs HP-only"), ("gar_mean", "GAR"), ("standby_harvested", "standby harvested"),
+               ("wall_s", "wall s")]
+    for _, title in columns:
+        table.add_column(title, justify="left" if title == "policy" else "right")
+    for row in rows:
+        table.add_row(*[_cell(row.get(key)) for key, _ in columns])
+    Console(markup=False, highlight=False).print(table)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.0f}"
+    return str(value)
+
+
+__all__ = ["simulate_app"]
