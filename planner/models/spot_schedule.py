@@ -1,0 +1,562 @@
+"""The exact spot schedule (ASI paper, Appendix A, as corrected in seed-specs B.3/B.4): a time-indexed
+integer program over the whole horizon that decides when each job runs, on which nodes, and where spot
+jobs are evicted, with the least lost GPU-time first and then the least spot completion time.
+
+Semantics (those of ``planner.simulate.spot``): time is integer slots (slot t covers [t, t+1)). Job i
+has w_i pods of g_i GPUs (G_i = w_i g_i), arrives at a_i and needs p_i slots of progress. A run that
+starts at s pays the restart overhead o = r before progressing (its first run pays none), checkpoints
+every kappa_i slots of its own progress (at s + o + kappa, s + o + 2 kappa, ...), and evicted at e keeps
+floor(max(0, e - s - o) / kappa) kappa (nothing without checkpoints). HP jobs run once, from arrival.
+
+Objective, minimised lexicographically (spot jobs only; all restart overhead counted):
+  L1  lost GPU-slots     sum_i G_i (slots run - p_i)  = run but not kept by a checkpoint;
+                         in simulator terms ``lost_gpu_s + overhead_gpu_s``;
+  L2  completion slots   sum_i (finish_i - a_i).
+With ``hp_delay=True`` HP jobs may start late, and L0 = sum of HP start delays comes first.
+
+A dominance argument shrinks the model without changing its optimum. In any schedule, (i) an
+evicted run can be cut back to its last checkpoint (same progress kept, fewer GPU-slots, capacity
+freed), and (ii) an evicted run that keeps nothing can be removed (if it was the first, the next run
+loses its overhead and ends earlier). Neither raises L1 or L2 or the number of runs. So some optimal
+schedule evicts every run exactly at one of its checkpoints: runs after the first start at a
+cumulative progress that is a multiple of kappa_i, jobs without checkpoints run once, and
+L1 = sum_i G_i r (runs_i - 1). The tests check this against a brute force over *all* schedules.
+
+Variables (job i, node j, slot t in [a_i, T)):
+  v[i,t]     binary, i runs in t;          s[i,t]  binary, i has started by t (first start: s_t - s_{t-1});
+  R[i,t]     binary, a restart (run >= 2) starts at t; h[i,t] = sum_{t-r < t' <= t} R[i,t'] (overhead);
+  P[i,t]     integer, progress made before slot t;  m[i,t] integer, checkpoints of P at a restart;
+  d[i,t]     binary, i has finished by t (t >= a_i + p_i);
+  y[i,j,t]   integer, pods of i on j in t (HP jobs from arrival: one y[i,j] for their whole run).
+
+Equations of the paper, and what replaces each (2a..2g):
+  (2a) ratio objective -> the linear lexicographic L1, L2 above, as one weighted sum that is exact:
+       with U2 = sum_i (T - a_i - p_i) >= L2 - sum p_i >= 0, minimising W1 L1 + (L2 - sum p_i) with
+       W1 = U2 + 1 orders solutions exactly as (L1, L2) does (a unit of L1 outweighs every L2 range);
+       likewise W0 = W1 U1 + U2 + 1 over L0 with U1 = sum_i G_i (T - a_i - p_i). Its second term is
+       a constant once every job completes (B.3 point 2: sum_i G_i p_i / sum_j S_j T), and its first,
+       sum x (E_i - 1) / sum x E_i, is bilinear (E_i times pod-slots, both decided): the Dinkelbach
+       option is NOT implemented; the schedule that minimises L1 also minimises the restarts that
+       ratio counts when all jobs have one shape.
+  (2b) capacity: sum_i g_i y[i,j,t] <= S_j for every node and slot (same; only eligible pairs exist).
+  (2c) gang: sum_j y[i,j,t] = w_i v[i,t]; no migration inside a run (B.3 point 5):
+       |y[i,j,t] - y[i,j,t-1]| <= cap_ij (1 - v[i,t-1] + R[i,t]) and the same with v[i,t].
+  (2d) HP runs once: R does not exist for HP jobs; they start at arrival and run p_i slots, y fixed.
+  (2e) pods only while running (B.3 point 4): y is tied to v by (2c) in every slot, not only at t^e;
+       runs are intervals: v_t - v_{t-1} <= (s_t - s_{t-1}) + R_t, a start is active, v_t <= s_t,
+       1 + sum_t R[i,t] <= K_i, overhead h[i,t] <= v[i,t].
+  (2f) progress to the last checkpoint (B.3 point 7): P_{t+1} = P_t + v_t - h_t, P_T = p_i (every job
+       completes in the horizon), and at a restart P_t = kappa m_t < p_i (the previous run ended at a
+       checkpoint; by the dominance above nothing else is needed).
+  (2g) y integer >= 0 (same); the release a_i and completion d[i,t] (v + d <= 1, d monotone) added
+       (B.3 point 6).
+
+Nodes are not aggregated: packing pods on one node over time is not linear in counts per node class,
+so an aggregated model is only a relaxation. Instead identical nodes (same GPUs and model) are ordered
+by the pods of one single-run job (valid: permuting identical nodes maps schedules to schedules).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from planner.cluster import _STRICT, SnapshotError, duplicate_key_problems, pydantic_problems
+from planner.models.backends import solve
+from planner.models.milp import Milp
+
+DEFAULT_MAX_RUNS = 3
+"""Runs a spot job may have when the instance does not say (HP jobs: always 1)."""
+MAX_MODEL_CELLS = 20_000
+"""The exact model is built for at most nodes x slots x jobs = 20,000 (16 nodes x 32 slots x 39 jobs)
+unless forced: it has about one integer variable and two rows per cell."""
+MAX_SLOTS = 100_000
+
+
+# ------------------------------------------------------------------------------------------------
+# The instance
+# ------------------------------------------------------------------------------------------------
+
+
+class ScheduleNode(BaseModel):
+    model_config = _STRICT
+    name: str = Field(min_length=1)
+    gpus: int = Field(ge=1, le=1024)
+    gpu_model: str = ""
+
+
+class ScheduleJob(BaseModel):
+    model_config = _STRICT
+    name: str = Field(min_length=1)
+    priority: Literal["HP", "LP"]
+    submit_slot: int = Field(ge=0, le=MAX_SLOTS)
+    work_slots: int = Field(ge=1, le=MAX_SLOTS)
+    workers: int = Field(default=1, ge=1, le=1024)
+    gpus_per_worker: int = Field(default=1, ge=1, le=1024)
+    checkpoint_interval_slots: int | None = Field(default=None, ge=1, le=MAX_SLOTS)
+    max_runs: int | None = Field(default=None, ge=1, le=64)
+    gpu_models: list[str] = Field(default_factory=list)
+
+    @property
+    def runs_allowed(self) -> int:
+        """K_i: HP jobs run once; spot jobs ``max_runs`` (default 3)."""
+        return 1 if self.priority == "HP" else (self.max_runs or DEFAULT_MAX_RUNS)
+
+    @property
+    def gpus(self) -> int:
+        return self.workers * self.gpus_per_worker
+
+
+class SpotInstance(BaseModel):
+    """Nodes, jobs, a horizon of ``horizon_slots`` slots and the restart overhead (slots)."""
+
+    model_config = _STRICT
+    horizon_slots: int = Field(ge=1, le=MAX_SLOTS)
+    restart_overhead_slots: int = Field(default=0, ge=0, le=MAX_SLOTS)
+    nodes: list[ScheduleNode] = Field(min_length=1)
+    jobs: list[ScheduleJob] = Field(min_length=1)
+
+    def pods_fit(self, job: ScheduleJob, node: ScheduleNode) -> int:
+        """How many of the job's pods fit on the empty node (0: not eligible)."""
+        if job.gpu_models and node.gpu_model not in job.gpu_models:
+            return 0
+        return min(job.workers, node.gpus // job.gpus_per_worker)
+
+    @property
+    def cells(self) -> int:
+        return len(self.nodes) * self.horizon_slots * len(self.jobs)
+
+
+def instance_problems(inst: SpotInstance) -> list[str]:
+    """What a well-formed instance gets wrong: duplicate names, jobs that fit nowhere or cannot end."""
+    problems = []
+    for kind, items in (("nodes", inst.nodes), ("jobs", inst.jobs)):
+        seen: dict[str, int] = {}
+        for k, item in enumerate(items):
+            if item.name in seen:
+                problems.append(f"{kind}[{k}].name: duplicate name '{item.name}' (also {kind}[{seen[item.name]}])")
+            seen.setdefault(item.name, k)
+    for k, job in enumerate(inst.jobs):
+        room = sum(inst.pods_fit(job, n) for n in inst.nodes)
+        if room < job.workers:
+            problems.append(f"jobs[{k}].workers: job '{job.name}' needs {job.workers} pods of {job.gpus_per_worker} GPUs"
+                            f"{' on ' + '/'.join(job.gpu_models) if job.gpu_models else ''}; the empty nodes hold {room}")
+        if job.submit_slot + job.work_slots > inst.horizon_slots:
+            problems.append(f"jobs[{k}].work_slots: job '{job.name}' submitted at slot {job.submit_slot} needs {job.work_slots} "
+                            f"slots and cannot finish by horizon_slots = {inst.horizon_slots}")
+        if job.priority == "HP" and job.max_runs not in (None, 1):
+            problems.append(f"jobs[{k}].max_runs: HP jobs are never preempted and run once; must be 1, got {job.max_runs}")
+        if job.priority == "HP" and job.checkpoint_interval_slots is not None:
+            problems.append(f"jobs[{k}].checkpoint_interval_slots: HP jobs are never evicted; drop it")
+    return problems
+
+
+def parse_instance(text: str | bytes, source: str = "instance") -> SpotInstance:
+    """Parse and check an instance; raise SnapshotError naming each bad field."""
+    duplicates = duplicate_key_problems(text, source)
+    if duplicates:
+        raise SnapshotError(duplicates)
+    try:
+        inst = SpotInstance.model_validate_json(text)
+    except ValidationError as err:
+        raise SnapshotError(pydantic_problems(err, SpotInstance, source)) from None
+    problems = instance_problems(inst)
+    if problems:
+        raise SnapshotError(problems)
+    return inst
+
+
+def load_instance(path: str | Path) -> SpotInstance:
+    from planner.snapshot import read_text
+
+    return parse_instance(read_text(path, "instance"), str(path))
+
+
+def size_problem(inst: SpotInstance) -> str | None:
+    """Why the exact model is refused for this size (None: it is not)."""
+    if inst.cells <= MAX_MODEL_CELLS:
+        return None
+    return (f"instance: nodes x slots x jobs = {len(inst.nodes)} x {inst.horizon_slots} x {len(inst.jobs)} = {inst.cells:,} exceeds "
+            f"the exact model's limit of {MAX_MODEL_CELLS:,}; use --force (force=True) to build it anyway")
+
+
+# ------------------------------------------------------------------------------------------------
+# Schedules and results
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a job: slots [start_slot, end_slot), the node of each pod, and the progress it keeps
+    (the last run: the progress it makes to completion)."""
+
+    start_slot: int
+    end_slot: int
+    nodes: tuple[str, ...]
+    kept_slots: int
+
+
+Schedule = dict[str, list[Run]]
+
+
+@dataclass
+class SpotScheduleResult:
+    status: str
+    """optimal (lexicographically, proven) | feasible | infeasible (proven) | timeout | error"""
+    solver: str
+    wall_s: float
+    schedule: Schedule | None
+    lost_gpu_slots: int | None
+    completion_slots: dict[str, int] | None
+    """Spot jobs: finish - submit."""
+    hp_delay_slots: int | None
+    objective: dict[str, int | None]
+    bound: dict[str, int | None]
+    """Proven lower bound of each level, given only once the levels before it are proven."""
+    gap: float | None
+    """Relative gap of the first level not proven ((value - bound) / value); 0 when optimal."""
+    variables: int
+    rows: int
+    message: str = ""
+    violations: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.schedule is not None:
+            data["schedule"] = {name: [asdict(r) | {"nodes": list(r.nodes)} for r in runs] for name, runs in self.schedule.items()}
+        return data
+
+
+# ------------------------------------------------------------------------------------------------
+# The model
+# ------------------------------------------------------------------------------------------------
+
+
+class _Model:
+    def __init__(self, inst: SpotInstance, hp_delay: bool):
+        self.inst, self.hp_delay = inst, hp_delay
+        T, r = inst.horizon_slots, inst.restart_overhead_slots
+        m = self.milp = Milp()
+        self.fixed = [i for i, job in enumerate(inst.jobs) if job.priority == "HP" and not hp_delay]
+        self.flex = [i for i in range(len(inst.jobs)) if i not in self.fixed]
+        self.cap = {(i, j): inst.pods_fit(job, node) for i, job in enumerate(inst.jobs) for j, node in enumerate(inst.nodes)}
+        self.eligible = {i: [j for j in range(len(inst.nodes)) if self.cap[i, j]] for i in range(len(inst.jobs))}
+        self.v: dict[tuple[int, int], int] = {}
+        self.s: dict[tuple[int, int], int] = {}
+        self.R: dict[tuple[int, int], int] = {}
+        self.d: dict[tuple[int, int], int] = {}
+        self.y: dict[tuple[int, int, int], int] = {}
+        self.y_fixed: dict[tuple[int, int], int] = {}
+        on_node: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)  # (j, t) -> (var, GPUs)
+
+        # HP jobs from arrival: one y per node for the whole run, (2d)
+        for i in self.fixed:
+            job = inst.jobs[i]
+            for j in self.eligible[i]:
+                self.y_fixed[i, j] = m.var(f"y[{job.name},{j}]", 0, self.cap[i, j])
+                for t in range(job.submit_slot, job.submit_slot + job.work_slots):
+                    on_node[j, t].append((self.y_fixed[i, j], job.gpus_per_worker))
+            m.row([(self.y_fixed[i, j], 1) for j in self.eligible[i]], job.workers, job.workers, f"(2c) gang {job.name}")
+
+        for i in self.flex:
+            job = inst.jobs[i]
+            a, p, w, n = job.submit_slot, job.work_slots, job.workers, job.name
+            slots = range(a, T)
+            restarts = job.priority == "LP" and job.checkpoint_interval_slots is not None and job.runs_allowed > 1
+            for t in slots:
+                self.v[i, t] = m.var(f"v[{n},{t}]")
+                self.s[i, t] = m.var(f"s[{n},{t}]")
+                if restarts and a < t <= T - r - 1:
+                    self.R[i, t] = m.var(f"R[{n},{t}]")
+                for j in self.eligible[i]:
+                    self.y[i, j, t] = m.var(f"y[{n},{j},{t}]", 0, self.cap[i, j])
+                    on_node[j, t].append((self.y[i, j, t], job.gpus_per_worker))
+            m.row([(self.s[i, T - 1], 1)], 1, 1, f"(2e) {n} starts")
+            for t in slots:
+                v, s, R = self.v[i, t], self.s[i, t], self.R.get((i, t))
+                s_before = [(self.s[i, t - 1], -1)] if t > a else []
+                v_before = [(self.v[i, t - 1], -1)] if t > a else []
+                R_t = [(R, 1)] if R is not None else []
+                # (2c) gang
+                m.row([(self.y[i, j, t], 1) for j in self.eligible[i]] + [(v, -w)], 0, 0, f"(2c) gang {n} {t}")
+                # (2e) runs are intervals, each begun by the first start or a restart
+                if t > a:
+                    m.row([(s, 1), (self.s[i, t - 1], -1)], 0, None, f"(2e) started {n} {t}")
+                m.row([(v, 1), *v_before, (s, -1), *[(x, -c) for x, c in s_before], *[(x, -c) for x, c in R_t]], None, 0, f"(2e) run {n} {t}")
+                m.row([(s, 1), *s_before, *R_t, (v, -1)], None, 0, f"(2e) start active {n} {t}")
+                m.row([(v, 1), (s, -1)], None, 0, f"(2e) not before the first start {n} {t}")
+                # (2c) no migration inside a run
+                if t > a:
+                    for j in self.eligible[i]:
+                        cap = self.cap[i, j]
+                        y_t, y_b = self.y[i, j, t], self.y[i, j, t - 1]
+                        m.row([(y_t, 1), (y_b, -1), (self.v[i, t - 1], cap), *[(x, -cap) for x, _ in R_t]], None, cap, f"(2c) stay {n} {j} {t}")
+                        m.row([(y_b, 1), (y_t, -1), (v, cap), *[(x, -cap) for x, _ in R_t]], None, cap, f"(2c) stay' {n} {j} {t}")
+            if restarts:
+                self._progress(i)
+            else:
+                m.row([(self.v[i, t], 1) for t in slots], p, p, f"(2f) {n} runs p")
+            # (2g') completion: d[i,t] = finished by t
+            for t in range(a + p, T):
+                self.d[i, t] = m.var(f"d[{n},{t}]")
+                m.row([(self.v[i, t], 1), (self.d[i, t], 1)], None, 1, f"done {n} {t}")
+                if t > a + p:
+                    m.row([(self.d[i, t - 1], 1), (self.d[i, t], -1)], None, 0, f"done stays {n} {t}")
+        # (2b) capacity
+        for (j, t), terms in sorted(on_node.items()):
+            if sum(c * self.milp.upper[x] for x, c in terms) > inst.nodes[j].gpus:
+                m.row(terms, None, inst.nodes[j].gpus, f"(2b) GPUs of {inst.nodes[j].name} at {t}")
+        self._symmetry()
+        self._objective()
+
+    def _progress(self, i: int) -> None:
+        """(2f): progress P, overhead h of restarts, and a restart only at a checkpoint of progress."""
+        inst, m = self.inst, self.milp
+        job = inst.jobs[i]
+        a, p, n, T, r = job.submit_slot, job.work_slots, job.name, inst.horizon_slots, inst.restart_overhead_slots
+        kappa = job.checkpoint_interval_slots
+        assert kappa is not None
+        R = {t: v for (ii, t), v in self.R.items() if ii == i}
+        m.row([(v, 1) for v in R.values()], None, job.runs_allowed - 1, f"(2e) runs of {n}")
+        P = {t: m.var(f"P[{n},{t}]", 0, p if t > a else 0) for t in range(a, T + 1)}
+        for t in range(a, T):
+            h = [(R[u], 1) for u in range(t - r + 1, t + 1) if u in R]
+            if h:
+                m.row([*h, (self.v[i, t], -1)], None, 0, f"(2f) overhead active {n} {t}")
+            m.row([(P[t + 1], 1), (P[t], -1), (self.v[i, t], -1), *h], 0, 0, f"(2f) progress {n} {t}")
+        m.row([(P[T], 1)], p, p, f"(2f) {n} completes")
+        for t, restart in R.items():
+            m.row([(P[t], 1), (restart, p)], None, 2 * p - 1, f"(2f) restart before the end {n} {t}")
+            if kappa > 1:
+                mt = m.var(f"m[{n},{t}]", 0, p // kappa)
+                m.row([(P[t], 1), (mt, -kappa)], 0, None, f"(2f) checkpoints {n} {t}")
+                m.row([(P[t], 1), (mt, -kappa), (restart, p)], None, p, f"(2f) restart at a checkpoint {n} {t}")
+
+    def _symmetry(self) -> None:
+        """Identical nodes ordered by the pods one single-run job puts there (the first by arrival)."""
+        inst, m = self.inst, self.milp
+        restarting = {i for i, _ in self.R}
+        single = [i for i in range(len(inst.jobs)) if i not in restarting]
+        if not single:
+            return
+        i = min(single, key=lambda k: (inst.jobs[k].submit_slot, inst.jobs[k].name))
+        classes: dict[tuple[int, str], list[int]] = defaultdict(list)
+        for j in self.eligible[i]:
+            classes[inst.nodes[j].gpus, inst.nodes[j].gpu_model].append(j)
+        for nodes in classes.values():
+            for j, k in zip(nodes, nodes[1:]):
+                if i in self.fixed:
+                    m.row([(self.y_fixed[i, j], 1), (self.y_fixed[i, k], -1)], 0, None, f"symmetry {j} {k}")
+                else:
+                    slots = range(inst.jobs[i].submit_slot, inst.horizon_slots)
+                    m.row([(self.y[i, j, t], 1) for t in slots] + [(self.y[i, k, t], -1) for t in slots], 0, None, f"symmetry {j} {k}")
+
+    def _objective(self) -> None:
+        inst, T = self.inst, self.inst.horizon_slots
+        lp = [i for i in self.flex if inst.jobs[i].priority == "LP"]
+        hp = [i for i in self.flex if inst.jobs[i].priority == "HP"]
+        span = {i: T - inst.jobs[i].submit_slot - inst.jobs[i].work_slots for i in self.flex}
+        self.u2 = sum(span[i] for i in lp)
+        self.u1 = sum(inst.jobs[i].gpus * span[i] for i in lp)
+        self.w1 = self.u2 + 1
+        self.w0 = self.w1 * self.u1 + self.u2 + 1
+        self.levels: dict[str, list[tuple[int, int]]] = {"hp_delay_slots": [], "lost_gpu_slots": [], "completion_slots": []}
+        self.offsets = {"hp_delay_slots": 0, "lost_gpu_slots": 0, "completion_slots": 0}
+        for i in lp:
+            job = inst.jobs[i]
+            self.levels["lost_gpu_slots"] += [(self.v[i, t], job.gpus) for t in range(job.submit_slot, T)]
+            self.offsets["lost_gpu_slots"] -= job.gpus * job.work_slots
+        for name, jobs in (("completion_slots", lp), ("hp_delay_slots", hp)):
+            for i in jobs:  # slots past a_i + p_i before finishing
+                self.levels[name] += [(self.d[i, t], -1) for t in range(inst.jobs[i].submit_slot + inst.jobs[i].work_slots, T)]
+                self.offsets[name] += span[i]
+        weights = {"hp_delay_slots": self.w0, "lost_gpu_slots": self.w1, "completion_slots": 1}
+        terms = [(x, -weights[name] * c) for name, ts in self.levels.items() for x, c in ts]
+        self.milp.maximize(terms, -sum(weights[name] * self.offsets[name] for name in weights))
+        self.weights = weights
+
+    def level_values(self, values: list[int]) -> dict[str, int]:
+        return {name: self.offsets[name] + sum(c * values[x] for x, c in ts) for name, ts in self.levels.items()}
+
+    def level_bounds(self, solver_bound: float | None, found: dict[str, int]) -> dict[str, int | None]:
+        """Lower bounds per level from the solver's bound on the weighted objective (each level only
+        once every level before it is proven: then the rest of the bound belongs to it)."""
+        out: dict[str, int | None] = {name: None for name in found}
+        if solver_bound is None or not math.isfinite(solver_bound):
+            return out
+        rest = math.ceil(-solver_bound - 1e-6)  # the weighted minimum is at least this integer
+        for name in ("hp_delay_slots", "lost_gpu_slots", "completion_slots"):
+            weight = self.weights[name]
+            out[name] = max(0, rest // weight)
+            if out[name] < found[name]:
+                break
+            rest -= weight * found[name]
+        return out
+
+    def decode(self, values: list[int]) -> Schedule:
+        inst, r = self.inst, self.inst.restart_overhead_slots
+        schedule: Schedule = {}
+        for i, job in enumerate(inst.jobs):
+            if i in self.fixed:
+                nodes = self._pods({j: values[self.y_fixed[i, j]] for j in self.eligible[i]})
+                schedule[job.name] = [Run(job.submit_slot, job.submit_slot + job.work_slots, nodes, job.work_slots)]
+                continue
+            starts = [t for t in range(job.submit_slot, inst.horizon_slots) if values[self.v[i, t]] and (
+                t == job.submit_slot or not values[self.v[i, t - 1]] or ((i, t) in self.R and values[self.R[i, t]]))]
+            runs, done = [], 0
+            for k, start in enumerate(starts):
+                end = start
+                while end < inst.horizon_slots and values[self.v[i, end]] and (end == start or not ((i, end) in self.R and values[self.R[i, end]])):
+                    end += 1
+                progress = max(0, end - start - (r if k else 0))
+                kappa = job.checkpoint_interval_slots
+                kept = min(progress, job.work_slots - done) if k == len(starts) - 1 else (progress // kappa * kappa if kappa else 0)
+                done += kept
+                runs.append(Run(start, end, self._pods({j: values[self.y[i, j, start]] for j in self.eligible[i]}), kept))
+            schedule[job.name] = runs
+        return schedule
+
+    def _pods(self, counts: dict[int, int]) -> tuple[str, ...]:
+        return tuple(self.inst.nodes[j].name for j in sorted(counts) for _ in range(counts[j]))
+
+
+def solve_spot_schedule(inst: SpotInstance, solver: str = "cpsat", time_limit_s: float = 60.0, workers: int = 2,
+                        hp_delay: bool = False, force: bool = False, seed: int = 0) -> SpotScheduleResult:
+    """The lexicographically optimal schedule (or the best found in ``time_limit_s``), validated."""
+    problem = size_problem(inst)
+    if problem and not force:
+        raise ValueError(problem)
+    start = time.perf_counter()
+    model = _Model(inst, hp_delay)
+    milp = model.milp
+    result = solve(milp, solver, max(0.05, time_limit_s - (time.perf_counter() - start)), workers, seed=seed,
+                   wall_cap_s=max(0.05, time_limit_s - (time.perf_counter() - start)))
+    empty = {"hp_delay_slots": None, "lost_gpu_slots": None, "completion_slots": None}
+    common = {"solver": solver, "variables": milp.num_vars, "rows": milp.num_rows, "message": result.message}
+    if result.values is None:
+        status = result.status if result.status in ("infeasible", "error") else "timeout"
+        return SpotScheduleResult(status, wall_s=time.perf_counter() - start, schedule=None, lost_gpu_slots=None, completion_slots=None,
+                                  hp_delay_slots=None, objective=dict(empty), bound=dict(empty), gap=None, **common)
+    broken = milp.violated_rows(result.values)
+    schedule = model.decode(result.values)
+    found = model.level_values(result.values)
+    bounds = model.level_bounds(result.bound, found)
+    gap: float | None = 0.0
+    for name in ("hp_delay_slots", "lost_gpu_slots", "completion_slots"):
+        if bounds[name] is None:
+            gap = None
+            break
+        if bounds[name] < found[name]:
+            gap = (found[name] - bounds[name]) / found[name]
+            break
+    status = "optimal" if gap == 0.0 else "feasible"
+    lost, completion, delay = schedule_measures(inst, schedule)
+    objective = dict(found)
+    sum_p = sum(j.work_slots for j in inst.jobs if j.priority == "LP")
+    objective["completion_slots"] = found["completion_slots"] + sum_p
+    violations = [f"model row broken by the solver's values: {name}" for name in broken[:5]]
+    violations += validate_schedule(inst, schedule, hp_delay)
+    if (lost, sum(completion.values()), delay) != (objective["lost_gpu_slots"], objective["completion_slots"], objective["hp_delay_slots"]):
+        violations.append(f"the schedule measures lost {lost}, completion {sum(completion.values())}, HP delay {delay}; "
+                          f"the model said {objective}")
+    if bounds["completion_slots"] is not None:
+        bounds["completion_slots"] += sum_p
+    return SpotScheduleResult(status, wall_s=time.perf_counter() - start, schedule=schedule, lost_gpu_slots=lost, completion_slots=completion,
+                              hp_delay_slots=delay, objective=objective, bound=bounds, gap=gap, violations=violations, **common)
+
+
+# ------------------------------------------------------------------------------------------------
+# The validator: an independent check of any schedule against the simulator's semantics
+# ------------------------------------------------------------------------------------------------
+
+
+def schedule_measures(inst: SpotInstance, schedule: Schedule) -> tuple[int, dict[str, int], int]:
+    """Lost GPU-slots of spot jobs (run minus work), spot completion times, total HP start delay."""
+    lost, completion, delay = 0, {}, 0
+    for job in inst.jobs:
+        runs = schedule.get(job.name) or []
+        if not runs:
+            continue
+        if job.priority == "LP":
+            lost += job.gpus * (sum(run.end_slot - run.start_slot for run in runs) - job.work_slots)
+            completion[job.name] = runs[-1].end_slot - job.submit_slot
+        else:
+            delay += runs[0].start_slot - job.submit_slot
+    return lost, completion, delay
+
+
+def validate_schedule(inst: SpotInstance, schedule: Schedule, hp_delay: bool = False) -> list[str]:
+    """Every way ``schedule`` breaks the rules: runs, gangs, arrivals, HP, checkpoints, capacity."""
+    problems = []
+    T, r = inst.horizon_slots, inst.restart_overhead_slots
+    nodes = {n.name: n for n in inst.nodes}
+    used: dict[tuple[str, int], int] = defaultdict(int)
+    for job in inst.jobs:
+        runs = schedule.get(job.name)
+        if not runs:
+            problems.append(f"{job.name}: never runs")
+            continue
+        if len(runs) > job.runs_allowed:
+            problems.append(f"{job.name}: {len(runs)} runs, at most {job.runs_allowed}")
+        if runs[0].start_slot < job.submit_slot:
+            problems.append(f"{job.name}: starts at {runs[0].start_slot} before its arrival {job.submit_slot}")
+        if job.priority == "HP" and not hp_delay and runs[0].start_slot != job.submit_slot:
+            problems.append(f"{job.name}: HP job starts at {runs[0].start_slot}, not on arrival {job.submit_slot}")
+        done = 0
+        for k, run in enumerate(runs):
+            where = f"{job.name} run {k}"
+            if k and run.start_slot < runs[k - 1].end_slot:
+                problems.append(f"{where}: starts at {run.start_slot} before run {k - 1} ends at {runs[k - 1].end_slot}")
+            if not 0 <= run.start_slot < run.end_slot <= T:
+                problems.append(f"{where}: slots [{run.start_slot}, {run.end_slot}) outside the horizon [0, {T})")
+            if len(run.nodes) != job.workers:
+                problems.append(f"{where}: {len(run.nodes)} pods, the gang has {job.workers}")
+            for name, count in sorted({n: run.nodes.count(n) for n in run.nodes}.items()):
+                node = nodes.get(name)
+                if node is None or count > inst.pods_fit(job, node):
+                    problems.append(f"{where}: {count} pods on node '{name}' which holds {0 if node is None else inst.pods_fit(job, node)}")
+                for t in range(max(0, run.start_slot), min(T, run.end_slot)):
+                    used[name, t] += count * job.gpus_per_worker
+            overhead = r if k else 0
+            progress = max(0, run.end_slot - run.start_slot - overhead)
+            if k == len(runs) - 1:
+                if progress != job.work_slots - done or run.kept_slots != progress:
+                    problems.append(f"{where}: the last run makes {progress} slots of progress (kept {run.kept_slots}), "
+                                    f"{job.work_slots - done} were left")
+            else:
+                kappa = job.checkpoint_interval_slots
+                kept = progress // kappa * kappa if kappa else 0
+                if job.priority == "HP":
+                    problems.append(f"{where}: an HP job is evicted")
+                if progress >= job.work_slots - done:
+                    problems.append(f"{where}: evicted at {run.end_slot}, after its work was done")
+                if run.kept_slots != kept:
+                    problems.append(f"{where}: keeps {run.kept_slots} slots, its checkpoints keep {kept}")
+                done += kept
+    for name in schedule:
+        if name not in {j.name for j in inst.jobs}:
+            problems.append(f"{name}: no such job")
+    for (name, t), gpus in sorted(used.items()):
+        if name in nodes and gpus > nodes[name].gpus:
+            problems.append(f"node '{name}' at slot {t}: {gpus} GPUs used, it has {nodes[name].gpus}")
+    return problems
+
+
+def schedule_from_dict(data: dict[str, list[dict[str, Any]]]) -> Schedule:
+    return {name: [Run(int(r["start_slot"]), int(r["end_slot"]), tuple(r["nodes"]), int(r["kept_slots"])) for r in runs]
+            for name, runs in data.items()}
+
+
+def result_json(result: SpotScheduleResult) -> str:
+    return json.dumps(result.to_dict(), indent=2) + "\n"
+
+
+__all__ = ["MAX_MODEL_CELLS", "Run", "Schedule", "SpotInstance", "SpotScheduleResult", "instance_problems", "load_instance",
+           "parse_instance", "schedule_measures", "size_problem", "solve_spot_schedule", "validate_schedule"]
