@@ -111,7 +111,7 @@ def spot_cluster(
     check_seed(seed)
     rng = np.random.default_rng(seed)
     picked = [rows[i] for i in sorted(rng.choice(len(rows), size=nodes, replace=False).tolist())]
-    node_objects = _nodes(picked)
+    node_objects = nodes_of_rows(picked)
     fleet = Fleet.of(node_objects)
     placed = Placed()
     for family in sorted(fleet.models):
@@ -196,7 +196,7 @@ def family_of(model: str) -> str:
 # ----------------------------------------------------------------------------------------------
 
 
-def _nodes(rows: list[NodeRow]) -> list[Node]:
+def nodes_of_rows(rows: list[NodeRow]) -> list[Node]:
     """One node per row; rows of one shape cut into ASWs of ``ASW_NODES``, ``SPINE_ASWS`` per spine."""
     by_shape: dict[tuple[str, int, int], list[NodeRow]] = {}
     for row in rows:

@@ -15,6 +15,9 @@
   horizon it equals ``gar_mean``, reported under both names as the issue asks);
 * ``standby_harvested``: share of standby GPU-time spot pods used (ASI Fig. 16: 90%);
 * ``unfinished``: jobs still pending when the replay ended (none could start any more).
+
+Jobs count when submitted in [``from_s``, ``horizon_s``) and time averages run over that span:
+``from_s`` leaves out a warm-up, as the cluster starts empty.
 """
 
 from __future__ import annotations
@@ -26,10 +29,13 @@ import numpy as np
 from planner.simulate.spot import Replay
 
 
-def replay_row(replay: Replay, horizon_s: float, hp_only: Replay | None = None) -> dict[str, Any]:
-    spot = [o for o in replay.outcomes.values() if o.priority == "LP"]
-    jct = np.array(replay.completion_s("LP"), dtype=np.float64)
-    hp_delay = np.array(replay.start_delay_s("HP"), dtype=np.float64)
+def replay_row(replay: Replay, horizon_s: float, hp_only: Replay | None = None, from_s: float = 0.0) -> dict[str, Any]:
+    """The row of ``replay``: jobs submitted in [``from_s``, ``horizon_s``), time averages over
+    that span (``from_s`` > 0 leaves a warm-up out: the cluster starts empty)."""
+    counted = {n for n, o in replay.outcomes.items() if from_s <= o.submit_s < horizon_s}
+    spot = [o for n, o in replay.outcomes.items() if n in counted and o.priority == "LP"]
+    jct = np.array([o.finish_s - o.submit_s for o in spot if o.finish_s is not None], dtype=np.float64)
+    hp_delay = _delays(replay, counted)
     row: dict[str, Any] = {
         "policy": replay.policy,
         "jobs": len(replay.outcomes),
@@ -43,18 +49,18 @@ def replay_row(replay: Replay, horizon_s: float, hp_only: Replay | None = None) 
         "lp_evicted_twice_share": round(sum(o.evictions > 1 for o in spot) / len(spot), 6) if spot else None,
         "hp_delay_mean_s": _stat(hp_delay, np.mean),
         "hp_delay_p90_s": _stat(hp_delay, lambda a: np.percentile(a, 90)),
-        "gar_mean": round(replay.allocation_mean(horizon_s), 6),
-        "gar_hp_mean": round(replay.allocation_mean(horizon_s, spot=False), 6),
-        "sor": round(replay.allocation_mean(horizon_s), 6),
+        "gar_mean": round(replay.allocation_mean(horizon_s, from_s=from_s), 6),
+        "gar_hp_mean": round(replay.allocation_mean(horizon_s, spot=False, from_s=from_s), 6),
+        "sor": round(replay.allocation_mean(horizon_s, from_s=from_s), 6),
         "standby_harvested": None if replay.standby_harvested is None else round(replay.standby_harvested, 6),
-        "unfinished": sum(o.finish_s is None for o in replay.outcomes.values()),
+        "unfinished": sum(replay.outcomes[n].finish_s is None for n in counted),
         "decisions": replay.decisions,
     }
     if hp_only is not None:
-        alone = np.array(hp_only.start_delay_s("HP"), dtype=np.float64)
+        alone = _delays(hp_only, counted)
         mean_alone = _stat(alone, np.mean)
         row["hp_delay_hp_only_mean_s"] = mean_alone
-        row["gar_hp_only_mean"] = round(hp_only.allocation_mean(horizon_s, spot=False), 6)
+        row["gar_hp_only_mean"] = round(hp_only.allocation_mean(horizon_s, spot=False, from_s=from_s), 6)
         mixed = row["hp_delay_mean_s"]
         if mean_alone is None or mixed is None:
             row["hp_delay_growth"] = None
@@ -63,6 +69,12 @@ def replay_row(replay: Replay, horizon_s: float, hp_only: Replay | None = None) 
         else:
             row["hp_delay_growth"] = round(mixed / mean_alone - 1, 6)
     return row
+
+
+def _delays(replay: Replay, counted: set[str]) -> np.ndarray:
+    """Start delays of the HP jobs of ``counted`` that started."""
+    return np.array([o.first_start_s - o.submit_s for n, o in replay.outcomes.items()
+                     if n in counted and o.priority == "HP" and o.first_start_s is not None], dtype=np.float64)
 
 
 def _stat(values: np.ndarray, fn) -> float | None:  # type: ignore[no-untyped-def]

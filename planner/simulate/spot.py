@@ -154,24 +154,21 @@ class Replay:
     def lost_gpu_s(self) -> float:
         return sum(o.lost_gpu_s for o in self.outcomes.values())
 
-    def integral(self, series: list[float], until_s: float | None = None) -> float:
-        """Integral over time (GPU-seconds) of a series, from its first instant to ``until_s``
-        (default: the replay's end)."""
+    def integral(self, series: list[float], until_s: float | None = None, from_s: float = 0.0) -> float:
+        """Integral over time (GPU-seconds) of a series over [``from_s``, ``until_s``] (default:
+        to the replay's end); before the first instant the series is 0."""
         end = self.end_s if until_s is None else until_s
-        t = np.minimum(np.array(self.series_t_s + [end]), end)
+        t = np.clip(np.array(self.series_t_s + [max(end, from_s)]), from_s, max(end, from_s))
         return float(np.sum(np.array(series) * np.diff(t)))
 
-    def allocation_mean(self, until_s: float | None = None, spot: bool = True) -> float:
-        """Time-average share of the GPUs held (GAR averaged), with or without spot pods, from
-        the first instant to ``until_s``."""
-        if not self.series_t_s or self.total_gpus <= 0:
-            return 0.0
+    def allocation_mean(self, until_s: float | None = None, spot: bool = True, from_s: float = 0.0) -> float:
+        """Time-average share of the GPUs held (GAR averaged) over [``from_s``, ``until_s``], with
+        or without spot pods."""
         end = self.end_s if until_s is None else until_s
-        span = end - self.series_t_s[0]
-        if span <= 0:
+        if self.total_gpus <= 0 or end <= from_s:
             return 0.0
-        held = self.integral(self.series_hp_gpus, end) + (self.integral(self.series_spot_gpus, end) if spot else 0.0)
-        return held / (self.total_gpus * span)
+        held = self.integral(self.series_hp_gpus, end, from_s) + (self.integral(self.series_spot_gpus, end, from_s) if spot else 0.0)
+        return held / (self.total_gpus * (end - from_s))
 
     @property
     def standby_harvested(self) -> float | None:
@@ -244,6 +241,7 @@ class _Replayer:
         self.held_back: set[str] = set()  # evicted during the current pass: offered from the next
         self.now = 0.0
         self.stale: dict[tuple, int] = {}  # job shape -> a pod of that shape (proven unable to start)
+        self.stale_groups: dict[tuple, list[tuple]] = {}  # (priority, models) -> shapes marked stale
         self.events: list[tuple[float, int, str, int]] = [(j.submit_s, _ARRIVE, j.name, 0) for j in jobs]
         for j in jobs:
             for start, end in j.standby_windows_s:
@@ -303,7 +301,7 @@ class _Replayer:
         for _ in range(len(self.spec) + 1):
             started = False
             self.held_back.clear()
-            heap = [(q[0], key) for key, q in self.queues.items() if self.reoffer_all or key not in self.stale]
+            heap = [(q[0], key) for key, q in self.queues.items() if self.reoffer_all or not self._stale(key, q[0][2])]
             heapq.heapify(heap)
             self.unstaled.clear()
             while heap:
@@ -311,7 +309,7 @@ class _Replayer:
                 started |= self._try_start(entry[2], now)
                 for again in [key, *self.unstaled]:
                     queue = self.queues.get(again)
-                    if queue is None or (again in self.stale and not self.reoffer_all) or (again != key and any(k == again for _, k in heap)):
+                    if queue is None or (not self.reoffer_all and self._stale(again, queue[0][2])) or (again != key and any(k == again for _, k in heap)):
                         continue
                     k = bisect.bisect_right(queue, entry)
                     while k < len(queue) and queue[k][2] in self.held_back:
@@ -338,6 +336,14 @@ class _Replayer:
         w = self._ensure_window(name)
         ps, job = w.ps, self.spec[name]
         j = w.job_index[name]
+        if not self.reoffer_all and self._too_few_places(w, name, job.workers):
+            if self.check:  # the planner agrees: nothing can be planned
+                method = self.policy.rpartition("+")[2]
+                options = PreemptOptions(method=method, now_s=now, **({"seed": self._policy(name, now)[1]} if method == "random" else {}))
+                if plan_preempt(self._snapshot(now, name), name, options).placements:
+                    raise AssertionError(f"'{name}' at {now} s was proven unable to start, yet the planner starts it")
+            self._mark_stale(self.keys[name], name)
+            return False
         if job.priority == "HP":
             w.refresh_checkpoints(now)
             ask = Ask.of(ps, j, now)
@@ -351,12 +357,37 @@ class _Replayer:
             self._check_decision(snapshot, choice, ask, w, name, None, now, seed)
         if not choice.placements:
             if job.priority == "LP" or choice.proven_infeasible:
-                self.stale[self.keys[name]] = w.pods_of(name)[0]
+                self._mark_stale(self.keys[name], name)
             return False
         freed = self._apply(choice, now)
         self._start(name, now)
         self._freed(freed)
         return True
+
+    @staticmethod
+    def _places(w: Window, p: int, workers: int, nodes: np.ndarray | None = None) -> np.ndarray:
+        """Per node (of ``nodes``, default: those pod p's static rules allow), how many pods like p
+        fit, capped at ``workers``, in the GPUs, CPUs and memory left by the pods that would stay:
+        for an HP pod the HP pods (standby reservations included; spot pods may all be evicted),
+        for a spot pod, which preempts nobody, every pod."""
+        cs = w.ps.cs
+        if nodes is None:
+            nodes = w.eligible_nodes(int(cs.pod_signature[p]))
+        if cs.pod_hp[p]:
+            used = (cs.hp_whole[nodes], cs.hp_cpus[nodes], cs.hp_mem[nodes])
+        else:
+            used = (cs.whole_used[nodes] + cs.share_devices[nodes], cs.used_cpus[nodes], cs.used_mem[nodes])
+        fits = np.full(len(nodes), float(workers))
+        for cap, held, need in ((cs.cap_gpus[nodes], used[0], cs.pod_whole[p]), (cs.cap_cpus[nodes], used[1], cs.pod_cpus[p]),
+                                (cs.cap_mem[nodes], used[2], cs.pod_mem[p])):
+            if need > 0:
+                fits = np.minimum(fits, np.floor((cap - held + rules.EPS) / need))
+        return np.maximum(fits, 0) * cs.eligible[cs.pod_signature[p], nodes]
+
+    def _too_few_places(self, w: Window, name: str, workers: int) -> bool:
+        """A proof that job ``name`` cannot start now: the nodes together hold fewer of its
+        (identical) pods than it has (``_places``)."""
+        return float(self._places(w, w.pods_of(name)[0], workers).sum()) < workers
 
     def _spot_ask(self, w: Window, j: int, name: str, now: float) -> Ask:
         """A spot job's decision: no victims (spot pods preempt nobody), so no costs to compute."""
@@ -500,13 +531,46 @@ class _Replayer:
             del self.queues[key]
         self.pending_set.discard(name)
 
+    def _stale(self, key: tuple, name: str) -> bool:
+        """Whether jobs of shape ``key`` are proven unable to start: that shape failed, or one no
+        larger in any dimension (same priority and models) did, since capacity last came free
+        where it fits (a larger job needs at least the room the smaller one lacked)."""
+        if key in self.stale:
+            return True
+        priority, workers, gpus, cpus, mem, models = key
+        for other in self.stale_groups.get((priority, models), ()):
+            if other[1] <= workers and other[2] <= gpus and other[3] <= cpus and other[4] <= mem and other in self.stale:
+                self._mark_stale(key, name)
+                return True
+        return False
+
+    def _mark_stale(self, key: tuple, name: str) -> None:
+        self.stale[key] = self.window.pods_of(name)[0]  # type: ignore[union-attr]
+        group = self.stale_groups.setdefault((key[0], key[5]), [])
+        if key not in group:
+            group.append(key)
+
     def _freed(self, nodes: set[int]) -> None:
         """Capacity came free on ``nodes``: shapes that may now fit there are worth offering again."""
         if not nodes or not self.stale:
             return
-        cs = self.window.ps.cs  # type: ignore[union-attr]
-        for key, pod in list(self.stale.items()):
-            if key[0] == "HP" or any(cs.fits(pod, n) for n in nodes):
+        w = self.window
+        assert w is not None
+        cs = w.ps.cs
+        freed = np.array(sorted(nodes), dtype=np.int64)
+        keys = list(self.stale)
+        pods = np.array([self.stale[k] for k in keys], dtype=np.int64)
+        hp = cs.pod_hp[pods][:, None]
+        # (shape, node): one pod of the shape fits in what the pods that would stay leave (``_places``)
+        room = []
+        for need, held_hp, held_all, cap in ((cs.pod_whole, cs.hp_whole, cs.whole_used + cs.share_devices, cs.cap_gpus),
+                                             (cs.pod_cpus, cs.hp_cpus, cs.used_cpus, cs.cap_cpus),
+                                             (cs.pod_mem, cs.hp_mem, cs.used_mem, cs.cap_mem)):
+            held = np.where(hp, held_hp[freed][None, :], held_all[freed][None, :])
+            room.append(need[pods][:, None] <= cap[freed][None, :] - held + rules.EPS)
+        fits = room[0] & room[1] & room[2] & cs.eligible[cs.pod_signature[pods]][:, freed]
+        for key, again in zip(keys, fits.any(axis=1).tolist()):
+            if again:
                 del self.stale[key]
                 self.unstaled.append(key)
 
@@ -520,6 +584,7 @@ class _Replayer:
         self.window = Window(self.nodes, [self.spec[n] for n in ordered], running, self.eviction_counts, self.now)
         self.window_end = end
         self.stale.clear()
+        self.stale_groups.clear()
         self.replay.windows += 1
         return self.window
 

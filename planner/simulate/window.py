@@ -49,12 +49,20 @@ class Window:
         self.progress_s = np.full(len(pods), nan)
         self.interval_s = np.array([nan if j.checkpoint_interval_s is None else j.checkpoint_interval_s
                                     for j in jobs for _ in range(j.workers)], dtype=np.float64)
+        self._eligible: dict[int, np.ndarray] = {}
         self.zero_cost = np.zeros(len(pods))
         self.no_victims = np.zeros(len(pods), dtype=bool)
         self.zero_unit_cost = np.zeros(self.ps.n_units)
         for name, (_, progress, _, _) in running.items():
             if name in self.job_index:
                 self.progress_s[self.job_pods[self.job_index[name]]] = progress
+
+    def eligible_nodes(self, signature: int) -> np.ndarray:
+        """Nodes the static rules allow for pods of ``signature`` (cached)."""
+        cached = self._eligible.get(signature)
+        if cached is None:
+            cached = self._eligible[signature] = np.flatnonzero(self.ps.cs.eligible[signature])
+        return cached
 
     def __contains__(self, job: str) -> bool:
         return job in self.job_index
