@@ -158,11 +158,12 @@ def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed:
         interval = rng.integers(0, len(CHECKPOINT_INTERVALS_S), size=count)
         sleeps = hp & (duration >= STANDBY_MIN_DURATION_S) & (rng.random(count) < standby_share)
         tag = family.replace(" ", "_")
+        submit, duration = np.round(submit, 3), np.round(duration, 3)
         for k in range(count):
             windows = _night_windows(rng, float(submit[k]), float(duration[k])) if sleeps[k] else ()
             out.append(SimJob(
-                f"{'hp' if hp[k] else 'spot'}-{tag}-{k:06d}", "HP" if hp[k] else "LP", submit_s=round(float(submit[k]), 3),
-                work_s=round(float(duration[k]), 3), workers=int(workers[k]), gpus_per_worker=int(per_worker[k]),
+                f"{'hp' if hp[k] else 'spot'}-{tag}-{k:06d}", "HP" if hp[k] else "LP", submit_s=float(submit[k]),
+                work_s=float(duration[k]), workers=int(workers[k]), gpus_per_worker=int(per_worker[k]),
                 cpus_per_worker=float(cpus[k]), memory_gib_per_worker=float(gib[k]), gpu_models=models,
                 checkpoint_interval_s=None if hp[k] else CHECKPOINT_INTERVALS_S[int(interval[k])], standby_windows_s=windows))
     return out
@@ -196,7 +197,7 @@ def _night_windows(rng: np.random.Generator, submit_s: float, duration_s: float)
         start = night * 86400 + rng.uniform(*STANDBY_START_HOURS) * 3600
         stop = start + rng.uniform(*STANDBY_LENGTH_HOURS) * 3600
         if stop > submit_s and start < end_s and (not windows or start >= windows[-1][1]):
-            windows.append((round(max(start, submit_s), 3), round(min(stop, end_s), 3)))
+            windows.append((max(round(start, 3), submit_s), min(round(stop, 3), end_s)))
         night += 1
     return tuple(w for w in windows if w[0] < w[1])
 

@@ -1,0 +1,104 @@
+"""The HP/spot workload generator on the spot-2026 node list (``planner.instances.spot_workload``):
+determinism, the properties its docstring promises, measured on generated workloads, and bad input."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planner.cluster import SnapshotError
+from planner.instances.spot import DEFAULT_NODE_LIST, family_of, read_node_list
+from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs
+
+pytestmark = pytest.mark.skipif(not DEFAULT_NODE_LIST.exists(), reason=f"the spot-2026 node list is not at {DEFAULT_NODE_LIST}")
+
+
+@pytest.fixture(scope="module")
+def week() -> tuple[list, list]:
+    nodes = spot2026_cluster()
+    return nodes, spot2026_jobs(nodes, 7, seed=0)
+
+
+def test_the_whole_list_and_a_week_of_jobs(week) -> None:  # type: ignore[no-untyped-def]
+    nodes, jobs = week
+    assert len(nodes) == len(read_node_list()) == 4278
+    assert len(jobs) >= 50_000 and len({j.name for j in jobs}) == len(jobs)
+    gpus, horizon = sum(n.gpus for n in nodes), 7 * 86400
+    offered = {p: sum(j.workers * j.gpus_per_worker * j.work_s for j in jobs if j.priority == p) / (gpus * horizon) for p in ("HP", "LP")}
+    assert offered["HP"] == pytest.approx(0.65, abs=0.05) and offered["LP"] == pytest.approx(0.35, abs=0.05)
+    assert all(0 <= j.submit_s < horizon and 60 <= j.work_s <= 3 * 86400 for j in jobs)
+
+
+def test_every_job_fits_a_node_of_its_family(week) -> None:  # type: ignore[no-untyped-def]
+    nodes, jobs = week
+    shapes = {(n.gpu_model, n.gpus, n.cpus, n.memory_gib) for n in nodes}
+    for job in jobs:
+        assert len({family_of(m) for m in job.gpu_models}) == 1
+        assert any(model in job.gpu_models and job.gpus_per_worker <= gpus and job.cpus_per_worker <= cpus
+                   and job.memory_gib_per_worker <= mem for model, gpus, cpus, mem in shapes), job
+
+
+def test_checkpoints_on_spot_jobs_and_standby_on_long_hp_services_peaking_at_midnight(week) -> None:  # type: ignore[no-untyped-def]
+    _, jobs = week
+    assert all(j.checkpoint_interval_s is None for j in jobs if j.priority == "HP")
+    intervals = Counter(j.checkpoint_interval_s for j in jobs if j.priority == "LP")
+    assert set(intervals) == {600.0, 1800.0, 3600.0, None} and min(intervals.values()) > 0.2 * sum(intervals.values())
+    sleepers = [j for j in jobs if j.standby_windows_s]
+    assert sleepers and all(j.priority == "HP" and j.work_s >= 12 * 3600 for j in sleepers)
+    by_hour = np.zeros(24)
+    for job in sleepers:
+        for start, end in job.standby_windows_s:
+            assert job.submit_s <= start < end <= job.submit_s + job.work_s
+            t = start
+            while t < end:
+                step = min(end, (t // 3600 + 1) * 3600)
+                by_hour[int(t // 3600) % 24] += job.workers * job.gpus_per_worker * (step - t)
+                t = step
+    share = by_hour / by_hour.sum()
+    assert share[[22, 23, 0, 1]].sum() > 0.5 and share[6:22].sum() < 0.01 and int(np.argmax(share)) in (23, 0, 1)
+
+
+def test_arrivals_follow_the_day(week) -> None:  # type: ignore[no-untyped-def]
+    _, jobs = week
+    hours = np.bincount((np.array([j.submit_s for j in jobs]) // 3600 % 24).astype(int), minlength=24)
+    assert hours[13:16].mean() > 2 * hours[1:4].mean()  # 1 + 0.5 cos: 1.5 at 14:00 against 0.5 at 02:00
+
+
+def test_the_same_seed_gives_the_same_workload_and_another_differs() -> None:
+    nodes = spot2026_cluster(60, seed=4)
+    assert nodes == spot2026_cluster(60, seed=4) and nodes != spot2026_cluster(60, seed=5)
+    a, b, c = spot2026_jobs(nodes, 0.5, seed=1), spot2026_jobs(nodes, 0.5, seed=1), spot2026_jobs(nodes, 0.5, seed=2)
+    assert a == b and a != c
+    assert len(spot2026_jobs(nodes, 0.5, jobs=321, seed=1)) == pytest.approx(321, abs=5)
+
+
+def test_a_sample_keeps_the_shape_mix() -> None:
+    nodes = spot2026_cluster(100, seed=0)
+    shapes = Counter((n.gpu_model, n.gpus) for n in nodes)
+    assert len(nodes) == 100 and shapes[("A10", 1)] == 58 and shapes[("A100-SXM4-80GB", 8)] == 10 and shapes[("H800", 8)] == 5
+
+
+def test_a_node_list_without_a_column_or_file_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "nodes.csv"
+    bad.write_text("gpu_model,gpu_capacity_num,node_name\nA10,1,n1\n")
+    with pytest.raises(SnapshotError, match="missing column.*cpu_num"):
+        spot2026_cluster(node_list=bad)
+    with pytest.raises(SnapshotError, match="no such file"):
+        spot2026_cluster(node_list=tmp_path / "absent.csv")
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda n: spot2026_jobs(n, 0), "days: must be above 0"),
+    (lambda n: spot2026_jobs(n, 1, jobs=0), "jobs: must be a whole number of at least 1"),
+    (lambda n: spot2026_jobs(n, 1, hp_load=-1), "hp_load: must be between 0 and 10"),
+    (lambda n: spot2026_jobs(n, 1, standby_share=2), "standby_share: must be between 0 and 1"),
+    (lambda n: spot2026_jobs(n, 1, hp_load=0, spot_load=0), r"hp_load \+ spot_load: must be above 0"),
+    (lambda n: spot2026_jobs([], 1), "nodes: at least one node"),
+    (lambda n: spot2026_cluster(0), "nodes: must be a whole number from 1 to 4,278"),
+])
+def test_bad_arguments_are_named(call, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match=message):
+        call(spot2026_cluster(20))
