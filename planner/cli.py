@@ -995,7 +995,7 @@ def plans(
         console.print(table)
 
 
-from planner import cli_allocate, cli_export, cli_import, cli_preempt  # noqa: E402,F401 - register their commands on ``app``
+from planner import cli_allocate, cli_export, cli_import, cli_preempt, cli_solve  # noqa: E402,F401 - register their commands on ``app``
 from planner import cli_simulate  # noqa: E402,F401 - registers ``planner simulate``
 
 
