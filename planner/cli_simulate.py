@@ -4,6 +4,7 @@ each policy and seed, and write one tidy row per (policy, seed)."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,9 @@ def simulate_spot_command(
     ),
     node_list: str = typer.Option(None, "--node-list", help="The trace's node_info_df.csv (default: ../shared/data/spot-gpu-2026/)."),
     days: float = typer.Option(1.0, "--days", help="Days of arrivals."),
+    warmup_days: float = typer.Option(
+        0.0, "--warmup-days", help="Leave the first days out of the metrics (the cluster starts empty; jobs run up to 3 days)."
+    ),
     jobs: int = typer.Option(None, "--jobs", help="Jobs in the workload (default: from the generator's loads)."),
     policy: list[str] = typer.Option(
         None, "--policy", help="A policy to replay (a preemption method, or <placement>+<method>); repeat to compare several (default: every method)."
@@ -53,6 +57,8 @@ def simulate_spot_command(
         problems.append("--seed: must be at least 0")
     if not days > 0:
         problems.append(f"--days: must be above 0, got {days:g}")
+    if not 0 <= warmup_days < days:
+        problems.append(f"--warmup-days: must be at least 0 and below --days ({days:g}), got {warmup_days:g}")
     if jobs is not None and jobs < 1:
         problems.append(f"--jobs: must be at least 1, got {jobs}")
     if not restart_overhead_s >= 0:
@@ -70,7 +76,7 @@ def simulate_spot_command(
     if problems:
         fail(problems)
     try:
-        rows, series = _run(count, node_list, days, jobs, policies, seeds, restart_overhead_s, hp_only, progress)
+        rows, series = _run(count, node_list, days, warmup_days, jobs, policies, seeds, restart_overhead_s, hp_only, progress)
     except ValueError as err:
         fail([str(err)])
     text = json.dumps({"runs": rows}, indent=1) + "\n"
@@ -87,7 +93,7 @@ def simulate_spot_command(
             fail([f"--plot: cannot write '{plot}': {err.strerror or err}"])
 
 
-def _run(count: int | None, node_list: str | None, days: float, jobs: int | None, policies: list[str], seeds: list[int],
+def _run(count: int | None, node_list: str | None, days: float, warmup_days: float, jobs: int | None, policies: list[str], seeds: list[int],
          restart_overhead_s: float, hp_only: bool, progress: bool) -> tuple[list[dict[str, Any]], dict]:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -123,8 +129,8 @@ def _run(count: int | None, node_list: str | None, days: float, jobs: int | None
                 if name == "hp-only":
                     alone = replay
                     continue
-                row = {"policy": name, "seed": s, **replay_row(replay, horizon_s, alone), "nodes": len(cluster),
-                       "days": days, "wall_s": round(wall, 3)}
+                row = {"policy": name, "seed": s, **replay_row(replay, horizon_s, alone, from_s=warmup_days * 86400),
+                       "nodes": len(cluster), "days": days, "warmup_days": warmup_days, "wall_s": round(wall, 3)}
                 rows.append(row)
                 if s == seeds[0]:
                     series[name] = replay
@@ -146,7 +152,8 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
         table.add_column(title, justify="left" if title == "policy" else "right")
     for row in rows:
         table.add_row(*[_cell(row.get(key)) for key, _ in columns])
-    Console(markup=False, highlight=False).print(table)
+    wide = None if sys.stdout.isatty() else 200  # piped or in a file: never fold the columns
+    Console(markup=False, highlight=False, width=wide).print(table)
 
 
 def _cell(value: Any) -> str:

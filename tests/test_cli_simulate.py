@@ -1,0 +1,74 @@
+"""``planner simulate spot`` run as users run it (a subprocess): tidy rows, a plot, and bad input
+refused with exit 2 naming the option."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner.instances.spot import DEFAULT_NODE_LIST
+
+PLANNER = [sys.executable, "-m", "planner.cli"]
+needs_node_list = pytest.mark.skipif(not DEFAULT_NODE_LIST.exists(), reason=f"no node list at {DEFAULT_NODE_LIST}")
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*PLANNER, "simulate", "spot", *args], capture_output=True, text=True, timeout=300)
+
+
+@needs_node_list
+def test_rows_per_policy_and_seed_and_a_plot(tmp_path: Path) -> None:
+    out, plot = tmp_path / "runs.json", tmp_path / "runs.png"
+    done = run("--nodes", "60", "--days", "0.25", "--warmup-days", "0.05", "--policy", "spotgpu", "--policy", "least-allocated+random", "--seed", "0",
+               "--seed", "3", "--restart-overhead-s", "30", "--out", str(out), "--plot", str(plot), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(out.read_text())["runs"]
+    assert [(r["policy"], r["seed"]) for r in rows] == [("spotgpu", 0), ("least-allocated+random", 0), ("spotgpu", 3),
+                                                        ("least-allocated+random", 3)]
+    for row in rows:
+        assert row["nodes"] == 60 and row["jobs"] > 40 and row["warmup_days"] == 0.05 and row["unfinished"] == 0
+        assert row["lp_jct_mean_s"] > 0 and 0 < row["gar_mean"] <= 1 and row["gar_hp_only_mean"] <= row["gar_mean"] + 1e-9
+        assert row["hp_delay_hp_only_mean_s"] is not None and row["lp_gpu_hours_lost"] >= 0
+    assert rows[0]["hp_delay_hp_only_mean_s"] == rows[1]["hp_delay_hp_only_mean_s"]  # one workload per seed, shared
+    assert rows[0]["lp_jct_mean_s"] != rows[2]["lp_jct_mean_s"]  # another seed, another workload
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "spot simulation" in done.stdout and "least-allocated+random" in done.stdout
+
+
+def test_json_to_stdout_with_out_dash(tmp_path: Path) -> None:
+    if not DEFAULT_NODE_LIST.exists():
+        pytest.skip(f"no node list at {DEFAULT_NODE_LIST}")
+    done = run("--nodes", "20", "--days", "0.05", "--policy", "volcano", "--no-hp-only", "--out", "-", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["runs"]
+    assert len(rows) == 1 and rows[0]["policy"] == "volcano" and "hp_delay_growth" not in rows[0]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--policy", "lifo"], "--policy: unknown 'lifo'"),
+    (["--policy", "bestfit+spotgpu"], "--policy: unknown 'bestfit+spotgpu'"),
+    (["--days", "0"], "--days: must be above 0"),
+    (["--days", "-1"], "--days: must be above 0"),
+    (["--nodes", "many"], "--nodes: 'spot-2026' or a number of nodes"),
+    (["--nodes", "999999"], "nodes: must be a whole number from 1 to"),
+    (["--jobs", "0"], "--jobs: must be at least 1"),
+    (["--days", "1", "--warmup-days", "1"], "--warmup-days: must be at least 0 and below --days (1)"),
+    (["--restart-overhead-s", "-5"], "--restart-overhead-s: must be at least 0"),
+    (["--plot", "out.svg"], "--plot: a .png file"),
+])
+def test_bad_options_exit_2_naming_the_option(args: list[str], message: str) -> None:
+    if "999999" in args and not DEFAULT_NODE_LIST.exists():
+        pytest.skip("needs the node list")
+    done = run(*args, "--no-progress")
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_node_list_missing_a_column_exits_2_naming_it(tmp_path: Path) -> None:
+    bad = tmp_path / "nodes.csv"
+    bad.write_text("gpu_model,gpu_capacity_num,node_name\nA10,1,n1\n")
+    done = run("--node-list", str(bad), "--nodes", "1", "--no-progress")
+    assert done.returncode == 2 and "missing column(s) cpu_num" in done.stderr and "Traceback" not in done.stderr
