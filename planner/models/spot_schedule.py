@@ -254,6 +254,8 @@ class _Model:
         self.d: dict[tuple[int, int], int] = {}
         self.y: dict[tuple[int, int, int], int] = {}
         self.y_fixed: dict[tuple[int, int], int] = {}
+        self.P: dict[tuple[int, int], int] = {}
+        self.m: dict[tuple[int, int], int] = {}
         on_node: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)  # (j, t) -> (var, GPUs)
 
         # HP jobs from arrival: one y per node for the whole run, (2d)
@@ -326,6 +328,7 @@ class _Model:
         R = {t: v for (ii, t), v in self.R.items() if ii == i}
         m.row([(v, 1) for v in R.values()], None, job.runs_allowed - 1, f"(2e) runs of {n}")
         P = {t: m.var(f"P[{n},{t}]", 0, p if t > a else 0) for t in range(a, T + 1)}
+        self.P.update({(i, t): x for t, x in P.items()})
         for t in range(a, T):
             h = [(R[u], 1) for u in range(t - r + 1, t + 1) if u in R]
             if h:
@@ -335,7 +338,7 @@ class _Model:
         for t, restart in R.items():
             m.row([(P[t], 1), (restart, p)], None, 2 * p - 1, f"(2f) restart before the end {n} {t}")
             if kappa > 1:
-                mt = m.var(f"m[{n},{t}]", 0, p // kappa)
+                mt = self.m[i, t] = m.var(f"m[{n},{t}]", 0, p // kappa)
                 m.row([(P[t], 1), (mt, -kappa)], 0, None, f"(2f) checkpoints {n} {t}")
                 m.row([(P[t], 1), (mt, -kappa), (restart, p)], None, p, f"(2f) restart at a checkpoint {n} {t}")
 
@@ -344,13 +347,15 @@ class _Model:
         inst, m = self.inst, self.milp
         restarting = {i for i, _ in self.R}
         single = [i for i in range(len(inst.jobs)) if i not in restarting]
+        self.classes: list[list[int]] = []
         if not single:
             return
-        i = min(single, key=lambda k: (inst.jobs[k].submit_slot, inst.jobs[k].name))
+        i = self.symmetry_job = min(single, key=lambda k: (inst.jobs[k].submit_slot, inst.jobs[k].name))
         classes: dict[tuple[int, str], list[int]] = defaultdict(list)
         for j in self.eligible[i]:
             classes[inst.nodes[j].gpus, inst.nodes[j].gpu_model].append(j)
-        for nodes in classes.values():
+        self.classes = [nodes for nodes in classes.values() if len(nodes) > 1]
+        for nodes in self.classes:
             for j, k in zip(nodes, nodes[1:]):
                 if i in self.fixed:
                     m.row([(self.y_fixed[i, j], 1), (self.y_fixed[i, k], -1)], 0, None, f"symmetry {j} {k}")
@@ -423,6 +428,58 @@ class _Model:
             schedule[job.name] = runs
         return schedule
 
+    def encode(self, schedule: Schedule) -> list[int] | None:
+        """The variables' values of a schedule (a warm start), or None if the model cannot express it
+        (a restart where none is allowed, an eviction between checkpoints)."""
+        inst, values = self.inst, [0] * self.milp.num_vars
+        node_index = {n.name: j for j, n in enumerate(inst.nodes)}
+        # relabel identical nodes so that the symmetry job's pods are in non-increasing order
+        rename = {n.name: n.name for n in inst.nodes}
+        if self.classes:
+            held = defaultdict(int)
+            for name in schedule[inst.jobs[self.symmetry_job].name][0].nodes:
+                held[node_index[name]] += 1
+            for nodes in self.classes:
+                for j, k in zip(nodes, sorted(nodes, key=lambda x: -held[x])):
+                    rename[inst.nodes[k].name] = inst.nodes[j].name
+        schedule = {job: [Run(r.start_slot, r.end_slot, tuple(rename[n] for n in r.nodes), r.kept_slots) for r in runs]
+                    for job, runs in schedule.items()}
+        r = inst.restart_overhead_slots
+        for i, job in enumerate(inst.jobs):
+            runs = schedule[job.name]
+            counts = [defaultdict(int) for _ in runs]
+            for k, run in enumerate(runs):
+                for name in run.nodes:
+                    counts[k][node_index[name]] += 1
+            if i in self.fixed:
+                for j, c in counts[0].items():
+                    values[self.y_fixed[i, j]] = c
+                continue
+            progress = 0
+            for k, run in enumerate(runs):
+                if k and (i, run.start_slot) not in self.R:
+                    return None
+                if k:
+                    values[self.R[i, run.start_slot]] = 1
+                for t in range(run.start_slot, run.end_slot):
+                    values[self.v[i, t]] = 1
+                    for j, c in counts[k].items():
+                        values[self.y[i, j, t]] = c
+            first = runs[0].start_slot
+            for t in range(job.submit_slot, inst.horizon_slots):
+                values[self.s[i, t]] = int(t >= first)
+                if (i, t) in self.d:
+                    values[self.d[i, t]] = int(t >= runs[-1].end_slot)
+            overhead = {t for run in runs[1:] for t in range(run.start_slot, run.start_slot + r)}
+            for t in range(job.submit_slot, inst.horizon_slots + 1):
+                if (i, t) in self.P:
+                    values[self.P[i, t]] = progress
+                if (i, t) in self.m:
+                    values[self.m[i, t]] = progress // (job.checkpoint_interval_slots or 1)
+                if t < inst.horizon_slots:
+                    progress += values[self.v[i, t]] - (t in overhead)
+        return None if self.milp.violated_rows(values) else values
+
     def _pods(self, counts: dict[int, int]) -> tuple[str, ...]:
         return tuple(self.inst.nodes[j].name for j in sorted(counts) for _ in range(counts[j]))
 
@@ -436,8 +493,10 @@ def solve_spot_schedule(inst: SpotInstance, solver: str = "cpsat", time_limit_s:
     start = time.perf_counter()
     model = _Model(inst, hp_delay)
     milp = model.milp
-    result = solve(milp, solver, max(0.05, time_limit_s - (time.perf_counter() - start)), workers, seed=seed,
-                   wall_cap_s=max(0.05, time_limit_s - (time.perf_counter() - start)))
+    warm = greedy_schedule(inst)
+    hint = model.encode(warm) if warm is not None else None
+    left = max(0.05, time_limit_s - (time.perf_counter() - start))
+    result = solve(milp, solver, left, workers, hint, seed=seed, wall_cap_s=left)
     empty = {"hp_delay_slots": None, "lost_gpu_slots": None, "completion_slots": None}
     common = {"solver": solver, "variables": milp.num_vars, "rows": milp.num_rows, "message": result.message}
     if result.values is None:
@@ -470,6 +529,63 @@ def solve_spot_schedule(inst: SpotInstance, solver: str = "cpsat", time_limit_s:
         bounds["completion_slots"] += sum_p
     return SpotScheduleResult(status, wall_s=time.perf_counter() - start, schedule=schedule, lost_gpu_slots=lost, completion_slots=completion,
                               hp_delay_slots=delay, objective=objective, bound=bounds, gap=gap, violations=violations, **common)
+
+
+def greedy_schedule(inst: SpotInstance) -> Schedule | None:
+    """A list schedule (the warm start): HP jobs at arrival, then spot jobs by arrival, each from the
+    earliest slot where its gang fits (first-fit), run until done or until its nodes are taken, then
+    cut back to its last checkpoint and resumed later (up to its runs); None when a job cannot finish
+    in the horizon this way."""
+    T, r = inst.horizon_slots, inst.restart_overhead_slots
+    free = [[n.gpus] * T for n in inst.nodes]
+
+    def place(job: ScheduleJob, start: int) -> list[int]:
+        pods: list[int] = []
+        for j, node in enumerate(inst.nodes):
+            pods += [j] * min(free[j][start] // job.gpus_per_worker, inst.pods_fit(job, node), job.workers - len(pods))
+        return pods if len(pods) == job.workers else []
+
+    def lasts(job: ScheduleJob, pods: list[int], start: int, length: int) -> int:
+        """The first slot from ``start`` (at most start + length) where the pods no longer fit."""
+        need = defaultdict(int)
+        for j in pods:
+            need[j] += job.gpus_per_worker
+        t = start
+        while t < min(T, start + length) and all(free[j][t] >= g for j, g in need.items()):
+            t += 1
+        return t
+
+    schedule: Schedule = {}
+    for job in sorted(inst.jobs, key=lambda x: (x.priority != "HP", x.submit_slot, x.name)):
+        runs, done, earliest = [], 0, job.submit_slot
+        while done < job.work_slots:
+            overhead = r if runs else 0
+            left = job.work_slots - done
+            last_run = len(runs) + 1 == job.runs_allowed or job.checkpoint_interval_slots is None
+            chosen = None
+            for start in [job.submit_slot] if job.priority == "HP" else range(earliest, T):
+                pods = place(job, start)
+                if not pods:
+                    continue
+                end = lasts(job, pods, start, overhead + left)
+                if end == start + overhead + left:
+                    chosen = (start, end, pods, left)
+                    break
+                kappa = job.checkpoint_interval_slots
+                kept = 0 if last_run or kappa is None else max(0, end - start - overhead) // kappa * kappa
+                if kept:
+                    chosen = (start, start + overhead + kept, pods, kept)
+                    break
+            if chosen is None:
+                return None
+            start, end, pods, kept = chosen
+            for j in pods:
+                for t in range(start, end):
+                    free[j][t] -= job.gpus_per_worker
+            runs.append(Run(start, end, tuple(inst.nodes[j].name for j in pods), kept))
+            done, earliest = done + kept, end
+        schedule[job.name] = runs
+    return schedule
 
 
 # ------------------------------------------------------------------------------------------------
@@ -558,5 +674,5 @@ def result_json(result: SpotScheduleResult) -> str:
     return json.dumps(result.to_dict(), indent=2) + "\n"
 
 
-__all__ = ["MAX_MODEL_CELLS", "Run", "Schedule", "SpotInstance", "SpotScheduleResult", "instance_problems", "load_instance",
+__all__ = ["MAX_MODEL_CELLS", "Run", "Schedule", "SpotInstance", "SpotScheduleResult", "greedy_schedule", "instance_problems", "load_instance",
            "parse_instance", "schedule_measures", "size_problem", "solve_spot_schedule", "validate_schedule"]
