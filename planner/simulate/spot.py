@@ -242,6 +242,8 @@ class _Replayer:
         self.now = 0.0
         self.stale: dict[tuple, int] = {}  # job shape -> a pod of that shape (proven unable to start)
         self.stale_groups: dict[tuple, list[tuple]] = {}  # (priority, models) -> shapes marked stale
+        self.open_keys: set[tuple] = set()  # shapes with pending jobs, not stale
+        self.reopened: dict[tuple, set[int]] = {}  # shape -> nodes whose freed room re-opened it since its proof
         self.events: list[tuple[float, int, str, int]] = [(j.submit_s, _ARRIVE, j.name, 0) for j in jobs]
         for j in jobs:
             for start, end in j.standby_windows_s:
@@ -301,7 +303,8 @@ class _Replayer:
         for _ in range(len(self.spec) + 1):
             started = False
             self.held_back.clear()
-            heap = [(q[0], key) for key, q in self.queues.items() if self.reoffer_all or not self._stale(key, q[0][2])]
+            keys = self.queues if self.reoffer_all else sorted(self.open_keys)
+            heap = [(self.queues[key][0], key) for key in keys if self.reoffer_all or not self._stale(key, self.queues[key][0][2])]
             heapq.heapify(heap)
             self.unstaled.clear()
             while heap:
@@ -336,7 +339,8 @@ class _Replayer:
         w = self._ensure_window(name)
         ps, job = w.ps, self.spec[name]
         j = w.job_index[name]
-        if not self.reoffer_all and self._too_few_places(w, name, job.workers):
+        key = self.keys[name]
+        if not self.reoffer_all and (self._still_closed(w, key, name) or self._too_few_places(w, name, job.workers)):
             if self.check:  # the planner agrees: nothing can be planned
                 method = self.policy.rpartition("+")[2]
                 options = PreemptOptions(method=method, now_s=now, **({"seed": self._policy(name, now)[1]} if method == "random" else {}))
@@ -383,6 +387,14 @@ class _Replayer:
             if need > 0:
                 fits = np.minimum(fits, np.floor((cap - held + rules.EPS) / need))
         return np.maximum(fits, 0) * cs.eligible[cs.pod_signature[p], nodes]
+
+    def _still_closed(self, w: Window, key: tuple, name: str) -> bool:
+        """A shape re-opened by room freed on some nodes, where none of its pods fits any more:
+        since its proof only those nodes gained room, so the proof still holds."""
+        where = self.reopened.pop(key, None)
+        if where is None:
+            return False
+        return not self._places(w, w.pods_of(name)[0], 1, np.array(sorted(where), dtype=np.int64)).any()
 
     def _too_few_places(self, w: Window, name: str, workers: int) -> bool:
         """A proof that job ``name`` cannot start now: the nodes together hold fewer of its
@@ -520,7 +532,10 @@ class _Replayer:
 
     def _queue(self, name: str) -> None:
         job = self.spec[name]
-        bisect.insort(self.queues.setdefault(self.keys[name], []), (0 if job.priority == "HP" else 1, job.submit_s, name))
+        key = self.keys[name]
+        bisect.insort(self.queues.setdefault(key, []), (0 if job.priority == "HP" else 1, job.submit_s, name))
+        if key not in self.stale:
+            self.open_keys.add(key)
         self.pending_set.add(name)
 
     def _unqueue(self, name: str) -> None:
@@ -529,6 +544,8 @@ class _Replayer:
         del queue[bisect.bisect_left(queue, (0 if job.priority == "HP" else 1, job.submit_s, name))]
         if not queue:
             del self.queues[key]
+            self.open_keys.discard(key)
+            self.reopened.pop(key, None)
         self.pending_set.discard(name)
 
     def _stale(self, key: tuple, name: str) -> bool:
@@ -546,13 +563,19 @@ class _Replayer:
 
     def _mark_stale(self, key: tuple, name: str) -> None:
         self.stale[key] = self.window.pods_of(name)[0]  # type: ignore[union-attr]
+        self.open_keys.discard(key)
+        self.reopened.pop(key, None)
         group = self.stale_groups.setdefault((key[0], key[5]), [])
         if key not in group:
             group.append(key)
 
     def _freed(self, nodes: set[int]) -> None:
         """Capacity came free on ``nodes``: shapes that may now fit there are worth offering again."""
-        if not nodes or not self.stale:
+        if not nodes:
+            return
+        if not self.stale:
+            for where in self.reopened.values():
+                where.update(nodes)
             return
         w = self.window
         assert w is not None
@@ -569,10 +592,15 @@ class _Replayer:
             held = np.where(hp, held_hp[freed][None, :], held_all[freed][None, :])
             room.append(need[pods][:, None] <= cap[freed][None, :] - held + rules.EPS)
         fits = room[0] & room[1] & room[2] & cs.eligible[cs.pod_signature[pods]][:, freed]
-        for key, again in zip(keys, fits.any(axis=1).tolist()):
+        for where in self.reopened.values():  # shapes re-opened earlier and not yet offered
+            where.update(freed.tolist())
+        for key, opened, again in zip(keys, fits.tolist(), fits.any(axis=1).tolist()):
             if again:
                 del self.stale[key]
                 self.unstaled.append(key)
+                self.reopened[key] = {int(n) for n, yes in zip(freed.tolist(), opened) if yes}
+                if key in self.queues:
+                    self.open_keys.add(key)
 
     def _ensure_window(self, name: str) -> Window:
         if self.window is not None and name in self.window:
@@ -585,6 +613,8 @@ class _Replayer:
         self.window_end = end
         self.stale.clear()
         self.stale_groups.clear()
+        self.reopened.clear()
+        self.open_keys = set(self.queues)
         self.replay.windows += 1
         return self.window
 
