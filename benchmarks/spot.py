@@ -1,90 +1,151 @@
-"""Spot simulation (issue 14), first cut -> benchmarks/results/spot.md.
+"""Spot simulation (issue 14) -> benchmarks/results/spot.md, spot.png.
 
-A synthetic workload on a small cluster, replayed by ``planner.simulate.spot.simulate`` under each
-policy, several seeds. This is NOT yet the issue's benchmark: the workload generator on the spot-2026
-node list, standby windows and the 7-day scale run are still to come; the numbers here only compare
-the policies on the same synthetic arrivals.
+1. The ASI ablation: every policy replays the same seeded workload on the spot-2026 cluster
+   (``planner.instances.spot_workload``), ``--seeds`` seeds; the HP jobs alone are replayed too, so
+   each policy's HP delay is compared with a replay where no spot job exists. Rows come from
+   ``planner.simulate.metrics.replay_row``; the table gives the mean over seeds and the min-max.
+   SpotGPU's claim (ASI Sec. 4.2): spot completion time -24% against the paper's baseline (no
+   co-location or eviction awareness, random victims: here ``random``, whose placement is the
+   least-idle rule alone), HP not affected.
+2. Simulator speed: ``planner simulate spot`` as a child process on the whole node list for 1, 3 and
+   7 days (``--scale-days``), one policy, wall time and peak memory, and the growth exponent of wall
+   time in the number of jobs.
 
-Workload (seeded): ``--jobs`` jobs arriving uniformly over ``--window-s`` seconds; 30% HP (no
-checkpoints), 70% spot (checkpoint every 120 or 300 s, or none, equally likely); 1 or 2 workers
-(2 in a third of jobs) of 1, 2, 4 or 8 GPUs; work uniform in [100, 2000) s. Cluster: ``--nodes``
-8-GPU nodes, 8 per access switch. Metrics per (policy, seed): spot completion time (mean, p90), spot
-GPU-hours lost to preemption, share of spot jobs evicted more than once, HP delay (start - submit,
-mean) and the HP delay of an HP-only replay of the same arrivals, wall time.
-
-    .venv/bin/python benchmarks/spot.py [--seeds 5] [--jobs 300] [--nodes 16]
+    .venv/bin/python benchmarks/spot.py [--seeds 5] [--days 4] [--warmup-days 1] [--nodes spot-2026|N] [--scale-days 1,3,7] [--skip-scale]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _measure import RESULTS, code_version, machine  # noqa: E402
+from _measure import REPO, RESULTS, code_version, machine, run_measured  # noqa: E402
 
-from planner.cluster import Node  # noqa: E402
-from planner.instances.spot_workload import synthetic_jobs  # noqa: E402
-from planner.simulate.spot import simulate  # noqa: E402
+from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs  # noqa: E402
+from planner.simulate.metrics import replay_row  # noqa: E402
+from planner.simulate.plots import plot_replays  # noqa: E402
+from planner.simulate.spot import POLICIES, simulate  # noqa: E402
 
-POLICIES = ("spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random")
+BASELINE = "random"
 
 
-def p90(values: list[float]) -> float:
-    return statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0]
+def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
+    count = None if args.nodes == "spot-2026" else int(args.nodes)
+    horizon, warmup = args.days * 86400, args.warmup_days * 86400
+    rows: dict[str, list[dict]] = {p: [] for p in args.policies}
+    first: dict = {}
+    described = None
+    for seed in range(args.seeds):
+        nodes = spot2026_cluster(count, seed=seed)
+        jobs = spot2026_jobs(nodes, args.days, seed=seed)
+        if described is None:
+            hp = sum(j.priority == "HP" for j in jobs)
+            described = (f"{len(nodes):,} nodes, {sum(n.gpus for n in nodes):,} GPUs; seed 0: {len(jobs):,} jobs over {args.days:g} "
+                         f"day(s), {hp:,} HP and {len(jobs) - hp:,} spot, {sum(bool(j.standby_windows_s) for j in jobs):,} HP jobs with "
+                         f"standby windows")
+        start = time.perf_counter()
+        alone = simulate(nodes, [j for j in jobs if j.priority == "HP"], "spotgpu", seed=seed)
+        print(f"seed {seed}: HP-only replay {time.perf_counter() - start:.1f} s", flush=True)
+        if seed == 0:
+            first["hp-only"] = alone
+        for policy in args.policies:
+            start = time.perf_counter()
+            replay = simulate(nodes, jobs, policy, seed=seed, restart_overhead_s=args.restart_overhead_s)
+            row = {**replay_row(replay, horizon, alone, from_s=warmup), "wall_s": time.perf_counter() - start}
+            rows[policy].append(row)
+            if seed == 0:
+                first[policy] = replay
+            print(policy, seed, {k: row[k] for k in ("lp_jct_mean_s", "lp_gpu_hours_lost", "hp_delay_growth", "gar_mean", "wall_s")}, flush=True)
+    base = statistics.mean(r["lp_jct_mean_s"] for r in rows[BASELINE]) if BASELINE in rows else None
+
+    def cell(policy: str, key: str, fmt: str, scale: float = 1.0) -> str:
+        values = [r[key] * scale for r in rows[policy] if r[key] is not None]
+        if not values:
+            return "-"
+        return f"{format(statistics.mean(values), fmt)} [{format(min(values), fmt)}, {format(max(values), fmt)}]"
+
+    lines = [
+        f"## 1. The ablation: {args.seeds} seeds, {args.days:g} days, the first {args.warmup_days:g} left out, restart overhead "
+        f"{args.restart_overhead_s:g} s", "",
+        f"Cluster and workload: {described}. Mean over seeds [min, max]. *vs {BASELINE}*: mean spot completion time "
+        f"against the `{BASELINE}` policy's (the paper's baseline). *HP delay growth*: HP start delay against the "
+        "replay of the HP jobs alone (mean of the per-seed ratios - 1; 0 = not delayed). Jobs count when submitted after "
+        "the warm-up (the cluster starts empty and jobs run up to 3 days); allocation is averaged over the same span. "
+        "Wall time is per replay, with other work on the machine.", "",
+        "| policy | spot JCT mean s | vs random | spot JCT p90 s | spot GPU-h lost | evictions per spot job | evicted twice+ | "
+        "HP delay mean s | HP delay growth | GAR with spot | standby harvested | wall s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for policy in args.policies:
+        change = "-" if base is None else f"{statistics.mean(r['lp_jct_mean_s'] for r in rows[policy]) / base - 1:+.1%}"
+        lines.append(
+            f"| {policy} | {cell(policy, 'lp_jct_mean_s', ',.0f')} | {change} | {cell(policy, 'lp_jct_p90_s', ',.0f')} | "
+            f"{cell(policy, 'lp_gpu_hours_lost', ',.0f')} | {cell(policy, 'lp_evictions_per_job', '.3f')} | "
+            f"{cell(policy, 'lp_evicted_twice_share', '.1%')} | {cell(policy, 'hp_delay_mean_s', ',.1f')} | "
+            f"{cell(policy, 'hp_delay_growth', '+.2%')} | {cell(policy, 'gar_mean', '.1%')} | {cell(policy, 'standby_harvested', '.1%')} | "
+            f"{statistics.mean(r['wall_s'] for r in rows[policy]):.1f} |")
+    some = rows[args.policies[0]]
+    lines += ["", f"HP alone (the replay without spot jobs): HP delay mean {cell(args.policies[0], 'hp_delay_hp_only_mean_s', ',.1f')} s, "
+              f"GAR {cell(args.policies[0], 'gar_hp_only_mean', '.1%')} (the paper: 68% with HP alone, 93% with spot; Fig. 9). "
+              f"Seeds: {len(some)}.", "", "![allocation over time and spot completion-time CDF, seed 0](spot.png)", ""]
+    return lines, first
+
+
+def scale(days_list: list[float]) -> list[str]:
+    lines = ["## 2. Simulator speed on the whole spot-2026 node list", "",
+             "`planner simulate spot --nodes spot-2026 --days D --policy spotgpu --no-hp-only --no-progress --out F` as a "
+             "child process; wall time end to end (generating the workload included) and the process's peak memory.", "",
+             "| days | jobs | wall s | peak RSS MiB | decisions | spot JCT mean s | GAR |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    points = []
+    for days in days_list:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "runs.json"
+            run = run_measured([str(REPO / ".venv/bin/planner"), "simulate", "spot", "--nodes", "spot-2026", "--days", f"{days:g}",
+                                "--policy", "spotgpu", "--no-hp-only", "--no-progress", "--out", str(out)])
+            if run.returncode != 0:
+                raise SystemExit(f"simulate failed for {days} days: {run.stderr[-2000:]}")
+            row = json.loads(out.read_text())["runs"][0]
+        points.append((row["jobs"], run.wall_s))
+        lines.append(f"| {days:g} | {row['jobs']:,} | {run.wall_s:.1f} | {run.peak_rss_mib:,.0f} | {row['decisions']:,} | "
+                     f"{row['lp_jct_mean_s']:,.0f} | {row['gar_mean']:.1%} |")
+        print(f"scale {days} days: {run.wall_s:.1f} s, {run.peak_rss_mib:.0f} MiB", flush=True)
+    if len(points) >= 2:
+        (j0, w0), (j1, w1) = points[0], points[-1]
+        lines += ["", f"Growth: wall time ~ jobs^{math.log(w1 / w0) / math.log(j1 / j0):.2f} between {j0:,} and {j1:,} jobs."]
+    return lines + [""]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--jobs", type=int, default=300)
-    parser.add_argument("--nodes", type=int, default=16)
-    parser.add_argument("--window-s", type=int, default=4000)
+    parser.add_argument("--days", type=float, default=4.0)
+    parser.add_argument("--warmup-days", type=float, default=1.0)
+    parser.add_argument("--nodes", default="spot-2026")
+    parser.add_argument("--policies", default=",".join([*POLICIES, "least-allocated+k8s-default"]))
+    parser.add_argument("--restart-overhead-s", type=float, default=60.0)
+    parser.add_argument("--scale-days", default="1,3,7")
+    parser.add_argument("--skip-scale", action="store_true")
     args = parser.parse_args()
-    nodes = [Node(name=f"n{i:03d}", gpus=8, cpus=96, memory_gib=512, asw=f"s{i // 8}") for i in range(args.nodes)]
-    rows = {p: [] for p in POLICIES}
-    for seed in range(args.seeds):
-        jobs = synthetic_jobs(seed, args.jobs, args.window_s)
-        hp_only = simulate(nodes, [j for j in jobs if j.priority == "HP"], "spotgpu")
-        hp_alone = statistics.mean(o.first_start_s - o.submit_s for o in hp_only.outcomes.values())
-        for policy in POLICIES:
-            start = time.perf_counter()
-            replay = simulate(nodes, jobs, policy, seed=seed)
-            wall = time.perf_counter() - start
-            spot = [o for o in replay.outcomes.values() if o.priority == "LP"]
-            jct = [o.finish_s - o.submit_s for o in spot if o.finish_s is not None]
-            hp = [o.first_start_s - o.submit_s for o in replay.outcomes.values() if o.priority == "HP" and o.first_start_s is not None]
-            rows[policy].append({"jct_mean": statistics.mean(jct), "jct_p90": p90(jct), "lost_h": replay.lost_gpu_s / 3600,
-                                 "twice": sum(o.evictions > 1 for o in spot) / len(spot), "hp_delay": statistics.mean(hp),
-                                 "hp_alone": hp_alone, "unfinished": sum(o.finish_s is None for o in replay.outcomes.values()),
-                                 "wall": wall, "decisions": replay.decisions})
-            print(policy, seed, {k: round(v, 2) for k, v in rows[policy][-1].items()}, flush=True)
-    base = statistics.mean(r["jct_mean"] for r in rows["random"])
-    lines = [
-        "# Spot simulation (first cut: synthetic workload)", "",
-        f"Machine: {machine()}; {code_version()}. Reproduce: `.venv/bin/python benchmarks/spot.py --seeds {args.seeds} "
-        f"--jobs {args.jobs} --nodes {args.nodes}`.", "",
-        __doc__.split("\n\n")[2].replace("\n", " "), "",
-        f"{args.jobs} jobs over {args.window_s:,} s on {args.nodes} 8-GPU nodes; {args.seeds} seeds; mean over seeds "
-        "(min-max in brackets). *vs random*: mean spot completion time against the random-victim policy's.", "",
-        "| policy | spot JCT mean s | vs random | spot JCT p90 s | spot GPU-h lost | spot evicted twice+ | HP delay mean s | HP delay, HP-only replay | unfinished | wall s (mean) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-
-    def cell(policy: str, key: str, fmt: str) -> str:
-        values = [r[key] for r in rows[policy]]
-        return f"{format(statistics.mean(values), fmt)} [{format(min(values), fmt)}-{format(max(values), fmt)}]"
-
-    for policy in POLICIES:
-        change = statistics.mean(r["jct_mean"] for r in rows[policy]) / base - 1
-        lines.append(f"| {policy} | {cell(policy, 'jct_mean', ',.0f')} | {change:+.1%} | {cell(policy, 'jct_p90', ',.0f')} | "
-                     f"{cell(policy, 'lost_h', '.2f')} | {cell(policy, 'twice', '.1%')} | {cell(policy, 'hp_delay', '.1f')} | "
-                     f"{cell(policy, 'hp_alone', '.1f')} | {sum(r['unfinished'] for r in rows[policy])} | "
-                     f"{statistics.mean(r['wall'] for r in rows[policy]):.1f} |")
+    args.policies = args.policies.split(",")
+    command = " ".join(["benchmarks/spot.py", *sys.argv[1:]])
+    lines = ["# Spot simulation", "",
+             f"Machine: {machine()}; {code_version()}; load average at start {os.getloadavg()[0]:.2f}. "
+             f"Reproduce: `.venv/bin/python {command}`.", "",
+             __doc__.split("\n\n")[1].replace("\n", " "), ""]
+    ablation_lines, first = ablation(args)
+    lines += ablation_lines
+    plot_replays(first, str(RESULTS / "spot.png"))
+    if not args.skip_scale:
+        lines += scale([float(d) for d in args.scale_days.split(",")])
     (RESULTS / "spot.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {RESULTS / 'spot.md'}")
 
