@@ -211,3 +211,18 @@ def test_placement_pairs_keep_every_rule_in_whole_replays(policy: str) -> None:
 def test_an_unknown_placement_is_named() -> None:
     with pytest.raises(ValueError, match="placement of spotgpu, least-allocated, random"):
         simulate(two_nodes(), [], "bestfit+spotgpu")
+
+
+@pytest.mark.skipif(not __import__("planner.instances.spot", fromlist=["x"]).DEFAULT_NODE_LIST.exists(), reason="needs the spot-2026 node list")
+def test_two_days_of_the_spot_2026_workload_under_check_with_standby_and_small_windows() -> None:
+    """The generator's workload on 24 real nodes, every HP service on standby at night and spot demand
+    high: every decision (wakes included) is the planner's validated plan, every state keeps the rules,
+    spot pods use lent GPUs, and wakes evict them."""
+    from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs
+
+    nodes = spot2026_cluster(24, seed=1)
+    jobs = spot2026_jobs(nodes, 2, seed=1, standby_share=1.0, spot_load=1.0)
+    replay = simulate(nodes, jobs, "spotgpu", restart_overhead_s=30, check=True, window_jobs=50)
+    assert replay.windows > 5 and replay.standby_harvested is not None and replay.standby_harvested > 0.1
+    assert sum(o.evictions for o in replay.outcomes.values()) > 0
+    assert all(o.finish_s is not None for o in replay.outcomes.values())

@@ -67,6 +67,13 @@ def test_arrivals_follow_the_day(week) -> None:  # type: ignore[no-untyped-def]
     assert hours[13:16].mean() > 2 * hours[1:4].mean()  # 1 + 0.5 cos: 1.5 at 14:00 against 0.5 at 02:00
 
 
+def test_a_small_sample_gets_gangs_its_nodes_can_hold() -> None:
+    nodes = spot2026_cluster(24, seed=1)
+    for job in spot2026_jobs(nodes, 2, seed=1):
+        holds = sum(min(n.gpus // job.gpus_per_worker, int(n.cpus // job.cpus_per_worker)) for n in nodes if n.gpu_model in job.gpu_models)
+        assert holds >= job.workers, job
+
+
 def test_the_same_seed_gives_the_same_workload_and_another_differs() -> None:
     nodes = spot2026_cluster(60, seed=4)
     assert nodes == spot2026_cluster(60, seed=4) and nodes != spot2026_cluster(60, seed=5)

@@ -88,7 +88,8 @@ def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed:
     * priority: HP with probability hp_load / (hp_load + spot_load) (the two kinds have the same
       size distribution, so the offered GPU-time splits the same way);
     * per-worker GPUs: 1 on families of 1-GPU nodes, else (1, 2, 4, 8) with probabilities
-      (0.3, 0.2, 0.2, 0.3) up to the family's largest node; workers 1, 2 or 4 (0.85, 0.10, 0.05);
+      (0.3, 0.2, 0.2, 0.3) up to the family's largest node; workers 1, 2 or 4 (0.85, 0.10, 0.05), at
+      most as many as the family's nodes hold together (a small sample has few large nodes);
       CPUs 4, 8, 12 or 16 per GPU (at most the smallest CPU/GPU ratio of the family's nodes),
       4, 6 or 8 GiB per CPU;
     * duration: lognormal (``DURATION_MEDIAN_S``, ``DURATION_SIGMA``: the GFS paper's P90 6.4 h
@@ -153,6 +154,11 @@ def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed:
         per_worker = rng.choice(sizes, size=count, p=weights)
         workers = rng.choice(WORKERS[0], size=count, p=WORKERS[1])
         cpus = rng.choice(cpu_choices, size=count) * per_worker
+        # a gang never outnumbers the pods of its size the family's empty nodes hold together
+        gpus_of = np.array([n.gpus for n in members])
+        cpus_of = np.array([n.cpus for n in members])
+        room = {g: int(np.minimum(gpus_of // g, cpus_of // (g * max(cpu_choices))).sum()) for g in sizes}
+        workers = np.minimum(workers, np.maximum(1, np.array([room[int(g)] for g in per_worker])))
         gib = rng.choice(GIB_PER_CPU, size=count) * cpus
         duration = np.clip(np.exp(rng.normal(np.log(DURATION_MEDIAN_S), DURATION_SIGMA, size=count)), DURATION_MIN_S, max_duration_s)
         interval = rng.integers(0, len(CHECKPOINT_INTERVALS_S), size=count)
