@@ -221,7 +221,8 @@ class SpotScheduleResult:
     bound: dict[str, int | None]
     """Proven lower bound of each level, given only once the levels before it are proven."""
     gap: float | None
-    """Relative gap of the first level not proven ((value - bound) / value); 0 when optimal."""
+    """Relative gap of the first level not proven, on the values reported ((value - bound) / value);
+    0 when optimal; None when no bound is known for it."""
     variables: int
     rows: int
     message: str = ""
@@ -507,15 +508,6 @@ def solve_spot_schedule(inst: SpotInstance, solver: str = "cpsat", time_limit_s:
     schedule = model.decode(result.values)
     found = model.level_values(result.values)
     bounds = model.level_bounds(result.bound, found)
-    gap: float | None = 0.0
-    for name in ("hp_delay_slots", "lost_gpu_slots", "completion_slots"):
-        if bounds[name] is None:
-            gap = None
-            break
-        if bounds[name] < found[name]:
-            gap = (found[name] - bounds[name]) / found[name]
-            break
-    status = "optimal" if gap == 0.0 else "feasible"
     lost, completion, delay = schedule_measures(inst, schedule)
     objective = dict(found)
     sum_p = sum(j.work_slots for j in inst.jobs if j.priority == "LP")
@@ -527,6 +519,15 @@ def solve_spot_schedule(inst: SpotInstance, solver: str = "cpsat", time_limit_s:
                           f"the model said {objective}")
     if bounds["completion_slots"] is not None:
         bounds["completion_slots"] += sum_p
+    gap: float | None = 0.0
+    for name in ("hp_delay_slots", "lost_gpu_slots", "completion_slots"):
+        if bounds[name] is None:
+            gap = None
+            break
+        if bounds[name] < objective[name]:
+            gap = (objective[name] - bounds[name]) / objective[name]
+            break
+    status = "optimal" if gap == 0.0 else "feasible"
     return SpotScheduleResult(status, wall_s=time.perf_counter() - start, schedule=schedule, lost_gpu_slots=lost, completion_slots=completion,
                               hp_delay_slots=delay, objective=objective, bound=bounds, gap=gap, violations=violations, **common)
 
