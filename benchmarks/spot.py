@@ -140,7 +140,7 @@ def main() -> None:
     lines = ["# Spot simulation", "",
              f"Machine: {machine()}; {code_version()}; load average at start {os.getloadavg()[0]:.2f}. "
              f"Reproduce: `.venv/bin/python {command}`.", "",
-             __doc__.split("\n\n")[1].replace("\n", " "), ""]
+             " ".join(line.strip() for line in __doc__.split("\n\n")[1].splitlines()), ""]
     ablation_lines, first = ablation(args)
     lines += ablation_lines
     plot_replays(first, str(RESULTS / "spot.png"))
