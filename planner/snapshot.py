@@ -10,13 +10,21 @@ from __future__ import annotations
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from planner import rules
-from planner.cluster import SNAPSHOT_VERSION, Cluster, SnapshotError, duplicate_key_problems, pydantic_problems, reference_problems
+from planner.cluster import (
+    SNAPSHOT_VERSION,
+    Cluster,
+    SnapshotError,
+    duplicate_key_problems,
+    pydantic_problems,
+    reference_problems,
+)
 
 
 def read_text(path: str | Path, what: str = "snapshot") -> str:
@@ -33,19 +41,28 @@ def read_text(path: str | Path, what: str = "snapshot") -> str:
         raise SnapshotError([f"{what}: cannot read '{path}': {err}"]) from None
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
 def parse_cluster(text: str | bytes, source: str = "snapshot") -> Cluster:
     """Parse and check a snapshot; raise SnapshotError listing every problem."""
+    return parse_checked(text, Cluster, source, consistency_problems)
+
+
+def parse_checked(text: str | bytes, model: type[M], source: str, problems_of: Callable[[M], list[str]]) -> M:
+    """JSON text as a ``model`` (duplicate keys and every field checked), then ``problems_of`` the
+    value; raise SnapshotError naming each problem."""
     duplicates = duplicate_key_problems(text, source)
     if duplicates:
         raise SnapshotError(duplicates)
     try:
-        cluster = Cluster.model_validate_json(text)
+        value = model.model_validate_json(text)
     except ValidationError as err:
-        raise SnapshotError(pydantic_problems(err, Cluster, source)) from None
-    problems = consistency_problems(cluster)
+        raise SnapshotError(pydantic_problems(err, model, source)) from None
+    problems = problems_of(value)
     if problems:
         raise SnapshotError(problems)
-    return cluster
+    return value
 
 
 def consistency_problems(cluster: Cluster) -> list[str]:

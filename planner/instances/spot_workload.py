@@ -15,7 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from planner.cluster import Node
-from planner.instances.spot import DEFAULT_NODE_LIST, family_of, nodes_of_rows, read_node_list
+from planner.instances.spot import (
+    DEFAULT_NODE_LIST,
+    family_of,
+    nodes_of_rows,
+    read_node_list,
+)
 from planner.simulate.spot import SimJob
 
 
@@ -126,7 +131,6 @@ def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed:
     families: dict[str, list[Node]] = {}
     for node in nodes:
         families.setdefault(family_of(node.gpu_model), []).append(node)
-    total_gpus = sum(n.gpus for n in nodes)
     horizon_s = days * 86400.0
     mean_duration = _mean_duration_s(max_duration_s)
     plans = []

@@ -49,14 +49,19 @@ import numpy as np
 
 from planner import rules
 from planner.cluster import Cluster, Job, Node, Pod
-from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate, policy_of
-from planner.validate_preempt import validate_preempt
+from planner.engine.preempt import (
+    PreemptOptions,
+    plan_preempt,
+    plan_reactivate,
+    policy_of,
+)
 from planner.heuristics.gang import Choice, place_job
 from planner.heuristics.placement import PLACEMENTS, Combined
 from planner.plans import Placement, PreemptPlan, Victim
 from planner.preempt_state import Ask
 from planner.simulate.window import Window, kept_progress_s
 from planner.state import PENDING
+from planner.validate_preempt import validate_preempt
 
 POLICIES = ("spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random")
 """Policies by ``plan_preempt``'s method name; ``<placement>+<policy>`` pairs any placement of
