@@ -67,6 +67,33 @@ def test_arrivals_follow_the_day(week) -> None:  # type: ignore[no-untyped-def]
     assert hours[13:16].mean() > 2 * hours[1:4].mean()  # 1 + 0.5 cos: 1.5 at 14:00 against 0.5 at 02:00
 
 
+def _held_share_by_day(nodes: list, jobs: list, days: int, priority: str) -> np.ndarray:
+    """Mean share of the GPUs the jobs of one priority would hold each day if each started on arrival."""
+    jobs = [j for j in jobs if j.priority == priority]
+    start = np.array([j.submit_s for j in jobs])
+    gpus = np.array([j.workers * j.gpus_per_worker for j in jobs], dtype=float)
+    times, steps = np.concatenate([start, start + np.array([j.work_s for j in jobs])]), np.concatenate([gpus, -gpus])
+    order = np.argsort(times, kind="stable")
+    grid = np.arange(0, days * 86400, 300.0)
+    at = np.searchsorted(times[order], grid, side="right")
+    held = np.where(at > 0, np.cumsum(steps[order])[np.maximum(at - 1, 0)], 0.0) / sum(n.gpus for n in nodes)
+    return held.reshape(days, -1).mean(axis=1)
+
+
+def test_a_cold_start_climbs_for_days_and_a_warm_start_holds_the_loads_from_day_one(week) -> None:  # type: ignore[no-untyped-def]
+    nodes, _ = week
+    cold, warm = spot2026_jobs(nodes, 3, seed=2), spot2026_jobs(nodes, 3, seed=2, warm_start=True)
+    climbing = _held_share_by_day(nodes, cold, 3, "HP")
+    assert 0.15 < climbing[0] < 0.3 and climbing[0] < climbing[1] < climbing[2] < 0.65
+    assert _held_share_by_day(nodes, warm, 3, "HP") == pytest.approx([0.65] * 3, abs=0.06)
+    assert _held_share_by_day(nodes, warm, 3, "LP") == pytest.approx([0.35] * 3, abs=0.06)
+    past = [j for j in warm if "-w" in j.name]
+    assert [j for j in warm if "-w" not in j.name] == cold  # the jobs after time 0 do not change
+    assert 2_000 < len(past) < 5_000 and len({j.name for j in warm}) == len(warm)
+    assert all(j.submit_s == 0 and 0 < j.work_s <= 3 * 86400 for j in past)
+    assert any(j.standby_windows_s for j in past) and all(not j.standby_windows_s for j in past if j.priority == "LP")
+
+
 def test_a_small_sample_gets_gangs_its_nodes_can_hold() -> None:
     nodes = spot2026_cluster(24, seed=1)
     for job in spot2026_jobs(nodes, 2, seed=1):
@@ -104,6 +131,8 @@ def test_a_node_list_without_a_column_or_file_is_named(tmp_path: Path) -> None:
     (lambda n: spot2026_jobs(n, 1, standby_share=2), "standby_share: must be between 0 and 1"),
     (lambda n: spot2026_jobs(n, 1, hp_load=0, spot_load=0), r"hp_load \+ spot_load: must be above 0"),
     (lambda n: spot2026_jobs([], 1), "nodes: at least one node"),
+    (lambda n: spot2026_jobs(n, 1, seed=-1), "seed: must be a whole number of at least 0"),
+    (lambda n: spot2026_jobs(n, 1, warm_start="yes"), "warm_start: must be True or False"),
     (lambda n: spot2026_cluster(0), "nodes: must be a whole number from 1 to 4,278"),
 ])
 def test_bad_arguments_are_named(call, message: str) -> None:  # type: ignore[no-untyped-def]

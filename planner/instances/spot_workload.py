@@ -5,11 +5,86 @@
 70% spot (checkpoint every 120 or 300 s, or none, equally likely); 1 or 2 workers (2 in a third of
 jobs) of 1, 2, 4 or 8 GPUs; work uniform in [100, 2000) s on a 10 s grid. Names are ``h<k>`` (HP) and
 ``s<k>`` (spot), k the arrival draw's index, four digits.
+
+``spot2026_cluster`` and ``spot2026_jobs``: days of HP and spot jobs on the real node list of
+Alibaba's spot-GPU trace (cluster-trace-v2026-spot-gpu, published with the GFS paper, arXiv
+2509.11134). The trace's job table is not available here, so every distribution below is a choice.
+Where a published fact backs a choice, the fact and its source are given; otherwise the choice is ours.
+
+Facts used (and where they were read):
+
+* the trace's README (alibaba/clusterdata, ``cluster-trace-v2026-spot-gpu/README.md``): the job
+  fields (``gpu_request`` is per worker, ``worker_num`` the workers, ``job_type`` HP or Spot), and
+  four sample rows: two HP A10 jobs of 1 GPU with 20 and 8 CPUs that last 2,764,799 s (32 days) and
+  15,897,599 s (184 days); two spot A100-SXM4-80GB jobs of 16 and 94 workers, each worker 1 GPU and
+  15 CPUs, that last 41,060 s and 71,718 s;
+* the ASI paper (``shared/papers/000_5ced3f04029264aa.txt``): GPU allocation 68% with HP jobs alone
+  and 93% with HP and LP together (Fig. 9); GPU requests follow strong diurnal cycles, more by day
+  than late at night (Fig. 5); the median job runs 5 h and the HP P90 is 24 h (Sec. 3.2); GPU
+  sharing is rarely used (abstract); standby GPU-hours are diurnal and surge at midnight to as much
+  as 10,000 (Fig. 16); a spot job's user sets its checkpoint interval (Sec. 4.2);
+* the GFS paper's task-duration percentiles P90 6.4 h and P99 19.8 days, as an earlier revision of
+  this module cites them. The stored copy of the paper searched for this revision shows only its
+  abstract, so these two numbers are not re-checked here.
+
+Time 0 is midnight of day 1; hour h of a time t is (t / 3600) mod 24. Per GPU model family f
+(``spot.family_of``: A100-SXM4-80GB and A800-SXM4-80GB are one family, every other model its own),
+with G_f its GPUs and T = days x 86,400 s:
+
+* **family:** a job is pinned to one family (``gpu_models`` = the family's models) and the families
+  get jobs in proportion to their GPUs (the README's jobs each name one model);
+* **priority:** HP with probability p_HP = hp_load / (hp_load + spot_load). HP and spot jobs share
+  one size and duration law, so the offered GPU-time splits in the same ratio (our choice; the
+  README's two HP samples run 32 and 184 days and its two spot samples 11 and 20 h, and ASI Sec. 3.1
+  finds online inference and training mostly HP: a longer HP law is not modelled);
+* **GPUs per worker g:** whole GPUs (ASI: sharing is rare): 1 on families of 1-GPU nodes, else
+  1, 2, 4 or 8 with probabilities 0.3, 0.2, 0.2, 0.3, up to the family's largest node (our choice);
+* **workers w:** 1, 2 or 4 with probabilities 0.85, 0.10, 0.05, cut to the pods of that size the
+  family's nodes hold together (our choice; the README's 16- and 94-worker spot gangs are a tail
+  this generator leaves out);
+* **CPUs per worker:** g x c, c drawn from 4, 8, 12, 16 CPUs per GPU up to the smallest CPU/GPU
+  ratio of the family's nodes (ASI Sec. 3.3 caps the ratio per server type; the README's samples ask
+  8 to 20 per GPU); memory 4, 6 or 8 GiB per CPU (the nodes have 8 GiB per vCPU, so memory never
+  decides a fit alone);
+* **duration D:** lognormal, median 117 s and sigma 4.12 (the fit through P90 6.4 h and P99 19.8 days:
+  sigma = ln(19.8 d / 6.4 h) / (z_0.99 - z_0.90) = 4.307 / 1.0447, median = 6.4 h / exp(1.2816 sigma)),
+  kept within [60 s, ``max_duration_s``] (default 3 days, so a replay of a week ends);
+* **arrivals:** a Poisson process with rate proportional to 1 + 0.5 cos(2 pi (h - 14) / 24): busiest
+  at 14:00, three times quieter at 02:00 (ASI Fig. 5's shape; amplitude and peak hour are ours);
+* **checkpoints:** spot jobs checkpoint every 600, 1800 or 3600 s of progress or never, equally
+  likely; HP jobs never;
+* **standby:** an HP job of at least 12 h is a service; with probability ``standby_share`` it goes
+  on standby every night it runs, from a start uniform in 22:00-01:00 for a length uniform in 2-6 h,
+  clipped to its run (ASI Fig. 16: standby GPU-hours peak around midnight; the window is ours).
+
+Load. With E[g], E[w] the family's mean sizes and E[D] = E[min(max(D, 60 s), max_duration_s)] (by
+quadrature, no sampling noise), family f gets
+
+    N_f = (hp_load + spot_load) x G_f x T / (E[g] x E[w] x E[D])
+
+jobs (or ``jobs`` split over the families in the same proportions), so the offered GPU-time
+sum of g x w x D is (hp_load + spot_load) x G x T, hp_load x G x T of it HP. The defaults, hp_load
+0.65 and spot_load 0.35, aim at ASI's 68% HP-only allocation and an offered total of 100% (above
+ASI's 93% with spot). A week on the whole list is 146,627 jobs, made in about 0.7 s.
+
+Warm-up. Jobs arrive from time 0 only, so the GPUs they would hold at time t (each started at
+once) is only load x E[min(D, t)] / E[D]: it climbs for ``max_duration_s``. Measured on the whole
+list (seed 0, a week, each job started on arrival), the HP jobs would hold 0.22 of the GPUs on day 1,
+0.44 on day 2, 0.56 on day 3 and 0.63-0.64 from day 4.
+``warm_start=True`` adds the jobs a stationary past leaves running at time 0: arrivals over
+[-max_duration_s, 0) at the same rate whose D ends after 0 become jobs submitted at 0 with the rest
+of their work (``w<k>`` names), drawn from a second seeded stream so the jobs after time 0 are the
+same with or without it. The demand is then at hp_load and spot_load from the first day: on the
+whole list, 3,487 more jobs and HP 0.62-0.64 every day of the week (0.60-0.68 a day over seeds 0-5).
+It is off by default so that the published benchmarks (``benchmarks/results/spot.md``, which leave
+day 1 out) replay the same workload.
 """
 
 from __future__ import annotations
 
+import numbers
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,20 +110,19 @@ def synthetic_jobs(seed: int, count: int, window_s: int = 4000) -> list[SimJob]:
     return jobs
 
 
-
-
 # ----------------------------------------------------------------------------------------------
 # Days of HP and spot jobs on the spot-2026 node list
 # ----------------------------------------------------------------------------------------------
 
 DURATION_MEDIAN_S = 117.0
 DURATION_SIGMA = 4.12
-"""Job durations are lognormal with these parameters: the fit through the GFS paper's runtime
-percentiles for this cluster's tasks (P90 6.4 h, P99 19.8 days: ln-ratio 4.307 over z99 - z90 =
-1.0447 gives sigma 4.12, and P90 / exp(1.2816 sigma) a median of 117 s)."""
+"""Job durations are lognormal with these parameters: the fit through the task-duration percentiles
+P90 6.4 h and P99 19.8 days attributed to the GFS paper (see the module docstring): ln-ratio 4.307
+over z99 - z90 = 1.0447 gives sigma 4.12, and P90 / exp(1.2816 sigma) a median of 117 s."""
 DURATION_MIN_S = 60.0
 GPUS_PER_WORKER = ((1, 2, 4, 8), (0.3, 0.2, 0.2, 0.3))
-"""Per-worker GPUs on 8-GPU (and 4-GPU) nodes; GFS: LLM tasks take whole cards, many take a node."""
+"""Per-worker GPUs and their probabilities on 8-GPU (and 4-GPU) nodes: whole GPUs (ASI: sharing is
+rare); the weights are our choice."""
 WORKERS = ((1, 2, 4), (0.85, 0.10, 0.05))
 CPUS_PER_GPU = (4, 8, 12, 16)
 GIB_PER_CPU = (4, 6, 8)
@@ -84,50 +158,16 @@ def spot2026_cluster(nodes: int | None = None, seed: int = 0, node_list: Path | 
 
 
 def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed: int = 0, hp_load: float = 0.65,
-                  spot_load: float = 0.35, standby_share: float = 0.5, max_duration_s: float = 3 * 86400.0) -> list[SimJob]:
-    """HP and spot jobs arriving over ``days`` days on ``nodes`` (time 0 is midnight of day 1).
-
-    Each GPU model family (``spot.family_of``) gets jobs in proportion to its GPUs; a job is pinned
-    to its family. Per job:
-
-    * priority: HP with probability hp_load / (hp_load + spot_load) (the two kinds have the same
-      size distribution, so the offered GPU-time splits the same way);
-    * per-worker GPUs: 1 on families of 1-GPU nodes, else (1, 2, 4, 8) with probabilities
-      (0.3, 0.2, 0.2, 0.3) up to the family's largest node; workers 1, 2 or 4 (0.85, 0.10, 0.05), at
-      most as many as the family's nodes hold together (a small sample has few large nodes);
-      CPUs 4, 8, 12 or 16 per GPU (at most the smallest CPU/GPU ratio of the family's nodes),
-      4, 6 or 8 GiB per CPU;
-    * duration: lognormal (``DURATION_MEDIAN_S``, ``DURATION_SIGMA``: the GFS paper's P90 6.4 h
-      and P99 19.8 days), at least 60 s and at most ``max_duration_s`` (default 3 days, so a replay
-      of a week ends);
-    * submit time: a Poisson process whose rate follows a day: 1 + 0.5 cos(2 pi (hour - 14) / 24)
-      (busiest at 14:00, quietest at 02:00; our choice, the diurnal HP demand ASI describes);
-    * spot jobs checkpoint every 600, 1800 or 3600 s of progress or never, equally likely (ASI:
-      users choose the interval);
-    * an HP job of at least 12 h is a service that goes on standby at night with probability
-      ``standby_share``: every night it may run, a window from 22:00-01:00 (uniform) lasting 2-6 h,
-      so standby GPU-hours peak around midnight (ASI Fig. 16).
-
-    The number of jobs: ``jobs`` if given, else what makes the offered GPU-time per day
-    (hp_load + spot_load) x the cluster's GPUs, from the sizes' expected GPU-seconds per job.
-    """
-    problems = []
-    if isinstance(days, bool) or not isinstance(days, (int, float)) or not 0 < days <= 366:
-        problems.append(f"days: must be above 0 and at most 366, got {days!r}")
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        problems.append(f"jobs: must be a whole number of at least 1, got {jobs!r}")
-    for name, value in (("hp_load", hp_load), ("spot_load", spot_load), ("standby_share", standby_share)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= (1 if name == "standby_share" else 10):
-            problems.append(f"{name}: must be between 0 and {1 if name == 'standby_share' else 10}, got {value!r}")
-    if not isinstance(max_duration_s, (int, float)) or not max_duration_s >= DURATION_MIN_S:
-        problems.append(f"max_duration_s: must be at least {DURATION_MIN_S:g}, got {max_duration_s!r}")
-    if not nodes:
-        problems.append("nodes: at least one node")
-    if not problems and hp_load + spot_load <= 0:
-        problems.append("hp_load + spot_load: must be above 0")
-    if problems:
-        raise ValueError("; ".join(problems))
+                  spot_load: float = 0.35, standby_share: float = 0.5, max_duration_s: float = 3 * 86400.0,
+                  warm_start: bool = False) -> list[SimJob]:
+    """HP and spot jobs arriving over ``days`` days on ``nodes`` (time 0 is midnight of day 1), drawn
+    from the laws in the module docstring: ``jobs`` jobs if given, else as many as make the offered
+    GPU-time (hp_load + spot_load) x GPUs x days; with ``warm_start``, plus the jobs a stationary
+    past leaves running at time 0 (submitted at 0 with the rest of their work). Names are
+    ``hp-<family>-<k>`` and ``spot-<family>-<k>`` (``w<k>`` for the warm start's jobs)."""
+    _check_jobs_arguments(nodes, days, jobs, seed, hp_load, spot_load, standby_share, max_duration_s, warm_start)
     rng = np.random.default_rng(seed)
+    warm_rng = np.random.default_rng([seed, 1])
     families: dict[str, list[Node]] = {}
     for node in nodes:
         families.setdefault(family_of(node.gpu_model), []).append(node)
@@ -143,39 +183,123 @@ def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed:
         weights /= weights.sum()
         per_job = float(np.dot(sizes, weights)) * float(np.dot(*WORKERS)) * mean_duration
         wanted = (hp_load + spot_load) * gpus * horizon_s / per_job
-        plans.append((family, members, sizes, weights, gpus, wanted))
-    wanted_total = sum(p[5] for p in plans)
+        plans.append(_Family(family, members, sizes, weights, wanted))
+    wanted_total = sum(p.wanted for p in plans)
+    hp_share = hp_load / (hp_load + spot_load)
     out: list[SimJob] = []
-    for family, members, sizes, weights, gpus, wanted in plans:
-        count = int(round(wanted if jobs is None else jobs * wanted / wanted_total))
-        if not count:
-            continue
-        models = tuple(sorted({n.gpu_model for n in members}))
-        cpu_ratio = min(n.cpus / n.gpus for n in members)
-        cpu_choices = [c for c in CPUS_PER_GPU if c <= cpu_ratio] or [max(1.0, float(np.floor(cpu_ratio)))]
-        submit = _diurnal_arrivals(rng, count, horizon_s)
-        hp = rng.random(count) < hp_load / (hp_load + spot_load)
-        per_worker = rng.choice(sizes, size=count, p=weights)
-        workers = rng.choice(WORKERS[0], size=count, p=WORKERS[1])
-        cpus = rng.choice(cpu_choices, size=count) * per_worker
-        # a gang never outnumbers the pods of its size the family's empty nodes hold together
-        gpus_of = np.array([n.gpus for n in members])
-        cpus_of = np.array([n.cpus for n in members])
-        room = {g: int(np.minimum(gpus_of // g, cpus_of // (g * max(cpu_choices))).sum()) for g in sizes}
-        workers = np.minimum(workers, np.maximum(1, np.array([room[int(g)] for g in per_worker])))
-        gib = rng.choice(GIB_PER_CPU, size=count) * cpus
-        duration = np.clip(np.exp(rng.normal(np.log(DURATION_MEDIAN_S), DURATION_SIGMA, size=count)), DURATION_MIN_S, max_duration_s)
-        interval = rng.integers(0, len(CHECKPOINT_INTERVALS_S), size=count)
-        sleeps = hp & (duration >= STANDBY_MIN_DURATION_S) & (rng.random(count) < standby_share)
-        tag = family.replace(" ", "_")
-        submit, duration = np.round(submit, 3), np.round(duration, 3)
-        for k in range(count):
-            windows = _night_windows(rng, float(submit[k]), float(duration[k])) if sleeps[k] else ()
-            out.append(SimJob(
-                f"{'hp' if hp[k] else 'spot'}-{tag}-{k:06d}", "HP" if hp[k] else "LP", submit_s=float(submit[k]),
-                work_s=float(duration[k]), workers=int(workers[k]), gpus_per_worker=int(per_worker[k]),
-                cpus_per_worker=float(cpus[k]), memory_gib_per_worker=float(gib[k]), gpu_models=models,
-                checkpoint_interval_s=None if hp[k] else CHECKPOINT_INTERVALS_S[int(interval[k])], standby_windows_s=windows))
+    for plan in plans:
+        expected = plan.wanted if jobs is None else jobs * plan.wanted / wanted_total
+        count = round(expected)
+        if count:
+            draws = _draw_jobs(rng, plan, _diurnal_arrivals(rng, count, horizon_s), hp_share, standby_share, max_duration_s)
+            out.extend(_sim_jobs(rng, plan, draws, ""))
+        if warm_start:
+            past = round(expected * max_duration_s / horizon_s)
+            if past:
+                draws = _draw_jobs(warm_rng, plan, _diurnal_arrivals(warm_rng, past, max_duration_s, -max_duration_s), hp_share,
+                                   standby_share, max_duration_s)
+                out.extend(_sim_jobs(warm_rng, plan, _still_running(draws), "w"))
+    return out
+
+
+def _check_jobs_arguments(nodes: list[Node], days: float, jobs: int | None, seed: int, hp_load: float, spot_load: float,
+                          standby_share: float, max_duration_s: float, warm_start: bool) -> None:
+    problems = []
+    if isinstance(days, bool) or not isinstance(days, (int, float)) or not 0 < days <= 366:
+        problems.append(f"days: must be above 0 and at most 366, got {days!r}")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        problems.append(f"jobs: must be a whole number of at least 1, got {jobs!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        problems.append(f"seed: must be a whole number of at least 0, got {seed!r}")
+    for name, value in (("hp_load", hp_load), ("spot_load", spot_load), ("standby_share", standby_share)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= (1 if name == "standby_share" else 10):
+            problems.append(f"{name}: must be between 0 and {1 if name == 'standby_share' else 10}, got {value!r}")
+    if not isinstance(max_duration_s, (int, float)) or not max_duration_s >= DURATION_MIN_S:
+        problems.append(f"max_duration_s: must be at least {DURATION_MIN_S:g}, got {max_duration_s!r}")
+    if not isinstance(warm_start, bool):
+        problems.append(f"warm_start: must be True or False, got {warm_start!r}")
+    if not nodes:
+        problems.append("nodes: at least one node")
+    if not problems and hp_load + spot_load <= 0:
+        problems.append("hp_load + spot_load: must be above 0")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+@dataclass(frozen=True)
+class _Family:
+    """One GPU model family's nodes, the per-worker GPU sizes that fit them, and its expected jobs."""
+
+    name: str
+    members: list[Node]
+    sizes: list[int]
+    weights: np.ndarray
+    wanted: float
+
+
+@dataclass
+class _Draws:
+    """The drawn attributes of a family's jobs, one array entry per job (``sleeps``: goes on standby)."""
+
+    submit: np.ndarray
+    hp: np.ndarray
+    per_worker: np.ndarray
+    workers: np.ndarray
+    cpus: np.ndarray
+    gib: np.ndarray
+    duration: np.ndarray
+    interval: np.ndarray
+    sleeps: np.ndarray
+
+
+def _draw_jobs(rng: np.random.Generator, plan: _Family, submit: np.ndarray, hp_share: float, standby_share: float,
+               max_duration_s: float) -> _Draws:
+    """Every attribute of ``len(submit)`` jobs of one family, vectorised."""
+    count = len(submit)
+    members, sizes = plan.members, plan.sizes
+    cpu_ratio = min(n.cpus / n.gpus for n in members)
+    cpu_choices = [c for c in CPUS_PER_GPU if c <= cpu_ratio] or [max(1.0, float(np.floor(cpu_ratio)))]
+    hp = rng.random(count) < hp_share
+    per_worker = rng.choice(sizes, size=count, p=plan.weights)
+    workers = rng.choice(WORKERS[0], size=count, p=WORKERS[1])
+    cpus = rng.choice(cpu_choices, size=count) * per_worker
+    # a gang never outnumbers the pods of its size the family's empty nodes hold together
+    gpus_of = np.array([n.gpus for n in members])
+    cpus_of = np.array([n.cpus for n in members])
+    room = {g: int(np.minimum(gpus_of // g, cpus_of // (g * max(cpu_choices))).sum()) for g in sizes}
+    workers = np.minimum(workers, np.maximum(1, np.array([room[int(g)] for g in per_worker])))
+    gib = rng.choice(GIB_PER_CPU, size=count) * cpus
+    duration = np.clip(np.exp(rng.normal(np.log(DURATION_MEDIAN_S), DURATION_SIGMA, size=count)), DURATION_MIN_S, max_duration_s)
+    interval = rng.integers(0, len(CHECKPOINT_INTERVALS_S), size=count)
+    sleeps = hp & (duration >= STANDBY_MIN_DURATION_S) & (rng.random(count) < standby_share)
+    return _Draws(np.round(submit, 3), hp, per_worker, workers, cpus, gib, np.round(duration, 3), interval, sleeps)
+
+
+def _still_running(draws: _Draws) -> _Draws:
+    """The past's jobs (submitted before 0) still running at 0, as jobs submitted at 0 with the rest
+    of their work."""
+    rest = np.round(draws.submit + draws.duration, 3)
+    keep = rest > 0
+    fields = {name: getattr(draws, name)[keep] for name in _Draws.__dataclass_fields__}
+    fields["submit"] = np.zeros(int(keep.sum()))
+    fields["duration"] = rest[keep]
+    return _Draws(**fields)
+
+
+def _sim_jobs(rng: np.random.Generator, plan: _Family, draws: _Draws, tag: str) -> list[SimJob]:
+    """The drawn jobs as ``SimJob``s (standby windows drawn here, job by job, for the sleepers)."""
+    models = tuple(sorted({n.gpu_model for n in plan.members}))
+    family = plan.name.replace(" ", "_")
+    out = []
+    for k in range(len(draws.submit)):
+        hp = bool(draws.hp[k])
+        submit, duration = float(draws.submit[k]), float(draws.duration[k])
+        windows = _night_windows(rng, submit, duration) if draws.sleeps[k] else ()
+        out.append(SimJob(
+            f"{'hp' if hp else 'spot'}-{family}-{tag}{k:06d}", "HP" if hp else "LP", submit_s=submit, work_s=duration,
+            workers=int(draws.workers[k]), gpus_per_worker=int(draws.per_worker[k]), cpus_per_worker=float(draws.cpus[k]),
+            memory_gib_per_worker=float(draws.gib[k]), gpu_models=models,
+            checkpoint_interval_s=None if hp else CHECKPOINT_INTERVALS_S[int(draws.interval[k])], standby_windows_s=windows))
     return out
 
 
@@ -187,11 +311,11 @@ def _mean_duration_s(max_duration_s: float) -> float:
     return float(np.trapezoid(values * density, z))
 
 
-def _diurnal_arrivals(rng: np.random.Generator, count: int, horizon_s: float) -> np.ndarray:
-    """``count`` sorted times in [0, horizon) with density 1 + A cos(2 pi (hour - peak) / 24)."""
+def _diurnal_arrivals(rng: np.random.Generator, count: int, span_s: float, start_s: float = 0.0) -> np.ndarray:
+    """``count`` sorted times in [start, start + span) with density 1 + A cos(2 pi (hour - peak) / 24)."""
     times = np.empty(0)
     while len(times) < count:
-        draw = rng.uniform(0, horizon_s, size=2 * (count - len(times)) + 16)
+        draw = start_s + rng.uniform(0, span_s, size=2 * (count - len(times)) + 16)
         hour = (draw / 3600.0) % 24
         keep = rng.random(len(draw)) * (1 + DIURNAL_AMPLITUDE) < 1 + DIURNAL_AMPLITUDE * np.cos(2 * np.pi * (hour - DIURNAL_PEAK_HOUR) / 24)
         times = np.concatenate([times, draw[keep]])
