@@ -11,7 +11,7 @@
    7 days (``--scale-days``), one policy, wall time and peak memory, and the growth exponent of wall
    time in the number of jobs.
 
-    .venv/bin/python benchmarks/spot.py [--seeds 5] [--days 4] [--warmup-days 1] [--nodes spot-2026|N] [--scale-days 1,3,7] [--skip-scale]
+    .venv/bin/python benchmarks/spot.py [--seeds 5] [--days 4] [--warmup-days 1] [--nodes spot-2026|N] [--warm-start|--no-warm-start] [--scale-days 1,3,7] [--skip-scale]
 """
 
 from __future__ import annotations
@@ -46,12 +46,13 @@ def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
     described = None
     for seed in range(args.seeds):
         nodes = spot2026_cluster(count, seed=seed)
-        jobs = spot2026_jobs(nodes, args.days, seed=seed)
+        jobs = spot2026_jobs(nodes, args.days, seed=seed, warm_start=args.warm_start)
         if described is None:
             hp = sum(j.priority == "HP" for j in jobs)
             described = (f"{len(nodes):,} nodes, {sum(n.gpus for n in nodes):,} GPUs; seed 0: {len(jobs):,} jobs over {args.days:g} "
                          f"day(s), {hp:,} HP and {len(jobs) - hp:,} spot, {sum(bool(j.standby_windows_s) for j in jobs):,} HP jobs with "
-                         f"standby windows")
+                         f"standby windows" + (f"; {sum(j.name.split('-')[-1].startswith('w') for j in jobs):,} of all the jobs are the warm start's"
+                                               if args.warm_start else ""))
         start = time.perf_counter()
         alone = simulate(nodes, [j for j in jobs if j.priority == "HP"], "spotgpu", seed=seed)
         print(f"seed {seed}: HP-only replay {time.perf_counter() - start:.1f} s", flush=True)
@@ -74,12 +75,15 @@ def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
         return f"{format(statistics.mean(values), fmt)} [{format(min(values), fmt)}, {format(max(values), fmt)}]"
 
     lines = [
-        f"## 1. The ablation: {args.seeds} seeds, {args.days:g} days, the first {args.warmup_days:g} left out, restart overhead "
-        f"{args.restart_overhead_s:g} s", "",
+        f"## 1. The ablation: {args.seeds} seeds, {args.days:g} days ({'warm' if args.warm_start else 'cold'} start), the first "
+        f"{args.warmup_days:g} left out, restart overhead {args.restart_overhead_s:g} s", "",
         f"Cluster and workload: {described}. Mean over seeds [min, max]. *vs {BASELINE}*: mean spot completion time "
         f"against the `{BASELINE}` policy's (the paper's baseline). *HP delay growth*: HP start delay against the "
         "replay of the HP jobs alone (mean of the per-seed ratios - 1; 0 = not delayed). Jobs count when submitted after "
-        "the warm-up (the cluster starts empty and jobs run up to 3 days); allocation is averaged over the same span. "
+        + ("the warm-up; the cluster starts with the jobs a stationary past leaves running (``warm_start``: submitted at 0 with "
+           "the rest of their work; without it the HP load climbs over the first 3-4 days, jobs running up to 3 days). "
+           if args.warm_start else "the warm-up (the cluster starts empty and jobs run up to 3 days). ")
+        + "Allocation is averaged over the same span. "
         "Wall time is per replay, with other work on the machine.", "",
         "| policy | spot JCT mean s | vs random | spot JCT p90 s | spot GPU-h lost | evictions per spot job | evicted twice+ | "
         "HP delay mean s | HP delay growth | GAR with spot | standby harvested | wall s |",
@@ -132,6 +136,8 @@ def main() -> None:
     parser.add_argument("--nodes", default="spot-2026")
     parser.add_argument("--policies", default=",".join([*POLICIES, "least-allocated+k8s-default"]))
     parser.add_argument("--restart-overhead-s", type=float, default=60.0)
+    parser.add_argument("--warm-start", action=argparse.BooleanOptionalAction, default=True,
+                        help="start the ablation's replays from a stationary cluster (default) or empty (--no-warm-start)")
     parser.add_argument("--scale-days", default="1,3,7")
     parser.add_argument("--skip-scale", action="store_true")
     args = parser.parse_args()

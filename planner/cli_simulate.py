@@ -28,6 +28,10 @@ def simulate_spot_command(
     warmup_days: float = typer.Option(
         0.0, "--warmup-days", help="Leave the first days out of the metrics (the cluster starts empty; jobs run up to 3 days)."
     ),
+    warm_start: bool = typer.Option(
+        False, "--warm-start/--cold-start",
+        help="Start from the jobs a stationary past leaves running (submitted at 0 with the rest of their work) instead of an empty cluster.",
+    ),
     jobs: int = typer.Option(None, "--jobs", help="Jobs in the workload (default: from the generator's loads)."),
     policy: list[str] = typer.Option(
         None, "--policy", help="A policy to replay (a preemption method, or <placement>+<method>); repeat to compare several (default: every method)."
@@ -76,7 +80,7 @@ def simulate_spot_command(
     if problems:
         fail(problems)
     try:
-        rows, series = _run(count, node_list, days, warmup_days, jobs, policies, seeds, restart_overhead_s, hp_only, progress)
+        rows, series = _run(count, node_list, days, warmup_days, jobs, policies, seeds, restart_overhead_s, hp_only, progress, warm_start)
     except ValueError as err:
         fail([str(err)])
     text = json.dumps({"runs": rows}, indent=1) + "\n"
@@ -94,7 +98,7 @@ def simulate_spot_command(
 
 
 def _run(count: int | None, node_list: str | None, days: float, warmup_days: float, jobs: int | None, policies: list[str], seeds: list[int],
-         restart_overhead_s: float, hp_only: bool, progress: bool) -> tuple[list[dict[str, Any]], dict]:
+         restart_overhead_s: float, hp_only: bool, progress: bool, warm_start: bool = False) -> tuple[list[dict[str, Any]], dict]:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs
@@ -112,7 +116,7 @@ def _run(count: int | None, node_list: str | None, days: float, warmup_days: flo
         done = 0
         for s in seeds:
             cluster = spot2026_cluster(count, seed=s, node_list=path)
-            workload = spot2026_jobs(cluster, days, jobs=jobs, seed=s)
+            workload = spot2026_jobs(cluster, days, jobs=jobs, seed=s, warm_start=warm_start)
             runs = ([("hp-only", [j for j in workload if j.priority == "HP"])] if hp_only else []) + [(p, workload) for p in policies]
             alone = None
             for name, subset in runs:
@@ -130,7 +134,7 @@ def _run(count: int | None, node_list: str | None, days: float, warmup_days: flo
                     alone = replay
                     continue
                 row = {"policy": name, "seed": s, **replay_row(replay, horizon_s, alone, from_s=warmup_days * 86400),
-                       "nodes": len(cluster), "days": days, "warmup_days": warmup_days, "wall_s": round(wall, 3)}
+                       "nodes": len(cluster), "days": days, "warmup_days": warmup_days, "warm_start": warm_start, "wall_s": round(wall, 3)}
                 rows.append(row)
                 if s == seeds[0]:
                     series[name] = replay

@@ -48,6 +48,19 @@ def test_json_to_stdout_with_out_dash(tmp_path: Path) -> None:
     assert len(rows) == 1 and rows[0]["policy"] == "volcano" and "hp_delay_growth" not in rows[0]
 
 
+@needs_node_list
+def test_warm_start_begins_with_the_cluster_busy() -> None:
+    """--warm-start adds the jobs a stationary past leaves running: same arrivals after time 0, more
+    jobs in all, and the allocation averaged over the first hours is higher than from an empty cluster."""
+    common = ["--nodes", "40", "--days", "0.1", "--policy", "spotgpu", "--no-hp-only", "--out", "-", "--no-progress"]
+    cold, warm = run(*common), run(*common, "--warm-start")
+    assert cold.returncode == 0 and warm.returncode == 0, cold.stderr + warm.stderr
+    cold_row, warm_row = json.loads(cold.stdout)["runs"][0], json.loads(warm.stdout)["runs"][0]
+    assert cold_row["warm_start"] is False and warm_row["warm_start"] is True
+    assert warm_row["jobs"] > cold_row["jobs"]
+    assert warm_row["gar_mean"] > cold_row["gar_mean"] + 0.1
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--policy", "lifo"], "--policy: unknown 'lifo'"),
     (["--policy", "bestfit+spotgpu"], "--policy: unknown 'bestfit+spotgpu'"),
