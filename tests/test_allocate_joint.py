@@ -131,7 +131,7 @@ def brute_force(cluster: Cluster) -> tuple[float, int, float]:
 
 @pytest.mark.parametrize("solver", ["cpsat", "highs", "auto"])
 def test_the_joint_model_reaches_the_brute_force_optimum(solver):
-    confined = 0
+    confined = floored = 0
     for seed in range(20):
         cluster = tiny_cluster(seed)
         plan = plan_allocate(cluster, AllocateOptions(method="exact", solver=solver, time_limit_s=20, solver_workers=2))
@@ -143,7 +143,9 @@ def test_the_joint_model_reaches_the_brute_force_optimum(solver):
         assert abs(got[2] - want[2]) <= (getattr(plan.report, "entropy_tolerance_nats", None) or 0.0) + 1e-9, (seed, got, want)
         assert plan.report.bound == want[0] and plan.report.switches_bound == want[1]
         confined += getattr(plan.report, "entropy_jobs_confined", 0) or 0
+        floored += getattr(plan.report, "entropy_counts_floored", 0) or 0
     assert confined > 0  # the switch-slack reduction of the entropy phase was exercised and agreed
+    assert floored > 0  # so were the count floors (a used switch holds at least N less what the others can)
 
 
 def test_auto_keeps_largest_first_when_the_proof_says_it_is_optimal_and_the_exact_plan_when_better():
