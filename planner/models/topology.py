@@ -488,7 +488,7 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
                 coefficient = round(ENTROPY_SCALE * (k / n_j) * math.log(n_j / k))
                 if coefficient:
                     terms.append((b, -coefficient))
-            if linked.get((j, d)) is not None:
+            if (j, d) in linked:
                 m.row([(b, 1) for b, _ in ones] + [(linked[j, d], -1)], 0, 0, f"(c) one count iff used [{j},{d}]")
             else:
                 m.row([(b, 1) for b, _ in ones], None, 1, f"(c) one count [{j},{d}]")
@@ -565,13 +565,10 @@ def _count_ranges(model: _Model, spanning: list[str], slack: int | None) -> tupl
                 for d in ds:
                     counts[j, d] = (1, min(model.ub[j, d], high))
                 continue
-            # the largest U - 1 rooms among the other switches: drop this one from the ranking once
-            others = ranked[:most_used]
-            if room[e] in others:
-                others = list(others)
-                others.remove(room[e])
-            others = others[:most_used - 1]
-            counts[j, ds[0]] = (max(1, n_j - sum(others)), high)
+            # the largest U - 1 rooms among the other switches: the top U less this one if it is among them
+            top = ranked[:most_used]
+            others = sum(top) - room[e] if room[e] >= top[-1] else sum(top[:-1])
+            counts[j, ds[0]] = (max(1, n_j - others), high)
             linked[j, ds[0]] = model.u[j, e]
     return counts, linked
 
