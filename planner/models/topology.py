@@ -37,6 +37,10 @@ Objective, lexicographic: (a) most GPUs of the jobs started; (b) fewest switches
   what its other allowed switches can hold (``_count_ranges``): indicators exist only for those
   counts, and each is tied to the switch variable ("one count iff used"). These took the proofs of
   the 50 contended batches of ``benchmarks/topology_batch.py`` from 14 to 35 within 10 s.
+  Two more reductions (35 -> 37 on the same batches): a job on at most one switch (``required``, or
+  confined at slack 0) puts all its k pods on the switch it uses (``whole_under``: sum x >= k u, which
+  the relaxation otherwise splits over switches too small for it); and *twins*, jobs no row tells
+  apart, are interchangeable, so some optimum lists their entropies in non-increasing name order.
 
 Exact (accepts exactly what ``rules.py`` accepts) for jobs of whole-GPU pods; a job of GPU shares
 makes it a relaxation (shares pack onto devices) and nothing is claimed.
@@ -172,6 +176,7 @@ class _Model:
             own = [(v, 1) for (jj, _), v in self.u.items() if jj == j]
             if self.levels[j][1]:
                 m.row(own, None, 1, f"(4) one switch [{j}]")
+                self.whole_under(j, f"(4) all under its switch [{j}]")
             # a cut: a started job spans at least the switches it would need alone on the free room
             level_room: dict[int, int] = {}
             for d in self.switches_of[j]:
@@ -206,6 +211,13 @@ class _Model:
                 if demand:
                     m.row([*demand, *[(v, -a) for v, a in supply.get((s, d), [])]], None, 0, f"(2) shape {s} under {d}")
         self.gpus = {j: self.shapes[self.shape_of[j]].gpus or 1 for j in self.names}
+        # twins: jobs no row tells apart (same shape, pods, level, minimum, no running pods), in name order
+        same: dict[tuple, list[str]] = {}
+        for j in self.names:
+            if j not in self.within:
+                same.setdefault((self.shape_of[j], len(self.jobs[j]), self.levels[j], self.minimum[j]), []).append(j)
+        self.twin_groups = [group for group in same.values() if len(group) > 1]
+        self.twins = [(a, b) for group in self.twin_groups for a, b in zip(group, group[1:])]
         self.placed = [(v, self.gpus[j]) for (j, _), v in self.x.items()]
 
     def _node_rows(self, c: _Class, n: int, here: list[int]) -> None:
@@ -229,6 +241,17 @@ class _Model:
         for g, members in groups.items():
             if len(members) > 1:
                 m.row([(c.y[s, n], 1) for s in members], None, 1, f"(3) group {g} on {n}")
+
+    def whole_under(self, j: str, name: str, m: Milp | None = None) -> None:
+        """Rows for a job on at most one switch: the switch it uses holds at least its k pods
+        (sum_{d under e} x[j, d] >= k_j u[j, e]). Implied for integers (one switch, k pods), they cut
+        the relaxation's fractional split of one job over switches that cannot hold it."""
+        m = m or self.m
+        under: dict[int, list[int]] = {}
+        for d in self.switches_of[j]:
+            under.setdefault(self.level_switch(j, d), []).append(self.x[j, d])
+        for e, xs in under.items():
+            m.row([(x, 1) for x in xs] + [(self.u[j, e], -self.minimum[j])], 0, None, f"{name} [{e}]")
 
     def level_switch(self, j: str, d: int) -> int:
         asw, spine = self.switches[d]
@@ -469,47 +492,54 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
                 m.row(own_u, None, model.fewest[j] + slack, f"(c) switches within the slack [{j}]")
         # an asw-level job held to one access switch has entropy 0: it needs no indicators
         confined = [j for j in spanning if model.levels[j][0] == "asw" and model.fewest.get(j) == 1 and slack == 0]
+    for j in confined:
+        model.whole_under(j, f"(c) all under its switch [{j}]", m)
     spanning = [j for j in spanning if j not in confined]
     fields["entropy_jobs_confined"] = len(confined)
     counts, linked = _count_ranges(model, spanning, slack)
     fields["entropy_counts_floored"] = sum(1 for low, high in counts.values() if low > 1 or low > high)
+    values = _twins_sorted(model, values, spanning)
     base = m.num_vars
     terms: list[tuple[int, int]] = []
-    mark = 0
+    entropy_of: dict[str, list[tuple[int, int]]] = {}
+    indicator: dict[tuple[str, int, int], int] = {}
     for j in spanning:
-        n_j = len(model.jobs[j])
+        n_j, reach = len(model.jobs[j]), _most_terms(model, j)
         own: list[tuple[int, int]] = []
         for d in model.switches_of[j]:
             ones = []
             low, high = counts[j, d]
             for k in range(low, high + 1):
                 b = m.var(f"b[{j},{d},{k}]")
+                indicator[j, d, k] = b
                 ones.append((b, k))
-                coefficient = round(ENTROPY_SCALE * (k / n_j) * math.log(n_j / k))
+                coefficient = _entropy_units(k, n_j)
                 if coefficient:
-                    terms.append((b, -coefficient))
+                    own.append((b, coefficient))
             if (j, d) in linked:
                 m.row([(b, 1) for b, _ in ones] + [(linked[j, d], -1)], 0, 0, f"(c) one count iff used [{j},{d}]")
             else:
                 m.row([(b, 1) for b, _ in ones], None, 1, f"(c) one count [{j},{d}]")
             m.row([(model.x[j, d], 1), *[(b, -k) for b, k in ones]], 0, 0, f"(c) count [{j},{d}]")
-            own.extend((b, c) for b, c in terms[mark:])
-            mark = len(terms)
+        terms.extend((b, -c) for b, c in own)
+        entropy_of[j] = own
         # a cut: no job spreads less than it would alone on the free room (largest-first majorises
         # every split of it, and entropy is Schur-concave); rounding down keeps the cut valid
         alone = _least_entropy_alone(model, j)
         if alone > 0:
-            m.row([(b, -c) for b, c in own] + [(model.z[j], -math.floor(alone * ENTROPY_SCALE - len(own) / 2 - 1))], 0, None,
-                  f"(c) least entropy alone [{j}]")
+            m.row(own + [(model.z[j], -math.floor(alone * ENTROPY_SCALE - reach / 2 - 1))], 0, None, f"(c) least entropy alone [{j}]")
+    # twins are interchangeable: some optimum lists their entropies in non-increasing name order
+    ordered = [(a, b) for a, b in model.twins if a in entropy_of and b in entropy_of]
+    for a, b in ordered:
+        m.row([(v, c) for v, c in entropy_of[a]] + [(v, -c) for v, c in entropy_of[b]], 0, None, f"(c) twins in order [{a},{b}]")
+    fields["entropy_twins_ordered"] = len(ordered)
     m.maximize(terms)
     hint = list(values) + [0] * (m.num_vars - base)
-    i = base
     for j in spanning:
         for d in model.switches_of[j]:
-            count, (low, high) = values[model.x[j, d]], counts[j, d]
-            if low <= count <= high:
-                hint[i + count - low] = 1
-            i += max(0, high - low + 1)
+            b = indicator.get((j, d, values[model.x[j, d]]))
+            if b is not None:
+                hint[b] = 1
     # ``auto`` gives this phase to HiGHS alone: on the 50 contended batches of benchmarks/topology_batch.py
     # every entropy result under auto came from HiGHS, and CP-SAT alone proved fewer in the same time
     third = _solve(m, "highs" if solver == "auto" else solver, deadline - time.perf_counter(), workers, hint)
@@ -519,7 +549,7 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
     # each coefficient is rounded by at most 1/2 unit and a plan has one count per (job, switch) it
     # uses: the plan's true entropy is within (its terms + any plan's terms) / 2 units of the optimum
     terms_in_plan = sum(1 for j in spanning for d in model.switches_of[j] if third.values[model.x[j, d]])
-    most_terms = sum(min(len(model.jobs[j]), len(model.switches_of[j])) for j in spanning)
+    most_terms = sum(_most_terms(model, j) for j in spanning)
     fields["entropy_bound_nats"] = round(-third.bound / ENTROPY_SCALE, 6) if third.bound is not None else None
     if third.bound is not None and third.objective is not None:
         fields["entropy_gap_nats"] = round((third.bound - third.objective) / ENTROPY_SCALE, 6)
@@ -527,6 +557,35 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
     if third.status == "optimal":
         fields["objective_levels"].append("entropy")
     return third.values[:base], third.status == "optimal"
+
+
+def _entropy_units(k: int, n: int) -> int:
+    """A job of n pods with k under one switch: its entropy term k/n ln(n/k) in 1/ENTROPY_SCALE nats."""
+    return round(ENTROPY_SCALE * (k / n) * math.log(n / k)) if k else 0
+
+
+def _most_terms(model: _Model, j: str) -> int:
+    """The most nonzero entropy terms a plan of job j has (one per switch it uses)."""
+    return min(len(model.jobs[j]), len(model.switches_of[j]))
+
+
+def _twins_sorted(model: _Model, values: list[int], spanning: list[str]) -> list[int]:
+    """The same plan with each twin group's placements permuted into non-increasing entropy."""
+    out = list(values)
+    for group in model.twin_groups:
+        if group[0] not in spanning:
+            continue
+        def own(j: str) -> list[int]:
+            return [model.z[j], *(model.x[j, d] for d in model.switches_of[j]),
+                    *(v for (jj, _), v in model.u.items() if jj == j)]
+        def spread(j: str) -> int:  # the phase's own (rounded) entropy terms
+            n_j = len(model.jobs[j])
+            return sum(_entropy_units(values[model.x[j, d]], n_j) for d in model.switches_of[j])
+        ranked = sorted(group, key=lambda j: -spread(j))  # stable: ties keep name order
+        for j, source in zip(group, ranked):
+            for target, var in zip(own(j), own(source)):
+                out[target] = values[var]
+    return out
 
 
 def _count_ranges(model: _Model, spanning: list[str], slack: int | None) -> tuple[dict[tuple[str, int], tuple[int, int]], dict[tuple[str, int], int]]:
