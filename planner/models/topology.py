@@ -449,6 +449,8 @@ def _solve(m: Milp, solver: str, time_limit_s: float, workers: int, hint: list[i
         best = max((first, second), key=lambda r: r.objective if r.objective is not None else -math.inf)
     bounds = [r.bound for r in (first, second) if r.bound is not None]
     best.bound = min(bounds) if bounds else best.bound  # maximising: either proven bound holds
+    if best.status == "optimal":
+        best.bound = best.objective  # CP-SAT's proof (HiGHS's bound can sit within rounding below it)
     best.wall_s = time.perf_counter() - start
     return best
 
