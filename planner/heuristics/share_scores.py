@@ -1,0 +1,296 @@
+"""Node scores for GPU-sharing placement on the per-GPU model (``simulate/gpu_nodes.py``): the policies
+the FGD paper (Weng et al., USENIX ATC'23) measured, with the formulas of its simulator
+(hkust-adsl/kubernetes-scheduler-simulator, ``pkg/simulator/plugin/*.go``; facts, re-implemented):
+
+* ``fgd``: Fragmentation Gradient Descent. The fragmentation of a node for a task class m (CPU
+  milli, GPU milli per device, devices, allowed models) is the free GPU milli m cannot use: all of it
+  when m is CPU-only, may not use the node's model, or does not fit (GPU or CPU); else the free milli
+  of the devices too small for m. F_n = sum_m p_m frag_n(m) over the *target workload* (the most
+  frequent classes of the trace covering 95% of its pods, popularities renormalised). Score
+  ``trunc(100 sigmoid((F_before - F_after) / 1000))``; a share goes to the device that scores best.
+* ``bestfit``: ``trunc(100 (1 - (0.5 cpu_left / 128000 + 0.5 gpu_left / 8000)))``, then min-max
+  normalised over the feasible nodes to integers 0..100 (all 0 when equal).
+* ``dotprod``: ``trunc(100 (1 - <node free, pod ask> / 2))`` over (CPU / 128000, GPU milli / 8000).
+* ``gpu-packing``: bands: a share or devices on partly used GPUs (50..100, fuller is better), idle
+  devices of a used node (33..50), an idle node (max(33 - GPUs, GPUs)); CPU-only pods score 0.
+* ``gpu-clustering``: 25 x used share of the node, plus 75 if the node holds only pods of the
+  pod's kind (share, 1-GPU, 2-GPU, ...), 50 if also others, 25 if no GPU pod, else 0.
+* ``random``: a uniformly random feasible node (no score).
+* ``pwr`` and ``pwr-fgd:<alpha>``: the PWR paper's power-aware score and its combination with FGD
+  (see ``Pwr`` and ``PwrFgd``).
+
+Scores are integers as in the simulator; the replay breaks ties by a seeded node rank. A share pod
+goes to the best-fit device (least free that holds it) except under ``fgd`` (its best device) and
+``random`` (a uniformly random device that holds it); whole GPUs take the lowest idle devices.
+Constants 128000 and 8000 are the simulator's largest node (128 CPUs, 8 GPUs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.simulate.gpu_nodes import MILLI, GpuNodes, Trace, best_fit_device, idle_devices
+from planner.simulate.power import PowerModel
+
+MAX_CPU_MILLI = 128_000
+MAX_GPU_MILLI = 8_000
+TYPICAL_SHARE = 0.95
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One pod's request: milli-CPUs, MiB, devices, milli per device, allowed models, kind (``pod_tag``)."""
+
+    cpu: int
+    mem: int
+    num_gpu: int
+    milli: int
+    models: tuple[str, ...]
+    tag: int
+
+    @property
+    def is_share(self) -> bool:
+        return self.num_gpu == 1 and self.milli < MILLI
+
+    @property
+    def key(self) -> tuple:
+        """What a node's score depends on (memory only filters)."""
+        return (self.cpu, self.num_gpu, self.milli, self.models)
+
+
+@dataclass
+class TargetWorkload:
+    """FGD's task classes and their popularity."""
+
+    cpu: np.ndarray
+    milli: np.ndarray
+    num_gpu: np.ndarray
+    allowed: np.ndarray  # [class, model] may the class use the model
+    share: np.ndarray  # popularity, sums to 1
+
+    @classmethod
+    def of_trace(cls, trace: Trace, model_names: list[str], coverage: float = TYPICAL_SHARE) -> TargetWorkload:
+        """The most frequent (CPU, GPU milli, devices, models) classes covering ``coverage`` of the pods
+        (ties in count: larger key first), popularities renormalised over those."""
+        counts: dict[tuple, int] = {}
+        for key in zip(trace.cpu.tolist(), trace.gpu_milli.tolist(), trace.num_gpu.tolist(), trace.models):
+            counts[key] = counts.get(key, 0) + 1
+        ranked = sorted(counts.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
+        kept, total = [], 0
+        for key, count in ranked:
+            kept.append((key, count))
+            total += count
+            if total >= coverage * len(trace.names):
+                break
+        allowed = np.array([[not models or name in models for name in model_names] for (_, _, _, models), _ in kept], dtype=bool)
+        return cls(np.array([k[0] for k, _ in kept]), np.array([k[1] for k, _ in kept]), np.array([k[2] for k, _ in kept]), allowed,
+                   np.array([c for _, c in kept], dtype=np.float64) / total)
+
+
+def fragmentation(w: TargetWorkload, gpu_free: np.ndarray, cpu_free: np.ndarray, model: np.ndarray) -> np.ndarray:
+    """F_n (milli-GPUs) of each row: ``gpu_free`` [rows, devices], ``cpu_free`` and ``model`` [rows]."""
+    total = gpu_free.sum(axis=1)
+    fits = gpu_free[:, :, None] >= w.milli[None, None, :]  # [rows, devices, classes]
+    usable = np.einsum("rd,rdc->rc", gpu_free, fits)
+    ok = (w.milli[None, :] > 0) & (fits.sum(axis=1) >= w.num_gpu[None, :]) & (cpu_free[:, None] >= w.cpu[None, :]) & w.allowed[:, model].T
+    frag = np.where(ok, total[:, None] - usable, total[:, None])
+    return frag @ w.share
+
+
+def _sigmoid_score(gain: np.ndarray) -> np.ndarray:
+    return np.trunc(100.0 / (1.0 + np.exp(-gain / 1000.0))).astype(np.int64)
+
+
+class Scorer:
+    """A placement policy: integer node scores, and the devices a pod takes on the chosen node."""
+
+    name = ""
+    cached = True  # a node's score depends on its own state and the ask only
+    uses_score = True
+
+    def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def normalise(self, scores: np.ndarray) -> np.ndarray:
+        return scores
+
+    def devices(self, nodes: GpuNodes, n: int, ask: Ask, rng: np.random.Generator) -> list[int]:
+        if ask.num_gpu == 0:
+            return []
+        if ask.is_share:
+            return [best_fit_device(nodes.gpu_free[n], ask.milli)]
+        return idle_devices(nodes.gpu_free[n], ask.num_gpu)
+
+
+class RandomScorer(Scorer):
+    name = "random"
+    uses_score = False
+
+    def devices(self, nodes: GpuNodes, n: int, ask: Ask, rng: np.random.Generator) -> list[int]:
+        if ask.is_share:
+            return [int(rng.choice(np.flatnonzero(nodes.gpu_free[n] >= ask.milli)))]
+        return super().devices(nodes, n, ask, rng)
+
+
+class DotProd(Scorer):
+    name = "dotprod"
+
+    def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
+        dot = (nodes.cpu_free[idx] / MAX_CPU_MILLI) * (ask.cpu / MAX_CPU_MILLI) + (
+            nodes.gpu_free[idx].sum(axis=1) / MAX_GPU_MILLI) * (ask.milli * ask.num_gpu / MAX_GPU_MILLI)
+        return np.trunc(100.0 * (1.0 - dot / 2.0)).astype(np.int64)
+
+
+class BestFit(Scorer):
+    name = "bestfit"
+
+    def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
+        left = 0.5 * (nodes.cpu_free[idx] - ask.cpu) / MAX_CPU_MILLI + 0.5 * (
+            nodes.gpu_free[idx].sum(axis=1) - ask.milli * ask.num_gpu) / MAX_GPU_MILLI
+        return np.trunc(100.0 * (1.0 - left)).astype(np.int64)
+
+    def normalise(self, scores: np.ndarray) -> np.ndarray:
+        low, high = int(scores.min()), int(scores.max())
+        if high == low:
+            return np.zeros_like(scores)
+        return (scores - low) * 100 // (high - low)
+
+
+class GpuPacking(Scorer):
+    name = "gpu-packing"
+
+    def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
+        if ask.num_gpu == 0:
+            return np.zeros(len(idx), dtype=np.int64)
+        free, gpus = nodes.gpu_free[idx], nodes.gpus[idx]
+        idle = (free == MILLI).sum(axis=1)
+        untouched = idle == gpus
+        if ask.is_share:
+            taken = np.where(free >= ask.milli, free, MILLI + 1).min(axis=1)  # the fullest device that holds it
+            partial = np.maximum(100 - (taken * 100 // MILLI) // 10, 50)
+            score = np.where(taken == MILLI, max(50 - 1, 33), partial)
+        else:
+            score = np.full(len(idx), max(50 - ask.num_gpu, 33), dtype=np.int64)
+        return np.where(untouched, np.maximum(33 - gpus, gpus), score).astype(np.int64)
+
+
+class GpuClustering(Scorer):
+    name = "gpu-clustering"
+
+    def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
+        if ask.num_gpu == 0:
+            return np.zeros(len(idx), dtype=np.int64)
+        base = (25 * (MAX_GPU_MILLI - nodes.gpu_free[idx].sum(axis=1))) // MAX_GPU_MILLI
+        tags = nodes.tags[idx]
+        same, gpu_pods = tags[:, ask.tag], tags.sum(axis=1)
+        bonus = np.where(same > 0, np.where(same == gpu_pods, 75, 50), np.where(gpu_pods == 0, 25, 0))
+        return (base + bonus).astype(np.int64)
+
+
+class Fgd(Scorer):
+    name = "fgd"
+
+    def __init__(self, workload: TargetWorkload) -> None:
+        self.workload = workload
+
+    def _device_scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
+        """[nodes, devices]: the score of the share on each device, -1 where it does not fit."""
+        free, cpu, model = nodes.gpu_free[idx], nodes.cpu_free[idx], nodes.model[idx]
+        rows, width = free.shape
+        before = fragmentation(self.workload, free, cpu, model)
+        after_free = np.repeat(free[:, None, :], width, axis=1)  # [node, device taken, devices]
+        after_free[:, np.arange(width), np.arange(width)] -= ask.milli
+        after = fragmentation(self.workload, after_free.reshape(rows * width, width), np.repeat(cpu - ask.cpu, width),
+                              np.repeat(model, width)).reshape(rows, width)
+        return np.where(free >= ask.milli, _sigmoid_score(before[:, None] - after), -1)
+
+    def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
+        if ask.is_share:
+            return self._device_scores(nodes, ask, idx).max(axis=1)
+        free, cpu, model = nodes.gpu_free[idx], nodes.cpu_free[idx], nodes.model[idx]
+        before = fragmentation(self.workload, free, cpu, model)
+        after_free = free.copy()
+        if ask.num_gpu:  # whole GPUs: idle devices; which ones does not change F
+            order = np.argsort(free != MILLI, axis=1, kind="stable")[:, : ask.num_gpu]
+            np.put_along_axis(after_free, order, np.take_along_axis(free, order, axis=1) - ask.milli, axis=1)
+        return _sigmoid_score(before - fragmentation(self.workload, after_free, cpu - ask.cpu, model))
+
+    def devices(self, nodes: GpuNodes, n: int, ask: Ask, rng: np.random.Generator) -> list[int]:
+        if ask.is_share:
+            return [int(np.argmax(self._device_scores(nodes, ask, np.array([n]))[0]))]
+        return super().devices(nodes, n, ask, rng)
+
+
+class Pwr(Scorer):
+    """PWR (Algorithm 1 of the PWR paper): the node whose power grows least. Raw score: the increase
+    in watts (``simulate/power.py``) with the pod on its best-fit devices; normalised over the feasible
+    nodes as the reference plugin does: ``(max - d) * 100 // (max - min)`` of the increases d, all 100
+    when equal."""
+
+    name = "pwr"
+
+    def __init__(self, power: PowerModel) -> None:
+        self.power = power
+
+    def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
+        free = nodes.gpu_free[idx].copy()
+        if ask.is_share:  # best fit: the fullest device that holds it
+            device = np.argmin(np.where(free >= ask.milli, free, np.iinfo(np.int64).max), axis=1)
+            free[np.arange(len(idx)), device] -= ask.milli
+        elif ask.num_gpu:
+            order = np.argsort(free != MILLI, axis=1, kind="stable")[:, : ask.num_gpu]
+            np.put_along_axis(free, order, np.take_along_axis(free, order, axis=1) - ask.milli, axis=1)
+        before = self.power.node_power_w(nodes, idx)
+        return self.power.node_power_w(nodes, idx, free, nodes.cpu_free[idx] - ask.cpu) - before
+
+    def normalise(self, scores: np.ndarray) -> np.ndarray:
+        low, high = float(scores.min()), float(scores.max())
+        if high == low:
+            return np.full(len(scores), 100, dtype=np.int64)
+        return np.floor((high - scores) * 100 / (high - low)).astype(np.int64)
+
+
+class PwrFgd(Scorer):
+    """The PWR paper's combination: ``alpha`` x PWR's normalised score + (1 - alpha) x FGD's score (the
+    Kubernetes plugin weights alpha x 1000 and (1 - alpha) x 1000 of the reference code, not Eq. (5)
+    over datacenter totals). A share takes FGD's device."""
+
+    def __init__(self, alpha: float, power: PowerModel, workload: TargetWorkload) -> None:
+        self.alpha, self.pwr, self.fgd = alpha, Pwr(power), Fgd(workload)
+        self.name = f"pwr-fgd:{alpha:g}"
+
+    def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
+        return np.stack([self.pwr.scores(nodes, ask, idx), self.fgd.scores(nodes, ask, idx).astype(np.float64)], axis=1)
+
+    def normalise(self, scores: np.ndarray) -> np.ndarray:
+        return self.alpha * self.pwr.normalise(scores[:, 0]) + (1 - self.alpha) * scores[:, 1]
+
+    def devices(self, nodes: GpuNodes, n: int, ask: Ask, rng: np.random.Generator) -> list[int]:
+        return self.fgd.devices(nodes, n, ask, rng)
+
+
+SCORERS = ("fgd", "bestfit", "gpu-packing", "gpu-clustering", "dotprod", "random", "pwr", "pwr-fgd:<alpha>")
+
+
+def scorer(name: str, trace: Trace, nodes: GpuNodes) -> Scorer:
+    """The policy ``name`` (see ``SCORERS``); FGD's target workload comes from ``trace``. Raises
+    ``ValueError`` naming the policy or alpha when either is unknown or out of range."""
+    if name == "fgd":
+        return Fgd(TargetWorkload.of_trace(trace, nodes.model_names))
+    if name == "pwr":
+        return Pwr(PowerModel(nodes))
+    if name.startswith("pwr-fgd:"):
+        text = name.split(":", 1)[1]
+        try:
+            alpha = float(text)
+        except ValueError:
+            raise ValueError(f"policy {name}: alpha must be a number in [0, 1], got {text!r}") from None
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"policy {name}: alpha must be in [0, 1], got {alpha:g}")
+        return PwrFgd(alpha, PowerModel(nodes), TargetWorkload.of_trace(trace, nodes.model_names))
+    simple = {s.name: s for s in (RandomScorer, DotProd, BestFit, GpuPacking, GpuClustering)}
+    if name not in simple:
+        raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(SCORERS)}")
+    return simple[name]()

@@ -1,0 +1,155 @@
+"""Placement replays on a trace's pod list, the FGD paper's experiment (Weng et al., ATC'23, §6):
+
+* **workload** (``inflate``): the trace's pods in a seeded random order, then copies drawn uniformly
+  with replacement from the trace until the next copy would take the GPU milli requested past
+  ``load`` x the cluster's capacity (that copy is dropped). Pods never leave; a pod no node can take
+  fails at once and is not retried (there is no queue in this experiment).
+  The artifact's stop test compares the total with only the copy's *per-device* milli (a quirk that
+  lets multi-GPU copies overshoot by up to 7,000 milli); here the copy's whole request is compared.
+  The artifact draws with Go's math/rand; this replay uses numpy's generator, so runs match the
+  published ones in distribution, not pod for pod.
+* **scheduling** (``replay``): every node that can take the pod is scored by the policy
+  (``heuristics/share_scores.py``); the highest score wins, ties to the node of smallest seeded rank
+  (the artifact's random node-name prefixes). Scores that depend only on a node's own state are cached
+  per request shape and recomputed only for nodes that changed since.
+* **metrics** (``at_loads``): after every pod, the GPU milli requested by the pods arrived so far
+  (failed ones included), the milli allocated, the power and the fragmentation; the value at arrived
+  load k % is the mean over the pods whose arrived load rounds (half to even) to k, as the artifact's
+  analysis does (its ``merge_alloc_discrete.py``); the neighbours k +- 1 when none does.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.heuristics.share_scores import Ask, Scorer, TargetWorkload, fragmentation
+from planner.simulate.gpu_nodes import GpuNodes, Trace, pod_tag
+from planner.simulate.power import PowerModel
+
+
+def inflate(trace: Trace, capacity_milli: int, load: float, rng: np.random.Generator) -> Trace:
+    """Arrival order: the trace shuffled, then copies drawn with replacement up to ``load`` x capacity.
+    A trace already above the target is cut at the first pod that would pass it."""
+    order = rng.permutation(len(trace.names))
+    milli = trace.total_milli
+    target = load * capacity_milli
+    total = np.cumsum(milli[order])
+    keep = int(np.searchsorted(total, target, side="right"))
+    arrivals = list(order[:keep])
+    requested = int(total[keep - 1]) if keep else 0
+    if keep == len(order):
+        while True:
+            i = int(rng.integers(len(trace.names)))
+            if requested + milli[i] > target:
+                break
+            requested += int(milli[i])
+            arrivals.append(i)
+    return trace.take(np.array(arrivals, dtype=np.int64))
+
+
+@dataclass
+class Replay:
+    """Per arriving pod, after it was tried: GPU milli arrived so far (incl. this pod), milli
+    allocated, datacenter power (W, ``simulate/power.py``) and fragmentation (milli-GPUs, FGD's F
+    summed over nodes for the trace's target workload); the node each pod went to (-1: failed)."""
+
+    arrived_milli: np.ndarray
+    used_milli: np.ndarray
+    power_w: np.ndarray
+    frag_milli: np.ndarray
+    node: np.ndarray
+    capacity_milli: int
+
+    @property
+    def failed(self) -> int:
+        return int((self.node < 0).sum())
+
+
+def replay(nodes: GpuNodes, arrivals: Trace, policy: Scorer, rng: np.random.Generator, workload: TargetWorkload,
+           progress=None) -> Replay:  # type: ignore[no-untyped-def]
+    """Place ``arrivals`` in order on a copy of ``nodes`` under ``policy``; ``workload``: the task
+    classes fragmentation is measured against."""
+    state = copy.deepcopy(nodes)
+    count = len(state.names)
+    rank = rng.permutation(count)
+    tie = (count - 1 - rank).astype(np.int64)  # higher is better: the smallest rank wins ties
+    version = np.zeros(count, dtype=np.int64)
+    cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+    model_masks: dict[tuple[str, ...], np.ndarray] = {}
+    power = PowerModel(state)
+    node_power = power.node_power_w(state)
+    node_frag = fragmentation(workload, state.gpu_free, state.cpu_free, state.model)
+    size = len(arrivals.names)
+    arrived, used, where = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64), np.full(size, -1, dtype=np.int64)
+    power_w, frag_milli = np.zeros(size), np.zeros(size)
+    total_arrived, total_used, total_power, total_frag = 0, 0, float(node_power.sum()), float(node_frag.sum())
+    for k in range(size):
+        ask = Ask(int(arrivals.cpu[k]), int(arrivals.mem[k]), int(arrivals.num_gpu[k]), int(arrivals.gpu_milli[k]), arrivals.models[k],
+                  pod_tag(int(arrivals.num_gpu[k]), int(arrivals.gpu_milli[k])))
+        total_arrived += ask.milli * ask.num_gpu
+        if ask.models not in model_masks:
+            model_masks[ask.models] = state.model_mask(ask.models)
+        feasible = np.flatnonzero(state.feasible(ask.cpu, ask.mem, ask.num_gpu, ask.milli, model_masks[ask.models]))
+        if len(feasible):
+            if not policy.uses_score:
+                n = int(feasible[rng.integers(len(feasible))])
+            else:
+                if policy.cached:
+                    scores = _cached_scores(state, policy, ask, cache, version)[feasible]
+                else:
+                    scores = policy.scores(state, ask, feasible)
+                scores = policy.normalise(scores)
+                best = feasible[scores == scores.max()]
+                n = int(best[np.argmax(tie[best])])
+            state.place(n, ask.cpu, ask.mem, policy.devices(state, n, ask, rng), ask.milli, ask.tag)
+            version[n] += 1
+            total_used += ask.milli * ask.num_gpu
+            where[k] = n
+            one = np.array([n])
+            watts = float(power.node_power_w(state, one)[0])
+            frag = float(fragmentation(workload, state.gpu_free[one], state.cpu_free[one], state.model[one])[0])
+            total_power += watts - node_power[n]
+            total_frag += frag - node_frag[n]
+            node_power[n], node_frag[n] = watts, frag
+        arrived[k], used[k], power_w[k], frag_milli[k] = total_arrived, total_used, total_power, total_frag
+        if progress is not None and k % 500 == 0:
+            progress(k, size)
+    return Replay(arrived, used, power_w, frag_milli, where, state.capacity_milli)
+
+
+def _cached_scores(state: GpuNodes, policy: Scorer, ask: Ask, cache: dict, version: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+    entry = cache.get(ask.key)
+    if entry is None:
+        scores = policy.scores(state, ask, np.arange(len(state.names)))
+        cache[ask.key] = (scores, version.copy())
+        return scores
+    scores, seen = entry
+    stale = np.flatnonzero(seen != version)
+    if len(stale):
+        scores[stale] = policy.scores(state, ask, stale)
+        seen[stale] = version[stale]
+    return scores
+
+
+def at_loads(run: Replay, points: range = range(0, 131)) -> dict[int, dict[str, float] | None]:
+    """Per arrived load k (% of GPU capacity): the means over the pods whose arrived load rounds
+    (half to even) to k, or to k - 1..k + 1 when none does (the FGD artifact's discrete points) of
+    ``gpu_allocation`` (% of capacity), ``grar`` (allocated / arrived request), ``eopc_w`` and
+    ``frag_milli``; None where no pod is near k."""
+    arrived = np.round(run.arrived_milli / run.capacity_milli * 100)  # numpy rounds half to even
+    series = {
+        "gpu_allocation": run.used_milli / run.capacity_milli * 100,
+        "grar": run.used_milli / np.maximum(run.arrived_milli, 1),
+        "eopc_w": run.power_w,
+        "frag_milli": run.frag_milli,
+    }
+    out: dict[int, dict[str, float] | None] = {}
+    for k in points:
+        here = arrived == k
+        if not here.any():
+            here = (arrived >= k - 1) & (arrived <= k + 1)
+        out[k] = {name: float(values[here].mean()) for name, values in series.items()} if here.any() else None
+    return out
