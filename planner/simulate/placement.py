@@ -54,7 +54,8 @@ def inflate(trace: Trace, capacity_milli: int, load: float, rng: np.random.Gener
 class Replay:
     """Per arriving pod, after it was tried: GPU milli arrived so far (incl. this pod), milli
     allocated, datacenter power (W, ``simulate/power.py``) and fragmentation (milli-GPUs, FGD's F
-    summed over nodes for the trace's target workload); the node each pod went to (-1: failed)."""
+    summed over nodes for the trace's target workload); the node each pod went to (-1: failed) and
+    the devices it took."""
 
     arrived_milli: np.ndarray
     used_milli: np.ndarray
@@ -62,6 +63,7 @@ class Replay:
     frag_milli: np.ndarray
     node: np.ndarray
     capacity_milli: int
+    devices: list[list[int]]  # per pod, the devices it took (empty: CPU-only or failed)
 
     @property
     def failed(self) -> int:
@@ -85,6 +87,7 @@ def replay(nodes: GpuNodes, arrivals: Trace, policy: Scorer, rng: np.random.Gene
     size = len(arrivals.names)
     arrived, used, where = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64), np.full(size, -1, dtype=np.int64)
     power_w, frag_milli = np.zeros(size), np.zeros(size)
+    taken: list[list[int]] = [[] for _ in range(size)]
     total_arrived, total_used, total_power, total_frag = 0, 0, float(node_power.sum()), float(node_frag.sum())
     for k in range(size):
         ask = Ask(int(arrivals.cpu[k]), int(arrivals.mem[k]), int(arrivals.num_gpu[k]), int(arrivals.gpu_milli[k]), arrivals.models[k],
@@ -104,7 +107,8 @@ def replay(nodes: GpuNodes, arrivals: Trace, policy: Scorer, rng: np.random.Gene
                 scores = policy.normalise(scores)
                 best = feasible[scores == scores.max()]
                 n = int(best[np.argmax(tie[best])])
-            state.place(n, ask.cpu, ask.mem, policy.devices(state, n, ask, rng), ask.milli, ask.tag)
+            taken[k] = policy.devices(state, n, ask, rng)
+            state.place(n, ask.cpu, ask.mem, taken[k], ask.milli, ask.tag)
             version[n] += 1
             total_used += ask.milli * ask.num_gpu
             where[k] = n
@@ -117,7 +121,7 @@ def replay(nodes: GpuNodes, arrivals: Trace, policy: Scorer, rng: np.random.Gene
         arrived[k], used[k], power_w[k], frag_milli[k] = total_arrived, total_used, total_power, total_frag
         if progress is not None and k % 500 == 0:
             progress(k, size)
-    return Replay(arrived, used, power_w, frag_milli, where, state.capacity_milli)
+    return Replay(arrived, used, power_w, frag_milli, where, state.capacity_milli, taken)
 
 
 def _cached_scores(state: GpuNodes, policy: Scorer, ask: Ask, cache: dict, version: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]

@@ -1,0 +1,274 @@
+"""Placement replays (``simulate/placement.py``) and the policies' scores (``heuristics/share_scores.py``)
+against oracles written here: the FGD fragmentation and every score recomputed with plain loops from
+the formulas of the FGD artifact, the power model from Table II by hand, and every end state checked
+with ``rules.py``."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planner import rules
+from planner.cluster import SnapshotError
+from planner.heuristics.share_scores import SCORERS, Ask, TargetWorkload, fragmentation, scorer
+from planner.simulate.gpu_nodes import GpuNodes, Trace, pod_tag, read_gpu_nodes, read_trace, to_cluster
+from planner.simulate.placement import Replay, at_loads, inflate, replay
+from planner.simulate.power import PowerModel
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "openb-2023"
+
+
+def small_nodes() -> GpuNodes:
+    """Ten nodes: 8-GPU G2 and G3, 2-GPU T4, 1-GPU P100, one CPU-only node."""
+    spec = [("G2", 8, 96000, 393216)] * 3 + [("G3", 8, 128000, 786432)] * 2 + [("T4", 2, 104000, 524288)] * 3 + [
+        ("P100", 1, 8000, 61440), ("", 0, 64000, 262144)]
+    models = sorted({m for m, *_ in spec})
+    return GpuNodes([f"n{i}" for i in range(len(spec))], models, np.array([models.index(m) for m, *_ in spec]),
+                    np.array([g for _, g, _, _ in spec]), np.array([c for *_, c, _ in spec]), np.array([m for *_, m in spec]))
+
+
+def small_trace(seed: int, size: int = 120) -> Trace:
+    rng = np.random.default_rng(seed)
+    names, cpu, mem, num, milli, models = [], [], [], [], [], []
+    for i in range(size):
+        kind = rng.choice(["cpu", "share", "one", "two", "eight"], p=[0.15, 0.4, 0.3, 0.1, 0.05])
+        n, m = {"cpu": (0, 0), "share": (1, int(rng.choice([100, 250, 300, 500, 700]))), "one": (1, 1000), "two": (2, 1000), "eight": (8, 1000)}[kind]
+        names.append(f"p{i}")
+        cpu.append(int(rng.choice([1000, 4000, 8000, 16000])))
+        mem.append(int(rng.choice([0, 4096, 16384])))
+        num.append(n)
+        milli.append(m)
+        models.append(("T4",) if n and rng.random() < 0.15 else ())
+    return Trace(names, np.array(cpu), np.array(mem), np.array(num), np.array(milli), models)
+
+
+# ---------------------------------------------------------------------------------------------
+# Oracles: the artifact's formulas, one node at a time
+# ---------------------------------------------------------------------------------------------
+
+
+def frag_oracle(free: list[int], cpu_free: int, model: str, w: TargetWorkload, model_names: list[str]) -> float:
+    total = 0.0
+    for m in range(len(w.share)):
+        everything = sum(free)
+        allowed = bool(w.allowed[m, model_names.index(model)])
+        fitting = [g for g in free if g >= w.milli[m]]
+        if w.milli[m] == 0 or not allowed or len(fitting) < w.num_gpu[m] or cpu_free < w.cpu[m]:
+            frag = everything
+        else:
+            frag = sum(g for g in free if g < w.milli[m])
+        total += w.share[m] * frag
+    return total
+
+
+def score_oracle(policy: str, nodes: GpuNodes, n: int, ask: Ask) -> int:
+    free = [int(g) for g in nodes.gpu_free[n][: nodes.gpus[n]]]
+    cpu_free = int(nodes.cpu_free[n])
+    request = ask.milli * ask.num_gpu
+    if policy == "dotprod":
+        dot = cpu_free / 128000 * ask.cpu / 128000 + sum(free) / 8000 * request / 8000
+        return math.trunc(100 * (1 - dot / 2))
+    if policy == "bestfit":  # raw, before the min-max normalisation
+        return math.trunc(100 * (1 - (0.5 * (cpu_free - ask.cpu) / 128000 + 0.5 * (sum(free) - request) / 8000)))
+    if policy == "gpu-packing":
+        if ask.num_gpu == 0:
+            return 0
+        if all(g == 1000 for g in free):
+            return max(33 - len(free), len(free))
+        taken = [g for g in sorted(free) if g >= ask.milli][: ask.num_gpu]
+        if any(g == 1000 for g in taken):
+            return max(50 - sum(1 for g in taken if g == 1000), 33)
+        return max(100 - sum(g * 100 // 1000 for g in taken) // 10, 50)
+    if policy == "gpu-clustering":
+        if ask.num_gpu == 0:
+            return 0
+        base = 25 * (8000 - sum(free)) // 8000
+        tags = nodes.tags[n]
+        if tags[ask.tag] > 0:
+            return base + (75 if tags[ask.tag] == tags.sum() else 50)
+        return base + (25 if tags.sum() == 0 else 0)
+    raise AssertionError(policy)
+
+
+def used_state(nodes: GpuNodes, rng: np.random.Generator) -> GpuNodes:
+    """The nodes with random pods already on them (through ``place``, so tags are kept)."""
+    for n in range(len(nodes.names)):
+        for _ in range(int(rng.integers(0, 4))):
+            if nodes.gpus[n] and rng.random() < 0.7:
+                g = int(rng.integers(nodes.gpus[n]))
+                milli = int(min(nodes.gpu_free[n, g], rng.choice([100, 300, 500, 1000])))
+                if milli and nodes.cpu_free[n] >= 2000:
+                    nodes.place(n, 2000, 0, [g], milli, 0 if milli < 1000 else 1)
+    return nodes
+
+
+def test_fragmentation_matches_the_oracle_on_random_states():
+    nodes = small_nodes()
+    w = TargetWorkload.of_trace(small_trace(0, 400), nodes.model_names)
+    assert math.isclose(w.share.sum(), 1.0) and len(w.share) >= 3
+    for seed in range(5):
+        state = used_state(small_nodes(), np.random.default_rng(seed))
+        got = fragmentation(w, state.gpu_free, state.cpu_free, state.model)
+        for n in range(len(state.names)):
+            want = frag_oracle([int(g) for g in state.gpu_free[n][: state.gpus[n]]], int(state.cpu_free[n]), state.model_names[state.model[n]], w,
+                               state.model_names)
+            assert got[n] == pytest.approx(want, abs=1e-9), (seed, n)
+
+
+@pytest.mark.parametrize("policy", ["dotprod", "bestfit", "gpu-packing", "gpu-clustering"])
+def test_scores_match_the_formulas(policy):
+    trace = small_trace(1)
+    checked = 0
+    for seed in range(4):
+        state = used_state(small_nodes(), np.random.default_rng(seed))
+        s = scorer(policy, trace, state)
+        for k in range(40):
+            ask = Ask(int(trace.cpu[k]), int(trace.mem[k]), int(trace.num_gpu[k]), int(trace.gpu_milli[k]), trace.models[k],
+                      pod_tag(int(trace.num_gpu[k]), int(trace.gpu_milli[k])))
+            feasible = np.flatnonzero(state.feasible(ask.cpu, ask.mem, ask.num_gpu, ask.milli, state.model_mask(ask.models)))
+            got = s.scores(state, ask, feasible)
+            for n, value in zip(feasible.tolist(), got.tolist()):
+                assert value == score_oracle(policy, state, n, ask), (policy, seed, k, n)
+                checked += 1
+    assert checked > 100
+
+
+def test_fgd_scores_and_device_choice_match_the_oracle():
+    trace = small_trace(2, 400)
+    for seed in range(3):
+        state = used_state(small_nodes(), np.random.default_rng(seed))
+        fgd = scorer("fgd", trace, state)
+        w = fgd.workload  # type: ignore[attr-defined]
+        for k in range(30):
+            ask = Ask(int(trace.cpu[k]), 0, int(trace.num_gpu[k]), int(trace.gpu_milli[k]), (), pod_tag(int(trace.num_gpu[k]), int(trace.gpu_milli[k])))
+            feasible = np.flatnonzero(state.feasible(ask.cpu, 0, ask.num_gpu, ask.milli, state.model_mask(())))
+            got = fgd.scores(state, ask, feasible)
+            for n, value in zip(feasible.tolist(), got.tolist()):
+                free = [int(g) for g in state.gpu_free[n][: state.gpus[n]]]
+                model, cpu = state.model_names[state.model[n]], int(state.cpu_free[n])
+                before = frag_oracle(free, cpu, model, w, state.model_names)
+                options = []  # (score, device) per choice the pod could take
+                if ask.is_share:
+                    for g, f in enumerate(free):
+                        if f >= ask.milli:
+                            after = free[:g] + [f - ask.milli] + free[g + 1:]
+                            options.append((math.trunc(100 / (1 + math.exp(-(before - frag_oracle(after, cpu - ask.cpu, model, w, state.model_names)) / 1000))), g))
+                else:
+                    after = list(free)
+                    for g in [i for i, f in enumerate(free) if f == 1000][: ask.num_gpu]:
+                        after[g] -= ask.milli
+                    options.append((math.trunc(100 / (1 + math.exp(-(before - frag_oracle(after, cpu - ask.cpu, model, w, state.model_names)) / 1000))), -1))
+                best = max(score for score, _ in options)
+                assert value == best, (seed, k, n)
+                if ask.is_share:
+                    assert fgd.devices(state, n, ask, np.random.default_rng(0)) == [min(g for score, g in options if score == best)]
+
+
+def test_power_model_is_table_ii_by_hand():
+    nodes = read_gpu_nodes(DATA / "openb_node_list_gpu_node.csv")
+    idle = {"V100M16": 30, "V100M32": 30, "P100": 25, "T4": 10, "A10": 30, "G2": 30, "G3": 50}
+    peak = {"V100M16": 300, "V100M32": 300, "P100": 250, "T4": 70, "A10": 150, "G2": 150, "G3": 400}
+    want_idle = want_peak = 0.0
+    for n in range(len(nodes.names)):
+        model, packages = nodes.model_names[nodes.model[n]], math.ceil(nodes.cpu_cap[n] / 32000)
+        want_idle += nodes.gpus[n] * idle[model] + 15 * packages
+        want_peak += nodes.gpus[n] * peak[model] + 120 * packages
+    power = PowerModel(nodes)
+    assert power.total_w(nodes) == pytest.approx(want_idle)
+    assert 220_000 < want_idle < 232_000  # the paper's cluster: about 225 kW idle
+    nodes.gpu_free[:] = 0
+    nodes.cpu_free[:] = 0
+    assert power.total_w(nodes) == pytest.approx(want_peak)
+
+
+@pytest.mark.parametrize("policy", ["fgd", "bestfit", "gpu-packing", "gpu-clustering", "dotprod", "random", "pwr", "pwr-fgd:0.1"])
+def test_replays_are_valid_deterministic_and_the_cache_changes_nothing(policy):
+    nodes, trace = small_nodes(), small_trace(3)
+    w = TargetWorkload.of_trace(trace, nodes.model_names)
+    arrivals = inflate(trace, nodes.capacity_milli, 1.2, np.random.default_rng(7))
+    run = replay(nodes, arrivals, scorer(policy, trace, nodes), np.random.default_rng(7), w)
+    again = replay(nodes, arrivals, scorer(policy, trace, nodes), np.random.default_rng(7), w)
+    assert np.array_equal(run.node, again.node) and np.array_equal(run.power_w, again.power_w)
+    uncached = scorer(policy, trace, nodes)
+    uncached.cached = False
+    assert np.array_equal(replay(nodes, arrivals, uncached, np.random.default_rng(7), w).node, run.node)
+    placed = [(k, int(n)) for k, n in enumerate(run.node) if n >= 0]
+    assert 0 < len(placed) < len(arrivals.names)  # the load is above capacity: some pods fail
+    cluster = to_cluster(nodes, arrivals, placed)
+    residents: dict[str, list] = {}
+    for pod in cluster.pods:
+        residents.setdefault(pod.node, []).append(pod)
+    for node in cluster.nodes:
+        assert rules.node_rule_breaks(node, residents.get(node.name, [])) == [], (policy, node.name)
+    assert run.used_milli[-1] == sum(int(arrivals.gpu_milli[k] * arrivals.num_gpu[k]) for k, _ in placed)
+    assert run.arrived_milli[-1] == int(arrivals.total_milli.sum())
+    # a failed pod had no node that could take it at that moment: replay the placements to check
+    state = small_nodes()
+    for k in range(len(arrivals.names)):
+        cpu, mem, num, milli = int(arrivals.cpu[k]), int(arrivals.mem[k]), int(arrivals.num_gpu[k]), int(arrivals.gpu_milli[k])
+        ok = state.feasible(cpu, mem, num, milli, state.model_mask(arrivals.models[k]))
+        assert ok.any() == (run.node[k] >= 0), (policy, k)
+        if run.node[k] >= 0:
+            assert ok[run.node[k]] and len(run.devices[k]) == num
+            state.place(int(run.node[k]), cpu, mem, run.devices[k], milli, -1)
+
+
+def test_inflation_keeps_the_trace_then_draws_copies_up_to_the_load():
+    nodes, trace = small_nodes(), small_trace(4)
+    target = 1.3 * nodes.capacity_milli
+    arrivals = inflate(trace, nodes.capacity_milli, 1.3, np.random.default_rng(0))
+    first = sorted(arrivals.names[: len(trace.names)])
+    if trace.total_milli.sum() <= target:
+        assert first == sorted(trace.names)
+    assert arrivals.total_milli.sum() <= target
+    assert set(arrivals.names) <= set(trace.names)
+    low = inflate(trace, nodes.capacity_milli, 0.2, np.random.default_rng(0))
+    assert low.total_milli.sum() <= 0.2 * nodes.capacity_milli < low.total_milli.sum() + trace.total_milli.max() + 1
+
+
+def test_load_points_average_the_pods_that_round_to_them():
+    run = Replay(arrived_milli=np.array([100, 149, 151, 250, 400]), used_milli=np.array([100, 149, 149, 200, 300]),
+                 power_w=np.array([1.0, 2.0, 3.0, 4.0, 5.0]), frag_milli=np.zeros(5), node=np.zeros(5, dtype=np.int64), capacity_milli=10_000,
+                 devices=[[] for _ in range(5)])
+    points = at_loads(run, range(0, 5))
+    assert points[1]["gpu_allocation"] == pytest.approx((1.0 + 1.49) / 2)  # 1.00 % and 1.49 % round to 1
+    assert points[2]["gpu_allocation"] == pytest.approx((1.49 + 2.0) / 2)  # 1.51 % and 2.50 % (half to even) round to 2
+    assert points[2]["eopc_w"] == pytest.approx(3.5)
+    assert points[3]["gpu_allocation"] == pytest.approx((1.49 + 2.0 + 3.0) / 3)  # none at 3: 2 to 4
+    assert points[0]["grar"] == pytest.approx(1.0)
+
+
+def test_fgd_beats_bestfit_beats_random_on_the_default_trace():
+    nodes = read_gpu_nodes(DATA / "openb_node_list_gpu_node.csv")
+    trace = read_trace(DATA / "openb_pod_list_default.csv")
+    w = TargetWorkload.of_trace(trace, nodes.model_names)
+    assert len(w.share) == 35  # the artifact's typical pods: 35 of 91 classes cover 95.26% of 8,152 pods
+    allocation = {}
+    for policy in ("fgd", "bestfit", "random"):
+        arrivals = inflate(trace, nodes.capacity_milli, 1.05, np.random.default_rng(42))
+        allocation[policy] = at_loads(replay(nodes, arrivals, scorer(policy, trace, nodes), np.random.default_rng(42), w), range(100, 101))[100]["gpu_allocation"]
+    assert allocation["fgd"] > allocation["bestfit"] + 1.0 > allocation["random"] + 2.0, allocation
+
+
+def test_bad_traces_and_policies_are_refused_naming_the_field(tmp_path):
+    bad = tmp_path / "pods.csv"
+    bad.write_text("name,cpu_milli,memory_mib,num_gpu\np,1000,10,1\n")
+    with pytest.raises(SnapshotError, match="gpu_milli"):
+        read_trace(bad)
+    bad.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,-5,10,1,500\n")
+    with pytest.raises(SnapshotError, match="cpu_milli"):
+        read_trace(bad)
+    bad.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,5,10,2,500\n")
+    with pytest.raises(SnapshotError, match="gpu_milli"):
+        read_trace(bad)
+    nodes, trace = small_nodes(), small_trace(0, 10)
+    with pytest.raises(ValueError, match="alpha"):
+        scorer("pwr-fgd:1.5", trace, nodes)
+    with pytest.raises(ValueError, match="alpha"):
+        scorer("pwr-fgd:x", trace, nodes)
+    with pytest.raises(ValueError, match="unknown policy"):
+        scorer("fastest", trace, nodes)
+    assert "fgd" in SCORERS
