@@ -274,6 +274,20 @@ class PwrFgd(Scorer):
 SCORERS = ("fgd", "bestfit", "gpu-packing", "gpu-clustering", "dotprod", "random", "pwr", "pwr-fgd:<alpha>")
 
 
+def policy_problem(name: str) -> str | None:
+    """Why ``name`` is not a policy (None when it is), naming the policy or its alpha."""
+    if name.startswith("pwr-fgd:"):
+        text = name.split(":", 1)[1]
+        try:
+            alpha = float(text)
+        except ValueError:
+            return f"policy {name}: alpha must be a number in [0, 1], got {text!r}"
+        return None if 0.0 <= alpha <= 1.0 else f"policy {name}: alpha must be in [0, 1], got {alpha:g}"
+    if name in ("fgd", "pwr", "random", "dotprod", "bestfit", "gpu-packing", "gpu-clustering"):
+        return None
+    return f"unknown policy {name!r}; choose one of {', '.join(SCORERS)}"
+
+
 def scorer(name: str, trace: Trace, nodes: GpuNodes) -> Scorer:
     """The policy ``name`` (see ``SCORERS``); FGD's target workload comes from ``trace``. Raises
     ``ValueError`` naming the policy or alpha when either is unknown or out of range."""
@@ -281,16 +295,9 @@ def scorer(name: str, trace: Trace, nodes: GpuNodes) -> Scorer:
         return Fgd(TargetWorkload.of_trace(trace, nodes.model_names))
     if name == "pwr":
         return Pwr(PowerModel(nodes))
+    problem = policy_problem(name)
+    if problem:
+        raise ValueError(problem)
     if name.startswith("pwr-fgd:"):
-        text = name.split(":", 1)[1]
-        try:
-            alpha = float(text)
-        except ValueError:
-            raise ValueError(f"policy {name}: alpha must be a number in [0, 1], got {text!r}") from None
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"policy {name}: alpha must be in [0, 1], got {alpha:g}")
-        return PwrFgd(alpha, PowerModel(nodes), TargetWorkload.of_trace(trace, nodes.model_names))
-    simple = {s.name: s for s in (RandomScorer, DotProd, BestFit, GpuPacking, GpuClustering)}
-    if name not in simple:
-        raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(SCORERS)}")
-    return simple[name]()
+        return PwrFgd(float(name.split(":", 1)[1]), PowerModel(nodes), TargetWorkload.of_trace(trace, nodes.model_names))
+    return {s.name: s for s in (RandomScorer, DotProd, BestFit, GpuPacking, GpuClustering)}[name]()

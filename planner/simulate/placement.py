@@ -157,3 +157,70 @@ def at_loads(run: Replay, points: range = range(0, 131)) -> dict[int, dict[str, 
             here = (arrived >= k - 1) & (arrived <= k + 1)
         out[k] = {name: float(values[here].mean()) for name, values in series.items()} if here.any() else None
     return out
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One replay of a sweep: pod list ``trace`` (an openb list name, or a CSV path), node list
+    (``gpu``: the 1,213 GPU nodes the FGD artifact uses; ``all``: with the 310 CPU-only ones),
+    policy, seed, load (share of GPU capacity requested in all), load points every ``step_pct``."""
+
+    trace: str
+    policy: str
+    seed: int
+    load: float
+    step_pct: int = 5
+    nodes: str = "gpu"
+    data_dir: str | None = None
+
+
+def run_rows(spec: RunSpec) -> list[dict]:  # type: ignore[type-arg]
+    """Tidy rows, one per load point, of one replay (picklable: executors run these)."""
+    import time
+
+    nodes, trace = _inputs(spec.trace, spec.nodes, spec.data_dir)
+    from planner.heuristics.share_scores import scorer
+
+    policy = scorer(spec.policy, trace, nodes)
+    rng = np.random.default_rng(spec.seed)
+    arrivals = inflate(trace, nodes.capacity_milli, spec.load, rng)
+    start = time.perf_counter()
+    run = replay(nodes, arrivals, policy, rng, TargetWorkload.of_trace(trace, nodes.model_names))
+    wall = time.perf_counter() - start
+    top = int(round(spec.load * 100))
+    rows = []
+    for k, values in at_loads(run, range(spec.step_pct, top + 1, spec.step_pct)).items():
+        if values is None:
+            continue
+        rows.append({"trace": spec.trace, "policy": spec.policy, "seed": spec.seed, "load": round(k / 100, 4),
+                     "gpu_allocation": round(values["gpu_allocation"], 4), "grar": round(values["grar"], 6),
+                     "eopc_w": round(values["eopc_w"], 1), "frag_gpus": round(values["frag_milli"] / 1000, 3),
+                     "pods": len(arrivals.names), "failed_pods": run.failed, "wall_s": round(wall, 3)})
+    return rows
+
+
+_loaded: dict[tuple, tuple[GpuNodes, Trace]] = {}
+
+
+def _inputs(trace: str, node_list: str, data_dir: str | None) -> tuple[GpuNodes, Trace]:
+    """The node list and pod list (read once per process)."""
+    from pathlib import Path
+
+    from planner.cluster import SnapshotError
+    from planner.instances.openb import NODE_LISTS, POD_LIST_PREFIX, pod_lists, resolve_data_dir
+    from planner.simulate.gpu_nodes import read_gpu_nodes, read_trace
+
+    key = (trace, node_list, data_dir)
+    if key not in _loaded:
+        directory = resolve_data_dir(data_dir)
+        if node_list not in NODE_LISTS:
+            raise SnapshotError([f"--nodes: 'gpu' or 'all', got '{node_list}'"])
+        if trace.endswith(".csv"):
+            path = Path(trace)
+        else:
+            known = pod_lists(directory)
+            if trace not in known:
+                raise SnapshotError([f"--trace: unknown pod list '{trace}'; {directory} has {', '.join(known) or 'none'} (or give a .csv path)"])
+            path = directory / f"{POD_LIST_PREFIX}{trace}.csv"
+        _loaded[key] = (read_gpu_nodes(directory / NODE_LISTS[node_list]), read_trace(path))
+    return _loaded[key]

@@ -40,3 +40,29 @@ def plot_replays(series: dict[str, Replay], path: str) -> None:
 
 
 __all__ = ["plot_replays"]
+
+
+def plot_placement(rows: list[dict], path: str) -> None:  # type: ignore[type-arg]
+    """Per policy, the median over seeds against arrived load: GPU allocation (with the ideal
+    line), power (EOPC) and fragmentation (rows of ``simulate.placement.run_rows``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    for name in dict.fromkeys(r["policy"] for r in rows):
+        mine = [r for r in rows if r["policy"] == name]
+        loads = sorted({r["load"] for r in mine})
+        for ax, key, scale in ((axes[0], "gpu_allocation", 1.0), (axes[1], "eopc_w", 1e-3), (axes[2], "frag_gpus", 1.0)):
+            ax.plot([100 * x for x in loads], [scale * float(np.median([r[key] for r in mine if r["load"] == x])) for x in loads], label=name, linewidth=1)
+    top = max(r["load"] for r in rows) * 100
+    axes[0].plot([0, 100, top], [0, 100, 100], color="grey", linestyle=":", linewidth=1, label="ideal")
+    for ax, label in zip(axes, ("GPUs allocated (% of capacity)", "EOPC (kW)", "fragmentation (GPUs)")):
+        ax.set_xlabel("arrived GPU request (% of capacity)")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

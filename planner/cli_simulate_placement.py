@@ -1,0 +1,124 @@
+"""The ``planner simulate placement`` command: the FGD/PWR papers' placement experiment on an openb pod
+list, one tidy row per (policy, seed, load point), fanned out over the process pool."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from typing import Any
+
+import typer
+
+from planner.cli import _emit, err_console, fail, guarded
+from planner.cli_simulate import simulate_app
+
+FGD_ARTIFACT_SEEDS = 42  # the FGD artifact's first seed (its runs use 42..51)
+
+
+@simulate_app.command("placement")
+@guarded
+def simulate_placement_command(
+    trace: str = typer.Option("default", "--trace", help="An openb pod list (default, multigpu20, gpushare40, ...) or a .csv path."),
+    policy: list[str] = typer.Option(
+        None, "--policy", help="fgd, bestfit, gpu-packing, gpu-clustering, dotprod, random, pwr or pwr-fgd:<alpha>; repeat to compare (default: fgd)."
+    ),
+    seeds: int = typer.Option(10, "--seeds", help="Seeds per policy: --first-seed, --first-seed + 1, ..."),
+    first_seed: int = typer.Option(FGD_ARTIFACT_SEEDS, "--first-seed", help="The first seed (the FGD artifact's runs use 42..51)."),
+    load: float = typer.Option(1.3, "--load", help="GPU requested in all, as a share of capacity (Monte-Carlo inflation up to it)."),
+    step: int = typer.Option(5, "--step", help="Load points every this many percent of capacity."),
+    nodes: str = typer.Option("gpu", "--nodes", help="gpu (the 1,213 GPU nodes, as the FGD artifact) or all (with the 310 CPU-only nodes)."),
+    data_dir: str = typer.Option(None, "--data-dir", help="The openb-2023 directory (default: $PLANNER_OPENB_DIR or ../shared/data/openb-2023)."),
+    workers: int = typer.Option(None, "--workers", help="Processes (default: one per core; 1: inline)."),
+    out: str = typer.Option(None, "--out", help="results.json: {'runs': [one row per (policy, seed, load point)]} (- for stdout)."),
+    plot: str = typer.Option(None, "--plot", help="PNG: GPU allocation, power and fragmentation against arrived load, per policy."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar on stderr."),
+) -> None:
+    """Replay Monte-Carlo inflated openb workloads under each policy (the FGD and PWR papers' setup).
+
+    Pods arrive one by one and never leave; a pod no node can take fails. Rows give, at each arrived
+    load, the GPU allocation (% of capacity), GRAR, power (EOPC, W) and FGD fragmentation (GPUs),
+    averaged over the pods around that load as the FGD artifact's analysis does.
+    """
+    from planner.heuristics.share_scores import policy_problem
+
+    policies = policy or ["fgd"]
+    problems = [f"--policy: {p}" for p in (policy_problem(name) for name in policies) if p]
+    if len(set(policies)) != len(policies):
+        problems.append("--policy: each policy once")
+    if seeds < 1:
+        problems.append(f"--seeds: at least 1, got {seeds}")
+    if first_seed < 0:
+        problems.append(f"--first-seed: at least 0, got {first_seed}")
+    if not 0 < load <= 5:
+        problems.append(f"--load: above 0 and at most 5 (a share of GPU capacity), got {load:g}")
+    if not 1 <= step <= 100:
+        problems.append(f"--step: 1 to 100 percent, got {step}")
+    if workers is not None and workers < 1:
+        problems.append(f"--workers: at least 1, got {workers}")
+    if plot is not None and not plot.endswith(".png"):
+        problems.append(f"--plot: a .png file, got '{plot}'")
+    if problems:
+        fail(problems)
+    rows = _run(trace, policies, [first_seed + i for i in range(seeds)], load, step, nodes, data_dir, workers, progress)
+    text = json.dumps({"runs": rows}, indent=1) + "\n"
+    if out is not None:
+        _emit(text, out)
+    if out != "-":
+        _print_table(rows, load)
+    if plot is not None:
+        from planner.simulate.plots import plot_placement
+
+        try:
+            plot_placement(rows, plot)
+        except OSError as err:
+            fail([f"--plot: cannot write '{plot}': {err.strerror or err}"])
+
+
+def _run(trace: str, policies: list[str], seeds: list[int], load: float, step: int, node_list: str, data_dir: str | None,
+         workers: int | None, progress: bool) -> list[dict[str, Any]]:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from planner.executors import default_workers, executor
+    from planner.simulate.placement import RunSpec, _inputs, run_rows
+
+    _inputs(trace, node_list, data_dir)  # bad input fails here, before any worker starts
+    specs = [RunSpec(trace, p, s, load, step, node_list, data_dir) for p in policies for s in seeds]
+    rows: list[dict[str, Any]] = []
+    count = workers or default_workers()
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} replays"), TimeElapsedColumn(),
+                  console=err_console, disable=not progress, transient=True) as bar, executor(count) as run:
+        task = bar.add_task("replaying", total=len(specs))
+        for i in range(0, len(specs), count):  # one batch per round of workers, so the bar moves
+            for part in run(run_rows, specs[i:i + count]):
+                rows.extend(part)
+            bar.update(task, completed=min(len(specs), i + count))
+    return rows
+
+
+def _print_table(rows: list[dict[str, Any]], load: float) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    points = sorted({50, 80, 100, int(round(load * 100))})
+    table = Table(title="placement replays: mean over seeds at arrived load (% of GPU capacity)")
+    table.add_column("policy")
+    for k in points:
+        table.add_column(f"alloc % @{k}", justify="right")
+    table.add_column("EOPC kW @80", justify="right")
+    table.add_column("GRAR @100", justify="right")
+    table.add_column("seeds", justify="right")
+    for name in dict.fromkeys(r["policy"] for r in rows):
+        mine = [r for r in rows if r["policy"] == name]
+
+        def mean(key: str, k: int, rows: list[dict[str, Any]] = mine) -> str:
+            values = [r[key] for r in rows if round(r["load"] * 100) == k]
+            return f"{statistics.fmean(values):,.2f}" if values else "-"
+
+        eopc = [r["eopc_w"] / 1000 for r in mine if round(r["load"] * 100) == 80]
+        table.add_row(name, *[mean("gpu_allocation", k) for k in points], f"{statistics.fmean(eopc):,.1f}" if eopc else "-",
+                      mean("grar", 100), str(len({r["seed"] for r in mine})))
+    Console(markup=False, highlight=False, width=None if sys.stdout.isatty() else 200).print(table)
+
+
+__all__ = ["simulate_placement_command"]
