@@ -67,7 +67,7 @@ def frag_oracle(free: list[int], cpu_free: int, model: str, w: TargetWorkload, m
     return total
 
 
-def score_oracle(policy: str, nodes: GpuNodes, n: int, ask: Ask) -> int:
+def score_oracle(policy: str, nodes: GpuNodes, n: int, ask: Ask) -> float:
     free = [int(g) for g in nodes.gpu_free[n][: nodes.gpus[n]]]
     cpu_free = int(nodes.cpu_free[n])
     request = ask.milli * ask.num_gpu
@@ -93,6 +93,27 @@ def score_oracle(policy: str, nodes: GpuNodes, n: int, ask: Ask) -> int:
         if tags[ask.tag] > 0:
             return base + (75 if tags[ask.tag] == tags.sum() else 50)
         return base + (25 if tags.sum() == 0 else 0)
+    if policy == "pwr":  # the raw score: watts added, the share on its best-fit device
+        idle_w, peak_w = {"G2": 30, "G3": 50, "T4": 10, "P100": 25, "": 0}, {"G2": 150, "G3": 400, "T4": 70, "P100": 250, "": 0}
+        model = nodes.model_names[nodes.model[n]]
+
+        def watts(devices: list[int], cpu_left: int) -> float:
+            packages, active = math.ceil(nodes.cpu_cap[n] / 32000), math.ceil((nodes.cpu_cap[n] - cpu_left) / 32000)
+            return sum(peak_w[model] if g < 1000 else idle_w[model] for g in devices) + 120 * active + 15 * (packages - active)
+
+        after = list(free)
+        if ask.is_share:
+            g = min((f, i) for i, f in enumerate(free) if f >= ask.milli)[1]
+            after[g] -= ask.milli
+        else:
+            for g in [i for i, f in enumerate(free) if f == 1000][: ask.num_gpu]:
+                after[g] -= ask.milli
+        return watts(after, cpu_free - ask.cpu) - watts(free, cpu_free)
+    if policy.startswith("k8s-"):
+        parts = [(int(nodes.cpu_cap[n]), int(nodes.cpu_cap[n] - cpu_free) + ask.cpu), (int(nodes.mem_cap[n]), int(nodes.mem_cap[n] - nodes.mem_free[n]) + ask.mem),
+                 (int(nodes.gpus[n]) * 1000, int(nodes.gpus[n]) * 1000 - sum(free) + request)]
+        values = [(used if policy == "k8s-most-allocated" else cap - used) * 100 // cap for cap, used in parts if cap > 0]
+        return sum(values) // len(values)
     raise AssertionError(policy)
 
 
@@ -121,7 +142,7 @@ def test_fragmentation_matches_the_oracle_on_random_states():
             assert got[n] == pytest.approx(want, abs=1e-9), (seed, n)
 
 
-@pytest.mark.parametrize("policy", ["dotprod", "bestfit", "gpu-packing", "gpu-clustering"])
+@pytest.mark.parametrize("policy", ["dotprod", "bestfit", "gpu-packing", "gpu-clustering", "k8s-least-allocated", "k8s-most-allocated", "pwr"])
 def test_scores_match_the_formulas(policy):
     trace = small_trace(1)
     checked = 0
@@ -187,7 +208,8 @@ def test_power_model_is_table_ii_by_hand():
     assert power.total_w(nodes) == pytest.approx(want_peak)
 
 
-@pytest.mark.parametrize("policy", ["fgd", "bestfit", "gpu-packing", "gpu-clustering", "dotprod", "random", "pwr", "pwr-fgd:0.1"])
+@pytest.mark.parametrize("policy", ["fgd", "bestfit", "gpu-packing", "gpu-clustering", "dotprod", "random", "pwr", "pwr-fgd:0.1",
+                                    "k8s-least-allocated", "k8s-most-allocated"])
 def test_replays_are_valid_deterministic_and_the_cache_changes_nothing(policy):
     nodes, trace = small_nodes(), small_trace(3)
     w = TargetWorkload.of_trace(trace, nodes.model_names)

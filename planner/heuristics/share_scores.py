@@ -17,7 +17,9 @@ the FGD paper (Weng et al., USENIX ATC'23) measured, with the formulas of its si
   pod's kind (share, 1-GPU, 2-GPU, ...), 50 if also others, 25 if no GPU pod, else 0.
 * ``random``: a uniformly random feasible node (no score).
 * ``pwr`` and ``pwr-fgd:<alpha>``: the PWR paper's power-aware score and its combination with FGD
-  (see ``Pwr`` and ``PwrFgd``).
+  (see ``Pwr`` and ``PwrFgd``);
+* ``k8s-least-allocated`` and ``k8s-most-allocated``: Kubernetes' default scoring and its binpacking
+  variant over CPU, memory and GPU (``KubernetesAllocated``).
 
 Scores are integers as in the simulator; the replay breaks ties by a seeded node rank. A share pod
 goes to the best-fit device (least free that holds it) except under ``fgd`` (its best device) and
@@ -109,6 +111,11 @@ class Scorer:
     name = ""
     cached = True  # a node's score depends on its own state and the ask only
     uses_score = True
+    uses_memory = False  # scores read the pod's memory (else memory only filters)
+
+    def cache_key(self, ask: Ask) -> tuple:  # type: ignore[type-arg]
+        """What this policy's node scores depend on besides the node."""
+        return (*ask.key, ask.mem) if self.uses_memory else ask.key
 
     def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -187,6 +194,34 @@ class GpuClustering(Scorer):
         same, gpu_pods = tags[:, ask.tag], tags.sum(axis=1)
         bonus = np.where(same > 0, np.where(same == gpu_pods, 75, 50), np.where(gpu_pods == 0, 25, 0))
         return (base + bonus).astype(np.int64)
+
+
+class KubernetesAllocated(Scorer):
+    """kube-scheduler's NodeResourcesFit ``LeastAllocated`` (or ``MostAllocated``) over CPU, memory
+    and GPU milli with equal weights: per resource ``(capacity - used after) * 100 // capacity`` (or
+    ``used after * 100 // capacity``), averaged with integer division over the resources the node
+    has (a node without GPUs is scored on CPU and memory)."""
+
+    uses_memory = True
+
+    def __init__(self, most: bool) -> None:
+        self.most = most
+        self.name = "k8s-most-allocated" if most else "k8s-least-allocated"
+
+    def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
+        gpu_cap = nodes.gpus[idx] * MILLI
+        parts = [(nodes.cpu_cap[idx], nodes.cpu_cap[idx] - nodes.cpu_free[idx] + ask.cpu),
+                 (nodes.mem_cap[idx], nodes.mem_cap[idx] - nodes.mem_free[idx] + ask.mem),
+                 (gpu_cap, gpu_cap - nodes.gpu_free[idx].sum(axis=1) + ask.milli * ask.num_gpu)]
+        total = np.zeros(len(idx), dtype=np.int64)
+        count = np.zeros(len(idx), dtype=np.int64)
+        for capacity, used in parts:
+            has = capacity > 0
+            safe = np.where(has, capacity, 1)
+            held = np.clip(used, 0, safe)
+            total += np.where(has, (held if self.most else safe - held) * 100 // safe, 0)
+            count += has
+        return total // np.maximum(count, 1)
 
 
 class Fgd(Scorer):
@@ -271,7 +306,8 @@ class PwrFgd(Scorer):
         return self.fgd.devices(nodes, n, ask, rng)
 
 
-SCORERS = ("fgd", "bestfit", "gpu-packing", "gpu-clustering", "dotprod", "random", "pwr", "pwr-fgd:<alpha>")
+SCORERS = ("fgd", "bestfit", "gpu-packing", "gpu-clustering", "dotprod", "random", "pwr", "pwr-fgd:<alpha>", "k8s-least-allocated",
+           "k8s-most-allocated")
 
 
 def policy_problem(name: str) -> str | None:
@@ -283,7 +319,7 @@ def policy_problem(name: str) -> str | None:
         except ValueError:
             return f"policy {name}: alpha must be a number in [0, 1], got {text!r}"
         return None if 0.0 <= alpha <= 1.0 else f"policy {name}: alpha must be in [0, 1], got {alpha:g}"
-    if name in ("fgd", "pwr", "random", "dotprod", "bestfit", "gpu-packing", "gpu-clustering"):
+    if name in ("fgd", "pwr", "random", "dotprod", "bestfit", "gpu-packing", "gpu-clustering", "k8s-least-allocated", "k8s-most-allocated"):
         return None
     return f"unknown policy {name!r}; choose one of {', '.join(SCORERS)}"
 
@@ -300,4 +336,6 @@ def scorer(name: str, trace: Trace, nodes: GpuNodes) -> Scorer:
         raise ValueError(problem)
     if name.startswith("pwr-fgd:"):
         return PwrFgd(float(name.split(":", 1)[1]), PowerModel(nodes), TargetWorkload.of_trace(trace, nodes.model_names))
+    if name.startswith("k8s-"):
+        return KubernetesAllocated(most=name == "k8s-most-allocated")
     return {s.name: s for s in (RandomScorer, DotProd, BestFit, GpuPacking, GpuClustering)}[name]()

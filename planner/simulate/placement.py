@@ -125,10 +125,11 @@ def replay(nodes: GpuNodes, arrivals: Trace, policy: Scorer, rng: np.random.Gene
 
 
 def _cached_scores(state: GpuNodes, policy: Scorer, ask: Ask, cache: dict, version: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
-    entry = cache.get(ask.key)
+    key = policy.cache_key(ask)
+    entry = cache.get(key)
     if entry is None:
         scores = policy.scores(state, ask, np.arange(len(state.names)))
-        cache[ask.key] = (scores, version.copy())
+        cache[key] = (scores, version.copy())
         return scores
     scores, seen = entry
     stale = np.flatnonzero(seen != version)
