@@ -1,0 +1,94 @@
+"""Kant's queueing replays (``simulate/queueing.py``): a worked example computed by hand for each
+policy, capacity recomputed from the outcomes, FIFO order, E-Binpack's groups, the workload's shape."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.simulate.queueing import Cluster, Job, kant_jobs, place, queue_row, replay
+
+TINY = Cluster(nodes=2, gpus_per_node=8, group_nodes=1)
+JOBS = [Job("A", 0, 16, 10), Job("B", 1, 8, 5), Job("C", 2, 16, 10), Job("D", 3, 4, 10)]
+
+
+def starts(policy: str, timeout_s: float = 2.0) -> tuple[dict[str, tuple[float | None, float | None]], int]:
+    run = replay(TINY, JOBS, policy, "binpack", timeout_s=timeout_s)
+    return {j.name: (o.start_s, o.end_s) for j, o in zip(run.jobs, run.outcomes)}, run.preemptions
+
+
+def test_the_worked_example_by_hand():
+    # strict FIFO: B heads the queue while A runs; C waits for B, D for C (head-of-line blocking)
+    assert starts("strict-fifo") == ({"A": (0, 10), "B": (10, 15), "C": (15, 25), "D": (25, 35)}, 0)
+    # best effort: D passes the blocked C when A ends, and C waits for D too
+    assert starts("best-effort") == ({"A": (0, 10), "B": (10, 15), "C": (20, 30), "D": (10, 20)}, 0)
+    # backfill, timeout 2 s: C is the blocked head from 10; at 12 preempting D would not make room (B
+    # holds a node), at 15 (B ends) it does: D is preempted, C starts, D waits for C (B, started in
+    # order, is never a victim)
+    assert starts("backfill") == ({"A": (0, 10), "B": (10, 15), "C": (15, 25), "D": (25, 35)}, 1)
+    run = replay(TINY, JOBS, "backfill", "binpack", timeout_s=2.0)
+    assert queue_row(run)["lost_gpu_hours"] == pytest.approx(4 * 5 / 3600)  # D ran 10..15 on 4 GPUs
+    # a timeout longer than any wait: backfill is best effort
+    assert starts("backfill", timeout_s=100)[0] == starts("best-effort")[0]
+
+
+@pytest.mark.parametrize("policy", ["strict-fifo", "best-effort"])
+@pytest.mark.parametrize("placement", ["spread", "binpack", "e-binpack"])
+def test_capacity_holds_and_allocation_integrates_the_outcomes(policy, placement):
+    cluster = Cluster(nodes=40, gpus_per_node=8, group_nodes=8)
+    jobs = kant_jobs(cluster, 48, 0.95, seed=1)
+    run = replay(cluster, jobs, policy, placement, horizon_s=48 * 3600)
+    assert max(g for _, g in run.series) <= cluster.gpus
+    for t, gpus in run.series[:: max(1, len(run.series) // 200)]:  # allocated GPUs recomputed from the outcomes
+        want = sum(j.gpus for j, o in zip(jobs, run.outcomes) if o.start_s is not None and o.start_s <= t and (o.end_s is None or o.end_s > t))
+        assert gpus == want, t
+    busy = sum(j.gpus * (min(o.end_s if o.end_s is not None else run.horizon_s, run.horizon_s) - o.start_s)
+               for j, o in zip(jobs, run.outcomes) if o.start_s is not None)
+    assert queue_row(run)["sor"] == pytest.approx(busy / (cluster.gpus * run.horizon_s))
+    if policy == "strict-fifo":  # nobody passes an earlier job
+        started = sorted((j.submit_s, o.start_s) for j, o in zip(jobs, run.outcomes) if o.start_s is not None)
+        assert all(a[1] <= b[1] for a, b in zip(started, started[1:]))
+
+
+def test_backfill_preempts_only_jobs_started_while_the_head_waited_and_loses_their_work():
+    cluster = Cluster(nodes=40, gpus_per_node=8, group_nodes=8)
+    jobs = kant_jobs(cluster, 72, 0.95, seed=2)
+    run = replay(cluster, jobs, "backfill", "binpack", timeout_s=1800, horizon_s=72 * 3600)
+    row = queue_row(run)
+    assert run.preemptions > 0 and row["lost_gpu_hours"] > 0
+    assert sum(o.preempted for o in run.outcomes) == run.preemptions
+    assert max(g for _, g in run.series) <= cluster.gpus
+
+
+def test_e_binpack_keeps_a_multi_node_job_in_one_group_and_small_jobs_together():
+    cluster = Cluster(nodes=4, gpus_per_node=8, group_nodes=2)
+    free = np.array([6, 8, 8, 8])  # a small job on node 0
+    big = Job("big", 0, 16, 1)
+    assert place(free, big, cluster, "binpack") == [1, 2]  # the lowest idle nodes: two groups
+    assert place(free, big, cluster, "e-binpack") == [2, 3]  # one group
+    small = Job("small", 0, 2, 1)
+    assert place(np.array([8, 8, 8, 7]), small, cluster, "e-binpack") == [3]  # the group already holding small jobs
+    assert place(np.array([8, 8, 8, 7]), small, cluster, "spread") == [0]
+
+
+def test_the_generated_workload_has_kants_shape():
+    cluster = Cluster()
+    jobs = kant_jobs(cluster, 24 * 30, 0.9, seed=0)
+    gpus = np.array([j.gpus for j in jobs])
+    work = np.array([j.gpus * j.duration_s for j in jobs])
+    assert (gpus < 8).mean() > 0.9  # Kant §2: over 90% of jobs use fewer than 8 GPUs
+    assert work[gpus < 8].sum() / work.sum() < 0.1  # ... and under 10% of GPU-time
+    assert work[gpus >= 256].sum() / work.sum() > 0.5  # jobs of 256 GPUs or more: over half
+    offered = work.sum() / (cluster.gpus * 24 * 30 * 3600)
+    assert 0.8 < offered < 1.0
+
+
+def test_bad_input_is_refused_naming_it():
+    with pytest.raises(ValueError, match="queue policy"):
+        replay(TINY, JOBS, "lifo", "binpack")
+    with pytest.raises(ValueError, match="placement"):
+        replay(TINY, JOBS, "best-effort", "tetris")
+    with pytest.raises(ValueError, match="multiple of 8"):
+        replay(TINY, [Job("odd", 0, 12, 1)], "best-effort", "binpack")
+    with pytest.raises(ValueError, match="more than the cluster"):
+        replay(TINY, [Job("huge", 0, 32, 1)], "best-effort", "binpack")
