@@ -996,7 +996,7 @@ def plans(
 
 
 from planner import cli_allocate, cli_export, cli_import, cli_preempt, cli_solve  # noqa: E402,F401 - register their commands on ``app``
-from planner import cli_simulate, cli_simulate_placement  # noqa: E402,F401 - register ``planner simulate``
+from planner import cli_simulate, cli_simulate_placement, cli_simulate_queue  # noqa: E402,F401 - register ``planner simulate``
 
 
 def main() -> None:

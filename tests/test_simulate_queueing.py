@@ -92,3 +92,23 @@ def test_bad_input_is_refused_naming_it():
         replay(TINY, [Job("odd", 0, 12, 1)], "best-effort", "binpack")
     with pytest.raises(ValueError, match="more than the cluster"):
         replay(TINY, [Job("huge", 0, 32, 1)], "best-effort", "binpack")
+
+
+def test_cli_rows_and_bad_input(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "q.json"
+    cmd = [sys.executable, "-m", "planner.cli", "simulate", "queue"]
+    done = subprocess.run([*cmd, "--days", "2", "--warmup-days", "0.5", "--nodes", "40", "--group-nodes", "8", "--seeds", "2", "--placement", "spread",
+                           "--placement", "e-binpack", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(out.read_text())["runs"]
+    assert [(r["seed"], r["policy"], r["placement"]) for r in rows] == [(s, p, q) for s in (0, 1) for p in ("strict-fifo", "best-effort", "backfill")
+                                                                        for q in ("spread", "e-binpack")]
+    for r in rows:
+        assert 0 < r["gar"] <= 1 and 0 <= r["gfr"] <= 1 and r["jobs"] > 50 and set(r["jwtd_s"]) <= {str(1 << k) for k in range(12)}
+    bad = subprocess.run([*cmd, "--policy", "lifo", "--placement", "tetris", "--warmup-days", "9"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--policy" in bad.stderr and "--placement" in bad.stderr and "--warmup-days" in bad.stderr
+    assert "Traceback" not in bad.stderr
