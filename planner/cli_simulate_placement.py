@@ -100,13 +100,14 @@ def _print_table(rows: list[dict[str, Any]], load: float) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    points = sorted({50, 80, 100, int(round(load * 100))})
+    top = int(round(load * 100))
+    points = sorted({k for k in (50, 80, 100) if k < top} | {top})
     table = Table(title="placement replays: mean over seeds at arrived load (% of GPU capacity)")
     table.add_column("policy")
     for k in points:
         table.add_column(f"alloc % @{k}", justify="right")
-    table.add_column("EOPC kW @80", justify="right")
-    table.add_column("GRAR @100", justify="right")
+    table.add_column(f"EOPC kW @{min(80, top)}", justify="right")
+    table.add_column(f"GRAR @{min(100, top)}", justify="right")
     table.add_column("seeds", justify="right")
     for name in dict.fromkeys(r["policy"] for r in rows):
         mine = [r for r in rows if r["policy"] == name]
@@ -115,9 +116,9 @@ def _print_table(rows: list[dict[str, Any]], load: float) -> None:
             values = [r[key] for r in rows if round(r["load"] * 100) == k]
             return f"{statistics.fmean(values):,.2f}" if values else "-"
 
-        eopc = [r["eopc_w"] / 1000 for r in mine if round(r["load"] * 100) == 80]
+        eopc = [r["eopc_w"] / 1000 for r in mine if round(r["load"] * 100) == min(80, top)]
         table.add_row(name, *[mean("gpu_allocation", k) for k in points], f"{statistics.fmean(eopc):,.1f}" if eopc else "-",
-                      mean("grar", 100), str(len({r["seed"] for r in mine})))
+                      mean("grar", min(100, top)), str(len({r["seed"] for r in mine})))
     Console(markup=False, highlight=False, width=None if sys.stdout.isatty() else 200).print(table)
 
 
