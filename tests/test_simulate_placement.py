@@ -256,7 +256,7 @@ def test_inflation_keeps_the_trace_then_draws_copies_up_to_the_load():
 
 def test_load_points_average_the_pods_that_round_to_them():
     run = Replay(arrived_milli=np.array([100, 149, 151, 250, 400]), used_milli=np.array([100, 149, 149, 200, 300]),
-                 power_w=np.array([1.0, 2.0, 3.0, 4.0, 5.0]), frag_milli=np.zeros(5), node=np.zeros(5, dtype=np.int64), capacity_milli=10_000,
+                 power_w=np.array([1.0, 2.0, 3.0, 4.0, 5.0]), frag_milli=np.array([990.0, 0, 0, 0, 0]), node=np.zeros(5, dtype=np.int64), capacity_milli=10_000,
                  devices=[[] for _ in range(5)])
     points = at_loads(run, range(0, 5))
     assert points[1]["gpu_allocation"] == pytest.approx((1.0 + 1.49) / 2)  # 1.00 % and 1.49 % round to 1
@@ -264,6 +264,7 @@ def test_load_points_average_the_pods_that_round_to_them():
     assert points[2]["eopc_w"] == pytest.approx(3.5)
     assert points[3]["gpu_allocation"] == pytest.approx((1.49 + 2.0 + 3.0) / 3)  # none at 3: 2 to 4
     assert points[0]["grar"] == pytest.approx(1.0)
+    assert points[1]["frag_ratio"] == pytest.approx((990 / 9900 + 0) / 2)  # fragmented over unallocated milli
 
 
 def test_fgd_beats_bestfit_beats_random_on_the_default_trace():
@@ -313,6 +314,7 @@ def test_cli_rows_per_policy_seed_and_load_point_and_a_plot(tmp_path):
     for r in rows:
         assert r["grar"] == pytest.approx(1.0) and r["gpu_allocation"] == pytest.approx(100 * r["load"], abs=0.6)  # light load: all fits
         assert r["failed_pods"] == 0 and r["trace"] == "default"
+        assert 0 <= r["frag_ratio"] <= 1 and r["frag_gpus"] == pytest.approx(r["frag_ratio"] * 6212 * (1 - r["gpu_allocation"] / 100), rel=0.05)
     eopc = {(r["policy"], r["seed"], r["load"]): r["eopc_w"] for r in rows}
     for s in (42, 43):  # the power-aware combination draws less at the same load (the PWR paper's claim)
         assert eopc["pwr-fgd:0.1", s, 0.3] < 0.95 * eopc["fgd", s, 0.3]

@@ -142,14 +142,16 @@ def _cached_scores(state: GpuNodes, policy: Scorer, ask: Ask, cache: dict, versi
 def at_loads(run: Replay, points: range = range(0, 131)) -> dict[int, dict[str, float] | None]:
     """Per arrived load k (% of GPU capacity): the means over the pods whose arrived load rounds
     (half to even) to k, or to k - 1..k + 1 when none does (the FGD artifact's discrete points) of
-    ``gpu_allocation`` (% of capacity), ``grar`` (allocated / arrived request), ``eopc_w`` and
-    ``frag_milli``; None where no pod is near k."""
+    ``gpu_allocation`` (% of capacity), ``grar`` (allocated / arrived request), ``eopc_w``,
+    ``frag_milli`` and ``frag_ratio`` (fragmented over unallocated milli); None where no pod is near k."""
     arrived = np.round(run.arrived_milli / run.capacity_milli * 100)  # numpy rounds half to even
     series = {
         "gpu_allocation": run.used_milli / run.capacity_milli * 100,
         "grar": run.used_milli / np.maximum(run.arrived_milli, 1),
         "eopc_w": run.power_w,
         "frag_milli": run.frag_milli,
+        # the FGD paper's fragmentation rate: the share of the unallocated GPU milli that is fragmented
+        "frag_ratio": run.frag_milli / np.maximum(run.capacity_milli - run.used_milli, 1),
     }
     out: dict[int, dict[str, float] | None] = {}
     for k in points:
@@ -196,6 +198,7 @@ def run_rows(spec: RunSpec) -> list[dict]:  # type: ignore[type-arg]
         rows.append({"trace": spec.trace, "policy": spec.policy, "seed": spec.seed, "load": round(k / 100, 4),
                      "gpu_allocation": round(values["gpu_allocation"], 4), "grar": round(values["grar"], 6),
                      "eopc_w": round(values["eopc_w"], 1), "frag_gpus": round(values["frag_milli"] / 1000, 3),
+                     "frag_ratio": round(values["frag_ratio"], 6),
                      "pods": len(arrivals.names), "failed_pods": run.failed, "wall_s": round(wall, 3)})
     return rows
 
