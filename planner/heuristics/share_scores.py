@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.simulate.gpu_nodes import MILLI, GpuNodes, Trace, best_fit_device, idle_devices
+from planner.simulate.gpu_nodes import MILLI, GpuNodes, Trace, after_placing, best_fit_device, idle_devices
 from planner.simulate.power import PowerModel
 
 MAX_CPU_MILLI = 128_000
@@ -127,7 +127,7 @@ class Scorer:
         if ask.num_gpu == 0:
             return []
         if ask.is_share:
-            return [best_fit_device(nodes.gpu_free[n], ask.milli)]
+            return [int(best_fit_device(nodes.gpu_free[n], ask.milli))]
         return idle_devices(nodes.gpu_free[n], ask.num_gpu)
 
 
@@ -246,11 +246,8 @@ class Fgd(Scorer):
             return self._device_scores(nodes, ask, idx).max(axis=1)
         free, cpu, model = nodes.gpu_free[idx], nodes.cpu_free[idx], nodes.model[idx]
         before = fragmentation(self.workload, free, cpu, model)
-        after_free = free.copy()
-        if ask.num_gpu:  # whole GPUs: idle devices; which ones does not change F
-            order = np.argsort(free != MILLI, axis=1, kind="stable")[:, : ask.num_gpu]
-            np.put_along_axis(after_free, order, np.take_along_axis(free, order, axis=1) - ask.milli, axis=1)
-        return _sigmoid_score(before - fragmentation(self.workload, after_free, cpu - ask.cpu, model))
+        after = after_placing(free, ask.num_gpu, ask.milli)  # whole GPUs: which idle devices does not change F
+        return _sigmoid_score(before - fragmentation(self.workload, after, cpu - ask.cpu, model))
 
     def devices(self, nodes: GpuNodes, n: int, ask: Ask, rng: np.random.Generator) -> list[int]:
         if ask.is_share:
@@ -270,15 +267,9 @@ class Pwr(Scorer):
         self.power = power
 
     def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
-        free = nodes.gpu_free[idx].copy()
-        if ask.is_share:  # best fit: the fullest device that holds it
-            device = np.argmin(np.where(free >= ask.milli, free, np.iinfo(np.int64).max), axis=1)
-            free[np.arange(len(idx)), device] -= ask.milli
-        elif ask.num_gpu:
-            order = np.argsort(free != MILLI, axis=1, kind="stable")[:, : ask.num_gpu]
-            np.put_along_axis(free, order, np.take_along_axis(free, order, axis=1) - ask.milli, axis=1)
+        after = after_placing(nodes.gpu_free[idx], ask.num_gpu, ask.milli)
         before = self.power.node_power_w(nodes, idx)
-        return self.power.node_power_w(nodes, idx, free, nodes.cpu_free[idx] - ask.cpu) - before
+        return self.power.node_power_w(nodes, idx, after, nodes.cpu_free[idx] - ask.cpu) - before
 
     def normalise(self, scores: np.ndarray) -> np.ndarray:
         low, high = float(scores.min()), float(scores.max())

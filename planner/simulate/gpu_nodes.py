@@ -119,10 +119,22 @@ def idle_devices(free: np.ndarray, count: int) -> list[int]:
     return np.flatnonzero(free == MILLI)[:count].tolist()
 
 
-def best_fit_device(free: np.ndarray, milli: int) -> int:
-    """The device with the least free milli that still holds ``milli`` (ties: lowest index)."""
-    fits = np.where(free >= milli, free, np.iinfo(np.int64).max)
-    return int(np.argmin(fits))
+def best_fit_device(free: np.ndarray, milli: int) -> np.ndarray:
+    """The device with the least free milli that still holds ``milli`` (ties: lowest index), for one
+    node's free vector or per row of ``[nodes, devices]``."""
+    return np.argmin(np.where(free >= milli, free, np.iinfo(np.int64).max), axis=-1)
+
+
+def after_placing(free: np.ndarray, num_gpu: int, milli: int) -> np.ndarray:
+    """Rows of ``[nodes, devices]`` free milli with the pod added as the replay places it by default:
+    a share on its best-fit device, whole GPUs on the lowest idle devices (each row must fit it)."""
+    out = free.copy()
+    if num_gpu == 1 and milli < MILLI:
+        out[np.arange(len(out)), best_fit_device(free, milli)] -= milli
+    elif num_gpu:
+        order = np.argsort(free != MILLI, axis=1, kind="stable")[:, :num_gpu]  # idle devices first, lowest index
+        np.put_along_axis(out, order, np.take_along_axis(free, order, axis=1) - milli, axis=1)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

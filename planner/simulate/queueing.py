@@ -223,9 +223,9 @@ def replay(cluster: Cluster, jobs: list[Job], policy: str, placement: str, timeo
                             blocked_since[i] = now
                             heapq.heappush(events, (now + timeout_s, 2, i, 0))
                         if now - blocked_since[i] >= timeout_s:
-                            victims = _preempt_for(i, blocked_since[i])
-                            if victims:
-                                start(i, place(free, jobs[i], cluster, placement))  # type: ignore[arg-type]
+                            victims, room = _preempt_for(i, blocked_since[i])
+                            if room is not None:
+                                start(i, room)
                                 blocked_since.pop(i, None)
                                 failed = {True: math.inf, False: math.inf}  # room changed
                                 head_blocked = False
@@ -239,31 +239,33 @@ def replay(cluster: Cluster, jobs: list[Job], policy: str, placement: str, timeo
             blocked_since.pop(i, None)
         queue.extend(waiting)
 
-    def _preempt_for(head: int, since: float) -> list[tuple[int, float, int, int]]:
-        """Preempt jobs started after the head was blocked (most recent first) until it fits; their
-        queue entries (empty, and nothing preempted, when even all of them would not make room)."""
+    def _preempt_for(head: int, since: float) -> tuple[list[tuple[int, float, int, int]], list[int] | None]:
+        """Preempt jobs started after the head was blocked (most recent first) until it fits: their
+        queue entries and the head's nodes (nothing preempted, and no nodes, when even all of them
+        would not make room)."""
         nonlocal preemptions
         candidates = sorted((s, i) for i, (s, _, _) in running.items()
                             if i in backfilled and s >= since and jobs[i].priority <= jobs[head].priority)
-        taken = []
+        taken, nodes = [], None
         for _, i in reversed(candidates):
             taken.append((i, running[i]))
             stop(i)
-            if place(free, jobs[head], cluster, placement) is not None:
+            nodes = place(free, jobs[head], cluster, placement)
+            if nodes is not None:
                 break
-        if place(free, jobs[head], cluster, placement) is None:  # not enough even so: undo
+        if nodes is None:  # not enough even so: undo
             for i, kept in taken:
                 running[i] = kept
                 for n, gpus in zip(kept[1], pods_of(jobs[i], cluster)):
                     free[n] -= gpus
-            return []
+            return [], None
         for i, (started, _, _) in taken:
             backfilled.discard(i)
             preemptions += 1
             outcomes[i].preempted += 1
             outcomes[i].lost_gpu_s += jobs[i].gpus * (now - started)
             outcomes[i].start_s = None
-        return [(-jobs[i].priority, jobs[i].submit_s, jobs[i].gpus, i) for i, _ in taken]
+        return [(-jobs[i].priority, jobs[i].submit_s, jobs[i].gpus, i) for i, _ in taken], nodes
 
     while events:
         t, kind, i, gen = heapq.heappop(events)
