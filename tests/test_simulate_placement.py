@@ -191,6 +191,36 @@ def test_fgd_scores_and_device_choice_match_the_oracle():
                     assert fgd.devices(state, n, ask, np.random.default_rng(0)) == [min(g for score, g in options if score == best)]
 
 
+def test_pwr_device_and_the_combination_follow_the_reference_plugin():
+    """PWR alone: a share on the first device whose power grows least (the first busy device that
+    holds it, else the first idle one). PWR+FGD: integer plugin weights round(1000 alpha) and the rest,
+    checked by hand on every feasible node."""
+    trace = small_trace(3, 300)
+    checked = 0
+    for seed in range(4):
+        state = used_state(small_nodes(), np.random.default_rng(seed))
+        pwr, combo, fgd = scorer("pwr", trace, state), scorer("pwr-fgd:0.05", trace, state), scorer("fgd", trace, state)
+        for k in range(60):
+            ask = Ask(int(trace.cpu[k]), 0, int(trace.num_gpu[k]), int(trace.gpu_milli[k]), (), pod_tag(int(trace.num_gpu[k]), int(trace.gpu_milli[k])))
+            feasible = np.flatnonzero(state.feasible(ask.cpu, 0, ask.num_gpu, ask.milli, state.model_mask(())))
+            if not len(feasible):
+                continue
+            raw = [score_oracle("pwr", state, n, ask) for n in feasible.tolist()]
+            low, high = min(raw), max(raw)
+            normalised = [100 if high == low else (high - d) * 100 // (high - low) for d in raw]
+            fgd_scores = fgd.scores(state, ask, feasible).tolist()
+            want = [50 * p + 950 * f for p, f in zip(normalised, fgd_scores)]
+            assert combo.normalise(combo.scores(state, ask, feasible)).tolist() == want
+            for n in feasible.tolist():
+                if ask.is_share:
+                    free = [int(g) for g in state.gpu_free[n][: state.gpus[n]]]
+                    holds = [g for g, f in enumerate(free) if f >= ask.milli]
+                    busy = [g for g in holds if free[g] < 1000]
+                    assert pwr.devices(state, n, ask, np.random.default_rng(0)) == [(busy or holds)[0]]
+                    checked += 1
+    assert checked > 50
+
+
 def test_power_model_is_table_ii_by_hand():
     nodes = read_gpu_nodes(DATA / "openb_node_list_gpu_node.csv")
     idle = {"V100M16": 30, "V100M32": 30, "P100": 25, "T4": 10, "A10": 30, "G2": 30, "G3": 50}

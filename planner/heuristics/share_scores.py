@@ -22,8 +22,10 @@ the FGD paper (Weng et al., USENIX ATC'23) measured, with the formulas of its si
   variant over CPU, memory and GPU (``KubernetesAllocated``).
 
 Scores are integers as in the simulator; the replay breaks ties by a seeded node rank. A share pod
-goes to the best-fit device (least free that holds it) except under ``fgd`` (its best device) and
-``random`` (a uniformly random device that holds it); whole GPUs take the lowest idle devices.
+goes to the best-fit device (least free that holds it) except under ``fgd`` and ``pwr-fgd`` (FGD's
+best device), ``pwr`` (the first busy device that holds it, else the first idle one: the reference
+plugin's choice) and ``random`` (a uniformly random device that holds it); whole GPUs take the
+lowest idle devices.
 Constants 128000 and 8000 are the simulator's largest node (128 CPUs, 8 GPUs).
 """
 
@@ -277,11 +279,23 @@ class Pwr(Scorer):
             return np.full(len(scores), 100, dtype=np.int64)
         return np.floor((high - scores) * 100 / (high - low)).astype(np.int64)
 
+    def devices(self, nodes: GpuNodes, n: int, ask: Ask, rng: np.random.Generator) -> list[int]:
+        """The reference plugin's own device choice: a share goes to the first (lowest-indexed) device
+        whose power grows least, i.e. the first busy device that holds it, else the first idle one."""
+        if not ask.is_share:
+            return super().devices(nodes, n, ask, rng)
+        free = nodes.gpu_free[n][: nodes.gpus[n]]
+        holds = free >= ask.milli
+        busy = np.flatnonzero(holds & (free < MILLI))
+        return [int(busy[0] if len(busy) else np.flatnonzero(holds)[0])]
+
 
 class PwrFgd(Scorer):
-    """The PWR paper's combination: ``alpha`` x PWR's normalised score + (1 - alpha) x FGD's score (the
-    Kubernetes plugin weights alpha x 1000 and (1 - alpha) x 1000 of the reference code, not Eq. (5)
-    over datacenter totals). A share takes FGD's device."""
+    """The PWR paper's combination as its reference code runs it (not Eq. (5) over datacenter totals):
+    Kubernetes sums the plugins' integer scores times integer weights, ``round(1000 alpha)`` x PWR's
+    normalised score + ``1000 - round(1000 alpha)`` x FGD's score, so ties are exact. A share takes
+    FGD's device (the plugin with the larger weight chooses the device in the reference runs; FGD's
+    is larger for every alpha they ran, 0.05-0.5)."""
 
     def __init__(self, alpha: float, power: PowerModel, workload: TargetWorkload) -> None:
         self.alpha, self.pwr, self.fgd = alpha, Pwr(power), Fgd(workload)
@@ -291,7 +305,8 @@ class PwrFgd(Scorer):
         return np.stack([self.pwr.scores(nodes, ask, idx), self.fgd.scores(nodes, ask, idx).astype(np.float64)], axis=1)
 
     def normalise(self, scores: np.ndarray) -> np.ndarray:
-        return self.alpha * self.pwr.normalise(scores[:, 0]) + (1 - self.alpha) * scores[:, 1]
+        weight = int(round(self.alpha * 1000))
+        return weight * self.pwr.normalise(scores[:, 0]) + (1000 - weight) * scores[:, 1].astype(np.int64)
 
     def devices(self, nodes: GpuNodes, n: int, ask: Ask, rng: np.random.Generator) -> list[int]:
         return self.fgd.devices(nodes, n, ask, rng)

@@ -9,8 +9,10 @@
   vCPUs / 32) are active at TDP and the rest idle.
 * Datacenter (Eq. 3): the sum over nodes (EOPC when taken over a replay).
 
-On the openb GPU nodes (107,018 vCPUs, 6,212 GPUs) this gives 224.6 kW idle and 1,430 kW with every
-device and package busy, the figures the spec derives from Table II.
+On the openb GPU nodes (107,018 vCPUs, 6,212 GPUs) this gives 230.1 kW idle and 1,474.1 kW with every
+device and package busy: 3,711 whole packages (nodes of 8, 16, 82 or 104 vCPUs round up), where the
+spec's 224.6 kW and 1,430 kW assume 107,018 / 32 = 3,344 fractional ones. The reference plugin
+(``GetEnergyConsumptionNode``) rounds up per node as here.
 """
 
 from __future__ import annotations
