@@ -112,3 +112,93 @@ def test_cli_rows_and_bad_input(tmp_path):
     bad = subprocess.run([*cmd, "--policy", "lifo", "--placement", "tetris", "--warmup-days", "9"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--policy" in bad.stderr and "--placement" in bad.stderr and "--warmup-days" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def outcomes(run):
+    return {j.name: (o.start_s, o.end_s) for j, o in zip(run.jobs, run.outcomes)}
+
+
+def test_a_blocked_head_blocks_only_its_own_tenants_queue():
+    jobs = [Job("A", 0, 8, 10, tenant="a"), Job("B", 1, 16, 5, tenant="a"), Job("C", 2, 8, 4, tenant="b")]
+    one_queue = [Job(j.name, j.submit_s, j.gpus, j.duration_s) for j in jobs]
+    assert outcomes(replay(TINY, one_queue, "strict-fifo", "binpack")) == {"A": (0, 10), "B": (10, 15), "C": (15, 19)}
+    # C heads tenant b's queue: B (tenant a) does not block it
+    run = replay(TINY, jobs, "strict-fifo", "binpack")
+    assert outcomes(run) == {"A": (0, 10), "B": (10, 15), "C": (2, 6)}
+    assert queue_row(run)["sor_by_tenant"] == pytest.approx({"a": (8 * 10 + 16 * 5) / (16 * 15), "b": 8 * 4 / (16 * 15)})
+
+
+def test_isolated_quotas_hold_and_shared_quotas_lend_then_reclaim():
+    jobs = [Job("A", 0, 8, 10, tenant="a"), Job("A2", 1, 8, 10, tenant="a"), Job("B", 2, 8, 5, tenant="b")]
+    quotas = {("a", "default"): 8, ("b", "default"): 8}
+    isolated = replay(TINY, jobs, "best-effort", "binpack", quotas=quotas, quota_mode="isolated")
+    assert outcomes(isolated) == {"A": (0, 10), "A2": (10, 20), "B": (2, 7)}  # A2 waits for a's own quota, not for room
+    # shared: A2 borrows b's idle quota at 1; B (within b's quota) reclaims it at 2: A2 is preempted
+    # (8 GPUs x 1 s lost) and borrows again when B ends
+    shared = replay(TINY, jobs, "best-effort", "binpack", quotas=quotas, quota_mode="shared")
+    assert outcomes(shared) == {"A": (0, 10), "A2": (7, 17), "B": (2, 7)}
+    row = queue_row(shared)
+    assert (row["reclaims"], row["preemptions"], row["lost_gpu_hours"]) == (1, 0, pytest.approx(8 / 3600))
+    without = replay(TINY, jobs, "best-effort", "binpack")  # no quotas: B waits for room
+    assert outcomes(without) == {"A": (0, 10), "A2": (1, 11), "B": (10, 15)}
+
+
+def test_pools_and_quotas_are_checked_naming_what_is_wrong():
+    two = Cluster(nodes=4, gpus_per_node=8, group_nodes=2, pools=(("v100", 2), ("a100", 2)))
+    with pytest.raises(ValueError, match="unknown pool 'h100'"):
+        replay(two, [Job("x", 0, 8, 1, pool="h100")], "best-effort", "binpack")
+    with pytest.raises(ValueError, match="more than pool 'v100' can hold"):
+        replay(two, [Job("x", 0, 24, 1, pool="v100")], "best-effort", "binpack")
+    with pytest.raises(ValueError, match="whole leaf groups"):
+        replay(Cluster(nodes=4, gpus_per_node=8, group_nodes=2, pools=(("v100", 1), ("a100", 3))), [], "best-effort", "binpack")
+    with pytest.raises(ValueError, match="pools hold 2 nodes"):
+        replay(Cluster(nodes=4, gpus_per_node=8, group_nodes=2, pools=(("v100", 2),)), [], "best-effort", "binpack")
+    with pytest.raises(ValueError, match="could never start"):
+        replay(two, [Job("x", 0, 16, 1, tenant="a", pool="v100")], "best-effort", "binpack", quotas={("a", "v100"): 8}, quota_mode="isolated")
+    with pytest.raises(ValueError, match="quota mode"):
+        replay(two, [], "best-effort", "binpack", quotas={}, quota_mode="loose")
+    with pytest.raises(ValueError, match="zone_nodes"):
+        replay(two, [], "best-effort", "binpack", zone_nodes=2)
+    # a job runs only in its pool
+    run = replay(two, [Job("x", 0, 16, 5, pool="a100"), Job("y", 0, 8, 5, pool="v100")], "best-effort", "binpack")
+    assert [o.start_s for o in run.outcomes] == [0, 0]
+
+
+def test_e_spread_spreads_inference_in_its_zone_and_keeps_training_out():
+    cluster = Cluster(nodes=4, gpus_per_node=8, group_nodes=1)
+    serve, train = Job("s", 0, 2, 1, kind="inference"), Job("t", 0, 2, 1)
+    assert place(np.array([8, 6, 8, 8]), serve, cluster, "e-spread", zone_nodes=2) == [0]  # most free GPUs in the zone
+    assert place(np.array([6, 8, 8, 8]), serve, cluster, "e-spread", zone_nodes=2) == [1]
+    assert place(np.array([8, 6, 8, 8]), train, cluster, "e-spread", zone_nodes=2) == [2]  # never in the zone
+    assert place(np.array([1, 1, 8, 6]), serve, cluster, "e-spread", zone_nodes=2) == [3]  # the zone is full: E-Binpack in the rest
+    assert place(np.array([8, 8, 1, 1]), train, cluster, "e-spread", zone_nodes=2) is None
+
+
+def test_defrag_when_stuck_migrates_with_the_planners_make_room_and_pays_for_it():
+    jobs = [Job("P", 0, 4, 100), Job("Q", 1, 4, 100), Job("H", 2, 8, 10)]  # spread: P and Q on different nodes
+    assert outcomes(replay(TINY, jobs, "strict-fifo", "spread")) == {"P": (0, 100), "Q": (1, 101), "H": (100, 110)}
+    run = replay(TINY, jobs, "strict-fifo", "spread", stuck_after_s=5, migration_cost_s=30)
+    got = outcomes(run)
+    assert got["H"] == (7, 17)  # stuck from 2; at 7 one move empties a node and H starts
+    moved = [name for name in ("P", "Q") if got[name][1] == {"P": 100, "Q": 101}[name] + 30]
+    assert len(moved) == 1 and got[({"P", "Q"} - set(moved)).pop()][1] == {"P": 100, "Q": 101}[({"P", "Q"} - set(moved)).pop()]
+    row = queue_row(run)
+    assert (row["make_room_calls"], row["make_room_starts"], row["moves"]) == (1, 1, 1)
+    assert row["migration_gpu_hours"] == pytest.approx(4 * 30 / 3600)
+    assert run.outcomes[2].started_by_make_room and sum(o.migrated for o in run.outcomes) == 1
+    # no room to make (every other pod is node-sized, so locked): H waits, and is tried every 5 s, not at every event
+    locked = [Job("W", 0, 8, 100), Job("H", 2, 16, 10)]
+    run = replay(TINY, locked, "strict-fifo", "spread", stuck_after_s=5)
+    assert outcomes(run)["H"] == (100, 110) and queue_row(run)["make_room_calls"] == len(range(7, 100, 5))
+
+
+@pytest.mark.parametrize("placement", ["spread", "e-binpack"])
+def test_make_room_replays_keep_capacity_and_allocation_consistent(placement):
+    cluster = Cluster(nodes=32, gpus_per_node=8, group_nodes=8)
+    jobs = kant_jobs(cluster, 36, 0.95, seed=2)
+    run = replay(cluster, jobs, "strict-fifo", placement, horizon_s=36 * 3600, stuck_after_s=1800, make_room_moves=16)
+    assert run.make_room_starts > 0 and run.moves > 0
+    assert max(g for _, g in run.series) <= cluster.gpus
+    for t, gpus in run.series[:: max(1, len(run.series) // 200)]:
+        want = sum(j.gpus for j, o in zip(jobs, run.outcomes) if o.start_s is not None and o.start_s <= t and (o.end_s is None or o.end_s > t))
+        assert gpus == want, t

@@ -557,7 +557,14 @@ def queue_row(run: QueueReplay) -> dict:  # type: ignore[type-arg]
         "unstarted": unstarted,
         "jobs": sum(1 for j in run.jobs if j.submit_s >= run.measure_from_s),
         "preemptions": run.preemptions,
+        "reclaims": run.reclaims,
         "lost_gpu_hours": sum(o.lost_gpu_s for o in run.outcomes) / 3600,
+        "sor_by_tenant": {t: gpu_s / (c.gpus * span) for t, gpu_s in sorted(run.tenant_gpu_s.items())},
+        "make_room_calls": run.make_room_calls,
+        "make_room_starts": run.make_room_starts,
+        "moves": run.moves,
+        "migration_gpu_hours": run.migration_gpu_s / 3600,
+        "make_room_wall_s": round(run.make_room_wall_s, 3),
     }
 
 
