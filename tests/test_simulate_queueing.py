@@ -202,3 +202,28 @@ def test_make_room_replays_keep_capacity_and_allocation_consistent(placement):
     for t, gpus in run.series[:: max(1, len(run.series) // 200)]:
         want = sum(j.gpus for j, o in zip(jobs, run.outcomes) if o.start_s is not None and o.start_s <= t and (o.end_s is None or o.end_s > t))
         assert gpus == want, t
+
+
+def test_cli_tenants_pools_quotas_zone_and_make_room(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "q.json"
+    cmd = [sys.executable, "-m", "planner.cli", "simulate", "queue", "--days", "2", "--warmup-days", "0.5", "--nodes", "64", "--group-nodes", "8",
+           "--seeds", "1", "--policy", "strict-fifo"]
+    done = subprocess.run([*cmd, "--placement", "e-spread", "--pool", "a100=32", "--pool", "v100=32", "--tenant", "x=2", "--tenant", "y=1",
+                           "--quota", "x:a100=160", "--quota", "y:a100=96", "--quota", "inference=64", "--quota", "x:v100=128", "--quota", "y:v100=128",
+                           "--inference-load", "0.2", "--zone-nodes", "8", "--stuck-after-s", "1800", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(out.read_text())["runs"]
+    assert set(row["sor_by_tenant"]) == {"x", "y", "inference"} and sum(row["sor_by_tenant"].values()) == pytest.approx(row["sor"])
+    assert set(row["jwtd_by_kind_s"]) == {"training", "inference"} and row["make_room_calls"] > 0 and row["stuck_after_s"] == 1800
+    bad = subprocess.run([*cmd, "--pool", "a=3", "--tenant", "x=-1", "--quota", "x:a=z", "--quota-mode", "loose", "--zone-nodes", "8",
+                          "--stuck-after-s", "0"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    for option in ("--pool", "--tenant", "--quota:", "--quota-mode", "--zone-nodes", "--stuck-after-s"):
+        assert option in bad.stderr, option
+    never = subprocess.run([*cmd, "--quota", "x=8", "--quota-mode", "isolated", "--tenant", "x=1"], capture_output=True, text=True, timeout=60)
+    assert never.returncode == 2 and "could never start" in never.stderr and "Traceback" not in never.stderr

@@ -545,6 +545,12 @@ def queue_row(run: QueueReplay) -> dict:  # type: ignore[type-arg]
         fewest_nodes = math.ceil(job.gpus / c.gpus_per_node)
         node_ratio.setdefault(bucket, []).append(out.nodes / fewest_nodes)
         group_ratio.setdefault(bucket, []).append(out.groups / math.ceil(fewest_nodes / c.group_nodes))
+    by_kind: dict[str, list[float]] = {}
+    by_tenant: dict[str, list[float]] = {}
+    for job, out in zip(run.jobs, run.outcomes):
+        if job.submit_s >= run.measure_from_s and out.start_s is not None:
+            by_kind.setdefault(job.kind, []).append(out.start_s - job.submit_s)
+            by_tenant.setdefault(job.tenant, []).append(out.start_s - job.submit_s)
     buckets = sorted(set(waits) | set(unstarted), key=int)
     return {
         "gar": run.allocated_gpu_s / (c.gpus * span),
@@ -552,6 +558,8 @@ def queue_row(run: QueueReplay) -> dict:  # type: ignore[type-arg]
         "gfr": run.fragmented_node_s / (c.nodes * span),
         "jwtd_s": {b: float(np.mean(waits[b])) if b in waits else None for b in buckets},
         "jwtd_p50_s": {b: float(np.median(waits[b])) if b in waits else None for b in buckets},
+        "jwtd_by_kind_s": {k: float(np.mean(v)) for k, v in sorted(by_kind.items())},
+        "jwtd_by_tenant_s": {t: float(np.mean(v)) for t, v in sorted(by_tenant.items())},
         "jtted_nodes": {b: float(np.mean(node_ratio[b])) for b in buckets if b in node_ratio},
         "jtted_groups": {b: float(np.mean(group_ratio[b])) for b in buckets if b in group_ratio},
         "unstarted": unstarted,
@@ -575,22 +583,69 @@ MEAN_HOURS = {"small": 1.0, "medium": 3.0, "large": 6.0}
 GPUs hold 4% of GPU-time (Kant: under 10%) and those of 256 or more 79% (Kant: over half)."""
 
 
-def kant_jobs(cluster: Cluster, hours: float, load: float, seed: int) -> list[Job]:
+def kant_jobs(cluster: Cluster, hours: float, load: float, seed: int, tenants: dict[str, float] | None = None,
+              reserve_nodes: int = 0) -> list[Job]:
     """A seeded training workload for Kant's experiment: Poisson arrivals at the rate that offers
     ``load`` x the cluster's GPUs, sizes from ``SIZE_SHARES`` (capped at the cluster), lognormal run
-    times (sigma 1) with the means of ``MEAN_HOURS``. Kant's trace is not public: these are our choices."""
+    times (sigma 1) with the means of ``MEAN_HOURS``. Kant's trace is not public: these are our choices.
+    With several pools a job's pool is drawn in proportion to the pools' nodes and its size among the
+    sizes that pool holds; with ``tenants`` (name -> share of jobs) its tenant is drawn too. Without
+    either the draws are those of the single-pool, single-tenant workload. ``reserve_nodes``: nodes of
+    each pool training jobs may not use (E-Spread's inference zone); sizes are capped at the rest."""
     rng = np.random.default_rng([seed, 4])
+    ranges = cluster.pool_ranges()
     sizes = np.array([g for g in SIZE_SHARES if g <= cluster.gpus])
     shares = np.array([SIZE_SHARES[g] for g in sizes])
     shares /= shares.sum()
     mean_h = np.array([MEAN_HOURS["small" if g < 8 else "medium" if g < 256 else "large"] for g in sizes])
     gpu_hours_per_job = float((shares * sizes * mean_h).sum())
     rate_per_h = load * cluster.gpus / gpu_hours_per_job
+    pools = list(ranges)
+    pool_weight = np.array([hi - lo for lo, hi in ranges.values()], dtype=float) / cluster.nodes
+    pool_shares = {}
+    for name, (lo, hi) in ranges.items():
+        held = np.where(sizes <= (hi - lo - reserve_nodes) * cluster.gpus_per_node, shares, 0.0)
+        if not held.any():
+            raise ValueError(f"pool '{name}' holds no job size once {reserve_nodes} nodes are reserved")
+        pool_shares[name] = held / held.sum()
+    names = list(tenants or {})
+    tenant_weight = np.array([tenants[t] for t in names], dtype=float) / sum(tenants.values()) if tenants else None
     jobs, t = [], 0.0
     while True:
         t += rng.exponential(1 / rate_per_h)
         if t >= hours:
             return jobs
-        k = rng.choice(len(sizes), p=shares)
+        pool = pools[rng.choice(len(pools), p=pool_weight)] if len(pools) > 1 else pools[0]
+        k = rng.choice(len(sizes), p=pool_shares[pool])
         hours_run = rng.lognormal(math.log(mean_h[k]) - 0.5, 1.0)
-        jobs.append(Job(f"job-{len(jobs):06d}", t * 3600, int(sizes[k]), hours_run * 3600))
+        tenant = names[rng.choice(len(names), p=tenant_weight)] if tenants else "default"
+        jobs.append(Job(f"job-{len(jobs):06d}", t * 3600, int(sizes[k]), hours_run * 3600, tenant=tenant, pool=pool))
+
+
+INFERENCE_SHARES = {1: 0.5, 2: 0.3, 4: 0.2}
+"""Inference replicas' GPUs (one pod each, under a node)."""
+INFERENCE_MEAN_HOURS = 12.0
+
+
+def inference_jobs(cluster: Cluster, hours: float, load: float, seed: int, pool: str | None = None) -> list[Job]:
+    """Seeded inference replicas (E-Spread's workload; Kant publishes none): Poisson arrivals offering
+    ``load`` x the pool's GPUs, 1, 2 or 4 GPUs (``INFERENCE_SHARES``), lognormal lifetimes (sigma 1,
+    mean ``INFERENCE_MEAN_HOURS``), tenant ``inference``, kind ``inference``, in ``pool`` (default: the
+    first)."""
+    ranges = cluster.pool_ranges()
+    pool = pool or next(iter(ranges))
+    if pool not in ranges:
+        raise ValueError(f"unknown pool '{pool}'; pools: {', '.join(ranges)}")
+    lo, hi = ranges[pool]
+    rng = np.random.default_rng([seed, 5])
+    sizes = np.array(list(INFERENCE_SHARES))
+    shares = np.array(list(INFERENCE_SHARES.values()))
+    rate_per_h = load * (hi - lo) * cluster.gpus_per_node / (float((sizes * shares).sum()) * INFERENCE_MEAN_HOURS)
+    jobs, t = [], 0.0
+    while True:
+        t += rng.exponential(1 / rate_per_h)
+        if t >= hours:
+            return jobs
+        g = int(sizes[rng.choice(len(sizes), p=shares)])
+        life = rng.lognormal(math.log(INFERENCE_MEAN_HOURS) - 0.5, 1.0)
+        jobs.append(Job(f"inf-{len(jobs):06d}", t * 3600, g, life * 3600, tenant="inference", pool=pool, kind="inference"))
