@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from planner import metrics, rules
 from planner.cluster import Cluster, Pod
+from planner.defrag_bound import EmptiesBound, empties_bound
 from planner.exact import ExactOptions, model_size, solve_exact
 from planner.executors import Run, executor
 from planner.heuristics import baselines
@@ -303,6 +304,7 @@ def _plan_defrag(
     limits = options.limits(len(state.node_names))
     held = hold_pods(cluster, state, limits)
     budget = MoveBudget.of(state, limits)
+    relaxed = empties_bound(state, budget) if options.make_room is None else None  # make-room plans do not maximise empties
     before = metrics.summary(state)
     method = options.method
     extra: dict[str, Any] = {"pods_held": held} if held else {}
@@ -360,7 +362,7 @@ def _plan_defrag(
             name = "hybrid"
     if start_state is not None:
         steps, state = _trim(start_state, steps, state, options, extra)
-    return _finish(cluster, state, steps, before, options, name, start, extra, solver_fields)
+    return _finish(cluster, state, steps, before, options, name, start, extra, solver_fields, relaxed=relaxed)
 
 
 def compare_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | None = None) -> DefragComparison:
@@ -692,9 +694,12 @@ def _finish(
     extra: dict[str, Any],
     solver_fields: dict[str, Any],
     made: Any = None,
+    relaxed: EmptiesBound | None = None,
 ) -> DefragPlan:
     """The plan from waves (``state`` is already the end state), with metrics and report, validated;
-    ``made`` (an ``engine.makeroom.MadeRoom``) adds a make-room plan's placements."""
+    ``made`` (an ``engine.makeroom.MadeRoom``) adds a make-room plan's placements; ``relaxed``, the
+    combinatorial bound on empty nodes (``defrag_bound.py``), is reported when no solver proved a
+    smaller one."""
     limits = options.limits(len(cluster.nodes))
     if limits.move_once:
         steps, state = _moved_once(cluster, state, steps, limits, extra)
@@ -717,6 +722,15 @@ def _finish(
     extra = {**extra, **lost_work(cluster, [pods[name] for name in dict.fromkeys(m.pod for m in moves)])}
     objective = plan.metrics.after["empty_nodes"]
     bound = solver_fields.get("bound")
+    if bound is not None:
+        extra = {**extra, "bound_source": "solver"}
+    if relaxed is not None:
+        if relaxed.bound < objective:
+            raise PlanBug(f"the relaxation bound {relaxed.bound} is below the {objective} empty nodes {name} reached")
+        extra = {**extra, "relaxation_bound": {"bound": relaxed.bound, "capacity": relaxed.capacity_bound, "budget": relaxed.budget_bound,
+                                               "binding": relaxed.binding}}
+        if bound is None or relaxed.bound < bound:
+            bound, extra = relaxed.bound, {**extra, "bound_source": "relaxation"}
     gap = None if bound is None else round((bound - objective) / max(bound, 1), 6)
     plan.report = SolveReport(
         method=name,

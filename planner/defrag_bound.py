@@ -1,0 +1,153 @@
+"""A valid upper bound on the empty nodes any defrag plan can reach, at any scale (issue 16).
+
+The bound is the optimum of a relaxation R of the defrag problem, solved in closed form:
+
+* (a) every movable pod ends on a node its static rules allow (``ClusterState.eligible``) or on its
+  own node; under ``same_asw``, or when its job requires one switch (one spine), on a node under its
+  current switch (spine), since make-before-break never lets such a pod leave it;
+* (b) per resource (GPUs, CPUs, memory, and presence: a pod makes its node non-empty), the pods that
+  must share a set of nodes fit there *in total* (items may split across nodes);
+* (c) a node holding a locked (or standby, or held by the limits) pod never ends empty;
+* (d) emptying a node takes at least one move per movable pod on it: their total is within
+  ``max_moves``, and each within ``max_moves_per_node``.
+
+Every legal plan satisfies (a)-(d), so R's optimum bounds the plan's empty nodes. R drops bin packing
+(a pod is not split), device-level packing of GPU shares, anti-affinity, pod-count limits, NUMA, wave
+and namespace limits and all intermediate states: relaxing constraints only raises the optimum.
+
+Solving R. For resource r, join two nodes when some pod with positive demand for r may end on both
+(union over the pods' allowed sets): the *r-regions*. A pod's demand for r lands inside its region,
+regions are disjoint, so in each region j the non-empty nodes K must satisfy
+``sum_{locked n in j} residual_r(n) + sum_{unlocked n in K and j} cap_r(n) >= demand_r(j)``
+(residual: capacity less the locked pods' use). The fewest unlocked nodes doing so, k_r(j), take the
+largest capacities first (an exchange argument), and sum_j k_r(j) <= |K unlocked| for every r. So
+
+    capacity bound = nodes - locked nodes - max_r sum_j k_r(j)
+
+and (d) gives, with c(n) the movable pods on an unlocked node n (only nodes with c(n) within the
+per-node limit can empty), taking the nodes with fewest pods first,
+
+    budget bound = unlocked nodes without movable pods + max { k : k smallest c(n) sum to <= max_moves }.
+
+The bound is the smaller of the two; both hold for every plan, so their minimum does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner import rules
+from planner.limits import UNLIMITED, MoveBudget
+from planner.state import PENDING, ClusterState
+
+
+@dataclass(frozen=True)
+class EmptiesBound:
+    bound: int
+    capacity_bound: int
+    budget_bound: int
+    binding: str  # which resource (or "budget") gives the bound
+
+
+def empties_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
+    """The bound on ``state`` (locks as the plan sees them) under ``budget`` (the limits' account)."""
+    n_nodes = len(state.node_names)
+    placed = state.pod_node != PENDING
+    locked_pod = placed & state.pod_locked
+    movable = np.flatnonzero(placed & ~state.pod_locked)
+    locked_node = np.zeros(n_nodes, dtype=bool)
+    locked_node[state.pod_node[locked_pod]] = True
+    home = state.pod_node[movable]
+
+    gpus = state.pod_whole.astype(np.float64) + state.pod_share
+    demands = {
+        "gpus": (gpus, state.cap_gpus.astype(np.float64)),
+        "cpus": (state.pod_cpus, state.cap_cpus),
+        "memory": (state.pod_mem, state.cap_mem),
+    }
+    extra_by = {}
+    for name, (demand, cap) in demands.items():
+        used_locked = np.bincount(state.pod_node[locked_pod], weights=demand[locked_pod], minlength=n_nodes)
+        residual = np.maximum(cap - used_locked, 0.0) * locked_node
+        mask = demand[movable] > rules.EPS
+        extra_by[name] = _fewest_extra_nodes(state, budget, movable[mask], home[mask], demand, cap, residual, locked_node)
+    extra_by["presence"] = _fewest_extra_nodes(state, budget, movable, home, np.ones(len(state.pod_names)), np.full(n_nodes, np.inf),
+                                               np.where(locked_node, np.inf, 0.0), locked_node)
+    binding = max(extra_by, key=lambda k: extra_by[k])
+    capacity = n_nodes - int(locked_node.sum()) - extra_by[binding]
+
+    pods_on = np.bincount(home, minlength=n_nodes)
+    unlocked = ~locked_node
+    free_empty = int((unlocked & (pods_on == 0)).sum())
+    candidates = unlocked & (pods_on > 0)
+    if budget.bounded_nodes:
+        candidates &= pods_on <= budget.node_left
+    counts = np.sort(pods_on[candidates])
+    if budget.bounded_moves and budget.moves_left < UNLIMITED:
+        emptiable = int(np.searchsorted(np.cumsum(counts), budget.moves_left, side="right"))
+    else:
+        emptiable = len(counts)
+    by_budget = free_empty + emptiable
+    bound = min(capacity, by_budget)
+    return EmptiesBound(bound, capacity, by_budget, binding if capacity <= by_budget else "budget")
+
+
+def _fewest_extra_nodes(state: ClusterState, budget: MoveBudget, pods: np.ndarray, home: np.ndarray, demand: np.ndarray,
+                        cap: np.ndarray, residual: np.ndarray, locked_node: np.ndarray) -> int:
+    """Sum over the regions of ``pods`` of the fewest unlocked nodes whose capacity, with the locked
+    nodes' residual, holds the region's demand."""
+    if not len(pods):
+        return 0
+    region, count = _regions(state, budget, pods, home)
+    inside = region >= 0
+    need = np.bincount(region[home], weights=demand[pods], minlength=count)
+    with np.errstate(invalid="ignore"):
+        held = np.bincount(region[inside], weights=residual[inside], minlength=count)
+    total = 0
+    for label in np.flatnonzero(need > 0).tolist():
+        tolerance = rules.EPS * max(1.0, float(need[label]))
+        short = need[label] - held[label]
+        if not short > tolerance:  # the locked nodes' room holds it (or is unlimited)
+            continue
+        caps = np.sort(cap[inside & (region == label) & ~locked_node])[::-1]
+        total += min(int(np.searchsorted(np.cumsum(caps), short - tolerance, side="left")) + 1, len(caps))
+    return total
+
+
+def _regions(state: ClusterState, budget: MoveBudget, pods: np.ndarray, home: np.ndarray) -> tuple[np.ndarray, int]:
+    """Per node its region (0 .. count-1), -1 for nodes none of ``pods`` may end on; and the count."""
+    n_nodes = len(state.node_names)
+    pod_job = state.pod_job[pods]
+    level = np.append(state.job_level, 0)[pod_job]  # a pod without a job (-1) reads the trailing 0
+    under_asw = (level == 1) | (budget.asw is not None)  # same_asw keeps every pod under its switch, inside its spine
+    kind = np.where(under_asw, 1, np.where(level == 2, 2, 0))
+    domain = np.where(kind == 1, state.asw_domain[home], np.where(kind == 2, state.spine_domain[home], -1))
+    groups, inverse = np.unique(np.stack([state.pod_signature[pods], kind, domain], axis=1), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    parent = list(range(len(groups)))
+
+    def find(g: int) -> int:
+        while parent[g] != g:
+            parent[g] = parent[parent[g]]
+            g = parent[g]
+        return g
+
+    owner = np.full(n_nodes, -1, dtype=np.int64)
+    for g, (signature, k, d) in enumerate(groups.tolist()):
+        nodes = state.eligible[signature].copy()
+        if k == 1:
+            nodes &= state.asw_domain == d
+        elif k == 2:
+            nodes &= state.spine_domain == d
+        nodes[home[inverse == g]] = True  # staying home is always allowed
+        idx = np.flatnonzero(nodes)
+        for other in np.unique(owner[idx]).tolist():
+            if other >= 0:
+                parent[find(other)] = g  # g is still a root: only later groups point at it
+        owner[idx] = g
+    roots = np.array([find(g) for g in range(len(groups))], dtype=np.int64)
+    labels, compact = np.unique(roots, return_inverse=True)
+    return np.where(owner >= 0, compact.reshape(-1)[np.maximum(owner, 0)], -1), len(labels)
