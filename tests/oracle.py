@@ -23,7 +23,8 @@ that reaches a state gives its fewest moves, and that level's smallest GPU sum i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -359,3 +360,59 @@ def touches(moves: Sequence[tuple[str, str, str]]) -> dict[str, int]:
         count[source] = count.get(source, 0) + 1
         count[destination] = count.get(destination, 0) + 1
     return count
+
+
+# ----------------------------------------------------------------------------------------------
+# Final states, ignoring the path
+# ----------------------------------------------------------------------------------------------
+
+
+def final_states(
+    cluster: Cluster,
+    max_moves: int | None = None,
+    max_moves_per_node: int | None = None,
+    same_asw: bool = False,
+) -> Iterator[tuple[dict[int, int], list[tuple[int, int, int]]]]:
+    """Every end placement of the placed pods (pod index -> node index) that the rules accept node by
+    node (pods that stayed as residents, the others as arrivals), with the moves it takes counted
+    from the start (pod, from, to: one per movable pod that ends elsewhere) within the budgets.
+    Intermediate states are not checked: a superset of what plans reach, by enumeration."""
+    nodes = list(cluster.nodes)
+    row = {n.name: i for i, n in enumerate(nodes)}
+    jobs = {j.name: j for j in cluster.jobs}
+    placed = [(p, row[pod.node]) for p, pod in enumerate(cluster.pods) if pod.node is not None]
+    fixed = {p: at for p, at in placed if cluster.pods[p].locked or cluster.pods[p].standby}
+    movable = [(p, at) for p, at in placed if p not in fixed]
+    choices = []
+    for p, home in movable:
+        pod = cluster.pods[p]
+        job = jobs.get(pod.job) if pod.job else None
+        options = [home]
+        for n, node in enumerate(nodes):
+            if n == home or not rules.may_arrive(pod, node):
+                continue
+            if same_asw and rules.topology_domain(node, "asw") != rules.topology_domain(nodes[home], "asw"):
+                continue
+            if job is not None and job.topology is not None and job.topology.mode == "required":
+                if rules.topology_domain(node, job.topology.level) != rules.topology_domain(nodes[home], job.topology.level):
+                    continue  # make-before-break never lets it leave its switch
+            options.append(n)
+        choices.append(options)
+    for assignment in itertools.product(*choices):
+        moved = [(p, home, n) for (p, home), n in zip(movable, assignment) if n != home]
+        if max_moves is not None and len(moved) > max_moves:
+            continue
+        if max_moves_per_node is not None:
+            count = [0] * len(nodes)
+            for _, a, b in moved:
+                count[a] += 1
+                count[b] += 1
+            if max(count, default=0) > max_moves_per_node:
+                continue
+        where = dict(fixed) | {p: n for (p, _), n in zip(movable, assignment)}
+        start = dict(placed)
+        if any(rules.node_rule_breaks(node, [cluster.pods[p] for p, at in where.items() if at == n and start[p] == n],
+                                      [cluster.pods[p] for p, at in where.items() if at == n and start[p] != n])
+               for n, node in enumerate(nodes)):
+            continue
+        yield where, moved

@@ -4,65 +4,25 @@ engine reports it."""
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner import rules
 from planner.cluster import Cluster
 from planner.defrag_bound import empties_bound
 from planner.engine import DefragOptions, plan_defrag
 from planner.limits import MoveBudget, MoveLimits
-from planner.state import PENDING, ClusterState
+from planner.state import ClusterState
 from tests.conftest import make_cluster, node, pod
+from tests.oracle import final_states
 from tests.strategies import clusters
 
 
 def best_empties(cluster: Cluster, limits: MoveLimits) -> int:
-    """Most empty nodes over every final state the rules and the limits allow (moves counted from the
-    start: one per pod that ends elsewhere; per node, pods leaving plus pods arriving)."""
-    state = ClusterState(cluster)
-    nodes = cluster.nodes
-    jobs = {j.name: j for j in cluster.jobs}
-    movable = [p for p in range(len(cluster.pods)) if state.pod_node[p] != PENDING and not state.pod_locked[p]]
-    fixed = [p for p in range(len(cluster.pods)) if state.pod_node[p] != PENDING and state.pod_locked[p]]
-    choices = []
-    for p in movable:
-        home = int(state.pod_node[p])
-        pod_obj = cluster.pods[p]
-        job = jobs.get(pod_obj.job) if pod_obj.job else None
-        options = [home]
-        for n, node_obj in enumerate(nodes):
-            if n == home or not rules.may_arrive(pod_obj, node_obj):
-                continue
-            if limits.same_asw and rules.topology_domain(node_obj, "asw") != rules.topology_domain(nodes[home], "asw"):
-                continue
-            if job is not None and job.topology is not None and job.topology.mode == "required":
-                if rules.topology_domain(node_obj, job.topology.level) != rules.topology_domain(nodes[home], job.topology.level):
-                    continue
-            options.append(n)
-        choices.append(options)
-    best = -1
-    for assignment in itertools.product(*choices):
-        moved = [(int(state.pod_node[p]), n) for p, n in zip(movable, assignment) if n != state.pod_node[p]]
-        if limits.max_moves is not None and len(moved) > limits.max_moves:
-            continue
-        if limits.max_moves_per_node is not None:
-            touches = [0] * len(nodes)
-            for a, b in moved:
-                touches[a] += 1
-                touches[b] += 1
-            if max(touches, default=0) > limits.max_moves_per_node:
-                continue
-        where = {p: int(state.pod_node[p]) for p in fixed} | dict(zip(movable, assignment))
-        if any(rules.node_rule_breaks(node_obj, [cluster.pods[p] for p, at in where.items() if at == n and at == state.pod_node[p]],
-                                      [cluster.pods[p] for p, at in where.items() if at == n and at != state.pod_node[p]])
-               for n, node_obj in enumerate(nodes)):
-            continue
-        best = max(best, sum(1 for n in range(len(nodes)) if n not in where.values()))
-    return best
+    """Most empty nodes over every final state the rules and the limits allow (``oracle.final_states``:
+    a superset of what plans reach, so the bound must not be below it either)."""
+    states = final_states(cluster, limits.max_moves, limits.max_moves_per_node, limits.same_asw)
+    return max(sum(1 for n in range(len(cluster.nodes)) if n not in where.values()) for where, _ in states)
 
 
 def bound_of(cluster: Cluster, limits: MoveLimits) -> int:

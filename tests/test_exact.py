@@ -3,13 +3,11 @@ executable plans from final states, and the engine's exact/compare/hybrid/auto m
 
 from __future__ import annotations
 
-import itertools
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner import rules
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, PlanOptionError, plan_defrag
 from planner.exact import ExactOptions, solve_exact
@@ -17,51 +15,19 @@ from planner.limits import MoveBudget, MoveLimits
 from planner.models.backends import solve
 from planner.models.defrag import build_defrag_model
 from planner.plans import DefragComparison
-from planner.state import PENDING, ClusterState
+from planner.state import ClusterState
 from planner.validate import validate
 from tests.conftest import make_cluster, node, pod
+from tests.oracle import final_states
 from tests.strategies import clusters
 
 
 def brute_force(cluster: Cluster, max_moves: int | None = None) -> tuple[int, int, float]:
     """Best (empty nodes, -moves, -GPUs moved) over every legal final state, by enumeration."""
-    state = ClusterState(cluster)
-    nodes = cluster.nodes
-    jobs = {j.name: j for j in cluster.jobs}
-    movable = [p for p in range(len(cluster.pods)) if state.pod_node[p] != PENDING and not state.pod_locked[p]]
-    fixed = [p for p in range(len(cluster.pods)) if state.pod_node[p] != PENDING and state.pod_locked[p]]
-    choices = []
-    for p in movable:
-        home = int(state.pod_node[p])
-        pod_obj = cluster.pods[p]
-        job = jobs.get(pod_obj.job) if pod_obj.job else None
-        options = [home]
-        for n, node_obj in enumerate(nodes):
-            if n == home or not (rules.may_receive(node_obj) and rules.gpu_model_allowed(pod_obj, node_obj) and rules.selector_matches(pod_obj, node_obj)):
-                continue
-            if job is not None and job.topology is not None and job.topology.mode == "required":
-                level = job.topology.level
-                if rules.topology_domain(node_obj, level) != rules.topology_domain(nodes[home], level):
-                    continue  # make-before-break never lets it leave its switch
-            options.append(n)
-        choices.append(options)
     best = None
-    for assignment in itertools.product(*choices):
-        moved = [(p, n) for p, n in zip(movable, assignment) if n != state.pod_node[p]]
-        if max_moves is not None and len(moved) > max_moves:
-            continue
-        where = {p: int(state.pod_node[p]) for p in fixed} | dict(zip(movable, assignment))
-        ok = True
-        for n, node_obj in enumerate(nodes):
-            residents = [cluster.pods[p] for p, at in where.items() if at == n and at == state.pod_node[p]]
-            arriving = [cluster.pods[p] for p, at in where.items() if at == n and at != state.pod_node[p]]
-            if rules.node_rule_breaks(node_obj, residents, arriving):
-                ok = False
-                break
-        if not ok:
-            continue
-        empties = sum(1 for n in range(len(nodes)) if n not in where.values())
-        score = (empties, -len(moved), -sum(cluster.pods[p].gpus for p, _ in moved))
+    for where, moved in final_states(cluster, max_moves):
+        empties = sum(1 for n in range(len(cluster.nodes)) if n not in where.values())
+        score = (empties, -len(moved), -sum(cluster.pods[p].gpus for p, _, _ in moved))
         best = score if best is None or score > best else best
     return best
 
