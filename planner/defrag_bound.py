@@ -7,13 +7,15 @@ The bound is the optimum of a relaxation R of the defrag problem, solved in clos
   current switch (spine), since make-before-break never lets such a pod leave it;
 * (b) per resource (GPUs, CPUs, memory, and presence: a pod makes its node non-empty), the pods that
   must share a set of nodes fit there *in total* (items may split across nodes);
+* (b') pods sharing an anti-affinity group end on distinct nodes;
 * (c) a node holding a locked (or standby, or held by the limits) pod never ends empty;
 * (d) emptying a node takes at least one move per movable pod on it: their total is within
   ``max_moves``, and each within ``max_moves_per_node``.
 
 Every legal plan satisfies (a)-(d), so R's optimum bounds the plan's empty nodes. R drops bin packing
-(a pod is not split), device-level packing of GPU shares, anti-affinity, pod-count limits, NUMA, wave
-and namespace limits and all intermediate states: relaxing constraints only raises the optimum.
+(a pod is not split), device-level packing of GPU shares, anti-affinity beyond (b'), pod-count limits,
+NUMA, wave and namespace limits and all intermediate states: relaxing constraints only raises the
+optimum.
 
 Solving R. For resource r, join two nodes when some pod with positive demand for r may end on both
 (union over the pods' allowed sets): the *r-regions*. A pod's demand for r lands inside its region,
@@ -23,6 +25,9 @@ regions are disjoint, so in each region j the non-empty nodes K must satisfy
 largest capacities first (an exchange argument), and sum_j k_r(j) <= |K unlocked| for every r. So
 
     capacity bound = nodes - locked nodes - max_r sum_j k_r(j)
+
+and likewise with r = anti-affinity, where k(j) is the largest over groups g of the unlocked nodes g's
+movable pods in region j need besides the locked nodes free of g (``_anti_affinity_extra_nodes``).
 
 and (d) gives, with c(n) the movable pods on an unlocked node n (only nodes with c(n) within the
 per-node limit can empty), taking the nodes with fewest pods first,
@@ -76,6 +81,7 @@ def empties_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
         extra_by[name] = _fewest_extra_nodes(state, budget, movable[mask], home[mask], demand, cap, residual, locked_node)
     extra_by["presence"] = _fewest_extra_nodes(state, budget, movable, home, np.ones(len(state.pod_names)), np.full(n_nodes, np.inf),
                                                np.where(locked_node, np.inf, 0.0), locked_node)
+    extra_by["anti_affinity"] = _anti_affinity_extra_nodes(state, budget, movable, home, locked_pod, locked_node)
     binding = max(extra_by, key=lambda k: extra_by[k])
     capacity = n_nodes - int(locked_node.sum()) - extra_by[binding]
 
@@ -115,6 +121,34 @@ def _fewest_extra_nodes(state: ClusterState, budget: MoveBudget, pods: np.ndarra
         caps = np.sort(cap[inside & (region == label) & ~locked_node])[::-1]
         total += min(int(np.searchsorted(np.cumsum(caps), short - tolerance, side="left")) + 1, len(caps))
     return total
+
+
+def _anti_affinity_extra_nodes(state: ClusterState, budget: MoveBudget, movable: np.ndarray, home: np.ndarray, locked_pod: np.ndarray,
+                               locked_node: np.ndarray) -> int:
+    """Sum over the presence regions j of max over anti-affinity groups g of the unlocked nodes g's
+    movable pods in j need: they end on distinct nodes of j, none holding a locked pod of g, so
+    non-empty nodes in j >= m(g, j) + locked nodes of g in j, and the unlocked ones among them
+    >= m(g, j) - (locked nodes in j without a pod of g)."""
+    pairs = [(p, g) for p in movable.tolist() for g in state.pod_groups[p]]
+    if not pairs:
+        return 0
+    region, count = _regions(state, budget, movable, home)
+    pod_region = dict(zip(movable.tolist(), region[home].tolist()))
+    members = np.array([(g, pod_region[p]) for p, g in pairs], dtype=np.int64)
+    keys, moving = np.unique(members, axis=0, return_counts=True)  # (group, region) -> movable members
+    locked_in = np.bincount(region[locked_node & (region >= 0)], minlength=count)  # locked nodes per region
+    taken = {}  # (group, region) -> locked nodes there holding a pod of the group
+    seen = set()
+    for p in np.flatnonzero(locked_pod).tolist():
+        n = int(state.pod_node[p])
+        for g in state.pod_groups[p]:
+            if region[n] >= 0 and (g, n) not in seen:
+                seen.add((g, n))
+                taken[(g, int(region[n]))] = taken.get((g, int(region[n])), 0) + 1
+    need = np.zeros(count, dtype=np.int64)
+    for (g, j), m in zip(keys.tolist(), moving.tolist()):
+        need[j] = max(need[j], m - (int(locked_in[j]) - taken.get((g, j), 0)))
+    return int(need.sum())
 
 
 def _regions(state: ClusterState, budget: MoveBudget, pods: np.ndarray, home: np.ndarray) -> tuple[np.ndarray, int]:

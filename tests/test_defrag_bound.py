@@ -75,6 +75,20 @@ def test_by_hand_largest_nodes_first_and_pods_on_cordoned_nodes():
     assert bound_of(cordoned, MoveLimits()) == 1 == best_empties(cordoned, MoveLimits())
 
 
+def test_by_hand_anti_affinity_needs_distinct_nodes():
+    # four 1-GPU replicas of one anti-affinity group, one per node: capacity alone would empty 3
+    # nodes; the replicas need 4 distinct nodes. With one replica locked on n0 and a fifth node,
+    # the other three need three more nodes: 5 - 1 locked - 3 = 1 can empty
+    spread = make_cluster([node(f"n{i}", gpus=8, cpus=64) for i in range(4)],
+                          [pod(f"r{i}", f"n{i}", gpus=1, cpus=1, anti_affinity=["svc"]) for i in range(4)])
+    got = empties_bound(ClusterState(spread), MoveBudget.of(ClusterState(spread), MoveLimits()))
+    assert (got.bound, got.binding, best_empties(spread, MoveLimits())) == (0, "anti_affinity", 0)
+    five = make_cluster([node(f"n{i}", gpus=8, cpus=64) for i in range(5)],
+                        [pod("r0", "n0", gpus=1, cpus=1, anti_affinity=["svc"], locked=True)]
+                        + [pod(f"r{i}", f"n{i}", gpus=1, cpus=1, anti_affinity=["svc"]) for i in range(1, 4)])
+    assert bound_of(five, MoveLimits()) == 1 == best_empties(five, MoveLimits())
+
+
 def test_the_engine_reports_the_bound_and_gap_on_heuristic_plans():
     from planner.instances.asi import generate_asi
 
