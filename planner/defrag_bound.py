@@ -8,6 +8,8 @@ The bound is the optimum of a relaxation R of the defrag problem, solved in clos
 * (b) per resource (GPUs, CPUs, memory, and presence: a pod makes its node non-empty), the pods that
   must share a set of nodes fit there *in total* (items may split across nodes);
 * (b') pods sharing an anti-affinity group end on distinct nodes;
+* (b'') for each size t of whole-GPU pods, the pods of t or more GPUs fit in total where a node offers
+  only the largest sum of their sizes within its free whole GPUs (a 3-GPU hole takes no 4-GPU pod);
 * (c) a node holding a locked (or standby, or held by the limits) pod never ends empty;
 * (d) emptying a node takes at least one move per movable pod on it: their total is within
   ``max_moves``, and each within ``max_moves_per_node``.
@@ -26,7 +28,8 @@ largest capacities first (an exchange argument), and sum_j k_r(j) <= |K unlocked
 
     capacity bound = nodes - locked nodes - max_r sum_j k_r(j)
 
-and likewise with r = anti-affinity, where k(j) is the largest over groups g of the unlocked nodes g's
+and likewise for (b'') with r = "gpus>=t" (demand: those pods' GPUs; capacity: the largest sum of
+their sizes within the node's free whole GPUs, ``_largest_sums``), and with r = anti-affinity, where k(j) is the largest over groups g of the unlocked nodes g's
 movable pods in region j need besides the locked nodes free of g (``_anti_affinity_extra_nodes``).
 
 and (d) gives, with c(n) the movable pods on an unlocked node n (only nodes with c(n) within the
@@ -79,6 +82,18 @@ def empties_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
         residual = np.maximum(cap - used_locked, 0.0) * locked_node
         mask = demand[movable] > rules.EPS
         extra_by[name] = _fewest_extra_nodes(state, budget, movable[mask], home[mask], demand, cap, residual, locked_node)
+    whole = state.pod_whole[movable]
+    for t in sorted({int(g) for g in whole.tolist() if g > 1}):
+        # pods of t or more whole GPUs: a node takes at most the largest sum of such sizes that fits
+        # its free whole GPUs (sizes repeat freely: an upper bound on any real set of them)
+        sizes = sorted({int(g) for g in whole.tolist() if g >= t})
+        reach = _largest_sums(sizes, int(state.cap_gpus.max(initial=0)))
+        big = np.where(state.pod_whole >= t, state.pod_whole, 0).astype(np.float64)
+        used_locked = np.bincount(state.pod_node[locked_pod], weights=gpus[locked_pod], minlength=n_nodes)
+        hole = np.floor(np.maximum(state.cap_gpus - used_locked, 0.0) + rules.EPS).astype(np.int64)
+        mask = whole >= t
+        extra_by[f"gpus>={t}"] = _fewest_extra_nodes(state, budget, movable[mask], home[mask], big, reach[state.cap_gpus].astype(np.float64),
+                                                     reach[np.minimum(hole, len(reach) - 1)] * locked_node, locked_node)
     extra_by["presence"] = _fewest_extra_nodes(state, budget, movable, home, np.ones(len(state.pod_names)), np.full(n_nodes, np.inf),
                                                np.where(locked_node, np.inf, 0.0), locked_node)
     extra_by["anti_affinity"] = _anti_affinity_extra_nodes(state, budget, movable, home, locked_pod, locked_node)
@@ -121,6 +136,15 @@ def _fewest_extra_nodes(state: ClusterState, budget: MoveBudget, pods: np.ndarra
         caps = np.sort(cap[inside & (region == label) & ~locked_node])[::-1]
         total += min(int(np.searchsorted(np.cumsum(caps), short - tolerance, side="left")) + 1, len(caps))
     return total
+
+
+def _largest_sums(sizes: list[int], top: int) -> np.ndarray:
+    """reach[c]: the largest sum of ``sizes`` (each any number of times) that is at most c, c = 0..top."""
+    possible = np.zeros(top + 1, dtype=bool)
+    possible[0] = True
+    for c in range(1, top + 1):
+        possible[c] = any(c >= z and possible[c - z] for z in sizes)
+    return np.maximum.accumulate(np.where(possible, np.arange(top + 1), 0))
 
 
 def _anti_affinity_extra_nodes(state: ClusterState, budget: MoveBudget, movable: np.ndarray, home: np.ndarray, locked_pod: np.ndarray,

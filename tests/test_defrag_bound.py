@@ -89,6 +89,20 @@ def test_by_hand_anti_affinity_needs_distinct_nodes():
     assert bound_of(five, MoveLimits()) == 1 == best_empties(five, MoveLimits())
 
 
+def test_large_pods_need_holes_they_fit():
+    from planner.defrag_bound import _largest_sums
+
+    assert _largest_sums([3, 5], 8).tolist() == [0, 0, 0, 3, 3, 5, 6, 6, 8]
+    assert _largest_sums([4, 8], 8).tolist() == [0, 0, 0, 0, 4, 4, 4, 4, 8]
+    # three locked 4-GPU pods leave 4-GPU holes (12 free GPUs in all); two movable 8-GPU pods fit no
+    # hole, so their nodes cannot both empty: GPU volume alone would allow it
+    nodes = [node(f"l{i}", gpus=8, cpus=64) for i in range(3)] + [node(f"m{i}", gpus=8, cpus=64) for i in range(2)]
+    pods = [pod(f"x{i}", f"l{i}", gpus=4, cpus=1, locked=True) for i in range(3)] + [pod(f"y{i}", f"m{i}", gpus=8, cpus=1) for i in range(2)]
+    holes = make_cluster(nodes, pods)
+    got = empties_bound(ClusterState(holes), MoveBudget.of(ClusterState(holes), MoveLimits()))
+    assert (got.bound, got.binding, best_empties(holes, MoveLimits())) == (0, "gpus>=8", 0)
+
+
 def test_the_engine_reports_the_bound_and_gap_on_heuristic_plans():
     from planner.instances.asi import generate_asi
 
