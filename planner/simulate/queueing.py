@@ -425,6 +425,8 @@ class _Sim:
     def evict_until_fits(self, head: int, candidates: list[int], still: object, why: str) -> list[tuple[int, float, int, int]] | None:
         """Preempt ``candidates`` in order (each only while ``still(v)``) until the head fits, then start it;
         undo everything when even all of them would not make room."""
+        if not self._fits_without(head, candidates, still):
+            return None
         taken, nodes = [], None
         for v in candidates:
             if not still(v):  # type: ignore[operator]
@@ -433,7 +435,7 @@ class _Sim:
             nodes = self.place(head)
             if nodes is not None:
                 break
-        if nodes is None:
+        if nodes is None:  # pragma: no cover - _fits_without said it would
             for v, run in reversed(taken):
                 self.restore(v, run)
             return None
@@ -449,6 +451,19 @@ class _Sim:
                 self.preemptions += 1
         self.start(head, nodes)
         return [self.entry(v) for v, _ in taken]
+
+    def _fits_without(self, head: int, candidates: list[int], still: object) -> bool:
+        """Would the head fit with every candidate stopped (in order, each while ``still``)? Room only
+        grows as jobs stop, so when it would not, no prefix of them makes room either: one placement
+        instead of one per candidate."""
+        taken = []
+        for v in candidates:
+            if still(v):  # type: ignore[operator]
+                taken.append((v, self.stop(v)))
+        fits = bool(taken) and self.place(head) is not None
+        for v, run in reversed(taken):
+            self.restore(v, run)
+        return fits
 
     def make_room(self, head: int) -> bool:
         """Ask the planner for migrations that let the head start; apply them and start it if it can."""
