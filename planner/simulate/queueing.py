@@ -271,7 +271,7 @@ class _Sim:
         self.pods = [pods_of(j, cluster) for j in jobs]
         self.running: dict[int, list] = {}  # job -> [start, nodes per pod, generation, end]  # type: ignore[type-arg]
         self.generation = [0] * len(jobs)
-        self.queue: list[tuple[int, float, int, int]] = []  # (-priority, submit, gpus, job)
+        self.queues: dict[str, list[tuple[int, float, int, int]]] = {}  # per tenant, sorted: (-priority, submit, gpus, job)
         self.events: list[tuple[float, int, int, int]] = []  # (time, kind, job, generation)
         self.used: dict[tuple[str, str], int] = {}  # running GPUs per (tenant, pool)
         self.tenant_now: dict[str, int] = {}
@@ -349,8 +349,15 @@ class _Sim:
 
     # -- scheduling -------------------------------------------------------------------------------
 
+    def enqueue(self, i: int) -> None:
+        bisect.insort(self.queues.setdefault(self.jobs[i].tenant, []), self.entry(i))
+
     def schedule(self) -> None:
-        pending, self.queue = self.queue, []
+        if self.policy == "strict-fifo":
+            self._schedule_heads()
+            return
+        pending = list(heapq.merge(*self.queues.values()))
+        self.queues = {}
         blocked: set[str] = set()  # tenants whose head is blocked in this pass
         failed: dict[tuple, int] = {}  # type: ignore[type-arg]  # (pool, kind, small) -> smallest size blocked for room this pass
         per = self.cluster.gpus_per_node
@@ -360,13 +367,10 @@ class _Sim:
             k += 1
             i = entry[3]
             job = self.jobs[i]
-            if self.policy == "strict-fifo" and job.tenant in blocked:
-                self.queue.append(entry)
-                continue
             tier = self.admission(i)
             if tier is None:
                 blocked.add(job.tenant)
-                self.queue.append(entry)
+                self.queues.setdefault(job.tenant, []).append(entry)
                 continue
             key = (job.pool, job.kind if self.placement == "e-spread" else "", job.gpus < per)
             nodes = None if job.gpus >= failed.get(key, math.inf) else self.place(i)
@@ -380,11 +384,37 @@ class _Sim:
                         failed.clear()
                         pending[k:] = sorted(pending[k:] + requeued)
                         continue
-                self.queue.append(entry)
+                self.queues.setdefault(job.tenant, []).append(entry)
                 continue
             self.start(i, nodes)
             if job.tenant in blocked:
                 self.backfilled.add(i)  # it passed its tenant's blocked head: that head may take its place later
+
+    def _schedule_heads(self) -> None:
+        """Strict FIFO: only each tenant's head may start, heads offered in queue order; a blocked head
+        blocks its tenant for the rest of the pass (the other entries are never looked at)."""
+        blocked: set[str] = set()
+        while True:
+            heads = [(q[0], t) for t, q in self.queues.items() if q and t not in blocked]
+            if not heads:
+                return
+            entry, tenant = min(heads)
+            i = entry[3]
+            blocked.add(tenant)
+            tier = self.admission(i)
+            if tier is None:
+                continue
+            nodes = self.place(i)
+            if nodes is None:
+                requeued = self.unblock(i, tier)
+                if requeued is None:
+                    continue
+                for v in requeued:
+                    bisect.insort(self.queues.setdefault(self.jobs[v[3]].tenant, []), v)
+            else:
+                self.start(i, nodes)
+            self.queues[tenant].remove(entry)
+            blocked.discard(tenant)
 
     def unblock(self, head: int, tier: str) -> list[tuple[int, float, int, int]] | None:
         """For a head blocked for room: quota reclamation, backfill's timeout preemption, then make-room.
@@ -526,7 +556,7 @@ class _Sim:
                 self.backfilled.discard(i)
                 self.outcomes[i].end_s = self.now
             elif kind == ARRIVAL:
-                bisect.insort(self.queue, self.entry(i))
+                self.enqueue(i)
             self.schedule()
             self.series.append((self.now, int(self.cluster.gpus - self.free.sum())))
         horizon = self.end if self.end < math.inf else self.now
