@@ -451,13 +451,16 @@ class ClusterState:
         sub.group_names = self.group_names
         sub.group_nodes = defaultdict(Counter)
         for g in {g for groups in sub.pod_groups for g in groups}:
-            for n, count in self.group_nodes[g].items():
-                if n in local:
-                    sub.group_nodes[g][local[n]] = count
+            here = [(local[n], count) for n, count in self.group_nodes.get(g, {}).items() if n in local]
+            if here:
+                counts = sub.group_nodes[g]
+                for k, count in here:
+                    counts[k] = count
         sub.job_level = self.job_level
         sub.job_domains = defaultdict(Counter)
         for j in set(sub.pod_job.tolist()) - {-1}:
-            sub.job_domains[j] = Counter(self.job_domains[j])
+            if self.job_level[j] and j in self.job_domains:  # only required jobs keep domain counts
+                sub.job_domains[j] = Counter(self.job_domains[j])
         sub.node_shares = defaultdict(list, {local[n]: list(s) for n, s in self.node_shares.items() if n in local and s})
         sub.node_pods = [set() for _ in nodes]
         sub.pod_node = np.array([local[int(self.pod_node[p])] for p in pods], dtype=np.int64)
