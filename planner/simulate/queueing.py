@@ -424,7 +424,7 @@ class _Sim:
         if self.quota is not None and self.quota_mode == "shared" and tier == "own":
             borrowers = sorted(((r[0], v) for v, r in self.running.items() if self.jobs[v].pool == job.pool
                                 and self.jobs[v].tenant != job.tenant and self.jobs[v].priority <= job.priority), reverse=True)
-            done = self.evict_until_fits(head, [v for _, v in borrowers], self.borrowing, "reclaim")
+            done = self.evict_until_fits(head, [v for _, v in borrowers], "reclaim")
             if done is not None:
                 return done
         if self.policy == "backfill":
@@ -433,7 +433,7 @@ class _Sim:
             if self.now - since >= self.timeout_s:
                 passed = sorted(((r[0], v) for v, r in self.running.items() if v in self.backfilled and r[0] >= since
                                  and self.jobs[v].tenant == job.tenant and self.jobs[v].priority <= job.priority), reverse=True)
-                done = self.evict_until_fits(head, [v for _, v in passed], lambda v: True, "backfill")
+                done = self.evict_until_fits(head, [v for _, v in passed], "backfill")
                 if done is not None:
                     return done
         if self.stuck_after_s is not None:
@@ -447,28 +447,27 @@ class _Sim:
                 heapq.heappush(self.events, (due, STUCK, head, 0))
         return None
 
-    def borrowing(self, v: int) -> bool:
+    def borrowing(self, v: int, used: dict[tuple[str, str], int] | None = None) -> bool:
+        """Is job v's tenant running above its quota in v's pool (on ``used``, default the live count)?"""
         job = self.jobs[v]
         assert self.quota is not None
-        return self.used.get((job.tenant, job.pool), 0) > self.quota.get((job.tenant, job.pool), 0)
+        return (self.used if used is None else used).get((job.tenant, job.pool), 0) > self.quota.get((job.tenant, job.pool), 0)
 
-    def evict_until_fits(self, head: int, candidates: list[int], still: object, why: str) -> list[tuple[int, float, int, int]] | None:
-        """Preempt ``candidates`` in order (each only while ``still(v)``) until the head fits, then start it;
-        undo everything when even all of them would not make room."""
-        if not self._fits_without(head, candidates, still):
+    def evict_until_fits(self, head: int, candidates: list[int], why: str) -> list[tuple[int, float, int, int]] | None:
+        """Preempt ``candidates`` in order (for reclamation each only while its tenant still borrows)
+        until the head fits, then start it; nothing is preempted when even all of them would not make
+        room (checked first on a scratch copy: room only grows as jobs stop, so one placement decides)."""
+        if not self._fits_without(head, candidates, why):
             return None
         taken, nodes = [], None
         for v in candidates:
-            if not still(v):  # type: ignore[operator]
+            if why == "reclaim" and not self.borrowing(v):
                 continue
             taken.append((v, self.stop(v)))
             nodes = self.place(head)
             if nodes is not None:
                 break
-        if nodes is None:  # pragma: no cover - _fits_without said it would
-            for v, run in reversed(taken):
-                self.restore(v, run)
-            return None
+        assert nodes is not None, "the scratch check said the head fits once these jobs stop"
         for v, run in taken:
             self.backfilled.discard(v)
             out = self.outcomes[v]
@@ -482,18 +481,23 @@ class _Sim:
         self.start(head, nodes)
         return [self.entry(v) for v, _ in taken]
 
-    def _fits_without(self, head: int, candidates: list[int], still: object) -> bool:
-        """Would the head fit with every candidate stopped (in order, each while ``still``)? Room only
-        grows as jobs stop, so when it would not, no prefix of them makes room either: one placement
-        instead of one per candidate."""
-        taken = []
+    def _fits_without(self, head: int, candidates: list[int], why: str) -> bool:
+        """Would the head fit once every candidate the eviction would take has stopped? On a scratch
+        copy of the free GPUs (and quota use), without touching the replay's state."""
+        free = self.free.copy()
+        used = dict(self.used) if why == "reclaim" else None
+        freed = False
         for v in candidates:
-            if still(v):  # type: ignore[operator]
-                taken.append((v, self.stop(v)))
-        fits = bool(taken) and self.place(head) is not None
-        for v, run in reversed(taken):
-            self.restore(v, run)
-        return fits
+            if used is not None and not self.borrowing(v, used):
+                continue
+            for n, gpus in zip(self.running[v][1], self.pods[v]):
+                free[n] += gpus
+            if used is not None:
+                key = (self.jobs[v].tenant, self.jobs[v].pool)
+                used[key] -= self.jobs[v].gpus
+            freed = True
+        lo, hi = self.ranges[self.jobs[head].pool]
+        return freed and place(free, self.jobs[head], self.cluster, self.placement, lo, hi, self.zone_nodes) is not None
 
     def make_room(self, head: int) -> bool:
         """Ask the planner for migrations that let the head start; apply them and start it if it can."""
