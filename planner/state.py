@@ -445,7 +445,8 @@ class ClusterState:
         sub._awake = tuple(a[pods] for a in self._awake)
         sub.has_standby = self.has_standby
         sub._reserve = [self._reserve[p] for p in pods.tolist()] if self.has_standby else []
-        sub.hp_shares = defaultdict(list, {local[n]: list(s) for n, s in self.hp_shares.items() if n in local and s})
+        node_list = nodes.tolist()  # look up the piece's nodes, not every node of the cluster
+        sub.hp_shares = defaultdict(list, {k: list(self.hp_shares[n]) for k, n in enumerate(node_list) if self.hp_shares.get(n)})
         sub.eligible = self.eligible[:, nodes]
         sub.pod_groups = [self.pod_groups[p] for p in pods]
         sub.group_names = self.group_names
@@ -461,7 +462,7 @@ class ClusterState:
         for j in set(sub.pod_job.tolist()) - {-1}:
             if self.job_level[j] and j in self.job_domains:  # only required jobs keep domain counts
                 sub.job_domains[j] = Counter(self.job_domains[j])
-        sub.node_shares = defaultdict(list, {local[n]: list(s) for n, s in self.node_shares.items() if n in local and s})
+        sub.node_shares = defaultdict(list, {k: list(self.node_shares[n]) for k, n in enumerate(node_list) if self.node_shares.get(n)})
         sub.node_pods = [set() for _ in nodes]
         sub.pod_node = np.array([local[int(self.pod_node[p])] for p in pods], dtype=np.int64)
         sub._refresh_pod_scalars()
