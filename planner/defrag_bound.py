@@ -76,27 +76,28 @@ def empties_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
         "cpus": (state.pod_cpus, state.cap_cpus),
         "memory": (state.pod_mem, state.cap_mem),
     }
+    used_locked = {name: np.bincount(state.pod_node[locked_pod], weights=demand[locked_pod], minlength=n_nodes)
+                   for name, (demand, _) in demands.items()}
     extra_by = {}
     for name, (demand, cap) in demands.items():
-        used_locked = np.bincount(state.pod_node[locked_pod], weights=demand[locked_pod], minlength=n_nodes)
-        residual = np.maximum(cap - used_locked, 0.0) * locked_node
+        residual = np.maximum(cap - used_locked[name], 0.0) * locked_node
         mask = demand[movable] > rules.EPS
         extra_by[name] = _fewest_extra_nodes(state, budget, movable[mask], home[mask], demand, cap, residual, locked_node)
     whole = state.pod_whole[movable]
+    hole = np.floor(np.maximum(state.cap_gpus - used_locked["gpus"], 0.0) + rules.EPS).astype(np.int64)  # free whole GPUs
     for t in sorted({int(g) for g in whole.tolist() if g > 1}):
         # pods of t or more whole GPUs: a node takes at most the largest sum of such sizes that fits
         # its free whole GPUs (sizes repeat freely: an upper bound on any real set of them)
         sizes = sorted({int(g) for g in whole.tolist() if g >= t})
         reach = _largest_sums(sizes, int(state.cap_gpus.max(initial=0)))
         big = np.where(state.pod_whole >= t, state.pod_whole, 0).astype(np.float64)
-        used_locked = np.bincount(state.pod_node[locked_pod], weights=gpus[locked_pod], minlength=n_nodes)
-        hole = np.floor(np.maximum(state.cap_gpus - used_locked, 0.0) + rules.EPS).astype(np.int64)
         mask = whole >= t
         extra_by[f"gpus>={t}"] = _fewest_extra_nodes(state, budget, movable[mask], home[mask], big, reach[state.cap_gpus].astype(np.float64),
                                                      reach[np.minimum(hole, len(reach) - 1)] * locked_node, locked_node)
+    presence = _regions(state, budget, movable, home) if len(movable) else None  # one region map for both uses below
     extra_by["presence"] = _fewest_extra_nodes(state, budget, movable, home, np.ones(len(state.pod_names)), np.full(n_nodes, np.inf),
-                                               np.where(locked_node, np.inf, 0.0), locked_node)
-    extra_by["anti_affinity"] = _anti_affinity_extra_nodes(state, budget, movable, home, locked_pod, locked_node)
+                                               np.where(locked_node, np.inf, 0.0), locked_node, presence)
+    extra_by["anti_affinity"] = _anti_affinity_extra_nodes(state, movable, home, locked_pod, locked_node, presence)
     binding = max(extra_by, key=lambda k: extra_by[k])
     capacity = n_nodes - int(locked_node.sum()) - extra_by[binding]
 
@@ -117,12 +118,13 @@ def empties_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
 
 
 def _fewest_extra_nodes(state: ClusterState, budget: MoveBudget, pods: np.ndarray, home: np.ndarray, demand: np.ndarray,
-                        cap: np.ndarray, residual: np.ndarray, locked_node: np.ndarray) -> int:
-    """Sum over the regions of ``pods`` of the fewest unlocked nodes whose capacity, with the locked
-    nodes' residual, holds the region's demand."""
+                        cap: np.ndarray, residual: np.ndarray, locked_node: np.ndarray,
+                        regions: tuple[np.ndarray, int] | None = None) -> int:
+    """Sum over the regions of ``pods`` (``regions``, when already computed for them) of the fewest
+    unlocked nodes whose capacity, with the locked nodes' residual, holds the region's demand."""
     if not len(pods):
         return 0
-    region, count = _regions(state, budget, pods, home)
+    region, count = regions if regions is not None else _regions(state, budget, pods, home)
     inside = region >= 0
     need = np.bincount(region[home], weights=demand[pods], minlength=count)
     with np.errstate(invalid="ignore"):
@@ -147,16 +149,16 @@ def _largest_sums(sizes: list[int], top: int) -> np.ndarray:
     return np.maximum.accumulate(np.where(possible, np.arange(top + 1), 0))
 
 
-def _anti_affinity_extra_nodes(state: ClusterState, budget: MoveBudget, movable: np.ndarray, home: np.ndarray, locked_pod: np.ndarray,
-                               locked_node: np.ndarray) -> int:
+def _anti_affinity_extra_nodes(state: ClusterState, movable: np.ndarray, home: np.ndarray, locked_pod: np.ndarray,
+                               locked_node: np.ndarray, presence: tuple[np.ndarray, int] | None) -> int:
     """Sum over the presence regions j of max over anti-affinity groups g of the unlocked nodes g's
     movable pods in j need: they end on distinct nodes of j, none holding a locked pod of g, so
     non-empty nodes in j >= m(g, j) + locked nodes of g in j, and the unlocked ones among them
     >= m(g, j) - (locked nodes in j without a pod of g)."""
     pairs = [(p, g) for p in movable.tolist() for g in state.pod_groups[p]]
-    if not pairs:
+    if not pairs or presence is None:
         return 0
-    region, count = _regions(state, budget, movable, home)
+    region, count = presence
     pod_region = dict(zip(movable.tolist(), region[home].tolist()))
     members = np.array([(g, pod_region[p]) for p, g in pairs], dtype=np.int64)
     keys, moving = np.unique(members, axis=0, return_counts=True)  # (group, region) -> movable members

@@ -254,8 +254,8 @@ class _Sim:
             lo, hi = self.ranges[j.pool]
             room = (hi - lo - (zone_nodes if j.kind != "inference" or j.gpus >= cluster.gpus_per_node else 0)) * cluster.gpus_per_node
             if j.gpus > room:
-                where = "the cluster's" if len(self.ranges) == 1 and not zone_nodes else f"pool '{j.pool}' can hold ({room})"
-                raise ValueError(f"job {j.name}: {j.gpus} GPUs is more than {where}" + (f" {cluster.gpus}" if where == "the cluster's" else ""))
+                where = f"the cluster's {cluster.gpus}" if len(self.ranges) == 1 and not zone_nodes else f"pool '{j.pool}' can hold ({room})"
+                raise ValueError(f"job {j.name}: {j.gpus} GPUs is more than {where}")
             pods_of(j, cluster)
             if self.quota is not None:
                 limit = self.quota.get((j.tenant, j.pool), 0) if quota_mode == "isolated" else self.pool_quota[j.pool]
