@@ -23,6 +23,7 @@ from rich.table import Table
 
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
+from planner.ray_executor import ExecutorError
 from planner.plans import DefragComparison
 
 app = typer.Typer(
@@ -73,7 +74,7 @@ def guarded(command: F) -> F:
             raise
         except SnapshotError as err:
             fail(err.problems)
-        except PlanOptionError as err:
+        except (PlanOptionError, ExecutorError) as err:
             fail([str(err)])
         except BrokenPipeError:
             raise typer.Exit(0) from None
@@ -391,6 +392,17 @@ class Solver(str, Enum):
     highs = "highs"
 
 
+class Executor(str, Enum):
+    inline = "inline"
+    process = "process"
+    ray = "ray"
+
+
+class ServeExecutor(str, Enum):
+    process = "process"
+    ray = "ray"
+
+
 class Formulation(str, Enum):
     auto = "auto"
     pod = "pod"
@@ -525,6 +537,11 @@ def defrag(
     threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="Baselines: drain nodes below this GPU allocation."),
     seed: int = typer.Option(0, "--seed", help="Random seed; same snapshot and seed give the same plan."),
     workers: int = typer.Option(None, "--workers", min=1, help="Worker processes for partitions (default: one per core)."),
+    executor: Executor = typer.Option(
+        Executor.process, "--executor",
+        help="Where partitions and neighbourhoods run: inline, a local process pool, or Ray (RAY_ADDRESS when set, else a local Ray; "
+        "needs the extra 'ray'). Same seed, same plan.",
+    ),
     solver: Solver = typer.Option(Solver.highs, "--solver", help="Exact back-end."),
     time_limit: float = typer.Option(60.0, "--time-limit", help="Seconds for the solver (exact, compare) or the whole search (hybrid)."),
     solver_workers: int = typer.Option(8, "--solver-workers", min=1, help="CP-SAT workers / HiGHS threads."),
@@ -573,6 +590,7 @@ def defrag(
         "threshold": threshold,
         "seed": seed,
         "workers": workers,
+        "executor": executor.value,
         "solver": solver.value,
         "time_limit_s": time_limit,
         "solver_workers": solver_workers,
@@ -841,12 +859,18 @@ def serve(
     max_job_memory_gib: float = typer.Option(
         None, "--max-job-memory-gib", help="Memory cap of each job's process (default: an equal share of the machine's memory)."
     ),
+    executor: ServeExecutor = typer.Option(
+        ServeExecutor.process, "--executor",
+        help="Where a defrag job's pieces run: in the job's process, or as Ray tasks (RAY_ADDRESS when set, else a local Ray "
+        "started with the server; needs the extra 'ray').",
+    ),
 ) -> None:
     """Run the planning service (REST API, background solve jobs, plan store)."""
     from planner.api.server import serve as run_server
 
     try:
-        run_server(host, port, workers, db, insecure, max_queue, max_body_mib, max_job_s, allow_force, max_job_memory_gib)
+        run_server(host, port, workers, db, insecure, max_queue, max_body_mib, max_job_s, allow_force, max_job_memory_gib,
+                   executor.value)
     except ValueError as err:
         fail([str(err)])
 

@@ -1,4 +1,5 @@
-"""Where independent partitions run: inline, or on a local process pool (default: one worker per core).
+"""Where independent pieces run: inline, on a local process pool (default: one worker per core), or
+as Ray tasks (``planner/ray_executor.py``: ``RAY_ADDRESS`` when set, else a local Ray).
 
 An executor is a callable ``run(fn, tasks) -> list`` returning ``[fn(t) for t in tasks]`` in task
 order, so results never depend on which worker finished first. ``fn`` and the tasks must pickle
@@ -14,11 +15,13 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 Run = Callable[[Callable[[T], R], Iterable[T]], list[R]]
+Kind = Literal["inline", "process", "ray"]
+KINDS: tuple[Kind, ...] = ("inline", "process", "ray")
 
 
 def run_inline(fn: Callable[[T], R], tasks: Iterable[T]) -> list[R]:
@@ -42,10 +45,20 @@ def _main_is_importable() -> bool:
 
 
 @contextmanager
-def executor(workers: int | None = None) -> Iterator[Run]:
-    """An executor for ``workers`` processes (None: one per core; 1: inline, no pool)."""
+def executor(workers: int | None = None, kind: Kind = "process") -> Iterator[Run]:
+    """An executor of ``kind`` for ``workers`` processes (None: one per core; 1: inline, no pool).
+
+    ``ray`` connects first (``ray_executor.connect``; an ``ExecutorError`` when it cannot) and
+    keeps the connection for the process: later plans reuse it. ``workers`` sizes a local Ray only.
+    """
+    if kind == "ray":
+        from planner.ray_executor import connect, run_ray
+
+        connect(workers)
+        yield run_ray
+        return
     count = default_workers() if workers is None else workers
-    if count <= 1 or not _main_is_importable():
+    if kind == "inline" or count <= 1 or not _main_is_importable():
         yield run_inline
         return
     # forkserver: workers start from a clean process, safe even if this one runs threads

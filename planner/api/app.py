@@ -97,7 +97,8 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 def create_app(settings: Settings) -> FastAPI:
     store = Store(settings.db_url)
     waiters = Waiters()
-    dispatcher = Dispatcher(store, settings.concurrency, settings.max_job_s, on_finish=waiters.finished, memory_bytes=settings.job_memory_bytes)
+    dispatcher = Dispatcher(store, settings.concurrency, settings.max_job_s, on_finish=waiters.finished, memory_bytes=settings.job_memory_bytes,
+                            executor=settings.executor)
     bodies = BodyReader(settings.max_body_bytes)
 
     @asynccontextmanager

@@ -33,6 +33,8 @@ class Settings:
     """Run ``force``d exact solves (beyond the size limits) only when the operator allows them."""
     job_memory_bytes: int | None = None
     """Address-space cap of one job's worker process (None: no cap)."""
+    executor: str = "process"
+    """Where a defrag job's pieces run: in its own process ('process') or as Ray tasks ('ray')."""
 
 
 
@@ -70,7 +72,7 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
             raise Refused(422, "invalid request", [err.for_api()]) from None
         except SnapshotError as err:  # a pod shape no node could hold
             raise Refused(422, "invalid request", [f"snapshot.{p}" for p in err.problems]) from None
-    given = options.model_dump(mode="json", exclude={"workers"}, exclude_unset=True)
+    given = options.model_dump(mode="json", exclude={"workers", "executor"}, exclude_unset=True)
     limit = job_time_limit_s(given, settings.max_job_s)
     nodes, pods = len(request.snapshot.nodes), len(request.snapshot.pods)
     needed = estimated_runtime_s(nodes, pods, options)

@@ -64,6 +64,7 @@ def serve(
     max_job_s: float = 900.0,
     allow_force: bool = False,
     max_job_memory_gib: float | None = None,
+    executor: str = "process",
 ) -> None:
     """Start the service (blocks). Raises ValueError for a setting that cannot be honoured."""
     import uvicorn
@@ -87,9 +88,15 @@ def serve(
         max_job_s=max_job_s,
         allow_force=allow_force,
         job_memory_bytes=memory,
+        executor=executor,
     )
     check_store(settings.db_url, "DATABASE_URL" if os.environ.get("DATABASE_URL") else "--db")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if executor == "ray":
+        from planner.ray_executor import serve_on_ray
+
+        address = serve_on_ray(workers)
+        logging.getLogger("planner.api").info("defrag jobs run their pieces on Ray at %s", address)
     if token is None:
         logging.getLogger("planner.api").warning("PLANNER_API_TOKEN is not set: no authentication (%s)", host)
     uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False)

@@ -74,6 +74,7 @@ class Dispatcher(threading.Thread):
         on_finish: Callable[[str], None] | None = None,
         poll_s: float = 0.02,
         memory_bytes: int | None = None,
+        executor: str = "process",
     ):
         super().__init__(name="planner-dispatcher", daemon=True)
         self.store = store
@@ -82,6 +83,7 @@ class Dispatcher(threading.Thread):
         self.on_finish = on_finish or (lambda job_id: None)
         self.poll_s = poll_s
         self.memory_bytes = memory_bytes
+        self.executor = executor
         self.running: dict[str, Running] = {}
         self.to_cancel: set[str] = set()
         self.stopping = threading.Event()
@@ -168,7 +170,7 @@ class Dispatcher(threading.Thread):
             parent, child = self.context.Pipe(duplex=False)
             process = self.context.Process(
                 target=run_job,
-                args=(job.id, self.store.url, child, os.getpid(), self.threads_per_job, self.memory_bytes),
+                args=(job.id, self.store.url, child, os.getpid(), self.threads_per_job, self.memory_bytes, self.executor),
                 name=f"planner-job-{job.id[:8]}",
                 daemon=True,
             )
@@ -281,12 +283,15 @@ def _stop(process: Any) -> None:
 
 
 def run_job(
-    job_id: str, url: str, conn: Connection, server_pid: int, threads_per_job: int = 1, memory_bytes: int | None = None
+    job_id: str, url: str, conn: Connection, server_pid: int, threads_per_job: int = 1, memory_bytes: int | None = None,
+    executor: str = "process",
 ) -> None:
     """Worker-process entry: plan the job and send ('plan', body, summary, wall_s) or ('error', text).
 
     With ``memory_bytes`` the process's address space is capped (``RLIMIT_AS``): a job that needs
-    more fails with that reason instead of taking the machine's memory from the other jobs.
+    more fails with that reason instead of taking the machine's memory from the other jobs. With
+    ``executor`` 'ray' a defrag job's pieces run as tasks on the server's Ray (``RAY_ADDRESS``,
+    set and checked by ``serve``); else in the job's own process.
     """
     threading.Thread(target=_exit_with_server, args=(server_pid,), daemon=True).start()
     start = time.perf_counter()
@@ -319,7 +324,8 @@ def run_job(
                 solver = job.options.get("solver", DefragOptions.model_fields["solver"].default)
                 solves = job.options.get("method", "heuristic") in ("exact", "compare", "hybrid", "auto")
                 defaults = {"solver_workers": threads_per_job} if solves and solver == "highs" else {}
-                options = DefragOptions(**{**defaults, **job.options, "workers": 1})
+                where = {"executor": "ray"} if executor == "ray" else {"workers": 1}
+                options = DefragOptions(**{**defaults, **job.options, **where})
                 plan = plan_defrag(cluster, options, lambda what, done, total: conn.send(("progress", min(0.95, 0.1 + 0.1 * done))))
         except (SnapshotError, PlanOptionError, ValueError) as err:
             conn.send(("error", f"bad request: {err}"))

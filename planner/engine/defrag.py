@@ -30,6 +30,7 @@ from planner.cluster import Cluster, Pod
 from planner.defrag_bound import EmptiesBound, empties_bound
 from planner.exact import ExactOptions, model_size, solve_exact
 from planner.executors import Run, executor
+from planner.ray_executor import ray_cpus
 from planner.heuristics import baselines
 from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
 from planner.heuristics.lns import LnsOptions, run_lns
@@ -137,6 +138,10 @@ class DefragOptions(BaseModel):
     exclude_namespaces: list[str] | None = Field(None, min_length=1, description="Pods of these namespaces never move.")
     threshold: float = Field(0.5, gt=0, le=1, description="Baselines: GPU allocation below which a node is drained.")
     workers: int | None = Field(None, ge=1, le=256, description="Worker processes for partitions (default: one per core).")
+    executor: Literal["inline", "process", "ray"] = Field(
+        "process", description="Where IPC partitions and hybrid neighbourhoods run: in this process, on a local process pool, or as "
+        "Ray tasks (RAY_ADDRESS when set, else a local Ray of `workers` CPUs; the extra 'ray'). Same seed, same plan on each.",
+    )
     solver: Literal["cpsat", "highs"] = Field("highs", description="Exact back-end (HiGHS proved our models faster; see benchmarks).")
     time_limit_s: float = Field(
         60.0, gt=0, le=MAX_TIME_LIMIT_S, allow_inf_nan=False, description="Time for exact, compare and hybrid, model building included."
@@ -159,14 +164,14 @@ class DefragOptions(BaseModel):
     @classmethod
     def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
         if info.data.get("make_room") is not None and info.data.get("method") in MAKE_ROOM_METHODS:
-            return refuse_unused(cls, value, info, MAKE_ROOM_METHODS, ("method", "workers", "make_room"), _unused_by_make_room)
+            return refuse_unused(cls, value, info, MAKE_ROOM_METHODS, ("method", "workers", "executor", "make_room"), _unused_by_make_room)
         if info.data.get("method") == "heuristic" and info.data.get("trim") == "exact":
-            return refuse_unused(cls, value, info, {"heuristic": METHOD_OPTIONS["heuristic"] | TRIM_EXACT_OPTIONS}, ("method", "workers"),
+            return refuse_unused(cls, value, info, {"heuristic": METHOD_OPTIONS["heuristic"] | TRIM_EXACT_OPTIONS}, ("method", "workers", "executor"),
                                  unused_option_reason)
         if info.field_name == "trim" and value == "exact" and info.data.get("method") == "hybrid":
             raise ValueError("hybrid spends its time limit on neighbourhood search; use trim 'greedy' with it, "
                              "or method 'heuristic' with trim 'exact'")
-        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "workers"), unused_option_reason)
+        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "workers", "executor"), unused_option_reason)
 
     @field_validator("max_nodes_per_wave")
     @classmethod
@@ -218,8 +223,8 @@ METHOD_OPTIONS: dict[str, set[str]] = {
     "hybrid": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"trim"},
     "auto": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS,
 }
-"""The options each method reads (IPC's for the methods that start from IPC); ``method`` and
-``workers`` apply to all. Giving any other option is refused rather than silently ignored."""
+"""The options each method reads (IPC's for the methods that start from IPC); ``method``,
+``workers`` and ``executor`` apply to all. Giving any other option is refused rather than silently ignored."""
 
 
 def refuse_unused(
@@ -336,7 +341,9 @@ def _plan_defrag(
         return _finish(cluster, state, made.waves, before, options, "makeroom", start, extra, solver_fields, made)
     trimmed = method in ("heuristic", "hybrid") and options.trim != "off"
     start_state = state.clone() if trimmed else None
-    with executor(options.workers) as run:
+    with executor(options.workers, options.executor) as run:
+        if method in ("heuristic", "hybrid"):
+            extra["executor"] = options.executor  # where the partitions (and neighbourhoods) ran
         if method == "heuristic":
             steps, ipc_extra = _ipc(state, options, budget, run, progress)
             extra.update(ipc_extra)
@@ -603,7 +610,7 @@ def _hybrid(
     """IPC, then large-neighbourhood search with the exact model for the rest of the time limit."""
     waves, extra = _ipc(state, options, budget, run, progress)
     ipc_empties = int((state.pods_per_node == 0).sum())
-    parallel = max(1, options.workers or 2)
+    parallel = max(1, options.workers or (ray_cpus() if options.executor == "ray" else 2))
     if options.solver == "highs":
         # one HiGHS thread per neighbourhood solve: HiGHS's worker threads spin, and on a busy machine
         # 2-thread neighbourhood solves overran a 6 s hybrid to 25-36 s (1 thread: 6.3-6.4 s); two
