@@ -648,12 +648,15 @@ def _options(context: typer.Context, model: type, values: dict[str, Any]):  # ty
 def _progress_bar(title: str):  # type: ignore[no-untyped-def]
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err_console, transient=True) as bar:
+    # no refresh thread: with none running, IPC's process pool forks and its workers share the state
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err_console, transient=True,
+                  auto_refresh=False) as bar:
         task = bar.add_task(title, total=None)
+        bar.refresh()
 
         def update(what: str, done: int, total: int) -> None:
             label = "IPC round" if what == "round" else "neighbourhood round"
-            bar.update(task, description=f"{title}: {label} {done}", completed=done, total=total or None)
+            bar.update(task, description=f"{title}: {label} {done}", completed=done, total=total or None, refresh=True)
 
         yield update
 

@@ -247,6 +247,9 @@ class _DuplicateKey(Exception):
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    fast = dict(pairs)
+    if len(fast) == len(pairs):  # the common case, at C speed (a 37,707-node snapshot has 130,000 objects)
+        return fast
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:

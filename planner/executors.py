@@ -2,16 +2,23 @@
 as Ray tasks (``planner/ray_executor.py``: ``RAY_ADDRESS`` when set, else a local Ray).
 
 An executor is a callable ``run(fn, tasks) -> list`` returning ``[fn(t) for t in tasks]`` in task
-order, so results never depend on which worker finished first. ``fn`` and the tasks must pickle
-(partitions travel as ``ClusterState.subset`` arrays, without the pydantic cluster).
+order, so results never depend on which worker finished first. A task is either a value that
+pickles (partitions travel as ``ClusterState.subset`` arrays, without the pydantic cluster) or a
+``Lazy`` recipe, built where it runs.
+
+Lazy tasks let the process pool skip shipping pieces altogether: when every task is ``Lazy`` and
+this process runs no other Python thread, the pool is forked for the call, its workers inherit the
+caller's memory (the whole cluster state, copy-on-write) and each builds its own pieces from an
+index. Otherwise (threads running, tasks already built) the pool starts from a fork server, safe
+with threads, and the tasks are built here and pickled.
 """
 
 from __future__ import annotations
 
-import itertools
 import multiprocessing
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -24,9 +31,53 @@ Kind = Literal["inline", "process", "ray"]
 KINDS: tuple[Kind, ...] = ("inline", "process", "ray")
 
 
+class Lazy:
+    """A task given as ``build(*args)``: built by whoever runs it (a forked worker builds its own)."""
+
+    __slots__ = ("build", "args")
+
+    def __init__(self, build: Callable[..., Any], *args: Any):
+        self.build = build
+        self.args = args
+
+    def __call__(self) -> Any:
+        return self.build(*self.args)
+
+
+def built(task: Any) -> Any:
+    """The task itself, or what a ``Lazy`` task builds."""
+    return task() if isinstance(task, Lazy) else task
+
+
 def run_inline(fn: Callable[[T], R], tasks: Iterable[T]) -> list[R]:
     """Run every task in this process, in order."""
-    return [fn(task) for task in tasks]
+    return [fn(built(task)) for task in tasks]
+
+
+_INHERITED: tuple[Callable[[Any], Any], list[Lazy]] | None = None
+"""The call a forked pool works on: set before the fork, read by ``_run_inherited`` in the workers."""
+
+
+def _run_inherited(index: int) -> Any:
+    fn, tasks = _INHERITED  # type: ignore[misc]
+    return fn(tasks[index]())
+
+
+def _run_forked(fn: Callable[[Any], Any], tasks: list[Lazy], count: int) -> list[Any]:
+    """``fn`` over lazy tasks on a pool forked for this call: only indexes and results are pickled."""
+    global _INHERITED
+    _INHERITED = (fn, tasks)
+    try:
+        # processes are forked at the first submit, after _INHERITED is set (a fork pool starts them all then)
+        with ProcessPoolExecutor(max_workers=min(count, len(tasks)), mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_run_inherited, range(len(tasks)), chunksize=1))
+    finally:
+        _INHERITED = None
+
+
+def _may_fork() -> bool:
+    """Forking copies only the calling thread: safe here only when no other Python thread runs."""
+    return hasattr(os, "fork") and threading.active_count() == 1
 
 
 def default_workers() -> int:
@@ -62,22 +113,22 @@ def executor(workers: int | None = None, kind: Kind = "process") -> Iterator[Run
         yield run_inline
         return
     # forkserver: workers start from a clean process, safe even if this one runs threads
-    # (progress bars, a web server). The pool starts on the first call with two or more tasks, so
-    # small instances (one partition) never pay for it.
+    # (a web server). The pool starts on the first call with two or more tasks that are not all
+    # lazy, so small instances (one partition) never pay for it.
     context = multiprocessing.get_context("forkserver")
     pool: ProcessPoolExecutor | None = None
 
     def run(fn: Callable[[Any], Any], tasks: Iterable[Any]) -> list[Any]:
         nonlocal pool
-        iterator = iter(tasks)
-        head = list(itertools.islice(iterator, 2))
-        if len(head) < 2:
-            return run_inline(fn, head)
+        tasks = list(tasks)
+        if len(tasks) < 2:
+            return run_inline(fn, tasks)
+        if all(isinstance(task, Lazy) for task in tasks) and _may_fork():
+            return _run_forked(fn, tasks, count)
         if pool is None:
             pool = ProcessPoolExecutor(max_workers=count, mp_context=context)
-        # map submits while it iterates: workers start on the first tasks while the caller
-        # is still building the later ones (tasks may be a generator).
-        return list(pool.map(fn, itertools.chain(head, iterator), chunksize=1))
+        # map submits while it iterates: workers start on the first tasks while later ones are built
+        return list(pool.map(fn, (built(task) for task in tasks), chunksize=1))
 
     try:
         yield run

@@ -66,7 +66,6 @@ def minimise_moves(state: ClusterState, waves: list[list[Step]], budget: MoveBud
     if moves_before == 0:  # nothing to trim; no plan has fewer than 0 moves
         proven = {"moves_bound": 0, "move_minimal": True} if trim == "exact" else {}
         return MoveMinimal(waves, {**report, "moves_saved": 0, "gpus_moved_saved": 0.0, **proven})
-    empties = int((end_state(state, waves).pods_per_node == 0).sum())
     greedy = trim_plan(state, waves, budget)
     best = greedy.waves
     report["returned_home"] = greedy.returned_home
@@ -74,6 +73,7 @@ def minimise_moves(state: ClusterState, waves: list[list[Step]], budget: MoveBud
         report["greedy_kept_plan"] = greedy.kept_original
     if trim == "exact":
         assert exact is not None
+        empties = int((end_state(state, waves).pods_per_node == 0).sum())
         best = _exact_pass(state, best, budget, empties, exact, report)
     moves_after, gpus_after = plan_cost(state, best)
     report.update(moves_saved=moves_before - moves_after, gpus_moved_saved=round(gpus_before - gpus_after, 6))

@@ -130,9 +130,11 @@ def serve_on_ray(workers: int | None) -> str:
 
 def run_ray(fn: Callable[[Any], Any], tasks: Iterable[Any]) -> list[Any]:
     """``[fn(t) for t in tasks]`` as Ray tasks of one CPU each, results in task order."""
+    from planner.executors import built
+
     global _remote_call
     ray = connect()
     if _remote_call is None:
         _remote_call = ray.remote(num_cpus=1)(_call)
-    refs = [_remote_call.remote(fn, pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)) for task in tasks]
+    refs = [_remote_call.remote(fn, pickle.dumps(built(task), protocol=pickle.HIGHEST_PROTOCOL)) for task in tasks]
     return [pickle.loads(blob) for blob in ray.get(refs)]

@@ -13,7 +13,7 @@ is tested, so a single move checked here is legal as one wave.
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 import numpy as np
 
@@ -22,6 +22,14 @@ from planner.cluster import Cluster, Node, Pod
 
 EPS = rules.EPS
 PENDING = -1
+
+
+class Counts(dict):  # type: ignore[type-arg]
+    """How many per key, 0 when absent: what the state needs of a ``Counter`` (whose constructor is
+    slow in Python; pieces of a 37,707-node state built hundreds of thousands of them)."""
+
+    def __missing__(self, key: int) -> int:
+        return 0
 
 
 class ClusterState:
@@ -78,15 +86,15 @@ class ClusterState:
             tuple(groups.setdefault(g, len(groups)) for g in p.anti_affinity) for p in pods
         ]
         self.group_names = list(groups)
-        self.group_nodes: dict[int, Counter[int]] = defaultdict(Counter)
+        self.group_nodes: dict[int, Counts] = defaultdict(Counts)
 
         job_index = cluster.job_index()
         self.pod_job = np.array([job_index[p.job] if p.job is not None else -1 for p in pods], dtype=np.int64)
-        self.job_level = np.zeros(len(cluster.jobs), dtype=np.int64)  # 0 free, 1 asw, 2 spine
+        self.job_level = np.zeros(len(cluster.jobs), dtype=np.int8)  # 0 free, 1 asw, 2 spine (int8: every piece carries it)
         for j, job in enumerate(cluster.jobs):
             if job.topology is not None and job.topology.mode == "required":
                 self.job_level[j] = 1 if job.topology.level == "asw" else 2
-        self.job_domains: dict[int, Counter[int]] = defaultdict(Counter)
+        self.job_domains: dict[int, Counts] = defaultdict(Counts)
 
         n_nodes = len(nodes)
         self.whole_used = np.zeros(n_nodes, dtype=np.int64)
@@ -449,25 +457,22 @@ class ClusterState:
         sub.hp_shares = defaultdict(list, {k: list(self.hp_shares[n]) for k, n in enumerate(node_list) if self.hp_shares.get(n)})
         sub.eligible = self.eligible[:, nodes]
         sub.pod_groups = [self.pod_groups[p] for p in pods]
-        sub.group_names = self.group_names
-        sub.group_nodes = defaultdict(Counter)
-        for g in {g for groups in sub.pod_groups for g in groups}:
-            here = [(local[n], count) for n, count in self.group_nodes.get(g, {}).items() if n in local]
-            if here:
-                counts = sub.group_nodes[g]
-                for k, count in here:
-                    counts[k] = count
+        sub.group_names = []  # names are for reading the full state; a piece (sent to a worker) needs only the indexes
+        sub.group_nodes = defaultdict(Counts)  # filled below from the piece's own pods (all pods of its nodes)
         sub.job_level = self.job_level
-        sub.job_domains = defaultdict(Counter)
+        sub.job_domains = defaultdict(Counts)
         for j in set(sub.pod_job.tolist()) - {-1}:
             if self.job_level[j] and j in self.job_domains:  # only required jobs keep domain counts
-                sub.job_domains[j] = Counter(self.job_domains[j])
+                sub.job_domains[j] = Counts(self.job_domains[j])
         sub.node_shares = defaultdict(list, {k: list(self.node_shares[n]) for k, n in enumerate(node_list) if self.node_shares.get(n)})
         sub.node_pods = [set() for _ in nodes]
         sub.pod_node = np.array([local[int(self.pod_node[p])] for p in pods], dtype=np.int64)
         sub._refresh_pod_scalars()
+        group_nodes = sub.group_nodes
         for k, n in enumerate(sub.pod_node.tolist()):
             sub.node_pods[n].add(k)
+            for g in sub.pod_groups[k]:
+                group_nodes[g][n] += 1
         return sub
 
     def clone(self) -> ClusterState:
@@ -480,8 +485,8 @@ class ClusterState:
         twin.hp_shares = defaultdict(list, {n: list(s) for n, s in self.hp_shares.items() if s})
         twin.node_shares = defaultdict(list, {n: list(s) for n, s in self.node_shares.items() if s})
         twin.node_pods = [set(s) for s in self.node_pods]
-        twin.group_nodes = defaultdict(Counter, {g: Counter(c) for g, c in self.group_nodes.items()})
-        twin.job_domains = defaultdict(Counter, {j: Counter(c) for j, c in self.job_domains.items()})
+        twin.group_nodes = defaultdict(Counts, {g: Counts(c) for g, c in self.group_nodes.items()})
+        twin.job_domains = defaultdict(Counts, {j: Counts(c) for j, c in self.job_domains.items()})
         return twin
 
     def __getstate__(self) -> dict:

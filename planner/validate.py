@@ -255,8 +255,9 @@ def _replay(cluster: Cluster, plan: DefragPlan) -> tuple[list[Violation], Cluste
             residents[destination].add(pod_name)
             location[pod_name] = destination
 
+    # pods that end where they started are shared with ``cluster`` (neither is mutated), the others copied
     end_state = cluster.model_copy(
-        update={"pods": [p.model_copy(update={"node": location[p.name]}) for p in cluster.pods]}
+        update={"pods": [p if location[p.name] == p.node else p.model_copy(update={"node": location[p.name]}) for p in cluster.pods]}
     )
     return violations, end_state
 

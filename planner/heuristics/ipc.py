@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.executors import Lazy
 from planner.limits import MoveBudget
 from planner.state import ClusterState
 from planner.waves import Step
@@ -93,7 +94,7 @@ def run_ipc(
             break
         order = rng.permutation(busy)
         groups = [np.sort(order[i : i + options.partition_size]) for i in range(0, len(order), options.partition_size)]
-        tasks = (GroupTask(state.subset(g), options, (options.seed, r, i), budget.subset(g)) for i, g in enumerate(groups))
+        tasks = [Lazy(_group_task, state, g, options, (options.seed, r, i), budget) for i, g in enumerate(groups)]
         outcomes = run_groups(vacate_group, tasks)
         result.rounds_run += 1
         result.partitions += len(groups)
@@ -112,6 +113,11 @@ def run_ipc(
         if vacated_now == 0:
             break
     return result
+
+
+def _group_task(state: ClusterState, nodes: np.ndarray, options: IpcOptions, seed: tuple[int, int, int], budget: MoveBudget) -> GroupTask:
+    """One group's subproblem: built by the worker that solves it when the pool is forked."""
+    return GroupTask(state.subset(nodes), options, seed, budget.subset(nodes))
 
 
 def _merge_round_robin(per_group: list[list[Vacation]], budget: int) -> list[Vacation]:

@@ -115,12 +115,15 @@ def target_of(start: ClusterState, end: ClusterState) -> dict[int, int]:
     return {int(p): int(end.pod_node[p]) for p in moved}
 
 
-def route_if_better(start: ClusterState, waves: list[list[Step]], end: ClusterState, budget: MoveBudget) -> tuple[list[list[Step]], str | None]:
+def route_if_better(
+    start: ClusterState, waves: list[list[Step]], end: ClusterState, budget: MoveBudget, empties_before: int | None = None
+) -> tuple[list[list[Step]], str | None]:
     """Waves reaching ``end`` (routed make-before-break within ``budget``) when they empty at least as
     many nodes as ``waves`` with fewer moves, or as many moves and fewer GPUs moved; else ``waves``
-    and why they were kept."""
+    and why they were kept. ``empties_before``: the empty nodes after ``waves``, when known."""
     moves_before, gpus_before = plan_cost(start, waves)
-    empties_before = int((end_state(start, waves).pods_per_node == 0).sum())
+    if empties_before is None:
+        empties_before = int((end_state(start, waves).pods_per_node == 0).sum())
     target = target_of(start, end)
     if len(target) >= moves_before and float(start.pod_gpus[list(target)].sum()) >= gpus_before:
         return waves, "the end state moves as many pods as the plan has moves"
@@ -143,7 +146,8 @@ def trim_plan(start: ClusterState, waves: list[list[Step]], budget: MoveBudget) 
     """Trim the plan ``waves`` (from ``start``, not changed) and route the result within ``budget``."""
     moves_before, gpus_before = plan_cost(start, waves)
     end = end_state(start, waves)
+    empties = int((end.pods_per_node == 0).sum())  # before trimming changes ``end``
     returned = trim_end_state(start, end)
-    best, why = route_if_better(start, waves, end, budget)
+    best, why = route_if_better(start, waves, end, budget, empties)
     moves_after, gpus_after = plan_cost(start, best)
     return Trimmed(best, moves_before, moves_after, gpus_before, gpus_after, returned, why)
