@@ -1,0 +1,77 @@
+"""The local executors: inline, a pool forked per call for lazy tasks, a fork-server pool otherwise;
+the same results in task order on each, and the same IPC plan."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from planner.cluster import Cluster
+from planner.engine import DefragOptions, plan_defrag
+from planner.executors import Lazy, _may_fork, executor, run_inline
+
+
+def _square_with_pid(x: int) -> tuple[int, int]:
+    return x * x, os.getpid()
+
+
+def _identity(x: int) -> int:
+    return x
+
+
+class _Thread:
+    """Another Python thread running for the duration (as a progress bar's or a web server's would)."""
+
+    def __enter__(self) -> _Thread:
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.stop.wait, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def test_lazy_tasks_run_in_forked_workers_in_task_order() -> None:
+    assert _may_fork(), "the test process must run no other thread"
+    tasks = [Lazy(_identity, k) for k in range(7)]
+    with executor(2) as run:
+        results = run(_square_with_pid, tasks)
+    assert [r for r, _ in results] == [k * k for k in range(7)]
+    assert os.getpid() not in {pid for _, pid in results}  # built and run in the workers
+
+
+def test_with_another_thread_running_lazy_tasks_go_to_the_fork_server_pool() -> None:
+    with _Thread():
+        assert not _may_fork()
+        with executor(2) as run:
+            results = run(_square_with_pid, [Lazy(_identity, k) for k in range(5)])
+    assert [r for r, _ in results] == [k * k for k in range(5)]
+    assert os.getpid() not in {pid for _, pid in results}
+
+
+def test_inline_builds_lazy_tasks_here() -> None:
+    assert run_inline(_square_with_pid, [Lazy(_identity, 3), 4]) == [(9, os.getpid()), (16, os.getpid())]
+
+
+@pytest.fixture(scope="module")
+def asi() -> Cluster:
+    from planner.instances.asi import generate_asi
+
+    return generate_asi(nodes=300, seed=7, allocation=0.7)
+
+
+def test_ipc_plan_is_the_same_on_the_forked_pool_the_fork_server_pool_and_inline(asi: Cluster) -> None:
+    options = {"partition_size": 50, "seed": 3}
+    inline = plan_defrag(asi, DefragOptions(executor="inline", **options))
+    forked = plan_defrag(asi, DefragOptions(workers=2, **options))
+    with _Thread():
+        served = plan_defrag(asi, DefragOptions(workers=2, **options))
+    inline_moves, forked_moves, served_moves = ([[(m.pod, m.from_, m.to) for m in wave] for wave in plan.waves]
+                                                for plan in (inline, forked, served))
+    assert inline.vacated_nodes and inline.report.model_extra["partitions"] >= 6
+    assert inline_moves == forked_moves == served_moves
+    assert inline.vacated_nodes == forked.vacated_nodes == served.vacated_nodes
