@@ -23,6 +23,7 @@ from rich.table import Table
 
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
+from planner.gc_pause import collector_paused
 from planner.ray_executor import ExecutorError
 from planner.plans import DefragComparison
 
@@ -602,13 +603,15 @@ def defrag(
         "make_room": None if make_room is None else [name.strip() for name in make_room.split(",") if name.strip()],
     }
     options = _options(context, DefragOptions, given)
-    cluster = load_input(snapshot, source, import_config)
-    if len(cluster.nodes) >= PROGRESS_FROM_NODES:
-        with _progress_bar(f"{method.value} on {len(cluster.nodes):,} nodes") as progress:
-            plan = plan_defrag(cluster, options, progress)
-    else:
-        plan = plan_defrag(cluster, options)
-    emit_plan(plan, cluster, output_format, out, lambda p: _print_comparison(p) if isinstance(p, DefragComparison) else _print_defrag_table(p))
+    with collector_paused():  # one plan and exit: the collector's passes over the snapshot cost seconds (gc_pause.py)
+        cluster = load_input(snapshot, source, import_config)
+        if len(cluster.nodes) >= PROGRESS_FROM_NODES:
+            with _progress_bar(f"{method.value} on {len(cluster.nodes):,} nodes") as progress:
+                plan = plan_defrag(cluster, options, progress)
+        else:
+            plan = plan_defrag(cluster, options)
+        emit_plan(plan, cluster, output_format, out,
+                  lambda p: _print_comparison(p) if isinstance(p, DefragComparison) else _print_defrag_table(p))
 
 
 """Option fields whose command-line flag is named differently (``--time-limit``)."""

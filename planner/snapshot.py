@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from planner import rules
+from planner.gc_pause import collector_paused
 from planner.cluster import (
     SNAPSHOT_VERSION,
     Cluster,
@@ -52,14 +53,15 @@ def parse_cluster(text: str | bytes, source: str = "snapshot") -> Cluster:
 def parse_checked(text: str | bytes, model: type[M], source: str, problems_of: Callable[[M], list[str]]) -> M:
     """JSON text as a ``model`` (duplicate keys and every field checked), then ``problems_of`` the
     value; raise SnapshotError naming each problem."""
-    duplicates = duplicate_key_problems(text, source)
-    if duplicates:
-        raise SnapshotError(duplicates)
-    try:
-        value = model.model_validate_json(text)
-    except ValidationError as err:
-        raise SnapshotError(pydantic_problems(err, model, source)) from None
-    problems = problems_of(value)
+    with collector_paused():  # see gc_pause.py
+        duplicates = duplicate_key_problems(text, source)
+        if duplicates:
+            raise SnapshotError(duplicates)
+        try:
+            value = model.model_validate_json(text)
+        except ValidationError as err:
+            raise SnapshotError(pydantic_problems(err, model, source)) from None
+        problems = problems_of(value)
     if problems:
         raise SnapshotError(problems)
     return value
