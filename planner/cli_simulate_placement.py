@@ -29,7 +29,10 @@ def simulate_placement_command(
     step: int = typer.Option(5, "--step", help="Load points every this many percent of capacity."),
     nodes: str = typer.Option("gpu", "--nodes", help="gpu (the 1,213 GPU nodes, as the FGD artifact) or all (with the 310 CPU-only nodes)."),
     data_dir: str = typer.Option(None, "--data-dir", help="The openb-2023 directory (default: $PLANNER_OPENB_DIR or ../shared/data/openb-2023)."),
-    workers: int = typer.Option(None, "--workers", help="Processes (default: one per core; 1: inline)."),
+    workers: int = typer.Option(None, "--workers", help="Processes (default: one per core; 1: inline), or Ray tasks at once."),
+    executor_kind: str = typer.Option(
+        "process", "--executor", help="process (a local pool) or ray (replays as Ray tasks: RAY_ADDRESS when set, else a local Ray; "
+        "the extra 'ray'; every Ray node needs the trace at the same path)."),
     out: str = typer.Option(None, "--out", help="results.json: {'runs': [one row per (policy, seed, load point)]} (- for stdout)."),
     plot: str = typer.Option(None, "--plot", help="PNG: GPU allocation, power and fragmentation against arrived load, per policy."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar on stderr."),
@@ -56,11 +59,13 @@ def simulate_placement_command(
         problems.append(f"--step: 1 to 100 percent, got {step}")
     if workers is not None and workers < 1:
         problems.append(f"--workers: at least 1, got {workers}")
+    if executor_kind not in ("process", "ray"):
+        problems.append(f"--executor: process or ray, got '{executor_kind}'")
     if plot is not None and not plot.endswith(".png"):
         problems.append(f"--plot: a .png file, got '{plot}'")
     if problems:
         fail(problems)
-    rows = _run(trace, policies, [first_seed + i for i in range(seeds)], load, step, nodes, data_dir, workers, progress)
+    rows = _run(trace, policies, [first_seed + i for i in range(seeds)], load, step, nodes, data_dir, workers, progress, executor_kind)
     text = json.dumps({"runs": rows}, indent=1) + "\n"
     if out is not None:
         _emit(text, out)
@@ -76,18 +81,20 @@ def simulate_placement_command(
 
 
 def _run(trace: str, policies: list[str], seeds: list[int], load: float, step: int, node_list: str, data_dir: str | None,
-         workers: int | None, progress: bool) -> list[dict[str, Any]]:
+         workers: int | None, progress: bool, kind: str = "process") -> list[dict[str, Any]]:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from planner.executors import default_workers, executor
+    from planner.ray_executor import ray_cpus
     from planner.simulate.placement import RunSpec, _inputs, run_rows
 
     _inputs(trace, node_list, data_dir)  # bad input fails here, before any worker starts
     specs = [RunSpec(trace, p, s, load, step, node_list, data_dir) for p in policies for s in seeds]
     rows: list[dict[str, Any]] = []
-    count = workers or default_workers()
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} replays"), TimeElapsedColumn(),
-                  console=err_console, disable=not progress, transient=True) as bar, executor(count) as run:
+    with executor(workers, kind) as run, Progress(  # type: ignore[arg-type]
+            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} replays"), TimeElapsedColumn(),
+            console=err_console, disable=not progress, transient=True) as bar:
+        count = workers or (ray_cpus() if kind == "ray" else default_workers())
         task = bar.add_task("replaying", total=len(specs))
         for i in range(0, len(specs), count):  # one batch per round of workers, so the bar moves
             for part in run(run_rows, specs[i:i + count]):

@@ -28,7 +28,6 @@ T = TypeVar("T")
 R = TypeVar("R")
 Run = Callable[[Callable[[T], R], Iterable[T]], list[R]]
 Kind = Literal["inline", "process", "ray"]
-KINDS: tuple[Kind, ...] = ("inline", "process", "ray")
 
 
 class Lazy:

@@ -142,3 +142,19 @@ def test_the_service_runs_job_pieces_on_its_ray(tmp_path: Path, asi: Cluster) ->
     assert plan["report"]["executor"] == "ray"
     assert [[(m["pod"], m["from"], m["to"]) for m in wave] for wave in plan["waves"]] == moves(expected)
     assert "pieces on Ray at" in server.log.read_text()
+
+
+def test_placement_replays_fan_out_over_ray_with_the_same_rows(tmp_path: Path) -> None:
+    rows = {}
+    for kind, extra in (("ray", ["--executor", "ray", "--workers", "2"]), ("inline", ["--workers", "1"])):
+        out = tmp_path / f"{kind}.json"
+        done, _ = planner("simulate", "placement", "--policy", "fgd", "--policy", "bestfit", "--seeds", "2", "--load", "0.3", "--step", "10",
+                          "--out", str(out), "--no-progress", *extra, timeout=300)
+        assert done.returncode == 0, done.stderr
+        rows[kind] = json.loads(out.read_text())["runs"]
+    assert rows["ray"] == rows["inline"] and len(rows["ray"]) == 2 * 2 * 3
+
+
+def test_placement_with_an_unknown_executor_is_exit_2() -> None:
+    done, _ = planner("simulate", "placement", "--executor", "spark", "--seeds", "1", "--no-progress")
+    assert done.returncode == 2 and "--executor: process or ray, got 'spark'" in done.stderr
