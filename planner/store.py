@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Float, Integer, String, Text, create_engine, event, func, select, update
+from sqlalchemy import Float, Integer, String, Text, create_engine, delete, event, func, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
@@ -304,6 +304,24 @@ class Store:
             )
             s.commit()
             return s.scalar(select(JobRow.status).where(JobRow.id == job_id))
+
+    def delete_job(self, job_id: str) -> bool:
+        """Delete a finished job with its snapshot and its plans; False if there is no such finished job."""
+        with self._writing() as s:
+            done = s.execute(delete(JobRow).where(JobRow.id == job_id, JobRow.status.in_(FINISHED)))
+            if done.rowcount == 1:
+                s.execute(delete(PlanRow).where(PlanRow.job_id == job_id))
+            s.commit()
+            return done.rowcount == 1
+
+    def delete_plan(self, plan_id: str) -> bool:
+        """Delete a stored plan (its job then has none); False if there is no such plan."""
+        with self._writing() as s:
+            done = s.execute(delete(PlanRow).where(PlanRow.id == plan_id))
+            if done.rowcount == 1:
+                s.execute(update(JobRow).where(JobRow.plan_id == plan_id).values(plan_id=None))
+            s.commit()
+            return done.rowcount == 1
 
     def recover(self) -> dict[str, int]:
         """Apply the restart policy to jobs a previous process left behind (see the module docstring)."""

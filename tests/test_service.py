@@ -382,7 +382,7 @@ def test_cli_submit_for_cron(server: Server, tmp_path: Path) -> None:
     denied = subprocess.run([PLANNER, "plans", "--server", server.url], capture_output=True, text=True, env=anonymous, timeout=60)
     assert denied.returncode == 2 and "401" in denied.stderr
     down = subprocess.run([PLANNER, "jobs", "--server", "http://127.0.0.1:1"], capture_output=True, text=True, env=env, timeout=60)
-    assert down.returncode == 3 and "cannot reach" in down.stderr
+    assert down.returncode == 4 and "cannot reach" in down.stderr
 
 
 def test_openapi_has_examples_for_every_request_and_response(server: Server) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -287,18 +287,25 @@ def create_app(settings: Settings) -> FastAPI:
     @app.delete(
         "/v1/jobs/{job_id}",
         response_model=JobStatus,
-        responses={**RESPONSES, 404: {"model": Problem}, 409: {"model": Problem, "description": "The job already finished."}},
-        summary="Cancel a job (a running solve is stopped)",
+        responses={**RESPONSES, 404: {"model": Problem}},
+        summary="Cancel a queued or running job (a running solve is stopped); delete a finished one",
+        description="A queued or running job is cancelled and its status returned (200). A finished job (succeeded, "
+        "failed or cancelled) is deleted with its snapshot and its plan (204).",
     )
-    def cancel_job(job_id: str) -> Any:
+    def cancel_or_delete_job(job_id: str) -> Any:
         job = store.get_job(job_id)
         if job is None:
             return _problem(404, f"no job '{job_id}'")
-        if job.status in ("succeeded", "failed"):
-            return _problem(409, f"job '{job_id}' already {job.status}", job_id=job_id)
-        store.cancel(job_id)
-        dispatcher.cancel(job_id)
-        return _job_status(store.get_job(job_id))
+        if job.status in ("queued", "running"):
+            store.cancel(job_id)
+            dispatcher.cancel(job_id)
+            current = store.get_job(job_id)
+            if current is not None and current.status == "cancelled":
+                return _job_status(current)
+            job = current  # it finished meanwhile: deleted below like any finished job
+        if job is None or not store.delete_job(job_id):
+            return _problem(404, f"no job '{job_id}'")
+        return Response(status_code=204)
 
     # -- plans -----------------------------------------------------------------------------------
 
@@ -309,6 +316,13 @@ def create_app(settings: Settings) -> FastAPI:
         limit: int = Query(50, ge=1, le=1000),
     ) -> Any:
         return PlanList(plans=[_summary(p) for p in store.list_plans(kind, since, limit)])
+
+    @app.delete("/v1/plans/{plan_id}", status_code=204, response_class=Response, response_model=None, responses={**RESPONSES, 404: {"model": Problem}},
+                summary="Delete a stored plan")
+    def delete_plan(plan_id: str) -> Any:
+        if not store.delete_plan(plan_id):
+            return _problem(404, f"no plan '{plan_id}'")
+        return Response(status_code=204)
 
     @app.get("/v1/plans/{plan_id}", response_model=StoredPlan, responses={**RESPONSES, 404: {"model": Problem}}, summary="A stored plan")
     def get_plan(plan_id: str) -> Any:

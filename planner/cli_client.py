@@ -1,0 +1,362 @@
+"""The service's command-line client, for cron and operators: ``planner submit``, ``planner jobs``
+(a list; ``get|cancel|delete ID``) and ``planner plans`` (a list; ``get|delete ID``).
+
+Exit codes (the same for every client command):
+
+* 0: done (the plan written, the job shown, cancelled or deleted);
+* 1: the plan came back with violations (``submit`` replays it against the snapshot it sent);
+* 2: bad input (a malformed snapshot or URL, a request the server refused with 4xx, an unknown id);
+* 4: the server is unavailable, or the client gave up: unreachable, a 5xx, 429/503 still answered
+  when ``--wait`` ran out, or the job not finished within ``--wait``;
+* 5: the job failed or was cancelled (its reason is printed).
+
+Connection errors, 429 and 503 are retried with exponential backoff (0.5 s doubling, at most 30 s
+between tries), honouring the server's ``Retry-After``, for as long as ``--wait`` allows. ``submit``
+sends an ``Idempotency-Key`` (a fresh one when none is given), so a retried submission never plans twice.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import time
+import uuid
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from planner.cli import DefragMethod, _emit, _fmt, _stdout_console, _write_json, app, err_console, fail, guarded
+from planner.cluster import SnapshotError
+
+EXIT_VIOLATIONS = 1
+EXIT_BAD_INPUT = 2
+EXIT_UNAVAILABLE = 4
+EXIT_JOB_FAILED = 5
+RETRIED = (429, 503)
+FIRST_DELAY_S = 0.5
+MAX_DELAY_S = 30.0
+FINISHED = ("succeeded", "failed", "cancelled")
+
+jobs_app = typer.Typer(help="Jobs of a running service: list, get, cancel, delete.", no_args_is_help=False)
+plans_app = typer.Typer(help="Stored plans of a running service: list, get, delete.", no_args_is_help=False)
+app.add_typer(jobs_app, name="jobs")
+app.add_typer(plans_app, name="plans")
+
+SERVER = typer.Option(None, "--server", help="Service URL, e.g. http://planner:8000 (default: PLANNER_SERVER).")
+TOKEN = typer.Option(None, "--token", help="Bearer token (default: PLANNER_API_TOKEN).")
+
+
+def retry_after_s(value: str | None) -> float | None:
+    """A ``Retry-After`` header as seconds from now: delay-seconds or an HTTP date; None if absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class Client:
+    """An HTTP client for the service that retries what can be retried until ``deadline`` (monotonic)."""
+
+    def __init__(self, server: str | None, token: str | None, wait_s: float = 0.0):
+        import httpx
+
+        server = server or os.environ.get("PLANNER_SERVER")
+        if not server:
+            fail(["--server: give the service's URL (or set PLANNER_SERVER), e.g. --server http://planner:8000"])
+        try:
+            parsed = httpx.URL(server)
+        except (httpx.InvalidURL, ValueError, TypeError):
+            parsed = None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+            fail([f"--server: {server!r} is not an http(s) URL of the service, e.g. http://planner:8000"])
+        token = token or os.environ.get("PLANNER_API_TOKEN")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.base = server.rstrip("/")
+        self.http = httpx.Client(base_url=self.base, headers=headers, timeout=httpx.Timeout(30.0, read=None))
+        self.wait_s = wait_s
+        self.deadline = time.monotonic() + wait_s
+        self.attempts = 0
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.http.close()
+
+    def send(self, method: str, url: str, **kwargs: Any) -> Any:
+        """The response (2xx, or 404 for the caller to read); retried on connection errors, 429 and
+        503 while the deadline allows; exit 4 when it does not, exit 2 on any other 4xx."""
+        import httpx
+
+        delay = FIRST_DELAY_S
+        while True:
+            self.attempts += 1
+            try:
+                response = self.http.request(method, url, **kwargs)
+            except httpx.HTTPError as err:
+                problem, hinted = f"cannot reach {self.base}: {err}", None
+            else:
+                if response.status_code not in RETRIED:
+                    return self._checked(response)
+                problem = f"the server answered {response.status_code} ({_reason(response)})"
+                hinted = retry_after_s(response.headers.get("retry-after"))
+            pause = min(MAX_DELAY_S, hinted if hinted is not None else delay)
+            if time.monotonic() + pause > self.deadline:
+                tries = f"{self.attempts} attempt{'s' if self.attempts > 1 else ''}"
+                fail([f"--server: {problem}; gave up after {tries} within --wait {self.wait_s:g} s"], EXIT_UNAVAILABLE)
+            err_console.print(f"{problem}; retrying in {pause:.1f} s", markup=False, soft_wrap=True)  # for cron logs
+            time.sleep(pause)
+            delay = min(MAX_DELAY_S, delay * 2)
+
+    @staticmethod
+    def _checked(response: Any) -> Any:
+        if response.status_code >= 500:
+            fail([f"server error {response.status_code}: {response.text[:300]}"], EXIT_UNAVAILABLE)
+        if response.status_code >= 400 and response.status_code != 404:
+            fail([f"server refused the request ({response.status_code}): {_reason(response)}"])
+        return response
+
+
+def _reason(response: Any) -> str:
+    try:
+        body = response.json()
+        return "; ".join([str(body.get("error"))] + [str(p) for p in body.get("problems", [])])
+    except (ValueError, AttributeError):
+        return response.text[:300]
+
+
+def _found(response: Any, what: str) -> Any:
+    """The JSON of a response that must exist; a 404 is bad input naming the id."""
+    if response.status_code == 404:
+        fail([f"{what}: {_reason(response)}"])
+    return None if response.status_code == 204 else response.json()
+
+
+# ----------------------------------------------------------------------------------------------
+# submit
+# ----------------------------------------------------------------------------------------------
+
+
+@app.command()
+@guarded
+def submit(
+    snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
+    server: str = SERVER,
+    token: str = TOKEN,
+    wait: float = typer.Option(0.0, "--wait", min=0.0, help="Seconds to retry, wait for the plan and fetch it (0: one try, print the job id)."),
+    idempotency_key: str = typer.Option(None, "--idempotency-key", help="Same key, same job: a cron run retried never plans twice (default: a fresh key per run)."),
+    method: DefragMethod = typer.Option(DefragMethod.heuristic, "--method", help="Planning method (as for planner defrag)."),
+    max_moves: int = typer.Option(None, "--max-moves", min=0, help="Migration budget."),
+    time_limit: float = typer.Option(60.0, "--time-limit", help="Solver/search seconds for exact, compare, hybrid."),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    out: str = typer.Option(None, "--out", help="Write the plan here (- for stdout); default stdout."),
+) -> None:
+    """Submit a defrag job to a running service (for cron); with --wait, fetch the plan and check it.
+
+    Exit 0 done, 1 the plan has violations, 2 bad input, 4 server unavailable or gave up, 5 the job failed.
+    """
+    from planner.snapshot import parse_cluster, read_text
+
+    if not time_limit > 0:
+        fail([f"--time-limit: must be above 0 seconds, got {time_limit:g}"])
+    text = read_text(snapshot)
+    cluster = parse_cluster(text, source=snapshot)  # bad input is found here, before the server sees it
+    options: dict[str, Any] = {"method": method.value, "time_limit_s": time_limit, "seed": seed}
+    if max_moves is not None:
+        options["max_moves"] = max_moves
+    key = idempotency_key or f"submit-{uuid.uuid4().hex}"
+    with Client(server, token, wait) as client:
+        params = {"wait": min(wait, 600.0)} if wait else {}
+        body = {"snapshot": json.loads(text), "options": options}
+        response = client.send("POST", "/v1/defrag", json=body, headers={"Idempotency-Key": key}, params=params)
+        job_id = response.headers.get("x-job-id", "")
+        if response.status_code == 202:
+            job_id = response.json()["job_id"]
+            if not wait:
+                _emit(json.dumps(response.json()) + "\n", "-")
+                return
+            status = _wait_for(client, job_id)
+            response = client.send("GET", f"/v1/jobs/{job_id}/plan")
+            if response.status_code == 404:
+                fail([f"job {job_id} is {status['status']} but has no plan"], EXIT_UNAVAILABLE)
+        plan = response.json()
+    violations = _replay(cluster, plan)
+    text_out = json.dumps(plan, indent=2) + "\n"
+    _emit(text_out, out or "-")
+    where = f" written to {out}" if out and out != "-" else ""
+    err_console.print(f"plan of job {job_id}{where}", markup=False, soft_wrap=True)
+    if violations:
+        fail([f"the plan of job {job_id} does not replay on the snapshot sent: {v}" for v in violations[:20]], EXIT_VIOLATIONS)
+
+
+def _wait_for(client: Client, job_id: str) -> dict[str, Any]:
+    """Poll the job until it finishes (exit 5 if it failed or was cancelled) or --wait runs out (exit 4)."""
+    while True:
+        status = _found(client.send("GET", f"/v1/jobs/{job_id}"), f"job {job_id}")
+        if status["status"] == "succeeded":
+            return status
+        if status["status"] in FINISHED:
+            fail([f"job {job_id} {status['status']}: {status.get('error') or 'no reason given'}"], EXIT_JOB_FAILED)
+        if time.monotonic() + 1.0 > client.deadline:
+            fail([f"job {job_id} is still {status['status']} after --wait {client.wait_s:g} s; "
+                  f"fetch its plan later with: planner plans get --job {job_id}"], EXIT_UNAVAILABLE)
+        time.sleep(1.0)
+
+
+def _replay(cluster: Any, plan: dict[str, Any]) -> list[str]:
+    """The violations of a returned defrag plan (or of both plans of a comparison) on ``cluster``."""
+    from planner.plans import parse_plan
+    from planner.validate import validate
+
+    plans = [plan] if plan.get("kind", "defrag") == "defrag" else [plan[k] for k in ("heuristic", "exact") if k in plan]
+    try:
+        return [str(v) for p in plans for v in validate(cluster, parse_plan(json.dumps(p), source="the server's plan"))]
+    except SnapshotError as err:
+        return err.problems
+
+
+# ----------------------------------------------------------------------------------------------
+# jobs
+# ----------------------------------------------------------------------------------------------
+
+
+def _list_jobs(server: str | None, token: str | None, status: str | None, limit: int, as_json: bool) -> None:
+    with Client(server, token) as client:
+        params: dict[str, Any] = {"limit": limit} | ({"status": status} if status else {})
+        rows = client.send("GET", "/v1/jobs", params=params).json()
+    if as_json:
+        _write_json(rows, "-")
+        return
+    table = Table(title=f"Jobs at {client.base}")
+    table.add_column("job", no_wrap=True, min_width=32)  # full ids: they are what the other commands take
+    for column in ("kind", "status", "progress", "created", "error"):
+        table.add_column(column)
+    for row in rows:
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["created_at"]))
+        table.add_row(row["job_id"], row["kind"], row["status"], f"{row['progress']:.0%}", created, row.get("error") or "")
+    with _stdout_console() as console:
+        console.print(table)
+
+
+@jobs_app.callback(invoke_without_command=True)
+def jobs_default(
+    context: typer.Context,
+    server: str = SERVER,
+    token: str = TOKEN,
+    status: str = typer.Option(None, "--status", help="Only jobs with this status."),
+    limit: int = typer.Option(20, "--limit", min=1, max=1000),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Without a subcommand: recent jobs, newest first, with their full ids."""
+    if context.invoked_subcommand is None:
+        guarded(_list_jobs)(server, token, status, limit, as_json)
+
+
+@jobs_app.command("get")
+@guarded
+def jobs_get(job_id: str = typer.Argument(..., help="The job's id."), server: str = SERVER, token: str = TOKEN) -> None:
+    """A job's status as JSON; exit 5 if it failed or was cancelled."""
+    with Client(server, token) as client:
+        status = _found(client.send("GET", f"/v1/jobs/{job_id}"), f"job {job_id}")
+    _write_json(status, "-")
+    if status["status"] in ("failed", "cancelled"):
+        raise typer.Exit(EXIT_JOB_FAILED)
+
+
+@jobs_app.command("cancel")
+@guarded
+def jobs_cancel(job_id: str = typer.Argument(..., help="The job's id."), server: str = SERVER, token: str = TOKEN) -> None:
+    """Cancel a queued or running job (a running solve is stopped)."""
+    with Client(server, token) as client:
+        status = _found(client.send("GET", f"/v1/jobs/{job_id}"), f"job {job_id}")
+        if status["status"] in FINISHED:
+            fail([f"job {job_id} already {status['status']}; nothing to cancel (planner jobs delete {job_id} removes it)"])
+        _write_json(_found(client.send("DELETE", f"/v1/jobs/{job_id}"), f"job {job_id}"), "-")
+
+
+@jobs_app.command("delete")
+@guarded
+def jobs_delete(job_id: str = typer.Argument(..., help="The job's id."), server: str = SERVER, token: str = TOKEN) -> None:
+    """Delete a finished job, its snapshot and its plan."""
+    with Client(server, token) as client:
+        status = _found(client.send("GET", f"/v1/jobs/{job_id}"), f"job {job_id}")
+        if status["status"] not in FINISHED:
+            fail([f"job {job_id} is {status['status']}; cancel it first (planner jobs cancel {job_id})"])
+        _found(client.send("DELETE", f"/v1/jobs/{job_id}"), f"job {job_id}")
+    err_console.print(f"job {job_id} deleted", markup=False, soft_wrap=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# plans
+# ----------------------------------------------------------------------------------------------
+
+
+def _list_plans(server: str | None, token: str | None, kind: str | None, since: float | None, limit: int, as_json: bool) -> None:
+    with Client(server, token) as client:
+        params: dict[str, Any] = {"limit": limit} | ({"kind": kind} if kind else {}) | ({"since": since} if since is not None else {})
+        rows = client.send("GET", "/v1/plans", params=params).json()["plans"]
+    if as_json:
+        _write_json(rows, "-")
+        return
+    table = Table(title=f"Plans at {client.base}")
+    table.add_column("plan", no_wrap=True, min_width=32)
+    table.add_column("job", no_wrap=True, min_width=32)
+    for column in ("kind", "method", "status", "empty nodes", "created"):
+        table.add_column(column)
+    for row in rows:
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["created_at"]))
+        table.add_row(row["plan_id"], row["job_id"], row["kind"], row["method"] or "", row["status"] or "", _fmt(row["objective"]), created)
+    with _stdout_console() as console:
+        console.print(table)
+
+
+@plans_app.callback(invoke_without_command=True)
+def plans_default(
+    context: typer.Context,
+    server: str = SERVER,
+    token: str = TOKEN,
+    kind: str = typer.Option(None, "--kind", help="Only plans of this kind (defrag, preempt, allocate)."),
+    since: float = typer.Option(None, "--since", help="Only plans created at or after this Unix time."),
+    limit: int = typer.Option(20, "--limit", min=1, max=1000),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Without a subcommand: stored plans, newest first, with their full ids."""
+    if context.invoked_subcommand is None:
+        guarded(_list_plans)(server, token, kind, since, limit, as_json)
+
+
+@plans_app.command("get")
+@guarded
+def plans_get(
+    plan_id: str = typer.Argument(None, help="The plan's id (or give --job)."),
+    job: str = typer.Option(None, "--job", help="The plan of this job instead."),
+    server: str = SERVER,
+    token: str = TOKEN,
+    out: str = typer.Option("-", "--out", help="Write the plan here (- for stdout)."),
+) -> None:
+    """A stored plan (the plan document itself, as `planner defrag --out` writes it)."""
+    if (plan_id is None) == (job is None):
+        fail(["give a PLAN_ID or --job JOB_ID (one of them)"])
+    with Client(server, token) as client:
+        if job is not None:
+            body = _found(client.send("GET", f"/v1/jobs/{job}/plan"), f"--job {job}")
+        else:
+            body = _found(client.send("GET", f"/v1/plans/{plan_id}"), f"plan {plan_id}")["plan"]
+    _write_json(body, out)
+
+
+@plans_app.command("delete")
+@guarded
+def plans_delete(plan_id: str = typer.Argument(..., help="The plan's id."), server: str = SERVER, token: str = TOKEN) -> None:
+    """Delete a stored plan."""
+    with Client(server, token) as client:
+        _found(client.send("DELETE", f"/v1/plans/{plan_id}"), f"plan {plan_id}")
+    err_console.print(f"plan {plan_id} deleted", markup=False, soft_wrap=True)

@@ -1,0 +1,169 @@
+"""The cron client against a real service in a subprocess: retries (connection refused, 429 with
+Retry-After), the documented exit codes, and jobs / plans get, cancel and delete by full id."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from email.utils import formatdate
+from pathlib import Path
+
+import pytest
+
+from planner.api.harness import PLANNER, Server, free_port, wait_status
+from planner.cli_client import retry_after_s
+from planner.plans import parse_plan
+from planner.snapshot import cluster_to_dict, parse_cluster
+from planner.validate import validate
+from tests.conftest import FIG15
+
+TOKEN = "client-token-0123456789"
+ENV = {**os.environ, "PLANNER_API_TOKEN": TOKEN}
+JOB_ID = re.compile(r"\b[0-9a-f]{32}\b")
+
+
+def planner(*args: str, env: dict[str, str] | None = None, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    return subprocess.run([PLANNER, *args], capture_output=True, text=True, env=env or ENV, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Server:
+    srv = Server(tmp_path_factory.mktemp("client") / "planner.db", TOKEN, "--workers", "1").start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def long_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2,000-node cluster on which the hybrid searches for its whole time limit."""
+    from planner.instances.asi import generate_asi
+
+    path = tmp_path_factory.mktemp("long") / "long.json"
+    path.write_text(json.dumps(cluster_to_dict(generate_asi(nodes=2000, seed=4, allocation=0.75))))
+    return path
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    assert retry_after_s("5") == 5.0
+    assert 8.0 <= retry_after_s(formatdate(time.time() + 10, usegmt=True)) <= 10.0  # type: ignore[operator]
+    assert retry_after_s(formatdate(time.time() - 60, usegmt=True)) == 0.0
+    assert retry_after_s("soon") is None and retry_after_s(None) is None
+
+
+def test_submit_get_fetch_and_delete_by_full_id(server: Server, tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    done = planner("submit", str(FIG15), "--server", server.url, "--wait", "60", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    job_id = JOB_ID.search(done.stderr).group(0)  # type: ignore[union-attr]
+    plan = parse_plan(out.read_text())
+    assert validate(parse_cluster(FIG15.read_text()), plan) == [] and plan.vacated_nodes == ["node-0"]
+
+    status = planner("jobs", "get", job_id, "--server", server.url)
+    assert status.returncode == 0 and json.loads(status.stdout)["status"] == "succeeded"
+    listed = planner("jobs", "--server", server.url)
+    assert listed.returncode == 0 and job_id in listed.stdout  # the full id, never cut
+    fetched = planner("plans", "get", "--job", job_id, "--server", server.url)
+    assert fetched.returncode == 0 and json.loads(fetched.stdout) == json.loads(out.read_text())
+    plan_id = [p for p in json.loads(planner("plans", "--server", server.url, "--json").stdout) if p["job_id"] == job_id][0]["plan_id"]
+    assert plan_id in planner("plans", "--server", server.url).stdout
+
+    refused = planner("jobs", "cancel", job_id, "--server", server.url)
+    assert refused.returncode == 2 and "already succeeded" in refused.stderr
+    deleted = planner("jobs", "delete", job_id, "--server", server.url)
+    assert deleted.returncode == 0, deleted.stderr
+    gone = planner("jobs", "get", job_id, "--server", server.url)
+    assert gone.returncode == 2 and f"no job '{job_id}'" in gone.stderr
+    assert planner("plans", "get", plan_id, "--server", server.url).returncode == 2  # its plan went with it
+
+
+def test_plans_delete_leaves_the_job_without_a_plan(server: Server) -> None:
+    done = planner("submit", str(FIG15), "--server", server.url, "--wait", "60")
+    assert done.returncode == 0, done.stderr
+    job_id = JOB_ID.search(done.stderr).group(0)  # type: ignore[union-attr]
+    with server.client() as client:
+        plan_id = client.get(f"/v1/jobs/{job_id}").json()["plan_id"]
+    assert planner("plans", "delete", plan_id, "--server", server.url).returncode == 0
+    assert planner("plans", "delete", plan_id, "--server", server.url).returncode == 2
+    missing = planner("plans", "get", "--job", job_id, "--server", server.url)
+    assert missing.returncode == 2 and "has no plan" in missing.stderr
+    with server.client() as client:
+        assert client.get(f"/v1/jobs/{job_id}").json()["status"] == "succeeded"
+
+
+def test_a_cancelled_job_is_exit_5_with_its_reason(server: Server, long_snapshot: Path) -> None:
+    waiting = subprocess.Popen([PLANNER, "submit", str(long_snapshot), "--server", server.url, "--method", "hybrid", "--time-limit", "60",
+                                "--wait", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    with server.client() as client:
+        deadline = time.monotonic() + 60
+        running = []
+        while not running and time.monotonic() < deadline:
+            running = client.get("/v1/jobs", params={"status": "running"}).json()
+            time.sleep(0.2)
+        assert running, "the job never started"
+    cancelled = planner("jobs", "cancel", running[0]["job_id"], "--server", server.url)
+    assert cancelled.returncode == 0 and json.loads(cancelled.stdout)["status"] == "cancelled"
+    _, stderr = waiting.communicate(timeout=60)
+    assert waiting.returncode == 5 and "cancelled: cancelled by request" in stderr
+    status = planner("jobs", "get", running[0]["job_id"], "--server", server.url)
+    assert status.returncode == 5
+
+
+def test_submit_retries_until_the_server_comes_up(tmp_path: Path) -> None:
+    srv = Server(tmp_path / "late.db", TOKEN, "--workers", "1")
+    starter = threading.Timer(3.0, srv.start)
+    starter.start()
+    try:
+        done = planner("submit", str(FIG15), "--server", srv.url, "--wait", "90")
+    finally:
+        starter.join()
+        srv.stop()
+    assert done.returncode == 0, done.stderr
+    assert "retrying in" in done.stderr and parse_plan(done.stdout).vacated_nodes == ["node-0"]
+
+
+def test_submit_gives_up_within_wait_as_exit_4() -> None:
+    start = time.monotonic()
+    done = planner("submit", str(FIG15), "--server", f"http://127.0.0.1:{free_port()}", "--wait", "3")
+    assert done.returncode == 4 and "gave up after" in done.stderr and "within --wait 3 s" in done.stderr
+    assert time.monotonic() - start < 15
+
+
+def test_a_full_queue_is_retried_after_retry_after(tmp_path: Path, long_snapshot: Path) -> None:
+    srv = Server(tmp_path / "q.db", TOKEN, "--workers", "1", "--max-queue", "1").start()
+    try:
+        with srv.client() as client:
+            body = {"snapshot": json.loads(long_snapshot.read_text()), "options": {"method": "hybrid", "time_limit_s": 60}}
+            running = client.post("/v1/defrag", json=body).json()["job_id"]
+            wait_status(client, running, ("running",))
+            queued = client.post("/v1/defrag", json=body).json()["job_id"]
+            assert client.post("/v1/defrag", json=body).status_code == 429
+
+            def free_the_queue() -> None:
+                time.sleep(4.0)
+                with srv.client() as other:
+                    other.delete(f"/v1/jobs/{queued}")
+                    other.delete(f"/v1/jobs/{running}")
+
+            freer = threading.Thread(target=free_the_queue)
+            freer.start()
+            done = planner("submit", str(FIG15), "--server", srv.url, "--wait", "90")
+            freer.join()
+    finally:
+        srv.stop()
+    assert done.returncode == 0, done.stderr
+    assert "answered 429" in done.stderr and "retrying in" in done.stderr
+    assert parse_plan(done.stdout).vacated_nodes == ["node-0"]
+
+
+def test_bad_input_is_exit_2_before_the_server_is_asked(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    snapshot = json.loads(FIG15.read_text())
+    bad.write_text(json.dumps({**snapshot, "pods": [{**snapshot["pods"][0], "node": "n-9"}]}))
+    done = planner("submit", str(bad), "--server", f"http://127.0.0.1:{free_port()}", "--wait", "30")
+    assert done.returncode == 2 and "unknown node 'n-9'" in done.stderr  # not 4: the server was never needed
+    no_server = planner("jobs", env={k: v for k, v in ENV.items() if k != "PLANNER_SERVER"})
+    assert no_server.returncode == 2 and "--server" in no_server.stderr
