@@ -167,3 +167,31 @@ def test_bad_input_is_exit_2_before_the_server_is_asked(tmp_path: Path) -> None:
     assert done.returncode == 2 and "unknown node 'n-9'" in done.stderr  # not 4: the server was never needed
     no_server = planner("jobs", env={k: v for k, v in ENV.items() if k != "PLANNER_SERVER"})
     assert no_server.returncode == 2 and "--server" in no_server.stderr
+
+
+def test_a_read_only_token_reads_but_cannot_submit_cancel_or_delete(tmp_path: Path) -> None:
+    reader = "reader-token-0123456789"
+    srv = Server(tmp_path / "roles.db", TOKEN, "--workers", "1", env={"PLANNER_API_READ_TOKEN": reader}).start()
+    try:
+        with srv.client() as admin:
+            job_id = admin.post("/v1/defrag", params={"wait": 30}, json={"snapshot": json.loads(FIG15.read_text())}).headers["x-job-id"]
+        with srv.client(reader) as client:
+            assert client.get(f"/v1/jobs/{job_id}").json()["status"] == "succeeded"
+            assert client.get("/v1/plans").status_code == 200 and client.get("/metrics").status_code == 200
+            refused = [client.post("/v1/defrag", json={"snapshot": json.loads(FIG15.read_text())}), client.delete(f"/v1/jobs/{job_id}")]
+            assert [r.status_code for r in refused] == [403, 403] and "admin token" in refused[0].json()["error"]
+        with srv.client("wrong-token-0123456789") as client:
+            assert client.get("/v1/jobs").status_code == 401
+        listed = planner("jobs", "--server", srv.url, "--json", env={**ENV, "PLANNER_API_TOKEN": reader})
+        assert listed.returncode == 0 and job_id in listed.stdout
+        denied = planner("jobs", "delete", job_id, "--server", srv.url, env={**ENV, "PLANNER_API_TOKEN": reader})
+        assert denied.returncode == 2 and "403" in denied.stderr
+    finally:
+        srv.stop()
+
+
+def test_a_read_token_without_an_admin_token_is_refused_at_start(tmp_path: Path) -> None:
+    env = {k: v for k, v in ENV.items() if k != "PLANNER_API_TOKEN"} | {"PLANNER_API_READ_TOKEN": "reader-token-0123456789"}
+    done = subprocess.run([PLANNER, "serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db")], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.returncode == 2 and "PLANNER_API_READ_TOKEN" in done.stderr and "Traceback" not in done.stderr

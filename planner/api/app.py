@@ -135,12 +135,17 @@ def create_app(settings: Settings) -> FastAPI:
             if settings.token and request.url.path not in ("/healthz", "/readyz"):
                 if len(request.headers.getlist("authorization")) > 1:
                     return _problem(400, "send one Authorization header, not several")
-                supplied = request.headers.get("authorization", "")
-                expected = f"Bearer {settings.token}"
-                if not hmac.compare_digest(supplied.encode(), expected.encode()):
+                supplied = request.headers.get("authorization", "").encode()
+                admin = hmac.compare_digest(supplied, f"Bearer {settings.token}".encode())
+                # both comparisons always run, in constant time: timing does not tell which token was close
+                reader = settings.read_token is not None and hmac.compare_digest(supplied, f"Bearer {settings.read_token}".encode())
+                if not admin and not reader:
                     response = _problem(401, "missing or wrong bearer token (Authorization: Bearer <PLANNER_API_TOKEN>)")
                     response.headers["WWW-Authenticate"] = "Bearer"
                     return response
+                if not admin and request.method not in ("GET", "HEAD"):
+                    return _problem(403, "this token may only read (GET routes and /metrics); submitting, cancelling and "
+                                         "deleting need the admin token (PLANNER_API_TOKEN)")
             return await call_next(request)
         except Exception:  # noqa: BLE001 - nothing but a plain 500 may reach the client
             log.exception("unhandled error on %s %s", request.method, request.url.path)

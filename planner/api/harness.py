@@ -25,9 +25,10 @@ def free_port() -> int:
 class Server:
     """``planner serve`` on a free loopback port; ``client()`` talks to it."""
 
-    def __init__(self, db: Path, token: str | None = None, *args: str):
+    def __init__(self, db: Path, token: str | None = None, *args: str, env: dict[str, str] | None = None):
         self.db = db
         self.token = token
+        self.env = env or {}
         self.args = list(args)
         self.port = free_port()
         self.process: subprocess.Popen | None = None
@@ -38,9 +39,10 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout_s: float = 60.0) -> Server:
-        env = {k: v for k, v in os.environ.items() if k not in ("PLANNER_API_TOKEN", "DATABASE_URL")}
+        env = {k: v for k, v in os.environ.items() if k not in ("PLANNER_API_TOKEN", "PLANNER_API_READ_TOKEN", "DATABASE_URL")}
         if self.token:
             env["PLANNER_API_TOKEN"] = self.token
+        env.update(self.env)
         with self.log.open("a") as log:
             self.process = subprocess.Popen(
                 [PLANNER, "serve", "--port", str(self.port), "--db", str(self.db), *self.args],

@@ -24,6 +24,9 @@ from planner.snapshot import consistency_problems
 class Settings:
     db_url: str
     token: str | None = None
+    """The admin token (``PLANNER_API_TOKEN``): every route."""
+    read_token: str | None = None
+    """The read-only token (``PLANNER_API_READ_TOKEN``): GET routes (jobs, plans, metrics) only."""
     concurrency: int = 2
     max_queue: int = 64
     max_body_bytes: int = 64 * 2**20

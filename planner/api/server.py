@@ -72,6 +72,12 @@ def serve(
     from planner.executors import default_workers
 
     token = os.environ.get("PLANNER_API_TOKEN") or None
+    read_token = os.environ.get("PLANNER_API_READ_TOKEN") or None
+    if read_token is not None and token is None:
+        raise ValueError("PLANNER_API_READ_TOKEN: a read-only token needs an admin token too; set PLANNER_API_TOKEN "
+                         "(without it the service has no authentication at all)")
+    if read_token is not None and read_token == token:
+        raise ValueError("PLANNER_API_READ_TOKEN: must differ from PLANNER_API_TOKEN (a read-only token that can write is none)")
     if token is None and not is_loopback(host) and not insecure:
         raise ValueError(
             f"--host: refusing to serve on {host} without authentication; set PLANNER_API_TOKEN, "
@@ -82,6 +88,7 @@ def serve(
     settings = Settings(
         db_url=os.environ.get("DATABASE_URL") or sqlite_url(db),
         token=token,
+        read_token=read_token,
         concurrency=concurrency,
         max_queue=max_queue,
         max_body_bytes=max_body_mib * 2**20,

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from planner.provenance import stamp
 from planner import rules
 from planner.cluster import Cluster, SnapshotError
 from planner.engine.defrag import PlanBug, PlanOptionError, refuse_unused
@@ -124,8 +125,12 @@ def refuse_unholdable(cluster: Cluster, i: int) -> None:
 
 
 def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> AllocationPlan | AllocationComparison:
-    """A validated allocation plan (for ``compare``: the greedy and exact plans side by side)."""
+    """A validated allocation plan (for ``compare``: the greedy and exact plans side by side), with its provenance."""
     options = options or AllocateOptions()
+    return stamp(_plan_allocate(cluster, options), cluster, options)
+
+
+def _plan_allocate(cluster: Cluster, options: AllocateOptions) -> AllocationPlan | AllocationComparison:
     start = time.perf_counter()
     names = pending_jobs(cluster, options.jobs)
     state = ClusterState(cluster)

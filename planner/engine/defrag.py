@@ -31,6 +31,7 @@ from planner.defrag_bound import EmptiesBound, empties_bound
 from planner.exact import ExactOptions, model_size, solve_exact
 from planner.executors import Run, executor
 from planner.gc_pause import collector_paused
+from planner.provenance import stamp
 from planner.ray_executor import ray_cpus
 from planner.heuristics import baselines
 from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
@@ -276,7 +277,7 @@ def plan_defrag(
         plan = _plan_defrag(cluster, options, progress)
         if options.limit_costs and isinstance(plan, DefragPlan) and plan.report is not None:
             plan.report.limit_costs = limit_costs(cluster, options, plan)  # type: ignore[attr-defined]
-    return plan
+    return stamp(plan, cluster, options)
 
 
 def limit_costs(cluster: Cluster, options: DefragOptions, plan: DefragPlan) -> dict[str, dict[str, int]]:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from planner.provenance import stamp
 from planner import rules
 from planner.cluster import MAX_TIME_S, Cluster
 from planner.engine.defrag import MAX_SEED, MAX_TIME_LIMIT_S, PlanBug, PlanOptionError, refuse_unused
@@ -101,11 +102,15 @@ def request_problems(cluster: Cluster, job: str, now_s: float) -> list[tuple[str
 
 
 def plan_preempt(cluster: Cluster, job: str, options: PreemptOptions | None = None, state: PreemptState | None = None) -> PreemptPlan | PreemptComparison:
-    """A validated preemption plan for ``job`` (for ``compare``: both plans and the gap).
+    """A validated preemption plan for ``job`` (for ``compare``: both plans and the gap), with its provenance.
 
     ``state`` may carry a prebuilt ``PreemptState`` of ``cluster`` (a simulation deciding many times).
     """
     options = options or PreemptOptions()
+    return stamp(_plan_preempt(cluster, job, options, state), cluster, options)
+
+
+def _plan_preempt(cluster: Cluster, job: str, options: PreemptOptions, state: PreemptState | None) -> PreemptPlan | PreemptComparison:
     now = options.now_s if options.now_s is not None else cluster.time_s
     problems = request_problems(cluster, job, now)
     if problems:
@@ -122,6 +127,10 @@ def plan_reactivate(cluster: Cluster, pod: str, options: PreemptOptions | None =
     """A validated plan that wakes standby pod ``pod`` on its node: the least lost work evicted there
     (``--reactivate``). The decision is ``plan_preempt``'s, on ``standby.reactivation_view``."""
     options = options or PreemptOptions()
+    return stamp(_plan_reactivate(cluster, pod, options), cluster, options)
+
+
+def _plan_reactivate(cluster: Cluster, pod: str, options: PreemptOptions) -> PreemptPlan | PreemptComparison:
     problems = reactivation_problems(cluster, pod)
     if problems:
         raise PlanOptionError("reactivate", problems[0].replace("{", "(").replace("}", ")"))
