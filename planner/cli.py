@@ -404,6 +404,11 @@ class ServeExecutor(str, Enum):
     ray = "ray"
 
 
+class LogFormat(str, Enum):
+    json = "json"
+    text = "text"
+
+
 class Formulation(str, Enum):
     auto = "auto"
     pod = "pod"
@@ -866,13 +871,17 @@ def serve(
         help="Where a defrag job's pieces run: in the job's process, or as Ray tasks (RAY_ADDRESS when set, else a local Ray "
         "started with the server; needs the extra 'ray').",
     ),
+    metrics_public: bool = typer.Option(
+        False, "--metrics-public", help="Serve /metrics without a token (else it needs PLANNER_API_TOKEN or PLANNER_API_READ_TOKEN)."
+    ),
+    log_format: LogFormat = typer.Option(LogFormat.json, "--log-format", help="Logs on stderr: one JSON object per line, or text."),
 ) -> None:
     """Run the planning service (REST API, background solve jobs, plan store)."""
     from planner.api.server import serve as run_server
 
     try:
         run_server(host, port, workers, db, insecure, max_queue, max_body_mib, max_job_s, allow_force, max_job_memory_gib,
-                   executor.value)
+                   executor.value, metrics_public, log_format.value)
     except ValueError as err:
         fail([str(err)])
 

@@ -247,14 +247,23 @@ def test_validate_and_report_endpoints(server: Server) -> None:
 
 
 def test_metrics_count_jobs_and_solve_times(server: Server) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
     with server.client() as client:
+        before = time.time()
         client.post("/v1/defrag", params={"wait": 30}, json={"snapshot": FIG15_SNAPSHOT})
-        text = client.get("/metrics").text
-    succeeded = [line for line in text.splitlines() if line.startswith('planner_jobs{kind="defrag",status="succeeded"}')]
-    assert succeeded and int(succeeded[0].split()[-1]) >= 1
-    assert "planner_queue_depth 0" in text
-    count = [line for line in text.splitlines() if line.startswith('planner_job_seconds_count{kind="defrag"}')]
-    assert int(count[0].split()[-1]) >= 1
+        response = client.get("/metrics")
+    assert response.headers["content-type"].startswith("text/plain; version=")
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(response.text) for s in family.samples}
+    assert samples[("planner_jobs", (("kind", "defrag"), ("status", "succeeded")))] >= 1
+    assert samples[("planner_jobs_finished_total", (("kind", "defrag"), ("status", "succeeded")))] >= 1
+    assert samples[("planner_queue_depth", ())] == 0
+    assert samples[("planner_job_seconds_count", (("kind", "defrag"), ("method", "ipc")))] >= 1
+    assert samples[("planner_last_plan_objective", (("kind", "defrag"),))] == 1  # Fig. 15: one node vacated
+    assert samples[("planner_last_plan_moves", (("kind", "defrag"),))] == 3
+    assert samples[("planner_last_success_timestamp_seconds", (("kind", "defrag"),))] >= before
+    assert samples[("process_resident_memory_bytes", ())] > 10 * 2**20  # the process collector
 
 
 def test_cancel_stops_a_running_solve(server: Server, long_snapshot: dict) -> None:

@@ -195,3 +195,36 @@ def test_a_read_token_without_an_admin_token_is_refused_at_start(tmp_path: Path)
     done = subprocess.run([PLANNER, "serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db")], capture_output=True, text=True,
                           env=env, timeout=60)
     assert done.returncode == 2 and "PLANNER_API_READ_TOKEN" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_metrics_public_by_an_explicit_flag_only(tmp_path: Path) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    srv = Server(tmp_path / "m.db", TOKEN, "--workers", "1", "--metrics-public").start()
+    try:
+        with srv.client(None) as anonymous:
+            scraped = anonymous.get("/metrics")
+            assert scraped.status_code == 200
+            assert "planner_jobs_finished" in {f.name for f in text_string_to_metric_families(scraped.text)}
+            assert anonymous.get("/v1/jobs").status_code == 401  # only /metrics went public
+    finally:
+        srv.stop()
+
+
+def test_json_logs_give_the_listen_address_and_an_access_record_per_request(tmp_path: Path) -> None:
+    srv = Server(tmp_path / "logs.db", TOKEN, "--workers", "1").start()
+    try:
+        with srv.client() as client:
+            mine = client.get("/v1/jobs", headers={"X-Request-Id": "cron-2026-11-25"})
+            fresh = client.get("/v1/plans")
+        with srv.client(None) as anonymous:
+            refused = anonymous.get("/v1/jobs")
+    finally:
+        srv.stop()
+    assert mine.headers["x-request-id"] == "cron-2026-11-25" and re.fullmatch(r"[0-9a-f]{32}", fresh.headers["x-request-id"])
+    records = [json.loads(line) for line in srv.log.read_text().splitlines() if line.startswith("{")]
+    assert any(r["message"] == f"listening on http://127.0.0.1:{srv.port}" and r["port"] == srv.port for r in records)
+    access = {r["request_id"]: r for r in records if r["logger"] == "planner.access"}
+    assert access["cron-2026-11-25"]["path"] == "/v1/jobs" and access["cron-2026-11-25"]["status"] == 200
+    assert access[refused.headers["x-request-id"]]["status"] == 401  # refused requests are logged too
+    assert all({"ts", "level", "logger", "message"} <= set(r) for r in records)

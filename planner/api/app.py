@@ -48,11 +48,14 @@ from planner.api.schemas import (
 )
 from planner.api.bodies import BodyReader, Refused
 from planner.api.requests import Settings, accept_allocate, accept_defrag, accept_preempt, add_body_schemas, json_body, report_of, validate_plan_of
+from planner.api.logs import request_id
+from planner.api.metrics import ServiceMetrics
 from planner.api.worker import Dispatcher
 from planner.cluster import field_path
 from planner.store import IdempotencyConflict, Job, QueueFull, Store
 
 log = logging.getLogger("planner.api")
+access = logging.getLogger("planner.access")
 
 MAX_WAIT_S = 600.0
 
@@ -99,6 +102,8 @@ def create_app(settings: Settings) -> FastAPI:
     waiters = Waiters()
     dispatcher = Dispatcher(store, settings.concurrency, settings.max_job_s, on_finish=waiters.finished, memory_bytes=settings.job_memory_bytes,
                             executor=settings.executor)
+    metrics = ServiceMetrics(store, lambda: len(dispatcher.running))
+    dispatcher.metrics = metrics
     bodies = BodyReader(settings.max_body_bytes)
 
     @asynccontextmanager
@@ -132,7 +137,8 @@ def create_app(settings: Settings) -> FastAPI:
             length = request.headers.get("content-length")
             if length is not None and (not length.isdigit() or int(length) > settings.max_body_bytes):
                 return _problem(413, f"request body above the limit of {settings.max_body_bytes // 2**20} MiB")
-            if settings.token and request.url.path not in ("/healthz", "/readyz"):
+            public = ("/healthz", "/readyz", "/metrics") if settings.metrics_public else ("/healthz", "/readyz")
+            if settings.token and request.url.path not in public:
                 if len(request.headers.getlist("authorization")) > 1:
                     return _problem(400, "send one Authorization header, not several")
                 supplied = request.headers.get("authorization", "").encode()
@@ -150,6 +156,19 @@ def create_app(settings: Settings) -> FastAPI:
         except Exception:  # noqa: BLE001 - nothing but a plain 500 may reach the client
             log.exception("unhandled error on %s %s", request.method, request.url.path)
             return _problem(500, "internal error; see the server log")
+
+    @app.middleware("http")
+    async def access_log(request: Request, call_next):  # type: ignore[no-untyped-def]
+        """One access record per request, with its request id (also sent back as X-Request-Id); registered
+        last, so it wraps the guard and logs refused requests too."""
+        rid = request_id(request.headers.get("x-request-id"))
+        start = time.perf_counter()
+        response = await call_next(request)
+        response.headers["X-Request-Id"] = rid
+        access.info("%s %s %d", request.method, request.url.path, response.status_code, extra={"fields": {
+            "request_id": rid, "method": request.method, "path": request.url.path, "status": response.status_code,
+            "duration_ms": round(1000 * (time.perf_counter() - start), 1)}})
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -306,6 +325,7 @@ def create_app(settings: Settings) -> FastAPI:
             dispatcher.cancel(job_id)
             current = store.get_job(job_id)
             if current is not None and current.status == "cancelled":
+                metrics.ended(current.kind, "cancelled")
                 return _job_status(current)
             job = current  # it finished meanwhile: deleted below like any finished job
         if job is None or not store.delete_job(job_id):
@@ -381,8 +401,9 @@ def create_app(settings: Settings) -> FastAPI:
         return {"status": "ready"}
 
     @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus metrics", responses=RESPONSES)
-    def prometheus() -> str:
-        return _metrics_text(store, dispatcher)
+    def prometheus() -> Response:
+        body, content_type = metrics.exposition()
+        return Response(body, media_type=content_type)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -455,33 +476,4 @@ def _summary(plan: Any) -> PlanSummary:
     )
 
 
-def _metrics_text(store: Store, dispatcher: Dispatcher) -> str:
-    lines = [
-        "# HELP planner_jobs Jobs in the store by kind and status.",
-        "# TYPE planner_jobs gauge",
-    ]
-    counts = store.counts()
-    kinds = sorted({k for k, _ in counts} | {"defrag"})
-    for kind in kinds:
-        for status in ("queued", "running", "succeeded", "failed", "cancelled"):
-            lines.append(f'planner_jobs{{kind="{kind}",status="{status}"}} {counts.get((kind, status), 0)}')
-    lines += [
-        "# HELP planner_queue_depth Jobs waiting for a worker.",
-        "# TYPE planner_queue_depth gauge",
-        f"planner_queue_depth {store.queue_depth()}",
-        "# HELP planner_running_jobs Jobs running in worker processes now.",
-        "# TYPE planner_running_jobs gauge",
-        f"planner_running_jobs {len(dispatcher.running)}",
-        "# HELP planner_job_seconds Wall time of succeeded jobs in their worker, since the server started.",
-        "# TYPE planner_job_seconds histogram",
-    ]
-    times = dispatcher.solve_times
-    with times.lock:
-        for kind in sorted(set(times.totals) | {"defrag"}):
-            for bound in times.buckets:
-                lines.append(f'planner_job_seconds_bucket{{kind="{kind}",le="{bound:g}"}} {times.counts.get((kind, bound), 0)}')
-            lines.append(f'planner_job_seconds_bucket{{kind="{kind}",le="+Inf"}} {times.totals.get(kind, 0)}')
-            lines.append(f'planner_job_seconds_sum{{kind="{kind}"}} {times.sums.get(kind, 0.0):.6f}')
-            lines.append(f'planner_job_seconds_count{{kind="{kind}"}} {times.totals.get(kind, 0)}')
-    return "\n".join(lines) + "\n"
 

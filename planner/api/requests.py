@@ -27,6 +27,8 @@ class Settings:
     """The admin token (``PLANNER_API_TOKEN``): every route."""
     read_token: str | None = None
     """The read-only token (``PLANNER_API_READ_TOKEN``): GET routes (jobs, plans, metrics) only."""
+    metrics_public: bool = False
+    """``/metrics`` without a token (``--metrics-public``), for a scraper that sends none."""
     concurrency: int = 2
     max_queue: int = 64
     max_body_bytes: int = 64 * 2**20

@@ -10,6 +10,7 @@ import ipaddress
 import logging
 import os
 
+from planner.api.logs import configure as configure_logs
 from planner.api.app import Settings, create_app
 from planner.store import sqlite_url
 
@@ -65,6 +66,8 @@ def serve(
     allow_force: bool = False,
     max_job_memory_gib: float | None = None,
     executor: str = "process",
+    metrics_public: bool = False,
+    log_format: str = "json",
 ) -> None:
     """Start the service (blocks). Raises ValueError for a setting that cannot be honoured."""
     import uvicorn
@@ -96,9 +99,10 @@ def serve(
         allow_force=allow_force,
         job_memory_bytes=memory,
         executor=executor,
+        metrics_public=metrics_public,
     )
     check_store(settings.db_url, "DATABASE_URL" if os.environ.get("DATABASE_URL") else "--db")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logs(log_format)
     if executor == "ray":
         from planner.ray_executor import serve_on_ray
 
@@ -106,4 +110,7 @@ def serve(
         logging.getLogger("planner.api").info("defrag jobs run their pieces on Ray at %s", address)
     if token is None:
         logging.getLogger("planner.api").warning("PLANNER_API_TOKEN is not set: no authentication (%s)", host)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
+    app = create_app(settings)
+    logging.getLogger("planner.api").info("listening on http://%s:%d", host if ":" not in host else f"[{host}]", port,
+                                          extra={"fields": {"host": host, "port": port, "workers": concurrency, "executor": executor}})
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, log_config=None)

@@ -20,7 +20,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -28,34 +28,12 @@ from planner.store import Job, Store
 
 log = logging.getLogger("planner.api")
 
-SOLVE_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
-
-
 @dataclass
 class Running:
     job: Job
     process: Any
     conn: Connection
     deadline: float
-
-
-@dataclass
-class SolveTimes:
-    """A Prometheus-style histogram of job wall times (seconds), since the server started."""
-
-    buckets: tuple[float, ...] = SOLVE_BUCKETS_S
-    counts: dict[tuple[str, float], int] = field(default_factory=dict)
-    sums: dict[str, float] = field(default_factory=dict)
-    totals: dict[str, int] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def observe(self, kind: str, seconds: float) -> None:
-        with self.lock:
-            for bound in self.buckets:
-                if seconds <= bound:
-                    self.counts[kind, bound] = self.counts.get((kind, bound), 0) + 1
-            self.sums[kind] = self.sums.get(kind, 0.0) + seconds
-            self.totals[kind] = self.totals.get(kind, 0) + 1
 
 
 def job_time_limit_s(options: dict[str, Any], max_job_s: float) -> float:
@@ -88,7 +66,8 @@ class Dispatcher(threading.Thread):
         self.to_cancel: set[str] = set()
         self.stopping = threading.Event()
         self.wake = threading.Event()
-        self.solve_times = SolveTimes()
+        self.metrics: Any = None
+        """The app's ``ServiceMetrics`` (set by ``create_app``): told of every job that succeeds or fails."""
         self.context = multiprocessing.get_context("forkserver")
         # the planner and both solvers imported once, in the fork server: a job process starts warm
         # (planner.cli too: a job process re-imports the main script, the `planner` console script)
@@ -234,9 +213,12 @@ class Dispatcher(threading.Thread):
                 if message[0] == "plan":
                     _, body, summary, wall_s = message
                     if self.store.succeed(job_id, body, summary) is not None:
-                        self.solve_times.observe(job.kind, wall_s)
+                        if self.metrics is not None:
+                            self.metrics.succeeded(job.kind, wall_s, summary, body)
                         log.info("job %s succeeded in %.2f s", job_id, wall_s)
                 elif self.store.fail(job_id, message[1]):
+                    if self.metrics is not None:
+                        self.metrics.ended(job.kind, "failed")
                     log.error("job %s failed: %s", job_id, message[1])
             except Exception:  # noqa: BLE001 - the store cannot write now: keep the outcome, retry later
                 log.exception("job %s: could not record its outcome; retrying", job_id)
