@@ -228,3 +228,25 @@ def test_json_logs_give_the_listen_address_and_an_access_record_per_request(tmp_
     assert access["cron-2026-11-25"]["path"] == "/v1/jobs" and access["cron-2026-11-25"]["status"] == 200
     assert access[refused.headers["x-request-id"]]["status"] == 401  # refused requests are logged too
     assert all({"ts", "level", "logger", "message"} <= set(r) for r in records)
+
+
+def test_openapi_by_conventions_bearer_scheme_tags_readable_ids_typed_plans(server: Server) -> None:
+    with server.client() as client:
+        spec = client.get("/openapi.json").json()
+    assert spec["components"]["securitySchemes"]["bearer"] == {**spec["components"]["securitySchemes"]["bearer"], "type": "http", "scheme": "bearer"}
+    assert spec["security"] == [{"bearer": []}]
+    operations = {(path, method): op for path, ops in spec["paths"].items() for method, op in ops.items()}
+    ids = [op["operationId"] for op in operations.values()]
+    assert len(set(ids)) == len(ids) and not [i for i in ids if "_v1_" in i or i.endswith(("_get", "_post", "_delete"))]
+    assert operations[("/v1/defrag", "post")]["operationId"] == "submit_defrag" and operations[("/v1/defrag", "post")]["tags"] == ["defrag"]
+    assert operations[("/healthz", "get")]["security"] == [] and "security" not in operations[("/v1/jobs", "get")]
+    assert {tag["name"] for tag in spec["tags"]} >= {"defrag", "preempt", "allocate", "jobs", "plans"}
+    typed = operations[("/v1/preempt", "post")]["responses"]["200"]["content"]["application/json"]["schema"]["oneOf"]
+    assert {"#/components/schemas/PreemptPlan", "#/components/schemas/PreemptComparison"} == {ref["$ref"] for ref in typed}
+    assert "report" in spec["components"]["schemas"]["DefragPlan"]["properties"]
+
+
+def test_the_openapi_plan_examples_are_plans() -> None:
+    from planner.api.app import PLAN_EXAMPLES
+
+    assert {type(parse_plan(json.dumps(example))).__name__ for example in PLAN_EXAMPLES.values()} == {"PreemptPlan", "AllocationPlan"}
