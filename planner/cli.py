@@ -875,13 +875,16 @@ def serve(
         False, "--metrics-public", help="Serve /metrics without a token (else it needs PLANNER_API_TOKEN or PLANNER_API_READ_TOKEN)."
     ),
     log_format: LogFormat = typer.Option(LogFormat.json, "--log-format", help="Logs on stderr: one JSON object per line, or text."),
+    private_docs: bool = typer.Option(
+        False, "--private-docs", help="Require the token for /docs, /redoc and /openapi.json too (public by default: they hold no data)."
+    ),
 ) -> None:
     """Run the planning service (REST API, background solve jobs, plan store)."""
     from planner.api.server import serve as run_server
 
     try:
         run_server(host, port, workers, db, insecure, max_queue, max_body_mib, max_job_s, allow_force, max_job_memory_gib,
-                   executor.value, metrics_public, log_format.value)
+                   executor.value, metrics_public, log_format.value, not private_docs)
     except ValueError as err:
         fail([str(err)])
 

@@ -48,6 +48,7 @@ from planner.api.schemas import (
 )
 from planner.api.bodies import BodyReader, Refused
 from planner.api.requests import Settings, accept_allocate, accept_defrag, accept_preempt, add_body_schemas, json_body, report_of, validate_plan_of
+from planner.api.docs import add_docs, is_docs_path
 from planner.api.logs import request_id
 from planner.api.metrics import ServiceMetrics
 from planner.api.worker import Dispatcher
@@ -126,7 +127,10 @@ def create_app(settings: Settings) -> FastAPI:
             "worker process and stored. With `PLANNER_API_TOKEN` set, send `Authorization: Bearer <token>`."
         ),
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
+    add_docs(app)  # offline Swagger UI and ReDoc (docs.py)
     app.state.store = store
     app.state.dispatcher = dispatcher
 
@@ -139,7 +143,8 @@ def create_app(settings: Settings) -> FastAPI:
             if length is not None and (not length.isdigit() or int(length) > settings.max_body_bytes):
                 return _problem(413, f"request body above the limit of {settings.max_body_bytes // 2**20} MiB")
             public = ("/healthz", "/readyz", "/metrics") if settings.metrics_public else ("/healthz", "/readyz")
-            if settings.token and request.url.path not in public:
+            path = request.url.path
+            if settings.token and path not in public and not (settings.docs_public and is_docs_path(path)):
                 if len(request.headers.getlist("authorization")) > 1:
                     return _problem(400, "send one Authorization header, not several")
                 supplied = request.headers.get("authorization", "").encode()

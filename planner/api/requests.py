@@ -29,6 +29,8 @@ class Settings:
     """The read-only token (``PLANNER_API_READ_TOKEN``): GET routes (jobs, plans, metrics) only."""
     metrics_public: bool = False
     """``/metrics`` without a token (``--metrics-public``), for a scraper that sends none."""
+    docs_public: bool = True
+    """``/docs``, ``/redoc`` and ``/openapi.json`` without a token (``--private-docs`` protects them)."""
     concurrency: int = 2
     max_queue: int = 64
     max_body_bytes: int = 64 * 2**20

@@ -68,6 +68,7 @@ def serve(
     executor: str = "process",
     metrics_public: bool = False,
     log_format: str = "json",
+    docs_public: bool = True,
 ) -> None:
     """Start the service (blocks). Raises ValueError for a setting that cannot be honoured."""
     import uvicorn
@@ -100,6 +101,7 @@ def serve(
         job_memory_bytes=memory,
         executor=executor,
         metrics_public=metrics_public,
+        docs_public=docs_public,
     )
     check_store(settings.db_url, "DATABASE_URL" if os.environ.get("DATABASE_URL") else "--db")
     configure_logs(log_format)
