@@ -878,13 +878,17 @@ def serve(
     private_docs: bool = typer.Option(
         False, "--private-docs", help="Require the token for /docs, /redoc and /openapi.json too (public by default: they hold no data)."
     ),
+    keep_days: float = typer.Option(
+        None, "--keep-days", min=1e-6, max=36500.0,
+        help="Purge finished jobs with their snapshots and plans this many days after they end (default: keep them).",
+    ),
 ) -> None:
     """Run the planning service (REST API, background solve jobs, plan store)."""
     from planner.api.server import serve as run_server
 
     try:
         run_server(host, port, workers, db, insecure, max_queue, max_body_mib, max_job_s, allow_force, max_job_memory_gib,
-                   executor.value, metrics_public, log_format.value, not private_docs)
+                   executor.value, metrics_public, log_format.value, not private_docs, keep_days)
     except ValueError as err:
         fail([str(err)])
 

@@ -314,6 +314,15 @@ class Store:
             s.commit()
             return done.rowcount == 1
 
+    def purge_finished(self, before: float) -> int:
+        """Delete the jobs that finished before ``before`` (Unix s), with their snapshots and plans; how many."""
+        with self._writing() as s:
+            old = select(JobRow.id).where(JobRow.status.in_(FINISHED), JobRow.finished_at < before)
+            s.execute(delete(PlanRow).where(PlanRow.job_id.in_(old)))
+            done = s.execute(delete(JobRow).where(JobRow.status.in_(FINISHED), JobRow.finished_at < before))
+            s.commit()
+            return done.rowcount
+
     def delete_plan(self, plan_id: str) -> bool:
         """Delete a stored plan (its job then has none); False if there is no such plan."""
         with self._writing() as s:

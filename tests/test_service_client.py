@@ -250,3 +250,29 @@ def test_the_openapi_plan_examples_are_plans() -> None:
     from planner.api.app import PLAN_EXAMPLES
 
     assert {type(parse_plan(json.dumps(example))).__name__ for example in PLAN_EXAMPLES.values()} == {"PreemptPlan", "AllocationPlan"}
+
+
+def test_keep_days_purges_finished_jobs_with_their_plans_but_never_unfinished_ones(tmp_path: Path, long_snapshot: Path) -> None:
+    srv = Server(tmp_path / "keep.db", TOKEN, "--workers", "1", "--keep-days", "0.00003").start()  # 2.6 s
+    try:
+        with srv.client() as client:
+            done = client.post("/v1/defrag", params={"wait": 30}, json={"snapshot": json.loads(FIG15.read_text())})
+            finished = done.headers["x-job-id"]
+            plan_id = client.get(f"/v1/jobs/{finished}").json()["plan_id"]
+            body = {"snapshot": json.loads(long_snapshot.read_text()), "options": {"method": "hybrid", "time_limit_s": 20}}
+            running = client.post("/v1/defrag", json=body).json()["job_id"]
+            wait_status(client, running, ("running",))
+            deadline = time.monotonic() + 30
+            while client.get(f"/v1/jobs/{finished}").status_code != 404 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert client.get(f"/v1/jobs/{finished}").status_code == 404 and client.get(f"/v1/plans/{plan_id}").status_code == 404
+            assert client.get(f"/v1/jobs/{running}").json()["status"] == "running"  # never purged while it runs
+            client.delete(f"/v1/jobs/{running}")
+    finally:
+        srv.stop()
+    assert "purged 1 finished job(s)" in srv.log.read_text()
+
+
+def test_keep_days_must_be_positive(tmp_path: Path) -> None:
+    done = planner("serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db"), "--keep-days", "0")
+    assert done.returncode == 2 and "--keep-days" in done.stderr and "Traceback" not in done.stderr

@@ -106,6 +106,7 @@ def create_app(settings: Settings) -> FastAPI:
                             executor=settings.executor)
     metrics = ServiceMetrics(store, lambda: len(dispatcher.running))
     dispatcher.metrics = metrics
+    dispatcher.keep_s = None if settings.keep_days is None else settings.keep_days * 86400.0
     bodies = BodyReader(settings.max_body_bytes)
 
     @asynccontextmanager

@@ -68,6 +68,7 @@ class ServiceMetrics:
                                ["kind"], registry=self.registry)
         self.moves = Gauge("planner_last_plan_moves", "Moves of the last succeeded defrag plan.", ["kind"], registry=self.registry)
         self.gap = Gauge("planner_last_plan_gap", "Proven gap of the last succeeded plan that reports one.", ["kind"], registry=self.registry)
+        self.purged = Counter("planner_jobs_purged", "Finished jobs deleted by retention (--keep-days).", registry=self.registry)
         for kind in ("defrag", "preempt", "allocate"):  # series exist (at 0) before the first job
             for status in ("succeeded", "failed", "cancelled"):
                 self.finished.labels(kind, status)

@@ -29,6 +29,8 @@ class Settings:
     """The read-only token (``PLANNER_API_READ_TOKEN``): GET routes (jobs, plans, metrics) only."""
     metrics_public: bool = False
     """``/metrics`` without a token (``--metrics-public``), for a scraper that sends none."""
+    keep_days: float | None = None
+    """Retention: finished jobs are purged with their snapshots and plans this long after they end (None: kept)."""
     docs_public: bool = True
     """``/docs``, ``/redoc`` and ``/openapi.json`` without a token (``--private-docs`` protects them)."""
     concurrency: int = 2

@@ -69,6 +69,7 @@ def serve(
     metrics_public: bool = False,
     log_format: str = "json",
     docs_public: bool = True,
+    keep_days: float | None = None,
 ) -> None:
     """Start the service (blocks). Raises ValueError for a setting that cannot be honoured."""
     import uvicorn
@@ -102,6 +103,7 @@ def serve(
         executor=executor,
         metrics_public=metrics_public,
         docs_public=docs_public,
+        keep_days=keep_days,
     )
     check_store(settings.db_url, "DATABASE_URL" if os.environ.get("DATABASE_URL") else "--db")
     configure_logs(log_format)

@@ -66,6 +66,9 @@ class Dispatcher(threading.Thread):
         self.to_cancel: set[str] = set()
         self.stopping = threading.Event()
         self.wake = threading.Event()
+        self.keep_s: float | None = None
+        """Finished jobs older than this are purged with their snapshots and plans (None: kept)."""
+        self.next_purge = 0.0
         self.metrics: Any = None
         """The app's ``ServiceMetrics`` (set by ``create_app``): told of every job that succeeds or fails."""
         self.context = multiprocessing.get_context("forkserver")
@@ -134,12 +137,24 @@ class Dispatcher(threading.Thread):
                 self._record_unrecorded()
                 if not self.unrecorded:  # a store that cannot record outcomes gets no new jobs
                     self._start_queued()
+                self._purge()
             except Exception:  # noqa: BLE001 - the dispatcher must survive a database hiccup
                 log.exception("dispatcher loop failed; retrying")
                 time.sleep(0.5)
             self.wake.wait(self.poll_s)
             self.wake.clear()
         self.alive = False
+
+    def _purge(self) -> None:
+        """Retention: every quarter of the keeping time (at most hourly), delete what finished before it."""
+        if self.keep_s is None or time.monotonic() < self.next_purge:
+            return
+        self.next_purge = time.monotonic() + min(3600.0, max(0.2, self.keep_s / 4))
+        purged = self.store.purge_finished(time.time() - self.keep_s)
+        if purged:
+            log.info("purged %d finished job(s) older than %.6g days with their snapshots and plans", purged, self.keep_s / 86400)
+            if self.metrics is not None:
+                self.metrics.purged.inc(purged)
 
     def _start_queued(self) -> None:
         while len(self.running) < self.concurrency and not self.stopping.is_set():
