@@ -12,7 +12,6 @@ import functools
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
 from enum import Enum
 from typing import Any, TypeVar

@@ -29,6 +29,10 @@ INSTALL_HINT = "install the extra: pip install 'gpu-fleet-planner[ray]' (or choo
 # Ray's client gives up on an unreachable GCS after these (it waits a minute and longer by default).
 _RAY_TIMEOUTS = {"RAY_gcs_rpc_server_connect_timeout_s": "5", "RAY_gcs_rpc_server_reconnect_timeout_s": "10",
                  "RAY_gcs_server_request_timeout_seconds": "10"}
+_CHECKED = "PLANNER_RAY_ADDRESS_CHECKED"
+"""Set by ``serve_on_ray`` to the address it checked or started: its job processes skip the probe."""
+_remote_call: Any = None
+"""``_call`` as a Ray remote function, made on first use."""
 
 
 class ExecutorError(ValueError):
@@ -111,11 +115,6 @@ def _call(fn: Callable[[Any], Any], blob: bytes) -> bytes:
     """Run one task inside a Ray worker. Tasks and results travel pickled: Ray would hand numpy
     arrays over read-only (zero-copy from its object store), and the pieces are mutated in place."""
     return pickle.dumps(fn(pickle.loads(blob)), protocol=pickle.HIGHEST_PROTOCOL)
-
-
-_remote_call: Any = None
-_CHECKED = "PLANNER_RAY_ADDRESS_CHECKED"
-"""Set by ``serve_on_ray`` to the address it checked or started: its job processes skip the probe."""
 
 
 def serve_on_ray(workers: int | None) -> str:

@@ -433,7 +433,6 @@ class ClusterState:
         counts come from this whole state. ``node_ids``/``pod_ids`` map back to the cluster.
         """
         nodes = np.asarray(nodes, dtype=np.int64)
-        local = {int(n): k for k, n in enumerate(nodes)}
         pods = np.array(sorted(p for n in nodes for p in self.node_pods[n]), dtype=np.int64)
         sub = object.__new__(ClusterState)
         sub._bulk = False
@@ -466,7 +465,9 @@ class ClusterState:
                 sub.job_domains[j] = Counts(self.job_domains[j])
         sub.node_shares = defaultdict(list, {k: list(self.node_shares[n]) for k, n in enumerate(node_list) if self.node_shares.get(n)})
         sub.node_pods = [set() for _ in nodes]
-        sub.pod_node = np.array([local[int(self.pod_node[p])] for p in pods], dtype=np.int64)
+        position = np.empty(len(self.node_names), dtype=np.int64)  # a node's index in the piece
+        position[nodes] = np.arange(len(nodes))
+        sub.pod_node = position[self.pod_node[pods]]
         sub._refresh_pod_scalars()
         group_nodes = sub.group_nodes
         for k, n in enumerate(sub.pod_node.tolist()):

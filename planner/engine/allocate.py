@@ -19,12 +19,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from planner.provenance import stamp
 from planner import rules
 from planner.cluster import Cluster, SnapshotError
 from planner.engine.defrag import PlanBug, PlanOptionError, refuse_unused
 from planner.heuristics.topology import allocate_job, entropy, min_switches, node_slots
 from planner.plans import AllocationComparison, AllocationPlan, Placement, SolveReport, Unplaced
+from planner.provenance import stamp
 from planner.state import PENDING, ClusterState
 from planner.validate_allocate import SnapshotIndex, validate_allocate
 

@@ -20,7 +20,6 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from planner.provenance import stamp
 from planner import rules
 from planner.cluster import MAX_TIME_S, Cluster
 from planner.engine.defrag import MAX_SEED, MAX_TIME_LIMIT_S, PlanBug, PlanOptionError, refuse_unused
@@ -28,6 +27,7 @@ from planner.heuristics.gang import Choice, place_job
 from planner.heuristics.spotgpu import SpotGpu
 from planner.plans import Placement, PreemptComparison, PreemptPlan, SolveReport, Victim
 from planner.preempt_state import Ask, PreemptState
+from planner.provenance import stamp
 from planner.standby import reactivation_problems, reactivation_view
 from planner.validate_preempt import surplus_units, validate_preempt
 
