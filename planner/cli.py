@@ -881,13 +881,18 @@ def serve(
         None, "--keep-days", min=1e-6, max=36500.0,
         help="Purge finished jobs with their snapshots and plans this many days after they end (default: keep them).",
     ),
+    lease_s: float = typer.Option(
+        30.0, "--lease-s", min=1.0, max=3600.0,
+        help="Replicas sharing a database: a running job's lease, renewed every third of it; when a replica dies, "
+        "another takes its jobs over this long after its last renewal.",
+    ),
 ) -> None:
     """Run the planning service (REST API, background solve jobs, plan store)."""
     from planner.api.server import serve as run_server
 
     try:
         run_server(host, port, workers, db, insecure, max_queue, max_body_mib, max_job_s, allow_force, max_job_memory_gib,
-                   executor.value, metrics_public, log_format.value, not private_docs, keep_days)
+                   executor.value, metrics_public, log_format.value, not private_docs, keep_days, lease_s)
     except ValueError as err:
         fail([str(err)])
 

@@ -5,27 +5,50 @@ and options; it goes queued -> running -> succeeded | failed | cancelled. A plan
 succeeded job. Transitions are conditional updates (``... WHERE status = 'queued'``), so two
 dispatchers or a dispatcher and a cancel can never both win.
 
-Restart policy (``recover``): jobs a previous process left ``queued`` stay queued and run; jobs it
-left ``running`` are re-queued, since planning is a pure function of the stored snapshot and options
-and running it again is safe, unless they were already interrupted ``MAX_ATTEMPTS`` times, in which
-case they are marked ``failed`` (a job that kills its worker every time must not loop forever).
+Replicas (``planner serve`` processes sharing one database) share the queue through leases. A
+replica claims a job (``claim_next``: on PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, so two
+replicas never wait on or take the same row) and holds it with a lease that it renews while the
+job's worker runs (``renew``); its outcome is recorded only while the lease is still its own. A
+replica that dies (``kill -9``, a lost node) stops renewing; once the lease has expired, any replica
+applies the restart policy (``reclaim_expired``): the job is re-queued, since planning is a pure
+function of the stored snapshot and options and running it again is safe, unless it was already
+interrupted ``MAX_ATTEMPTS`` times, in which case it is marked ``failed`` (a job that kills its
+worker every time must not loop forever). Lease times use the database's clock, so replicas' clocks
+need not agree.
+
+Snapshots are stored once per content (key: the SHA-256 of the canonical JSON), zlib-compressed.
+
+The schema is managed by Alembic (``planner/migrations``): opening a store upgrades it to the
+newest revision, under a PostgreSQL advisory lock so replicas starting together migrate once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import time
 import uuid
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Float, Integer, String, Text, create_engine, delete, event, func, select, update
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy import (
+    Float, ForeignKey, Integer, LargeBinary, String, Text, create_engine, delete, event, extract, func, inspect, select, text,
+    update,
+)
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 MAX_ATTEMPTS = 3
+LEASE_S = 30.0
+"""How long a replica's claim on a running job holds without renewal (renewed every third of it)."""
+DIALECTS = ("sqlite", "postgresql")
+MIGRATION_LOCK = 0x706C616E6E6572
+"""PostgreSQL advisory lock key held while a replica migrates the schema ("planner" in hex)."""
+ZLIB_LEVEL = 6
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINISHED = ("succeeded", "failed", "cancelled")
 
@@ -40,7 +63,7 @@ class JobRow(Base):
     kind: Mapped[str] = mapped_column(String(32), index=True)
     status: Mapped[str] = mapped_column(String(16), index=True)
     options: Mapped[str] = mapped_column(Text)
-    snapshot: Mapped[str] = mapped_column(Text)
+    snapshot_sha256: Mapped[str] = mapped_column(String(64), ForeignKey("snapshots.sha256", name="fk_jobs_snapshot_sha256"), index=True)
     idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True, nullable=True)
     request_digest: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[float] = mapped_column(Float, index=True)
@@ -50,6 +73,18 @@ class JobRow(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     plan_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class SnapshotRow(Base):
+    """One input snapshot, stored once however many jobs plan it: zlib-compressed canonical JSON."""
+
+    __tablename__ = "snapshots"
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    body: Mapped[bytes] = mapped_column(LargeBinary)
+    raw_bytes: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[float] = mapped_column(Float)
 
 
 class ProbeRow(Base):
@@ -126,16 +161,78 @@ def sqlite_url(path: str) -> str:
     return f"sqlite:///{path}"
 
 
+class StoreURLError(ValueError):
+    """A database URL this store cannot use; the message names the fix."""
+
+
+def check_url(url: str) -> str:
+    """The dialect of ``url`` ('sqlite' or 'postgresql'); ``StoreURLError`` when it cannot be used.
+    ``postgresql://`` without a driver means psycopg 3 (see ``engine_url``)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreURLError(
+            f"not a database URL: {url!r}; use postgresql+psycopg://USER:PASSWORD@HOST:5432/DATABASE or sqlite:///PATH"
+        ) from None
+    dialect = parsed.get_backend_name()
+    if dialect not in DIALECTS:
+        raise StoreURLError(f"unsupported database {dialect!r} in {parsed.render_as_string(hide_password=True)}; "
+                            "use postgresql+psycopg://USER:PASSWORD@HOST:5432/DATABASE or sqlite:///PATH")
+    if dialect == "postgresql" and parsed.drivername not in ("postgresql", "postgresql+psycopg"):
+        raise StoreURLError(f"unsupported PostgreSQL driver {parsed.get_driver_name()!r}; write the URL as postgresql+psycopg://... "
+                            "(psycopg 3, installed with the planner)")
+    if dialect == "postgresql" and not parsed.database:
+        raise StoreURLError(f"no database name in {parsed.render_as_string(hide_password=True)}; end the URL with /DATABASE")
+    return dialect
+
+
+def engine_url(url: str) -> str:
+    """``url`` with the driver the planner ships: a bare ``postgresql://`` (the form libpq, psql and
+    most operators' secrets use) is served by psycopg 3."""
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def migrate(connection: Connection) -> None:
+    """Upgrade the schema on ``connection`` to the newest revision (in its transaction). A database
+    created before migrations (tables, no ``alembic_version``) is first stamped with revision 0001."""
+    from alembic import command
+    from alembic.config import Config
+
+    if connection.dialect.name == "postgresql":  # replicas starting together: one migrates, the others wait
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+    config = Config()
+    config.set_main_option("script_location", "planner:migrations")
+    config.attributes["connection"] = connection
+    tables = set(inspect(connection).get_table_names())
+    if "jobs" in tables and "alembic_version" not in tables:
+        command.stamp(config, "0001")
+    command.upgrade(config, "head")
+
+
+def pack_snapshot(snapshot: str) -> tuple[str, bytes, int]:
+    """(SHA-256 of the text, its zlib compression, its size in bytes)."""
+    raw = snapshot.encode()
+    return hashlib.sha256(raw).hexdigest(), zlib.compress(raw, ZLIB_LEVEL), len(raw)
+
+
 class Store:
     """Jobs and plans in one database."""
 
     def __init__(self, url: str, create: bool = True):
+        """``create``: migrate the schema to the newest revision (the server does; its job processes
+        open the store it prepared)."""
         self.url = url
+        self.dialect = check_url(url)
         kwargs: dict[str, Any] = {"pool_pre_ping": True}
-        if url.startswith("sqlite"):
+        if self.dialect == "sqlite":
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
-        self.engine = create_engine(url, **kwargs)
-        if url.startswith("sqlite"):
+        elif self.dialect == "postgresql":
+            kwargs["connect_args"] = {"connect_timeout": 10}
+        self.engine = create_engine(engine_url(url), **kwargs)
+        if self.dialect == "sqlite":
 
             @event.listens_for(self.engine, "connect")
             def _sqlite_pragmas(connection: Any, _record: Any) -> None:
@@ -143,11 +240,19 @@ class Store:
                 cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
                 cursor.execute("PRAGMA synchronous=NORMAL")
                 cursor.execute("PRAGMA busy_timeout=30000")
+                cursor.execute("PRAGMA foreign_keys=ON")
                 cursor.close()
 
         if create:
-            Base.metadata.create_all(self.engine)
+            with self.engine.begin() as connection:
+                migrate(connection)
         self.session = sessionmaker(self.engine, expire_on_commit=False)
+
+    def _now(self) -> Any:
+        """The database's clock in Unix seconds, as an SQL expression: leases are compared on one clock."""
+        if self.dialect == "postgresql":
+            return extract("epoch", func.clock_timestamp())
+        return (func.julianday("now") - 2440587.5) * 86400.0
 
     def ping(self) -> bool:
         with self.session() as s:
@@ -187,38 +292,57 @@ class Store:
         idempotency_key: str | None = None,
         max_queued: int | None = None,
     ) -> tuple[Job, bool]:
-        """A new queued job, or the existing one for this idempotency key; (job, created)."""
+        """A new queued job, or the existing one for this idempotency key; (job, created). The
+        snapshot is stored once per content."""
         if idempotency_key is not None:
             existing = self.job_by_key(idempotency_key)
             if existing is not None:
                 return self._same_request(existing, request_digest), False
-        with self._writing() as s:
-            if max_queued is not None:
-                queued = s.scalar(select(func.count()).select_from(JobRow).where(JobRow.status == "queued"))
-                if queued >= max_queued:
-                    raise QueueFull
-            row = JobRow(
-                id=uuid.uuid4().hex,
-                kind=kind,
-                status="queued",
-                options=json.dumps(options),
-                snapshot=snapshot,
-                idempotency_key=idempotency_key,
-                request_digest=request_digest,
-                created_at=time.time(),
-                progress=0.0,
-                attempts=0,
-            )
-            s.add(row)
-            try:
-                s.commit()
-            except IntegrityError:  # another request with the same key won the race
-                s.rollback()
-                existing = self.job_by_key(idempotency_key or "")
-                if existing is None:
-                    raise
-                return self._same_request(existing, request_digest), False
-            return _job(row), True
+        digest, body, raw_bytes = pack_snapshot(snapshot)
+        for attempt in range(3):
+            with self._writing() as s:
+                if max_queued is not None:
+                    queued = s.scalar(select(func.count()).select_from(JobRow).where(JobRow.status == "queued"))
+                    if queued >= max_queued:
+                        raise QueueFull
+                self._put_snapshot(s, digest, body, raw_bytes)
+                row = JobRow(
+                    id=uuid.uuid4().hex,
+                    kind=kind,
+                    status="queued",
+                    options=json.dumps(options),
+                    snapshot_sha256=digest,
+                    idempotency_key=idempotency_key,
+                    request_digest=request_digest,
+                    created_at=time.time(),
+                    progress=0.0,
+                    attempts=0,
+                )
+                s.add(row)
+                try:
+                    s.commit()
+                except IntegrityError:
+                    s.rollback()
+                    existing = self.job_by_key(idempotency_key) if idempotency_key is not None else None
+                    if existing is not None:  # another request with the same key won the race
+                        return self._same_request(existing, request_digest), False
+                    if attempt == 2:
+                        raise
+                    continue  # retention deleted the snapshot row between our insert and the job's: again
+                return _job(row), True
+        raise AssertionError("unreachable")
+
+    def _put_snapshot(self, s: Session, digest: str, body: bytes, raw_bytes: int) -> None:
+        """Insert the snapshot unless a row with its hash exists (concurrent inserts included)."""
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        s.execute(
+            insert(SnapshotRow)
+            .values(sha256=digest, body=body, raw_bytes=raw_bytes, created_at=time.time())
+            .on_conflict_do_nothing(index_elements=["sha256"])
+        )
 
     @staticmethod
     def _same_request(job: Job, digest: str) -> Job:
@@ -238,29 +362,60 @@ class Store:
 
     def snapshot_of(self, job_id: str) -> str | None:
         with self.session() as s:
-            return s.scalar(select(JobRow.snapshot).where(JobRow.id == job_id))
+            body = s.scalar(select(SnapshotRow.body).join(JobRow, JobRow.snapshot_sha256 == SnapshotRow.sha256).where(JobRow.id == job_id))
+            return None if body is None else zlib.decompress(body).decode()
 
-    def claim_next(self) -> Job | None:
-        """Mark the oldest queued job running and return it (None when the queue is empty)."""
+    def snapshot_usage(self) -> dict[str, int]:
+        """Stored snapshots: how many, their bytes as received and as stored, and how many jobs use them."""
+        with self.session() as s:
+            count, raw, stored = s.execute(
+                select(func.count(), func.coalesce(func.sum(SnapshotRow.raw_bytes), 0), func.coalesce(func.sum(func.length(SnapshotRow.body)), 0))
+            ).one()
+            jobs = s.scalar(select(func.count()).select_from(JobRow))
+        return {"snapshots": count, "raw_bytes": int(raw), "stored_bytes": int(stored), "jobs": jobs}
+
+    def claim_next(self, owner: str = "local", lease_s: float = LEASE_S) -> Job | None:
+        """Mark the oldest queued job running under a lease of ``owner`` and return it (None when the
+        queue is empty). On PostgreSQL the candidate row is locked with SKIP LOCKED: replicas claiming
+        at once take different jobs without waiting on each other."""
         with self._writing() as s:
-            for job_id in s.scalars(select(JobRow.id).where(JobRow.status == "queued").order_by(JobRow.created_at).limit(5)):
+            candidates = select(JobRow.id).where(JobRow.status == "queued").order_by(JobRow.created_at)
+            if self.dialect == "postgresql":
+                candidates = candidates.limit(1).with_for_update(skip_locked=True)
+            else:
+                candidates = candidates.limit(5)
+            for job_id in s.scalars(candidates).all():
                 done = s.execute(
                     update(JobRow)
                     .where(JobRow.id == job_id, JobRow.status == "queued")
-                    .values(status="running", started_at=time.time(), attempts=JobRow.attempts + 1, progress=0.0)
+                    .values(status="running", started_at=time.time(), attempts=JobRow.attempts + 1, progress=0.0,
+                            lease_owner=owner, lease_expires_at=self._now() + lease_s)
                 )
                 s.commit()
                 if done.rowcount == 1:
                     return _job(s.get(JobRow, job_id, populate_existing=True))
         return None
 
+    def renew(self, owner: str, job_ids: list[str], lease_s: float = LEASE_S) -> set[str]:
+        """Extend ``owner``'s leases on these running jobs; the ids it still holds (a job missing
+        from the answer was cancelled, or taken over after its lease expired)."""
+        if not job_ids:
+            return set()
+        held = (JobRow.id.in_(job_ids), JobRow.status == "running", JobRow.lease_owner == owner)
+        with self._writing() as s:
+            s.execute(update(JobRow).where(*held).values(lease_expires_at=self._now() + lease_s))
+            ids = set(s.scalars(select(JobRow.id).where(*held)))
+            s.commit()
+            return ids
+
     def set_progress(self, job_id: str, progress: float) -> None:
         with self._writing() as s:
             s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "running").values(progress=progress))
             s.commit()
 
-    def succeed(self, job_id: str, plan_body: dict[str, Any], summary: dict[str, Any]) -> Plan | None:
-        """Store the plan and mark the job succeeded; None when the job is no longer running (cancelled)."""
+    def succeed(self, job_id: str, plan_body: dict[str, Any], summary: dict[str, Any], owner: str | None = None) -> Plan | None:
+        """Store the plan and mark the job succeeded; None when the job is no longer running (cancelled)
+        or, given ``owner``, no longer under its lease (another replica took it over)."""
         with self._writing() as s:
             plan = PlanRow(
                 id=uuid.uuid4().hex,
@@ -272,9 +427,10 @@ class Store:
                 objective=summary.get("objective"),
                 body=json.dumps(plan_body),
             )
+            held = () if owner is None else (JobRow.lease_owner == owner,)
             done = s.execute(
                 update(JobRow)
-                .where(JobRow.id == job_id, JobRow.status == "running")
+                .where(JobRow.id == job_id, JobRow.status == "running", *held)
                 .values(status="succeeded", finished_at=time.time(), progress=1.0, plan_id=plan.id)
             )
             if done.rowcount != 1:
@@ -284,11 +440,13 @@ class Store:
             s.commit()
             return _plan(plan)
 
-    def fail(self, job_id: str, error: str) -> bool:
+    def fail(self, job_id: str, error: str, owner: str | None = None) -> bool:
+        """Mark a queued or running job failed (given ``owner``: only while under its lease)."""
+        held = () if owner is None else (JobRow.lease_owner == owner,)
         with self._writing() as s:
             done = s.execute(
                 update(JobRow)
-                .where(JobRow.id == job_id, JobRow.status.in_(("queued", "running")))
+                .where(JobRow.id == job_id, JobRow.status.in_(("queued", "running")), *held)
                 .values(status="failed", finished_at=time.time(), error=error)
             )
             s.commit()
@@ -311,8 +469,13 @@ class Store:
             done = s.execute(delete(JobRow).where(JobRow.id == job_id, JobRow.status.in_(FINISHED)))
             if done.rowcount == 1:
                 s.execute(delete(PlanRow).where(PlanRow.job_id == job_id))
+                self._delete_orphan_snapshots(s)
             s.commit()
             return done.rowcount == 1
+
+    @staticmethod
+    def _delete_orphan_snapshots(s: Session) -> None:
+        s.execute(delete(SnapshotRow).where(~select(JobRow.id).where(JobRow.snapshot_sha256 == SnapshotRow.sha256).exists()))
 
     def purge_finished(self, before: float) -> int:
         """Delete the jobs that finished before ``before`` (Unix s), with their snapshots and plans; how many."""
@@ -320,6 +483,8 @@ class Store:
             old = select(JobRow.id).where(JobRow.status.in_(FINISHED), JobRow.finished_at < before)
             s.execute(delete(PlanRow).where(PlanRow.job_id.in_(old)))
             done = s.execute(delete(JobRow).where(JobRow.status.in_(FINISHED), JobRow.finished_at < before))
+            if done.rowcount:
+                self._delete_orphan_snapshots(s)
             s.commit()
             return done.rowcount
 
@@ -332,12 +497,14 @@ class Store:
             s.commit()
             return done.rowcount == 1
 
-    def recover(self) -> dict[str, int]:
-        """Apply the restart policy to jobs a previous process left behind (see the module docstring)."""
+    def reclaim_expired(self) -> dict[str, int]:
+        """Apply the restart policy to running jobs whose lease has expired, and to running jobs with
+        no lease at all (left by a version before leases); see the module docstring."""
+        expired = (JobRow.status == "running") & (JobRow.lease_owner.is_(None) | (JobRow.lease_expires_at < self._now()))
         with self._writing() as s:
             failed = s.execute(
                 update(JobRow)
-                .where(JobRow.status == "running", JobRow.attempts >= MAX_ATTEMPTS)
+                .where(expired, JobRow.attempts >= MAX_ATTEMPTS)
                 .values(
                     status="failed",
                     finished_at=time.time(),
@@ -345,7 +512,7 @@ class Store:
                 )
             ).rowcount
             requeued = s.execute(
-                update(JobRow).where(JobRow.status == "running").values(status="queued", progress=0.0, started_at=None)
+                update(JobRow).where(expired).values(status="queued", progress=0.0, started_at=None, lease_owner=None, lease_expires_at=None)
             ).rowcount
             queued = s.scalar(select(func.count()).select_from(JobRow).where(JobRow.status == "queued"))
             s.commit()

@@ -33,3 +33,24 @@ def make_cluster(nodes: list[dict], pods: list[dict] = (), jobs: list[dict] = ()
 @pytest.fixture
 def fig15() -> Cluster:
     return parse_cluster(FIG15.read_text())
+
+
+@pytest.fixture(scope="session")
+def postgres():  # type: ignore[no-untyped-def]
+    """One throwaway PostgreSQL server for the session (skipped, with the reason, when it cannot start)."""
+    from planner.api.harness_postgres import ThrowawayPostgres, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(f"PostgreSQL: {reason}")
+    server = ThrowawayPostgres().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty database of each kind the store supports."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return request.getfixturevalue("postgres").create_database()

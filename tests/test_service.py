@@ -299,7 +299,7 @@ def test_full_queue_gets_429_with_retry_after(tmp_path: Path, long_snapshot: dic
 
 
 def test_job_in_flight_survives_a_server_kill(tmp_path: Path, long_snapshot: dict) -> None:
-    srv = Server(tmp_path / "restart.db", None, "--workers", "1").start()
+    srv = Server(tmp_path / "restart.db", None, "--workers", "1", "--lease-s", "2").start()
     try:
         with srv.client() as client:
             job_id = client.post("/v1/defrag", json=long_job(long_snapshot, 8)).json()["job_id"]

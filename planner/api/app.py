@@ -103,7 +103,7 @@ def create_app(settings: Settings) -> FastAPI:
     store = Store(settings.db_url)
     waiters = Waiters()
     dispatcher = Dispatcher(store, settings.concurrency, settings.max_job_s, on_finish=waiters.finished, memory_bytes=settings.job_memory_bytes,
-                            executor=settings.executor)
+                            executor=settings.executor, lease_s=settings.lease_s)
     metrics = ServiceMetrics(store, lambda: len(dispatcher.running))
     dispatcher.metrics = metrics
     dispatcher.keep_s = None if settings.keep_days is None else settings.keep_days * 86400.0
@@ -112,8 +112,9 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
         waiters.loop = asyncio.get_running_loop()
-        recovered = store.recover()
-        log.info("store %s: %s", settings.db_url, recovered)
+        recovered = store.reclaim_expired()
+        log.info("store %s: %s; this replica is %s (leases of %g s)", store.engine.url.render_as_string(hide_password=True), recovered,
+                 dispatcher.owner, settings.lease_s)
         dispatcher.start()
         yield
         dispatcher.stop()

@@ -44,6 +44,9 @@ class Settings:
     """Address-space cap of one job's worker process (None: no cap)."""
     executor: str = "process"
     """Where a defrag job's pieces run: in its own process ('process') or as Ray tasks ('ray')."""
+    lease_s: float = 30.0
+    """A replica's lease on a running job; another replica takes the job over this long after the
+    replica stopped renewing it (``--lease-s``)."""
 
 
 

@@ -32,8 +32,12 @@ def job_memory_bytes(concurrency: int, gib: float | None) -> int:
 
 def check_store(url: str, option: str) -> None:
     """Refuse to start on a store that cannot be opened or written (exit 2 with the reason)."""
-    from planner.store import Store
+    from planner.store import Store, StoreURLError, check_url
 
+    try:
+        dialect = check_url(url)
+    except StoreURLError as err:
+        raise ValueError(f"{option}: {err}") from None
     try:
         store = Store(url)
         try:
@@ -41,8 +45,10 @@ def check_store(url: str, option: str) -> None:
         finally:
             store.close()
     except Exception as err:  # noqa: BLE001 - any failure here is a setting to fix, said plainly
-        reason = str(getattr(err, "orig", None) or err).splitlines()[0]
-        raise ValueError(f"{option}: cannot write the job store ({reason}); check the path, its permissions and free space") from None
+        reason = (str(getattr(err, "orig", None) or err).strip().splitlines() or [type(err).__name__])[0]
+        fix = ("check that PostgreSQL runs at that host and port and that the user, password and database exist"
+               if dialect == "postgresql" else "check the path, its permissions and free space")
+        raise ValueError(f"{option}: cannot write the job store ({reason}); {fix}") from None
 
 
 def is_loopback(host: str) -> bool:
@@ -70,6 +76,7 @@ def serve(
     log_format: str = "json",
     docs_public: bool = True,
     keep_days: float | None = None,
+    lease_s: float = 30.0,
 ) -> None:
     """Start the service (blocks). Raises ValueError for a setting that cannot be honoured."""
     import uvicorn
@@ -104,6 +111,7 @@ def serve(
         metrics_public=metrics_public,
         docs_public=docs_public,
         keep_days=keep_days,
+        lease_s=lease_s,
     )
     check_store(settings.db_url, "DATABASE_URL" if os.environ.get("DATABASE_URL") else "--db")
     configure_logs(log_format)

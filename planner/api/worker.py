@@ -8,6 +8,11 @@ whose job is cancelled, and marks the job ``failed`` with the reason when a chil
 answer, so no job is ever left ``running``. Children are started by a fork server preloaded with the
 planner, so a job costs a process start of milliseconds, and memory a job allocates is returned to
 the system when its process ends. A child exits by itself if the server process disappears.
+
+Replicas sharing one database: the dispatcher claims jobs under a lease in its own name (``owner``:
+host, pid and a random part), renews the leases of its running jobs every third of ``lease_s``,
+stops a worker whose job it no longer holds (cancelled through another replica, or taken over after
+this replica stalled past its lease), and re-queues other replicas' jobs whose leases expired.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import socket
 import threading
 import time
 import traceback
@@ -24,7 +30,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from planner.store import Job, Store
+from planner.store import LEASE_S, MAX_ATTEMPTS, Job, Store
 
 log = logging.getLogger("planner.api")
 
@@ -53,8 +59,13 @@ class Dispatcher(threading.Thread):
         poll_s: float = 0.02,
         memory_bytes: int | None = None,
         executor: str = "process",
+        lease_s: float = LEASE_S,
     ):
         super().__init__(name="planner-dispatcher", daemon=True)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+        """This replica's name on the leases of the jobs it runs."""
+        self.lease_s = lease_s
+        self.next_lease_check = 0.0
         self.store = store
         self.concurrency = concurrency
         self.max_job_s = max_job_s
@@ -133,6 +144,7 @@ class Dispatcher(threading.Thread):
         while not self.stopping.is_set():
             try:
                 self._stop_cancelled()
+                self._check_leases()
                 self._reap()
                 self._record_unrecorded()
                 if not self.unrecorded:  # a store that cannot record outcomes gets no new jobs
@@ -144,6 +156,30 @@ class Dispatcher(threading.Thread):
             self.wake.wait(self.poll_s)
             self.wake.clear()
         self.alive = False
+
+    def _check_leases(self) -> None:
+        """Every third of the lease: renew ours, stop the workers of jobs we no longer hold, and
+        re-queue jobs whose leases expired (a replica that died)."""
+        if time.monotonic() < self.next_lease_check:
+            return
+        self.next_lease_check = time.monotonic() + self.lease_s / 3
+        with self.lock:
+            mine = list(self.running)
+        held = self.store.renew(self.owner, mine, self.lease_s)
+        for job_id in mine:
+            if job_id not in held:
+                with self.lock:
+                    running = self.running.pop(job_id, None)
+                if running is not None:
+                    _stop(running.process)
+                    running.conn.close()
+                    log.warning("job %s is no longer ours (cancelled or taken over by another replica); its worker was stopped", job_id)
+                    self.on_finish(job_id)
+        reclaimed = self.store.reclaim_expired()
+        if reclaimed["requeued"] or reclaimed["failed"]:
+            log.warning("jobs whose replica stopped renewing their lease: %d re-queued, %d failed (interrupted %d times)",
+                        reclaimed["requeued"], reclaimed["failed"], MAX_ATTEMPTS)
+            self.wake.set()
 
     def _purge(self) -> None:
         """Retention: every quarter of the keeping time (at most hourly), delete what finished before it."""
@@ -158,7 +194,7 @@ class Dispatcher(threading.Thread):
 
     def _start_queued(self) -> None:
         while len(self.running) < self.concurrency and not self.stopping.is_set():
-            job = self.store.claim_next()
+            job = self.store.claim_next(self.owner, self.lease_s)
             if job is None:
                 return
             parent, child = self.context.Pipe(duplex=False)
@@ -173,7 +209,7 @@ class Dispatcher(threading.Thread):
             except Exception as err:  # noqa: BLE001 - e.g. the fork server died: the job fails, it never hangs in running
                 parent.close()
                 child.close()
-                if self.store.fail(job.id, f"could not start a worker process: {type(err).__name__}: {err}"):
+                if self.store.fail(job.id, f"could not start a worker process: {type(err).__name__}: {err}", self.owner):
                     log.error("job %s: could not start a worker process", job.id, exc_info=True)
                 self.on_finish(job.id)
                 continue
@@ -227,11 +263,13 @@ class Dispatcher(threading.Thread):
             try:
                 if message[0] == "plan":
                     _, body, summary, wall_s = message
-                    if self.store.succeed(job_id, body, summary) is not None:
+                    if self.store.succeed(job_id, body, summary, self.owner) is not None:
                         if self.metrics is not None:
                             self.metrics.succeeded(job.kind, wall_s, summary, body)
                         log.info("job %s succeeded in %.2f s", job_id, wall_s)
-                elif self.store.fail(job_id, message[1]):
+                    else:
+                        log.warning("job %s: plan discarded, the job is no longer ours (cancelled or taken over)", job_id)
+                elif self.store.fail(job_id, message[1], self.owner):
                     if self.metrics is not None:
                         self.metrics.ended(job.kind, "failed")
                     log.error("job %s failed: %s", job_id, message[1])
