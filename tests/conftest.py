@@ -54,3 +54,11 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'store.db'}"
     return request.getfixturevalue("postgres").create_database()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def module_database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """As ``database_url``, one per test module (for a module's shared server)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path_factory.mktemp('store') / 'store.db'}"
+    return request.getfixturevalue("postgres").create_database()

@@ -1,4 +1,5 @@
-"""The planning service, driven over HTTP: uvicorn in a subprocess, a real SQLite file, real workers."""
+"""The planning service, driven over HTTP: uvicorn in a subprocess, real workers, its store a real
+SQLite file and a real PostgreSQL database (the shared server's tests run on both)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ FIG15_SNAPSHOT = json.loads(FIG15.read_text())
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Server:
+def server(tmp_path_factory: pytest.TempPathFactory, module_database_url: str) -> Server:
     db = tmp_path_factory.mktemp("svc") / "planner.db"
-    srv = Server(db, TOKEN, "--workers", "2", "--max-body-mib", "4").start()
+    srv = Server(db, TOKEN, "--workers", "2", "--max-body-mib", "4", env={"DATABASE_URL": module_database_url}).start()
     yield srv
     srv.stop()
 
@@ -298,8 +299,9 @@ def test_full_queue_gets_429_with_retry_after(tmp_path: Path, long_snapshot: dic
         srv.stop()
 
 
-def test_job_in_flight_survives_a_server_kill(tmp_path: Path, long_snapshot: dict) -> None:
-    srv = Server(tmp_path / "restart.db", None, "--workers", "1", "--lease-s", "2").start()
+def test_job_in_flight_survives_a_server_kill(tmp_path: Path, long_snapshot: dict, database_url: str) -> None:
+    """The restarted server takes the job over once the killed one's lease (2 s) has expired."""
+    srv = Server(tmp_path / "restart.db", None, "--workers", "1", "--lease-s", "2", env={"DATABASE_URL": database_url}).start()
     try:
         with srv.client() as client:
             job_id = client.post("/v1/defrag", json=long_job(long_snapshot, 8)).json()["job_id"]

@@ -18,6 +18,7 @@ from planner.api.harness import PLANNER, Server, free_port, wait_status
 from planner.cli_client import retry_after_s
 from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict, parse_cluster
+from planner.store import Store
 from planner.validate import validate
 from tests.conftest import FIG15
 
@@ -31,8 +32,8 @@ def planner(*args: str, env: dict[str, str] | None = None, timeout: float = 120.
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Server:
-    srv = Server(tmp_path_factory.mktemp("client") / "planner.db", TOKEN, "--workers", "1").start()
+def server(tmp_path_factory: pytest.TempPathFactory, module_database_url: str) -> Server:
+    srv = Server(tmp_path_factory.mktemp("client") / "planner.db", TOKEN, "--workers", "1", env={"DATABASE_URL": module_database_url}).start()
     yield srv
     srv.stop()
 
@@ -252,8 +253,8 @@ def test_the_openapi_plan_examples_are_plans() -> None:
     assert {type(parse_plan(json.dumps(example))).__name__ for example in PLAN_EXAMPLES.values()} == {"PreemptPlan", "AllocationPlan"}
 
 
-def test_keep_days_purges_finished_jobs_with_their_plans_but_never_unfinished_ones(tmp_path: Path, long_snapshot: Path) -> None:
-    srv = Server(tmp_path / "keep.db", TOKEN, "--workers", "1", "--keep-days", "0.00003").start()  # 2.6 s
+def test_keep_days_purges_finished_jobs_with_their_plans_but_never_unfinished_ones(tmp_path: Path, long_snapshot: Path, database_url: str) -> None:
+    srv = Server(tmp_path / "keep.db", TOKEN, "--workers", "1", "--keep-days", "0.00003", env={"DATABASE_URL": database_url}).start()  # 2.6 s
     try:
         with srv.client() as client:
             done = client.post("/v1/defrag", params={"wait": 30}, json={"snapshot": json.loads(FIG15.read_text())})
@@ -271,6 +272,9 @@ def test_keep_days_purges_finished_jobs_with_their_plans_but_never_unfinished_on
     finally:
         srv.stop()
     assert "purged 1 finished job(s)" in srv.log.read_text()
+    store = Store(database_url)  # the purged job's snapshot went with it; the cancelled job's stays
+    assert store.snapshot_usage()["snapshots"] == 1 and store.snapshot_usage()["jobs"] == 1
+    store.close()
 
 
 def test_keep_days_must_be_positive(tmp_path: Path) -> None:
