@@ -61,12 +61,13 @@ def test_the_service_monitor_has_what_the_prometheus_operator_requires() -> None
         assert endpoint["port"] in ports and endpoint["path"] == "/metrics" and re.fullmatch(r"\d+[smh]", endpoint["interval"])
 
 
-def test_the_deployment_runs_one_replica_at_a_time_on_postgresql_with_probes_the_service_answers() -> None:
+def test_the_deployment_runs_two_replicas_on_postgresql_with_probes_the_service_answers() -> None:
     deployment = by_kind("Deployment")
     spec = deployment["spec"]
     container = spec["template"]["spec"]["containers"][0]
-    # one replica, recreated: a starting replica requeues the jobs another one runs (no leases yet)
-    assert spec["replicas"] == 1 and spec["strategy"]["type"] == "Recreate"
+    # two replicas sharing the queue through leases (tests/test_service_replicas.py), rolled one at a time
+    assert spec["replicas"] == 2 and spec["strategy"]["type"] == "RollingUpdate"
+    assert spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
     assert spec["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
     env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"]}
     assert {"DATABASE_URL", "PLANNER_API_TOKEN", "PLANNER_API_READ_TOKEN"} <= set(env)
