@@ -1,36 +1,47 @@
-"""Load on the planning service: 1,000 requests for 25-node defrag plans from 20 concurrent clients.
+"""Load on the planning service: SQLite with one replica, and two replicas on one PostgreSQL with one
+killed with -9 halfway.
 
-Starts `planner serve` (uvicorn, SQLite file, one worker process per job, concurrency = cores) in a
-subprocess and drives it over HTTP:
+Each scenario sends 1,000 `POST /v1/defrag?wait=60` requests for 25-node ASI-like snapshots (ten
+seeds, default IPC options) from 20 concurrent clients, each request with its own Idempotency-Key:
 
-* load: 1,000 `POST /v1/defrag?wait=60` (each answered with the plan, 200, or the job, 202) from 20
-  concurrent clients, over ten different seeded 25-node ASI-like snapshots; status codes, latency
-  percentiles, throughput, and the server's resident memory sampled every second (start and end);
-* burst: 200 requests at once (no wait) against a server whose queue holds 16: they must come back as
-  202 or 429 with Retry-After, never as errors or timeouts.
+* sqlite: `planner serve` on a SQLite file (one replica, concurrency = cores);
+* postgresql: two `planner serve` replicas on one throwaway PostgreSQL server (each concurrency =
+  cores), clients spread over both. When half the requests are answered, one replica is killed with
+  SIGKILL (with its workers); its clients fail over to the other replica with the same key, as a
+  load balancer or `planner submit` would. Afterwards every job in the database must end
+  `succeeded`; no job may have run on two replicas at once (from both replicas' logs: each run's
+  start and end, a killed run ending at the kill); no idempotency key may have two plans;
+* burst: 200 requests at once (no wait) against a SQLite server whose queue holds 16: 202 or 429
+  with Retry-After, never errors or timeouts.
 
-Writes benchmarks/results/service_load.md and service_load.png.
+`/metrics` of each server is parsed with `prometheus_client.parser`. Writes
+benchmarks/results/service_load.md and service_load.png.
 
-    .venv/bin/python benchmarks/service_load.py [--requests 1000] [--clients 20]
+    .venv/bin/python benchmarks/service_load.py [--requests 1000] [--clients 20] [--lease-s 30]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import httpx
+import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import RESULTS, machine  # noqa: E402
 
 from planner.api.harness import Server, rss_mib  # noqa: E402
+from planner.api.harness_postgres import ThrowawayPostgres  # noqa: E402
 from planner.instances.asi import generate_asi  # noqa: E402
 from planner.snapshot import cluster_to_dict  # noqa: E402
 
@@ -38,25 +49,27 @@ TOKEN = "load-test-token"
 
 
 class MemorySampler(threading.Thread):
-    """Resident memory of the server process (and of its whole tree) every ``every_s`` seconds."""
+    """Resident memory of each server process (and of its whole tree) every ``every_s`` seconds."""
 
-    def __init__(self, server: Server, every_s: float = 1.0):
+    def __init__(self, servers: list[Server], every_s: float = 1.0):
         super().__init__(daemon=True)
-        self.server = server
+        self.servers = servers
         self.every_s = every_s
-        self.samples: list[tuple[float, float, float]] = []
+        self.samples: list[list[tuple[float, float, float]]] = [[] for _ in servers]
         self.stopping = threading.Event()
 
     def run(self) -> None:
         start = time.monotonic()
         while not self.stopping.is_set():
-            pid = self.server.process.pid
-            try:
-                own = rss_mib(pid)
-                tree = own + sum(_safe_rss(p) for p in self.server.descendants())
-                self.samples.append((time.monotonic() - start, own, tree))
-            except FileNotFoundError:
-                pass
+            for k, server in enumerate(self.servers):
+                if server.process.poll() is not None:
+                    continue
+                try:
+                    own = rss_mib(server.process.pid)
+                    tree = own + sum(_safe_rss(p) for p in server.descendants())
+                    self.samples[k].append((time.monotonic() - start, own, tree))
+                except FileNotFoundError:
+                    pass
             self.stopping.wait(self.every_s)
 
 
@@ -67,24 +80,72 @@ def _safe_rss(pid: int) -> float:
         return 0.0
 
 
-async def load(url: str, snapshots: list[dict], requests: int, clients: int) -> list[tuple[int, float, str]]:
-    """(status code, latency s, error) for every request."""
-    results: list[tuple[int, float, str]] = []
+@dataclass
+class Outcome:
+    status: int
+    latency_s: float
+    error: str
+    job_id: str | None
+    key: str
+    answered_by: int | None
+    failovers: int
+
+
+@dataclass
+class Scenario:
+    name: str
+    servers: list[Server]
+    outcomes: list[Outcome]
+    wall_s: float
+    samples: list[list[tuple[float, float, float]]]
+    metrics: dict[int, str]
+    killed: int | None = None
+    killed_at: float | None = None
+    """Unix time of the kill."""
+    checks: dict[str, str] = field(default_factory=dict)
+
+
+async def load(urls: list[str], snapshots: list[dict], requests: int, clients: int, run: str,
+               kill_at: int | None = None, kill=None) -> list[Outcome]:  # type: ignore[no-untyped-def]
+    """Every request's outcome. Client c starts on ``urls[c % len(urls)]``; a transport error sends
+    the request, with the same Idempotency-Key, to the next server (up to 3 rounds). With ``kill_at``,
+    ``kill()`` runs once that many requests have been answered."""
+    outcomes: list[Outcome] = []
     counter = iter(range(requests))
     headers = {"Authorization": f"Bearer {TOKEN}"}
+    killed = asyncio.Event()
 
-    async def client_loop() -> None:
-        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120.0) as client:
+    async def client_loop(c: int) -> None:
+        sessions = [httpx.AsyncClient(base_url=url, headers=headers, timeout=120.0) for url in urls]
+        try:
             for i in counter:
+                key = f"{run}-{i}"
                 start = time.perf_counter()
-                try:
-                    response = await client.post("/v1/defrag", params={"wait": 60}, json={"snapshot": snapshots[i % len(snapshots)]})
-                    results.append((response.status_code, time.perf_counter() - start, ""))
-                except httpx.HTTPError as err:
-                    results.append((0, time.perf_counter() - start, type(err).__name__))
+                outcome = None
+                for attempt in range(3 * len(urls)):
+                    k = (c + attempt) % len(urls)
+                    try:
+                        response = await sessions[k].post("/v1/defrag", params={"wait": 60}, json={"snapshot": snapshots[i % len(snapshots)]},
+                                                          headers={"Idempotency-Key": key})
+                    except httpx.TransportError as err:
+                        outcome = Outcome(0, time.perf_counter() - start, type(err).__name__, None, key, None, attempt)
+                        await asyncio.sleep(0.2)
+                        continue
+                    job_id = response.headers.get("x-job-id") if response.status_code == 200 else None
+                    if response.status_code == 202:
+                        job_id = response.json()["job_id"]
+                    outcome = Outcome(response.status_code, time.perf_counter() - start, "", job_id, key, k, attempt)
+                    break
+                outcomes.append(outcome)
+                if kill_at is not None and len(outcomes) >= kill_at and not killed.is_set():
+                    killed.set()
+                    await asyncio.get_running_loop().run_in_executor(None, kill)
+        finally:
+            for session in sessions:
+                await session.aclose()
 
-    await asyncio.gather(*(client_loop() for _ in range(clients)))
-    return results
+    await asyncio.gather(*(client_loop(c) for c in range(clients)))
+    return outcomes
 
 
 async def burst(url: str, snapshot: dict, count: int) -> list[tuple[int, str, str]]:
@@ -106,28 +167,128 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def run_scenario(name: str, servers: list[Server], snapshots: list[dict], args: argparse.Namespace, kill: bool) -> Scenario:
+    for server in servers:
+        with server.client() as client:  # warm up: the fork server and a first job
+            client.post("/v1/defrag", params={"wait": 60}, json={"snapshot": snapshots[0]})
+    sampler = MemorySampler(servers)
+    sampler.start()
+    time.sleep(1.5)
+    scenario = Scenario(name, servers, [], 0.0, sampler.samples, {})
+
+    def kill_first() -> None:
+        scenario.killed, scenario.killed_at = 0, time.time()
+        servers[0].kill()
+
+    start = time.perf_counter()
+    scenario.outcomes = asyncio.run(load([s.url for s in servers], snapshots, args.requests, args.clients, name,
+                                         args.requests // 2 if kill else None, kill_first))
+    scenario.wall_s = time.perf_counter() - start
+    time.sleep(1.5)
+    sampler.stopping.set()
+    sampler.join()
+    for k, server in enumerate(servers):
+        if server.process.poll() is None:
+            with server.client() as client:
+                scenario.metrics[k] = client.get("/metrics").text
+    return scenario
+
+
+def audit(scenario: Scenario, url: str, lease_s: float) -> None:
+    """Wait until every job in the database has ended, then check: all succeeded, one plan per
+    idempotency key, no job running on two replicas at once (from their logs)."""
+    engine = sa.create_engine(url)
+    deadline = time.monotonic() + 6 * lease_s + 300
+    while time.monotonic() < deadline:
+        with engine.connect() as conn:
+            open_jobs = conn.execute(sa.text("SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")).scalar_one()
+        if open_jobs == 0:
+            break
+        time.sleep(1.0)
+    with engine.connect() as conn:
+        statuses = dict(conn.execute(sa.text("SELECT status, count(*) FROM jobs GROUP BY status")).all())
+        twice = conn.execute(sa.text(
+            "SELECT count(*) FROM (SELECT j.idempotency_key FROM jobs j JOIN plans p ON p.job_id = j.id "
+            "WHERE j.idempotency_key IS NOT NULL GROUP BY j.idempotency_key HAVING count(*) > 1) x")).scalar_one()
+        attempts = dict(conn.execute(sa.text("SELECT attempts, count(*) FROM jobs GROUP BY attempts")).all())
+        snapshots, raw, stored = conn.execute(sa.text("SELECT count(*), sum(raw_bytes), sum(length(body)) FROM snapshots")).one()
+        errors = [e for (e,) in conn.execute(sa.text("SELECT error FROM jobs WHERE status <> 'succeeded'"))]
+    engine.dispose()
+    accepted = {o.job_id for o in scenario.outcomes if o.status in (200, 202) and o.job_id}
+    scenario.checks = {
+        "jobs in the database by status": ", ".join(f"{k}: {v:,}" for k, v in sorted(statuses.items())),
+        "jobs by attempts": ", ".join(f"{k}: {v:,}" for k, v in sorted(attempts.items())),
+        "accepted jobs (200 or 202 seen by a client)": f"{len(accepted):,}",
+        "idempotency keys with more than one plan": str(twice),
+        "jobs run on two replicas at once": str(overlaps(scenario)),
+        "errors of jobs that did not succeed": "; ".join(sorted(set(e or "-" for e in errors))) or "none",
+        "snapshots stored": f"{snapshots:,} ({(raw or 0) / 1024:,.0f} KiB as received, {(stored or 0) / 1024:,.0f} KiB stored)",
+    }
+
+
+def _runs(log: Path, until: float | None) -> dict[str, list[tuple[float, float]]]:
+    """Each job's runs on one replica (start, end) from its JSON log; a run still open ends at ``until``."""
+    runs: dict[str, list[tuple[float, float]]] = {}
+    started: dict[str, float] = {}
+    for line in log.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        words = entry.get("message", "").split()
+        if len(words) < 3 or words[0] != "job":
+            continue
+        at = datetime.fromisoformat(entry["ts"]).timestamp()
+        job_id = words[1]
+        if words[2] == "started":
+            started[job_id] = at
+        elif job_id in started and words[2] in ("succeeded", "failed:", "is", "cancelled;", "plan"):
+            runs.setdefault(job_id, []).append((started.pop(job_id), at))
+    for job_id, at in started.items():
+        runs.setdefault(job_id, []).append((at, until if until is not None else time.time()))
+    return runs
+
+
+def overlaps(scenario: Scenario) -> int:
+    """Jobs whose runs on two different replicas overlap in time."""
+    per_replica = [_runs(server.log, scenario.killed_at if k == scenario.killed else None) for k, server in enumerate(scenario.servers)]
+    bad = 0
+    for job_id in set().union(*per_replica):
+        spans = [(start, end, k) for k, runs in enumerate(per_replica) for start, end in runs.get(job_id, [])]
+        if any(a[2] != b[2] and a[0] < b[1] and b[0] < a[1] for a in spans for b in spans):
+            bad += 1
+    return bad
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--lease-s", type=float, default=30.0, help="The replicas' --lease-s (the default of planner serve).")
     args = parser.parse_args()
     snapshots = [cluster_to_dict(generate_asi(nodes=25, seed=s)) for s in range(10)]
+    scenarios = []
     with tempfile.TemporaryDirectory() as tmp:
-        server = Server(Path(tmp) / "load.db", TOKEN, "--max-queue", "64").start()
+        postgres = ThrowawayPostgres().start()
         try:
-            with server.client() as client:  # warm up: the fork server and the first job
-                client.post("/v1/defrag", params={"wait": 60}, json={"snapshot": snapshots[0]})
-            sampler = MemorySampler(server)
-            sampler.start()
-            time.sleep(1.5)
-            start = time.perf_counter()
-            results = asyncio.run(load(server.url, snapshots, args.requests, args.clients))
-            wall = time.perf_counter() - start
-            time.sleep(1.5)
-            sampler.stopping.set()
-            sampler.join()
-            with server.client() as client:
-                metrics = client.get("/metrics").text
+            url = postgres.create_database()
+            replicas = [Server(Path(tmp) / f"replica{k}.db", TOKEN, "--max-queue", "64", "--lease-s", str(args.lease_s),
+                               env={"DATABASE_URL": url}).start() for k in range(2)]
+            try:
+                scenario = run_scenario("postgresql", replicas, snapshots, args, kill=True)
+                audit(scenario, url, args.lease_s)
+                scenarios.append(scenario)
+            finally:
+                for server in replicas:
+                    server.stop()
+        finally:
+            postgres.stop()
+        db = Path(tmp) / "load.db"
+        server = Server(db, TOKEN, "--max-queue", "64").start()
+        try:
+            scenario = run_scenario("sqlite", [server], snapshots, args, kill=False)
+            audit(scenario, f"sqlite:///{db}", args.lease_s)
+            scenarios.append(scenario)
         finally:
             server.stop()
         burst_server = Server(Path(tmp) / "burst.db", TOKEN, "--max-queue", "16").start()
@@ -135,79 +296,121 @@ def main() -> None:
             burst_results = asyncio.run(burst(burst_server.url, snapshots[0], 200))
         finally:
             burst_server.stop()
-    write_results(args, results, wall, sampler.samples, burst_results, metrics)
+    write_results(args, scenarios, burst_results)
 
 
-def write_results(args, results, wall, samples, burst_results, metrics) -> None:  # type: ignore[no-untyped-def]
+def _metrics_check(text: str) -> str:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    finished = families.get("planner_jobs_finished")
+    succeeded = sum(s.value for s in finished.samples if s.name.endswith("_total") and s.labels.get("status") == "succeeded") if finished else 0
+    return f"parses: {len(families)} families, planner_jobs_finished_total{{status=succeeded}} {succeeded:,.0f}"
+
+
+def scenario_rows(scenario: Scenario) -> list[str]:
+    outcomes = scenario.outcomes
     codes: dict[int, int] = {}
-    for code, _, _ in results:
-        codes[code] = codes.get(code, 0) + 1
-    latencies = [latency for code, latency, _ in results if code in (200, 202)]
-    errors = sum(1 for code, _, _ in results if code == 0 or code >= 500)
-    own_start, own_end = samples[0][1], samples[-1][1]
-    tree_start, tree_end = samples[0][2], samples[-1][2]
+    for o in outcomes:
+        codes[o.status] = codes.get(o.status, 0) + 1
+    latencies = [o.latency_s for o in outcomes if o.status in (200, 202)]
+    errors = sum(1 for o in outcomes if o.status == 0 or o.status >= 500)
+    failed_over = sum(1 for o in outcomes if o.failovers > 0)
+    rows = [
+        f"| requests | {len(outcomes):,} |",
+        f"| responses by status | {', '.join(f'{code}: {n}' for code, n in sorted(codes.items()))} |",
+        f"| 5xx, or transport errors after failing over | {errors} |",
+        f"| requests that failed over to the other replica | {failed_over} |",
+        f"| p50 / p90 / p99 / max latency | {percentile(latencies, 0.5) * 1000:.0f} / {percentile(latencies, 0.9) * 1000:.0f} / "
+        f"{percentile(latencies, 0.99) * 1000:.0f} / {max(latencies) * 1000:.0f} ms |",
+        f"| mean latency | {statistics.mean(latencies) * 1000:.0f} ms |",
+        f"| throughput | {len(outcomes) / scenario.wall_s:.1f} requests/s ({scenario.wall_s:.1f} s in all) |",
+    ]
+    for k, samples in enumerate(scenario.samples):
+        if not samples:
+            continue
+        label = f"replica {k}" + (" (killed halfway)" if k == scenario.killed else "") if len(scenario.servers) > 1 else "server"
+        rows.append(f"| {label}: process RSS start -> end (max) | {samples[0][1]:.0f} -> {samples[-1][1]:.0f} MiB ({max(s[1] for s in samples):.0f}) |")
+        rows.append(f"| {label}: with fork server and workers | {samples[0][2]:.0f} -> {samples[-1][2]:.0f} MiB ({max(s[2] for s in samples):.0f}) |")
+        answered = sum(1 for o in outcomes if o.answered_by == k)
+        rows.append(f"| {label}: requests answered | {answered:,} |")
+    rows += [f"| {what} | {value} |" for what, value in scenario.checks.items()]
+    rows += [f"| `/metrics` of {'replica ' + str(k) if len(scenario.servers) > 1 else 'the server'} | {_metrics_check(text)} |"
+             for k, text in sorted(scenario.metrics.items())]
+    return rows
+
+
+def write_results(args, scenarios, burst_results) -> None:  # type: ignore[no-untyped-def]
     burst_codes: dict[int, int] = {}
     for code, _, _ in burst_results:
         burst_codes[code] = burst_codes.get(code, 0) + 1
     retry_after_ok = all(retry.isdigit() for code, retry, _ in burst_results if code == 429)
-    jobs_line = next((line for line in metrics.splitlines() if 'status="succeeded"' in line), "")
     lines = [
         "# Planning service under load",
         "",
-        f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/service_load.py`.",
+        f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/service_load.py` (about 5 minutes).",
         "",
-        f"`planner serve` (uvicorn, SQLite, concurrency = cores, one worker process per job), {args.requests:,} "
-        f"`POST /v1/defrag?wait=60` requests for 25-node ASI-like snapshots (10 different seeds, default IPC "
-        f"options) from {args.clients} concurrent clients. Latency is request to response (the plan is in "
-        "the 200 response).",
+        f"{args.requests:,} `POST /v1/defrag?wait=60` requests for 25-node ASI-like snapshots (10 different seeds, "
+        f"default IPC options) from {args.clients} concurrent clients, each request with its own Idempotency-Key. "
+        "Latency is request to response (the plan is in the 200 response; a 202 means the job was still running "
+        "after 60 s). Every job is then awaited in the database.",
         "",
-        "| measure | value |",
-        "|---|---:|",
-        f"| requests | {len(results):,} |",
-        f"| responses by status | {', '.join(f'{code}: {n}' for code, n in sorted(codes.items()))} |",
-        f"| 5xx or transport errors | {errors} |",
-        f"| p50 latency | {percentile(latencies, 0.5) * 1000:.0f} ms |",
-        f"| p90 latency | {percentile(latencies, 0.9) * 1000:.0f} ms |",
-        f"| p99 latency | {percentile(latencies, 0.99) * 1000:.0f} ms |",
-        f"| max latency | {max(latencies) * 1000:.0f} ms |",
-        f"| mean latency | {statistics.mean(latencies) * 1000:.0f} ms |",
-        f"| throughput | {len(results) / wall:.1f} requests/s ({wall:.1f} s in all) |",
-        f"| server process RSS, start -> end | {own_start:.0f} -> {own_end:.0f} MiB (max {max(s[1] for s in samples):.0f}) |",
-        f"| server + fork server + workers RSS, start -> end | {tree_start:.0f} -> {tree_end:.0f} MiB (max {max(s[2] for s in samples):.0f}) |",
-        f"| metrics after the run | `{jobs_line}` |",
-        "",
+    ]
+    for scenario in scenarios:
+        if scenario.name == "postgresql":
+            lines += [
+                "## Two replicas on PostgreSQL, one killed with -9 halfway",
+                "",
+                f"Two `planner serve` replicas (each concurrency = cores, `--lease-s {args.lease_s:g}`) on one PostgreSQL 15 "
+                "database (a throwaway server, fsync off); client c starts on replica c mod 2. When half the requests "
+                "have been answered, replica 0 is killed with SIGKILL together with its workers; a request that meets "
+                "a refused or dropped connection goes to the other replica with the same Idempotency-Key. Jobs replica 0 "
+                "was running are re-queued by replica 1 once their leases expire.",
+                "",
+            ]
+        else:
+            lines += ["## One replica on SQLite", "", "`planner serve` on a SQLite file (concurrency = cores), the same load, no kill.", ""]
+        lines += ["| measure | value |", "|---|---:|", *scenario_rows(scenario), ""]
+    lines += [
         "## Burst beyond the queue",
         "",
-        "200 requests at once (no wait) against a server whose queue holds 16 jobs:",
+        "200 requests at once (no wait) against a SQLite server whose queue holds 16 jobs:",
         "",
         f"* responses by status: {', '.join(f'{code}: {n}' for code, n in sorted(burst_codes.items()))}",
         f"* every 429 carries a numeric Retry-After: {'yes' if retry_after_ok else 'NO'}",
         f"* errors or timeouts: {sum(1 for code, _, _ in burst_results if code == 0 or code >= 500)}",
+        "",
+        "The docs page rendered offline in headless Chromium: `benchmarks/results/docs.png` "
+        "(`.venv/bin/python benchmarks/docs_screenshot.py`).",
     ]
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "service_load.md").write_text("\n".join(lines) + "\n")
-    plot(samples, results)
+    plot(scenarios)
     print("\n".join(lines))
 
 
-def plot(samples, results) -> None:  # type: ignore[no-untyped-def]
+def plot(scenarios) -> None:  # type: ignore[no-untyped-def]
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
-    axes[0].plot([s[0] for s in samples], [s[1] for s in samples], label="server process")
-    axes[0].plot([s[0] for s in samples], [s[2] for s in samples], label="with fork server and workers")
+    for scenario in scenarios:
+        for k, samples in enumerate(scenario.samples):
+            label = f"{scenario.name} replica {k}" if len(scenario.servers) > 1 else scenario.name
+            axes[0].plot([s[0] for s in samples], [s[2] for s in samples], label=label)
+        axes[1].hist([o.latency_s for o in scenario.outcomes if o.status in (200, 202)], bins=60, alpha=0.6, label=scenario.name)
     axes[0].set_xlabel("seconds")
-    axes[0].set_ylabel("RSS (MiB)")
+    axes[0].set_ylabel("RSS with fork server and workers (MiB)")
     axes[0].set_ylim(bottom=0)
     axes[0].set_title("Server memory during the load")
     axes[0].legend()
-    axes[1].hist([latency * 1000 for code, latency, _ in results if code in (200, 202)], bins=50)
-    axes[1].set_xlabel("latency (ms)")
+    axes[1].set_xlabel("latency (s)")
     axes[1].set_ylabel("requests")
+    axes[1].set_yscale("log")
     axes[1].set_title("Latency of ?wait requests")
+    axes[1].legend()
     fig.tight_layout()
     fig.savefig(RESULTS / "service_load.png", dpi=110)
 

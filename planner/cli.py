@@ -897,7 +897,7 @@ def serve(
         fail([str(err)])
 
 
-from planner import cli_allocate, cli_client, cli_export, cli_import, cli_preempt, cli_solve  # noqa: E402,F401 - register their commands on ``app``
+from planner import cli_allocate, cli_client, cli_db, cli_export, cli_import, cli_preempt, cli_solve  # noqa: E402,F401 - register their commands on ``app``
 from planner import cli_simulate, cli_simulate_placement, cli_simulate_queue  # noqa: E402,F401 - register ``planner simulate``
 
 

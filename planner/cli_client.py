@@ -45,7 +45,7 @@ app.add_typer(jobs_app, name="jobs")
 app.add_typer(plans_app, name="plans")
 
 SERVER = typer.Option(None, "--server", help="Service URL, e.g. http://planner:8000 (default: PLANNER_SERVER).")
-TOKEN = typer.Option(None, "--token", help="Bearer token (default: PLANNER_API_TOKEN).")
+TOKEN = typer.Option(None, "--token", help="Bearer token (default: PLANNER_API_TOKEN, or the file PLANNER_API_TOKEN_FILE names).")
 
 
 def retry_after_s(value: str | None) -> float | None:
@@ -77,7 +77,13 @@ class Client:
             parsed = None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
             fail([f"--server: {server!r} is not an http(s) URL of the service, e.g. http://planner:8000"])
-        token = token or os.environ.get("PLANNER_API_TOKEN")
+        if not token:
+            from planner.secrets import secret
+
+            try:
+                token = secret("PLANNER_API_TOKEN")
+            except ValueError as err:
+                fail([str(err)])
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.base = server.rstrip("/")
         self.http = httpx.Client(base_url=self.base, headers=headers, timeout=httpx.Timeout(30.0, read=None))

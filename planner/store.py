@@ -186,6 +186,12 @@ def check_url(url: str) -> str:
     return dialect
 
 
+def error_reason(err: BaseException) -> str:
+    """The first line of a database error's own message (the driver's, without SQLAlchemy's wrapping)."""
+    lines = str(getattr(err, "orig", None) or err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__
+
+
 def engine_url(url: str) -> str:
     """``url`` with the driver the planner ships: a bare ``postgresql://`` (the form libpq, psql and
     most operators' secrets use) is served by psycopg 3."""
@@ -247,6 +253,11 @@ class Store:
             with self.engine.begin() as connection:
                 migrate(connection)
         self.session = sessionmaker(self.engine, expire_on_commit=False)
+
+    def _announce_end(self, s: Session, job_id: str) -> None:
+        """PostgreSQL: tell every replica the job ended (``planner/api/job_events.py``), on commit."""
+        if self.dialect == "postgresql":
+            s.execute(text("SELECT pg_notify('planner_jobs', :id)"), {"id": job_id})
 
     def _now(self) -> Any:
         """The database's clock in Unix seconds, as an SQL expression: leases are compared on one clock."""
@@ -437,6 +448,7 @@ class Store:
                 s.rollback()
                 return None
             s.add(plan)
+            self._announce_end(s, job_id)
             s.commit()
             return _plan(plan)
 
@@ -449,6 +461,8 @@ class Store:
                 .where(JobRow.id == job_id, JobRow.status.in_(("queued", "running")), *held)
                 .values(status="failed", finished_at=time.time(), error=error)
             )
+            if done.rowcount == 1:
+                self._announce_end(s, job_id)
             s.commit()
             return done.rowcount == 1
 
@@ -460,6 +474,7 @@ class Store:
                 .where(JobRow.id == job_id, JobRow.status.in_(("queued", "running")))
                 .values(status="cancelled", finished_at=time.time(), error="cancelled by request")
             )
+            self._announce_end(s, job_id)
             s.commit()
             return s.scalar(select(JobRow.status).where(JobRow.id == job_id))
 

@@ -280,3 +280,56 @@ def test_keep_days_purges_finished_jobs_with_their_plans_but_never_unfinished_on
 def test_keep_days_must_be_positive(tmp_path: Path) -> None:
     done = planner("serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db"), "--keep-days", "0")
     assert done.returncode == 2 and "--keep-days" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_tokens_from_files_as_kubernetes_and_cron_mount_them(tmp_path: Path) -> None:
+    admin, reader = tmp_path / "admin-token", tmp_path / "read-token"
+    admin.write_text(TOKEN + "\n")  # the newline an editor adds is not part of the token
+    reader.write_text("reader-token-0123456789\n")
+    srv = Server(tmp_path / "files.db", None, "--workers", "1",
+                 env={"PLANNER_API_TOKEN_FILE": str(admin), "PLANNER_API_READ_TOKEN_FILE": str(reader)}).start()
+    try:
+        with srv.client(None) as anonymous, srv.client(TOKEN) as client, srv.client("reader-token-0123456789") as read_only:
+            assert anonymous.get("/v1/jobs").status_code == 401
+            assert client.get("/v1/jobs").status_code == 200 and read_only.get("/v1/jobs").status_code == 200
+            assert read_only.post("/v1/defrag", json={"snapshot": json.loads(FIG15.read_text())}).status_code == 403
+        env = {k: v for k, v in ENV.items() if k != "PLANNER_API_TOKEN"} | {"PLANNER_API_TOKEN_FILE": str(admin)}
+        done = planner("jobs", "--server", srv.url, "--json", env=env)
+        assert done.returncode == 0, done.stderr
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"PLANNER_API_TOKEN_FILE": "/nonexistent/token"}, "PLANNER_API_TOKEN_FILE: cannot read /nonexistent/token"),
+        ({"PLANNER_API_TOKEN_FILE": "EMPTY"}, "is empty"),
+        ({"PLANNER_API_TOKEN_FILE": "/etc/hostname", "PLANNER_API_TOKEN": "x" * 20}, "PLANNER_API_TOKEN is set too"),
+        ({"PLANNER_API_READ_TOKEN_FILE": "/nonexistent/read", "PLANNER_API_TOKEN": TOKEN}, "PLANNER_API_READ_TOKEN_FILE: cannot read"),
+        ({"DATABASE_URL": "postgres//oops"}, "DATABASE_URL: not a database URL"),
+        ({"DATABASE_URL": "mysql://u@h/db"}, "DATABASE_URL: unsupported database 'mysql'"),
+        ({"DATABASE_URL": f"postgresql://planner@127.0.0.1:{free_port()}/planner"}, "DATABASE_URL: cannot write the job store"),
+    ],
+)
+def test_bad_settings_at_start_are_exit_2_with_the_fix_never_a_traceback(tmp_path: Path, env: dict[str, str], expected: str) -> None:
+    if env.get("PLANNER_API_TOKEN_FILE") == "EMPTY":
+        (tmp_path / "empty").write_text("\n")
+        env = {**env, "PLANNER_API_TOKEN_FILE": str(tmp_path / "empty")}
+    base = {k: v for k, v in os.environ.items() if k not in ("PLANNER_API_TOKEN", "PLANNER_API_READ_TOKEN", "DATABASE_URL")}
+    done = subprocess.run([PLANNER, "serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db")], capture_output=True, text=True,
+                          env=base | env, timeout=60)
+    assert done.returncode == 2 and expected in done.stderr and "Traceback" not in done.stderr + done.stdout, done.stderr
+    if "cannot write the job store" in expected:
+        assert "check that PostgreSQL runs at that host and port" in done.stderr
+
+
+def test_an_unknown_flag_is_exit_2_naming_it(tmp_path: Path) -> None:
+    done = planner("serve", "--db", str(tmp_path / "p.db"), "--replicas", "2")
+    assert done.returncode == 2 and "--replicas" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_client_refuses_an_unreadable_token_file_before_asking_the_server() -> None:
+    env = {k: v for k, v in ENV.items() if k != "PLANNER_API_TOKEN"} | {"PLANNER_API_TOKEN_FILE": "/nonexistent/token"}
+    done = planner("jobs", "--server", "http://127.0.0.1:9", env=env)
+    assert done.returncode == 2 and "PLANNER_API_TOKEN_FILE: cannot read /nonexistent/token" in done.stderr

@@ -193,3 +193,24 @@ def test_a_bare_postgresql_url_is_served_by_psycopg(postgres) -> None:  # type: 
     store = Store(url)
     assert store.engine.dialect.driver == "psycopg" and store.ping()
     store.close()
+
+
+def test_planner_db_current_and_upgrade_for_operators_who_migrate_explicitly(database_url: str) -> None:
+    import os
+    import subprocess
+
+    from planner.api.harness import PLANNER
+
+    engine = sa.create_engine(database_url)
+    with engine.begin() as conn:
+        command.upgrade(_config(conn), "0001")
+    engine.dispose()
+    env = {**os.environ, "DATABASE_URL": database_url}
+    behind = subprocess.run([PLANNER, "db", "current"], capture_output=True, text=True, env=env, timeout=60)
+    assert behind.returncode == 1 and behind.stdout.strip() == "revision 0001; newest 0002"
+    upgraded = subprocess.run([PLANNER, "db", "upgrade"], capture_output=True, text=True, env=env, timeout=60)
+    assert upgraded.returncode == 0 and upgraded.stdout.strip() == "revision 0001 -> 0002"
+    current = subprocess.run([PLANNER, "db", "current"], capture_output=True, text=True, env=env, timeout=60)
+    assert current.returncode == 0 and current.stdout.strip() == "revision 0002; newest 0002"
+    bad = subprocess.run([PLANNER, "db", "current"], capture_output=True, text=True, env={**env, "DATABASE_URL": "mysql://x@y/z"}, timeout=60)
+    assert bad.returncode == 2 and "DATABASE_URL: unsupported database 'mysql'" in bad.stderr and "Traceback" not in bad.stderr

@@ -112,11 +112,19 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
         waiters.loop = asyncio.get_running_loop()
+        listener = None
+        if store.dialect == "postgresql":  # jobs other replicas end wake this replica's waiting requests
+            from planner.api.job_events import JobEndListener
+
+            listener = JobEndListener(settings.db_url, waiters.finished)
+            listener.start()
         recovered = store.reclaim_expired()
         log.info("store %s: %s; this replica is %s (leases of %g s)", store.engine.url.render_as_string(hide_password=True), recovered,
                  dispatcher.owner, settings.lease_s)
         dispatcher.start()
         yield
+        if listener is not None:
+            listener.stop()
         dispatcher.stop()
         bodies.close()
         store.close()

@@ -32,7 +32,7 @@ def job_memory_bytes(concurrency: int, gib: float | None) -> int:
 
 def check_store(url: str, option: str) -> None:
     """Refuse to start on a store that cannot be opened or written (exit 2 with the reason)."""
-    from planner.store import Store, StoreURLError, check_url
+    from planner.store import Store, StoreURLError, check_url, error_reason
 
     try:
         dialect = check_url(url)
@@ -45,7 +45,7 @@ def check_store(url: str, option: str) -> None:
         finally:
             store.close()
     except Exception as err:  # noqa: BLE001 - any failure here is a setting to fix, said plainly
-        reason = (str(getattr(err, "orig", None) or err).strip().splitlines() or [type(err).__name__])[0]
+        reason = error_reason(err)
         fix = ("check that PostgreSQL runs at that host and port and that the user, password and database exist"
                if dialect == "postgresql" else "check the path, its permissions and free space")
         raise ValueError(f"{option}: cannot write the job store ({reason}); {fix}") from None
@@ -83,8 +83,10 @@ def serve(
 
     from planner.executors import default_workers
 
-    token = os.environ.get("PLANNER_API_TOKEN") or None
-    read_token = os.environ.get("PLANNER_API_READ_TOKEN") or None
+    from planner.secrets import secret
+
+    token = secret("PLANNER_API_TOKEN")
+    read_token = secret("PLANNER_API_READ_TOKEN")
     if read_token is not None and token is None:
         raise ValueError("PLANNER_API_READ_TOKEN: a read-only token needs an admin token too; set PLANNER_API_TOKEN "
                          "(without it the service has no authentication at all)")

@@ -40,6 +40,15 @@ class Running:
     process: Any
     conn: Connection
     deadline: float
+    died_at: float | None = None
+    """When the worker was first seen dead without an answer (its failure is recorded a grace later)."""
+
+
+DEATH_GRACE_S = 1.0
+"""A worker killed by a signal is recorded as failed this long after its death, not at once: when the
+whole replica is being killed (``kill -9`` of its process group, a pod deleted), the signal can reach
+the worker first, and the replica must not record a failure in its last moments; the job's lease then
+expires and another replica runs it."""
 
 
 def job_time_limit_s(options: dict[str, Any], max_job_s: float) -> float:
@@ -84,9 +93,11 @@ class Dispatcher(threading.Thread):
         """The app's ``ServiceMetrics`` (set by ``create_app``): told of every job that succeeds or fails."""
         self.context = multiprocessing.get_context("forkserver")
         # the planner and both solvers imported once, in the fork server: a job process starts warm
-        # (planner.cli too: a job process re-imports the main script, the `planner` console script)
+        # (planner.cli too: a job process re-imports the main script, the `planner` console script;
+        # the store's database driver too: importing psycopg cost each PostgreSQL job 0.19 s)
+        driver = ["psycopg", "sqlalchemy.dialects.postgresql.psycopg"] if store.dialect == "postgresql" else []
         self.context.set_forkserver_preload(
-            ["planner.api.worker", "planner.engine", "planner.cli", "highspy", "ortools.sat.python.cp_model"]
+            ["planner.api.worker", "planner.engine", "planner.cli", "highspy", "ortools.sat.python.cp_model", *driver]
         )
         self.lock = threading.Lock()
         self.alive = True
@@ -238,6 +249,12 @@ class Dispatcher(threading.Thread):
             elif not running.process.is_alive():
                 running.process.join(timeout=1)
                 code = running.process.exitcode
+                if code is not None and code < 0:
+                    now = time.monotonic()
+                    if running.died_at is None:
+                        running.died_at = now
+                    if now - running.died_at < DEATH_GRACE_S:
+                        continue
                 if code == FORK_SERVER_GONE:  # the fork server died: its pipe closed, the worker may live on
                     _kill_pid(running.process.pid)
                 why = f"worker process died without an answer (exit code {code})"

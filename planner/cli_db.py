@@ -1,0 +1,77 @@
+"""``planner db``: the job store's schema, for operators who migrate explicitly (an init container,
+a maintenance window) rather than letting the first replica do it when it starts."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from planner.cli import app, fail, guarded
+
+db_app = typer.Typer(no_args_is_help=True, help="The job store's schema (Alembic migrations in planner/migrations).")
+app.add_typer(db_app, name="db")
+
+DB = typer.Option("planner.db", "--db", help="SQLite file of the store (DATABASE_URL overrides, e.g. PostgreSQL).")
+
+
+def _url(db: str) -> tuple[str, str]:
+    """(URL, the setting it came from), checked."""
+    from planner.store import StoreURLError, check_url, sqlite_url
+
+    option = "DATABASE_URL" if os.environ.get("DATABASE_URL") else "--db"
+    url = os.environ.get("DATABASE_URL") or sqlite_url(db)
+    try:
+        check_url(url)
+    except StoreURLError as err:
+        fail([f"{option}: {err}"])
+    return url, option
+
+
+def _revisions(url: str, option: str) -> tuple[str | None, str]:
+    """(the database's revision or None, the newest revision)."""
+    from alembic.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+    from alembic.config import Config
+    from sqlalchemy import create_engine
+
+    from planner.store import engine_url, error_reason
+
+    config = Config()
+    config.set_main_option("script_location", "planner:migrations")
+    head = ScriptDirectory.from_config(config).get_current_head()
+    engine = create_engine(engine_url(url))
+    try:
+        with engine.connect() as conn:
+            current = MigrationContext.configure(conn).get_current_revision()
+    except Exception as err:  # noqa: BLE001 - a setting to fix, said plainly
+        fail([f"{option}: cannot read the job store ({error_reason(err)})"])
+    finally:
+        engine.dispose()
+    return current, head
+
+
+@db_app.command("current")
+@guarded
+def current(db: str = DB) -> None:
+    """Print the store's schema revision and the newest this planner knows (exit 1 when behind)."""
+    url, option = _url(db)
+    revision, head = _revisions(url, option)
+    typer.echo(f"revision {revision or 'none'}; newest {head}")
+    if revision != head:
+        raise typer.Exit(1)
+
+
+@db_app.command("upgrade")
+@guarded
+def upgrade(db: str = DB) -> None:
+    """Upgrade the store's schema to the newest revision (a database made before migrations included)."""
+    from planner.store import Store, error_reason
+
+    url, option = _url(db)
+    before, head = _revisions(url, option)
+    try:
+        Store(url).close()
+    except Exception as err:  # noqa: BLE001 - a setting to fix, said plainly
+        fail([f"{option}: cannot upgrade the job store ({error_reason(err)})"])
+    typer.echo(f"revision {before or 'none'} -> {head}")
