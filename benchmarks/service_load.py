@@ -396,11 +396,13 @@ def plot(scenarios) -> None:  # type: ignore[no-untyped-def]
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    longest = max(o.latency_s for scenario in scenarios for o in scenario.outcomes)
+    bins = [longest * i / 70 for i in range(71)]  # one set of bins: the scenarios' bars compare
     for scenario in scenarios:
         for k, samples in enumerate(scenario.samples):
             label = f"{scenario.name} replica {k}" if len(scenario.servers) > 1 else scenario.name
             axes[0].plot([s[0] for s in samples], [s[2] for s in samples], label=label)
-        axes[1].hist([o.latency_s for o in scenario.outcomes if o.status in (200, 202)], bins=60, alpha=0.6, label=scenario.name)
+        axes[1].hist([o.latency_s for o in scenario.outcomes if o.status in (200, 202)], bins=bins, alpha=0.6, label=scenario.name)
     axes[0].set_xlabel("seconds")
     axes[0].set_ylabel("RSS with fork server and workers (MiB)")
     axes[0].set_ylim(bottom=0)
