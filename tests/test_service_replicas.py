@@ -123,6 +123,9 @@ def test_a_cancel_sent_to_one_replica_stops_the_worker_on_the_other(replicas: tu
         while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(_alive(pid) for pid in workers), "the running replica kept solving a cancelled job"
+    deadline = time.monotonic() + 10  # logged once the stopped worker has been joined
+    while "no longer ours" not in runner.log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert "no longer ours" in runner.log.read_text()
     assert _rows(url, f"SELECT count(*) FROM plans WHERE job_id = '{job_id}'") == [(0,)]
 

@@ -10,9 +10,10 @@ planner, so a job costs a process start of milliseconds, and memory a job alloca
 the system when its process ends. A child exits by itself if the server process disappears.
 
 Replicas sharing one database: the dispatcher claims jobs under a lease in its own name (``owner``:
-host, pid and a random part), renews the leases of its running jobs every third of ``lease_s``,
-stops a worker whose job it no longer holds (cancelled through another replica, or taken over after
-this replica stalled past its lease), and re-queues other replicas' jobs whose leases expired.
+host, pid and a random part). A lease-keeper thread renews the leases of its jobs (running, or
+being started) every third of ``lease_s`` whatever the dispatcher is waiting for, and re-queues
+other replicas' jobs whose leases expired; the dispatcher stops a worker whose job it no longer
+holds (cancelled through another replica, or taken over after this replica stalled past its lease).
 """
 
 from __future__ import annotations
@@ -74,7 +75,11 @@ class Dispatcher(threading.Thread):
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
         """This replica's name on the leases of the jobs it runs."""
         self.lease_s = lease_s
-        self.next_lease_check = 0.0
+        self.claimed: set[str] = set()
+        """Jobs claimed whose worker is being started (their leases are renewed too)."""
+        self.lost: set[str] = set()
+        """Jobs the lease keeper found no longer ours; the dispatcher stops their workers."""
+        self.keeper = threading.Thread(target=self._keep_leases, name="planner-lease-keeper", daemon=True)
         self.store = store
         self.concurrency = concurrency
         self.max_job_s = max_job_s
@@ -146,6 +151,7 @@ class Dispatcher(threading.Thread):
     # -- the loop ----------------------------------------------------------------------------------
 
     def run(self) -> None:
+        self.keeper.start()
         try:  # start the fork server (and its imports) now, not on the first job
             from multiprocessing import forkserver
 
@@ -155,7 +161,7 @@ class Dispatcher(threading.Thread):
         while not self.stopping.is_set():
             try:
                 self._stop_cancelled()
-                self._check_leases()
+                self._stop_lost()
                 self._reap()
                 self._record_unrecorded()
                 if not self.unrecorded:  # a store that cannot record outcomes gets no new jobs
@@ -168,29 +174,39 @@ class Dispatcher(threading.Thread):
             self.wake.clear()
         self.alive = False
 
-    def _check_leases(self) -> None:
-        """Every third of the lease: renew ours, stop the workers of jobs we no longer hold, and
-        re-queue jobs whose leases expired (a replica that died)."""
-        if time.monotonic() < self.next_lease_check:
-            return
-        self.next_lease_check = time.monotonic() + self.lease_s / 3
-        with self.lock:
-            mine = list(self.running)
-        held = self.store.renew(self.owner, mine, self.lease_s)
-        for job_id in mine:
-            if job_id not in held:
+    def _keep_leases(self) -> None:
+        """Its own thread, so that nothing the dispatcher waits for (a fork server still importing
+        the solvers, a slow store write) lets a lease lapse: every third of the lease, renew ours
+        (running jobs and jobs being started), mark the ones we no longer hold as lost, and re-queue
+        other replicas' jobs whose leases expired."""
+        while not self.stopping.wait(self.lease_s / 3):
+            try:
                 with self.lock:
-                    running = self.running.pop(job_id, None)
-                if running is not None:
-                    _stop(running.process)
-                    running.conn.close()
-                    log.warning("job %s is no longer ours (cancelled or taken over by another replica); its worker was stopped", job_id)
-                    self.on_finish(job_id)
-        reclaimed = self.store.reclaim_expired()
-        if reclaimed["requeued"] or reclaimed["failed"]:
-            log.warning("jobs whose replica stopped renewing their lease: %d re-queued, %d failed (interrupted %d times)",
-                        reclaimed["requeued"], reclaimed["failed"], MAX_ATTEMPTS)
-            self.wake.set()
+                    mine = sorted(self.claimed | set(self.running))
+                held = self.store.renew(self.owner, mine, self.lease_s)
+                if set(mine) - held:
+                    with self.lock:
+                        self.lost |= set(mine) - held
+                    self.wake.set()
+                reclaimed = self.store.reclaim_expired()
+                if reclaimed["requeued"] or reclaimed["failed"]:
+                    log.warning("jobs whose replica stopped renewing their lease: %d re-queued, %d failed (interrupted %d times)",
+                                reclaimed["requeued"], reclaimed["failed"], MAX_ATTEMPTS)
+                    self.wake.set()
+            except Exception:  # noqa: BLE001 - the store is unreachable: try again; a lease we keep is not lost
+                log.exception("could not renew leases; retrying")
+
+    def _stop_lost(self) -> None:
+        """Stop the workers of jobs that are no longer ours (cancelled through another replica, or
+        taken over after this replica stalled past its lease)."""
+        with self.lock:
+            stopped = [self.running.pop(job_id) for job_id in self.lost if job_id in self.running]
+            self.lost &= self.claimed  # a job still being started is stopped once it runs
+        for running in stopped:
+            _stop(running.process)
+            running.conn.close()
+            log.warning("job %s is no longer ours (cancelled or taken over by another replica); its worker was stopped", running.job.id)
+            self.on_finish(running.job.id)
 
     def _purge(self) -> None:
         """Retention: every quarter of the keeping time (at most hourly), delete what finished before it."""
@@ -208,6 +224,8 @@ class Dispatcher(threading.Thread):
             job = self.store.claim_next(self.owner, self.lease_s)
             if job is None:
                 return
+            with self.lock:
+                self.claimed.add(job.id)
             parent, child = self.context.Pipe(duplex=False)
             process = self.context.Process(
                 target=run_job,
@@ -220,6 +238,8 @@ class Dispatcher(threading.Thread):
             except Exception as err:  # noqa: BLE001 - e.g. the fork server died: the job fails, it never hangs in running
                 parent.close()
                 child.close()
+                with self.lock:
+                    self.claimed.discard(job.id)
                 if self.store.fail(job.id, f"could not start a worker process: {type(err).__name__}: {err}", self.owner):
                     log.error("job %s: could not start a worker process", job.id, exc_info=True)
                 self.on_finish(job.id)
@@ -227,6 +247,7 @@ class Dispatcher(threading.Thread):
             child.close()
             with self.lock:
                 self.running[job.id] = Running(job, process, parent, time.monotonic() + job_time_limit_s(job.options, self.max_job_s))
+                self.claimed.discard(job.id)
             log.info("job %s started (%s, attempt %d)", job.id, job.kind, job.attempts)
 
     def _reap(self) -> None:
