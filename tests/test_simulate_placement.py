@@ -22,6 +22,7 @@ from planner.simulate.placement import Replay, at_loads, inflate, replay
 from planner.simulate.power import PowerModel
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "openb-2023"
+needs_trace = pytest.mark.skipif(not (DATA / "openb_pod_list_default.csv").exists(), reason=f"the openb trace is not at {DATA}")
 
 
 def small_nodes() -> GpuNodes:
@@ -221,6 +222,7 @@ def test_pwr_device_and_the_combination_follow_the_reference_plugin():
     assert checked > 50
 
 
+@needs_trace
 def test_power_model_is_table_ii_by_hand():
     nodes = read_gpu_nodes(DATA / "openb_node_list_gpu_node.csv")
     idle = {"V100M16": 30, "V100M32": 30, "P100": 25, "T4": 10, "A10": 30, "G2": 30, "G3": 50}
@@ -297,6 +299,7 @@ def test_load_points_average_the_pods_that_round_to_them():
     assert points[1]["frag_ratio"] == pytest.approx((990 / 9900 + 0) / 2)  # fragmented over unallocated milli
 
 
+@needs_trace
 def test_fgd_beats_bestfit_beats_random_on_the_default_trace():
     nodes = read_gpu_nodes(DATA / "openb_node_list_gpu_node.csv")
     trace = read_trace(DATA / "openb_pod_list_default.csv")
@@ -334,6 +337,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "planner.cli", "simulate", "placement", *args], capture_output=True, text=True, timeout=300)
 
 
+@needs_trace
 def test_cli_rows_per_policy_seed_and_load_point_and_a_plot(tmp_path):
     out, plot = tmp_path / "runs.json", tmp_path / "runs.png"
     done = run_cli("--policy", "fgd", "--policy", "pwr-fgd:0.1", "--seeds", "2", "--load", "0.3", "--step", "10", "--workers", "2", "--out", str(out),
@@ -352,6 +356,7 @@ def test_cli_rows_per_policy_seed_and_load_point_and_a_plot(tmp_path):
     assert "placement replays" in done.stdout
 
 
+@needs_trace
 def test_cli_bad_input_exits_2_naming_the_option(tmp_path):
     cases = [
         (["--policy", "pwr-fgd:1.5"], "alpha"),
