@@ -265,6 +265,9 @@ def test_metrics_count_jobs_and_solve_times(server: Server) -> None:
     assert samples[("planner_last_plan_moves", (("kind", "defrag"),))] == 3
     assert samples[("planner_last_success_timestamp_seconds", (("kind", "defrag"),))] >= before
     assert samples[("process_resident_memory_bytes", ())] > 10 * 2**20  # the process collector
+    assert samples[("planner_snapshots", ())] >= 1
+    raw, stored = samples[("planner_snapshot_bytes", (("form", "raw"),))], samples[("planner_snapshot_bytes", (("form", "stored"),))]
+    assert raw >= len(json.dumps(FIG15_SNAPSHOT, separators=(",", ":"))) / 2 and 0 < stored < raw  # compressed
 
 
 def test_cancel_stops_a_running_solve(server: Server, long_snapshot: dict) -> None:
@@ -299,9 +302,10 @@ def test_full_queue_gets_429_with_retry_after(tmp_path: Path, long_snapshot: dic
         srv.stop()
 
 
-def test_job_in_flight_survives_a_server_kill(tmp_path: Path, long_snapshot: dict, database_url: str) -> None:
-    """The restarted server takes the job over once the killed one's lease (2 s) has expired."""
-    srv = Server(tmp_path / "restart.db", None, "--workers", "1", "--lease-s", "2", env={"DATABASE_URL": database_url}).start()
+def test_job_in_flight_survives_a_server_kill(tmp_path: Path, long_snapshot: dict) -> None:
+    """The restarted server takes the job over once the killed one's lease (2 s) has expired (on
+    PostgreSQL, another replica does: tests/test_service_replicas.py)."""
+    srv = Server(tmp_path / "restart.db", None, "--workers", "1", "--lease-s", "2").start()
     try:
         with srv.client() as client:
             job_id = client.post("/v1/defrag", json=long_job(long_snapshot, 8)).json()["job_id"]

@@ -32,8 +32,10 @@ def planner(*args: str, env: dict[str, str] | None = None, timeout: float = 120.
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, module_database_url: str) -> Server:
-    srv = Server(tmp_path_factory.mktemp("client") / "planner.db", TOKEN, "--workers", "1", env={"DATABASE_URL": module_database_url}).start()
+def server(tmp_path_factory: pytest.TempPathFactory) -> Server:
+    """The client's tests need one server; the store behind it is tested on both databases elsewhere
+    (tests/test_service.py, tests/test_store.py) and the retention test below runs on both."""
+    srv = Server(tmp_path_factory.mktemp("client") / "planner.db", TOKEN, "--workers", "1").start()
     yield srv
     srv.stop()
 

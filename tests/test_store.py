@@ -195,12 +195,13 @@ def test_a_bare_postgresql_url_is_served_by_psycopg(postgres) -> None:  # type: 
     store.close()
 
 
-def test_planner_db_current_and_upgrade_for_operators_who_migrate_explicitly(database_url: str) -> None:
+def test_planner_db_current_and_upgrade_for_operators_who_migrate_explicitly(postgres) -> None:  # type: ignore[no-untyped-def]
     import os
     import subprocess
 
     from planner.api.harness import PLANNER
 
+    database_url = postgres.create_database()
     engine = sa.create_engine(database_url)
     with engine.begin() as conn:
         command.upgrade(_config(conn), "0001")

@@ -2,8 +2,9 @@
 
 One registry per app (so several apps in one process never share series):
 
-* from the store at scrape time: ``planner_jobs{kind,status}`` (jobs in the store), ``planner_queue_depth``
-  and ``planner_running_jobs``;
+* from the store at scrape time: ``planner_jobs{kind,status}`` (jobs in the store), ``planner_queue_depth``,
+  ``planner_running_jobs``, and the snapshots kept (``planner_snapshots``, ``planner_snapshot_bytes{form}``:
+  as received and as stored, compressed and once per content);
 * counted as jobs end, since the server started: ``planner_jobs_finished_total{kind,status}``
   (succeeded, failed, cancelled) and ``planner_job_seconds{kind,method}`` (a histogram of the wall
   time of succeeded jobs in their worker, per planning method);
@@ -48,6 +49,13 @@ class _StoreCollector:
         yield jobs
         yield GaugeMetricFamily("planner_queue_depth", "Jobs waiting for a worker.", value=self.store.queue_depth())
         yield GaugeMetricFamily("planner_running_jobs", "Jobs running in worker processes now.", value=self.running())
+        usage = self.store.snapshot_usage()
+        yield GaugeMetricFamily("planner_snapshots", "Distinct input snapshots in the store.", value=usage["snapshots"])
+        size = GaugeMetricFamily("planner_snapshot_bytes", "Bytes of the stored snapshots: as received (raw) and as stored (compressed).",
+                                 labels=["form"])
+        size.add_metric(["raw"], usage["raw_bytes"])
+        size.add_metric(["stored"], usage["stored_bytes"])
+        yield size
 
 
 class ServiceMetrics:
