@@ -856,7 +856,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback unless PLANNER_API_TOKEN is set or --insecure)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
     workers: int = typer.Option(None, "--workers", min=1, max=256, help="Jobs solved at once, each in its own process (default: one per core)."),
-    db: str = typer.Option("planner.db", "--db", help="SQLite file for jobs and plans (DATABASE_URL overrides, e.g. PostgreSQL)."),
+    db: str = typer.Option("planner.db", "--db", help="SQLite file for jobs and plans (DATABASE_URL, or the file DATABASE_URL_FILE names, overrides: PostgreSQL)."),
     insecure: bool = typer.Option(False, "--insecure", help="Allow a non-loopback address without PLANNER_API_TOKEN."),
     max_queue: int = typer.Option(64, "--max-queue", min=1, max=1_000_000, help="Queued jobs beyond which requests get 429."),
     max_body_mib: int = typer.Option(64, "--max-body-mib", min=1, max=4096, help="Request body limit (413 above it)."),

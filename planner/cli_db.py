@@ -3,8 +3,6 @@ a maintenance window) rather than letting the first replica do it when it starts
 
 from __future__ import annotations
 
-import os
-
 import typer
 
 from planner.cli import app, fail, guarded
@@ -12,15 +10,18 @@ from planner.cli import app, fail, guarded
 db_app = typer.Typer(no_args_is_help=True, help="The job store's schema (Alembic migrations in planner/migrations).")
 app.add_typer(db_app, name="db")
 
-DB = typer.Option("planner.db", "--db", help="SQLite file of the store (DATABASE_URL overrides, e.g. PostgreSQL).")
+DB = typer.Option("planner.db", "--db", help="SQLite file of the store (DATABASE_URL, or the file DATABASE_URL_FILE names, overrides: PostgreSQL).")
 
 
 def _url(db: str) -> tuple[str, str]:
     """(URL, the setting it came from), checked."""
-    from planner.store import StoreURLError, check_url, sqlite_url
+    from planner.secrets import database_url
+    from planner.store import StoreURLError, check_url
 
-    option = "DATABASE_URL" if os.environ.get("DATABASE_URL") else "--db"
-    url = os.environ.get("DATABASE_URL") or sqlite_url(db)
+    try:
+        url, option = database_url(db)
+    except ValueError as err:
+        fail([str(err)])
     try:
         check_url(url)
     except StoreURLError as err:

@@ -27,3 +27,14 @@ def secret(name: str) -> str | None:
     if not text:
         raise ValueError(f"{name}_FILE: {path} is empty; put the token in the file, or unset {name}_FILE")
     return text
+
+
+def database_url(db_path: str) -> tuple[str, str]:
+    """(the store's URL, the setting it came from): ``DATABASE_URL`` or ``DATABASE_URL_FILE`` (the
+    URL holds the database password), else the SQLite file ``db_path`` (``--db``)."""
+    from planner.store import sqlite_url
+
+    url = secret("DATABASE_URL")
+    if url is None:
+        return sqlite_url(db_path), "--db"
+    return url, "DATABASE_URL_FILE" if os.environ.get("DATABASE_URL_FILE") else "DATABASE_URL"

@@ -312,6 +312,7 @@ def test_tokens_from_files_as_kubernetes_and_cron_mount_them(tmp_path: Path) -> 
         ({"DATABASE_URL": "postgres//oops"}, "DATABASE_URL: not a database URL"),
         ({"DATABASE_URL": "mysql://u@h/db"}, "DATABASE_URL: unsupported database 'mysql'"),
         ({"DATABASE_URL": f"postgresql://planner@127.0.0.1:{free_port()}/planner"}, "DATABASE_URL: cannot write the job store"),
+        ({"DATABASE_URL_FILE": "/nonexistent/url"}, "DATABASE_URL_FILE: cannot read /nonexistent/url"),
     ],
 )
 def test_bad_settings_at_start_are_exit_2_with_the_fix_never_a_traceback(tmp_path: Path, env: dict[str, str], expected: str) -> None:
@@ -324,6 +325,22 @@ def test_bad_settings_at_start_are_exit_2_with_the_fix_never_a_traceback(tmp_pat
     assert done.returncode == 2 and expected in done.stderr and "Traceback" not in done.stderr + done.stdout, done.stderr
     if "cannot write the job store" in expected:
         assert "check that PostgreSQL runs at that host and port" in done.stderr
+
+
+def test_the_database_url_from_a_file_as_a_mounted_secret(tmp_path: Path, postgres) -> None:  # type: ignore[no-untyped-def]
+    url_file = tmp_path / "database-url"
+    url_file.write_text(postgres.create_database() + "\n")
+    srv = Server(tmp_path / "unused.db", TOKEN, "--workers", "1", env={"DATABASE_URL_FILE": str(url_file)}).start()
+    try:
+        with srv.client() as client:
+            done = client.post("/v1/defrag", params={"wait": 30}, json={"snapshot": json.loads(FIG15.read_text())})
+            assert done.status_code == 200
+    finally:
+        srv.stop()
+    assert not (tmp_path / "unused.db").exists()  # the jobs went to PostgreSQL, not to --db
+    store = Store(url_file.read_text().strip())
+    assert store.snapshot_usage()["jobs"] == 1
+    store.close()
 
 
 def test_an_unknown_flag_is_exit_2_naming_it(tmp_path: Path) -> None:

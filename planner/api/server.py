@@ -12,7 +12,6 @@ import os
 
 from planner.api.logs import configure as configure_logs
 from planner.api.app import Settings, create_app
-from planner.store import sqlite_url
 
 LOOPBACK_NAMES = {"localhost"}
 SERVER_MEMORY_BYTES = 2 << 30
@@ -83,8 +82,9 @@ def serve(
 
     from planner.executors import default_workers
 
-    from planner.secrets import secret
+    from planner.secrets import database_url, secret
 
+    db_url, db_setting = database_url(db)
     token = secret("PLANNER_API_TOKEN")
     read_token = secret("PLANNER_API_READ_TOKEN")
     if read_token is not None and token is None:
@@ -100,7 +100,7 @@ def serve(
     concurrency = workers or default_workers()
     memory = job_memory_bytes(concurrency, max_job_memory_gib)
     settings = Settings(
-        db_url=os.environ.get("DATABASE_URL") or sqlite_url(db),
+        db_url=db_url,
         token=token,
         read_token=read_token,
         concurrency=concurrency,
@@ -115,7 +115,7 @@ def serve(
         keep_days=keep_days,
         lease_s=lease_s,
     )
-    check_store(settings.db_url, "DATABASE_URL" if os.environ.get("DATABASE_URL") else "--db")
+    check_store(settings.db_url, db_setting)
     configure_logs(log_format)
     if executor == "ray":
         from planner.ray_executor import serve_on_ray
