@@ -133,10 +133,14 @@ class Dispatcher(threading.Thread):
         with self.lock:
             cancelled, self.to_cancel = self.to_cancel, set()
             stopped = [self.running.pop(job_id) for job_id in cancelled if job_id in self.running]
+        self._stop_workers(stopped, logging.INFO, "job %s cancelled; its worker was stopped")
+
+    def _stop_workers(self, stopped: list[Running], level: int, message: str) -> None:
+        """Stop these workers (already taken out of ``running``), log ``message`` with each job id."""
         for running in stopped:
             _stop(running.process)
             running.conn.close()
-            log.info("job %s cancelled; its worker was stopped", running.job.id)
+            log.log(level, message, running.job.id)
             self.on_finish(running.job.id)
 
     def stop(self) -> None:
@@ -202,11 +206,7 @@ class Dispatcher(threading.Thread):
         with self.lock:
             stopped = [self.running.pop(job_id) for job_id in self.lost if job_id in self.running]
             self.lost &= self.claimed  # a job still being started is stopped once it runs
-        for running in stopped:
-            _stop(running.process)
-            running.conn.close()
-            log.warning("job %s is no longer ours (cancelled or taken over by another replica); its worker was stopped", running.job.id)
-            self.on_finish(running.job.id)
+        self._stop_workers(stopped, logging.WARNING, "job %s is no longer ours (cancelled or taken over by another replica); its worker was stopped")
 
     def _purge(self) -> None:
         """Retention: every quarter of the keeping time (at most hourly), delete what finished before it."""
