@@ -185,8 +185,37 @@ def test_an_elastic_gang_keeps_entropy_out_of_the_claim():
     cluster = tiny_cluster(3)
     data = cluster.model_dump()
     data["jobs"][0]["min_available"] = 1
-    plan = plan_allocate(Cluster.model_validate(data), AllocateOptions(method="exact", time_limit_s=20, solver_workers=2))
-    assert plan.report.objective_levels == ["gpus", "switches"] and "min_available" in plan.report.entropy
+    cluster = Cluster.model_validate(data)
+    plan = plan_allocate(cluster, AllocateOptions(method="exact", time_limit_s=20, solver_workers=2))
+    assert validate_allocate(cluster, plan) == []
+    # entropy was asked and cannot be optimised: not "optimal", though GPUs and switches are proven
+    assert plan.report.status == "feasible" and "min_available" in plan.report.entropy
+    assert plan.report.objective_levels == ["gpus", "switches", "entropy"] and plan.report.proven_levels == ["gpus", "switches"]
+    two = plan_allocate(cluster, AllocateOptions(method="exact", time_limit_s=20, solver_workers=2, entropy=False))
+    assert two.report.status == "optimal" and two.report.objective_levels == two.report.proven_levels == ["gpus", "switches"]
+    assert two.report.objective == plan.report.objective
+
+
+def test_an_entropy_level_skipped_for_size_is_not_claimed(monkeypatch):
+    """Over the indicator limit the entropy level is skipped: the plan is feasible, its GPUs and
+    switches still proven, and both must equal the brute force's."""
+    import planner.models.topology as topology
+
+    monkeypatch.setattr(topology, "ENTROPY_INDICATOR_LIMIT", 0)
+    skipped = 0
+    for seed in range(12):
+        cluster = tiny_cluster(seed)
+        plan = plan_allocate(cluster, AllocateOptions(method="exact", time_limit_s=20, solver_workers=2))
+        if "count indicators" not in (getattr(plan.report, "entropy", None) or ""):
+            continue  # no job may span switches here: nothing to skip
+        skipped += 1
+        got, want = key_of(cluster, {p.pod: p.node for p in plan.placements}), brute_force(cluster)
+        assert plan.report.status == "feasible" and plan.report.proven_levels == ["gpus", "switches"], (seed, plan.report)
+        assert got[:2] == want[:2], (seed, got, want)
+        auto = plan_allocate(cluster, AllocateOptions(method="auto", time_limit_s=20, solver_workers=2))
+        assert auto.report.status != "optimal" and auto.report.proven_levels == ["gpus", "switches"], (seed, auto.report)
+        assert key_of(cluster, {p.pod: p.node for p in auto.placements})[:2] == want[:2], seed
+    assert skipped >= 3
 
 
 def test_compare_reports_both_plans_and_the_gap():

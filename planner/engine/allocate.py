@@ -228,18 +228,23 @@ def _auto(greedy: AllocationPlan, exact: AllocationPlan, start: float) -> Alloca
     then switches, then entropy), with the status it really has."""
     assert exact.report is not None and greedy.report is not None
     levels = len(getattr(exact.report, "objective_levels", None) or ["gpus", "switches"])
-    g_key, e_key = _lexicographic_key(greedy)[:levels], _lexicographic_key(exact)[:levels]
+    g_key, e_key = _lexicographic_key(greedy), _lexicographic_key(exact)
     proven = exact.report.status == "optimal"
-    # largest-first as good as a proven optimum on every level the proof covers is optimal too; it
-    # is kept then (it best-fits, leaving the roomiest switches to the next jobs)
-    use_exact = e_key > g_key if not proven else not (g_key[:2] == e_key[:2] and g_key[2:] >= tuple(v - ENTROPY_TIE for v in e_key[2:]))
+    if proven:  # largest-first as good as a proven optimum on every level asked is optimal too; it is
+        # kept then (it best-fits, leaving the roomiest switches to the next jobs)
+        g_key, e_key = g_key[:levels], e_key[:levels]
+        use_exact = not (g_key[:2] == e_key[:2] and g_key[2:] >= tuple(v - ENTROPY_TIE for v in e_key[2:]))
+    else:  # the better of the two on all three levels
+        use_exact = e_key > g_key
     plan = exact if use_exact else greedy
     assert plan.report is not None
     extra: dict[str, Any] = {"method": "auto", "chosen": "exact" if use_exact else "largest-first", "exact_status": exact.report.status,
                              "wall_s": round(time.perf_counter() - start, 6)}
     if not use_exact:  # the exact model's claims hold for this plan too, and its bounds still bound the problem
-        keep = ("status", "bound", "gap", "switches_bound", "objective_levels", "entropy_bound_nats", "entropy_tolerance_nats", "model_exact")
-        extra.update({k: getattr(exact.report, k, None) for k in keep if proven or k in ("bound", "switches_bound")})
+        # not proven: largest-first is at least as good on every level, so equal on those the exact model proved
+        keep = ("status", "bound", "gap", "switches_bound", "objective_levels", "proven_levels", "entropy_bound_nats", "entropy_tolerance_nats",
+                "model_exact")
+        extra.update({k: getattr(exact.report, k, None) for k in keep if proven or k in ("bound", "switches_bound", "objective_levels", "proven_levels")})
         if not proven:
             extra["status"] = "heuristic"
     return plan.model_copy(update={"report": plan.report.model_copy(update=extra)})

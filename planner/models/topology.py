@@ -28,8 +28,11 @@ Objective, lexicographic: (a) most GPUs of the jobs started; (b) fewest switches
   entropy (ASI Eq. 1, over access switches) summed over the jobs that may span switches, linear
   through one-hot count indicators b[j, d, k] (x[j, d] = sum_k k b[j, d, k]) with coefficients
   k/N ln(N/k) scaled to integers (``ENTROPY_SCALE``; the reported tolerance bounds the rounding).
-  (c) runs when every job's pod count is fixed (no elastic gang) and the indicators number at most
-  ``ENTROPY_INDICATOR_LIMIT``; the result says which levels its status covers. With GPUs and
+  (c) runs when every job's pod count is fixed (no elastic gang) and the indicators (counted after
+  the narrowing below) number at most ``ENTROPY_INDICATOR_LIMIT``. The result lists the levels
+  asked (``objective_levels``) and the prefix of them proven (``proven_levels``); the status is
+  ``optimal`` only when they agree, so a skipped or unproven entropy level leaves it ``feasible``
+  with GPUs and switches still listed as proven. With GPUs and
   switches held, the *switch slack* (switches held less the least summed fewest switches of the
   started jobs, bounded by a subset-sum and a short solve) caps every job at its fewest plus the
   slack; at slack 0 an asw-level job that fits one switch has entropy 0 (no indicators). A job on
@@ -145,7 +148,7 @@ class _Model:
         self._build()
 
     def _build(self) -> None:
-        state, m = self.state, Milp()
+        m = Milp()
         self.m = m
         self.z = {j: m.var(f"z[{j}]") for j in self.names}
         self.x: dict[tuple[str, int], int] = {}
@@ -397,7 +400,8 @@ def solve_joint(
     model = _Model(state, jobs, levels, minimum, within or {})
     m = model.m
     fields: dict[str, Any] = {"variables": m.num_vars, "rows": m.num_rows, "node_classes": len(model.classes),
-                              "shapes": len(model.shapes), "objective_levels": ["gpus", "switches"]}
+                              "shapes": len(model.shapes), "objective_levels": ["gpus", "switches", *(["entropy"] if optimise_entropy else [])],
+                              "proven_levels": []}
     weight = len(model.u) + 1
     m.maximize([(v, g * weight) for v, g in model.placed] + [(v, -1) for v in model.u.values()])
     start_hint = model.hint(hint) if hint else None
@@ -415,11 +419,15 @@ def solve_joint(
         if gpus >= gpus_bound:
             switches_bound = float(math.ceil(weight * gpus - first.bound - 1e-6))
     proven = first.status == "optimal" and m.value_of_objective(values) >= first.objective - 1e-6
+    if proven and model.exact:
+        fields["proven_levels"] = ["gpus", "switches"]
     if optimise_entropy and proven:
         held = [(model.placed, gpus, gpus, "(a) GPUs held")]
         values, entropy_proven = _entropy_phase(model, values, held, solver, deadline, workers, fields)
-        proven = proven and entropy_proven
-    status = "optimal" if proven and model.exact else "feasible"
+        if entropy_proven and model.exact:
+            fields["proven_levels"].append("entropy")
+    # optimal only for the whole objective asked: a skipped or unproven entropy level leaves it feasible
+    status = "optimal" if fields["proven_levels"] == fields["objective_levels"] else "feasible"
     return JointResult(model.assignment(values), status, gpus_bound, switches_bound, model.exact, fields)
 
 
@@ -460,14 +468,10 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
     """(c): least summed entropy with GPUs and switches held. Returns the values and whether proven."""
     spanning = [j for j in model.names if not model.levels[j][1]]
     if any(model.minimum[j] != len(model.jobs[j]) for j in spanning):
-        fields["entropy"] = "not optimised: a job may start with fewer than all its pods (min_available), so its entropy is not linear"
-        return values, True
-    indicators = sum(model.ub[j, d] for j in spanning for d in model.switches_of[j])
-    if indicators > ENTROPY_INDICATOR_LIMIT:
-        fields["entropy"] = f"not optimised: {indicators} count indicators (limit {ENTROPY_INDICATOR_LIMIT})"
-        return values, True
+        fields["entropy"] = ("not optimised: a job may start with fewer than all its pods (min_available), so its entropy is not "
+                             "linear; without the entropy level (--no-entropy) GPUs and switches can be proven")
+        return values, False
     if not spanning:
-        fields["objective_levels"].append("entropy")
         return values, True
     src = model.m  # a full copy: this phase adds variables
     m = Milp(list(src.names), list(src.lower), list(src.upper), {}, 0, list(src.row_terms), list(src.row_lower), list(src.row_upper),
@@ -499,6 +503,10 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
     spanning = [j for j in spanning if j not in confined]
     fields["entropy_jobs_confined"] = len(confined)
     counts, linked = _count_ranges(model, spanning, slack)
+    indicators = sum(max(0, high - low + 1) for low, high in counts.values())
+    if indicators > ENTROPY_INDICATOR_LIMIT:
+        fields["entropy"] = f"not optimised: {indicators:,} count indicators (limit {ENTROPY_INDICATOR_LIMIT:,})"
+        return values, False
     fields["entropy_counts_floored"] = sum(1 for low, high in counts.values() if low > 1 or low > high)
     values = _twins_sorted(model, values, spanning)
     base = m.num_vars
@@ -556,8 +564,6 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
     if third.bound is not None and third.objective is not None:
         fields["entropy_gap_nats"] = round((third.bound - third.objective) / ENTROPY_SCALE, 6)
     fields["entropy_tolerance_nats"] = round((terms_in_plan + most_terms) / (2 * ENTROPY_SCALE), 6)
-    if third.status == "optimal":
-        fields["objective_levels"].append("entropy")
     return third.values[:base], third.status == "optimal"
 
 
