@@ -34,6 +34,7 @@ def solve(
     deterministic: bool = False,
     strict: bool = True,
     wall_cap_s: float | None = None,
+    presolve: bool = True,
 ) -> MilpResult:
     """Solve ``milp`` (maximise) with ``solver``; never raises for solver trouble, reports it.
 
@@ -54,7 +55,7 @@ def solve(
         else:
             # HiGHS's own time limit can be overrun many times on a busy machine: cap the wall time
             cap = wall_cap_s if wall_cap_s is not None else HIGHS_WALL_CAP_FACTOR * time_limit_s + HIGHS_WALL_CAP_SLACK_S
-            result = solve_highs(milp, time_limit_s, workers, hint, strict, cap)
+            result = solve_highs(milp, time_limit_s, workers, hint, strict, cap, presolve)
     except Exception as err:  # noqa: BLE001 - a solver failure is a result, not a crash
         result = MilpResult(solver, "error", None, None, None, 0.0, f"{type(err).__name__}: {err}")
     result.wall_s = time.perf_counter() - start

@@ -10,7 +10,9 @@ pod-level formulation); with 1e-9 it finds and proves the true optimum.
 ``strict=False`` keeps HiGHS's default tolerance, which is faster (30 s against 52 s to prove that
 instance). The hybrid's neighbourhood solves use it: a neighbourhood's proof only decides whether the
 hybrid stops searching that GPU model, and the plan itself is checked by the exact rules and the
-validator either way.
+validator either way. So does the topology model's entropy phase (``models/topology.py``), whose
+objective is already a claim within a rounding tolerance of many units; it checks the plan against
+every row in exact arithmetic. ``presolve=False`` turns HiGHS's presolve off.
 
 A second guard: HiGHS also stops when the objective is integral and its dual bound is below the
 incumbent + 1. On a topology batch (objective about 1.4e6) it reported the bound V + 0.999999999 and
@@ -75,7 +77,7 @@ def _interrupt_after(h: Any, highspy: Any, wall_cap_s: float) -> None:
 
 
 def solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, strict: bool = True,
-                wall_cap_s: float | None = None) -> MilpResult:
+                wall_cap_s: float | None = None, presolve: bool = True) -> MilpResult:
     import highspy
 
     global _highs_threads
@@ -92,6 +94,8 @@ def solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] |
     h.setOptionValue("threads", int(workers))
     if strict:
         h.setOptionValue("mip_feasibility_tolerance", MIP_FEASIBILITY_TOLERANCE)
+    if not presolve:
+        h.setOptionValue("presolve", "off")
     inf = highspy.kHighsInf
     n = milp.num_vars
     h.addVars(n, np.array(milp.lower, dtype=np.float64), np.array(milp.upper, dtype=np.float64))
