@@ -14,6 +14,7 @@ variable and the fix (exit 2 on the command line), never a hang or a crash.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import pickle
 import socket
@@ -24,7 +25,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 CONNECT_TIMEOUT_S = 20.0
-"""At most this long to learn whether ``RAY_ADDRESS`` is a Ray cluster."""
+"""At most this long to learn whether ``RAY_ADDRESS`` is a Ray cluster, unless
+``PLANNER_RAY_CONNECT_TIMEOUT_S`` says otherwise (a slow network may need longer)."""
+CONNECT_TIMEOUT_ENV = "PLANNER_RAY_CONNECT_TIMEOUT_S"
 INSTALL_HINT = "install the extra: pip install 'gpu-fleet-planner[ray]' (or choose --executor process)"
 # Ray's client gives up on an unreachable GCS after these (it waits a minute and longer by default).
 _RAY_TIMEOUTS = {"RAY_gcs_rpc_server_connect_timeout_s": "5", "RAY_gcs_rpc_server_reconnect_timeout_s": "10",
@@ -62,14 +65,30 @@ def _host_port(address: str) -> tuple[str, int] | None:
     return parts.hostname, port
 
 
+def connect_timeout_s() -> float:
+    """``PLANNER_RAY_CONNECT_TIMEOUT_S`` when set (seconds above 0), else ``CONNECT_TIMEOUT_S``."""
+    raw = os.environ.get(CONNECT_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return CONNECT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ExecutorError(f"{CONNECT_TIMEOUT_ENV}={raw!r}: give the seconds to wait for Ray as a number above 0 "
+                            f"(default {CONNECT_TIMEOUT_S:g}), or unset it")
+    return value
+
+
 def _probe(address: str) -> None:
-    """Raise ``ExecutorError`` unless a Ray cluster answers at ``address`` within ``CONNECT_TIMEOUT_S``."""
-    unreachable = (f"RAY_ADDRESS={address!r}: no Ray cluster answers there within {CONNECT_TIMEOUT_S:g} s; start one "
+    """Raise ``ExecutorError`` unless a Ray cluster answers at ``address`` within the connect timeout."""
+    timeout_s = connect_timeout_s()
+    unreachable = (f"RAY_ADDRESS={address!r}: no Ray cluster answers there within {timeout_s:g} s; start one "
                    "(ray start --head) or fix the address, or unset RAY_ADDRESS to start a local Ray")
     target = _host_port(address)
     if target is not None:
         try:
-            socket.create_connection(target, timeout=min(5.0, CONNECT_TIMEOUT_S)).close()
+            socket.create_connection(target, timeout=min(5.0, timeout_s)).close()
         except OSError as err:
             raise ExecutorError(f"{unreachable} ({err.strerror or err})") from None
     script = ("import logging, sys, ray\n"
@@ -77,7 +96,7 @@ def _probe(address: str) -> None:
               "ray.shutdown()\n")
     try:
         done = subprocess.run([sys.executable, "-c", script, address], env={**os.environ, **_RAY_TIMEOUTS},
-                              capture_output=True, text=True, timeout=CONNECT_TIMEOUT_S, check=False)
+                              capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         raise ExecutorError(unreachable) from None
     if done.returncode != 0:

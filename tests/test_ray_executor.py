@@ -107,18 +107,26 @@ def test_a_bad_ray_address_is_exit_2(snapshot_file: str, address: str, named: st
 
 
 def test_an_address_where_something_else_listens_fails_within_the_connection_timeout(snapshot_file: str) -> None:
-    from planner.ray_executor import CONNECT_TIMEOUT_S
-
+    timeout_s = 6.0  # PLANNER_RAY_CONNECT_TIMEOUT_S (default 20 s), shortened to keep the suite fast
     http_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
     threading.Thread(target=http_server.serve_forever, daemon=True).start()
     try:
         address = f"127.0.0.1:{http_server.server_address[1]}"
-        done, seconds = planner("defrag", snapshot_file, "--executor", "ray", env={"RAY_ADDRESS": address})
+        done, seconds = planner("defrag", snapshot_file, "--executor", "ray",
+                                env={"RAY_ADDRESS": address, "PLANNER_RAY_CONNECT_TIMEOUT_S": f"{timeout_s:g}"})
     finally:
         http_server.shutdown()
     assert done.returncode == 2, done.stderr
     assert f"RAY_ADDRESS={address!r}: no Ray cluster answers there" in done.stderr and "Traceback" not in done.stderr
-    assert seconds < CONNECT_TIMEOUT_S + 15  # bounded: Ray's own client would wait minutes, then abort
+    assert seconds < timeout_s + 15  # bounded: Ray's own client would wait minutes, then abort
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-3", "nan"])
+def test_a_bad_connect_timeout_is_exit_2_naming_the_variable(snapshot_file: str, value: str) -> None:
+    done, _ = planner("defrag", snapshot_file, "--executor", "ray",
+                      env={"RAY_ADDRESS": "127.0.0.1:1", "PLANNER_RAY_CONNECT_TIMEOUT_S": value})
+    assert done.returncode == 2, done.stderr
+    assert f"PLANNER_RAY_CONNECT_TIMEOUT_S={value!r}" in done.stderr and "above 0" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_serve_with_an_unreachable_ray_is_exit_2(tmp_path: Path) -> None:
