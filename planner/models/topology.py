@@ -78,10 +78,6 @@ from planner.state import ClusterState
 PATTERN_LIMIT = 64
 ENTROPY_SCALE = 1_000_000
 ENTROPY_INDICATOR_LIMIT = 40_000
-ENTROPY_PRESOLVE = False
-LOOSE_PAIRING = True
-"""The loose count pairing for jobs that need two switches and may use more (42 against 44 of 50)."""
-"""HiGHS presolve in the entropy phase: off (40 against 42 of the 50 contended batches proven)."""
 SLACK_SHARE = 0.15
 """Share of the entropy phase's time spent bounding the switch slack (at most 2 s)."""
 
@@ -191,7 +187,7 @@ class _Model:
             terms = [(self.x[j, d], 1) for d in self.switches_of[j]]
             m.row([*terms, (self.z[j], -len(self.jobs[j]))], None, 0, f"(1) at most N [{j}]")
             m.row([*terms, (self.z[j], -self.minimum[j])], 0, None, f"(1) at least k [{j}]")
-            own = [(v, 1) for (jj, _), v in self.u.items() if jj == j]
+            own = [(v, 1) for v in self.switch_vars(j)]
             if self.levels[j][1]:
                 m.row(own, None, 1, f"(4) one switch [{j}]")
                 self.whole_under(j, f"(4) all under its switch [{j}]")
@@ -270,6 +266,10 @@ class _Model:
             under.setdefault(self.level_switch(j, d), []).append(self.x[j, d])
         for e, xs in under.items():
             m.row([(x, 1) for x in xs] + [(self.u[j, e], -self.minimum[j])], 0, None, f"{name} [{e}]")
+
+    def switch_vars(self, j: str) -> list[int]:
+        """Job j's switch variables u[j, e] (at its topology level), in creation order."""
+        return [v for (jj, _), v in self.u.items() if jj == j]
 
     def level_switch(self, j: str, d: int) -> int:
         asw, spine = self.switches[d]
@@ -508,7 +508,7 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
     confined = []
     if slack is not None:  # no job can use more than its fewest switches plus the slack
         for j in model.names:
-            own_u = [(v, 1) for (jj, _), v in model.u.items() if jj == j]
+            own_u = [(v, 1) for v in model.switch_vars(j)]
             if model.fewest.get(j) and own_u:
                 m.row(own_u, None, model.fewest[j] + slack, f"(c) switches within the slack [{j}]")
         # an asw-level job held to one access switch has entropy 0: it needs no indicators
@@ -563,11 +563,11 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
             continue
         if (model.fewest.get(j) or 0) + slack <= 2:
             paired.append(j)
-        elif model.fewest.get(j) == 2 and LOOSE_PAIRING:
+        elif model.fewest.get(j) == 2:
             loose.append(j)
     for j in paired + loose:
         n_j = len(model.jobs[j])
-        own_u = [(v, 1) for (jj, _), v in model.u.items() if jj == j]
+        own_u = [(v, 1) for v in model.switch_vars(j)]
         for k in range(1, (n_j + 1) // 2):
             small = [(indicator[j, d, k], 1) for d in model.switches_of[j] if (j, d, k) in indicator]
             large = [(indicator[j, d, n_j - k], -1) for d in model.switches_of[j] if (j, d, n_j - k) in indicator]
@@ -599,7 +599,8 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
     if solver == "cpsat":
         third = _solve(m, solver, left, workers, hint)
     else:
-        third = solve(m, "highs", left, workers, hint, strict=False, wall_cap_s=left, presolve=ENTROPY_PRESOLVE)
+        # presolve off: 42 against 40 of the 50 contended batches proven (it took 4 s of some)
+        third = solve(m, "highs", left, workers, hint, strict=False, wall_cap_s=left, presolve=False)
     fields.update(phase_entropy=third.status, phase_entropy_s=round(third.wall_s, 3), phase_entropy_solver=third.solver, entropy_variables=m.num_vars - base)
     if third.values is None or third.status not in ("optimal", "feasible"):
         return values, False
@@ -636,8 +637,7 @@ def _twins_sorted(model: _Model, values: list[int], spanning: list[str]) -> list
         if group[0] not in spanning:
             continue
         def own(j: str) -> list[int]:
-            return [model.z[j], *(model.x[j, d] for d in model.switches_of[j]),
-                    *(v for (jj, _), v in model.u.items() if jj == j)]
+            return [model.z[j], *(model.x[j, d] for d in model.switches_of[j]), *model.switch_vars(j)]
         def spread(j: str) -> int:  # the phase's own (rounded) entropy terms
             n_j = len(model.jobs[j])
             return sum(_entropy_units(values[model.x[j, d]], n_j) for d in model.switches_of[j])
