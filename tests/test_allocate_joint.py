@@ -17,6 +17,7 @@ import pytest
 from planner.cluster import Cluster
 from planner.engine.allocate import AllocateOptions, plan_allocate
 from planner.heuristics.topology import slurm_tree
+from planner.models import topology
 from planner.validate_allocate import validate_allocate
 
 
@@ -134,9 +135,13 @@ def brute_force(cluster: Cluster) -> tuple[float, int, float]:
     return best[0]
 
 
-@pytest.mark.parametrize("solver", ["cpsat", "highs", "auto"])
-def test_the_joint_model_reaches_the_brute_force_optimum(solver):
-    confined = floored = paired = loose = 0
+@pytest.mark.parametrize("solver, rows", [("cpsat", "multisets"), ("highs", "multisets"), ("auto", "multisets"), ("highs", "pairing")])
+def test_the_joint_model_reaches_the_brute_force_optimum(solver, rows, monkeypatch):
+    """``rows``: the entropy phase's count-multiset rows (the default), or with none allowed
+    (PARTITION_LIMIT 0) the count pairings it falls back on for jobs with too many multisets."""
+    if rows == "pairing":
+        monkeypatch.setattr(topology, "PARTITION_LIMIT", 0)
+    confined = floored = paired = loose = partitioned = 0
     for seed in range(20):
         cluster = tiny_cluster(seed)
         plan = plan_allocate(cluster, AllocateOptions(method="exact", solver=solver, time_limit_s=20, solver_workers=2))
@@ -151,9 +156,13 @@ def test_the_joint_model_reaches_the_brute_force_optimum(solver):
         floored += getattr(plan.report, "entropy_counts_floored", 0) or 0
         paired += getattr(plan.report, "entropy_jobs_paired", 0) or 0
         loose += getattr(plan.report, "entropy_jobs_loosely_paired", 0) or 0
+        partitioned += getattr(plan.report, "entropy_jobs_partitioned", 0) or 0
     assert confined > 0  # the switch-slack reduction of the entropy phase was exercised and agreed
-    assert paired > 0 and loose > 0  # and the count pairing of jobs on at most two switches, and its loose form
     assert floored > 0  # so were the count floors (a used switch holds at least N less what the others can)
+    if rows == "multisets":
+        assert partitioned > 0  # one multiset of counts chosen per job
+    else:  # the count pairing of jobs on at most two switches, and its loose form
+        assert partitioned == 0 and paired > 0 and loose > 0
 
 
 def test_twin_jobs_in_entropy_order_keep_the_brute_force_optimum():
@@ -202,8 +211,6 @@ def test_an_elastic_gang_keeps_entropy_out_of_the_claim():
 def test_an_entropy_level_skipped_for_size_is_not_claimed(monkeypatch):
     """Over the indicator limit the entropy level is skipped: the plan is feasible, its GPUs and
     switches still proven, and both must equal the brute force's."""
-    import planner.models.topology as topology
-
     monkeypatch.setattr(topology, "ENTROPY_INDICATOR_LIMIT", 0)
     skipped = 0
     for seed in range(12):
@@ -318,3 +325,19 @@ def test_per_node_packing_rows_agree_with_the_brute_force(monkeypatch):
         assert plan.report.node_classes > 0 and plan.report.status == "optimal", seed
         assert validate_allocate(cluster, plan) == []
         assert key_of(cluster, {p.pod: p.node for p in plan.placements})[:2] == brute_force(cluster)[:2], seed
+
+
+def test_count_multisets_are_every_partition_within_the_ranges():
+    """The entropy phase's multisets: every partition of n into fewest..most parts in [low, high]
+    (brute force over sorted tuples), each once, and None past the cap."""
+    import itertools
+
+    for n in range(1, 13):
+        for low, high in ((1, n), (2, 5), (3, 3), (1, 4)):
+            for fewest, most in ((1, 1), (1, 3), (2, 4), (3, 12)):
+                want = {c for size in range(fewest, most + 1)
+                        for c in itertools.combinations_with_replacement(range(high, low - 1, -1), size) if sum(c) == n}
+                got = topology._partitions(n, low, high, fewest, most, 10_000)
+                assert got is not None and len(got) == len(set(got)) and set(got) == want, (n, low, high, fewest, most)
+    assert len(topology._partitions(12, 1, 12, 1, 12, 77)) == 77  # p(12) = 77 fits the cap
+    assert topology._partitions(12, 1, 12, 1, 12, 76) is None
