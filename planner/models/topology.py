@@ -55,7 +55,7 @@ Objective, lexicographic: (a) most GPUs of the jobs started; (b) fewest switches
   did not finish in 10 s on 2 of 5 such batches, and presolve cost 4 s of them. Its plan is checked
   against every row in exact integer arithmetic (``Milp.violations``) and dropped, with the claim,
   when one slips.
-  *Count multisets* (43 -> 47 of 50, and no more loss to pairing's limits): the counts of an asw-level
+  *Count multisets* (43 -> 47 of 50; 48 with the GPUs-and-switches solve's smaller weight): the counts of an asw-level
   job over the switches it uses form one partition of N into between its fewest and U parts, each
   within the count ranges. Where those partitions are few (``PARTITION_LIMIT`` per job,
   ``PARTITION_TOTAL`` in all) each gets a variable y[j, p], sum_p y[j, p] = z[j], and for every k
