@@ -42,7 +42,6 @@ The bound is the smaller of the two; both hold for every plan, so their minimum 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np

@@ -1,9 +1,14 @@
 """``Milp.violations``: the exact integer check a plan from a solver run at its default tolerance
-must pass before it (and its claim) is kept (the topology model's entropy phase)."""
+must pass before it (and its claim) is kept (the topology model's entropy phase); the LP relaxation
+and the count-multiset neighbourhood that phase starts from."""
 
 from __future__ import annotations
 
+import time
+
+from planner.models import topology
 from planner.models.backends import solve
+from planner.models.highs import lp_relaxation
 from planner.models.milp import Milp
 
 
@@ -26,3 +31,28 @@ def test_each_broken_row_and_bound_is_named_and_a_solver_plan_passes() -> None:
         got = solve(m, "highs", 5.0, 1, strict=False, presolve=presolve)
         # the optimum by hand: x >= y + 1 and 3x + 2y <= 12 -> (x, y) = (2, 1) is worth 7, (3, 1) 9, (4, 0) 8
         assert got.status == "optimal" and got.values == [3, 1] and m.violations(got.values) == [], (presolve, got)
+
+
+def test_the_lp_relaxation_is_the_hand_computed_vertex() -> None:
+    # the LP of small(): x = y + 1 and 3x + 2y = 12 meet at (14/5, 9/5), worth 2 * 2.8 + 3 * 1.8 = 11
+    # (the objective's gradient lies between the two rows' normals there)
+    got = lp_relaxation(small(), 5.0, 1)
+    assert got is not None and abs(got[0] - 2.8) < 1e-7 and abs(got[1] - 1.8) < 1e-7
+
+
+def test_the_multiset_neighbourhood_improves_the_start_and_keeps_it_allowed() -> None:
+    """Three count multisets of one job; the start uses the worst, the LP the best: the neighbourhood
+    keeps those two, cuts the third, and returns the best plan (entropy units as the costs)."""
+    m = Milp()
+    z = m.var("z")
+    ys = {(4,): m.var("y[a,4]"), (2, 2): m.var("y[a,2+2]"), (3, 1): m.var("y[a,3+1]")}
+    m.row([(y, 1) for y in ys.values()] + [(z, -1)], 0, 0, "one multiset iff started")
+    m.row([(z, 1)], 1, 1, "started")
+    m.maximize([(ys[(2, 2)], -693), (ys[(3, 1)], -562)])  # entropy of 4 pods as 2+2 and as 3+1, in millinats
+    fields: dict = {}
+    start = [1, 0, 1, 0]  # 2+2, the worst
+    got = topology._multiset_neighbourhood(m, start, {"a": ys}, time.perf_counter() + 5.0, 1, fields)
+    assert got == [1, 1, 0, 0] and fields["entropy_neighbourhood_multisets"] == 2  # (4,) kept by the LP, 2+2 as the start's
+    assert fields["entropy_neighbourhood"].startswith("improved the start by")
+    # a start that is already the best is returned as it is
+    assert topology._multiset_neighbourhood(m, [1, 1, 0, 0], {"a": ys}, time.perf_counter() + 5.0, 1, {}) == [1, 1, 0, 0]

@@ -76,10 +76,8 @@ def _interrupt_after(h: Any, highspy: Any, wall_cap_s: float) -> None:
         h.startCallback(kind)
 
 
-def solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, strict: bool = True,
-                wall_cap_s: float | None = None, presolve: bool = True) -> MilpResult:
-    import highspy
-
+def _highs(highspy: Any, workers: int) -> Any:
+    """A silent Highs object with ``threads`` at most one per core."""
     global _highs_threads
     workers = max(1, min(workers, os.cpu_count() or 1))  # HiGHS gains nothing from more threads than cores
     if _highs_threads is not None and _highs_threads != workers:
@@ -89,17 +87,17 @@ def solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] |
     _highs_threads = workers
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("time_limit", float(time_limit_s))
-    h.setOptionValue("mip_rel_gap", 0.0)
     h.setOptionValue("threads", int(workers))
-    if strict:
-        h.setOptionValue("mip_feasibility_tolerance", MIP_FEASIBILITY_TOLERANCE)
-    if not presolve:
-        h.setOptionValue("presolve", "off")
+    return h
+
+
+def _load(h: Any, highspy: Any, milp: Milp, integral: bool) -> None:
+    """Pass ``milp`` (maximised) to the Highs object ``h``; ``integral=False`` loads its LP relaxation."""
     inf = highspy.kHighsInf
     n = milp.num_vars
     h.addVars(n, np.array(milp.lower, dtype=np.float64), np.array(milp.upper, dtype=np.float64))
-    h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.full(n, 1, dtype=np.uint8))
+    if integral:
+        h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.full(n, 1, dtype=np.uint8))
     cost = np.zeros(n)
     for v, c in milp.objective.items():
         cost[v] = c
@@ -124,6 +122,37 @@ def solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] |
             np.array(indexes, dtype=np.int32),
             np.array(values, dtype=np.float64),
         )
+
+
+def lp_relaxation(milp: Milp, time_limit_s: float, workers: int) -> list[float] | None:
+    """An optimal solution of ``milp``'s LP relaxation (HiGHS's simplex, no presolve), or None when
+    it is not solved to optimality within the time limit."""
+    import highspy
+
+    h = _highs(highspy, workers)
+    h.setOptionValue("time_limit", float(max(0.01, time_limit_s)))
+    h.setOptionValue("presolve", "off")
+    _load(h, highspy, milp, integral=False)
+    _interrupt_after(h, highspy, max(0.01, time_limit_s))
+    with _quiet_stdout():
+        h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    return list(h.getSolution().col_value)
+
+
+def solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, strict: bool = True,
+                wall_cap_s: float | None = None, presolve: bool = True) -> MilpResult:
+    import highspy
+
+    h = _highs(highspy, workers)
+    h.setOptionValue("time_limit", float(time_limit_s))
+    h.setOptionValue("mip_rel_gap", 0.0)
+    if strict:
+        h.setOptionValue("mip_feasibility_tolerance", MIP_FEASIBILITY_TOLERANCE)
+    if not presolve:
+        h.setOptionValue("presolve", "off")
+    _load(h, highspy, milp, integral=True)
     if wall_cap_s is not None:
         _interrupt_after(h, highspy, wall_cap_s)
     if hint is not None:
