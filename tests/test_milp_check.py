@@ -1,4 +1,4 @@
-"""``Milp.violations``: the exact integer check a plan from a solver run at its default tolerance
+"""``Milp.violated_rows``: the exact integer check a plan from a solver run at its default tolerance
 must pass before it (and its claim) is kept (the topology model's entropy phase); the LP relaxation
 and the count-multiset neighbourhood that phase starts from."""
 
@@ -23,14 +23,14 @@ def small() -> Milp:
 
 def test_each_broken_row_and_bound_is_named_and_a_solver_plan_passes() -> None:
     m = small()
-    assert m.violations([3, 1]) == []
-    assert m.violations([4, 1]) == ["capacity"]  # 3 * 4 + 2 = 14 > 12
-    assert m.violations([2, 2]) == ["x above y"]
-    assert m.violations([6, 0]) == ["bounds of x", "capacity"]
+    assert m.violated_rows([3, 1]) == []
+    assert m.violated_rows([4, 1]) == ["capacity"]  # 3 * 4 + 2 = 14 > 12
+    assert m.violated_rows([2, 2]) == ["x above y"]
+    assert m.violated_rows([6, 0]) == ["x", "capacity"]
     for presolve in (True, False):
         got = solve(m, "highs", 5.0, 1, strict=False, presolve=presolve)
         # the optimum by hand: x >= y + 1 and 3x + 2y <= 12 -> (x, y) = (2, 1) is worth 7, (3, 1) 9, (4, 0) 8
-        assert got.status == "optimal" and got.values == [3, 1] and m.violations(got.values) == [], (presolve, got)
+        assert got.status == "optimal" and got.values == [3, 1] and m.violated_rows(got.values) == [], (presolve, got)
 
 
 def test_the_lp_relaxation_is_the_hand_computed_vertex() -> None:

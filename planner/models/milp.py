@@ -76,15 +76,6 @@ class Milp:
     def num_rows(self) -> int:
         return len(self.row_terms)
 
-    def violations(self, values: list[int]) -> list[str]:
-        """Names of the bounds and rows ``values`` breaks, in exact integer arithmetic."""
-        broken = [f"bounds of {self.names[v]}" for v, x in enumerate(values) if not self.lower[v] <= x <= self.upper[v]]
-        for terms, lower, upper, name in zip(self.row_terms, self.row_lower, self.row_upper, self.row_names):
-            total = sum(c * values[v] for v, c in terms)
-            if (lower is not None and total < lower) or (upper is not None and total > upper):
-                broken.append(name)
-        return broken
-
     def value_of_objective(self, values: list[int]) -> int:
         return self.objective_offset + sum(c * values[v] for v, c in self.objective.items())
 

@@ -53,7 +53,7 @@ Objective, lexicographic: (a) most GPUs of the jobs started; (b) fewest switches
   one switch holds N - k > N / 2, at most U hold k): 42 -> 44. The phase runs HiGHS with its default
   feasibility tolerance and without presolve: with the 1e-9 tolerance of the other solves its root LP
   did not finish in 10 s on 2 of 5 such batches, and presolve cost 4 s of them. Its plan is checked
-  against every row in exact integer arithmetic (``Milp.violations``) and dropped, with the claim,
+  against every row in exact integer arithmetic (``Milp.violated_rows``) and dropped, with the claim,
   when one slips.
   *Count multisets* (43 -> 47 of 50; 48 with the GPUs-and-switches solve's smaller weight): the counts of an asw-level
   job over the switches it uses form one partition of N into between its fewest and U parts, each
@@ -644,7 +644,7 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
     fields.update(phase_entropy=third.status, phase_entropy_s=round(third.wall_s, 3), phase_entropy_solver=third.solver, entropy_variables=m.num_vars - base)
     if third.values is None or third.status not in ("optimal", "feasible"):
         return values, False
-    broken = m.violations(third.values)
+    broken = m.violated_rows(third.values)
     if broken:  # HiGHS's default tolerance let a row slip: neither the plan nor the proof is kept
         fields["phase_entropy"] = "rejected"
         fields["entropy"] = f"not optimised: the solver's plan breaks {len(broken)} row(s) in exact arithmetic, first {broken[0]!r}"
@@ -682,7 +682,7 @@ def _multiset_neighbourhood(m: Milp, hint: list[int], partitioned: dict[str, dic
     found = solve(cut, "highs", left, workers, hint, strict=False, wall_cap_s=left)
     fields["entropy_neighbourhood_s"] = round(time.perf_counter() - start, 3)
     fields["entropy_neighbourhood_multisets"] = sum(1 for multisets in partitioned.values() for y in multisets.values() if upper[y])
-    if found.values is None or m.violations(found.values) or m.value_of_objective(found.values) <= m.value_of_objective(hint):
+    if found.values is None or m.violated_rows(found.values) or m.value_of_objective(found.values) <= m.value_of_objective(hint):
         fields["entropy_neighbourhood"] = "no better plan"
         return hint
     fields["entropy_neighbourhood"] = f"improved the start by {(m.value_of_objective(found.values) - m.value_of_objective(hint)) / ENTROPY_SCALE:.6f} nats"
