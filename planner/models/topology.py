@@ -714,9 +714,13 @@ def _partition_rows(model: _Model, m: Milp, spanning: list[str], counts: dict[tu
         chosen = [m.var(f"y[{j},{'+'.join(map(str, p))}]") for p in found]
         done[j] = dict(zip(found, chosen))
         m.row([(y, 1) for y in chosen] + [(model.z[j], -1)], 0, 0, f"(c) one count multiset iff started [{j}]")
+        uses_of: dict[int, list[tuple[int, int]]] = {}  # count k -> (y, -(parts of p equal to k))
+        for y, p in zip(chosen, found):
+            for k in sorted(set(p)):
+                uses_of.setdefault(k, []).append((y, -p.count(k)))
         for k in range(1, n_j + 1):
             have = [(indicator[j, d, k], 1) for d in model.switches_of[j] if (j, d, k) in indicator]
-            uses = [(y, -p.count(k)) for y, p in zip(chosen, found) if k in p]
+            uses = uses_of.get(k, [])
             if have or uses:
                 m.row(have + uses, 0, 0, f"(c) switches holding {k} [{j}]")
     return done
