@@ -129,11 +129,12 @@ def lp_relaxation(milp: Milp, time_limit_s: float, workers: int) -> list[float] 
     it is not solved to optimality within the time limit."""
     import highspy
 
+    time_limit_s = max(0.01, time_limit_s)
     h = _highs(highspy, workers)
-    h.setOptionValue("time_limit", float(max(0.01, time_limit_s)))
+    h.setOptionValue("time_limit", float(time_limit_s))
     h.setOptionValue("presolve", "off")
     _load(h, highspy, milp, integral=False)
-    _interrupt_after(h, highspy, max(0.01, time_limit_s))
+    _interrupt_after(h, highspy, time_limit_s)
     with _quiet_stdout():
         h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:

@@ -581,18 +581,19 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
         alone = _least_entropy_alone(model, j)
         if alone > 0:
             m.row(own + [(model.z[j], -math.floor(alone * ENTROPY_SCALE - reach / 2 - 1))], 0, None, f"(c) least entropy alone [{j}]")
-    # a job on at most two switches holds k < N pods on one iff N - k on the other: as many of its
-    # switches hold k as hold N - k (the relaxation otherwise mixes counts no plan pairs up). One that
-    # needs two and may use up to U = 2 + slack: with e = its switches - 2 (0 on two, >= 1 beyond),
-    # -e <= #k - #(N - k) <= U e, as at most one switch holds N - k > N / 2 and at most U hold k.
-    # stronger where few: the multiset of a job's counts is one partition of N into between its fewest
-    # and U parts within the count ranges, so #k over its switches = sum_p y_p * (parts of p equal to
-    # k) with one y chosen per started job (the convex hull of the count multisets; it implies the pairings)
+    # the multiset of a job's counts is one partition of N into between its fewest and U parts within
+    # the count ranges, so #k over its switches = sum_p y_p * (parts of p equal to k) with one y chosen
+    # per started job (the convex hull of the count multisets; it implies the pairings below)
     partitioned = _partition_rows(model, m, spanning, counts, linked, slack, indicator)
     fields["entropy_jobs_partitioned"] = len(partitioned)
+    # where the partitions are too many: a job on at most two switches holds k < N pods on one iff
+    # N - k on the other, so as many of its switches hold k as hold N - k (the relaxation otherwise
+    # mixes counts no plan pairs up). One that needs two and may use up to U = 2 + slack: with e = its
+    # switches - 2 (0 on two, >= 1 beyond), -e <= #k - #(N - k) <= U e, as at most one switch holds
+    # N - k > N / 2 and at most U hold k.
     paired, loose = [], []
     for j in spanning:
-        if j in partitioned or slack is None or model.levels[j][0] != "asw" or not all((j, d) in linked for d in model.switches_of[j]):
+        if j in partitioned or slack is None or not _counts_tied(model, j, linked):
             continue
         if (model.fewest.get(j) or 0) + slack <= 2:
             paired.append(j)
@@ -698,7 +699,7 @@ def _partition_rows(model: _Model, m: Milp, spanning: list[str], counts: dict[tu
     done: dict[str, dict[tuple[int, ...], int]] = {}
     total = 0
     for j in spanning:
-        if model.levels[j][0] != "asw" or not all((j, d) in linked for d in model.switches_of[j]):
+        if not _counts_tied(model, j, linked):
             continue
         n_j = len(model.jobs[j])
         ranges = [counts[j, d] for d in model.switches_of[j] if counts[j, d][0] <= counts[j, d][1]]
@@ -724,6 +725,13 @@ def _partition_rows(model: _Model, m: Milp, spanning: list[str], counts: dict[tu
             if have or uses:
                 m.row(have + uses, 0, 0, f"(c) switches holding {k} [{j}]")
     return done
+
+
+def _counts_tied(model: _Model, j: str, linked: dict[tuple[str, int], int]) -> bool:
+    """Whether job j's count indicators give its pods per access switch, each tied to the switch
+    variable (an asw-level job whose every switch is one (asw, spine) pair): the condition under which
+    its counts over the switches it uses are one multiset the multiset rows and pairings speak of."""
+    return model.levels[j][0] == "asw" and all((j, d) in linked for d in model.switches_of[j])
 
 
 def _partitions(n: int, low: int, high: int, fewest: int, most: int, cap: int) -> list[tuple[int, ...]] | None:
