@@ -138,10 +138,13 @@ def brute_force(cluster: Cluster) -> tuple[float, int, float]:
 @pytest.mark.parametrize("solver, rows", [("cpsat", "multisets"), ("highs", "multisets"), ("auto", "multisets"), ("highs", "pairing")])
 def test_the_joint_model_reaches_the_brute_force_optimum(solver, rows, monkeypatch):
     """``rows``: the entropy phase's count-multiset rows (the default), or with none allowed
-    (PARTITION_LIMIT 0) the count pairings it falls back on for jobs with too many multisets."""
+    (PARTITION_LIMIT 0) the count pairings it falls back on for jobs with too many multisets. With
+    HiGHS, the LP bound proves some starts optimal (no search) and the entropy search of the others
+    runs on the model compacted by reduced-cost fixing (``models/reduced_cost.py``)."""
     if rows == "pairing":
         monkeypatch.setattr(topology, "PARTITION_LIMIT", 0)
     confined = floored = paired = loose = partitioned = 0
+    phase_b_proofs = entropy_proofs = fixed_then_searched = 0
     for seed in range(20):
         cluster = tiny_cluster(seed)
         plan = plan_allocate(cluster, AllocateOptions(method="exact", solver=solver, time_limit_s=20, solver_workers=2))
@@ -157,8 +160,13 @@ def test_the_joint_model_reaches_the_brute_force_optimum(solver, rows, monkeypat
         paired += getattr(plan.report, "entropy_jobs_paired", 0) or 0
         loose += getattr(plan.report, "entropy_jobs_loosely_paired", 0) or 0
         partitioned += getattr(plan.report, "entropy_jobs_partitioned", 0) or 0
+        phase_b_proofs += getattr(plan.report, "gpus_switches_proof", None) == "proven by the LP bound"
+        entropy_proofs += getattr(plan.report, "phase_entropy_solver", None) == "lp-bound"
+        fixed_then_searched += getattr(plan.report, "phase_entropy_solver", None) == "highs" and getattr(plan.report, "entropy_columns_fixed", None) is not None
     assert confined > 0  # the switch-slack reduction of the entropy phase was exercised and agreed
     assert floored > 0  # so were the count floors (a used switch holds at least N less what the others can)
+    if solver != "cpsat":  # the LP bound proved some starts optimal for GPUs and switches, and for entropy
+        assert phase_b_proofs > 0 and (rows == "pairing" or (entropy_proofs > 0 and fixed_then_searched > 0)), (phase_b_proofs, entropy_proofs, fixed_then_searched)
     if rows == "multisets":
         assert partitioned > 0  # one multiset of counts chosen per job
     else:  # the count pairing of jobs on at most two switches, and its loose form

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from planner.models import topology
 from planner.models.backends import solve
 from planner.models.highs import lp_relaxation
 from planner.models.milp import Milp
+from planner.models.reduced_cost import lagrangian_bound
 
 
 def small() -> Milp:
@@ -37,7 +40,10 @@ def test_the_lp_relaxation_is_the_hand_computed_vertex() -> None:
     # the LP of small(): x = y + 1 and 3x + 2y = 12 meet at (14/5, 9/5), worth 2 * 2.8 + 3 * 1.8 = 11
     # (the objective's gradient lies between the two rows' normals there)
     got = lp_relaxation(small(), 5.0, 1)
-    assert got is not None and abs(got[0] - 2.8) < 1e-7 and abs(got[1] - 1.8) < 1e-7
+    assert got is not None and abs(got.values[0] - 2.8) < 1e-7 and abs(got.values[1] - 1.8) < 1e-7
+    # its duals: (2, 3) = u (3, 2) + v (1, -1) gives u = 1 (capacity) and v = -1 (x above y), and
+    # 12 u + 1 v = 11, the optimum (HiGHS's sign convention aside)
+    assert [abs(d) for d in got.row_duals] == pytest.approx([1.0, 1.0])
 
 
 def test_the_multiset_neighbourhood_improves_the_start_and_keeps_it_allowed() -> None:
@@ -51,8 +57,13 @@ def test_the_multiset_neighbourhood_improves_the_start_and_keeps_it_allowed() ->
     m.maximize([(ys[(2, 2)], -693), (ys[(3, 1)], -562)])  # entropy of 4 pods as 2+2 and as 3+1, in millinats
     fields: dict = {}
     start = [1, 0, 1, 0]  # 2+2, the worst
-    got = topology._multiset_neighbourhood(m, start, {"a": ys}, time.perf_counter() + 5.0, 1, fields)
+    relaxed = lp_relaxation(m, 5.0, 1)
+    assert relaxed is not None and relaxed.values[ys[(4,)]] == pytest.approx(1.0)
+    lagrangian = lagrangian_bound(m, relaxed.row_duals)
+    got = topology._multiset_neighbourhood(m, start, {"a": ys}, relaxed.values, lagrangian, time.perf_counter() + 5.0, 1, fields)
     assert got == [1, 1, 0, 0] and fields["entropy_neighbourhood_multisets"] == 2  # (4,) kept by the LP, 2+2 as the start's
     assert fields["entropy_neighbourhood"].startswith("improved the start by")
-    # a start that is already the best is returned as it is
-    assert topology._multiset_neighbourhood(m, [1, 1, 0, 0], {"a": ys}, time.perf_counter() + 5.0, 1, {}) == [1, 1, 0, 0]
+    # a start that is already the best is returned as it is (the LP bound, 0, proves it)
+    fields = {}
+    assert topology._multiset_neighbourhood(m, [1, 1, 0, 0], {"a": ys}, relaxed.values, lagrangian, time.perf_counter() + 5.0, 1, fields) == [1, 1, 0, 0]
+    assert fields["entropy_neighbourhood"].startswith("not needed")

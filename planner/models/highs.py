@@ -31,6 +31,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -124,7 +125,15 @@ def _load(h: Any, highspy: Any, milp: Milp, integral: bool) -> None:
         )
 
 
-def lp_relaxation(milp: Milp, time_limit_s: float, workers: int) -> list[float] | None:
+@dataclass
+class LpSolution:
+    """An optimal solution of an LP relaxation: column values and row duals as HiGHS reports them."""
+
+    values: list[float]
+    row_duals: list[float]
+
+
+def lp_relaxation(milp: Milp, time_limit_s: float, workers: int) -> LpSolution | None:
     """An optimal solution of ``milp``'s LP relaxation (HiGHS's simplex, no presolve), or None when
     it is not solved to optimality within the time limit."""
     import highspy
@@ -139,7 +148,8 @@ def lp_relaxation(milp: Milp, time_limit_s: float, workers: int) -> list[float] 
         h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
-    return list(h.getSolution().col_value)
+    solution = h.getSolution()
+    return LpSolution(list(solution.col_value), list(solution.row_dual))
 
 
 def solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, strict: bool = True,

@@ -88,6 +88,47 @@ class Milp:
                 broken.append(name)
         return broken
 
+    def compacted(self, lower: list[int], upper: list[int]) -> Compaction:
+        """This Milp with column bounds ``lower``/``upper`` and the columns they fix removed: a fixed
+        column's terms move into its rows' sides and the objective's offset, so the compact model's
+        objective is this one's. A row left with no terms is dropped after checking that it holds."""
+        kept = [v for v in range(self.num_vars) if lower[v] < upper[v]]
+        fixed = {v: lower[v] for v in range(self.num_vars) if lower[v] == upper[v]}
+        if len(kept) + len(fixed) != self.num_vars:
+            empty = next(v for v in range(self.num_vars) if lower[v] > upper[v])
+            raise ValueError(f"column {self.names[empty]!r} has lower {lower[empty]} above upper {upper[empty]}")
+        where = {v: i for i, v in enumerate(kept)}
+        compact = Milp([self.names[v] for v in kept], [lower[v] for v in kept], [upper[v] for v in kept])
+        compact.maximize([(where[v], c) for v, c in self.objective.items() if v in where],
+                         self.objective_offset + sum(c * fixed[v] for v, c in self.objective.items() if v in fixed))
+        for terms, lo, hi, name in zip(self.row_terms, self.row_lower, self.row_upper, self.row_names):
+            moved = sum(c * fixed[v] for v, c in terms if v in fixed)
+            compact.row([(where[v], c) for v, c in terms if v in where], None if lo is None else lo - moved,
+                        None if hi is None else hi - moved, name)  # raises if a row left empty cannot hold
+        return Compaction(compact, kept, fixed)
+
+
+@dataclass
+class Compaction:
+    """A compacted Milp and the way back: ``kept[i]`` is the original column of its column i."""
+
+    milp: Milp
+    kept: list[int]
+    fixed: dict[int, int]
+
+    def expand(self, values: list[int]) -> list[int]:
+        """A compact solution as a solution of the original Milp."""
+        out = [0] * (len(self.kept) + len(self.fixed))
+        for v, x in self.fixed.items():
+            out[v] = x
+        for i, v in enumerate(self.kept):
+            out[v] = values[i]
+        return out
+
+    def restrict(self, values: list[int]) -> list[int]:
+        """An original solution's values on the compact model's columns (for a hint)."""
+        return [values[v] for v in self.kept]
+
 
 @dataclass
 class MilpResult:
