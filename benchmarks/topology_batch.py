@@ -183,7 +183,7 @@ def batch_lines(results: dict[str, dict[str, Any]], instances: int, time_limit_s
         "",
         f"Machine: {machine()}; planner at {code_version()}; load average at the end {os.getloadavg()[0]:.1f}. "
         f"Reproduce: `.venv/bin/python benchmarks/topology_batch.py --instances {instances} --time-limit {time_limit_s:g}`. "
-        f"Exact: solver auto (GPUs and switches: HiGHS for half the time, then CP-SAT; entropy: HiGHS at its default tolerance "
+        f"Exact: solver auto (GPUs and switches: the LP bound, then HiGHS for half the time, then CP-SAT; entropy: LP, neighbourhood, reduced-cost fixing, HiGHS at its default tolerance "
         f"without presolve, its plan checked in exact arithmetic), {time_limit_s:g} s for everything (model, solves); proven = "
         "`status: optimal` with every level asked among `proven_levels` (an entropy level skipped for size is not proven), "
         "wall time measured around the whole call. JTTEd ratios: per started job, switches (or nodes) used over the fewest "
