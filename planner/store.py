@@ -271,13 +271,17 @@ class Store:
         return True
 
     def probe_write(self) -> None:
-        """Write one row (raises when the store cannot write: full disk, read-only file or database)."""
+        """Write one row (raises when the store cannot write: full disk, read-only file or database).
+        One upsert: replicas starting together on an empty store each inserting the row when they
+        found none stopped one of them on the other's key."""
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        now = time.time()
+        statement = insert(ProbeRow).values(id=1, at=now).on_conflict_do_update(index_elements=[ProbeRow.id], set_={"at": now})
         with self._writing() as s:
-            row = s.get(ProbeRow, 1)
-            if row is None:
-                s.add(ProbeRow(id=1, at=time.time()))
-            else:
-                row.at = time.time()
+            s.execute(statement)
             s.commit()
 
     @contextlib.contextmanager

@@ -152,6 +152,36 @@ def test_replicas_claiming_at_once_take_every_job_exactly_once(database_url: str
         store.close()
 
 
+def test_replicas_probing_a_fresh_store_at_once_all_succeed(database_url: str) -> None:
+    """Readiness writes one probe row; replicas starting together on an empty store must not fail on
+    each other's first insert (it once stopped a replica with a duplicate key on PostgreSQL)."""
+    for _ in range(5):
+        with Store(database_url).session() as s:  # an empty probes table each round
+            s.execute(sa.text("DELETE FROM probes"))
+            s.commit()
+        stores = [Store(database_url) for _ in range(4)]
+        errors: list[BaseException] = []
+        start = threading.Barrier(len(stores))
+
+        def probe(k: int) -> None:
+            start.wait()
+            try:
+                stores[k].probe_write()
+            except BaseException as error:  # noqa: BLE001 - collected for the assertion
+                errors.append(error)
+
+        threads = [threading.Thread(target=probe, args=(k,)) for k in range(len(stores))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == []
+        with stores[0].session() as s:
+            assert s.execute(sa.text("SELECT count(*) FROM probes")).scalar_one() == 1
+        for store in stores:
+            store.close()
+
+
 def test_the_same_idempotency_key_from_many_replicas_at_once_makes_one_job(database_url: str) -> None:
     stores = [Store(database_url) for _ in range(4)]
     results: list[tuple[str, bool]] = []
