@@ -268,10 +268,10 @@ def _best_start(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[i
                 ) -> tuple[AllocationPlan, str]:
     """The exact model's warm start: the best (GPUs, then switches, then entropy) of largest-first
     (``warm``, in ``order``) and largest-first with required jobs first and with the smallest job
-    first. On 14 of the 50 contended batches of benchmarks/topology_batch.py one of the other two
-    orders reaches the optimum of GPUs and switches where the largest job first does not (a required
-    job left without a switch), and with the optimum as its start the solve's LP bound alone proves it
-    on most (``models/topology.py``, ``_solve``). The comparison against ``greedy`` stays with ``warm``."""
+    first. On the 50 contended batches of benchmarks/topology_batch.py the largest job first reaches
+    the optimum of GPUs and switches in 36, the best of the three orders in all 50, and the solve's
+    LP bound alone then proves it on 47 (``models/topology.py``, ``_solve``). The comparison against
+    ``greedy`` stays with ``warm``."""
     job_index = cluster.job_index()
     required = {name: bool((spec := cluster.jobs[job_index[name]].topology) and spec.mode == "required") for name in order}
     best, best_order = warm, "largest job first"
