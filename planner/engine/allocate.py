@@ -275,7 +275,7 @@ def _best_start(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[i
     job_index = cluster.job_index()
     required = {name: bool((spec := cluster.jobs[job_index[name]].topology) and spec.mode == "required") for name in order}
     best, best_order = warm, "largest job first"
-    others = {"required jobs first, then largest": sorted(order, key=lambda j: (not required[j], order.index(j))),
+    others = {"required jobs first, then largest": sorted(order, key=lambda j: not required[j]),  # stable: largest first within
               "smallest job first": list(reversed(order))}
     for name, other in others.items():
         plan = greedy_plan(cluster, state, pods_of, other, AllocateOptions(method="largest-first"), time.perf_counter(), keep=False)

@@ -82,23 +82,28 @@ def fix_by_reduced_cost(milp: Milp, lagrangian: LagrangianBound, incumbent: list
     return lower, upper
 
 
+def proof_by_bound(milp: Milp, lagrangian: LagrangianBound, hint: list[int]) -> MilpResult | None:
+    """``hint`` (which must pass every row) as a proven optimum when the bound is below its objective
+    + 1, else None."""
+    value = milp.value_of_objective(hint)
+    if lagrangian.bound >= (value + 1) * lagrangian.scale:
+        return None
+    message = f"proven by the LP bound {lagrangian.bound / lagrangian.scale:.6f} (below {value} + 1)"
+    return MilpResult("lp-bound", "optimal", list(hint), value, value, 0.0, message)
+
+
 def solve_with_fixing(milp: Milp, hint: list[int], lagrangian: LagrangianBound,
-                      solve_compact: Callable[[Milp, list[int]], MilpResult], compact: bool = True) -> tuple[MilpResult, int]:
+                      solve_compact: Callable[[Milp, list[int]], MilpResult]) -> tuple[MilpResult, int]:
     """``solve_compact(model, hint)`` on ``milp`` with the columns reduced-cost fixing fixes against
     ``hint`` removed (``hint`` must pass every row: it is the incumbent the fixing keeps). Returns the
     result on ``milp``'s columns, objective and bound in its units, and how many columns were fixed;
-    when the bound alone shows that no plan is better than ``hint``, ``hint`` itself, ``optimal``.
-    ``compact=False`` uses the bound only for that proof and otherwise solves ``milp`` as it is."""
+    when the bound alone shows that no plan is better than ``hint``, ``hint`` itself, ``optimal``."""
     start = time.perf_counter()
     bounds = fix_by_reduced_cost(milp, lagrangian, hint)
     if bounds is None:
-        value = milp.value_of_objective(hint)
-        message = f"proven by the LP bound {lagrangian.bound / lagrangian.scale:.6f} (below {value} + 1)"
-        return MilpResult("lp-bound", "optimal", list(hint), value, value, time.perf_counter() - start, message), milp.num_vars
-    if not compact:
-        result = solve_compact(milp, hint)
-        result.wall_s = time.perf_counter() - start
-        return result, 0
+        proven = proof_by_bound(milp, lagrangian, hint)
+        assert proven is not None
+        return proven, milp.num_vars
     compaction = milp.compacted(*bounds)
     result = solve_compact(compaction.milp, compaction.restrict(hint))
     if result.values is not None:

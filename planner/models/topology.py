@@ -87,7 +87,7 @@ from planner.heuristics.topology import entropy, largest_first, min_switches, no
 from planner.models.backends import solve
 from planner.models.highs import lp_relaxation
 from planner.models.milp import Milp, MilpResult
-from planner.models.reduced_cost import LagrangianBound, fix_by_reduced_cost, lagrangian_bound, solve_with_fixing
+from planner.models.reduced_cost import LagrangianBound, fix_by_reduced_cost, lagrangian_bound, proof_by_bound, solve_with_fixing
 from planner.rules import EPS
 from planner.state import ClusterState
 
@@ -99,8 +99,10 @@ SLACK_SHARE = 0.15
 PARTITION_LIMIT = 10_000
 PARTITION_TOTAL = 40_000
 """Count multisets per job, and over all jobs, above which a job falls back on count pairing."""
+LP_SHARE = 0.3
+"""Share of a solve's time (of the entropy phase's time left) its LP relaxation may take."""
 NEIGHBOURHOOD_SHARE = 0.5
-"""Share of the entropy phase's time left that its LP relaxation, then its multiset neighbourhood, may take."""
+"""Share of the entropy phase's time left, after its LP, that its multiset neighbourhood may take."""
 
 Pairs = dict[str, list[tuple[int, int]]]  # job -> (pod, node)
 
@@ -477,10 +479,6 @@ HIGHS_SHARE = 0.5
 """``auto``: HiGHS gets this share of a solve's time, CP-SAT the rest when HiGHS has not proven it."""
 
 
-LP_SHARE = 0.3
-"""The LP relaxation that starts an ``auto`` or ``highs`` solve from a hint gets this share of its time."""
-
-
 def _solve(m: Milp, solver: str, time_limit_s: float, workers: int, hint: list[int] | None, fields: dict[str, Any], name: str) -> MilpResult:
     """One solve. With ``auto`` or ``highs`` and a hint that passes every row, the LP relaxation
     comes first: its bound, computed exactly from its duals (``models/reduced_cost.py``), proves the
@@ -496,15 +494,12 @@ def _solve(m: Milp, solver: str, time_limit_s: float, workers: int, hint: list[i
     start = time.perf_counter()
     if solver != "cpsat" and hint is not None and not m.violated_rows(hint):
         relaxed = lp_relaxation(m, LP_SHARE * time_limit_s, workers)
-        if relaxed is not None:
-            def rest(compact: Milp, compact_hint: list[int]) -> MilpResult:
-                return _search(compact, solver, time_limit_s - (time.perf_counter() - start), workers, compact_hint)
-            result, _ = solve_with_fixing(m, hint, lagrangian_bound(m, relaxed.row_duals), rest, compact=False)
-            if result.solver == "lp-bound":
-                fields[name] = "proven by the LP bound"
-            result.wall_s = time.perf_counter() - start
-            return result
-    return _search(m, solver, time_limit_s, workers, hint)
+        proven = proof_by_bound(m, lagrangian_bound(m, relaxed.row_duals), hint) if relaxed is not None else None
+        if proven is not None:
+            fields[name] = "proven by the LP bound"
+            proven.wall_s = time.perf_counter() - start
+            return proven
+    return _search(m, solver, time_limit_s - (time.perf_counter() - start), workers, hint)
 
 
 def _search(m: Milp, solver: str, time_limit_s: float, workers: int, hint: list[int] | None) -> MilpResult:
@@ -673,13 +668,12 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
         if partitioned and not m.violated_rows(hint):
             lp_start = time.perf_counter()
             relaxed = lp_relaxation(m, LP_SHARE * left, workers)
+            fields["entropy_lp_s"] = round(time.perf_counter() - lp_start, 3)
             if relaxed is None:
                 fields["entropy_neighbourhood"] = "LP relaxation not solved in time"
             else:
                 lagrangian = lagrangian_bound(m, relaxed.row_duals)
                 fields["entropy_lp_bound_nats"] = round(-lagrangian.bound / lagrangian.scale / ENTROPY_SCALE, 6)
-            fields["entropy_lp_s"] = round(time.perf_counter() - lp_start, 3)
-            if relaxed is not None and lagrangian is not None:
                 hint = _multiset_neighbourhood(m, hint, partitioned, relaxed.values, lagrangian, deadline, workers, fields)
             left = max(0.5, deadline - time.perf_counter())
         third = _solve_fixed(m, hint, lagrangian, left, workers, fields)
