@@ -7,16 +7,22 @@
    SpotGPU's claim (ASI Sec. 4.2): spot completion time -24% against the paper's baseline (no
    co-location or eviction awareness, random victims: here ``random``, whose placement is the
    least-idle rule alone), HP not affected.
-2. Simulator speed: ``planner simulate spot`` as a child process on the whole node list for 1, 3 and
+2. The gain against the offered spot load: ``spotgpu`` and ``random`` on the same cluster and HP load
+   with the spot load swept (``--load-sweep``, ``--load-seeds`` seeds each), the default load's point
+   taken from the ablation's first seeds; the spot jobs' wait for their first start shows how much
+   of the completion time is queueing.
+3. Simulator speed: ``planner simulate spot`` as a child process on the whole node list for 1, 3 and
    7 days (``--scale-days``), one policy, wall time and peak memory, and the growth exponent of wall
    time in the number of jobs.
 
-    .venv/bin/python benchmarks/spot.py [--seeds 5] [--days 4] [--warmup-days 1] [--nodes spot-2026|N] [--warm-start|--no-warm-start] [--scale-days 1,3,7] [--skip-scale]
+    .venv/bin/python benchmarks/spot.py [--seeds 5] [--days 4] [--warmup-days 1] [--nodes spot-2026|N] [--warm-start|--no-warm-start]
+        [--load-sweep 0.2,0.25,0.3,0.35,0.4] [--load-seeds 3] [--skip-load-sweep] [--scale-days 1,3,7] [--skip-scale]
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import os
@@ -36,6 +42,7 @@ from planner.simulate.plots import plot_replays  # noqa: E402
 from planner.simulate.spot import POLICIES, simulate  # noqa: E402
 
 BASELINE = "random"
+DEFAULT_SPOT_LOAD = inspect.signature(spot2026_jobs).parameters["spot_load"].default
 
 
 def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
@@ -101,11 +108,51 @@ def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
     lines += ["", f"HP alone (the replay without spot jobs): HP delay mean {cell(args.policies[0], 'hp_delay_hp_only_mean_s', ',.1f')} s, "
               f"GAR {cell(args.policies[0], 'gar_hp_only_mean', '.1%')} (the paper: 68% with HP alone, 93% with spot; Fig. 9). "
               f"Seeds: {len(some)}.", "", "![allocation over time and spot completion-time CDF, seed 0](spot.png)", ""]
-    return lines, first
+    return lines, first, rows
+
+
+def load_sweep(args: argparse.Namespace, ablation_rows: dict[str, list[dict]]) -> list[str]:
+    """SpotGPU against random victims as the offered spot load grows (the HP load fixed)."""
+    count = None if args.nodes == "spot-2026" else int(args.nodes)
+    horizon, warmup = args.days * 86400, args.warmup_days * 86400
+    loads = [float(x) for x in args.load_sweep.split(",")]
+    policies = ("spotgpu", BASELINE)
+    lines = [f"## 2. The gain against the offered spot load: {args.load_seeds} seeds, HP load fixed", "",
+             f"The workload of section 1 with the spot load (offered spot GPU-time over the cluster's) swept; the HP load stays "
+             f"at the generator's default. *gain*: mean spot completion time of `spotgpu` over `{BASELINE}`'s - 1 (means over the seeds; "
+             "per-seed min and max in brackets). *start delay*: a spot job's wait for its first start, the queueing part of its "
+             f"completion time. The {DEFAULT_SPOT_LOAD:g} row is section 1's first {args.load_seeds} seeds.", "",
+             "| spot load | spot JCT spotgpu s | spot JCT random s | gain | start delay spotgpu s | start delay random s | "
+             "GPU-h lost spotgpu | GPU-h lost random | GAR spotgpu |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for load in loads:
+        rows: dict[str, list[dict]] = {p: [] for p in policies}
+        for seed in range(args.load_seeds):
+            reuse = load == DEFAULT_SPOT_LOAD and all(len(ablation_rows.get(p, [])) > seed for p in policies)
+            if reuse:
+                for p in policies:
+                    rows[p].append(ablation_rows[p][seed])
+                continue
+            nodes = spot2026_cluster(count, seed=seed)
+            jobs = spot2026_jobs(nodes, args.days, seed=seed, spot_load=load, warm_start=args.warm_start)
+            for p in policies:
+                replay = simulate(nodes, jobs, p, seed=seed, restart_overhead_s=args.restart_overhead_s)
+                rows[p].append(replay_row(replay, horizon, from_s=warmup))
+            print(f"load {load:g} seed {seed}: " + ", ".join(f"{p} {rows[p][-1]['lp_jct_mean_s']:,.0f} s" for p in policies), flush=True)
+
+        def mean(p: str, key: str) -> float:
+            return statistics.mean(r[key] for r in rows[p])
+
+        gains = [a["lp_jct_mean_s"] / b["lp_jct_mean_s"] - 1 for a, b in zip(rows["spotgpu"], rows[BASELINE])]
+        lines.append(f"| {load:g} | {mean('spotgpu', 'lp_jct_mean_s'):,.0f} | {mean(BASELINE, 'lp_jct_mean_s'):,.0f} | "
+                     f"{mean('spotgpu', 'lp_jct_mean_s') / mean(BASELINE, 'lp_jct_mean_s') - 1:+.1%} [{min(gains):+.1%}, {max(gains):+.1%}] | "
+                     f"{mean('spotgpu', 'lp_start_delay_mean_s'):,.0f} | {mean(BASELINE, 'lp_start_delay_mean_s'):,.0f} | "
+                     f"{mean('spotgpu', 'lp_gpu_hours_lost'):,.0f} | {mean(BASELINE, 'lp_gpu_hours_lost'):,.0f} | "
+                     f"{mean('spotgpu', 'gar_mean'):.1%} |")
+    return lines + [""]
 
 
 def scale(days_list: list[float]) -> list[str]:
-    lines = ["## 2. Simulator speed on the whole spot-2026 node list", "",
+    lines = ["## 3. Simulator speed on the whole spot-2026 node list", "",
              "`planner simulate spot --nodes spot-2026 --days D --policy spotgpu --no-hp-only --no-progress --out F` as a "
              "child process; wall time end to end (generating the workload included) and the process's peak memory.", "",
              "| days | jobs | wall s | peak RSS MiB | decisions | spot JCT mean s | GAR |", "|---:|---:|---:|---:|---:|---:|---:|"]
@@ -138,6 +185,9 @@ def main() -> None:
     parser.add_argument("--restart-overhead-s", type=float, default=60.0)
     parser.add_argument("--warm-start", action=argparse.BooleanOptionalAction, default=True,
                         help="start the ablation's replays from a stationary cluster (default) or empty (--no-warm-start)")
+    parser.add_argument("--load-sweep", default="0.2,0.25,0.3,0.35,0.4", help="spot loads for section 2")
+    parser.add_argument("--load-seeds", type=int, default=3)
+    parser.add_argument("--skip-load-sweep", action="store_true")
     parser.add_argument("--scale-days", default="1,3,7")
     parser.add_argument("--skip-scale", action="store_true")
     args = parser.parse_args()
@@ -147,9 +197,11 @@ def main() -> None:
              f"Machine: {machine()}; {code_version()}; load average at start {os.getloadavg()[0]:.2f}. "
              f"Reproduce: `.venv/bin/python {command}`.", "",
              " ".join(line.strip() for line in __doc__.split("\n\n")[1].splitlines()), ""]
-    ablation_lines, first = ablation(args)
+    ablation_lines, first, ablation_rows = ablation(args)
     lines += ablation_lines
     plot_replays(first, str(RESULTS / "spot.png"))
+    if not args.skip_load_sweep:
+        lines += load_sweep(args, ablation_rows)
     if not args.skip_scale:
         lines += scale([float(d) for d in args.scale_days.split(",")])
     (RESULTS / "spot.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -61,6 +61,22 @@ def test_warm_start_begins_with_the_cluster_busy() -> None:
     assert warm_row["gar_mean"] > cold_row["gar_mean"] + 0.1
 
 
+@needs_node_list
+def test_the_offered_loads_set_the_workload() -> None:
+    """--spot-load 0 replays HP jobs only (no spot row data); doubling --spot-load with --hp-load 0
+    doubles the spot jobs within sampling noise; the loads are in every row."""
+    common = ["--nodes", "40", "--days", "0.2", "--policy", "spotgpu", "--no-hp-only", "--out", "-", "--no-progress"]
+    rows = {}
+    for hp, spot in (("0.65", "0"), ("0", "0.3"), ("0", "0.6")):
+        done = run(*common, "--hp-load", hp, "--spot-load", spot)
+        assert done.returncode == 0, done.stderr
+        rows[(hp, spot)] = json.loads(done.stdout)["runs"][0]
+    none, some, more = rows[("0.65", "0")], rows[("0", "0.3")], rows[("0", "0.6")]
+    assert (none["hp_load"], none["spot_load"], none["lp_jobs"], none["lp_jct_mean_s"]) == (0.65, 0.0, 0, None)
+    assert none["jobs"] > 0 and some["jobs"] == some["lp_jobs"] > 0
+    assert 1.6 < more["lp_jobs"] / some["lp_jobs"] < 2.4
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--policy", "lifo"], "--policy: unknown 'lifo'"),
     (["--policy", "bestfit+spotgpu"], "--policy: unknown 'bestfit+spotgpu'"),
@@ -72,6 +88,10 @@ def test_warm_start_begins_with_the_cluster_busy() -> None:
     (["--days", "1", "--warmup-days", "1"], "--warmup-days: must be at least 0 and below --days (1)"),
     (["--restart-overhead-s", "-5"], "--restart-overhead-s: must be at least 0"),
     (["--plot", "out.svg"], "--plot: a .png file"),
+    (["--spot-load", "-0.1"], "--spot-load: must be between 0 and 10, got -0.1"),
+    (["--hp-load", "11"], "--hp-load: must be between 0 and 10, got 11"),
+    (["--hp-load", "nan"], "--hp-load: must be between 0 and 10, got nan"),
+    (["--hp-load", "0", "--spot-load", "0"], "--hp-load, --spot-load: at least one must be above 0"),
 ])
 def test_bad_options_exit_2_naming_the_option(args: list[str], message: str) -> None:
     if "999999" in args and not DEFAULT_NODE_LIST.exists():

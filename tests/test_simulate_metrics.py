@@ -37,9 +37,18 @@ def test_percentiles_and_delay_growth() -> None:
     waits 1,000 s, in both replays (growth 0)."""
     jobs = [SimJob(f"s{k}", "LP", 0, 100 * k, gpus_per_worker=1) for k in range(1, 6)]
     row = replay_row(simulate([Node(name="n0", gpus=8, cpus=64, memory_gib=256)], jobs), 1000)
-    assert (row["lp_jct_mean_s"], row["lp_jct_p50_s"], row["lp_jct_p90_s"]) == (300, 300, 460)
+    assert (row["lp_jct_mean_s"], row["lp_jct_p50_s"], row["lp_jct_p90_s"], row["lp_start_delay_mean_s"]) == (300, 300, 460, 0)
     assert row["standby_harvested"] is None and row["hp_delay_mean_s"] is None
     hp = [SimJob("a", "HP", 0, 1000, gpus_per_worker=8), SimJob("b", "HP", 0, 1000, gpus_per_worker=8)]
     both = simulate(one_node(), hp)
     row = replay_row(both, 2000, both)
     assert (row["hp_delay_mean_s"], row["hp_delay_p90_s"], row["hp_delay_growth"]) == (500, 900, 0.0)
+    assert row["lp_start_delay_mean_s"] is None
+
+
+def test_spot_start_delay_is_the_queueing_part_of_completion_time() -> None:
+    """Two 8-GPU spot jobs of 1,000 s arrive together on one node: the second starts at 1,000
+    (name order), so start delays 0 and 1,000 (mean 500) and completion times 1,000 and 2,000."""
+    jobs = [SimJob(k, "LP", 0, 1000, gpus_per_worker=8) for k in ("a", "b")]
+    row = replay_row(simulate(one_node(), jobs), 2000)
+    assert (row["lp_start_delay_mean_s"], row["lp_jct_mean_s"]) == (500, 1500)

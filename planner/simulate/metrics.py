@@ -1,7 +1,8 @@
 """Metrics of a spot replay (issue 14, item 3), one tidy row per (policy, seed).
 
 * ``lp_jct_*``: spot job completion time (finish - submit) over the spot jobs that finished: mean,
-  p50, p90 (``numpy.percentile``, linear interpolation);
+  p50, p90 (``numpy.percentile``, linear interpolation); ``lp_start_delay_mean_s``: first start -
+  submit over the spot jobs that started (the queueing part of the completion time);
 * ``lp_gpu_hours_lost``: GPU-hours of evicted runs not kept by a checkpoint (restart overhead of
   those runs included); ``lp_restart_overhead_gpu_hours``: overhead paid by runs that were not evicted;
 * ``lp_evictions_per_job`` and ``lp_evicted_twice_share`` (evicted more than once), over spot jobs;
@@ -43,6 +44,8 @@ def replay_row(replay: Replay, horizon_s: float, hp_only: Replay | None = None, 
         "lp_jct_mean_s": _stat(jct, np.mean),
         "lp_jct_p50_s": _stat(jct, lambda a: np.percentile(a, 50)),
         "lp_jct_p90_s": _stat(jct, lambda a: np.percentile(a, 90)),
+        "lp_start_delay_mean_s": _stat(np.array([o.first_start_s - o.submit_s for o in spot if o.first_start_s is not None],
+                                                dtype=np.float64), np.mean),
         "lp_gpu_hours_lost": round(replay.lost_gpu_s / 3600, 6),
         "lp_restart_overhead_gpu_hours": round(sum(o.overhead_gpu_s for o in spot) / 3600, 6),
         "lp_evictions_per_job": round(sum(o.evictions for o in spot) / len(spot), 6) if spot else None,
