@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import subprocess
@@ -109,8 +110,23 @@ def _interpreter(script: str) -> str:
 
 
 def machine() -> str:
-    """One line describing where the numbers were measured."""
-    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+    """One line describing where the numbers were measured, with the machine's speed at that moment:
+    the seconds a pure-Python loop of 10^7 additions takes (best of 3), so that wall times measured
+    on different days can be compared (the same code has run 2.5 times slower on a slow day)."""
+    return (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}; "
+            f"speed probe {speed_probe_s():.2f} s")
+
+
+def speed_probe_s() -> float:
+    """Best of 3 timings of ``for i in range(10**7): total += i`` in this interpreter."""
+    best = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        total = 0
+        for i in range(10**7):
+            total += i
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def cached_asi(nodes: int, seed: int, allocation: float = 0.7) -> Path:
