@@ -110,9 +110,10 @@ def _interpreter(script: str) -> str:
 
 
 def machine() -> str:
-    """One line describing where the numbers were measured, with the machine's speed at that moment:
-    the seconds a pure-Python loop of 10^7 additions takes (best of 3), so that wall times measured
-    on different days can be compared (the same code has run 2.5 times slower on a slow day)."""
+    """One line describing where the numbers were measured, with a reading of the interpreter's speed
+    at that moment: the seconds a pure-Python loop of 10^7 additions takes (best of 3). It is a
+    reading, not a correction: on 2026-11-26 the spot simulator ran 2.5 times slower than the day
+    before (same code, same replay) while this loop took an ordinary 0.38 s."""
     return (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}; "
             f"speed probe {speed_probe_s():.2f} s")
 
