@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 import subprocess
@@ -110,24 +109,8 @@ def _interpreter(script: str) -> str:
 
 
 def machine() -> str:
-    """One line describing where the numbers were measured, with a reading of the interpreter's speed
-    at that moment: the seconds a pure-Python loop of 10^7 additions takes (best of 3). It is a
-    reading, not a correction: on 2026-11-26 the spot simulator ran 2.5 times slower than the day
-    before (same code, same replay) while this loop took an ordinary 0.38 s."""
-    return (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}; "
-            f"speed probe {speed_probe_s():.2f} s")
-
-
-def speed_probe_s() -> float:
-    """Best of 3 timings of ``for i in range(10**7): total += i`` in this interpreter."""
-    best = math.inf
-    for _ in range(3):
-        start = time.perf_counter()
-        total = 0
-        for i in range(10**7):
-            total += i
-        best = min(best, time.perf_counter() - start)
-    return best
+    """One line describing where the numbers were measured."""
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
 
 
 def cached_asi(nodes: int, seed: int, allocation: float = 0.7) -> Path:
