@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import math
 import os
@@ -36,13 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _measure import REPO, RESULTS, code_version, machine, run_measured  # noqa: E402
 
-from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs  # noqa: E402
+from planner.instances.spot_workload import SPOT_LOAD, spot2026_cluster, spot2026_jobs  # noqa: E402
 from planner.simulate.metrics import replay_row  # noqa: E402
 from planner.simulate.plots import plot_replays  # noqa: E402
 from planner.simulate.spot import POLICIES, simulate  # noqa: E402
 
 BASELINE = "random"
-DEFAULT_SPOT_LOAD = inspect.signature(spot2026_jobs).parameters["spot_load"].default
 
 
 def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
@@ -121,13 +119,13 @@ def load_sweep(args: argparse.Namespace, ablation_rows: dict[str, list[dict]]) -
              f"The workload of section 1 with the spot load (offered spot GPU-time over the cluster's) swept; the HP load stays "
              f"at the generator's default. *gain*: mean spot completion time of `spotgpu` over `{BASELINE}`'s - 1 (means over the seeds; "
              "per-seed min and max in brackets). *start delay*: a spot job's wait for its first start, the queueing part of its "
-             f"completion time. The {DEFAULT_SPOT_LOAD:g} row is section 1's first {args.load_seeds} seeds.", "",
+             f"completion time. The {SPOT_LOAD:g} row is section 1's first {args.load_seeds} seeds.", "",
              "| spot load | spot JCT spotgpu s | spot JCT random s | gain | start delay spotgpu s | start delay random s | "
              "GPU-h lost spotgpu | GPU-h lost random | GAR spotgpu |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for load in loads:
         rows: dict[str, list[dict]] = {p: [] for p in policies}
         for seed in range(args.load_seeds):
-            reuse = load == DEFAULT_SPOT_LOAD and all(len(ablation_rows.get(p, [])) > seed for p in policies)
+            reuse = load == SPOT_LOAD and all(len(ablation_rows.get(p, [])) > seed for p in policies)
             if reuse:
                 for p in policies:
                     rows[p].append(ablation_rows[p][seed])

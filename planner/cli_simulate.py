@@ -33,8 +33,8 @@ def simulate_spot_command(
         help="Start from the jobs a stationary past leaves running (submitted at 0 with the rest of their work) instead of an empty cluster.",
     ),
     jobs: int = typer.Option(None, "--jobs", help="Jobs in the workload (default: from the generator's loads)."),
-    hp_load: float = typer.Option(0.65, "--hp-load", help="HP GPU-time offered, as a share of the cluster's GPU-time (0 to 10)."),
-    spot_load: float = typer.Option(0.35, "--spot-load", help="Spot GPU-time offered, as a share of the cluster's GPU-time (0 to 10)."),
+    hp_load: float = typer.Option(None, "--hp-load", help="HP GPU-time offered, as a share of the cluster's GPU-time (0 to 10; default 0.65)."),
+    spot_load: float = typer.Option(None, "--spot-load", help="Spot GPU-time offered, as a share of the cluster's GPU-time (0 to 10; default 0.35)."),
     policy: list[str] = typer.Option(
         None, "--policy", help="A policy to replay (a preemption method, or <placement>+<method>); repeat to compare several (default: every method)."
     ),
@@ -67,10 +67,13 @@ def simulate_spot_command(
         problems.append(f"--warmup-days: must be at least 0 and below --days ({days:g}), got {warmup_days:g}")
     if jobs is not None and jobs < 1:
         problems.append(f"--jobs: must be at least 1, got {jobs}")
-    for option, value in (("--hp-load", hp_load), ("--spot-load", spot_load)):
+    from planner.instances.spot_workload import HP_LOAD, SPOT_LOAD
+
+    loads = (HP_LOAD if hp_load is None else hp_load, SPOT_LOAD if spot_load is None else spot_load)
+    for option, value in zip(("--hp-load", "--spot-load"), loads):
         if not 0 <= value <= 10:
             problems.append(f"{option}: must be between 0 and 10, got {value:g}")
-    if 0 <= hp_load <= 10 and 0 <= spot_load <= 10 and hp_load + spot_load <= 0:
+    if all(0 <= value <= 10 for value in loads) and sum(loads) <= 0:
         problems.append("--hp-load, --spot-load: at least one must be above 0")
     if not restart_overhead_s >= 0:
         problems.append(f"--restart-overhead-s: must be at least 0, got {restart_overhead_s:g}")
@@ -87,8 +90,7 @@ def simulate_spot_command(
     if problems:
         fail(problems)
     try:
-        rows, series = _run(count, node_list, days, warmup_days, jobs, policies, seeds, restart_overhead_s, hp_only, progress, warm_start,
-                            (hp_load, spot_load))
+        rows, series = _run(count, node_list, days, warmup_days, jobs, policies, seeds, restart_overhead_s, hp_only, progress, warm_start, loads)
     except ValueError as err:
         fail([str(err)])
     text = json.dumps({"runs": rows}, indent=1) + "\n"
@@ -106,8 +108,8 @@ def simulate_spot_command(
 
 
 def _run(count: int | None, node_list: str | None, days: float, warmup_days: float, jobs: int | None, policies: list[str], seeds: list[int],
-         restart_overhead_s: float, hp_only: bool, progress: bool, warm_start: bool = False,
-         loads: tuple[float, float] = (0.65, 0.35)) -> tuple[list[dict[str, Any]], dict]:
+         restart_overhead_s: float, hp_only: bool, progress: bool, warm_start: bool,
+         loads: tuple[float, float]) -> tuple[list[dict[str, Any]], dict]:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs

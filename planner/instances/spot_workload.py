@@ -130,6 +130,9 @@ CHECKPOINT_INTERVALS_S = (600.0, 1800.0, 3600.0, None)
 DIURNAL_AMPLITUDE = 0.5
 DIURNAL_PEAK_HOUR = 14.0
 STANDBY_MIN_DURATION_S = 12 * 3600.0
+HP_LOAD = 0.65
+SPOT_LOAD = 0.35
+"""Default offered GPU-time of HP and of spot jobs, as shares of the cluster's (module docstring, Load)."""
 STANDBY_START_HOURS = (22.0, 25.0)
 STANDBY_LENGTH_HOURS = (2.0, 6.0)
 
@@ -157,8 +160,8 @@ def spot2026_cluster(nodes: int | None = None, seed: int = 0, node_list: Path | 
     return nodes_of_rows(rows)
 
 
-def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed: int = 0, hp_load: float = 0.65,
-                  spot_load: float = 0.35, standby_share: float = 0.5, max_duration_s: float = 3 * 86400.0,
+def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed: int = 0, hp_load: float = HP_LOAD,
+                  spot_load: float = SPOT_LOAD, standby_share: float = 0.5, max_duration_s: float = 3 * 86400.0,
                   warm_start: bool = False) -> list[SimJob]:
     """HP and spot jobs arriving over ``days`` days on ``nodes`` (time 0 is midnight of day 1), drawn
     from the laws in the module docstring: ``jobs`` jobs if given, else as many as make the offered

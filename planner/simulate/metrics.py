@@ -44,8 +44,7 @@ def replay_row(replay: Replay, horizon_s: float, hp_only: Replay | None = None, 
         "lp_jct_mean_s": _stat(jct, np.mean),
         "lp_jct_p50_s": _stat(jct, lambda a: np.percentile(a, 50)),
         "lp_jct_p90_s": _stat(jct, lambda a: np.percentile(a, 90)),
-        "lp_start_delay_mean_s": _stat(np.array([o.first_start_s - o.submit_s for o in spot if o.first_start_s is not None],
-                                                dtype=np.float64), np.mean),
+        "lp_start_delay_mean_s": _stat(_delays(replay, counted, "LP"), np.mean),
         "lp_gpu_hours_lost": round(replay.lost_gpu_s / 3600, 6),
         "lp_restart_overhead_gpu_hours": round(sum(o.overhead_gpu_s for o in spot) / 3600, 6),
         "lp_evictions_per_job": round(sum(o.evictions for o in spot) / len(spot), 6) if spot else None,
@@ -74,10 +73,10 @@ def replay_row(replay: Replay, horizon_s: float, hp_only: Replay | None = None, 
     return row
 
 
-def _delays(replay: Replay, counted: set[str]) -> np.ndarray:
-    """Start delays of the HP jobs of ``counted`` that started."""
+def _delays(replay: Replay, counted: set[str], priority: str = "HP") -> np.ndarray:
+    """Start delays (first start - submit) of the ``priority`` jobs of ``counted`` that started."""
     return np.array([o.first_start_s - o.submit_s for n, o in replay.outcomes.items()
-                     if n in counted and o.priority == "HP" and o.first_start_s is not None], dtype=np.float64)
+                     if n in counted and o.priority == priority and o.first_start_s is not None], dtype=np.float64)
 
 
 def _stat(values: np.ndarray, fn) -> float | None:  # type: ignore[no-untyped-def]
