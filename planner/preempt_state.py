@@ -302,14 +302,16 @@ class Ask:
     """Nodes the job may use (None: all); a reactivation may use only its pod's node."""
 
     @staticmethod
-    def of(ps: PreemptState, job: int, now_s: float) -> Ask:
-        """The decision for job index ``job`` at ``now_s`` (the request was checked by the caller)."""
+    def of(ps: PreemptState, job: int, now_s: float, pod_cost: np.ndarray | None = None) -> Ask:
+        """The decision for job index ``job`` at ``now_s`` (the request was checked by the caller);
+        ``pod_cost``: each pod's lost work if evicted now, when the caller knows it (default
+        ``ps.lost_gpu_s(now_s)``)."""
         cluster = ps.cluster
         name = cluster.jobs[job].name
         pods = [int(p) for p in np.flatnonzero(ps.cs.pod_job == job)]
         priority = int(ps.priority[pods].min()) if pods else rules.HP_PRIORITY
         spec = cluster.jobs[job]
-        cost = ps.lost_gpu_s(now_s)
+        cost = ps.lost_gpu_s(now_s) if pod_cost is None else pod_cost
         victims = ps.victim_mask(priority)
         preemptive = bool(victims.any())
         return Ask(

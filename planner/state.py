@@ -221,6 +221,19 @@ class ClusterState:
             else:
                 self.hp_shares[n].remove(share)
 
+    def _reservations_ok(self, p: int, nodes: np.ndarray) -> np.ndarray:
+        """``_reservation_ok`` with nobody leaving, for each of ``nodes`` at once: whole GPUs, CPUs
+        and memory as arrays; nodes whose HP pods hold GPU shares (or any node, when p holds a
+        share) pack their shares one node at a time."""
+        whole, cpus, mem, share = self._reserve[p]
+        ok = ((self.hp_cpus[nodes] + cpus <= self.cap_cpus[nodes] + EPS) & (self.hp_mem[nodes] + mem <= self.cap_mem[nodes] + EPS)
+              & (self.hp_whole[nodes] + whole <= self.cap_gpus[nodes]))
+        if share or any(self.hp_shares.values()):
+            for k, n in enumerate(nodes.tolist()):
+                if share or self.hp_shares.get(n):
+                    ok[k] = self._reservation_ok(p, n, ())
+        return ok
+
     def _reservation_ok(self, p: int, n: int, leaving: tuple[int, ...] | list[int]) -> bool:
         """With pod p on node n and ``leaving`` gone, do the node's HP pods (standby included) fit?"""
         reserve = self._reserve[p]
@@ -405,8 +418,9 @@ class ClusterState:
         if self.has_standby and self._reserve[p] is not None:
             nodes = np.arange(len(self.node_names))[idx]
             reserved = self.standby_on[idx] > 0 if not self.pod_standby[p] else np.ones(len(nodes), dtype=bool)
-            for k in np.flatnonzero(mask & reserved):
-                mask[k] = self._reservation_ok(p, int(nodes[k]), ())
+            check = np.flatnonzero(mask & reserved)
+            if len(check):
+                mask[check] = self._reservations_ok(p, nodes[check])
         excluded = [int(n) for g in self.pod_groups[p] for n in self.group_nodes[g] if n != self.pod_node[p]]
         j = int(self.pod_job[p])
         if j >= 0 and self.job_level[j] and self.job_domains[j]:

@@ -425,3 +425,13 @@ def test_spotgpu_isolated_places_hp_where_it_would_go_without_spot_and_evicts_th
     isolated = plan_preempt(cluster, "hp", PreemptOptions(method="spotgpu-isolated"))
     assert [(p.pod, p.node) for p in isolated.placements] == [("h", "n0")]
     assert victims_of(isolated) == ["s1", "s2"] and isolated.metrics["lost_gpu_s"] == 2 * 50 + 2 * 20
+
+
+def test_lexsort_first_is_the_head_of_the_lexsort_order_ties_included() -> None:
+    from planner.heuristics.gang import lexsort_first
+
+    rng = np.random.default_rng(7)
+    for size in (1, 2, 5, 40, 300):
+        for _ in range(20):  # few distinct values: many ties, some full ties across every key
+            keys = (rng.integers(0, 3, size), rng.integers(0, 2, size) == 1, rng.integers(0, 3, size).astype(float) / 2)
+            assert lexsort_first(keys) == int(np.lexsort(keys)[0])

@@ -324,6 +324,29 @@ def first_fitting(ps: PreemptState, ask: Ask, p: int, order: np.ndarray, numa_mo
     return None
 
 
+def lexsort_first(keys: tuple[np.ndarray, ...]) -> int:
+    """``np.lexsort(keys)[0]`` (the last key is the primary one; full ties go to the lowest index)
+    without sorting: keep the minima key by key."""
+    candidates = np.arange(len(keys[0]))
+    for key in reversed(keys):
+        values = key[candidates]
+        candidates = candidates[values == values.min()]
+        if len(candidates) == 1:
+            break
+    return int(candidates[0])
+
+
+def first_fitting_by_keys(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray, keys: tuple[np.ndarray, ...],
+                          numa_mode: str | None = "job") -> tuple[int, Fit] | None:
+    """``first_fitting`` on ``nodes[np.lexsort(keys)]``, sorting only when the first node of that
+    order does not fit (the usual placement sorts nothing)."""
+    first = int(nodes[lexsort_first(keys)])
+    fit = ps.fit(p, first, (), ask.numa_mode if numa_mode == "job" else numa_mode)
+    if fit is not None:
+        return first, fit
+    return first_fitting(ps, ask, p, nodes[np.lexsort(keys)], numa_mode)
+
+
 def preemptable_nodes(ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> np.ndarray:
     """Nodes that might host pod p once every candidate victim there is gone: static rules, and
     capacity left by the pods that stay (a necessary condition; ``fit`` decides)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.heuristics import gang
-from planner.heuristics.spotgpu import placement_order
+from planner.heuristics.spotgpu import placement_keys
 from planner.preempt_state import Ask, Fit, PreemptState
 
 PLACEMENTS = ("spotgpu", "least-allocated", "random")
@@ -54,8 +54,8 @@ class Combined:
         if not len(nodes):
             return None
         if self.placement == "spotgpu":
-            order = placement_order(ps, ask, p, nodes)
-        elif self.placement == "least-allocated":
+            return gang.first_fitting_by_keys(ps, ask, p, nodes, placement_keys(ps, ask, p, nodes), numa_mode=None)
+        if self.placement == "least-allocated":
             order = least_allocated_order(ps, p, nodes)
         else:
             order = nodes[np.argsort(gang.name_rank(ps)[nodes], kind="stable")]

@@ -39,6 +39,11 @@ from planner.state import PENDING
 def placement_order(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray, spot_last_names: bool = False) -> np.ndarray:
     """``nodes`` (indexes) in SpotGPU's non-preemptive preference for pod p; ``spot_last_names``
     breaks a spot pod's last ties by name from the end (the HP view fills nodes from the start)."""
+    return nodes[np.lexsort(placement_keys(ps, ask, p, nodes, spot_last_names))]
+
+
+def placement_keys(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray, spot_last_names: bool = False) -> tuple[np.ndarray, ...]:
+    """The keys of ``placement_order`` for ``np.lexsort`` (the last one first)."""
     cs = ps.cs
     idle = cs.cap_gpus[nodes] - cs.allocated_gpus()[nodes]
     placed = cs.pod_node != PENDING
@@ -47,8 +52,7 @@ def placement_order(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray, spot_
     homogeneous = hosts_hp[nodes] if hp else ~hosts_hp[nodes]
     evictions = _eviction_counts(ps)[nodes]
     names = gang.name_rank(ps)[nodes]
-    keys = (-names if spot_last_names and not hp else names, -evictions if hp else evictions, ~homogeneous, idle)
-    return nodes[np.lexsort(keys)]
+    return (-names if spot_last_names and not hp else names, -evictions if hp else evictions, ~homogeneous, idle)
 
 
 def _eviction_counts(ps: PreemptState) -> np.ndarray:
@@ -94,7 +98,7 @@ class SpotGpu:
         nodes = np.flatnonzero(ps.cs.feasible_nodes(p) & allowed)
         if not len(nodes):
             return None
-        return gang.first_fitting(ps, ask, p, placement_order(ps, ask, p, nodes, self.isolated), self.mode_of(ask))
+        return gang.first_fitting_by_keys(ps, ask, p, nodes, placement_keys(ps, ask, p, nodes, self.isolated), self.mode_of(ask))
 
     def place_preempting(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[int, Cover] | None:
         if self.isolated and ps.is_hp[p]:

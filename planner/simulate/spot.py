@@ -20,7 +20,7 @@ the rest of its work. Runs after the first pay ``restart_overhead_s`` before pro
 checkpoints every ``checkpoint_interval_s`` of progress (at start + overhead + k x interval). So a
 victim evicted at t after a run that began at s keeps k x interval of progress and loses
 GPUs x (t - s - kept) GPU-seconds (its overhead included); the planner decides on the same cost
-(``Window.refresh_checkpoints`` gives it each pod's last checkpoint). HP jobs are never victims.
+(``Window.lost_gpu_s`` gives it each pod's cost from its last checkpoint). HP jobs are never victims.
 
 Speed: the state is one ``PreemptState`` over a window of the workload (running, pending and the next
 ``window_jobs`` arrivals), mutated decision by decision and rebuilt when the window runs out. A job
@@ -261,6 +261,7 @@ class _Replayer:
         self.spot_on = np.zeros(len(nodes))
         self.lent_on = np.zeros(len(nodes))
         self.harvest_on = np.zeros(len(nodes))
+        self.hp_total = self.spot_total = self.lent_total = self.harvest_total = 0.0  # the arrays' sums
         self.eviction_counts = np.array([n.eviction_count for n in nodes], dtype=np.int64)
         self.replay = Replay(policy, self.outcome, 0.0, self.total_gpus)
         self.fixed_policy = None if "random" in policy.split("+") else make_policy(policy)
@@ -354,8 +355,7 @@ class _Replayer:
             self._mark_stale(self.keys[name], name)
             return False
         if job.priority == "HP":
-            w.refresh_checkpoints(now)
-            ask = Ask.of(ps, j, now)
+            ask = Ask.of(ps, j, now, w.lost_gpu_s(now))
         else:
             ask = self._spot_ask(w, j, name, now)
         policy, seed = self._policy(name, now)
@@ -523,11 +523,10 @@ class _Replayer:
             n = int(cs.pod_node[p])
             if self.check:
                 snapshot = self._snapshot(now, None)
-            w.refresh_checkpoints(now)
             self._node_add(n, job, -1, standby=True)
             cs.unplace(p)
             cs.set_standby(p, False)
-            cost = ps.lost_gpu_s(now)
+            cost = w.lost_gpu_s(now)
             victims = ps.victim_mask(rules.HP_PRIORITY)
             here = np.zeros(len(cs.node_names), dtype=bool)
             here[n] = True
@@ -600,27 +599,26 @@ class _Replayer:
         w = self.window
         assert w is not None
         cs = w.ps.cs
-        freed = np.array(sorted(nodes), dtype=np.int64)
+        freed = np.fromiter(sorted(nodes), dtype=np.int64, count=len(nodes))
         keys = list(self.stale)
-        pods = np.array([self.stale[k] for k in keys], dtype=np.int64)
+        pods = np.fromiter(self.stale.values(), dtype=np.int64, count=len(keys))
         hp = cs.pod_hp[pods][:, None]
         # (shape, node): one pod of the shape fits in what the pods that would stay leave (``_places``)
-        room = []
+        fits = cs.eligible[:, freed][cs.pod_signature[pods]]
         for need, held_hp, held_all, cap in ((cs.pod_whole, cs.hp_whole, cs.whole_used + cs.share_devices, cs.cap_gpus),
                                              (cs.pod_cpus, cs.hp_cpus, cs.used_cpus, cs.cap_cpus),
                                              (cs.pod_mem, cs.hp_mem, cs.used_mem, cs.cap_mem)):
             held = np.where(hp, held_hp[freed][None, :], held_all[freed][None, :])
-            room.append(need[pods][:, None] <= cap[freed][None, :] - held + rules.EPS)
-        fits = room[0] & room[1] & room[2] & cs.eligible[cs.pod_signature[pods]][:, freed]
+            fits &= need[pods][:, None] <= cap[freed][None, :] - held + rules.EPS
         for where in self.reopened.values():  # shapes re-opened earlier and not yet offered
             where.update(freed.tolist())
-        for key, opened, again in zip(keys, fits.tolist(), fits.any(axis=1).tolist()):
-            if again:
-                del self.stale[key]
-                self.unstaled.append(key)
-                self.reopened[key] = {int(n) for n, yes in zip(freed.tolist(), opened) if yes}
-                if key in self.queues:
-                    self.open_keys.add(key)
+        for k in np.flatnonzero(fits.any(axis=1)).tolist():
+            key = keys[k]
+            del self.stale[key]
+            self.unstaled.append(key)
+            self.reopened[key] = set(freed[fits[k]].tolist())
+            if key in self.queues:
+                self.open_keys.add(key)
 
     def _ensure_window(self, name: str) -> Window:
         if self.window is not None and name in self.window:
@@ -648,22 +646,29 @@ class _Replayer:
     # ------------------------------------------------------------------------------------------
 
     def _node_add(self, n: int, job: SimJob, sign: int, standby: bool = False) -> None:
+        """Pod of ``job`` arrives on (sign +1) or leaves (-1) node n: the per-node GPU counts and
+        their cluster totals (whole GPUs, so the running sums are exact)."""
         gpus = sign * job.gpus_per_worker
         if standby:
             self.lent_on[n] += gpus
+            self.lent_total += gpus
         elif job.priority == "HP":
             self.hp_on[n] += gpus
+            self.hp_total += gpus
         else:
             self.spot_on[n] += gpus
-        self.harvest_on[n] = max(0.0, min(self.lent_on[n], self.hp_on[n] + self.lent_on[n] + self.spot_on[n] - self.cap[n]))
+            self.spot_total += gpus
+        harvest = max(0.0, min(self.lent_on[n], self.hp_on[n] + self.lent_on[n] + self.spot_on[n] - self.cap[n]))
+        self.harvest_total += harvest - self.harvest_on[n]
+        self.harvest_on[n] = harvest
 
     def _record(self, now: float) -> None:
         r = self.replay
         r.series_t_s.append(now)
-        r.series_hp_gpus.append(float(self.hp_on.sum()))
-        r.series_spot_gpus.append(float(self.spot_on.sum()))
-        r.series_lent_gpus.append(float(self.lent_on.sum()))
-        r.series_harvested_gpus.append(float(self.harvest_on.sum()))
+        r.series_hp_gpus.append(float(self.hp_total))
+        r.series_spot_gpus.append(float(self.spot_total))
+        r.series_lent_gpus.append(float(self.lent_total))
+        r.series_harvested_gpus.append(float(self.harvest_total))
 
     # ------------------------------------------------------------------------------------------
     # check=True: the planner's validated plan on a snapshot, and the rules on every state

@@ -3,9 +3,9 @@ to arrive (a *window* of the workload), mutated decision by decision and rebuilt
 runs out, so a decision costs the same on day 7 as on day 1 whatever the workload's length.
 
 Pods are ``<job>-<worker>``. Per pod the window keeps the run's start and the time its progress
-starts (after the restart overhead); ``refresh_checkpoints`` turns them into each running pod's last
-checkpoint before a decision that may evict, so the planner's cost (``rules.lost_gpu_s``) is exactly
-the work the simulator books as lost.
+starts (after the restart overhead); ``lost_gpu_s`` turns them into each running pod's cost of an
+eviction now before a decision that may evict, so the planner's cost (``rules.lost_gpu_s``) is
+exactly the work the simulator books as lost.
 """
 
 from __future__ import annotations
@@ -88,16 +88,19 @@ class Window:
         self.progress_s[pods] = math.nan
         self.ps.started_s[pods] = math.nan
 
-    def refresh_checkpoints(self, now_s: float) -> None:
-        """Each running pod's last checkpoint at ``now_s``: the latest multiple of its interval of
-        progress, or its run's start when it has none yet (overhead and all are then lost)."""
+    def lost_gpu_s(self, now_s: float) -> np.ndarray:
+        """Each pod's lost work if evicted at ``now_s`` (``rules.lost_gpu_s``; 0 for pods not
+        placed): GPUs x the time since its run's last checkpoint, the latest multiple of its
+        interval of progress, or the run's start when it has none yet (overhead and all are then
+        lost). The planner decides on these costs, so they are exactly what the simulator books."""
         progress = self.progress_s
+        cs = self.ps.cs
         done = np.where(np.isnan(progress), 0.0, now_s - progress)
         periodic = ~np.isnan(self.interval_s)
         interval = np.where(periodic, self.interval_s, 1.0)
         taken = np.where(periodic, np.floor(np.maximum(done, 0.0) / interval), 0.0)
         last = np.where(taken >= 1, progress + taken * interval, self.run_start_s)
-        self.ps.checkpoint_s[:] = np.where(self.ps.cs.pod_node != PENDING, last, math.nan)
+        return np.where(cs.pod_node != PENDING, cs.pod_gpus * np.maximum(0.0, now_s - last), 0.0)
 
     def nodes_of(self, job: str) -> list[int]:
         return [int(self.ps.cs.pod_node[p]) for p in self.pods_of(job)]
