@@ -77,6 +77,7 @@ class PreemptState:
         self.priority = np.array([rules.priority_of(p) for p in pods], dtype=np.int64)
         self.is_hp = np.array([p.priority == "HP" for p in pods], dtype=bool)
         self.may_be_victim = np.array([p.priority == "LP" and not p.locked and not p.standby for p in pods], dtype=bool)
+        self._victim_kinds: dict[int, tuple[np.ndarray, bool]] = {}
         nan = math.nan
         self.started_s = np.array([nan if p.started_s is None else p.started_s for p in pods], dtype=np.float64)
         self.checkpoint_s = np.array([nan if p.checkpoint_s is None else p.checkpoint_s for p in pods], dtype=np.float64)
@@ -116,9 +117,22 @@ class PreemptState:
         """Placed pods that may be evicted for a preemptor of ``priority``, whole gangs only: a unit
         is a candidate when every placed pod of it may be evicted."""
         placed = self.cs.pod_node != PENDING
-        ok = self.may_be_victim & (self.priority < priority)
+        ok, mixed = self._victim_kind(priority)
+        if not mixed:  # no unit mixes pods that may and may not be evicted: none is ever blocked
+            return placed & ok
         blocked = np.bincount(self.unit[placed & ~ok], minlength=self.n_units) > 0
         return placed & ok & ~blocked[self.unit]
+
+    def _victim_kind(self, priority: int) -> tuple[np.ndarray, bool]:
+        """Pods that may be evicted for a preemptor of ``priority`` (placed or not), and whether
+        some unit has both such pods and others; cached (a pod's rules do not change)."""
+        cached = self._victim_kinds.get(priority)
+        if cached is None:
+            ok = self.may_be_victim & (self.priority < priority)
+            mixed = bool(((np.bincount(self.unit[ok], minlength=self.n_units) > 0)
+                          & (np.bincount(self.unit[~ok], minlength=self.n_units) > 0)).any())
+            cached = self._victim_kinds[priority] = (ok, mixed)
+        return cached
 
     def unit_costs(self, cost: np.ndarray) -> np.ndarray:
         """Cost of every unit (indexed by unit id): the sum over its placed pods (a gang missing a

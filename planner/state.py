@@ -110,6 +110,7 @@ class ClusterState:
         self.hp_mem = np.zeros(n_nodes, dtype=np.float64)
         self.hp_shares: dict[int, list[float]] = defaultdict(list)
         self.pods_per_node = np.zeros(n_nodes, dtype=np.int64)
+        self.hp_pods_per_node = np.zeros(n_nodes, dtype=np.int64)  # placed HP pods, standby ones included
         self.pod_node = np.full(len(pods), PENDING, dtype=np.int64)
         self._refresh_pod_scalars()
         self._bulk = True  # placing the snapshot: pack each node's shares once at the end, not per pod
@@ -170,7 +171,7 @@ class ClusterState:
         self.pod_node[p] = n
 
     def _add(self, p: int, n: int, sign: int) -> None:
-        whole, cpus, mem, share, groups, domain = self._pod_scalars[p]
+        whole, cpus, mem, share, groups, domain, hp = self._pod_scalars[p]
         if whole:
             self.whole_used[n] += sign * whole
         if cpus:
@@ -192,6 +193,8 @@ class ClusterState:
         else:
             self.node_pods[n].discard(p)
         self.pods_per_node[n] += sign
+        if hp:
+            self.hp_pods_per_node[n] += sign
         for g in groups:
             counts = self.group_nodes[g]
             counts[n] += sign
@@ -271,14 +274,15 @@ class ClusterState:
         """Per-pod Python scalars for the hot path (numpy element access is slow one at a time)."""
         domain_of_level = {1: self.asw_domain, 2: self.spine_domain}
         self._pod_scalars = [
-            (whole, cpus, mem, share, groups, domain_of_level.get(int(self.job_level[j])) if j >= 0 else None)
-            for whole, cpus, mem, share, groups, j in zip(
+            (whole, cpus, mem, share, groups, domain_of_level.get(int(self.job_level[j])) if j >= 0 else None, hp)
+            for whole, cpus, mem, share, groups, j, hp in zip(
                 self.pod_whole.tolist(),
                 self.pod_cpus.tolist(),
                 self.pod_mem.tolist(),
                 self.pod_share.tolist(),
                 self.pod_groups,
                 self.pod_job.tolist(),
+                self.pod_hp.tolist(),
             )
         ]
 
@@ -309,8 +313,9 @@ class ClusterState:
         self.pod_cpus[p] = 0.0 if on else cpus
         self.pod_mem[p] = 0.0 if on else mem
         self.pod_locked[p] = bool(self._pod_locked_own[p]) or on
-        _, _, _, _, groups, domain = self._pod_scalars[p]
-        self._pod_scalars[p] = (int(self.pod_whole[p]), float(self.pod_cpus[p]), float(self.pod_mem[p]), float(self.pod_share[p]), groups, domain)
+        _, _, _, _, groups, domain, hp = self._pod_scalars[p]
+        self._pod_scalars[p] = (int(self.pod_whole[p]), float(self.pod_cpus[p]), float(self.pod_mem[p]), float(self.pod_share[p]), groups, domain,
+                                hp)
 
     # ------------------------------------------------------------------------------------------
     # Rule checks (fast forms of rules.py)
@@ -343,13 +348,13 @@ class ClusterState:
         return broken
 
     def _resources_fit(self, p: int, n: int, leaving: tuple[int, ...] | list[int]) -> bool:
-        whole, cpus, mem, share, _, _ = self._pod_scalars[p]
+        whole, cpus, mem, share, *_ = self._pod_scalars[p]
         used_whole = int(self.whole_used[n])
         used_cpus = float(self.used_cpus[n])
         used_mem = float(self.used_mem[n])
         shares_left = None
         for q in leaving:
-            q_whole, q_cpus, q_mem, q_share, _, _ = self._pod_scalars[q]
+            q_whole, q_cpus, q_mem, q_share, *_ = self._pod_scalars[q]
             used_whole -= q_whole
             used_cpus -= q_cpus
             used_mem -= q_mem
@@ -458,7 +463,7 @@ class ClusterState:
         sub.pod_index = {name: k for k, name in enumerate(sub.pod_names)}
         for field in ("cap_gpus", "cap_cpus", "cap_mem", "schedulable", "node_model", "asw_domain", "spine_domain",
                       "whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node",
-                      "standby_on", "hp_whole", "hp_cpus", "hp_mem"):
+                      "hp_pods_per_node", "standby_on", "hp_whole", "hp_cpus", "hp_mem"):
             setattr(sub, field, getattr(self, field)[nodes].copy())
         for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked",
                       "pod_signature", "pod_job", "pod_standby", "pod_hp", "_pod_locked_own"):
@@ -494,7 +499,7 @@ class ClusterState:
         """An independent copy (the pydantic cluster and static arrays are shared, not copied)."""
         twin = object.__new__(ClusterState)
         twin.__dict__.update(self.__dict__)
-        for field in ("whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node", "pod_node",
+        for field in ("whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node", "hp_pods_per_node", "pod_node",
                       "standby_on", "hp_whole", "hp_cpus", "hp_mem"):
             setattr(twin, field, getattr(self, field).copy())
         twin.hp_shares = defaultdict(list, {n: list(s) for n, s in self.hp_shares.items() if s})

@@ -13,6 +13,7 @@ were chosen for): the plan then has no surplus victims.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -105,25 +106,31 @@ def _sequential(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray,
 def pod_order(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> list[int]:
     """The job's pods, most constrained first: fewest nodes their static rules allow, then most GPUs."""
     cs = ps.cs
-    eligible = {p: int((cs.eligible[cs.pod_signature[p]] & allowed).sum()) for p in ask.pods}
+    by_signature: dict[int, int] = {}  # a job's pods mostly share one signature: count its nodes once
+    for signature in cs.pod_signature[ask.pods].tolist():
+        if signature not in by_signature:
+            by_signature[signature] = int((cs.eligible[signature] & allowed).sum())
+    eligible = {p: by_signature[int(cs.pod_signature[p])] for p in ask.pods}
     return sorted(ask.pods, key=lambda p: (eligible[p], -float(cs.pod_gpus[p]), p))
 
 
-def pod_orders(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> list[list[int]]:
-    """Distinct pod orders to try: most constrained first, then by CPUs, by memory, and reversed."""
+def pod_orders(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> Iterator[list[int]]:
+    """Distinct pod orders to try: most constrained first, then by CPUs, by memory, and reversed
+    (each made only when the ones before it failed)."""
     first = pod_order(ps, ask, allowed)
     cs = ps.cs
-    candidates = [
-        first,
-        sorted(first, key=lambda p: -float(cs.pod_cpus[p])),
-        sorted(first, key=lambda p: -float(cs.pod_mem[p])),
-        first[::-1],
-    ]
-    orders: list[list[int]] = []
-    for order in candidates:
-        if order not in orders:
-            orders.append(order)
-    return orders
+    makers = (
+        lambda: first,
+        lambda: sorted(first, key=lambda p: -float(cs.pod_cpus[p])),
+        lambda: sorted(first, key=lambda p: -float(cs.pod_mem[p])),
+        lambda: first[::-1],
+    )
+    tried: list[list[int]] = []
+    for make in makers:
+        order = make()
+        if order not in tried:
+            tried.append(order)
+            yield order
 
 
 def _sequential_logged(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray, log: list, pods: list[int]) -> Choice:
@@ -327,12 +334,13 @@ def first_fitting(ps: PreemptState, ask: Ask, p: int, order: np.ndarray, numa_mo
 def lexsort_first(keys: tuple[np.ndarray, ...]) -> int:
     """``np.lexsort(keys)[0]`` (the last key is the primary one; full ties go to the lowest index)
     without sorting: keep the minima key by key."""
-    candidates = np.arange(len(keys[0]))
-    for key in reversed(keys):
-        values = key[candidates]
-        candidates = candidates[values == values.min()]
+    primary = keys[-1]
+    candidates = np.flatnonzero(primary == primary.min())
+    for key in reversed(keys[:-1]):
         if len(candidates) == 1:
             break
+        values = key[candidates]
+        candidates = candidates[values == values.min()]
     return int(candidates[0])
 
 

@@ -46,10 +46,9 @@ def placement_keys(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray, spot_l
     """The keys of ``placement_order`` for ``np.lexsort`` (the last one first)."""
     cs = ps.cs
     idle = cs.cap_gpus[nodes] - cs.allocated_gpus()[nodes]
-    placed = cs.pod_node != PENDING
-    hosts_hp = np.bincount(cs.pod_node[placed & ps.is_hp], minlength=len(cs.node_names)) > 0
+    hosts_hp = cs.hp_pods_per_node[nodes] > 0
     hp = ps.cluster.pods[p].priority == "HP"
-    homogeneous = hosts_hp[nodes] if hp else ~hosts_hp[nodes]
+    homogeneous = hosts_hp if hp else ~hosts_hp
     evictions = _eviction_counts(ps)[nodes]
     names = gang.name_rank(ps)[nodes]
     return (-names if spot_last_names and not hp else names, -evictions if hp else evictions, ~homogeneous, idle)

@@ -266,6 +266,7 @@ class _Replayer:
         self.replay = Replay(policy, self.outcome, 0.0, self.total_gpus)
         self.fixed_policy = None if "random" in policy.split("+") else make_policy(policy)
         self.window: Window | None = None
+        self.pending_pods: dict[str, list[Pod]] = {}  # each job's pods, pending (the windows' building blocks)
         self.window_end = 0  # arrivals (in arrival order) before this index are in the window
         self.keys = {j.name: (j.priority, j.workers, j.gpus_per_worker, j.cpus_per_worker, j.memory_gib_per_worker, j.gpu_models)
                      for j in jobs}
@@ -346,21 +347,22 @@ class _Replayer:
         ps, job = w.ps, self.spec[name]
         j = w.job_index[name]
         key = self.keys[name]
-        if not self.reoffer_all and (self._still_closed(w, key, name) or self._too_few_places(w, name, job.workers)):
-            if self.check:  # the planner agrees: nothing can be planned
-                method = self.policy.rpartition("+")[2]
-                options = PreemptOptions(method=method, now_s=now, **({"seed": self._policy(name, now)[1]} if method == "random" else {}))
-                if plan_preempt(self._snapshot(now, name), name, options).placements:
-                    raise AssertionError(f"'{name}' at {now} s was proven unable to start, yet the planner starts it")
-            self._mark_stale(self.keys[name], name)
+        # A proof that the job cannot start skips its decision. For a one-pod job the proof is
+        # taken only once the decision failed: it usually succeeds, and the proof costs about as much.
+        single = job.workers == 1
+        if not self.reoffer_all and (self._still_closed(w, key, name) or not single and self._too_few_places(w, name, job.workers)):
+            self._proven_stale(name, now)
             return False
         if job.priority == "HP":
             ask = Ask.of(ps, j, now, w.lost_gpu_s(now))
         else:
             ask = self._spot_ask(w, j, name, now)
         policy, seed = self._policy(name, now)
-        self.replay.decisions += 1
         choice = place_job(ps, ask, policy, explain=False)
+        if not choice.placements and single and not self.reoffer_all and self._too_few_places(w, name, 1):
+            self._proven_stale(name, now)
+            return False
+        self.replay.decisions += 1
         if self.check:
             snapshot = self._snapshot(now, name)
             self._check_decision(snapshot, choice, ask, w, name, None, now, seed)
@@ -372,6 +374,16 @@ class _Replayer:
         self._start(name, now)
         self._freed(freed)
         return True
+
+    def _proven_stale(self, name: str, now: float) -> None:
+        """Job ``name`` was proven unable to start now: its shape is stale (under ``check``, the
+        planner must agree that nothing can be planned)."""
+        if self.check:
+            method = self.policy.rpartition("+")[2]
+            options = PreemptOptions(method=method, now_s=now, **({"seed": self._policy(name, now)[1]} if method == "random" else {}))
+            if plan_preempt(self._snapshot(now, name), name, options).placements:
+                raise AssertionError(f"'{name}' at {now} s was proven unable to start, yet the planner starts it")
+        self._mark_stale(self.keys[name], name)
 
     @staticmethod
     def _places(w: Window, p: int, workers: int, nodes: np.ndarray | None = None) -> np.ndarray:
@@ -460,6 +472,7 @@ class _Replayer:
 
     def _finish(self, name: str, now: float) -> set[int]:
         run, job, outcome = self.running.pop(name), self.spec[name], self.outcome[name]
+        self.pending_pods.pop(name, None)  # done: no later window holds it
         outcome.finish_s = now
         outcome.gpu_s_run += _gpus(job) * (now - run.start_s)
         outcome.overhead_gpu_s += _gpus(job) * (run.progress_s - run.start_s)
@@ -627,7 +640,7 @@ class _Replayer:
         live = set(self.running) | self.pending_set | {j.name for j in self.arrival_order[self.window_end:end]} | {name}
         ordered = sorted(live, key=lambda n: self.arrival_rank[n])
         running = {n: (r.start_s, r.progress_s, self._nodes_of_running(n), r.standby) for n, r in self.running.items()}
-        self.window = Window(self.nodes, [self.spec[n] for n in ordered], running, self.eviction_counts, self.now)
+        self.window = Window(self.nodes, [self.spec[n] for n in ordered], running, self.eviction_counts, self.now, self.pending_pods)
         self.window_end = end
         self.stale.clear()
         self.stale_groups.clear()

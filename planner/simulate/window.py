@@ -24,16 +24,24 @@ class Window:
     (run start, progress start, nodes of its pods, on standby)."""
 
     def __init__(self, nodes: list[Node], jobs: list, running: dict[str, tuple[float, float, list[str], bool]],
-                 eviction_counts: np.ndarray, time_s: float):
+                 eviction_counts: np.ndarray, time_s: float, pending_pods: dict[str, list[Pod]] | None = None):
+        """``pending_pods``: each job's pods as pending, kept by the caller across windows (a job
+        pending in several windows is checked once; running pods are its copies with their node)."""
         pods, cluster_jobs = [], []
+        cache = {} if pending_pods is None else pending_pods
         for job in jobs:
             cluster_jobs.append(Job(name=job.name))
             run = running.get(job.name)
-            for w in range(job.workers):
-                pods.append(Pod(name=f"{job.name}-{w}", job=job.name, node=run[2][w] if run else None, gpus=job.gpus_per_worker,
-                                cpus=job.cpus_per_worker, memory_gib=job.memory_gib_per_worker, priority=job.priority,
-                                gpu_models=list(job.gpu_models), started_s=run[0] if run else None,
-                                standby=bool(run and run[3])))
+            pending = cache.get(job.name)
+            if pending is None:
+                pending = cache[job.name] = [
+                    Pod(name=f"{job.name}-{w}", job=job.name, gpus=job.gpus_per_worker, cpus=job.cpus_per_worker,
+                        memory_gib=job.memory_gib_per_worker, priority=job.priority, gpu_models=list(job.gpu_models))
+                    for w in range(job.workers)]
+            if run is None:
+                pods += pending
+            else:
+                pods += [pod.model_copy(update={"node": run[2][w], "started_s": run[0], "standby": run[3]}) for w, pod in enumerate(pending)]
         self.cluster = Cluster(time_s=time_s, nodes=nodes, pods=pods, jobs=cluster_jobs)
         cs = ClusterState(self.cluster)
         cs.enable_standby()
@@ -49,6 +57,9 @@ class Window:
         self.progress_s = np.full(len(pods), nan)
         self.interval_s = np.array([nan if j.checkpoint_interval_s is None else j.checkpoint_interval_s
                                     for j in jobs for _ in range(j.workers)], dtype=np.float64)
+        periodic = ~np.isnan(self.interval_s)
+        self._interval_or_inf = np.where(periodic, self.interval_s, math.inf)
+        self._interval_or_one = np.where(periodic, self.interval_s, 1.0)
         self._eligible: dict[int, np.ndarray] = {}
         self.zero_cost = np.zeros(len(pods))
         self.no_victims = np.zeros(len(pods), dtype=bool)
@@ -95,11 +106,9 @@ class Window:
         lost). The planner decides on these costs, so they are exactly what the simulator books."""
         progress = self.progress_s
         cs = self.ps.cs
-        done = np.where(np.isnan(progress), 0.0, now_s - progress)
-        periodic = ~np.isnan(self.interval_s)
-        interval = np.where(periodic, self.interval_s, 1.0)
-        taken = np.where(periodic, np.floor(np.maximum(done, 0.0) / interval), 0.0)
-        last = np.where(taken >= 1, progress + taken * interval, self.run_start_s)
+        done = np.fmax(now_s - progress, 0.0)  # 0 for pods not running (NaN progress)
+        taken = np.floor(done / self._interval_or_inf)  # checkpoints taken: 0 without an interval
+        last = np.where(taken >= 1, progress + taken * self._interval_or_one, self.run_start_s)
         return np.where(cs.pod_node != PENDING, cs.pod_gpus * np.maximum(0.0, now_s - last), 0.0)
 
     def nodes_of(self, job: str) -> list[int]:
