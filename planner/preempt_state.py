@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -134,10 +136,11 @@ class PreemptState:
             cached = self._victim_kinds[priority] = (ok, mixed)
         return cached
 
-    def unit_costs(self, cost: np.ndarray) -> np.ndarray:
+    def unit_costs(self, cost: np.ndarray, placed: np.ndarray | None = None) -> np.ndarray:
         """Cost of every unit (indexed by unit id): the sum over its placed pods (a gang missing a
-        member is dead, so all its work since the last checkpoint is lost)."""
-        placed = self.cs.pod_node != PENDING
+        member is dead, so all its work since the last checkpoint is lost); ``placed``: the placed
+        pods' mask, when not now's."""
+        placed = self.cs.pod_node != PENDING if placed is None else placed
         return np.bincount(self.unit[placed], weights=cost[placed], minlength=self.n_units)
 
     def placed_pods_of(self, unit: int) -> list[int]:
@@ -316,29 +319,71 @@ class Ask:
     """Nodes the job may use (None: all); a reactivation may use only its pod's node."""
 
     @staticmethod
-    def of(ps: PreemptState, job: int, now_s: float, pod_cost: np.ndarray | None = None) -> Ask:
-        """The decision for job index ``job`` at ``now_s`` (the request was checked by the caller);
-        ``pod_cost``: each pod's lost work if evicted now, when the caller knows it (default
-        ``ps.lost_gpu_s(now_s)``)."""
+    def of(ps: PreemptState, job: int, now_s: float, cost_of: Callable[[np.ndarray], np.ndarray] | None = None) -> Ask:
+        """The decision for job index ``job`` at ``now_s`` (the request was checked by the caller).
+        ``cost_of``: each pod's lost work if evicted now, from the mask of placed pods, when the
+        caller knows it better than ``ps.lost_gpu_s``; the costs are then computed on first use
+        (a placement that evicts nobody never reads them), for the pods placed when asked."""
         cluster = ps.cluster
         name = cluster.jobs[job].name
         pods = [int(p) for p in np.flatnonzero(ps.cs.pod_job == job)]
         priority = int(ps.priority[pods].min()) if pods else rules.HP_PRIORITY
         spec = cluster.jobs[job]
-        cost = ps.lost_gpu_s(now_s) if pod_cost is None else pod_cost
         victims = ps.victim_mask(priority)
-        preemptive = bool(victims.any())
-        return Ask(
+        fields = dict(
             job=job,
             job_name=name,
             pods=pods,
             min_placed=spec.min_available if spec.min_available is not None else len(pods),
             priority=priority,
-            preemptive=preemptive,
+            preemptive=bool(victims.any()),
             numa_mode=spec.numa.mode if spec.numa is not None else None,
             now_s=now_s,
-            pod_cost=cost,
             victims=victims,
-            unit_cost=ps.unit_costs(cost),
             level=int(ps.cs.job_level[job]),
         )
+        if cost_of is not None:
+            placed = ps.cs.pod_node != PENDING
+            return LazyCostAsk(costs=lambda: _costs(ps, cost_of(placed), placed), **fields)  # type: ignore[arg-type]
+        cost = ps.lost_gpu_s(now_s)
+        return Ask(pod_cost=cost, unit_cost=ps.unit_costs(cost), **fields)  # type: ignore[arg-type]
+
+
+def _costs(ps: PreemptState, cost: np.ndarray, placed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return cost, ps.unit_costs(cost, placed)
+
+
+class LazyCostAsk(Ask):
+    """An ``Ask`` whose ``pod_cost`` and ``unit_cost`` come from ``costs()`` when first read.
+    ``dataclasses.replace`` reads them, so a copy holds them as plain values."""
+
+    def __init__(self, costs: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None, **fields: Any):
+        self._costs = costs
+        self._pod_cost: np.ndarray | None = None
+        self._unit_cost: np.ndarray | None = None
+        super().__init__(**{"pod_cost": None, "unit_cost": None, **fields})
+
+    def _load(self) -> None:
+        if self._pod_cost is None and self._costs is not None:
+            self._pod_cost, self._unit_cost = self._costs()
+            self._costs = None
+
+    @property  # type: ignore[override]
+    def pod_cost(self) -> np.ndarray:
+        self._load()
+        return self._pod_cost  # type: ignore[return-value]
+
+    @pod_cost.setter
+    def pod_cost(self, value: np.ndarray | None) -> None:
+        if value is not None:
+            self._pod_cost, self._costs = value, None
+
+    @property  # type: ignore[override]
+    def unit_cost(self) -> np.ndarray:
+        self._load()
+        return self._unit_cost  # type: ignore[return-value]
+
+    @unit_cost.setter
+    def unit_cost(self, value: np.ndarray | None) -> None:
+        if value is not None:
+            self._unit_cost, self._costs = value, None

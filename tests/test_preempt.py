@@ -435,3 +435,20 @@ def test_lexsort_first_is_the_head_of_the_lexsort_order_ties_included() -> None:
         for _ in range(20):  # few distinct values: many ties, some full ties across every key
             keys = (rng.integers(0, 3, size), rng.integers(0, 2, size) == 1, rng.integers(0, 3, size).astype(float) / 2)
             assert lexsort_first(keys) == int(np.lexsort(keys)[0])
+
+
+def test_lazy_costs_are_those_of_the_pods_placed_when_asked() -> None:
+    """Ask.of with ``cost_of`` reads costs on first use, for the pods placed when it was made: a
+    victim evicted in between (as a gang's earlier pod does) still costs what it did."""
+    from planner.preempt_state import Ask
+
+    cluster = standby_cluster(4)
+    ps = PreemptState(cluster)
+    job = cluster.job_index()["hp"]
+    eager = Ask.of(ps, job, 100.0)
+    lazy = Ask.of(ps, job, 100.0, cost_of=lambda placed: np.where(placed, ps.lost_gpu_s(100.0), 0.0))
+    x = ps.cs.pod_names.index("x")
+    ps.evict(x)
+    assert lazy.pod_cost[x] == eager.pod_cost[x] == 4 * 10.0  # x started at 90: 10 s on 4 GPUs
+    assert lazy.unit_cost.tolist() == eager.unit_cost.tolist()
+    assert lazy.victims.tolist() == eager.victims.tolist()

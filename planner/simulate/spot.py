@@ -208,7 +208,7 @@ def make_policy(policy: str, seed: int = 0):  # type: ignore[no-untyped-def]
 
 
 def simulate(nodes: list[Node], jobs: list[SimJob], policy: str = "spotgpu", restart_overhead_s: float = 0.0, seed: int = 0,
-             check: bool = False, reoffer_all: bool = False, window_jobs: int = 2000,
+             check: bool = False, reoffer_all: bool = False, window_jobs: int = 5000,
              progress: Callable[[float], None] | None = None) -> Replay:
     """Replay ``jobs`` on ``nodes`` with ``policy`` until every job finishes (or none can start any
     more). ``progress(now_s)`` is called as time advances (a progress bar)."""
@@ -354,7 +354,7 @@ class _Replayer:
             self._proven_stale(name, now)
             return False
         if job.priority == "HP":
-            ask = Ask.of(ps, j, now, w.lost_gpu_s(now))
+            ask = Ask.of(ps, j, now, cost_of=lambda placed: w.lost_gpu_s(now, placed))
         else:
             ask = self._spot_ask(w, j, name, now)
         policy, seed = self._policy(name, now)

@@ -42,7 +42,8 @@ class Window:
                 pods += pending
             else:
                 pods += [pod.model_copy(update={"node": run[2][w], "started_s": run[0], "standby": run[3]}) for w, pod in enumerate(pending)]
-        self.cluster = Cluster(time_s=time_s, nodes=nodes, pods=pods, jobs=cluster_jobs)
+        # parts already checked (the nodes, each job's pods and names): assembled without checking them again
+        self.cluster = Cluster.model_construct(time_s=time_s, nodes=nodes, pods=pods, jobs=cluster_jobs)
         cs = ClusterState(self.cluster)
         cs.enable_standby()
         cs._eviction_counts = eviction_counts  # type: ignore[attr-defined]  # SpotGPU's history, kept by the simulator
@@ -99,17 +100,18 @@ class Window:
         self.progress_s[pods] = math.nan
         self.ps.started_s[pods] = math.nan
 
-    def lost_gpu_s(self, now_s: float) -> np.ndarray:
+    def lost_gpu_s(self, now_s: float, placed: np.ndarray | None = None) -> np.ndarray:
         """Each pod's lost work if evicted at ``now_s`` (``rules.lost_gpu_s``; 0 for pods not
-        placed): GPUs x the time since its run's last checkpoint, the latest multiple of its
-        interval of progress, or the run's start when it has none yet (overhead and all are then
-        lost). The planner decides on these costs, so they are exactly what the simulator books."""
+        placed, or not in ``placed``): GPUs x the time since its run's last checkpoint, the latest
+        multiple of its interval of progress, or the run's start when it has none yet (overhead and
+        all are then lost). The planner decides on these costs, so they are exactly what the
+        simulator books."""
         progress = self.progress_s
         cs = self.ps.cs
         done = np.fmax(now_s - progress, 0.0)  # 0 for pods not running (NaN progress)
         taken = np.floor(done / self._interval_or_inf)  # checkpoints taken: 0 without an interval
         last = np.where(taken >= 1, progress + taken * self._interval_or_one, self.run_start_s)
-        return np.where(cs.pod_node != PENDING, cs.pod_gpus * np.maximum(0.0, now_s - last), 0.0)
+        return np.where(cs.pod_node != PENDING if placed is None else placed, cs.pod_gpus * np.maximum(0.0, now_s - last), 0.0)
 
     def nodes_of(self, job: str) -> list[int]:
         return [int(self.ps.cs.pod_node[p]) for p in self.pods_of(job)]
