@@ -112,6 +112,7 @@ class ClusterState:
         self.pods_per_node = np.zeros(n_nodes, dtype=np.int64)
         self.hp_pods_per_node = np.zeros(n_nodes, dtype=np.int64)  # placed HP pods, standby ones included
         self.pod_node = np.full(len(pods), PENDING, dtype=np.int64)
+        self.version = 0  # counts changes to the per-node usage (callers cache what they derive from it)
         self._refresh_pod_scalars()
         self._bulk = True  # placing the snapshot: pack each node's shares once at the end, not per pod
         for p, pod in enumerate(pods):
@@ -171,6 +172,7 @@ class ClusterState:
         self.pod_node[p] = n
 
     def _add(self, p: int, n: int, sign: int) -> None:
+        self.version += 1
         whole, cpus, mem, share, groups, domain, hp = self._pod_scalars[p]
         if whole:
             self.whole_used[n] += sign * whole
@@ -292,6 +294,7 @@ class ClusterState:
             return
         whole, share, cpus, mem = self._awake
         self.has_standby = True
+        self.version += 1
         self._reserve = [
             (int(w), float(c), float(m), float(sh)) if hp else None
             for w, c, m, sh, hp in zip(whole.tolist(), cpus.tolist(), mem.tolist(), share.tolist(), self.pod_hp.tolist())
@@ -455,6 +458,7 @@ class ClusterState:
         pods = np.array(sorted(p for n in nodes for p in self.node_pods[n]), dtype=np.int64)
         sub = object.__new__(ClusterState)
         sub._bulk = False
+        sub.version = 0
         sub.cluster = self.cluster
         sub.node_ids, sub.pod_ids = self.node_ids[nodes], self.pod_ids[pods]
         sub.node_names = [self.node_names[n] for n in nodes]

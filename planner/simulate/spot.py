@@ -246,7 +246,7 @@ class _Replayer:
         self.held_back: set[str] = set()  # evicted during the current pass: offered from the next
         self.now = 0.0
         self.stale: dict[tuple, int] = {}  # job shape -> a pod of that shape (proven unable to start)
-        self.stale_groups: dict[tuple, list[tuple]] = {}  # (priority, models) -> shapes marked stale
+        self.stale_groups: dict[tuple, dict[tuple, None]] = {}  # (priority, models) -> its stale shapes (an ordered set)
         self.open_keys: set[tuple] = set()  # shapes with pending jobs, not stale
         self.reopened: dict[tuple, set[int]] = {}  # shape -> nodes whose freed room re-opened it since its proof
         self.events: list[tuple[float, int, str, int]] = [(j.submit_s, _ARRIVE, j.name, 0) for j in jobs]
@@ -392,18 +392,15 @@ class _Replayer:
         for an HP pod the HP pods (standby reservations included; spot pods may all be evicted),
         for a spot pod, which preempts nobody, every pod."""
         cs = w.ps.cs
+        everywhere = nodes is None  # every node the static rules allow
         if nodes is None:
             nodes = w.eligible_nodes(int(cs.pod_signature[p]))
-        if cs.pod_hp[p]:
-            used = (cs.hp_whole[nodes], cs.hp_cpus[nodes], cs.hp_mem[nodes])
-        else:
-            used = (cs.whole_used[nodes] + cs.share_devices[nodes], cs.used_cpus[nodes], cs.used_mem[nodes])
         fits = np.full(len(nodes), float(workers))
-        for cap, held, need in ((cs.cap_gpus[nodes], used[0], cs.pod_whole[p]), (cs.cap_cpus[nodes], used[1], cs.pod_cpus[p]),
-                                (cs.cap_mem[nodes], used[2], cs.pod_mem[p])):
+        for room, need in zip(w.room(bool(cs.pod_hp[p])), (cs.pod_whole[p], cs.pod_cpus[p], cs.pod_mem[p])):
             if need > 0:
-                fits = np.minimum(fits, np.floor((cap - held + rules.EPS) / need))
-        return np.maximum(fits, 0) * cs.eligible[cs.pod_signature[p], nodes]
+                fits = np.minimum(fits, np.floor(room[nodes] / need))
+        fits = np.maximum(fits, 0)
+        return fits if everywhere else fits * cs.eligible[cs.pod_signature[p], nodes]
 
     def _still_closed(self, w: Window, key: tuple, name: str) -> bool:
         """A shape re-opened by room freed on some nodes, where none of its pods fits any more:
@@ -588,7 +585,7 @@ class _Replayer:
             return True
         priority, workers, gpus, cpus, mem, models = key
         for other in self.stale_groups.get((priority, models), ()):
-            if other[1] <= workers and other[2] <= gpus and other[3] <= cpus and other[4] <= mem and other in self.stale:
+            if other[1] <= workers and other[2] <= gpus and other[3] <= cpus and other[4] <= mem:
                 self._mark_stale(key, name)
                 return True
         return False
@@ -597,9 +594,7 @@ class _Replayer:
         self.stale[key] = self.window.pods_of(name)[0]  # type: ignore[union-attr]
         self.open_keys.discard(key)
         self.reopened.pop(key, None)
-        group = self.stale_groups.setdefault((key[0], key[5]), [])
-        if key not in group:
-            group.append(key)
+        self.stale_groups.setdefault((key[0], key[5]), {})[key] = None
 
     def _freed(self, nodes: set[int]) -> None:
         """Capacity came free on ``nodes``: shapes that may now fit there are worth offering again."""
@@ -618,16 +613,14 @@ class _Replayer:
         hp = cs.pod_hp[pods][:, None]
         # (shape, node): one pod of the shape fits in what the pods that would stay leave (``_places``)
         fits = cs.eligible[:, freed][cs.pod_signature[pods]]
-        for need, held_hp, held_all, cap in ((cs.pod_whole, cs.hp_whole, cs.whole_used + cs.share_devices, cs.cap_gpus),
-                                             (cs.pod_cpus, cs.hp_cpus, cs.used_cpus, cs.cap_cpus),
-                                             (cs.pod_mem, cs.hp_mem, cs.used_mem, cs.cap_mem)):
-            held = np.where(hp, held_hp[freed][None, :], held_all[freed][None, :])
-            fits &= need[pods][:, None] <= cap[freed][None, :] - held + rules.EPS
+        for need, room_hp, room_all in zip((cs.pod_whole, cs.pod_cpus, cs.pod_mem), w.room(True), w.room(False)):
+            fits &= need[pods][:, None] <= np.where(hp, room_hp[freed][None, :], room_all[freed][None, :])
         for where in self.reopened.values():  # shapes re-opened earlier and not yet offered
             where.update(freed.tolist())
         for k in np.flatnonzero(fits.any(axis=1)).tolist():
             key = keys[k]
             del self.stale[key]
+            del self.stale_groups[(key[0], key[5])][key]
             self.unstaled.append(key)
             self.reopened[key] = set(freed[fits[k]].tolist())
             if key in self.queues:

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from planner import rules
 from planner.cluster import Cluster, Job, Node, Pod
 from planner.preempt_state import PreemptState
 from planner.state import PENDING, ClusterState
@@ -62,12 +63,28 @@ class Window:
         self._interval_or_inf = np.where(periodic, self.interval_s, math.inf)
         self._interval_or_one = np.where(periodic, self.interval_s, 1.0)
         self._eligible: dict[int, np.ndarray] = {}
+        self._room: dict[bool, tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
         self.zero_cost = np.zeros(len(pods))
         self.no_victims = np.zeros(len(pods), dtype=bool)
         self.zero_unit_cost = np.zeros(self.ps.n_units)
         for name, (_, progress, _, _) in running.items():
             if name in self.job_index:
                 self.progress_s[self.job_pods[self.job_index[name]]] = progress
+
+    def room(self, hp_view: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per node, the GPUs, CPUs and memory (each + EPS) left by the pods that would stay: for an
+        HP pod the HP pods (standby reservations included), for a spot pod every pod; cached until
+        the state changes."""
+        cs = self.ps.cs
+        cached = self._room.get(hp_view)
+        if cached is None or cached[0] != cs.version:
+            if hp_view:
+                held = (cs.hp_whole, cs.hp_cpus, cs.hp_mem)
+            else:
+                held = (cs.whole_used + cs.share_devices, cs.used_cpus, cs.used_mem)
+            cached = self._room[hp_view] = (cs.version, (cs.cap_gpus - held[0] + rules.EPS, cs.cap_cpus - held[1] + rules.EPS,
+                                                         cs.cap_mem - held[2] + rules.EPS))
+        return cached[1]
 
     def eligible_nodes(self, signature: int) -> np.ndarray:
         """Nodes the static rules allow for pods of ``signature`` (cached)."""
