@@ -105,6 +105,8 @@ def _sequential(ps: PreemptState, ask: Ask, policy: Policy, allowed: np.ndarray,
 
 def pod_order(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> list[int]:
     """The job's pods, most constrained first: fewest nodes their static rules allow, then most GPUs."""
+    if len(ask.pods) == 1:
+        return list(ask.pods)
     cs = ps.cs
     by_signature: dict[int, int] = {}  # a job's pods mostly share one signature: count its nodes once
     for signature in cs.pod_signature[ask.pods].tolist():
@@ -118,6 +120,9 @@ def pod_orders(ps: PreemptState, ask: Ask, allowed: np.ndarray) -> Iterator[list
     """Distinct pod orders to try: most constrained first, then by CPUs, by memory, and reversed
     (each made only when the ones before it failed)."""
     first = pod_order(ps, ask, allowed)
+    if len(first) == 1:
+        yield first
+        return
     cs = ps.cs
     makers = (
         lambda: first,
