@@ -344,46 +344,40 @@ class Ask:
         )
         if cost_of is not None:
             placed = ps.cs.pod_node != PENDING
-            return LazyCostAsk(costs=lambda: _costs(ps, cost_of(placed), placed), **fields)  # type: ignore[arg-type]
+
+            def costs() -> tuple[np.ndarray, np.ndarray]:
+                cost = cost_of(placed)
+                return cost, ps.unit_costs(cost, placed)
+
+            return LazyCostAsk(costs=costs, **fields)  # type: ignore[arg-type]
         cost = ps.lost_gpu_s(now_s)
         return Ask(pod_cost=cost, unit_cost=ps.unit_costs(cost), **fields)  # type: ignore[arg-type]
 
 
-def _costs(ps: PreemptState, cost: np.ndarray, placed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return cost, ps.unit_costs(cost, placed)
+def _lazy_cost(index: int) -> property:
+    """A ``LazyCostAsk`` field read from its ``(pod_cost, unit_cost)`` pair, computed on first read."""
+
+    def get(self: LazyCostAsk) -> np.ndarray:
+        if self._costs is not None:
+            self._values, self._costs = list(self._costs()), None
+        return self._values[index]  # type: ignore[return-value]
+
+    def set(self: LazyCostAsk, value: np.ndarray | None) -> None:
+        if value is not None:  # a given value (dataclasses.replace passes both)
+            get(self)
+            self._values[index] = value
+
+    return property(get, set)
 
 
 class LazyCostAsk(Ask):
     """An ``Ask`` whose ``pod_cost`` and ``unit_cost`` come from ``costs()`` when first read.
     ``dataclasses.replace`` reads them, so a copy holds them as plain values."""
 
+    pod_cost = _lazy_cost(0)  # type: ignore[assignment]
+    unit_cost = _lazy_cost(1)  # type: ignore[assignment]
+
     def __init__(self, costs: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None, **fields: Any):
         self._costs = costs
-        self._pod_cost: np.ndarray | None = None
-        self._unit_cost: np.ndarray | None = None
+        self._values: list[np.ndarray | None] = [None, None]
         super().__init__(**{"pod_cost": None, "unit_cost": None, **fields})
-
-    def _load(self) -> None:
-        if self._pod_cost is None and self._costs is not None:
-            self._pod_cost, self._unit_cost = self._costs()
-            self._costs = None
-
-    @property  # type: ignore[override]
-    def pod_cost(self) -> np.ndarray:
-        self._load()
-        return self._pod_cost  # type: ignore[return-value]
-
-    @pod_cost.setter
-    def pod_cost(self, value: np.ndarray | None) -> None:
-        if value is not None:
-            self._pod_cost, self._costs = value, None
-
-    @property  # type: ignore[override]
-    def unit_cost(self) -> np.ndarray:
-        self._load()
-        return self._unit_cost  # type: ignore[return-value]
-
-    @unit_cost.setter
-    def unit_cost(self, value: np.ndarray | None) -> None:
-        if value is not None:
-            self._unit_cost, self._costs = value, None

@@ -613,11 +613,8 @@ class _Replayer:
         hp = cs.pod_hp[pods][:, None]
         # (shape, node): one pod of the shape fits in what the pods that would stay leave (``_places``)
         fits = cs.eligible[:, freed][cs.pod_signature[pods]]
-        for need, held_hp, held_all, cap in ((cs.pod_whole, cs.hp_whole[freed], cs.whole_used[freed] + cs.share_devices[freed], cs.cap_gpus),
-                                             (cs.pod_cpus, cs.hp_cpus[freed], cs.used_cpus[freed], cs.cap_cpus),
-                                             (cs.pod_mem, cs.hp_mem[freed], cs.used_mem[freed], cs.cap_mem)):
-            held = np.where(hp, held_hp[None, :], held_all[None, :])
-            fits &= need[pods][:, None] <= cap[freed][None, :] - held + rules.EPS
+        for need, room_hp, room_all in zip((cs.pod_whole, cs.pod_cpus, cs.pod_mem), w.room(True, freed), w.room(False, freed)):
+            fits &= need[pods][:, None] <= np.where(hp, room_hp[None, :], room_all[None, :])
         for where in self.reopened.values():  # shapes re-opened earlier and not yet offered
             where.update(freed.tolist())
         for k in np.flatnonzero(fits.any(axis=1)).tolist():

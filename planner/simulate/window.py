@@ -71,20 +71,25 @@ class Window:
             if name in self.job_index:
                 self.progress_s[self.job_pods[self.job_index[name]]] = progress
 
-    def room(self, hp_view: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per node, the GPUs, CPUs and memory (each + EPS) left by the pods that would stay: for an
-        HP pod the HP pods (standby reservations included), for a spot pod every pod; cached until
-        the state changes."""
+    def room(self, hp_view: bool, nodes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per node (of ``nodes``; default every node, cached until the state changes), the GPUs,
+        CPUs and memory (each + EPS) left by the pods that would stay: for an HP pod the HP pods
+        (standby reservations included), for a spot pod every pod."""
         cs = self.ps.cs
+        if nodes is not None:
+            return self._room_at(hp_view, nodes)
         cached = self._room.get(hp_view)
         if cached is None or cached[0] != cs.version:
-            if hp_view:
-                held = (cs.hp_whole, cs.hp_cpus, cs.hp_mem)
-            else:
-                held = (cs.whole_used + cs.share_devices, cs.used_cpus, cs.used_mem)
-            cached = self._room[hp_view] = (cs.version, (cs.cap_gpus - held[0] + rules.EPS, cs.cap_cpus - held[1] + rules.EPS,
-                                                         cs.cap_mem - held[2] + rules.EPS))
+            cached = self._room[hp_view] = (cs.version, self._room_at(hp_view, slice(None)))
         return cached[1]
+
+    def _room_at(self, hp_view: bool, at: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cs = self.ps.cs
+        if hp_view:
+            held = (cs.hp_whole[at], cs.hp_cpus[at], cs.hp_mem[at])
+        else:
+            held = (cs.whole_used[at] + cs.share_devices[at], cs.used_cpus[at], cs.used_mem[at])
+        return cs.cap_gpus[at] - held[0] + rules.EPS, cs.cap_cpus[at] - held[1] + rules.EPS, cs.cap_mem[at] - held[2] + rules.EPS
 
     def eligible_nodes(self, signature: int) -> np.ndarray:
         """Nodes the static rules allow for pods of ``signature`` (cached)."""
