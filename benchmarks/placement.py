@@ -72,16 +72,18 @@ def paired_savings(pwr_rows: list[dict], base: list[dict]) -> list[str]:  # type
     lines = ["Seed by seed (a seed gives every policy the same arrivals): power saved against FGD at 50-80% and GRAR - FGD at 100%, "
              "mean ± standard deviation [min, max] over the seeds.", "",
              "| policy | " + " | ".join(f"saved @{k}" for k in loads) + " | GRAR - FGD @100 |", "|---|" + "---:|" * (len(loads) + 1)]
+
+    def cell(values: list[float], fmt: str, unit: str) -> str:
+        spread = statistics.stdev(values) if len(values) > 1 else 0.0
+        return f"{statistics.fmean(values):{fmt}}{unit} ± {spread:{fmt.lstrip('+')}} [{min(values):{fmt}}, {max(values):{fmt}}]"
+
     for policy in PWR_POLICIES[:-1]:
         cells = []
-        for k, key in [*((k, "eopc_w") for k in loads), (100, "grar")]:
-            mine, fgd = by_seed(pwr_rows, policy, k, key), by_seed(base, "fgd", k, key)
-            values = [100 * (1 - mine[s] / fgd[s]) if key == "eopc_w" else mine[s] - fgd[s] for s in sorted(mine) if s in fgd]
-            fmt = ".2f" if key == "eopc_w" else "+.4f"
-            unit = "%" if key == "eopc_w" else ""
-            spread = statistics.stdev(values) if len(values) > 1 else 0.0
-            cells.append(f"{statistics.fmean(values):{fmt}}{unit} ± {spread:.{2 if key == 'eopc_w' else 4}f} "
-                         f"[{min(values):{fmt}}, {max(values):{fmt}}]")
+        for k in loads:
+            mine, fgd = by_seed(pwr_rows, policy, k, "eopc_w"), by_seed(base, "fgd", k, "eopc_w")
+            cells.append(cell([100 * (1 - mine[s] / fgd[s]) for s in sorted(mine) if s in fgd], ".2f", "%"))
+        mine, fgd = by_seed(pwr_rows, policy, 100, "grar"), by_seed(base, "fgd", 100, "grar")
+        cells.append(cell([mine[s] - fgd[s] for s in sorted(mine) if s in fgd], "+.4f", ""))
         lines.append(f"| {policy} | " + " | ".join(cells) + " |")
     return lines + [""]
 

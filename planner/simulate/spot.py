@@ -615,8 +615,9 @@ class _Replayer:
         fits = cs.eligible[:, freed][cs.pod_signature[pods]]
         for need, room_hp, room_all in zip((cs.pod_whole, cs.pod_cpus, cs.pod_mem), w.room(True, freed), w.room(False, freed)):
             fits &= need[pods][:, None] <= np.where(hp, room_hp[None, :], room_all[None, :])
+        freed_list = freed.tolist()
         for where in self.reopened.values():  # shapes re-opened earlier and not yet offered
-            where.update(freed.tolist())
+            where.update(freed_list)
         for k in np.flatnonzero(fits.any(axis=1)).tolist():
             key = keys[k]
             del self.stale[key]
