@@ -138,7 +138,7 @@ def _run(count: int | None, node_list: str | None, days: float, warmup_days: flo
                     bar.update(task, completed=base + min(now_s, horizon_s))
 
                 replay = simulate(cluster, subset, "spotgpu" if name == "hp-only" else name, restart_overhead_s=restart_overhead_s,
-                                  seed=s, progress=tick)
+                                  seed=s, progress=tick if progress else None)
                 wall = time.perf_counter() - start
                 done += 1
                 if name == "hp-only":

@@ -319,14 +319,17 @@ class Ask:
     """Nodes the job may use (None: all); a reactivation may use only its pod's node."""
 
     @staticmethod
-    def of(ps: PreemptState, job: int, now_s: float, cost_of: Callable[[np.ndarray], np.ndarray] | None = None) -> Ask:
+    def of(ps: PreemptState, job: int, now_s: float, cost_of: Callable[[np.ndarray], np.ndarray] | None = None,
+           pods: list[int] | None = None) -> Ask:
         """The decision for job index ``job`` at ``now_s`` (the request was checked by the caller).
         ``cost_of``: each pod's lost work if evicted now, from the mask of placed pods, when the
         caller knows it better than ``ps.lost_gpu_s``; the costs are then computed on first use
-        (a placement that evicts nobody never reads them), for the pods placed when asked."""
+        (a placement that evicts nobody never reads them), for the pods placed when asked.
+        ``pods``: the job's pod indexes in ascending order, when the caller keeps them (else found
+        by a scan of every pod)."""
         cluster = ps.cluster
         name = cluster.jobs[job].name
-        pods = [int(p) for p in np.flatnonzero(ps.cs.pod_job == job)]
+        pods = [int(p) for p in np.flatnonzero(ps.cs.pod_job == job)] if pods is None else list(pods)
         priority = int(ps.priority[pods].min()) if pods else rules.HP_PRIORITY
         spec = cluster.jobs[job]
         victims = ps.victim_mask(priority)

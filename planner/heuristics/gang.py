@@ -407,6 +407,12 @@ def cover_lower_bounds(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray) ->
         return low
     local = np.full(len(cs.node_names), -1)
     local[nodes] = np.arange(len(nodes))
+    need_gpus = cs.pod_whole[p] + (1 if cs.pod_share[p] > 0 else 0)
+    gpu_deficit = need_gpus - (cs.cap_gpus[nodes] - cs.whole_used[nodes] - cs.share_devices[nodes])
+    cpu_deficit = cs.pod_cpus[p] - (cs.cap_cpus[nodes] - cs.used_cpus[nodes])
+    # a node without a deficit bounds nothing beyond its cheapest unit: its rows are left out
+    short = (gpu_deficit > 0) | (cpu_deficit > 0)
+    local[nodes[~short]] = -1
     pods = pods[local[cs.pod_node[pods]] >= 0]
     if not len(pods):
         return low
@@ -414,20 +420,24 @@ def cover_lower_bounds(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray) ->
     units = ps.unit[pods]
     # one row per (unit, node): what the unit frees on that node, and its whole cost
     key = units.astype(np.int64) * len(nodes) + where
-    rows, inverse = np.unique(key, return_inverse=True)
+    if (key[1:] > key[:-1]).all():  # already sorted and distinct (one pod per unit, the usual case): np.unique's answer
+        rows, inverse = key, np.arange(len(key))
+    else:
+        rows, inverse = np.unique(key, return_inverse=True)
     row_node = rows % len(nodes)
     freed_gpus = np.bincount(inverse, weights=cs.pod_whole[pods] + (cs.pod_share[pods] > 0), minlength=len(rows))
     freed_cpus = np.bincount(inverse, weights=cs.pod_cpus[pods], minlength=len(rows))
     unit_of_row = rows // len(nodes)
-    cost = ask.unit_cost[unit_of_row]
-    free_gpus = (cs.cap_gpus - cs.whole_used - cs.share_devices)[nodes]
-    need_gpus = cs.pod_whole[p] + (1 if cs.pod_share[p] > 0 else 0)
-    free_cpus = (cs.cap_cpus - cs.used_cpus)[nodes]
-    for freed, deficit in ((freed_gpus, need_gpus - free_gpus), (freed_cpus, cs.pod_cpus[p] - free_cpus)):
+    all_cost = ask.unit_cost[unit_of_row]
+    for all_freed, deficit in ((freed_gpus, gpu_deficit), (freed_cpus, cpu_deficit)):
+        short_rows = deficit[row_node] > 0  # a node's rows all stay or all go: its bound is unchanged
+        if not short_rows.any():
+            continue
+        rows_node, freed, cost = row_node[short_rows], all_freed[short_rows], all_cost[short_rows]
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(freed > 0, cost / np.where(freed > 0, freed, 1), np.inf)
-        order = np.lexsort((ratio, row_node))
-        node_sorted, freed_sorted, cost_sorted = row_node[order], freed[order], cost[order]
+        order = np.lexsort((ratio, rows_node))
+        node_sorted, freed_sorted, cost_sorted = rows_node[order], freed[order], cost[order]
         cum = np.cumsum(freed_sorted)
         start = np.searchsorted(node_sorted, node_sorted, side="left")
         before = cum - freed_sorted - np.concatenate(([0.0], cum))[start]

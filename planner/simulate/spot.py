@@ -27,8 +27,11 @@ Speed: the state is one ``PreemptState`` over a window of the workload (running,
 that failed to start proves that every pending job of the same shape fails too until capacity is
 freed where such a pod fits (a spot job's pods are alike and start without preemption, so its
 greedy placement fails only when the nodes together cannot hold them; an HP job's failure counts
-only when the planner proves it), so those jobs are not offered again until then
-(``reoffer_all=True`` offers every job every time: the same replay, slower; a test compares).
+only when the planner proves it), so those jobs are not offered again until then. A gang whose
+pods fit on freed nodes stays stale while the nodes together leave room for fewer of its pods than
+it has, counting GPUs alone (``Window.gpu_places_bound``, cached until the state changes; it also
+settles most proofs before the exact count). ``reoffer_all=True`` offers every job every time: the
+same replay, slower; tests compare.
 
 ``check=True`` (the tests) rebuilds every decision as a snapshot, asks ``plan_preempt`` (or
 ``plan_reactivate``) for its validated plan there and requires the same placements and victims, and
@@ -59,6 +62,7 @@ from planner.heuristics.gang import Choice, place_job
 from planner.heuristics.placement import PLACEMENTS, Combined
 from planner.plans import Placement, PreemptPlan, Victim
 from planner.preempt_state import Ask
+from planner.simulate.stale_shapes import StaleShapes
 from planner.simulate.window import Window, kept_progress_s
 from planner.state import PENDING
 from planner.validate_preempt import validate_preempt
@@ -245,7 +249,7 @@ class _Replayer:
         self.unstaled: list[tuple] = []  # shapes ``_freed`` made worth offering again
         self.held_back: set[str] = set()  # evicted during the current pass: offered from the next
         self.now = 0.0
-        self.stale: dict[tuple, int] = {}  # job shape -> a pod of that shape (proven unable to start)
+        self.stale = StaleShapes()  # job shapes proven unable to start
         self.stale_groups: dict[tuple, dict[tuple, None]] = {}  # (priority, models) -> its stale shapes (an ordered set)
         self.open_keys: set[tuple] = set()  # shapes with pending jobs, not stale
         self.reopened: dict[tuple, set[int]] = {}  # shape -> nodes whose freed room re-opened it since its proof
@@ -354,7 +358,7 @@ class _Replayer:
             self._proven_stale(name, now)
             return False
         if job.priority == "HP":
-            ask = Ask.of(ps, j, now, cost_of=lambda placed: w.lost_gpu_s(now, placed))
+            ask = Ask.of(ps, j, now, cost_of=lambda placed: w.lost_gpu_s(now, placed), pods=w.pods_of(name))
         else:
             ask = self._spot_ask(w, j, name, now)
         policy, seed = self._policy(name, now)
@@ -427,8 +431,10 @@ class _Replayer:
 
     def _too_few_places(self, w: Window, name: str, workers: int) -> bool:
         """A proof that job ``name`` cannot start now: the nodes together hold fewer of its
-        (identical) pods than it has (``_places``)."""
-        return float(self._places(w, w.pods_of(name)[0], workers).sum()) < workers
+        (identical) pods than it has (``_places``; first the cached bound on GPUs alone, which
+        usually settles it)."""
+        p = w.pods_of(name)[0]
+        return w.gpu_places_bound(p) < workers or float(self._places(w, p, workers).sum()) < workers
 
     def _spot_ask(self, w: Window, j: int, name: str, now: float) -> Ask:
         """A spot job's decision: no victims (spot pods preempt nobody), so no costs to compute."""
@@ -591,7 +597,9 @@ class _Replayer:
         return False
 
     def _mark_stale(self, key: tuple, name: str) -> None:
-        self.stale[key] = self.window.pods_of(name)[0]  # type: ignore[union-attr]
+        w = self.window
+        assert w is not None
+        self.stale.add(key, w.ps.cs, w.pods_of(name)[0])
         self.open_keys.discard(key)
         self.reopened.pop(key, None)
         self.stale_groups.setdefault((key[0], key[5]), {})[key] = None
@@ -608,22 +616,18 @@ class _Replayer:
         assert w is not None
         cs = w.ps.cs
         freed = np.fromiter(sorted(nodes), dtype=np.int64, count=len(nodes))
-        keys = list(self.stale)
-        pods = np.fromiter(self.stale.values(), dtype=np.int64, count=len(keys))
-        hp = cs.pod_hp[pods][:, None]
-        # (shape, node): one pod of the shape fits in what the pods that would stay leave (``_places``)
-        fits = cs.eligible[:, freed][cs.pod_signature[pods]]
-        for need, room_hp, room_all in zip((cs.pod_whole, cs.pod_cpus, cs.pod_mem), w.room(True, freed), w.room(False, freed)):
-            fits &= need[pods][:, None] <= np.where(hp, room_hp[None, :], room_all[None, :])
+        # one pod of the shape fits in what the pods that would stay leave (``_places``)
+        fitting = self.stale.fitting(cs, freed, w.room(True, freed), w.room(False, freed))
         freed_list = freed.tolist()
         for where in self.reopened.values():  # shapes re-opened earlier and not yet offered
             where.update(freed_list)
-        for k in np.flatnonzero(fits.any(axis=1)).tolist():
-            key = keys[k]
-            del self.stale[key]
+        for key, pod, where in fitting:
+            if key[1] > 1 and w.gpu_places_bound(pod) < key[1]:
+                continue  # the nodes still hold too few of its pods (``_too_few_places``): still stale
+            self.stale.remove(key)
             del self.stale_groups[(key[0], key[5])][key]
             self.unstaled.append(key)
-            self.reopened[key] = set(freed[fits[k]].tolist())
+            self.reopened[key] = set(freed[where].tolist())
             if key in self.queues:
                 self.open_keys.add(key)
 

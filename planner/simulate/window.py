@@ -64,6 +64,8 @@ class Window:
         self._interval_or_one = np.where(periodic, self.interval_s, 1.0)
         self._eligible: dict[int, np.ndarray] = {}
         self._room: dict[bool, tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        self._bounds: dict[tuple[bool, int, float], float] = {}  # ``gpu_places_bound`` by pod kind, at ``_bounds_version``
+        self._bounds_version = -1
         self.zero_cost = np.zeros(len(pods))
         self.no_victims = np.zeros(len(pods), dtype=bool)
         self.zero_unit_cost = np.zeros(self.ps.n_units)
@@ -90,6 +92,25 @@ class Window:
         else:
             held = (cs.whole_used[at] + cs.share_devices[at], cs.used_cpus[at], cs.used_mem[at])
         return cs.cap_gpus[at] - held[0] + rules.EPS, cs.cap_cpus[at] - held[1] + rules.EPS, cs.cap_mem[at] - held[2] + rules.EPS
+
+    def gpu_places_bound(self, p: int) -> float:
+        """An upper bound on how many pods like p fit at once on the nodes the static rules allow:
+        over those nodes, the whole GPUs ``room`` leaves divided by p's, rounded down, summed (CPUs
+        and memory ignored; inf for a pod without whole GPUs). Cached until the state changes:
+        proofs that jobs cannot start run one after another on the same state."""
+        cs = self.ps.cs
+        whole = float(cs.pod_whole[p])
+        if whole <= 0:
+            return math.inf
+        if self._bounds_version != cs.version:
+            self._bounds.clear()
+            self._bounds_version = cs.version
+        hp, signature = bool(cs.pod_hp[p]), int(cs.pod_signature[p])
+        key = (hp, signature, whole)
+        bound = self._bounds.get(key)
+        if bound is None:
+            bound = self._bounds[key] = float(np.floor(self.room(hp)[0][self.eligible_nodes(signature)] / whole).sum())
+        return bound
 
     def eligible_nodes(self, signature: int) -> np.ndarray:
         """Nodes the static rules allow for pods of ``signature`` (cached)."""
