@@ -72,6 +72,12 @@ def allowed(job: SimJob, node: Node) -> bool:
     return not job.gpu_models or node.gpu_model in job.gpu_models
 
 
+def pod_fits(job: SimJob, node: Node, left: dict[str, list[float]]) -> bool:
+    """One pod of ``job`` fits ``node`` in the room ``left`` (``rooms``) and by its GPU models."""
+    needs = (job.gpus_per_worker, job.cpus_per_worker, job.memory_gib_per_worker)
+    return allowed(job, node) and all(room + EPS >= need for room, need in zip(left[node.name], needs))
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_the_gpu_bound_counts_gpus_alone_and_never_undercounts_the_places(seed: int) -> None:
     w, nodes, jobs, where = window_of(seed)
@@ -106,8 +112,7 @@ def test_stale_shapes_fitting_names_exactly_the_shapes_one_of_whose_pods_fits_a_
     want = {}
     for job in pending[1:]:
         left = rooms(nodes, jobs, where, job.priority == "HP")
-        fits = [int(n) for n in freed if allowed(job, nodes[n]) and left[nodes[n].name][0] + EPS >= job.gpus_per_worker
-                and left[nodes[n].name][1] + EPS >= job.cpus_per_worker and left[nodes[n].name][2] + EPS >= job.memory_gib_per_worker]
+        fits = [int(n) for n in freed if pod_fits(job, nodes[n], left)]
         if fits:
             want[job.name] = (fits, w.pods_of(job.name)[0])
     assert got == want and want
@@ -118,8 +123,7 @@ def test_stale_shapes_keep_their_needs_when_slots_are_reused_and_the_arrays_grow
     cs = w.ps.cs
     def fits_somewhere(job: SimJob) -> bool:
         left = rooms(nodes, jobs, where, job.priority == "HP")
-        return any(allowed(job, n) and all(r + EPS >= need for r, need in zip(left[n.name], (job.gpus_per_worker, job.cpus_per_worker,
-                                                                                          job.memory_gib_per_worker))) for n in nodes)
+        return any(pod_fits(job, n, left) for n in nodes)
 
     pod = w.pods_of(next(j.name for j in jobs if j.name not in where and fits_somewhere(j)))[0]
     stale = StaleShapes()
