@@ -41,6 +41,27 @@ def test_every_job_fits_a_node_of_its_family(week) -> None:  # type: ignore[no-u
                    and job.memory_gib_per_worker <= mem for model, gpus, cpus, mem in shapes), job
 
 
+def test_no_pod_size_is_offered_more_than_the_nodes_that_hold_it(week) -> None:  # type: ignore[no-untyped-def]
+    # GPU-series-1 has 1-, 4- and 8-GPU nodes: pods of 2 GPUs or more fit only the larger ones, so the
+    # GPU-time they ask may not exceed the offered load on those nodes' GPUs (per family, per size)
+    nodes, jobs = week
+    horizon = 7 * 86400
+    families = {family_of(n.gpu_model) for n in nodes}
+    checked = 0
+    for family in sorted(families):
+        members = [n for n in nodes if family_of(n.gpu_model) == family]
+        ours = [j for j in jobs if family_of(j.gpu_models[0]) == family]
+        for size in sorted({j.gpus_per_worker for j in ours}):
+            holding = sum(n.gpus for n in members if n.gpus >= size)
+            asked = sum(j.workers * j.gpus_per_worker * j.work_s for j in ours if j.gpus_per_worker >= size)
+            assert asked / (holding * horizon) < 1.15, (family, size, asked / (holding * horizon))
+            checked += 1
+    mixed = sorted({n.gpus for n in nodes if n.gpu_model == "GPU-series-1"})
+    assert mixed == [1, 4, 8] and checked > len(families)
+    names = {j.name.rsplit("-", 1)[0] for j in jobs if "GPU-series-1" in j.gpu_models}
+    assert names == {f"{p}-GPU-series-1.{g}gpu" for p in ("hp", "spot") for g in (1, 4, 8)}
+
+
 def test_checkpoints_on_spot_jobs_and_standby_on_long_hp_services_peaking_at_midnight(week) -> None:  # type: ignore[no-untyped-def]
     _, jobs = week
     assert all(j.checkpoint_interval_s is None for j in jobs if j.priority == "HP")

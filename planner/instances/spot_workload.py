@@ -31,14 +31,20 @@ Time 0 is midnight of day 1; hour h of a time t is (t / 3600) mod 24. Per GPU mo
 (``spot.family_of``: A100-SXM4-80GB and A800-SXM4-80GB are one family, every other model its own),
 with G_f its GPUs and T = days x 86,400 s:
 
-* **family:** a job is pinned to one family (``gpu_models`` = the family's models) and the families
-  get jobs in proportion to their GPUs (the README's jobs each name one model);
+* **family and pool:** a job is pinned to one family (``gpu_models`` = the family's models) and the
+  families get jobs in proportion to their GPUs (the README's jobs each name one model). A family
+  whose nodes differ in GPU count (GPU-series-1: 1-, 4- and 8-GPU nodes) is split into pools, one per
+  node GPU count, each getting jobs in proportion to its GPUs with the per-worker sizes its nodes
+  hold (below); its jobs still may use any node of the family. Without the split a mixed family's
+  multi-GPU pods would be offered their family's whole load on its few large nodes: GPU-series-1
+  has 58% of its GPUs on 1-GPU nodes, so 8-, 4- and 2-GPU pods asked 2.2 times what its 4- and
+  8-GPU nodes hold, queued for days under every policy (HP included), while the 1-GPU nodes idled;
 * **priority:** HP with probability p_HP = hp_load / (hp_load + spot_load). HP and spot jobs share
   one size and duration law, so the offered GPU-time splits in the same ratio (our choice; the
   README's two HP samples run 32 and 184 days and its two spot samples 11 and 20 h, and ASI Sec. 3.1
   finds online inference and training mostly HP: a longer HP law is not modelled);
-* **GPUs per worker g:** whole GPUs (ASI: sharing is rare): 1 on families of 1-GPU nodes, else
-  1, 2, 4 or 8 with probabilities 0.3, 0.2, 0.2, 0.3, up to the family's largest node (our choice);
+* **GPUs per worker g:** whole GPUs (ASI: sharing is rare): 1 on pools of 1-GPU nodes, else
+  1, 2, 4 or 8 with probabilities 0.3, 0.2, 0.2, 0.3, up to the pool's node size (our choice);
 * **workers w:** 1, 2 or 4 with probabilities 0.85, 0.10, 0.05, cut to the pods of that size the
   family's nodes hold together (our choice; the README's 16- and 94-worker spot gangs are a tail
   this generator leaves out);
@@ -62,10 +68,10 @@ quadrature, no sampling noise), family f gets
 
     N_f = (hp_load + spot_load) x G_f x T / (E[g] x E[w] x E[D])
 
-jobs (or ``jobs`` split over the families in the same proportions), so the offered GPU-time
+jobs, f a pool (or ``jobs`` split over the pools in the same proportions), so the offered GPU-time
 sum of g x w x D is (hp_load + spot_load) x G x T, hp_load x G x T of it HP. The defaults, hp_load
 0.65 and spot_load 0.35, aim at ASI's 68% HP-only allocation and an offered total of 100% (above
-ASI's 93% with spot). A week on the whole list is 146,627 jobs, made in about 0.7 s.
+ASI's 93% with spot). A week on the whole list is 168,637 jobs, made in about 1.5 s.
 
 Warm-up. Jobs arrive from time 0 only, so the GPUs they would hold at time t (each started at
 once) is only load x E[min(D, t)] / E[D]: it climbs for ``max_duration_s``. Measured on the whole
@@ -167,7 +173,8 @@ def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed:
     from the laws in the module docstring: ``jobs`` jobs if given, else as many as make the offered
     GPU-time (hp_load + spot_load) x GPUs x days; with ``warm_start``, plus the jobs a stationary
     past leaves running at time 0 (submitted at 0 with the rest of their work). Names are
-    ``hp-<family>-<k>`` and ``spot-<family>-<k>`` (``w<k>`` for the warm start's jobs)."""
+    ``hp-<family>-<k>`` and ``spot-<family>-<k>`` (``w<k>`` for the warm start's jobs; ``<family>`` is
+    ``<family>.<G>gpu`` for the pool of G-GPU nodes of a family with several node sizes)."""
     _check_jobs_arguments(nodes, days, jobs, seed, hp_load, spot_load, standby_share, max_duration_s, warm_start)
     rng = np.random.default_rng(seed)
     warm_rng = np.random.default_rng([seed, 1])
@@ -179,14 +186,17 @@ def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed:
     plans = []
     for family in sorted(families):
         members = families[family]
-        gpus = sum(n.gpus for n in members)
-        largest = max(n.gpus for n in members)
-        sizes = [g for g in GPUS_PER_WORKER[0] if g <= largest]
-        weights = np.array([w for g, w in zip(*GPUS_PER_WORKER) if g <= largest])
-        weights /= weights.sum()
-        per_job = float(np.dot(sizes, weights)) * float(np.dot(*WORKERS)) * mean_duration
-        wanted = (hp_load + spot_load) * gpus * horizon_s / per_job
-        plans.append(_Family(family, members, sizes, weights, wanted))
+        models = tuple(sorted({n.gpu_model for n in members}))
+        pools = sorted({n.gpus for n in members})
+        for size in pools:
+            pool = [n for n in members if n.gpus == size]
+            sizes = [g for g in GPUS_PER_WORKER[0] if g <= size]
+            weights = np.array([w for g, w in zip(*GPUS_PER_WORKER) if g <= size])
+            weights /= weights.sum()
+            per_job = float(np.dot(sizes, weights)) * float(np.dot(*WORKERS)) * mean_duration
+            wanted = (hp_load + spot_load) * sum(n.gpus for n in pool) * horizon_s / per_job
+            name = family if len(pools) == 1 else f"{family}.{size}gpu"
+            plans.append(_Family(name, models, pool, members, sizes, weights, wanted))
     wanted_total = sum(p.wanted for p in plans)
     hp_share = hp_load / (hp_load + spot_load)
     out: list[SimJob] = []
@@ -231,10 +241,13 @@ def _check_jobs_arguments(nodes: list[Node], days: float, jobs: int | None, seed
 
 @dataclass(frozen=True)
 class _Family:
-    """One GPU model family's nodes, the per-worker GPU sizes that fit them, and its expected jobs."""
+    """One pool of a GPU model family (its nodes of one GPU count), the per-worker GPU sizes that fit
+    them, and its expected jobs; the jobs may use any node of the family (``models``)."""
 
     name: str
+    models: tuple[str, ...]
     members: list[Node]
+    family_members: list[Node]
     sizes: list[int]
     weights: np.ndarray
     wanted: float
@@ -267,8 +280,8 @@ def _draw_jobs(rng: np.random.Generator, plan: _Family, submit: np.ndarray, hp_s
     workers = rng.choice(WORKERS[0], size=count, p=WORKERS[1])
     cpus = rng.choice(cpu_choices, size=count) * per_worker
     # a gang never outnumbers the pods of its size the family's empty nodes hold together
-    gpus_of = np.array([n.gpus for n in members])
-    cpus_of = np.array([n.cpus for n in members])
+    gpus_of = np.array([n.gpus for n in plan.family_members])
+    cpus_of = np.array([n.cpus for n in plan.family_members])
     room = {g: int(np.minimum(gpus_of // g, cpus_of // (g * max(cpu_choices))).sum()) for g in sizes}
     workers = np.minimum(workers, np.maximum(1, np.array([room[int(g)] for g in per_worker])))
     gib = rng.choice(GIB_PER_CPU, size=count) * cpus
@@ -291,7 +304,7 @@ def _still_running(draws: _Draws) -> _Draws:
 
 def _sim_jobs(rng: np.random.Generator, plan: _Family, draws: _Draws, tag: str) -> list[SimJob]:
     """The drawn jobs as ``SimJob``s (standby windows drawn here, job by job, for the sleepers)."""
-    models = tuple(sorted({n.gpu_model for n in plan.members}))
+    models = plan.models
     family = plan.name.replace(" ", "_")
     out = []
     for k in range(len(draws.submit)):
