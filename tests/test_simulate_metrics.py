@@ -52,3 +52,21 @@ def test_spot_start_delay_is_the_queueing_part_of_completion_time() -> None:
     jobs = [SimJob(k, "LP", 0, 1000, gpus_per_worker=8) for k in ("a", "b")]
     row = replay_row(simulate(one_node(), jobs), 2000)
     assert (row["lp_start_delay_mean_s"], row["lp_jct_mean_s"]) == (500, 1500)
+
+
+def test_added_hp_delay_and_the_hp_jobs_spot_work_delayed() -> None:
+    """Two 8-GPU nodes. Spot s (4 GPUs) starts on n0 at 0; HP hA (4 GPUs, 10-1,010) joins it there
+    (least idle). HP hB (4 GPUs) at 15 fits as things are only on n1, so spotgpu puts it there
+    without evicting; HP hC (8 GPUs) at 20 then finds no node clear of HP pods and waits until hA
+    ends at 1,010, where it evicts s. Alone, hA and hB share n0 and hC starts at once on n1. So the
+    HP delays are 0, 0, 990 (mean 330) against 0, 0, 0: 330 s added, 1 of 3 HP jobs started later,
+    and no ratio. spotgpu-isolated puts hB on n0 (evicting s), as alone: nothing added."""
+    nodes = [Node(name=f"n{k}", gpus=8, cpus=64, memory_gib=256) for k in range(2)]
+    jobs = [SimJob("s", "LP", 0, 10_000, gpus_per_worker=4), SimJob("hA", "HP", 10, 1000, gpus_per_worker=4),
+            SimJob("hB", "HP", 15, 1000, gpus_per_worker=4), SimJob("hC", "HP", 20, 100, gpus_per_worker=8)]
+    alone = simulate(nodes, [j for j in jobs if j.priority == "HP"], "spotgpu")
+    row = replay_row(simulate(nodes, jobs, "spotgpu"), 20_000, alone)
+    assert (row["hp_delay_mean_s"], row["hp_delay_hp_only_mean_s"], row["hp_delay_growth"]) == (330, 0, None)
+    assert (row["hp_delay_added_mean_s"], row["hp_started_later_share"]) == (330, pytest.approx(1 / 3, abs=1e-6))
+    isolated = replay_row(simulate(nodes, jobs, "spotgpu-isolated"), 20_000, alone)
+    assert (isolated["hp_delay_growth"], isolated["hp_delay_added_mean_s"], isolated["hp_started_later_share"]) == (0.0, 0.0, 0.0)

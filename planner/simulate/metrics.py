@@ -8,7 +8,10 @@
 * ``lp_evictions_per_job`` and ``lp_evicted_twice_share`` (evicted more than once), over spot jobs;
 * ``hp_delay_mean_s``/``hp_delay_p90_s``: HP start - submit; against ``hp_only``, a replay of the HP
   jobs alone, ``hp_delay_hp_only_mean_s`` and ``hp_delay_growth`` (mixed mean / HP-only mean - 1;
-  0.0 when both are 0; None when only the HP-only mean is 0: a ratio cannot say it);
+  0.0 when both are 0; None when only the HP-only mean is 0: a ratio cannot say it),
+  ``hp_delay_added_mean_s`` (mixed mean - HP-only mean) and ``hp_started_later_share`` (the HP jobs
+  that started in both replays and started later with spot jobs than without, over those jobs): when
+  HP jobs alone hardly ever wait, the ratio is large for a few seconds, and these two say how much;
 * ``gar_mean``: GPUs held (awake HP and spot) over all GPUs, averaged over [0, ``horizon_s``] (Kant's
   GAR averaged; the ASI paper's allocation ratio, Fig. 9); ``gar_hp_mean`` the HP part of it;
   ``gar_hp_only_mean`` the same average in the HP-only replay (the paper's "HP alone");
@@ -70,6 +73,11 @@ def replay_row(replay: Replay, horizon_s: float, hp_only: Replay | None = None, 
             row["hp_delay_growth"] = 0.0 if mixed == 0 else None
         else:
             row["hp_delay_growth"] = round(mixed / mean_alone - 1, 6)
+        row["hp_delay_added_mean_s"] = None if mean_alone is None or mixed is None else round(mixed - mean_alone, 6)
+        both = [(o.first_start_s, hp_only.outcomes[n].first_start_s) for n, o in replay.outcomes.items()
+                if n in counted and o.priority == "HP" and o.first_start_s is not None and n in hp_only.outcomes
+                and hp_only.outcomes[n].first_start_s is not None]
+        row["hp_started_later_share"] = round(sum(mixed_s > alone_s for mixed_s, alone_s in both) / len(both), 6) if both else None
     return row
 
 
