@@ -37,8 +37,9 @@ with G_f its GPUs and T = days x 86,400 s:
   node GPU count, each getting jobs in proportion to its GPUs with the per-worker sizes its nodes
   hold (below); its jobs still may use any node of the family. Without the split a mixed family's
   multi-GPU pods would be offered their family's whole load on its few large nodes: GPU-series-1
-  has 58% of its GPUs on 1-GPU nodes, so 8-, 4- and 2-GPU pods asked 2.2 times what its 4- and
-  8-GPU nodes hold, queued for days under every policy (HP included), while the 1-GPU nodes idled;
+  has 58% of its GPUs on 1-GPU nodes, so its 2-8-GPU pods asked 2.05 times what its 4- and 8-GPU
+  nodes hold (a week on the whole list) and queued for days under every policy (HP included), while
+  the 1-GPU nodes idled;
 * **priority:** HP with probability p_HP = hp_load / (hp_load + spot_load). HP and spot jobs share
   one size and duration law, so the offered GPU-time splits in the same ratio (our choice; the
   README's two HP samples run 32 and 184 days and its two spot samples 11 and 20 h, and ASI Sec. 3.1
@@ -49,7 +50,7 @@ with G_f its GPUs and T = days x 86,400 s:
   family's nodes hold together (our choice; the README's 16- and 94-worker spot gangs are a tail
   this generator leaves out);
 * **CPUs per worker:** g x c, c drawn from 4, 8, 12, 16 CPUs per GPU up to the smallest CPU/GPU
-  ratio of the family's nodes (ASI Sec. 3.3 caps the ratio per server type; the README's samples ask
+  ratio of the pool's nodes (ASI Sec. 3.3 caps the ratio per server type; the README's samples ask
   8 to 20 per GPU); memory 4, 6 or 8 GiB per CPU (the nodes have 8 GiB per vCPU, so memory never
   decides a fit alone);
 * **duration D:** lognormal, median 117 s and sigma 4.12 (the fit through P90 6.4 h and P99 19.8 days:
@@ -270,7 +271,7 @@ class _Draws:
 
 def _draw_jobs(rng: np.random.Generator, plan: _Family, submit: np.ndarray, hp_share: float, standby_share: float,
                max_duration_s: float) -> _Draws:
-    """Every attribute of ``len(submit)`` jobs of one family, vectorised."""
+    """Every attribute of ``len(submit)`` jobs of one pool, vectorised."""
     count = len(submit)
     members, sizes = plan.members, plan.sizes
     cpu_ratio = min(n.cpus / n.gpus for n in members)
