@@ -43,7 +43,8 @@ def test_every_job_fits_a_node_of_its_family(week) -> None:  # type: ignore[no-u
 
 def test_no_pod_size_is_offered_more_than_the_nodes_that_hold_it(week) -> None:  # type: ignore[no-untyped-def]
     # GPU-series-1 has 1-, 4- and 8-GPU nodes: pods of 2 GPUs or more fit only the larger ones, so the
-    # GPU-time they ask may not exceed the offered load on those nodes' GPUs (per family, per size)
+    # GPU-time they ask may not exceed the offered load on those nodes' GPUs (per family, per size;
+    # 15% over for the heavy-tailed durations' noise: the split gives at most 1.05, without it 2.05)
     nodes, jobs = week
     horizon = 7 * 86400
     families = {family_of(n.gpu_model) for n in nodes}

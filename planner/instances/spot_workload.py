@@ -187,7 +187,6 @@ def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed:
     plans = []
     for family in sorted(families):
         members = families[family]
-        models = tuple(sorted({n.gpu_model for n in members}))
         pools = sorted({n.gpus for n in members})
         for size in pools:
             pool = [n for n in members if n.gpus == size]
@@ -197,7 +196,7 @@ def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed:
             per_job = float(np.dot(sizes, weights)) * float(np.dot(*WORKERS)) * mean_duration
             wanted = (hp_load + spot_load) * sum(n.gpus for n in pool) * horizon_s / per_job
             name = family if len(pools) == 1 else f"{family}.{size}gpu"
-            plans.append(_Family(name, models, pool, members, sizes, weights, wanted))
+            plans.append(_Family(name, pool, members, sizes, weights, wanted))
     wanted_total = sum(p.wanted for p in plans)
     hp_share = hp_load / (hp_load + spot_load)
     out: list[SimJob] = []
@@ -246,12 +245,15 @@ class _Family:
     them, and its expected jobs; the jobs may use any node of the family (``models``)."""
 
     name: str
-    models: tuple[str, ...]
     members: list[Node]
     family_members: list[Node]
     sizes: list[int]
     weights: np.ndarray
     wanted: float
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(sorted({n.gpu_model for n in self.family_members}))
 
 
 @dataclass
@@ -305,7 +307,7 @@ def _still_running(draws: _Draws) -> _Draws:
 
 def _sim_jobs(rng: np.random.Generator, plan: _Family, draws: _Draws, tag: str) -> list[SimJob]:
     """The drawn jobs as ``SimJob``s (standby windows drawn here, job by job, for the sleepers)."""
-    models = plan.models
+    models = plan.models  # once per pool, not per job
     family = plan.name.replace(" ", "_")
     out = []
     for k in range(len(draws.submit)):
