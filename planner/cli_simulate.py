@@ -40,7 +40,7 @@ def simulate_spot_command(
     ),
     seed: list[int] = typer.Option(None, "--seed", help="Workload and policy seed; repeat for several (default: 0)."),
     restart_overhead_s: float = typer.Option(0.0, "--restart-overhead-s", help="Seconds a restarted spot run spends before progressing."),
-    hp_only: bool = typer.Option(True, "--hp-only/--no-hp-only", help="Also replay the HP jobs alone (HP delay growth, allocation without spot)."),
+    hp_only: bool = typer.Option(True, "--hp-only/--no-hp-only", help="Also replay the HP jobs alone under each policy (HP delay growth, allocation without spot)."),
     out: str = typer.Option(None, "--out", help="results.json: {'runs': [one row per (policy, seed)]} (- for stdout)."),
     plot: str = typer.Option(None, "--plot", help="PNG: allocation over time per policy (first seed) and spot completion-time CDFs."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar on stderr."),
@@ -48,7 +48,7 @@ def simulate_spot_command(
     """Replay HP and spot jobs over days on the spot-2026 cluster, each decision by the planner.
 
     The workload is ``planner.instances.spot_workload.spot2026_jobs`` (seeded); each policy replays
-    it, and ``--hp-only`` replays its HP jobs alone once per seed. Rows hold spot completion times,
+    it, and ``--hp-only`` replays its HP jobs alone under each policy too. Rows hold spot completion times,
     GPU-hours lost, evictions, HP delay against the HP-only replay, allocation (GAR, SOR) and the
     standby GPU-time harvested (``planner.simulate.metrics``).
     """
@@ -120,7 +120,7 @@ def _run(count: int | None, node_list: str | None, days: float, warmup_days: flo
     horizon_s = days * 86400
     rows: list[dict[str, Any]] = []
     series: dict[str, Any] = {}
-    replays = len(seeds) * (len(policies) + (1 if hp_only else 0))
+    replays = len(seeds) * len(policies) * (2 if hp_only else 1)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
                   console=err_console, disable=not progress, transient=True) as bar:
         task = bar.add_task("simulating", total=replays * horizon_s)
@@ -128,21 +128,25 @@ def _run(count: int | None, node_list: str | None, days: float, warmup_days: flo
         for s in seeds:
             cluster = spot2026_cluster(count, seed=s, node_list=path)
             workload = spot2026_jobs(cluster, days, jobs=jobs, seed=s, hp_load=loads[0], spot_load=loads[1], warm_start=warm_start)
-            runs = ([("hp-only", [j for j in workload if j.priority == "HP"])] if hp_only else []) + [(p, workload) for p in policies]
+            hp_jobs = [j for j in workload if j.priority == "HP"]
+            # each policy's HP jobs alone under that policy: what its spot work changes for them
+            runs = [(p, subset) for p in policies for subset in ([hp_jobs] if hp_only else []) + [workload]]
             alone = None
             for name, subset in runs:
-                bar.update(task, description=f"seed {s}: {name}")
+                label = name if subset is workload else f"{name}, HP jobs alone"
+                bar.update(task, description=f"seed {s}: {label}")
                 start = time.perf_counter()
 
                 def tick(now_s: float, base: float = done * horizon_s) -> None:
                     bar.update(task, completed=base + min(now_s, horizon_s))
 
-                replay = simulate(cluster, subset, "spotgpu" if name == "hp-only" else name, restart_overhead_s=restart_overhead_s,
-                                  seed=s, progress=tick if progress else None)
+                replay = simulate(cluster, subset, name, restart_overhead_s=restart_overhead_s, seed=s, progress=tick if progress else None)
                 wall = time.perf_counter() - start
                 done += 1
-                if name == "hp-only":
+                if subset is not workload:
                     alone = replay
+                    if s == seeds[0] and "hp-only" not in series:
+                        series["hp-only"] = replay  # the first policy's, for the allocation plot
                     continue
                 row = {"policy": name, "seed": s, **replay_row(replay, horizon_s, alone, from_s=warmup_days * 86400),
                        "nodes": len(cluster), "days": days, "warmup_days": warmup_days, "warm_start": warm_start,
@@ -150,8 +154,6 @@ def _run(count: int | None, node_list: str | None, days: float, warmup_days: flo
                 rows.append(row)
                 if s == seeds[0]:
                     series[name] = replay
-            if alone is not None and seeds[0] == s:
-                series["hp-only"] = alone
     return rows, series
 
 

@@ -452,3 +452,45 @@ def test_lazy_costs_are_those_of_the_pods_placed_when_asked() -> None:
     assert lazy.pod_cost[x] == eager.pod_cost[x] == 4 * 10.0  # x started at 90: 10 s on 4 GPUs
     assert lazy.unit_cost.tolist() == eager.unit_cost.tolist()
     assert lazy.victims.tolist() == eager.victims.tolist()
+
+
+def test_spotgpu_isolated_takes_the_cheapest_of_nodes_the_hp_view_cannot_tell_apart():
+    """Three 8-GPU nodes alike but for their switch, each full with one 8-GPU spot pod; at t=100 an
+    HP pod needs a whole node. The HP view sees three clear nodes of one class (no job asks for a
+    switch), so the pod takes the one whose eviction loses least: s2, 8 x (100 - 80) = 160 GPU-s,
+    not n0's 720 (the first by name). A fourth node with more CPUs is another class: its spot pod
+    would lose only 40 GPU-s, but the HP view ranks classes without looking at spot work."""
+    nodes = [{"name": f"n{i}", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "a" if i < 2 else "b"} for i in range(3)]
+    nodes.append({"name": "n3", "gpus": 8, "cpus": 96, "memory_gib": 64, "asw": "b"})
+    cluster = Cluster.model_validate({
+        "time_s": 100,
+        "nodes": nodes,
+        "pods": [{"name": f"s{i}", "gpus": 8, "cpus": 1, "node": f"n{i}", "priority": "LP", "started_s": start}
+                 for i, start in enumerate((10, 50, 80, 95))] + [{"name": "h", "gpus": 8, "cpus": 1, "job": "hp"}],
+        "jobs": [{"name": "hp"}],
+    })
+    plan = plan_preempt(cluster, "hp", PreemptOptions(method="spotgpu-isolated"))
+    assert [(p.pod, p.node) for p in plan.placements] == [("h", "n2")]
+    assert victims_of(plan) == ["s2"] and plan.metrics["lost_gpu_s"] == 8 * 20
+    assert victims_of(plan_preempt(cluster, "hp", PreemptOptions(method="spotgpu"))) == ["s3"]  # the cheapest anywhere
+
+
+def test_node_classes_ignore_switches_unless_a_job_asks_for_a_topology():
+    from planner.heuristics.spotgpu import node_classes
+    from planner.preempt_state import PreemptState
+    from planner.state import ClusterState
+
+    def classes(topology: dict | None) -> list[int]:
+        cluster = Cluster.model_validate({
+            "nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "a"}, {"name": "n1", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "b"},
+                      {"name": "n2", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "b", "eviction_count": 3},
+                      {"name": "n3", "gpus": 8, "cpus": 32, "memory_gib": 64, "asw": "b"}],
+            "pods": [{"name": "p", "gpus": 1, "cpus": 1, "job": "j"}],
+            "jobs": [{"name": "j", **({"topology": topology} if topology else {})}],
+        })
+        return node_classes(PreemptState(cluster, ClusterState(cluster))).tolist()
+
+    free = classes(None)
+    assert free[0] == free[1] == free[2] != free[3]
+    tied = classes({"level": "asw", "mode": "required"})
+    assert tied[0] != tied[1] == tied[2] != tied[3]

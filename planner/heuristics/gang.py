@@ -318,11 +318,16 @@ def name_rank(ps: PreemptState) -> np.ndarray:
     """Rank of each node's name in sorted order (the final, deterministic tie-break)."""
     cached = getattr(ps.cs, "_name_rank", None)
     if cached is None:
-        order = sorted(range(len(ps.cs.node_names)), key=lambda n: ps.cs.node_names[n])
-        cached = np.empty(len(order), dtype=np.int64)
-        cached[order] = np.arange(len(order))
-        ps.cs._name_rank = cached  # type: ignore[attr-defined]
+        cached = ps.cs._name_rank = sorted_rank(ps.cs.node_names)  # type: ignore[attr-defined]
     return cached
+
+
+def sorted_rank(names: list[str]) -> np.ndarray:
+    """Each name's rank in sorted order."""
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank
 
 
 def first_fitting(ps: PreemptState, ask: Ask, p: int, order: np.ndarray, numa_mode: str | None = "job") -> tuple[int, Fit] | None:

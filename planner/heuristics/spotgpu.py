@@ -17,13 +17,18 @@ Preemptive (HP pods only): per node the victim cover, then the node whose cover 
   out not to need.
 * ``spotgpu-paper``: the published rule: the shortest cheapest-first prefix of the node's spot pods
   whose GPUs reach the whole demand, idle GPUs ignored; it over-preempts (seed-specs A.2).
-* ``spotgpu-isolated``: HP pods go where SpotGPU would put them if no spot pod ran (the ranking
-  above on the *HP view*: idle GPUs counting only pods that may not be evicted, co-location, node
-  name; no eviction history, which spot evictions write), evicting there the least-cost cover;
-  spot pods as ``spotgpu``. HP jobs then start when and where they would without spot work, so
+* ``spotgpu-isolated``: HP pods are placed on the *HP view*, the cluster as it would be if no
+  spot pod ran (idle GPUs counting only the pods that may not be evicted), whether or not spot pods
+  run: the least idle GPUs, then co-location, then keys that do not depend on spot work (the node's
+  class, its first staying pod by name; ``hp_view_keys``); no eviction history, which spot
+  evictions write. The only ties left are among *clear* nodes (no staying pod) of one class, which
+  the HP view cannot tell apart: there the pod takes the one whose victim cover costs least.
+  Spot pods as ``spotgpu``. By induction over decisions, the HP pods then sit as in a replay of the
+  HP jobs alone under this policy, up to swapping identical nodes, and start at the same times:
   spot work never delays them (the simulator shows that ``spotgpu``'s non-preemptive-first rule
   does: HP pods fill the room spot pods leave, and a later large HP job finds no node clear of
-  HP pods), at the price of evictions a free placement elsewhere would have avoided.
+  HP pods). The freedom among clear nodes is what keeps evictions cheap: with ties broken by name
+  instead, the simulator's spot jobs lost twice the GPU-hours.
 """
 
 from __future__ import annotations
@@ -64,18 +69,63 @@ def _eviction_counts(ps: PreemptState) -> np.ndarray:
 
 def hp_view_order(ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> np.ndarray:
     """Nodes where HP pod p fits once every allowed victim there is gone, in SpotGPU's order on the
-    HP view (least idle GPUs counting only pods that stay, HP co-location, name)."""
+    HP view: least idle GPUs counting only the pods that stay, HP co-location, then keys a replay
+    without the victims ranks the same way (``hp_view_keys``), then the node name."""
+    return hp_view_ranked(ps, ask, p, allowed)[0]
+
+
+def hp_view_ranked(ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """``hp_view_order`` and its nodes' ``hp_view_keys`` in that order."""
+    nodes = np.flatnonzero(gang.preemptable_nodes(ps, ask, p, allowed) | (ps.cs.feasible_nodes(p) & allowed))
+    keys = hp_view_keys(ps, ask, nodes)
+    order = np.lexsort((gang.name_rank(ps)[nodes], *keys))
+    return nodes[order], tuple(key[order] for key in keys)
+
+
+def hp_view_keys(ps: PreemptState, ask: Ask, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The HP view's keys of ``nodes`` for ``np.lexsort`` (the last one first): the first pod by
+    name among those that stay (-1 where none does), the node's class (``node_classes``), HP
+    co-location (an HP pod that stays), idle GPUs counting only the pods that stay.
+
+    None of them depends on the victims or on which of two identical nodes holds what, so two
+    replays of the same HP arrivals, one with spot pods and one without, rank their nodes alike:
+    nodes that differ in these keys are in the same order in both, and the only ties left are among
+    *clear* nodes (no pod that stays) of one class, which the HP view cannot tell apart."""
     cs = ps.cs
-    nodes = np.flatnonzero(gang.preemptable_nodes(ps, ask, p, allowed) | (cs.feasible_nodes(p) & allowed))
-    if not len(nodes):
-        return nodes
     placed = cs.pod_node != PENDING
-    stay = placed & ~ask.victims
+    stay = np.flatnonzero(placed & ~ask.victims)
     n_nodes = len(cs.node_names)
     held = np.bincount(cs.pod_node[stay], weights=cs.pod_whole[stay] + cs.pod_share[stay], minlength=n_nodes)
-    hosts_hp = np.bincount(cs.pod_node[placed & ps.is_hp], minlength=n_nodes) > 0
-    idle = cs.cap_gpus[nodes] - held[nodes]
-    return nodes[np.lexsort((gang.name_rank(ps)[nodes], ~hosts_hp[nodes], idle))]
+    hosts_hp = np.bincount(cs.pod_node[placed & ps.is_hp & ~ask.victims], minlength=n_nodes) > 0
+    first_staying = np.full(n_nodes, -1, dtype=np.int64)
+    if len(stay):
+        ranks = pod_name_rank(ps)[stay]
+        first_staying[:] = len(cs.pod_names)
+        np.minimum.at(first_staying, cs.pod_node[stay], ranks)
+        first_staying[first_staying == len(cs.pod_names)] = -1
+    return (first_staying[nodes], node_classes(ps)[nodes], ~hosts_hp[nodes], cs.cap_gpus[nodes] - held[nodes])
+
+
+def node_classes(ps: PreemptState) -> np.ndarray:
+    """Per node, a rank shared by exactly the nodes no rule can tell apart: the same model, GPUs,
+    CPUs, memory, labels, taints, NUMA and power profile; the same switches too when some job of
+    the snapshot asks for a topology (else no rule reads them). Names and eviction counts aside."""
+    cached = getattr(ps.cs, "_node_classes", None)
+    if cached is None:
+        ignored = {"name", "eviction_count"} | (set() if ps.cs.job_level.any() else {"asw", "spine"})
+        keys = [n.model_dump_json(exclude=ignored) for n in ps.cluster.nodes]
+        ranks = {k: r for r, k in enumerate(sorted(set(keys)))}
+        cached = np.array([ranks[k] for k in keys], dtype=np.int64)
+        ps.cs._node_classes = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def pod_name_rank(ps: PreemptState) -> np.ndarray:
+    """Rank of each pod's name in sorted order."""
+    cached = getattr(ps.cs, "_pod_name_rank", None)
+    if cached is None:
+        cached = ps.cs._pod_name_rank = gang.sorted_rank(ps.cs.pod_names)  # type: ignore[attr-defined]
+    return cached
 
 
 class SpotGpu:
@@ -92,8 +142,11 @@ class SpotGpu:
         self.mode_of = (lambda ask: ask.numa_mode) if self.numa_aware else (lambda ask: None)
 
     def place_free(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[int, Fit] | None:
-        if self.isolated and ask.preemptive and ps.is_hp[p]:
-            return None  # the HP view decides, with or without victims (place_preempting)
+        if self.isolated and ps.is_hp[p]:
+            if ask.preemptive:
+                return None  # the HP view decides, with or without victims (place_preempting)
+            found = self._place_on_hp_view(ps, ask, p, allowed)  # nothing to evict: the same view
+            return None if found is None else (found[0], found[1].fit)
         nodes = np.flatnonzero(ps.cs.feasible_nodes(p) & allowed)
         if not len(nodes):
             return None
@@ -136,14 +189,45 @@ class SpotGpu:
         return best[1], best[2]
 
     def _place_on_hp_view(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[int, Cover] | None:
-        """The first node of the HP view where a cover exists, and its least-cost cover (none
-        needed where the pod fits as things are)."""
-        for n in hp_view_order(ps, ask, p, allowed).tolist():
-
-            def fitter(leaving: tuple[int, ...], n: int = n) -> Fit | None:
-                return ps.fit(p, n, leaving, self.mode_of(ask), devices=False)
-
-            cover = cheapest_cover(fitter, node_units(ps, n, ask.victims, ask.unit_cost))
-            if cover is not None:
+        """The first node of the HP view where a cover exists and its least-cost cover (none needed
+        where the pod fits as things are); where that node is clear, the clear node of its class
+        whose cover costs least instead (the HP view cannot tell them apart)."""
+        order, (first_staying, classes, _, idle) = hp_view_ranked(ps, ask, p, allowed)
+        for k, n in enumerate(order.tolist()):
+            cover = self._cover_on(ps, ask, p, n)
+            if cover is None:
+                continue
+            if first_staying[k] >= 0:
                 return n, cover
+            alike = order[(first_staying == -1) & (classes == classes[k]) & (idle == idle[k])]
+            return self._cheapest_of_alike(ps, ask, p, alike, n, cover)
         return None
+
+    def _cover_on(self, ps: PreemptState, ask: Ask, p: int, n: int) -> Cover | None:
+        def fitter(leaving: tuple[int, ...]) -> Fit | None:
+            return ps.fit(p, n, leaving, self.mode_of(ask), devices=False)
+
+        return cheapest_cover(fitter, node_units(ps, n, ask.victims, ask.unit_cost))
+
+    def _cheapest_of_alike(self, ps: PreemptState, ask: Ask, p: int, alike: np.ndarray, n: int, cover: Cover) -> tuple[int, Cover]:
+        """Among the clear nodes ``alike`` (n, whose cover is given, first), the one whose cover costs
+        least, then has fewest victims, then comes first by name; searched cheapest bound first and
+        stopped once no bound can beat the best."""
+        best = ((cover.cost, len(cover.units), int(gang.name_rank(ps)[n])), n, cover)
+        if not cover.units or len(alike) == 1:
+            return n, cover
+        others = alike[alike != n]
+        low = gang.cover_lower_bounds(ps, ask, p, others)
+        free = ps.cs.feasible_nodes(p)[others]
+        low = np.where(free, 0.0, low)  # where the pod fits as things are, no eviction is needed
+        names = gang.name_rank(ps)[others]
+        for j in np.lexsort((names, low)).tolist():
+            if (low[j], 0) > best[0][:2]:
+                break
+            m = int(others[j])
+            found = self._cover_on(ps, ask, p, m)
+            if found is not None:
+                key = (found.cost, len(found.units), int(names[j]))
+                if key < best[0]:
+                    best = (key, m, found)
+        return best[1], best[2]
