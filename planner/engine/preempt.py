@@ -1,7 +1,7 @@
 """Preemption planning: where a pending job goes and which spot pods to evict, at the least lost work.
 
 Methods: ``spotgpu`` (ASI's SpotGPU with a least-cost deficit cover), ``spotgpu-paper`` (the published
-prefix rule), ``spotgpu-isolated`` (HP pods placed as if no spot pod ran, the least-cost cover there), ``flextopo`` (FlexTopo: NUMA filter, IMP, Eq. 1 scoring), the baselines
+prefix rule), ``spotgpu-isolated`` (HP pods placed as if no spot pod ran; among nodes that view cannot tell apart, the one whose cover costs least), ``flextopo`` (FlexTopo: NUMA filter, IMP, Eq. 1 scoring), the baselines
 ``k8s-default``, ``volcano`` and ``random``, ``exact`` (one MILP/CP model of the decision, proven bound)
 and ``compare`` (a heuristic and the exact model on the same decision).
 
