@@ -365,26 +365,48 @@ def first_fitting_by_keys(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray,
     return first_fitting(ps, ask, p, nodes[np.lexsort(keys)], numa_mode)
 
 
-def preemptable_nodes(ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> np.ndarray:
+def preemptable_nodes(ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray, stay: StaySums | None = None) -> np.ndarray:
     """Nodes that might host pod p once every candidate victim there is gone: static rules, and
-    capacity left by the pods that stay (a necessary condition; ``fit`` decides)."""
+    capacity left by the pods that stay (a necessary condition; ``fit`` decides). ``stay``: the
+    ask's ``stay_sums`` when the caller has them."""
     cs = ps.cs
-    placed = cs.pod_node != PENDING
-    stay = placed & ~ask.victims
-    n_nodes = len(cs.node_names)
-    where = cs.pod_node[stay]
-    gpus_stay = np.bincount(where, weights=cs.pod_whole[stay], minlength=n_nodes)
-    cpus_stay = np.bincount(where, weights=cs.pod_cpus[stay], minlength=n_nodes)
-    mem_stay = np.bincount(where, weights=cs.pod_mem[stay], minlength=n_nodes)
-    has_victim = np.bincount(cs.pod_node[ask.victims & placed], minlength=n_nodes) > 0
+    stay = stay_sums(ps, ask) if stay is None else stay
     need_gpus = cs.pod_whole[p] + (1 if cs.pod_share[p] > 0 else 0)
     return (
         allowed
-        & has_victim
+        & stay.has_victim
         & cs.eligible[cs.pod_signature[p]]
-        & (cs.cap_gpus - gpus_stay >= need_gpus)
-        & (cs.cap_cpus - cpus_stay + 1e-9 >= cs.pod_cpus[p])
-        & (cs.cap_mem - mem_stay + 1e-9 >= cs.pod_mem[p])
+        & (cs.cap_gpus - stay.whole >= need_gpus)
+        & (cs.cap_cpus - stay.cpus + 1e-9 >= cs.pod_cpus[p])
+        & (cs.cap_mem - stay.mem + 1e-9 >= cs.pod_mem[p])
+    )
+
+
+@dataclass
+class StaySums:
+    """Per node, what the pods that stay (placed, not candidate victims of an ask) hold: whole GPUs,
+    CPUs, memory; whether some candidate victim runs there; the staying pods and their nodes."""
+
+    pods: np.ndarray
+    where: np.ndarray
+    whole: np.ndarray
+    cpus: np.ndarray
+    mem: np.ndarray
+    has_victim: np.ndarray
+
+
+def stay_sums(ps: PreemptState, ask: Ask) -> StaySums:
+    cs = ps.cs
+    placed = cs.pod_node != PENDING
+    pods = np.flatnonzero(placed & ~ask.victims)
+    n_nodes = len(cs.node_names)
+    where = cs.pod_node[pods]
+    return StaySums(
+        pods=pods, where=where,
+        whole=np.bincount(where, weights=cs.pod_whole[pods], minlength=n_nodes),
+        cpus=np.bincount(where, weights=cs.pod_cpus[pods], minlength=n_nodes),
+        mem=np.bincount(where, weights=cs.pod_mem[pods], minlength=n_nodes),
+        has_victim=np.bincount(cs.pod_node[ask.victims & placed], minlength=n_nodes) > 0,
     )
 
 

@@ -38,7 +38,6 @@ import numpy as np
 from planner.heuristics import gang
 from planner.heuristics.victims import Cover, cheapest_cover, node_units, prefix_cover
 from planner.preempt_state import Ask, Fit, PreemptState
-from planner.state import PENDING
 
 
 def placement_order(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray, spot_last_names: bool = False) -> np.ndarray:
@@ -76,13 +75,14 @@ def hp_view_order(ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> np
 
 def hp_view_ranked(ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
     """``hp_view_order`` and its nodes' ``hp_view_keys`` in that order."""
-    nodes = np.flatnonzero(gang.preemptable_nodes(ps, ask, p, allowed) | (ps.cs.feasible_nodes(p) & allowed))
-    keys = hp_view_keys(ps, ask, nodes)
+    stay = gang.stay_sums(ps, ask)
+    nodes = np.flatnonzero(gang.preemptable_nodes(ps, ask, p, allowed, stay) | (ps.cs.feasible_nodes(p) & allowed))
+    keys = hp_view_keys(ps, ask, nodes, stay)
     order = np.lexsort((gang.name_rank(ps)[nodes], *keys))
     return nodes[order], tuple(key[order] for key in keys)
 
 
-def hp_view_keys(ps: PreemptState, ask: Ask, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
+def hp_view_keys(ps: PreemptState, ask: Ask, nodes: np.ndarray, stay: gang.StaySums | None = None) -> tuple[np.ndarray, ...]:
     """The HP view's keys of ``nodes`` for ``np.lexsort`` (the last one first): the first pod by
     name among those that stay (-1 where none does), the node's class (``node_classes``), HP
     co-location (an HP pod that stays), idle GPUs counting only the pods that stay.
@@ -90,19 +90,19 @@ def hp_view_keys(ps: PreemptState, ask: Ask, nodes: np.ndarray) -> tuple[np.ndar
     None of them depends on the victims or on which of two identical nodes holds what, so two
     replays of the same HP arrivals, one with spot pods and one without, rank their nodes alike:
     nodes that differ in these keys are in the same order in both, and the only ties left are among
-    *clear* nodes (no pod that stays) of one class, which the HP view cannot tell apart."""
+    *clear* nodes (no pod that stays) of one class, which the HP view cannot tell apart.
+    ``stay``: the ask's ``gang.stay_sums`` when the caller has them."""
     cs = ps.cs
-    placed = cs.pod_node != PENDING
-    stay = np.flatnonzero(placed & ~ask.victims)
+    stay = gang.stay_sums(ps, ask) if stay is None else stay
     n_nodes = len(cs.node_names)
-    held = np.bincount(cs.pod_node[stay], weights=cs.pod_whole[stay] + cs.pod_share[stay], minlength=n_nodes)
-    hosts_hp = np.bincount(cs.pod_node[placed & ps.is_hp & ~ask.victims], minlength=n_nodes) > 0
-    first_staying = np.full(n_nodes, -1, dtype=np.int64)
-    if len(stay):
-        ranks = pod_name_rank(ps)[stay]
-        first_staying[:] = len(cs.pod_names)
-        np.minimum.at(first_staying, cs.pod_node[stay], ranks)
-        first_staying[first_staying == len(cs.pod_names)] = -1
+    held = stay.whole
+    shares = cs.pod_share[stay.pods]
+    if shares.any():
+        held = held + np.bincount(stay.where, weights=shares, minlength=n_nodes)
+    hosts_hp = np.bincount(stay.where[ps.is_hp[stay.pods]], minlength=n_nodes) > 0
+    first_staying = np.full(n_nodes, len(cs.pod_names), dtype=np.int64)
+    np.minimum.at(first_staying, stay.where, pod_name_rank(ps)[stay.pods])
+    first_staying[first_staying == len(cs.pod_names)] = -1
     return (first_staying[nodes], node_classes(ps)[nodes], ~hosts_hp[nodes], cs.cap_gpus[nodes] - held[nodes])
 
 
