@@ -12,12 +12,13 @@
    taken from the ablation's first seeds; the spot jobs' wait for their first start shows how much
    of the completion time is queueing.
 3. Simulator speed: ``planner simulate spot`` as a child process on the whole node list for 1, 3 and
-   7 days (``--scale-days``), one policy, wall time and peak memory, and the growth exponent of wall
+   7 days (``--scale-days``), per policy (``--scale-policies``), wall time and peak memory, and the growth exponent of wall
    time in the number of jobs. Its own file, with its own machine line: a wall time is a reading of
    one machine on one day, and ``--only-scale`` takes it again without the ablation's hour and a half.
 
     .venv/bin/python benchmarks/spot.py [--seeds 5] [--days 4] [--warmup-days 1] [--nodes spot-2026|N] [--warm-start|--no-warm-start]
-        [--load-sweep 0.2,0.25,0.3,0.35,0.4] [--load-seeds 3] [--skip-load-sweep] [--scale-days 1,3,7] [--skip-scale | --only-scale]
+        [--load-sweep 0.2,0.25,0.3,0.35,0.4] [--load-seeds 3] [--skip-load-sweep] [--scale-days 1,3,7]
+        [--scale-policies spotgpu,spotgpu-isolated] [--skip-scale | --only-scale]
 """
 
 from __future__ import annotations
@@ -215,28 +216,30 @@ def load_sweep(args: argparse.Namespace, ablation_rows: dict[str, list[dict]]) -
     return lines + [""]
 
 
-def scale(days_list: list[float]) -> list[str]:
+def scale(days_list: list[float], policies: list[str]) -> list[str]:
     lines = ["## 3. Simulator speed on the whole spot-2026 node list", "",
-             "`planner simulate spot --nodes spot-2026 --days D --policy spotgpu --no-hp-only --no-progress --out F` as a "
+             "`planner simulate spot --nodes spot-2026 --days D --policy P --no-hp-only --no-progress --out F` as a "
              "child process; wall time end to end (generating the workload included) and the process's peak memory.", "",
-             "| days | jobs | wall s | peak RSS MiB | decisions | spot JCT mean s | GAR |", "|---:|---:|---:|---:|---:|---:|---:|"]
-    points = []
-    for days in days_list:
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "runs.json"
-            run = run_measured([str(REPO / ".venv/bin/planner"), "simulate", "spot", "--nodes", "spot-2026", "--days", f"{days:g}",
-                                "--policy", "spotgpu", "--no-hp-only", "--no-progress", "--out", str(out)])
-            if run.returncode != 0:
-                raise SystemExit(f"simulate failed for {days} days: {run.stderr[-2000:]}")
-            row = json.loads(out.read_text())["runs"][0]
-        points.append((row["jobs"], run.wall_s))
-        lines.append(f"| {days:g} | {row['jobs']:,} | {run.wall_s:.1f} | {run.peak_rss_mib:,.0f} | {row['decisions']:,} | "
-                     f"{row['lp_jct_mean_s']:,.0f} | {row['gar_mean']:.1%} |")
-        print(f"scale {days} days: {run.wall_s:.1f} s, {run.peak_rss_mib:.0f} MiB", flush=True)
-    if len(points) >= 2:
-        (j0, w0), (j1, w1) = points[0], points[-1]
-        lines += ["", f"Growth: wall time ~ jobs^{math.log(w1 / w0) / math.log(j1 / j0):.2f} between {j0:,} and {j1:,} jobs."]
-    return lines + [""]
+             "| policy | days | jobs | wall s | peak RSS MiB | decisions | spot JCT mean s | GAR |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    growth = []
+    for policy in policies:
+        points = []
+        for days in days_list:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "runs.json"
+                run = run_measured([str(REPO / ".venv/bin/planner"), "simulate", "spot", "--nodes", "spot-2026", "--days", f"{days:g}",
+                                    "--policy", policy, "--no-hp-only", "--no-progress", "--out", str(out)])
+                if run.returncode != 0:
+                    raise SystemExit(f"simulate failed for {policy}, {days} days: {run.stderr[-2000:]}")
+                row = json.loads(out.read_text())["runs"][0]
+            points.append((row["jobs"], run.wall_s))
+            lines.append(f"| {policy} | {days:g} | {row['jobs']:,} | {run.wall_s:.1f} | {run.peak_rss_mib:,.0f} | {row['decisions']:,} | "
+                         f"{row['lp_jct_mean_s']:,.0f} | {row['gar_mean']:.1%} |")
+            print(f"scale {policy} {days} days: {run.wall_s:.1f} s, {run.peak_rss_mib:.0f} MiB", flush=True)
+        if len(points) >= 2:
+            (j0, w0), (j1, w1) = points[0], points[-1]
+            growth.append(f"{policy}: wall time ~ jobs^{math.log(w1 / w0) / math.log(j1 / j0):.2f} between {j0:,} and {j1:,} jobs.")
+    return lines + ["", "Growth: " + " ".join(growth) if growth else "", ""]
 
 
 def main() -> None:
@@ -253,6 +256,7 @@ def main() -> None:
     parser.add_argument("--load-seeds", type=int, default=3)
     parser.add_argument("--skip-load-sweep", action="store_true")
     parser.add_argument("--scale-days", default="1,3,7")
+    parser.add_argument("--scale-policies", default="spotgpu,spotgpu-isolated", help="policies timed in section 3")
     parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--only-scale", action="store_true", help="section 3 alone (spot_speed.md)")
     args = parser.parse_args()
@@ -276,7 +280,7 @@ def main() -> None:
         (RESULTS / "spot.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"wrote {RESULTS / 'spot.md'}")
     if not args.skip_scale:
-        lines = header("Spot simulation: speed") + scale([float(d) for d in args.scale_days.split(",")])
+        lines = header("Spot simulation: speed") + scale([float(d) for d in args.scale_days.split(",")], args.scale_policies.split(","))
         (RESULTS / "spot_speed.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"wrote {RESULTS / 'spot_speed.md'}")
 
