@@ -494,3 +494,26 @@ def test_node_classes_ignore_switches_unless_a_job_asks_for_a_topology():
     assert free[0] == free[1] == free[2] != free[3]
     tied = classes({"level": "asw", "mode": "required"})
     assert tied[0] != tied[1] == tied[2] != tied[3]
+
+
+def test_node_classes_split_on_a_label_only_when_some_pod_selects_it():
+    """Kubernetes nodes carry a unique hostname label: it must not make every node its own class,
+    unless a pod's node selector or affinity reads it."""
+    from planner.heuristics.spotgpu import node_classes
+    from planner.preempt_state import PreemptState
+    from planner.state import ClusterState
+
+    def classes(pod_rules: dict) -> list[int]:
+        cluster = Cluster.model_validate({
+            "nodes": [{"name": f"n{i}", "gpus": 8, "cpus": 64, "memory_gib": 64,
+                       "labels": {"kubernetes.io/hostname": f"n{i}", "pool": "a" if i < 2 else "b"}} for i in range(3)],
+            "pods": [{"name": "p", "gpus": 1, "cpus": 1, "job": "j", **pod_rules}],
+            "jobs": [{"name": "j"}],
+        })
+        return node_classes(PreemptState(cluster, ClusterState(cluster))).tolist()
+
+    assert len(set(classes({}))) == 1
+    by_pool = classes({"node_selector": {"pool": "a"}})
+    assert by_pool[0] == by_pool[1] != by_pool[2]
+    by_host = classes({"node_affinity": [[{"key": "kubernetes.io/hostname", "operator": "In", "values": ["n0"]}]]})
+    assert len(set(by_host)) == 3

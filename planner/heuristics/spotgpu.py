@@ -108,12 +108,18 @@ def hp_view_keys(ps: PreemptState, ask: Ask, nodes: np.ndarray, stay: gang.StayS
 
 def node_classes(ps: PreemptState) -> np.ndarray:
     """Per node, a rank shared by exactly the nodes no rule can tell apart: the same model, GPUs,
-    CPUs, memory, labels, taints, NUMA and power profile; the same switches too when some job of
-    the snapshot asks for a topology (else no rule reads them). Names and eviction counts aside."""
+    CPUs, memory, taints, NUMA and power profile, schedulability; the same values of the labels some
+    pod of the snapshot selects on (a hostname label no pod selects does not split nodes); the same
+    switches too when some job asks for a topology (else no rule reads them). Names and eviction
+    counts aside. The classes depend on the snapshot's pods only through those selectors and
+    topologies, so a replay whose jobs use neither (the simulator's) keeps them from window to
+    window, with or without spot jobs, as the HP-alone equivalence needs."""
     cached = getattr(ps.cs, "_node_classes", None)
     if cached is None:
-        ignored = {"name", "eviction_count"} | (set() if ps.cs.job_level.any() else {"asw", "spine"})
-        keys = [n.model_dump_json(exclude=ignored) for n in ps.cluster.nodes]
+        ignored = {"name", "eviction_count", "labels"} | (set() if ps.cs.job_level.any() else {"asw", "spine"})
+        read = sorted({key for pod in ps.cluster.pods for key in pod.node_selector}
+                      | {r.key for pod in ps.cluster.pods for term in pod.node_affinity or () for r in term})
+        keys = [n.model_dump_json(exclude=ignored) + repr([n.labels.get(k) for k in read]) for n in ps.cluster.nodes]
         ranks = {k: r for r, k in enumerate(sorted(set(keys)))}
         cached = np.array([ranks[k] for k in keys], dtype=np.int64)
         ps.cs._node_classes = cached  # type: ignore[attr-defined]
