@@ -66,23 +66,19 @@ def _eviction_counts(ps: PreemptState) -> np.ndarray:
     return cached
 
 
-def hp_view_order(ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> np.ndarray:
-    """Nodes where HP pod p fits once every allowed victim there is gone, in SpotGPU's order on the
-    HP view: least idle GPUs counting only the pods that stay, HP co-location, then keys a replay
-    without the victims ranks the same way (``hp_view_keys``), then the node name."""
-    return hp_view_ranked(ps, ask, p, allowed)[0]
-
-
 def hp_view_ranked(ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-    """``hp_view_order`` and its nodes' ``hp_view_keys`` in that order."""
+    """Nodes where HP pod p fits once every allowed victim there is gone, in SpotGPU's order on the
+    HP view (least idle GPUs counting only the pods that stay, HP co-location, then keys a replay
+    without the victims ranks the same way, then the node name), and their ``hp_view_keys`` in
+    that order."""
     stay = gang.stay_sums(ps, ask)
     nodes = np.flatnonzero(gang.preemptable_nodes(ps, ask, p, allowed, stay) | (ps.cs.feasible_nodes(p) & allowed))
-    keys = hp_view_keys(ps, ask, nodes, stay)
+    keys = hp_view_keys(ps, nodes, stay)
     order = np.lexsort((gang.name_rank(ps)[nodes], *keys))
     return nodes[order], tuple(key[order] for key in keys)
 
 
-def hp_view_keys(ps: PreemptState, ask: Ask, nodes: np.ndarray, stay: gang.StaySums | None = None) -> tuple[np.ndarray, ...]:
+def hp_view_keys(ps: PreemptState, nodes: np.ndarray, stay: gang.StaySums) -> tuple[np.ndarray, ...]:
     """The HP view's keys of ``nodes`` for ``np.lexsort`` (the last one first): the first pod by
     name among those that stay (-1 where none does), the node's class (``node_classes``), HP
     co-location (an HP pod that stays), idle GPUs counting only the pods that stay.
@@ -91,9 +87,8 @@ def hp_view_keys(ps: PreemptState, ask: Ask, nodes: np.ndarray, stay: gang.StayS
     replays of the same HP arrivals, one with spot pods and one without, rank their nodes alike:
     nodes that differ in these keys are in the same order in both, and the only ties left are among
     *clear* nodes (no pod that stays) of one class, which the HP view cannot tell apart.
-    ``stay``: the ask's ``gang.stay_sums`` when the caller has them."""
+    ``stay``: the ask's ``gang.stay_sums``."""
     cs = ps.cs
-    stay = gang.stay_sums(ps, ask) if stay is None else stay
     n_nodes = len(cs.node_names)
     held = stay.whole
     shares = cs.pod_share[stay.pods]
@@ -219,9 +214,9 @@ class SpotGpu:
         """Among the clear nodes ``alike`` (n, whose cover is given, first), the one whose cover costs
         least, then has fewest victims, then comes first by name; searched cheapest bound first and
         stopped once no bound can beat the best."""
-        best = ((cover.cost, len(cover.units), int(gang.name_rank(ps)[n])), n, cover)
         if not cover.units or len(alike) == 1:
             return n, cover
+        best = ((cover.cost, len(cover.units), int(gang.name_rank(ps)[n])), n, cover)
         others = alike[alike != n]
         low = gang.cover_lower_bounds(ps, ask, p, others)
         free = ps.cs.feasible_nodes(p)[others]
