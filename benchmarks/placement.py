@@ -137,9 +137,11 @@ def plot_frontier(points: list[tuple[str, float, float]], path: Path) -> None:
                                alpha=0.12, label="both targets met"))
     ax.axvline(SAVING_TARGET_PCT, color="tab:green", linestyle="--", linewidth=1, label=f"saving target > {SAVING_TARGET_PCT:.0f}%")
     ax.axhline(-100 * GRAR_TARGET, color="tab:red", linestyle="--", linewidth=1, label=f"GRAR target: within {GRAR_TARGET:.0%} of FGD")
-    for (policy, _, _), x, y in zip(points, xs, ys):
+    offsets = ((5, 6), (5, -12), (-44, -4))  # weights land close together: labels take turns above, below and left
+    for i, ((policy, _, _), x, y) in enumerate(zip(points, xs, ys)):
         ax.scatter(x, y, color="tab:blue", zorder=3)
-        ax.annotate(policy, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        label = "PWR" if policy == "pwr" else "α " + policy.split(":", 1)[1]
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=offsets[i % len(offsets)], fontsize=8)
     ax.set_xlim(left, right)
     ax.set_ylim(bottom, 0.5)
     ax.set_xlabel("worst power saved against FGD at 20-80% arrived load (%)")
