@@ -39,7 +39,7 @@ EXIT_VIOLATIONS = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 
-err_console = Console(stderr=True, markup=False, highlight=False)
+err_console = Console(stderr=True, markup=False, highlight=False, emoji=False)
 
 
 @contextlib.contextmanager
@@ -52,7 +52,7 @@ def _stdout_console():  # type: ignore[no-untyped-def]
 
     buffer = io.StringIO()
     width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
-    yield Console(file=buffer, markup=False, highlight=False, width=width, force_terminal=sys.stdout.isatty())
+    yield Console(file=buffer, markup=False, highlight=False, emoji=False, width=width, force_terminal=sys.stdout.isatty())
     _emit(buffer.getvalue(), "-")
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -171,7 +171,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         table.add_row(*[_cell(row.get(key)) for key, _ in columns])
     wide = None if sys.stdout.isatty() else 200  # piped or in a file: never fold the columns
-    Console(markup=False, highlight=False, width=wide).print(table)
+    Console(markup=False, highlight=False, emoji=False, width=wide).print(table)
 
 
 def _cell(value: Any) -> str:

@@ -21,7 +21,7 @@ FGD_ARTIFACT_SEEDS = 42  # the FGD artifact's first seed (its runs use 42..51)
 def simulate_placement_command(
     trace: str = typer.Option("default", "--trace", help="An openb pod list (default, multigpu20, gpushare40, ...) or a .csv path."),
     policy: list[str] = typer.Option(
-        None, "--policy", help="fgd, bestfit, gpu-packing, gpu-clustering, dotprod, random, pwr or pwr-fgd:<alpha>; repeat to compare (default: fgd)."
+        None, "--policy", help="fgd, bestfit, gpu-packing, gpu-clustering, dotprod, random, pwr, pwr-fgd:<alpha> (as the PWR paper ran it) or pwr-fgd-eq5:<alpha> (its Eq. 5 as printed); repeat to compare (default: fgd)."
     ),
     seeds: int = typer.Option(10, "--seeds", help="Seeds per policy: --first-seed, --first-seed + 1, ..."),
     first_seed: int = typer.Option(FGD_ARTIFACT_SEEDS, "--first-seed", help="The first seed (the FGD artifact's runs use 42..51)."),
@@ -126,7 +126,7 @@ def _print_table(rows: list[dict[str, Any]], load: float) -> None:
         eopc = [r["eopc_w"] / 1000 for r in mine if round(r["load"] * 100) == min(80, top)]
         table.add_row(name, *[mean("gpu_allocation", k) for k in points], f"{statistics.fmean(eopc):,.1f}" if eopc else "-",
                       mean("grar", min(100, top)), str(len({r["seed"] for r in mine})))
-    Console(markup=False, highlight=False, width=None if sys.stdout.isatty() else 200).print(table)
+    Console(markup=False, highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200).print(table)
 
 
 __all__ = ["simulate_placement_command"]

@@ -222,6 +222,63 @@ def test_pwr_device_and_the_combination_follow_the_reference_plugin():
     assert checked > 50
 
 
+def test_eq5_reading_minimises_watts_and_gpus_of_fragmentation_by_hand():
+    """The paper's Eq. (5) as printed: on every feasible node, alpha x watts added + (1 - alpha) x
+    fragmentation added in GPUs, over every device a share may take; the node's score is minus the
+    least of them and a share takes the first device that reaches it. Two weights, so that both
+    terms decide somewhere."""
+    idle_w, peak_w = {"G2": 30, "G3": 50, "T4": 10, "P100": 25, "": 0}, {"G2": 150, "G3": 400, "T4": 70, "P100": 250, "": 0}
+    trace = small_trace(5, 300)
+    checked, choices = 0, set()
+    for alpha in (0.002, 0.5):
+        for seed in range(3):
+            state = used_state(small_nodes(), np.random.default_rng(seed))
+            eq5 = scorer(f"pwr-fgd-eq5:{alpha}", trace, state)
+            w = eq5.workload  # type: ignore[attr-defined]
+            for k in range(40):
+                ask = Ask(int(trace.cpu[k]), 0, int(trace.num_gpu[k]), int(trace.gpu_milli[k]), (), pod_tag(int(trace.num_gpu[k]), int(trace.gpu_milli[k])))
+                feasible = np.flatnonzero(state.feasible(ask.cpu, 0, ask.num_gpu, ask.milli, state.model_mask(())))
+                if not len(feasible):
+                    continue
+                got = eq5.scores(state, ask, feasible)
+                best_node, best_value = None, math.inf
+                for n, value in zip(feasible.tolist(), got.tolist()):
+                    free = [int(g) for g in state.gpu_free[n][: state.gpus[n]]]
+                    model, cpu = state.model_names[state.model[n]], int(state.cpu_free[n])
+                    packages = math.ceil(state.cpu_cap[n] / 32000)
+
+                    def watts(devices: list[int], cpu_left: int) -> float:
+                        active = math.ceil((state.cpu_cap[n] - cpu_left) / 32000)
+                        return sum(peak_w[model] if g < 1000 else idle_w[model] for g in devices) + 120 * active + 15 * (packages - active)
+
+                    def objective(after: list[int]) -> float:
+                        d_watts = watts(after, cpu - ask.cpu) - watts(free, cpu)
+                        d_gpus = (frag_oracle(after, cpu - ask.cpu, model, w, state.model_names) - frag_oracle(free, cpu, model, w, state.model_names)) / 1000
+                        return alpha * d_watts + (1 - alpha) * d_gpus
+
+                    if ask.is_share:
+                        options = [(objective(free[:g] + [f - ask.milli] + free[g + 1:]), g) for g, f in enumerate(free) if f >= ask.milli]
+                    else:
+                        after = list(free)
+                        for g in [i for i, f in enumerate(free) if f == 1000][: ask.num_gpu]:
+                            after[g] -= ask.milli
+                        options = [(objective(after), -1)]
+                    least = min(v for v, _ in options)
+                    assert value == pytest.approx(-least, abs=1e-8), (alpha, seed, k, n)
+                    if ask.is_share:
+                        assert eq5.devices(state, n, ask, np.random.default_rng(0)) == [min(g for v, g in options if v <= least + 1e-8)]
+                    if least < best_value - 1e-8:
+                        best_node, best_value = n, least
+                    checked += 1
+                choices.add((k, seed, best_node, alpha))
+    assert checked > 300
+    # the weight matters: on some ask the two weights prefer different nodes
+    by_ask: dict = {}
+    for k, seed, node, alpha in choices:
+        by_ask.setdefault((k, seed), {})[alpha] = node
+    assert any(len(set(v.values())) > 1 for v in by_ask.values() if len(v) == 2)
+
+
 @needs_trace
 def test_power_model_is_table_ii_by_hand():
     nodes = read_gpu_nodes(DATA / "openb_node_list_gpu_node.csv")
@@ -241,7 +298,7 @@ def test_power_model_is_table_ii_by_hand():
 
 
 @pytest.mark.parametrize("policy", ["fgd", "bestfit", "gpu-packing", "gpu-clustering", "dotprod", "random", "pwr", "pwr-fgd:0.1",
-                                    "k8s-least-allocated", "k8s-most-allocated"])
+                                    "pwr-fgd-eq5:0.1", "k8s-least-allocated", "k8s-most-allocated"])
 def test_replays_are_valid_deterministic_and_the_cache_changes_nothing(policy):
     nodes, trace = small_nodes(), small_trace(3)
     w = TargetWorkload.of_trace(trace, nodes.model_names)
@@ -328,6 +385,8 @@ def test_bad_traces_and_policies_are_refused_naming_the_field(tmp_path):
         scorer("pwr-fgd:1.5", trace, nodes)
     with pytest.raises(ValueError, match="alpha"):
         scorer("pwr-fgd:x", trace, nodes)
+    with pytest.raises(ValueError, match="alpha"):
+        scorer("pwr-fgd-eq5:1.01", trace, nodes)
     with pytest.raises(ValueError, match="unknown policy"):
         scorer("fastest", trace, nodes)
     assert "fgd" in SCORERS
@@ -360,6 +419,9 @@ def test_cli_rows_per_policy_seed_and_load_point_and_a_plot(tmp_path):
 def test_cli_bad_input_exits_2_naming_the_option(tmp_path):
     cases = [
         (["--policy", "pwr-fgd:1.5"], "alpha"),
+        (["--policy", "pwr-fgd-eq5:-0.1"], "alpha"),
+        # printed as given: a terminal library once drew ":x:" as an emoji
+        (["--policy", "pwr-fgd:x"], "policy pwr-fgd:x: alpha must be a number in [0, 1], got 'x'"),
         (["--policy", "tetris"], "unknown policy"),
         (["--trace", "nope"], "--trace"),
         (["--load", "-1"], "--load"),

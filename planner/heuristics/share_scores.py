@@ -17,15 +17,16 @@ the FGD paper (Weng et al., USENIX ATC'23) measured, with the formulas of its si
   pod's kind (share, 1-GPU, 2-GPU, ...), 50 if also others, 25 if no GPU pod, else 0.
 * ``random``: a uniformly random feasible node (no score).
 * ``pwr`` and ``pwr-fgd:<alpha>``: the PWR paper's power-aware score and its combination with FGD
-  (see ``Pwr`` and ``PwrFgd``);
+  as the paper's runs compute it (see ``Pwr`` and ``PwrFgd``); ``pwr-fgd-eq5:<alpha>``: the same
+  combination as the paper's Eq. (5) prints it, over raw watts and GPUs (``PwrFgdEq5``);
 * ``k8s-least-allocated`` and ``k8s-most-allocated``: Kubernetes' default scoring and its binpacking
   variant over CPU, memory and GPU (``KubernetesAllocated``).
 
 Scores are integers as in the simulator; the replay breaks ties by a seeded node rank. A share pod
 goes to the best-fit device (least free that holds it) except under ``fgd`` and ``pwr-fgd`` (FGD's
 best device), ``pwr`` (the first busy device that holds it, else the first idle one: the reference
-plugin's choice) and ``random`` (a uniformly random device that holds it); whole GPUs take the
-lowest idle devices.
+plugin's choice), ``pwr-fgd-eq5`` (the first device of least objective) and ``random`` (a uniformly
+random device that holds it); whole GPUs take the lowest idle devices.
 Constants 128000 and 8000 are the simulator's largest node (128 CPUs, 8 GPUs).
 """
 
@@ -101,6 +102,15 @@ def fragmentation(w: TargetWorkload, gpu_free: np.ndarray, cpu_free: np.ndarray,
     ok = (w.milli[None, :] > 0) & (fits.sum(axis=1) >= w.num_gpu[None, :]) & (cpu_free[:, None] >= w.cpu[None, :]) & w.allowed[:, model].T
     frag = np.where(ok, total[:, None] - usable, total[:, None])
     return frag @ w.share
+
+
+def share_on_each_device(free: np.ndarray, milli: int) -> np.ndarray:
+    """[rows x devices, devices]: row r's free milli with a share of ``milli`` on device g, at row
+    ``r * devices + g`` (devices too small go negative: callers mask them)."""
+    rows, width = free.shape
+    after = np.repeat(free[:, None, :], width, axis=1)  # [node, device taken, devices]
+    after[:, np.arange(width), np.arange(width)] -= milli
+    return after.reshape(rows * width, width)
 
 
 def _sigmoid_score(gain: np.ndarray) -> np.ndarray:
@@ -237,9 +247,7 @@ class Fgd(Scorer):
         free, cpu, model = nodes.gpu_free[idx], nodes.cpu_free[idx], nodes.model[idx]
         rows, width = free.shape
         before = fragmentation(self.workload, free, cpu, model)
-        after_free = np.repeat(free[:, None, :], width, axis=1)  # [node, device taken, devices]
-        after_free[:, np.arange(width), np.arange(width)] -= ask.milli
-        after = fragmentation(self.workload, after_free.reshape(rows * width, width), np.repeat(cpu - ask.cpu, width),
+        after = fragmentation(self.workload, share_on_each_device(free, ask.milli), np.repeat(cpu - ask.cpu, width),
                               np.repeat(model, width)).reshape(rows, width)
         return np.where(free >= ask.milli, _sigmoid_score(before[:, None] - after), -1)
 
@@ -312,13 +320,54 @@ class PwrFgd(Scorer):
         return self.fgd.devices(nodes, n, ask, rng)
 
 
-SCORERS = ("fgd", "bestfit", "gpu-packing", "gpu-clustering", "dotprod", "random", "pwr", "pwr-fgd:<alpha>", "k8s-least-allocated",
-           "k8s-most-allocated")
+class PwrFgdEq5(Scorer):
+    """The PWR paper's Eq. (5) as printed: the assignment that minimises alpha x P_datacenter +
+    (1 - alpha) x F_datacenter, P in watts (Eq. 1-3) and F in GPUs (Eq. 4, the paper's free GPU
+    shares). Only the chosen node's terms change, so the node (and, for a share, the device) with the
+    least ``alpha dP + (1 - alpha) dF`` wins. The paper's runs instead sum normalised plugin scores
+    (``PwrFgd``); this reading shows what the printed formula does. Objectives are rounded to 1e-9 so
+    that equal nodes tie exactly whatever rows are scored together."""
+
+    def __init__(self, alpha: float, power: PowerModel, workload: TargetWorkload) -> None:
+        self.alpha, self.power, self.workload = alpha, power, workload
+        self.name = f"pwr-fgd-eq5:{alpha:g}"
+
+    def _objective(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
+        """[nodes, choices]: the objective per device a share may take (inf where it does not fit),
+        or of the one way whole GPUs are taken."""
+        free, cpu, model = nodes.gpu_free[idx], nodes.cpu_free[idx], nodes.model[idx]
+        rows, width = free.shape
+        power_before = self.power.node_power_w(nodes, idx)
+        frag_before = fragmentation(self.workload, free, cpu, model)
+        if ask.is_share:
+            after = share_on_each_device(free, ask.milli)
+            rep = np.repeat(idx, width)
+            power_after = self.power.node_power_w(nodes, rep, after, np.repeat(cpu - ask.cpu, width)).reshape(rows, width)
+            frag_after = fragmentation(self.workload, after, np.repeat(cpu - ask.cpu, width), np.repeat(model, width)).reshape(rows, width)
+            value = self.alpha * (power_after - power_before[:, None]) + (1 - self.alpha) * (frag_after - frag_before[:, None]) / MILLI
+            return np.where(free >= ask.milli, np.round(value, 9), np.inf)
+        after = after_placing(free, ask.num_gpu, ask.milli)
+        power_after = self.power.node_power_w(nodes, idx, after, cpu - ask.cpu)
+        frag_after = fragmentation(self.workload, after, cpu - ask.cpu, model)
+        return np.round(self.alpha * (power_after - power_before) + (1 - self.alpha) * (frag_after - frag_before) / MILLI, 9)[:, None]
+
+    def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
+        return -self._objective(nodes, ask, idx).min(axis=1)
+
+    def devices(self, nodes: GpuNodes, n: int, ask: Ask, rng: np.random.Generator) -> list[int]:
+        if ask.is_share:
+            return [int(np.argmin(self._objective(nodes, ask, np.array([n]))[0]))]
+        return super().devices(nodes, n, ask, rng)
+
+
+SCORERS = ("fgd", "bestfit", "gpu-packing", "gpu-clustering", "dotprod", "random", "pwr", "pwr-fgd:<alpha>", "pwr-fgd-eq5:<alpha>",
+           "k8s-least-allocated", "k8s-most-allocated")
+ALPHA_POLICIES = ("pwr-fgd:", "pwr-fgd-eq5:")
 
 
 def policy_problem(name: str) -> str | None:
     """Why ``name`` is not a policy (None when it is), naming the policy or its alpha."""
-    if name.startswith("pwr-fgd:"):
+    if name.startswith(ALPHA_POLICIES):
         text = name.split(":", 1)[1]
         try:
             alpha = float(text)
@@ -340,8 +389,9 @@ def scorer(name: str, trace: Trace, nodes: GpuNodes) -> Scorer:
     problem = policy_problem(name)
     if problem:
         raise ValueError(problem)
-    if name.startswith("pwr-fgd:"):
-        return PwrFgd(float(name.split(":", 1)[1]), PowerModel(nodes), TargetWorkload.of_trace(trace, nodes.model_names))
+    if name.startswith(ALPHA_POLICIES):
+        kind = PwrFgd if name.startswith("pwr-fgd:") else PwrFgdEq5
+        return kind(float(name.split(":", 1)[1]), PowerModel(nodes), TargetWorkload.of_trace(trace, nodes.model_names))
     if name.startswith("k8s-"):
         return KubernetesAllocated(most=name == "k8s-most-allocated")
     return {s.name: s for s in (RandomScorer, DotProd, BestFit, GpuPacking, GpuClustering)}[name]()
