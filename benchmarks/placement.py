@@ -140,12 +140,16 @@ def plot_frontier(points: list[tuple[str, float, float]], path: Path) -> None:
                                alpha=0.12, label="both targets met"))
     ax.axvline(SAVING_TARGET_PCT, color="tab:green", linestyle="--", linewidth=1, label=f"saving target > {SAVING_TARGET_PCT:.0f}%")
     ax.axhline(-100 * GRAR_TARGET, color="tab:red", linestyle="--", linewidth=1, label=f"GRAR target: within {GRAR_TARGET:.0%} of FGD")
-    offsets = ((5, 6), (5, -12), (-44, -4))  # weights land close together: labels take turns above, below and left
-    for i, ((policy, _, _), x, y) in enumerate(zip(points, xs, ys)):
+    # weights that land on the same point (Eq. 5's do: watts decide) share one label
+    groups: dict[tuple[float, float, bool], list[str]] = {}
+    for (policy, _, _), x, y in zip(points, xs, ys):
         eq5 = policy.startswith("pwr-fgd-eq5")
+        groups.setdefault((round(x, 6), round(y, 6), eq5), []).append("PWR" if policy == "pwr" else policy.split(":", 1)[1])
+    offsets = ((5, 6), (5, -12), (-44, -4))  # nearby points: labels take turns above, below and left
+    for i, ((x, y, eq5), alphas) in enumerate(groups.items()):
         ax.scatter(x, y, color="tab:orange" if eq5 else "tab:blue", marker="s" if eq5 else "o", zorder=3)
-        label = "PWR" if policy == "pwr" else ("Eq. 5 α " if eq5 else "α ") + policy.split(":", 1)[1]
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=offsets[i % len(offsets)], fontsize=8)
+        label = ("Eq. 5 α " if eq5 else "" if alphas == ["PWR"] else "α ") + ", ".join(alphas)
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(-90, -14) if eq5 else offsets[i % len(offsets)], fontsize=8)
     ax.set_xlim(left, right)
     ax.set_ylim(bottom, 0.5)
     ax.set_xlabel("worst power saved against FGD at 20-80% arrived load (%)")
