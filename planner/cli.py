@@ -39,7 +39,13 @@ EXIT_VIOLATIONS = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 
-err_console = Console(stderr=True, markup=False, highlight=False, emoji=False)
+def plain_console(**options: Any) -> Console:
+    """A console that prints text as given: no markup, highlighting or emoji codes (``:x:`` in a
+    message or a name stays ``:x:``)."""
+    return Console(markup=False, highlight=False, emoji=False, **options)
+
+
+err_console = plain_console(stderr=True)
 
 
 @contextlib.contextmanager
@@ -52,7 +58,7 @@ def _stdout_console():  # type: ignore[no-untyped-def]
 
     buffer = io.StringIO()
     width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
-    yield Console(file=buffer, markup=False, highlight=False, emoji=False, width=width, force_terminal=sys.stdout.isatty())
+    yield plain_console(file=buffer, width=width, force_terminal=sys.stdout.isatty())
     _emit(buffer.getvalue(), "-")
 F = TypeVar("F", bound=Callable[..., Any])
 

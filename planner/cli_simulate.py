@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from planner.cli import _emit, app, err_console, fail, guarded
+from planner.cli import _emit, app, err_console, fail, guarded, plain_console
 
 simulate_app = typer.Typer(no_args_is_help=True, help="Replay a workload over time under each policy (simulation).")
 app.add_typer(simulate_app, name="simulate")
@@ -158,7 +158,6 @@ def _run(count: int | None, node_list: str | None, days: float, warmup_days: flo
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="spot simulation (one row per policy and seed)")
@@ -171,7 +170,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         table.add_row(*[_cell(row.get(key)) for key, _ in columns])
     wide = None if sys.stdout.isatty() else 200  # piped or in a file: never fold the columns
-    Console(markup=False, highlight=False, emoji=False, width=wide).print(table)
+    plain_console(width=wide).print(table)
 
 
 def _cell(value: Any) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from planner.cli import _emit, err_console, fail, guarded
+from planner.cli import _emit, err_console, fail, guarded, plain_console
 from planner.cli_simulate import simulate_app
 
 FGD_ARTIFACT_SEEDS = 42  # the FGD artifact's first seed (its runs use 42..51)
@@ -104,7 +104,6 @@ def _run(trace: str, policies: list[str], seeds: list[int], load: float, step: i
 
 
 def _print_table(rows: list[dict[str, Any]], load: float) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     top = int(round(load * 100))
@@ -126,7 +125,7 @@ def _print_table(rows: list[dict[str, Any]], load: float) -> None:
         eopc = [r["eopc_w"] / 1000 for r in mine if round(r["load"] * 100) == min(80, top)]
         table.add_row(name, *[mean("gpu_allocation", k) for k in points], f"{statistics.fmean(eopc):,.1f}" if eopc else "-",
                       mean("grar", min(100, top)), str(len({r["seed"] for r in mine})))
-    Console(markup=False, highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200).print(table)
+    plain_console(width=None if sys.stdout.isatty() else 200).print(table)
 
 
 __all__ = ["simulate_placement_command"]
