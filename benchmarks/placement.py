@@ -68,6 +68,19 @@ def by_seed(rows: list[dict], policy: str, load_pct: int, key: str) -> dict[int,
     return {r["seed"]: r[key] for r in rows if r["policy"] == policy and round(r["load"] * 100) == load_pct}
 
 
+def saved_pct(rows: list[dict], policy: str, base: list[dict], load_pct: int) -> list[float]:  # type: ignore[type-arg]
+    """Per seed (a seed gives every policy the same arrivals), the power ``policy`` saves against
+    FGD's rows ``base`` at a load, in %."""
+    mine, fgd = by_seed(rows, policy, load_pct, "eopc_w"), by_seed(base, "fgd", load_pct, "eopc_w")
+    return [100 * (1 - mine[s] / fgd[s]) for s in sorted(mine) if s in fgd]
+
+
+def grar_gap(rows: list[dict], policy: str, base: list[dict], load_pct: int) -> list[float]:  # type: ignore[type-arg]
+    """Per seed, ``policy``'s GRAR minus FGD's at a load."""
+    mine, fgd = by_seed(rows, policy, load_pct, "grar"), by_seed(base, "fgd", load_pct, "grar")
+    return [mine[s] - fgd[s] for s in sorted(mine) if s in fgd]
+
+
 def paired_savings(pwr_rows: list[dict], base: list[dict]) -> list[str]:  # type: ignore[type-arg]
     """The combinations' savings and GRAR gap seed by seed (a seed gives every policy the same
     arrivals): how far the seeds spread around the means of the table above."""
@@ -83,10 +96,8 @@ def paired_savings(pwr_rows: list[dict], base: list[dict]) -> list[str]:  # type
     for policy in PWR_POLICIES[:-1]:
         cells = []
         for k in loads:
-            mine, fgd = by_seed(pwr_rows, policy, k, "eopc_w"), by_seed(base, "fgd", k, "eopc_w")
-            cells.append(cell([100 * (1 - mine[s] / fgd[s]) for s in sorted(mine) if s in fgd], ".2f", "%"))
-        mine, fgd = by_seed(pwr_rows, policy, 100, "grar"), by_seed(base, "fgd", 100, "grar")
-        cells.append(cell([mine[s] - fgd[s] for s in sorted(mine) if s in fgd], "+.4f", ""))
+            cells.append(cell(saved_pct(pwr_rows, policy, base, k), ".2f", "%"))
+        cells.append(cell(grar_gap(pwr_rows, policy, base, 100), "+.4f", ""))
         lines.append(f"| {policy} | " + " | ".join(cells) + " |")
     return lines + [""]
 
@@ -111,10 +122,7 @@ def other_list_claims(seeds: int, fgd_other: dict[str, list[dict]]) -> list[str]
         rows = sweep(combos, seeds, 1.3, 5, trace)
         base = fgd_other[trace]
         for policy in combos:
-            saved = {}
-            for k in range(20, top + 1, 10):
-                mine, fgd = by_seed(rows, policy, k, "eopc_w"), by_seed(base, "fgd", k, "eopc_w")
-                saved[k] = statistics.fmean(100 * (1 - mine[s] / fgd[s]) for s in mine if s in fgd)
+            saved = {k: statistics.fmean(saved_pct(rows, policy, base, k)) for k in range(20, top + 1, 10)}
             worst = min(saved, key=saved.__getitem__)
             lines.append(f"| {trace} | {policy} | {saved[worst]:.2f}% | {worst}% | > {claims[policy]:g}% | "
                          f"{'yes' if saved[worst] > claims[policy] else 'no'} |")
@@ -124,10 +132,7 @@ def other_list_claims(seeds: int, fgd_other: dict[str, list[dict]]) -> list[str]
               "its best and worst, against the paper's reading of its Fig. 10.", "",
               "| policy | most ahead of FGD | at load | most behind FGD | at load | the paper |", "|---|---:|---:|---:|---:|---|"]
     for policy in combos:
-        gap = {}
-        for k in range(10, 101, 5):
-            mine, fgd = by_seed(rows, policy, k, "grar"), by_seed(base, "fgd", k, "grar")
-            gap[k] = statistics.fmean(mine[s] - fgd[s] for s in mine if s in fgd)
+        gap = {k: statistics.fmean(grar_gap(rows, policy, base, k)) for k in range(10, 101, 5)}
         high, low = max(gap, key=gap.__getitem__), min(gap, key=gap.__getitem__)
         lines.append(f"| {policy} | {gap[high]:+.4f} | {high}% | {gap[low]:+.4f} | {low}% | {GPUSPEC33_GRAR_CLAIMS[policy]} |")
     return lines + [""]
@@ -138,12 +143,9 @@ def alpha_frontier(rows: list[dict], base: list[dict]) -> tuple[list[str], list[
     GRAR gap at 100% (seed-paired means): whether any weight meets both PWR targets, or the
     combination trades one for the other."""
     loads = range(20, 81, 10)
+
     def alpha(policy: str) -> float:
         return 1.0 if policy == "pwr" else float(policy.split(":", 1)[1])
-
-    def saved(policy: str, k: int) -> float:
-        mine, fgd = by_seed(rows, policy, k, "eopc_w"), by_seed(base, "fgd", k, "eopc_w")
-        return statistics.fmean(100 * (1 - mine[s] / fgd[s]) for s in mine if s in fgd)
 
     lines = ["### Does any alpha meet both?", "",
              "The same replays for more weights (alpha 1 is plain PWR), and for the paper's Eq. (5) as printed (`pwr-fgd-eq5`: the least "
@@ -153,13 +155,12 @@ def alpha_frontier(rows: list[dict], base: list[dict]) -> tuple[list[str], list[
              "Savings and gaps are seed-paired means.", "",
              "| alpha | policy | " + " | ".join(f"saved @{k}" for k in loads) + " | worst @20-80 | GRAR - FGD @100 | relative | saving met | GRAR met |",
              "|---:|---|" + "---:|" * (len(loads) + 3) + "---|---|"]
-    fgd100 = by_seed(base, "fgd", 100, "grar")
+    fgd100 = statistics.fmean(by_seed(base, "fgd", 100, "grar").values())
     points = []
     for policy in sorted({r["policy"] for r in rows}, key=lambda p: (p.startswith("pwr-fgd-eq5"), alpha(p))):
-        savings = [saved(policy, k) for k in loads]
-        mine = by_seed(rows, policy, 100, "grar")
-        gap = statistics.fmean(mine[s] - fgd100[s] for s in mine if s in fgd100)
-        relative = gap / statistics.fmean(fgd100.values())
+        savings = [statistics.fmean(saved_pct(rows, policy, base, k)) for k in loads]
+        gap = statistics.fmean(grar_gap(rows, policy, base, 100))
+        relative = gap / fgd100
         points.append((policy, min(savings), relative))
         lines.append(f"| {alpha(policy):g} | {policy} | " + " | ".join(f"{v:.2f}%" for v in savings) + f" | {min(savings):.2f}% | {gap:+.4f} | "
                      f"{relative:+.2%} | {'yes' if min(savings) > SAVING_TARGET_PCT else 'no'} | {'yes' if -relative <= GRAR_TARGET else 'no'} |")

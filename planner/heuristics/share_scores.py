@@ -337,19 +337,15 @@ class PwrFgdEq5(Scorer):
         or of the one way whole GPUs are taken."""
         free, cpu, model = nodes.gpu_free[idx], nodes.cpu_free[idx], nodes.model[idx]
         rows, width = free.shape
-        power_before = self.power.node_power_w(nodes, idx)
-        frag_before = fragmentation(self.workload, free, cpu, model)
-        if ask.is_share:
-            after = share_on_each_device(free, ask.milli)
-            rep = np.repeat(idx, width)
-            power_after = self.power.node_power_w(nodes, rep, after, np.repeat(cpu - ask.cpu, width)).reshape(rows, width)
-            frag_after = fragmentation(self.workload, after, np.repeat(cpu - ask.cpu, width), np.repeat(model, width)).reshape(rows, width)
-            value = self.alpha * (power_after - power_before[:, None]) + (1 - self.alpha) * (frag_after - frag_before[:, None]) / MILLI
-            return np.where(free >= ask.milli, np.round(value, 9), np.inf)
-        after = after_placing(free, ask.num_gpu, ask.milli)
-        power_after = self.power.node_power_w(nodes, idx, after, cpu - ask.cpu)
-        frag_after = fragmentation(self.workload, after, cpu - ask.cpu, model)
-        return np.round(self.alpha * (power_after - power_before) + (1 - self.alpha) * (frag_after - frag_before) / MILLI, 9)[:, None]
+        choices = width if ask.is_share else 1
+        after = share_on_each_device(free, ask.milli) if ask.is_share else after_placing(free, ask.num_gpu, ask.milli)
+        cpu_after = np.repeat(cpu - ask.cpu, choices)
+        d_watts = self.power.node_power_w(nodes, np.repeat(idx, choices), after, cpu_after).reshape(rows, choices) \
+            - self.power.node_power_w(nodes, idx)[:, None]
+        d_frag = fragmentation(self.workload, after, cpu_after, np.repeat(model, choices)).reshape(rows, choices) \
+            - fragmentation(self.workload, free, cpu, model)[:, None]
+        value = np.round(self.alpha * d_watts + (1 - self.alpha) * d_frag / MILLI, 9)
+        return np.where(free >= ask.milli, value, np.inf) if ask.is_share else value
 
     def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
         return -self._objective(nodes, ask, idx).min(axis=1)
