@@ -24,6 +24,11 @@ class SnapshotError(ValueError):
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
 
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        """Pickle by the problem list, so an error raised in an executor's worker process arrives
+        in the parent with the same problems (the default rebuilds from the joined message)."""
+        return (type(self), (self.problems,))
+
 
 def _whole_float_to_int(value: Any) -> Any:
     """Accept 8.0 where a whole number is expected (not a repair: it is the same number)."""

@@ -75,3 +75,22 @@ def test_ipc_plan_is_the_same_on_the_forked_pool_the_fork_server_pool_and_inline
     assert inline.vacated_nodes and inline.report.model_extra["partitions"] >= 6
     assert inline_moves == forked_moves == served_moves
     assert inline.vacated_nodes == forked.vacated_nodes == served.vacated_nodes
+
+
+def _reject(problem: str) -> None:
+    from planner.cluster import SnapshotError
+
+    raise SnapshotError([problem, "nodes[0].gpus: must be >= 0; fix the node list"])
+
+
+def test_a_snapshot_error_raised_in_a_worker_arrives_with_its_problems() -> None:
+    """Pickled by its problem list: the default pickling rebuilt its message from the joined one,
+    one character per line."""
+    from planner.cluster import SnapshotError
+
+    with executor(2) as run, pytest.raises(SnapshotError) as caught:
+        run(_reject, ["--trace: unknown pod list 'x'", "--trace: unknown pod list 'y'"])
+    assert caught.value.problems[0].startswith("--trace: unknown pod list '")
+    assert caught.value.problems[1] == "nodes[0].gpus: must be >= 0; fix the node list"
+    assert len(caught.value.problems) == 2
+    assert str(caught.value) == "\n".join(caught.value.problems)
