@@ -68,6 +68,31 @@ def frag_oracle(free: list[int], cpu_free: int, model: str, w: TargetWorkload, m
     return total
 
 
+def frag_in_reference_order(free: list[int], cpu_free: int, model: str, w: TargetWorkload, model_names: list[str]) -> float:
+    """The reference simulator's loop, literally (``NodeGpuShareFragAmount``, ``FragAmountSumExceptQ3``):
+    each class adds its amount to the bin of how it sees the node, then the bins but Q3 are added."""
+    bins = [0.0] * 7  # Q1 lack both, Q2 lack GPU, Q3 satisfied, Q4 lack CPU, XL, XR, NA
+    for m in range(len(w.share)):
+        everything = sum(free)
+        if w.milli[m] == 0:
+            bins[4 if cpu_free >= w.cpu[m] else 5] += w.share[m] * everything
+        elif not w.allowed[m, model_names.index(model)]:
+            bins[6] += w.share[m] * everything
+        elif len([g for g in free if g >= w.milli[m]]) >= w.num_gpu[m]:
+            if cpu_free >= w.cpu[m]:
+                unusable = sum(g for g in free if g < w.milli[m])
+                bins[1] += w.share[m] * unusable
+                bins[2] += w.share[m] * (everything - unusable)
+            else:
+                bins[3] += w.share[m] * everything
+        else:
+            bins[1 if cpu_free >= w.cpu[m] else 0] += w.share[m] * everything
+    out = 0.0
+    for b in (0, 1, 3, 4, 5, 6):
+        out += bins[b]
+    return out
+
+
 def score_oracle(policy: str, nodes: GpuNodes, n: int, ask: Ask) -> float:
     free = [int(g) for g in nodes.gpu_free[n][: nodes.gpus[n]]]
     cpu_free = int(nodes.cpu_free[n])
@@ -141,6 +166,8 @@ def test_fragmentation_matches_the_oracle_on_random_states():
             want = frag_oracle([int(g) for g in state.gpu_free[n][: state.gpus[n]]], int(state.cpu_free[n]), state.model_names[state.model[n]], w,
                                state.model_names)
             assert got[n] == pytest.approx(want, abs=1e-9), (seed, n)
+            assert got[n] == frag_in_reference_order([int(g) for g in state.gpu_free[n][: state.gpus[n]]], int(state.cpu_free[n]),
+                                                     state.model_names[state.model[n]], w, state.model_names), (seed, n)  # to the bit
 
 
 @pytest.mark.parametrize("policy", ["dotprod", "bestfit", "gpu-packing", "gpu-clustering", "k8s-least-allocated", "k8s-most-allocated", "pwr"])
@@ -190,6 +217,39 @@ def test_fgd_scores_and_device_choice_match_the_oracle():
                 assert value == best, (seed, k, n)
                 if ask.is_share:
                     assert fgd.devices(state, n, ask, np.random.default_rng(0)) == [min(g for score, g in options if score == best)]
+
+
+@needs_trace
+def test_fgd_truncates_an_unchanged_fragmentation_as_the_reference_does():
+    """A CPU-only pod that changes no class's view of a G2 node: exactly, F does not change and FGD's
+    score is 100 sigmoid(0) = 50. Summed in the reference's order (bins, ``frag_in_reference_order``),
+    F after exceeds F before by about 1e-13 and the score truncates to 49. The reference did so: its
+    seed 42 put pod 3975 on the next node in rank, not this one (its own log). We sum as it does."""
+    nodes = read_gpu_nodes(DATA / "openb_node_list_gpu_node.csv")
+    trace = read_trace(DATA / "openb_pod_list_default.csv")
+    fgd = scorer("fgd", trace, nodes)
+    w = fgd.workload  # type: ignore[attr-defined]
+    n = nodes.names.index("openb-node-0484")
+    state = GpuNodes(names=[nodes.names[n]], model_names=nodes.model_names, model=nodes.model[[n]], gpus=nodes.gpus[[n]],
+                     cpu_cap=nodes.cpu_cap[[n]], mem_cap=nodes.mem_cap[[n]])
+    free = [190, 0, 190, 0, 0, 0, 190, 190]
+    state.gpu_free[0, :8] = free
+    state.cpu_free[0] = 24992
+    ask = Ask(15400, 51200, 0, 0, (), pod_tag(0, 0))
+
+    def per_class(cpu: int) -> list[int]:  # each class's fragmentation of the node (milli), by hand
+        out = []
+        for k in range(len(w.cpu)):
+            usable = [f for f in free if w.milli[k] > 0 and f >= w.milli[k]]
+            fits = w.milli[k] > 0 and len(usable) >= w.num_gpu[k] and cpu >= w.cpu[k]
+            out.append(sum(free) - sum(usable) if fits else sum(free))
+        return out
+
+    assert per_class(24992) == per_class(24992 - 15400)  # exactly, nothing changes
+    gain = frag_in_reference_order(free, 24992, "G2", w, nodes.model_names) - frag_in_reference_order(free, 24992 - 15400, "G2", w, nodes.model_names)
+    assert -1e-9 < gain < 0
+    assert math.trunc(1 / (1 + math.exp(-gain / 1000)) * 100) == 49
+    assert fgd.scores(state, ask, np.array([0])).tolist() == [49]
 
 
 def test_pwr_device_and_the_combination_follow_the_reference_plugin():

@@ -8,6 +8,9 @@ the FGD paper (Weng et al., USENIX ATC'23) measured, with the formulas of its si
   of the devices too small for m. F_n = sum_m p_m frag_n(m) over the *target workload* (the most
   frequent classes of the trace covering 95% of its pods, popularities renormalised). Score
   ``trunc(100 sigmoid((F_before - F_after) / 1000))``; a share goes to the device that scores best.
+  F is summed in the reference's floating-point order (``fragmentation``): the truncation turns a
+  rounding difference into a different node, and with this order a replay of the reference's
+  arrivals places every pod where the reference does (``benchmarks/reference_equivalence.py``).
 * ``bestfit``: ``trunc(100 (1 - (0.5 cpu_left / 128000 + 0.5 gpu_left / 8000)))``, then min-max
   normalised over the feasible nodes to integers 0..100 (all 0 when equal).
 * ``dotprod``: ``trunc(100 (1 - <node free, pod ask> / 2))`` over (CPU / 128000, GPU milli / 8000).
@@ -90,18 +93,40 @@ class TargetWorkload:
             if total >= coverage * len(trace.names):
                 break
         allowed = np.array([[not models or name in models for name in model_names] for (_, _, _, models), _ in kept], dtype=bool)
+        pods = float(len(trace.names))  # the reference's arithmetic: (count / pods) / (kept / pods)
         return cls(np.array([k[0] for k, _ in kept]), np.array([k[1] for k, _ in kept]), np.array([k[2] for k, _ in kept]), allowed,
-                   np.array([c for _, c in kept], dtype=np.float64) / total)
+                   np.array([c for _, c in kept], dtype=np.float64) / pods / (total / pods))
+
+
+# The reference's bins for a class's amount (``FragRatioDataMap`` in its ``pkg/utils/frag.go``): Q1 lacks
+# GPU and CPU, Q2 lacks GPU (and takes the unusable part of a class that fits), Q4 lacks CPU, XL/XR a
+# CPU-only class with/without the CPU, NA a model the class may not use. Q3 (the usable part) is not
+# fragmentation.
+_Q1, _Q2, _Q4, _XL, _XR, _NA = 0, 1, 3, 4, 5, 6
 
 
 def fragmentation(w: TargetWorkload, gpu_free: np.ndarray, cpu_free: np.ndarray, model: np.ndarray) -> np.ndarray:
-    """F_n (milli-GPUs) of each row: ``gpu_free`` [rows, devices], ``cpu_free`` and ``model`` [rows]."""
+    """F_n (milli-GPUs) of each row: ``gpu_free`` [rows, devices], ``cpu_free`` and ``model`` [rows].
+
+    Summed in the reference simulator's floating-point order (each bin accumulates its classes in
+    workload order, then the bins are added in bin order), so that FGD's truncated score is the same
+    where F does not change: a sum in another order can leave a difference of 1e-13 between before and
+    after, which truncates 100 sigmoid(0) = 50 to 49 and changes the node chosen."""
     total = gpu_free.sum(axis=1)
     fits = gpu_free[:, :, None] >= w.milli[None, None, :]  # [rows, devices, classes]
     usable = np.einsum("rd,rdc->rc", gpu_free, fits)
-    ok = (w.milli[None, :] > 0) & (fits.sum(axis=1) >= w.num_gpu[None, :]) & (cpu_free[:, None] >= w.cpu[None, :]) & w.allowed[:, model].T
-    frag = np.where(ok, total[:, None] - usable, total[:, None])
-    return frag @ w.share
+    cpu_ok = cpu_free[:, None] >= w.cpu[None, :]
+    hosts = fits.sum(axis=1) >= w.num_gpu[None, :]
+    allowed = w.allowed[:, model].T
+    gpu_class = np.broadcast_to(w.milli[None, :] > 0, cpu_ok.shape)
+    kind = np.where(~gpu_class, np.where(cpu_ok, _XL, _XR),
+                    np.where(~allowed, _NA, np.where(cpu_ok, _Q2, np.where(hosts, _Q4, _Q1))))
+    frag = np.where(gpu_class & allowed & hosts & cpu_ok, total[:, None] - usable, total[:, None])
+    amount = w.share[None, :] * frag
+    out = np.zeros(len(total))
+    for b in (_Q1, _Q2, _Q4, _XL, _XR, _NA):
+        out = out + np.cumsum(np.where(kind == b, amount, 0.0), axis=1)[:, -1]  # cumsum adds left to right
+    return out
 
 
 def share_on_each_device(free: np.ndarray, milli: int) -> np.ndarray:
@@ -114,7 +139,8 @@ def share_on_each_device(free: np.ndarray, milli: int) -> np.ndarray:
 
 
 def _sigmoid_score(gain: np.ndarray) -> np.ndarray:
-    return np.trunc(100.0 / (1.0 + np.exp(-gain / 1000.0))).astype(np.int64)
+    """``trunc(sigmoid(gain / 1000) x 100)`` in the reference's order of operations."""
+    return np.trunc(1.0 / (1.0 + np.exp(-(gain / 1000.0))) * 100.0).astype(np.int64)
 
 
 class Scorer:
