@@ -1,0 +1,3 @@
+module reference
+
+go 1.19
