@@ -545,6 +545,16 @@ def defrag(
     move_once: bool = typer.Option(True, "--move-once/--no-move-once", help="Every pod moves at most once (default: on)."),
     only_namespace: str = typer.Option(None, "--only-namespace", help="NS[,NS...]: only pods of these namespaces move."),
     exclude_namespace: str = typer.Option(None, "--exclude-namespace", help="NS[,NS...]: pods of these namespaces never move."),
+    allow_product_change: bool = typer.Option(
+        False, "--allow-product-change", help="Let GPU pods move to another GPU product their rules allow (default: a pod keeps its product)."
+    ),
+    allow_cpu_pods_on_gpu_nodes: bool = typer.Option(
+        False, "--allow-cpu-pods-on-gpu-nodes", help="Let CPU-only pods move onto GPU nodes (default: they stay off them)."
+    ),
+    node_selector: str = typer.Option(
+        None, "--node-selector", help="LABEL_EXPR: plan within the nodes this label selector matches ('pool=training,zone in (a,b)'); "
+        "pods elsewhere stay and nothing arrives there."
+    ),
     threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="Baselines: drain nodes below this GPU allocation."),
     seed: int = typer.Option(0, "--seed", help="Random seed; same snapshot and seed give the same plan."),
     workers: int = typer.Option(None, "--workers", min=1, help="Worker processes for partitions (default: one per core)."),
@@ -598,6 +608,9 @@ def defrag(
         "only_namespaces": _names(only_namespace),
         "exclude_namespaces": _names(exclude_namespace),
         "move_once": move_once,
+        "allow_product_change": allow_product_change,
+        "allow_cpu_pods_on_gpu_nodes": allow_cpu_pods_on_gpu_nodes,
+        "node_selector": node_selector,
         "threshold": threshold,
         "seed": seed,
         "workers": workers,

@@ -127,6 +127,28 @@ class NodeSelectorRequirement(BaseModel):
 NodeAffinityTerm = Annotated[list[NodeSelectorRequirement], Field(min_length=1)]
 """The expressions of one term, ANDed."""
 
+MAX_RESOURCE = 2**62
+"""A named resource's quantity at most (base units: bytes for storage, a count otherwise)."""
+ResourceAmounts = dict[Annotated[str, Field(min_length=1, max_length=253)], Annotated[int, Field(ge=0, le=MAX_RESOURCE)]]
+"""Quantities by Kubernetes resource name (``nvidia.com/gpu``, ``nvidia.com/mig-1g.10gb``,
+``nvidia.com/gpu.shared``, ``rdma/hca``, ``ephemeral-storage``, ``pods``, ...), each a whole number in
+the resource's base unit as kube-scheduler compares it (bytes for ``ephemeral-storage`` and
+``hugepages-*``, devices or slots otherwise). ``cpu`` and ``memory`` stay in ``cpus``/``memory_gib``."""
+
+POD_COUNT = "pods"
+"""The resource every pod requests one of (a node's allocatable pod count)."""
+
+
+class HostPort(BaseModel):
+    """A host port a pod binds (a container's ``hostPort``, or its port under ``hostNetwork``): two
+    pods binding the same port and protocol never share a node (kube-scheduler's NodePorts; the
+    planner treats every host IP as overlapping, which is never less strict)."""
+
+    model_config = _STRICT
+    port: WholeNumber = Field(ge=1, le=65535)
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    host_ip: str = ""
+
 
 class Node(BaseModel):
     """A GPU (or CPU-only) machine."""
@@ -145,6 +167,10 @@ class Node(BaseModel):
     numa: list[NumaDomain] | None = None
     power: PowerProfile | None = None
     taints: list[Taint] = Field(default_factory=list)
+    resources: ResourceAmounts | None = None
+    """Allocatable of every resource besides CPU and memory by name (``pods`` included); a pod may
+    arrive only where each resource it ``requests`` is offered and left. None: not known (snapshots
+    that predate the field), and then only ``gpus``, ``cpus`` and ``memory_gib`` are checked."""
 
 
 class Pod(BaseModel):
@@ -176,6 +202,11 @@ class Pod(BaseModel):
     node_affinity: Annotated[list[NodeAffinityTerm], Field(min_length=1)] | None = None
     """Required node affinity: the pod may arrive on a node matching any one term (terms ORed, a
     term's expressions ANDed); None means no requirement."""
+    requests: ResourceAmounts = Field(default_factory=dict)
+    """What the pod requests of each resource besides CPU and memory, by name, in the units
+    Kubernetes charges (a time-sliced GPU replica is one slot of ``nvidia.com/gpu``, whatever ``gpus``
+    says of its share of a device); checked against the ``resources`` of nodes that list them."""
+    host_ports: list[HostPort] = Field(default_factory=list)
 
     @field_serializer("gpus")
     def _whole_gpus_as_int(self, gpus: float) -> float | int:

@@ -10,7 +10,12 @@ A set of pods fits a node when
     (``PreferNoSchedule`` is a scheduler preference and never decides feasibility);
   * node affinity: an arriving pod's required ``node_affinity`` (terms ORed, expressions ANDed) matches
     the node's labels;
-  * anti-affinity: no two different pods on the node share an ``anti_affinity`` group;
+  * anti-affinity: no two different pods on the node share an ``anti_affinity`` group, nor bind the
+    same host port (``host_ports``: a port and protocol);
+  * resources by name (Kubernetes' NodeResourcesFit): on a node that lists its ``resources``, every
+    resource a pod ``requests`` (and one ``pods`` slot per pod) is offered, and the sums stay within
+    them, in the units Kubernetes charges (a time-sliced GPU replica is a slot of the resource it is
+    requested by, a MIG slice a slot of its profile: no conversion between names);
   * schedulable: a node with ``schedulable: false`` receives no pod (pods already there may stay);
 and a job whose topology is ``required`` at level ``asw`` (``spine``) has all its placed pods under one
 asw (spine). A node without an ``asw`` (``spine``) is a domain of its own.
@@ -48,6 +53,7 @@ NODE_AFFINITY = "node_affinity"
 ANTI_AFFINITY = "anti_affinity"
 UNSCHEDULABLE = "unschedulable_destination"
 JOB_TOPOLOGY = "job_topology"
+RESOURCE_NOT_OFFERED = "resource_not_offered"
 
 
 @dataclass(frozen=True)
@@ -252,6 +258,39 @@ def selector_matches(pod: Pod, node: Node) -> bool:
     return all(labels.get(key) == value for key, value in pod.node_selector.items())
 
 
+def requested(pod: Pod) -> dict[str, int]:
+    """What ``pod`` charges a node that lists its ``resources``: its named requests and one pod slot."""
+    from planner.cluster import POD_COUNT
+
+    return {**pod.requests, POD_COUNT: 1}
+
+
+def offered_amount(node: Node, name: str) -> int | None:
+    """How much of resource ``name`` the node offers; None when it sets no limit (a node that does
+    not list its resources, or lists them without a ``pods`` count)."""
+    from planner.cluster import POD_COUNT
+
+    if node.resources is None or (name == POD_COUNT and name not in node.resources):
+        return None
+    return node.resources.get(name, 0)
+
+
+def unoffered_resources(pod: Pod, node: Node) -> list[str]:
+    """The resources ``pod`` requests that ``node`` does not offer at all (none when the node does
+    not list its resources)."""
+    if node.resources is None:
+        return []
+    return sorted(name for name, amount in pod.requests.items() if amount > 0 and node.resources.get(name, 0) <= 0)
+
+
+def conflict_groups(pod: Pod) -> list[str]:
+    """The groups no two pods on one node may share: anti-affinity groups and host ports (a port
+    and protocol; kube-scheduler's NodePorts, every host IP taken as overlapping)."""
+    if not pod.host_ports:
+        return pod.anti_affinity
+    return [*pod.anti_affinity, *sorted({f"hostPort {h.protocol}/{h.port}" for h in pod.host_ports})]
+
+
 def may_receive(node: Node) -> bool:
     """Whether pods may move onto the node (pods already there may stay on a cordoned node)."""
     return node.schedulable
@@ -319,6 +358,10 @@ def static_rule_breaks(pod: Pod, node: Node) -> list[RuleBreak]:
     if not node_affinity_matches(pod, node):
         breaks.append(RuleBreak(NODE_AFFINITY, node.name, pod.name,
                                 f"node '{node.name}' labels match no term of pod '{pod.name}''s required node_affinity"))
+    missing = unoffered_resources(pod, node)
+    if missing:
+        breaks.append(RuleBreak(RESOURCE_NOT_OFFERED, node.name, pod.name,
+                                f"pod '{pod.name}' requests {', '.join(missing)}, which node '{node.name}' does not offer"))
     return breaks
 
 
@@ -330,6 +373,7 @@ def may_arrive(pod: Pod, node: Node) -> bool:
         and selector_matches(pod, node)
         and not untolerated_taints(pod, node)
         and node_affinity_matches(pod, node)
+        and not unoffered_resources(pod, node)
     )
 
 
@@ -363,6 +407,15 @@ def _shortfalls(node: Node, pods: Sequence[Pod], what: str) -> list[str]:
     memory = sum(p.memory_gib for p in pods)
     if memory > node.memory_gib + EPS:
         problems.append(f"{what}needs {memory:g} GiB memory, node '{node.name}' has {node.memory_gib:g}")
+    if node.resources is not None:
+        totals: dict[str, int] = {}
+        for pod in pods:
+            for name, amount in requested(pod).items():
+                totals[name] = totals.get(name, 0) + amount
+        for name, total in sorted(totals.items()):
+            offered = offered_amount(node, name)
+            if offered is not None and total > offered:
+                problems.append(f"{what}needs {total} {name}, node '{node.name}' offers {offered}")
     return problems
 
 
@@ -371,7 +424,7 @@ def anti_affinity_conflicts(pods: Sequence[Pod]) -> list[tuple[str, str, str]]:
     first_in_group: dict[str, str] = {}
     conflicts = []
     for pod in pods:
-        for group in pod.anti_affinity:
+        for group in conflict_groups(pod):
             other = first_in_group.get(group)
             if other is None:
                 first_in_group[group] = pod.name

@@ -70,6 +70,9 @@ class ClusterState:
         self.pod_share = np.where(holds, share, 0.0)
         self.pod_cpus = np.where(holds, cpus, 0.0)
         self.pod_mem = np.where(holds, mem, 0.0)
+        self.res_names, self.cap_res, pod_res = _named_resources(nodes, pods)
+        self.has_named = bool(self.res_names)
+        self.pod_res = np.where(holds[:, None], pod_res, 0)
         self._pod_locked_own = np.array([p.locked for p in pods], dtype=bool)
         self.pod_locked = self._pod_locked_own | self.pod_standby
         self._awake = (whole, share, cpus, mem)  # what each pod holds awake (set_standby)
@@ -83,7 +86,7 @@ class ClusterState:
 
         groups: dict[str, int] = {}
         self.pod_groups: list[tuple[int, ...]] = [
-            tuple(groups.setdefault(g, len(groups)) for g in p.anti_affinity) for p in pods
+            tuple(groups.setdefault(g, len(groups)) for g in rules.conflict_groups(p)) for p in pods
         ]
         self.group_names = list(groups)
         self.group_nodes: dict[int, Counts] = defaultdict(Counts)
@@ -102,6 +105,7 @@ class ClusterState:
         self.share_sum = np.zeros(n_nodes, dtype=np.float64)
         self.used_cpus = np.zeros(n_nodes, dtype=np.float64)
         self.used_mem = np.zeros(n_nodes, dtype=np.float64)
+        self.used_res = np.zeros(self.cap_res.shape, dtype=np.int64)
         self.node_shares: dict[int, list[float]] = defaultdict(list)
         self.node_pods: list[set[int]] = [set() for _ in range(n_nodes)]
         self.standby_on = np.zeros(n_nodes, dtype=np.int64)
@@ -180,6 +184,8 @@ class ClusterState:
             self.used_cpus[n] += sign * cpus
         if mem:
             self.used_mem[n] += sign * mem
+        if self.has_named:
+            self.used_res[n] += sign * self.pod_res[p]
         if share:
             shares = self.node_shares[n]
             if sign > 0:
@@ -367,6 +373,12 @@ class ClusterState:
                 shares_left.remove(q_share)
         if used_cpus + cpus > self.cap_cpus[n] + EPS or used_mem + mem > self.cap_mem[n] + EPS:
             return False
+        if self.has_named:
+            used = self.used_res[n] + self.pod_res[p]
+            if leaving:
+                used = used - self.pod_res[list(leaving)].sum(axis=0)
+            if (used > self.cap_res[n]).any():
+                return False
         if self.has_standby and (self.standby_on[n] > 0 or self.pod_standby[p]) and not self._reservation_ok(p, n, leaving):
             return False
         cap = int(self.cap_gpus[n])
@@ -412,6 +424,8 @@ class ClusterState:
         mask = self.eligible[self.pod_signature[p], idx].copy()
         mask &= self.used_cpus[idx] + self.pod_cpus[p] <= self.cap_cpus[idx] + EPS
         mask &= self.used_mem[idx] + self.pod_mem[p] <= self.cap_mem[idx] + EPS
+        if self.has_named:
+            mask &= (self.used_res[idx] + self.pod_res[p] <= self.cap_res[idx]).all(axis=1)
         free = self.cap_gpus[idx] - self.whole_used[idx] - self.share_devices[idx]
         share = float(self.pod_share[p])
         if share > 0:
@@ -467,9 +481,10 @@ class ClusterState:
         sub.pod_index = {name: k for k, name in enumerate(sub.pod_names)}
         for field in ("cap_gpus", "cap_cpus", "cap_mem", "schedulable", "node_model", "asw_domain", "spine_domain",
                       "whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node",
-                      "hp_pods_per_node", "standby_on", "hp_whole", "hp_cpus", "hp_mem"):
+                      "hp_pods_per_node", "standby_on", "hp_whole", "hp_cpus", "hp_mem", "cap_res", "used_res"):
             setattr(sub, field, getattr(self, field)[nodes].copy())
-        for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked",
+        sub.res_names, sub.has_named = self.res_names, self.has_named
+        for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked", "pod_res",
                       "pod_signature", "pod_job", "pod_standby", "pod_hp", "_pod_locked_own"):
             setattr(sub, field, getattr(self, field)[pods].copy())
         sub._awake = tuple(a[pods] for a in self._awake)
@@ -504,7 +519,7 @@ class ClusterState:
         twin = object.__new__(ClusterState)
         twin.__dict__.update(self.__dict__)
         for field in ("whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node", "hp_pods_per_node", "pod_node",
-                      "standby_on", "hp_whole", "hp_cpus", "hp_mem"):
+                      "standby_on", "hp_whole", "hp_cpus", "hp_mem", "used_res"):
             setattr(twin, field, getattr(self, field).copy())
         twin.hp_shares = defaultdict(list, {n: list(s) for n, s in self.hp_shares.items() if s})
         twin.node_shares = defaultdict(list, {n: list(s) for n, s in self.node_shares.items() if s})
@@ -551,16 +566,43 @@ def _eligibility(nodes: list[Node], pods: list[Pod]) -> tuple[np.ndarray, np.nda
 
 
 
+UNLISTED = np.iinfo(np.int64).max // 4
+"""The capacity of a named resource on a node that does not list its resources: unlimited."""
+
+
+def _named_resources(nodes: list[Node], pods: list[Pod]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The named resources some pod charges a node that lists its resources (``rules.requested``),
+    with each node's allocatable (``UNLISTED`` where the node lists none) and each pod's request."""
+    if all(node.resources is None for node in nodes):
+        return [], np.zeros((len(nodes), 0), dtype=np.int64), np.zeros((len(pods), 0), dtype=np.int64)
+    names = sorted({name for pod in pods for name, amount in rules.requested(pod).items() if amount > 0})
+    column = {name: r for r, name in enumerate(names)}
+    cap = np.array([[_unlisted_as_unlimited(rules.offered_amount(node, name)) for name in names] for node in nodes],
+                   dtype=np.int64).reshape(len(nodes), len(names))
+    req = np.zeros((len(pods), len(names)), dtype=np.int64)
+    for p, pod in enumerate(pods):
+        for name, amount in rules.requested(pod).items():
+            if amount > 0:
+                req[p, column[name]] = amount
+    return names, cap, req
+
+
+def _unlisted_as_unlimited(amount: int | None) -> int:
+    return UNLISTED if amount is None else amount
+
+
 def _pod_signature_key(pod: Pod) -> tuple:
     """What the static rules read of a pod: pods with equal keys are eligible on the same nodes."""
     tolerations = tuple(sorted((t.key, t.operator, t.value, t.effect) for t in pod.tolerations))
     affinity = None if pod.node_affinity is None else tuple(
         tuple(sorted((r.key, r.operator, tuple(sorted(r.values))) for r in term)) for term in pod.node_affinity
     )
-    return (tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())), tolerations, affinity)
+    requests = tuple(sorted(name for name, amount in pod.requests.items() if amount > 0))
+    return (tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())), tolerations, affinity, requests)
 
 
 def _node_profile_key(node: Node) -> tuple:
     """What the static rules read of a node: nodes with equal keys admit the same pods."""
     taints = tuple(sorted((t.key, t.value, t.effect) for t in node.taints))
-    return (node.gpu_model, tuple(sorted(node.labels.items())), node.schedulable, taints)
+    offered = None if node.resources is None else tuple(sorted(name for name, amount in node.resources.items() if amount > 0))
+    return (node.gpu_model, tuple(sorted(node.labels.items())), node.schedulable, taints, offered)

@@ -71,7 +71,7 @@ def test_time_slicing_without_renaming_divides_the_advertised_gpus_by_the_replic
 def test_renamed_time_slicing_koordinator_and_aliyun_shares() -> None:
     cluster, warnings = imported(
         node("ts", {"nvidia.com/gpu.replicas": "8"}, nvidia__com_gpu__shared="32"),
-        node("koord", nvidia__com_gpu="8", koordinator__sh_gpu_core="800"),
+        node("koord", nvidia__com_gpu="8", koordinator__sh_gpu_core="800", koordinator__sh_gpu_memory_ratio="800"),
         node("ali", aliyun__com_gpu_mem="96", aliyun__com_gpu_count="4"),
         pod("t", "ts", {"nvidia.com/gpu.shared": "2"}),
         pod("k", "koord", {"koordinator.sh/gpu-core": "50", "koordinator.sh/gpu-memory-ratio": "30"}),
@@ -153,8 +153,9 @@ def test_mig_slices_of_one_profile_are_their_own_model() -> None:
     x = by_name(cluster)
     assert (x["mig"].gpu_model, x["mig"].gpus) == ("A100-80GB-MIG-1g.10gb", 7)
     assert x["e"].gpu_models == x["f"].gpu_models == ["A100-80GB-MIG-1g.10gb"] and x["f"].gpus == 2
-    assert x["g"].gpu_models == ["MIG-3g.40gb"]  # no node offers the profile: it can start nowhere
-    assert warnings == []
+    assert x["g"].gpu_models == ["MIG-3g.40gb"] and x["g"].requests == {"nvidia.com/mig-3g.40gb": 1}
+    # no node offers the profile: it can start nowhere, and the import says so (issue 40: never silently)
+    assert warnings == ["Pod ml/g: spec.containers[*].resources.requests: nvidia.com/mig-3g.40gb: no node offers it; the pod cannot be placed"]
 
 
 def test_a_node_of_mixed_mig_profiles_is_planned_as_cordoned_with_its_pods_locked() -> None:

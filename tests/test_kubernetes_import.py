@@ -255,7 +255,8 @@ def test_defrag_of_the_imported_list_respects_taints(tmp_path: Path) -> None:
     result = runner.invoke(app, ["import", "kubernetes", str(source), "--out", str(snapshot)])
     assert result.exit_code == 0, result.output
     assert "3 nodes; pods: 6 placed, 1 pending" in result.stdout
-    result = runner.invoke(app, ["defrag", str(snapshot), "--out", str(plan_file), "-o", "json"])
+    # --allow-product-change: train-1 (L40S) may join the A100 pods, so only the taint keeps pods off infer-0
+    result = runner.invoke(app, ["defrag", str(snapshot), "--out", str(plan_file), "-o", "json", "--allow-product-change"])
     assert result.exit_code == 0, result.output
     cluster = load_cluster(snapshot)
     plan = parse_plan(plan_file.read_text())

@@ -55,7 +55,11 @@ runner = CliRunner()
 def round_trip(cluster: Cluster, config: ImportConfig | None = None, **options: Any) -> tuple[KubeExport, Cluster]:
     exported = export_kubernetes(cluster, config, **options)
     imported = import_kubernetes([(exported.json(), "exported.json")], config)
-    assert imported.warnings == []
+    # the one warning a round trip may give: a pending GPU pod where no node has GPUs (it can start nowhere)
+    unplaceable = [f"Pod {p.namespace or 'default'}/{p.name}" for p in cluster.pods
+                   if p.node is None and p.gpus > 0 and not asks_mig(p) and not any(n.gpus for n in cluster.nodes)]
+    assert [w.split(": ")[0] for w in imported.warnings] == unplaceable
+    assert all(w.endswith(": no node offers it; the pod cannot be placed") for w in imported.warnings)
     return exported, imported.cluster
 
 
@@ -143,8 +147,10 @@ def assert_same_snapshot(original: Cluster, exported: KubeExport, back: Cluster)
     back_sizes = {job: sum(1 for p in back.pods if p.job == job) for job in {p.job for p in back.pods}}
     assert jobs_view(back.jobs, back_sizes) == jobs_view(original.jobs, sizes, exported.job_names)
     # the rules agree on every pod and node: where it may arrive and whom it may not meet
+    # (a resource a node does not offer is a static rule on the way back, capacity 0 before: compare both together)
     for a, b in zip(original.pods, back.pods):
-        assert [rules.may_arrive(a, n) for n in original.nodes] == [rules.may_arrive(b, n) for n in back.nodes], a.name
+        assert [rules.may_arrive(a, n) and rules.pods_fit(n, [], [a]) for n in original.nodes] == \
+            [rules.may_arrive(b, n) and rules.pods_fit(n, [], [b]) for n in back.nodes], a.name
     pairs = list(zip(original.pods, back.pods))
     for i, (a1, b1) in enumerate(pairs):
         for a2, b2 in pairs[i + 1:]:

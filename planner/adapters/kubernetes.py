@@ -59,6 +59,7 @@ from planner.adapters import kubernetes_objects as k8s
 from planner.adapters.kubernetes_gpus import NodeGpus, node_gpus, pod_gpus
 from planner.adapters.kubernetes_hypernodes import hypernode_topology
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
+from planner.adapters.kubernetes_resources import check_named_capacity, less_node_bound, node_resources
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError, pydantic_problems
 from planner.snapshot import consistency_problems
 
@@ -118,7 +119,7 @@ class ImportConfig(BaseModel):
     gpu_shares: list[ShareResource] = Field(default_factory=_default_shares)
     time_slicing_label: str = "nvidia.com/gpu.replicas"
     mig_resource_prefix: str = "nvidia.com/mig-"
-    ignored_resources: list[str] = Field(default_factory=lambda: ["ephemeral-storage", "pods", "hugepages-*"])
+    ignored_resources: list[str] = Field(default_factory=list)
     gpu_model_label: str = "nvidia.com/gpu.product"
     asw_labels: list[str] = Field(default_factory=lambda: [
         "network.topology.nvidia.com/leaf", "fabric.topograph.run/tier-0", "cloud.google.com/gce-topology-subblock"])
@@ -156,8 +157,9 @@ time_slicing_label: nvidia.com/gpu.replicas
 # MIG slices (the device plugin's mixed strategy): a node offering one profile is a node of model
 # '<product>-MIG-<profile>' with one GPU per slice; several profiles on a node: planned as cordoned.
 mig_resource_prefix: nvidia.com/mig-
-# Requested resources the planner does not model, left out without a warning ('*' ends a prefix).
-ignored_resources: [ephemeral-storage, pods, hugepages-*]
+# Resources left out of the snapshot ('*' ends a prefix): plans then do not check them. Every other
+# resource a node offers or a pod requests is checked by its name, as kube-scheduler does.
+ignored_resources: []
 # Node label giving the GPU model (NVIDIA GPU feature discovery).
 gpu_model_label: nvidia.com/gpu.product
 # Node labels naming the access switch (leaf) and the spine; the first one a node carries is used.
@@ -348,7 +350,7 @@ class _Import:
             "name": meta["name"], "gpus": 0, "cpus": amounts.get("cpu", Fraction(0)),
             "memory_gib": amounts.get("memory", Fraction(0)) / GIB, "labels": labels, "gpu_model": "", "taints": taints,
             "asw": _first_label(labels, self.config.asw_labels), "spine": _first_label(labels, self.config.spine_labels),
-            "schedulable": not spec.get("unschedulable", False),
+            "schedulable": not spec.get("unschedulable", False), "resources": node_resources(self.config, amounts, where),
         }
         if fields["cpus"] <= 0:
             raise KubeError(f"{where}.cpu", "a node needs CPUs to hold pods; got none")
@@ -422,11 +424,13 @@ class _Import:
             left = {"gpus": fields["gpus"] - gpus_taken, "cpus": fields["cpus"] - taken.get("cpu", 0),
                     "memory_gib": fields["memory_gib"] - taken.get("memory", Fraction(0)) / GIB}
             short = [f"{k} {float(v):g}" for k, v in left.items() if v < 0 or (k == "cpus" and v <= 0)]
+            resources, short_named = less_node_bound(fields["resources"], taken, self.config)
+            short += short_named
             if short:
                 self.errors.append(f"{object_name(obj)}: status.allocatable: its DaemonSet, mirror and static pods request more "
                                    f"than it has (left: {', '.join(short)})")
                 continue
-            left = {"gpus": int(left["gpus"]), "cpus": _number(left["cpus"]), "memory_gib": _number(left["memory_gib"])}
+            left = {"gpus": int(left["gpus"]), "cpus": _number(left["cpus"]), "memory_gib": _number(left["memory_gib"]), "resources": resources}
             self._validated(obj, Node, {**fields, **left}, self.nodes)
 
     def finish(self) -> KubeImport:
@@ -447,6 +451,7 @@ class _Import:
         if self.errors:
             raise SnapshotError(_capped(self.errors))
         resolve_gpus(self)
+        check_named_capacity(self)
         anti_affinity_groups(self)
         check_placements(self)
         unique_names(self)

@@ -12,9 +12,10 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from planner.adapters import kubernetes_objects as k8s
-from planner.adapters.kubernetes_gpus import is_gpu_resource, mig_models, pending_units, pod_gpus
+from planner.adapters.kubernetes_gpus import mig_models, pending_units, pod_gpus
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
-from planner.cluster import Job
+from planner.adapters.kubernetes_resources import host_ports, ignored, named_amounts
+from planner.cluster import POD_COUNT, Job
 
 if TYPE_CHECKING:
     from planner.adapters.kubernetes import _Import
@@ -54,13 +55,10 @@ def pod_fields(run: _Import, obj: dict[str, Any]) -> dict[str, Any] | None:
             run.warn(obj, "spec.nodeName", "a pending node-bound pod without a target node; its requests are not reserved")
             return None
         taken = run.reserved.setdefault(target, {})
-        for name, amount in requests.items():
+        for name, amount in {**requests, POD_COUNT: Fraction(1)}.items():
             taken[name] = taken.get(name, Fraction(0)) + amount
         run.summary.reserved += 1
         return None
-    unmodelled = sorted(r for r in requests if r not in ("cpu", "memory") and not is_gpu_resource(cfg, r) and not _ignored(cfg, r) and requests[r])
-    if unmodelled:
-        run.warn(obj, "spec.containers[*].resources.requests", f"{', '.join(unmodelled)} not modelled; plans do not check it")
     priority = spec.get("priority")
     if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
         raise KubeError("spec.priority", f"must be a whole number, got {priority!r}")
@@ -71,6 +69,7 @@ def pod_fields(run: _Import, obj: dict[str, Any]) -> dict[str, Any] | None:
         "priority": "LP" if lp else "HP", "priority_value": priority,
         "node_selector": {str(k): str(v) for k, v in as_object(spec.get("nodeSelector"), "spec.nodeSelector").items()},
         "tolerations": _tolerations(run, obj, spec), "anti_affinity": [],
+        "requests": named_amounts(cfg, requests, "spec.containers[*].resources.requests"), "host_ports": host_ports(spec),
         "job": _job_of(cfg, namespace, labels, annotations, owners),
         "_obj": obj, "_labels": labels, "_requests": requests, "_gang": _gang_of(cfg, labels, annotations), "_topology": _kueue_topology(run, obj, cfg, annotations),
     }
@@ -104,10 +103,6 @@ def _daemon_target(spec: dict) -> str | None:
             if f.get("key") == "metadata.name" and f.get("operator") == "In" and len(f.get("values") or []) == 1:
                 return str(f["values"][0])
     return None
-
-
-def _ignored(cfg: ImportConfig, resource: str) -> bool:
-    return any(resource == r or (r.endswith("*") and resource.startswith(r[:-1])) for r in cfg.ignored_resources)
 
 
 def _lock_reasons(cfg: ImportConfig, meta: dict, spec: dict, annotations: dict[str, str], owners: list[dict], priority: int | None) -> list[str]:
@@ -381,9 +376,9 @@ def resolve_gpus(run: _Import) -> None:
                 run.summary.skipped["pending pods with a GPU request the snapshot cannot hold"] += 1
                 continue
             run.warn(fields["_obj"], path, f"{why}; the pod is locked where it stands, holding {int(found.gpus)} GPU(s)")
-            _lock(run, fields, "GPU request without a snapshot form")
+            lock_pod(run, fields, "GPU request without a snapshot form")
         elif info is not None and info.mig_mixed:
-            _lock(run, fields, "on a node of mixed MIG profiles")
+            lock_pod(run, fields, "on a node of mixed MIG profiles")
             if found.gpu_models is not None:
                 found.gpu_models = [*found.gpu_models, info.model]
         fields["gpus"] = int(found.gpus) if found.gpus.denominator == 1 else float(found.gpus)
@@ -393,7 +388,8 @@ def resolve_gpus(run: _Import) -> None:
     run.pods[:] = kept
 
 
-def _lock(run: _Import, fields: dict[str, Any], reason: str) -> None:
+def lock_pod(run: _Import, fields: dict[str, Any], reason: str) -> None:
+    """Lock the pod (it stays where it is) and count the reason in the summary."""
     if not fields["locked"]:
         fields["locked"] = True
         run.summary.locked[reason] += 1
@@ -409,7 +405,7 @@ def check_placements(run: _Import) -> None:
             run.warn(fields["_obj"], "spec.nodeSelector", f"node '{node}' no longer has the labels {fields['node_selector']}; "
                      "the pod is locked where it stands and its selector left out")
             fields["node_selector"] = {}
-            _lock(run, fields, "nodeSelector no longer met")
+            lock_pod(run, fields, "nodeSelector no longer met")
 
 
 def unique_names(run: _Import) -> None:

@@ -37,6 +37,7 @@ from planner.heuristics import baselines
 from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
 from planner.heuristics.lns import LnsOptions, run_lns
 from planner.heuristics.trim import end_state, target_of
+from planner.pools import PoolPolicy, apply_pools, parse_selector
 from planner.limits import MoveBudget, MoveLimits, namespace_limits, unavailable_limits
 from planner.move_minimal import minimise_moves
 from planner.plans import DefragComparison, DefragPlan, Move, PlanMetrics, SolveReport
@@ -138,6 +139,17 @@ class DefragOptions(BaseModel):
     )
     only_namespaces: list[str] | None = Field(None, min_length=1, description="Only pods of these namespaces move.")
     exclude_namespaces: list[str] | None = Field(None, min_length=1, description="Pods of these namespaces never move.")
+    allow_product_change: bool = Field(
+        False, description="Let a placed GPU pod move to another GPU product its rules allow (off by default: a pod keeps the "
+        "GPU product it runs on).",
+    )
+    allow_cpu_pods_on_gpu_nodes: bool = Field(
+        False, description="Let CPU-only pods move onto GPU nodes (off by default: they move among CPU-only nodes only).",
+    )
+    node_selector: str | None = Field(
+        None, min_length=1, max_length=4096, description="Plan within the nodes this label selector matches "
+        "('pool=training,zone in (a,b)'), as kube-descheduler's nodeSelector: pods elsewhere stay, nothing arrives there.",
+    )
     threshold: float = Field(0.5, gt=0, le=1, description="Baselines: GPU allocation below which a node is drained.")
     workers: int | None = Field(None, ge=1, le=256, description="Worker processes for partitions (default: one per core).")
     executor: Literal["inline", "process", "ray"] = Field(
@@ -175,6 +187,13 @@ class DefragOptions(BaseModel):
                              "or method 'heuristic' with trim 'exact'")
         return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "workers", "executor"), unused_option_reason)
 
+    @field_validator("node_selector")
+    @classmethod
+    def _selector_reads(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_selector(value)
+        return value
+
     @field_validator("max_nodes_per_wave")
     @classmethod
     def _nodes_per_wave(cls, value: int | str | None) -> int | str | None:
@@ -185,6 +204,9 @@ class DefragOptions(BaseModel):
             if match is None or not 0 < float(match.group(1)) <= 100:
                 raise ValueError(f"give a node count such as 50 or a share such as '10%' (above 0%, at most 100%), got {value!r}")
         return value
+
+    def pools(self) -> PoolPolicy:
+        return PoolPolicy(self.allow_product_change, self.allow_cpu_pods_on_gpu_nodes, self.node_selector)
 
     def limits(self, nodes: int | None = None) -> MoveLimits:
         """The limits, with a share of nodes per wave resolved against ``nodes`` (rounded up, at least 2)."""
@@ -205,7 +227,9 @@ WAVE_LIMIT_OPTIONS = {"max_moves_per_wave", "max_nodes_per_wave", "max_moves_per
                       "only_namespaces", "exclude_namespaces", "move_once", "limit_costs"}
 """Limits every method honours: per-wave limits split waves, the namespace scope holds pods, and a plan
 that would move a pod twice is routed again from its end state without detours."""
-_LIMIT_OPTIONS = {"max_moves", "max_moves_per_node", "same_asw"} | WAVE_LIMIT_OPTIONS
+POOL_OPTIONS = {"allow_product_change", "allow_cpu_pods_on_gpu_nodes", "node_selector"}
+"""Where pods may go (``pools.py``): every method honours them."""
+_LIMIT_OPTIONS = {"max_moves", "max_moves_per_node", "same_asw"} | WAVE_LIMIT_OPTIONS | POOL_OPTIONS
 _SOLVER_OPTIONS = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic", "lexicographic"}
 MAKE_ROOM_OPTIONS = _LIMIT_OPTIONS | {"seed"}
 """What the make-room heuristic reads (``seed``: its ejection chains' tie-breaks)."""
@@ -219,7 +243,7 @@ METHOD_OPTIONS: dict[str, set[str]] = {
     "heuristic": _IPC_OPTIONS | _LIMIT_OPTIONS | {"make_room", "trim"},
     "random": {"threshold", "seed"} | _LIMIT_OPTIONS,
     "descheduler": {"threshold", "seed"} | _LIMIT_OPTIONS,
-    "repack": {"same_asw"} | WAVE_LIMIT_OPTIONS,
+    "repack": {"same_asw"} | WAVE_LIMIT_OPTIONS | POOL_OPTIONS,
     "exact": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force", "make_room"},
     "compare": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force", "make_room"},
     "hybrid": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"trim"},
@@ -273,10 +297,14 @@ def plan_defrag(
 ) -> DefragPlan | DefragComparison:
     """A validated defragmentation plan for ``cluster`` (for ``compare``: both plans and the gap)."""
     options = options or DefragOptions()
+    pooled, pools = apply_pools(cluster, options.pools())
     with collector_paused():  # see gc_pause.py: seconds at 37,707 nodes
-        plan = _plan_defrag(cluster, options, progress)
+        plan = _plan_defrag(pooled, options, progress)
         if options.limit_costs and isinstance(plan, DefragPlan) and plan.report is not None:
-            plan.report.limit_costs = limit_costs(cluster, options, plan)  # type: ignore[attr-defined]
+            plan.report.limit_costs = limit_costs(pooled, options, plan)  # type: ignore[attr-defined]
+    for report in [plan.report] if isinstance(plan, DefragPlan) else [plan.heuristic.report, plan.exact.report]:
+        if report is not None:
+            report.pools = pools.as_dict()  # type: ignore[attr-defined]
     return stamp(plan, cluster, options)
 
 

@@ -166,6 +166,8 @@ def node_slots(state, p: int) -> np.ndarray:  # type: ignore[no-untyped-def]
     for cap, used, need in ((cs.cap_cpus, cs.used_cpus, cs.pod_cpus[p]), (cs.cap_mem, cs.used_mem, cs.pod_mem[p])):
         if need > 0:
             slots = np.minimum(slots, np.floor((cap - used + 1e-9) / need).astype(np.int64))
+    for r in np.flatnonzero(cs.pod_res[p]).tolist():  # named resources (NodeResourcesFit)
+        slots = np.minimum(slots, (cs.cap_res[:, r] - cs.used_res[:, r]) // int(cs.pod_res[p, r]))
     groups = cs.pod_groups[p]
     if groups:
         slots = np.minimum(slots, 1)
@@ -173,7 +175,7 @@ def node_slots(state, p: int) -> np.ndarray:  # type: ignore[no-untyped-def]
             for n in cs.group_nodes.get(g, {}):
                 eligible[n] = False
     slots[~eligible] = 0
-    slots[slots == big] = len(cs.pod_names)  # a pod needing nothing fits as often as there are pods
+    slots[slots >= big // 2] = len(cs.pod_names)  # a pod needing nothing fits as often as there are pods
     return np.maximum(slots, 0)
 
 

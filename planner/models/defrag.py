@@ -161,6 +161,7 @@ def class_key(state: ClusterState, p: int, domain: int) -> tuple:
         int(state.pod_signature[p]),
         state.pod_groups[p],
         domain,
+        tuple(state.pod_res[p].tolist()),
     )
 
 
@@ -217,6 +218,7 @@ class _Data:
         self.locked_cpu = [0] * n_nodes
         self.locked_mem = [0] * n_nodes
         self.locked_shares: dict[int, list[int]] = defaultdict(list)
+        self.locked_res = np.zeros(s.cap_res.shape, dtype=np.int64)
         self.has_locked = [False] * n_nodes
         locked_groups: dict[int, set[int]] = defaultdict(set)
         for p in np.flatnonzero(s.pod_locked & (s.pod_node >= 0)).tolist():
@@ -225,6 +227,7 @@ class _Data:
             self.locked_whole[n] += int(s.pod_whole[p])
             self.locked_cpu[n] += self.cpu[p]
             self.locked_mem[n] += self.mem[p]
+            self.locked_res[n] += s.pod_res[p]
             if s.pod_share[p] > 0:
                 self.locked_shares[n].append(p)
             locked_groups[n].update(s.pod_groups[p])
@@ -255,6 +258,7 @@ class _Data:
             self.cpu[p] <= self.cap_cpu[n] - self.locked_cpu[n]
             and self.mem[p] <= self.cap_mem[n] - self.locked_mem[n]
             and self.state.pod_whole[p] <= self.cap_gpu[n] - self.locked_whole[n]
+            and bool((self.state.pod_res[p] <= self.state.cap_res[n] - self.locked_res[n]).all())
         )
 
     def classes(self) -> list[list[int]]:
@@ -349,6 +353,13 @@ class _Builder:
             if n in share_nodes:
                 gpu_terms += self._devices(n, here, units, model)
             _capacity_row(milp, gpu_terms, d.cap_gpu[n] - d.locked_whole[n], e, f"gpu[{s.node_names[n]}]")
+            # (2') every named resource (Kubernetes' NodeResourcesFit), where it can bind
+            for r, name in enumerate(s.res_names):
+                room = int(s.cap_res[n, r] - d.locked_res[n, r])
+                terms = [(var, int(s.pod_res[units[u][0][0], r])) for u, var in here]
+                most = sum(c * (len(units[u][0]) if self.formulation == "class" else 1) for (u, _), (_, c) in zip(here, terms))
+                if most > room:
+                    _capacity_row(milp, terms, room, None, f"res[{name},{s.node_names[n]}]")
             # (3) pod count, so that e[n] = 1 leaves n without pods even for zero-request pods
             if e is not None and here:
                 m = sum(len(units[u][0]) if self.formulation == "class" else 1 for u, _ in here)

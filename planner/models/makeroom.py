@@ -47,7 +47,7 @@ from planner.limits import MoveBudget
 from planner.models.backends import solve
 from planner.models.milp import Milp, MilpResult
 from planner.models.units import scale_for
-from planner.state import ClusterState
+from planner.state import UNLISTED, ClusterState
 
 MAX_PAIRS = 150_000
 """Above this many (movable pod, node) pairs the neighbourhood is restricted. At 150,000 the whole of
@@ -176,10 +176,12 @@ class _Model:
         cpu = scale_for(s.pod_cpus[values].tolist(), s.cap_cpus[hood.nodes].tolist())
         mem = scale_for(s.pod_mem[values].tolist(), s.cap_mem[hood.nodes].tolist())
         self.exact_units = cpu.exact and mem.exact
-        ask = {q: (int(s.pod_whole[q]) + (1 if s.pod_share[q] > 0 else 0), cpu.request(float(s.pod_cpus[q])), mem.request(float(s.pod_mem[q])))
+        ask = {q: (int(s.pod_whole[q]) + (1 if s.pod_share[q] > 0 else 0), cpu.request(float(s.pod_cpus[q])), mem.request(float(s.pod_mem[q])),
+                   *s.pod_res[q].tolist())
                for q in values}
         # the fixed pods' usage (shares: the devices they fill) and their anti-affinity groups
-        room = {n: [int(s.cap_gpus[n]) - int(s.share_devices[n]), cpu.capacity(float(s.cap_cpus[n])), mem.capacity(float(s.cap_mem[n]))]
+        room = {n: [int(s.cap_gpus[n]) - int(s.share_devices[n]), cpu.capacity(float(s.cap_cpus[n])), mem.capacity(float(s.cap_mem[n])),
+                    *s.cap_res[n].tolist()]
                 for n in hood.nodes}
         blocked: dict[int, set] = {}
         for q in fixed:
@@ -188,6 +190,8 @@ class _Model:
                 room[n][0] -= int(s.pod_whole[q])
                 room[n][1] -= ask[q][1]
                 room[n][2] -= ask[q][2]
+                for r in range(3, len(room[n])):
+                    room[n][r] -= ask[q][r]
                 blocked.setdefault(n, set()).update(s.pod_groups[q])
         standby = s.standby_on > 0
 
@@ -231,9 +235,9 @@ class _Model:
             if u:
                 m.row([(v, 1) for v in u.values()], None, 1, f"(3) one domain {r.name}")
         for n in hood.nodes:
-            for res in range(3):
+            for res in range(len(room[n])):
                 terms = [(v, ask[p][res]) for v, p, _ in on[n]] + [(v, ask[q][res]) for v, q in job_on[n]]
-                if any(c for _, c in terms):
+                if any(c for _, c in terms) and (res < 3 or room[n][res] < UNLISTED // 2):
                     m.row(terms, None, room[n][res], f"(4) resource {res} of {s.node_names[n]}")
             groups: dict[int, list[int]] = {}
             for v, p, _ in on[n]:

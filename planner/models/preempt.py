@@ -40,7 +40,7 @@ from planner.models.backends import solve
 from planner.models.milp import Milp
 from planner.models.units import scale_for
 from planner.preempt_state import Ask, PreemptState
-from planner.state import PENDING
+from planner.state import PENDING, UNLISTED
 
 
 def solve_preempt(ps: PreemptState, ask: Ask, solver: str, time_limit_s: float, workers: int) -> tuple[Choice, dict[str, Any]]:
@@ -165,6 +165,14 @@ class _Model:
                     [(v, scale.request(float(req[p]))) for p, v in pods_x]
                     + [(self.e[u], -sum(scale.request(float(req[q])) for q in qs)) for u, qs in here.items()],
                     None, scale.capacity(float(cap[n])) - used, f"(3) {name} of {n}",
+                )
+            for r, name in enumerate(cs.res_names):  # (3') every named resource (NodeResourcesFit)
+                if cs.cap_res[n, r] >= UNLISTED // 2 or not any(cs.pod_res[p, r] for p, _ in pods_x):
+                    continue
+                m.row(
+                    [(v, int(cs.pod_res[p, r])) for p, v in pods_x]
+                    + [(self.e[u], -int(sum(cs.pod_res[q, r] for q in qs))) for u, qs in here.items()],
+                    None, int(cs.cap_res[n, r] - cs.used_res[n, r]), f"(3) {name} of {n}",
                 )
 
     def _reservation_rows(self, nodes: list[int]) -> None:

@@ -89,7 +89,7 @@ from planner.models.highs import lp_relaxation
 from planner.models.milp import Milp, MilpResult
 from planner.models.reduced_cost import LagrangianBound, fix_by_reduced_cost, lagrangian_bound, proof_by_bound, solve_with_fixing
 from planner.rules import EPS
-from planner.state import ClusterState
+from planner.state import UNLISTED, ClusterState
 
 PATTERN_LIMIT = 64
 ENTROPY_SCALE = 1_000_000
@@ -128,6 +128,7 @@ class _Shape:
     groups: tuple[int, ...]
     slots: np.ndarray  # per node, pods of this shape it could take alone
     demand: int  # pods of this shape in the batch
+    res: tuple[int, ...] = ()  # each named resource a pod requests (ClusterState.res_names)
 
 
 @dataclass
@@ -153,10 +154,10 @@ class _Model:
         for j in self.names:
             p = jobs[j][0]
             key = (int(state.pod_whole[p]), bool(state.pod_share[p] > 0), float(state.pod_cpus[p]), float(state.pod_mem[p]),
-                   int(state.pod_signature[p]), tuple(sorted(state.pod_groups[p])))
+                   int(state.pod_signature[p]), tuple(sorted(state.pod_groups[p])), tuple(state.pod_res[p].tolist()))
             if key not in keys:
                 keys[key] = len(self.shapes)
-                self.shapes.append(_Shape(p, key[0] + int(key[1]), key[2], key[3], key[5], node_slots(state, p), 0))
+                self.shapes.append(_Shape(p, key[0] + int(key[1]), key[2], key[3], key[5], node_slots(state, p), 0, key[6]))
             self.shape_of[j] = keys[key]
             self.shapes[keys[key]].demand += len(jobs[j])
         # switches: (asw, spine) pairs of the nodes some shape can use
@@ -170,14 +171,16 @@ class _Model:
         free_gpu = state.cap_gpus - state.whole_used - state.share_devices
         free_cpu = state.cap_cpus - state.used_cpus
         free_mem = state.cap_mem - state.used_mem
+        free_res = state.cap_res - state.used_res
         classes: dict[tuple, list[int]] = {}
         for n in nodes.tolist():
             room = tuple(int(min(s.slots[n], s.demand)) for s in self.shapes)
-            key = (switch_of[int(state.asw_domain[n]), int(state.spine_domain[n])], int(free_gpu[n]), float(free_cpu[n]), float(free_mem[n]), room)
+            key = (switch_of[int(state.asw_domain[n]), int(state.spine_domain[n])], int(free_gpu[n]), float(free_cpu[n]), float(free_mem[n]), room,
+                   tuple(free_res[n].tolist()))
             classes.setdefault(key, []).append(n)
         self.classes: list[_Class] = []
         for key, members in classes.items():
-            patterns = _patterns(self.shapes, key[4], (key[1], key[2], key[3]))
+            patterns = _patterns(self.shapes, key[4], (key[1], key[2], key[3], *key[5]))
             self.classes.append(_Class(key[0], members, patterns or []))
         self._build()
 
@@ -271,6 +274,11 @@ class _Model:
                 m.row([(c.y[s, n], math.ceil(a * 10**6)) for s, a in zip(here, asks)], None, math.floor(free[r] * 10**6), f"(3) {name} of {n}")
                 continue
             m.row([(c.y[s, n], round(a * scale)) for s, a in zip(here, asks)], None, math.floor(free[r] * scale + EPS * scale), f"(3) {name} of {n}")
+        for r, name in enumerate(state.res_names):  # every named resource (NodeResourcesFit)
+            room = int(state.cap_res[n, r] - state.used_res[n, r])
+            terms = [(c.y[s, n], self.shapes[s].res[r]) for s in here if self.shapes[s].res[r]]
+            if terms and room < UNLISTED // 2:
+                m.row(terms, None, room, f"(3) {name} of {n}")
         groups: dict[int, list[int]] = {}
         for s in here:
             for g in self.shapes[s].groups:
@@ -371,13 +379,13 @@ class _Model:
         return sum(values[v] for v in self.u.values())
 
 
-def _patterns(shapes: list[_Shape], room: tuple[int, ...], free: tuple[int, float, float]) -> list[tuple[int, ...]] | None:
+def _patterns(shapes: list[_Shape], room: tuple[int, ...], free: tuple[float, ...]) -> list[tuple[int, ...]] | None:
     """The maximal pod vectors (per shape) one node of this class holds; None past PATTERN_LIMIT."""
     eligible = [s for s, r in enumerate(room) if r > 0]
     out: list[tuple[int, ...]] = []
     vector = [0] * len(shapes)
 
-    def more(s: int, used: tuple[int, float, float], groups: set[int]) -> int:
+    def more(s: int, used: tuple[float, ...], groups: set[int]) -> int:
         shape = shapes[s]
         if shape.groups and groups.intersection(shape.groups):
             return 0
@@ -388,11 +396,14 @@ def _patterns(shapes: list[_Shape], room: tuple[int, ...], free: tuple[int, floa
             k = min(k, math.floor((free[1] - used[1] + EPS) / shape.cpus))
         if shape.memory > 0:
             k = min(k, math.floor((free[2] - used[2] + EPS) / shape.memory))
+        for r, need in enumerate(shape.res):
+            if need:
+                k = min(k, (free[3 + r] - used[3 + r]) // need)
         if shape.groups:
             k = min(k, 1)
         return max(int(k), 0)
 
-    def walk(i: int, used: tuple[int, float, float], groups: set[int]) -> bool:
+    def walk(i: int, used: tuple[float, ...], groups: set[int]) -> bool:
         if i == len(eligible):
             if any(more(s, used, groups) for s in eligible):
                 return True  # not maximal
@@ -402,14 +413,15 @@ def _patterns(shapes: list[_Shape], room: tuple[int, ...], free: tuple[int, floa
         shape = shapes[s]
         for k in range(more(s, used, groups), -1, -1):
             vector[s] = k
-            ok = walk(i + 1, (used[0] + k * shape.gpus, used[1] + k * shape.cpus, used[2] + k * shape.memory),
+            ok = walk(i + 1, (used[0] + k * shape.gpus, used[1] + k * shape.cpus, used[2] + k * shape.memory,
+                              *(u + k * a for u, a in zip(used[3:], shape.res))),
                       groups | set(shape.groups) if k else groups)
             vector[s] = 0
             if not ok:
                 return False
         return True
 
-    return out if walk(0, (0, 0.0, 0.0), set()) and out else None
+    return out if walk(0, (0, 0.0, 0.0, *(0 for _ in free[3:])), set()) and out else None
 
 
 def _integer_scale(values: list[float]) -> int | None:

@@ -1,0 +1,145 @@
+"""Node pools for migration plans: which nodes a plan may touch and where a pod may go, beyond what
+Kubernetes itself allows.
+
+Kubernetes lets a GPU pod whose selectors allow several GPU products land on any of them, and a
+CPU-only pod land on a GPU node. Operators do not expect a nightly plan to do either, so by default
+a placed GPU pod keeps the GPU product it runs on and a CPU-only pod never arrives on a GPU node
+(``allow_product_change`` and ``allow_cpu_pods_on_gpu_nodes`` lift them). ``node_selector`` scopes a
+plan to the nodes a label selector matches, as kube-descheduler's ``nodeSelector`` does: pods on
+other nodes stay, and no pod arrives there.
+
+The policy is applied as restrictions on a copy of the snapshot (``gpu_models`` narrowed, pods
+locked, nodes cordoned), so every planner and the validator obey it through ``rules.py``; a plan
+made under it is also legal on the snapshot as given.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from planner.cluster import Cluster, Node, Pod
+
+_TERM = re.compile(
+    r"\s*(?:(?P<not>!)\s*(?P<absent>[^\s,!=()]+)"
+    r"|(?P<key>[^\s,!=()]+)\s*(?:(?P<op>==|=|!=)\s*(?P<value>[^\s,!=()]*)"
+    r"|\s+(?P<setop>in|notin)\s*\((?P<values>[^()]*)\))?)\s*(?:,|$)"
+)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One term of a label selector: ``key`` with an operator and values."""
+
+    key: str
+    operator: str  # "=", "!=", "in", "notin", "exists", "!exists"
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        value = labels.get(self.key)
+        if self.operator in ("=", "in"):
+            return value is not None and value in self.values
+        if self.operator in ("!=", "notin"):
+            return value is None or value not in self.values
+        if self.operator == "exists":
+            return value is not None
+        return value is None
+
+
+def parse_selector(text: str) -> tuple[Requirement, ...]:
+    """A Kubernetes label selector (``pool=gpu,tier!=spot,zone in (a,b),!cordon``) as requirements
+    that must all hold; ValueError naming the part it cannot read."""
+    if not text.strip():
+        raise ValueError("an empty selector would select every node; give one such as 'pool=training'")
+    requirements = []
+    position = 0
+    while position < len(text):
+        match = _TERM.match(text, position)
+        if match is None or match.end() == position:
+            raise ValueError(f"cannot read the selector from {text[position:]!r}: give terms such as 'key=value', 'key!=value', "
+                             "'key in (a,b)', 'key notin (a,b)', 'key' or '!key', separated by commas")
+        if match.group("absent"):
+            requirements.append(Requirement(match.group("absent"), "!exists"))
+        elif match.group("op"):
+            operator = "!=" if match.group("op") == "!=" else "="
+            requirements.append(Requirement(match.group("key"), operator, (match.group("value"),)))
+        elif match.group("setop"):
+            values = tuple(v.strip() for v in match.group("values").split(",") if v.strip())
+            if not values:
+                raise ValueError(f"'{match.group('key')} {match.group('setop')} ()' needs at least one value")
+            requirements.append(Requirement(match.group("key"), match.group("setop"), values))
+        else:
+            requirements.append(Requirement(match.group("key"), "exists"))
+        position = match.end()
+    return tuple(requirements)
+
+
+@dataclass
+class PoolPolicy:
+    """Where a plan may move pods (see the module docstring); the defaults are the safe ones."""
+
+    allow_product_change: bool = False
+    allow_cpu_pods_on_gpu_nodes: bool = False
+    node_selector: str | None = None
+
+
+@dataclass
+class PoolReport:
+    """What the policy held back, for the plan's report."""
+
+    keep_product: bool
+    cpu_pods_on_gpu_nodes: bool
+    node_selector: str | None
+    pods_kept_to_their_product: int = 0
+    cpu_pods_kept_off_gpu_nodes: int = 0
+    nodes_outside_the_pool: int = 0
+    pods_held_outside_the_pool: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        out = {k: v for k, v in self.__dict__.items() if k != "notes"}
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+
+def apply_pools(cluster: Cluster, policy: PoolPolicy) -> tuple[Cluster, PoolReport]:
+    """The snapshot with the policy's restrictions, and what they held back."""
+    report = PoolReport(not policy.allow_product_change, policy.allow_cpu_pods_on_gpu_nodes, policy.node_selector)
+    nodes = {node.name: node for node in cluster.nodes}
+    outside: set[str] = set()
+    new_nodes: list[Node] = list(cluster.nodes)
+    if policy.node_selector is not None:
+        requirements = parse_selector(policy.node_selector)
+        outside = {n.name for n in cluster.nodes if not all(r.matches(n.labels) for r in requirements)}
+        report.nodes_outside_the_pool = len(outside)
+        new_nodes = [n.model_copy(update={"schedulable": False}) if n.name in outside and n.schedulable else n for n in cluster.nodes]
+    cpu_models = sorted({n.gpu_model for n in cluster.nodes if n.gpus == 0})
+    gpu_models = {n.gpu_model for n in cluster.nodes if n.gpus > 0}
+    restrict_cpu = not policy.allow_cpu_pods_on_gpu_nodes and bool(gpu_models) and bool(cpu_models)
+    if restrict_cpu and gpu_models & set(cpu_models):
+        restrict_cpu = False
+        report.notes.append("CPU-only pods are not kept off GPU nodes: GPU nodes and CPU-only nodes share the model name(s) "
+                            f"{sorted(gpu_models & set(cpu_models))}, so no rule tells them apart")
+    pods: list[Pod] = []
+    for pod in cluster.pods:
+        update: dict = {}
+        if pod.node is not None and pod.node in outside and not pod.locked:
+            update["locked"] = True
+            report.pods_held_outside_the_pool += 1
+        elif pod.node is not None and pod.gpus > 0 and not policy.allow_product_change:
+            model = nodes[pod.node].gpu_model
+            if pod.gpu_models != [model]:
+                update["gpu_models"] = [model]
+                if not pod.locked and len(gpu_models) > 1:
+                    report.pods_kept_to_their_product += 1
+        elif pod.gpus == 0 and restrict_cpu:
+            allowed = [m for m in cpu_models if not pod.gpu_models or m in pod.gpu_models]
+            if not allowed and pod.node is not None:
+                update["locked"] = True  # its own rules allow only GPU nodes, which the policy forbids
+            elif pod.gpu_models != allowed:
+                update["gpu_models"] = allowed
+            if update and not pod.locked and pod.node is not None:
+                report.cpu_pods_kept_off_gpu_nodes += 1
+        pods.append(pod.model_copy(update=update) if update else pod)
+    return cluster.model_copy(update={"nodes": new_nodes, "pods": pods}), report
