@@ -392,11 +392,11 @@ def resource_shortfalls(node: Node, pods: Sequence[Pod]) -> list[str]:
     running = [p for p in pods if not p.standby]
     problems = _shortfalls(node, running, "")
     if len(running) < len(pods):
-        problems += _shortfalls(node, [p for p in pods if p.priority == "HP"], "HP reservations (standby included) ")
+        problems += _shortfalls(node, [p for p in pods if p.priority == "HP"], "HP reservations (standby included) ", named=False)
     return problems
 
 
-def _shortfalls(node: Node, pods: Sequence[Pod], what: str) -> list[str]:
+def _shortfalls(node: Node, pods: Sequence[Pod], what: str, named: bool = True) -> list[str]:
     problems = []
     devices = gpu_devices_needed(p.gpus for p in pods)
     if devices > node.gpus:
@@ -407,7 +407,7 @@ def _shortfalls(node: Node, pods: Sequence[Pod], what: str) -> list[str]:
     memory = sum(p.memory_gib for p in pods)
     if memory > node.memory_gib + EPS:
         problems.append(f"{what}needs {memory:g} GiB memory, node '{node.name}' has {node.memory_gib:g}")
-    if node.resources is not None:
+    if named and node.resources is not None:
         totals: dict[str, int] = {}
         for pod in pods:
             for name, amount in requested(pod).items():

@@ -78,8 +78,10 @@ class Problem:
         max_moves: int | None = None,
         max_moves_per_node: int | None = None,
         same_asw: bool = False,
+        pools: bool = True,
     ) -> None:
         self.cluster = cluster
+        self.pools = pools
         self.max_moves = max_moves
         self.max_moves_per_node = max_moves_per_node
         self.same_asw = same_asw
@@ -126,6 +128,8 @@ class Problem:
             self.nodes[destination], "asw"
         ):
             return False
+        if self.pools and not pool_allows(self.cluster, self.movable[i], self.start_node(i), self.nodes[destination]):
+            return False
         if self.max_moves_per_node is not None:
             limit = self.max_moves_per_node
             if not touches or touches[source] >= limit or touches[destination] >= limit:
@@ -134,6 +138,9 @@ class Problem:
         if self._breaks(destination, residents, i):
             return False
         return self._topology_ok(i, where, destination)
+
+    def start_node(self, i: int) -> Node:
+        return self.nodes[self.start[i]]
 
     # -- measures --------------------------------------------------------------------------------
 
@@ -196,11 +203,25 @@ class Reachable:
         return {tuple(sorted(self.problem.names(w).items())): (c.moves, c.gpus) for w, c in self.costs.items()}
 
 
+def pool_allows(cluster: Cluster, pod: Pod, home: Node, destination: Node) -> bool:
+    """The planner's default pools, as documented (not as coded): a placed GPU pod stays on its
+    GPU product, and a CPU-only pod never arrives on a GPU node, unless no model name tells the
+    two kinds of node apart (then that second rule cannot be expressed and does not apply)."""
+    if pod.gpus > 0:
+        return destination.gpu_model == home.gpu_model
+    gpu_models = {n.gpu_model for n in cluster.nodes if n.gpus > 0}
+    cpu_models = {n.gpu_model for n in cluster.nodes if n.gpus == 0}
+    if gpu_models and cpu_models and not gpu_models & cpu_models:
+        return destination.gpus == 0
+    return True
+
+
 def explore(
     cluster: Cluster,
     max_moves: int | None = None,
     max_moves_per_node: int | None = None,
     same_asw: bool = False,
+    pools: bool = True,
 ) -> Reachable:
     """Breadth-first search over sequences of single legal moves, within the budgets.
 
@@ -210,7 +231,7 @@ def explore(
     fewest GPUs moved over k-move paths; a state reached again at a later level is dominated (more
     moves, and no more budget left), so it is not expanded again.
     """
-    problem = Problem(cluster, max_moves, max_moves_per_node, same_asw)
+    problem = Problem(cluster, max_moves, max_moves_per_node, same_asw, pools)
     per_node = max_moves_per_node is not None
     start: State = (problem.start, tuple(0 for _ in problem.nodes) if per_node else ())
     seen: set[State] = {start}
@@ -262,9 +283,10 @@ def reachable(
     max_moves: int | None = None,
     max_moves_per_node: int | None = None,
     same_asw: bool = False,
+    pools: bool = True,
 ) -> dict[tuple[tuple[str, str], ...], tuple[int, Fraction]]:
     """Each reachable end state (sorted (pod, node) pairs of the movable pods) -> fewest (moves, GPUs)."""
-    return explore(cluster, max_moves, max_moves_per_node, same_asw).by_names()
+    return explore(cluster, max_moves, max_moves_per_node, same_asw, pools).by_names()
 
 
 def best_plan(
@@ -272,9 +294,10 @@ def best_plan(
     max_moves: int | None = None,
     max_moves_per_node: int | None = None,
     same_asw: bool = False,
+    pools: bool = True,
 ) -> OracleResult:
     """Most empty nodes, then fewest moves, then fewest GPUs moved, over every legal plan."""
-    return explore(cluster, max_moves, max_moves_per_node, same_asw).best()
+    return explore(cluster, max_moves, max_moves_per_node, same_asw, pools).best()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -372,6 +395,7 @@ def final_states(
     max_moves: int | None = None,
     max_moves_per_node: int | None = None,
     same_asw: bool = False,
+    pools: bool = True,
 ) -> Iterator[tuple[dict[int, int], list[tuple[int, int, int]]]]:
     """Every end placement of the placed pods (pod index -> node index) that the rules accept node by
     node (pods that stayed as residents, the others as arrivals), with the moves it takes counted
@@ -390,6 +414,8 @@ def final_states(
         options = [home]
         for n, node in enumerate(nodes):
             if n == home or not rules.may_arrive(pod, node):
+                continue
+            if pools and not pool_allows(cluster, pod, nodes[home], node):
                 continue
             if same_asw and rules.topology_domain(node, "asw") != rules.topology_domain(nodes[home], "asw"):
                 continue

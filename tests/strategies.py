@@ -9,6 +9,15 @@ from planner.cluster import Cluster, Job, Node, Pod
 
 MODELS = ["A100", "H800", ""]
 SHARES = [0.1, 0.25, 0.3, 0.5, 0.6, 0.7]
+NAMED = ["nvidia.com/gpu.shared", "rdma/hca", "ephemeral-storage"]
+NODE_RESOURCES = st.one_of(
+    st.none(), st.none(),
+    st.dictionaries(st.sampled_from([*NAMED, "pods"]), st.integers(0, 4), max_size=4),
+)
+"""Resources by name (issue 40): most nodes list none (today's meaning); some list a few, with the
+pod count among them, so plans meet NodeResourcesFit by name and the pod-slot limit."""
+POD_REQUESTS = st.one_of(st.just({}), st.just({}), st.dictionaries(st.sampled_from(NAMED), st.integers(1, 2), max_size=2))
+HOST_PORTS = st.sampled_from([[], [], [], [{"port": 8080}], [{"port": 8080, "protocol": "UDP"}]])
 
 
 @st.composite
@@ -28,6 +37,7 @@ def nodes(draw, min_size: int = 1, max_size: int = 6) -> list[Node]:
                 labels=draw(st.sampled_from([{}, {"pool": "train"}, {"pool": "infer"}])),
                 schedulable=draw(st.booleans().filter(lambda b: b) | st.booleans()),
                 eviction_count=draw(st.integers(0, 3)),
+                resources=draw(NODE_RESOURCES),
             )
         )
     return out
@@ -72,6 +82,8 @@ def clusters(draw, max_nodes: int = 6, max_pods: int = 14, max_jobs: int = 3) ->
             locked=draw(st.booleans()),
             node_selector=draw(st.sampled_from([{}, {}, {"pool": "train"}])),
             anti_affinity=draw(st.sampled_from([[], [], ["svc-a"], ["svc-a", "svc-b"]])),
+            requests=draw(POD_REQUESTS),
+            host_ports=draw(HOST_PORTS),
             checkpoint_s=draw(st.sampled_from([None, 0.0, time_s])),
             started_s=draw(st.sampled_from([None, 0.0])),
             standby=False,

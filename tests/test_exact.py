@@ -25,7 +25,7 @@ from tests.strategies import clusters
 def brute_force(cluster: Cluster, max_moves: int | None = None) -> tuple[int, int, float]:
     """Best (empty nodes, -moves, -GPUs moved) over every legal final state, by enumeration."""
     best = None
-    for where, moved in final_states(cluster, max_moves):
+    for where, moved in final_states(cluster, max_moves, pools=False):  # the model alone: no engine pools
         empties = sum(1 for n in range(len(cluster.nodes)) if n not in where.values())
         score = (empties, -len(moved), -sum(cluster.pods[p].gpus for p, _, _ in moved))
         best = score if best is None or score > best else best

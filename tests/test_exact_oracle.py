@@ -19,7 +19,7 @@ import itertools
 import json
 import random
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import pytest
@@ -34,7 +34,12 @@ from planner.engine import DefragOptions, PlanOptionError, plan_defrag
 from planner.plans import DefragComparison, DefragPlan
 from planner.snapshot import consistency_problems, dump_cluster, parse_cluster
 from tests.conftest import make_cluster, node, pod
-from tests.oracle import Reachable, best_plan, empty_nodes, explore, gpus_moved, replay, touches
+from tests import oracle
+from tests.oracle import Reachable, empty_nodes, gpus_moved, replay, touches
+
+best_plan = partial(oracle.best_plan, pools=False)
+"""The hand-made snapshots below cross GPU models on purpose: their oracle has no pools."""
+explore = partial(oracle.explore, pools=False)
 
 THIRD = 0.3333333333333333
 TWO_THIRDS = 0.6666666666666666
@@ -211,6 +216,9 @@ class Budgets:
     max_moves: int | None = None
     max_moves_per_node: int | None = None
     same_asw: bool = False
+    pools: bool = False
+    """The planner's default pools (a GPU pod keeps its product, CPU-only pods stay off GPU nodes);
+    off here by default: the hand-made chains below cross GPU models on purpose."""
 
     def options(self, method: str, **fields: Any) -> DefragOptions:
         """Options for ``method`` with only the budgets that are set, and solver settings only for the
@@ -226,10 +234,12 @@ class Budgets:
         }
         if method in SOLVER_METHODS:
             chosen.update(time_limit_s=10, solver_workers=2)
+        if not self.pools:
+            chosen.update(allow_product_change=True, allow_cpu_pods_on_gpu_nodes=True)
         return DefragOptions(**{"method": method, "workers": 1, **chosen, **fields})
 
     def explore(self, cluster: Cluster) -> Reachable:
-        return explore(cluster, self.max_moves, self.max_moves_per_node, self.same_asw)
+        return oracle.explore(cluster, self.max_moves, self.max_moves_per_node, self.same_asw, self.pools)
 
 
 def explain(text: str) -> None:
@@ -587,6 +597,7 @@ budgets_strategy = st.builds(
     max_moves=st.sampled_from([None, 0, 1, 2, 3, None]),
     max_moves_per_node=st.sampled_from([None, 1, 2, None]),
     same_asw=st.booleans(),
+    pools=st.booleans(),
 )
 """The request's budgets; unbudgeted twice as likely, as longer plans need no budget to be legal."""
 
@@ -640,10 +651,12 @@ def test_oracle_optimum_replays_and_no_one_wave_plan_beats_it(cluster: Cluster, 
         best.moves,
         best.gpus_exact,
     )
+    pods, nodes = {p.name: p for p in cluster.pods}, {n.name: n for n in cluster.nodes}
     for moves in _one_wave_plans(cluster):
         try:
             end = replay(cluster, {"waves": [[{"pod": p, "from": s, "to": d} for p, s, d in moves]]}).end
             assert_budgets_honoured(cluster, moves, budgets)
+            assert not budgets.pools or all(oracle.pool_allows(cluster, pods[p], nodes[s], nodes[d]) for p, s, d in moves)
         except AssertionError:
             continue
         score = (empty_nodes(cluster, end), -len(moves), -gpus_moved(cluster, moves))

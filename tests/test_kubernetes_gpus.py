@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from planner import rules
 from planner.adapters.kubernetes import import_kubernetes, load_config
 from planner.cli import app
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError
@@ -158,16 +159,29 @@ def test_mig_slices_of_one_profile_are_their_own_model() -> None:
     assert warnings == ["Pod ml/g: spec.containers[*].resources.requests: nvidia.com/mig-3g.40gb: no node offers it; the pod cannot be placed"]
 
 
-def test_a_node_of_mixed_mig_profiles_is_planned_as_cordoned_with_its_pods_locked() -> None:
+def test_a_node_of_mixed_mig_profiles_is_planned_per_profile() -> None:
+    """Issue 40: a mixed-profile MIG node is planned per profile by name instead of cordoned: a 1g
+    pod may arrive while a 1g slice is free, never on the 3g slice, and never beyond its profile."""
     cluster, warnings = imported(node("mixed", nvidia__com_mig_1g__10gb="4", nvidia__com_mig_3g__40gb="1"),
+                                 node("single", nvidia__com_mig_1g__10gb="7"),
                                  pod("a", "mixed", {"nvidia.com/mig-3g.40gb": "1"}),
+                                 pod("b", "single", {"nvidia.com/mig-1g.10gb": "1"}),
                                  pod("two", None, {"nvidia.com/mig-3g.40gb": "1", "nvidia.com/mig-1g.10gb": "1"}))
     x = by_name(cluster)
-    assert (x["mixed"].schedulable, x["mixed"].gpus, x["mixed"].gpu_model) == (False, 5, "L40S-MIG-mixed")
-    assert x["a"].locked and "two" not in x
-    assert any(w.startswith("Node mixed: status.allocatable: MIG slices of 2 profile(s) (1g.10gb, 3g.40gb)") for w in warnings)
+    assert (x["mixed"].schedulable, x["mixed"].gpus, x["mixed"].gpu_model) == (True, 5, "L40S-MIG-mixed")
+    assert x["mixed"].resources == {"nvidia.com/mig-1g.10gb": 4, "nvidia.com/mig-3g.40gb": 1}
+    assert not x["a"].locked and "two" not in x
+    assert x["b"].gpu_models == ["L40S-MIG-1g.10gb", "L40S-MIG-mixed"]
+    assert not any(w.startswith("Node mixed") for w in warnings)
     assert any(w.startswith("Pod ml/two: spec.containers[*].resources.requests: MIG slices of 1g.10gb, 3g.40gb are not one GPU model")
                for w in warnings)
+    mixed, b = x["mixed"], x["b"]
+    assert rules.may_arrive(b, mixed) and rules.pods_fit(mixed, [x["a"]], [b])
+    # four 1g pods fill the 1g slices; a fifth would need the 3g slice, which Kubernetes never gives it
+    fourth = [b.model_copy(update={"name": f"b{i}"}) for i in range(4)]
+    assert rules.pods_fit(mixed, [x["a"]], fourth) and not rules.pods_fit(mixed, [x["a"]], [*fourth, b])
+    three_g = x["a"].model_copy(update={"name": "a2"})
+    assert not rules.pods_fit(mixed, [x["a"]], [three_g])  # one 3g slice, already held
 
 
 # ----------------------------------------------------------------------------------------------

@@ -155,7 +155,7 @@ gpu_shares:
 # Pending pods' requests of gpu_resources are read as whole GPUs.
 time_slicing_label: nvidia.com/gpu.replicas
 # MIG slices (the device plugin's mixed strategy): a node offering one profile is a node of model
-# '<product>-MIG-<profile>' with one GPU per slice; several profiles on a node: planned as cordoned.
+# '<product>-MIG-<profile>' with one GPU per slice; several profiles: '<product>-MIG-mixed', planned per profile.
 mig_resource_prefix: nvidia.com/mig-
 # Resources left out of the snapshot ('*' ends a prefix): plans then do not check them. Every other
 # resource a node offers or a pod requests is checked by its name, as kube-scheduler does.
@@ -358,8 +358,6 @@ class _Import:
         for path, message in warnings:
             self.warn(obj, path, message)
         fields["gpus"], fields["gpu_model"] = info.devices, info.model
-        if info.mig_mixed:
-            fields["schedulable"] = False
         self.node_gpus[meta["name"]] = info
         self.node_fields.append((obj, fields))
 

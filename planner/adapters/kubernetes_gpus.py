@@ -21,8 +21,9 @@ Node devices are the largest count any of these gives (a warning when two disagr
   strategy): a node offering one profile only and no whole GPUs is a node of ``<product>-MIG-<profile>``
   (the model name GPU feature discovery gives under the single strategy) with one device per slice;
   a pod asking for slices of a profile may run on the nodes of that profile's models. A node with
-  several profiles, or slices and whole GPUs, cannot be one model: it is planned as cordoned
-  (``<product>-MIG-mixed``) with its pods locked, with a warning.
+  several profiles, or slices and whole GPUs, is of model ``<product>-MIG-mixed`` with a device per
+  slice (and per whole GPU); it is planned per profile, as its ``resources`` hold each profile's
+  slices by name (``rules.py`` charges a pod only the slices of its own profile).
 
 A pod whose request is none of a share below 1, whole devices or slices of one profile (1.5 devices
 from time-slicing replicas, two MIG profiles, a resource no node offers) is reported as a problem the
@@ -56,6 +57,8 @@ class NodeGpus:
     units: dict[str, Fraction] = field(default_factory=dict)
     """Units per device of each share resource the node offers."""
     mig_mixed: bool = False
+    profiles: tuple[str, ...] = ()
+    """The MIG profiles the node offers."""
 
 
 @dataclass
@@ -125,15 +128,13 @@ def node_gpus(cfg: ImportConfig, labels: dict[str, str], amounts: dict[str, Frac
     for profile, amount in profiles.items():
         if amount.denominator != 1:
             raise KubeError(f"{where}.{cfg.mig_resource_prefix}{profile}", f"{float(amount):g} MIG slices; a node has whole slices")
+    info.profiles = tuple(sorted(profiles))
     if len(profiles) == 1 and not info.devices:
         (profile, amount), = profiles.items()
         info.devices, info.model = int(amount), mig_model(product, profile)
-    elif profiles:
+    elif profiles:  # planned per profile: the node's resources by name hold each profile's slices
         info.devices += int(sum(profiles.values()))
         info.model, info.mig_mixed = mig_model(product, MIG_MIXED[4:]), True
-        warnings.append((where, f"MIG slices of {len(profiles)} profile(s) ({', '.join(sorted(profiles))})"
-                         + (" besides whole GPUs" if info.devices > sum(profiles.values()) else "")
-                         + " are not one GPU model; the node is planned as cordoned and its pods stay where they are"))
     return info, warnings
 
 
@@ -153,11 +154,11 @@ def pending_units(nodes: list[NodeGpus]) -> tuple[dict[str, Fraction], dict[str,
 
 
 def mig_models(nodes: list[NodeGpus], cfg: ImportConfig) -> dict[str, list[str]]:
-    """The node models of each MIG profile (single-profile nodes)."""
+    """The node models offering each MIG profile (single-profile nodes and nodes of mixed profiles)."""
     found: dict[str, set[str]] = defaultdict(set)
     for info in nodes:
-        if not info.mig_mixed and "-MIG-" in f"-{info.model}":
-            found[info.model.rsplit("MIG-", 1)[1]].add(info.model)
+        for profile in info.profiles:
+            found[profile].add(info.model)
     return {p: sorted(m) for p, m in found.items()}
 
 

@@ -351,7 +351,7 @@ def _join(fields: dict[str, Any], group: str) -> None:
 def resolve_gpus(run: _Import) -> None:
     """Each pod's GPUs from its requests, once every node is known (``kubernetes_gpus``). A request
     with no snapshot form locks a placed pod (counted as the devices it touches) and leaves a pending
-    one out; the pods of a node with mixed MIG profiles are locked."""
+    one out."""
     cfg = run.config
     infos = list(run.node_gpus.values())
     units, differing = pending_units(infos)
@@ -377,10 +377,6 @@ def resolve_gpus(run: _Import) -> None:
                 continue
             run.warn(fields["_obj"], path, f"{why}; the pod is locked where it stands, holding {int(found.gpus)} GPU(s)")
             lock_pod(run, fields, "GPU request without a snapshot form")
-        elif info is not None and info.mig_mixed:
-            lock_pod(run, fields, "on a node of mixed MIG profiles")
-            if found.gpu_models is not None:
-                found.gpu_models = [*found.gpu_models, info.model]
         fields["gpus"] = int(found.gpus) if found.gpus.denominator == 1 else float(found.gpus)
         if found.gpu_models is not None:
             fields["gpu_models"] = found.gpu_models
