@@ -43,7 +43,9 @@ def two_switches() -> Cluster:
 
 def _options(method: str, limits: MoveLimits | None = None) -> DefragOptions:
     given = {} if limits is None else {k: v for k, v in limits.__dict__.items() if v not in (None, False, ())}
-    return DefragOptions(method=method, workers=1, **METHODS[method], **given)
+    # the ASI generator gives each switch its own GPU products: only pods changing product cross a switch,
+    # so the limits are tested with product changes allowed (the default pools would already keep them in)
+    return DefragOptions(method=method, workers=1, allow_product_change=True, **METHODS[method], **given)
 
 
 @pytest.mark.parametrize("limit", list(LIMITS))
@@ -103,10 +105,11 @@ def test_the_exact_plan_under_same_asw_is_proven_only_when_true() -> None:
         [{"name": "j0", "topology": {"level": "asw", "mode": "required"}}],
     )
     limits = MoveLimits(same_asw=True)
-    plan = plan_defrag(cluster, DefragOptions(method="exact", workers=1, same_asw=True))
+    # the chain moves pods across GPU models A and B: the default pools would forbid it outright
+    plan = plan_defrag(cluster, DefragOptions(method="exact", workers=1, same_asw=True, allow_product_change=True))
     assert validate(cluster, plan, limits) == []
     assert plan.report.objective == 1 and plan.report.status == "feasible" and plan.report.bound == 2
-    capped = plan_defrag(cluster, DefragOptions(method="exact", workers=1, max_moves=3))
+    capped = plan_defrag(cluster, DefragOptions(method="exact", workers=1, max_moves=3, allow_product_change=True))
     assert len(capped.moves()) <= 3 and capped.report.status != "optimal"
 
 
