@@ -466,6 +466,13 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
         fail([f"-o podmigrationjob: renders a defrag plan's moves (this is a {type(plan).__name__}); use -o kubectl, json, yaml, table or wide"])
     if output == OutputFormat.kubectl and not isinstance(plan, (DefragPlan, PreemptPlan, AllocationPlan)):
         fail([f"-o kubectl: renders one plan (this is a {type(plan).__name__}, two plans side by side); choose a method, or use -o json, yaml or table"])
+    if output in (OutputFormat.kubectl, OutputFormat.podmigrationjob):
+        from planner.render.kubernetes import script_name_problems
+
+        problems = script_name_problems(plan, cluster)
+        if problems:
+            raise SnapshotError([*problems, f"-o {output.value}: refused; rename them in the snapshot (or import it with "
+                                 "planner import kubernetes, which keeps Kubernetes' names)"])
     if output == OutputFormat.json:
         _emit(dump_plan(plan) + "\n", "-")
     elif output == OutputFormat.yaml:

@@ -60,6 +60,7 @@ from planner.adapters.kubernetes_gpus import NodeGpus, node_gpus, pod_gpus
 from planner.adapters.kubernetes_hypernodes import hypernode_topology
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError, pydantic_problems
+from planner.kubernetes_names import metadata_problem
 from planner.snapshot import consistency_problems
 
 GIB = 2**30
@@ -305,8 +306,9 @@ class _Import:
     def add(self, obj: dict[str, Any]) -> None:
         kind = obj.get("kind")
         meta = obj.get("metadata")
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-            self.errors.append(f"{object_name(obj)}: metadata.name: missing")
+        problem = metadata_problem(kind, meta)  # names Kubernetes would refuse never reach a snapshot or a script
+        if problem:
+            self.errors.append(f"{object_name(obj)}: {problem}")
             return
         key = (str(kind), str(meta.get("namespace") or ""), meta["name"])
         if key in self.seen:
