@@ -24,6 +24,7 @@ from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
 from planner.gc_pause import collector_paused
 from planner.ray_executor import ExecutorError
+from planner.textsafe import printable
 from planner.plans import DefragComparison
 
 app = typer.Typer(
@@ -41,8 +42,10 @@ EXIT_INTERNAL = 3
 
 def plain_console(**options: Any) -> Console:
     """A console that prints text as given: no markup, highlighting or emoji codes (``:x:`` in a
-    message or a name stays ``:x:``)."""
-    return Console(markup=False, highlight=False, emoji=False, **options)
+    message or a name stays ``:x:``), and control characters from the input escaped (``textsafe``)."""
+    from planner.textsafe import safe_console_class
+
+    return safe_console_class()(markup=False, highlight=False, emoji=False, **options)
 
 
 err_console = plain_console(stderr=True)
@@ -117,7 +120,7 @@ def report_violations(violations: list[Any], valid_line: str) -> None:
     """``planner validate``'s output for any plan kind: one violation per line and exit 1, or the
     valid line."""
     if violations:
-        _emit("".join(f"{violation}\n" for violation in violations), "-")
+        _emit("".join(f"{printable(violation)}\n" for violation in violations), "-")
         err_console.print(f"{len(violations)} violation(s)", markup=False)
         raise typer.Exit(EXIT_VIOLATIONS)
     _emit(valid_line + "\n", "-")

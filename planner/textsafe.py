@@ -11,6 +11,7 @@ readable and one line; everything else is kept as written.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -27,3 +28,16 @@ def printable(text: object) -> str:
     """``text`` (any object, as ``str``) with every control character written as an escape (``\\x1b``)."""
     value = str(text)
     return _UNSAFE.sub(_escape, value) if _UNSAFE.search(value) else value
+
+
+def safe_console_class() -> type:
+    """A ``rich`` Console whose every string (printed text, table cells, titles) goes through
+    ``printable`` first; the console's own styling still works. Built on demand so that importing this
+    module does not import rich."""
+    from rich.console import Console
+
+    class SafeConsole(Console):
+        def render_str(self, text: str, **options: Any) -> Any:  # type: ignore[override]
+            return super().render_str(printable(text), **options)
+
+    return SafeConsole

@@ -203,7 +203,7 @@ def wide_table(plan: DefragPlan, cluster: Cluster) -> str:
     for w, wave in enumerate(plan.waves, start=1):
         for move in wave:
             pod = pods[move.pod]
-            rows.append((str(w), f"{namespace_of(pod)}/{kubernetes_name(pod)}", move.from_, move.to, f"{pod.gpus:g}"))
+            rows.append((str(w), printable(f"{namespace_of(pod)}/{kubernetes_name(pod)}"), printable(move.from_), printable(move.to), f"{pod.gpus:g}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows) + "\n"
 
