@@ -155,19 +155,23 @@ def import_config_option() -> Any:
 
 def load_input(snapshot: str, kind: InputKind, import_config: str | None) -> Any:
     """The cluster in ``snapshot``: a snapshot file, or kubectl output imported on the fly."""
-    from planner.snapshot import load_cluster, read_text
+    from planner.snapshot import read_text
 
     if kind == InputKind.snapshot:
         if import_config is not None:
             fail(["--import-config: applies with --from kubernetes"])
         from planner.cluster import SnapshotError
 
+        from planner.adapters.kubernetes_documents import snapshot_hint
+        from planner.snapshot import parse_cluster
+
+        text = read_text(snapshot)
         try:
-            return load_cluster(snapshot)
+            return parse_cluster(text, source=str(snapshot))
         except SnapshotError as err:
-            if any(problem.startswith(("apiVersion:", "kind:", "items:")) for problem in err.problems):
-                raise SnapshotError([*err.problems, "SNAPSHOT: this looks like Kubernetes objects (kubectl get -o json): add --from "
-                                     "kubernetes, or convert it once with planner import kubernetes FILE --out SNAPSHOT"]) from None
+            hint = snapshot_hint(text, err.problems)
+            if hint:
+                raise SnapshotError([*err.problems, hint]) from None
             raise
     from planner.adapters.kubernetes import import_kubernetes, load_config
 

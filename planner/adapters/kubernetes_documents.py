@@ -289,3 +289,26 @@ def load_yaml_mapping(text: str, source: str) -> Any:
     if len(docs) > 1:
         raise SnapshotError([f"{source}: {len(docs)} YAML documents; give one"])
     return docs[0] if docs else None
+
+
+KUBERNETES_HINT = ("SNAPSHOT: this looks like Kubernetes objects (kubectl get -o json or -o yaml): add --from kubernetes, "
+                   "or convert it once with planner import kubernetes FILE --out SNAPSHOT")
+
+
+def snapshot_hint(text: str, problems: list[str]) -> str | None:
+    """What to do when a snapshot could not be read and the text is something else we know: Kubernetes
+    objects (JSON or YAML: ``--from kubernetes``), or a snapshot written as YAML (snapshots are JSON)."""
+    if any(problem.startswith(("apiVersion:", "kind:", "items:")) for problem in problems):
+        return KUBERNETES_HINT
+    if not any("not valid JSON" in problem for problem in problems):
+        return None
+    try:
+        docs = [doc for doc in parse_yaml(text, "SNAPSHOT") if doc is not None]
+    except SnapshotError:
+        return None
+    if docs and all(isinstance(doc, dict) and ("kind" in doc or "items" in doc) for doc in docs):
+        return KUBERNETES_HINT
+    if len(docs) == 1 and isinstance(docs[0], dict) and "nodes" in docs[0]:
+        return ("SNAPSHOT: this is YAML; snapshots are JSON: convert it (for example yq -o=json . FILE > SNAPSHOT.json, "
+                "or planner's own output with --out)")
+    return None
