@@ -86,3 +86,12 @@ def test_every_plain_console_escapes(tmp_path: Path) -> None:
     with (tmp_path / "out.txt").open("w") as f:
         plain_console(file=f, force_terminal=True).print(f"name {HOSTILE}")
     _clean((tmp_path / "out.txt").read_text().replace("\x1b[0m", ""))
+
+
+def test_the_import_summary_escapes_kinds_from_the_input(tmp_path: Path) -> None:
+    data = json.loads(EXAMPLE.read_text())
+    data["items"].append({"apiVersion": "v1", "kind": HOSTILE, "metadata": {"name": "x"}})
+    (tmp_path / "list.json").write_text(json.dumps(data))
+    done = runner.invoke(app, ["import", "kubernetes", str(tmp_path / "list.json"), "--out", str(tmp_path / "s.json")])
+    assert done.exit_code == 0 and "skipped: 1 \\x1b]0;owned" in done.output, done.output
+    _clean(done.output)
