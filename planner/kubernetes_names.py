@@ -59,9 +59,25 @@ def metadata_problem(kind: Any, meta: Any) -> str | None:
     if problem:
         return f"metadata.name: {problem}"
     namespace = meta.get("namespace")
-    if namespace is None or namespace == "":
-        return None
-    if not isinstance(namespace, str):
-        return f"metadata.namespace: must be a string, got {type(namespace).__name__} {namespace!r}"
-    problem = name_problem(namespace, "namespace")
-    return f"metadata.namespace: {problem}" if problem else None
+    if namespace is not None and namespace != "":
+        if not isinstance(namespace, str):
+            return f"metadata.namespace: must be a string, got {type(namespace).__name__} {namespace!r}"
+        problem = name_problem(namespace, "namespace")
+        if problem:
+            return f"metadata.namespace: {problem}"
+    return _string_map_problem(meta, "labels") or _string_map_problem(meta, "annotations")
+
+
+def _string_map_problem(meta: dict[str, Any], field: str) -> str | None:
+    """Labels and annotations map strings to strings (the API server refuses anything else); a number
+    or a list there is a malformed object, not something to turn into a string."""
+    values = meta.get(field)
+    if not isinstance(values, dict):
+        return None  # absent, or not a mapping: the reader of the field says so
+    for key, value in values.items():
+        if not isinstance(key, str):
+            return f"metadata.{field}: key {key!r} must be a string (quote it in YAML)"
+        if not isinstance(value, str):
+            shown = repr(value) if isinstance(value, (int, float, bool)) or value is None else f"a {type(value).__name__}"
+            return f"metadata.{field}.{key}: must be a string, got {shown} (quote it in YAML)"
+    return None

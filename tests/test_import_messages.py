@@ -77,3 +77,15 @@ def test_a_snapshot_written_as_yaml_is_told_snapshots_are_json(tmp_path: Path) -
     path.write_text(yaml.safe_dump({"nodes": [{"name": "n0", "gpus": 8, "cpus": 8, "memory_gib": 8}], "pods": []}))
     done = runner.invoke(app, ["report", str(path)])
     assert done.exit_code == 2 and "not valid JSON" in done.output and "snapshots are JSON" in done.output, done.output
+
+
+@pytest.mark.parametrize(("label", "message"), [
+    ("  gpu.replicas: 4\n", "metadata.labels.gpu.replicas: must be a string, got 4 (quote it in YAML)"),
+    ("  zones: [a, b]\n", "metadata.labels.zones: must be a string, got a list"),
+    ("  7: seven\n", "metadata.labels: key 7 must be a string"),
+])
+def test_label_values_that_are_not_strings_are_refused_not_stringified(tmp_path: Path, label: str, message: str) -> None:
+    text = ("apiVersion: v1\nkind: Node\nmetadata:\n name: n0\n labels:\n" + label.replace("  ", "  ", 1) +
+            "status: {allocatable: {cpu: '8', memory: 8Gi}}\n")
+    output = _import(tmp_path, text, "in.yaml")
+    assert f"Node n0: {message}" in output, output
