@@ -42,8 +42,8 @@ def _example_with_annotation(value: object) -> dict:
 
 
 @pytest.mark.parametrize(("text", "name", "message"), [
-    ("[" * 100_000 + "]" * 100_000, "in.json", "nested too deeply"),
-    ('{"a":' * 100_000 + "1" + "}" * 100_000, "in.json", "nested too deeply"),
+    ("[" * 100_000 + "]" * 100_000, "in.json", "in.json: line 1 column 101: nested more than 100 levels deep"),
+    ('{"a": "[[[{{",\n "b":' * 100_000 + "1" + "}" * 100_000, "in.json", "in.json: line 101 column 6: nested more than 100 levels deep"),
     ("x: " + "[" * 100_000 + "]" * 100_000 + "\n", "in.yaml", "not valid YAML: line 1 column"),
     ("a:\n" + "".join("  " * (i + 1) + "a:\n" for i in range(3000)) + "  " * 3001 + "b: 1\n", "in.yaml",
      "(YAML line 101 column 201): nested more than 100 levels deep"),

@@ -79,8 +79,7 @@ def parse_json(text: str, source: str) -> Any:
     try:
         doc = json.loads(text, object_pairs_hook=pairs_hook)
     except RecursionError:
-        raise SnapshotError([f"{source}: JSON nested too deeply for the reader (arrays and objects at most {MAX_DEPTH} levels deep "
-                             "are read)"]) from None
+        raise SnapshotError([f"{source}: {_too_deep_at(text)}nested more than {MAX_DEPTH} levels deep"]) from None
     except json.JSONDecodeError as err:
         raise _NotJson(f"{err.msg} at line {err.lineno} column {err.colno}") from None
     except ValueError as err:  # an integer longer than int() reads (sys.get_int_max_str_digits)
@@ -100,6 +99,24 @@ def _long_number(text: str, err: ValueError) -> str:
     line = text.count("\n", 0, found.start()) + 1
     column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
     return f"line {line} column {column}: a number of {len(found.group())} digits; numbers may have at most {limit}"
+
+
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _too_deep_at(text: str, limit: int = MAX_DEPTH) -> str:
+    """'line L column C: ' where JSON text first nests deeper than ``limit`` (strings skipped), or ''."""
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        bracket = token.group()
+        if bracket in ("[", "{"):
+            depth += 1
+            if depth > limit:
+                at = token.start()
+                return f"line {text.count(chr(10), 0, at) + 1} column {at - (text.rfind(chr(10), 0, at) + 1) + 1}: "
+        elif bracket in ("]", "}"):
+            depth -= 1
+    return ""
 
 
 def check_depth(doc: Any, source: str, limit: int = MAX_DEPTH) -> None:
