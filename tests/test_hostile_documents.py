@@ -136,3 +136,11 @@ def test_the_yaml_reader_gives_what_safe_load_gives_on_kubectl_output() -> None:
 
     assert parse_yaml(text, "x") == list(yaml.safe_load_all(text))
     assert import_kubernetes([(yaml.safe_dump(data), "x.yaml")]).cluster == import_kubernetes([(EXAMPLE.read_text(), "x.json")]).cluster
+
+
+def test_one_long_string_aliased_many_times_is_refused(tmp_path: Path) -> None:
+    labels = "".join(f"    k{i}: *s\n" for i in range(400))
+    text = (f"apiVersion: v1\nkind: Node\nmetadata:\n  name: n0\n  annotations:\n    big: &s '{'x' * 50_000}'\n  labels:\n{labels}"
+            "status: {allocatable: {cpu: '8', memory: 8Gi}}\n")
+    code, output = _import(tmp_path, text, "in.yaml")
+    assert code == 2 and "metadata.labels.k335 (YAML line" in output and "16,777,216 characters" in output, output

@@ -7,7 +7,7 @@ naming the input and where in it, never a crash, a silent choice or a memory blo
 * YAML is composed here from the C parser's events (``yaml.CParser`` when PyYAML has it, else the pure
   Python one), not by PyYAML's constructor: scalars resolve exactly as ``yaml.safe_load`` resolves them,
   but an alias is the anchored value itself (shared, never copied) and the values all aliases stand for
-  are bounded (``MAX_ALIAS_VALUES``): a "billion laughs" document is refused at the alias that crosses
+  are bounded (``MAX_ALIAS_VALUES``, ``MAX_ALIAS_CHARS``): a "billion laughs" document is refused at the alias that crosses
   the bound instead of growing until memory runs out. Inputs above ``MAX_YAML_CHARS``, nesting deeper
   than ``MAX_DEPTH``, duplicate keys, merge keys (``<<``) and tags other than YAML's standard ones are
   refused with YAML's own line and column. On kubectl output this is faster than ``yaml.CSafeLoader``
@@ -32,6 +32,9 @@ MAX_YAML_CHARS = 128 * 2**20
 """Larger YAML is refused (give kubectl's JSON: ``-o json`` reads at C speed)."""
 MAX_ALIAS_VALUES = 100_000
 """Values (scalars and containers) that all aliases of a document stand for, together."""
+MAX_ALIAS_CHARS = 16 * 2**20
+"""Characters of the scalars that all aliases of a document stand for (one long string aliased many
+times is as large, written out, as a deep bomb)."""
 _STR = "tag:yaml.org,2002:str"
 _CONTAINER_TAGS = {"map": (None, "!", "tag:yaml.org,2002:map"), "seq": (None, "!", "tag:yaml.org,2002:seq")}
 
@@ -166,13 +169,14 @@ def _short_path(path: str, keep: int = 120) -> str:
 class _Frame:
     """An open mapping or sequence while its events arrive."""
 
-    __slots__ = ("value", "key", "has_key", "size", "anchor")
+    __slots__ = ("value", "key", "has_key", "size", "chars", "anchor")
 
     def __init__(self, value: Any, anchor: str | None):
         self.value = value
         self.key: Any = None
         self.has_key = False
         self.size = 1
+        self.chars = 0
         self.anchor = anchor
 
 
@@ -213,16 +217,16 @@ class _YamlComposer:
     def documents(self) -> list[Any]:
         docs: list[Any] = []
         loader = self.loader
-        anchors: dict[str, tuple[Any, int]] = {}
-        aliased = 0
+        anchors: dict[str, tuple[Any, int, int]] = {}  # anchor -> value, values and characters in it
+        aliased = aliased_chars = 0
         root: Any = None
         while loader.check_event():
             event = loader.get_event()
             kind = type(event)
             if kind is yaml.ScalarEvent:
-                value, size = self.scalar(event), 1
+                value, size, chars = self.scalar(event), 1, len(event.value)
                 if event.anchor:
-                    anchors[event.anchor] = (value, 1)
+                    anchors[event.anchor] = (value, 1, chars)
             elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 container = "map" if kind is yaml.MappingStartEvent else "seq"
                 if event.tag not in _CONTAINER_TAGS[container]:
@@ -233,21 +237,22 @@ class _YamlComposer:
                 continue
             elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
                 frame = self.stack.pop()
-                value, size = frame.value, frame.size
+                value, size, chars = frame.value, frame.size, frame.chars
                 if frame.anchor:
-                    anchors[frame.anchor] = (value, size)
+                    anchors[frame.anchor] = (value, size, chars)
             elif kind is yaml.AliasEvent:
                 if event.anchor not in anchors:
                     open_anchor = any(f.anchor == event.anchor for f in self.stack)
                     raise self.fail(event, f"alias *{event.anchor} " + ("refers to a value that contains it" if open_anchor
                                                                         else "refers to no anchor before it"))
-                value, size = anchors[event.anchor]
+                value, size, chars = anchors[event.anchor]
                 aliased += size
-                if aliased > MAX_ALIAS_VALUES:
-                    raise self.fail(event, f"aliases stand for more than {MAX_ALIAS_VALUES:,} values (an alias bomb?); "
-                                           "write the objects out")
+                aliased_chars += chars
+                if aliased > MAX_ALIAS_VALUES or aliased_chars > MAX_ALIAS_CHARS:
+                    raise self.fail(event, f"aliases stand for more than {MAX_ALIAS_VALUES:,} values or {MAX_ALIAS_CHARS:,} "
+                                           "characters (an alias bomb?); write the objects out")
             elif kind is yaml.DocumentStartEvent:
-                anchors, aliased, root = {}, 0, None
+                anchors, aliased, aliased_chars, root = {}, 0, 0, None
                 continue
             elif kind is yaml.DocumentEndEvent:
                 docs.append(root)
@@ -259,6 +264,7 @@ class _YamlComposer:
                 continue
             parent = self.stack[-1]
             parent.size += size
+            parent.chars += chars
             if isinstance(parent.value, list):
                 parent.value.append(value)
             elif not parent.has_key:
