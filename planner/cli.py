@@ -153,6 +153,35 @@ def import_config_option() -> Any:
     return typer.Option(None, "--import-config", help="With --from kubernetes: the import configuration (YAML; planner import kubernetes --print-config).")
 
 
+def read_snapshot(path: str, from_option: bool = True) -> Any:
+    """A snapshot file; when it is not one, the problems say what it looks like instead (``snapshot_hint``)."""
+    from planner.adapters.kubernetes_documents import snapshot_hint
+    from planner.snapshot import parse_cluster, read_text
+
+    text = read_text(path)
+    return _with_hint(text, lambda: parse_cluster(text, source=str(path)), lambda problems: snapshot_hint(text, problems, from_option))
+
+
+def read_plan(path: str) -> Any:
+    """A plan file; a plan written as YAML is told plans are JSON (``plan_hint``)."""
+    from planner.adapters.kubernetes_documents import plan_hint
+    from planner.plans import parse_plan
+    from planner.snapshot import read_text
+
+    text = read_text(path, "plan")
+    return _with_hint(text, lambda: parse_plan(text, source=path), lambda problems: plan_hint(text, problems))
+
+
+def _with_hint(text: str, parse: Callable[[], Any], hint: Callable[[list[str]], str | None]) -> Any:
+    try:
+        return parse()
+    except SnapshotError as err:
+        extra = hint(err.problems)
+        if extra:
+            raise SnapshotError([*err.problems, extra]) from None
+        raise
+
+
 def load_input(snapshot: str, kind: InputKind, import_config: str | None) -> Any:
     """The cluster in ``snapshot``: a snapshot file, or kubectl output imported on the fly."""
     from planner.snapshot import read_text
@@ -162,17 +191,7 @@ def load_input(snapshot: str, kind: InputKind, import_config: str | None) -> Any
             fail(["--import-config: applies with --from kubernetes"])
         from planner.cluster import SnapshotError
 
-        from planner.adapters.kubernetes_documents import snapshot_hint
-        from planner.snapshot import parse_cluster
-
-        text = read_text(snapshot)
-        try:
-            return parse_cluster(text, source=str(snapshot))
-        except SnapshotError as err:
-            hint = snapshot_hint(text, err.problems)
-            if hint:
-                raise SnapshotError([*err.problems, hint]) from None
-            raise
+        return read_snapshot(snapshot)
     from planner.adapters.kubernetes import import_kubernetes, load_config
 
     settings = load_config(read_text(import_config, "--import-config") if import_config else None, import_config or "config")
@@ -219,12 +238,10 @@ def report(
     result = metrics.report(cluster, request)
     if large:
         from planner.capacity import after_plan, large_job_capacity
-        from planner.plans import parse_plan
-        from planner.snapshot import read_text
 
         result["large_jobs"] = large_job_capacity(cluster, large)
         if plan is not None:
-            result["large_jobs_after_plan"] = large_job_capacity(after_plan(cluster, parse_plan(read_text(plan, "plan"), source=plan)), large)
+            result["large_jobs_after_plan"] = large_job_capacity(after_plan(cluster, read_plan(plan)), large)
     if as_json:
         _write_json(result, "-")
     else:
@@ -349,14 +366,12 @@ def validate_command(
     plan was asked for.
     """
     from planner.engine.defrag import DefragOptions
-    from planner.plans import parse_plan
-    from planner.snapshot import load_cluster, read_text
     from planner.validate import validate
 
     if snapshot == "-" and plan == "-":
         fail(["only one of SNAPSHOT and PLAN can be read from stdin (-)"])
-    cluster = load_cluster(snapshot)
-    parsed = parse_plan(read_text(plan, "plan"), source=plan)
+    cluster = read_snapshot(snapshot, from_option=False)
+    parsed = read_plan(plan)
     given_limits = {"max_moves": max_moves, "max_moves_per_node": max_moves_per_node, "same_asw": same_asw,
                     "max_moves_per_wave": max_moves_per_wave, "max_nodes_per_wave": _count_or_share(max_nodes_per_wave),
                     "max_moves_per_node_per_wave": max_moves_per_node_per_wave, "max_unavailable_per_job": max_unavailable_per_job,

@@ -89,3 +89,22 @@ def test_label_values_that_are_not_strings_are_refused_not_stringified(tmp_path:
             "status: {allocatable: {cpu: '8', memory: 8Gi}}\n")
     output = _import(tmp_path, text, "in.yaml")
     assert f"Node n0: {message}" in output, output
+
+
+def test_validate_tells_yaml_plans_and_kubernetes_snapshots_apart(tmp_path: Path) -> None:
+    from planner.cluster import Cluster, Node, Pod
+
+    snapshot = tmp_path / "s.json"
+    snapshot.write_text(Cluster(nodes=[Node(name="n0", gpus=8, cpus=8, memory_gib=8), Node(name="n1", gpus=8, cpus=8, memory_gib=8)],
+                                pods=[Pod(name="a", gpus=2, cpus=1, node="n0"), Pod(name="b", gpus=2, cpus=1, node="n1")]).model_dump_json())
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(runner.invoke(app, ["defrag", str(snapshot), "-o", "yaml"]).stdout)
+    done = runner.invoke(app, ["validate", str(snapshot), str(plan)])
+    assert done.exit_code == 2 and "plan files are JSON: write the plan with -o json or --out FILE" in done.output, done.output
+    done = runner.invoke(app, ["report", str(snapshot), "--requests", "8g8c", "--plan", str(plan)])
+    assert done.exit_code == 2 and "plan files are JSON" in done.output, done.output
+    kubernetes = tmp_path / "cluster.yaml"
+    kubernetes.write_text(yaml.safe_dump(json.loads(EXAMPLE.read_text())))
+    done = runner.invoke(app, ["validate", str(kubernetes), str(plan)])
+    assert done.exit_code == 2 and "convert it once with planner import kubernetes" in done.output, done.output
+    assert "--from" not in done.output, "validate has no --from"
