@@ -20,11 +20,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from planner.cli_inputs import read_plan, read_snapshot
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
 from planner.gc_pause import collector_paused
 from planner.ray_executor import ExecutorError
-from planner.textsafe import printable
+from planner.textsafe import printable, safe_console_class
 from planner.plans import DefragComparison
 
 app = typer.Typer(
@@ -43,8 +44,6 @@ EXIT_INTERNAL = 3
 def plain_console(**options: Any) -> Console:
     """A console that prints text as given: no markup, highlighting or emoji codes (``:x:`` in a
     message or a name stays ``:x:``), and control characters from the input escaped (``textsafe``)."""
-    from planner.textsafe import safe_console_class
-
     return safe_console_class()(markup=False, highlight=False, emoji=False, **options)
 
 
@@ -153,35 +152,6 @@ def import_config_option() -> Any:
     return typer.Option(None, "--import-config", help="With --from kubernetes: the import configuration (YAML; planner import kubernetes --print-config).")
 
 
-def read_snapshot(path: str, from_option: bool = True) -> Any:
-    """A snapshot file; when it is not one, the problems say what it looks like instead (``snapshot_hint``)."""
-    from planner.adapters.kubernetes_documents import snapshot_hint
-    from planner.snapshot import parse_cluster, read_text
-
-    text = read_text(path)
-    return _with_hint(text, lambda: parse_cluster(text, source=str(path)), lambda problems: snapshot_hint(text, problems, from_option))
-
-
-def read_plan(path: str) -> Any:
-    """A plan file; a plan written as YAML is told plans are JSON (``plan_hint``)."""
-    from planner.adapters.kubernetes_documents import plan_hint
-    from planner.plans import parse_plan
-    from planner.snapshot import read_text
-
-    text = read_text(path, "plan")
-    return _with_hint(text, lambda: parse_plan(text, source=path), lambda problems: plan_hint(text, problems))
-
-
-def _with_hint(text: str, parse: Callable[[], Any], hint: Callable[[list[str]], str | None]) -> Any:
-    try:
-        return parse()
-    except SnapshotError as err:
-        extra = hint(err.problems)
-        if extra:
-            raise SnapshotError([*err.problems, extra]) from None
-        raise
-
-
 def load_input(snapshot: str, kind: InputKind, import_config: str | None) -> Any:
     """The cluster in ``snapshot``: a snapshot file, or kubectl output imported on the fly."""
     from planner.snapshot import read_text
@@ -189,8 +159,6 @@ def load_input(snapshot: str, kind: InputKind, import_config: str | None) -> Any
     if kind == InputKind.snapshot:
         if import_config is not None:
             fail(["--import-config: applies with --from kubernetes"])
-        from planner.cluster import SnapshotError
-
         return read_snapshot(snapshot)
     from planner.adapters.kubernetes import import_kubernetes, load_config
 

@@ -312,39 +312,3 @@ def load_yaml_mapping(text: str, source: str) -> Any:
     if len(docs) > 1:
         raise SnapshotError([f"{source}: {len(docs)} YAML documents; give one"])
     return docs[0] if docs else None
-
-
-def _yaml_instead(text: str, problems: list[str]) -> list[Any] | None:
-    """The documents of ``text`` read as YAML, when JSON was expected and it was not JSON (else None)."""
-    if not any("not valid JSON" in problem for problem in problems):
-        return None
-    try:
-        return [doc for doc in parse_yaml(text, "input") if doc is not None]
-    except SnapshotError:
-        return None
-
-
-def snapshot_hint(text: str, problems: list[str], from_option: bool = True) -> str | None:
-    """What to do when a snapshot could not be read and the text is something else we know: Kubernetes
-    objects, JSON or YAML (``--from kubernetes`` where the command has it, else ``planner import
-    kubernetes``), or a snapshot written as YAML (snapshots are JSON)."""
-    convert = "convert it once with planner import kubernetes FILE --out SNAPSHOT"
-    kubernetes = ("SNAPSHOT: this looks like Kubernetes objects (kubectl get -o json or -o yaml): "
-                  + (f"add --from kubernetes, or {convert}" if from_option else convert))
-    if any(problem.startswith(("apiVersion:", "kind:", "items:")) for problem in problems):
-        return kubernetes
-    docs = _yaml_instead(text, problems)
-    if docs and all(isinstance(doc, dict) and ("kind" in doc or "items" in doc) for doc in docs):
-        return kubernetes
-    if docs and len(docs) == 1 and isinstance(docs[0], dict) and "nodes" in docs[0]:
-        return ("SNAPSHOT: this is YAML; snapshots are JSON: convert it (for example yq -o=json . FILE > SNAPSHOT.json, "
-                "or planner's own output with --out)")
-    return None
-
-
-def plan_hint(text: str, problems: list[str]) -> str | None:
-    """A plan written as YAML (``-o yaml``) where a plan file is read: plans are JSON."""
-    docs = _yaml_instead(text, problems)
-    if docs and len(docs) == 1 and isinstance(docs[0], dict) and ({"waves", "placements", "heuristic"} & set(docs[0])):
-        return "PLAN: this is YAML (-o yaml); plan files are JSON: write the plan with -o json or --out FILE"
-    return None
