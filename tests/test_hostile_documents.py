@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from planner.adapters.kubernetes import import_kubernetes
@@ -144,3 +146,18 @@ def test_one_long_string_aliased_many_times_is_refused(tmp_path: Path) -> None:
             "status: {allocatable: {cpu: '8', memory: 8Gi}}\n")
     code, output = _import(tmp_path, text, "in.yaml")
     assert code == 2 and "metadata.labels.k335 (YAML line" in output and "16,777,216 characters" in output, output
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=12),
+                     st.sampled_from(["yes", "off", "~", "0x1F", "017", "1_000", "1:20", "2001-12-14", ".inf", "<<x", "!x", "=", "'q'"]))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                       max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES, st.sampled_from([None, True, False]))
+def test_the_yaml_reader_agrees_with_safe_load_on_any_dumped_value(value: object, flow: bool | None) -> None:
+    from planner.adapters.kubernetes_documents import parse_yaml
+
+    text = yaml.safe_dump(value, default_flow_style=flow, allow_unicode=True)
+    assert parse_yaml(text, "x") == list(yaml.safe_load_all(text))

@@ -9,8 +9,9 @@ naming the input and where in it, never a crash, a silent choice or a memory blo
   but an alias is the anchored value itself (shared, never copied) and the values all aliases stand for
   are bounded (``MAX_ALIAS_VALUES``, ``MAX_ALIAS_CHARS``): a "billion laughs" document is refused at the alias that crosses
   the bound instead of growing until memory runs out. Inputs above ``MAX_YAML_CHARS``, nesting deeper
-  than ``MAX_DEPTH``, duplicate keys, merge keys (``<<``) and tags other than YAML's standard ones are
-  refused with YAML's own line and column. On kubectl output this is faster than ``yaml.CSafeLoader``
+  than ``MAX_DEPTH``, duplicate keys, merge keys (``<<``), tagged mappings and lists (``!!set``,
+  ``!!omap``, ``!Custom``) and scalar tags ``yaml.safe_load`` does not know are refused with YAML's own
+  line and column. On kubectl output this is faster than ``yaml.CSafeLoader``
   (whose Python constructor dominates its time), see ``benchmarks``' numbers in the issue note.
 """
 
