@@ -169,3 +169,14 @@ def test_the_importer_refuses_names_kubernetes_refuses(tmp_path: Path, change: s
     done = runner.invoke(app, [*command[:2], str(path), *command[2:]] if command[0] == "import" else [command[0], str(path), *command[1:]])
     assert done.exit_code == 2, done.output
     assert message in done.output and "DNS-1123" in done.output, done.output
+
+
+def test_two_snapshot_pods_that_are_one_kubernetes_pod_are_refused() -> None:
+    from planner.render.kubernetes import script_name_problems
+
+    nodes = [Node(name="n0", gpus=8, cpus=64, memory_gib=512)]
+    pods = [Pod(name="x", namespace="team-a", gpus=1, cpus=1, job="j"), Pod(name="team-a/x", namespace="team-a", gpus=1, cpus=1, job="j"),
+            Pod(name="team-b/x", namespace="team-b", gpus=1, cpus=1, job="j")]
+    cluster = Cluster(nodes=nodes, pods=pods, jobs=[Job(name="j")])
+    plan = AllocationPlan(placements=[Placement(pod=p.name, node="n0") for p in pods])
+    assert script_name_problems(plan, cluster) == ["pods[1].name: is Kubernetes pod team-a/x, as pods[0] is"]
