@@ -1,7 +1,7 @@
 """Issue 40, items 3 and 4: hostile documents end in exit 2 naming where, never a crash or a memory blow-up.
 
 Deep nesting (JSON and YAML, block and flow), numbers longer than Python's int-conversion limit (4,300
-digits) as JSON integers, YAML integers and quantity strings, and a YAML alias bomb (903 bytes that
+digits) as JSON integers, YAML integers and quantity strings, and a YAML alias bomb (484 bytes that
 expand to 9^9 values) against ``planner import kubernetes``, ``--from kubernetes`` and the import
 configuration. The importer's YAML reader composes the same values as ``yaml.safe_load`` on real input.
 """

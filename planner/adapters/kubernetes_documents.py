@@ -131,7 +131,7 @@ def check_depth(doc: Any, source: str, limit: int = MAX_DEPTH) -> None:
         if depth > limit:
             path = find_path(doc, lambda v, target=value: v is target)
             raise SnapshotError([f"{source}: {_short_path(path)}: nested more than {limit} levels deep"])
-        if type(value) is dict or isinstance(value, dict):
+        if isinstance(value, dict):
             stack.extend((child, depth + 1) for child in value.values() if isinstance(child, (dict, list)))
         elif isinstance(value, list):
             stack.extend((child, depth + 1) for child in value if isinstance(child, (dict, list)))
