@@ -20,10 +20,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from planner.cli_inputs import read_plan, read_snapshot
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
 from planner.gc_pause import collector_paused
 from planner.ray_executor import ExecutorError
+from planner.textsafe import printable, safe_console_class
 from planner.plans import DefragComparison
 
 app = typer.Typer(
@@ -41,8 +43,8 @@ EXIT_INTERNAL = 3
 
 def plain_console(**options: Any) -> Console:
     """A console that prints text as given: no markup, highlighting or emoji codes (``:x:`` in a
-    message or a name stays ``:x:``)."""
-    return Console(markup=False, highlight=False, emoji=False, **options)
+    message or a name stays ``:x:``), and control characters from the input escaped (``textsafe``)."""
+    return safe_console_class()(markup=False, highlight=False, emoji=False, **options)
 
 
 err_console = plain_console(stderr=True)
@@ -117,7 +119,7 @@ def report_violations(violations: list[Any], valid_line: str) -> None:
     """``planner validate``'s output for any plan kind: one violation per line and exit 1, or the
     valid line."""
     if violations:
-        _emit("".join(f"{violation}\n" for violation in violations), "-")
+        _emit("".join(f"{printable(violation)}\n" for violation in violations), "-")
         err_console.print(f"{len(violations)} violation(s)", markup=False)
         raise typer.Exit(EXIT_VIOLATIONS)
     _emit(valid_line + "\n", "-")
@@ -152,20 +154,12 @@ def import_config_option() -> Any:
 
 def load_input(snapshot: str, kind: InputKind, import_config: str | None) -> Any:
     """The cluster in ``snapshot``: a snapshot file, or kubectl output imported on the fly."""
-    from planner.snapshot import load_cluster, read_text
+    from planner.snapshot import read_text
 
     if kind == InputKind.snapshot:
         if import_config is not None:
             fail(["--import-config: applies with --from kubernetes"])
-        from planner.cluster import SnapshotError
-
-        try:
-            return load_cluster(snapshot)
-        except SnapshotError as err:
-            if any(problem.startswith(("apiVersion:", "kind:", "items:")) for problem in err.problems):
-                raise SnapshotError([*err.problems, "SNAPSHOT: this looks like Kubernetes objects (kubectl get -o json): add --from "
-                                     "kubernetes, or convert it once with planner import kubernetes FILE --out SNAPSHOT"]) from None
-            raise
+        return read_snapshot(snapshot)
     from planner.adapters.kubernetes import import_kubernetes, load_config
 
     settings = load_config(read_text(import_config, "--import-config") if import_config else None, import_config or "config")
@@ -212,12 +206,10 @@ def report(
     result = metrics.report(cluster, request)
     if large:
         from planner.capacity import after_plan, large_job_capacity
-        from planner.plans import parse_plan
-        from planner.snapshot import read_text
 
         result["large_jobs"] = large_job_capacity(cluster, large)
         if plan is not None:
-            result["large_jobs_after_plan"] = large_job_capacity(after_plan(cluster, parse_plan(read_text(plan, "plan"), source=plan)), large)
+            result["large_jobs_after_plan"] = large_job_capacity(after_plan(cluster, read_plan(plan)), large)
     if as_json:
         _write_json(result, "-")
     else:
@@ -342,14 +334,12 @@ def validate_command(
     plan was asked for.
     """
     from planner.engine.defrag import DefragOptions
-    from planner.plans import parse_plan
-    from planner.snapshot import load_cluster, read_text
     from planner.validate import validate
 
     if snapshot == "-" and plan == "-":
         fail(["only one of SNAPSHOT and PLAN can be read from stdin (-)"])
-    cluster = load_cluster(snapshot)
-    parsed = parse_plan(read_text(plan, "plan"), source=plan)
+    cluster = read_snapshot(snapshot, from_option=False)
+    parsed = read_plan(plan)
     given_limits = {"max_moves": max_moves, "max_moves_per_node": max_moves_per_node, "same_asw": same_asw,
                     "max_moves_per_wave": max_moves_per_wave, "max_nodes_per_wave": _count_or_share(max_nodes_per_wave),
                     "max_moves_per_node_per_wave": max_moves_per_node_per_wave, "max_unavailable_per_job": max_unavailable_per_job,
@@ -466,6 +456,13 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
         fail([f"-o podmigrationjob: renders a defrag plan's moves (this is a {type(plan).__name__}); use -o kubectl, json, yaml, table or wide"])
     if output == OutputFormat.kubectl and not isinstance(plan, (DefragPlan, PreemptPlan, AllocationPlan)):
         fail([f"-o kubectl: renders one plan (this is a {type(plan).__name__}, two plans side by side); choose a method, or use -o json, yaml or table"])
+    if output in (OutputFormat.kubectl, OutputFormat.podmigrationjob):
+        from planner.render.kubernetes import script_name_problems
+
+        problems = script_name_problems(plan, cluster)
+        if problems:
+            raise SnapshotError([*problems, f"-o {output.value}: refused; rename them in the snapshot (or import it with "
+                                 "planner import kubernetes, which keeps Kubernetes' names)"])
     if output == OutputFormat.json:
         _emit(dump_plan(plan) + "\n", "-")
     elif output == OutputFormat.yaml:

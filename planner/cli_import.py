@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from planner.cli import _emit, app, err_console, guarded
+from planner.textsafe import printable
 
 import_app = typer.Typer(no_args_is_help=True, help="Import a snapshot from a real trace.")
 app.add_typer(import_app, name="import")
@@ -87,7 +88,7 @@ def import_kubernetes_command(
 
 def _print_summary(lines: list[str], out: str) -> None:
     """An import's summary: on stdout, or on stderr when the snapshot went to stdout."""
-    text = "".join(line + "\n" for line in lines)
+    text = "".join(printable(line) + "\n" for line in lines)  # counts by reason: kinds and keys come from the input
     if out == "-":
         err_console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
     else:

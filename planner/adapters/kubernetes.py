@@ -45,22 +45,22 @@ node, a malformed configuration) raises ``SnapshotError`` naming the same.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.adapters import kubernetes_objects as k8s
+from planner.adapters.kubernetes_documents import load_yaml_mapping, read_documents
 from planner.adapters.kubernetes_gpus import NodeGpus, node_gpus, pod_gpus
 from planner.adapters.kubernetes_hypernodes import hypernode_topology
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
 from planner.adapters.kubernetes_resources import check_named_capacity, less_node_bound, node_resources
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError, pydantic_problems
+from planner.kubernetes_names import metadata_problem
 from planner.snapshot import consistency_problems
 
 GIB = 2**30
@@ -192,10 +192,7 @@ def load_config(text: str | None, source: str = "config") -> ImportConfig:
     """The import configuration from YAML text (None: the defaults); SnapshotError naming the key."""
     if text is None:
         return ImportConfig()
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise SnapshotError([f"{source}: not valid YAML ({' '.join(str(err).split())})"]) from None
+    data = load_yaml_mapping(text, source)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -232,14 +229,7 @@ class KubeImport:
 
 def read_objects(text: str, source: str) -> list[dict[str, Any]]:
     """The objects of one document: a List's items, or the object itself. JSON, or YAML."""
-    try:
-        docs = [json.loads(text)]
-    except ValueError as json_err:
-        try:
-            docs = [d for d in yaml.safe_load_all(text) if d is not None]
-        except yaml.YAMLError:
-            raise SnapshotError([f"{source}: neither JSON nor YAML ({json_err}); "
-                                 "give the output of kubectl get nodes,pods,pdb -A -o json"]) from None
+    docs = read_documents(text, source)  # duplicate keys, depth, aliases and sizes checked there
     objects = []
     for d, doc in enumerate(docs):
         where = source if len(docs) == 1 else f"{source} (document {d + 1})"
@@ -307,8 +297,9 @@ class _Import:
     def add(self, obj: dict[str, Any]) -> None:
         kind = obj.get("kind")
         meta = obj.get("metadata")
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-            self.errors.append(f"{object_name(obj)}: metadata.name: missing")
+        problem = metadata_problem(kind, meta)  # names Kubernetes would refuse never reach a snapshot or a script
+        if problem:
+            self.errors.append(f"{object_name(obj)}: {problem}")
             return
         key = (str(kind), str(meta.get("namespace") or ""), meta["name"])
         if key in self.seen:

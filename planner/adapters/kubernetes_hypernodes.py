@@ -9,7 +9,9 @@ on nodes). A node's ``asw`` is the HyperNode of tier ``hypernode_tiers.asw`` abo
 the one of tier ``hypernode_tiers.spine`` (directly or through lower HyperNodes).
 
 Decisions: a regex is searched in the name unanchored, as Go's ``regexp.MatchString`` does (anchor
-it with ^ and $ to match whole names); a node or HyperNode under two HyperNodes of one tier is an
+it with ^ and $ to match whole names), with RE2 (``google-re2``): Go's syntax and its linear time, where
+Python's backtracking ``re`` takes seconds to minutes on a pattern such as ``(a+)+$``; a pattern RE2 (and
+so Go) refuses, such as a lookahead or a backreference, is an error; a node or HyperNode under two HyperNodes of one tier is an
 error (the network is a tree); a member HyperNode that does not exist, a HyperNode matching no
 member and tiers the configuration does not map are warnings; a selector with no or several kinds,
 an unknown member type and a bad regex are errors naming the HyperNode and the field.
@@ -17,10 +19,11 @@ an unknown member type and a bad regex are errors naming the HyperNode and the f
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+
+import re2
 
 from planner.adapters import kubernetes_objects as k8s
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
@@ -41,7 +44,7 @@ class HyperNodeTopology:
 class _Member:
     kind: str  # Node or HyperNode
     exact: str | None = None
-    regex: re.Pattern[str] | None = None
+    regex: Any = None  # a compiled RE2 pattern
     labels: dict[str, Any] | None = None
 
 
@@ -116,13 +119,22 @@ def _member(value: Any, where: str) -> _Member:
         pattern = body.get("pattern")
         if not isinstance(pattern, str):
             raise KubeError(f"{path}.pattern", "must be a regular expression")
-        try:
-            return _Member(kind, regex=re.compile(pattern))
-        except re.error as err:
-            raise KubeError(f"{path}.pattern", f"'{pattern}' is not a regular expression ({err})") from None
+        return _Member(kind, regex=_compile(pattern, f"{path}.pattern"))
     if kind != "Node":
         raise KubeError(path, "labelMatch selects nodes only")
     return _Member(kind, labels=k8s.check_selector(body, path))
+
+
+def _compile(pattern: str, path: str) -> Any:
+    """``pattern`` as RE2 compiles it (Go's regexp syntax), or KubeError saying why not."""
+    options = re2.Options()
+    options.log_errors = False  # RE2 would also print the error (and the pattern, raw) on stderr
+    options.never_capture = True
+    try:
+        return re2.compile(pattern, options=options)
+    except re2.error as err:
+        reason = err.args[0].decode("utf-8", "replace") if err.args and isinstance(err.args[0], bytes) else str(err)
+        raise KubeError(path, f"{pattern!r} is not a regular expression RE2 (and Volcano's Go) accepts ({reason})") from None
 
 
 def _matches(member: _Member, names: Any, nodes: dict[str, dict[str, str]], by_label: dict[tuple[str, str], list[str]]) -> list[str]:

@@ -33,6 +33,8 @@ _NUMBER = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(.*)", re.DOTALL)
 _EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
 MAX_EXPONENT = 30
 """Decimal exponents beyond 10^±30 are typos for any resource a node has."""
+MAX_DIGITS = 64
+"""Digits of a quantity's number; more are typos or attacks (Kubernetes keeps 18 significant digits)."""
 
 
 class KubeError(ValueError):
@@ -56,6 +58,8 @@ def parse_quantity(value: Any, path: str) -> Fraction:
     if not match:
         raise KubeError(path, f"'{text}' is not a quantity (a number with an optional suffix such as m, Gi or e3)")
     sign, number, suffix = match.groups()
+    if len(number) > MAX_DIGITS:  # also keeps Fraction() below Python's int-conversion limit (4,300 digits)
+        raise KubeError(path, f"'{text[:20]}...': a quantity of {len(number)} digits; at most {MAX_DIGITS} are read")
     if suffix in BINARY_SUFFIXES:
         scale = Fraction(BINARY_SUFFIXES[suffix])
     elif suffix in DECIMAL_SUFFIXES:

@@ -27,10 +27,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from typing import Any
+from urllib.parse import quote
 
 from planner.cluster import Cluster, Pod
+from planner.kubernetes_names import name_problem
 from planner.plans import DefragPlan
+from planner.textsafe import printable
 
 API_VERSION = "scheduling.koordinator.sh/v1alpha1"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -134,8 +138,6 @@ def podmigrationjob_yaml(plan: DefragPlan, cluster: Cluster, **options: Any) -> 
 
 def kubectl_script(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
     """A bash script that runs the plan wave by wave through PodMigrationJobs (module docstring)."""
-    import shlex
-
     import yaml
 
     objects = pod_migration_jobs(plan, cluster, **options)
@@ -201,7 +203,7 @@ def wide_table(plan: DefragPlan, cluster: Cluster) -> str:
     for w, wave in enumerate(plan.waves, start=1):
         for move in wave:
             pod = pods[move.pod]
-            rows.append((str(w), f"{namespace_of(pod)}/{kubernetes_name(pod)}", move.from_, move.to, f"{pod.gpus:g}"))
+            rows.append((str(w), printable(f"{namespace_of(pod)}/{kubernetes_name(pod)}"), printable(move.from_), printable(move.to), f"{pod.gpus:g}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows) + "\n"
 
@@ -210,9 +212,8 @@ def placement_script(plan: Any, cluster: Cluster) -> str:
     """A bash script for a preemption or allocation plan: evict the victims through the Eviction API
     (their PodDisruptionBudgets apply: an eviction a budget forbids fails and stops the script), wait
     until they are gone, then bind each pending pod to its planned node (a ``Binding``, what a
-    scheduler posts). ``DRY_RUN=1`` sends every request with ``dryRun=All`` and waits for nothing."""
-    import shlex
-
+    scheduler posts). ``DRY_RUN=1`` sends every request with ``dryRun=All`` and waits for nothing.
+    Every value from the input is quoted (see ``_api_path``, ``_echo``)."""
     pods = {p.name: p for p in cluster.pods}
     victims = list(getattr(plan, "victims", []))
     lines = [
@@ -235,8 +236,8 @@ def placement_script(plan: Any, cluster: Cluster) -> str:
         namespace, name = namespace_of(pod), kubernetes_name(pod)
         body = json.dumps({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}})
         lines += [
-            f"echo {shlex.quote(f'evict {namespace}/{name} (on {victim.node})')} >&2",
-            f'"$KUBECTL" create --raw "/api/v1/namespaces/{namespace}/pods/{name}/eviction$QUERY" -f - <<\'PLANNER_EOF\'',
+            _echo(f"evict {namespace}/{name} (on {victim.node})"),
+            f'"$KUBECTL" create --raw {_api_path(namespace, name, "eviction")}"$QUERY" -f - <<\'PLANNER_EOF\'',
             body,
             "PLANNER_EOF",
         ]
@@ -253,13 +254,53 @@ def placement_script(plan: Any, cluster: Cluster) -> str:
         body = json.dumps({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
                            "target": {"apiVersion": "v1", "kind": "Node", "name": placement.node}})
         lines += [
-            f"echo {shlex.quote(f'bind {namespace}/{name} to {placement.node}')} >&2",
-            f'"$KUBECTL" create --raw "/api/v1/namespaces/{namespace}/pods/{name}/binding$QUERY" -f - <<\'PLANNER_EOF\'',
+            _echo(f"bind {namespace}/{name} to {placement.node}"),
+            f'"$KUBECTL" create --raw {_api_path(namespace, name, "binding")}"$QUERY" -f - <<\'PLANNER_EOF\'',
             body,
             "PLANNER_EOF",
         ]
     if getattr(plan, "reactivate", None):
-        lines.append(f"# then standby pod {plan.reactivate} wakes on its own node: no Kubernetes request does that; its controller must")
+        lines.append(f"# then standby pod {printable(plan.reactivate)} wakes on its own node: no Kubernetes request does that; its controller must")
     if not victims and not plan.placements:
         lines.append("echo 'the plan has nothing to do' >&2")
     return "\n".join(lines) + "\n"
+
+
+def _api_path(namespace: str, name: str, subresource: str) -> str:
+    """A pod subresource's API path as one shell word: each name percent-encoded as one path segment
+    ('/' and '..' cannot walk to another object), the whole single-quoted."""
+    return shlex.quote(f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/{subresource}")
+
+
+def _echo(message: str) -> str:
+    """A progress line on stderr: quoted for the shell, control characters escaped for the terminal."""
+    return f"echo {shlex.quote(printable(message))} >&2"
+
+
+def script_name_problems(plan: Any, cluster: Cluster) -> list[str]:
+    """The names a script or the objects for ``plan`` would send to Kubernetes that Kubernetes refuses
+    (pods and nodes: DNS-1123 subdomains, namespaces: DNS-1123 labels), each at its snapshot path.
+    Checked before any Kubernetes output from a snapshot that did not come through the importer."""
+    pod_row = {pod.name: i for i, pod in enumerate(cluster.pods)}
+    node_row = {node.name: i for i, node in enumerate(cluster.nodes)}
+    pod_names = [m.pod for wave in getattr(plan, "waves", []) for m in wave]
+    pod_names += [v.pod for v in getattr(plan, "victims", [])] + [p.pod for p in plan.placements]
+    pod_names += [plan.reactivate] if getattr(plan, "reactivate", None) else []
+    node_names = [n for wave in getattr(plan, "waves", []) for m in wave for n in (m.from_, m.to)]
+    node_names += [v.node for v in getattr(plan, "victims", [])] + [p.node for p in plan.placements]
+    problems: list[str] = []
+    named: dict[tuple[str, str], int] = {}
+    for i in sorted({pod_row[name] for name in pod_names if name in pod_row}):
+        pod = cluster.pods[i]
+        for field, value, what in (("name", kubernetes_name(pod), "pod name"), ("namespace", namespace_of(pod), "namespace")):
+            problem = name_problem(value, what)
+            if problem:
+                problems.append(f"pods[{i}].{field}: {problem}; Kubernetes output needs Kubernetes names")
+        first = named.setdefault((namespace_of(pod), kubernetes_name(pod)), i)
+        if first != i:
+            problems.append(f"pods[{i}].name: is Kubernetes pod {namespace_of(pod)}/{kubernetes_name(pod)}, as pods[{first}] is")
+    for j in sorted({node_row[name] for name in node_names if name in node_row}):
+        problem = name_problem(cluster.nodes[j].name, "node name")
+        if problem:
+            problems.append(f"nodes[{j}].name: {problem}; Kubernetes output needs Kubernetes names")
+    return problems
