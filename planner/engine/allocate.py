@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from planner import rules
 from planner.cluster import Cluster, SnapshotError
 from planner.engine.defrag import PlanBug, PlanOptionError, refuse_unused
-from planner.heuristics.topology import allocate_job, entropy, min_switches, node_slots
+from planner.heuristics.topology import CHOOSERS, allocate_job, entropy, largest_first, min_switches, node_slots
 from planner.plans import AllocationComparison, AllocationPlan, Placement, SolveReport, Unplaced
 from planner.provenance import stamp
 from planner.state import PENDING, ClusterState
@@ -172,7 +172,7 @@ def greedy_plan(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[i
             pods = pods_of[name]
             running = np.flatnonzero((state.pod_job == job_index[name]) & (state.pod_node != PENDING))
             need = rules.gang_need(job.min_available, len(pods), len(running))
-            smallest = min_switches(switch_room(alone[name], domains), max(need, 1))
+            smallest = min_switches(switch_room(alone[name], state.asw_domain), max(need, 1))
             within = int(domains[state.pod_node[running[0]]]) if required and len(running) else None
             placed, reason = _place(state, pods, need, domains, options.method, required, level, rng, within)
             if reason is not None:
@@ -338,17 +338,30 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
 def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray, method: str, required: bool, level: str,  # type: ignore[no-untyped-def]
            rng: np.random.Generator, within: int | None = None):
     """(pod, node) pairs for ``need`` of the pods, or the reason they cannot start; ``within``: the
-    switch a required job's running pods are under, which the others must join."""
+    switch a required job's running pods are under, which the others must join. ``domains``: each
+    node's domain at the job's level; switches are chosen among access switches (under one spine for
+    a spine job that needs or, at no cost in access switches, can have one)."""
     method = "largest-first" if method == "greedy" else method
+    asw = state.asw_domain
     if within is not None:
-        placed, reason = allocate_job(state, pods[:need], np.where(domains == within, 0, -1), method, rng)
+        placed, reason = allocate_job(state, pods[:need], np.where(domains == within, asw, -1), method, rng)
         return placed, None if reason is None else f"its running pods hold it to one {level}: {reason}"
-    if not required:
-        return allocate_job(state, pods[:need], domains, method, rng)
     slots = node_slots(state, pods[0])
     ids = np.unique(domains)
     room = np.array(switch_room(slots, domains), dtype=np.int64)
     fits = np.flatnonzero(room >= need)
+    best_fit = CHOOSERS.get(method) is largest_first
+    if level == "spine" and best_fit and len(fits):
+        # largest-first: the spines that hold the job on the fewest access switches, the smallest of them
+        fewest = [min_switches(switch_room(np.where(domains == ids[f], slots, 0), asw), need) for f in fits.tolist()]
+        least = min(f for f in fewest if f is not None)
+        fits = np.array([f for f, k in zip(fits.tolist(), fewest) if k == least], dtype=np.int64)
+        if not required and least > (min_switches(switch_room(slots, asw), need) or 0):
+            fits = fits[:0]  # one spine would cost access switches: the job spans spines instead
+    if not required:
+        if level == "spine" and best_fit and len(fits):
+            return allocate_job(state, pods[:need], np.where(domains == ids[int(fits[np.argmin(room[fits])])], asw, -1), method, rng)
+        return allocate_job(state, pods[:need], asw if best_fit else domains, method, rng)
     if not len(fits):
         return [], f"needs {need} pods under one {level}; the roomiest {level} takes {int(room.max()) if len(room) else 0}"
     # Algorithm 2 takes the lowest-index switch of its all-way tie; random any that holds the job;
@@ -359,7 +372,7 @@ def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray,
         pick = int(fits[rng.integers(len(fits))])
     else:
         pick = int(fits[np.argmin(room[fits])])
-    return allocate_job(state, pods[:need], np.where(domains == ids[pick], 0, -1), method, rng)
+    return allocate_job(state, pods[:need], np.where(domains == ids[pick], asw, -1), method, rng)
 
 
 def _place_extras(state: ClusterState, pods: list[int], domains: np.ndarray, method: str, required: bool, anchor: list[int],
