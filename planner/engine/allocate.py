@@ -158,7 +158,7 @@ def greedy_plan(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[i
     job_index = cluster.job_index() if index is None else index.job_index
     # the minimum switches and nodes a job could use, with the snapshot's free room to itself (the
     # same basis for every method, so ratios compare across methods)
-    alone = {name: node_slots(state, pods_of[name][0]) for name in order}
+    alone = {name: node_slots(state, pods_of[name][0], packed=True) for name in order}
     placements: list[Placement] = []
     unplaced: list[Unplaced] = []
     per_job: dict[str, Any] = {}
@@ -310,7 +310,7 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
         pairs = result.assignment.get(j, [])
         if not pairs:
             continue
-        slots = node_slots(state, pods_of[j][0])
+        slots = node_slots(state, pods_of[j][0], packed=True)
         per_job[j] = _job_metrics(state, cluster, pairs, slots, len(pairs), min_switches(switch_room(slots, state.asw_domain), len(pairs)))
         for p, n in pairs:
             placements.append(Placement(pod=state.pod_names[p], node=state.node_names[n]))
@@ -329,6 +329,18 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
             **result.fields,
         ),
     )
+    start_plan = best_start[0]
+    if result.status != "optimal" and _lexicographic_key(start_plan) > _lexicographic_key(plan):
+        # the model's plan lost to its own start (GPU shares make the model stricter than the rules;
+        # a timeout): the start is returned, with the model's claims, which bound every plan
+        plan = plan.model_copy(update={
+            "placements": start_plan.placements, "unplaced": start_plan.unplaced,
+            "metrics": {**start_plan.metrics, "switches": sum(m["asws"] for m in start_plan.metrics["per_job"].values())},
+            "report": plan.report.model_copy(update={"objective": start_plan.report.objective if start_plan.report else None,
+                                                     "plan_from": f"the start ({best_start[1]}): better than the model's plan"}),
+        })
+        if plan.report.bound is not None:
+            plan.report.gap = round((plan.report.bound - (plan.report.objective or 0.0)) / max(plan.report.bound, 1), 6)
     violations = validate_allocate(cluster, plan)
     if violations:
         raise PlanBug("exact produced an invalid allocation: " + "; ".join(map(str, violations[:5])))
@@ -346,7 +358,7 @@ def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray,
     if within is not None:
         placed, reason = allocate_job(state, pods[:need], np.where(domains == within, asw, -1), method, rng)
         return placed, None if reason is None else f"its running pods hold it to one {level}: {reason}"
-    slots = node_slots(state, pods[0])
+    slots = node_slots(state, pods[0], packed=True)
     ids = np.unique(domains)
     room = np.array(switch_room(slots, domains), dtype=np.int64)
     fits = np.flatnonzero(room >= need)
