@@ -128,3 +128,24 @@ def test_exact_never_returns_worse_than_its_start_with_gpu_shares(solver: str) -
     assert plan.report.status == "feasible" and plan.report.model_exact is False
     assert key_of(snapshot, {p.pod: p.node for p in plan.placements}) == optimum(snapshot)
     assert plan.metrics["switches"] == plan.metrics["per_job"]["s"]["asws"] == 1
+
+
+def two_spines(caps: dict[str, tuple[str, int]], mode: str) -> dict:
+    """One node per access switch (name -> (spine, free GPUs)) and a spine job of 4 one-GPU pods."""
+    nodes = [{"name": f"n-{a}", "gpus": g, "cpus": 16, "memory_gib": 64, "asw": a, "spine": p} for a, (p, g) in caps.items()]
+    pods = [{"name": f"s-{i}", "job": "s", "gpus": 1, "cpus": 1} for i in range(4)]
+    return {"nodes": nodes, "pods": pods, "jobs": [{"name": "s", "topology": {"level": "spine", "mode": mode}}]}
+
+
+@pytest.mark.parametrize("mode, caps", [
+    ("preferred", {"a": ("p0", 3), "c": ("p1", 2), "d": ("p1", 2)}),  # one spine (p1) is {2, 2}; {3, 1} spans two
+    ("required", {"a": ("p0", 2), "b": ("p0", 2), "c": ("p1", 3), "d": ("p1", 1)}),  # both spines need 2 switches
+])
+def test_largest_first_gives_a_spine_job_the_least_entropy(mode: str, caps: dict) -> None:
+    """Largest-first's promise for one job (fewest access switches, then least entropy) holds for spine
+    jobs: a required one takes the spine where it spreads least, a preferred one is not held to a spine."""
+    snapshot = two_spines(caps, mode)
+    cluster = Cluster.model_validate(snapshot)
+    plan = plan_allocate(cluster, AllocateOptions(method="largest-first"))
+    got, want = key_of(snapshot, {p.pod: p.node for p in plan.placements}), optimum(snapshot)
+    assert got[:2] == want[:2] == (4.0, 2) and got[2] == pytest.approx(want[2]) == pytest.approx(0.562335, abs=1e-6)

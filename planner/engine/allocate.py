@@ -352,7 +352,7 @@ def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray,
     """(pod, node) pairs for ``need`` of the pods, or the reason they cannot start; ``within``: the
     switch a required job's running pods are under, which the others must join. ``domains``: each
     node's domain at the job's level; switches are chosen among access switches (under one spine for
-    a spine job that needs or, at no cost in access switches, can have one)."""
+    a required spine job)."""
     method = "largest-first" if method == "greedy" else method
     asw = state.asw_domain
     if within is not None:
@@ -363,17 +363,15 @@ def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray,
     room = np.array(switch_room(slots, domains), dtype=np.int64)
     fits = np.flatnonzero(room >= need)
     best_fit = CHOOSERS.get(method) is largest_first
-    if level == "spine" and best_fit and len(fits):
-        # largest-first: the spines that hold the job on the fewest access switches, the smallest of them
-        fewest = [min_switches(switch_room(np.where(domains == ids[f], slots, 0), asw), need) for f in fits.tolist()]
-        least = min(f for f in fewest if f is not None)
-        fits = np.array([f for f, k in zip(fits.tolist(), fewest) if k == least], dtype=np.int64)
-        if not required and least > (min_switches(switch_room(slots, asw), need) or 0):
-            fits = fits[:0]  # one spine would cost access switches: the job spans spines instead
-    if not required:
-        if level == "spine" and best_fit and len(fits):
-            return allocate_job(state, pods[:need], np.where(domains == ids[int(fits[np.argmin(room[fits])])], asw, -1), method, rng)
+    if not required:  # largest-first counts access switches for every job (a preferred spine is not minimised)
         return allocate_job(state, pods[:need], asw if best_fit else domains, method, rng)
+    if level == "spine" and best_fit and len(fits):
+        # largest-first: of the spines that hold the job, one where it spans the fewest access
+        # switches with the least entropy (largest-first within it), then the smallest
+        def spread(f: int) -> tuple[int, float, int]:
+            within = largest_first(switch_room(np.where(domains == ids[f], slots, 0), asw), need) or []
+            return len(within), round(entropy([n for _, n in within]), 12), int(room[f])
+        fits = np.array([min(fits.tolist(), key=spread)], dtype=np.int64)
     if not len(fits):
         return [], f"needs {need} pods under one {level}; the roomiest {level} takes {int(room.max()) if len(room) else 0}"
     # Algorithm 2 takes the lowest-index switch of its all-way tie; random any that holds the job;
