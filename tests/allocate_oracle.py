@@ -58,11 +58,14 @@ def devices_for(shares: tuple[float, ...]) -> int:
 
 
 class Load:
-    """What a node holds: whole GPUs, its shares, CPUs, memory, anti-affinity groups."""
+    """What a node holds: whole GPUs, its shares, CPUs, memory, the anti-affinity groups of the pods
+    placed by the plan (``groups``) and of those running there (``running_groups``: a conflict among
+    running pods is not the plan's doing)."""
 
     def __init__(self, node: Mapping[str, Any]):
         self.node = node
         self.whole, self.shares, self.cpus, self.memory, self.groups = 0.0, (), 0.0, 0.0, ()
+        self.running_groups: set[str] = set()
 
     def add(self, pod: Mapping[str, Any], k: int, sign: int = 1) -> None:
         if not k:
@@ -79,7 +82,7 @@ class Load:
             self.groups = (*self.groups, *groups) if sign > 0 else _without(self.groups, None, 0, groups)
 
     def holds(self) -> bool:
-        return (len(self.groups) == len(set(self.groups))
+        return (len(self.groups) == len(set(self.groups)) and not self.running_groups.intersection(self.groups)
                 and self.whole + devices_for(self.shares) <= self.node["gpus"]
                 and self.cpus <= self.node["cpus"] + EPS and self.memory <= self.node.get("memory_gib", 0) + EPS)
 
@@ -93,11 +96,11 @@ def room_for(here: Load, pod: Mapping[str, Any], most: int) -> int:
         k = 0
         while k < most:
             here.add(pod, 1)
-            fits = here.holds()
-            here.add(pod, 1, -1)
-            if not fits:
+            if not here.holds():
+                here.add(pod, 1, -1)
                 break
             k += 1
+        here.add(pod, k, -1)
         return k
     if not here.holds():
         return 0
@@ -149,7 +152,8 @@ def optimum(snapshot: Mapping[str, Any]) -> Key:
     load = {n["name"]: Load(n) for n in nodes}
     for pod in snapshot["pods"]:
         if pod.get("node"):
-            load[pod["node"]].add(pod, 1)
+            load[pod["node"]].add({**pod, "anti_affinity": []}, 1)
+            load[pod["node"]].running_groups.update(pod.get("anti_affinity") or [])
     jobs = []
     for job in snapshot["jobs"]:
         pending = [p for p in snapshot["pods"] if p.get("job") == job["name"] and not p.get("node")]
