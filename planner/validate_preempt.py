@@ -5,10 +5,13 @@ when the job was pending and is placed whole (or at least ``min_available`` of i
 of ``rules.py`` holds on every node afterwards (capacity, GPU model, selector, anti-affinity,
 schedulable, the job's required topology), placements name free devices of their node when they
 name any, a ``guaranteed`` NUMA job is aligned (``rules.numa_guaranteed_breaks``), every victim may be
-preempted by the job (``rules.victim_refusal``), each victim's gang is evicted whole, and each
-victim's ``lost_gpu_s`` is what the cost model gives.
+preempted by the job (``rules.victim_refusal``), each victim's unit is evicted whole, and each
+victim's ``lost_gpu_s`` is what the cost model gives. A victim unit is a gang (the pods of a job), or
+one pod: a pod of no job, or of a job whose pods start one by one (``min_available`` 1, a
+Deployment's replicas), which loses replicas without being split. A gang of ``min_available`` k > 1
+is evicted whole (evicting only its surplus pods is not modelled).
 
-``surplus_units`` counts victim gangs the plan did not need: returning any one of them to the cluster
+``surplus_units`` counts victim units the plan did not need: returning any one of them to the cluster
 would leave the plan valid. Surplus is not a violation (Volcano's plans have it); it is measured.
 """
 
@@ -60,7 +63,7 @@ def validate_preempt(cluster: Cluster, plan: PreemptPlan) -> list[Violation]:
 
 
 def surplus_units(cluster: Cluster, plan: PreemptPlan) -> int:
-    """Victim gangs whose return would leave the plan valid (0 for a plan without surplus)."""
+    """Victim units whose return would leave the plan valid (0 for a plan without surplus)."""
     if plan.reactivate is not None:
         view = reactivation_view(cluster, plan.reactivate)
         cluster, plan = view.cluster, plan.model_copy(update={"job": view.job, "reactivate": None})
@@ -93,8 +96,10 @@ class _Check:
                 self.job_pods[pod.job].append(pod)
 
     def unit_of(self, pod_name: str) -> str:
+        """The victim unit of a pod: its gang, or the pod alone (no job, or ``min_available`` 1)."""
         pod = self.pods[pod_name]
-        return f"job:{pod.job}" if pod.job is not None else f"pod:{pod.name}"
+        job = self.jobs.get(pod.job) if pod.job is not None else None
+        return f"pod:{pod.name}" if pod.job is None or (job is not None and job.min_available == 1) else f"job:{pod.job}"
 
     def units(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -172,6 +177,8 @@ class _Check:
                     Violation(COST_MISMATCH, f"{where}: lost_gpu_s is {victim.lost_gpu_s!r}, the cost model gives {truth!r}", pod=pod.name)
                 )
         for job_name in sorted({self.pods[v].job for v in named if v in self.pods and self.pods[v].job is not None}):
+            if self.unit_of(self.job_pods[job_name][0].name).startswith("pod:"):
+                continue  # min_available 1: its replicas are victims one by one
             left = [p.name for p in self.job_pods[job_name] if p.node is not None and p.name not in named]
             if left:
                 problems.append(

@@ -12,8 +12,8 @@ of victim gangs is evicted.
   placed pod of it may be, and evicting it evicts all its placed pods. The priority rule alone
   limits a spot job (one with an LP pod): at the default spot priority it evicts nothing, with a
   higher ``priority_value`` it may evict lower spot pods (see ``SPOT_JOBS_PREEMPT``).
-* Afterwards, on every node receiving a pod of J: GPUs, CPUs, memory within capacity (CPUs and
-  memory with 1e-9 of slack); every arriving pod's ``gpu_models`` (if any) holds the node's model,
+* Afterwards, on every node receiving a pod of J: GPUs, CPUs, memory within capacity (GPUs: whole
+  ones plus the fewest devices the GPU shares pack on; CPUs and memory with 1e-9 of slack); every arriving pod's ``gpu_models`` (if any) holds the node's model,
   its ``node_selector`` is a subset of the labels, the node is schedulable; no arriving pod shares
   an ``anti_affinity`` group with another pod on the node. A ``required`` topology puts every
   placed pod of J under one switch (a node without one is a domain of its own).
@@ -32,6 +32,8 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from tests.allocate_oracle import devices_for
 
 EPS = 1e-9
 HP_DEFAULT = 1000
@@ -75,6 +77,13 @@ def unit_key(pod: Mapping[str, Any], one_by_one: set[str] = frozenset()) -> tupl
     return ("job", pod["job"]) if pod.get("job") is not None and pod["job"] not in one_by_one else ("pod", pod["name"])
 
 
+def gpus_held(pods: Iterable[Mapping[str, Any]]) -> float:
+    """Devices the pods hold: their whole GPUs plus the fewest devices their GPU shares pack on."""
+    pods = list(pods)
+    shares = tuple(sorted((float(p["gpus"]) for p in pods if 0 < float(p["gpus"]) < 1), reverse=True))
+    return sum(float(p["gpus"]) for p in pods if float(p["gpus"]) >= 1) + devices_for(shares)
+
+
 def _domain(node: Mapping[str, Any], level: str) -> str:
     if level == "spine" and node.get("spine") is not None:
         return "spine:" + node["spine"]
@@ -99,9 +108,6 @@ class Decision:
         self.job_pods = [p["name"] for p in snapshot.get("pods", []) if p.get("job") == job]
         if not self.job_pods or any(self.pods[p].get("node") is not None for p in self.job_pods):
             raise ValueError(f"job {job!r} is not a pending job with pods")
-        for p in snapshot.get("pods", []):
-            if 0 < float(p["gpus"]) < 1:
-                raise NotImplementedError("the oracle does not pack GPU shares")
         self.need = self.spec.get("min_available") or len(self.job_pods)
         self.job_priority = min(priority(self.pods[p]) for p in self.job_pods)
         self.preemptive = SPOT_JOBS_PREEMPT or all(self.pods[p].get("priority", "HP") == "HP" for p in self.job_pods)
@@ -171,7 +177,7 @@ class Decision:
             if any(p.get("standby") for p in everyone):
                 groups.append(("HP reservations: ", [p for p in everyone if p.get("priority", "HP") == "HP"]))
             for what, counted in groups:
-                gpus = sum(float(p["gpus"]) for p in counted)
+                gpus = gpus_held(counted)
                 cpus = sum(float(p["cpus"]) for p in counted)
                 memory = sum(float(p.get("memory_gib", 0.0)) for p in counted)
                 if gpus > node["gpus"]:

@@ -19,6 +19,7 @@ from planner.engine.allocate import AllocateOptions, plan_allocate
 from planner.heuristics.topology import slurm_tree
 from planner.models import topology
 from planner.validate_allocate import validate_allocate
+from tests import allocate_oracle
 
 
 def tiny_cluster(seed: int, twins: bool = False) -> Cluster:
@@ -77,75 +78,9 @@ def brute_force(cluster: Cluster) -> tuple[float, int, float]:
 
 
 def _enumerate(cluster: Cluster) -> tuple[float, int, float]:
-    """The lexicographic optimum (most GPUs, fewest switches, least entropy) by enumeration: per job,
-    not started or every vector of its pod counts per node that fits what is left."""
-    names = [n.name for n in cluster.nodes]
-    asw = [n.asw for n in cluster.nodes]
-    free = {n.name: [n.gpus, n.cpus] for n in cluster.nodes}
-    for pod in cluster.pods:
-        if pod.node is not None:
-            free[pod.node][0] -= pod.gpus
-            free[pod.node][1] -= pod.cpus
-    room = [free[n] for n in names]
-    jobs = []
-    for job in cluster.jobs:
-        pods = [p for p in cluster.pods if p.job == job.name and p.node is None]
-        jobs.append((len(pods), int(pods[0].gpus), int(pods[0].cpus), job.topology is not None and job.topology.mode == "required"))
-    best: list[tuple[float, int, float]] = [(0.0, 0, 0.0)]
-    chosen: list[list[int] | None] = []
-
-    def score() -> None:
-        gpus, switches, h = 0.0, 0, 0.0
-        for (count, g, _, _), vector in zip(jobs, chosen):
-            if vector is None:
-                continue
-            per_switch: dict[str, float] = {}
-            for n, k in enumerate(vector):
-                if k:
-                    per_switch[asw[n]] = per_switch.get(asw[n], 0.0) + k * g
-            gpus += count * g
-            switches += len(per_switch)
-            h += entropy(list(per_switch.values()))
-        if (gpus, -switches, -h) > (best[0][0], -best[0][1], -best[0][2] + 1e-12):
-            best[0] = (gpus, switches, h)
-
-    def vectors(count: int, g: int, c: int, n: int):  # type: ignore[no-untyped-def]
-        if n == len(names):
-            if count == 0:
-                yield []
-            return
-        most = int(min(count, room[n][0] // g, room[n][1] // c))
-        for k in range(most + 1):
-            room[n][0] -= k * g
-            room[n][1] -= k * c
-            for rest in vectors(count - k, g, c, n + 1):
-                yield [k, *rest]
-            room[n][0] += k * g
-            room[n][1] += k * c
-
-    def walk(i: int) -> None:
-        if i == len(jobs):
-            score()
-            return
-        chosen.append(None)
-        walk(i + 1)
-        chosen.pop()
-        count, g, c, required = jobs[i]
-        for vector in list(vectors(count, g, c, 0)):
-            if required and len({asw[n] for n, k in enumerate(vector) if k}) > 1:
-                continue
-            for n, k in enumerate(vector):
-                room[n][0] -= k * g
-                room[n][1] -= k * c
-            chosen.append(vector)
-            walk(i + 1)
-            chosen.pop()
-            for n, k in enumerate(vector):
-                room[n][0] += k * g
-                room[n][1] += k * c
-
-    walk(0)
-    return best[0]
+    """The lexicographic optimum (most GPUs, fewest switches, least entropy) by enumeration
+    (``tests/allocate_oracle.py``)."""
+    return allocate_oracle.optimum(cluster.model_dump(mode="json"))
 
 
 @pytest.mark.parametrize("solver, rows", [("cpsat", "multisets"), ("highs", "multisets"), ("auto", "multisets"), ("highs", "pairing")])

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from planner import rules
 from planner.cluster import Cluster, SnapshotError
 from planner.engine.defrag import PlanBug, PlanOptionError, refuse_unused
-from planner.heuristics.topology import allocate_job, entropy, min_switches, node_slots
+from planner.heuristics.topology import CHOOSERS, allocate_job, entropy, largest_first, min_switches, node_slots
 from planner.plans import AllocationComparison, AllocationPlan, Placement, SolveReport, Unplaced
 from planner.provenance import stamp
 from planner.state import PENDING, ClusterState
@@ -158,7 +158,7 @@ def greedy_plan(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[i
     job_index = cluster.job_index() if index is None else index.job_index
     # the minimum switches and nodes a job could use, with the snapshot's free room to itself (the
     # same basis for every method, so ratios compare across methods)
-    alone = {name: node_slots(state, pods_of[name][0]) for name in order}
+    alone = {name: node_slots(state, pods_of[name][0], packed=True) for name in order}
     placements: list[Placement] = []
     unplaced: list[Unplaced] = []
     per_job: dict[str, Any] = {}
@@ -172,7 +172,7 @@ def greedy_plan(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[i
             pods = pods_of[name]
             running = np.flatnonzero((state.pod_job == job_index[name]) & (state.pod_node != PENDING))
             need = rules.gang_need(job.min_available, len(pods), len(running))
-            smallest = min_switches(switch_room(alone[name], domains), max(need, 1))
+            smallest = min_switches(switch_room(alone[name], state.asw_domain), max(need, 1))
             within = int(domains[state.pod_node[running[0]]]) if required and len(running) else None
             placed, reason = _place(state, pods, need, domains, options.method, required, level, rng, within)
             if reason is not None:
@@ -310,7 +310,7 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
         pairs = result.assignment.get(j, [])
         if not pairs:
             continue
-        slots = node_slots(state, pods_of[j][0])
+        slots = node_slots(state, pods_of[j][0], packed=True)
         per_job[j] = _job_metrics(state, cluster, pairs, slots, len(pairs), min_switches(switch_room(slots, state.asw_domain), len(pairs)))
         for p, n in pairs:
             placements.append(Placement(pod=state.pod_names[p], node=state.node_names[n]))
@@ -329,6 +329,18 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
             **result.fields,
         ),
     )
+    start_plan = best_start[0]
+    if result.status != "optimal" and _lexicographic_key(start_plan) > _lexicographic_key(plan):
+        # the model's plan lost to its own start (GPU shares make the model stricter than the rules;
+        # a timeout): the start is returned, with the model's claims, which bound every plan
+        plan = plan.model_copy(update={
+            "placements": start_plan.placements, "unplaced": start_plan.unplaced,
+            "metrics": {**start_plan.metrics, "switches": sum(m["asws"] for m in start_plan.metrics["per_job"].values())},
+            "report": plan.report.model_copy(update={"objective": start_plan.report.objective if start_plan.report else None,
+                                                     "plan_from": f"the start ({best_start[1]}): better than the model's plan"}),
+        })
+        if plan.report.bound is not None:
+            plan.report.gap = round((plan.report.bound - (plan.report.objective or 0.0)) / max(plan.report.bound, 1), 6)
     violations = validate_allocate(cluster, plan)
     if violations:
         raise PlanBug("exact produced an invalid allocation: " + "; ".join(map(str, violations[:5])))
@@ -338,17 +350,28 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
 def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray, method: str, required: bool, level: str,  # type: ignore[no-untyped-def]
            rng: np.random.Generator, within: int | None = None):
     """(pod, node) pairs for ``need`` of the pods, or the reason they cannot start; ``within``: the
-    switch a required job's running pods are under, which the others must join."""
+    switch a required job's running pods are under, which the others must join. ``domains``: each
+    node's domain at the job's level; switches are chosen among access switches (under one spine for
+    a required spine job)."""
     method = "largest-first" if method == "greedy" else method
+    asw = state.asw_domain
     if within is not None:
-        placed, reason = allocate_job(state, pods[:need], np.where(domains == within, 0, -1), method, rng)
+        placed, reason = allocate_job(state, pods[:need], np.where(domains == within, asw, -1), method, rng)
         return placed, None if reason is None else f"its running pods hold it to one {level}: {reason}"
-    if not required:
-        return allocate_job(state, pods[:need], domains, method, rng)
-    slots = node_slots(state, pods[0])
+    slots = node_slots(state, pods[0], packed=True)
     ids = np.unique(domains)
     room = np.array(switch_room(slots, domains), dtype=np.int64)
     fits = np.flatnonzero(room >= need)
+    best_fit = CHOOSERS.get(method) is largest_first
+    if not required:  # largest-first counts access switches for every job (a preferred spine is not minimised)
+        return allocate_job(state, pods[:need], asw if best_fit else domains, method, rng)
+    if level == "spine" and best_fit and len(fits):
+        # largest-first: of the spines that hold the job, one where it spans the fewest access
+        # switches with the least entropy (largest-first within it), then the smallest
+        def spread(f: int) -> tuple[int, float, int]:
+            within = largest_first(switch_room(np.where(domains == ids[f], slots, 0), asw), need) or []
+            return len(within), round(entropy([n for _, n in within]), 12), int(room[f])
+        fits = np.array([min(fits.tolist(), key=spread)], dtype=np.int64)
     if not len(fits):
         return [], f"needs {need} pods under one {level}; the roomiest {level} takes {int(room.max()) if len(room) else 0}"
     # Algorithm 2 takes the lowest-index switch of its all-way tie; random any that holds the job;
@@ -359,7 +382,7 @@ def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray,
         pick = int(fits[rng.integers(len(fits))])
     else:
         pick = int(fits[np.argmin(room[fits])])
-    return allocate_job(state, pods[:need], np.where(domains == ids[pick], 0, -1), method, rng)
+    return allocate_job(state, pods[:need], np.where(domains == ids[pick], asw, -1), method, rng)
 
 
 def _place_extras(state: ClusterState, pods: list[int], domains: np.ndarray, method: str, required: bool, anchor: list[int],

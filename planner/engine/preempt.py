@@ -157,12 +157,20 @@ def _plan_reactivate(cluster: Cluster, pod: str, options: PreemptOptions) -> Pre
     return as_reactivation(decide_plan(view.cluster, ps, ask, options.method, options))
 
 
+EXACT_STARTS = ("spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano")
+"""The heuristics whose plans start the exact model (and the ``compare`` heuristic): it never reports
+a plan worse than one of them. The model is stricter than the rules with GPU shares, and each
+heuristic misses plans another finds (a share pod stranded by SpotGPU's best fit, found by FlexTopo)."""
+
+
 def decide(ps: PreemptState, ask: Ask, method: str, options: PreemptOptions) -> tuple[Choice, dict[str, Any]]:
     """The raw decision of ``method`` (no plan, no validation): what simulations call in a loop."""
     if method == "exact":
         from planner.models.preempt import solve_preempt
 
-        return solve_preempt(ps, ask, options.solver, options.time_limit_s, options.solver_workers)
+        names = list(dict.fromkeys((*EXACT_STARTS, options.heuristic)))
+        starts = {name: place_job(ps, ask, policy_of(name, options)) for name in names}
+        return solve_preempt(ps, ask, options.solver, options.time_limit_s, options.solver_workers, starts)
     return place_job(ps, ask, policy_of(method, options)), {}
 
 

@@ -43,11 +43,18 @@ from planner.preempt_state import Ask, PreemptState
 from planner.state import PENDING, UNLISTED
 
 
-def solve_preempt(ps: PreemptState, ask: Ask, solver: str, time_limit_s: float, workers: int) -> tuple[Choice, dict[str, Any]]:
-    """The exact decision and the solver fields of its report (status, bound, solver, ...)."""
-    warm = place_job(ps, ask, SpotGpu())
+def solve_preempt(ps: PreemptState, ask: Ask, solver: str, time_limit_s: float, workers: int,
+                  starts: dict[str, Choice] | None = None) -> tuple[Choice, dict[str, Any]]:
+    """The exact decision and the solver fields of its report (status, bound, solver, ...).
+    ``starts``: heuristic decisions by name (default: SpotGPU's); the cheapest starts the solver, and
+    the result is never worse than it."""
+    starts = starts or {"spotgpu": place_job(ps, ask, SpotGpu())}
+    found = {name: c for name, c in starts.items() if c.reason is None}
+    start_name = min(found, key=lambda name: found[name].key) if found else next(iter(starts))
+    warm = starts[start_name]
     built = _Model(ps, ask)
-    fields: dict[str, Any] = {"solver": solver, "model_exact": built.exact, "variables": built.milp.num_vars, "rows": built.milp.num_rows}
+    fields: dict[str, Any] = {"solver": solver, "model_exact": built.exact, "variables": built.milp.num_vars, "rows": built.milp.num_rows,
+                              "start": start_name if warm.reason is None else None}
     if not built.candidates_exist:  # by the rules themselves: a proof whatever the model's units
         return Choice(reason=built.no_candidate_reason, proven_infeasible=True), {**fields, "status": "infeasible"}
     result = solve(built.milp, solver, time_limit_s, workers, built.hint(warm), deterministic=solver == "cpsat")

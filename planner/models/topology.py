@@ -15,14 +15,17 @@ model decides pods per job *per switch* and proves, per switch, that the nodes c
 Variables:
   x[j, d]  integer, pods of job j under access switch d;
   z[j]     binary, job j starts (all its pods, or at least ``min_available``);
-  u[j, e]  binary, job j uses switch e at its topology level (asw, or spine for spine jobs);
+  u[j, e]  binary, job j uses access switch e (every job: switches are counted at access level, as
+           documented, a spine job's too);
+  v[j, s]  binary, a ``required`` spine job uses spine s (its one-spine rule; spines are not counted);
   w[c, p]  integer, nodes of class c packed with pattern p; y[s, n] pods of shape s on node n
            for the per-node classes.
 Constraints:
   (1) k_j z_j <= sum_d x[j, d] <= N_j z_j                        gang (k_j = min_available or N_j)
   (2) sum_{j of shape s} x[j, d] <= sum_{c in d, p} a[p, s] w[c, p] + sum_{n in d} y[s, n]
   (3) sum_p w[c, p] <= count_c; per-node rows for y: GPUs, CPUs, memory, anti-affinity groups
-  (4) x[j, d] <= ub[j, d] u[j, e(d)];  sum_e u[j, e] <= 1 for a ``required`` job
+  (4) x[j, d] <= ub[j, d] u[j, e(d)];  sum_e u[j, e] <= 1 for a ``required`` asw job; for a
+      ``required`` spine job x[j, d] <= ub[j, d] v[j, s(d)] and sum_s v[j, s] <= 1
 Objective, lexicographic: (a) most GPUs of the jobs started; (b) fewest switches spanned, summed
   over jobs (one weighted solve for both, see ``solve_joint``); then, holding both, (c) least
   entropy (ASI Eq. 1, over access switches) summed over the jobs that may span switches, linear
@@ -35,7 +38,7 @@ Objective, lexicographic: (a) most GPUs of the jobs started; (b) fewest switches
   with GPUs and switches still listed as proven. With GPUs and
   switches held, the *switch slack* (switches held less the least summed fewest switches of the
   started jobs, bounded by a subset-sum and a short solve) caps every job at its fewest plus the
-  slack; at slack 0 an asw-level job that fits one switch has entropy 0 (no indicators). A job on
+  slack; at slack 0 a job that fits one access switch has entropy 0 (no indicators). A job on
   at least m switches holds at most N - m + 1 pods on any, and on a switch it uses at least N less
   what its other allowed switches can hold (``_count_ranges``): indicators exist only for those
   counts, and each is tied to the switch variable ("one count iff used"). These took the proofs of
@@ -55,7 +58,7 @@ Objective, lexicographic: (a) most GPUs of the jobs started; (b) fewest switches
   did not finish in 10 s on 2 of 5 such batches, and presolve cost 4 s of them. Its plan is checked
   against every row in exact integer arithmetic (``Milp.violated_rows``) and dropped, with the claim,
   when one slips.
-  *Count multisets* (43 -> 47 of 50; 48 with the GPUs-and-switches solve's smaller weight): the counts of an asw-level
+  *Count multisets* (43 -> 47 of 50; 48 with the GPUs-and-switches solve's smaller weight): the counts of a
   job over the switches it uses form one partition of N into between its fewest and U parts, each
   within the count ranges. Where those partitions are few (``PARTITION_LIMIT`` per job,
   ``PARTITION_TOTAL`` in all) each gets a variable y[j, p], sum_p y[j, p] = z[j], and for every k
@@ -190,7 +193,8 @@ class _Model:
         self.z = {j: m.var(f"z[{j}]") for j in self.names}
         self.x: dict[tuple[str, int], int] = {}
         self.ub: dict[tuple[str, int], int] = {}
-        self.u: dict[tuple[str, int], int] = {}
+        self.u: dict[tuple[str, int], int] = {}  # (job, access switch): counted in the objective
+        self.v: dict[tuple[str, int], int] = {}  # (required spine job, spine): its one-spine rule
         self.switches_of: dict[str, list[int]] = {j: [] for j in self.names}  # x's switches, in order
         self.fewest: dict[str, int | None] = {}  # switches a started job needs at least (None: it cannot start)
         room = np.zeros((len(self.shapes), len(self.switches)), dtype=np.int64)
@@ -206,21 +210,26 @@ class _Model:
                 self.x[j, d] = m.var(f"x[{j},{d}]", 0, bound)
                 self.ub[j, d] = bound
                 self.switches_of[j].append(d)
-                e = self.level_switch(j, d)
+                e = self.asw(d)
                 if (j, e) not in self.u:
                     self.u[j, e] = m.var(f"u[{j},{e}]")
                 m.row([(self.x[j, d], 1), (self.u[j, e], -bound)], None, 0, f"(4) {j} under {d}")
+                if self.spine_required(j):
+                    spine = self.switches[d][1]
+                    if (j, spine) not in self.v:
+                        self.v[j, spine] = m.var(f"v[{j},{spine}]")
+                    m.row([(self.x[j, d], 1), (self.v[j, spine], -bound)], None, 0, f"(4) {j} under spine {spine} via {d}")
             terms = [(self.x[j, d], 1) for d in self.switches_of[j]]
             m.row([*terms, (self.z[j], -len(self.jobs[j]))], None, 0, f"(1) at most N [{j}]")
             m.row([*terms, (self.z[j], -self.minimum[j])], 0, None, f"(1) at least k [{j}]")
             own = [(v, 1) for v in self.switch_vars(j)]
             if self.levels[j][1]:
-                m.row(own, None, 1, f"(4) one switch [{j}]")
-                self.whole_under(j, f"(4) all under its switch [{j}]")
-            # a cut: a started job spans at least the switches it would need alone on the free room
+                m.row([(v, 1) for v in self.domain_vars(j)], None, 1, f"(4) one {self.levels[j][0]} [{j}]")
+                self.whole_under(j, f"(4) all under its {self.levels[j][0]} [{j}]", spine=self.spine_required(j))
+            # a cut: a started job spans at least the access switches it would need alone on the free room
             level_room: dict[int, int] = {}
             for d in self.switches_of[j]:
-                e = self.level_switch(j, d)
+                e = self.asw(d)
                 level_room[e] = level_room.get(e, 0) + self.ub[j, d]
             fewest = min_switches(list(level_room.values()), self.minimum[j])
             self.fewest[j] = fewest
@@ -287,24 +296,32 @@ class _Model:
             if len(members) > 1:
                 m.row([(c.y[s, n], 1) for s in members], None, 1, f"(3) group {g} on {n}")
 
-    def whole_under(self, j: str, name: str, m: Milp | None = None) -> None:
-        """Rows for a job on at most one switch: the switch it uses holds at least its k pods
-        (sum_{d under e} x[j, d] >= k_j u[j, e]). Implied for integers (one switch, k pods), they cut
-        the relaxation's fractional split of one job over switches that cannot hold it."""
+    def whole_under(self, j: str, name: str, m: Milp | None = None, spine: bool = False) -> None:
+        """Rows for a job on at most one access switch (``spine``: one spine): the one it uses holds at
+        least its k pods (sum_{d under e} x[j, d] >= k_j u[j, e]). Implied for integers (one switch, k
+        pods), they cut the relaxation's fractional split of one job over switches that cannot hold it."""
         m = m or self.m
         under: dict[int, list[int]] = {}
         for d in self.switches_of[j]:
-            under.setdefault(self.level_switch(j, d), []).append(self.x[j, d])
+            under.setdefault(self.switches[d][1] if spine else self.asw(d), []).append(self.x[j, d])
+        chosen = self.v if spine else self.u
         for e, xs in under.items():
-            m.row([(x, 1) for x in xs] + [(self.u[j, e], -self.minimum[j])], 0, None, f"{name} [{e}]")
+            m.row([(x, 1) for x in xs] + [(chosen[j, e], -self.minimum[j])], 0, None, f"{name} [{e}]")
 
     def switch_vars(self, j: str) -> list[int]:
-        """Job j's switch variables u[j, e] (at its topology level), in creation order."""
+        """Job j's access switch variables u[j, e], in creation order."""
         return [v for (jj, _), v in self.u.items() if jj == j]
 
-    def level_switch(self, j: str, d: int) -> int:
-        asw, spine = self.switches[d]
-        return asw if self.levels[j][0] == "asw" else spine
+    def domain_vars(self, j: str) -> list[int]:
+        """The variables of job j's topology domains: u (access switches) or, for a spine job, v (spines)."""
+        return [v for (jj, _), v in self.v.items() if jj == j] if self.spine_required(j) else self.switch_vars(j)
+
+    def spine_required(self, j: str) -> bool:
+        return self.levels[j] == ("spine", True)
+
+    def asw(self, d: int) -> int:
+        """The access switch of model switch d (an (asw, spine) pair)."""
+        return self.switches[d][0]
 
     def hint(self, pairs: Pairs) -> list[int] | None:
         """The model's values for a node-level assignment (None when it does not map)."""
@@ -320,7 +337,9 @@ class _Model:
                 if d is None or (j, d) not in self.x:
                     return None
                 values[self.x[j, d]] += 1
-                values[self.u[j, self.level_switch(j, d)]] = 1
+                values[self.u[j, self.asw(d)]] = 1
+                if self.spine_required(j):
+                    values[self.v[j, self.switches[d][1]]] = 1
                 used[n, self.shape_of[j]] = used.get((n, self.shape_of[j]), 0) + 1
         for c in self.classes:
             for n in c.nodes:
@@ -547,7 +566,7 @@ def _search(m: Milp, solver: str, time_limit_s: float, workers: int, hint: list[
 def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, deadline: float, workers: int,  # type: ignore[type-arg]
                    fields: dict[str, Any]) -> tuple[list[int], bool]:
     """(c): least summed entropy with GPUs and switches held. Returns the values and whether proven."""
-    spanning = [j for j in model.names if not model.levels[j][1]]
+    spanning = [j for j in model.names if model.levels[j] != ("asw", True)]  # a required spine job may span access switches
     if any(model.minimum[j] != len(model.jobs[j]) for j in spanning):
         fields["entropy"] = ("not optimised: a job may start with fewer than all its pods (min_available), so its entropy is not "
                              "linear; without the entropy level (--no-entropy) GPUs and switches can be proven")
@@ -578,8 +597,8 @@ def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, de
             own_u = [(v, 1) for v in model.switch_vars(j)]
             if model.fewest.get(j) and own_u:
                 m.row(own_u, None, model.fewest[j] + slack, f"(c) switches within the slack [{j}]")
-        # an asw-level job held to one access switch has entropy 0: it needs no indicators
-        confined = [j for j in spanning if model.levels[j][0] == "asw" and model.fewest.get(j) == 1 and slack == 0]
+        # a job held to one access switch has entropy 0: it needs no indicators
+        confined = [j for j in spanning if model.fewest.get(j) == 1 and slack == 0]
     for j in confined:
         model.whole_under(j, f"(c) all under its switch [{j}]", m)
     spanning = [j for j in spanning if j not in confined]
@@ -766,7 +785,7 @@ def _solve_fixed(m: Milp, hint: list[int], lagrangian: LagrangianBound | None, l
 def _partition_rows(model: _Model, m: Milp, spanning: list[str], counts: dict[tuple[str, int], tuple[int, int]],
                     linked: dict[tuple[str, int], int], slack: int | None, indicator: dict[tuple[str, int, int], int]
                     ) -> dict[str, dict[tuple[int, ...], int]]:
-    """Adds, for each asw-level job whose count multisets number at most PARTITION_LIMIT (and all of
+    """Adds, for each job whose count multisets number at most PARTITION_LIMIT (and all of
     them at most PARTITION_TOTAL), one variable per multiset and the rows tying them to its count
     indicators; returns, per such job, its multisets (non-increasing) and their variables."""
     done: dict[str, dict[tuple[int, ...], int]] = {}
@@ -802,9 +821,9 @@ def _partition_rows(model: _Model, m: Milp, spanning: list[str], counts: dict[tu
 
 def _counts_tied(model: _Model, j: str, linked: dict[tuple[str, int], int]) -> bool:
     """Whether job j's count indicators give its pods per access switch, each tied to the switch
-    variable (an asw-level job whose every switch is one (asw, spine) pair): the condition under which
+    variable (a job whose every access switch is one (asw, spine) pair): the condition under which
     its counts over the switches it uses are one multiset the multiset rows and pairings speak of."""
-    return model.levels[j][0] == "asw" and all((j, d) in linked for d in model.switches_of[j])
+    return all((j, d) in linked for d in model.switches_of[j])
 
 
 def _partitions(n: int, low: int, high: int, fewest: int, most: int, cap: int) -> list[tuple[int, ...]] | None:
@@ -843,7 +862,8 @@ def _twins_sorted(model: _Model, values: list[int], spanning: list[str]) -> list
         if group[0] not in spanning:
             continue
         def own(j: str) -> list[int]:
-            return [model.z[j], *(model.x[j, d] for d in model.switches_of[j]), *model.switch_vars(j)]
+            return [model.z[j], *(model.x[j, d] for d in model.switches_of[j]), *model.switch_vars(j),
+                    *(v for (jj, _), v in model.v.items() if jj == j)]
         def spread(j: str) -> int:  # the phase's own (rounded) entropy terms
             n_j = len(model.jobs[j])
             return sum(_entropy_units(values[model.x[j, d]], n_j) for d in model.switches_of[j])
@@ -858,7 +878,7 @@ def _count_ranges(model: _Model, spanning: list[str], slack: int | None) -> tupl
     """Per (job, switch), the pod counts the entropy phase needs indicators for (``low``..``high``;
     0 is always allowed), and the switch variable a count is tied to ("one count iff used").
 
-    Valid for every plan of the phase, for an asw-level job j of N pods under switches whose free
+    Valid for every plan of the phase, for a job j of N pods under switches whose free
     room for it is r_e, needing at least m of them alone and using at most U (its fewest plus the
     switch slack, else all it has):
     * it uses at least m switches with at least one pod on each, so at most N - m + 1 on any one;
@@ -875,8 +895,6 @@ def _count_ranges(model: _Model, spanning: list[str], slack: int | None) -> tupl
         n_j = len(model.jobs[j])
         for d in model.switches_of[j]:
             counts[j, d] = (1, model.ub[j, d])
-        if model.levels[j][0] != "asw":
-            continue
         per_asw: dict[int, list[int]] = {}
         for d in model.switches_of[j]:
             per_asw.setdefault(model.switches[d][0], []).append(d)
