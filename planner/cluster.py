@@ -424,6 +424,8 @@ def reference_problems(cluster: Cluster) -> list[str]:
         for field, value in (("checkpoint_s", pod.checkpoint_s), ("started_s", pod.started_s)):
             if value is not None and value > cluster.time_s:
                 problems.append(f"{where}.{field}: {value:g} is later than the snapshot time_s {cluster.time_s:g}")
+        if POD_COUNT in pod.requests:
+            problems.append(f"{where}.requests.{POD_COUNT}: every pod takes one pod slot of its node; leave it out")
         if len(set(pod.anti_affinity)) != len(pod.anti_affinity):
             problems.append(f"{where}.anti_affinity: a group is listed twice")
         if pod.standby and (pod.priority != "HP" or pod.node is None):

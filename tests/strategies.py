@@ -9,7 +9,7 @@ from planner.cluster import Cluster, Job, Node, Pod
 
 MODELS = ["A100", "H800", ""]
 SHARES = [0.1, 0.25, 0.3, 0.5, 0.6, 0.7]
-NAMED = ["nvidia.com/gpu.shared", "rdma/hca", "ephemeral-storage"]
+NAMED = ["example.com/fpga", "rdma/hca", "ephemeral-storage"]
 NODE_RESOURCES = st.one_of(
     st.none(), st.none(),
     st.dictionaries(st.sampled_from([*NAMED, "pods"]), st.integers(0, 4), max_size=4),

@@ -55,9 +55,12 @@ runner = CliRunner()
 def round_trip(cluster: Cluster, config: ImportConfig | None = None, **options: Any) -> tuple[KubeExport, Cluster]:
     exported = export_kubernetes(cluster, config, **options)
     imported = import_kubernetes([(exported.json(), "exported.json")], config)
-    # the one warning a round trip may give: a pending GPU pod where no node has GPUs (it can start nowhere)
-    unplaceable = [f"Pod {p.namespace or 'default'}/{p.name}" for p in cluster.pods
-                   if p.node is None and p.gpus > 0 and not asks_mig(p) and not any(n.gpus for n in cluster.nodes)]
+    # the one warning a round trip may give: a pending pod asking for a resource no node offers (a GPU
+    # where no node has GPUs, a named resource no node lists): it can start nowhere
+    back = imported.cluster
+    offered = {k for n in back.nodes for k, v in (n.resources or {}).items() if v > 0}
+    unplaceable = [f"Pod {p.namespace or 'default'}/{p.name}" for p in back.pods
+                   if p.node is None and {k for k, v in p.requests.items() if v > 0} - offered]
     assert [w.split(": ")[0] for w in imported.warnings] == unplaceable
     assert all(w.endswith(": no node offers it; the pod cannot be placed") for w in imported.warnings)
     return exported, imported.cluster
@@ -139,6 +142,11 @@ def assert_same_snapshot(original: Cluster, exported: KubeExport, back: Cluster)
     assert [affinity_of(p) for p in back.pods] == [expected_affinity(p) for p in original.pods]
     assert [p.gpu_models for p in back.pods] == [p.gpu_models if asks_mig(p) else [] for p in original.pods]
     assert all(p.checkpoint_s is None and p.started_s is None and p.gpu_indexes is None for p in back.pods)
+    # resources by name, host ports: what the original lists comes back as it was
+    for a, b in zip(original.nodes, back.nodes):
+        assert a.resources is None or {k: (b.resources or {}).get(k, 0) for k in a.resources} == a.resources, a.name
+    assert [{k: b.requests.get(k) for k in a.requests} for a, b in zip(original.pods, back.pods)] == [a.requests for a in original.pods]
+    assert [b.host_ports for b in back.pods] == [a.host_ports for a in original.pods]
     assert groups_of(back) == groups_of(original)
     sizes = defaultdict(int)
     for pod in original.pods:
@@ -250,11 +258,13 @@ def test_daemonsets_and_an_lp_class_config_round_trip_too(cluster: Cluster) -> N
 @given(strategies.clusters())
 def test_the_shared_strategy_round_trips_or_is_refused_by_name(cluster: Cluster) -> None:
     """tests/strategies.py draws shares and standby pods: refused, naming the field; else the round trip holds."""
-    unsupported = [i for i, p in enumerate(cluster.pods) if p.standby or (exact(p.gpus) * 100).denominator != 1]
+    unsupported = [f"pods[{i}]." for i, p in enumerate(cluster.pods) if p.standby or (exact(p.gpus) * 100).denominator != 1]
+    if any(p.requests for p in cluster.pods):  # a Kubernetes node states its allocatable of every resource
+        unsupported += [f"nodes[{i}].resources" for i, n in enumerate(cluster.nodes) if n.resources is None]
     if unsupported:
         with pytest.raises(SnapshotError) as err:
             export_kubernetes(cluster)
-        assert any(p.startswith(f"pods[{unsupported[0]}].") for p in err.value.problems)
+        assert any(p.startswith(unsupported[0]) for p in err.value.problems), err.value.problems
         return
     exported, back = round_trip(cluster)
     assert_same_snapshot(cluster, exported, back)

@@ -73,7 +73,7 @@ from planner.adapters.kubernetes_pods import POD_GROUP_KEYS
 from planner.adapters.kubernetes import (
     DESCHEDULER_EVICT, GIB, HOSTNAME_KEY, KUEUE_PREFERRED, KUEUE_REQUIRED, SYSTEM_CRITICAL_PRIORITY, ImportConfig,
 )
-from planner.cluster import Cluster, Job, Node, Pod, SnapshotError
+from planner.cluster import POD_COUNT, Cluster, Job, Node, Pod, SnapshotError
 
 JOBSET_KEY = "jobset.sigs.k8s.io/jobset-name"
 POD_GROUP_KEY = POD_GROUP_KEYS[0]
@@ -288,6 +288,7 @@ class _Export:
             if node.gpus or not ds.gpu_nodes_only:
                 cpus, memory = cpus + exact(ds.cpus), memory + exact(ds.memory_gib) * GIB
         allocatable = {"cpu": cpu_quantity(cpus), "memory": memory_quantity(memory), "pods": "110"}
+        daemons = sum(1 for ds in self.daemonsets if node.gpus or not ds.gpu_nodes_only)
         replicas = self.replicas.get(node.name, 1)
         if replicas > 1:
             derived[cfg.time_slicing_label] = str(replicas)
@@ -297,6 +298,7 @@ class _Export:
             allocatable[self.gpu_resource] = str(node.gpus * replicas)
             if self.share is not None and replicas == 1:
                 allocatable[self.share[0]] = str(node.gpus * self.share[1])
+        self._named_allocatable(where, node, allocatable, daemons)
         spec: dict[str, Any] = {}
         if node.taints:
             spec["taints"] = [{k: v for k, v in t.model_dump().items() if v != ""} for t in node.taints]
@@ -305,6 +307,21 @@ class _Export:
         return {"apiVersion": "v1", "kind": "Node",
                 "metadata": {"name": node.name, "uid": _uid("node", node.name), "labels": {**node.labels, **derived}},
                 "spec": spec, "status": {"capacity": dict(allocatable), "allocatable": allocatable}}
+
+    def _named_allocatable(self, where: str, node: Node, allocatable: dict[str, str], daemons: int) -> None:
+        """The node's resources by name beside its GPUs (the GPU resources written above must agree)."""
+        if node.resources is None:
+            asked = sorted({name for pod in self.cluster.pods for name in pod.requests})
+            if asked:
+                self.errors.append(f"{where}.resources: not listed, but pods request {', '.join(asked)}; a Kubernetes node states its "
+                                   "allocatable of every resource: give the node's resources")
+            return
+        for name, amount in sorted(node.resources.items()):
+            written = str(amount + daemons) if name == POD_COUNT else str(amount)
+            if name in allocatable and name != POD_COUNT and allocatable[name] != written:
+                self.errors.append(f"{where}.resources.{name}: {amount}, but the node's GPUs are written as {allocatable[name]} of it")
+                continue
+            allocatable[name] = written
 
     def _daemon_pod(self, ds: DaemonSet, node: Node) -> dict[str, Any]:
         name = f"{ds.name}-{node.name}"
@@ -471,6 +488,13 @@ class _Export:
                                    f"({units} per GPU)")
             requests[resource] = str(round(amount))
             container["resources"]["limits"] = {resource: str(round(amount))}
+        for resource, amount in sorted(pod.requests.items()):
+            if resource in requests and requests[resource] != str(amount):
+                self.errors.append(f"{where}.requests.{resource}: {amount}, but the pod's GPUs are written as {requests[resource]} of it")
+            requests[resource] = str(amount)
+        if pod.host_ports:
+            container["ports"] = [{"containerPort": h.port, "hostPort": h.port, "protocol": h.protocol, **({"hostIP": h.host_ip} if h.host_ip else {})}
+                                  for h in pod.host_ports]
         spec["containers"] = [container]
         if pod.node is not None:
             spec["nodeName"] = pod.node
