@@ -246,3 +246,21 @@ def test_namespaced_pods_keep_their_kubernetes_name_and_tolerations() -> None:
     assert obj["spec"]["podRef"] == {"kind": "Pod", "apiVersion": "v1", "namespace": "team-a", "name": "x"}
     template = obj["spec"]["reservationOptions"]["template"]["spec"]["template"]["spec"]
     assert template["tolerations"] == [{"key": "gpu", "operator": "Equal", "value": "a100", "effect": "NoSchedule"}]
+
+
+def test_reservations_ask_for_the_pods_resources_by_name() -> None:
+    """Issue 40: a MIG pod's reservation asks for its slices, a time-sliced one for its replicas under
+    the resource it requests, an RDMA pod for its device; never nvidia.com/gpu where the pod asks none."""
+    nodes = [Node(name=f"mig-{i}", gpu_model="A100-MIG-1g.10gb", gpus=7, cpus=32, memory_gib=128,
+                  resources={"nvidia.com/mig-1g.10gb": 7, "rdma/hca": 4, "pods": 110}) for i in range(2)]
+    pods = [Pod(name="a", gpus=2, cpus=1, memory_gib=1, node="mig-0", gpu_models=["A100-MIG-1g.10gb"],
+                requests={"nvidia.com/mig-1g.10gb": 2, "rdma/hca": 1}),
+            Pod(name="b", gpus=1, cpus=1, memory_gib=1, node="mig-1", gpu_models=["A100-MIG-1g.10gb"],
+                requests={"nvidia.com/mig-1g.10gb": 1})]
+    cluster = Cluster(nodes=nodes, pods=pods)
+    plan = plan_defrag(cluster, DefragOptions())
+    (obj,) = pod_migration_jobs(plan, cluster)
+    requests = obj["spec"]["reservationOptions"]["template"]["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+    moved = {p.name: p for p in pods}[obj["spec"]["podRef"]["name"]]
+    assert {k: v for k, v in requests.items() if k not in ("cpu", "memory")} == {k: str(v) for k, v in moved.requests.items()}
+    assert "nvidia.com/gpu" not in requests

@@ -81,8 +81,13 @@ def kubernetes_name(pod: Pod) -> str:
 
 
 def _requests(pod: Pod, gpu_resource: str) -> dict[str, str]:
+    """What the reservation asks for: the pod's CPUs and memory, and its resources by name where the
+    snapshot has them (a MIG slice, a time-sliced replica or an RDMA device is reserved as what it
+    is); else its whole GPUs as ``gpu_resource`` (shares are device-level: none)."""
     requests = {"cpu": _quantity(pod.cpus), "memory": _memory(pod.memory_gib)}
-    if pod.gpus >= 1 and float(pod.gpus).is_integer():
+    if pod.requests:
+        requests.update({name: str(amount) for name, amount in sorted(pod.requests.items())})
+    elif pod.gpus >= 1 and float(pod.gpus).is_integer():
         requests[gpu_resource] = str(int(pod.gpus))
     return requests
 
