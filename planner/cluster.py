@@ -12,7 +12,7 @@ import json
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_serializer, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_serializer, model_validator
 
 SNAPSHOT_VERSION = 1
 
@@ -129,7 +129,17 @@ NodeAffinityTerm = Annotated[list[NodeSelectorRequirement], Field(min_length=1)]
 
 MAX_RESOURCE = 2**62
 """A named resource's quantity at most (base units: bytes for storage, a count otherwise)."""
-ResourceAmounts = dict[Annotated[str, Field(min_length=1, max_length=253)], Annotated[int, Field(ge=0, le=MAX_RESOURCE)]]
+def _resource_name(name: str) -> str:
+    from planner.kubernetes_names import resource_name_problem
+
+    problem = resource_name_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return name
+
+
+ResourceAmounts = dict[Annotated[str, Field(min_length=1, max_length=317), AfterValidator(_resource_name)],
+                       Annotated[int, Field(ge=0, le=MAX_RESOURCE)]]
 """Quantities by Kubernetes resource name (``nvidia.com/gpu``, ``nvidia.com/mig-1g.10gb``,
 ``nvidia.com/gpu.shared``, ``rdma/hca``, ``ephemeral-storage``, ``pods``, ...), each a whole number in
 the resource's base unit as kube-scheduler compares it (bytes for ``ephemeral-storage`` and

@@ -81,3 +81,16 @@ def _string_map_problem(meta: dict[str, Any], field: str) -> str | None:
             shown = repr(value) if isinstance(value, (int, float, bool)) or value is None else f"a {type(value).__name__}"
             return f"metadata.{field}.{key}: must be a string, got {shown} (quote it in YAML)"
     return None
+
+
+_QUALIFIED = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+RESOURCE_RULE = ("a resource name: an optional DNS-1123 subdomain prefix and '/', then at most 63 letters, digits, "
+                 "'-', '_' or '.', starting and ending with a letter or digit (e.g. nvidia.com/gpu, ephemeral-storage)")
+
+
+def resource_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a Kubernetes resource name (a qualified name); None if it can."""
+    prefix, _, rest = name.rpartition("/")
+    if (not prefix and "/" in name) or (prefix and not is_dns_subdomain(prefix)) or len(rest) > LABEL_MAX or not _QUALIFIED.fullmatch(rest):
+        return f"{name!r} is not {RESOURCE_RULE}"
+    return None

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
 from planner.cluster import MAX_RESOURCE, POD_COUNT
+from planner.kubernetes_names import resource_name_problem
+from planner.rules import gpu_devices_needed
 
 if TYPE_CHECKING:
     from planner.adapters.kubernetes import ImportConfig, _Import
@@ -35,6 +37,9 @@ def named_amounts(cfg: ImportConfig, amounts: dict[str, Fraction], path: str) ->
     """The named resources of ``amounts`` as whole base units (zero amounts left out)."""
     out: dict[str, int] = {}
     for name, amount in amounts.items():
+        problem = resource_name_problem(name)
+        if problem:
+            raise KubeError(f"{path}.{name}", problem)
         if name in UNNAMED or ignored(cfg, name) or amount <= 0:
             continue
         whole = math.ceil(amount)
@@ -115,6 +120,16 @@ def check_named_capacity(run: _Import) -> None:
         on_node[fields["node"]].append(fields)
         for name, amount in {**fields["requests"], POD_COUNT: 1}.items():
             used[fields["node"]][name] = used[fields["node"]].get(name, 0) + amount
+    for node_name, here in on_node.items():
+        node = nodes.get(node_name)
+        needed = gpu_devices_needed(fields["gpus"] for fields in here)
+        if node is not None and needed > node.gpus:
+            run.warnings.append(f"Node {node_name}: status.allocatable: its pods hold {needed} GPU(s), it offers {node.gpus} (a device "
+                                f"plugin reporting fewer devices than are in use); planned as full, and its GPU pods stay where they are")
+            node.gpus = needed
+            for fields in here:
+                if fields["gpus"]:
+                    lock_pod(run, fields, "its node offers fewer GPUs than its pods hold")
     for node_name, totals in used.items():
         node = nodes.get(node_name)
         if node is None or node.resources is None:
