@@ -211,6 +211,8 @@ class Budgets:
     max_moves: int | None = None
     max_moves_per_node: int | None = None
     same_asw: bool = False
+    move_once: bool = True
+    """The planner's default: every pod moves at most once."""
 
     def options(self, method: str, **fields: Any) -> DefragOptions:
         """Options for ``method`` with only the budgets that are set, and solver settings only for the
@@ -224,12 +226,14 @@ class Budgets:
             )
             if value is not None and value is not False
         }
+        if not self.move_once:
+            chosen["move_once"] = False
         if method in SOLVER_METHODS:
             chosen.update(time_limit_s=10, solver_workers=2)
         return DefragOptions(**{"method": method, "workers": 1, **chosen, **fields})
 
     def explore(self, cluster: Cluster) -> Reachable:
-        return explore(cluster, self.max_moves, self.max_moves_per_node, self.same_asw)
+        return explore(cluster, self.max_moves, self.max_moves_per_node, self.same_asw, self.move_once)
 
 
 def explain(text: str) -> None:
@@ -247,6 +251,9 @@ def assert_budgets_honoured(cluster: Cluster, moves: list[tuple[str, str, str]],
     if budgets.max_moves_per_node is not None:
         worst = max(touches(moves).items(), key=lambda item: item[1], default=("-", 0))
         assert worst[1] <= budgets.max_moves_per_node, f"node {worst[0]} touched {worst[1]} times"
+    if budgets.move_once:
+        moved = [p for p, _, _ in moves]
+        assert len(moved) == len(set(moved)), f"a pod moves twice under move_once: {moves}"
     if budgets.same_asw:
         nodes = {n.name: n for n in cluster.nodes}
         for p, source, destination in moves:
@@ -587,6 +594,7 @@ budgets_strategy = st.builds(
     max_moves=st.sampled_from([None, 0, 1, 2, 3, None]),
     max_moves_per_node=st.sampled_from([None, 1, 2, None]),
     same_asw=st.booleans(),
+    move_once=st.booleans(),
 )
 """The request's budgets; unbudgeted twice as likely, as longer plans need no budget to be legal."""
 
