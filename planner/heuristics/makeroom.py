@@ -42,6 +42,7 @@ from planner.heuristics.room import (
     domain_room,
     domains_of,
     optimistic_slots,
+    share_slots,
     unplaceable_reason,
 )
 from planner.heuristics.topology import node_slots
@@ -112,12 +113,15 @@ def slots_without(state: ClusterState, p: int, n: int, evicted: list[int]) -> in
     for q in evicted:
         if s.pod_share[q] > 0:
             shares.remove(float(s.pod_share[q]))
-    free_gpus = int(s.cap_gpus[n]) - int(s.whole_used[n]) + int(s.pod_whole[evicted].sum()) - len(rules.pack_shares(shares))
+    devices = int(s.cap_gpus[n]) - int(s.whole_used[n]) + int(s.pod_whole[evicted].sum())
     free_cpus = float(s.cap_cpus[n] - s.used_cpus[n] + s.pod_cpus[evicted].sum())
     free_mem = float(s.cap_mem[n] - s.used_mem[n] + s.pod_mem[evicted].sum())
     slots = len(s.pod_names)
-    need = int(s.pod_whole[p]) + (1 if s.pod_share[p] > 0 else 0)
-    for free, each in ((free_gpus, need), (free_cpus, float(s.pod_cpus[p])), (free_mem, float(s.pod_mem[p]))):
+    if s.pod_share[p] > 0:  # shares pack beside the node's shares (two halves on one device)
+        slots = share_slots(devices, shares, float(s.pod_share[p]))
+    elif s.pod_whole[p] > 0:
+        slots = (devices - len(rules.pack_shares(shares))) // int(s.pod_whole[p])
+    for free, each in ((free_cpus, float(s.pod_cpus[p])), (free_mem, float(s.pod_mem[p]))):
         if each > 0:
             slots = min(slots, math.floor((free + 1e-9) / each))
     if groups:

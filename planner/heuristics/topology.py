@@ -161,7 +161,11 @@ def node_slots(state, p: int) -> np.ndarray:  # type: ignore[no-untyped-def]
     whole = int(cs.pod_whole[p]) + (1 if cs.pod_share[p] > 0 else 0)
     big = np.iinfo(np.int64).max // 4
     slots = np.full(len(cs.node_names), big, dtype=np.int64)
-    if whole:
+    if cs.pod_share[p] > 0:  # shares pack beside the node's shares (two halves on one device)
+        from planner.heuristics.room import share_slots_per_node
+
+        slots = np.minimum(slots, share_slots_per_node(cs.cap_gpus - cs.whole_used, cs.node_shares, float(cs.pod_share[p])))
+    elif whole:
         slots = np.minimum(slots, free_gpus // whole)
     for cap, used, need in ((cs.cap_cpus, cs.used_cpus, cs.pod_cpus[p]), (cs.cap_mem, cs.used_mem, cs.pod_mem[p])):
         if need > 0:
