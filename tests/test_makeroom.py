@@ -84,7 +84,7 @@ def test_no_moves_when_the_job_already_fits() -> None:
     c = cluster([("n0", 8), ("n1", 8)], [{"name": "a", "gpus": 4, "node": "n0"}, {"name": "p", "gpus": 8}])
     plan = room(c, ["p"])
     assert plan.waves == [] and plan.placements == [Placement(pod="p", node="n1")]
-    assert plan.report.reason == "every named job that can start fits without moves"
+    assert plan.report.reason == "every named job that starts fits without moves"
 
 
 REQUIRED = cluster(

@@ -329,7 +329,7 @@ def _plan_defrag(
         )
         extra.update(exact_extra, jobs_placed=len(options.make_room) - len(made.unplaced), jobs_unplaced=len(made.unplaced))
         if not any(made.waves):
-            extra["reason"] = "every named job that starts fits without moves" if made.placements else "no named job starts"
+            extra["reason"] = "every named job that starts fits without moves" if made.placements else "no named job starts (unplaced says why)"
         return _finish(cluster, state, made.waves, before, options, "makeroom-exact", start, extra, solver_fields, made)
     if method == "exact":
         check_exact_size(state, options)
@@ -340,7 +340,7 @@ def _plan_defrag(
         placed = sum(1 for job in made.per_job.values() if job["placed"])
         extra.update(jobs_placed=placed, jobs_unplaced=len(made.unplaced))
         if not any(made.waves):
-            extra["reason"] = "every named job that can start fits without moves" if placed else "no named job can start"
+            extra["reason"] = "every named job that starts fits without moves" if placed else "no named job starts (unplaced says why)"
         return _finish(cluster, state, made.waves, before, options, "makeroom", start, extra, solver_fields, made)
     trimmed = method in ("heuristic", "hybrid") and options.trim != "off"
     start_state = state.clone() if trimmed else None

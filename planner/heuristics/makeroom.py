@@ -89,7 +89,19 @@ def make_room(state: ClusterState, requests: list[Request], budget: MoveBudget, 
     moves of all outcomes in this order are sequentially legal. ``state`` ends with the moves made
     and the placed pods placed (and locked); ``budget`` is spent by the moves."""
     order = sorted(range(len(requests)), key=lambda i: (-demand(state, requests[i]), i))
-    return [_serve(state, requests[i], budget, (seed, 0, i)) for i in order]
+    # impossibility is proven on the snapshot itself, for each job alone: once a job is served, its
+    # pods (placed where the heuristic chose) hold room no other plan has to give them
+    proofs = {i: unplaceable_reason(state, requests[i], optimistic_slots(state, requests[i].pods[0]), budget) for i in order}
+    served: list[str] = []
+    outcomes = []
+    for i in order:
+        if proofs[i] is not None:
+            outcomes.append(Outcome(requests[i].name, reason=proofs[i]))
+            continue
+        outcomes.append(_serve(state, requests[i], budget, (seed, 0, i), served))
+        if outcomes[-1].reason is None:
+            served.append(requests[i].name)
+    return outcomes
 
 
 def demand(state: ClusterState, request: Request) -> float:
@@ -156,12 +168,18 @@ def eviction_options(state: ClusterState, p: int, n: int, now: int, most: int) -
 # ----------------------------------------------------------------------------------------------
 
 
-def _serve(state: ClusterState, request: Request, budget: MoveBudget, seed: tuple[int, int, int]) -> Outcome:
+def _serve(state: ClusterState, request: Request, budget: MoveBudget, seed: tuple[int, int, int], served: list[str] | None = None) -> Outcome:
+    """Make room for one request on ``state``, where the jobs ``served`` before it are placed (and locked)."""
     p = request.pods[0]
     optimistic = optimistic_slots(state, p)
     reason = unplaceable_reason(state, request, optimistic, budget)
     if reason is not None:
-        return Outcome(request.name, reason=reason)
+        if not served:
+            return Outcome(request.name, reason=reason)
+        # the room is short only beside the pods the heuristic started for the jobs served first
+        return Outcome(request.name, reason=(
+            f"no room left for it once {', '.join(served)} started where the heuristic put them (they could start elsewhere: "
+            "a heuristic, this is not a proof that none exists)"))
     now = node_slots(state, p)
     domains = domains_of(state, request.level)
     bound = bound_pods(state, request.level, budget)
