@@ -457,7 +457,8 @@ def _may_stand(node_obj: Node, residents: list[Pod], candidate: Pod, job_nodes: 
 
 @st.composite
 def tiny_clusters(draw: st.DrawFn) -> Cluster:
-    """A consistent snapshot of 2-4 nodes with at most 5 placed pods and maybe one pending pod.
+    """A consistent snapshot of 2-4 nodes with at most 5 placed pods and maybe one pending pod; GPU
+    shares among the requests, and the required job maybe with a gang minimum (``min_available``).
 
     Roomy snapshots spread pod i onto node i + k (k drawn, modulo the nodes); tight ones (small
     nodes, four or five pods) pack pods first-fit from a drawn node on. A pod goes to the next node
@@ -516,6 +517,9 @@ def tiny_clusters(draw: st.DrawFn) -> Cluster:
                 pending = True
     if not pending and draw(st.booleans()):
         pods.append(Pod(name="waiting", gpus=draw(st.sampled_from([1.0, THIRD])), cpus=1.0))
+    members = sum(1 for p in pods if p.job == REQUIRED_JOB)
+    if job is not None and members:  # a gang minimum (min_available) changes no rule a move must keep
+        job = job.model_copy(update={"min_available": draw(st.sampled_from([None, *range(1, members + 1)]))})
     cluster = Cluster(nodes=nodes, pods=pods, jobs=[job] if job else [])
     return parse_cluster(dump_cluster(cluster))
 

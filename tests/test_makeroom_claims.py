@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, event, given, note, settings, target
+from hypothesis import strategies as st
 
 from planner import rules
-from planner.cluster import Cluster, Job, Pod
+from planner.cluster import Cluster, Job, Node, Pod, Topology
 from planner.engine import DefragOptions, plan_defrag
 from planner.engine.allocate import AllocateOptions, plan_allocate
 from planner.plans import DefragPlan
-from planner.snapshot import parse_cluster
+from planner.snapshot import consistency_problems, dump_cluster, parse_cluster
 from planner.validate import validate
-from tests.oracle import final_states
+from tests.oracle import explore, final_states
+from tests.test_exact_oracle import THIRD
 
 REPROS = Path(__file__).parent / "data" / "repros"
 PROOF = "even with every movable pod moved away"
@@ -99,6 +103,26 @@ def test_allocate_starts_two_halves_on_one_device() -> None:
     assert sorted((p.pod, p.node) for p in plan.placements) == [("J-0", "n0"), ("J-1", "n0")]
 
 
+GANG_MINIMUM = parse_cluster(
+    '{"version": 1, "nodes": [{"name": "n0", "gpus": 1, "cpus": 8, "memory_gib": 8}, {"name": "n1", "gpus": 1, "cpus": 8, "memory_gib": 8}],'
+    ' "pods": [{"name": "a", "gpus": 1, "cpus": 1, "node": "n0", "locked": true},'
+    ' {"name": "j-0", "job": "j", "gpus": 1, "cpus": 1}, {"name": "j-1", "job": "j", "gpus": 1, "cpus": 1}],'
+    ' "jobs": [{"name": "j", "min_available": 1}]}'
+)
+"""Job j (2 x 1 GPU) starts with 1 pod (min_available); only n1's one GPU is free, and a is locked."""
+
+
+@pytest.mark.parametrize("method", ["heuristic", "exact"])
+def test_a_job_starts_with_its_gang_minimum(method: str) -> None:
+    c = GANG_MINIMUM
+    assert some_end_state_starts(c, "j")
+    plan = make_room(c, ["j"], **({"method": "exact", "time_limit_s": 5.0, "solver_workers": 1} if method == "exact" else {}))
+    assert_proofs_sound(c, plan)
+    assert [(p.pod, p.node) for p in plan.placements] == [("j-0", "n1")] and plan.unplaced == []
+    if method == "exact":
+        assert plan.report.status == "optimal" and plan.report.moves == 0
+
+
 @pytest.mark.parametrize("names", [["J0", "J1"], ["J1", "J0"]])
 def test_no_impossibility_is_claimed_that_holds_only_after_the_heuristics_own_choices(names: list[str]) -> None:
     # J1 (3 x 2 GPUs, required under one switch) starts on n1 (switch a) once p4 leaves it, if J0
@@ -112,3 +136,103 @@ def test_no_impossibility_is_claimed_that_holds_only_after_the_heuristics_own_ch
         assert PROOF not in unplaced.reason and "not a proof" in unplaced.reason, unplaced.reason
     exact = make_room(c, names, method="exact", time_limit_s=10, solver_workers=1)
     assert exact.unplaced == [] and len(exact.moves()) == 1
+
+
+# ----------------------------------------------------------------------------------------------
+# Random tiny snapshots with GPU shares and gang minimums, against the oracle
+# ----------------------------------------------------------------------------------------------
+
+SHARES = [0.5, 0.3, 0.7, THIRD, 0.25]
+PLACED_GPUS = [1.0, 2.0, *SHARES, 0.5]
+PENDING_GPUS = [1.0, 2.0, 0.5, 0.3, THIRD]
+
+
+@st.composite
+def room_clusters(draw: st.DrawFn) -> tuple[Cluster, dict[str, Any]]:
+    """2-4 small nodes under two switches, 3-6 running pods (GPU shares among them, some locked),
+    and one pending job j of 1-3 alike pods (whole GPUs or shares), maybe with ``min_available``
+    and a required switch; with move limits. Pods go first-fit from a drawn node where the snapshot
+    stays consistent."""
+    nodes = [
+        Node(name=f"n{i}", gpus=draw(st.sampled_from([1, 2, 4, 1])), cpus=draw(st.sampled_from([8.0, 4.0])),
+             memory_gib=draw(st.sampled_from([64.0, 8.0])), asw=draw(st.sampled_from(["a", "b"])))
+        for i in range(draw(st.integers(2, 4)))
+    ]
+    pods: list[Pod] = []
+    for i in range(draw(st.integers(3, 6))):
+        candidate = Pod(name=f"p{i}", gpus=draw(st.sampled_from(PLACED_GPUS)), cpus=draw(st.sampled_from([0.5, 1.0, 2.0])),
+                        memory_gib=draw(st.sampled_from([1.0, 4.0])), anti_affinity=draw(st.sampled_from([[], [], [], ["g"]])),
+                        locked=draw(st.sampled_from([False] * 4 + [True])))
+        first = draw(st.integers(0, len(nodes) - 1))
+        for k in range(len(nodes)):
+            placed = [*pods, candidate.model_copy(update={"node": nodes[(first + k) % len(nodes)].name})]
+            if not consistency_problems(Cluster(nodes=nodes, pods=placed)):
+                pods = placed
+                break
+    count = draw(st.integers(1, 3))
+    largest = max(n.gpus for n in nodes)  # some node could hold the pending pod, or the request is refused
+    shape = {"gpus": draw(st.sampled_from([g for g in PENDING_GPUS if g <= largest])), "cpus": 1.0, "memory_gib": draw(st.sampled_from([1.0, 4.0])),
+             "anti_affinity": draw(st.sampled_from([[], [], [], ["g"]]))}
+    pods += [Pod(name=f"j-{i}", job="j", **shape) for i in range(count)]
+    minimum = draw(st.sampled_from([None, None, *range(1, count + 1)]))
+    topology = draw(st.sampled_from([None, None, Topology(level="asw", mode="required")]))
+    job = Job(name="j", topology=topology, min_available=minimum)
+    limits = {"max_moves": draw(st.sampled_from([None, None, 1, 2])), "same_asw": draw(st.booleans()) and draw(st.booleans()),
+              "move_once": draw(st.booleans())}
+    return parse_cluster(dump_cluster(Cluster(nodes=nodes, pods=pods, jobs=[job]))), limits
+
+
+def fewest_moves_to_start(c: Cluster, name: str, limits: dict[str, Any]) -> int | None:
+    """Fewest moves of any plan within ``limits`` after which ``name`` can start (None: no plan)."""
+    reach = explore(c, limits["max_moves"], None, limits["same_asw"], limits["move_once"])
+    row = {n.name: k for k, n in enumerate(c.nodes)}
+    placed = [p for p, pod in enumerate(c.pods) if pod.node is not None]
+    movable = [p for p in placed if not c.pods[p].locked]
+    fixed = {p: row[c.pods[p].node] for p in placed if c.pods[p].locked}
+    best = None
+    for where, cost in sorted(reach.costs.items(), key=lambda item: item[1].moves):
+        if best is not None and cost.moves >= best:
+            break
+        if starts_on(c, fixed | dict(zip(movable, where)), name):
+            best = cost.moves
+    return best
+
+
+def _options(limits: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {**{k: v for k, v in limits.items() if v not in (None, False) or k == "move_once"}, **fields}
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(case=room_clusters())
+def test_make_room_claims_hold_with_shares_and_gang_minimums(case: tuple[Cluster, dict[str, Any]]) -> None:
+    c, limits = case
+    note(f"snapshot: {dump_cluster(c)}\nlimits: {limits}")
+    best = fewest_moves_to_start(c, "j", limits)
+    note(f"oracle: fewest moves {best}")
+    target(float(best or 0), label="oracle: fewest moves")  # towards snapshots where room must be made
+    _, _, need = pending_of(c, "j")
+    plan = make_room(c, ["j"], **_options(limits))
+    note(f"heuristic: {plan.model_dump(exclude={'report'})}")
+    event(f"oracle: {'no plan' if best is None else f'{best} move(s)'}; need {need} of {len(pending_of(c, 'j')[0])}")
+    event(f"heuristic: {'placed' if plan.placements else plan.unplaced[0].reason.split(';')[0][:40]}")
+    assert_proofs_sound(c, plan, limits["same_asw"])
+    if plan.placements:
+        assert best is not None and len(plan.moves()) >= best
+        assert len(plan.placements) >= need
+    whole = float(c.pods[[p.name for p in c.pods].index("j-0")].gpus).is_integer()
+    if not whole:
+        return  # the exact model starts whole-GPU pods only (and refuses a job of shares)
+    exact = make_room(c, ["j"], **_options(limits, method="exact", time_limit_s=5.0, solver_workers=1))
+    report = exact.report
+    extra = report.model_extra or {}
+    note(f"exact: {exact.model_dump(exclude={'report'})} status={report.status} extra={extra}")
+    assert_proofs_sound(c, exact, limits["same_asw"])
+    event(f"exact: {report.status}")
+    if exact.placements:
+        assert best is not None and len(exact.moves()) >= best and len(exact.placements) >= need
+    if report.status == "optimal":
+        assert exact.placements and len(exact.moves()) == best, f"optimal with {len(exact.moves())} moves; the fewest are {best}"
+    if report.status == "infeasible" or any(u.reason.startswith("proven") for u in exact.unplaced):
+        assert best is None, f"claimed that no plan starts j; one of {best} moves does"
+    if extra.get("moves_bound") is not None and best is not None:
+        assert extra["moves_bound"] <= best

@@ -21,9 +21,14 @@ For one job (its pending pods, all of one shape) the heuristic works on the arra
   nodes that received relocated pods are scored again. Then the job's pods are started on the
   chosen nodes, each checked with ``state.fits``.
 
+A job with ``min_available`` below its pods is tried whole first, then with that many pods (the
+filter's proof asks room for that many); the rest then start where they fit without moves.
+
 So every move is sequentially legal (``waves.sequence_to_waves`` makes waves of them) and every
 placement is legal on the state after the last move. Jobs are served largest first; a placed job's
-pods are locked in the working state, so a later job never moves them. It is a heuristic: no claim
+pods are locked in the working state, so a later job never moves them. Impossibility is proven for
+each job alone on the snapshot, before any is served: room that runs out only beside the pods of
+jobs served before is the heuristic's own doing, and the reason says it is no proof. It is a heuristic: no claim
 of fewest moves (``tests/test_makeroom.py`` compares it with a brute force on tiny clusters).
 """
 
@@ -72,6 +77,13 @@ class Request:
     name: str
     pods: list[int]
     level: int = 0
+    minimum: int | None = None
+    """The job's ``min_available`` when below its pods: it starts with that many, the others where they fit."""
+
+    @property
+    def need(self) -> int:
+        """Pods that must start together for the job to run."""
+        return len(self.pods) if self.minimum is None else min(self.minimum, len(self.pods))
 
 
 @dataclass
@@ -183,17 +195,20 @@ def _serve(state: ClusterState, request: Request, budget: MoveBudget, seed: tupl
     now = node_slots(state, p)
     domains = domains_of(state, request.level)
     bound = bound_pods(state, request.level, budget)
-    room, _ = domain_room(state, request, optimistic, budget)
     group = EjectionGroup(GroupTask(state, IpcOptions(depth=CHAIN_DEPTH, seed=seed[0]), seed, budget))
     group.into_empty = True
     tried = 0
-    for d in _domains_cheapest_first(state, domains, now, optimistic, len(request.pods), room, bound)[:MAX_DOMAINS]:
-        tried += 1
-        placed = _try_domain(state, group, request, np.flatnonzero(domains == d), now, optimistic, bound)
-        if placed is not None:
-            moves = list(group.trail)
-            budget.spend_all(moves)
-            return Outcome(request.name, moves=moves, placements=placed)
+    # the whole job, else (``min_available``) its minimum, the other pods then starting where they fit
+    for gang in dict.fromkeys((len(request.pods), request.need)):
+        whole = Request(request.name, request.pods[:gang], request.level)
+        room, _ = domain_room(state, whole, optimistic, budget)
+        for d in _domains_cheapest_first(state, domains, now, optimistic, gang, room, bound)[:MAX_DOMAINS]:
+            tried += 1
+            placed = _try_domain(state, group, whole, np.flatnonzero(domains == d), now, optimistic, bound)
+            if placed is not None:
+                moves = list(group.trail)
+                budget.spend_all(moves)
+                return Outcome(request.name, moves=moves, placements=placed + _place_extras(state, request.pods[gang:], placed))
     where = f"in the {tried} cheapest {LEVEL_NAMES[request.level]}(s) " if request.level else ""
     return Outcome(
         request.name,
@@ -358,6 +373,21 @@ def _choose(
         left -= min(t - chosen.get(n, (0, []))[0], left)
         chosen[n] = (t, evicted)
     return chosen
+
+
+def _place_extras(state: ClusterState, pods: list[int], placed: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Start the pods of a job beyond its ``min_available`` where they fit now (the job's nodes first,
+    then in node order; the rules, a required topology included, checked by ``state.fits``); locks them."""
+    nodes = list(dict.fromkeys(n for _, n in placed))
+    others = [n for n in range(len(state.node_names)) if n not in set(nodes)]
+    extras: list[tuple[int, int]] = []
+    for q in pods:
+        target = next((n for n in nodes + others if state.fits(q, n)), None)
+        if target is not None:
+            state.place(q, target)
+            state.pod_locked[q] = True
+            extras.append((q, target))
+    return extras
 
 
 def _place(state: ClusterState, request: Request, nodes: list[int]) -> list[tuple[int, int]] | None:

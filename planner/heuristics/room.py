@@ -172,7 +172,7 @@ def domain_room(state: ClusterState, request: Request, optimistic: np.ndarray, b
 
 def unplaceable_reason(state: ClusterState, request: Request, optimistic: np.ndarray, budget: MoveBudget | None = None) -> str | None:
     """Why the job cannot start even with every movable pod moved away (None when it might)."""
-    k = len(request.pods)
+    k = request.need
     shape = _shape_text(state, request.pods[0])
     if request.level == 0:
         room = int(optimistic.sum())
