@@ -16,7 +16,7 @@ from planner.plans import DefragComparison, DefragPlan
 from planner.snapshot import parse_cluster
 from planner.validate import validate
 from tests.oracle import best_plan, replay
-from tests.test_exact_oracle import Budgets, assert_comparison_claims_true, assert_plan_claims_true
+from tests.test_exact_oracle import Budgets, assert_comparison_claims_true, assert_plan_claims_true, topology_cluster
 
 REPROS = Path(__file__).parent / "data" / "repros"
 
@@ -83,3 +83,17 @@ def test_an_empty_move_once_plan_does_not_claim_no_node_could_be_vacated() -> No
     if plan.report.moves == 0:
         assert "no candidate node could be vacated" not in (plan.report.model_extra or {}).get("reason", "")
     assert plan.report.objective == 1  # the waves before IPC moves a pod again vacate n0
+
+
+@pytest.mark.parametrize("method", ["exact", "auto"])
+def test_an_empty_exact_plan_states_no_proof_it_does_not_have(method: str) -> None:
+    # moving each pod once, the topology snapshot's second empty node is out of reach (p2 would
+    # park on n2 and move on); the model's bound is 2, the plan empties 1 (n2, empty from the start)
+    cluster = topology_cluster()
+    budgets = Budgets()
+    plan = plan_defrag(cluster, budgets.options(method, solver_workers=1))
+    assert isinstance(plan, DefragPlan) and plan.report is not None
+    assert_plan_claims_true(cluster, plan, budgets, budgets.explore(cluster))
+    assert plan.report.moves == 0 and plan.report.status == "feasible"
+    reason = (plan.report.model_extra or {})["reason"]
+    assert "not proven" in reason and "ejection chains" not in reason, reason

@@ -800,7 +800,7 @@ def _finish(
         waves=len(plan.waves),
         vacated_nodes=len(plan.vacated_nodes),
         **extra,
-        **({} if moves or "reason" in extra else {"reason": why_nothing_moved(state, options, extra)}),
+        **({} if moves or "reason" in extra else {"reason": why_nothing_moved(state, options, extra, solver_fields.get("status"))}),
     )
     violations = validate(cluster, plan, limits)
     if violations:
@@ -836,8 +836,8 @@ def _assemble(cluster: Cluster, state: ClusterState, steps: list[list[Step]], be
     return DefragPlan(waves=waves, vacated_nodes=vacated, metrics=PlanMetrics(before=before, after=after))
 
 
-def why_nothing_moved(state: ClusterState, options: DefragOptions, extra: dict[str, Any] | None = None) -> str:
-    """A human reason for an empty plan (``extra``: the report so far)."""
+def why_nothing_moved(state: ClusterState, options: DefragOptions, extra: dict[str, Any] | None = None, status: str | None = None) -> str:
+    """A human reason for an empty plan (``extra``: the report so far; ``status``: the plan's)."""
     busy = state.pods_per_node > 0
     if not busy.any():
         return "the cluster has no running pods"
@@ -854,12 +854,17 @@ def why_nothing_moved(state: ClusterState, options: DefragOptions, extra: dict[s
     if (extra or {}).get("move_once_dropped"):
         return (f"the {options.method} plan moved some pod twice; with every pod moved once (move_once) none of its "
                 f"{extra['move_once_dropped']} move(s) could be made; plan again with move_once off to see it")
+    solved = options.method == "exact" or str((extra or {}).get("auto_choice", "")).startswith("exact")
+    if solved and status == "optimal":
+        return "the exact model proves that no plan empties more nodes than the snapshot has"
+    if solved:
+        dropped = (extra or {}).get("dropped_moves")
+        why = f"; {dropped} move(s) of its end state could not be routed make-before-break within the limits" if dropped else ""
+        return f"the exact method found no plan that empties more nodes (status {status}: not proven that none exists{why})"
     if options.method in ("heuristic", "hybrid", "auto"):
         return (
             f"no candidate node could be vacated: some pod of each fits on no other busy node, "
             f"even after ejection chains of depth {options.depth}"
         )
-    if options.method == "exact":
-        return "the exact model finds no plan that empties more nodes than the snapshot has"
     return f"{options.method} found no pod to move"
 
