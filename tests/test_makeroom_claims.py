@@ -21,8 +21,12 @@ from planner import rules
 from planner.cluster import Cluster, Job, Node, Pod, Topology
 from planner.engine import DefragOptions, plan_defrag
 from planner.engine.allocate import AllocateOptions, plan_allocate
+from planner.engine.makeroom import make_room_requests
+from planner.heuristics.makeroom import _serve_in_order, optimistic_slots, unplaceable_reason
+from planner.limits import MoveBudget
 from planner.plans import DefragPlan
 from planner.snapshot import consistency_problems, dump_cluster, parse_cluster
+from planner.state import ClusterState
 from planner.validate import validate
 from tests.oracle import explore, final_states
 from tests.test_exact_oracle import THIRD
@@ -44,31 +48,41 @@ def pending_of(c: Cluster, name: str) -> tuple[list[Pod], Job | None, int]:
     return pods, job, need
 
 
-def starts_on(c: Cluster, where: dict[int, int], name: str) -> bool:
-    """Can ``name`` start (``need`` of its pods, all rules, GPU shares packed) beside the pods at ``where``?"""
-    pods, job, need = pending_of(c, name)
+def starts_on(c: Cluster, where: dict[int, int], *names: str) -> bool:
+    """Can every job of ``names`` start (``need`` of its pods each, all rules, GPU shares packed)
+    together beside the pods at ``where``?"""
     residents: dict[int, list[Pod]] = {n: [] for n in range(len(c.nodes))}
     for p, n in where.items():
         residents[n].append(c.pods[p])
-    for chosen in itertools.combinations_with_replacement(range(len(c.nodes)), need):
-        if job is not None and not rules.job_topology_ok(job, [c.nodes[n] for n in chosen]):
-            continue
+    choices = []
+    for name in names:
+        pods, job, need = pending_of(c, name)
+        options = [chosen for chosen in itertools.combinations_with_replacement(range(len(c.nodes)), need)
+                   if job is None or rules.job_topology_ok(job, [c.nodes[n] for n in chosen])]
+        choices.append([list(zip(pods, chosen)) for chosen in options])
+    for picks in itertools.product(*choices):
         arriving: dict[int, list[Pod]] = {}
-        for pod, n in zip(pods, chosen):
+        for pod, n in itertools.chain(*picks):
             arriving.setdefault(n, []).append(pod)
         if all(not rules.node_rule_breaks(c.nodes[n], residents[n], a) for n, a in arriving.items()):
             return True
     return False
 
 
-def some_end_state_starts(c: Cluster, name: str, same_asw: bool = False) -> bool:
-    return any(starts_on(c, where, name) for where, _ in final_states(c, same_asw=same_asw))
+def some_end_state_starts(c: Cluster, *names: str, same_asw: bool = False, max_moves: int | None = None) -> bool:
+    return any(starts_on(c, where, *names) for where, _ in final_states(c, max_moves, same_asw=same_asw))
 
 
-def assert_proofs_sound(c: Cluster, plan: DefragPlan, same_asw: bool = False) -> None:
+def assert_proofs_sound(c: Cluster, plan: DefragPlan, same_asw: bool = False, max_moves: int | None = None) -> None:
+    """Every reason that claims a proof holds: no end state starts the job (none moving more pods
+    than ``max_moves`` where the reason says "within the move budgets"; with the jobs the plan
+    starts, where it says "together with" them)."""
+    started = [name for name, job in (plan.metrics.per_job if plan.metrics else {}).items() if job.get("placed")]
     for unplaced in plan.unplaced:
         if PROOF in unplaced.reason or unplaced.reason.startswith("proven"):
-            assert not some_end_state_starts(c, unplaced.job, same_asw), f"{unplaced.job}: {unplaced.reason}"
+            jobs = [unplaced.job, *started] if "together with" in unplaced.reason else [unplaced.job]
+            budget = max_moves if "within the move budgets" in unplaced.reason else None
+            assert not some_end_state_starts(c, *jobs, same_asw=same_asw, max_moves=budget), f"{unplaced.job}: {unplaced.reason}"
 
 
 def make_room(c: Cluster, names: list[str], **options: object) -> DefragPlan:
@@ -126,14 +140,21 @@ def test_a_job_starts_with_its_gang_minimum(method: str) -> None:
 @pytest.mark.parametrize("names", [["J0", "J1"], ["J1", "J0"]])
 def test_no_impossibility_is_claimed_that_holds_only_after_the_heuristics_own_choices(names: list[str]) -> None:
     # J1 (3 x 2 GPUs, required under one switch) starts on n1 (switch a) once p4 leaves it, if J0
-    # starts elsewhere (n1 and n2): the exact method starts both with that one move. The heuristic
-    # puts J0 on n1 first; what is left for J1 is its own choice, not a proof
+    # starts elsewhere (n1 and n2): the exact method starts both with that one move. Served first,
+    # J0 takes n1; what is left for J1 is the heuristic's own doing, not a proof
     c = repro("claims-makeroom-conditional-proof.json")
     assert some_end_state_starts(c, "J0") and some_end_state_starts(c, "J1")
+    state = ClusterState(c)
+    requests = make_room_requests(c, ["J0", "J1"])
+    proofs = {i: unplaceable_reason(state, r, optimistic_slots(state, r.pods[0])) for i, r in enumerate(requests)}
+    assert proofs == {0: None, 1: None}  # each job alone could start
+    first, second = _serve_in_order(state, requests, MoveBudget.of(state), 0, [0, 1], proofs)
+    assert first.reason is None and second.reason is not None
+    assert PROOF not in second.reason and "not a proof" in second.reason, second.reason
+    # the heuristic tries again with J1 served first, and starts both with the one move
     plan = make_room(c, names)
     assert_proofs_sound(c, plan)
-    for unplaced in plan.unplaced:
-        assert PROOF not in unplaced.reason and "not a proof" in unplaced.reason, unplaced.reason
+    assert plan.unplaced == [] and len(plan.moves()) == 1
     exact = make_room(c, names, method="exact", time_limit_s=10, solver_workers=1)
     assert exact.unplaced == [] and len(exact.moves()) == 1
 
@@ -151,7 +172,7 @@ PENDING_GPUS = [1.0, 2.0, 0.5, 0.3, THIRD]
 def room_clusters(draw: st.DrawFn) -> tuple[Cluster, dict[str, Any]]:
     """2-4 small nodes under two switches, 3-6 running pods (GPU shares among them, some locked),
     and one pending job j of 1-3 alike pods (whole GPUs or shares), maybe with ``min_available``
-    and a required switch; with move limits. Pods go first-fit from a drawn node where the snapshot
+    and a required switch, and maybe a lone pending pod w named with it; with move limits. Pods go first-fit from a drawn node where the snapshot
     stays consistent."""
     nodes = [
         Node(name=f"n{i}", gpus=draw(st.sampled_from([1, 2, 4, 1])), cpus=draw(st.sampled_from([8.0, 4.0])),
@@ -179,6 +200,8 @@ def room_clusters(draw: st.DrawFn) -> tuple[Cluster, dict[str, Any]]:
     job = Job(name="j", topology=topology, min_available=minimum)
     limits = {"max_moves": draw(st.sampled_from([None, None, 1, 2])), "same_asw": draw(st.booleans()) and draw(st.booleans()),
               "move_once": draw(st.booleans())}
+    if draw(st.integers(0, 3)) == 0:  # a second request: a lone pending pod, served with j
+        pods.append(Pod(name="w", gpus=draw(st.sampled_from([g for g in PENDING_GPUS if g <= largest])), cpus=1.0, memory_gib=1.0))
     return parse_cluster(dump_cluster(Cluster(nodes=nodes, pods=pods, jobs=[job]))), limits
 
 
@@ -211,25 +234,32 @@ def test_make_room_claims_hold_with_shares_and_gang_minimums(case: tuple[Cluster
     note(f"oracle: fewest moves {best}")
     target(float(best or 0), label="oracle: fewest moves")  # towards snapshots where room must be made
     _, _, need = pending_of(c, "j")
-    plan = make_room(c, ["j"], **_options(limits))
+    names = ["j", "w"] if any(p.name == "w" for p in c.pods) else ["j"]
+    plan = make_room(c, names, **_options(limits))
     note(f"heuristic: {plan.model_dump(exclude={'report'})}")
     event(f"oracle: {'no plan' if best is None else f'{best} move(s)'}; need {need} of {len(pending_of(c, 'j')[0])}")
     event(f"heuristic: {'placed' if plan.placements else plan.unplaced[0].reason.split(';')[0][:40]}")
-    assert_proofs_sound(c, plan, limits["same_asw"])
-    if plan.placements:
+    assert_proofs_sound(c, plan, limits["same_asw"], limits["max_moves"])
+    started = {p.pod for p in plan.placements}
+    if any(name.startswith("j-") for name in started):  # a plan that starts j has at least j's fewest moves
         assert best is not None and len(plan.moves()) >= best
-        assert len(plan.placements) >= need
+        assert sum(name.startswith("j-") for name in started) >= need
     whole = float(c.pods[[p.name for p in c.pods].index("j-0")].gpus).is_integer()
     if not whole:
         return  # the exact model starts whole-GPU pods only (and refuses a job of shares)
-    exact = make_room(c, ["j"], **_options(limits, method="exact", time_limit_s=5.0, solver_workers=1))
+    if any(p.name == "w" for p in c.pods) and not float(c.pods[[p.name for p in c.pods].index("w")].gpus).is_integer():
+        return
+    exact = make_room(c, names, **_options(limits, method="exact", time_limit_s=5.0, solver_workers=1))
     report = exact.report
     extra = report.model_extra or {}
     note(f"exact: {exact.model_dump(exclude={'report'})} status={report.status} extra={extra}")
-    assert_proofs_sound(c, exact, limits["same_asw"])
+    assert_proofs_sound(c, exact, limits["same_asw"], limits["max_moves"])
     event(f"exact: {report.status}")
-    if exact.placements:
-        assert best is not None and len(exact.moves()) >= best and len(exact.placements) >= need
+    exact_started = [p.pod for p in exact.placements if p.pod.startswith("j-")]
+    if exact_started:
+        assert best is not None and len(exact.moves()) >= best and len(exact_started) >= need
+    if len(names) > 1:
+        return  # the fewest moves for both jobs together is not the oracle's (j's alone)
     if report.status == "optimal":
         assert exact.placements and len(exact.moves()) == best, f"optimal with {len(exact.moves())} moves; the fewest are {best}"
     if report.status == "infeasible" or any(u.reason.startswith("proven") for u in exact.unplaced):

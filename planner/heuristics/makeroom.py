@@ -97,13 +97,39 @@ class Outcome:
 
 
 def make_room(state: ClusterState, requests: list[Request], budget: MoveBudget, seed: int = 0) -> list[Outcome]:
-    """One outcome per request, in the order served (largest GPU demand first, then as given): the
-    moves of all outcomes in this order are sequentially legal. ``state`` ends with the moves made
+    """One outcome per request, in the order served (largest GPU demand first, then as given; a job
+    that found no room beside those served before it first, when that starts more): the moves of
+    all outcomes in this order are sequentially legal. ``state`` ends with the moves made
     and the placed pods placed (and locked); ``budget`` is spent by the moves."""
     order = sorted(range(len(requests)), key=lambda i: (-demand(state, requests[i]), i))
     # impossibility is proven on the snapshot itself, for each job alone: once a job is served, its
     # pods (placed where the heuristic chose) hold room no other plan has to give them
     proofs = {i: unplaceable_reason(state, requests[i], optimistic_slots(state, requests[i].pods[0]), budget) for i in order}
+    if len(requests) == 1:
+        return _serve_in_order(state, requests, budget, seed, order, proofs)
+    # a job that found no room beside the jobs served before it is served first in a second try; the
+    # try that starts more jobs (then makes fewer moves) is kept
+    tries = []
+    for attempt in range(2):
+        if attempt:
+            failed = [i for i, outcome in zip(order, tries[0][2]) if outcome.reason is not None and proofs[i] is None]
+            if not failed:
+                break
+            order = failed + [i for i in order if i not in failed]
+        trial, spent = state.clone(), budget.copy()
+        trial.pod_locked = state.pod_locked.copy()
+        outcomes = _serve_in_order(trial, requests, spent, seed, order, proofs)
+        key = (sum(o.reason is None for o in outcomes), -sum(len(o.moves) for o in outcomes), -attempt)
+        tries.append((key, (trial, spent), outcomes))
+    _, (trial, spent), outcomes = max(tries, key=lambda t: t[0])
+    state.__dict__.update(trial.__dict__)  # ``state`` and ``budget`` end as the kept try left them
+    budget.__dict__.update(spent.__dict__)
+    return outcomes
+
+
+def _serve_in_order(state: ClusterState, requests: list[Request], budget: MoveBudget, seed: int, order: list[int],
+                    proofs: dict[int, str | None]) -> list[Outcome]:
+    """Serve the requests in ``order`` on ``state``: those ``proofs`` show impossible are not tried."""
     served: list[str] = []
     outcomes = []
     for i in order:
