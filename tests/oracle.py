@@ -40,7 +40,9 @@ Assignment = tuple[int, ...]
 """Node index of each movable pod, in ``Problem.movable`` order."""
 Touches = tuple[int, ...]
 """Moves touching each node so far (as source or destination); empty when unbudgeted per node."""
-State = tuple[Assignment, Touches]
+Moved = int
+"""Bit i set: movable pod i has moved (tracked only under ``move_once``; 0 otherwise)."""
+State = tuple[Assignment, Touches, Moved]
 Step = tuple[int, int, int]
 """(movable pod, source node, destination node), as indexes."""
 
@@ -78,6 +80,7 @@ class Problem:
         max_moves: int | None = None,
         max_moves_per_node: int | None = None,
         same_asw: bool = False,
+        move_once: bool = False,
         pools: bool = True,
     ) -> None:
         self.cluster = cluster
@@ -85,6 +88,7 @@ class Problem:
         self.max_moves = max_moves
         self.max_moves_per_node = max_moves_per_node
         self.same_asw = same_asw
+        self.move_once = move_once
         self.nodes: list[Node] = list(cluster.nodes)
         self.node_row = {n.name: i for i, n in enumerate(self.nodes)}
         placed = [(p, self.node_row[p.node]) for p in cluster.pods if p.node is not None]
@@ -221,19 +225,21 @@ def explore(
     max_moves: int | None = None,
     max_moves_per_node: int | None = None,
     same_asw: bool = False,
+    move_once: bool = False,
     pools: bool = True,
 ) -> Reachable:
     """Breadth-first search over sequences of single legal moves, within the budgets.
 
     A state is the assignment of the movable pods plus, under ``max_moves_per_node``, the moves that
-    touched each node so far (two paths to the same assignment with different touch counts leave
+    touched each node so far, and under ``move_once`` the pods that have moved (which may not move
+    again; two paths to the same assignment with different touch counts or moved pods leave
     different moves possible). Level k holds the states first reached with k moves, each with the
     fewest GPUs moved over k-move paths; a state reached again at a later level is dominated (more
     moves, and no more budget left), so it is not expanded again.
     """
-    problem = Problem(cluster, max_moves, max_moves_per_node, same_asw, pools)
+    problem = Problem(cluster, max_moves, max_moves_per_node, same_asw, move_once, pools)
     per_node = max_moves_per_node is not None
-    start: State = (problem.start, tuple(0 for _ in problem.nodes) if per_node else ())
+    start: State = (problem.start, tuple(0 for _ in problem.nodes) if per_node else (), 0)
     seen: set[State] = {start}
     costs: dict[Assignment, Cost] = {problem.start: Cost(0, Fraction(0))}
     reached_by: dict[Assignment, State] = {problem.start: start}
@@ -243,8 +249,10 @@ def explore(
     while level and (max_moves is None or moves < max_moves):
         moves += 1
         following: dict[State, Fraction] = {}
-        for (where, touches), gpus in level.items():
+        for (where, touches, moved), gpus in level.items():
             for i in range(len(where)):
+                if moved >> i & 1:
+                    continue
                 for destination in range(len(problem.nodes)):
                     if not problem.legal_move(where, i, destination, touches):
                         continue
@@ -255,13 +263,13 @@ def explore(
                         bumped[where[i]] += 1
                         bumped[destination] += 1
                         counted = tuple(bumped)
-                    key = (after, counted)
+                    key = (after, counted, moved | (1 << i) if move_once else 0)
                     if key in seen and key not in following:
                         continue
                     total = gpus + problem.gpus[i]
                     if key not in following or total < following[key]:
                         following[key] = total
-                        parent[key] = ((where, touches), (i, where[i], destination))
+                        parent[key] = ((where, touches, moved), (i, where[i], destination))
         for key in following:
             seen.add(key)
         assert len(seen) <= MAX_STATES, (
@@ -283,10 +291,11 @@ def reachable(
     max_moves: int | None = None,
     max_moves_per_node: int | None = None,
     same_asw: bool = False,
+    move_once: bool = False,
     pools: bool = True,
 ) -> dict[tuple[tuple[str, str], ...], tuple[int, Fraction]]:
     """Each reachable end state (sorted (pod, node) pairs of the movable pods) -> fewest (moves, GPUs)."""
-    return explore(cluster, max_moves, max_moves_per_node, same_asw, pools).by_names()
+    return explore(cluster, max_moves, max_moves_per_node, same_asw, move_once, pools).by_names()
 
 
 def best_plan(
@@ -294,10 +303,12 @@ def best_plan(
     max_moves: int | None = None,
     max_moves_per_node: int | None = None,
     same_asw: bool = False,
+    move_once: bool = False,
     pools: bool = True,
 ) -> OracleResult:
-    """Most empty nodes, then fewest moves, then fewest GPUs moved, over every legal plan."""
-    return explore(cluster, max_moves, max_moves_per_node, same_asw, pools).best()
+    """Most empty nodes, then fewest moves, then fewest GPUs moved, over every legal plan (each pod
+    moved at most once under ``move_once``)."""
+    return explore(cluster, max_moves, max_moves_per_node, same_asw, move_once, pools).best()
 
 
 # ----------------------------------------------------------------------------------------------

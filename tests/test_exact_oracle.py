@@ -216,6 +216,8 @@ class Budgets:
     max_moves: int | None = None
     max_moves_per_node: int | None = None
     same_asw: bool = False
+    move_once: bool = True
+    """The planner's default: every pod moves at most once."""
     pools: bool = False
     """The planner's default pools (a GPU pod keeps its product, CPU-only pods stay off GPU nodes);
     off here by default: the hand-made chains below cross GPU models on purpose."""
@@ -232,6 +234,8 @@ class Budgets:
             )
             if value is not None and value is not False
         }
+        if not self.move_once:
+            chosen["move_once"] = False
         if method in SOLVER_METHODS:
             chosen.update(time_limit_s=10, solver_workers=2)
         if not self.pools:
@@ -239,7 +243,7 @@ class Budgets:
         return DefragOptions(**{"method": method, "workers": 1, **chosen, **fields})
 
     def explore(self, cluster: Cluster) -> Reachable:
-        return oracle.explore(cluster, self.max_moves, self.max_moves_per_node, self.same_asw, self.pools)
+        return oracle.explore(cluster, self.max_moves, self.max_moves_per_node, self.same_asw, self.move_once, self.pools)
 
 
 def explain(text: str) -> None:
@@ -257,6 +261,9 @@ def assert_budgets_honoured(cluster: Cluster, moves: list[tuple[str, str, str]],
     if budgets.max_moves_per_node is not None:
         worst = max(touches(moves).items(), key=lambda item: item[1], default=("-", 0))
         assert worst[1] <= budgets.max_moves_per_node, f"node {worst[0]} touched {worst[1]} times"
+    if budgets.move_once:
+        moved = [p for p, _, _ in moves]
+        assert len(moved) == len(set(moved)), f"a pod moves twice under move_once: {moves}"
     if budgets.same_asw:
         nodes = {n.name: n for n in cluster.nodes}
         for p, source, destination in moves:
@@ -460,7 +467,8 @@ def _may_stand(node_obj: Node, residents: list[Pod], candidate: Pod, job_nodes: 
 
 @st.composite
 def tiny_clusters(draw: st.DrawFn) -> Cluster:
-    """A consistent snapshot of 2-4 nodes with at most 5 placed pods and maybe one pending pod.
+    """A consistent snapshot of 2-4 nodes with at most 5 placed pods and maybe one pending pod; GPU
+    shares among the requests, and the required job maybe with a gang minimum (``min_available``).
 
     Roomy snapshots spread pod i onto node i + k (k drawn, modulo the nodes); tight ones (small
     nodes, four or five pods) pack pods first-fit from a drawn node on. A pod goes to the next node
@@ -519,6 +527,9 @@ def tiny_clusters(draw: st.DrawFn) -> Cluster:
                 pending = True
     if not pending and draw(st.booleans()):
         pods.append(Pod(name="waiting", gpus=draw(st.sampled_from([1.0, THIRD])), cpus=1.0))
+    members = sum(1 for p in pods if p.job == REQUIRED_JOB)
+    if job is not None and members:  # a gang minimum (min_available) changes no rule a move must keep
+        job = job.model_copy(update={"min_available": draw(st.sampled_from([None, *range(1, members + 1)]))})
     cluster = Cluster(nodes=nodes, pods=pods, jobs=[job] if job else [])
     return parse_cluster(dump_cluster(cluster))
 
@@ -597,6 +608,7 @@ budgets_strategy = st.builds(
     max_moves=st.sampled_from([None, 0, 1, 2, 3, None]),
     max_moves_per_node=st.sampled_from([None, 1, 2, None]),
     same_asw=st.booleans(),
+    move_once=st.booleans(),
     pools=st.booleans(),
 )
 """The request's budgets; unbudgeted twice as likely, as longer plans need no budget to be legal."""

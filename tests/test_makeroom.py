@@ -84,7 +84,7 @@ def test_no_moves_when_the_job_already_fits() -> None:
     c = cluster([("n0", 8), ("n1", 8)], [{"name": "a", "gpus": 4, "node": "n0"}, {"name": "p", "gpus": 8}])
     plan = room(c, ["p"])
     assert plan.waves == [] and plan.placements == [Placement(pod="p", node="n1")]
-    assert plan.report.reason == "every named job that can start fits without moves"
+    assert plan.report.reason == "every named job that starts fits without moves"
 
 
 REQUIRED = cluster(
@@ -332,8 +332,9 @@ def test_a_bound_pod_is_rehomed_inside_its_switch_and_the_others_anywhere() -> N
 
 
 def end_state_holds(c: Cluster, name: str, same_asw: bool = False) -> bool:
-    """Brute force over end states (whole GPUs, CPUs, memory, switches and spines only): can the
-    pending pods of ``name`` start once the movable pods are put anywhere they fit, each pod of a
+    """Brute force over end states (GPUs as amounts, so GPU shares never pack worse than they can,
+    CPUs, memory, switches and spines only: a relaxation of the rules): can the pending pods of
+    ``name`` (``min_available`` of them when set) start once the movable pods are put anywhere they fit, each pod of a
     required job staying in its domain (a move out would break the job mid-way), every pod in its
     switch under ``same_asw``?"""
     nodes = list(c.nodes)
@@ -354,8 +355,9 @@ def end_state_holds(c: Cluster, name: str, same_asw: bool = False) -> bool:
         allowed = [k for k, n in enumerate(nodes) if all(rules.topology_domain(n, lv) == rules.topology_domain(home, lv) for lv in levels)]
         movable.append(((pod.gpus, pod.cpus, pod.memory_gib), allowed))
     movable.sort(key=lambda m: -m[0][0])
-    pending = [p for p in c.pods if p.node is None and p.job == name]
     job = jobs[name]
+    pending = [p for p in c.pods if p.node is None and p.job == name]
+    pending = pending[: rules.gang_need(job.min_available, len(pending), 0)]  # a gang minimum starts the job
     shape = (pending[0].gpus, pending[0].cpus, pending[0].memory_gib)
 
     def pack(i: int) -> bool:
@@ -390,8 +392,9 @@ def end_state_holds(c: Cluster, name: str, same_asw: bool = False) -> bool:
 
 @st.composite
 def held_clusters(draw) -> tuple[Cluster, bool, int | None]:
-    """Up to 5 nodes under 3 switches (2 spines); running pods, some locked, some in jobs required
-    under their switch or spine; one pending job of 1-3 pods. With the same_asw flag and a move budget."""
+    """Up to 5 nodes under 3 switches (2 spines); running pods (GPU shares among them), some locked,
+    some in jobs required under their switch or spine; one pending job of 1-3 pods (whole GPUs or
+    shares), maybe with a gang minimum. With the same_asw flag and a move budget."""
     switches = {"s0": "sp0", "s1": "sp0", "s2": "sp1"}
     nodes = []
     for k in range(draw(st.integers(3, 6))):
@@ -402,7 +405,7 @@ def held_clusters(draw) -> tuple[Cluster, bool, int | None]:
     for node in nodes:
         free = node["gpus"]
         for i in range(5):  # mostly full nodes: room has to be made
-            gpus = draw(st.sampled_from([1, 2, 2, 3, 4, 8]))
+            gpus = draw(st.sampled_from([1, 2, 2, 3, 4, 8, 0.5, 0.3]))
             if gpus > free or draw(st.integers(0, 3)) == 0:
                 continue
             free -= gpus
@@ -410,10 +413,12 @@ def held_clusters(draw) -> tuple[Cluster, bool, int | None]:
             job = {None: None, "asw": f"a-{node['asw']}", "spine": f"s-{node['spine']}"}[bound]
             pods.append({"name": f"{node['name']}-{i}", "gpus": gpus, "cpus": draw(st.sampled_from([1, 8])), "memory_gib": 16,
                          "node": node["name"], "locked": draw(st.booleans()) and draw(st.booleans()), **({"job": job} if job else {})})
-    shape = {"gpus": draw(st.sampled_from([2, 3, 4, 8, 8])), "cpus": draw(st.sampled_from([1, 16])), "memory_gib": 64}
-    pods += [{"name": f"j-{i}", "job": "j", **shape} for i in range(draw(st.integers(1, 2)))]
+    shape = {"gpus": draw(st.sampled_from([2, 3, 4, 8, 8, 0.5])), "cpus": draw(st.sampled_from([1, 16])), "memory_gib": 64}
+    count = draw(st.integers(1, 3))
+    pods += [{"name": f"j-{i}", "job": "j", **shape} for i in range(count)]
     level = draw(st.sampled_from([None, "asw", "spine"]))
-    jobs = [{"name": "j", **({"topology": {"level": level, "mode": "required"}} if level else {})}]
+    least = draw(st.sampled_from([None, None, *range(1, count + 1)]))
+    jobs = [{"name": "j", **({"topology": {"level": level, "mode": "required"}} if level else {}), **({"min_available": least} if least else {})}]
     jobs += [{"name": f"a-{a}", "topology": {"level": "asw", "mode": "required"}} for a in switches]
     jobs += [{"name": f"s-{s}", "topology": {"level": "spine", "mode": "required"}} for s in set(switches.values())]
     snapshot = Cluster.model_validate({"nodes": nodes, "pods": pods, "jobs": jobs})
@@ -422,7 +427,8 @@ def held_clusters(draw) -> tuple[Cluster, bool, int | None]:
 
 def replay(c: Cluster, plan: DefragPlan, name: str) -> None:
     """Every move legal when made (make-before-break, rules via ``ClusterState.fits``), no locked pod
-    moved, each pending pod of ``name`` placed exactly once where it fits after the last move."""
+    moved, pending pods of ``name`` (all, or at least ``min_available``) placed once each where they
+    fit after the last move."""
     state = ClusterState(c)
     for move in plan.moves():
         p, n = state.pod_index[move.pod], state.node_index[move.to]
@@ -430,7 +436,10 @@ def replay(c: Cluster, plan: DefragPlan, name: str) -> None:
         assert state.fits(p, n), move
         state.move(p, n)
     placed = [state.pod_index[p.pod] for p in plan.placements]
-    assert sorted(placed) == sorted(i for i, p in enumerate(c.pods) if p.node is None and p.job == name)
+    pending = [i for i, p in enumerate(c.pods) if p.node is None and p.job == name]
+    job = {j.name: j for j in c.jobs}[name]
+    assert len(set(placed)) == len(placed) and set(placed) <= set(pending)
+    assert len(placed) >= rules.gang_need(job.min_available, len(pending), 0)  # the whole gang, or its minimum
     for p in plan.placements:
         q, n = state.pod_index[p.pod], state.node_index[p.node]
         assert state.fits(q, n), p

@@ -357,7 +357,7 @@ def _plan_defrag(
         )
         extra.update(exact_extra, jobs_placed=len(options.make_room) - len(made.unplaced), jobs_unplaced=len(made.unplaced))
         if not any(made.waves):
-            extra["reason"] = "every named job that starts fits without moves" if made.placements else "no named job starts"
+            extra["reason"] = "every named job that starts fits without moves" if made.placements else "no named job starts (unplaced says why)"
         return _finish(cluster, state, made.waves, before, options, "makeroom-exact", start, extra, solver_fields, made)
     if method == "exact":
         check_exact_size(state, options)
@@ -368,7 +368,7 @@ def _plan_defrag(
         placed = sum(1 for job in made.per_job.values() if job["placed"])
         extra.update(jobs_placed=placed, jobs_unplaced=len(made.unplaced))
         if not any(made.waves):
-            extra["reason"] = "every named job that can start fits without moves" if placed else "no named job can start"
+            extra["reason"] = "every named job that starts fits without moves" if placed else "no named job starts (unplaced says why)"
         return _finish(cluster, state, made.waves, before, options, "makeroom", start, extra, solver_fields, made)
     trimmed = method in ("heuristic", "hybrid") and options.trim != "off"
     start_state = state.clone() if trimmed else None
@@ -399,6 +399,8 @@ def _plan_defrag(
             extra.update(hybrid_extra)
             name = "hybrid"
     if start_state is not None:
+        if limits.move_once:  # trim the plan that would be returned: its claims (moves_bound) are about it
+            steps, state = route_once(start_state, state, steps, MoveBudget.of(start_state, limits), extra)
         steps, state = _trim(start_state, steps, state, options, extra)
     return _finish(cluster, state, steps, before, options, name, start, extra, solver_fields, relaxed=relaxed)
 
@@ -457,26 +459,55 @@ def compare_make_room(cluster: Cluster, options: DefragOptions) -> DefragCompari
 # ----------------------------------------------------------------------------------------------
 
 
-def _moved_once(cluster: Cluster, end: ClusterState, steps: list[list[Step]], limits: MoveLimits, extra: dict) -> tuple[list[list[Step]], ClusterState]:
-    """A plan that moves some pod twice (an IPC chain that moved it again, a detour) routed again from
-    its end state with every pod moved at most once; moves the router cannot make that way are dropped
-    (``extra['move_once_dropped']``), never made twice. The waves and their end state.
+def _moved_once(cluster: Cluster, end: ClusterState, steps: list[list[Step]], limits: MoveLimits, extra: dict,
+                keep_prefix: bool = True) -> tuple[list[list[Step]], ClusterState]:
+    """A plan that moves some pod twice (an IPC chain that moved it again, a detour) made to move
+    every pod at most once (``route_once``), from the cluster's start state with ``end``'s locks."""
+    start = ClusterState(cluster)
+    start.pod_locked = end.pod_locked
+    return route_once(start, end, steps, MoveBudget.of(start, limits), extra, keep_prefix)
+
+
+def route_once(start: ClusterState, end: ClusterState, steps: list[list[Step]], budget: MoveBudget, extra: dict,
+               keep_prefix: bool = True) -> tuple[list[list[Step]], ClusterState]:
+    """A plan from ``start`` (not changed) ending in ``end`` that moves some pod twice, made to move
+    every pod at most once: ``end`` routed again from ``start`` without detours (moves the router
+    cannot make that way are dropped, never made twice), or, when ``keep_prefix`` and it is better
+    (more empty nodes, then fewer moves, then fewer GPUs moved), the plan's waves up to the first
+    that moves a pod again (each wave of a legal plan stays legal after the same earlier waves).
+    ``extra`` gets ``move_once_rerouted`` (second moves) and ``move_once_dropped`` (moves of the end
+    state the returned plan does not make). The waves and their end state.
 
     IPC itself runs as published: forbidding it to move a pod again lost 10-30% of its empty nodes on
     25-200-node ASI-like snapshots, while routing its end state again kept them all (no move dropped
-    on 16 of 16; ``benchmarks/defrag_moves.py`` compares both ways)."""
+    on 16 of 16; ``benchmarks/defrag_moves.py`` compares both ways). Routing again can drop every
+    move of a plan whose chains need a pod twice, where the waves before it still vacate a node."""
     counts: dict[int, int] = {}
     for wave in steps:
         for p, _, _ in wave:
             counts[p] = counts.get(p, 0) + 1
     if all(count == 1 for count in counts.values()):
         return steps, end
-    start = ClusterState(cluster)
-    start.pod_locked = end.pod_locked
     target = target_of(start, end)
-    routed = target_to_waves(start, target, MoveBudget.of(start, limits))
-    extra.update(move_once_rerouted=sum(count - 1 for count in counts.values()), move_once_dropped=len(routed.dropped))
-    return routed.waves, start
+    routed_end = start.clone()
+    routed = target_to_waves(routed_end, target, budget)
+    waves, final = routed.waves, routed_end
+    if keep_prefix:
+        seen: set[int] = set()
+        cut = 0
+        while cut < len(steps) and not any(p in seen for p, _, _ in steps[cut]):
+            seen.update(p for p, _, _ in steps[cut])
+            cut += 1
+        prefix_end = end_state(start, steps[:cut])
+
+        def score(state: ClusterState, plan: list[list[Step]]) -> tuple[int, int, float]:
+            return int((state.pods_per_node == 0).sum()), -sum(len(w) for w in plan), -float(sum(start.pod_gpus[p] for w in plan for p, _, _ in w))
+
+        if score(prefix_end, steps[:cut]) > score(routed_end, routed.waves):
+            waves, final = steps[:cut], prefix_end
+    made = sum(1 for p, n in target.items() if final.pod_node[p] == n)
+    extra.update(move_once_rerouted=sum(count - 1 for count in counts.values()), move_once_dropped=len(target) - made)
+    return waves, final
 
 
 def _unplace_what_no_longer_fits(cluster: Cluster, state: ClusterState, made: Any) -> None:
@@ -578,11 +609,15 @@ def _exact_options(options: DefragOptions, time_limit_s: float, **changes: Any) 
 def _exact(
     state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None
 ) -> tuple[list[list[Step]], dict, dict]:
-    """IPC for a warm start, then the exact model; returns the better executed plan of the two and
-    what the first solve's bound proves about it (``exact.Proof.claims``)."""
+    """IPC for a warm start, then the exact model; returns the better executed plan of the two (IPC's
+    as it would be returned: routed again under ``move_once``), and in the solver fields ``claims``,
+    what the first solve's bound proves about a plan (``exact.Proof.claims``), which ``_finish`` reads
+    against the plan it returns."""
     ipc_state = state.clone()
     ipc_start = time.perf_counter()
     ipc_waves, _ = _ipc(ipc_state, options, budget.copy(), run, None)
+    if budget.move_once:  # IPC's plan as it would be returned (routed again if it moves a pod twice)
+        ipc_waves, _ = route_once(state, ipc_state, ipc_waves, budget.copy(), {})
     ipc_wall = time.perf_counter() - ipc_start
     movable = np.flatnonzero((state.pod_node != PENDING) & ~state.pod_locked)
     hint = {int(p): int(ipc_state.pod_node[p]) for p in movable}
@@ -618,21 +653,26 @@ def _exact(
         extra["fallback"] = "ipc: IPC's plan is better than the executable exact plan (empty nodes, then moves, then GPUs moved)"
         extra["routed_moves"] = extra["dropped_moves"] = 0
         waves = ipc_waves
-    empties = score(waves)[0]
-    claims = proof.claims(empties, waves)
-    if outcome.solver_status in ("error", "infeasible"):
-        status = "heuristic"  # no proof at all: the plan is IPC's, solver_status says what went wrong
-    elif claims.status == "optimal":
-        status = "optimal"
-    else:
-        status = "timeout" if outcome.waves is None else "feasible"
-    extra.update(lexicographic_optimal=claims.lexicographic_optimal, moves_bound=claims.moves_bound)
-    if claims.bound_error:
-        extra["bound_error"] = claims.bound_error
+
+    def claims_of(empties: int, plan: list[list[Step]]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """What the first solve's bound proves about the plan finally returned (``exact.Proof.claims``):
+        the status and bound, and the report's extra claims."""
+        claims = proof.claims(empties, plan)
+        if outcome.solver_status in ("error", "infeasible"):
+            status = "heuristic"  # no proof at all: the plan is IPC's, solver_status says what went wrong
+        elif claims.status == "optimal":
+            status = "optimal"
+        else:
+            status = "timeout" if outcome.waves is None else "feasible"
+        proven: dict[str, Any] = {"lexicographic_optimal": claims.lexicographic_optimal, "moves_bound": claims.moves_bound}
+        if claims.bound_error:
+            proven["bound_error"] = claims.bound_error
+        return {"status": status, "bound": claims.bound}, proven
+
     for wave in waves:
         for p, _, destination in wave:
             state.move(p, destination)
-    return waves, {"solver": options.solver, "status": status, "bound": claims.bound}, extra
+    return waves, {"solver": options.solver, "claims": claims_of}, extra
 
 
 def _hybrid(
@@ -740,7 +780,7 @@ def _finish(
     smaller one."""
     limits = options.limits(len(cluster.nodes))
     if limits.move_once:
-        steps, state = _moved_once(cluster, state, steps, limits, extra)
+        steps, state = _moved_once(cluster, state, steps, limits, extra, keep_prefix=made is None)
         if made is not None and extra.get("move_once_dropped"):
             _unplace_what_no_longer_fits(cluster, state, made)
     by_name = unavailable_limits(cluster, limits.max_unavailable_per_job)
@@ -759,6 +799,10 @@ def _finish(
     pods = {p.name: p for p in cluster.pods}
     extra = {**extra, **lost_work(cluster, [pods[name] for name in dict.fromkeys(m.pod for m in moves)])}
     objective = plan.metrics.after["empty_nodes"]
+    if "claims" in solver_fields:  # proofs read against the plan returned, after every change made to it above
+        proven, claimed = solver_fields["claims"](int(objective), steps)
+        solver_fields = {**{k: v for k, v in solver_fields.items() if k != "claims"}, **proven}
+        extra = {**extra, **claimed}
     bound = solver_fields.get("bound")
     if bound is not None:
         extra = {**extra, "bound_source": "solver"}
@@ -784,7 +828,7 @@ def _finish(
         waves=len(plan.waves),
         vacated_nodes=len(plan.vacated_nodes),
         **extra,
-        **({} if moves or "reason" in extra else {"reason": why_nothing_moved(state, options)}),
+        **({} if moves or "reason" in extra else {"reason": why_nothing_moved(state, options, extra, solver_fields.get("status"))}),
     )
     violations = validate(cluster, plan, limits)
     if violations:
@@ -820,8 +864,8 @@ def _assemble(cluster: Cluster, state: ClusterState, steps: list[list[Step]], be
     return DefragPlan(waves=waves, vacated_nodes=vacated, metrics=PlanMetrics(before=before, after=after))
 
 
-def why_nothing_moved(state: ClusterState, options: DefragOptions) -> str:
-    """A human reason for an empty plan."""
+def why_nothing_moved(state: ClusterState, options: DefragOptions, extra: dict[str, Any] | None = None, status: str | None = None) -> str:
+    """A human reason for an empty plan (``extra``: the report so far; ``status``: the plan's)."""
     busy = state.pods_per_node > 0
     if not busy.any():
         return "the cluster has no running pods"
@@ -835,12 +879,20 @@ def why_nothing_moved(state: ClusterState, options: DefragOptions) -> str:
         return "the per-node migration budget (max_moves_per_node) is 0"
     if busy.sum() < 2:
         return "only one node holds pods"
+    if (extra or {}).get("move_once_dropped"):
+        return (f"the {options.method} plan moved some pod twice; with every pod moved once (move_once) none of its "
+                f"{extra['move_once_dropped']} move(s) could be made; plan again with move_once off to see it")
+    solved = options.method == "exact" or str((extra or {}).get("auto_choice", "")).startswith("exact")
+    if solved and status == "optimal":
+        return "the exact model proves that no plan empties more nodes than the snapshot has"
+    if solved:
+        dropped = (extra or {}).get("dropped_moves")
+        why = f"; {dropped} move(s) of its end state could not be routed make-before-break within the limits" if dropped else ""
+        return f"the exact method found no plan that empties more nodes (status {status}: not proven that none exists{why})"
     if options.method in ("heuristic", "hybrid", "auto"):
         return (
             f"no candidate node could be vacated: some pod of each fits on no other busy node, "
             f"even after ejection chains of depth {options.depth}"
         )
-    if options.method == "exact":
-        return "the exact model finds no plan that empties more nodes than the snapshot has"
     return f"{options.method} found no pod to move"
 

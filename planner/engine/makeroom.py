@@ -64,7 +64,8 @@ def make_room_requests(cluster: Cluster, names: list[str]) -> list[Request]:
                     )
             topology = jobs[name].topology
             level = {"asw": 1, "spine": 2}[topology.level] if topology is not None and topology.mode == "required" else 0
-            requests.append(Request(name, own, level))
+            least = jobs[name].min_available  # the job starts with that many of its pods (the others where they fit)
+            requests.append(Request(name, own, level, least if least is not None and least < len(own) else None))
         elif name in pods:
             pod = cluster.pods[pods[name]]
             if pod.job is not None:
@@ -247,9 +248,13 @@ def refuse_exact_shares(cluster: Cluster, requests: list[Request]) -> None:
 
 
 def _why_not_started(solution: Any, jobs: int) -> str:
-    where = "within the neighbourhood searched (restricted: see the report)" if solution.neighbourhood.restricted else "within the move budgets"
     if solution.status == "timeout":
         return "the solver found no solution within the time limit"
+    together = " together with the jobs that start" if jobs > 1 else ""
+    if solution.status == "optimal" and solution.neighbourhood.restricted:
+        # a proof over a restriction of the problem says nothing about the problem asked
+        return (f"no plan starts it{together} within the neighbourhood searched (restricted: see the report); "
+                "not a proof that none exists")
     if solution.status == "optimal":
-        return f"proven: no plan starts it together with the jobs that start {where}" if jobs > 1 else f"proven: no plan starts it {where}"
+        return f"proven: no plan starts it{together} within the move budgets"
     return f"the solver's best solution does not start it ({solution.status}, not proven)"

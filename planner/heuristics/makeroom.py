@@ -21,9 +21,14 @@ For one job (its pending pods, all of one shape) the heuristic works on the arra
   nodes that received relocated pods are scored again. Then the job's pods are started on the
   chosen nodes, each checked with ``state.fits``.
 
+A job with ``min_available`` below its pods is tried whole first, then with that many pods (the
+filter's proof asks room for that many); the rest then start where they fit without moves.
+
 So every move is sequentially legal (``waves.sequence_to_waves`` makes waves of them) and every
 placement is legal on the state after the last move. Jobs are served largest first; a placed job's
-pods are locked in the working state, so a later job never moves them. It is a heuristic: no claim
+pods are locked in the working state, so a later job never moves them. Impossibility is proven for
+each job alone on the snapshot, before any is served: room that runs out only beside the pods of
+jobs served before is the heuristic's own doing, and the reason says it is no proof. It is a heuristic: no claim
 of fewest moves (``tests/test_makeroom.py`` compares it with a brute force on tiny clusters).
 """
 
@@ -42,6 +47,7 @@ from planner.heuristics.room import (
     domain_room,
     domains_of,
     optimistic_slots,
+    share_slots,
     unplaceable_reason,
 )
 from planner.heuristics.topology import node_slots
@@ -71,6 +77,13 @@ class Request:
     name: str
     pods: list[int]
     level: int = 0
+    minimum: int | None = None
+    """The job's ``min_available`` when below its pods: it starts with that many, the others where they fit."""
+
+    @property
+    def need(self) -> int:
+        """Pods that must start together for the job to run."""
+        return len(self.pods) if self.minimum is None else min(self.minimum, len(self.pods))
 
 
 @dataclass
@@ -84,11 +97,49 @@ class Outcome:
 
 
 def make_room(state: ClusterState, requests: list[Request], budget: MoveBudget, seed: int = 0) -> list[Outcome]:
-    """One outcome per request, in the order served (largest GPU demand first, then as given): the
-    moves of all outcomes in this order are sequentially legal. ``state`` ends with the moves made
+    """One outcome per request, in the order served (largest GPU demand first, then as given; a job
+    that found no room beside those served before it first, when that starts more): the moves of
+    all outcomes in this order are sequentially legal. ``state`` ends with the moves made
     and the placed pods placed (and locked); ``budget`` is spent by the moves."""
     order = sorted(range(len(requests)), key=lambda i: (-demand(state, requests[i]), i))
-    return [_serve(state, requests[i], budget, (seed, 0, i)) for i in order]
+    # impossibility is proven on the snapshot itself, for each job alone: once a job is served, its
+    # pods (placed where the heuristic chose) hold room no other plan has to give them
+    proofs = {i: unplaceable_reason(state, requests[i], optimistic_slots(state, requests[i].pods[0]), budget) for i in order}
+    if len(requests) == 1:
+        return _serve_in_order(state, requests, budget, seed, order, proofs)
+    # a job that found no room beside the jobs served before it is served first in a second try; the
+    # try that starts more jobs (then makes fewer moves) is kept
+    tries = []
+    for attempt in range(2):
+        if attempt:
+            failed = [i for i, outcome in zip(order, tries[0][2]) if outcome.reason is not None and proofs[i] is None]
+            if not failed:
+                break
+            order = failed + [i for i in order if i not in failed]
+        trial, spent = state.clone(), budget.copy()
+        trial.pod_locked = state.pod_locked.copy()
+        outcomes = _serve_in_order(trial, requests, spent, seed, order, proofs)
+        key = (sum(o.reason is None for o in outcomes), -sum(len(o.moves) for o in outcomes), -attempt)
+        tries.append((key, (trial, spent), outcomes))
+    _, (trial, spent), outcomes = max(tries, key=lambda t: t[0])
+    state.__dict__.update(trial.__dict__)  # ``state`` and ``budget`` end as the kept try left them
+    budget.__dict__.update(spent.__dict__)
+    return outcomes
+
+
+def _serve_in_order(state: ClusterState, requests: list[Request], budget: MoveBudget, seed: int, order: list[int],
+                    proofs: dict[int, str | None]) -> list[Outcome]:
+    """Serve the requests in ``order`` on ``state``: those ``proofs`` show impossible are not tried."""
+    served: list[str] = []
+    outcomes = []
+    for i in order:
+        if proofs[i] is not None:
+            outcomes.append(Outcome(requests[i].name, reason=proofs[i]))
+            continue
+        outcomes.append(_serve(state, requests[i], budget, (seed, 0, i), served))
+        if outcomes[-1].reason is None:
+            served.append(requests[i].name)
+    return outcomes
 
 
 def demand(state: ClusterState, request: Request) -> float:
@@ -112,12 +163,15 @@ def slots_without(state: ClusterState, p: int, n: int, evicted: list[int]) -> in
     for q in evicted:
         if s.pod_share[q] > 0:
             shares.remove(float(s.pod_share[q]))
-    free_gpus = int(s.cap_gpus[n]) - int(s.whole_used[n]) + int(s.pod_whole[evicted].sum()) - len(rules.pack_shares(shares))
+    devices = int(s.cap_gpus[n]) - int(s.whole_used[n]) + int(s.pod_whole[evicted].sum())
     free_cpus = float(s.cap_cpus[n] - s.used_cpus[n] + s.pod_cpus[evicted].sum())
     free_mem = float(s.cap_mem[n] - s.used_mem[n] + s.pod_mem[evicted].sum())
     slots = len(s.pod_names)
-    need = int(s.pod_whole[p]) + (1 if s.pod_share[p] > 0 else 0)
-    for free, each in ((free_gpus, need), (free_cpus, float(s.pod_cpus[p])), (free_mem, float(s.pod_mem[p]))):
+    if s.pod_share[p] > 0:  # shares pack beside the node's shares (two halves on one device)
+        slots = share_slots(devices, shares, float(s.pod_share[p]))
+    elif s.pod_whole[p] > 0:
+        slots = (devices - len(rules.pack_shares(shares))) // int(s.pod_whole[p])
+    for free, each in ((free_cpus, float(s.pod_cpus[p])), (free_mem, float(s.pod_mem[p]))):
         if each > 0:
             slots = min(slots, math.floor((free + 1e-9) / each))
     if groups:
@@ -152,26 +206,35 @@ def eviction_options(state: ClusterState, p: int, n: int, now: int, most: int) -
 # ----------------------------------------------------------------------------------------------
 
 
-def _serve(state: ClusterState, request: Request, budget: MoveBudget, seed: tuple[int, int, int]) -> Outcome:
+def _serve(state: ClusterState, request: Request, budget: MoveBudget, seed: tuple[int, int, int], served: list[str] | None = None) -> Outcome:
+    """Make room for one request on ``state``, where the jobs ``served`` before it are placed (and locked)."""
     p = request.pods[0]
     optimistic = optimistic_slots(state, p)
     reason = unplaceable_reason(state, request, optimistic, budget)
     if reason is not None:
-        return Outcome(request.name, reason=reason)
+        if not served:
+            return Outcome(request.name, reason=reason)
+        # the room is short only beside the pods the heuristic started for the jobs served first
+        return Outcome(request.name, reason=(
+            f"no room left for it once {', '.join(served)} started where the heuristic put them (they could start elsewhere: "
+            "a heuristic, this is not a proof that none exists)"))
     now = node_slots(state, p)
     domains = domains_of(state, request.level)
     bound = bound_pods(state, request.level, budget)
-    room, _ = domain_room(state, request, optimistic, budget)
     group = EjectionGroup(GroupTask(state, IpcOptions(depth=CHAIN_DEPTH, seed=seed[0]), seed, budget))
     group.into_empty = True
     tried = 0
-    for d in _domains_cheapest_first(state, domains, now, optimistic, len(request.pods), room, bound)[:MAX_DOMAINS]:
-        tried += 1
-        placed = _try_domain(state, group, request, np.flatnonzero(domains == d), now, optimistic, bound)
-        if placed is not None:
-            moves = list(group.trail)
-            budget.spend_all(moves)
-            return Outcome(request.name, moves=moves, placements=placed)
+    # the whole job, else (``min_available``) its minimum, the other pods then starting where they fit
+    for gang in dict.fromkeys((len(request.pods), request.need)):
+        whole = Request(request.name, request.pods[:gang], request.level)
+        room, _ = domain_room(state, whole, optimistic, budget)
+        for d in _domains_cheapest_first(state, domains, now, optimistic, gang, room, bound)[:MAX_DOMAINS]:
+            tried += 1
+            placed = _try_domain(state, group, whole, np.flatnonzero(domains == d), now, optimistic, bound)
+            if placed is not None:
+                moves = list(group.trail)
+                budget.spend_all(moves)
+                return Outcome(request.name, moves=moves, placements=placed + _place_extras(state, request.pods[gang:], placed))
     where = f"in the {tried} cheapest {LEVEL_NAMES[request.level]}(s) " if request.level else ""
     return Outcome(
         request.name,
@@ -336,6 +399,21 @@ def _choose(
         left -= min(t - chosen.get(n, (0, []))[0], left)
         chosen[n] = (t, evicted)
     return chosen
+
+
+def _place_extras(state: ClusterState, pods: list[int], placed: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Start the pods of a job beyond its ``min_available`` where they fit now (the job's nodes first,
+    then in node order; the rules, a required topology included, checked by ``state.fits``); locks them."""
+    nodes = list(dict.fromkeys(n for _, n in placed))
+    others = [n for n in range(len(state.node_names)) if n not in set(nodes)]
+    extras: list[tuple[int, int]] = []
+    for q in pods:
+        target = next((n for n in nodes + others if state.fits(q, n)), None)
+        if target is not None:
+            state.place(q, target)
+            state.pod_locked[q] = True
+            extras.append((q, target))
+    return extras
 
 
 def _place(state: ClusterState, request: Request, nodes: list[int]) -> list[tuple[int, int]] | None:

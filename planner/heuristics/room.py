@@ -8,6 +8,8 @@ whatever moves, and the reason says so without search. The exact model uses the 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,18 +24,44 @@ if TYPE_CHECKING:
 LEVEL_NAMES = {1: "asw", 2: "spine"}
 
 
+def share_slots(devices: int, shares: Sequence[float], share: float) -> int:
+    """How many more pods of ``share`` GPU (a share, below 1) fit beside the ``shares`` on ``devices``
+    GPU devices (those no whole-GPU pod holds), by the rules' packing (``rules.pack_shares``, what
+    every fit check uses): shares of one device pack together, so two halves take one device."""
+    if devices <= 0:
+        return 0
+    most = min(devices * math.floor(1 / share + EPS), math.floor((devices - sum(shares)) / share + 1e-9))
+    k = max(most, 0)
+    while k > 0 and len(rules.pack_shares([*shares, *[share] * k])) > devices:
+        k -= 1
+    return k
+
+
+def share_slots_per_node(devices: np.ndarray, shares_of: Mapping[int, Sequence[float]], share: float) -> np.ndarray:
+    """``share_slots`` of every node: ``devices`` per node, ``shares_of`` the shares on each node that has any."""
+    slots = np.maximum(devices, 0).astype(np.int64) * math.floor(1 / share + EPS)
+    for n, shares in shares_of.items():
+        if len(shares):
+            slots[n] = share_slots(int(devices[n]), shares, share)
+    return slots
 
 
 def optimistic_slots(state: ClusterState, p: int) -> np.ndarray:
     """Per node, pods shaped like p it could take if every movable pod left (an upper bound on
-    ``node_slots`` after any moves: locked shares are counted by their sum, rounded up)."""
+    ``node_slots`` after any moves): locked whole GPUs and locked shares (packed by the rules) stay;
+    a share packs beside them and beside the job's other shares."""
     s = state
     stays = (s.pod_node >= 0) & s.pod_locked
     free, need = _free_after_moves(s, p)
     slots = np.full(len(s.node_names), len(s.pod_names), dtype=np.int64)
-    for room, each in zip(free, need):
+    for room, each in list(zip(free, need))[1:]:
         if each > 0:
             slots = np.minimum(slots, np.floor((room + 1e-9) / each).astype(np.int64))
+    whole, locked_shares = _locked_gpus(s)
+    if s.pod_share[p] > 0:
+        slots = np.minimum(slots, share_slots_per_node(s.cap_gpus - whole, locked_shares, float(s.pod_share[p])))
+    elif s.pod_whole[p] > 0:
+        slots = np.minimum(slots, np.floor(free[0] / int(s.pod_whole[p]) + 1e-9).astype(np.int64))
     eligible = s.eligible[s.pod_signature[p]].copy()
     if s.pod_groups[p]:
         slots = np.minimum(slots, 1)
@@ -44,20 +72,37 @@ def optimistic_slots(state: ClusterState, p: int) -> np.ndarray:
     return np.maximum(slots, 0)
 
 
+def _locked_gpus(state: ClusterState) -> tuple[np.ndarray, dict[int, list[float]]]:
+    """Per node, the whole GPUs of the pods that stay whatever moves (locked, standby), and their shares."""
+    s = state
+    stays = (s.pod_node >= 0) & s.pod_locked
+    whole = np.bincount(s.pod_node[stays], weights=s.pod_whole[stays], minlength=len(s.node_names))
+    shares: dict[int, list[float]] = {}
+    for q in np.flatnonzero(stays & (s.pod_share > 0)).tolist():
+        shares.setdefault(int(s.pod_node[q]), []).append(float(s.pod_share[q]))
+    return whole, shares
+
+
 def _free_after_moves(state: ClusterState, p: int) -> tuple[list[np.ndarray], list[float]]:
-    """Per node, free (GPU devices, CPUs, memory) once every movable pod has left; and what one pod
-    shaped like p needs of each (a GPU share needs one device)."""
+    """Per node, free (GPUs, CPUs, memory) once every movable pod has left; and what one pod shaped
+    like p needs of each. GPUs are counted in devices for a whole-GPU pod (locked shares packed by
+    the rules take theirs) and in GPU for a share (what the locked pods leave of the devices)."""
     s = state
     n_nodes = len(s.node_names)
     stays = (s.pod_node >= 0) & s.pod_locked
     where = s.pod_node[stays]
-    whole = np.bincount(where, weights=s.pod_whole[stays], minlength=n_nodes)
-    shares = np.bincount(where, weights=s.pod_share[stays], minlength=n_nodes)
+    whole, locked_shares = _locked_gpus(s)
     cpus = np.bincount(where, weights=s.pod_cpus[stays], minlength=n_nodes)
     mem = np.bincount(where, weights=s.pod_mem[stays], minlength=n_nodes)
-    free = [s.cap_gpus - whole - np.ceil(shares - EPS), s.cap_cpus - cpus, s.cap_mem - mem]
-    need = [float(int(s.pod_whole[p]) + (1 if s.pod_share[p] > 0 else 0)), float(s.pod_cpus[p]), float(s.pod_mem[p])]
-    return free, need
+    if s.pod_share[p] > 0:
+        share_sum = np.bincount(where, weights=s.pod_share[stays], minlength=n_nodes)
+        gpus, gpu_need = s.cap_gpus - whole - share_sum, float(s.pod_share[p])
+    else:
+        devices = np.zeros(n_nodes)
+        for n, shares in locked_shares.items():
+            devices[n] = len(rules.pack_shares(shares))
+        gpus, gpu_need = s.cap_gpus - whole - devices, float(s.pod_whole[p])
+    return [gpus, s.cap_cpus - cpus, s.cap_mem - mem], [gpu_need, float(s.pod_cpus[p]), float(s.pod_mem[p])]
 
 
 def domains_of(state: ClusterState, level: int) -> np.ndarray:
@@ -127,7 +172,7 @@ def domain_room(state: ClusterState, request: Request, optimistic: np.ndarray, b
 
 def unplaceable_reason(state: ClusterState, request: Request, optimistic: np.ndarray, budget: MoveBudget | None = None) -> str | None:
     """Why the job cannot start even with every movable pod moved away (None when it might)."""
-    k = len(request.pods)
+    k = request.need
     shape = _shape_text(state, request.pods[0])
     if request.level == 0:
         room = int(optimistic.sum())

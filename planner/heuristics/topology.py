@@ -164,7 +164,11 @@ def node_slots(state, p: int, packed: bool = False) -> np.ndarray:  # type: igno
     whole = int(cs.pod_whole[p]) + (1 if cs.pod_share[p] > 0 and not packed else 0)
     big = np.iinfo(np.int64).max // 4
     slots = np.full(len(cs.node_names), big, dtype=np.int64)
-    if whole:
+    if cs.pod_share[p] > 0:  # shares pack beside the node's shares (two halves on one device)
+        from planner.heuristics.room import share_slots_per_node
+
+        slots = np.minimum(slots, share_slots_per_node(cs.cap_gpus - cs.whole_used, cs.node_shares, float(cs.pod_share[p])))
+    elif whole:
         slots = np.minimum(slots, free_gpus // whole)
     if cs.pod_share[p] > 0 and packed:
         slots = np.minimum(slots, share_slots(cs, float(cs.pod_share[p]), eligible))

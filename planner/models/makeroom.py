@@ -8,10 +8,10 @@ free of a fixed pod of its anti-affinity groups, within its job's switch when th
 
     x[p,n] in {0,1}      p ends on n                              n in E(p)
     y[j,n] in 0..k_j     pods of job j started on n               n in C_j
-    z[j]   in {0,1}      job j starts (all its k_j pods: a gang)
+    z[j]   in {0,1}      job j starts (all its k_j pods: a gang; at least m_j with ``min_available`` m_j)
     u[j,d] in {0,1}      job j uses domain d (``required`` jobs: asw or spine)
     (1)  sum_n x[p,n] = 1
-    (2)  sum_n y[j,n] = k_j z_j
+    (2)  sum_n y[j,n] = k_j z_j            (m_j z_j <= sum_n y[j,n] <= k_j z_j with min_available)
     (3)  y[j,n] <= k_j u[j,d(n)],  sum_d u[j,d] <= 1                one switch when required
     (4)  per node and resource r (GPUs, CPUs, memory in exact integer units, ``models/units.py``):
          F_rn + sum_p r_p x[p,n] + sum_j r_j y[j,n] <= C_rn       (F: the fixed pods' usage)
@@ -127,7 +127,7 @@ def neighbourhood(
     full = {name: list(c) for name, c in candidates.items()}
     chosen: set[int] = set()
     for r in requests:
-        p, k = r.pods[0], len(r.pods)
+        p, k = r.pods[0], r.need
         now, opt = node_slots(s, p), optimistic[r.name]
         domains = domains_of(s, r.level)
         picked: list[int] = []
@@ -231,7 +231,11 @@ class _Model:
                         u[d] = self.u[r.name, d] = m.var(f"u[{r.name},{d}]")
                     m.row([(y, 1), (u[d], -k)], None, 0, f"(3) {r.name} under {d}")
             ys = [(v, 1) for (j, _), v in self.y.items() if j == r.name]
-            m.row([*ys, (z, -k)], 0, 0, f"(2) gang {r.name}")
+            if r.need < k:  # min_available: at least that many start, at most all of them
+                m.row([*ys, (z, -k)], None, 0, f"(2) at most {k} of {r.name}")
+                m.row([*ys, (z, -r.need)], 0, None, f"(2) min_available {r.need} of {r.name}")
+            else:
+                m.row([*ys, (z, -k)], 0, 0, f"(2) gang {r.name}")
             if u:
                 m.row([(v, 1) for v in u.values()], None, 1, f"(3) one domain {r.name}")
         for n in hood.nodes:
