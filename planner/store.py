@@ -312,7 +312,7 @@ class Store:
         if idempotency_key is not None:
             existing = self.job_by_key(idempotency_key)
             if existing is not None:
-                return self._same_request(existing, request_digest), False
+                return self._same_request(existing, kind, request_digest), False
         digest, body, raw_bytes = pack_snapshot(snapshot)
         for attempt in range(3):
             with self._writing() as s:
@@ -340,7 +340,7 @@ class Store:
                     s.rollback()
                     existing = self.job_by_key(idempotency_key) if idempotency_key is not None else None
                     if existing is not None:  # another request with the same key won the race
-                        return self._same_request(existing, request_digest), False
+                        return self._same_request(existing, kind, request_digest), False
                     if attempt == 2:
                         raise
                     continue  # retention deleted the snapshot row between our insert and the job's: again
@@ -360,8 +360,10 @@ class Store:
         )
 
     @staticmethod
-    def _same_request(job: Job, digest: str) -> Job:
-        if job.request_digest != digest:
+    def _same_request(job: Job, kind: str, digest: str) -> Job:
+        """``job`` when the request with its key is this one (same kind, same digest); else the key
+        was used for a different request (``IdempotencyConflict``: the API's 409)."""
+        if job.kind != kind or job.request_digest != digest:
             raise IdempotencyConflict(job.id)
         return job
 
