@@ -892,13 +892,17 @@ def serve(
         help="Replicas sharing a database: a running job's lease, renewed every third of it; when a replica dies, "
         "another takes its jobs over this long after its last renewal.",
     ),
+    body_timeout_s: float = typer.Option(
+        30.0, "--body-timeout-s", min=1.0, max=3600.0,
+        help="A request body must arrive within this many seconds, else 408 (a slow upload would hold the large-body slot).",
+    ),
 ) -> None:
     """Run the planning service (REST API, background solve jobs, plan store)."""
     from planner.api.server import serve as run_server
 
     try:
         run_server(host, port, workers, db, insecure, max_queue, max_body_mib, max_job_s, allow_force, max_job_memory_gib,
-                   executor.value, metrics_public, log_format.value, not private_docs, keep_days, lease_s)
+                   executor.value, metrics_public, log_format.value, not private_docs, keep_days, lease_s, body_timeout_s)
     except ValueError as err:
         fail([str(err)])
 

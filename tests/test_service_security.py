@@ -124,7 +124,7 @@ def test_a_stalled_upload_gets_408_and_frees_the_large_body_slot(server: Server)
         started = time.monotonic()
         big = client.post("/v1/report", content=b'{"snapshot": {"nodes": []}' + b" " * (2 << 20) + b"}",
                           headers={"Content-Type": "application/json"})
-        assert big.status_code == 422 and time.monotonic() - started < 10
+        assert big.status_code == 200 and time.monotonic() - started < 10
 
 
 # -- 5: admission before the body is parsed -----------------------------------------------------

@@ -30,6 +30,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from planner.api.schemas import (
     EXAMPLE_PLAN,
@@ -60,6 +61,8 @@ log = logging.getLogger("planner.api")
 access = logging.getLogger("planner.access")
 
 MAX_WAIT_S = 600.0
+CLIENT_CLOSED = 499
+"""The status recorded for a request whose client hung up mid-upload (nginx's convention; never sent)."""
 
 
 class Waiters:
@@ -107,7 +110,7 @@ def create_app(settings: Settings) -> FastAPI:
     metrics = ServiceMetrics(store, lambda: len(dispatcher.running))
     dispatcher.metrics = metrics
     dispatcher.keep_s = None if settings.keep_days is None else settings.keep_days * 86400.0
-    bodies = BodyReader(settings.max_body_bytes)
+    bodies = BodyReader(settings.max_body_bytes, settings.body_timeout_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
@@ -206,7 +209,17 @@ def create_app(settings: Settings) -> FastAPI:
         response = _problem(exc.status, exc.error, exc.problems)
         if exc.status == 503:
             response.headers["Retry-After"] = str(settings.retry_after_s)
+        if exc.status == 408:  # the rest of the body may still come: not on this connection
+            response.headers["Connection"] = "close"
         return response
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, exc: ClientDisconnect) -> JSONResponse:
+        """The client hung up before its body was complete: nothing to answer and nothing wrong here,
+        so no error and no traceback; logged at info and recorded as 499 (nginx's "client closed
+        request") in the access log."""
+        log.info("client disconnected before its request body was complete (%s %s); nothing done", request.method, request.url.path)
+        return _problem(CLIENT_CLOSED, "the client closed the connection before the request body was complete")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

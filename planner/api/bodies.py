@@ -10,6 +10,11 @@ slot, and parsed and checked in a parser process (a memory cap of its own, ``PAR
 the server process only ever holds the raw bytes of one large body. Small bodies are parsed in a
 worker thread (milliseconds) and never wait.
 
+A body must arrive within ``timeout_s`` of the first read (``--body-timeout-s``), else 408: a client
+that trickles a large body would otherwise hold the large-body slot (and every large upload behind
+it) for as long as it likes. A client that hangs up mid-upload raises Starlette's ``ClientDisconnect``
+(the app logs it at info as a 499, not as an error).
+
 A body that is not ``application/json`` gets 415; above the limit 413; one that is not valid JSON,
 names a key twice, nests too deeply or does not match the schema gets 422 with one message per
 problem and its field path, as every other error of the API.
@@ -60,8 +65,9 @@ class Refused(Exception):
 class BodyReader:
     """Reads and parses JSON bodies (see the module docstring)."""
 
-    def __init__(self, max_bytes: int):
+    def __init__(self, max_bytes: int, timeout_s: float = 30.0):
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
         self._large: asyncio.Semaphore | None = None
         self._parser: ProcessPoolExecutor | None = None
 
@@ -87,7 +93,11 @@ class BodyReader:
             return await self._in_parser(parse, body, *args)
 
     async def _read(self, request: Request) -> bytes:
-        body = await _read_limited(request, self.max_bytes)
+        try:
+            body = await asyncio.wait_for(_read_limited(request, self.max_bytes), self.timeout_s)
+        except asyncio.TimeoutError:
+            raise Refused(408, f"the request body did not arrive within {self.timeout_s:g} s (the server's --body-timeout-s); "
+                               "send it at once, or a smaller snapshot") from None
         if body is None:
             raise Refused(413, f"request body above the limit of {self.max_bytes // 2**20} MiB")
         return body

@@ -36,6 +36,8 @@ class Settings:
     concurrency: int = 2
     max_queue: int = 64
     max_body_bytes: int = 64 * 2**20
+    body_timeout_s: float = 30.0
+    """A request body must arrive within this many seconds (``--body-timeout-s``), else 408."""
     max_job_s: float = 900.0
     retry_after_s: int = 5
     allow_force: bool = False

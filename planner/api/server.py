@@ -76,6 +76,7 @@ def serve(
     docs_public: bool = True,
     keep_days: float | None = None,
     lease_s: float = 30.0,
+    body_timeout_s: float = 30.0,
 ) -> None:
     """Start the service (blocks). Raises ValueError for a setting that cannot be honoured."""
     import uvicorn
@@ -114,6 +115,7 @@ def serve(
         docs_public=docs_public,
         keep_days=keep_days,
         lease_s=lease_s,
+        body_timeout_s=body_timeout_s,
     )
     check_store(settings.db_url, db_setting)
     configure_logs(log_format)
