@@ -212,3 +212,13 @@ def test_a_secret_file_that_is_not_a_small_regular_file_is_refused_at_once(tmp_p
     assert done.returncode == 2 and f"{variable}: " in done.stderr, done.stderr
     assert ("larger than 64 KiB" if kind == "huge" else "not a regular file") in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize(("args", "env", "expected"), [
+    (["--token", "abc"], {}, "--token: too short (3 characters)"),
+    ([], {"PLANNER_API_TOKEN": "abc"}, "PLANNER_API_TOKEN: too short (3 characters)"),
+])
+def test_the_client_refuses_a_short_token_before_asking_the_server(args: list[str], env: dict[str, str], expected: str) -> None:
+    base = {k: v for k, v in os.environ.items() if k not in ("PLANNER_API_TOKEN", "PLANNER_API_TOKEN_FILE")}
+    done = subprocess.run([PLANNER, "jobs", "--server", "http://127.0.0.1:9", *args], capture_output=True, text=True, env=base | env, timeout=60)
+    assert done.returncode == 2 and expected in done.stderr and "Traceback" not in done.stderr, done.stderr

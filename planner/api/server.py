@@ -83,11 +83,14 @@ def serve(
 
     from planner.executors import default_workers
 
-    from planner.secrets import database_url, secret
+    from planner.secrets import check_token, database_url, secret, source
 
     db_url, db_setting = database_url(db)
     token = secret("PLANNER_API_TOKEN")
     read_token = secret("PLANNER_API_READ_TOKEN")
+    for name, value in (("PLANNER_API_TOKEN", token), ("PLANNER_API_READ_TOKEN", read_token)):
+        if value is not None:
+            check_token(value, source(name))
     if read_token is not None and token is None:
         raise ValueError("PLANNER_API_READ_TOKEN: a read-only token needs an admin token too; set PLANNER_API_TOKEN "
                          "(without it the service has no authentication at all)")
