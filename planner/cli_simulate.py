@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from planner.cli import _emit, app, err_console, fail, guarded, plain_console
+from planner.cli import _emit, app, check_stdout, err_console, fail, guarded, plain_console, summary_to_stdout
 
 MAX_JOBS = 250_000
 """``--jobs`` at most: about ten days of the whole spot-2026 cluster at the default loads (24,000 jobs a
@@ -93,6 +93,7 @@ def simulate_spot_command(
         problems.append(f"--plot: a .png file, got '{plot}'")
     if problems:
         fail(problems)
+    check_stdout(out in (None, "-"))  # the results (or their table) go to standard output
     try:
         rows, series = _run(count, node_list, days, warmup_days, jobs, policies, seeds, restart_overhead_s, hp_only, progress, warm_start, loads)
     except ValueError as err:
@@ -100,7 +101,7 @@ def simulate_spot_command(
     text = json.dumps({"runs": rows}, indent=1) + "\n"
     if out is not None:
         _emit(text, out)
-    if out != "-":
+    if summary_to_stdout(out):
         _print_table(rows)
     if plot is not None:
         from planner.simulate.plots import plot_replays
