@@ -159,6 +159,59 @@ def test_a_full_queue_refuses_before_reading_the_body(tmp_path: Path) -> None:
         srv.stop()
 
 
+def _send_reports(url: str, body: bytes, seconds: float, clients: int) -> None:
+    """(In a child process, so the probe below does not share an interpreter lock with it.)"""
+    import threading
+
+    import httpx
+
+    deadline = time.monotonic() + seconds
+
+    def one() -> None:
+        with httpx.Client(base_url=url, timeout=60.0, headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}) as c:
+            while time.monotonic() < deadline:
+                assert c.post("/v1/report", content=body).status_code == 200
+
+    threads = [threading.Thread(target=one) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def test_healthz_stays_quick_while_megabyte_bodies_are_parsed(server: Server) -> None:
+    """Four clients send ~1 MiB snapshots to /v1/report back to back; /healthz is probed meanwhile.
+    Parsed in a thread of the server, each body held the event loop for tens of milliseconds (p90
+    above 100 ms); parsed in the parser processes, /healthz waits for none of them."""
+    import multiprocessing
+
+    import httpx
+
+    from planner.instances.asi import generate_asi
+    from planner.snapshot import cluster_to_dict
+
+    body = json.dumps({"snapshot": cluster_to_dict(generate_asi(nodes=1400, seed=1))}).encode()
+    assert 900_000 < len(body) < 1 << 20
+    load = multiprocessing.get_context("spawn").Process(target=_send_reports, args=(server.url, body, 12.0, 4))
+    load.start()
+    latencies = []
+    try:
+        time.sleep(2.0)
+        with httpx.Client(base_url=server.url, timeout=30.0) as client:
+            deadline = time.monotonic() + 8.0
+            while time.monotonic() < deadline:
+                started = time.perf_counter()
+                assert client.get("/healthz").status_code == 200
+                latencies.append(time.perf_counter() - started)
+                time.sleep(0.02)
+    finally:
+        load.join(timeout=120)
+    assert load.exitcode == 0
+    latencies.sort()
+    p50, p90 = latencies[len(latencies) // 2], latencies[int(0.9 * len(latencies))]
+    assert p90 < 0.06, f"/healthz p50 {p50 * 1000:.0f} ms, p90 {p90 * 1000:.0f} ms under four 1 MiB reports"
+
+
 # -- start-up refusals ---------------------------------------------------------------------------
 
 

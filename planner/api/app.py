@@ -121,6 +121,7 @@ def create_app(settings: Settings) -> FastAPI:
 
             listener = JobEndListener(settings.db_url, waiters.finished)
             listener.start()
+        bodies.start()
         recovered = store.reclaim_expired()
         log.info("store %s: %s; this replica is %s (leases of %g s)", store.engine.url.render_as_string(hide_password=True), recovered,
                  dispatcher.owner, settings.lease_s)
@@ -276,18 +277,29 @@ def create_app(settings: Settings) -> FastAPI:
               "Submit an allocation job: start pending jobs on as few switches as possible",
               {"description": "The job finished within ?wait: the plan (kind allocate, or allocate-compare)."})
 
+    def admitted(idempotency_key: str | None) -> bool:
+        """Whether a submission may go on to have its body parsed: the queue has room, or the key is
+        one already used (its job is answered, or 409, whatever the queue holds). ``create_job``
+        checks the queue again when it stores the job."""
+        return store.queue_depth() < settings.max_queue or (idempotency_key is not None and store.job_by_key(idempotency_key) is not None)
+
+    def queue_full() -> JSONResponse:
+        response = _problem(429, f"the queue is full ({settings.max_queue} jobs waiting); retry later")
+        response.headers["Retry-After"] = str(settings.retry_after_s)
+        return response
+
     async def submit(http: Request, kind: str, accept: Any, wait: float, idempotency_key: str | None) -> Any:
         """Check the body off the loop, store the job, wake the dispatcher; 202, or 200 with the plan
         when it is ready within ``wait`` seconds."""
         if idempotency_key is not None and not idempotency_key.strip():
             raise Refused(422, "invalid request", ["Idempotency-Key: must not be empty; leave the header out or give a key"])
+        if not await run_in_threadpool(admitted, idempotency_key):
+            return queue_full()  # before the body is read and parsed: a refused request costs no parsing
         snapshot, options, digest = await bodies.parse(http, accept, settings)
         try:
             job, created = await run_in_threadpool(store.create_job, kind, options, snapshot, digest, idempotency_key, settings.max_queue)
-        except QueueFull:
-            response = _problem(429, f"the queue is full ({settings.max_queue} jobs waiting); retry later")
-            response.headers["Retry-After"] = str(settings.retry_after_s)
-            return response
+        except QueueFull:  # it filled up while the body was parsed
+            return queue_full()
         except IdempotencyConflict as conflict:
             return _problem(409, "Idempotency-Key was used for a different request", job_id=str(conflict))
         except DBAPIError as err:
