@@ -316,7 +316,9 @@ def healthz_scenario(tmp: Path, seconds: float) -> dict[str, dict[str, float]]:
     server = Server(tmp / "healthz.db", TOKEN, "--workers", "1", "--max-queue", "1").start()
     results: dict[str, dict[str, float]] = {}
     try:
-        probe_healthz(server.url, 1.0)  # warm up
+        with server.client() as client:  # warm up: the first parse of a large body (parser processes ready)
+            assert client.post("/v1/report", content=body, headers={"Content-Type": "application/json"}).status_code == 200
+        probe_healthz(server.url, 1.0)
         for name, path in (("idle", None), ("report", "/v1/report"), ("defrag", "/v1/defrag")):
             with multiprocessing.Manager() as manager:
                 counts = manager.dict()
@@ -338,12 +340,12 @@ def healthz_scenario(tmp: Path, seconds: float) -> dict[str, dict[str, float]]:
     return results
 
 
-def write_healthz(results: dict[str, dict[str, float]], label: str, seconds: float, body_bytes: int) -> None:
+def write_healthz(results: dict[str, dict[str, float]], label: str, seconds: float, body_bytes: int, commit: str | None) -> None:
     """Add (or replace) this label's row in benchmarks/results/service_healthz.md."""
     import subprocess
 
     path = RESULTS / "service_healthz.md"
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
+    commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
     row = (f"| {label} | {commit} | " + " | ".join(
         f"{results[name]['p50_ms']:.1f} / {results[name]['p99_ms']:.1f} / {results[name]['max_ms']:.0f}" for name in ("idle", "report", "defrag"))
         + f" | {results['report']['responses']} | {results['defrag']['responses']} |")
@@ -358,7 +360,7 @@ def write_healthz(results: dict[str, dict[str, float]], label: str, seconds: flo
         "`.venv/bin/python benchmarks/service_load.py --scenario healthz --label NAME`.",
         "",
         f"`planner serve --workers 1 --max-queue 1` on SQLite. One client sends `GET /healthz` one after another "
-        f"(20 ms apart) for {seconds:g} s while {HEALTHZ_CLIENTS} clients (another process) send the same "
+        f"(20 ms apart) for {seconds:g} s (after one report of the body, as a warm-up) while {HEALTHZ_CLIENTS} clients (another process) send the same "
         f"{body_bytes / 2**20:.2f} MiB body ({HEALTHZ_NODES}-node ASI snapshot) back to back: to `/v1/report`, then "
         "to `/v1/defrag` (the queue holds one job, so nearly every submission is refused with 429).",
         "",
@@ -381,11 +383,13 @@ def main() -> None:
     parser.add_argument("--scenario", choices=("all", "healthz"), default="all", help="healthz: only the /healthz latency scenario.")
     parser.add_argument("--healthz-s", type=float, default=20.0, help="Seconds of /healthz probing per load.")
     parser.add_argument("--label", default="current", help="The row of service_healthz.md this run writes.")
+    parser.add_argument("--commit", help="The commit of the planner measured (default: this checkout's HEAD; give it when PYTHONPATH "
+                        "points at another copy of the code).")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = healthz_scenario(Path(tmp), args.healthz_s)
     body_bytes = len(json.dumps({"snapshot": cluster_to_dict(generate_asi(nodes=HEALTHZ_NODES, seed=1))}))
-    write_healthz(results, args.label, args.healthz_s, body_bytes)
+    write_healthz(results, args.label, args.healthz_s, body_bytes, args.commit)
     if args.scenario == "healthz":
         return
     snapshots = [cluster_to_dict(generate_asi(nodes=25, seed=s)) for s in range(10)]

@@ -44,6 +44,7 @@ SMALL_BYTES = 64 << 10
 LARGE_BYTES = 1 << 20
 """Bodies above this size (or of unknown length) are read only while holding the one large-body slot."""
 PARSERS = 2
+PARSER_NICENESS = 5
 PARSER_MEMORY_BYTES = 6 << 30
 """Address-space cap of the parser process: a 64 MiB snapshot body needs about 1.5 GiB to parse and check."""
 T = TypeVar("T")
@@ -123,7 +124,7 @@ class BodyReader:
             # spawned, not forked from the job fork server: the parsers are the server's own children,
             # apart from the job workers (which are the fork server's children)
             context = multiprocessing.get_context("spawn")
-            self._parser = ProcessPoolExecutor(PARSERS, mp_context=context, initializer=_cap_memory, initargs=(PARSER_MEMORY_BYTES,))
+            self._parser = ProcessPoolExecutor(PARSERS, mp_context=context, initializer=_parser_process, initargs=(PARSER_MEMORY_BYTES,))
         return self._parser
 
     async def _in_parser(self, parse: Callable[..., T], body: bytes, *args: Any) -> T:
@@ -154,10 +155,15 @@ def _ready() -> None:
     import planner.api.requests  # noqa: F401 - what every parse needs, imported once per parser process
 
 
-def _cap_memory(limit: int) -> None:
+def _parser_process(limit: int) -> None:
+    """A parser process's set-up: its memory cap, and a lower CPU priority than the server's, so that
+    on a busy machine the event loop (health probes, small requests) runs first and parsing takes
+    the rest."""
+    import os
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    os.nice(PARSER_NICENESS)
 
 
 def parse_model(model: type[M], body: bytes) -> M:
