@@ -44,7 +44,9 @@ SMALL_BYTES = 64 << 10
 LARGE_BYTES = 1 << 20
 """Bodies above this size (or of unknown length) are read only while holding the one large-body slot."""
 PARSERS = 2
+"""Parser processes: a large body in one, medium ones in the other meanwhile."""
 PARSER_NICENESS = 5
+"""Below the server's priority: on a busy machine the event loop runs first (see ``_parser_process``)."""
 PARSER_MEMORY_BYTES = 6 << 30
 """Address-space cap of the parser process: a 64 MiB snapshot body needs about 1.5 GiB to parse and check."""
 T = TypeVar("T")
@@ -128,11 +130,13 @@ class BodyReader:
         return self._parser
 
     async def _in_parser(self, parse: Callable[..., T], body: bytes, *args: Any) -> T:
+        pool = self._pool()
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool(), _call, parse, body, args)
-        except BrokenProcessPool:
-            self._parser.shutdown(wait=False, cancel_futures=True)
-            self._parser = None
+            return await asyncio.get_running_loop().run_in_executor(pool, _call, parse, body, args)
+        except BrokenProcessPool:  # every body in the pool gets this at once: the first to see it starts a new pool
+            pool.shutdown(wait=False, cancel_futures=True)
+            if self._parser is pool:
+                self._parser = None
             raise Refused(
                 503,
                 f"the body parser process stopped while parsing this body (killed, or out of its {PARSER_MEMORY_BYTES >> 30} GiB); "
