@@ -277,14 +277,23 @@ def create_app(settings: Settings) -> FastAPI:
               "Submit an allocation job: start pending jobs on as few switches as possible",
               {"description": "The job finished within ?wait: the plan (kind allocate, or allocate-compare)."})
 
-    def admitted(idempotency_key: str | None) -> bool:
-        """Whether a submission may go on to have its body parsed: the queue has room, or the key is
-        one already used (its job is answered, or 409, whatever the queue holds). ``create_job``
-        checks the queue again when it stores the job."""
-        return store.queue_depth() < settings.max_queue or (idempotency_key is not None and store.job_by_key(idempotency_key) is not None)
+    def admission(idempotency_key: str | None) -> JSONResponse | None:
+        """None when a submission may go on to have its body parsed: the queue has room, or the key
+        is one already used (its job is answered, or 409, whatever the queue holds); else the answer
+        (429, or 503 when the store cannot be read). ``create_job`` checks the queue again."""
+        try:
+            if store.queue_depth() < settings.max_queue or (idempotency_key is not None and store.job_by_key(idempotency_key) is not None):
+                return None
+        except DBAPIError as err:
+            log.error("the job store cannot be read to admit a job: %s", err)
+            return retry_later(503, "the job store cannot be read now; retry later")
+        return queue_full()
 
     def queue_full() -> JSONResponse:
-        response = _problem(429, f"the queue is full ({settings.max_queue} jobs waiting); retry later")
+        return retry_later(429, f"the queue is full ({settings.max_queue} jobs waiting); retry later")
+
+    def retry_later(status: int, error: str) -> JSONResponse:
+        response = _problem(status, error)
         response.headers["Retry-After"] = str(settings.retry_after_s)
         return response
 
@@ -293,8 +302,9 @@ def create_app(settings: Settings) -> FastAPI:
         when it is ready within ``wait`` seconds."""
         if idempotency_key is not None and not idempotency_key.strip():
             raise Refused(422, "invalid request", ["Idempotency-Key: must not be empty; leave the header out or give a key"])
-        if not await run_in_threadpool(admitted, idempotency_key):
-            return queue_full()  # before the body is read and parsed: a refused request costs no parsing
+        refused = await run_in_threadpool(admission, idempotency_key)
+        if refused is not None:
+            return refused  # before the body is read and parsed: a refused request costs no parsing
         snapshot, options, digest = await bodies.parse(http, accept, settings)
         try:
             job, created = await run_in_threadpool(store.create_job, kind, options, snapshot, digest, idempotency_key, settings.max_queue)
@@ -304,9 +314,7 @@ def create_app(settings: Settings) -> FastAPI:
             return _problem(409, "Idempotency-Key was used for a different request", job_id=str(conflict))
         except DBAPIError as err:
             log.error("the job store cannot take a new job: %s", err)
-            response = _problem(503, "the job store cannot write now (full disk or read-only database); retry later")
-            response.headers["Retry-After"] = str(settings.retry_after_s)
-            return response
+            return retry_later(503, "the job store cannot write now (full disk or read-only database); retry later")
         if created:
             dispatcher.poke()
         if wait > 0:
