@@ -1548,13 +1548,16 @@ def kill_parser(tmp: Path, base: dict[str, Any], mib: int, out: Outcome, notes: 
         parsers = [pid for pid in _children().get(server.process.pid, []) if "spawn_main" in _cmdline(pid)]
         if not out.check(bool(parsers) and first[0] in (202, 422), f"parser kill -9: no parser process after a large body ({first[0]} {first[3]})"):
             return
-        parser = parsers[0]
         results: list[tuple[int, float, float, str]] = []
         sender = threading.Thread(target=lambda: results.append(_post_big(server.url, body)))
-        busy_from = _cpu_ticks(parser)
+        busy_from = {pid: _cpu_ticks(pid) for pid in parsers}  # the parser processes (two): kill the one that takes the body
         sender.start()
         deadline = time.monotonic() + 60
-        while _cpu_ticks(parser) - busy_from < 30 and time.monotonic() < deadline:  # 0.3 s of CPU into the parse
+        parser = parsers[0]
+        while time.monotonic() < deadline:
+            parser = max(parsers, key=lambda pid: _cpu_ticks(pid) - busy_from[pid])
+            if _cpu_ticks(parser) - busy_from[parser] >= 30:  # 0.3 s of CPU into the parse
+                break
             time.sleep(0.01)
         os.kill(parser, signal.SIGKILL)
         sender.join(timeout=300)

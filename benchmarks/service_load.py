@@ -12,12 +12,18 @@ seeds, default IPC options) from 20 concurrent clients, each request with its ow
   `succeeded`; no job may have run on two replicas at once (from both replicas' logs: each run's
   start and end, a killed run ending at the kill); no idempotency key may have two plans;
 * burst: 200 requests at once (no wait) against a SQLite server whose queue holds 16: 202 or 429
-  with Retry-After, never errors or timeouts.
+  with Retry-After, never errors or timeouts;
+* healthz (``--scenario healthz`` runs only this one): ``GET /healthz`` latency (p50/p99) while 4
+  clients send ~1 MiB bodies back to back: idle, ``POST /v1/report``, and ``POST /v1/defrag``
+  against a queue of 1 (nearly every submission ends in 429). The load runs in a separate process
+  so that the probe's own client does not compete with it for the interpreter lock. Writes
+  benchmarks/results/service_healthz.md, one row per ``--label`` (a rerun replaces its row).
 
 `/metrics` of each server is parsed with `prometheus_client.parser`. Writes
 benchmarks/results/service_load.md and service_load.png.
 
     .venv/bin/python benchmarks/service_load.py [--requests 1000] [--clients 20] [--lease-s 30]
+    .venv/bin/python benchmarks/service_load.py --scenario healthz --label after [--healthz-s 20]
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from planner.api.harness_postgres import ThrowawayPostgres  # noqa: E402
 from planner.instances.asi import generate_asi  # noqa: E402
 from planner.snapshot import cluster_to_dict  # noqa: E402
 
-TOKEN = "load-test-token"
+TOKEN = "load-test-token-0123456789"
 
 
 class MemorySampler(threading.Thread):
@@ -260,12 +266,132 @@ def overlaps(scenario: Scenario) -> int:
     return bad
 
 
+HEALTHZ_NODES = 1400
+"""An ASI-like snapshot of this many nodes is a ~1 MiB body (just under the service's large-body threshold)."""
+HEALTHZ_CLIENTS = 4
+
+
+def _send_bodies(url: str, path: str, body: bytes, clients: int, seconds: float, counts) -> None:  # type: ignore[no-untyped-def]
+    """(In a child process.) ``clients`` clients POST ``body`` to ``path`` back to back for ``seconds``;
+    ``counts`` (a shared dict) gets the responses by status."""
+
+    async def run() -> None:
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        deadline = time.monotonic() + seconds
+        seen: dict[int, int] = {}
+
+        async def one(client: httpx.AsyncClient) -> None:
+            while time.monotonic() < deadline:
+                try:
+                    status = (await client.post(path, content=body, headers=headers)).status_code
+                except httpx.HTTPError:
+                    status = 0
+                seen[status] = seen.get(status, 0) + 1
+
+        async with httpx.AsyncClient(base_url=url, timeout=60.0) as client:
+            await asyncio.gather(*(one(client) for _ in range(clients)))
+        counts.update(seen)
+
+    asyncio.run(run())
+
+
+def probe_healthz(url: str, seconds: float, every_s: float = 0.02) -> list[float]:
+    """Latencies (s) of sequential ``GET /healthz`` requests for ``seconds``, one every ``every_s``."""
+    latencies: list[float] = []
+    deadline = time.monotonic() + seconds
+    with httpx.Client(base_url=url, timeout=30.0) as client:
+        while time.monotonic() < deadline:
+            start = time.perf_counter()
+            assert client.get("/healthz").status_code == 200
+            latencies.append(time.perf_counter() - start)
+            time.sleep(every_s)
+    return latencies
+
+
+def healthz_scenario(tmp: Path, seconds: float) -> dict[str, dict[str, float]]:
+    """``/healthz`` p50/p99/max (ms) idle and under each load, and the load's responses by status."""
+    import multiprocessing
+
+    body = json.dumps({"snapshot": cluster_to_dict(generate_asi(nodes=HEALTHZ_NODES, seed=1))}).encode()
+    server = Server(tmp / "healthz.db", TOKEN, "--workers", "1", "--max-queue", "1").start()
+    results: dict[str, dict[str, float]] = {}
+    try:
+        with server.client() as client:  # warm up: the first parse of a large body (parser processes ready)
+            assert client.post("/v1/report", content=body, headers={"Content-Type": "application/json"}).status_code == 200
+        probe_healthz(server.url, 1.0)
+        for name, path in (("idle", None), ("report", "/v1/report"), ("defrag", "/v1/defrag")):
+            with multiprocessing.Manager() as manager:
+                counts = manager.dict()
+                load = None
+                if path is not None:
+                    load = multiprocessing.get_context("spawn").Process(
+                        target=_send_bodies, args=(server.url, path, body, HEALTHZ_CLIENTS, seconds + 2.0, counts))
+                    load.start()
+                    time.sleep(2.0)  # the load under way
+                latencies = probe_healthz(server.url, seconds)
+                if load is not None:
+                    load.join(timeout=120)
+                statuses = dict(counts)
+            results[name] = {"p50_ms": percentile(latencies, 0.5) * 1000, "p99_ms": percentile(latencies, 0.99) * 1000,
+                             "max_ms": max(latencies) * 1000, "probes": len(latencies),
+                             "responses": ", ".join(f"{code}: {n}" for code, n in sorted(statuses.items())) or "-"}
+    finally:
+        server.stop()
+    return results
+
+
+def write_healthz(results: dict[str, dict[str, float]], label: str, seconds: float, body_bytes: int, commit: str | None) -> None:
+    """Add (or replace) this label's row in benchmarks/results/service_healthz.md."""
+    import subprocess
+
+    path = RESULTS / "service_healthz.md"
+    commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
+    row = (f"| {label} | {commit} | " + " | ".join(
+        f"{results[name]['p50_ms']:.1f} / {results[name]['p99_ms']:.1f} / {results[name]['max_ms']:.0f}" for name in ("idle", "report", "defrag"))
+        + f" | {results['report']['responses']} | {results['defrag']['responses']} |")
+    rows = []
+    if path.exists():
+        rows = [line for line in path.read_text().splitlines() if line.startswith("| ") and not line.startswith("| run ")
+                and not line.startswith(f"| {label} |")]
+    lines = [
+        "# /healthz latency under large bodies",
+        "",
+        f"Machine: {machine()} (shared: other work ran at the same time). Reproduce: "
+        "`.venv/bin/python benchmarks/service_load.py --scenario healthz --label NAME`.",
+        "",
+        f"`planner serve --workers 1 --max-queue 1` on SQLite. One client sends `GET /healthz` one after another "
+        f"(20 ms apart) for {seconds:g} s (after one report of the body, as a warm-up) while {HEALTHZ_CLIENTS} clients (another process) send the same "
+        f"{body_bytes / 2**20:.2f} MiB body ({HEALTHZ_NODES}-node ASI snapshot) back to back: to `/v1/report`, then "
+        "to `/v1/defrag` (the queue holds one job, so nearly every submission is refused with 429).",
+        "",
+        "| run | commit | idle p50 / p99 / max (ms) | 4 x report p50 / p99 / max (ms) | 4 x defrag p50 / p99 / max (ms) "
+        "| report responses | defrag responses |",
+        "|---|---|---:|---:|---:|---|---|",
+        *rows,
+        row,
+    ]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--lease-s", type=float, default=30.0, help="The replicas' --lease-s (the default of planner serve).")
+    parser.add_argument("--scenario", choices=("all", "healthz"), default="all", help="healthz: only the /healthz latency scenario.")
+    parser.add_argument("--healthz-s", type=float, default=20.0, help="Seconds of /healthz probing per load.")
+    parser.add_argument("--label", default="current", help="The row of service_healthz.md this run writes.")
+    parser.add_argument("--commit", help="The commit of the planner measured (default: this checkout's HEAD; give it when PYTHONPATH "
+                        "points at another copy of the code).")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        results = healthz_scenario(Path(tmp), args.healthz_s)
+    body_bytes = len(json.dumps({"snapshot": cluster_to_dict(generate_asi(nodes=HEALTHZ_NODES, seed=1))}))
+    write_healthz(results, args.label, args.healthz_s, body_bytes, args.commit)
+    if args.scenario == "healthz":
+        return
     snapshots = [cluster_to_dict(generate_asi(nodes=25, seed=s)) for s in range(10)]
     scenarios = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -8,7 +8,9 @@ traceback; set PLANNER_DEBUG=1 to see one for an internal error.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
+import io
 import json
 import os
 import sys
@@ -95,6 +97,62 @@ def guarded(command: F) -> F:
             fail([f"internal error ({type(err).__name__}: {err}); rerun with PLANNER_DEBUG=1 and report it"], EXIT_INTERNAL)
 
     return wrapper  # type: ignore[return-value]
+
+
+CLOSED_STDOUT = "it is closed (the command was started with >&-); redirect it to a file or /dev/null, or give --out FILE"
+
+
+class ClosedStdout(io.TextIOBase):
+    """Stands in for a standard output that was closed when the command started (``>&-``: Python then
+    has ``sys.stdout = None``, and every print was an AttributeError): writing to it is an OSError
+    with the reason, which ``_emit`` and ``main`` turn into exit 2 with a message."""
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, CLOSED_STDOUT)
+
+    def flush(self) -> None:
+        pass
+
+
+def stand_in_for_closed_stdout() -> None:
+    """When file descriptor 1 was closed at start: hold it with /dev/null (a file the command opens
+    later must not become descriptor 1, where a library or a child process could write into it) and
+    put a ``ClosedStdout`` in ``sys.stdout``."""
+    if sys.stdout is not None:
+        return
+    try:
+        os.fstat(1)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
+    sys.stdout = ClosedStdout()
+
+
+def check_stdout(needed: bool) -> None:
+    """Before the work: refuse (exit 2) when its result would go to a closed standard output, rather
+    than plan or simulate for minutes and then fail to write it."""
+    if needed and isinstance(sys.stdout, ClosedStdout):
+        fail([f"standard output: cannot write: {CLOSED_STDOUT}; refused before starting"])
+
+
+def check_plan_output(output: Any, out: str | None) -> None:
+    """``check_stdout`` for a planning command (see ``emit_plan`` for where a plan goes)."""
+    check_stdout(out == "-" or output is not None or out is None)
+
+
+def summary_to_stdout(out: str | None) -> bool:
+    """Whether a command that writes its results to ``--out`` prints its summary table: not when the
+    results go to standard output as JSON (``--out -``), nor when standard output is closed and the
+    results are in ``--out``'s file."""
+    return out != "-" and not isinstance(sys.stdout, ClosedStdout)
 
 
 def _emit(text: str, out: str, flag: str = "--out") -> None:
@@ -623,6 +681,7 @@ def defrag(
         "make_room": None if make_room is None else [name.strip() for name in make_room.split(",") if name.strip()],
     }
     options = _options(context, DefragOptions, given)
+    check_plan_output(output_format, out)
     with collector_paused():  # one plan and exit: the collector's passes over the snapshot cost seconds (gc_pause.py)
         cluster = load_input(snapshot, source, import_config)
         if len(cluster.nodes) >= PROGRESS_FROM_NODES:
@@ -902,13 +961,17 @@ def serve(
         help="Replicas sharing a database: a running job's lease, renewed every third of it; when a replica dies, "
         "another takes its jobs over this long after its last renewal.",
     ),
+    body_timeout_s: float = typer.Option(
+        30.0, "--body-timeout-s", min=1.0, max=3600.0,
+        help="A request body must arrive within this many seconds, else 408 (a slow upload would hold the large-body slot).",
+    ),
 ) -> None:
     """Run the planning service (REST API, background solve jobs, plan store)."""
     from planner.api.server import serve as run_server
 
     try:
         run_server(host, port, workers, db, insecure, max_queue, max_body_mib, max_job_s, allow_force, max_job_memory_gib,
-                   executor.value, metrics_public, log_format.value, not private_docs, keep_days, lease_s)
+                   executor.value, metrics_public, log_format.value, not private_docs, keep_days, lease_s, body_timeout_s)
     except ValueError as err:
         fail([str(err)])
 
@@ -922,6 +985,7 @@ def main() -> None:
     to a full or closed standard output is exit 2 with a message, not a traceback."""
     if len(sys.argv) == 1:
         sys.argv.append("--help")  # no command: the help, as asked for (exit 0)
+    stand_in_for_closed_stdout()
     try:
         app()
     except SystemExit as done:

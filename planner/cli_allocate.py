@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from planner.cli import InputKind, OutputFormat, _options, _stdout_console, app, emit_plan, guarded, import_config_option, input_option, load_input, output_option, report_violations
+from planner.cli import InputKind, OutputFormat, _options, _stdout_console, app, check_plan_output, emit_plan, guarded, import_config_option, input_option, load_input, output_option, report_violations
 from planner.cluster import Cluster
 from planner.plans import AllocationComparison, AllocationPlan
 
@@ -61,6 +61,7 @@ def allocate(
     names = [j.strip() for j in jobs.split(",") if j.strip()] if jobs is not None else None
     options = _options(context, AllocateOptions, {"method": method.value, "jobs": names, "solver": solver.value,
                                                   "time_limit_s": time_limit, "solver_workers": solver_workers, "entropy": entropy, "seed": seed})
+    check_plan_output(output_format, out)
     cluster = load_input(snapshot, source, import_config)
     plan = plan_allocate(cluster, options)
     emit_plan(plan, cluster, output_format, out, lambda p: _table(p))

@@ -77,13 +77,17 @@ class Client:
             parsed = None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
             fail([f"--server: {server!r} is not an http(s) URL of the service, e.g. http://planner:8000"])
-        if not token:
-            from planner.secrets import secret
+        from planner.secrets import check_token, secret, source
 
-            try:
+        try:
+            if token:
+                check_token(token, "--token")
+            else:
                 token = secret("PLANNER_API_TOKEN")
-            except ValueError as err:
-                fail([str(err)])
+                if token is not None:
+                    check_token(token, source("PLANNER_API_TOKEN"))
+        except ValueError as err:
+            fail([str(err)])
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.base = server.rstrip("/")
         self.http = httpx.Client(base_url=self.base, headers=headers, timeout=httpx.Timeout(30.0, read=None))

@@ -12,6 +12,7 @@ from planner.cli import (
     OutputFormat,
     Solver,
     _emit,
+    check_plan_output,
     _options,
     _stdout_console,
     app,
@@ -98,6 +99,7 @@ def preempt(
         "solver_workers": solver_workers,
     }
     options = _options(context, PreemptOptions, given)
+    check_plan_output(output_format, out)
     cluster = load_input(snapshot, source, import_config)
     plan = plan_preempt(cluster, job, options) if job is not None else plan_reactivate(cluster, reactivate, options)
     emit_plan(plan, cluster, output_format, out, lambda p: _table(p))

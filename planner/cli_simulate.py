@@ -11,7 +11,11 @@ from typing import Any
 
 import typer
 
-from planner.cli import _emit, app, err_console, fail, guarded, plain_console
+from planner.cli import _emit, app, check_stdout, err_console, fail, guarded, plain_console, summary_to_stdout
+
+MAX_JOBS = 250_000
+"""``--jobs`` at most: about ten days of the whole spot-2026 cluster at the default loads (24,000 jobs a
+day), some 400 MB of workload before the replay starts. A million jobs took 1.6 GB and kept growing."""
 
 simulate_app = typer.Typer(no_args_is_help=True, help="Replay a workload over time under each policy (simulation).")
 app.add_typer(simulate_app, name="simulate")
@@ -32,7 +36,7 @@ def simulate_spot_command(
         False, "--warm-start/--cold-start",
         help="Start from the jobs a stationary past leaves running (submitted at 0 with the rest of their work) instead of an empty cluster.",
     ),
-    jobs: int = typer.Option(None, "--jobs", help="Jobs in the workload (default: from the generator's loads)."),
+    jobs: int = typer.Option(None, "--jobs", help=f"Jobs in the workload, at most {MAX_JOBS:,} (default: from the generator's loads)."),
     hp_load: float = typer.Option(None, "--hp-load", help="HP GPU-time offered, as a share of the cluster's GPU-time (0 to 10; default 0.65)."),
     spot_load: float = typer.Option(None, "--spot-load", help="Spot GPU-time offered, as a share of the cluster's GPU-time (0 to 10; default 0.35)."),
     policy: list[str] = typer.Option(
@@ -65,8 +69,8 @@ def simulate_spot_command(
         problems.append(f"--days: must be above 0, got {days:g}")
     if not 0 <= warmup_days < days:
         problems.append(f"--warmup-days: must be at least 0 and below --days ({days:g}), got {warmup_days:g}")
-    if jobs is not None and jobs < 1:
-        problems.append(f"--jobs: must be at least 1, got {jobs}")
+    if jobs is not None and not 1 <= jobs <= MAX_JOBS:
+        problems.append(f"--jobs: must be from 1 to {MAX_JOBS:,}, got {jobs:,}; for a longer workload use --days (the loads set its size)")
     from planner.instances.spot_workload import HP_LOAD, SPOT_LOAD
 
     loads = (HP_LOAD if hp_load is None else hp_load, SPOT_LOAD if spot_load is None else spot_load)
@@ -89,6 +93,7 @@ def simulate_spot_command(
         problems.append(f"--plot: a .png file, got '{plot}'")
     if problems:
         fail(problems)
+    check_stdout(out in (None, "-"))  # the results (or their table) go to standard output
     try:
         rows, series = _run(count, node_list, days, warmup_days, jobs, policies, seeds, restart_overhead_s, hp_only, progress, warm_start, loads)
     except ValueError as err:
@@ -96,7 +101,7 @@ def simulate_spot_command(
     text = json.dumps({"runs": rows}, indent=1) + "\n"
     if out is not None:
         _emit(text, out)
-    if out != "-":
+    if summary_to_stdout(out):
         _print_table(rows)
     if plot is not None:
         from planner.simulate.plots import plot_replays

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from planner.cli import _emit, err_console, fail, guarded, plain_console
+from planner.cli import _emit, check_stdout, err_console, fail, guarded, plain_console, summary_to_stdout
 from planner.cli_simulate import simulate_app
 
 FGD_ARTIFACT_SEEDS = 42  # the FGD artifact's first seed (its runs use 42..51)
@@ -65,11 +65,12 @@ def simulate_placement_command(
         problems.append(f"--plot: a .png file, got '{plot}'")
     if problems:
         fail(problems)
+    check_stdout(out in (None, "-"))  # the results (or their table) go to standard output
     rows = _run(trace, policies, [first_seed + i for i in range(seeds)], load, step, nodes, data_dir, workers, progress, executor_kind)
     text = json.dumps({"runs": rows}, indent=1) + "\n"
     if out is not None:
         _emit(text, out)
-    if out != "-":
+    if summary_to_stdout(out):
         _print_table(rows, load)
     if plot is not None:
         from planner.simulate.plots import plot_placement

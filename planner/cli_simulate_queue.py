@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from planner.cli import _emit, fail, guarded
+from planner.cli import _emit, check_stdout, fail, guarded, summary_to_stdout
 from planner.cli_simulate import simulate_app
 
 
@@ -84,6 +84,7 @@ def simulate_queue_command(
             problems.append(f"--quota: tenant '{name}': unknown pool '{where}'; pools: {', '.join(pools)}")
     if problems:
         fail(problems)
+    check_stdout(out in (None, "-"))  # the results (or their table) go to standard output
     rows: list[dict[str, Any]] = []
     for seed in range(seeds):
         try:
@@ -105,7 +106,7 @@ def simulate_queue_command(
     text = json.dumps({"runs": rows}, indent=1) + "\n"
     if out is not None:
         _emit(text, out)
-    if out != "-":
+    if summary_to_stdout(out):
         for r in rows:
             typer.echo(f"{r['policy']:12s} {r['placement']:10s} seed {r['seed']}: GAR {r['gar']:.3f}  GFR {r['gfr']:.3f}  "
                        f"preemptions {r['preemptions']}  jobs {r['jobs']}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli import EXIT_INTERNAL, Solver, _emit, _stdout_console, app, fail, guarded
+from planner.cli import EXIT_INTERNAL, Solver, _emit, _stdout_console, app, check_stdout, fail, guarded, summary_to_stdout
 
 solve_app = typer.Typer(no_args_is_help=True, help="Exact solves of whole problems (offline oracles for the heuristics).")
 app.add_typer(solve_app, name="solve")
@@ -36,6 +36,7 @@ def spot_schedule_command(
         problems.append(f"--workers: must be at least 1, got {workers}")
     if problems:
         fail(problems)
+    check_stdout(out in (None, "-"))  # the results (or their table) go to standard output
     inst = load_instance(instance)
     too_large = size_problem(inst)
     if too_large and not force:
@@ -43,7 +44,7 @@ def spot_schedule_command(
     result = solve_spot_schedule(inst, solver.value, time_limit_s, workers, hp_delay=hp_delay, force=force)
     if out is not None:
         _emit(result_json(result), out, "-o")
-    if out != "-":
+    if summary_to_stdout(out):
         with _stdout_console() as console:
             console.print(f"{result.status} ({result.solver}, {result.wall_s:.2f} s, {result.variables:,} variables, {result.rows:,} rows)")
             for name in ("hp_delay_slots", "lost_gpu_slots", "completion_slots"):

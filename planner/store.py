@@ -172,7 +172,12 @@ def check_url(url: str) -> str:
         parsed = make_url(url)
     except ArgumentError:
         raise StoreURLError(
-            f"not a database URL: {url!r}; use postgresql+psycopg://USER:PASSWORD@HOST:5432/DATABASE or sqlite:///PATH"
+            f"not a database URL: {_hide_password(url)!r}; use postgresql+psycopg://USER:PASSWORD@HOST:5432/DATABASE or sqlite:///PATH"
+        ) from None
+    except ValueError:  # SQLAlchemy's int() of what follows the last ':' of the host part
+        raise StoreURLError(
+            f"cannot read the host and port in {_hide_password(url)!r}: the port must be a number, and an IPv6 address goes in "
+            "brackets, e.g. postgresql+psycopg://USER:PASSWORD@[::1]:5432/DATABASE"
         ) from None
     dialect = parsed.get_backend_name()
     if dialect not in DIALECTS:
@@ -181,9 +186,22 @@ def check_url(url: str) -> str:
     if dialect == "postgresql" and parsed.drivername not in ("postgresql", "postgresql+psycopg"):
         raise StoreURLError(f"unsupported PostgreSQL driver {parsed.get_driver_name()!r}; write the URL as postgresql+psycopg://... "
                             "(psycopg 3, installed with the planner)")
+    if dialect == "sqlite" and (parsed.database in (None, "", ":memory:") or str(parsed.database).startswith("file::memory:")
+                                or parsed.query.get("mode") == "memory"):
+        raise StoreURLError(f"an in-memory SQLite database ({_hide_password(url)}) is not shared between the "
+                            "service's processes and connections (each would see its own empty database) and is lost at exit; "
+                            "use a file, sqlite:///PATH, or PostgreSQL")
     if dialect == "postgresql" and not parsed.database:
         raise StoreURLError(f"no database name in {parsed.render_as_string(hide_password=True)}; end the URL with /DATABASE")
     return dialect
+
+
+def _hide_password(url: str) -> str:
+    """``url`` with the password of ``scheme://user:password@`` replaced by ***, for messages about
+    a URL SQLAlchemy could not parse (so cannot redact itself)."""
+    import re
+
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url, count=1)
 
 
 def error_reason(err: BaseException) -> str:
@@ -312,7 +330,7 @@ class Store:
         if idempotency_key is not None:
             existing = self.job_by_key(idempotency_key)
             if existing is not None:
-                return self._same_request(existing, request_digest), False
+                return self._same_request(existing, kind, request_digest), False
         digest, body, raw_bytes = pack_snapshot(snapshot)
         for attempt in range(3):
             with self._writing() as s:
@@ -340,7 +358,7 @@ class Store:
                     s.rollback()
                     existing = self.job_by_key(idempotency_key) if idempotency_key is not None else None
                     if existing is not None:  # another request with the same key won the race
-                        return self._same_request(existing, request_digest), False
+                        return self._same_request(existing, kind, request_digest), False
                     if attempt == 2:
                         raise
                     continue  # retention deleted the snapshot row between our insert and the job's: again
@@ -360,8 +378,10 @@ class Store:
         )
 
     @staticmethod
-    def _same_request(job: Job, digest: str) -> Job:
-        if job.request_digest != digest:
+    def _same_request(job: Job, kind: str, digest: str) -> Job:
+        """``job`` when the request with its key is this one (same kind, same digest); else the key
+        was used for a different request (``IdempotencyConflict``: the API's 409)."""
+        if job.kind != kind or job.request_digest != digest:
             raise IdempotencyConflict(job.id)
         return job
 

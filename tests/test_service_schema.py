@@ -17,7 +17,7 @@ from schemathesis.checks import positive_data_acceptance
 
 from planner.api.harness import Server
 
-TOKEN = "schema-token-42"
+TOKEN = "schema-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 EXAMPLES_PER_OPERATION = 15
 

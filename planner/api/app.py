@@ -30,6 +30,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from planner.api.schemas import (
     EXAMPLE_PLAN,
@@ -60,6 +61,8 @@ log = logging.getLogger("planner.api")
 access = logging.getLogger("planner.access")
 
 MAX_WAIT_S = 600.0
+CLIENT_CLOSED = 499
+"""The status recorded for a request whose client hung up mid-upload (nginx's convention; never sent)."""
 
 
 class Waiters:
@@ -107,7 +110,7 @@ def create_app(settings: Settings) -> FastAPI:
     metrics = ServiceMetrics(store, lambda: len(dispatcher.running))
     dispatcher.metrics = metrics
     dispatcher.keep_s = None if settings.keep_days is None else settings.keep_days * 86400.0
-    bodies = BodyReader(settings.max_body_bytes)
+    bodies = BodyReader(settings.max_body_bytes, settings.body_timeout_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
@@ -118,6 +121,7 @@ def create_app(settings: Settings) -> FastAPI:
 
             listener = JobEndListener(settings.db_url, waiters.finished)
             listener.start()
+        bodies.start()
         recovered = store.reclaim_expired()
         log.info("store %s: %s; this replica is %s (leases of %g s)", store.engine.url.render_as_string(hide_password=True), recovered,
                  dispatcher.owner, settings.lease_s)
@@ -206,7 +210,17 @@ def create_app(settings: Settings) -> FastAPI:
         response = _problem(exc.status, exc.error, exc.problems)
         if exc.status == 503:
             response.headers["Retry-After"] = str(settings.retry_after_s)
+        if exc.status == 408:  # the rest of the body may still come: not on this connection
+            response.headers["Connection"] = "close"
         return response
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, exc: ClientDisconnect) -> JSONResponse:
+        """The client hung up before its body was complete: nothing to answer and nothing wrong here,
+        so no error and no traceback; logged at info and recorded as 499 (nginx's "client closed
+        request") in the access log."""
+        log.info("client disconnected before its request body was complete (%s %s); nothing done", request.method, request.url.path)
+        return _problem(CLIENT_CLOSED, "the client closed the connection before the request body was complete")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -263,25 +277,44 @@ def create_app(settings: Settings) -> FastAPI:
               "Submit an allocation job: start pending jobs on as few switches as possible",
               {"description": "The job finished within ?wait: the plan (kind allocate, or allocate-compare)."})
 
+    def admission(idempotency_key: str | None) -> JSONResponse | None:
+        """None when a submission may go on to have its body parsed: the queue has room, or the key
+        is one already used (its job is answered, or 409, whatever the queue holds); else the answer
+        (429, or 503 when the store cannot be read). ``create_job`` checks the queue again."""
+        try:
+            if store.queue_depth() < settings.max_queue or (idempotency_key is not None and store.job_by_key(idempotency_key) is not None):
+                return None
+        except DBAPIError as err:
+            log.error("the job store cannot be read to admit a job: %s", err)
+            return retry_later(503, "the job store cannot be read now; retry later")
+        return queue_full()
+
+    def queue_full() -> JSONResponse:
+        return retry_later(429, f"the queue is full ({settings.max_queue} jobs waiting); retry later")
+
+    def retry_later(status: int, error: str) -> JSONResponse:
+        response = _problem(status, error)
+        response.headers["Retry-After"] = str(settings.retry_after_s)
+        return response
+
     async def submit(http: Request, kind: str, accept: Any, wait: float, idempotency_key: str | None) -> Any:
         """Check the body off the loop, store the job, wake the dispatcher; 202, or 200 with the plan
         when it is ready within ``wait`` seconds."""
         if idempotency_key is not None and not idempotency_key.strip():
             raise Refused(422, "invalid request", ["Idempotency-Key: must not be empty; leave the header out or give a key"])
+        refused = await run_in_threadpool(admission, idempotency_key)
+        if refused is not None:
+            return refused  # before the body is read and parsed: a refused request costs no parsing
         snapshot, options, digest = await bodies.parse(http, accept, settings)
         try:
             job, created = await run_in_threadpool(store.create_job, kind, options, snapshot, digest, idempotency_key, settings.max_queue)
-        except QueueFull:
-            response = _problem(429, f"the queue is full ({settings.max_queue} jobs waiting); retry later")
-            response.headers["Retry-After"] = str(settings.retry_after_s)
-            return response
+        except QueueFull:  # it filled up while the body was parsed
+            return queue_full()
         except IdempotencyConflict as conflict:
             return _problem(409, "Idempotency-Key was used for a different request", job_id=str(conflict))
         except DBAPIError as err:
             log.error("the job store cannot take a new job: %s", err)
-            response = _problem(503, "the job store cannot write now (full disk or read-only database); retry later")
-            response.headers["Retry-After"] = str(settings.retry_after_s)
-            return response
+            return retry_later(503, "the job store cannot write now (full disk or read-only database); retry later")
         if created:
             dispatcher.poke()
         if wait > 0:

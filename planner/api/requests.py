@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from planner.api.bodies import Refused, parse_model
 from planner.api.schemas import AllocateRequest, DefragRequest, PreemptRequest, ReportRequest, ValidateRequest, ValidateResponse, Violation
 from planner.api.worker import job_time_limit_s
-from planner.cluster import SnapshotError
+from planner.cluster import Cluster, SnapshotError
 from planner.snapshot import consistency_problems
 
 
@@ -36,6 +36,8 @@ class Settings:
     concurrency: int = 2
     max_queue: int = 64
     max_body_bytes: int = 64 * 2**20
+    body_timeout_s: float = 30.0
+    """A request body must arrive within this many seconds (``--body-timeout-s``), else 408."""
     max_job_s: float = 900.0
     retry_after_s: int = 5
     allow_force: bool = False
@@ -48,6 +50,16 @@ class Settings:
     """A replica's lease on a running job; another replica takes the job over this long after the
     replica stopped renewing it (``--lease-s``)."""
 
+
+
+def queued(kind: str, snapshot: Cluster, given: dict[str, Any], effective: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
+    """What a job is stored with: (the snapshot's canonical JSON, the options as given, the request
+    digest). The digest covers the kind and the options as the schema completes them (defaults filled
+    in), so an Idempotency-Key resent with ``{}`` or with ``{"method": "heuristic"}`` (the default) is
+    the same request, and one reused on another kind's route is a different request (409)."""
+    text = snapshot.model_dump_json(exclude_defaults=True)
+    digest = hashlib.sha256(json.dumps([kind, effective], sort_keys=True).encode() + b"\n" + text.encode()).hexdigest()
+    return text, given, digest
 
 
 def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any], str]:
@@ -96,9 +108,7 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
              f"'{options.method}'; a job may run {limit:,.0f} s (2 x options.time_limit_s + 30, at most the "
              f"server's --max-job-s {settings.max_job_s:g}): plan a part of the cluster, or ask the operator for a longer --max-job-s"],
         )
-    snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
-    digest = hashlib.sha256((snapshot + json.dumps(given, sort_keys=True)).encode()).hexdigest()
-    return snapshot, given, digest
+    return queued("defrag", request.snapshot, given, options.model_dump(mode="json", exclude={"workers", "executor"}))
 
 
 def accept_preempt(body: bytes, settings: Settings) -> tuple[str, dict[str, Any], str]:
@@ -128,9 +138,7 @@ def accept_preempt(body: bytes, settings: Settings) -> tuple[str, dict[str, Any]
     if asked:
         raise Refused(422, "invalid request", [f"{'job' if field == 'job' else 'options.' + field}: {message}" for field, message in asked])
     given = {**target, **request.options.model_dump(mode="json", exclude_unset=True)}
-    snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
-    digest = hashlib.sha256((snapshot + json.dumps(given, sort_keys=True)).encode()).hexdigest()
-    return snapshot, given, digest
+    return queued("preempt", request.snapshot, given, {**target, **request.options.model_dump(mode="json")})
 
 
 def accept_allocate(body: bytes, settings: Settings) -> tuple[str, dict[str, Any], str]:
@@ -148,10 +156,8 @@ def accept_allocate(body: bytes, settings: Settings) -> tuple[str, dict[str, Any
         raise Refused(422, "invalid request", [err.for_api()]) from None
     except SnapshotError as err:  # a pod shape no node could hold
         raise Refused(422, "invalid request", [f"snapshot.{p}" for p in err.problems]) from None
-    given = request.options.model_dump(mode="json", exclude_unset=True)
-    snapshot = request.snapshot.model_dump_json(exclude_defaults=True)
-    digest = hashlib.sha256((snapshot + json.dumps(given, sort_keys=True)).encode()).hexdigest()
-    return snapshot, given, digest
+    return queued("allocate", request.snapshot, request.options.model_dump(mode="json", exclude_unset=True),
+                  request.options.model_dump(mode="json"))
 
 
 def validate_plan_of(body: bytes) -> ValidateResponse:

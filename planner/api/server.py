@@ -76,17 +76,21 @@ def serve(
     docs_public: bool = True,
     keep_days: float | None = None,
     lease_s: float = 30.0,
+    body_timeout_s: float = 30.0,
 ) -> None:
     """Start the service (blocks). Raises ValueError for a setting that cannot be honoured."""
     import uvicorn
 
     from planner.executors import default_workers
 
-    from planner.secrets import database_url, secret
+    from planner.secrets import check_token, database_url, secret, source
 
     db_url, db_setting = database_url(db)
     token = secret("PLANNER_API_TOKEN")
     read_token = secret("PLANNER_API_READ_TOKEN")
+    for name, value in (("PLANNER_API_TOKEN", token), ("PLANNER_API_READ_TOKEN", read_token)):
+        if value is not None:
+            check_token(value, source(name))
     if read_token is not None and token is None:
         raise ValueError("PLANNER_API_READ_TOKEN: a read-only token needs an admin token too; set PLANNER_API_TOKEN "
                          "(without it the service has no authentication at all)")
@@ -114,6 +118,7 @@ def serve(
         docs_public=docs_public,
         keep_days=keep_days,
         lease_s=lease_s,
+        body_timeout_s=body_timeout_s,
     )
     check_store(settings.db_url, db_setting)
     configure_logs(log_format)
