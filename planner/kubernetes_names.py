@@ -12,6 +12,7 @@ Kubernetes needs Kubernetes names.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 LABEL_MAX = 63
@@ -88,6 +89,7 @@ RESOURCE_RULE = ("a resource name: an optional DNS-1123 subdomain prefix and '/'
                  "'-', '_' or '.', starting and ending with a letter or digit (e.g. nvidia.com/gpu, ephemeral-storage)")
 
 
+@lru_cache(maxsize=4096)
 def resource_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a Kubernetes resource name (a qualified name); None if it can."""
     prefix, _, rest = name.rpartition("/")

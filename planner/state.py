@@ -73,6 +73,7 @@ class ClusterState:
         self.res_names, self.cap_res, pod_res = _named_resources(nodes, pods)
         self.has_named = bool(self.res_names)
         self.pod_res = np.where(holds[:, None], pod_res, 0)
+        self._pod_named = _named_pairs(self.pod_res)
         self._pod_locked_own = np.array([p.locked for p in pods], dtype=bool)
         self.pod_locked = self._pod_locked_own | self.pod_standby
         self._awake = (whole, share, cpus, mem)  # what each pod holds awake (set_standby)
@@ -185,7 +186,9 @@ class ClusterState:
         if mem:
             self.used_mem[n] += sign * mem
         if self.has_named:
-            self.used_res[n] += sign * self.pod_res[p]
+            used = self.used_res
+            for r, amount in self._pod_named[p]:
+                used[n, r] += sign * amount
         if share:
             shares = self.node_shares[n]
             if sign > 0:
@@ -373,12 +376,14 @@ class ClusterState:
                 shares_left.remove(q_share)
         if used_cpus + cpus > self.cap_cpus[n] + EPS or used_mem + mem > self.cap_mem[n] + EPS:
             return False
-        if self.has_named:
-            used = self.used_res[n] + self.pod_res[p]
-            if leaving:
-                used = used - self.pod_res[list(leaving)].sum(axis=0)
-            if (used > self.cap_res[n]).any():
-                return False
+        if self.has_named:  # only the resources p asks for can go over (the others only shrink)
+            used, cap = self.used_res, self.cap_res
+            for r, amount in self._pod_named[p]:
+                total = int(used[n, r]) + amount
+                if leaving:
+                    total -= sum(int(self.pod_res[q, r]) for q in leaving)
+                if total > cap[n, r]:
+                    return False
         if self.has_standby and (self.standby_on[n] > 0 or self.pod_standby[p]) and not self._reservation_ok(p, n, leaving):
             return False
         cap = int(self.cap_gpus[n])
@@ -424,8 +429,8 @@ class ClusterState:
         mask = self.eligible[self.pod_signature[p], idx].copy()
         mask &= self.used_cpus[idx] + self.pod_cpus[p] <= self.cap_cpus[idx] + EPS
         mask &= self.used_mem[idx] + self.pod_mem[p] <= self.cap_mem[idx] + EPS
-        if self.has_named:
-            mask &= (self.used_res[idx] + self.pod_res[p] <= self.cap_res[idx]).all(axis=1)
+        for r, amount in self._pod_named[p] if self.has_named else ():  # the columns p asks for (the others only shrink)
+            mask &= self.used_res[idx, r] + amount <= self.cap_res[idx, r]
         free = self.cap_gpus[idx] - self.whole_used[idx] - self.share_devices[idx]
         share = float(self.pod_share[p])
         if share > 0:
@@ -484,6 +489,7 @@ class ClusterState:
                       "hp_pods_per_node", "standby_on", "hp_whole", "hp_cpus", "hp_mem", "cap_res", "used_res"):
             setattr(sub, field, getattr(self, field)[nodes].copy())
         sub.res_names, sub.has_named = self.res_names, self.has_named
+        sub._pod_named = [self._pod_named[p] for p in pods.tolist()] if self.has_named else []
         for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked", "pod_res",
                       "pod_signature", "pod_job", "pod_standby", "pod_hp", "_pod_locked_own"):
             setattr(sub, field, getattr(self, field)[pods].copy())
@@ -552,8 +558,9 @@ def _eligibility(nodes: list[Node], pods: list[Pod]) -> tuple[np.ndarray, np.nda
     profiles: dict[tuple, int] = {}
     node_profile = np.empty(len(nodes), dtype=np.int64)
     profile_node: list[Node] = []
+    read = _labels_read(representative)
     for n, node in enumerate(nodes):
-        key = _node_profile_key(node)
+        key = _node_profile_key(node, read)
         if key not in profiles:
             profiles[key] = len(profiles)
             profile_node.append(node)
@@ -575,16 +582,26 @@ def _named_resources(nodes: list[Node], pods: list[Pod]) -> tuple[list[str], np.
     with each node's allocatable (``UNLISTED`` where the node lists none) and each pod's request."""
     if all(node.resources is None for node in nodes):
         return [], np.zeros((len(nodes), 0), dtype=np.int64), np.zeros((len(pods), 0), dtype=np.int64)
-    names = sorted({name for pod in pods for name, amount in rules.requested(pod).items() if amount > 0})
+    asked = [rules.requested(pod) for pod in pods]
+    names = sorted({name for ask in asked for name, amount in ask.items() if amount > 0})
     column = {name: r for r, name in enumerate(names)}
     cap = np.array([[_unlisted_as_unlimited(rules.offered_amount(node, name)) for name in names] for node in nodes],
                    dtype=np.int64).reshape(len(nodes), len(names))
     req = np.zeros((len(pods), len(names)), dtype=np.int64)
-    for p, pod in enumerate(pods):
-        for name, amount in rules.requested(pod).items():
+    for p, ask in enumerate(asked):
+        for name, amount in ask.items():
             if amount > 0:
                 req[p, column[name]] = amount
     return names, cap, req
+
+
+def _named_pairs(requests: np.ndarray) -> list[tuple[tuple[int, int], ...]]:
+    """Each pod's named requests as (column, amount) pairs: the hot path reads a few elements, not rows."""
+    pairs: list[list[tuple[int, int]]] = [[] for _ in range(requests.shape[0])]
+    rows, columns = np.nonzero(requests)
+    for p, r, amount in zip(rows.tolist(), columns.tolist(), requests[rows, columns].tolist()):
+        pairs[p].append((r, amount))
+    return [tuple(x) for x in pairs]
 
 
 def _unlisted_as_unlimited(amount: int | None) -> int:
@@ -601,8 +618,17 @@ def _pod_signature_key(pod: Pod) -> tuple:
     return (tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())), tolerations, affinity, requests)
 
 
-def _node_profile_key(node: Node) -> tuple:
+def _labels_read(pods: list[Pod]) -> frozenset[str]:
+    """The node labels some pod's selector or required node affinity reads (a hostname label no
+    pod selects on would otherwise make every node a profile of its own)."""
+    keys = {key for pod in pods for key in pod.node_selector}
+    keys.update(r.key for pod in pods if pod.node_affinity for term in pod.node_affinity for r in term)
+    return frozenset(keys)
+
+
+def _node_profile_key(node: Node, read: frozenset[str]) -> tuple:
     """What the static rules read of a node: nodes with equal keys admit the same pods."""
     taints = tuple(sorted((t.key, t.value, t.effect) for t in node.taints))
     offered = None if node.resources is None else tuple(sorted(name for name, amount in node.resources.items() if amount > 0))
-    return (node.gpu_model, tuple(sorted(node.labels.items())), node.schedulable, taints, offered)
+    labels = tuple(sorted((k, v) for k, v in node.labels.items() if k in read))
+    return (node.gpu_model, labels, node.schedulable, taints, offered)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from functools import lru_cache
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,12 @@ PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 def ignored(cfg: ImportConfig, resource: str) -> bool:
     """A resource the configuration says to leave out (``ignored_resources``, '*' ends a prefix)."""
-    return any(resource == r or (r.endswith("*") and resource.startswith(r[:-1])) for r in cfg.ignored_resources)
+    return bool(cfg.ignored_resources) and _ignored(tuple(cfg.ignored_resources), resource)
+
+
+@lru_cache(maxsize=4096)
+def _ignored(patterns: tuple[str, ...], resource: str) -> bool:
+    return any(resource == r or (r.endswith("*") and resource.startswith(r[:-1])) for r in patterns)
 
 
 def named_amounts(cfg: ImportConfig, amounts: dict[str, Fraction], path: str) -> dict[str, int]:
