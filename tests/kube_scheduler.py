@@ -1,0 +1,520 @@
+"""An independent replay of kube-scheduler's Filter plugins on raw Kubernetes objects (the judge).
+
+This module reads the dicts of a kubectl List (``kubectl get nodes,pods,pdb,namespaces -A -o json``)
+and NOTHING of the planner: no snapshot, no rules, no importer. It answers one question the way
+kube-scheduler (v1.30, the default profile) answers it: would this pod be admitted to this node, given
+the pods bound there now? Each refusal names the Filter plugin that refuses and its reason, in the
+scheduler's own words.
+
+Filter plugins replayed (``pkg/scheduler/framework/plugins``):
+
+* ``NodeUnschedulable``: ``spec.unschedulable`` refuses unless the pod tolerates the
+  ``node.kubernetes.io/unschedulable:NoSchedule`` taint.
+* ``NodeResourcesFit``: the ``pods`` count against allocatable ``pods``, then EVERY requested resource
+  by its name (cpu in millicores, memory and ephemeral-storage in bytes, every scalar resource such as
+  ``nvidia.com/gpu``, ``nvidia.com/mig-1g.10gb``, ``nvidia.com/gpu.shared``, ``rdma/*``,
+  ``hugepages-*``) against allocatable minus what the node's pods request. A resource the node does
+  not advertise has allocatable 0. The request of a pod is the scheduler's (``component-helpers``
+  ``PodRequests``): the sum over containers, sidecars (init containers with ``restartPolicy: Always``)
+  added to it and carried under later init containers, the max with the init-container peak, plus
+  ``spec.overhead``; a container's missing request defaults to its limit (API defaulting).
+* ``TaintToleration``: every NoSchedule/NoExecute taint must be tolerated (PreferNoSchedule never
+  refuses).
+* ``NodeAffinity``: ``spec.nodeSelector`` and required node affinity (terms ORed, expressions ANDed;
+  In/NotIn/Exists/DoesNotExist/Gt/Lt on labels, ``matchFields`` on ``metadata.name``).
+* ``InterPodAffinity``: the incoming pod's required podAffinity (a matching pod in the node's
+  topology domain, or none anywhere and the pod matches its own terms) and podAntiAffinity (no
+  matching pod in the domain), and existing pods' required anti-affinity against the incoming pod;
+  namespaces from ``namespaces``, ``namespaceSelector`` (Namespace objects' labels and
+  ``kubernetes.io/metadata.name``; ``{}`` = all) or else the pod's own namespace.
+* ``NodePorts``: host ports (``hostNetwork`` pods' container ports are host ports, as API defaulting
+  makes them) conflict by port and protocol when either hostIP is the ``0.0.0.0`` wildcard or both
+  are the same address.
+
+Pods in the scheduler's view are the non-terminal pods with a ``spec.nodeName`` (the scheduler's
+informer excludes Succeeded and Failed pods).
+
+``replay_defrag`` replays a defrag plan make-before-break: in each wave every moving pod's new copy is
+admitted (or refused) against the destination's state at that point (residents, earlier arrivals of
+the same wave, copies still there), then the wave's sources are released. A refused copy is still
+placed, so each move is judged against the state the plan intends.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+PLUGINS = ("NodeUnschedulable", "NodeResourcesFit", "TaintToleration", "NodeAffinity", "InterPodAffinity", "NodePorts")
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+HOSTNAME = "kubernetes.io/hostname"
+
+# ----------------------------------------------------------------------------------------------
+# Quantities (k8s.io/apimachinery/pkg/api/resource), parsed here, exactly
+# ----------------------------------------------------------------------------------------------
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
+            "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
+            "P": Fraction(10**15), "E": Fraction(10**18)}
+_QUANTITY = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(.*)$")
+_EXPONENT = re.compile(r"^[eE]([+-]?[0-9]+)$")
+
+
+def parse_quantity(text: Any) -> Fraction:
+    """A Kubernetes quantity string (or a JSON number) as an exact Fraction: ``100m``, ``1.5Gi``,
+    ``1k``, ``2e3``, ``129M``; a bad one raises ValueError naming it."""
+    if isinstance(text, bool):
+        raise ValueError(f"quantity {text!r}")
+    if isinstance(text, int):
+        return Fraction(text)
+    if isinstance(text, float):
+        return Fraction(str(text))
+    match = _QUANTITY.match(str(text).strip())
+    if not match:
+        raise ValueError(f"quantity {text!r}")
+    sign, number, suffix = match.groups()
+    value = Fraction(number)
+    if suffix in _BINARY:
+        value *= _BINARY[suffix]
+    elif suffix in _DECIMAL:
+        value *= _DECIMAL[suffix]
+    elif (exp := _EXPONENT.match(suffix)) is not None:
+        value *= Fraction(10) ** int(exp.group(1))
+    else:
+        raise ValueError(f"quantity {text!r}: unknown suffix {suffix!r}")
+    return -value if sign == "-" else value
+
+
+def scheduler_amount(resource: str, quantity: Any) -> int:
+    """What the scheduler counts: cpu as ``MilliValue()``, everything else as ``Value()``; both round
+    up to the next integer."""
+    value = parse_quantity(quantity)
+    return math.ceil(value * 1000) if resource == "cpu" else math.ceil(value)
+
+
+# ----------------------------------------------------------------------------------------------
+# Pod requests and host ports
+# ----------------------------------------------------------------------------------------------
+
+
+def container_requests(container: dict[str, Any]) -> Counter[str]:
+    """A container's requests, each missing one defaulting to its limit (API defaulting)."""
+    resources = container.get("resources") or {}
+    merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    return Counter({name: scheduler_amount(name, q) for name, q in merged.items()})
+
+
+def _max_into(into: Counter[str], other: Counter[str]) -> None:
+    for name, amount in other.items():
+        if amount > into.get(name, 0):
+            into[name] = amount
+
+
+def pod_requests(pod: dict[str, Any]) -> Counter[str]:
+    """The pod's effective request per resource name, as NodeResourcesFit computes it
+    (``resourcehelper.PodRequests``): containers summed; each sidecar (restartPolicy Always init
+    container) added to the sum and carried under every later init container; the max with the init
+    peak; plus ``spec.overhead``."""
+    spec = pod.get("spec") or {}
+    total: Counter[str] = Counter()
+    for container in spec.get("containers") or []:
+        total.update(container_requests(container))
+    sidecars: Counter[str] = Counter()
+    init_peak: Counter[str] = Counter()
+    for container in spec.get("initContainers") or []:
+        own = container_requests(container)
+        if container.get("restartPolicy") == "Always":
+            total.update(own)
+            sidecars.update(own)
+            running = Counter(sidecars)
+        else:
+            running = Counter(sidecars)
+            running.update(own)
+        _max_into(init_peak, running)
+    _max_into(total, init_peak)
+    for name, q in (spec.get("overhead") or {}).items():
+        total[name] += scheduler_amount(name, q)
+    return +total
+
+
+def host_ports(pod: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """The pod's host ports as (hostIP, protocol, port) (NodePorts' ``getContainerPorts``: regular
+    containers; a hostNetwork pod's container ports default to host ports)."""
+    spec = pod.get("spec") or {}
+    host_network = bool(spec.get("hostNetwork"))
+    found = []
+    for container in spec.get("containers") or []:
+        for port in container.get("ports") or []:
+            number = int(port.get("hostPort") or 0)
+            if number <= 0 and host_network:
+                number = int(port.get("containerPort") or 0)
+            if number > 0:
+                found.append((port.get("hostIP") or "0.0.0.0", port.get("protocol") or "TCP", number))
+    return found
+
+
+# ----------------------------------------------------------------------------------------------
+# Selectors, tolerations
+# ----------------------------------------------------------------------------------------------
+
+
+def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
+    """``v1.Toleration.ToleratesTaint``."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    operator = toleration.get("operator") or "Equal"
+    if key and key != taint.get("key"):
+        return False
+    if operator == "Exists":
+        return True
+    if operator == "Equal":
+        return (toleration.get("value") or "") == (taint.get("value") or "")
+    return False
+
+
+def tolerated(pod: dict[str, Any], taint: dict[str, Any]) -> bool:
+    return any(tolerates(t, taint) for t in (pod.get("spec") or {}).get("tolerations") or [])
+
+
+def _int(text: Any) -> int | None:
+    try:
+        return int(str(text))
+    except ValueError:
+        return None
+
+
+def requirement_matches(expr: dict[str, Any], labels: dict[str, str]) -> bool:
+    """One node selector requirement (``nodeaffinity``): In, NotIn, Exists, DoesNotExist, Gt, Lt."""
+    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+    present = key in labels
+    if op == "In":
+        return present and labels[key] in values
+    if op == "NotIn":
+        return not present or labels[key] not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt"):
+        if not present or len(values) != 1:
+            return False
+        have, want = _int(labels[key]), _int(values[0])
+        if have is None or want is None:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def node_selector_term_matches(term: dict[str, Any], node: dict[str, Any]) -> bool:
+    """A nodeSelectorTerm: its matchExpressions on labels and matchFields on ``metadata.name``, all
+    ANDed; a term with neither matches nothing."""
+    exprs, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
+    if not exprs and not fields:
+        return False
+    labels = node["metadata"].get("labels") or {}
+    name_field = {"metadata.name": node["metadata"]["name"]}
+    return all(requirement_matches(e, labels) for e in exprs) and all(
+        f.get("key") == "metadata.name" and requirement_matches(f, name_field) for f in fields)
+
+
+def label_selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector: nil selects nothing, ``{}`` everything."""
+    if selector is None:
+        return False
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    return all(requirement_matches(e, labels) for e in selector.get("matchExpressions") or [])
+
+
+# ----------------------------------------------------------------------------------------------
+# The cluster as the scheduler sees it
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Refusal:
+    plugin: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class MoveRefusal:
+    wave: int
+    pod: str
+    from_: str
+    to: str
+    plugin: str
+    reason: str
+
+
+def terminal(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def pod_key(pod: dict[str, Any]) -> tuple[str, str]:
+    meta = pod["metadata"]
+    return meta.get("namespace") or "default", meta["name"]
+
+
+def _affinity_terms(pod: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return (((pod.get("spec") or {}).get("affinity") or {}).get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
+
+
+class KubeScheduler:
+    """Nodes and bound pods of a kubectl List; ``filter`` runs every Filter plugin for a pod on a
+    node against the current state; ``bind``/``unbind`` change the state (a pod may be bound on two
+    nodes at once: the two copies of a make-before-break move)."""
+
+    def __init__(self, objects: dict[str, Any] | list[dict[str, Any]]):
+        items = objects.get("items", []) if isinstance(objects, dict) else list(objects)
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.pods: dict[tuple[str, str], dict[str, Any]] = {}
+        self.namespace_labels: dict[str, dict[str, str]] = {}
+        for obj in items:
+            kind = obj.get("kind")
+            if kind == "Node":
+                self.nodes[obj["metadata"]["name"]] = obj
+            elif kind == "Pod":
+                self.pods[pod_key(obj)] = obj
+            elif kind == "Namespace":
+                self.namespace_labels[obj["metadata"]["name"]] = obj["metadata"].get("labels") or {}
+        self.by_name: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for key, pod in self.pods.items():
+            if not terminal(pod):
+                self.by_name[key[1]].append(key)
+        self.allocatable = {name: Counter({r: scheduler_amount(r, q) for r, q in (node.get("status") or {}).get("allocatable", {}).items()})
+                            for name, node in self.nodes.items()}
+        self.bound: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        self.requested: dict[str, Counter[str]] = defaultdict(Counter)
+        self.ports: dict[str, Counter[tuple[str, str, int]]] = defaultdict(Counter)
+        self._requests: dict[tuple[str, str], Counter[str]] = {}
+        self._labels_by_key: dict[str, dict[str, list[str]]] = {}
+        for key, pod in self.pods.items():
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and not terminal(pod) and node in self.nodes:
+                self.bind(key, node)
+
+    # -- state --------------------------------------------------------------------------------
+
+    def requests(self, key: tuple[str, str]) -> Counter[str]:
+        if key not in self._requests:
+            self._requests[key] = pod_requests(self.pods[key])
+        return self._requests[key]
+
+    def bind(self, key: tuple[str, str], node: str) -> None:
+        self.bound[node].append(key)
+        self.requested[node].update(self.requests(key))
+        self.ports[node].update(host_ports(self.pods[key]))
+
+    def unbind(self, key: tuple[str, str], node: str) -> None:
+        self.bound[node].remove(key)
+        self.requested[node].subtract(self.requests(key))
+        self.ports[node].subtract(host_ports(self.pods[key]))
+
+    def resolve(self, name: str, on: str | None = None) -> tuple[str, str] | None:
+        """The pod a plan names: ``namespace/name``, or a name (the one on ``on`` when it is not unique)."""
+        if "/" in name:
+            key = tuple(name.split("/", 1))
+            if key in self.pods:
+                return key  # type: ignore[return-value]
+        found = self.by_name.get(name, [])
+        if len(found) > 1 and on is not None:
+            found = [k for k in found if k in self.bound.get(on, [])] or found
+        return found[0] if len(found) == 1 else None
+
+    def _domain_nodes(self, key: str, value: str) -> list[str]:
+        if key == HOSTNAME and value in self.nodes and (self.nodes[value]["metadata"].get("labels") or {}).get(HOSTNAME) == value:
+            return [value]
+        if key not in self._labels_by_key:
+            index: dict[str, list[str]] = defaultdict(list)
+            for name, node in self.nodes.items():
+                labels = node["metadata"].get("labels") or {}
+                if key in labels:
+                    index[labels[key]].append(name)
+            self._labels_by_key[key] = index
+        return self._labels_by_key[key].get(value, [])
+
+    def _pods_in_domain(self, node: str, topology_key: str) -> Iterator[tuple[str, str]]:
+        value = (self.nodes[node]["metadata"].get("labels") or {}).get(topology_key)
+        if value is None:
+            return
+        for other in self._domain_nodes(topology_key, value):
+            yield from self.bound.get(other, [])
+
+    # -- filters --------------------------------------------------------------------------------
+
+    def filter(self, key: tuple[str, str], node: str) -> list[Refusal]:
+        """Every Filter plugin's refusal of the pod ``key`` on ``node`` (empty: admitted)."""
+        if node not in self.nodes:
+            return [Refusal("NodeName", f"node {node!r} not found")]
+        pod, obj = self.pods[key], self.nodes[node]
+        return [r for check in (self.node_unschedulable, self.node_resources_fit, self.taint_toleration,
+                                self.node_affinity, self.inter_pod_affinity, self.node_ports)
+                for r in check(key, pod, node, obj)]
+
+    def node_unschedulable(self, key, pod, node, obj) -> list[Refusal]:
+        """NodeUnschedulable."""
+        if (obj.get("spec") or {}).get("unschedulable") and not tolerated(pod, UNSCHEDULABLE_TAINT):
+            return [Refusal("NodeUnschedulable", "node(s) were unschedulable")]
+        return []
+
+    def node_resources_fit(self, key, pod, node, obj) -> list[Refusal]:
+        """NodeResourcesFit (``fitsRequest``): the pod count, then each requested resource by name."""
+        out = []
+        allocatable, used = self.allocatable[node], self.requested[node]
+        if len(self.bound[node]) + 1 > allocatable.get("pods", 0):
+            out.append(Refusal("NodeResourcesFit", "Too many pods"))
+        for resource, amount in sorted(self.requests(key).items()):
+            if resource == "pods" or amount <= 0:
+                continue
+            if amount > allocatable.get(resource, 0) - used.get(resource, 0):
+                out.append(Refusal("NodeResourcesFit", f"Insufficient {resource}"))
+        return out
+
+    def taint_toleration(self, key, pod, node, obj) -> list[Refusal]:
+        """TaintToleration: the first NoSchedule/NoExecute taint the pod does not tolerate."""
+        for taint in (obj.get("spec") or {}).get("taints") or []:
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerated(pod, taint):
+                text = f"{taint.get('key')}: {taint['value']}" if taint.get("value") else str(taint.get("key"))
+                return [Refusal("TaintToleration", f"node(s) had untolerated taint {{{text}}}")]
+        return []
+
+    def node_affinity(self, key, pod, node, obj) -> list[Refusal]:
+        """NodeAffinity: nodeSelector and requiredDuringSchedulingIgnoredDuringExecution."""
+        spec = pod.get("spec") or {}
+        labels = obj["metadata"].get("labels") or {}
+        ok = all(labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items())
+        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+        if ok and required is not None:
+            ok = any(node_selector_term_matches(t, obj) for t in required.get("nodeSelectorTerms") or [])
+        return [] if ok else [Refusal("NodeAffinity", "node(s) didn't match Pod's node affinity/selector")]
+
+    def _term_namespaces(self, term: dict[str, Any], own: str) -> set[str] | None:
+        """The namespaces a pod (anti-)affinity term selects; None = all."""
+        listed = set(term.get("namespaces") or [])
+        selector = term.get("namespaceSelector")
+        if selector is None:
+            return listed or {own}
+        if not (selector.get("matchLabels") or selector.get("matchExpressions")):
+            return None
+        chosen = {ns for ns, labels in self.namespace_labels.items()
+                  if label_selector_matches(selector, {"kubernetes.io/metadata.name": ns, **labels})}
+        return listed | chosen
+
+    def _term_matches(self, term: dict[str, Any], owner: dict[str, Any], other: dict[str, Any]) -> bool:
+        """Whether the term of pod ``owner`` selects pod ``other``."""
+        namespaces = self._term_namespaces(term, pod_key(owner)[0])
+        if namespaces is not None and pod_key(other)[0] not in namespaces:
+            return False
+        return label_selector_matches(term.get("labelSelector"), other["metadata"].get("labels") or {})
+
+    def inter_pod_affinity(self, key, pod, node, obj) -> list[Refusal]:
+        """InterPodAffinity: existing pods' anti-affinity, then the pod's affinity and anti-affinity."""
+        out = []
+        labels = obj["metadata"].get("labels") or {}
+        for topology_key in {t.get("topologyKey") for t in self._existing_anti_keys()}:
+            if topology_key not in labels:
+                continue
+            if any(self._term_matches(t, self.pods[other], pod)
+                   for other in self._pods_in_domain(node, topology_key)
+                   for t in _affinity_terms(self.pods[other], "podAntiAffinity") if t.get("topologyKey") == topology_key):
+                out.append(Refusal("InterPodAffinity", "node(s) didn't satisfy existing pods anti-affinity rules"))
+                break
+        affinity = _affinity_terms(pod, "podAffinity")
+        if affinity:
+            in_domain = all(t.get("topologyKey") in labels and any(
+                self._term_matches(t, pod, self.pods[o]) for o in self._pods_in_domain(node, t["topologyKey"])) for t in affinity)
+            if not in_domain:
+                anywhere = any(self._term_matches(t, pod, self.pods[o]) for t in affinity for n, keys in self.bound.items()
+                               if t.get("topologyKey") in (self.nodes[n]["metadata"].get("labels") or {}) for o in keys)
+                itself = all(self._term_matches(t, pod, pod) for t in affinity)
+                if anywhere or not itself or not all(t.get("topologyKey") in labels for t in affinity):
+                    out.append(Refusal("InterPodAffinity", "node(s) didn't match pod affinity rules"))
+        for term in _affinity_terms(pod, "podAntiAffinity"):
+            if term.get("topologyKey") in labels and any(
+                    self._term_matches(term, pod, self.pods[o]) for o in self._pods_in_domain(node, term["topologyKey"])):
+                out.append(Refusal("InterPodAffinity", "node(s) didn't match pod anti-affinity rules"))
+                break
+        return out
+
+    def _existing_anti_keys(self) -> list[dict[str, Any]]:
+        if not hasattr(self, "_anti_terms"):
+            self._anti_terms = [t for p in self.pods.values() if not terminal(p) for t in _affinity_terms(p, "podAntiAffinity")]
+        return self._anti_terms
+
+    def node_ports(self, key, pod, node, obj) -> list[Refusal]:
+        """NodePorts: a wanted (ip, protocol, port) conflicts with a used one on the same protocol and
+        port when either ip is 0.0.0.0 or both are equal."""
+        used = {p for p, n in self.ports[node].items() if n > 0}
+        for ip, protocol, port in host_ports(pod):
+            if any(uproto == protocol and uport == port and (ip == "0.0.0.0" or uip == "0.0.0.0" or uip == ip)
+                   for uip, uproto, uport in used):
+                return [Refusal("NodePorts", "node(s) didn't have free ports for the requested pod ports")]
+        return []
+
+
+# ----------------------------------------------------------------------------------------------
+# Plans
+# ----------------------------------------------------------------------------------------------
+
+
+def replay_defrag(objects: dict[str, Any], plan: dict[str, Any]) -> list[MoveRefusal]:
+    """Every move of a defrag plan (``waves`` of ``{pod, from, to}``) that kube-scheduler would
+    refuse under make-before-break, with the plugin and reason; a plan naming a pod that is not on
+    its source is refused by plugin ``Plan``."""
+    scheduler = KubeScheduler(objects)
+    refusals: list[MoveRefusal] = []
+    for w, wave in enumerate(plan.get("waves") or []):
+        departures = []
+        for move in wave:
+            name, source, dest = move["pod"], move["from"], move["to"]
+            key = scheduler.resolve(name, source)
+            if key is None or key not in scheduler.bound.get(source, []):
+                refusals.append(MoveRefusal(w, name, source, dest, "Plan", f"pod not bound to {source!r} at wave {w}"))
+                continue
+            for r in scheduler.filter(key, dest):
+                refusals.append(MoveRefusal(w, name, source, dest, r.plugin, r.reason))
+            if dest in scheduler.nodes:
+                scheduler.bind(key, dest)
+            departures.append((key, source))
+        for key, source in departures:
+            scheduler.unbind(key, source)
+    return refusals
+
+
+def replay_placements(objects: dict[str, Any], plan: dict[str, Any]) -> list[MoveRefusal]:
+    """A preemption or allocation plan: victims (``victims`` of ``{pod, node}``) removed, then each
+    placement (``{pod, node}``) of a pending pod admitted in order (wave 0, ``from`` empty)."""
+    scheduler = KubeScheduler(objects)
+    refusals: list[MoveRefusal] = []
+    for victim in plan.get("victims") or []:
+        key = scheduler.resolve(victim["pod"], victim["node"])
+        if key is not None and key in scheduler.bound.get(victim["node"], []):
+            scheduler.unbind(key, victim["node"])
+        else:
+            refusals.append(MoveRefusal(0, victim["pod"], victim["node"], "", "Plan", "victim not bound to its node"))
+    for place in plan.get("placements") or []:
+        key = scheduler.resolve(place["pod"])
+        if key is None:
+            refusals.append(MoveRefusal(0, place["pod"], "", place["node"], "Plan", "no such pending pod"))
+            continue
+        for r in scheduler.filter(key, place["node"]):
+            refusals.append(MoveRefusal(0, place["pod"], "", place["node"], r.plugin, r.reason))
+        if place["node"] in scheduler.nodes:
+            scheduler.bind(key, place["node"])
+    return refusals
+
+
+def refusal_counts(refusals: Iterable[MoveRefusal]) -> tuple[int, Counter[tuple[str, str]]]:
+    """Refused moves (a move refused by several plugins counts once) and refusals by (plugin, reason)."""
+    refusals = list(refusals)
+    moves = {(r.wave, r.pod, r.from_, r.to) for r in refusals}
+    return len(moves), Counter((r.plugin, r.reason) for r in refusals)
