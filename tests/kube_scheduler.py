@@ -297,6 +297,8 @@ class KubeScheduler:
         self.ports: dict[str, Counter[tuple[str, str, int]]] = defaultdict(Counter)
         self._requests: dict[tuple[str, str], Counter[str]] = {}
         self._labels_by_key: dict[str, dict[str, list[str]]] = {}
+        self.anti_by_domain: dict[tuple[str, str], Counter[tuple[str, str]]] = defaultdict(Counter)
+        self.anti_keys: set[str] = set()
         for key, pod in self.pods.items():
             node = (pod.get("spec") or {}).get("nodeName")
             if node and not terminal(pod) and node in self.nodes:
@@ -313,11 +315,22 @@ class KubeScheduler:
         self.bound[node].append(key)
         self.requested[node].update(self.requests(key))
         self.ports[node].update(host_ports(self.pods[key]))
+        for domain in self._anti_domains(key, node):
+            self.anti_by_domain[domain][key] += 1
+            self.anti_keys.add(domain[0])
 
     def unbind(self, key: tuple[str, str], node: str) -> None:
         self.bound[node].remove(key)
         self.requested[node].subtract(self.requests(key))
         self.ports[node].subtract(host_ports(self.pods[key]))
+        for domain in self._anti_domains(key, node):
+            self.anti_by_domain[domain][key] -= 1
+
+    def _anti_domains(self, key: tuple[str, str], node: str) -> set[tuple[str, str]]:
+        """The (topologyKey, value) domains the pod's required anti-affinity terms guard from ``node``."""
+        labels = self.nodes[node]["metadata"].get("labels") or {}
+        return {(t["topologyKey"], labels[t["topologyKey"]]) for t in _affinity_terms(self.pods[key], "podAntiAffinity")
+                if t.get("topologyKey") in labels}
 
     def resolve(self, name: str, on: str | None = None) -> tuple[str, str] | None:
         """The pod a plan names: ``namespace/name``, or a name (the one on ``on`` when it is not unique)."""
@@ -420,11 +433,10 @@ class KubeScheduler:
         """InterPodAffinity: existing pods' anti-affinity, then the pod's affinity and anti-affinity."""
         out = []
         labels = obj["metadata"].get("labels") or {}
-        for topology_key in {t.get("topologyKey") for t in self._existing_anti_keys()}:
-            if topology_key not in labels:
-                continue
+        for topology_key in sorted(self.anti_keys):
+            guards = self.anti_by_domain.get((topology_key, labels.get(topology_key, "")), {}) if topology_key in labels else {}
             if any(self._term_matches(t, self.pods[other], pod)
-                   for other in self._pods_in_domain(node, topology_key)
+                   for other, copies in guards.items() if copies > 0
                    for t in _affinity_terms(self.pods[other], "podAntiAffinity") if t.get("topologyKey") == topology_key):
                 out.append(Refusal("InterPodAffinity", "node(s) didn't satisfy existing pods anti-affinity rules"))
                 break
@@ -444,11 +456,6 @@ class KubeScheduler:
                 out.append(Refusal("InterPodAffinity", "node(s) didn't match pod anti-affinity rules"))
                 break
         return out
-
-    def _existing_anti_keys(self) -> list[dict[str, Any]]:
-        if not hasattr(self, "_anti_terms"):
-            self._anti_terms = [t for p in self.pods.values() if not terminal(p) for t in _affinity_terms(p, "podAntiAffinity")]
-        return self._anti_terms
 
     def node_ports(self, key, pod, node, obj) -> list[Refusal]:
         """NodePorts: a wanted (ip, protocol, port) conflicts with a used one on the same protocol and
