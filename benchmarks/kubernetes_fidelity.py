@@ -6,7 +6,8 @@ on the small inputs), then replay every move on the raw objects with the kube-sc
 tests/kube_scheduler.py (Filter plugins NodeUnschedulable, NodeResourcesFit by resource name,
 TaintToleration, NodeAffinity, InterPodAffinity, NodePorts; make-before-break, wave by wave).
 Tabulated: moves, refused moves, refusals by plugin and reason, vacated nodes (and those vacated only
-by admitted moves), wall times.
+by admitted moves), wall times. On inputs up to 1,000 nodes also `planner allocate` and `planner
+preempt --job J` (each job with no pod running) with their default methods, replayed as placements.
 
 Inputs: instances/kubernetes/gpu-cluster.json (the README's example); the audit's 200-node mixed
 cluster `../shared/repros/k8s-mixed-200.json.gz` when it is beside the repository (skipped if
@@ -35,14 +36,17 @@ from _measure import RESULTS, code_version, machine  # noqa: E402
 
 from planner.adapters.kubernetes import import_kubernetes, load_config  # noqa: E402
 from planner.engine import DefragOptions, plan_defrag  # noqa: E402
+from planner.engine.allocate import AllocateOptions, plan_allocate  # noqa: E402
+from planner.engine.preempt import PreemptOptions, plan_preempt  # noqa: E402
 from planner.instances.kubernetes_mixed import generate_kubernetes_mixed  # noqa: E402
 from planner.plans import plan_to_dict  # noqa: E402
-from tests.kube_scheduler import replay_defrag  # noqa: E402
+from tests.kube_scheduler import replay_defrag, replay_placements  # noqa: E402
 
 EXAMPLE = REPO / "instances" / "kubernetes" / "gpu-cluster.json"
 REPRO = REPO.parent / "shared" / "repros" / "k8s-mixed-200.json.gz"
 SEEDS = {60: [0, 1, 2], 1000: [0, 1], 10000: [0]}
 SMALL = 100  # nodes: exact and hybrid run up to here
+PLACEMENTS_UP_TO = 1000  # nodes: allocate and preempt plans are replayed up to here
 COMMAND = ".venv/bin/python benchmarks/kubernetes_fidelity.py"
 
 
@@ -57,10 +61,14 @@ def inputs(sizes: list[int]) -> list[tuple[str, Any]]:
     return found
 
 
-def measure(name: str, objects: dict[str, Any], method: str, time_limit: float) -> dict[str, Any]:
-    """Import, plan and replay one input with one method."""
+def imported(name: str, objects: dict[str, Any]) -> tuple[Any, float]:
     t0 = time.perf_counter()
     cluster = import_kubernetes([(json.dumps(objects), name)], load_config(None)).cluster
+    return cluster, time.perf_counter() - t0
+
+
+def measure(name: str, objects: dict[str, Any], cluster: Any, import_s: float, method: str, time_limit: float) -> dict[str, Any]:
+    """Plan one input with one method and replay the plan."""
     t1 = time.perf_counter()
     options = DefragOptions(method=method, **({"time_limit_s": time_limit} if method in ("exact", "hybrid") else {}))
     try:
@@ -68,7 +76,6 @@ def measure(name: str, objects: dict[str, Any], method: str, time_limit: float) 
     except ValueError as err:  # e.g. exact above its size limit
         return {"input": name, "method": method, "error": str(err).splitlines()[0][:160]}
     t2 = time.perf_counter()
-    del cluster
     refusals = replay_defrag(objects, plan)
     t3 = time.perf_counter()
     refused_moves = {(r.wave, r.pod, r.from_, r.to) for r in refusals}
@@ -82,11 +89,38 @@ def measure(name: str, objects: dict[str, Any], method: str, time_limit: float) 
         "reasons": Counter(f"{r.plugin}: {r.reason}" for r in refusals),
         "vacated": len(vacated), "vacated_clean": sum(1 for n in vacated if n not in sources_refused),
         "status": (plan.get("report") or {}).get("status"),
-        "import_s": t1 - t0, "plan_s": t2 - t1, "replay_s": t3 - t2,
+        "import_s": import_s, "plan_s": t2 - t1, "replay_s": t3 - t2,
     }
 
 
-def render(rows: list[dict[str, Any]], args: argparse.Namespace, started: str) -> str:
+def measure_placements(name: str, objects: dict[str, Any], cluster: Any) -> list[dict[str, Any]]:
+    """`planner allocate` (every pending job, default method) and `planner preempt --job J` (default
+    method) for each pending job, each plan replayed from the input's state (victims removed, then
+    the placements bound in order)."""
+    plans: list[tuple[str, Any]] = []
+    try:
+        plans.append(("allocate", plan_to_dict(plan_allocate(cluster, AllocateOptions()))))
+    except ValueError as err:
+        plans.append(("allocate", str(err).splitlines()[0][:160]))
+    placed_jobs = {pod.job for pod in cluster.pods if pod.node is not None}
+    for job in sorted({pod.job for pod in cluster.pods if pod.node is None and pod.job is not None} - placed_jobs):
+        try:
+            plans.append((f"preempt --job {job}", plan_to_dict(plan_preempt(cluster, job, PreemptOptions()))))
+        except ValueError as err:
+            plans.append((f"preempt --job {job}", str(err).splitlines()[0][:160]))
+    rows = []
+    for what, plan in plans:
+        if isinstance(plan, str):
+            rows.append({"input": name, "plan": what, "error": plan})
+            continue
+        refusals = replay_placements(objects, plan)
+        rows.append({"input": name, "plan": what, "placements": len(plan.get("placements") or []),
+                     "victims": len(plan.get("victims") or []), "refused": len({r.pod for r in refusals}),
+                     "reasons": Counter(f"{r.plugin}: {r.reason}" for r in refusals)})
+    return rows
+
+
+def render(rows: list[dict[str, Any]], placed: list[dict[str, Any]], args: argparse.Namespace, started: str) -> str:
     lines = [
         "# Kubernetes fidelity: would kube-scheduler admit every planned move?",
         "",
@@ -121,6 +155,17 @@ def render(rows: list[dict[str, Any]], args: argparse.Namespace, started: str) -
     for r in rows:
         for reason, count in sorted((r.get("reasons") or {}).items(), key=lambda kv: (-kv[1], kv[0])):
             lines.append(f"| {r['input']} | {r['method']} | {reason} | {count:,} |")
+    lines += ["", "## Placements: `planner allocate` and `planner preempt --job J`", "",
+              f"Inputs of at most {PLACEMENTS_UP_TO:,} nodes: `allocate` (every pending job, default method auto) and `preempt` "
+              "(default method spotgpu) for each job with no pod running, each replayed from the input's state: victims removed, then "
+              "each placement admitted (or refused) in order.", "",
+              "| input | plan | placements | victims | refused placements | plugin: reason (refusals) |", "|---|---|---:|---:|---:|---|"]
+    for r in placed:
+        if "error" in r:
+            lines.append(f"| {r['input']} | {r['plan']} | not planned: {r['error']} |  |  |  |")
+            continue
+        reasons = "; ".join(f"{k} ({v})" for k, v in sorted(r["reasons"].items()))
+        lines.append(f"| {r['input']} | `{r['plan']}` | {r['placements']} | {r['victims']} | {r['refused']} | {reasons} |")
     totals: Counter[str] = Counter()
     for r in rows:
         if r["method"] == "heuristic":
@@ -136,17 +181,23 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS / "kubernetes_fidelity.md"))
     args = parser.parse_args()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    rows = []
+    rows: list[dict[str, Any]] = []
+    placed: list[dict[str, Any]] = []
     for name, load in inputs(args.sizes):
         objects = load()
-        nodes = sum(1 for i in objects["items"] if i.get("kind") == "Node")
+        cluster, import_s = imported(name, objects)
+        nodes = len(cluster.nodes)
         for method in ["heuristic"] + (["exact", "hybrid"] if nodes <= SMALL else []):
-            row = measure(name, objects, method, args.time_limit)
+            row = measure(name, objects, cluster, import_s, method, args.time_limit)
             rows.append(row)
-            print(json.dumps({k: v for k, v in row.items()}, default=dict), flush=True)
-        del objects
+            print(json.dumps(row, default=dict), flush=True)
+        if nodes <= PLACEMENTS_UP_TO:
+            for row in measure_placements(name, objects, cluster):
+                placed.append(row)
+                print(json.dumps(row, default=dict), flush=True)
+        del objects, cluster
         gc.collect()
-        Path(args.out).write_text(render(rows, args, started))  # after every input: partial results survive
+        Path(args.out).write_text(render(rows, placed, args, started))  # after every input: partial results survive
     print(f"wrote {args.out}")
 
 
