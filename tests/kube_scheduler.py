@@ -22,9 +22,10 @@ Filter plugins replayed (``pkg/scheduler/framework/plugins``):
   refuses).
 * ``NodeAffinity``: ``spec.nodeSelector`` and required node affinity (terms ORed, expressions ANDed;
   In/NotIn/Exists/DoesNotExist/Gt/Lt on labels, ``matchFields`` on ``metadata.name``).
-* ``InterPodAffinity``: the incoming pod's required podAffinity (a matching pod in the node's
-  topology domain, or none anywhere and the pod matches its own terms) and podAntiAffinity (no
-  matching pod in the domain), and existing pods' required anti-affinity against the incoming pod;
+* ``InterPodAffinity``: the incoming pod's required podAffinity (in each term's topology domain a
+  pod matching all its terms, or no such pod anywhere and the pod matches its own terms) and
+  podAntiAffinity (no matching pod in the domain), and existing pods' required anti-affinity
+  against the incoming pod;
   namespaces from ``namespaces``, ``namespaceSelector`` (Namespace objects' labels and
   ``kubernetes.io/metadata.name``; ``{}`` = all) or else the pod's own namespace.
 * ``NodePorts``: host ports (``hostNetwork`` pods' container ports are host ports, as API defaulting
@@ -441,21 +442,32 @@ class KubeScheduler:
                 out.append(Refusal("InterPodAffinity", "node(s) didn't satisfy existing pods anti-affinity rules"))
                 break
         affinity = _affinity_terms(pod, "podAffinity")
-        if affinity:
-            in_domain = all(t.get("topologyKey") in labels and any(
-                self._term_matches(t, pod, self.pods[o]) for o in self._pods_in_domain(node, t["topologyKey"])) for t in affinity)
-            if not in_domain:
-                anywhere = any(self._term_matches(t, pod, self.pods[o]) for t in affinity for n, keys in self.bound.items()
-                               if t.get("topologyKey") in (self.nodes[n]["metadata"].get("labels") or {}) for o in keys)
-                itself = all(self._term_matches(t, pod, pod) for t in affinity)
-                if anywhere or not itself or not all(t.get("topologyKey") in labels for t in affinity):
-                    out.append(Refusal("InterPodAffinity", "node(s) didn't match pod affinity rules"))
+        if affinity and not self._pod_affinity_met(pod, affinity, labels):
+            out.append(Refusal("InterPodAffinity", "node(s) didn't match pod affinity rules"))
         for term in _affinity_terms(pod, "podAntiAffinity"):
             if term.get("topologyKey") in labels and any(
                     self._term_matches(term, pod, self.pods[o]) for o in self._pods_in_domain(node, term["topologyKey"])):
                 out.append(Refusal("InterPodAffinity", "node(s) didn't match pod anti-affinity rules"))
                 break
         return out
+
+    def _pod_affinity_met(self, pod: dict[str, Any], terms: list[dict[str, Any]], labels: dict[str, str]) -> bool:
+        """``satisfyPodAffinity``: the node has every term's topology key, and in each term's domain
+        some pod matches ALL the terms; or no such pod exists anywhere (on a node with one of the
+        keys) and the pod matches all its own terms (the first pod of a group)."""
+        if not all(t.get("topologyKey") in labels for t in terms):
+            return False
+        keys = {t["topologyKey"] for t in terms}
+        counted: set[tuple[str, str]] = set()
+        for node, residents in self.bound.items():
+            node_labels = self.nodes[node]["metadata"].get("labels") or {}
+            if keys.isdisjoint(node_labels) or not residents:
+                continue
+            if any(all(self._term_matches(t, pod, self.pods[o]) for t in terms) for o in residents):
+                counted |= {(k, node_labels[k]) for k in keys if k in node_labels}
+        if all((t["topologyKey"], labels[t["topologyKey"]]) in counted for t in terms):
+            return True
+        return not counted and all(self._term_matches(t, pod, pod) for t in terms)
 
     def node_ports(self, key, pod, node, obj) -> list[Refusal]:
         """NodePorts: a wanted (ip, protocol, port) conflicts with a used one on the same protocol and

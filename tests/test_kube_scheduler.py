@@ -221,6 +221,17 @@ def test_pod_affinity() -> None:
     assert verdict(items, "lonely", "n2") == []  # no pod matches anywhere and the pod matches its own term
 
 
+def test_pod_affinity_needs_one_pod_matching_every_term() -> None:
+    """Two terms met by two different pods in the domain are not met (``podMatchesAllAffinityTerms``)."""
+    terms = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "api"}}, "topologyKey": "kubernetes.io/hostname"},
+        {"labelSelector": {"matchLabels": {"tier": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    items = [node("n1"), node("n2"), pod("api", "n1", labels={"app": "api"}), pod("web", "n1", labels={"tier": "web"}),
+             pod("both", "n2", labels={"app": "api", "tier": "web"}), pod("cache", None, affinity=terms)]
+    assert verdict(items, "cache", "n1") == [("InterPodAffinity", "node(s) didn't match pod affinity rules")]
+    assert verdict(items, "cache", "n2") == []
+
+
 def test_node_ports() -> None:
     items = [node("n1"), node("n2"), pod("exporter", "n1", ports=[{"containerPort": 9100}], hostNetwork=True),
              pod("ingress", "n2", ports=[{"containerPort": 80, "hostPort": 80, "hostIP": "10.0.0.1"}]),
