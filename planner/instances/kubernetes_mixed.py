@@ -26,7 +26,8 @@ The families mirror a real mixed fleet (and the audit's 200-node repro), by shar
 
 Every node runs DaemonSet pods (kube-proxy, fluent-bit, node-exporter on hostPort 9100 with
 hostNetwork; GPU nodes the device plugin and DCGM exporter; training nodes the rdma device plugin).
-About 2% of nodes are cordoned. A few pods are pending, finished (Succeeded/Failed) or annotated
+About 2% of nodes are cordoned. A few pods are pending (8-GPU training pods; one-GPU, shared-GPU
+and MIG notebooks/jobs; a 2-GPU inference pod), finished (Succeeded/Failed) or annotated
 ``planner.io/locked``. Requests use many quantity spellings (``93500m``, ``1288Gi``, ``24e9``,
 ``16G``, plain bytes).
 
@@ -38,261 +39,17 @@ node. ``generate_kubernetes_mixed(nodes, seed)`` is deterministic for its argume
 
 from __future__ import annotations
 
-import random
-import uuid
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
-GiB, MiB = 2**30, 2**20
-SHARES = {"train-h100": 0.355, "train-h200": 0.24, "inference": 0.14, "mig": 0.08, "ts": 0.07, "cpu": 0.10}
-FAMILIES = (*SHARES, "control-plane")
-_HASH = "bcdfghjklmnpqrstvwxz2456789"
-_OWNER_API = {"Job": "batch/v1", "Node": "v1"}
-_DEFAULT_TOLERATIONS = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-                        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]
-INFERENCE_TAINT = {"key": "dedicated", "value": "inference", "effect": "NoSchedule"}
-PRODUCTS = {"train-h100": ("NVIDIA-H100-80GB-HBM3", "81559", "hopper"), "train-h200": ("NVIDIA-H200", "143771", "hopper")}
-MIG_CONFIGS = {"all-1g.10gb": {"1g.10gb": 56}, "partial-1g.10gb": {"1g.10gb": 14}, "all-3g.40gb": {"3g.40gb": 16},
-               "all-balanced": {"1g.10gb": 16, "2g.20gb": 8, "3g.40gb": 8}}
+from planner.instances.kubernetes_mixed_build import (
+    DEFAULT_TOLERATIONS, FAMILIES, GiB, INFERENCE_TAINT, MiB, PRODUCTS, SHARES, Builder, NodeState, cpu_quantity, host_port_numbers,
+    memory_quantity, scheduled_need,
+)
+
+__all__ = ["FAMILIES", "SHARES", "family_counts", "generate_kubernetes_mixed"]
+
 NAMESPACES = {"llm-train": "training", "research": "training", "vision": "training", "serving": "serving", "assistant": "serving",
               "search": "serving", "notebooks": "interactive", "data": "platform", "platform": "platform", "team-a": "platform"}
-
-
-@dataclass
-class _Node:
-    name: str
-    family: str
-    labels: dict[str, str]
-    free: Counter = field(default_factory=Counter)
-    taints: list[dict[str, str]] = field(default_factory=list)
-    cordoned: bool = False
-    ports: set = field(default_factory=set)
-    anti: set = field(default_factory=set)
-
-
-def _cpu(millis: int) -> str:
-    return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
-
-
-def _mem(amount: int, rng: random.Random) -> str:
-    """A byte count in one of the spellings kubectl users write."""
-    if amount % GiB == 0:
-        return rng.choice([f"{amount // GiB}Gi", f"{amount // GiB}Gi", f"{amount // MiB}Mi", str(amount)])
-    if amount % MiB == 0:
-        return f"{amount // MiB}Mi"
-    if amount % 10**9 == 0:
-        return rng.choice([f"{amount // 10**9}G", f"{amount // 10**9}e9"])
-    return str(amount)
-
-
-class _Builder:
-    def __init__(self, seed: int):
-        self.rng = random.Random(seed)
-        self.items: list[dict[str, Any]] = []
-        self.nodes: list[_Node] = []
-        self.by_family: dict[str, list[_Node]] = {f: [] for f in FAMILIES}
-        self.serial = Counter()
-        self.plain: set[tuple[str, str]] = set()
-
-    def uid(self) -> str:
-        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
-
-    def suffix(self, n: int) -> str:
-        return "".join(self.rng.choice(_HASH) for _ in range(n))
-
-    def next(self, prefix: str) -> str:
-        self.serial[prefix] += 1
-        return f"{prefix}-{self.serial[prefix] - 1:03d}"
-
-    # -- nodes ---------------------------------------------------------------------------------
-
-    def node(self, family: str, index: int, leaf: int) -> None:
-        rng = self.rng
-        short = {"train-h100": "trn-h100", "train-h200": "trn-h200", "inference": "inf-l40s", "mig": "mig", "ts": "ts-l4",
-                 "cpu": "cpu", "control-plane": "cp"}[family]
-        labels = {"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
-                  "topology.kubernetes.io/zone": f"us-east-1{'abc'[leaf % 3]}",
-                  "network.topology.nvidia.com/leaf": f"leaf-{leaf:03d}", "network.topology.nvidia.com/spine": f"spine-{leaf // 4:02d}"}
-        alloc: dict[str, int] = {"pods": 110}
-        taints: list[dict[str, str]] = []
-        gpu = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8", "nvidia.com/mig.capable": "false"}
-        if family in PRODUCTS:
-            product, memory, arch = PRODUCTS[family]
-            labels |= gpu | {"nvidia.com/gpu.product": product, "nvidia.com/gpu.memory": memory, "nvidia.com/gpu.family": arch,
-                             "nvidia.com/mig.capable": "true", "node-pool": family, "feature.node.kubernetes.io/rdma.available": "true"}
-            alloc |= {"cpu": rng.choice([222_000, 223_500]), "memory": 2013 * GiB, "ephemeral-storage": 1699 * GiB,
-                      "nvidia.com/gpu": 8, "rdma/rdma_shared_device_a": 1000}
-            name = f"{short}-{index:04d}"
-        elif family == "inference":
-            labels |= gpu | {"nvidia.com/gpu.product": "NVIDIA-L40S", "nvidia.com/gpu.memory": "46068",
-                             "nvidia.com/gpu.family": "ada-lovelace", "node-pool": "inference"}
-            alloc |= {"cpu": rng.choice([126_000, 127_500]), "memory": 1007 * GiB, "ephemeral-storage": 3518 * GiB, "nvidia.com/gpu": 8}
-            taints.append(dict(INFERENCE_TAINT))
-            name = f"{short}-{index:04d}"
-        elif family == "mig":
-            base = rng.choice(["a100", "a100", "h100"])
-            config = rng.choice(list(MIG_CONFIGS))
-            product = "NVIDIA-A100-SXM4-80GB" if base == "a100" else "NVIDIA-H100-80GB-HBM3"
-            labels |= gpu | {"nvidia.com/gpu.product": product, "nvidia.com/gpu.memory": "81920", "nvidia.com/mig.capable": "true",
-                             "node-pool": "mig", "nvidia.com/mig.strategy": "mixed", "nvidia.com/mig.config": config,
-                             "nvidia.com/mig.config.state": "success"}
-            alloc |= {"cpu": 254_000, "memory": 1007 * GiB, "ephemeral-storage": 1699 * GiB}
-            for profile, count in MIG_CONFIGS[config].items():
-                alloc[f"nvidia.com/mig-{profile}"] = count
-                labels[f"nvidia.com/mig-{profile}.count"] = str(count)
-            name = f"mig-{base}-{index:04d}"
-        elif family == "ts":
-            renamed = index % 2 == 1
-            labels |= gpu | {"nvidia.com/gpu.product": "NVIDIA-L4" if renamed else "NVIDIA-L4-SHARED", "nvidia.com/gpu.memory": "23034",
-                             "nvidia.com/gpu.family": "ada-lovelace", "node-pool": "shared", "nvidia.com/gpu.replicas": "4",
-                             "nvidia.com/gpu.sharing-strategy": "time-slicing"}
-            alloc |= {"cpu": 190_000, "memory": 755 * GiB, "ephemeral-storage": 1899 * GiB,
-                      ("nvidia.com/gpu.shared" if renamed else "nvidia.com/gpu"): 32}
-            name = f"{short}-{index:04d}"
-        elif family == "cpu":
-            alloc |= {"cpu": rng.choice([62_000, 94_000]), "memory": rng.choice([252, 377]) * GiB, "ephemeral-storage": 446 * GiB}
-            labels["node-pool"] = "cpu"
-            name = f"{short}-{index:04d}"
-        else:
-            alloc |= {"cpu": 15_500, "memory": 61 * GiB, "ephemeral-storage": 93 * GiB}
-            labels["node-role.kubernetes.io/control-plane"] = ""
-            taints.append({"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"})
-            name = f"{short}-{index:02d}"
-        labels["kubernetes.io/hostname"] = name
-        cordoned = family in ("train-h100", "train-h200", "inference", "ts") and rng.random() < 0.02
-        if cordoned:
-            taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
-        spec: dict[str, Any] = {"providerID": f"aws:///us-east-1a/i-{self.suffix(17)}"}
-        if taints:
-            spec["taints"] = taints
-        if cordoned:
-            spec["unschedulable"] = True
-        quantities = {r: (_cpu(v) if r == "cpu" else _mem(v, rng) if r in ("memory", "ephemeral-storage") else
-                          "1k" if v == 1000 else str(v)) for r, v in alloc.items()}
-        self.items.append({"apiVersion": "v1", "kind": "Node",
-                           "metadata": {"name": name, "uid": self.uid(), "labels": labels},
-                           "spec": spec, "status": {"allocatable": quantities, "capacity": dict(quantities),
-                                                    "conditions": [{"type": "Ready", "status": "True"}]}})
-        node = _Node(name, family, labels, Counter(alloc), taints, cordoned)
-        self.nodes.append(node)
-        self.by_family[family].append(node)
-
-    # -- pods ----------------------------------------------------------------------------------
-
-    def fits(self, node: _Node, need: Counter, pod: dict[str, Any], anti: str | None, ports: list[int]) -> bool:
-        """Whether the pod may have been bound to the node (before any cordon: pods stay on cordoned nodes)."""
-        spec = pod["spec"]
-        if any(node.labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
-            return False
-        tolerations = spec.get("tolerations") or []
-        for taint in node.taints:
-            if taint["key"] != "node.kubernetes.io/unschedulable" and not any(
-                    t.get("operator") == "Exists" and not t.get("key") or
-                    t.get("key") == taint["key"] and (t.get("operator") == "Exists" or t.get("value") == taint.get("value"))
-                    for t in tolerations):
-                return False
-        if anti is not None and anti in node.anti or node.ports & set(ports):
-            return False
-        return node.free["pods"] >= 1 and all(node.free[r] >= v for r, v in need.items())
-
-    def bind(self, node: _Node, need: Counter, pod: dict[str, Any], anti: str | None, ports: list[int]) -> None:
-        node.free.subtract(need)
-        node.free["pods"] -= 1
-        node.ports |= set(ports)
-        if anti is not None:
-            node.anti.add(anti)
-        pod["spec"]["nodeName"] = node.name
-
-    def pod(self, name: str, namespace: str, owner: tuple[str, str], containers: list[dict], *, labels: dict | None = None,
-            priority: tuple[str, int] | None = None, init: list[dict] | None = None, **spec: Any) -> dict[str, Any]:
-        meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": self.uid(), "labels": labels or {},
-                                "ownerReferences": [{"apiVersion": _OWNER_API.get(owner[0], "apps/v1"), "kind": owner[0], "name": owner[1], "uid": self.uid(),
-                                                     "controller": True}]}
-        body: dict[str, Any] = {"containers": containers, "restartPolicy": "Always", "schedulerName": "default-scheduler",
-                                "tolerations": list(_DEFAULT_TOLERATIONS)}
-        if priority:
-            body |= {"priorityClassName": priority[0], "priority": priority[1]}
-        if init:
-            body["initContainers"] = init
-        body |= spec
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body, "status": {"phase": "Running"}}
-
-    def container(self, name: str, cpu: int, memory: int, extra: dict[str, int] | None = None, *, eph: int = 0,
-                  limits_only: bool = False, ports: list[dict] | None = None, sidecar: bool = False) -> dict[str, Any]:
-        requests = {"cpu": _cpu(cpu), "memory": _mem(memory, self.rng)}
-        if eph:
-            requests["ephemeral-storage"] = _mem(eph, self.rng)
-        extra = extra or {}
-        limits = {r: str(v) for r, v in extra.items()}
-        if not limits_only:
-            requests |= limits  # else the requests default to the limits
-        out: dict[str, Any] = {"name": name, "image": f"registry.example.com/{name}:1.0", "resources": {"requests": requests}}
-        if limits:
-            out["resources"]["limits"] = limits
-        if ports:
-            out["ports"] = ports
-        if sidecar:
-            out["restartPolicy"] = "Always"
-        return out
-
-    def place(self, pods: list[dict[str, Any]], pool: list[_Node], *, anti: str | None = None, tries: int = 24) -> bool:
-        """Bind every pod of a group (a gang: all or none) to random nodes of ``pool`` where it fits;
-        ``anti``: a hostname anti-affinity group (one pod of it per node)."""
-        if not pool:
-            return False
-        done: list[tuple[_Node, Counter, list[int]]] = []
-        for pod in pods:
-            need, ports = _need(pod), _ports(pod)
-            for _ in range(tries):
-                node = self.rng.choice(pool)
-                if self.fits(node, need, pod, anti, ports):
-                    self.bind(node, need, pod, anti, ports)
-                    done.append((node, need, ports))
-                    break
-            else:
-                for node, need, ports in done:  # roll the group back
-                    node.free.update(need)
-                    node.free["pods"] += 1
-                    node.ports -= set(ports)
-                    node.anti.discard(anti)
-                for pod in pods:
-                    pod["spec"].pop("nodeName", None)
-                return False
-        self.items.extend(pods)
-        return True
-
-def _need(pod: dict[str, Any]) -> Counter:
-    """At least what the scheduler counts for the pod: every container and init container and the
-    overhead summed (the quantities are re-read from the integers the builder wrote)."""
-    need: Counter = Counter()
-    spec = pod["spec"]
-    for c in spec["containers"] + spec.get("initContainers", []):
-        res = c.get("resources") or {}
-        for r, q in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
-            need[r] += _amount(r, q)
-    for r, q in (spec.get("overhead") or {}).items():
-        need[r] += _amount(r, q)
-    return need
-
-
-_UNITS = {"Ki": 2**10, "Mi": MiB, "Gi": GiB, "Ti": 2**40, "G": 10**9, "e9": 10**9, "k": 1000, "m": 1}
-
-
-def _amount(resource: str, text: str) -> int:
-    """The integer the builder spelled (cpu in millicores); only the builder's own spellings."""
-    for suffix, factor in _UNITS.items():
-        if text.endswith(suffix):
-            number = int(text[: -len(suffix)])
-            return number if suffix == "m" else number * factor * (1000 if resource == "cpu" else 1)
-    return int(text) * (1000 if resource == "cpu" else 1)
-
-
-def _ports(pod: dict[str, Any]) -> list[int]:
-    host = pod["spec"].get("hostNetwork")
-    return [p.get("hostPort") or p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])
-            if p.get("hostPort") or host]
-
 
 # ----------------------------------------------------------------------------------------------
 # Workloads
@@ -339,7 +96,7 @@ def _anti_term(app: str, namespace: str, form: int, topology: str = "kubernetes.
     return term
 
 
-def _gpu_share(nodes: list[_Node], resources: tuple[str, ...]) -> float:
+def _gpu_share(nodes: list[NodeState], resources: tuple[str, ...]) -> float:
     total = used = 0
     for node in nodes:
         for r in resources:
@@ -349,14 +106,14 @@ def _gpu_share(nodes: list[_Node], resources: tuple[str, ...]) -> float:
     return used / total if total else 1.0
 
 
-def _pdb(b: _Builder, name: str, namespace: str, app: str) -> None:
+def _pdb(b: Builder, name: str, namespace: str, app: str) -> None:
     spec = {"selector": {"matchLabels": {"app": app}}} | (
         {"maxUnavailable": 1} if b.rng.random() < 0.6 else {"minAvailable": "50%"})
     b.items.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                     "metadata": {"name": f"{name}-pdb", "namespace": namespace, "uid": b.uid()}, "spec": spec})
 
 
-def _daemons(b: _Builder) -> None:
+def _daemons(b: Builder) -> None:
     """DaemonSet pods on every node (hostNetwork ones with host ports) and control-plane static pods."""
     for node in b.nodes:
         sets = [("kube-proxy", "kube-system", 100, 0, True, [10249]), ("fluent-bit", "logging", 100, 128 * MiB, False, []),
@@ -366,7 +123,7 @@ def _daemons(b: _Builder) -> None:
         if "rdma/rdma_shared_device_a" in node.free:
             sets.append(("rdma-shared-dp", "nvidia-network-operator", 50, 64 * MiB, True, []))
         for name, namespace, cpu, mem, host, ports in sets:
-            res = {"cpu": _cpu(cpu), **({"memory": _mem(mem, b.rng)} if mem else {})} if cpu else {}
+            res = {"cpu": cpu_quantity(cpu), **({"memory": memory_quantity(mem, b.rng)} if mem else {})} if cpu else {}
             container = {"name": name, "image": f"registry.example.com/{name}:1.0", "resources": {"requests": res}}
             if ports:
                 container["ports"] = [{"containerPort": p, "hostPort": p, "protocol": "TCP"} for p in ports]
@@ -374,21 +131,21 @@ def _daemons(b: _Builder) -> None:
                         labels={"app.kubernetes.io/name": name}, priority=SYSTEM, hostNetwork=host,
                         affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                             {"matchFields": [_expr("metadata.name", "In", node.name)]}]}}})
-            pod["spec"]["tolerations"] = EXISTS + _DEFAULT_TOLERATIONS
-            b.bind(node, _need(pod), pod, None, _ports(pod))
+            pod["spec"]["tolerations"] = EXISTS + DEFAULT_TOLERATIONS
+            b.bind(node, scheduled_need(pod), pod, None, host_port_numbers(pod))
             b.items.append(pod)
         if node.family == "control-plane":
             for name, cpu, mem in (("etcd", 100, 100 * MiB), ("kube-apiserver", 250, 0), ("kube-scheduler", 100, 0)):
                 pod = b.pod(f"{name}-{node.name}", "kube-system", ("Node", node.name),
-                            [b.container(name, cpu, mem) if mem else {"name": name, "resources": {"requests": {"cpu": _cpu(cpu)}}}],
+                            [b.container(name, cpu, mem) if mem else {"name": name, "resources": {"requests": {"cpu": cpu_quantity(cpu)}}}],
                             labels={"component": name, "tier": "control-plane"}, priority=SYSTEM, hostNetwork=True)
                 pod["metadata"]["annotations"] = {"kubernetes.io/config.mirror": b.suffix(12), "kubernetes.io/config.source": "file"}
                 pod["spec"]["tolerations"] = [{"operator": "Exists", "effect": "NoExecute"}]
-                b.bind(node, _need(pod), pod, None, [])
+                b.bind(node, scheduled_need(pod), pod, None, [])
                 b.items.append(pod)
 
 
-def _deployment(b: _Builder, app: str, namespace: str, replicas: int, make: Any, pool: list[_Node], *,
+def _deployment(b: Builder, app: str, namespace: str, replicas: int, make: Any, pool: list[NodeState], *,
                 anti: bool = False, pdb: bool = True) -> list[dict[str, Any]]:
     rs = f"{app}-{b.suffix(10)}"
     pods = [make(f"{rs}-{b.suffix(5)}", ("ReplicaSet", rs), {"app": app, "pod-template-hash": rs[len(app) + 1:]}) for _ in range(replicas)]
@@ -399,7 +156,7 @@ def _deployment(b: _Builder, app: str, namespace: str, replicas: int, make: Any,
     return []
 
 
-def _serving(b: _Builder, pool: list[_Node], h100: bool) -> bool:
+def _serving(b: Builder, pool: list[NodeState], h100: bool) -> bool:
     """A serving Deployment: 1-2 GPUs per replica, the inference toleration, hostname anti-affinity;
     sometimes the L40S-or-H100 affinity, a node-pool selector, sidecars, overhead."""
     rng = b.rng
@@ -425,13 +182,13 @@ def _serving(b: _Builder, pool: list[_Node], h100: bool) -> bool:
         server = b.container("server", cpu, mem, {"nvidia.com/gpu": gpus}, limits_only=rng.random() < 0.3,
                              ports=[{"containerPort": 8000, "protocol": "TCP"}])
         pod = b.pod(name, namespace, owner, [server], labels=labels, priority=SERVING, init=init, **spec)
-        pod["spec"]["tolerations"] = [dict(INFERENCE_TAINT)] + _DEFAULT_TOLERATIONS
+        pod["spec"]["tolerations"] = [dict(INFERENCE_TAINT)] + DEFAULT_TOLERATIONS
         return pod
 
     return bool(_deployment(b, app, namespace, rng.choice([1, 2, 2, 3]), make, pool, anti=True))
 
 
-def _gang(b: _Builder, family: str, pool: list[_Node]) -> bool:
+def _gang(b: Builder, family: str, pool: list[NodeState]) -> bool:
     """A gang of 8- or 4-GPU training pods: PodGroup, JobSet, Volcano or Kueue (on one leaf)."""
     rng = b.rng
     kind = rng.choice(["podgroup", "jobset", "volcano", "kueue"])
@@ -480,7 +237,7 @@ def _gang(b: _Builder, family: str, pool: list[_Node]) -> bool:
     return True
 
 
-def _batch(b: _Builder, family: str, pool: list[_Node]) -> bool:
+def _batch(b: Builder, family: str, pool: list[NodeState]) -> bool:
     """A one-pod Job of 1-4 GPUs with one of the node-affinity forms real users write (each one its
     own family's nodes meet: ``Lt`` on H100s only, ``matchFields NotIn`` names of the other family)."""
     rng = b.rng
@@ -518,7 +275,7 @@ def _batch(b: _Builder, family: str, pool: list[_Node]) -> bool:
     return b.place([pod], pool)
 
 
-def _notebook(b: _Builder, resource: str, count: int, pool: list[_Node], selector: dict[str, str] | None) -> bool:
+def _notebook(b: Builder, resource: str, count: int, pool: list[NodeState], selector: dict[str, str] | None) -> bool:
     rng = b.rng
     user = rng.choice(["alice", "bob", "carol", "dave", "erin", "heidi", "ivan", "judy"])
     sts = b.next(f"nb-{user}")
@@ -530,7 +287,7 @@ def _notebook(b: _Builder, resource: str, count: int, pool: list[_Node], selecto
     return b.place([pod], pool)
 
 
-def _mig(b: _Builder, pool: list[_Node]) -> bool:
+def _mig(b: Builder, pool: list[NodeState]) -> bool:
     rng = b.rng
     node = rng.choice(pool)
     profile = rng.choice([r for r in node.free if r.startswith("nvidia.com/mig-")])
@@ -552,7 +309,7 @@ def _mig(b: _Builder, pool: list[_Node]) -> bool:
     return bool(_deployment(b, b.next(f"embed-{short}"), namespace, rng.choice([2, 3, 4]), make, fitting, pdb=False))
 
 
-def _statefulset(b: _Builder, pool: list[_Node]) -> bool:
+def _statefulset(b: Builder, pool: list[NodeState]) -> bool:
     """A CPU StatefulSet with hostname (or zone) anti-affinity, ephemeral storage, init containers, a PDB."""
     rng = b.rng
     base = rng.choice(["clickhouse", "redis", "etcd", "kafka", "zookeeper", "postgres", "prometheus", "elasticsearch"])
@@ -573,7 +330,7 @@ def _statefulset(b: _Builder, pool: list[_Node]) -> bool:
     pods = [b.pod(f"{app}-{i}", namespace, ("StatefulSet", app), [b.container(app.rsplit("-", 1)[0], cpu, mem, eph=eph)],
                   labels={"app": app, "statefulset.kubernetes.io/pod-name": f"{app}-{i}"}, init=init, **spec) for i in range(replicas)]
     if zone:
-        by_zone: dict[str, list[_Node]] = {}
+        by_zone: dict[str, list[NodeState]] = {}
         for n in pool:
             by_zone.setdefault(n.labels["topology.kubernetes.io/zone"], []).append(n)
         zones = rng.sample(sorted(by_zone), k=min(replicas, len(by_zone)))
@@ -585,7 +342,7 @@ def _statefulset(b: _Builder, pool: list[_Node]) -> bool:
     return True
 
 
-def _api_and_cache(b: _Builder, pool: list[_Node]) -> bool:
+def _api_and_cache(b: Builder, pool: list[NodeState]) -> bool:
     """A CPU Deployment, and sometimes a cache pod that must share a node with one of its pods."""
     rng = b.rng
     namespace = rng.choice(["data", "platform", "team-a"])
@@ -607,7 +364,7 @@ def _api_and_cache(b: _Builder, pool: list[_Node]) -> bool:
     return bool(pods)
 
 
-def _fill(b: _Builder, pool: list[_Node], resources: tuple[str, ...], target: float, make: Any) -> None:
+def _fill(b: Builder, pool: list[NodeState], resources: tuple[str, ...], target: float, make: Any) -> None:
     """Add workloads from ``make`` until ``target`` of the pool's ``resources`` is requested (or 40
     workloads in a row do not fit)."""
     misses = 0
@@ -619,7 +376,7 @@ def generate_kubernetes_mixed(nodes: int = 60, seed: int = 0, *, counts: dict[st
                               fill: float = 0.7) -> dict[str, Any]:
     """A kubectl List of a mixed GPU cluster: ``nodes`` nodes in the families' shares (or ``counts``
     nodes per family), GPUs (CPUs on CPU nodes) requested up to about ``fill``; same arguments, same List."""
-    b = _Builder(seed)
+    b = Builder(seed)
     counts = counts if counts is not None else family_counts(nodes)
     leaf = 0
     for family in FAMILIES:
@@ -663,7 +420,7 @@ def generate_kubernetes_mixed(nodes: int = 60, seed: int = 0, *, counts: dict[st
         def coredns(name: str, owner: tuple[str, str], labels: dict[str, str]) -> dict[str, Any]:
             pod = b.pod(name, "kube-system", owner, [b.container("coredns", 100, 70 * MiB)], labels=labels | {"k8s-app": "kube-dns"},
                         priority=("system-cluster-critical", 2000000000))
-            pod["spec"]["tolerations"] = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}] + _DEFAULT_TOLERATIONS
+            pod["spec"]["tolerations"] = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}] + DEFAULT_TOLERATIONS
             return pod
         _deployment(b, "coredns", "kube-system", 2, coredns, fam["control-plane"] + cpu)
     _leftovers(b)
@@ -673,15 +430,21 @@ def generate_kubernetes_mixed(nodes: int = 60, seed: int = 0, *, counts: dict[st
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": b.items}
 
 
-def _leftovers(b: _Builder) -> None:
-    """Pending training pods (too big for any node's free GPUs, or not), and finished Job pods."""
+def _leftovers(b: Builder) -> None:
+    """Pending pods (whole-node training pods, and per 60 nodes one of each: a one-GPU notebook, a
+    shared-GPU notebook, a MIG job and a two-GPU inference pod), and finished Job pods."""
     rng = b.rng
     train = b.by_family["train-h100"] + b.by_family["train-h200"]
-    for k in range(max(1, len(b.nodes) // 40)):
-        name = f"train-big-{k}"
-        pod = b.pod(f"{name}-{b.suffix(5)}", "research", ("Job", name),
-                    [b.container("trainer", 96_000, 1024 * GiB, {"nvidia.com/gpu": 8})], labels={"app": "train-big"}, priority=TRAINING)
+    pending = [("train-big", 96_000, 1024 * GiB, {"nvidia.com/gpu": 8}, None)] * max(1, len(b.nodes) // 40)
+    pending += [("nb-pending", 2000, 16 * GiB, {"nvidia.com/gpu": 1}, None), ("nb-shared-pending", 2000, 8 * GiB, {"nvidia.com/gpu.shared": 1}, None),
+                ("mig-pending", 2000, 16 * GiB, {"nvidia.com/mig-1g.10gb": 1}, None),
+                ("serve-pending", 8000, 64 * GiB, {"nvidia.com/gpu": 2}, [dict(INFERENCE_TAINT)])] * max(1, len(b.nodes) // 60)
+    for k, (kind, cpu, mem, gpus, tolerations) in enumerate(pending):
+        name = f"{kind}-{k}"
+        pod = b.pod(f"{name}-{b.suffix(5)}", "research", ("Job", name), [b.container("main", cpu, mem, gpus)],
+                    labels={"app": kind}, priority=TRAINING)
         pod["spec"]["restartPolicy"] = "Never"
+        pod["spec"]["tolerations"] += tolerations or []
         pod["status"]["phase"] = "Pending"
         b.items.append(pod)
     for k in range(max(1, len(b.nodes) // 40)):
