@@ -10,8 +10,10 @@ does not shrink (each example is a plan; the failure message names the spec to r
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +24,9 @@ from planner.engine import DefragOptions, plan_defrag
 from planner.instances.kubernetes_mixed import generate_kubernetes_mixed
 from planner.plans import plan_to_dict
 from tests.conftest import INSTANCES
-from tests.kube_scheduler import KubeScheduler, replay_defrag
+from planner.engine.allocate import AllocateOptions, plan_allocate
+from planner.engine.preempt import PreemptOptions, plan_preempt
+from tests.kube_scheduler import KubeScheduler, replay_defrag, replay_placements
 from tests.kube_strategies import MixedSpec, mixed_lists, mixed_specs
 
 METHODS: dict[str, dict[str, Any]] = {
@@ -30,6 +34,8 @@ METHODS: dict[str, dict[str, Any]] = {
     "random": {}, "descheduler": {}, "repack": {},
 }
 EXAMPLE = INSTANCES / "kubernetes" / "gpu-cluster.json"
+AUDIT = Path(__file__).parent / "data" / "k8s-mixed-200.json.gz"
+"""The audit's 200-node mixed cluster (a copy of ../shared/repros/k8s-mixed-200.json.gz)."""
 
 
 def plan_from_objects(objects: dict[str, Any], method: str) -> dict[str, Any]:
@@ -52,6 +58,26 @@ def assert_admitted(objects: dict[str, Any], plan: dict[str, Any], what: str) ->
 def test_example_cluster_moves_pass_kube_scheduler(method: str) -> None:
     objects = json.loads(EXAMPLE.read_text())
     assert_admitted(objects, plan_from_objects(objects, method), f"{EXAMPLE.name} --method {method}")
+
+
+def test_audit_cluster_moves_pass_kube_scheduler() -> None:
+    objects = json.loads(gzip.decompress(AUDIT.read_bytes()))
+    assert_admitted(objects, plan_from_objects(objects, "heuristic"), f"{AUDIT.name} --method heuristic")
+
+
+@pytest.mark.parametrize("source", [EXAMPLE, AUDIT], ids=["gpu-cluster", "k8s-mixed-200"])
+def test_allocate_and_preempt_placements_pass_kube_scheduler(source: Path) -> None:
+    """``planner allocate`` (every pending job) and ``planner preempt --job J`` (each job with no pod
+    running), default methods: the victims leave, then every placement must be admitted."""
+    text = gzip.decompress(source.read_bytes()) if source.suffix == ".gz" else source.read_bytes()
+    objects = json.loads(text)
+    cluster = import_kubernetes([(json.dumps(objects), source.name)], load_config(None)).cluster
+    plans = {"allocate": plan_to_dict(plan_allocate(cluster, AllocateOptions(method="largest-first")))}
+    running = {pod.job for pod in cluster.pods if pod.node is not None}
+    for job in sorted({pod.job for pod in cluster.pods if pod.node is None and pod.job} - running):
+        plans[f"preempt --job {job}"] = plan_to_dict(plan_preempt(cluster, job, PreemptOptions()))
+    refused = {what: [(r.pod, r.to, r.plugin, r.reason) for r in replay_placements(objects, plan)] for what, plan in plans.items()}
+    assert not any(refused.values()), {what: r for what, r in refused.items() if r}
 
 
 @pytest.mark.parametrize("method", METHODS)
