@@ -105,10 +105,10 @@ def scheduler_amount(resource: str, quantity: Any) -> int:
 
 
 def container_requests(container: dict[str, Any]) -> Counter[str]:
-    """A container's requests, each missing one defaulting to its limit (API defaulting)."""
+    """A container's requests as exact quantities, each missing one defaulting to its limit (API defaulting)."""
     resources = container.get("resources") or {}
     merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-    return Counter({name: scheduler_amount(name, q) for name, q in merged.items()})
+    return Counter({name: parse_quantity(q) for name, q in merged.items()})
 
 
 def _max_into(into: Counter[str], other: Counter[str]) -> None:
@@ -121,7 +121,8 @@ def pod_requests(pod: dict[str, Any]) -> Counter[str]:
     """The pod's effective request per resource name, as NodeResourcesFit computes it
     (``resourcehelper.PodRequests``): containers summed; each sidecar (restartPolicy Always init
     container) added to the sum and carried under every later init container; the max with the init
-    peak; plus ``spec.overhead``."""
+    peak; plus ``spec.overhead``; summed exactly, then counted as the scheduler counts (cpu
+    ``MilliValue()``, the rest ``Value()``, both rounding up)."""
     spec = pod.get("spec") or {}
     total: Counter[str] = Counter()
     for container in spec.get("containers") or []:
@@ -140,8 +141,8 @@ def pod_requests(pod: dict[str, Any]) -> Counter[str]:
         _max_into(init_peak, running)
     _max_into(total, init_peak)
     for name, q in (spec.get("overhead") or {}).items():
-        total[name] += scheduler_amount(name, q)
-    return +total
+        total[name] += parse_quantity(q)
+    return Counter({name: math.ceil(q * 1000) if name == "cpu" else math.ceil(q) for name, q in total.items() if q > 0})
 
 
 def host_ports(pod: dict[str, Any]) -> list[tuple[str, str, int]]:

@@ -81,6 +81,12 @@ def test_pod_request_is_the_max_of_containers_and_init_peak_with_sidecars_and_ov
     assert got["nvidia.com/gpu"] == 2  # the request defaults to the limit
 
 
+def test_pod_request_sums_exact_quantities_then_rounds_up() -> None:
+    p = pod("p", None, {"cpu": "100u", "memory": "0.5"})
+    p["spec"]["containers"].append({"name": "d", "resources": {"requests": {"cpu": "100u", "memory": "0.25"}}})
+    assert pod_requests(p) == {"cpu": 1, "memory": 1}  # 0.2m -> 1m, 0.75 byte -> 1 (not 2m and 2 bytes)
+
+
 def test_host_network_pods_use_their_container_ports_as_host_ports() -> None:
     p = pod("p", None, ports=[{"containerPort": 9100}], hostNetwork=True)
     assert host_ports(p) == [("0.0.0.0", "TCP", 9100)]
