@@ -62,6 +62,7 @@ class Builder:
         self.by_family: dict[str, list[NodeState]] = {f: [] for f in FAMILIES}
         self.serial = Counter()
         self.plain: set[tuple[str, str]] = set()
+        self.pod_names: set[tuple[str, str]] = set()
 
     def uid(self) -> str:
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
@@ -174,6 +175,11 @@ class Builder:
 
     def pod(self, name: str, namespace: str, owner: tuple[str, str], containers: list[dict], *, labels: dict | None = None,
             priority: tuple[str, int] | None = None, init: list[dict] | None = None, **spec: Any) -> dict[str, Any]:
+        """A running pod (not yet bound); a name already used in the namespace gets a new random
+        suffix, as the controllers' name generators retry."""
+        while (namespace, name) in self.pod_names:
+            name = f"{name.rsplit('-', 1)[0]}-{self.suffix(5)}"
+        self.pod_names.add((namespace, name))
         meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": self.uid(), "labels": labels or {},
                                 "ownerReferences": [{"apiVersion": _OWNER_API.get(owner[0], "apps/v1"), "kind": owner[0], "name": owner[1], "uid": self.uid(),
                                                      "controller": True}]}
