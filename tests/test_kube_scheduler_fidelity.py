@@ -2,9 +2,10 @@
 
 The judge is ``tests/kube_scheduler.py``: an independent replay of kube-scheduler's Filter plugins on
 the raw objects (never the planner's snapshot), replaying each plan make-before-break. Inputs: the
-worked example ``instances/kubernetes/gpu-cluster.json`` and small mixed clusters drawn by
-``tests/kube_strategies.py``; methods: the IPC heuristic, exact (3 s), hybrid (3 s) and the baselines
-that move pods. Hypothesis draws the generator's arguments (``MixedSpec``: seed, nodes per family, fill) and
+worked example ``instances/kubernetes/gpu-cluster.json``, the audit's 200-node cluster
+(``tests/data/k8s-mixed-200.json.gz``) and small mixed clusters drawn by ``tests/kube_strategies.py``;
+defrag methods: the IPC heuristic, exact (3 s), hybrid (3 s) and the baselines that move pods; and
+the placements of ``allocate`` and ``preempt`` plans. Hypothesis draws the generator's arguments (``MixedSpec``: seed, nodes per family, fill) and
 does not shrink (each example is a plan; the failure message names the spec to reproduce it).
 """
 
@@ -21,11 +22,11 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from planner.adapters.kubernetes import import_kubernetes, load_config
 from planner.engine import DefragOptions, plan_defrag
+from planner.engine.allocate import AllocateOptions, plan_allocate
+from planner.engine.preempt import PreemptOptions, plan_preempt
 from planner.instances.kubernetes_mixed import generate_kubernetes_mixed
 from planner.plans import plan_to_dict
 from tests.conftest import INSTANCES
-from planner.engine.allocate import AllocateOptions, plan_allocate
-from planner.engine.preempt import PreemptOptions, plan_preempt
 from tests.kube_scheduler import KubeScheduler, replay_defrag, replay_placements
 from tests.kube_strategies import MixedSpec, mixed_lists, mixed_specs
 
@@ -67,8 +68,9 @@ def test_audit_cluster_moves_pass_kube_scheduler() -> None:
 
 @pytest.mark.parametrize("source", [EXAMPLE, AUDIT], ids=["gpu-cluster", "k8s-mixed-200"])
 def test_allocate_and_preempt_placements_pass_kube_scheduler(source: Path) -> None:
-    """``planner allocate`` (every pending job) and ``planner preempt --job J`` (each job with no pod
-    running), default methods: the victims leave, then every placement must be admitted."""
+    """``planner allocate --method largest-first`` (every pending job) and ``planner preempt --job J``
+    (default method spotgpu; each job with no pod running): the victims leave, then every placement
+    must be admitted."""
     text = gzip.decompress(source.read_bytes()) if source.suffix == ".gz" else source.read_bytes()
     objects = json.loads(text)
     cluster = import_kubernetes([(json.dumps(objects), source.name)], load_config(None)).cluster
