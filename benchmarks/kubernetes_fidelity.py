@@ -157,15 +157,25 @@ def render(rows: list[dict[str, Any]], placed: list[dict[str, Any]], args: argpa
             lines.append(f"| {r['input']} | {r['method']} | {reason} | {count:,} |")
     lines += ["", "## Placements: `planner allocate` and `planner preempt --job J`", "",
               f"Inputs of at most {PLACEMENTS_UP_TO:,} nodes: `allocate` (every pending job, default method auto) and `preempt` "
-              "(default method spotgpu) for each job with no pod running, each replayed from the input's state: victims removed, then "
-              "each placement admitted (or refused) in order.", "",
-              "| input | plan | placements | victims | refused placements | plugin: reason (refusals) |", "|---|---|---:|---:|---:|---|"]
+              "(default method spotgpu) for each job with no pod running, each plan replayed from the input's state: victims "
+              "removed, then each placement admitted (or refused) in order. The preempt plans of one input are summed in one "
+              "row; *refused plans* names (up to four of) the jobs whose placement was refused.", "",
+              "| input | plan | plans | placements | victims | refused placements | refused plans | plugin: reason (refusals) |",
+              "|---|---|---:|---:|---:|---:|---|---|"]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in placed:
-        if "error" in r:
-            lines.append(f"| {r['input']} | {r['plan']} | not planned: {r['error']} |  |  |  |")
-            continue
-        reasons = "; ".join(f"{k} ({v})" for k, v in sorted(r["reasons"].items()))
-        lines.append(f"| {r['input']} | `{r['plan']}` | {r['placements']} | {r['victims']} | {r['refused']} | {reasons} |")
+        groups.setdefault((r["input"], r["plan"].split(" ")[0]), []).append(r)
+    for (name, kind), group in groups.items():
+        planned = [r for r in group if "error" not in r]
+        errors = [r for r in group if "error" in r]
+        reasons: Counter[str] = Counter()
+        for r in planned:
+            reasons.update(r["reasons"])
+        refused_jobs = [r["plan"].removeprefix("preempt --job ") for r in planned if r["refused"] and kind == "preempt"]
+        named = ", ".join(f"`{j}`" for j in refused_jobs[:4]) + (f" and {len(refused_jobs) - 4} more" if len(refused_jobs) > 4 else "")
+        lines.append(f"| {name} | `{kind}` | {len(planned)}" + (f" (+{len(errors)} not planned: {errors[0]['error']})" if errors else "")
+                     + f" | {sum(r['placements'] for r in planned)} | {sum(r['victims'] for r in planned)} | "
+                     f"{sum(r['refused'] for r in planned)} | {named} | {'; '.join(f'{k} ({v})' for k, v in sorted(reasons.items()))} |")
     totals: Counter[str] = Counter()
     for r in rows:
         if r["method"] == "heuristic":
