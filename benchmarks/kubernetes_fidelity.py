@@ -61,6 +61,19 @@ def inputs(sizes: list[int]) -> list[tuple[str, Any]]:
     return found
 
 
+def node_kind(node: dict[str, Any]) -> str:
+    """What a node offers, from its raw allocatable and labels: MIG slices, time-sliced replicas of
+    ``nvidia.com/gpu`` or of the renamed ``nvidia.com/gpu.shared``, whole GPUs, or none."""
+    allocatable, labels = node["status"].get("allocatable") or {}, node["metadata"].get("labels") or {}
+    if any(r.startswith("nvidia.com/mig-") for r in allocatable):
+        return "MIG"
+    if "nvidia.com/gpu.shared" in allocatable:
+        return "gpu.shared replicas"
+    if "nvidia.com/gpu" in allocatable:
+        return "gpu replicas" if int(labels.get("nvidia.com/gpu.replicas") or 1) > 1 else "whole GPUs"
+    return "no GPU"
+
+
 def imported(name: str, objects: dict[str, Any]) -> tuple[Any, float]:
     t0 = time.perf_counter()
     cluster = import_kubernetes([(json.dumps(objects), name)], load_config(None)).cluster
@@ -79,6 +92,8 @@ def measure(name: str, objects: dict[str, Any], cluster: Any, import_s: float, m
     refusals = replay_defrag(objects, plan)
     t3 = time.perf_counter()
     refused_moves = {(r.wave, r.pod, r.from_, r.to) for r in refusals}
+    kinds = {i["metadata"]["name"]: node_kind(i) for i in objects["items"] if i.get("kind") == "Node"}
+    routes = Counter(f"{kinds.get(r.from_, '?')} -> {kinds.get(r.to, '?')}: {r.plugin}: {r.reason}" for r in refusals)
     sources_refused = {r.from_ for r in refusals}
     vacated = plan["vacated_nodes"]
     return {
@@ -86,7 +101,7 @@ def measure(name: str, objects: dict[str, Any], cluster: Any, import_s: float, m
         "nodes": sum(1 for i in objects["items"] if i.get("kind") == "Node"),
         "pods": sum(1 for i in objects["items"] if i.get("kind") == "Pod"),
         "moves": sum(len(w) for w in plan["waves"]), "waves": len(plan["waves"]), "refused": len(refused_moves),
-        "reasons": Counter(f"{r.plugin}: {r.reason}" for r in refusals),
+        "reasons": Counter(f"{r.plugin}: {r.reason}" for r in refusals), "routes": routes,
         "vacated": len(vacated), "vacated_clean": sum(1 for n in vacated if n not in sources_refused),
         "status": (plan.get("report") or {}).get("status"),
         "import_s": import_s, "plan_s": t2 - t1, "replay_s": t3 - t2,
@@ -155,6 +170,15 @@ def render(rows: list[dict[str, Any]], placed: list[dict[str, Any]], args: argpa
     for r in rows:
         for reason, count in sorted((r.get("reasons") or {}).items(), key=lambda kv: (-kv[1], kv[0])):
             lines.append(f"| {r['input']} | {r['method']} | {reason} | {count:,} |")
+    lines += ["", "## Refusals by route (default method)", "",
+              "The same refusals by the kind of source and destination node, read from the raw objects: *whole GPUs* "
+              "(`nvidia.com/gpu`, no replicas), *gpu replicas* (`nvidia.com/gpu` time-sliced, `nvidia.com/gpu.replicas` > 1), "
+              "*gpu.shared replicas* (the renamed `nvidia.com/gpu.shared`), *MIG* (`nvidia.com/mig-*`), *no GPU*.", "",
+              "| input | source -> destination: plugin: reason | refusals |", "|---|---|---:|"]
+    for r in rows:
+        if r["method"] == "heuristic":
+            for route, count in sorted((r.get("routes") or {}).items(), key=lambda kv: (-kv[1], kv[0])):
+                lines.append(f"| {r['input']} | {route} | {count:,} |")
     lines += ["", "## Placements: `planner allocate` and `planner preempt --job J`", "",
               f"Inputs of at most {PLACEMENTS_UP_TO:,} nodes: `allocate` (every pending job, default method auto) and `preempt` "
               "(default method spotgpu) for each job with no pod running, each plan replayed from the input's state: victims "
