@@ -31,6 +31,8 @@ Filter plugins replayed (``pkg/scheduler/framework/plugins``):
 * ``NodePorts``: host ports (``hostNetwork`` pods' container ports are host ports, as API defaulting
   makes them) conflict by port and protocol when either hostIP is the ``0.0.0.0`` wildcard or both
   are the same address.
+* ``PodTopologySpread``: ``DoNotSchedule`` constraints (maxSkew, minDomains, matchLabelKeys,
+  nodeAffinityPolicy, nodeTaintsPolicy), as ``pod_topology_spread`` says.
 
 Pods in the scheduler's view are the non-terminal pods with a ``spec.nodeName`` (the scheduler's
 informer excludes Succeeded and Failed pods).
@@ -51,7 +53,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-PLUGINS = ("NodeUnschedulable", "NodeResourcesFit", "TaintToleration", "NodeAffinity", "InterPodAffinity", "NodePorts")
+PLUGINS = ("NodeUnschedulable", "NodeResourcesFit", "TaintToleration", "NodeAffinity", "InterPodAffinity", "NodePorts",
+           "PodTopologySpread")
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -227,6 +230,16 @@ def node_selector_term_matches(term: dict[str, Any], node: dict[str, Any]) -> bo
         f.get("key") == "metadata.name" and requirement_matches(f, name_field) for f in fields)
 
 
+def node_affinity_matches(pod: dict[str, Any], node: dict[str, Any]) -> bool:
+    """The pod's nodeSelector and required node affinity (terms ORed) admit the node."""
+    spec = pod.get("spec") or {}
+    labels = node["metadata"].get("labels") or {}
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    return required is None or any(node_selector_term_matches(t, node) for t in required.get("nodeSelectorTerms") or [])
+
+
 def label_selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
     """A metav1.LabelSelector: nil selects nothing, ``{}`` everything."""
     if selector is None:
@@ -372,7 +385,7 @@ class KubeScheduler:
             return [Refusal("NodeName", f"node {node!r} not found")]
         pod, obj = self.pods[key], self.nodes[node]
         return [r for check in (self.node_unschedulable, self.node_resources_fit, self.taint_toleration,
-                                self.node_affinity, self.inter_pod_affinity, self.node_ports)
+                                self.node_affinity, self.inter_pod_affinity, self.node_ports, self.pod_topology_spread)
                 for r in check(key, pod, node, obj)]
 
     def node_unschedulable(self, key, pod, node, obj) -> list[Refusal]:
@@ -404,13 +417,50 @@ class KubeScheduler:
 
     def node_affinity(self, key, pod, node, obj) -> list[Refusal]:
         """NodeAffinity: nodeSelector and requiredDuringSchedulingIgnoredDuringExecution."""
+        return [] if node_affinity_matches(pod, obj) else [Refusal("NodeAffinity", "node(s) didn't match Pod's node affinity/selector")]
+
+    def pod_topology_spread(self, key, pod, node, obj) -> list[Refusal]:
+        """PodTopologySpread: every ``DoNotSchedule`` constraint. The node must carry each constraint's
+        topology key; matching pods (same namespace, labelSelector plus ``matchLabelKeys``) are counted
+        per domain over the nodes with every key that the pod's node affinity admits
+        (``nodeAffinityPolicy`` Honor, the default) and, with ``nodeTaintsPolicy: Honor``, whose
+        NoSchedule/NoExecute taints it tolerates; the node's domain count plus the pod itself (if it
+        matches) minus the smallest domain count (0 when fewer domains than ``minDomains``) must not
+        exceed ``maxSkew``."""
         spec = pod.get("spec") or {}
+        constraints = [c for c in spec.get("topologySpreadConstraints") or [] if c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"]
+        if not constraints:
+            return []
         labels = obj["metadata"].get("labels") or {}
-        ok = all(labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items())
-        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-        if ok and required is not None:
-            ok = any(node_selector_term_matches(t, obj) for t in required.get("nodeSelectorTerms") or [])
-        return [] if ok else [Refusal("NodeAffinity", "node(s) didn't match Pod's node affinity/selector")]
+        if any(c.get("topologyKey") not in labels for c in constraints):
+            return [Refusal("PodTopologySpread", "node(s) didn't match pod topology spread constraints (missing required label)")]
+        namespace, own = pod_key(pod)[0], pod["metadata"].get("labels") or {}
+        for c in constraints:
+            selector = c.get("labelSelector")
+            if selector is not None and c.get("matchLabelKeys"):
+                selector = {**selector, "matchExpressions": [*(selector.get("matchExpressions") or []), *(
+                    {"key": k, "operator": "In", "values": [own[k]]} for k in c["matchLabelKeys"] if k in own)]}
+            counts: Counter[str] = Counter()
+            for name, other in self.nodes.items():
+                other_labels = other["metadata"].get("labels") or {}
+                if not all(x.get("topologyKey") in other_labels for x in constraints):
+                    continue
+                if c.get("nodeAffinityPolicy", "Honor") == "Honor" and not node_affinity_matches(pod, other):
+                    continue
+                if c.get("nodeTaintsPolicy", "Ignore") == "Honor" and any(
+                        t.get("effect") in ("NoSchedule", "NoExecute") and not tolerated(pod, t) for t in (other.get("spec") or {}).get("taints") or []):
+                    continue
+                domain = other_labels[c["topologyKey"]]
+                counts[domain] += sum(1 for o in self.bound.get(name, []) if o[0] == namespace
+                                      and not self.pods[o]["metadata"].get("deletionTimestamp")
+                                      and label_selector_matches(selector, self.pods[o]["metadata"].get("labels") or {}))
+            smallest = min(counts.values()) if counts else 0
+            if len(counts) < int(c.get("minDomains") or 1):
+                smallest = 0
+            skew = counts.get(labels[c["topologyKey"]], 0) + (1 if label_selector_matches(selector, own) else 0) - smallest
+            if skew > int(c.get("maxSkew") or 1):
+                return [Refusal("PodTopologySpread", "node(s) didn't match pod topology spread constraints")]
+        return []
 
     def _term_namespaces(self, term: dict[str, Any], own: str) -> set[str] | None:
         """The namespaces a pod (anti-)affinity term selects; None = all."""

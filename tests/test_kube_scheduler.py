@@ -295,3 +295,39 @@ def test_placement_replay_removes_victims_first() -> None:
     assert replay_placements({"items": items}, plan) == []
     refused = replay_placements({"items": items}, {"victims": [], "placements": [{"pod": "high", "node": "n1"}]})
     assert [(r.plugin, r.reason) for r in refused] == [("NodeResourcesFit", "Insufficient nvidia.com/gpu")]
+
+
+def _spread(key: str = "zone", skew: int = 1, **more: Any) -> list[dict]:
+    return [{"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "w"}}, **more}]
+
+
+def test_pod_topology_spread() -> None:
+    items = [node("a1", labels={"zone": "a"}), node("a2", labels={"zone": "a"}), node("b1", labels={"zone": "b"}), node("x"),
+             pod("w0", "a1", labels={"app": "w"}), pod("w1", None, labels={"app": "w"}, topologySpreadConstraints=_spread()),
+             pod("loose", None, labels={"app": "w"}, topologySpreadConstraints=_spread(skew=2)),
+             pod("soft", None, labels={"app": "w"}, topologySpreadConstraints=_spread(whenUnsatisfiable="ScheduleAnyway"))]
+    refused = [("PodTopologySpread", "node(s) didn't match pod topology spread constraints")]
+    assert verdict(items, "w1", "a2") == refused  # zone a would hold 2, zone b 0
+    assert verdict(items, "w1", "b1") == []
+    assert verdict(items, "loose", "a2") == []
+    assert verdict(items, "soft", "a2") == []
+    assert verdict(items, "w1", "x") == [("PodTopologySpread", "node(s) didn't match pod topology spread constraints (missing required label)")]
+
+
+def test_pod_topology_spread_counts_only_nodes_the_pod_may_use() -> None:
+    items = [node("a1", labels={"zone": "a", "pool": "p"}), node("b1", labels={"zone": "b"}), pod("w0", "a1", labels={"app": "w"}),
+             pod("pinned", None, labels={"app": "w"}, nodeSelector={"pool": "p"}, topologySpreadConstraints=_spread()),
+             pod("ignoring", None, labels={"app": "w"}, nodeSelector={"pool": "p"},
+                 topologySpreadConstraints=_spread(nodeAffinityPolicy="Ignore"))]
+    # zone b is not a domain for a pod that may only use pool p: zone a alone, skew 2 - 2 = 0
+    assert verdict(items, "pinned", "a1") == []
+    assert verdict(items, "ignoring", "a1") == [("PodTopologySpread", "node(s) didn't match pod topology spread constraints")]
+
+
+def test_pod_topology_spread_min_domains() -> None:
+    items = [node("a1", labels={"zone": "a"}), node("b1", labels={"zone": "b"}), pod("w0", "a1", labels={"app": "w"}),
+             pod("wb", "b1", labels={"app": "w"}), pod("two", None, labels={"app": "w"}, topologySpreadConstraints=_spread()),
+             pod("three", None, labels={"app": "w"}, topologySpreadConstraints=_spread(minDomains=3))]
+    assert verdict(items, "two", "a1") == []  # 1 + 1 - 1
+    # two domains, fewer than minDomains 3: the minimum counts as 0, so 1 + 1 - 0 > 1
+    assert verdict(items, "three", "a1") == [("PodTopologySpread", "node(s) didn't match pod topology spread constraints")]
