@@ -2,7 +2,9 @@
 
 1. `planner import kubernetes FILE --out OUT` on kubectl Lists rendered by the exporter
    (`planner/adapters/kubernetes_export.py`) from `generate_asi(nodes, seed=0)`: 10,000 nodes /
-   100,000 pods and 37,707 nodes, 3 runs each in a child process (wall time, peak RSS).
+   100,000 pods and 37,707 nodes, 3 runs each in a child process (wall time, peak RSS); then
+   `planner defrag LIST --from kubernetes` end to end at 10,000 nodes on that List and on a mixed GPU
+   fleet (`planner/instances/kubernetes_mixed.py`).
 2. `planner defrag -o podmigrationjob` and `-o kubectl` on the 5,000-node snapshot: objects written
    (checked against koordinator's CRD fields as tests/test_render_kubernetes.py does), `bash -n`, and
    a run against a fake `kubectl` on PATH recording the calls (in wave order?).
@@ -122,6 +124,45 @@ def import_rows(sizes: list[int], runs: int) -> list[str]:
             target = f"<= 20 s: {'met' if ok_t else 'MISSED'}; <= 2 GiB: {'met' if ok_m else 'MISSED'}"
         rows.append(f"| {nodes:,} | {meta['pods']:,} ({meta['daemonset_pods']:,} + {meta['asi_pods']:,} + {meta['filler_pods']:,}) | "
                     f"{meta['mib']:.0f} | {snapshot_pods:,} | {walls[0]:.1f} / {statistics.median(walls):.1f} / {walls[-1]:.1f} | "
+                    f"{rss[0]:.0f} / {statistics.median(rss):.0f} / {rss[-1]:.0f} | {target} |")
+    return rows
+
+
+def mixed_list(nodes: int, seed: int = 0) -> Path:
+    """The cached List of ``generate_kubernetes_mixed(nodes, seed)`` (issue 40's mixed GPU fleet)."""
+    from planner.instances.kubernetes_mixed import generate_kubernetes_mixed
+
+    path = CACHE / f"k8s-mixed-{nodes}-seed{seed}.json"
+    if not path.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(generate_kubernetes_mixed(nodes, seed)) + "\n", encoding="utf-8")
+    return path
+
+
+def plan_rows(nodes: int, runs: int) -> list[str]:
+    """``planner defrag LIST --from kubernetes --out PLAN`` end to end (import, plan with the defaults,
+    validation, writing the plan) on the ASI-rendered List and on the mixed one."""
+    rows = ["| List | pods in the List | List MiB | moves | vacated nodes | plan report wall s | wall s min / median / max | "
+            "peak RSS MiB min / median / max | targets |", "|---|---:|---:|---:|---:|---:|---|---|---|"]
+    rendered, meta = rendered_list(nodes)
+    mixed = mixed_list(nodes)
+    for label, path in ((f"ASI-rendered, {nodes:,} nodes", rendered), (f"mixed GPU fleet (kubernetes_mixed, seed 0), {nodes:,} nodes", mixed)):
+        pods = sum(1 for item in json.loads(path.read_text())["items"] if item.get("kind") == "Pod")
+        out = Path(tempfile.mkdtemp()) / "plan.json"
+        measured = []
+        for _ in range(runs):
+            run = run_measured([PLANNER, "defrag", str(path), "--from", "kubernetes", "--out", str(out), "-o", "json"])
+            if run.returncode != 0:
+                sys.exit(f"defrag failed on {path}: {run.stderr[-2000:]}")
+            measured.append(run)
+            print(f"defrag {label}: {run.wall_s:.2f} s, {run.peak_rss_mib:.0f} MiB", flush=True)
+        plan = json.loads(out.read_text())
+        walls = sorted(r.wall_s for r in measured)
+        rss = sorted(r.peak_rss_mib for r in measured)
+        ok_t, ok_m = max(walls) <= 20, max(rss) <= 2048
+        target = f"<= 20 s: {'met' if ok_t else 'MISSED'}; <= 2 GiB: {'met' if ok_m else 'MISSED'}"
+        rows.append(f"| {label} | {pods:,} | {path.stat().st_size / 2**20:.0f} | {plan['report']['moves']:,} | {len(plan['vacated_nodes']):,} | "
+                    f"{plan['report']['wall_s']:.1f} | {walls[0]:.1f} / {statistics.median(walls):.1f} / {walls[-1]:.1f} | "
                     f"{rss[0]:.0f} / {statistics.median(rss):.0f} / {rss[-1]:.0f} | {target} |")
     return rows
 
@@ -270,6 +311,12 @@ def main() -> None:
         "",
     ]
     lines += import_rows(args.import_sizes, args.runs)
+    lines += ["", "## Import and plan: `planner defrag LIST --from kubernetes --out PLAN`, 10,000 nodes", "",
+              "End to end in a child process (import, the default plan with every rule by name and the default pools, "
+              f"validation, writing the plan), {args.runs} runs: the ASI-rendered List above and a mixed GPU fleet of "
+              "`planner/instances/kubernetes_mixed.py` (whole-GPU, MIG of one and of several profiles, time-sliced under both "
+              "resource names, a tainted inference pool, CPU-only StatefulSet nodes, gangs, PDBs, affinity, host ports).", ""]
+    lines += plan_rows(10_000, args.runs)
     lines += ["", f"## Plans an operator applies: `planner defrag -o podmigrationjob` / `-o kubectl`, {args.output_nodes:,} nodes", "",
               f"`generate_asi({args.output_nodes}, seed=0)`, default options. The kubectl script runs with `POLL_S=0` against the "
               "fake `kubectl` of tests/test_render_kubernetes.py (records every call; answers every status query "
