@@ -211,6 +211,8 @@ class _Export:
                 self.mig_profile[node.name] = node.gpu_model[len(product) + 5:]
                 self.mig_models[self.mig_profile[node.name]].append(node.gpu_model)
         self.dropped: Counter[str] = Counter()
+        self.asked = sorted({name for pod in cluster.pods for name in pod.requests})
+        """Every resource some pod requests by name (a node that lists none cannot be written then)."""
         self.gpu_resource = config.gpu_resources[0] if config.gpu_resources else ""
         if not self.gpu_resource:
             self.errors.append("config.gpu_resources: empty; the export needs a resource to write GPUs as")
@@ -311,9 +313,8 @@ class _Export:
     def _named_allocatable(self, where: str, node: Node, allocatable: dict[str, str], daemons: int) -> None:
         """The node's resources by name beside its GPUs (the GPU resources written above must agree)."""
         if node.resources is None:
-            asked = sorted({name for pod in self.cluster.pods for name in pod.requests})
-            if asked:
-                self.errors.append(f"{where}.resources: not listed, but pods request {', '.join(asked)}; a Kubernetes node states its "
+            if self.asked:
+                self.errors.append(f"{where}.resources: not listed, but pods request {', '.join(self.asked)}; a Kubernetes node states its "
                                    "allocatable of every resource: give the node's resources")
             return
         for name, amount in sorted(node.resources.items()):
