@@ -107,6 +107,11 @@ class ClusterState:
         self.used_cpus = np.zeros(n_nodes, dtype=np.float64)
         self.used_mem = np.zeros(n_nodes, dtype=np.float64)
         self.used_res = np.zeros(self.cap_res.shape, dtype=np.int64)
+        # A column can bind only where usage comes near the node's allocatable: the least allocatable
+        # of each column and the most any node has used of it so far (never lowered) let the checks skip
+        # columns such as the pod count or ephemeral storage that are far from binding anywhere.
+        self._res_floor = self.cap_res.min(axis=0).tolist() if self.has_named and len(nodes) else [0] * len(self.res_names)
+        self._res_peak = [0] * len(self.res_names)
         self.node_shares: dict[int, list[float]] = defaultdict(list)
         self.node_pods: list[set[int]] = [set() for _ in range(n_nodes)]
         self.standby_on = np.zeros(n_nodes, dtype=np.int64)
@@ -186,9 +191,11 @@ class ClusterState:
         if mem:
             self.used_mem[n] += sign * mem
         if self.has_named:
-            used = self.used_res
+            used, peak = self.used_res, self._res_peak
             for r, amount in self._pod_named[p]:
                 used[n, r] += sign * amount
+                if sign > 0 and used[n, r] > peak[r]:
+                    peak[r] = int(used[n, r])
         if share:
             shares = self.node_shares[n]
             if sign > 0:
@@ -377,8 +384,10 @@ class ClusterState:
         if used_cpus + cpus > self.cap_cpus[n] + EPS or used_mem + mem > self.cap_mem[n] + EPS:
             return False
         if self.has_named:  # only the resources p asks for can go over (the others only shrink)
-            used, cap = self.used_res, self.cap_res
+            used, cap, peak, floor = self.used_res, self.cap_res, self._res_peak, self._res_floor
             for r, amount in self._pod_named[p]:
+                if peak[r] + amount <= floor[r]:
+                    continue  # no node is near its allocatable of r
                 total = int(used[n, r]) + amount
                 if leaving:
                     total -= sum(int(self.pod_res[q, r]) for q in leaving)
@@ -430,7 +439,8 @@ class ClusterState:
         mask &= self.used_cpus[idx] + self.pod_cpus[p] <= self.cap_cpus[idx] + EPS
         mask &= self.used_mem[idx] + self.pod_mem[p] <= self.cap_mem[idx] + EPS
         for r, amount in self._pod_named[p] if self.has_named else ():  # the columns p asks for (the others only shrink)
-            mask &= self.used_res[idx, r] + amount <= self.cap_res[idx, r]
+            if self._res_peak[r] + amount > self._res_floor[r]:
+                mask &= self.used_res[idx, r] + amount <= self.cap_res[idx, r]
         free = self.cap_gpus[idx] - self.whole_used[idx] - self.share_devices[idx]
         share = float(self.pod_share[p])
         if share > 0:
@@ -489,6 +499,8 @@ class ClusterState:
                       "hp_pods_per_node", "standby_on", "hp_whole", "hp_cpus", "hp_mem", "cap_res", "used_res"):
             setattr(sub, field, getattr(self, field)[nodes].copy())
         sub.res_names, sub.has_named = self.res_names, self.has_named
+        sub._res_floor = sub.cap_res.min(axis=0).tolist() if self.has_named and len(nodes) else [0] * len(self.res_names)
+        sub._res_peak = sub.used_res.max(axis=0).tolist() if self.has_named and len(nodes) else [0] * len(self.res_names)
         sub._pod_named = [self._pod_named[p] for p in pods.tolist()] if self.has_named else []
         for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked", "pod_res",
                       "pod_signature", "pod_job", "pod_standby", "pod_hp", "_pod_locked_own"):
@@ -527,6 +539,7 @@ class ClusterState:
         for field in ("whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node", "hp_pods_per_node", "pod_node",
                       "standby_on", "hp_whole", "hp_cpus", "hp_mem", "used_res"):
             setattr(twin, field, getattr(self, field).copy())
+        twin._res_peak = list(self._res_peak)
         twin.hp_shares = defaultdict(list, {n: list(s) for n, s in self.hp_shares.items() if s})
         twin.node_shares = defaultdict(list, {n: list(s) for n, s in self.node_shares.items() if s})
         twin.node_pods = [set(s) for s in self.node_pods]
