@@ -179,3 +179,21 @@ def test_the_snapshot_schema_refuses_a_bad_resource_name(tmp_path: Path) -> None
     result = runner.invoke(app, ["report", str(snapshot)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "nodes[0].resources" in result.stderr and "not a resource name" in result.stderr
+
+
+def test_pod_requests_are_read_once_per_shape_and_errors_still_name_the_field() -> None:
+    """The importer reuses a controller's replicas' effective request; a caller changing one pod's dict
+    changes no other pod's, and a malformed spec still gets its field path."""
+    from fractions import Fraction
+
+    from planner.adapters.kubernetes_objects import KubeError, pod_requests
+
+    spec = {"containers": [{"resources": {"requests": {"cpu": "500m", "nvidia.com/gpu": "1"}}}],
+            "initContainers": [{"restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}]}
+    first = pod_requests(spec)
+    assert first == {"cpu": Fraction(3, 2), "nvidia.com/gpu": Fraction(1)}
+    first["cpu"] = Fraction(99)
+    assert pod_requests(spec)["cpu"] == Fraction(3, 2)
+    with pytest.raises(KubeError) as err:
+        pod_requests({"containers": [{"resources": {"requests": {"cpu": {"nested": "1"}}}}]})
+    assert err.value.path == "spec.containers[0].resources.requests.cpu"

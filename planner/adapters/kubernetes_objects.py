@@ -123,7 +123,43 @@ def _max(a: dict[str, Fraction], b: dict[str, Fraction]) -> dict[str, Fraction]:
     return {name: max(a.get(name, Fraction(0)), b.get(name, Fraction(0))) for name in {*a, *b}}
 
 
+_POD_REQUESTS: dict[tuple, dict[str, Fraction]] = {}
+"""Effective requests already computed, by what they are computed from (a controller's replicas share it)."""
+
+
+def _requests_key(spec: dict[str, Any]) -> tuple | None:
+    """What ``pod_requests`` reads of a pod, as a hashable key; None when it is not plain strings
+    and numbers (then the slow path reads it and names whatever is wrong)."""
+    try:
+        parts: list[Any] = []
+        for kind in ("containers", "initContainers"):
+            for container in spec.get(kind) or ():
+                resources = container.get("resources") or {}
+                parts.append((kind, container.get("restartPolicy"), tuple((resources.get("requests") or {}).items()),
+                              tuple((resources.get("limits") or {}).items())))
+        parts.append(tuple(((spec.get("resources") or {}).get("requests") or {}).items()))
+        parts.append(tuple((spec.get("overhead") or {}).items()))
+        key = tuple(parts)
+        hash(key)
+        return key
+    except (AttributeError, TypeError):
+        return None
+
+
 def pod_requests(spec: dict[str, Any]) -> dict[str, Fraction]:
+    """The pod's effective request per resource (cached by what it reads: see ``_pod_requests``)."""
+    key = _requests_key(spec)
+    if key is None:
+        return _pod_requests(spec)
+    found = _POD_REQUESTS.get(key)
+    if found is None:
+        found = _pod_requests(spec)
+        if len(_POD_REQUESTS) < 100_000:
+            _POD_REQUESTS[key] = found
+    return dict(found)
+
+
+def _pod_requests(spec: dict[str, Any]) -> dict[str, Fraction]:
     """The pod's effective request per resource, as kube-scheduler computes it.
 
     Regular init containers run one at a time, each next to the sidecars (init containers with
