@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from planner.cluster import Cluster, Node, Pod
+from planner import rules
+from planner.cluster import Cluster, Node, NodeSelectorRequirement, Pod
 
 _TERM = re.compile(
     r"\s*(?:(?P<not>!)\s*(?P<absent>[^\s,!=()]+)"
@@ -27,28 +28,10 @@ _TERM = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Requirement:
-    """One term of a label selector: ``key`` with an operator and values."""
-
-    key: str
-    operator: str  # "=", "!=", "in", "notin", "exists", "!exists"
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        value = labels.get(self.key)
-        if self.operator in ("=", "in"):
-            return value is not None and value in self.values
-        if self.operator in ("!=", "notin"):
-            return value is None or value not in self.values
-        if self.operator == "exists":
-            return value is not None
-        return value is None
-
-
-def parse_selector(text: str) -> tuple[Requirement, ...]:
-    """A Kubernetes label selector (``pool=gpu,tier!=spot,zone in (a,b),!cordon``) as requirements
-    that must all hold; ValueError naming the part it cannot read."""
+def parse_selector(text: str) -> tuple[NodeSelectorRequirement, ...]:
+    """A Kubernetes label selector (``pool=gpu,tier!=spot,zone in (a,b),!cordon``) as the
+    requirements that must all hold (``rules.requirement_matches`` reads them, as it reads node
+    affinity); ValueError naming the part it cannot read."""
     if not text.strip():
         raise ValueError("an empty selector would select every node; give one such as 'pool=training'")
     requirements = []
@@ -59,17 +42,18 @@ def parse_selector(text: str) -> tuple[Requirement, ...]:
             raise ValueError(f"cannot read the selector from {text[position:]!r}: give terms such as 'key=value', 'key!=value', "
                              "'key in (a,b)', 'key notin (a,b)', 'key' or '!key', separated by commas")
         if match.group("absent"):
-            requirements.append(Requirement(match.group("absent"), "!exists"))
+            requirements.append(NodeSelectorRequirement(key=match.group("absent"), operator="DoesNotExist"))
         elif match.group("op"):
-            operator = "!=" if match.group("op") == "!=" else "="
-            requirements.append(Requirement(match.group("key"), operator, (match.group("value"),)))
+            operator = "NotIn" if match.group("op") == "!=" else "In"
+            requirements.append(NodeSelectorRequirement(key=match.group("key"), operator=operator, values=[match.group("value")]))
         elif match.group("setop"):
             values = tuple(v.strip() for v in match.group("values").split(",") if v.strip())
             if not values:
                 raise ValueError(f"'{match.group('key')} {match.group('setop')} ()' needs at least one value")
-            requirements.append(Requirement(match.group("key"), match.group("setop"), values))
+            operator = "In" if match.group("setop") == "in" else "NotIn"
+            requirements.append(NodeSelectorRequirement(key=match.group("key"), operator=operator, values=list(values)))
         else:
-            requirements.append(Requirement(match.group("key"), "exists"))
+            requirements.append(NodeSelectorRequirement(key=match.group("key"), operator="Exists"))
         position = match.end()
     return tuple(requirements)
 
@@ -111,7 +95,7 @@ def apply_pools(cluster: Cluster, policy: PoolPolicy) -> tuple[Cluster, PoolRepo
     new_nodes: list[Node] = list(cluster.nodes)
     if policy.node_selector is not None:
         requirements = parse_selector(policy.node_selector)
-        outside = {n.name for n in cluster.nodes if not all(r.matches(n.labels) for r in requirements)}
+        outside = {n.name for n in cluster.nodes if not all(rules.requirement_matches(r, n.labels) for r in requirements)}
         report.nodes_outside_the_pool = len(outside)
         new_nodes = [n.model_copy(update={"schedulable": False}) if n.name in outside and n.schedulable else n for n in cluster.nodes]
     cpu_models = sorted({n.gpu_model for n in cluster.nodes if n.gpus == 0})

@@ -27,12 +27,14 @@ Heuristics, exact models and the plan validator all call these functions (or the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from planner.cluster import Job, Node, NodeSelectorRequirement, Pod, Taint, Toleration
 
 EPS = 1e-9
@@ -242,6 +244,30 @@ def gpu_devices_needed(gpu_requests: Iterable[float]) -> int:
         else:
             whole += int(g)
     return whole + len(pack_shares(shares))
+
+
+def share_slots(devices: int, shares: Sequence[float], share: float) -> int:
+    """How many more pods of ``share`` GPU (a share, below 1) fit beside the ``shares`` on ``devices``
+    GPU devices (those no whole-GPU pod holds), by the rules' packing (``pack_shares``, what
+    every fit check uses): shares of one device pack together, so two halves take one device."""
+    if devices <= 0:
+        return 0
+    most = min(devices * math.floor(1 / share + EPS), math.floor((devices - sum(shares)) / share + 1e-9))
+    k = max(most, 0)
+    while k > 0 and len(pack_shares([*shares, *[share] * k])) > devices:
+        k -= 1
+    return k
+
+
+def share_slots_per_node(devices: np.ndarray, shares_of: Mapping[int, Sequence[float]], share: float) -> np.ndarray:
+    """``share_slots`` of every node: ``devices`` per node, ``shares_of`` the shares on each node that has any."""
+    import numpy as np
+
+    slots = np.maximum(devices, 0).astype(np.int64) * math.floor(1 / share + EPS)
+    for n, shares in shares_of.items():
+        if len(shares):
+            slots[n] = share_slots(int(devices[n]), shares, share)
+    return slots
 
 
 # ----------------------------------------------------------------------------------------------

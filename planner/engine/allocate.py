@@ -158,7 +158,7 @@ def greedy_plan(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[i
     job_index = cluster.job_index() if index is None else index.job_index
     # the minimum switches and nodes a job could use, with the snapshot's free room to itself (the
     # same basis for every method, so ratios compare across methods)
-    alone = {name: node_slots(state, pods_of[name][0], packed=True) for name in order}
+    alone = {name: node_slots(state, pods_of[name][0]) for name in order}
     placements: list[Placement] = []
     unplaced: list[Unplaced] = []
     per_job: dict[str, Any] = {}
@@ -310,7 +310,7 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
         pairs = result.assignment.get(j, [])
         if not pairs:
             continue
-        slots = node_slots(state, pods_of[j][0], packed=True)
+        slots = node_slots(state, pods_of[j][0])
         per_job[j] = _job_metrics(state, cluster, pairs, slots, len(pairs), min_switches(switch_room(slots, state.asw_domain), len(pairs)))
         for p, n in pairs:
             placements.append(Placement(pod=state.pod_names[p], node=state.node_names[n]))
@@ -358,7 +358,7 @@ def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray,
     if within is not None:
         placed, reason = allocate_job(state, pods[:need], np.where(domains == within, asw, -1), method, rng)
         return placed, None if reason is None else f"its running pods hold it to one {level}: {reason}"
-    slots = node_slots(state, pods[0], packed=True)
+    slots = node_slots(state, pods[0])
     ids = np.unique(domains)
     room = np.array(switch_room(slots, domains), dtype=np.int64)
     fits = np.flatnonzero(room >= need)

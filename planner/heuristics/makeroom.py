@@ -47,7 +47,6 @@ from planner.heuristics.room import (
     domain_room,
     domains_of,
     optimistic_slots,
-    share_slots,
     unplaceable_reason,
 )
 from planner.heuristics.topology import node_slots
@@ -168,7 +167,7 @@ def slots_without(state: ClusterState, p: int, n: int, evicted: list[int]) -> in
     free_mem = float(s.cap_mem[n] - s.used_mem[n] + s.pod_mem[evicted].sum())
     slots = len(s.pod_names)
     if s.pod_share[p] > 0:  # shares pack beside the node's shares (two halves on one device)
-        slots = share_slots(devices, shares, float(s.pod_share[p]))
+        slots = rules.share_slots(devices, shares, float(s.pod_share[p]))
     elif s.pod_whole[p] > 0:
         slots = (devices - len(rules.pack_shares(shares))) // int(s.pod_whole[p])
     for free, each in ((free_cpus, float(s.pod_cpus[p])), (free_mem, float(s.pod_mem[p]))):

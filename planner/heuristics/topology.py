@@ -153,25 +153,21 @@ last one: on switch capacities that is largest-first."""
 # ----------------------------------------------------------------------------------------------
 
 
-def node_slots(state, p: int, packed: bool = False) -> np.ndarray:  # type: ignore[no-untyped-def]
+def node_slots(state, p: int) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Per node, how many pods shaped like pod p it can still take (its static rules, whole GPUs,
-    CPUs and memory; a GPU share takes a device unless ``packed``, when shares pack onto devices as
-    ``rules.pack_shares`` packs them; one at most where the pod has an anti-affinity group). Pods of one job share a
-    shape, so this is the switch capacity Algorithm 2 and largest-first work on."""
+    CPUs, memory and named resources; GPU shares pack onto devices beside the node's shares as
+    ``rules.pack_shares`` packs them; one at most where the pod has an anti-affinity group). Pods of
+    one job share a shape, so this is the switch capacity Algorithm 2 and largest-first work on."""
     cs = state
     eligible = cs.eligible[cs.pod_signature[p]].copy()
     free_gpus = cs.cap_gpus - cs.whole_used - cs.share_devices
-    whole = int(cs.pod_whole[p]) + (1 if cs.pod_share[p] > 0 and not packed else 0)
+    whole = int(cs.pod_whole[p])
     big = np.iinfo(np.int64).max // 4
     slots = np.full(len(cs.node_names), big, dtype=np.int64)
     if cs.pod_share[p] > 0:  # shares pack beside the node's shares (two halves on one device)
-        from planner.heuristics.room import share_slots_per_node
-
-        slots = np.minimum(slots, share_slots_per_node(cs.cap_gpus - cs.whole_used, cs.node_shares, float(cs.pod_share[p])))
+        slots = np.minimum(slots, rules.share_slots_per_node(cs.cap_gpus - cs.whole_used, cs.node_shares, float(cs.pod_share[p])))
     elif whole:
         slots = np.minimum(slots, free_gpus // whole)
-    if cs.pod_share[p] > 0 and packed:
-        slots = np.minimum(slots, share_slots(cs, float(cs.pod_share[p]), eligible))
     for cap, used, need in ((cs.cap_cpus, cs.used_cpus, cs.pod_cpus[p]), (cs.cap_mem, cs.used_mem, cs.pod_mem[p])):
         if need > 0:
             slots = np.minimum(slots, np.floor((cap - used + 1e-9) / need).astype(np.int64))
@@ -188,22 +184,6 @@ def node_slots(state, p: int, packed: bool = False) -> np.ndarray:  # type: igno
     return np.maximum(slots, 0)
 
 
-def share_slots(cs, share: float, eligible: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """Per node, how many pods of one GPU ``share`` its devices can still take, packed as
-    ``rules.pack_shares`` packs them (several shares to a device), beside the shares already there."""
-    per_device = 1
-    while len(rules.pack_shares([share] * (per_device + 1))) == 1:
-        per_device += 1
-    slots = np.maximum(cs.cap_gpus - cs.whole_used - cs.share_devices, 0) * per_device
-    for n in np.flatnonzero(eligible & (cs.share_devices > 0)).tolist():
-        there, room = list(cs.node_shares[n]), int(cs.cap_gpus[n] - cs.whole_used[n])
-        k = 0
-        while len(rules.pack_shares([*there, *[share] * (k + 1)])) <= room:
-            k += 1
-        slots[n] = k
-    return slots
-
-
 def allocate_job(state, pods: list[int], domains: np.ndarray, method: str, rng: np.random.Generator | None = None) -> tuple[list[tuple[int, int]], str | None]:  # type: ignore[no-untyped-def]
     """Place ``pods`` (one job, one shape) on nodes: switches chosen by ``method`` (a ``CHOOSERS``
     key or ``slurm``) on usable capacity, nodes within a switch filled roomiest first; ``random``
@@ -211,7 +191,7 @@ def allocate_job(state, pods: list[int], domains: np.ndarray, method: str, rng: 
     (-1: not allowed). Returns the (pod, node) pairs, or [] and the reason when the job does not fit."""
     if not pods:
         return [], None
-    slots = node_slots(state, pods[0], packed=True)
+    slots = node_slots(state, pods[0])
     slots[domains < 0] = 0
     too_small = f"{len(pods)} pods of this shape need more room than the switches have together ({int(slots.sum())} pods)"
     if method == "random":
