@@ -548,3 +548,22 @@ def test_make_room_over_http_plans_valid_placements_and_refuses_bad_names(tmp_pa
     plan = plan_over_http(tmp_path, CHAIN, {"make_room": ["big"]}, refused)
     assert plan.placements == [Placement(pod="big", node="n0")]
     assert validate(CHAIN, plan) == []
+
+
+def test_a_share_bound_to_its_switch_may_fill_a_locked_shares_device() -> None:
+    """Found by the property above: under same_asw a movable 0.5-GPU pod can join a locked 0.5 share on
+    its device, so the switch's other pods leave room for both 4-GPU pods of j (n0-4 -> n0 as n1-3 moves);
+    counting that device as taken claimed 'even with every movable pod moved away ... room for 0'."""
+    c = Cluster.model_validate_json(
+        '{"nodes":[{"name":"n0","gpus":8,"cpus":32,"memory_gib":256,"asw":"s1","spine":"sp0"},'
+        '{"name":"n1","gpus":8,"cpus":32,"memory_gib":256,"asw":"s1","spine":"sp0"},'
+        '{"name":"n2","gpus":4,"cpus":32,"memory_gib":256,"asw":"s0","spine":"sp0"}],'
+        '"pods":[{"name":"n0-0","node":"n0","gpus":0.5,"cpus":1,"memory_gib":16},{"name":"n0-2","node":"n0","gpus":1,"cpus":1,"memory_gib":16},'
+        '{"name":"n0-3","node":"n0","gpus":0.5,"cpus":1,"memory_gib":16,"locked":true},{"name":"n0-4","node":"n0","gpus":1,"cpus":1,"memory_gib":16},'
+        '{"name":"n1-0","node":"n1","gpus":3,"cpus":1,"memory_gib":16},{"name":"n1-3","node":"n1","gpus":1,"cpus":1,"memory_gib":16},'
+        '{"name":"n1-4","node":"n1","gpus":1,"cpus":1,"memory_gib":16},'
+        '{"name":"j-0","job":"j","gpus":4,"cpus":1,"memory_gib":64},{"name":"j-1","job":"j","gpus":4,"cpus":1,"memory_gib":64}],'
+        '"jobs":[{"name":"j","topology":{"level":"asw","mode":"required"}}]}')
+    assert end_state_holds(c, "j", True)
+    plan = room(c, ["j"], same_asw=True, max_moves=None)
+    assert plan.placements or "even with every movable pod moved away" not in plan.unplaced[0].reason

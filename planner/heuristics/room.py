@@ -8,8 +8,6 @@ whatever moves, and the reason says so without search. The exact model uses the 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,28 +20,6 @@ if TYPE_CHECKING:
     from planner.heuristics.makeroom import Request
 
 LEVEL_NAMES = {1: "asw", 2: "spine"}
-
-
-def share_slots(devices: int, shares: Sequence[float], share: float) -> int:
-    """How many more pods of ``share`` GPU (a share, below 1) fit beside the ``shares`` on ``devices``
-    GPU devices (those no whole-GPU pod holds), by the rules' packing (``rules.pack_shares``, what
-    every fit check uses): shares of one device pack together, so two halves take one device."""
-    if devices <= 0:
-        return 0
-    most = min(devices * math.floor(1 / share + EPS), math.floor((devices - sum(shares)) / share + 1e-9))
-    k = max(most, 0)
-    while k > 0 and len(rules.pack_shares([*shares, *[share] * k])) > devices:
-        k -= 1
-    return k
-
-
-def share_slots_per_node(devices: np.ndarray, shares_of: Mapping[int, Sequence[float]], share: float) -> np.ndarray:
-    """``share_slots`` of every node: ``devices`` per node, ``shares_of`` the shares on each node that has any."""
-    slots = np.maximum(devices, 0).astype(np.int64) * math.floor(1 / share + EPS)
-    for n, shares in shares_of.items():
-        if len(shares):
-            slots[n] = share_slots(int(devices[n]), shares, share)
-    return slots
 
 
 def optimistic_slots(state: ClusterState, p: int) -> np.ndarray:
@@ -59,7 +35,7 @@ def optimistic_slots(state: ClusterState, p: int) -> np.ndarray:
             slots = np.minimum(slots, np.floor((room + 1e-9) / each).astype(np.int64))
     whole, locked_shares = _locked_gpus(s)
     if s.pod_share[p] > 0:
-        slots = np.minimum(slots, share_slots_per_node(s.cap_gpus - whole, locked_shares, float(s.pod_share[p])))
+        slots = np.minimum(slots, rules.share_slots_per_node(s.cap_gpus - whole, locked_shares, float(s.pod_share[p])))
     elif s.pod_whole[p] > 0:
         slots = np.minimum(slots, np.floor(free[0] / int(s.pod_whole[p]) + 1e-9).astype(np.int64))
     eligible = s.eligible[s.pod_signature[p]].copy()
@@ -81,6 +57,14 @@ def _locked_gpus(state: ClusterState) -> tuple[np.ndarray, dict[int, list[float]
     for q in np.flatnonzero(stays & (s.pod_share > 0)).tolist():
         shares.setdefault(int(s.pod_node[q]), []).append(float(s.pod_share[q]))
     return whole, shares
+
+
+def _locked_share_slack(state: ClusterState) -> np.ndarray:
+    """Per node, the GPU left on the devices its locked shares occupy (devices packed minus their sum)."""
+    slack = np.zeros(len(state.node_names))
+    for n, shares in _locked_gpus(state)[1].items():
+        slack[n] = len(rules.pack_shares(shares)) - sum(shares)
+    return slack
 
 
 def _free_after_moves(state: ClusterState, p: int) -> tuple[list[np.ndarray], list[float]]:
@@ -156,10 +140,12 @@ def domain_room(state: ClusterState, request: Request, optimistic: np.ndarray, b
         free, need = _free_after_moves(s, request.pods[0])
         usage = [s.pod_whole + s.pod_share, s.pod_cpus, s.pod_mem]
         where = domains[s.pod_node[bound]]
-        for room, each, used in zip(free, need, usage):
+        for r, (room, each, used) in enumerate(zip(free, need, usage)):
             if each <= 0:
                 continue
             spare = np.maximum(room - optimistic * each, 0)
+            if r == 0 and s.pod_share[request.pods[0]] == 0:  # GPUs in devices: a bound share may fill what locked shares leave of theirs
+                spare = spare + _locked_share_slack(s)
             largest = np.zeros(size)
             np.maximum.at(largest, domains, spare)
             held = np.bincount(where, weights=used[bound], minlength=size)
