@@ -123,6 +123,8 @@ class ClusterState:
         self.hp_pods_per_node = np.zeros(n_nodes, dtype=np.int64)  # placed HP pods, standby ones included
         self.pod_node = np.full(len(pods), PENDING, dtype=np.int64)
         self.version = 0  # counts changes to the per-node usage (callers cache what they derive from it)
+        self._mask_cache: dict[tuple, np.ndarray] = {}
+        self._mask_version = -1
         self._refresh_pod_scalars()
         self._bulk = True  # placing the snapshot: pack each node's shares once at the end, not per pod
         for p, pod in enumerate(pods):
@@ -434,7 +436,46 @@ class ClusterState:
 
         The pod's current node is excluded: staying is not a move.
         """
-        idx = slice(None) if among is None else among
+        if among is None:
+            mask = self._capacity_mask_cached(p).copy()
+        else:
+            mask = self._capacity_mask(p, among)
+        excluded = [int(n) for g in self.pod_groups[p] for n in self.group_nodes[g] if n != self.pod_node[p]]
+        if self.pod_node[p] != PENDING:
+            excluded.append(int(self.pod_node[p]))
+        if excluded:
+            if among is None:
+                mask[excluded] = False
+            else:
+                mask &= ~np.isin(among, excluded)
+        return mask
+
+    def _capacity_mask_cached(self, p: int) -> np.ndarray:
+        """``_capacity_mask(p)`` over every node, shared (read-only) by the pods of p's shape until
+        the usage changes (``version``): a failed ejection chain asks it of the same few shapes many
+        times over between two moves."""
+        if self._mask_version != self.version:
+            self._mask_cache.clear()
+            self._mask_version = self.version
+        key = self._shape_key(p)
+        mask = self._mask_cache.get(key)
+        if mask is None:
+            mask = self._mask_cache[key] = self._capacity_mask(p, slice(None))
+        return mask
+
+    def _shape_key(self, p: int) -> tuple:
+        """Everything of pod p that ``_capacity_mask`` reads: pods with equal keys get equal masks."""
+        whole, cpus, mem, share, _, _, _ = self._pod_scalars[p]
+        j = int(self.pod_job[p])
+        key = (int(self.pod_signature[p]), whole, cpus, mem, share, self._pod_named[p] if self.has_named else (),
+               j if j >= 0 and self.job_level[j] else -1)
+        if self.has_standby:
+            key += (self._reserve[p], bool(self.pod_standby[p]))
+        return key
+
+    def _capacity_mask(self, p: int, idx: slice | np.ndarray) -> np.ndarray:
+        """Nodes (of ``idx``) where a copy of p passes the static rules, fits the resources and the
+        reservations and keeps its job's required domain; conflicts and p's own node are not looked at."""
         mask = self.eligible[self.pod_signature[p], idx].copy()
         mask &= self.used_cpus[idx] + self.pod_cpus[p] <= self.cap_cpus[idx] + EPS
         mask &= self.used_mem[idx] + self.pod_mem[p] <= self.cap_mem[idx] + EPS
@@ -458,20 +499,11 @@ class ClusterState:
             check = np.flatnonzero(mask & reserved)
             if len(check):
                 mask[check] = self._reservations_ok(p, nodes[check])
-        excluded = [int(n) for g in self.pod_groups[p] for n in self.group_nodes[g] if n != self.pod_node[p]]
         j = int(self.pod_job[p])
         if j >= 0 and self.job_level[j] and self.job_domains[j]:
             domains = list(self.job_domains[j])
             mask &= (self.domain_of(j)[idx] == domains[0]) if len(domains) == 1 else False
-        if self.pod_node[p] != PENDING:
-            excluded.append(int(self.pod_node[p]))
-        if excluded:
-            if among is None:
-                mask[excluded] = False
-            else:
-                mask &= ~np.isin(among, excluded)
         return mask
-
 
     # ------------------------------------------------------------------------------------------
     # Sub-states for independent partitions
@@ -488,6 +520,7 @@ class ClusterState:
         sub = object.__new__(ClusterState)
         sub._bulk = False
         sub.version = 0
+        sub._mask_cache, sub._mask_version = {}, -1
         sub.cluster = self.cluster
         sub.node_ids, sub.pod_ids = self.node_ids[nodes], self.pod_ids[pods]
         sub.node_names = [self.node_names[n] for n in nodes]
@@ -536,6 +569,7 @@ class ClusterState:
         """An independent copy (the pydantic cluster and static arrays are shared, not copied)."""
         twin = object.__new__(ClusterState)
         twin.__dict__.update(self.__dict__)
+        twin._mask_cache, twin._mask_version = {}, -1
         for field in ("whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node", "hp_pods_per_node", "pod_node",
                       "standby_on", "hp_whole", "hp_cpus", "hp_mem", "used_res"):
             setattr(twin, field, getattr(self, field).copy())
@@ -549,7 +583,7 @@ class ClusterState:
 
     def __getstate__(self) -> dict:
         """Pickle without the pydantic cluster (partitions travel to worker processes as arrays)."""
-        return {**self.__dict__, "cluster": None}
+        return {**self.__dict__, "cluster": None, "_mask_cache": {}, "_mask_version": -1}
 
 
 def _domain_ids(nodes: list[Node], level: str) -> np.ndarray:

@@ -168,6 +168,11 @@ class EjectionGroup:
         locked_nodes = np.zeros(len(s.node_names), dtype=bool)
         locked_nodes[s.pod_node[s.pod_locked]] = True
         self.has_locked = locked_nodes
+        self.vacated_count = 0  # changes of ``vacated`` (a cache key: the array itself is not hashed)
+        self.trail_epoch = 0  # a new chain started: ``in_trail`` was reset (a cache key, as above)
+        self._open_key: tuple | None = None
+        self._open = self.vacated
+        self._room_cache: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     # -- candidates -------------------------------------------------------------------------------
 
@@ -189,6 +194,7 @@ class EjectionGroup:
                 vacations.append(Vacation(c, moves))
                 self.budget -= len(moves)
                 self.vacated[c] = True
+                self.vacated_count += 1
                 for _, _, destination in moves:
                     self.received[destination] = True
         return vacations
@@ -196,6 +202,7 @@ class EjectionGroup:
     def _vacate(self, c: int) -> list[Step] | None:
         s = self.state
         self.trail, self.in_trail = [], set()
+        self.trail_epoch += 1
         pods = sorted(s.node_pods[c], key=lambda p: (-s.pod_gpus[p], -s.pod_cpus[p], p))
         blocked = frozenset([c])
         for p in pods:
@@ -209,14 +216,23 @@ class EjectionGroup:
     def _destinations(self, p: int, blocked: frozenset[int]) -> np.ndarray:
         """Nodes that may receive p apart from capacity: not empty, not vacated, not blocked, budget left."""
         s = self.state
-        ok = ((s.pods_per_node > 0) | self.into_empty) & ~self.vacated & (self.allowance > 0)
-        ok &= s.eligible[s.pod_signature[p]]
+        ok = self._open_nodes() & s.eligible[s.pod_signature[p]]
         if self.asw is not None:
             ok &= self.asw == self.asw[s.pod_node[p]]
         for n in blocked:
             ok[n] = False
         ok[s.pod_node[p]] = False
         return ok
+
+    def _open_nodes(self) -> np.ndarray:
+        """Nodes that may receive a pod at all (read-only; recomputed when the usage or the vacated
+        nodes change): not empty (unless ``into_empty``), not vacated, with move allowance left."""
+        key = (self.state.version, self.vacated_count, self.into_empty)
+        if self._open_key != key:
+            s = self.state
+            self._open = ((s.pods_per_node > 0) | self.into_empty) & ~self.vacated & (self.allowance > 0)
+            self._open_key = key
+        return self._open
 
     def eject(self, p: int, k: int, blocked: frozenset[int]) -> bool:
         """Move p off its node, directly or by ejecting pods from a destination (chains up to depth
@@ -255,21 +271,12 @@ class EjectionGroup:
     def _ejection_targets(self, p: int, allowed: np.ndarray) -> list[int]:
         """Up to ``branching`` destinations where ejecting small movable pods could make room for p."""
         s = self.state
-        n_nodes = len(s.node_names)
-        movable = ~s.pod_locked & (s.pod_gpus <= s.pod_gpus[p]) & (s.pod_node >= 0)
-        if self.in_trail:
-            movable[list(self.in_trail)] = False
-        movable[p] = False
-        where = s.pod_node[movable]
-        gpus_out = np.bincount(where, weights=s.pod_whole[movable] + (s.pod_share[movable] > 0), minlength=n_nodes)
-        cpus_out = np.bincount(where, weights=s.pod_cpus[movable], minlength=n_nodes)
-        mem_out = np.bincount(where, weights=s.pod_mem[movable], minlength=n_nodes)
+        gpus_out, cpu_room, mem_room = self._room_with_movable_gone(float(s.pod_gpus[p]))
         need = s.pod_whole[p] + (1 if s.pod_share[p] > 0 else 0)
-        free_dev = s.cap_gpus - s.whole_used - s.share_devices
-        deficit = np.maximum(need - free_dev, 0)
+        deficit = np.maximum(need - (s.cap_gpus - s.whole_used - s.share_devices), 0)
         ok = allowed & (gpus_out >= deficit)
-        ok &= s.cap_cpus - s.used_cpus + cpus_out >= s.pod_cpus[p]
-        ok &= s.cap_mem - s.used_mem + mem_out >= s.pod_mem[p]
+        ok &= cpu_room >= s.pod_cpus[p]
+        ok &= mem_room >= s.pod_mem[p]
         ok &= s.cap_gpus >= need
         nodes = np.flatnonzero(ok)
         if len(nodes) == 0:
@@ -277,6 +284,28 @@ class EjectionGroup:
         tiebreak = self.rng.random(len(nodes))
         ranked = nodes[np.lexsort((tiebreak, s.pods_per_node[nodes], deficit[nodes]))]
         return ranked[: self.options.branching].tolist()
+
+    def _room_with_movable_gone(self, gpus: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per node, if the movable pods of at most ``gpus`` GPUs not yet moved in this chain left: the
+        devices they free, and the CPUs and memory free then. The ejecting pod itself is counted
+        among them; it does not matter, its own node is never a destination. Cached until the usage
+        or the chain changes (a failed chain asks it many times between two moves)."""
+        key = (self.state.version, self.trail_epoch, gpus)
+        room = self._room_cache.get(key)
+        if room is None:
+            if self._room_cache and next(iter(self._room_cache))[:2] != key[:2]:
+                self._room_cache.clear()
+            s = self.state
+            n_nodes = len(s.node_names)
+            movable = ~s.pod_locked & (s.pod_gpus <= gpus) & (s.pod_node >= 0)
+            if self.in_trail:
+                movable[list(self.in_trail)] = False
+            where = s.pod_node[movable]
+            gpus_out = np.bincount(where, weights=s.pod_whole[movable] + (s.pod_share[movable] > 0), minlength=n_nodes)
+            cpus_out = np.bincount(where, weights=s.pod_cpus[movable], minlength=n_nodes)
+            mem_out = np.bincount(where, weights=s.pod_mem[movable], minlength=n_nodes)
+            room = self._room_cache[key] = (gpus_out, s.cap_cpus - s.used_cpus + cpus_out, s.cap_mem - s.used_mem + mem_out)
+        return room
 
     def _victims(self, p: int, n: int) -> list[int] | None:
         """Movable pods on n (no larger than p) whose departure lets p fit: one if one does, else few."""
