@@ -27,7 +27,7 @@ Heuristics, exact models and the plan validator all call these functions (or the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -391,16 +391,27 @@ def static_rule_breaks(pod: Pod, node: Node) -> list[RuleBreak]:
     return breaks
 
 
+def tolerated(pod: Pod, node: Node) -> bool:
+    """The pod tolerates every NoSchedule/NoExecute taint of the node."""
+    return not untolerated_taints(pod, node)
+
+
+def resources_offered(pod: Pod, node: Node) -> bool:
+    """The node offers every resource the pod requests (a node that does not list its resources offers all)."""
+    return not unoffered_resources(pod, node)
+
+
+STATIC_CHECKS: tuple[Callable[[Pod, Node], bool], ...] = (
+    gpu_model_allowed, selector_matches, tolerated, node_affinity_matches, resources_offered,
+)
+"""The per-pod rules of ``may_arrive`` beside ``may_receive``. Each reads one field of the pod
+(``gpu_models``, ``node_selector``, ``tolerations``, ``node_affinity``, the names ``requests`` asks
+for), so a fast form may evaluate each once per distinct value of its field (``state._eligibility``)."""
+
+
 def may_arrive(pod: Pod, node: Node) -> bool:
     """Whether the per-pod static rules let ``pod`` arrive on ``node`` (resources aside)."""
-    return (
-        may_receive(node)
-        and gpu_model_allowed(pod, node)
-        and selector_matches(pod, node)
-        and not untolerated_taints(pod, node)
-        and node_affinity_matches(pod, node)
-        and not unoffered_resources(pod, node)
-    )
+    return may_receive(node) and all(check(pod, node) for check in STATIC_CHECKS)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -592,10 +592,14 @@ def _domain_ids(nodes: list[Node], level: str) -> np.ndarray:
 
 
 def _eligibility(nodes: list[Node], pods: list[Pod]) -> tuple[np.ndarray, np.ndarray]:
-    """Per pod a signature id; per signature a mask of nodes its static rules allow."""
+    """Per pod a signature id; per signature a mask of nodes its static rules allow.
+
+    ``rules.may_arrive`` is ``may_receive`` and the checks of ``rules.STATIC_CHECKS``, each reading
+    one field of the pod (one part of the signature): each check runs once per distinct value of its
+    part and node profile, and a signature's mask is the conjunction of its parts' rows."""
     signatures: dict[tuple, int] = {}
-    representative: list[Pod] = []
     pod_signature = np.empty(len(pods), dtype=np.int64)
+    representative: list[Pod] = []
     for p, pod in enumerate(pods):
         key = _pod_signature_key(pod)
         if key not in signatures:
@@ -612,12 +616,37 @@ def _eligibility(nodes: list[Node], pods: list[Pod]) -> tuple[np.ndarray, np.nda
             profiles[key] = len(profiles)
             profile_node.append(node)
         node_profile[n] = profiles[key]
-    by_profile = np.array(
-        [[rules.may_arrive(pod, node) for node in profile_node] for pod in representative],
-        dtype=bool,
-    ).reshape(len(representative), len(profile_node))
+    by_profile = np.ones((len(representative), len(profile_node)), dtype=bool)
+    by_profile &= np.array([rules.may_receive(node) for node in profile_node], dtype=bool)
+    for part, check in enumerate(rules.STATIC_CHECKS):
+        values: dict[tuple, int] = {}
+        first: list[Pod] = []
+        row = np.empty(len(representative), dtype=np.int64)
+        for s, key in enumerate(signatures):
+            if key[part] not in values:
+                values[key[part]] = len(values)
+                first.append(representative[s])
+            row[s] = values[key[part]]
+        if check is rules.selector_matches:
+            allowed = _selectors_match(first, profile_node)
+        else:
+            allowed = np.array([[check(pod, node) for node in profile_node] for pod in first], dtype=bool).reshape(len(first), len(profile_node))
+        by_profile &= allowed[row]
     return pod_signature, by_profile[:, node_profile]
 
+
+def _selectors_match(pods: list[Pod], nodes: list[Node]) -> np.ndarray:
+    """``rules.selector_matches`` of each pod on each node: a selector holds where every one of its
+    (key, value) pairs is a label of the node, so each pair is looked up once, not once per pod."""
+    pair_rows: dict[tuple[str, str], np.ndarray] = {}
+    allowed = np.ones((len(pods), len(nodes)), dtype=bool)
+    for k, pod in enumerate(pods):
+        for pair in pod.node_selector.items():
+            if pair not in pair_rows:
+                key, value = pair
+                pair_rows[pair] = np.array([node.labels.get(key) == value for node in nodes], dtype=bool)
+            allowed[k] &= pair_rows[pair]
+    return allowed
 
 
 UNLISTED = np.iinfo(np.int64).max // 4
@@ -656,7 +685,8 @@ def _unlisted_as_unlimited(amount: int | None) -> int:
 
 
 def _pod_signature_key(pod: Pod) -> tuple:
-    """What the static rules read of a pod: pods with equal keys are eligible on the same nodes."""
+    """What the static rules read of a pod, one part per check of ``rules.STATIC_CHECKS`` (in that
+    order): pods with equal keys are eligible on the same nodes."""
     tolerations = tuple(sorted((t.key, t.operator, t.value, t.effect) for t in pod.tolerations))
     affinity = None if pod.node_affinity is None else tuple(
         tuple(sorted((r.key, r.operator, tuple(sorted(r.values))) for r in term)) for term in pod.node_affinity

@@ -109,3 +109,32 @@ def test_fast_and_plain_forms_agree_with_taints_and_node_affinity(cluster: Clust
         if options:
             state.move(p, rng.choice(options))
             assert_forms_agree(state)
+
+
+LABEL_KEYS = ("pool", "zone", "leaf")
+LABEL_VALUES = ("a", "b", "c")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_eligibility_of_every_pod_on_every_node_is_may_arrive(data: st.DataObject) -> None:
+    """The fast form evaluates each static check once per distinct pod field and node profile (a
+    selector once per label pair): the result is rules.may_arrive's, pod by pod and node by node,
+    with selectors of several keys, selectors naming missing labels, taints and tolerations."""
+    labels = st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES), max_size=3)
+    nodes = [
+        node(f"n{i}", gpu_model=data.draw(st.sampled_from(["A100", "H800"])), labels=data.draw(labels),
+             schedulable=data.draw(st.booleans()),
+             taints=data.draw(st.sampled_from([[], [{"key": "pool", "value": "a", "effect": "NoSchedule"}]])))
+        for i in range(data.draw(st.integers(1, 8)))
+    ]
+    pods = [
+        pod(f"p{i}", None, node_selector=data.draw(labels), gpu_models=data.draw(st.sampled_from([[], ["A100"]])),
+            tolerations=data.draw(st.sampled_from([[], [{"key": "pool", "operator": "Exists"}]])))
+        for i in range(data.draw(st.integers(1, 10)))
+    ]
+    cl = make_cluster(nodes, pods)
+    state = ClusterState(cl)
+    for p, pod_obj in enumerate(cl.pods):
+        for n, node_obj in enumerate(cl.nodes):
+            assert bool(state.eligible[state.pod_signature[p], n]) == rules.may_arrive(pod_obj, node_obj), (pod_obj, node_obj)

@@ -337,6 +337,7 @@ def _plan_defrag(
         return compare_defrag(cluster, options, progress)
     start = time.perf_counter()
     state = ClusterState(cluster)
+    pristine = state.clone()  # the snapshot's state, for routing the plan again (``_moved_once``)
     limits = options.limits(len(state.node_names))
     held = hold_pods(cluster, state, limits)
     budget = MoveBudget.of(state, limits)
@@ -358,7 +359,7 @@ def _plan_defrag(
         extra.update(exact_extra, jobs_placed=len(options.make_room) - len(made.unplaced), jobs_unplaced=len(made.unplaced))
         if not any(made.waves):
             extra["reason"] = "every named job that starts fits without moves" if made.placements else "no named job starts (unplaced says why)"
-        return _finish(cluster, state, made.waves, before, options, "makeroom-exact", start, extra, solver_fields, made)
+        return _finish(cluster, state, made.waves, before, options, "makeroom-exact", start, extra, solver_fields, pristine, made)
     if method == "exact":
         check_exact_size(state, options)
     if options.make_room is not None:
@@ -369,7 +370,7 @@ def _plan_defrag(
         extra.update(jobs_placed=placed, jobs_unplaced=len(made.unplaced))
         if not any(made.waves):
             extra["reason"] = "every named job that starts fits without moves" if placed else "no named job starts (unplaced says why)"
-        return _finish(cluster, state, made.waves, before, options, "makeroom", start, extra, solver_fields, made)
+        return _finish(cluster, state, made.waves, before, options, "makeroom", start, extra, solver_fields, pristine, made)
     trimmed = method in ("heuristic", "hybrid") and options.trim != "off"
     start_state = state.clone() if trimmed else None
     with executor(options.workers, options.executor) as run:
@@ -402,7 +403,7 @@ def _plan_defrag(
         if limits.move_once:  # trim the plan that would be returned: its claims (moves_bound) are about it
             steps, state = route_once(start_state, state, steps, MoveBudget.of(start_state, limits), extra)
         steps, state = _trim(start_state, steps, state, options, extra)
-    return _finish(cluster, state, steps, before, options, name, start, extra, solver_fields, relaxed=relaxed)
+    return _finish(cluster, state, steps, before, options, name, start, extra, solver_fields, pristine, relaxed=relaxed)
 
 
 def compare_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | None = None) -> DefragComparison:
@@ -459,11 +460,12 @@ def compare_make_room(cluster: Cluster, options: DefragOptions) -> DefragCompari
 # ----------------------------------------------------------------------------------------------
 
 
-def _moved_once(cluster: Cluster, end: ClusterState, steps: list[list[Step]], limits: MoveLimits, extra: dict,
+def _moved_once(pristine: ClusterState, end: ClusterState, steps: list[list[Step]], limits: MoveLimits, extra: dict,
                 keep_prefix: bool = True) -> tuple[list[list[Step]], ClusterState]:
     """A plan that moves some pod twice (an IPC chain that moved it again, a detour) made to move
-    every pod at most once (``route_once``), from the cluster's start state with ``end``'s locks."""
-    start = ClusterState(cluster)
+    every pod at most once (``route_once``), from the snapshot's state (``pristine``, not changed)
+    with ``end``'s locks."""
+    start = pristine.clone()
     start.pod_locked = end.pod_locked
     return route_once(start, end, steps, MoveBudget.of(start, limits), extra, keep_prefix)
 
@@ -771,6 +773,7 @@ def _finish(
     start: float,
     extra: dict[str, Any],
     solver_fields: dict[str, Any],
+    pristine: ClusterState,
     made: Any = None,
     relaxed: EmptiesBound | None = None,
 ) -> DefragPlan:
@@ -780,7 +783,7 @@ def _finish(
     smaller one."""
     limits = options.limits(len(cluster.nodes))
     if limits.move_once:
-        steps, state = _moved_once(cluster, state, steps, limits, extra, keep_prefix=made is None)
+        steps, state = _moved_once(pristine, state, steps, limits, extra, keep_prefix=made is None)
         if made is not None and extra.get("move_once_dropped"):
             _unplace_what_no_longer_fits(cluster, state, made)
     by_name = unavailable_limits(cluster, limits.max_unavailable_per_job)
