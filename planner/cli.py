@@ -34,8 +34,28 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="Plans for shared GPU clusters: fragmentation reports, plan validation, instance generation.",
+    help="Plans for shared GPU clusters: defragmentation, make-room, spot preemption and topology allocation, "
+    "exact and heuristic; reports, validation, instances, simulations and the planning service.",
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from planner.provenance import planner_version
+
+        typer.echo(f"planner {planner_version() or 'unknown (not installed: no package metadata)'}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the planner's version and exit."
+    ),
+) -> None:
+    pass
+
+
 generate_app = typer.Typer(no_args_is_help=True, help="Generate a snapshot (seeded synthetic or trace replay).")
 app.add_typer(generate_app, name="generate")
 

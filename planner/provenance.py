@@ -28,6 +28,8 @@ from pydantic import BaseModel
 from planner.cluster import Cluster
 
 _LIBRARIES = ("ortools", "highspy", "numpy", "pydantic")
+PACKAGE = "gpu-fleet-planner"
+"""The distribution name in ``pyproject.toml`` (the import package is ``planner``)."""
 
 
 def snapshot_sha256(cluster: Cluster) -> str:
@@ -40,6 +42,12 @@ def _version(package: str) -> str | None:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def planner_version() -> str | None:
+    """The installed package's version (``importlib.metadata``), or None when the planner runs from a
+    source tree that was never installed."""
+    return _version(PACKAGE)
 
 
 def _git_commit() -> str | None:
@@ -65,7 +73,7 @@ def _static() -> dict[str, Any]:
     from planner.executors import default_workers
 
     return {
-        "planner": {"version": _version("gpu-fleet-planner"), "commit": _git_commit()},
+        "planner": {"version": planner_version(), "commit": _git_commit()},
         "versions": {"python": platform.python_version(), **{name: _version(name) for name in _LIBRARIES}},
         "host_cores": default_workers(),
         "cpu_count": os.cpu_count(),
