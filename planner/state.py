@@ -114,6 +114,7 @@ class ClusterState:
         self._res_peak = [0] * len(self.res_names)
         self.node_shares: dict[int, list[float]] = defaultdict(list)
         self.node_pods: list[set[int]] = [set() for _ in range(n_nodes)]
+        self.node_stamp = [0] * n_nodes  # per node, the ``version`` of its last change (callers cache per node)
         self.standby_on = np.zeros(n_nodes, dtype=np.int64)
         self.hp_whole = np.zeros(n_nodes, dtype=np.int64)
         self.hp_cpus = np.zeros(n_nodes, dtype=np.float64)
@@ -212,6 +213,7 @@ class ClusterState:
             self.node_pods[n].add(p)
         else:
             self.node_pods[n].discard(p)
+        self.node_stamp[n] = self.version
         self.pods_per_node[n] += sign
         if hp:
             self.hp_pods_per_node[n] += sign
@@ -554,6 +556,7 @@ class ClusterState:
                 sub.job_domains[j] = Counts(self.job_domains[j])
         sub.node_shares = defaultdict(list, {k: list(self.node_shares[n]) for k, n in enumerate(node_list) if self.node_shares.get(n)})
         sub.node_pods = [set() for _ in nodes]
+        sub.node_stamp = [0] * len(nodes)
         position = np.empty(len(self.node_names), dtype=np.int64)  # a node's index in the piece
         position[nodes] = np.arange(len(nodes))
         sub.pod_node = position[self.pod_node[pods]]
@@ -577,6 +580,7 @@ class ClusterState:
         twin.hp_shares = defaultdict(list, {n: list(s) for n, s in self.hp_shares.items() if s})
         twin.node_shares = defaultdict(list, {n: list(s) for n, s in self.node_shares.items() if s})
         twin.node_pods = [set(s) for s in self.node_pods]
+        twin.node_stamp = list(self.node_stamp)
         twin.group_nodes = defaultdict(Counts, {g: Counts(c) for g, c in self.group_nodes.items()})
         twin.job_domains = defaultdict(Counts, {j: Counts(c) for j, c in self.job_domains.items()})
         return twin

@@ -36,7 +36,7 @@ import numpy as np
 
 from planner.executors import Lazy
 from planner.limits import MoveBudget
-from planner.state import ClusterState
+from planner.state import EPS, ClusterState
 from planner.waves import Step
 
 Progress = Callable[[str, int, int], None]
@@ -52,6 +52,11 @@ class IpcOptions:
     seed: int = 0
     branching: int = 4
     """Destinations tried for an ejection at each level of a chain."""
+
+
+SLACK = 1e-6
+"""Margin of the quick victim screen (``_victims``): a pod is passed over only if it misses what p
+lacks by more than this, far above the rounding of sums of CPUs and GiB."""
 
 
 @dataclass
@@ -173,6 +178,7 @@ class EjectionGroup:
         self._open_key: tuple | None = None
         self._open = self.vacated
         self._room_cache: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._by_size: dict[int, tuple[int, list[tuple[float, int]]]] = {}
 
     # -- candidates -------------------------------------------------------------------------------
 
@@ -310,14 +316,22 @@ class EjectionGroup:
     def _victims(self, p: int, n: int) -> list[int] | None:
         """Movable pods on n (no larger than p) whose departure lets p fit: one if one does, else few."""
         s = self.state
-        pods = [
-            q
-            for q in s.node_pods[n]
-            if not s.pod_locked[q] and s.pod_gpus[q] <= s.pod_gpus[p] and q not in self.in_trail
-        ]
-        pods.sort(key=lambda q: (s.pod_gpus[q], s.pod_cpus[q], q))
+        if not s.eligible[s.pod_signature[p], n] or not s._topology_ok(p, n):
+            return None  # no departure changes these
+        gpus = s.pod_gpus[p]
+        pods = [q for q_gpus, q in self._unlocked_by_size(n) if q_gpus <= gpus and q not in self.in_trail]
+        whole, cpus, mem, share, *_ = s._pod_scalars[p]
+        # a victim too small to make room for p's CPUs, memory or whole GPUs cannot be the one (the
+        # exact test below decides the others; SLACK keeps rounding on the side of testing)
+        cpus_short = float(s.used_cpus[n]) + cpus - float(s.cap_cpus[n]) - EPS - SLACK
+        mem_short = float(s.used_mem[n]) + mem - float(s.cap_mem[n]) - EPS - SLACK
+        devices_short = whole - int(s.cap_gpus[n] - s.whole_used[n] - s.share_devices[n]) if not share else 0
+        scalars = s._pod_scalars
         for q in pods:
-            if s.fits_without(p, n, (q,)):
+            q_whole, q_cpus, q_mem, q_share, *_ = scalars[q]
+            if q_cpus < cpus_short or q_mem < mem_short or (not q_share and q_whole < devices_short):
+                continue
+            if s._resources_fit(p, n, (q,)) and s._anti_affinity_ok(p, n, (q,)):
                 return [q]
         chosen: list[int] = []
         for q in reversed(pods):
@@ -325,6 +339,16 @@ class EjectionGroup:
             if s.fits_without(p, n, chosen):
                 return chosen
         return None
+
+    def _unlocked_by_size(self, n: int) -> list[tuple[float, int]]:
+        """The unlocked pods on node n as (GPUs, pod), smallest first (GPUs, CPUs, index); kept until n changes."""
+        s = self.state
+        stamp = s.node_stamp[n]
+        cached = self._by_size.get(n)
+        if cached is None or cached[0] != stamp:
+            order = sorted((q for q in s.node_pods[n] if not s.pod_locked[q]), key=lambda q: (s.pod_gpus[q], s.pod_cpus[q], q))
+            cached = self._by_size[n] = (stamp, [(s.pod_gpus[q], q) for q in order])
+        return cached[1]
 
     # -- tentative moves ---------------------------------------------------------------------------
 
