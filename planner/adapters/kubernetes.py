@@ -424,7 +424,7 @@ class _Import:
 
     def finish(self) -> KubeImport:
         from planner.adapters.kubernetes_pods import (
-            anti_affinity_groups, budgets_to_jobs, check_placements, resolve_gpus, unique_names,
+            LabelIndex, anti_affinity_groups, budgets_to_jobs, check_placements, resolve_gpus, unique_names,
         )
 
         if not self.node_fields and not self.errors:
@@ -441,10 +441,11 @@ class _Import:
             raise SnapshotError(_capped(self.errors))
         resolve_gpus(self)
         check_named_capacity(self)
-        anti_affinity_groups(self)
+        index = LabelIndex(self.pods)  # namespaces and labels: the steps below do not change them
+        anti_affinity_groups(self, index)
         check_placements(self)
         unique_names(self)
-        jobs = budgets_to_jobs(self)
+        jobs = budgets_to_jobs(self, index)
         pods: list[Pod] = []
         for fields in self.pods:
             self._validated(fields["_obj"], Pod, {k: v for k, v in fields.items() if not k.startswith("_")}, pods)

@@ -295,12 +295,11 @@ class LabelIndex:
         return min(pools, key=len)
 
 
-def anti_affinity_groups(run: _Import) -> None:
+def anti_affinity_groups(run: _Import, index: LabelIndex) -> None:
     """Snapshot groups for the required anti-affinity terms, exactly: an owner O of a term (a pod that
     has it) may not share a node with a pod S the term selects. Pods that are both share the term's
     group; a selected pod that is no owner gets a group of its own with those; an owner the term does
     not select gets one group per selected pod (owners of one term may otherwise share nodes)."""
-    index = LabelIndex(run.pods)
     owners: dict[str, list[int]] = defaultdict(list)
     terms: dict[str, tuple[list[str] | None, dict]] = {}
     for i, fields in enumerate(run.pods):
@@ -415,7 +414,7 @@ def unique_names(run: _Import) -> None:
             fields["name"] = f"{fields['namespace']}/{fields['name']}"
 
 
-def budgets_to_jobs(run: _Import) -> list[Job]:
+def budgets_to_jobs(run: _Import, index: LabelIndex) -> list[Job]:
     """The jobs (first appearance order) with their topology and disruption budgets."""
     topology: dict[str, dict | None] = {}
     for fields in run.pods:
@@ -427,7 +426,6 @@ def budgets_to_jobs(run: _Import) -> list[Job]:
         elif topology[job] != fields["_topology"]:
             run.warn(fields["_obj"], "metadata.annotations", f"its topology request differs from other pods of job '{job}'; the first is kept")
     limits: dict[str, int] = {}
-    index = LabelIndex(run.pods)
     for budget in run.budgets:
         obj = budget["obj"]
         matched = [run.pods[i] for i in index.matching(budget["selector"], [budget["namespace"]])]

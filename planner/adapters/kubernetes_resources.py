@@ -80,6 +80,8 @@ def host_ports(spec: dict[str, Any]) -> list[dict[str, Any]]:
     found: dict[tuple[int, str, str], dict[str, Any]] = {}
     for kind in ("initContainers", "containers"):
         for i, container in enumerate(as_list(spec.get(kind), f"spec.{kind}")):
+            if isinstance(container, dict) and container.get("ports") in (None, []):
+                continue  # most containers: nothing to check or read (and no path strings to build)
             container = as_object(container, f"spec.{kind}[{i}]")
             for k, port in enumerate(as_list(container.get("ports"), f"spec.{kind}[{i}].ports")):
                 path = f"spec.{kind}[{i}].ports[{k}]"
