@@ -10,8 +10,8 @@ by admitted moves), wall times. On inputs up to 1,000 nodes also `planner alloca
 preempt --job J` (each job with no pod running) with their default methods, replayed as placements.
 
 Inputs: instances/kubernetes/gpu-cluster.json (the README's example); the audit's 200-node mixed
-cluster `../shared/repros/k8s-mixed-200.json.gz` when it is beside the repository (skipped if
-absent); `generate_kubernetes_mixed(nodes, seed)` at 60 (seeds 0-2), 1,000 (seeds 0-1) and 10,000
+cluster `tests/data/k8s-mixed-200.json.gz` (a copy of `../shared/repros/k8s-mixed-200.json.gz`);
+`generate_kubernetes_mixed(nodes, seed)` at 60 (seeds 0-2), 1,000 (seeds 0-1) and 10,000
 (seed 0) nodes.
 
     .venv/bin/python benchmarks/kubernetes_fidelity.py [--sizes 60 1000 10000] [--time-limit 20] [--out FILE]
@@ -43,7 +43,7 @@ from planner.plans import plan_to_dict  # noqa: E402
 from tests.kube_scheduler import replay_defrag, replay_placements  # noqa: E402
 
 EXAMPLE = REPO / "instances" / "kubernetes" / "gpu-cluster.json"
-REPRO = REPO.parent / "shared" / "repros" / "k8s-mixed-200.json.gz"
+REPRO = REPO / "tests" / "data" / "k8s-mixed-200.json.gz"
 SEEDS = {60: [0, 1, 2], 1000: [0, 1], 10000: [0]}
 SMALL = 100  # nodes: exact and hybrid run up to here
 PLACEMENTS_UP_TO = 1000  # nodes: allocate and preempt plans are replayed up to here
@@ -52,9 +52,8 @@ COMMAND = ".venv/bin/python benchmarks/kubernetes_fidelity.py"
 
 def inputs(sizes: list[int]) -> list[tuple[str, Any]]:
     """(name, loader) of every input, smallest first; a loader returns the List."""
-    found: list[tuple[str, Any]] = [("gpu-cluster.json (README example)", lambda: json.loads(EXAMPLE.read_text()))]
-    if REPRO.exists():
-        found.append(("k8s-mixed-200 (audit repro)", lambda: json.loads(gzip.decompress(REPRO.read_bytes()))))
+    found: list[tuple[str, Any]] = [("gpu-cluster.json (README example)", lambda: json.loads(EXAMPLE.read_text())),
+                                    ("k8s-mixed-200 (audit repro)", lambda: json.loads(gzip.decompress(REPRO.read_bytes())))]
     for nodes in sizes:
         for seed in SEEDS.get(nodes, [0]):
             found.append((f"mixed {nodes:,} seed {seed}", lambda nodes=nodes, seed=seed: generate_kubernetes_mixed(nodes, seed)))

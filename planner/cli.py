@@ -916,7 +916,7 @@ def generate_openb_command(
     scheduler: Scheduler = typer.Option(Scheduler.spread, "--scheduler", help="Baseline scheduler placing the pods."),
     node_list: NodeList = typer.Option(NodeList.gpu, "--nodes", help="gpu: the 1,213 GPU nodes; all: plus CPU-only nodes."),
     seed: int = typer.Option(0, "--seed", help="Random seed for the scheduler's tie-breaking."),
-    data_dir: str = typer.Option(None, "--data-dir", help="Directory of the openb CSVs (default ../shared/data/openb-2023)."),
+    data_dir: str = typer.Option(None, "--data-dir", help="Directory of the openb CSVs (default: $PLANNER_OPENB_DIR or data/openb-2023 of the repository)."),
     departures: bool = typer.Option(
         True,
         "--departures/--no-departures",

@@ -192,7 +192,7 @@ def generate_spot_command(
     hp_share: float = typer.Option(0.6, "--hp-share", help="Share of GPUs held by HP pods."),
     lp_fill: float = typer.Option(0.9, "--lp-fill", help="Share of the remaining GPUs filled by spot pods."),
     pending_jobs: int = typer.Option(1, "--pending-jobs", help="Pending HP jobs that need preemption (hp-new-0, ...)."),
-    node_list: str = typer.Option(None, "--node-list", help="node_info_df.csv of the spot-GPU data (default ../shared/data/spot-gpu-2026)."),
+    node_list: str = typer.Option(None, "--node-list", help="node_info_df.csv of the spot-GPU data (default: data/spot-gpu-2026/ of the repository)."),
     out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
 ) -> None:
     """An HP/spot mix on the GPU models and node shapes of the 2026 spot-GPU node list, with

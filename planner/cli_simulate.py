@@ -27,7 +27,7 @@ def simulate_spot_command(
     nodes: str = typer.Option(
         "spot-2026", "--nodes", help="spot-2026 (every node of the trace's node list) or N (a seeded sample of N of them, model mix kept)."
     ),
-    node_list: str = typer.Option(None, "--node-list", help="The trace's node_info_df.csv (default: ../shared/data/spot-gpu-2026/)."),
+    node_list: str = typer.Option(None, "--node-list", help="The trace's node_info_df.csv (default: data/spot-gpu-2026/ of the repository)."),
     days: float = typer.Option(1.0, "--days", help="Days of arrivals."),
     warmup_days: float = typer.Option(
         0.0, "--warmup-days", help="Leave the first days out of the metrics (the cluster starts empty; jobs run up to 3 days)."

@@ -10,17 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from planner.instances.spot import DEFAULT_NODE_LIST
-
 PLANNER = [sys.executable, "-m", "planner.cli"]
-needs_node_list = pytest.mark.skipif(not DEFAULT_NODE_LIST.exists(), reason=f"no node list at {DEFAULT_NODE_LIST}")
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*PLANNER, "simulate", "spot", *args], capture_output=True, text=True, timeout=300)
 
 
-@needs_node_list
 def test_rows_per_policy_and_seed_and_a_plot(tmp_path: Path) -> None:
     out, plot = tmp_path / "runs.json", tmp_path / "runs.png"
     done = run("--nodes", "60", "--days", "0.25", "--warmup-days", "0.05", "--policy", "spotgpu", "--policy", "least-allocated+random", "--seed", "0",
@@ -40,15 +36,12 @@ def test_rows_per_policy_and_seed_and_a_plot(tmp_path: Path) -> None:
 
 
 def test_json_to_stdout_with_out_dash(tmp_path: Path) -> None:
-    if not DEFAULT_NODE_LIST.exists():
-        pytest.skip(f"no node list at {DEFAULT_NODE_LIST}")
     done = run("--nodes", "20", "--days", "0.05", "--policy", "volcano", "--no-hp-only", "--out", "-", "--no-progress")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["runs"]
     assert len(rows) == 1 and rows[0]["policy"] == "volcano" and "hp_delay_growth" not in rows[0]
 
 
-@needs_node_list
 def test_warm_start_begins_with_the_cluster_busy() -> None:
     """--warm-start adds the jobs a stationary past leaves running: same arrivals after time 0, more
     jobs in all, and the allocation averaged over the first hours is higher than from an empty cluster."""
@@ -61,7 +54,6 @@ def test_warm_start_begins_with_the_cluster_busy() -> None:
     assert warm_row["gar_mean"] > cold_row["gar_mean"] + 0.1
 
 
-@needs_node_list
 def test_the_offered_loads_set_the_workload() -> None:
     """--spot-load 0 replays HP jobs only (no spot row data); doubling --spot-load with --hp-load 0
     doubles the spot jobs within sampling noise; the loads are in every row."""
@@ -95,8 +87,6 @@ def test_the_offered_loads_set_the_workload() -> None:
     (["--hp-load", "0", "--spot-load", "0"], "--hp-load, --spot-load: at least one must be above 0"),
 ])
 def test_bad_options_exit_2_naming_the_option(args: list[str], message: str) -> None:
-    if "999999" in args and not DEFAULT_NODE_LIST.exists():
-        pytest.skip("needs the node list")
     done = run(*args, "--no-progress")
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
 

@@ -264,14 +264,11 @@ def test_openb_missing_data_directory_is_a_clear_error(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------------------------
-# openb adapter on the real trace (skipped where the shared data is absent)
+# openb adapter on the real trace (data/openb-2023)
 # ----------------------------------------------------------------------------------------------
 
-REAL = resolve_data_dir()
-needs_trace = pytest.mark.skipif(not (REAL / "openb_pod_list_default.csv").is_file(), reason="openb-2023 trace absent")
 
 
-@needs_trace
 @pytest.mark.parametrize("at_s", [9_000_000, 10_500_000])
 def test_openb_default_at_a_few_times_is_valid(at_s):
     cluster = round_trip(generate_openb(at_s=at_s))
@@ -281,14 +278,12 @@ def test_openb_default_at_a_few_times_is_valid(at_s):
     assert summary["pending_pods"] == sum(p.node is None for p in cluster.pods)
 
 
-@needs_trace
 def test_openb_default_is_deterministic_for_a_seed():
     one = dump_cluster(generate_openb(at_s=10_000_000, scheduler="random", seed=1))
     assert dump_cluster(generate_openb(at_s=10_000_000, scheduler="random", seed=1)) == one
     assert dump_cluster(generate_openb(at_s=10_000_000, scheduler="random", seed=2)) != one
 
 
-@needs_trace
 def test_openb_fgd_style_fill_has_fractional_and_pending_pods():
     cluster = round_trip(generate_openb(pods="gpuspec33", at_s=11_000_000, departures=False, scheduler="binpack"))
     summary = metrics.summary(cluster)

@@ -34,9 +34,6 @@ def table3() -> Cluster:
     return round_trip(flextopo_cluster(100, seed=0, pending={"B": 1, "C": 2}))
 
 
-needs_node_list = pytest.mark.skipif(not DEFAULT_NODE_LIST.exists(), reason=f"no node list at {DEFAULT_NODE_LIST}")
-
-
 @pytest.fixture(scope="module")
 def spot200() -> Cluster:
     return round_trip(spot_cluster(200, seed=0, pending_jobs=4))
@@ -159,14 +156,12 @@ def test_flextopo_bad_arguments_are_named(kwargs, word):
 # ----------------------------------------------------------------------------------------------
 
 
-@needs_node_list
 def test_spot_is_a_function_of_the_seed():
     first = dump_cluster(spot_cluster(120, seed=2, pending_jobs=2))
     assert dump_cluster(spot_cluster(120, seed=2, pending_jobs=2)) == first
     assert dump_cluster(spot_cluster(120, seed=3, pending_jobs=2)) != first
 
 
-@needs_node_list
 def test_spot_nodes_are_rows_of_the_node_list(spot200, node_rows):
     names = [n.name.removeprefix("node-") for n in spot200.nodes]
     assert len(set(names)) == 200 and set(names) <= set(node_rows)
@@ -178,7 +173,6 @@ def test_spot_nodes_are_rows_of_the_node_list(spot200, node_rows):
     assert len({n.gpu_model for n in spot200.nodes}) >= 4  # a sample, not one model
 
 
-@needs_node_list
 def test_spot_switches_are_homogeneous_with_at_most_16_nodes(spot200):
     by_asw = defaultdict(list)
     for node in spot200.nodes:
@@ -187,7 +181,6 @@ def test_spot_switches_are_homogeneous_with_at_most_16_nodes(spot200):
     assert all(len({(n.gpu_model, n.gpus, n.cpus, n.spine) for n in members}) == 1 for members in by_asw.values())
 
 
-@needs_node_list
 @pytest.mark.parametrize(("hp_share", "lp_fill"), [(0.6, 0.9), (0.3, 0.5)])
 def test_spot_hp_share_and_lp_fill_are_about_as_asked(hp_share, lp_fill):
     cluster = spot_cluster(200, seed=4, hp_share=hp_share, lp_fill=lp_fill)
@@ -198,7 +191,6 @@ def test_spot_hp_share_and_lp_fill_are_about_as_asked(hp_share, lp_fill):
     assert lp / (gpus - hp) == pytest.approx(lp_fill, abs=0.05)
 
 
-@needs_node_list
 def test_spot_pods_fit_their_model_family(spot200):
     nodes = {n.name: n for n in spot200.nodes}
     for pod in placed(spot200):
@@ -207,7 +199,6 @@ def test_spot_pods_fit_their_model_family(spot200):
     assert all(len(models) == 1 or set(models) <= {"A100-SXM4-80GB", "A800-SXM4-80GB"} for models in pinned if models)
 
 
-@needs_node_list
 def test_spot_has_lp_gangs_across_nodes_locked_pods_and_mixed_checkpoints(spot200):
     lp_jobs = defaultdict(list)
     for pod in placed(spot200):
@@ -227,7 +218,6 @@ def test_spot_has_lp_gangs_across_nodes_locked_pods_and_mixed_checkpoints(spot20
     assert ages[0] < 600 and ages[-1] > 3600
 
 
-@needs_node_list
 def test_spot_pending_jobs_are_pending_hp_jobs_that_need_preemption(spot200):
     pending = defaultdict(list)
     for pod in spot200.pods:
@@ -241,7 +231,6 @@ def test_spot_pending_jobs_are_pending_hp_jobs_that_need_preemption(spot200):
         assert plan.report.status == "heuristic" and plan.victims, job
 
 
-@needs_node_list
 def test_spot_reads_the_node_list_given(tmp_path):
     path = tmp_path / "nodes.csv"
     path.write_text("gpu_model,gpu_capacity_num,cpu_num,node_name\nH800,8,192,a\nA10,1,128,b\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,35 @@ def test_sidecars_run_alongside_later_init_containers_and_the_app() -> None:
     requests = pod_requests(spec)
     assert requests["cpu"] == 3  # init peak: sidecar 1 + init 2; running: 1 + 1
     assert requests["memory"] == 2 * GIB
+
+
+def test_import_gives_the_same_bytes_whatever_the_hash_seed(tmp_path: Path) -> None:
+    """The requests of a pod with init containers came out in set order, which Python's hash seed
+    changes from one process to the next: the same objects gave different snapshot bytes (and
+    ``snapshot_sha256``) on each run."""
+    import subprocess
+    import sys
+
+    resources = {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Gi", "nvidia.com/gpu": "1", "example.com/a": "1",
+                 "example.com/b": "1", "example.com/c": "1"}
+    items = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"},
+         "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "ephemeral-storage": "1Ti",
+                                    "nvidia.com/gpu": "8", **{f"example.com/{x}": "8" for x in "abc"}}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p0", "namespace": "default"},
+         "spec": {"nodeName": "n0", "containers": [{"name": "c", "resources": {"requests": resources}}],
+                  "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2"}}}]},
+         "status": {"phase": "Running"}},
+    ]
+    source = tmp_path / "list.json"
+    source.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    outputs = set()
+    for seed in ("1", "2", "3"):
+        done = subprocess.run([sys.executable, "-m", "planner.cli", "import", "kubernetes", str(source)], capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": seed})
+        assert done.returncode == 0, done.stderr
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
 
 
 def test_negative_request_is_refused() -> None:

@@ -152,8 +152,6 @@ def test_the_service_runs_job_pieces_on_its_ray(tmp_path: Path, asi: Cluster) ->
     assert "pieces on Ray at" in server.log.read_text()
 
 
-@pytest.mark.skipif(not (Path(__file__).resolve().parents[2] / "shared" / "data" / "openb-2023" / "openb_pod_list_default.csv").exists(),
-                    reason="the openb trace is not at ../shared/data/openb-2023")
 def test_placement_replays_fan_out_over_ray_with_the_same_rows(tmp_path: Path) -> None:
     rows = {}
     for kind, extra in (("ray", ["--executor", "ray", "--workers", "2"]), ("inline", ["--workers", "1"])):

@@ -9,7 +9,6 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,12 +16,12 @@ import pytest
 from planner import rules
 from planner.cluster import SnapshotError
 from planner.heuristics.share_scores import SCORERS, Ask, TargetWorkload, fragmentation, scorer
+from planner.instances.openb import resolve_data_dir
 from planner.simulate.gpu_nodes import GpuNodes, Trace, pod_tag, read_gpu_nodes, read_trace, to_cluster
 from planner.simulate.placement import Replay, at_loads, inflate, replay
 from planner.simulate.power import PowerModel
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "openb-2023"
-needs_trace = pytest.mark.skipif(not (DATA / "openb_pod_list_default.csv").exists(), reason=f"the openb trace is not at {DATA}")
+DATA = resolve_data_dir()
 
 
 def small_nodes() -> GpuNodes:
@@ -219,7 +218,6 @@ def test_fgd_scores_and_device_choice_match_the_oracle():
                     assert fgd.devices(state, n, ask, np.random.default_rng(0)) == [min(g for score, g in options if score == best)]
 
 
-@needs_trace
 def test_fgd_truncates_an_unchanged_fragmentation_as_the_reference_does():
     """A CPU-only pod that changes no class's view of a G2 node: exactly, F does not change and FGD's
     score is 100 sigmoid(0) = 50. Summed in the reference's order (bins, ``frag_in_reference_order``),
@@ -339,7 +337,6 @@ def test_eq5_reading_minimises_watts_and_gpus_of_fragmentation_by_hand():
     assert any(len(set(v.values())) > 1 for v in by_ask.values() if len(v) == 2)
 
 
-@needs_trace
 def test_power_model_is_table_ii_by_hand():
     nodes = read_gpu_nodes(DATA / "openb_node_list_gpu_node.csv")
     idle = {"V100M16": 30, "V100M32": 30, "P100": 25, "T4": 10, "A10": 30, "G2": 30, "G3": 50}
@@ -416,7 +413,6 @@ def test_load_points_average_the_pods_that_round_to_them():
     assert points[1]["frag_ratio"] == pytest.approx((990 / 9900 + 0) / 2)  # fragmented over unallocated milli
 
 
-@needs_trace
 def test_fgd_beats_bestfit_beats_random_on_the_default_trace():
     nodes = read_gpu_nodes(DATA / "openb_node_list_gpu_node.csv")
     trace = read_trace(DATA / "openb_pod_list_default.csv")
@@ -456,7 +452,6 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "planner.cli", "simulate", "placement", *args], capture_output=True, text=True, timeout=300)
 
 
-@needs_trace
 def test_cli_rows_per_policy_seed_and_load_point_and_a_plot(tmp_path):
     out, plot = tmp_path / "runs.json", tmp_path / "runs.png"
     done = run_cli("--policy", "fgd", "--policy", "pwr-fgd:0.1", "--seeds", "2", "--load", "0.3", "--step", "10", "--workers", "2", "--out", str(out),
@@ -475,7 +470,6 @@ def test_cli_rows_per_policy_seed_and_load_point_and_a_plot(tmp_path):
     assert "placement replays" in done.stdout
 
 
-@needs_trace
 def test_cli_bad_input_exits_2_naming_the_option(tmp_path):
     cases = [
         (["--policy", "pwr-fgd:1.5"], "alpha"),

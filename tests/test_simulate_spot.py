@@ -215,7 +215,6 @@ def test_an_unknown_placement_is_named() -> None:
         simulate(two_nodes(), [], "bestfit+spotgpu")
 
 
-@pytest.mark.skipif(not __import__("planner.instances.spot", fromlist=["x"]).DEFAULT_NODE_LIST.exists(), reason="needs the spot-2026 node list")
 def test_two_days_of_the_spot_2026_workload_under_check_with_standby_and_small_windows() -> None:
     """The generator's workload on 24 real nodes, every HP service on standby at night and spot demand
     high: every decision (wakes included) is the planner's validated plan, every state keeps the rules,

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from planner.cluster import Node
-from planner.instances.spot import DEFAULT_NODE_LIST
 from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs
 from planner.simulate.spot import SimJob, simulate
 from planner.simulate.stale_shapes import StaleShapes
@@ -138,7 +137,6 @@ def test_stale_shapes_keep_their_needs_when_slots_are_reused_and_the_arrays_grow
     assert len(stale) == 76 and sorted(keys, key=str) == sorted([("new",)] + [("shape", k) for k in range(1, 150, 2)], key=str)
 
 
-@pytest.mark.skipif(not DEFAULT_NODE_LIST.exists(), reason=f"the spot-2026 node list is not at {DEFAULT_NODE_LIST}")
 @pytest.mark.parametrize("policy", ["spotgpu", "random"])
 def test_a_crowded_spot2026_replay_is_the_same_when_every_job_is_offered_every_time(policy: str) -> None:
     """24 nodes of the spot-2026 list under 1.15 of offered load (spot 0.5): gangs wait, their shapes go

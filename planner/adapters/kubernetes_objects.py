@@ -120,7 +120,9 @@ def _add(total: dict[str, Fraction], more: dict[str, Fraction]) -> dict[str, Fra
 
 
 def _max(a: dict[str, Fraction], b: dict[str, Fraction]) -> dict[str, Fraction]:
-    return {name: max(a.get(name, Fraction(0)), b.get(name, Fraction(0))) for name in {*a, *b}}
+    """Per resource, the larger of the two, in first-seen order (a set's order varies with the hash
+    seed, and the requests' order is the snapshot's: the same objects must give the same bytes)."""
+    return {name: max(a.get(name, Fraction(0)), b.get(name, Fraction(0))) for name in dict.fromkeys([*a, *b])}
 
 
 _POD_REQUESTS: dict[tuple, dict[str, Fraction]] = {}

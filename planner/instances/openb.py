@@ -22,7 +22,8 @@ lets them leave, which fills the cluster; ``departures=False`` replays that way 
 ``at_s`` stay).
 
 The data directory is, in order: the ``data_dir`` argument, the ``PLANNER_OPENB_DIR`` environment
-variable, ``<repo>/../shared/data/openb-2023``. Only the trace files are read; nothing is written.
+variable, ``<repo>/data/openb-2023`` (the trace as the repository carries it: ``data/README.md``). Only
+the trace files are read; nothing is written.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ EPS = 1e-9
 
 
 def default_data_dir() -> Path:
-    """``<repo>/../shared/data/openb-2023``, the repository root being two levels above this package."""
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "openb-2023"
+    """``<repo>/data/openb-2023``, the repository root being two levels above this package (an
+    install without the repository has no such directory: see ``missing_data_dir``)."""
+    return Path(__file__).resolve().parents[2] / "data" / "openb-2023"
 
 
 def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
@@ -60,6 +62,16 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
         return Path(data_dir)
     from_env = os.environ.get(ENV_DIR)
     return Path(from_env) if from_env else default_data_dir()
+
+
+def missing_data_dir(directory: Path, given: str | Path | None) -> str | None:
+    """The problem when ``directory`` (``resolve_data_dir(given)``) is not a directory: where it came
+    from and how to give another; None when it is one."""
+    if directory.is_dir():
+        return None
+    source = "--data-dir" if given is not None else (f"${ENV_DIR}" if os.environ.get(ENV_DIR) else "the default")
+    return (f"--data-dir: no openb-2023 trace directory at '{directory}' (from {source}); "
+            f"pass --data-dir or set {ENV_DIR} to the directory holding the openb_*.csv files")
 
 
 def pod_lists(data_dir: Path) -> list[str]:
@@ -117,12 +129,9 @@ def _check_arguments(directory: Path, given: str | Path | None, pods: str, nodes
         problems.append(f"--nodes: unknown node list {nodes!r}; choose one of {', '.join(NODE_LISTS)}")
     if scheduler not in POLICIES:
         problems.append(f"--scheduler: unknown policy {scheduler!r}; choose one of {', '.join(POLICIES)}")
-    if not directory.is_dir():
-        source = "--data-dir" if given is not None else (f"${ENV_DIR}" if os.environ.get(ENV_DIR) else "the default")
-        problems.append(
-            f"--data-dir: no openb-2023 trace directory at '{directory}' (from {source}); "
-            f"pass --data-dir or set {ENV_DIR} to the directory holding the openb_*.csv files"
-        )
+    missing = missing_data_dir(directory, given)
+    if missing:
+        problems.append(missing)
     else:
         available = pod_lists(directory)
         if pods not in available:

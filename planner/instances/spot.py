@@ -35,7 +35,7 @@ The workload, family by family (every pod names a job):
   node; the last draw is kept if none does).
 
 ``time_s`` is 7 days; HP pods started during that week. The file path is an argument
-(``node_list``), by default ``<repo>/../shared/data/spot-gpu-2026/node_info_df.csv``; a missing file
+(``node_list``), by default ``<repo>/data/spot-gpu-2026/node_info_df.csv`` (``data/README.md``); a missing file
 raises ``NodeListMissing`` (a ``SnapshotError``, so a ``ValueError``, and a ``FileNotFoundError``)
 naming the path. Deterministic for a given set of arguments and file.
 """
@@ -53,7 +53,7 @@ import numpy as np
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError, Topology
 from planner.instances.asi import check_seed
 
-DEFAULT_NODE_LIST = Path(__file__).resolve().parents[2].parent / "shared/data/spot-gpu-2026/node_info_df.csv"
+DEFAULT_NODE_LIST = Path(__file__).resolve().parents[2] / "data/spot-gpu-2026/node_info_df.csv"
 COLUMNS = ("gpu_model", "gpu_capacity_num", "cpu_num", "node_name")
 MEMORY_GIB_PER_CPU = 8
 ASW_NODES = 16
@@ -137,7 +137,8 @@ def read_node_list(path: str | Path = DEFAULT_NODE_LIST) -> list[NodeRow]:
                 raise SnapshotError([f"{path}: missing column(s) {', '.join(missing)}"])
             rows = [_row(path, i, raw) for i, raw in enumerate(reader)]
     except FileNotFoundError:
-        raise NodeListMissing([f"node list: no such file '{path}'"]) from None
+        raise NodeListMissing([f"--node-list: no such file '{path}'; pass --node-list with the spot-2026 trace's node_info_df.csv "
+                               "(the repository has it in data/spot-gpu-2026/)"]) from None
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise SnapshotError([f"{path}: cannot read: {err}"]) from None
     if not rows:

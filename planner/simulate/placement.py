@@ -211,7 +211,7 @@ def _inputs(trace: str, node_list: str, data_dir: str | None) -> tuple[GpuNodes,
     from pathlib import Path
 
     from planner.cluster import SnapshotError
-    from planner.instances.openb import NODE_LISTS, POD_LIST_PREFIX, pod_lists, resolve_data_dir
+    from planner.instances.openb import NODE_LISTS, POD_LIST_PREFIX, missing_data_dir, pod_lists, resolve_data_dir
     from planner.simulate.gpu_nodes import read_gpu_nodes, read_trace
 
     key = (trace, node_list, data_dir)
@@ -219,6 +219,9 @@ def _inputs(trace: str, node_list: str, data_dir: str | None) -> tuple[GpuNodes,
         directory = resolve_data_dir(data_dir)
         if node_list not in NODE_LISTS:
             raise SnapshotError([f"--nodes: 'gpu' or 'all', got '{node_list}'"])
+        missing = missing_data_dir(directory, data_dir)
+        if missing:
+            raise SnapshotError([missing])
         if trace.endswith(".csv"):
             path = Path(trace)
         else:
