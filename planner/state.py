@@ -124,7 +124,7 @@ class ClusterState:
         self.hp_pods_per_node = np.zeros(n_nodes, dtype=np.int64)  # placed HP pods, standby ones included
         self.pod_node = np.full(len(pods), PENDING, dtype=np.int64)
         self.version = 0  # counts changes to the per-node usage (callers cache what they derive from it)
-        self._mask_cache: dict[tuple, np.ndarray] = {}
+        self._mask_cache: dict[tuple, tuple[np.ndarray, bool]] = {}
         self._mask_version = -1
         self._refresh_pod_scalars()
         self._bulk = True  # placing the snapshot: pack each node's shares once at the end, not per pod
@@ -456,14 +456,23 @@ class ClusterState:
         """``_capacity_mask(p)`` over every node, shared (read-only) by the pods of p's shape until
         the usage changes (``version``): a failed ejection chain asks it of the same few shapes many
         times over between two moves."""
+        return self._capacity_entry(p)[0]
+
+    def room_anywhere(self, p: int) -> bool:
+        """Whether some node passes ``_capacity_mask(p)``; when none does, ``feasible_nodes(p)`` is
+        empty whatever else is excluded (cached as the mask is)."""
+        return self._capacity_entry(p)[1]
+
+    def _capacity_entry(self, p: int) -> tuple[np.ndarray, bool]:
         if self._mask_version != self.version:
             self._mask_cache.clear()
             self._mask_version = self.version
         key = self._shape_key(p)
-        mask = self._mask_cache.get(key)
-        if mask is None:
-            mask = self._mask_cache[key] = self._capacity_mask(p, slice(None))
-        return mask
+        entry = self._mask_cache.get(key)
+        if entry is None:
+            mask = self._capacity_mask(p, slice(None))
+            entry = self._mask_cache[key] = (mask, bool(mask.any()))
+        return entry
 
     def _shape_key(self, p: int) -> tuple:
         """Everything of pod p that ``_capacity_mask`` reads: pods with equal keys get equal masks."""
