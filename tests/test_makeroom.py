@@ -19,6 +19,7 @@ from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.engine.defrag import PlanOptionError
 from planner.plans import DefragPlan, Placement
+from planner.snapshot import consistency_problems
 from planner.state import ClusterState
 from planner.validate import apply_plan, validate
 
@@ -403,15 +404,17 @@ def held_clusters(draw) -> tuple[Cluster, bool, int | None]:
         nodes.append({"name": f"n{k}", "gpus": gpus, "cpus": 32, "memory_gib": 256, "asw": asw, "spine": switches[asw]})
     pods = []
     for node in nodes:
-        free = node["gpus"]
+        free, free_cpus = node["gpus"], node["cpus"]
         for i in range(5):  # mostly full nodes: room has to be made
             gpus = draw(st.sampled_from([1, 2, 2, 3, 4, 8, 0.5, 0.3]))
-            if gpus > free or draw(st.integers(0, 3)) == 0:
-                continue
+            cpus = draw(st.sampled_from([1, 8]))
+            if gpus > free or cpus > free_cpus or draw(st.integers(0, 3)) == 0:
+                continue  # the snapshot stays consistent: its nodes hold their pods (five 8-CPU pods would not fit 32 CPUs)
             free -= gpus
+            free_cpus -= cpus
             bound = draw(st.sampled_from([None, None, "asw", "spine"]))
             job = {None: None, "asw": f"a-{node['asw']}", "spine": f"s-{node['spine']}"}[bound]
-            pods.append({"name": f"{node['name']}-{i}", "gpus": gpus, "cpus": draw(st.sampled_from([1, 8])), "memory_gib": 16,
+            pods.append({"name": f"{node['name']}-{i}", "gpus": gpus, "cpus": cpus, "memory_gib": 16,
                          "node": node["name"], "locked": draw(st.booleans()) and draw(st.booleans()), **({"job": job} if job else {})})
     shape = {"gpus": draw(st.sampled_from([2, 3, 4, 8, 8, 0.5])), "cpus": draw(st.sampled_from([1, 16])), "memory_gib": 64}
     count = draw(st.integers(1, 3))
@@ -422,6 +425,7 @@ def held_clusters(draw) -> tuple[Cluster, bool, int | None]:
     jobs += [{"name": f"a-{a}", "topology": {"level": "asw", "mode": "required"}} for a in switches]
     jobs += [{"name": f"s-{s}", "topology": {"level": "spine", "mode": "required"}} for s in set(switches.values())]
     snapshot = Cluster.model_validate({"nodes": nodes, "pods": pods, "jobs": jobs})
+    assert consistency_problems(snapshot) == [], consistency_problems(snapshot)  # what a loaded snapshot is
     return snapshot, draw(st.booleans()) and draw(st.booleans()), draw(st.sampled_from([None, None, 1, 3]))
 
 
