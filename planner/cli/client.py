@@ -24,7 +24,6 @@ import time
 import uuid
 from typing import Any
 
-import httpx
 import typer
 
 from planner.cli.choices import DefragMethod
@@ -68,6 +67,8 @@ class Client:
     """An HTTP client for the service that retries what can be retried until ``deadline`` (monotonic)."""
 
     def __init__(self, server: str | None, token: str | None, wait_s: float = 0.0):
+        import httpx  # deferred: the HTTP client (~60 ms at start-up), for the client commands only
+
         server = server or os.environ.get("PLANNER_SERVER")
         if not server:
             fail(["--server: give the service's URL (or set PLANNER_SERVER), e.g. --server http://planner:8000"])
@@ -102,6 +103,8 @@ class Client:
     def send(self, method: str, url: str, **kwargs: Any) -> Any:
         """The response (2xx, or 404 for the caller to read); retried on connection errors, 429 and
         503 while the deadline allows; exit 4 when it does not, exit 2 on any other 4xx."""
+        import httpx  # deferred, as in __init__
+
         delay = FIRST_DELAY_S
         while True:
             self.attempts += 1

@@ -22,11 +22,9 @@ from enum import Enum
 from typing import Any, TypeVar
 
 import typer
-import yaml
 from pydantic import ValidationError
 from rich.console import Console
 
-from planner.adapters.kubernetes import import_kubernetes, load_config
 from planner.cli.inputs import read_snapshot
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
@@ -219,6 +217,8 @@ def load_input(snapshot: str, kind: InputKind, import_config: str | None) -> Any
         if import_config is not None:
             fail(["--import-config: applies with --from kubernetes"])
         return read_snapshot(snapshot)
+    from planner.adapters.kubernetes import import_kubernetes, load_config  # deferred: the importer (~35 ms at start-up), only with --from kubernetes
+
     settings = load_config(read_text(import_config, "--import-config") if import_config else None, import_config or "config")
     imported = import_kubernetes([(read_text(snapshot, "SNAPSHOT"), "stdin" if snapshot == "-" else snapshot)], settings)
     for warning in imported.warnings:
@@ -270,6 +270,8 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
     if output == OutputFormat.json:
         emit(dump_plan(plan) + "\n", "-")
     elif output == OutputFormat.yaml:
+        import yaml  # deferred: PyYAML (~10 ms at start-up), only with -o yaml
+
         emit(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, width=10**6), "-")
     elif output in (OutputFormat.table, OutputFormat.wide):
         with stdout_console() as console:

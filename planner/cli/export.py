@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from planner.adapters.kubernetes import load_config
-from planner.adapters.kubernetes_export import export_kubernetes
 from planner.cli.common import emit, err_console, guarded
 from planner.snapshot import load_cluster, read_text
 
@@ -24,6 +22,10 @@ def export_kubernetes_command(
     reads back as the same snapshot (renamed jobs and groups aside). What Kubernetes objects do not
     carry (checkpoint times, NUMA, ...) is listed on stderr; GPU shares and standby pods exit 2.
     """
+    # deferred: the Kubernetes importer and exporter (~45 ms at start-up), for this command only
+    from planner.adapters.kubernetes import load_config
+    from planner.adapters.kubernetes_export import export_kubernetes
+
     settings = load_config(read_text(config, "--config") if config else None, config or "config")
     exported = export_kubernetes(load_cluster(snapshot), settings)
     for line in exported.dropped:

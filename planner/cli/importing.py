@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from planner.adapters.kubernetes import DEFAULT_CONFIG, import_kubernetes, load_config
 from planner.cli.common import emit, err_console, guarded
 from planner.cluster import SnapshotError
 from planner.snapshot import dump_cluster, read_text
@@ -59,6 +58,8 @@ def import_kubernetes_command(
     node affinity, selectors and hostname anti-affinity; jobs from controllers and gang labels;
     budgets from PDBs; pods kube-descheduler would not evict are locked. Warnings go to stderr.
     """
+    from planner.adapters.kubernetes import DEFAULT_CONFIG, import_kubernetes, load_config  # deferred: the importer (~35 ms at start-up)
+
     if print_config:
         emit(DEFAULT_CONFIG, "-")
         return

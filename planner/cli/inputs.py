@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from planner.adapters.kubernetes_documents import parse_yaml
 from planner.cluster import SnapshotError
 from planner.plans import parse_plan
 from planner.snapshot import parse_cluster, read_text
@@ -38,6 +37,8 @@ def _with_hint(parse: Callable[[], Any], hint: Callable[[list[str]], str | None]
 
 def _yaml_instead(text: str, problems: list[str]) -> list[Any] | None:
     """The documents of ``text`` read as YAML, when JSON was expected and it was not JSON (else None)."""
+    from planner.adapters.kubernetes_documents import parse_yaml  # deferred: PyYAML (~15 ms at start-up), only for a hint on bad input
+
     if not any("not valid JSON" in problem for problem in problems):
         return None
     try:

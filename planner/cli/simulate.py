@@ -1,5 +1,6 @@
-"""The ``planner simulate spot`` command: replay an HP/spot workload on the spot-2026 cluster under
-each policy and seed, and write one tidy row per (policy, seed)."""
+"""``planner simulate``: the command group, and its ``spot`` command (replay an HP/spot workload on the
+spot-2026 cluster under each policy and seed, and write one tidy row per (policy, seed)); ``placement``
+and ``queue`` are in their own modules and registered on the group here."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def simulate_spot_command(
         problems.append(f"--warmup-days: must be at least 0 and below --days ({days:g}), got {warmup_days:g}")
     if jobs is not None and not 1 <= jobs <= MAX_JOBS:
         problems.append(f"--jobs: must be from 1 to {MAX_JOBS:,}, got {jobs:,}; for a longer workload use --days (the loads set its size)")
-    from planner.instances.spot_workload import HP_LOAD, SPOT_LOAD
+    from planner.instances.spot_workload import HP_LOAD, SPOT_LOAD  # deferred, as above
 
     loads = (HP_LOAD if hp_load is None else hp_load, SPOT_LOAD if spot_load is None else spot_load)
     for option, value in zip(("--hp-load", "--spot-load"), loads):

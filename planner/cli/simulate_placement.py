@@ -12,10 +12,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from planner.cli.common import check_stdout, emit, err_console, fail, guarded, plain_console, summary_to_stdout
 from planner.executors import default_workers, executor
-from planner.heuristics.share_scores import policy_problem
 from planner.ray_executor import ray_cpus
 from planner.render.table import placement_runs_table
-from planner.simulate.placement import RunSpec, _inputs, run_rows
 
 FGD_ARTIFACT_SEEDS = 42  # the FGD artifact's first seed (its runs use 42..51)
 
@@ -46,6 +44,8 @@ def simulate_placement_command(
     load, the GPU allocation (% of capacity), GRAR, power (EOPC, W) and FGD fragmentation (GPUs),
     averaged over the pods around that load as the FGD artifact's analysis does.
     """
+    from planner.heuristics.share_scores import policy_problem  # deferred: the placement replays (~25 ms at start-up), for this command only
+
     policies = policy or ["fgd"]
     problems = [f"--policy: {p}" for p in (policy_problem(name) for name in policies) if p]
     if len(set(policies)) != len(policies):
@@ -84,6 +84,8 @@ def simulate_placement_command(
 
 def _run(trace: str, policies: list[str], seeds: list[int], load: float, step: int, node_list: str, data_dir: str | None,
          workers: int | None, progress: bool, kind: str = "process") -> list[dict[str, Any]]:
+    from planner.simulate.placement import RunSpec, _inputs, run_rows  # deferred, as above
+
     _inputs(trace, node_list, data_dir)  # bad input fails here, before any worker starts
     specs = [RunSpec(trace, p, s, load, step, node_list, data_dir) for p in policies for s in seeds]
     rows: list[dict[str, Any]] = []

@@ -9,7 +9,6 @@ from typing import Any
 import typer
 
 from planner.cli.common import check_stdout, emit, fail, guarded, summary_to_stdout
-from planner.simulate.queueing import PLACEMENTS, POLICIES, QUOTA_MODES, Cluster, inference_jobs, kant_jobs, queue_row, replay
 
 
 @guarded
@@ -39,6 +38,9 @@ def simulate_queue_command(
     inference replicas with --inference-load) under each queue policy and placement, with per-tenant
     queues, GPU pools, quotas and defrag when stuck as asked: GAR/SOR (per tenant too), GFR, JWTD and
     JTTEd per job-size bucket, preemptions, quota reclamations, make-room moves."""
+    # deferred: the queueing simulator (~15 ms at start-up), for this command only
+    from planner.simulate.queueing import PLACEMENTS, POLICIES, QUOTA_MODES, Cluster, inference_jobs, kant_jobs, queue_row, replay
+
     policies, placements = policy or list(POLICIES), placement or ["binpack"]
     problems = [f"--policy: unknown '{p}'; choose from {', '.join(POLICIES)}" for p in policies if p not in POLICIES]
     problems += [f"--placement: unknown '{p}'; choose from {', '.join(PLACEMENTS)}" for p in placements if p not in PLACEMENTS]

@@ -6,7 +6,6 @@ import typer
 
 from planner.cli.choices import Solver
 from planner.cli.common import EXIT_INTERNAL, check_stdout, emit, fail, guarded, stdout_console, summary_to_stdout
-from planner.models.spot_schedule import load_instance, result_json, size_problem, solve_spot_schedule
 from planner.render.table import render_spot_schedule
 
 solve_app = typer.Typer(no_args_is_help=True, help="Exact solves of whole problems (offline oracles for the heuristics).")
@@ -29,6 +28,9 @@ def spot_schedule_command(
     are evicted only at their checkpoints (``planner.models.spot_schedule`` says why that is exact).
     The schedule is checked by an independent validator; a status of optimal is a proof.
     """
+    # deferred: the schedule model (~10 ms at start-up), for this command only
+    from planner.models.spot_schedule import load_instance, result_json, size_problem, solve_spot_schedule
+
     problems = []
     if not time_limit_s > 0:
         problems.append(f"--time-limit-s: must be above 0, got {time_limit_s:g}")
