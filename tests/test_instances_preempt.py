@@ -269,6 +269,6 @@ def test_generate_commands_are_installed(tmp_path):
     done = subprocess.run([sys.executable, "-m", "planner.cli", "generate", "spot", "--node-list", str(tmp_path / "none.csv")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "none.csv" in done.stderr, done.stderr
-    from planner.cli import generate_app
+    from planner.cli.generate import generate_app
 
     assert {c.name for c in generate_app.registered_commands} >= {"asi", "openb", "flextopo", "spot"}

@@ -308,9 +308,7 @@ def test_an_imported_snapshot_exports_to_the_same_jobs_and_names() -> None:
 
 
 def test_export_command_writes_a_list_import_reads_back(tmp_path: Path) -> None:
-    """``planner export kubernetes`` (planner/cli_export.py): dropped fields as warnings, a share finer than 1% exits 2."""
-    import planner.cli_export  # noqa: F401 - registers the command on ``app``
-
+    """``planner export kubernetes`` (planner/cli/export.py): dropped fields as warnings, a share finer than 1% exits 2."""
     source = Path(__file__).resolve().parents[1] / "instances" / "asi-500.json"
     listed, snapshot = tmp_path / "list.json", tmp_path / "snapshot.json"
     result = runner.invoke(app, ["export", "kubernetes", str(source), "--out", str(listed)])

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app, plain_console
+from planner.cli import app
+from planner.cli.common import plain_console
 from planner.cluster import Cluster, Job, Node, Pod
 from planner.textsafe import printable
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli import _emit, app, err_console, guarded
+from planner.cli.common import emit, err_console, guarded
+from planner.cluster import SnapshotError
+from planner.snapshot import dump_cluster, read_text
 from planner.textsafe import printable
 
 import_app = typer.Typer(no_args_is_help=True, help="Import a snapshot from a real trace.")
-app.add_typer(import_app, name="import")
 
 
 @import_app.command("asi2026")
@@ -26,11 +27,10 @@ def import_asi2026_command(
     Servers become nodes under their access switch (one spine per cluster, no memory: the trace has
     none); Running and Standby pods are placed, Pending pods are pending, finished pods are skipped.
     """
-    from planner.adapters.asi2026 import import_asi2026
-    from planner.snapshot import dump_cluster
+    from planner.adapters.asi2026 import import_asi2026  # deferred: pyarrow's Parquet reader (~0.2 s), for this command only
 
     imported = import_asi2026(directory, day, hour)
-    _emit(dump_cluster(imported.cluster) + "\n", out)
+    emit(dump_cluster(imported.cluster) + "\n", out)
     s = imported.summary
     skipped = ", ".join(f"{count} {reason}" for reason, count in s.skipped.items())
     lines = [
@@ -58,12 +58,10 @@ def import_kubernetes_command(
     node affinity, selectors and hostname anti-affinity; jobs from controllers and gang labels;
     budgets from PDBs; pods kube-descheduler would not evict are locked. Warnings go to stderr.
     """
-    from planner.adapters.kubernetes import DEFAULT_CONFIG, import_kubernetes, load_config
-    from planner.cluster import SnapshotError
-    from planner.snapshot import dump_cluster, read_text
+    from planner.adapters.kubernetes import DEFAULT_CONFIG, import_kubernetes, load_config  # deferred: the importer (~35 ms at start-up)
 
     if print_config:
-        _emit(DEFAULT_CONFIG, "-")
+        emit(DEFAULT_CONFIG, "-")
         return
     if not files:
         raise SnapshotError(["FILE: give at least one file (kubectl get nodes,pods,pdb -A -o json > cluster.json), or - for stdin"])
@@ -73,7 +71,7 @@ def import_kubernetes_command(
     imported = import_kubernetes([(read_text(f, "FILE"), "stdin" if f == "-" else f) for f in files], settings)
     for warning in imported.warnings:
         err_console.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
-    _emit(dump_cluster(imported.cluster) + "\n", out)
+    emit(dump_cluster(imported.cluster) + "\n", out)
     s = imported.summary
     locked = ", ".join(f"{count} {reason}" for reason, count in s.locked.most_common()) or "none"
     skipped = ", ".join(f"{count} {reason}" for reason, count in sorted(s.skipped.items())) or "none"
@@ -92,4 +90,4 @@ def _print_summary(lines: list[str], out: str) -> None:
     if out == "-":
         err_console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
     else:
-        _emit(text, "-")
+        emit(text, "-")

@@ -4,19 +4,20 @@ list, one tidy row per (policy, seed, load point), fanned out over the process p
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 from typing import Any
 
 import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from planner.cli import _emit, check_stdout, err_console, fail, guarded, plain_console, summary_to_stdout
-from planner.cli_simulate import simulate_app
+from planner.cli.common import check_stdout, emit, err_console, fail, guarded, plain_console, summary_to_stdout
+from planner.executors import default_workers, executor
+from planner.ray_executor import ray_cpus
+from planner.render.table import placement_runs_table
 
 FGD_ARTIFACT_SEEDS = 42  # the FGD artifact's first seed (its runs use 42..51)
 
 
-@simulate_app.command("placement")
 @guarded
 def simulate_placement_command(
     trace: str = typer.Option("default", "--trace", help="An openb pod list (default, multigpu20, gpushare40, ...) or a .csv path."),
@@ -43,7 +44,7 @@ def simulate_placement_command(
     load, the GPU allocation (% of capacity), GRAR, power (EOPC, W) and FGD fragmentation (GPUs),
     averaged over the pods around that load as the FGD artifact's analysis does.
     """
-    from planner.heuristics.share_scores import policy_problem
+    from planner.heuristics.share_scores import policy_problem  # deferred: the placement replays (~25 ms at start-up), for this command only
 
     policies = policy or ["fgd"]
     problems = [f"--policy: {p}" for p in (policy_problem(name) for name in policies) if p]
@@ -69,11 +70,11 @@ def simulate_placement_command(
     rows = _run(trace, policies, [first_seed + i for i in range(seeds)], load, step, nodes, data_dir, workers, progress, executor_kind)
     text = json.dumps({"runs": rows}, indent=1) + "\n"
     if out is not None:
-        _emit(text, out)
+        emit(text, out)
     if summary_to_stdout(out):
         _print_table(rows, load)
     if plot is not None:
-        from planner.simulate.plots import plot_placement
+        from planner.simulate.plots import plot_placement  # deferred: matplotlib, only with --plot
 
         try:
             plot_placement(rows, plot)
@@ -83,11 +84,7 @@ def simulate_placement_command(
 
 def _run(trace: str, policies: list[str], seeds: list[int], load: float, step: int, node_list: str, data_dir: str | None,
          workers: int | None, progress: bool, kind: str = "process") -> list[dict[str, Any]]:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from planner.executors import default_workers, executor
-    from planner.ray_executor import ray_cpus
-    from planner.simulate.placement import RunSpec, _inputs, run_rows
+    from planner.simulate.placement import RunSpec, _inputs, run_rows  # deferred, as above
 
     _inputs(trace, node_list, data_dir)  # bad input fails here, before any worker starts
     specs = [RunSpec(trace, p, s, load, step, node_list, data_dir) for p in policies for s in seeds]
@@ -105,28 +102,4 @@ def _run(trace: str, policies: list[str], seeds: list[int], load: float, step: i
 
 
 def _print_table(rows: list[dict[str, Any]], load: float) -> None:
-    from rich.table import Table
-
-    top = int(round(load * 100))
-    points = sorted({k for k in (50, 80, 100) if k < top} | {top})
-    table = Table(title="placement replays: mean over seeds at arrived load (% of GPU capacity)")
-    table.add_column("policy")
-    for k in points:
-        table.add_column(f"alloc % @{k}", justify="right")
-    table.add_column(f"EOPC kW @{min(80, top)}", justify="right")
-    table.add_column(f"GRAR @{min(100, top)}", justify="right")
-    table.add_column("seeds", justify="right")
-    for name in dict.fromkeys(r["policy"] for r in rows):
-        mine = [r for r in rows if r["policy"] == name]
-
-        def mean(key: str, k: int, rows: list[dict[str, Any]] = mine) -> str:
-            values = [r[key] for r in rows if round(r["load"] * 100) == k]
-            return f"{statistics.fmean(values):,.2f}" if values else "-"
-
-        eopc = [r["eopc_w"] / 1000 for r in mine if round(r["load"] * 100) == min(80, top)]
-        table.add_row(name, *[mean("gpu_allocation", k) for k in points], f"{statistics.fmean(eopc):,.1f}" if eopc else "-",
-                      mean("grar", min(100, top)), str(len({r["seed"] for r in mine})))
-    plain_console(width=None if sys.stdout.isatty() else 200).print(table)
-
-
-__all__ = ["simulate_placement_command"]
+    plain_console(width=None if sys.stdout.isatty() else 200).print(placement_runs_table(rows, load))

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli import EXIT_INTERNAL, Solver, _emit, _stdout_console, app, check_stdout, fail, guarded, summary_to_stdout
+from planner.cli.choices import Solver
+from planner.cli.common import EXIT_INTERNAL, check_stdout, emit, fail, guarded, stdout_console, summary_to_stdout
+from planner.render.table import render_spot_schedule
 
 solve_app = typer.Typer(no_args_is_help=True, help="Exact solves of whole problems (offline oracles for the heuristics).")
-app.add_typer(solve_app, name="solve")
 
 
 @solve_app.command("spot-schedule")
 @guarded
 def spot_schedule_command(
     instance: str = typer.Argument(..., help="Instance JSON (instances/spot-schedule/small.json shows the format), or - for stdin."),
-    solver: Solver = typer.Option(Solver.cpsat, "--solver", help="cpsat (OR-Tools CP-SAT) or highs."),
+    solver: Solver = typer.Option(Solver("cpsat"), "--solver", help="cpsat (OR-Tools CP-SAT) or highs."),
     time_limit_s: float = typer.Option(60.0, "--time-limit-s", help="Wall seconds for building and solving the model."),
     workers: int = typer.Option(2, "--workers", help="CP-SAT workers / HiGHS threads."),
     force: bool = typer.Option(False, "--force", help="Build the model even past the size limit."),
@@ -27,6 +28,7 @@ def spot_schedule_command(
     are evicted only at their checkpoints (``planner.models.spot_schedule`` says why that is exact).
     The schedule is checked by an independent validator; a status of optimal is a proof.
     """
+    # deferred: the schedule model (~10 ms at start-up), for this command only
     from planner.models.spot_schedule import load_instance, result_json, size_problem, solve_spot_schedule
 
     problems = []
@@ -43,15 +45,9 @@ def spot_schedule_command(
         fail([too_large])
     result = solve_spot_schedule(inst, solver.value, time_limit_s, workers, hp_delay=hp_delay, force=force)
     if out is not None:
-        _emit(result_json(result), out, "-o")
+        emit(result_json(result), out, "-o")
     if summary_to_stdout(out):
-        with _stdout_console() as console:
-            console.print(f"{result.status} ({result.solver}, {result.wall_s:.2f} s, {result.variables:,} variables, {result.rows:,} rows)")
-            for name in ("hp_delay_slots", "lost_gpu_slots", "completion_slots"):
-                if name != "hp_delay_slots" or hp_delay:
-                    console.print(f"  {name}: {result.objective[name]} (bound {result.bound[name]})")
-            for job, runs in (result.schedule or {}).items():
-                text = ", ".join(f"[{r.start_slot}, {r.end_slot}) on {'+'.join(r.nodes)} keeps {r.kept_slots}" for r in runs)
-                console.print(f"  {job}: {text}")
+        with stdout_console() as console:
+            render_spot_schedule(console, result, hp_delay)
     if result.violations:
         fail([f"the schedule is invalid (a bug): {v}" for v in result.violations], EXIT_INTERNAL)

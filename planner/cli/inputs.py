@@ -8,21 +8,18 @@ from collections.abc import Callable
 from typing import Any
 
 from planner.cluster import SnapshotError
+from planner.plans import parse_plan
+from planner.snapshot import parse_cluster, read_text
 
 
 def read_snapshot(path: str, from_option: bool = True) -> Any:
     """A snapshot file; when it is not one, the problems say what it looks like instead (``snapshot_hint``)."""
-    from planner.snapshot import parse_cluster, read_text
-
     text = read_text(path)
     return _with_hint(lambda: parse_cluster(text, source=str(path)), lambda problems: snapshot_hint(text, problems, from_option))
 
 
 def read_plan(path: str) -> Any:
     """A plan file; a plan written as YAML is told plans are JSON (``plan_hint``)."""
-    from planner.plans import parse_plan
-    from planner.snapshot import read_text
-
     text = read_text(path, "plan")
     return _with_hint(lambda: parse_plan(text, source=path), lambda problems: plan_hint(text, problems))
 
@@ -40,7 +37,7 @@ def _with_hint(parse: Callable[[], Any], hint: Callable[[list[str]], str | None]
 
 def _yaml_instead(text: str, problems: list[str]) -> list[Any] | None:
     """The documents of ``text`` read as YAML, when JSON was expected and it was not JSON (else None)."""
-    from planner.adapters.kubernetes_documents import parse_yaml
+    from planner.adapters.kubernetes_documents import parse_yaml  # deferred: PyYAML (~15 ms at start-up), only for a hint on bad input
 
     if not any("not valid JSON" in problem for problem in problems):
         return None

@@ -1,13 +1,13 @@
-"""The ``planner export`` commands: snapshots as real inputs (registered on ``app`` when imported)."""
+"""The ``planner export`` commands: snapshots as real inputs."""
 
 from __future__ import annotations
 
 import typer
 
-from planner.cli import _emit, app, err_console, guarded
+from planner.cli.common import emit, err_console, guarded
+from planner.snapshot import load_cluster, read_text
 
 export_app = typer.Typer(no_args_is_help=True, help="Write a snapshot as the input of a real system.")
-app.add_typer(export_app, name="export")
 
 
 @export_app.command("kubernetes")
@@ -22,12 +22,12 @@ def export_kubernetes_command(
     reads back as the same snapshot (renamed jobs and groups aside). What Kubernetes objects do not
     carry (checkpoint times, NUMA, ...) is listed on stderr; GPU shares and standby pods exit 2.
     """
+    # deferred: the Kubernetes importer and exporter (~45 ms at start-up), for this command only
     from planner.adapters.kubernetes import load_config
     from planner.adapters.kubernetes_export import export_kubernetes
-    from planner.snapshot import load_cluster, read_text
 
     settings = load_config(read_text(config, "--config") if config else None, config or "config")
     exported = export_kubernetes(load_cluster(snapshot), settings)
     for line in exported.dropped:
         err_console.print(f"warning: {line}", markup=False, highlight=False, soft_wrap=True)
-    _emit(exported.json(), out)
+    emit(exported.json(), out)

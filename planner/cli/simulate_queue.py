@@ -8,11 +8,9 @@ from typing import Any
 
 import typer
 
-from planner.cli import _emit, check_stdout, fail, guarded, summary_to_stdout
-from planner.cli_simulate import simulate_app
+from planner.cli.common import check_stdout, emit, fail, guarded, summary_to_stdout
 
 
-@simulate_app.command("queue")
 @guarded
 def simulate_queue_command(
     policy: list[str] = typer.Option(None, "--policy", help="strict-fifo, best-effort or backfill; repeat to compare (default: all three)."),
@@ -40,6 +38,7 @@ def simulate_queue_command(
     inference replicas with --inference-load) under each queue policy and placement, with per-tenant
     queues, GPU pools, quotas and defrag when stuck as asked: GAR/SOR (per tenant too), GFR, JWTD and
     JTTEd per job-size bucket, preemptions, quota reclamations, make-room moves."""
+    # deferred: the queueing simulator (~15 ms at start-up), for this command only
     from planner.simulate.queueing import PLACEMENTS, POLICIES, QUOTA_MODES, Cluster, inference_jobs, kant_jobs, queue_row, replay
 
     policies, placements = policy or list(POLICIES), placement or ["binpack"]
@@ -105,7 +104,7 @@ def simulate_queue_command(
                              "inference_load": inference_load, "stuck_after_s": stuck_after_s, **queue_row(run)})
     text = json.dumps({"runs": rows}, indent=1) + "\n"
     if out is not None:
-        _emit(text, out)
+        emit(text, out)
     if summary_to_stdout(out):
         for r in rows:
             typer.echo(f"{r['policy']:12s} {r['placement']:10s} seed {r['seed']}: GAR {r['gar']:.3f}  GFR {r['gfr']:.3f}  "
@@ -128,6 +127,3 @@ def _pairs(items: list[str], option: str, form: str, kind: type, problems: list[
         else:
             out[key] = number
     return out
-
-
-__all__ = ["simulate_queue_command"]

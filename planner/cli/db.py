@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli import app, fail, guarded
+from planner.cli.common import fail, guarded
+from planner.secrets import database_url
 
 db_app = typer.Typer(no_args_is_help=True, help="The job store's schema (Alembic migrations in planner/migrations).")
-app.add_typer(db_app, name="db")
 
 DB = typer.Option("planner.db", "--db", help="SQLite file of the store (DATABASE_URL, or the file DATABASE_URL_FILE names, overrides: PostgreSQL).")
 
 
 def _url(db: str) -> tuple[str, str]:
     """(URL, the setting it came from), checked."""
-    from planner.secrets import database_url
-    from planner.store import StoreURLError, check_url
+    from planner.store import StoreURLError, check_url  # deferred: SQLAlchemy (~0.2 s), for this command only
 
     try:
         url, option = database_url(db)
@@ -31,6 +30,7 @@ def _url(db: str) -> tuple[str, str]:
 
 def _revisions(url: str, option: str) -> tuple[str | None, str]:
     """(the database's revision or None, the newest revision)."""
+    # deferred: Alembic and SQLAlchemy (~0.3 s), for this command only
     from alembic.migration import MigrationContext
     from alembic.script import ScriptDirectory
     from alembic.config import Config
@@ -67,7 +67,7 @@ def current(db: str = DB) -> None:
 @guarded
 def upgrade(db: str = DB) -> None:
     """Upgrade the store's schema to the newest revision (a database made before migrations included)."""
-    from planner.store import Store, error_reason
+    from planner.store import Store, error_reason  # deferred: SQLAlchemy, as above
 
     url, option = _url(db)
     before, head = _revisions(url, option)

@@ -1,5 +1,6 @@
-"""The ``planner simulate spot`` command: replay an HP/spot workload on the spot-2026 cluster under
-each policy and seed, and write one tidy row per (policy, seed)."""
+"""``planner simulate``: the command group, and its ``spot`` command (replay an HP/spot workload on the
+spot-2026 cluster under each policy and seed, and write one tidy row per (policy, seed)); ``placement``
+and ``queue`` are in their own modules and registered on the group here."""
 
 from __future__ import annotations
 
@@ -10,15 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from planner.cli import _emit, app, check_stdout, err_console, fail, guarded, plain_console, summary_to_stdout
+from planner.cli.common import check_stdout, emit, err_console, fail, guarded, plain_console, summary_to_stdout
+from planner.cli.simulate_placement import simulate_placement_command
+from planner.cli.simulate_queue import simulate_queue_command
+from planner.render.table import spot_runs_table
 
 MAX_JOBS = 250_000
 """``--jobs`` at most: about ten days of the whole spot-2026 cluster at the default loads (24,000 jobs a
 day), some 400 MB of workload before the replay starts. A million jobs took 1.6 GB and kept growing."""
 
 simulate_app = typer.Typer(no_args_is_help=True, help="Replay a workload over time under each policy (simulation).")
-app.add_typer(simulate_app, name="simulate")
 
 
 @simulate_app.command("spot")
@@ -56,6 +60,7 @@ def simulate_spot_command(
     GPU-hours lost, evictions, HP delay against the HP-only replay, allocation (GAR, SOR) and the
     standby GPU-time harvested (``planner.simulate.metrics``).
     """
+    # deferred: the simulator and its workload generator (~0.2 s), for this command only
     from planner.simulate.spot import POLICIES, policy_problem
 
     policies = policy or list(POLICIES)
@@ -71,7 +76,7 @@ def simulate_spot_command(
         problems.append(f"--warmup-days: must be at least 0 and below --days ({days:g}), got {warmup_days:g}")
     if jobs is not None and not 1 <= jobs <= MAX_JOBS:
         problems.append(f"--jobs: must be from 1 to {MAX_JOBS:,}, got {jobs:,}; for a longer workload use --days (the loads set its size)")
-    from planner.instances.spot_workload import HP_LOAD, SPOT_LOAD
+    from planner.instances.spot_workload import HP_LOAD, SPOT_LOAD  # deferred, as above
 
     loads = (HP_LOAD if hp_load is None else hp_load, SPOT_LOAD if spot_load is None else spot_load)
     for option, value in zip(("--hp-load", "--spot-load"), loads):
@@ -100,11 +105,11 @@ def simulate_spot_command(
         fail([str(err)])
     text = json.dumps({"runs": rows}, indent=1) + "\n"
     if out is not None:
-        _emit(text, out)
+        emit(text, out)
     if summary_to_stdout(out):
         _print_table(rows)
     if plot is not None:
-        from planner.simulate.plots import plot_replays
+        from planner.simulate.plots import plot_replays  # deferred: matplotlib, only with --plot
 
         try:
             plot_replays(series, plot)
@@ -115,8 +120,7 @@ def simulate_spot_command(
 def _run(count: int | None, node_list: str | None, days: float, warmup_days: float, jobs: int | None, policies: list[str], seeds: list[int],
          restart_overhead_s: float, hp_only: bool, progress: bool, warm_start: bool,
          loads: tuple[float, float]) -> tuple[list[dict[str, Any]], dict]:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
+    # deferred: the simulator and its workload generator, as above
     from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs
     from planner.simulate.metrics import replay_row
     from planner.simulate.spot import simulate
@@ -163,27 +167,9 @@ def _run(count: int | None, node_list: str | None, days: float, warmup_days: flo
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    table = Table(title="spot simulation (one row per policy and seed)")
-    columns = [("policy", "policy"), ("seed", "seed"), ("lp_jct_mean_s", "spot JCT mean s"), ("lp_jct_p90_s", "spot JCT p90 s"),
-               ("lp_gpu_hours_lost", "spot GPU-h lost"), ("lp_evicted_twice_share", "evicted 2x+"), ("hp_delay_mean_s", "HP delay s"),
-               ("hp_delay_growth", "HP delay vs HP-only"), ("gar_mean", "GAR"), ("standby_harvested", "standby harvested"),
-               ("wall_s", "wall s")]
-    for _, title in columns:
-        table.add_column(title, justify="left" if title == "policy" else "right")
-    for row in rows:
-        table.add_row(*[_cell(row.get(key)) for key, _ in columns])
     wide = None if sys.stdout.isatty() else 200  # piped or in a file: never fold the columns
-    plain_console(width=wide).print(table)
+    plain_console(width=wide).print(spot_runs_table(rows))
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.0f}"
-    return str(value)
-
-
-__all__ = ["simulate_app"]
+simulate_app.command("placement")(simulate_placement_command)
+simulate_app.command("queue")(simulate_queue_command)

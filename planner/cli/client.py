@@ -25,13 +25,16 @@ import uuid
 from typing import Any
 
 import typer
-from rich.table import Table
 
-from planner.cli import DefragMethod, _emit, _fmt, _stdout_console, _write_json, app, err_console, fail, guarded
+from planner.cli.choices import DefragMethod
+from planner.cli.common import EXIT_VIOLATIONS, emit, err_console, fail, guarded, stdout_console, write_json
 from planner.cluster import SnapshotError
+from planner.plans import parse_plan
+from planner.render.table import jobs_table, plans_table
+from planner.secrets import check_token, secret, source
+from planner.snapshot import parse_cluster, read_text
+from planner.validate import validate
 
-EXIT_VIOLATIONS = 1
-EXIT_BAD_INPUT = 2
 EXIT_UNAVAILABLE = 4
 EXIT_JOB_FAILED = 5
 RETRIED = (429, 503)
@@ -41,8 +44,6 @@ FINISHED = ("succeeded", "failed", "cancelled")
 
 jobs_app = typer.Typer(help="Jobs of a running service: list, get, cancel, delete.", no_args_is_help=False)
 plans_app = typer.Typer(help="Stored plans of a running service: list, get, delete.", no_args_is_help=False)
-app.add_typer(jobs_app, name="jobs")
-app.add_typer(plans_app, name="plans")
 
 SERVER = typer.Option(None, "--server", help="Service URL, e.g. http://planner:8000 (default: PLANNER_SERVER).")
 TOKEN = typer.Option(None, "--token", help="Bearer token (default: PLANNER_API_TOKEN, or the file PLANNER_API_TOKEN_FILE names).")
@@ -66,7 +67,7 @@ class Client:
     """An HTTP client for the service that retries what can be retried until ``deadline`` (monotonic)."""
 
     def __init__(self, server: str | None, token: str | None, wait_s: float = 0.0):
-        import httpx
+        import httpx  # deferred: the HTTP client (~60 ms at start-up), for the client commands only
 
         server = server or os.environ.get("PLANNER_SERVER")
         if not server:
@@ -77,8 +78,6 @@ class Client:
             parsed = None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
             fail([f"--server: {server!r} is not an http(s) URL of the service, e.g. http://planner:8000"])
-        from planner.secrets import check_token, secret, source
-
         try:
             if token:
                 check_token(token, "--token")
@@ -104,7 +103,7 @@ class Client:
     def send(self, method: str, url: str, **kwargs: Any) -> Any:
         """The response (2xx, or 404 for the caller to read); retried on connection errors, 429 and
         503 while the deadline allows; exit 4 when it does not, exit 2 on any other 4xx."""
-        import httpx
+        import httpx  # deferred, as in __init__
 
         delay = FIRST_DELAY_S
         while True:
@@ -155,7 +154,6 @@ def _found(response: Any, what: str) -> Any:
 # ----------------------------------------------------------------------------------------------
 
 
-@app.command()
 @guarded
 def submit(
     snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
@@ -163,7 +161,7 @@ def submit(
     token: str = TOKEN,
     wait: float = typer.Option(0.0, "--wait", min=0.0, help="Seconds to retry, wait for the plan and fetch it (0: one try, print the job id)."),
     idempotency_key: str = typer.Option(None, "--idempotency-key", help="Same key, same job: a cron run retried never plans twice (default: a fresh key per run)."),
-    method: DefragMethod = typer.Option(DefragMethod.heuristic, "--method", help="Planning method (as for planner defrag)."),
+    method: DefragMethod = typer.Option(DefragMethod("heuristic"), "--method", help="Planning method (as for planner defrag)."),
     max_moves: int = typer.Option(None, "--max-moves", min=0, help="Migration budget."),
     time_limit: float = typer.Option(60.0, "--time-limit", help="Solver/search seconds for exact, compare, hybrid."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
@@ -173,8 +171,6 @@ def submit(
 
     Exit 0 done, 1 the plan has violations, 2 bad input, 4 server unavailable or gave up, 5 the job failed.
     """
-    from planner.snapshot import parse_cluster, read_text
-
     if not time_limit > 0:
         fail([f"--time-limit: must be above 0 seconds, got {time_limit:g}"])
     text = read_text(snapshot)
@@ -191,7 +187,7 @@ def submit(
         if response.status_code == 202:
             job_id = response.json()["job_id"]
             if not wait:
-                _emit(json.dumps(response.json()) + "\n", "-")
+                emit(json.dumps(response.json()) + "\n", "-")
                 return
             status = _wait_for(client, job_id)
             response = client.send("GET", f"/v1/jobs/{job_id}/plan")
@@ -200,7 +196,7 @@ def submit(
         plan = response.json()
     violations = _replay(cluster, plan)
     text_out = json.dumps(plan, indent=2) + "\n"
-    _emit(text_out, out or "-")
+    emit(text_out, out or "-")
     where = f" written to {out}" if out and out != "-" else ""
     err_console.print(f"plan of job {job_id}{where}", markup=False, soft_wrap=True)
     if violations:
@@ -223,9 +219,6 @@ def _wait_for(client: Client, job_id: str) -> dict[str, Any]:
 
 def _replay(cluster: Any, plan: dict[str, Any]) -> list[str]:
     """The violations of a returned defrag plan (or of both plans of a comparison) on ``cluster``."""
-    from planner.plans import parse_plan
-    from planner.validate import validate
-
     plans = [plan] if plan.get("kind", "defrag") == "defrag" else [plan[k] for k in ("heuristic", "exact") if k in plan]
     try:
         return [str(v) for p in plans for v in validate(cluster, parse_plan(json.dumps(p), source="the server's plan"))]
@@ -243,17 +236,10 @@ def _list_jobs(server: str | None, token: str | None, status: str | None, limit:
         params: dict[str, Any] = {"limit": limit} | ({"status": status} if status else {})
         rows = client.send("GET", "/v1/jobs", params=params).json()
     if as_json:
-        _write_json(rows, "-")
+        write_json(rows, "-")
         return
-    table = Table(title=f"Jobs at {client.base}")
-    table.add_column("job", no_wrap=True, min_width=32)  # full ids: they are what the other commands take
-    for column in ("kind", "status", "progress", "created", "error"):
-        table.add_column(column)
-    for row in rows:
-        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["created_at"]))
-        table.add_row(row["job_id"], row["kind"], row["status"], f"{row['progress']:.0%}", created, row.get("error") or "")
-    with _stdout_console() as console:
-        console.print(table)
+    with stdout_console() as console:
+        console.print(jobs_table(rows, client.base))
 
 
 @jobs_app.callback(invoke_without_command=True)
@@ -276,7 +262,7 @@ def jobs_get(job_id: str = typer.Argument(..., help="The job's id."), server: st
     """A job's status as JSON; exit 5 if it failed or was cancelled."""
     with Client(server, token) as client:
         status = _found(client.send("GET", f"/v1/jobs/{job_id}"), f"job {job_id}")
-    _write_json(status, "-")
+    write_json(status, "-")
     if status["status"] in ("failed", "cancelled"):
         raise typer.Exit(EXIT_JOB_FAILED)
 
@@ -289,7 +275,7 @@ def jobs_cancel(job_id: str = typer.Argument(..., help="The job's id."), server:
         status = _found(client.send("GET", f"/v1/jobs/{job_id}"), f"job {job_id}")
         if status["status"] in FINISHED:
             fail([f"job {job_id} already {status['status']}; nothing to cancel (planner jobs delete {job_id} removes it)"])
-        _write_json(_found(client.send("DELETE", f"/v1/jobs/{job_id}"), f"job {job_id}"), "-")
+        write_json(_found(client.send("DELETE", f"/v1/jobs/{job_id}"), f"job {job_id}"), "-")
 
 
 @jobs_app.command("delete")
@@ -314,18 +300,10 @@ def _list_plans(server: str | None, token: str | None, kind: str | None, since: 
         params: dict[str, Any] = {"limit": limit} | ({"kind": kind} if kind else {}) | ({"since": since} if since is not None else {})
         rows = client.send("GET", "/v1/plans", params=params).json()["plans"]
     if as_json:
-        _write_json(rows, "-")
+        write_json(rows, "-")
         return
-    table = Table(title=f"Plans at {client.base}")
-    table.add_column("plan", no_wrap=True, min_width=32)
-    table.add_column("job", no_wrap=True, min_width=32)
-    for column in ("kind", "method", "status", "empty nodes", "created"):
-        table.add_column(column)
-    for row in rows:
-        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["created_at"]))
-        table.add_row(row["plan_id"], row["job_id"], row["kind"], row["method"] or "", row["status"] or "", _fmt(row["objective"]), created)
-    with _stdout_console() as console:
-        console.print(table)
+    with stdout_console() as console:
+        console.print(plans_table(rows, client.base))
 
 
 @plans_app.callback(invoke_without_command=True)
@@ -360,7 +338,7 @@ def plans_get(
             body = _found(client.send("GET", f"/v1/jobs/{job}/plan"), f"--job {job}")
         else:
             body = _found(client.send("GET", f"/v1/plans/{plan_id}"), f"plan {plan_id}")["plan"]
-    _write_json(body, out)
+    write_json(body, out)
 
 
 @plans_app.command("delete")

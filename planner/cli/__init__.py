@@ -1,0 +1,93 @@
+"""The ``planner`` command: the typer app with every command registered, and ``main``, the console
+script's entry point.
+
+One module per command group (``defrag``, ``preempt``, ``allocate``, ``report``, ``validate``,
+``generate``, ``importing``, ``export``, ``simulate``, ``solve``, ``serve``, ``client``, ``db``); what
+they share is in ``common`` (errors, exit codes, guarded runs, the output writer, input loading, the
+plan output), the option choices built from the engine in ``choices``. Imports run one way: this
+module imports the command modules, they import ``common`` (and the layers below), nothing imports
+this module back. Exit codes: see ``common``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from planner.cli import allocate, client, db, defrag, export, generate, importing, preempt, report, serve, simulate, solve, validate
+from planner.cli.common import EXIT_BAD_INPUT, stand_in_for_closed_stdout
+from planner.provenance import planner_version
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Plans for shared GPU clusters: defragmentation, make-room, spot preemption and topology allocation, "
+    "exact and heuristic; reports, validation, instances, simulations and the planning service.",
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"planner {planner_version() or 'unknown (not installed: no package metadata)'}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the planner's version and exit."
+    ),
+) -> None:
+    pass
+
+
+# the order of `planner --help`: the commands, then the command groups
+app.command()(report.report)
+app.command("validate")(validate.validate_command)
+app.command()(defrag.defrag)
+app.command()(serve.serve)
+app.command()(allocate.allocate)
+app.command()(client.submit)
+app.command()(preempt.preempt)
+app.add_typer(generate.generate_app, name="generate")
+app.add_typer(client.jobs_app, name="jobs")
+app.add_typer(client.plans_app, name="plans")
+app.add_typer(db.db_app, name="db")
+app.add_typer(export.export_app, name="export")
+app.add_typer(importing.import_app, name="import")
+app.add_typer(solve.solve_app, name="solve")
+app.add_typer(simulate.simulate_app, name="simulate")
+
+
+def main() -> None:
+    """Console-script entry point. Output the command line framework writes itself (help, usage)
+    to a full or closed standard output is exit 2 with a message, not a traceback."""
+    if len(sys.argv) == 1:
+        sys.argv.append("--help")  # no command: the help, as asked for (exit 0)
+    stand_in_for_closed_stdout()
+    try:
+        app()
+    except SystemExit as done:
+        _flush_stdout()
+        raise done
+    except OSError as err:
+        _unwritable_stdout(err)
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    except OSError as err:
+        _unwritable_stdout(err)
+
+
+def _unwritable_stdout(err: OSError) -> None:
+    try:
+        sys.stderr.write(f"error: standard output: cannot write: {err.strerror or err}\n")
+    finally:
+        os._exit(EXIT_BAD_INPUT)  # the buffered output cannot be written: do not try again at exit

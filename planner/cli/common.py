@@ -1,0 +1,329 @@
+"""What the ``planner`` commands share: exit codes and errors, guarded runs, consoles and the output
+writer, the input a planning command reads (``--from``), how it prints its plan (``-o``), and its
+options model built from the flags given.
+
+Exit codes: 0 success; 1 ``validate`` found violations; 2 bad input (unreadable or inconsistent
+snapshot or plan, bad option); 3 internal error (a bug: please report it). Bad input never prints a
+traceback; set PLANNER_DEBUG=1 to see one for an internal error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import functools
+import io
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from enum import Enum
+from typing import Any, TypeVar
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from planner.cli.inputs import read_snapshot
+from planner.cluster import SnapshotError
+from planner.engine import PlanOptionError
+from planner.engine.defrag import CLI_FLAGS
+from planner.plans import AllocationPlan, DefragPlan, PreemptPlan, dump_plan, plan_to_dict
+from planner.ray_executor import ExecutorError
+from planner.render.kubernetes import kubectl_script, placement_script, podmigrationjob_yaml, script_name_problems, wide_table
+from planner.render.plan import render_summary
+from planner.snapshot import read_text
+from planner.textsafe import printable, safe_console_class
+
+EXIT_VIOLATIONS = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def plain_console(**options: Any) -> Console:
+    """A console that prints text as given: no markup, highlighting or emoji codes (``:x:`` in a
+    message or a name stays ``:x:``), and control characters from the input escaped (``textsafe``)."""
+    return safe_console_class()(markup=False, highlight=False, emoji=False, **options)
+
+
+err_console = plain_console(stderr=True)
+
+
+@contextlib.contextmanager
+def stdout_console() -> Iterator[Console]:
+    """A console for human output: names from the input are shown as written, never read as markup
+    (an asw named '[/]' is text), and the output goes out through ``emit`` (an unwritable stdout is
+    exit 2, not a traceback)."""
+    buffer = io.StringIO()
+    width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
+    yield plain_console(file=buffer, width=width, force_terminal=sys.stdout.isatty())
+    emit(buffer.getvalue(), "-")
+
+
+def fail(problems: list[str], code: int = EXIT_BAD_INPUT) -> None:
+    for problem in problems:
+        err_console.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def guarded(command: F) -> F:
+    """Turn bad input into exit 2 with messages and a bug into exit 3, never a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except SnapshotError as err:
+            fail(err.problems)
+        except (PlanOptionError, ExecutorError) as err:
+            fail([str(err)])
+        except BrokenPipeError:
+            raise typer.Exit(0) from None
+        except MemoryError:
+            fail(["out of memory: the instance is too large for this method on this machine; "
+                  "use --method hybrid or heuristic, or plan a part of the cluster"])
+        except Exception as err:  # noqa: BLE001 - the last line of defence against tracebacks
+            if os.environ.get("PLANNER_DEBUG"):
+                raise
+            fail([f"internal error ({type(err).__name__}: {err}); rerun with PLANNER_DEBUG=1 and report it"], EXIT_INTERNAL)
+
+    return wrapper  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------------------------
+# standard output and --out
+# ----------------------------------------------------------------------------------------------
+
+
+CLOSED_STDOUT = "it is closed (the command was started with >&-); redirect it to a file or /dev/null, or give --out FILE"
+
+
+class ClosedStdout(io.TextIOBase):
+    """Stands in for a standard output that was closed when the command started (``>&-``: Python then
+    has ``sys.stdout = None``, and every print was an AttributeError): writing to it is an OSError
+    with the reason, which ``emit`` and ``main`` turn into exit 2 with a message."""
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, CLOSED_STDOUT)
+
+    def flush(self) -> None:
+        pass
+
+
+def stand_in_for_closed_stdout() -> None:
+    """When file descriptor 1 was closed at start: hold it with /dev/null (a file the command opens
+    later must not become descriptor 1, where a library or a child process could write into it) and
+    put a ``ClosedStdout`` in ``sys.stdout``."""
+    if sys.stdout is not None:
+        return
+    try:
+        os.fstat(1)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
+    sys.stdout = ClosedStdout()
+
+
+def check_stdout(needed: bool) -> None:
+    """Before the work: refuse (exit 2) when its result would go to a closed standard output, rather
+    than plan or simulate for minutes and then fail to write it."""
+    if needed and isinstance(sys.stdout, ClosedStdout):
+        fail([f"standard output: cannot write: {CLOSED_STDOUT}; refused before starting"])
+
+
+def check_plan_output(output: Any, out: str | None) -> None:
+    """``check_stdout`` for a planning command (see ``emit_plan`` for where a plan goes)."""
+    check_stdout(out == "-" or output is not None or out is None)
+
+
+def summary_to_stdout(out: str | None) -> bool:
+    """Whether a command that writes its results to ``--out`` prints its summary table: not when the
+    results go to standard output as JSON (``--out -``), nor when standard output is closed and the
+    results are in ``--out``'s file."""
+    return out != "-" and not isinstance(sys.stdout, ClosedStdout)
+
+
+def emit(text: str, out: str, flag: str = "--out") -> None:
+    """Write ``text`` to the file ``out`` ('-': standard output); an unwritable destination (a
+    directory, a missing directory, a full disk, a read-only file) is bad input: exit 2."""
+    try:
+        if out == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            with open(out, "w", encoding="utf-8") as f:
+                f.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as err:
+        reason = err.strerror or str(err)
+        problem = f"standard output: cannot write: {reason}" if out == "-" else f"{flag}: cannot write '{out}': {reason}"
+        raise SnapshotError([problem]) from None
+
+
+def write_json(data: Any, out: str) -> None:
+    emit(json.dumps(data, indent=2) + "\n", out)
+
+
+def report_violations(violations: list[Any], valid_line: str) -> None:
+    """``planner validate``'s output for any plan kind: one violation per line and exit 1, or the
+    valid line."""
+    if violations:
+        emit("".join(f"{printable(violation)}\n" for violation in violations), "-")
+        err_console.print(f"{len(violations)} violation(s)", markup=False)
+        raise typer.Exit(EXIT_VIOLATIONS)
+    emit(valid_line + "\n", "-")
+
+
+# ----------------------------------------------------------------------------------------------
+# the input: --from, --import-config
+# ----------------------------------------------------------------------------------------------
+
+
+class InputKind(str, Enum):
+    snapshot = "snapshot"
+    kubernetes = "kubernetes"
+
+
+def input_option() -> Any:
+    """``--from``: what the SNAPSHOT argument holds."""
+    return typer.Option(
+        InputKind.snapshot, "--from",
+        help="snapshot: a planner snapshot (JSON); kubernetes: kubectl get nodes,pods,pdb -A -o json output, imported on the fly "
+        "(as planner import kubernetes; warnings on stderr).",
+    )
+
+
+def import_config_option() -> Any:
+    return typer.Option(None, "--import-config", help="With --from kubernetes: the import configuration (YAML; planner import kubernetes --print-config).")
+
+
+def load_input(snapshot: str, kind: InputKind, import_config: str | None) -> Any:
+    """The cluster in ``snapshot``: a snapshot file, or kubectl output imported on the fly."""
+    if kind == InputKind.snapshot:
+        if import_config is not None:
+            fail(["--import-config: applies with --from kubernetes"])
+        return read_snapshot(snapshot)
+    from planner.adapters.kubernetes import import_kubernetes, load_config  # deferred: the importer (~35 ms at start-up), only with --from kubernetes
+
+    settings = load_config(read_text(import_config, "--import-config") if import_config else None, import_config or "config")
+    imported = import_kubernetes([(read_text(snapshot, "SNAPSHOT"), "stdin" if snapshot == "-" else snapshot)], settings)
+    for warning in imported.warnings:
+        err_console.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    return imported.cluster
+
+
+# ----------------------------------------------------------------------------------------------
+# the plan: -o, --out
+# ----------------------------------------------------------------------------------------------
+
+
+class OutputFormat(str, Enum):
+    json = "json"
+    yaml = "yaml"
+    table = "table"
+    wide = "wide"
+    kubectl = "kubectl"
+    podmigrationjob = "podmigrationjob"
+
+
+OUTPUT_HELP = ("json or yaml: the plan; table: a human summary (the default on a terminal); wide: the summary and every "
+               "move; kubectl: a bash script applying a defrag plan wave by wave; podmigrationjob: koordinator objects.")
+
+
+def output_option() -> Any:
+    """``-o``/``--output`` (``--format`` is the older name): how a planning command prints its plan."""
+    return typer.Option(None, "--output", "-o", "--format", help=OUTPUT_HELP)
+
+
+def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | None) -> None:
+    """Print ``plan`` as asked (``--out`` always gets the JSON plan). With no ``-o``: a table on a
+    terminal, JSON otherwise (pipes and files get the machine format, never truncated)."""
+    if out is not None:
+        emit(dump_plan(plan) + "\n", out)
+    if output is None:
+        if out is not None:
+            return
+        output = OutputFormat.table if sys.stdout.isatty() else OutputFormat.json
+    if output == OutputFormat.podmigrationjob and not isinstance(plan, DefragPlan):
+        fail([f"-o podmigrationjob: renders a defrag plan's moves (this is a {type(plan).__name__}); use -o kubectl, json, yaml, table or wide"])
+    if output == OutputFormat.kubectl and not isinstance(plan, (DefragPlan, PreemptPlan, AllocationPlan)):
+        fail([f"-o kubectl: renders one plan (this is a {type(plan).__name__}, two plans side by side); choose a method, or use -o json, yaml or table"])
+    if output in (OutputFormat.kubectl, OutputFormat.podmigrationjob):
+        problems = script_name_problems(plan, cluster)
+        if problems:
+            raise SnapshotError([*problems, f"-o {output.value}: refused; rename them in the snapshot (or import it with "
+                                 "planner import kubernetes, which keeps Kubernetes' names)"])
+    if output == OutputFormat.json:
+        emit(dump_plan(plan) + "\n", "-")
+    elif output == OutputFormat.yaml:
+        import yaml  # deferred: PyYAML (~10 ms at start-up), only with -o yaml
+
+        emit(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, width=10**6), "-")
+    elif output in (OutputFormat.table, OutputFormat.wide):
+        with stdout_console() as console:
+            render_summary(console, plan)
+        if output == OutputFormat.wide and isinstance(plan, DefragPlan):
+            emit(wide_table(plan, cluster), "-")
+    elif output == OutputFormat.kubectl:
+        emit(kubectl_script(plan, cluster) if isinstance(plan, DefragPlan) else placement_script(plan, cluster), "-")
+    else:
+        emit(podmigrationjob_yaml(plan, cluster), "-")
+
+
+# ----------------------------------------------------------------------------------------------
+# options models from flags
+# ----------------------------------------------------------------------------------------------
+
+
+def flag(field: str) -> str:
+    """The command-line flag of an options field (``time_limit_s`` -> ``--time-limit``)."""
+    return "--" + CLI_FLAGS.get(field, field).replace("_", "-")
+
+
+def options_of_flags(model: type, given: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """``model(**given)``; errors name the flag, exit 2."""
+    try:
+        return model(**given)
+    except ValidationError as err:
+        fail([f"{flag('.'.join(map(str, e['loc'])))}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()])
+
+
+def given_options(context: typer.Context, model: type, values: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """``model`` built from the options given on the command line only (defaults stay unset, so a
+    method can refuse an option it would ignore); errors name the flag, exit 2."""
+
+    def given_here(field: str) -> bool:
+        source = context.get_parameter_source(CLI_FLAGS.get(field, field))
+        return source is not None and source.name != "DEFAULT"
+
+    given = {field: value for field, value in values.items() if field == "method" or given_here(field)}
+    return options_of_flags(model, given)
+
+
+def names(value: str | None) -> list[str] | None:
+    """A comma-separated list of names (None when not given)."""
+    return None if value is None else [name.strip() for name in value.split(",") if name.strip()]
+
+
+def count_or_share(value: str | None) -> int | str | None:
+    """'10%' stays a share; '50' becomes the count 50 (anything else is left for the options to refuse)."""
+    if value is None or value.strip().endswith("%"):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        return value

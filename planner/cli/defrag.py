@@ -1,0 +1,177 @@
+"""``planner defrag``: migration waves that vacate as many nodes as possible, or (``--make-room``) the
+moves that let named pending jobs start; a progress bar on stderr for large clusters."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from planner.cli.choices import DefragMethod, Executor, Formulation, Lexicographic, Solver, Trim
+from planner.cli.common import (
+    InputKind,
+    OutputFormat,
+    check_plan_output,
+    count_or_share,
+    emit_plan,
+    err_console,
+    fail,
+    given_options,
+    guarded,
+    import_config_option,
+    input_option,
+    load_input,
+    names,
+    output_option,
+)
+from planner.engine import DefragOptions, plan_defrag
+from planner.engine.defrag import Progress as ProgressCallback
+from planner.gc_pause import collector_paused
+
+PROGRESS_FROM_NODES = 2000
+"""Show a progress bar on stderr for clusters at least this large."""
+
+
+@guarded
+def defrag(
+    context: typer.Context,
+    snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
+    method: DefragMethod = typer.Option(
+        DefragMethod("heuristic"),
+        "--method",
+        help="heuristic = IPC ejection chains; random/descheduler/repack = baselines; exact = solver on the whole "
+        "instance; hybrid = IPC improved by the solver on neighbourhoods; auto = exact if small, else hybrid; "
+        "compare = IPC and exact side by side.",
+    ),
+    trim: Trim = typer.Option(
+        Trim("greedy"),
+        "--trim",
+        help="Move-minimal pass after IPC (heuristic, hybrid): greedy = no double moves, pods back home where they fit; "
+        "exact = then the solver's fewest moves at as many empty nodes (heuristic only; uses --solver, --time-limit); off = IPC as is.",
+    ),
+    partition_size: int = typer.Option(500, "--partition-size", min=2, help="Nodes per IPC partition."),
+    depth: int = typer.Option(3, "--depth", min=1, help="K: longest ejection chain."),
+    rounds: int = typer.Option(5, "--rounds", min=1, help="R: IPC rounds."),
+    max_moves: int = typer.Option(None, "--max-moves", min=0, help="Migration budget for the whole plan."),
+    max_moves_per_node: int = typer.Option(None, "--max-moves-per-node", min=0, help="Moves touching any one node."),
+    same_asw: bool = typer.Option(False, "--same-asw", help="Pods move only within their access switch."),
+    max_moves_per_wave: int = typer.Option(None, "--max-moves-per-wave", help="Moves in any one wave (waves are split; no move is lost)."),
+    max_nodes_per_wave: str = typer.Option(
+        None, "--max-nodes-per-wave", help="N or P%: nodes any one wave touches (a share is of the cluster's nodes, rounded up)."
+    ),
+    max_moves_per_node_per_wave: int = typer.Option(None, "--max-moves-per-node-per-wave", help="Moves touching any one node in one wave."),
+    max_unavailable_per_job: int = typer.Option(
+        None, "--max-unavailable-per-job", help="Pods of one job moving in one wave, for jobs without their own disruption budget (0: they stay)."
+    ),
+    max_moves_per_namespace: int = typer.Option(
+        None, "--max-moves-per-namespace", help="Moves of one namespace's pods in one wave (pods without a namespace are in 'default')."
+    ),
+    move_once: bool = typer.Option(True, "--move-once/--no-move-once", help="Every pod moves at most once (default: on)."),
+    only_namespace: str = typer.Option(None, "--only-namespace", help="NS[,NS...]: only pods of these namespaces move."),
+    exclude_namespace: str = typer.Option(None, "--exclude-namespace", help="NS[,NS...]: pods of these namespaces never move."),
+    allow_product_change: bool = typer.Option(
+        False, "--allow-product-change", help="Let GPU pods move to another GPU product their rules allow (default: a pod keeps its product)."
+    ),
+    allow_cpu_pods_on_gpu_nodes: bool = typer.Option(
+        False, "--allow-cpu-pods-on-gpu-nodes", help="Let CPU-only pods move onto GPU nodes (default: they stay off them)."
+    ),
+    node_selector: str = typer.Option(
+        None, "--node-selector", help="LABEL_EXPR: plan within the nodes this label selector matches ('pool=training,zone in (a,b)'); "
+        "pods elsewhere stay and nothing arrives there."
+    ),
+    threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="Baselines: drain nodes below this GPU allocation."),
+    seed: int = typer.Option(0, "--seed", help="Random seed; same snapshot and seed give the same plan."),
+    workers: int = typer.Option(None, "--workers", min=1, help="Worker processes for partitions (default: one per core)."),
+    executor: Executor = typer.Option(
+        Executor("process"), "--executor",
+        help="Where partitions and neighbourhoods run: inline, a local process pool, or Ray (RAY_ADDRESS when set, else a local Ray; "
+        "needs the extra 'ray'). Same seed, same plan.",
+    ),
+    solver: Solver = typer.Option(Solver("highs"), "--solver", help="Exact back-end."),
+    time_limit: float = typer.Option(60.0, "--time-limit", help="Seconds for the solver (exact, compare) or the whole search (hybrid)."),
+    solver_workers: int = typer.Option(8, "--solver-workers", min=1, help="CP-SAT workers / HiGHS threads."),
+    formulation: Formulation = typer.Option(Formulation("auto"), "--formulation", help="Exact model: pod-level or class-aggregated."),
+    deterministic: bool = typer.Option(False, "--deterministic", help="CP-SAT: deterministic search; the time limit is in deterministic seconds."),
+    lexicographic: Lexicographic = typer.Option(
+        Lexicographic("two-phase"), "--lexicographic", help="Exact objective: two-phase (empty nodes, then moves) or one weighted solve."
+    ),
+    force: bool = typer.Option(False, "--force", help="Run --method exact even above its size limit."),
+    limit_costs: bool = typer.Option(
+        False, "--limit-costs", help="Also plan without each limit in force that can cost vacated nodes and report what each cost."
+    ),
+    make_room: str = typer.Option(
+        None, "--make-room", help="NAME[,NAME...]: pending jobs (or pending pods without a job) to make room for and start (method heuristic, exact or compare)."
+    ),
+    out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
+    output_format: OutputFormat = output_option(),
+    source: InputKind = input_option(),
+    import_config: str = import_config_option(),
+) -> None:
+    """Plan a defragmentation: migration waves that vacate as many nodes as possible (with
+    --make-room: the moves that let named pending jobs start, and where they start)."""
+    if threshold <= 0:
+        fail(["--threshold: must be above 0 (a node is drained when its GPU allocation is below it)"])
+    if not time_limit > 0:
+        fail([f"--time-limit: must be above 0 seconds, got {time_limit:g}; give the solver some time, e.g. --time-limit 60"])
+    given = {
+        "method": method.value,
+        "trim": trim.value,
+        "partition_size": partition_size,
+        "depth": depth,
+        "rounds": rounds,
+        "max_moves": max_moves,
+        "max_moves_per_node": max_moves_per_node,
+        "same_asw": same_asw,
+        "max_moves_per_wave": max_moves_per_wave,
+        "max_nodes_per_wave": count_or_share(max_nodes_per_wave),
+        "max_moves_per_node_per_wave": max_moves_per_node_per_wave,
+        "max_unavailable_per_job": max_unavailable_per_job,
+        "max_moves_per_namespace": max_moves_per_namespace,
+        "only_namespaces": names(only_namespace),
+        "exclude_namespaces": names(exclude_namespace),
+        "move_once": move_once,
+        "allow_product_change": allow_product_change,
+        "allow_cpu_pods_on_gpu_nodes": allow_cpu_pods_on_gpu_nodes,
+        "node_selector": node_selector,
+        "threshold": threshold,
+        "seed": seed,
+        "workers": workers,
+        "executor": executor.value,
+        "solver": solver.value,
+        "time_limit_s": time_limit,
+        "solver_workers": solver_workers,
+        "formulation": formulation.value,
+        "deterministic": deterministic,
+        "lexicographic": lexicographic.value,
+        "force": force,
+        "limit_costs": limit_costs,
+        "make_room": None if make_room is None else [name.strip() for name in make_room.split(",") if name.strip()],
+    }
+    options = given_options(context, DefragOptions, given)
+    check_plan_output(output_format, out)
+    with collector_paused():  # one plan and exit: the collector's passes over the snapshot cost seconds (gc_pause.py)
+        cluster = load_input(snapshot, source, import_config)
+        if len(cluster.nodes) >= PROGRESS_FROM_NODES:
+            with progress_bar(f"{method.value} on {len(cluster.nodes):,} nodes") as progress:
+                plan = plan_defrag(cluster, options, progress)
+        else:
+            plan = plan_defrag(cluster, options)
+        emit_plan(plan, cluster, output_format, out)
+
+
+@contextlib.contextmanager
+def progress_bar(title: str) -> Iterator[ProgressCallback]:
+    """A progress bar on stderr, updated by the planner's progress callback."""
+    # no refresh thread: with none running, IPC's process pool forks and its workers share the state
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err_console, transient=True,
+                  auto_refresh=False) as bar:
+        task = bar.add_task(title, total=None)
+        bar.refresh()
+
+        def update(what: str, done: int, total: int) -> None:
+            label = "IPC round" if what == "round" else "neighbourhood round"
+            bar.update(task, description=f"{title}: {label} {done}", completed=done, total=total or None, refresh=True)
+
+        yield update

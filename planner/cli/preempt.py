@@ -1,0 +1,70 @@
+"""``planner preempt``: where a pending job starts and which spot pods to evict, at the least lost work
+(or a standby pod woken on its node, ``--reactivate``)."""
+
+from __future__ import annotations
+
+import typer
+
+from planner.cli.choices import PreemptHeuristic, PreemptMethod, PreemptSolver
+from planner.cli.common import (
+    InputKind,
+    OutputFormat,
+    check_plan_output,
+    emit_plan,
+    fail,
+    given_options,
+    guarded,
+    import_config_option,
+    input_option,
+    load_input,
+    output_option,
+)
+from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate
+
+@guarded
+def preempt(
+    context: typer.Context,
+    snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
+    job: str = typer.Option(None, "--job", help="The pending job to start."),
+    reactivate: str = typer.Option(None, "--reactivate", help="Instead of --job: wake this standby pod on its node."),
+    method: PreemptMethod = typer.Option(
+        PreemptMethod("spotgpu"),
+        "--method",
+        help="spotgpu = least lost work (corrected SpotGPU); spotgpu-paper = the published prefix rule; spotgpu-isolated = HP pods where they would go without spot work; flextopo = NUMA-aware "
+        "(FlexTopo); k8s-default, volcano, random = baselines; exact = solver, proven bound; compare = --heuristic and exact.",
+    ),
+    now: float = typer.Option(None, "--now", help="Decision time in seconds (default: the snapshot's time_s)."),
+    alpha: float = typer.Option(0.5, "--alpha", help="FlexTopo Eq. 1: weight of priority (1) against topology (0)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random baseline."),
+    heuristic: PreemptHeuristic = typer.Option(PreemptHeuristic("spotgpu"), "--heuristic", help="compare: the heuristic set beside exact."),
+    solver: PreemptSolver = typer.Option(PreemptSolver("cpsat"), "--solver", help="Exact back-end."),
+    time_limit: float = typer.Option(10.0, "--time-limit", help="Seconds for the solver (exact, compare)."),
+    solver_workers: int = typer.Option(8, "--solver-workers", help="CP-SAT workers / HiGHS threads."),
+    out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
+    output_format: OutputFormat = output_option(),
+    source: InputKind = input_option(),
+    import_config: str = import_config_option(),
+) -> None:
+    """Plan a preemption: where a pending job starts and which spot pods to evict, at the least lost work.
+
+    A job that cannot start even with every allowed victim evicted is not an error: the plan is empty and
+    report.status is infeasible, with the reason.
+    """
+    if (job is None) == (reactivate is None):
+        fail(["--job / --reactivate: give one: --job J plans a pending job, --reactivate POD wakes a standby pod"])
+
+    given = {
+        "method": method.value,
+        "now_s": now,
+        "alpha": alpha,
+        "seed": seed,
+        "heuristic": heuristic.value,
+        "solver": solver.value,
+        "time_limit_s": time_limit,
+        "solver_workers": solver_workers,
+    }
+    options = given_options(context, PreemptOptions, given)
+    check_plan_output(output_format, out)
+    cluster = load_input(snapshot, source, import_config)
+    plan = plan_preempt(cluster, job, options) if job is not None else plan_reactivate(cluster, reactivate, options)
+    emit_plan(plan, cluster, output_format, out)

@@ -1,0 +1,79 @@
+"""``planner validate``: a plan of any kind checked against its snapshot by the validator of its kind
+(a defrag plan replayed wave by wave, and against the limits given)."""
+
+from __future__ import annotations
+
+import typer
+
+from planner.cli.common import count_or_share, fail, guarded, names, options_of_flags, report_violations
+from planner.cli.inputs import read_plan, read_snapshot
+from planner.cluster import Cluster
+from planner.engine.defrag import DefragOptions
+from planner.plans import AllocationPlan, PreemptPlan
+from planner.validate import validate
+from planner.validate_allocate import validate_allocate
+from planner.validate_preempt import surplus_units, validate_preempt
+
+
+@guarded
+def validate_command(
+    snapshot: str = typer.Argument(..., help="Snapshot JSON file (- for stdin)."),
+    plan: str = typer.Argument(..., help="Plan JSON file (- for stdin)."),
+    max_moves: int = typer.Option(None, "--max-moves", min=0, help="Also check the plan has at most this many moves."),
+    max_moves_per_node: int = typer.Option(None, "--max-moves-per-node", min=0, help="Also check the moves touching each node."),
+    same_asw: bool = typer.Option(False, "--same-asw", help="Also check that no move leaves its access switch."),
+    max_moves_per_wave: int = typer.Option(None, "--max-moves-per-wave", min=1, help="Also check the moves of each wave."),
+    max_nodes_per_wave: str = typer.Option(None, "--max-nodes-per-wave", help="N or P%: also check the nodes each wave touches."),
+    max_moves_per_node_per_wave: int = typer.Option(None, "--max-moves-per-node-per-wave", min=1, help="Also check each node's moves per wave."),
+    max_unavailable_per_job: int = typer.Option(None, "--max-unavailable-per-job", min=0, help="Also check each job's pods moving per wave."),
+    max_moves_per_namespace: int = typer.Option(
+        None, "--max-moves-per-namespace", min=1, help="Also check each namespace's moves per wave (pods without a namespace are in 'default')."
+    ),
+    only_namespace: str = typer.Option(None, "--only-namespace", help="NS[,NS...]: also check only these namespaces' pods move."),
+    exclude_namespace: str = typer.Option(None, "--exclude-namespace", help="NS[,NS...]: also check these namespaces' pods stay."),
+    move_once: bool = typer.Option(False, "--move-once", help="Also check that no pod moves twice."),
+) -> None:
+    """Replay a plan wave by wave (make-before-break) and list every violation; exit 1 if any.
+
+    With --max-moves, --max-moves-per-node, --same-asw or a per-wave limit it also checks the limits the
+    plan was asked for.
+    """
+    if snapshot == "-" and plan == "-":
+        fail(["only one of SNAPSHOT and PLAN can be read from stdin (-)"])
+    cluster = read_snapshot(snapshot, from_option=False)
+    parsed = read_plan(plan)
+    given_limits = {"max_moves": max_moves, "max_moves_per_node": max_moves_per_node, "same_asw": same_asw,
+                    "max_moves_per_wave": max_moves_per_wave, "max_nodes_per_wave": count_or_share(max_nodes_per_wave),
+                    "max_moves_per_node_per_wave": max_moves_per_node_per_wave, "max_unavailable_per_job": max_unavailable_per_job,
+                    "max_moves_per_namespace": max_moves_per_namespace,
+                    "only_namespaces": names(only_namespace), "exclude_namespaces": names(exclude_namespace), "move_once": move_once}
+    limited = any(value not in (None, False) for value in given_limits.values())
+    if parsed.kind == "allocate":
+        if limited:
+            fail(["--max-moves, --max-moves-per-node, --same-asw and the per-wave limits apply to defrag plans; this is an allocation plan"])
+        validate_allocation_plan(cluster, parsed)
+        return
+    if parsed.kind == "preempt":
+        if limited:
+            fail(["--max-moves, --max-moves-per-node, --same-asw and the per-wave limits apply to defrag plans; this is a preempt plan"])
+        validate_preempt_plan(cluster, parsed)
+        return
+    limits = options_of_flags(DefragOptions, {"move_once": False, **{k: v for k, v in given_limits.items() if v not in (None, False)}}).limits(
+        len(cluster.nodes))
+    violations = validate(cluster, parsed, limits)
+    moves = sum(len(w) for w in parsed.waves)
+    report_violations(violations, f"valid: {len(parsed.waves)} wave(s), {moves} move(s), {len(parsed.vacated_nodes)} vacated node(s)")
+
+
+def validate_allocation_plan(cluster: Cluster, plan: AllocationPlan) -> None:
+    report_violations(validate_allocate(cluster, plan), f"valid: {len(plan.placements)} placement(s), {len(plan.unplaced)} job(s) left pending")
+
+
+def validate_preempt_plan(cluster: Cluster, plan: PreemptPlan) -> None:
+    violations = validate_preempt(cluster, plan)
+    surplus = surplus_units(cluster, plan) if plan.placements and not violations else 0
+    report_violations(
+        violations,
+        f"valid: {len(plan.placements)} placement(s), {len(plan.victims)} victim(s), "
+        f"{sum(v.lost_gpu_s for v in plan.victims):g} GPU-s lost, {surplus} surplus victim gang(s)",
+    )

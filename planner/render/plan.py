@@ -1,0 +1,167 @@
+"""Plan summaries for the terminal (``-o table`` and the first part of ``-o wide``): a defrag plan, a
+heuristic-against-exact comparison, the jobs a make-room plan started, a preempt plan and an
+allocation plan, printed as rich tables on the console given (the command line owns the console)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from planner.plans import (
+    AllocationComparison,
+    AllocationPlan,
+    DefragComparison,
+    DefragPlan,
+    PreemptComparison,
+    PreemptPlan,
+)
+from planner.render.table import fmt
+
+DEFRAG_REPORT_EXTRAS = (
+    "jobs_placed", "jobs_unplaced", "lexicographic_optimal", "moves_before_trim", "moves_saved", "moves_bound",
+    "move_minimal", "solver_status", "units", "bound_error",
+    "auto_choice", "fallback", "ipc_objective", "formulation", "rounds_run", "partitions", "candidates_tried",
+    "lns_rounds", "lns_improved", "lns_gained_empty_nodes", "dropped_moves", "waves_before_wave_limits", "pods_held",
+    "move_once_rerouted", "move_once_dropped", "lost_gpu_s", "reason",
+)
+"""Fields of a defrag report's extras shown in its summary, in this order, when present."""
+
+
+def render_summary(console: Console, plan: Any) -> None:
+    """The summary of any plan or comparison the planning commands return."""
+    if isinstance(plan, DefragComparison):
+        render_defrag_comparison(console, plan)
+    elif isinstance(plan, DefragPlan):
+        render_defrag(console, plan)
+    elif isinstance(plan, (PreemptPlan, PreemptComparison)):
+        render_preempt(console, plan)
+    elif isinstance(plan, (AllocationPlan, AllocationComparison)):
+        render_allocation(console, plan)
+    else:
+        raise TypeError(f"no summary for a {type(plan).__name__}")
+
+
+def render_defrag_comparison(console: Console, comparison: DefragComparison) -> None:
+    h, e, gap = comparison.heuristic.report, comparison.exact.report, comparison.gap
+    table = Table(title="Heuristic (IPC) against exact")
+    for column in ("", "heuristic", "exact"):
+        table.add_column(column, justify="left" if not column else "right")
+    rows = [
+        ("empty nodes", h.objective, e.objective),
+        ("moves", h.moves, e.moves),
+        ("GPUs moved", h.gpus_moved, e.gpus_moved),
+        ("waves", len(comparison.heuristic.waves), len(comparison.exact.waves)),
+        ("status", h.status, e.status),
+        ("solver", "", e.solver),
+        ("bound (empty nodes)", "", e.bound),
+        ("wall s", h.wall_s, e.wall_s),
+    ]
+    for label, a, b in rows:
+        table.add_row(label, fmt(a if a is not None else ""), fmt(b if b is not None else ""))
+    console.print(table)
+    if "exact_jobs_placed" in gap:  # make room: jobs started and moves, not empty nodes
+        saved = gap["moves_saved"]
+        console.print(
+            f"make room: jobs started heuristic {gap['heuristic_jobs_placed']}, exact {gap['exact_jobs_placed']}; "
+            + (f"exact saves {fmt(saved)} move(s)" if saved is not None else "moves not comparable (different jobs started)")
+            + f"; exact {gap['exact_status']}"
+            + (", restricted neighbourhood" + (" (optimal within it)" if gap["optimal_within_neighbourhood"] else "") if gap["restricted"] else "")
+        )
+        for label, plan in (("heuristic", comparison.heuristic), ("exact", comparison.exact)):
+            console.print(f"{label}:")
+            render_make_room_jobs(console, plan)
+        return
+    console.print(
+        f"gap: exact empties {fmt(gap['gap_empty_nodes'])} more nodes than IPC; "
+        f"IPC is {fmt(gap['heuristic_to_bound'])} below the proven bound"
+    )
+
+
+def render_make_room_jobs(console: Console, plan: DefragPlan) -> None:
+    if not plan.metrics.per_job:
+        return
+    jobs = Table(title="Make room: named jobs")
+    for column in ("job", "placed", "moves", "GPUs moved", "nodes / reason"):
+        jobs.add_column(column, justify="left" if column in ("job", "nodes / reason") else "right")
+    for name, job in plan.metrics.per_job.items():
+        where = ", ".join(job["nodes"]) if job["placed"] else job["reason"]
+        jobs.add_row(name, fmt(job["placed"]), fmt(job.get("moves", "")), fmt(job.get("gpus_moved", "")), where)
+    console.print(jobs)
+
+
+def render_defrag(console: Console, plan: Any) -> None:  # a DefragPlan with its report
+    report = plan.report
+    head = Table(title=f"Defrag plan ({report.method}, seed {report.seed}, {report.wall_s:.2f} s)")
+    head.add_column("")
+    head.add_column("value", justify="right")
+    for label, value in (
+        ("moves", report.moves),
+        ("GPUs moved", report.gpus_moved),
+        ("waves", len(plan.waves)),
+        ("vacated nodes", len(plan.vacated_nodes)),
+    ):
+        head.add_row(label, fmt(value))
+    extra = report.model_extra or {}
+    for label, value in (("solver", report.solver), ("status", report.status), ("bound (empty nodes)", report.bound), ("gap", report.gap)):
+        if report.solver is not None:
+            head.add_row(label, fmt(value))
+    for key in DEFRAG_REPORT_EXTRAS:
+        if key in extra:
+            head.add_row(key.replace("_", " "), fmt(extra[key]))
+    console.print(head)
+    render_make_room_jobs(console, plan)
+    before, after = plan.metrics.before, plan.metrics.after
+    table = Table(title="Cluster before and after")
+    for column in ("measure", "before", "after", "change"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    for key in ("empty_nodes", "full_nodes", "nodes_with_slack", "gfr", "gar", "allocated_gpus"):
+        change = after[key] - before[key]
+        table.add_row(key.replace("_", " "), fmt(before[key]), fmt(after[key]), f"{change:+.4g}")
+    if before["nodes_with_slack"]:
+        cut = 1 - after["nodes_with_slack"] / before["nodes_with_slack"]
+        table.add_row("nodes with slack cut", "", "", f"{cut:.1%}")
+    console.print(table)
+
+
+def render_preempt(console: Console, plan: PreemptPlan | PreemptComparison) -> None:
+    plans = [("heuristic", plan.heuristic), ("exact", plan.exact)] if isinstance(plan, PreemptComparison) else [("plan", plan)]
+    for title, one in plans:
+        report = one.report
+        assert report is not None
+        head = f"{title}: {report.method} {report.status}, lost work {one.metrics.get('lost_gpu_s', 0):g} GPU-s"
+        if report.bound is not None:
+            head += f", bound {report.bound:g}, gap {report.gap:g}"
+        console.print(head)
+        if getattr(report, "reason", None):
+            console.print(f"  reason: {report.reason}")
+        title = f"reactivate {one.reactivate}" if one.reactivate else f"job {one.job}: placements"
+        table = Table("pod", "node", "devices", title=title)
+        for p in one.placements:
+            table.add_row(p.pod, p.node, "" if p.gpu_indexes is None else ",".join(map(str, p.gpu_indexes)))
+        console.print(table)
+        victims = Table("victim", "node", "job", "lost GPU-s", title="victims")
+        for v in one.victims:
+            victims.add_row(v.pod, v.node, v.job or "", f"{v.lost_gpu_s:g}")
+        console.print(victims)
+        console.print(f"  surplus victims: {one.metrics.get('surplus_victims', 0)}")
+    if isinstance(plan, PreemptComparison):
+        console.print(f"cost ratio (heuristic / exact): {plan.gap.get('cost_ratio')}")
+
+
+def render_allocation(console: Console, plan: AllocationPlan | AllocationComparison) -> None:
+    plans = [("greedy", plan.greedy), ("exact", plan.exact)] if isinstance(plan, AllocationComparison) else [("plan", plan)]
+    for label, one in plans:
+        report = one.report
+        title = f"{label}: {report.method} {report.status}" if report else label
+        table = Table("job", "pods", "asws", "min asws", "entropy", "nodes", "min nodes", "locality cost", title=title)
+        for job, m in one.metrics.get("per_job", {}).items():
+            table.add_row(job, str(m["pods"]), str(m["asws"]), str(m["min_asws"]), f"{m['entropy']:.3f}", str(m["nodes"]), str(m["min_nodes"]), f"{m['locality_cost']:g}")
+        console.print(table)
+        for item in one.unplaced:
+            console.print(f"unplaced {item.job}: {item.reason}")
+    if isinstance(plan, AllocationComparison):
+        g, e = plan.gap["greedy"], plan.gap["exact"]
+        console.print(f"GPUs started: greedy {g['gpus']:g}, exact {e['gpus']:g}; switches: greedy {g['switches']}, exact {e['switches']} "
+                      f"(exact {plan.gap['exact_status']})")
