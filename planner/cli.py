@@ -22,6 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from planner.cli_flags import CLI_FLAGS, cli_message, flag
 from planner.cli_inputs import read_plan, read_snapshot
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
@@ -104,7 +105,9 @@ def guarded(command: F) -> F:
             raise
         except SnapshotError as err:
             fail(err.problems)
-        except (PlanOptionError, ExecutorError) as err:
+        except PlanOptionError as err:
+            fail([cli_message(err)])
+        except ExecutorError as err:
             fail([str(err)])
         except BrokenPipeError:
             raise typer.Exit(0) from None
@@ -717,9 +720,7 @@ def defrag(
 
 
 def _flag(field: str) -> str:
-    from planner.engine.defrag import CLI_FLAGS
-
-    return "--" + CLI_FLAGS.get(field, field).replace("_", "-")
+    return flag(field)
 
 
 def _options_of_flags(model: type, given: dict[str, Any]):  # type: ignore[no-untyped-def]
@@ -737,8 +738,6 @@ def _options(context: typer.Context, model: type, values: dict[str, Any]):  # ty
     method can refuse an option it would ignore); errors name the flag, exit 2."""
 
     def given_here(field: str) -> bool:
-        from planner.engine.defrag import CLI_FLAGS
-
         source = context.get_parameter_source(CLI_FLAGS.get(field, field))
         return source is not None and source.name != "DEFAULT"
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from planner.cli import app
 from planner.cluster import Cluster, Node, Pod
 from planner.engine import DefragOptions, plan_defrag
-from planner.engine.defrag import _unplace_what_no_longer_fits
+from planner.engine.defrag.assembly import _unplace_what_no_longer_fits
 from planner.engine.makeroom import MadeRoom
 from planner.instances.asi import generate_asi
 from planner.limits import MoveBudget, MoveLimits

@@ -22,7 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from planner import rules
 from planner.cluster import MAX_TIME_S, Cluster
-from planner.engine.defrag import MAX_SEED, MAX_TIME_LIMIT_S, PlanBug, PlanOptionError, refuse_unused
+from planner.engine.common import (
+    MAX_SEED,
+    MAX_TIME_LIMIT_S,
+    PlanBug,
+    PlanOptionError,
+    refuse_unused,
+)
 from planner.heuristics.gang import Choice, place_job
 from planner.heuristics.spotgpu import SpotGpu
 from planner.plans import Placement, PreemptComparison, PreemptPlan, SolveReport, Victim
@@ -55,12 +61,7 @@ class PreemptOptions(BaseModel):
     @field_validator("*")
     @classmethod
     def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
-        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "now_s"), _unused_reason)
-
-
-def _unused_reason(method: str, name: str) -> str:
-    users = [m for m, names in METHOD_OPTIONS.items() if name in names]
-    return f"method '{method}' does not use it; use it with method {', '.join(users)}, or leave it out"
+        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "now_s"))
 
 
 _SOLVER = {"solver", "time_limit_s", "solver_workers"}
