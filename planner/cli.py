@@ -415,7 +415,7 @@ def validate_command(
     plan was asked for.
     """
     from planner.engine.defrag import DefragOptions
-    from planner.validate import validate
+    from planner.validate.defrag import validate
 
     if snapshot == "-" and plan == "-":
         fail(["only one of SNAPSHOT and PLAN can be read from stdin (-)"])

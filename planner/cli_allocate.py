@@ -75,7 +75,7 @@ def _table(plan: Any) -> None:
 def _render(console: Any, plan: AllocationPlan | AllocationComparison) -> None:
     from rich.table import Table
 
-    plans = [("greedy", plan.greedy), ("exact", plan.exact)] if isinstance(plan, AllocationComparison) else [("plan", plan)]
+    plans = [("greedy", plan.heuristic), ("exact", plan.exact)] if isinstance(plan, AllocationComparison) else [("plan", plan)]
     for label, one in plans:
         report = one.report
         title = f"{label}: {report.method} {report.status}" if report else label
@@ -92,6 +92,6 @@ def _render(console: Any, plan: AllocationPlan | AllocationComparison) -> None:
 
 
 def validate_allocation_plan(cluster: Cluster, plan: AllocationPlan) -> None:
-    from planner.validate_allocate import validate_allocate
+    from planner.validate.allocate import validate_allocate
 
     report_violations(validate_allocate(cluster, plan), f"valid: {len(plan.placements)} placement(s), {len(plan.unplaced)} job(s) left pending")

@@ -224,7 +224,7 @@ def _wait_for(client: Client, job_id: str) -> dict[str, Any]:
 def _replay(cluster: Any, plan: dict[str, Any]) -> list[str]:
     """The violations of a returned defrag plan (or of both plans of a comparison) on ``cluster``."""
     from planner.plans import parse_plan
-    from planner.validate import validate
+    from planner.validate.defrag import validate
 
     plans = [plan] if plan.get("kind", "defrag") == "defrag" else [plan[k] for k in ("heuristic", "exact") if k in plan]
     try:

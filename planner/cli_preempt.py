@@ -139,7 +139,7 @@ def _render(console: Any, plan: PreemptPlan | PreemptComparison) -> None:
 
 
 def validate_preempt_plan(cluster: Cluster, plan: PreemptPlan) -> None:
-    from planner.validate_preempt import surplus_units, validate_preempt
+    from planner.validate.preempt import surplus_units, validate_preempt
 
     violations = validate_preempt(cluster, plan)
     surplus = surplus_units(cluster, plan) if plan.placements and not violations else 0

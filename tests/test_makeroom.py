@@ -20,7 +20,7 @@ from planner.engine import DefragOptions, plan_defrag
 from planner.engine.defrag import PlanOptionError
 from planner.plans import DefragPlan, Placement
 from planner.state import ClusterState
-from planner.validate import apply_plan, validate
+from planner.validate.defrag import apply_plan, validate
 
 runner = CliRunner()
 

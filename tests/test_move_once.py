@@ -19,7 +19,7 @@ from planner.limits import MoveBudget, MoveLimits
 from planner.plans import DefragPlan, Placement
 from planner.snapshot import parse_cluster
 from planner.state import ClusterState
-from planner.validate import validate
+from planner.validate.defrag import validate
 from planner.waves import target_to_waves
 from tests.test_exact_oracle import detour_corpus
 

@@ -19,7 +19,7 @@ from planner.cli_client import retry_after_s
 from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict, parse_cluster
 from planner.store import Store
-from planner.validate import validate
+from planner.validate.defrag import validate
 from tests.conftest import FIG15
 
 TOKEN = "client-token-0123456789"

@@ -54,7 +54,7 @@ from planner.api.logs import request_id
 from planner.api.metrics import ServiceMetrics
 from planner.api.worker import Dispatcher
 from planner.cluster import field_path
-from planner.plans import AllocationComparison, AllocationPlan, DefragComparison, DefragPlan, PreemptComparison, PreemptPlan
+from planner.kinds import KINDS
 from planner.store import IdempotencyConflict, Job, QueueFull, Store
 
 log = logging.getLogger("planner.api")
@@ -471,19 +471,16 @@ def create_app(settings: Settings) -> FastAPI:
 # ----------------------------------------------------------------------------------------------
 
 PUBLIC_PATHS = ("/healthz", "/readyz")
-PLAN_MODELS = (DefragPlan, DefragComparison, PreemptPlan, PreemptComparison, AllocationPlan, AllocationComparison)
+PLAN_MODELS = tuple(model for kind in KINDS.values() for model in (kind.plan_model, kind.comparison_model))
 TAGS = [
-    {"name": "defrag", "description": "Defragmentation: make-before-break migration waves that empty nodes."},
-    {"name": "preempt", "description": "Spot preemption: where a high-priority job starts and which spot pods to evict."},
-    {"name": "allocate", "description": "Topology allocation: pending multi-node jobs on as few switches as possible."},
+    *({"name": kind.name, "description": kind.description} for kind in KINDS.values()),
     {"name": "jobs", "description": "Jobs: status, plan, cancel, delete."},
     {"name": "plans", "description": "The plan store."},
     {"name": "checks", "description": "Synchronous checks: replay a plan, report on a snapshot."},
     {"name": "operations", "description": "Health, readiness and metrics."},
 ]
 OPERATION_IDS = {"prometheus": "get_metrics", "report": "report_snapshot", "healthz": "get_health", "readyz": "get_readiness"}
-PLAN_RESPONSES = {"/v1/defrag": ("DefragPlan", "DefragComparison"), "/v1/preempt": ("PreemptPlan", "PreemptComparison"),
-                  "/v1/allocate": ("AllocationPlan", "AllocationComparison")}
+PLAN_RESPONSES = {f"/v1/{kind.name}": (kind.plan_model.__name__, kind.comparison_model.__name__) for kind in KINDS.values()}
 PLAN_EXAMPLES = {
     "/v1/preempt": {"version": 1, "kind": "preempt", "job": "hp", "now_s": 0.0, "placements": [{"pod": "hp-0", "node": "node-1"}],
                     "victims": [{"pod": "spot-3", "node": "node-1", "job": "spot", "lost_gpu_s": 1800.0}], "metrics": {"lost_gpu_s": 1800.0},
@@ -496,7 +493,7 @@ PLAN_EXAMPLES = {
 
 
 def _tag(path: str) -> str:
-    for prefix, tag in (("/v1/defrag", "defrag"), ("/v1/preempt", "preempt"), ("/v1/allocate", "allocate"), ("/v1/jobs", "jobs"),
+    for prefix, tag in (*((f"/v1/{kind}", kind) for kind in KINDS), ("/v1/jobs", "jobs"),
                         ("/v1/plans", "plans"), ("/v1/validate", "checks"), ("/v1/report", "checks")):
         if path.startswith(prefix):
             return tag

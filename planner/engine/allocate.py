@@ -47,7 +47,7 @@ from planner.plans import (
 )
 from planner.provenance import stamp
 from planner.state import PENDING, ClusterState
-from planner.validate_allocate import SnapshotIndex, validate_allocate
+from planner.validate.allocate import SnapshotIndex, validate_allocate
 
 AllocateMethod = Literal["auto", "largest-first", "greedy", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random", "exact", "compare"]
 GREEDY_METHODS = ("largest-first", "greedy", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random")
@@ -247,7 +247,7 @@ def _comparison(greedy: AllocationPlan, exact: AllocationPlan) -> AllocationComp
                 "locality_cost": math.fsum(m["locality_cost"] for m in per_job.values())}
 
     g, e = summary(greedy), summary(exact)
-    return AllocationComparison(greedy=greedy, exact=exact, gap={
+    return AllocationComparison(heuristic=greedy, exact=exact, gap={
         "greedy": g, "exact": e, "gpus": (e["gpus"] or 0) - (g["gpus"] or 0), "switches": g["switches"] - e["switches"],
         "exact_status": exact.report.status if exact.report else None,
     })

@@ -65,7 +65,7 @@ from planner.engine.makeroom import run_make_room, run_make_room_exact
 from planner.executors import executor
 from planner.gc_pause import collector_paused
 from planner.limits import MoveBudget
-from planner.plans import DefragComparison, DefragPlan
+from planner.plans import DefragComparison, DefragGap, DefragPlan, MakeRoomGap
 from planner.pools import apply_pools
 from planner.provenance import stamp
 from planner.state import ClusterState
@@ -176,7 +176,7 @@ def compare_defrag(cluster: Cluster, options: DefragOptions, progress: Progress 
     assert isinstance(heuristic, DefragPlan) and isinstance(exact, DefragPlan)
     h, e = heuristic.report, exact.report
     bound = e.bound
-    gap = {
+    gap: DefragGap = {
         "heuristic_empty_nodes": h.objective,
         "exact_empty_nodes": e.objective,
         "bound_empty_nodes": bound,
@@ -199,7 +199,7 @@ def compare_make_room(cluster: Cluster, options: DefragOptions) -> DefragCompari
     exact = plan_defrag(cluster, options.model_copy(update={"method": "exact"}))
     assert isinstance(heuristic, DefragPlan) and isinstance(exact, DefragPlan)
     h, e = heuristic.report, exact.report
-    gap = {
+    gap: MakeRoomGap = {
         "heuristic_jobs_placed": h.jobs_placed,
         "exact_jobs_placed": e.jobs_placed,
         "heuristic_moves": h.moves,

@@ -18,7 +18,7 @@ from planner.engine.defrag.options import DefragOptions
 from planner.limits import namespace_limits, unavailable_limits
 from planner.plans import DefragPlan, Move, PlanMetrics, SolveReport, Unplaced
 from planner.state import ClusterState
-from planner.validate import validate
+from planner.validate.defrag import validate
 from planner.waves import Step, shape_waves
 
 
