@@ -250,7 +250,7 @@ def test_openapi_by_conventions_bearer_scheme_tags_readable_ids_typed_plans(serv
 
 
 def test_the_openapi_plan_examples_are_plans() -> None:
-    from planner.api.app import PLAN_EXAMPLES
+    from planner.api.conventions import PLAN_EXAMPLES
 
     assert {type(parse_plan(json.dumps(example))).__name__ for example in PLAN_EXAMPLES.values()} == {"PreemptPlan", "AllocationPlan"}
 
