@@ -46,7 +46,7 @@ from planner.heuristics.gang import apply_choice  # noqa: E402
 from planner.instances.flextopo import flextopo_cluster  # noqa: E402
 from planner.instances.spot import spot_cluster  # noqa: E402
 from planner.preempt_state import Ask, PreemptState  # noqa: E402
-from planner.validate_preempt import surplus_units, validate_preempt  # noqa: E402
+from planner.validate.preempt import surplus_units, validate_preempt  # noqa: E402
 
 HEURISTICS = ("spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random")
 EXPERIMENT_METHODS = ("flextopo", "exact", "spotgpu", "k8s-default", "volcano", "random", "spotgpu-paper")

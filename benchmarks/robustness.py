@@ -1383,7 +1383,7 @@ def fork_server_of(server: Server) -> int | None:
 def _validates(snapshot: dict[str, Any], plan_text: str) -> str | None:
     """Why a stored plan does not validate (independent replay and the planner's validator), or None."""
     from planner.plans import parse_plan
-    from planner.validate import validate
+    from planner.validate.defrag import validate
 
     cluster = parse_cluster(json.dumps(snapshot))
     plan = parse_plan(plan_text)

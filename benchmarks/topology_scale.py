@@ -36,7 +36,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import REPO, RESULTS, cached_asi, code_version, machine  # noqa: E402
 
-from planner import metrics, validate_allocate  # noqa: E402
+from planner import metrics  # noqa: E402
+from planner.validate import allocate as validate_allocate  # noqa: E402
 from planner.capacity import after_plan, gpu_slots, large_job_capacity  # noqa: E402
 from planner.cluster import Cluster, Job, Pod, Topology  # noqa: E402
 from planner.engine import allocate  # noqa: E402

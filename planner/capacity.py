@@ -18,9 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from planner.cluster import Cluster
+from planner.cluster import Cluster, SnapshotError
 from planner.metrics import Shape
 from planner.state import ClusterState
+from planner.validate import validate_plan
+from planner.validate.defrag import apply_plan
 
 
 def gpu_slots(state: ClusterState, shape: Shape) -> np.ndarray:
@@ -66,24 +68,11 @@ def large_job_capacity(cluster: Cluster | ClusterState, shapes: list[Shape]) -> 
 def after_plan(cluster: Cluster, plan: Any) -> Cluster:
     """The snapshot once ``plan`` (defrag, preempt or allocate) is carried out; the plan must be
     valid for it (checked, so a report never shows the effect of an impossible plan)."""
-    from planner.cluster import SnapshotError
-
+    problems = validate_plan(cluster, plan)
     if plan.kind == "defrag":
-        from planner.validate import apply_plan, validate
-
-        problems = validate(cluster, plan)
         after = apply_plan(cluster, plan)
     else:
-        if plan.kind == "preempt":
-            from planner.validate_preempt import validate_preempt
-
-            problems = validate_preempt(cluster, plan)
-            gone = {v.pod for v in plan.victims}
-        else:
-            from planner.validate_allocate import validate_allocate
-
-            problems = validate_allocate(cluster, plan)
-            gone = set()
+        gone = {v.pod for v in plan.victims} if plan.kind == "preempt" else set()
         placed = {p.pod: p for p in plan.placements}
         pods = []
         for pod in cluster.pods:

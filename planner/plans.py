@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from typing_extensions import TypedDict
 
 from planner.cluster import SnapshotError, duplicate_key_problems, pydantic_problems
 
@@ -96,6 +97,62 @@ class DefragPlan(BaseModel):
         return [move for wave in self.waves for move in wave]
 
 
+Number = int | float
+"""A count or a measure, kept as given (an int stays an int in the written plan)."""
+
+
+class DefragGap(TypedDict):
+    """The gap of a defrag comparison: empty nodes of each plan and the bound, and their walls."""
+
+    heuristic_empty_nodes: Number | None
+    exact_empty_nodes: Number | None
+    bound_empty_nodes: Number | None
+    exact_status: str | None
+    gap_empty_nodes: Number | None
+    heuristic_to_bound: Number | None
+    heuristic_over_exact: Number | None
+    heuristic_wall_s: Number | None
+    exact_wall_s: Number | None
+
+
+class MakeRoomGap(TypedDict):
+    """The gap of a make-room comparison: jobs placed, moves and GPUs moved by each plan."""
+
+    heuristic_jobs_placed: Number | None
+    exact_jobs_placed: Number | None
+    heuristic_moves: Number | None
+    exact_moves: Number | None
+    heuristic_gpus_moved: Number | None
+    exact_gpus_moved: Number | None
+    exact_status: str | None
+    restricted: Any
+    optimal_within_neighbourhood: Any
+    moves_saved: Number | None
+    heuristic_wall_s: Number | None
+    exact_wall_s: Number | None
+
+
+class PreemptGap(TypedDict):
+    """The gap of a preempt comparison: the heuristic, each plan's lost work and victims."""
+
+    heuristic: str
+    lost_gpu_s: dict[str, Any]
+    cost_ratio: Number | None
+    victims: dict[str, Any]
+    exact_status: str | None
+
+
+class AllocationGap(TypedDict):
+    """The gap of an allocation comparison: each plan's summary (``greedy`` names the heuristic's in
+    plan format v1), the GPUs the exact plan places more and the switches it saves."""
+
+    greedy: dict[str, Any]
+    exact: dict[str, Any]
+    gpus: Number
+    switches: Number
+    exact_status: str | None
+
+
 class DefragComparison(BaseModel):
     """Compare mode: the heuristic and the exact plan of one snapshot, and the gap between them."""
 
@@ -104,7 +161,7 @@ class DefragComparison(BaseModel):
     kind: Literal["defrag-compare"] = "defrag-compare"
     heuristic: DefragPlan
     exact: DefragPlan
-    gap: dict[str, Any]
+    gap: DefragGap | MakeRoomGap
 
 
 class Victim(BaseModel):
@@ -146,7 +203,7 @@ class PreemptComparison(BaseModel):
     kind: Literal["preempt-compare"] = "preempt-compare"
     heuristic: PreemptPlan
     exact: PreemptPlan
-    gap: dict[str, Any]
+    gap: PreemptGap
 
 
 class AllocationPlan(BaseModel):
@@ -167,14 +224,17 @@ _KINDS: dict[str, type[BaseModel]] = {"defrag": DefragPlan, "preempt": PreemptPl
 
 
 class AllocationComparison(BaseModel):
-    """Compare mode: largest-first (greedy, one job at a time) and the exact joint model, side by side."""
+    """Compare mode: largest-first (greedy, one job at a time) and the exact joint model, side by side.
+
+    The heuristic's plan is ``heuristic``, as in the other comparisons; plan format v1 names it
+    ``greedy``, so it is written as ``greedy`` and read under either name."""
 
     model_config = ConfigDict(extra="forbid")
     version: Literal[1] = PLAN_VERSION
     kind: Literal["allocate-compare"] = "allocate-compare"
-    greedy: AllocationPlan
+    heuristic: AllocationPlan = Field(validation_alias=AliasChoices("greedy", "heuristic"), serialization_alias="greedy")
     exact: AllocationPlan
-    gap: dict[str, Any]
+    gap: AllocationGap
 
 
 def parse_plan(text: str | bytes, source: str = "plan") -> AnyPlan:

@@ -16,7 +16,7 @@ from planner.engine.allocate import GREEDY_METHODS, AllocateOptions, greedy_plan
 from planner.engine.defrag import PlanOptionError
 from planner.plans import AllocationPlan
 from planner.state import ClusterState
-from planner.validate_allocate import SnapshotIndex
+from planner.validate.allocate import SnapshotIndex
 
 
 class WarmAllocator:

@@ -8,7 +8,7 @@ from planner.cluster import Cluster
 from planner.engine.allocate import AllocateOptions, locality_cost, plan_allocate
 from planner.engine.defrag import PlanOptionError
 from planner.plans import Placement
-from planner.validate_allocate import validate_allocate
+from planner.validate.allocate import validate_allocate
 
 
 def switches_cluster(free_nodes: dict[str, int], job_pods: int, topology: dict | None = None) -> Cluster:

@@ -18,7 +18,7 @@ from planner.cluster import Cluster
 from planner.engine.allocate import AllocateOptions, plan_allocate
 from planner.heuristics.topology import slurm_tree
 from planner.models import topology
-from planner.validate_allocate import validate_allocate
+from planner.validate.allocate import validate_allocate
 from tests import allocate_oracle
 
 
@@ -188,7 +188,7 @@ def test_compare_reports_both_plans_and_the_gap():
     cluster = tiny_cluster(5)
     both = plan_allocate(cluster, AllocateOptions(method="compare", time_limit_s=20, solver_workers=2))
     assert both.kind == "allocate-compare"
-    g, e = key_of(cluster, {p.pod: p.node for p in both.greedy.placements}), key_of(cluster, {p.pod: p.node for p in both.exact.placements})
+    g, e = key_of(cluster, {p.pod: p.node for p in both.heuristic.placements}), key_of(cluster, {p.pod: p.node for p in both.exact.placements})
     assert both.gap["gpus"] == e[0] - g[0] and both.gap["switches"] == g[1] - e[1]
     assert both.gap["exact"]["switches"] == e[1] and both.exact.report.status == "optimal"
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from planner.cluster import Cluster
 from planner.engine.allocate import AllocateOptions, plan_allocate
-from planner.validate_allocate import validate_allocate
+from planner.validate.allocate import validate_allocate
 from tests.allocate_oracle import key_of, optimum
 
 GREEDY = ("largest-first", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random")

@@ -17,7 +17,7 @@ import pytest
 
 from planner.cluster import Cluster
 from planner.engine.allocate import AllocateOptions, plan_allocate
-from planner.validate_allocate import validate_allocate
+from planner.validate.allocate import validate_allocate
 from tests.allocate_oracle import key_of, optimum
 
 REPROS = Path(__file__).parent / "data" / "repros"

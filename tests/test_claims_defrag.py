@@ -14,7 +14,7 @@ from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.plans import DefragComparison, DefragPlan
 from planner.snapshot import parse_cluster
-from planner.validate import validate
+from planner.validate.defrag import validate
 from tests.oracle import best_plan, replay
 from tests.test_exact_oracle import Budgets, assert_comparison_claims_true, assert_plan_claims_true, topology_cluster
 

@@ -13,7 +13,7 @@ import pytest
 from planner.engine.preempt import PreemptOptions, plan_preempt
 from planner.plans import Placement, PreemptPlan, Victim
 from planner.snapshot import parse_cluster
-from planner.validate_preempt import surplus_units, validate_preempt
+from planner.validate.preempt import surplus_units, validate_preempt
 from tests.preempt_oracle import optimum
 
 REPROS = Path(__file__).parent / "data" / "repros"

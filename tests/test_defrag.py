@@ -12,7 +12,7 @@ from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.plans import dump_plan
 from planner.snapshot import dump_cluster, parse_cluster
-from planner.validate import apply_plan, validate
+from planner.validate.defrag import apply_plan, validate
 from tests.conftest import make_cluster, node, pod
 from tests.strategies import clusters
 

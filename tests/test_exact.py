@@ -16,7 +16,7 @@ from planner.models.backends import solve
 from planner.models.defrag import build_defrag_model
 from planner.plans import DefragComparison
 from planner.state import ClusterState
-from planner.validate import validate
+from planner.validate.defrag import validate
 from tests.conftest import make_cluster, node, pod
 from tests.oracle import final_states
 from tests.strategies import clusters

@@ -15,7 +15,7 @@ from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.snapshot import parse_cluster
 from planner.state import ClusterState
-from planner.validate import validate
+from planner.validate.defrag import validate
 from tests.conftest import make_cluster, node, pod
 
 # ----------------------------------------------------------------------------------------------

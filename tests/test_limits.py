@@ -14,7 +14,7 @@ from planner.engine import DefragOptions, plan_defrag
 from planner.instances.asi import generate_asi
 from planner.limits import MoveBudget, MoveLimits
 from planner.state import ClusterState
-from planner.validate import limit_violations, validate
+from planner.validate.defrag import limit_violations, validate
 from planner.waves import target_to_waves
 from tests.conftest import make_cluster, node, pod
 

@@ -21,7 +21,7 @@ from planner.engine.defrag import PlanOptionError
 from planner.plans import DefragPlan, Placement
 from planner.snapshot import consistency_problems
 from planner.state import ClusterState
-from planner.validate import apply_plan, validate
+from planner.validate.defrag import apply_plan, validate
 
 runner = CliRunner()
 

@@ -27,7 +27,7 @@ from planner.limits import MoveBudget
 from planner.plans import DefragPlan
 from planner.snapshot import consistency_problems, dump_cluster, parse_cluster
 from planner.state import ClusterState
-from planner.validate import validate
+from planner.validate.defrag import validate
 from tests.oracle import explore, final_states
 from tests.test_exact_oracle import THIRD
 

@@ -14,7 +14,7 @@ from planner.engine import DefragOptions, plan_defrag
 from planner.engine.defrag import PlanOptionError
 from planner.models import makeroom as model
 from planner.plans import DefragComparison, DefragPlan, Placement
-from planner.validate import validate
+from planner.validate.defrag import validate
 from tests.test_makeroom import (
     CHAIN,
     ONE_MOVE,

@@ -12,14 +12,14 @@ from typer.testing import CliRunner
 from planner.cli import app
 from planner.cluster import Cluster, Node, Pod
 from planner.engine import DefragOptions, plan_defrag
-from planner.engine.defrag import _unplace_what_no_longer_fits
+from planner.engine.defrag.assembly import _unplace_what_no_longer_fits
 from planner.engine.makeroom import MadeRoom
 from planner.instances.asi import generate_asi
 from planner.limits import MoveBudget, MoveLimits
 from planner.plans import DefragPlan, Placement
 from planner.snapshot import parse_cluster
 from planner.state import ClusterState
-from planner.validate import validate
+from planner.validate.defrag import validate
 from planner.waves import target_to_waves
 from tests.test_exact_oracle import detour_corpus
 

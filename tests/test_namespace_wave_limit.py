@@ -17,7 +17,7 @@ from planner.cli import app
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.instances.asi import generate_asi
-from planner.validate import validate
+from planner.validate.defrag import validate
 from tests.test_makeroom import plan_over_http
 
 runner = CliRunner()

@@ -17,7 +17,7 @@ from planner.engine.preempt import PreemptOptions, plan_preempt
 from planner.plans import Placement, PreemptPlan, Victim
 from planner.preempt_state import PreemptState
 from planner.snapshot import parse_cluster
-from planner.validate_preempt import surplus_units, validate_preempt
+from planner.validate.preempt import surplus_units, validate_preempt
 
 METHODS = ["spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random", "exact"]
 

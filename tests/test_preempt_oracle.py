@@ -36,7 +36,7 @@ from planner.cluster import Cluster
 from planner.engine.preempt import PreemptOptions, plan_preempt
 from planner.plans import Placement, PreemptPlan, Victim
 from planner.snapshot import parse_cluster
-from planner.validate_preempt import validate_preempt
+from planner.validate.preempt import validate_preempt
 from tests.preempt_oracle import (
     SPOT_JOBS_PREEMPT,
     Decision,

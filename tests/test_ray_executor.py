@@ -18,7 +18,7 @@ from planner.api.harness import Server, free_port, wait_status
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.snapshot import cluster_to_dict
-from planner.validate import validate
+from planner.validate.defrag import validate
 
 ray = pytest.importorskip("ray", reason="the extra 'ray' is not installed")
 

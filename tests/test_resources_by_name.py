@@ -17,7 +17,7 @@ from planner.cluster import Cluster, HostPort, Node, Pod
 from planner.engine import DefragOptions, plan_defrag
 from planner.pools import parse_selector
 from planner.state import ClusterState
-from planner.validate import validate
+from planner.validate.defrag import validate
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "instances" / "kubernetes" / "gpu-cluster.json"
 runner = CliRunner()

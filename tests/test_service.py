@@ -15,7 +15,7 @@ import pytest
 
 from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict, parse_cluster
-from planner.validate import validate
+from planner.validate.defrag import validate
 from tests.conftest import FIG15
 from planner.api.harness import PLANNER, Server, wait_status
 

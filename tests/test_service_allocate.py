@@ -9,7 +9,7 @@ import pytest
 from planner.api.harness import Server, wait_status
 from planner.plans import parse_plan
 from planner.snapshot import parse_cluster
-from planner.validate_allocate import validate_allocate
+from planner.validate.allocate import validate_allocate
 from tests.test_allocate import switches_cluster
 
 

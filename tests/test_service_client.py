@@ -19,7 +19,7 @@ from planner.cli.client import retry_after_s
 from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict, parse_cluster
 from planner.store import Store
-from planner.validate import validate
+from planner.validate.defrag import validate
 from tests.conftest import FIG15
 
 TOKEN = "client-token-0123456789"
@@ -250,7 +250,7 @@ def test_openapi_by_conventions_bearer_scheme_tags_readable_ids_typed_plans(serv
 
 
 def test_the_openapi_plan_examples_are_plans() -> None:
-    from planner.api.app import PLAN_EXAMPLES
+    from planner.api.conventions import PLAN_EXAMPLES
 
     assert {type(parse_plan(json.dumps(example))).__name__ for example in PLAN_EXAMPLES.values()} == {"PreemptPlan", "AllocationPlan"}
 

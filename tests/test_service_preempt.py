@@ -9,7 +9,7 @@ import pytest
 from planner.api.harness import Server, wait_status
 from planner.plans import parse_plan
 from planner.snapshot import parse_cluster
-from planner.validate_preempt import validate_preempt
+from planner.validate.preempt import validate_preempt
 from tests.test_preempt import numa_node_cluster, prefix_counterexample
 
 

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from planner.api.harness import Server, wait_status
 from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict, parse_cluster
-from planner.validate import validate
+from planner.validate.defrag import validate
 from tests.conftest import FIG15
 
 TOKEN = "replica-token-0123456789"

@@ -9,7 +9,7 @@ from planner.engine.allocate import AllocateOptions, plan_allocate
 from planner.engine.defrag import PlanOptionError
 from planner.instances.asi import generate_asi
 from planner.instances.batch import add_large_jobs
-from planner.validate_allocate import validate_allocate
+from planner.validate.allocate import validate_allocate
 from planner.warm_allocator import WarmAllocator
 
 

@@ -19,7 +19,7 @@ from planner.engine import DefragOptions, plan_defrag
 from planner.instances.asi import generate_asi
 from planner.limits import MoveLimits
 from planner.plans import DefragPlan, Move
-from planner.validate import validate
+from planner.validate.defrag import validate
 
 runner = CliRunner()
 

@@ -22,11 +22,19 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
+from planner.kinds import KINDS
 from planner.store import Store
 
 SOLVE_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
@@ -77,7 +85,7 @@ class ServiceMetrics:
         self.moves = Gauge("planner_last_plan_moves", "Moves of the last succeeded defrag plan.", ["kind"], registry=self.registry)
         self.gap = Gauge("planner_last_plan_gap", "Proven gap of the last succeeded plan that reports one.", ["kind"], registry=self.registry)
         self.purged = Counter("planner_jobs_purged", "Finished jobs deleted by retention (--keep-days).", registry=self.registry)
-        for kind in ("defrag", "preempt", "allocate"):  # series exist (at 0) before the first job
+        for kind in KINDS:  # series exist (at 0) before the first job
             for status in ("succeeded", "failed", "cancelled"):
                 self.finished.labels(kind, status)
 

@@ -14,7 +14,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from planner.api.bodies import Refused, parse_model
-from planner.api.schemas import AllocateRequest, DefragRequest, PreemptRequest, ReportRequest, ValidateRequest, ValidateResponse, Violation
+from planner.api.schemas import (
+    AllocateRequest,
+    DefragRequest,
+    PreemptRequest,
+    ReportRequest,
+    ValidateRequest,
+    ValidateResponse,
+    Violation,
+)
 from planner.api.worker import job_time_limit_s
 from planner.cluster import Cluster, SnapshotError
 from planner.snapshot import consistency_problems
@@ -115,7 +123,6 @@ def accept_preempt(body: bytes, settings: Settings) -> tuple[str, dict[str, Any]
     """A preempt request checked before it is queued: (snapshot JSON, the job and options as given,
     request digest). Raises ``Refused`` naming the request's fields."""
     from planner.engine.preempt import request_problems
-
     from planner.standby import reactivation_problems, reactivation_view
 
     request = parse_model(PreemptRequest, body)
@@ -161,21 +168,13 @@ def accept_allocate(body: bytes, settings: Settings) -> tuple[str, dict[str, Any
 
 
 def validate_plan_of(body: bytes) -> ValidateResponse:
-    from planner.validate import validate
-    from planner.validate_preempt import validate_preempt
+    from planner.validate import validate_plan
 
     request = parse_model(ValidateRequest, body)
     problems = consistency_problems(request.snapshot)
     if problems:
         raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
-    if request.plan.kind == "allocate":
-        from planner.validate_allocate import validate_allocate
-
-        violations = validate_allocate(request.snapshot, request.plan)
-    elif request.plan.kind == "preempt":
-        violations = validate_preempt(request.snapshot, request.plan)
-    else:
-        violations = validate(request.snapshot, request.plan)
+    violations = validate_plan(request.snapshot, request.plan)
     return ValidateResponse(valid=not violations, violations=[Violation(**v.__dict__) for v in violations])
 
 

@@ -102,7 +102,7 @@ class Dispatcher(threading.Thread):
         # the store's database driver too: importing psycopg cost each PostgreSQL job 0.19 s)
         driver = ["psycopg", "sqlalchemy.dialects.postgresql.psycopg"] if store.dialect == "postgresql" else []
         self.context.set_forkserver_preload(
-            ["planner.api.worker", "planner.engine", "planner.cli", "highspy", "ortools.sat.python.cp_model", *driver]
+            ["planner.api.worker", "planner.kinds", "planner.cli", "highspy", "ortools.sat.python.cp_model", *driver]
         )
         self.lock = threading.Lock()
         self.alive = True
@@ -373,10 +373,11 @@ def run_job(
 
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     try:
-        from planner.engine import DefragOptions, PlanOptionError, plan_defrag
+        from planner.cluster import SnapshotError
+        from planner.engine.common import PlanOptionError
+        from planner.kinds import KINDS, JobRun
         from planner.plans import plan_to_dict
         from planner.snapshot import parse_cluster
-        from planner.cluster import SnapshotError
 
         store = Store(url, create=False)  # the server created the tables
         job = store.get_job(job_id)
@@ -387,19 +388,11 @@ def run_job(
             return
         try:
             cluster = parse_cluster(text)
-            if job.kind == "preempt":
-                plan = _plan_preempt(cluster, job.options, threads_per_job)
-            elif job.kind == "allocate":
-                from planner.engine.allocate import AllocateOptions, plan_allocate
 
-                plan = plan_allocate(cluster, AllocateOptions(**job.options))
-            else:
-                solver = job.options.get("solver", DefragOptions.model_fields["solver"].default)
-                solves = job.options.get("method", "heuristic") in ("exact", "compare", "hybrid", "auto")
-                defaults = {"solver_workers": threads_per_job} if solves and solver == "highs" else {}
-                where = {"executor": "ray"} if executor == "ray" else {"workers": 1}
-                options = DefragOptions(**{**defaults, **job.options, **where})
-                plan = plan_defrag(cluster, options, lambda what, done, total: conn.send(("progress", min(0.95, 0.1 + 0.1 * done))))
+            def progress(what: str, done: int, total: int) -> None:
+                conn.send(("progress", min(0.95, 0.1 + 0.1 * done)))
+
+            plan = KINDS[job.kind].plan_job(cluster, job.options, JobRun(threads_per_job, executor, progress))
         except (SnapshotError, PlanOptionError, ValueError) as err:
             conn.send(("error", f"bad request: {err}"))
             return
@@ -414,18 +407,6 @@ def run_job(
         logging.getLogger("planner.api").error("job %s crashed:\n%s", job_id, traceback.format_exc())
     finally:
         conn.close()
-
-
-def _plan_preempt(cluster: Any, given: dict[str, Any], threads_per_job: int) -> Any:
-    from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate
-
-    options = dict(given)
-    job, pod = options.pop("job", None), options.pop("reactivate", None)
-    if options.get("method") in ("exact", "compare") and options.get("solver", "cpsat") == "highs":
-        options.setdefault("solver_workers", threads_per_job)
-    if pod is not None:
-        return plan_reactivate(cluster, pod, PreemptOptions(**options))
-    return plan_preempt(cluster, job, PreemptOptions(**options))
 
 
 def _exit_with_server(server_pid: int) -> None:

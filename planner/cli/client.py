@@ -33,7 +33,7 @@ from planner.plans import parse_plan
 from planner.render.table import jobs_table, plans_table
 from planner.secrets import check_token, secret, source
 from planner.snapshot import parse_cluster, read_text
-from planner.validate import validate
+from planner.validate.defrag import validate
 
 EXIT_UNAVAILABLE = 4
 EXIT_JOB_FAILED = 5

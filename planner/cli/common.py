@@ -28,7 +28,6 @@ from rich.console import Console
 from planner.cli.inputs import read_snapshot
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
-from planner.engine.defrag import CLI_FLAGS
 from planner.plans import AllocationPlan, DefragPlan, PreemptPlan, dump_plan, plan_to_dict
 from planner.ray_executor import ExecutorError
 from planner.render.kubernetes import kubectl_script, placement_script, podmigrationjob_yaml, script_name_problems, wide_table
@@ -80,7 +79,9 @@ def guarded(command: F) -> F:
             raise
         except SnapshotError as err:
             fail(err.problems)
-        except (PlanOptionError, ExecutorError) as err:
+        except PlanOptionError as err:
+            fail([cli_message(err)])
+        except ExecutorError as err:
             fail([str(err)])
         except BrokenPipeError:
             raise typer.Exit(0) from None
@@ -289,9 +290,18 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
 # ----------------------------------------------------------------------------------------------
 
 
+CLI_FLAGS = {"time_limit_s": "time_limit", "now_s": "now", "only_namespaces": "only_namespace", "exclude_namespaces": "exclude_namespace"}
+"""Options whose command-line flag is not the option's name (the engine names options by field)."""
+
+
 def flag(field: str) -> str:
     """The command-line flag of an options field (``time_limit_s`` -> ``--time-limit``)."""
     return "--" + CLI_FLAGS.get(field, field).replace("_", "-")
+
+
+def cli_message(err: PlanOptionError) -> str:
+    """``err`` with its options named as command-line flags (``--method hybrid``)."""
+    return err.render(lambda name, value: flag(name) + (f" {value}" if value else ""))
 
 
 def options_of_flags(model: type, given: dict[str, Any]):  # type: ignore[no-untyped-def]

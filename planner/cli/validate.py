@@ -10,9 +10,9 @@ from planner.cli.inputs import read_plan, read_snapshot
 from planner.cluster import Cluster
 from planner.engine.defrag import DefragOptions
 from planner.plans import AllocationPlan, PreemptPlan
-from planner.validate import validate
-from planner.validate_allocate import validate_allocate
-from planner.validate_preempt import surplus_units, validate_preempt
+from planner.validate.allocate import validate_allocate
+from planner.validate.defrag import validate
+from planner.validate.preempt import surplus_units, validate_preempt
 
 
 @guarded

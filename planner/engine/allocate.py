@@ -20,13 +20,34 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from planner import rules
-from planner.cluster import Cluster, SnapshotError
-from planner.engine.defrag import PlanBug, PlanOptionError, refuse_unused
-from planner.heuristics.topology import CHOOSERS, allocate_job, entropy, largest_first, min_switches, node_slots
-from planner.plans import AllocationComparison, AllocationPlan, Placement, SolveReport, Unplaced
+from planner.cluster import Cluster
+from planner.engine.common import (
+    MAX_SEED,
+    MAX_TIME_LIMIT_S,
+    PlanBug,
+    PlanOptionError,
+    pod_shape,
+    refuse_unholdable,
+    refuse_unused,
+)
+from planner.heuristics.topology import (
+    CHOOSERS,
+    allocate_job,
+    entropy,
+    largest_first,
+    min_switches,
+    node_slots,
+)
+from planner.plans import (
+    AllocationComparison,
+    AllocationPlan,
+    Placement,
+    SolveReport,
+    Unplaced,
+)
 from planner.provenance import stamp
 from planner.state import PENDING, ClusterState
-from planner.validate_allocate import SnapshotIndex, validate_allocate
+from planner.validate.allocate import SnapshotIndex, validate_allocate
 
 AllocateMethod = Literal["auto", "largest-first", "greedy", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random", "exact", "compare"]
 GREEDY_METHODS = ("largest-first", "greedy", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random")
@@ -45,33 +66,21 @@ class AllocateOptions(BaseModel):
     solver: Literal["auto", "highs", "cpsat"] = Field(
         "auto", description="exact, auto, compare: the back-end; auto = HiGHS, then CP-SAT when HiGHS has not proven it in 40% of the time."
     )
-    time_limit_s: float = Field(10.0, gt=0, le=7 * 24 * 3600.0, allow_inf_nan=False, description="exact, auto, compare: time for all solves.")
+    time_limit_s: float = Field(10.0, gt=0, le=MAX_TIME_LIMIT_S, allow_inf_nan=False, description="exact, auto, compare: time for all solves.")
     solver_workers: int = Field(8, ge=1, le=256, description="CP-SAT workers / HiGHS threads.")
     entropy: bool = Field(True, description="exact, auto, compare: least entropy as the objective's third level (after GPUs, switches).")
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="random: the seed.")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="random: the seed.")
 
     @field_validator("*")
     @classmethod
     def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
-        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "jobs"), _unused_reason)
+        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "jobs"))
 
 
 _SOLVER = {"solver", "time_limit_s", "solver_workers", "entropy"}
 METHOD_OPTIONS: dict[str, set[str]] = {
     **{m: set() for m in GREEDY_METHODS}, "random": {"seed"}, "exact": _SOLVER, "auto": _SOLVER, "compare": _SOLVER,
 }
-
-
-def _unused_reason(method: str, name: str) -> str:
-    users = "method random" if name == "seed" else "method exact, auto or compare"
-    return f"method '{method}' does not use it; use it with {users}, or leave it out"
-
-
-def pod_shape(pod: Any) -> tuple:
-    """What makes two pods interchangeable: resources and every per-pod rule."""
-    return (pod.gpus, pod.cpus, pod.memory_gib, tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())),
-            tuple(sorted(pod.anti_affinity)), tuple(sorted(t.model_dump_json() for t in pod.tolerations)),
-            None if pod.node_affinity is None else tuple(term.model_dump_json() for term in pod.node_affinity))
 
 
 def pending_pods(cluster: Cluster) -> dict[str, list[int]]:
@@ -102,26 +111,6 @@ def pending_jobs(cluster: Cluster, names: list[str] | None, pending: dict[str, l
                     "jobs", f"pods[{i}] of job '{name}' differs in shape or rules from '{first.name}'; a job's pods must be alike"
                 )
     return list(chosen)
-
-
-def refuse_unholdable(cluster: Cluster, i: int) -> None:
-    """A pod shape no node could hold even empty is bad input, not a job to leave pending."""
-    pod = cluster.pods[i]
-    probe = pod.model_copy(update={"node": None})
-    def could_hold(node: Any) -> bool:  # cordoned nodes count: a cordon is not the request's fault
-        return (rules.gpu_model_allowed(pod, node) and rules.selector_matches(pod, node) and not rules.untolerated_taints(pod, node)
-                and rules.node_affinity_matches(pod, node) and not rules.resource_shortfalls(node, [probe]))
-
-    if any(could_hold(n) for n in cluster.nodes):
-        return
-    largest = max(cluster.nodes, key=lambda n: (n.gpus, n.cpus, n.memory_gib), default=None)
-    where = f"; the largest node has {largest.gpus} GPUs, {largest.cpus:g} CPUs, {largest.memory_gib:g} GiB" if largest else ""
-    rules_text = ((f", GPU models {sorted(pod.gpu_models)}" if pod.gpu_models else "") + (f", node selector {dict(pod.node_selector)}" if pod.node_selector else "")
-                  + (", its tolerations" if any(n.taints for n in cluster.nodes) else "") + (", a required node affinity" if pod.node_affinity else ""))
-    raise SnapshotError([
-        f"pods[{i}]: pod '{pod.name}' of job '{pod.job}' asks {pod.gpus:g} GPUs, {pod.cpus:g} CPUs, {pod.memory_gib:g} GiB{rules_text}: "
-        f"no node could hold it even empty{where}; fix the request or add such nodes"
-    ])
 
 
 def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> AllocationPlan | AllocationComparison:
@@ -258,7 +247,7 @@ def _comparison(greedy: AllocationPlan, exact: AllocationPlan) -> AllocationComp
                 "locality_cost": math.fsum(m["locality_cost"] for m in per_job.values())}
 
     g, e = summary(greedy), summary(exact)
-    return AllocationComparison(greedy=greedy, exact=exact, gap={
+    return AllocationComparison(heuristic=greedy, exact=exact, gap={
         "greedy": g, "exact": e, "gpus": (e["gpus"] or 0) - (g["gpus"] or 0), "switches": g["switches"] - e["switches"],
         "exact_status": exact.report.status if exact.report else None,
     })

@@ -14,8 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.cluster import Cluster
-from planner.engine.allocate import pod_shape, refuse_unholdable
-from planner.engine.defrag import PlanOptionError, lost_work
+from planner.engine.common import (
+    PlanOptionError,
+    lost_work,
+    pod_shape,
+    refuse_unholdable,
+)
 from planner.heuristics.makeroom import Request, make_room
 from planner.limits import MoveBudget
 from planner.plans import Placement, Unplaced

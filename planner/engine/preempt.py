@@ -15,24 +15,32 @@ raises ``PlanOptionError`` naming the option or the field.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from planner import rules
 from planner.cluster import MAX_TIME_S, Cluster
-from planner.engine.defrag import MAX_SEED, MAX_TIME_LIMIT_S, PlanBug, PlanOptionError, refuse_unused
+from planner.engine.common import (
+    MAX_SEED,
+    MAX_TIME_LIMIT_S,
+    PlanBug,
+    PlanOptionError,
+    refuse_unused,
+)
 from planner.heuristics.gang import Choice, place_job
 from planner.heuristics.spotgpu import SpotGpu
 from planner.plans import Placement, PreemptComparison, PreemptPlan, SolveReport, Victim
 from planner.preempt_state import Ask, PreemptState
 from planner.provenance import stamp
 from planner.standby import reactivation_problems, reactivation_view
-from planner.validate_preempt import surplus_units, validate_preempt
+from planner.validate.preempt import surplus_units, validate_preempt
 
-PreemptMethod = Literal["spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random", "exact", "compare"]
-HEURISTICS = ("spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random")
+PreemptHeuristic = Literal["spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random"]
+"""The preemption heuristics: the one declaration of their names (``HEURISTICS`` lists them)."""
+PreemptMethod = Literal[PreemptHeuristic, "exact", "compare"]
+HEURISTICS: tuple[str, ...] = get_args(PreemptHeuristic)
 
 
 class PreemptOptions(BaseModel):
@@ -45,7 +53,7 @@ class PreemptOptions(BaseModel):
     )
     alpha: float = Field(0.5, ge=0, le=1, allow_inf_nan=False, description="FlexTopo Eq. 1: weight of priority against topology.")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Random seed of the random baseline.")
-    heuristic: Literal["spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random"] = Field(
+    heuristic: PreemptHeuristic = Field(
         "spotgpu", description="compare: the heuristic set beside the exact model."
     )
     solver: Literal["cpsat", "highs"] = Field("cpsat", description="Exact back-end.")
@@ -55,22 +63,13 @@ class PreemptOptions(BaseModel):
     @field_validator("*")
     @classmethod
     def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
-        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "now_s"), _unused_reason)
-
-
-def _unused_reason(method: str, name: str) -> str:
-    users = [m for m, names in METHOD_OPTIONS.items() if name in names]
-    return f"method '{method}' does not use it; use it with method {', '.join(users)}, or leave it out"
+        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "now_s"))
 
 
 _SOLVER = {"solver", "time_limit_s", "solver_workers"}
 METHOD_OPTIONS: dict[str, set[str]] = {
-    "spotgpu": set(),
-    "spotgpu-paper": set(),
-    "spotgpu-isolated": set(),
+    **{m: set() for m in HEURISTICS},
     "flextopo": {"alpha"},
-    "k8s-default": set(),
-    "volcano": set(),
     "random": {"seed"},
     "exact": _SOLVER,
     "compare": _SOLVER | {"heuristic", "alpha", "seed"},
@@ -157,7 +156,7 @@ def _plan_reactivate(cluster: Cluster, pod: str, options: PreemptOptions) -> Pre
     return as_reactivation(decide_plan(view.cluster, ps, ask, options.method, options))
 
 
-EXACT_STARTS = ("spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano")
+EXACT_STARTS = tuple(m for m in HEURISTICS if m != "random")
 """The heuristics whose plans start the exact model (and the ``compare`` heuristic): it never reports
 a plan worse than one of them. The model is stricter than the rules with GPU shares, and each
 heuristic misses plans another finds (a share pod stranded by SpotGPU's best fit, found by FlexTopo)."""

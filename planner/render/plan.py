@@ -151,7 +151,7 @@ def render_preempt(console: Console, plan: PreemptPlan | PreemptComparison) -> N
 
 
 def render_allocation(console: Console, plan: AllocationPlan | AllocationComparison) -> None:
-    plans = [("greedy", plan.greedy), ("exact", plan.exact)] if isinstance(plan, AllocationComparison) else [("plan", plan)]
+    plans = [("greedy", plan.heuristic), ("exact", plan.exact)] if isinstance(plan, AllocationComparison) else [("plan", plan)]
     for label, one in plans:
         report = one.report
         title = f"{label}: {report.method} {report.status}" if report else label

@@ -65,7 +65,7 @@ from planner.preempt_state import Ask
 from planner.simulate.stale_shapes import StaleShapes
 from planner.simulate.window import Window, kept_progress_s
 from planner.state import PENDING
-from planner.validate_preempt import validate_preempt
+from planner.validate.preempt import validate_preempt
 
 POLICIES = ("spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random")
 """Policies by ``plan_preempt``'s method name; ``<placement>+<policy>`` pairs any placement of

@@ -1,4 +1,4 @@
-"""Replay a plan wave by wave on a copy of the cluster and check every rule at every step.
+"""The defrag plan validator: replay a plan wave by wave on a copy of the cluster and check every rule at every step.
 
 Semantics are make-before-break: during wave w each moving pod has two copies, the old one on its
 source and the new one on its destination. So every destination must fit its current pods plus every
@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 from planner import rules
 from planner.cluster import Cluster, Pod
 from planner.limits import MoveLimits, namespace_limits, unavailable_limits
-from planner.plans import DefragPlan
+from planner.metrics import summary
+from planner.plans import AllocationPlan, DefragPlan
+from planner.validate.allocate import validate_allocate
+from planner.validate.violation import Violation
 
 # Violation kinds beyond the rule names of rules.py
 UNKNOWN_POD = "unknown_pod"
@@ -43,24 +45,6 @@ MAX_UNAVAILABLE = "max_unavailable"
 OUT_OF_SCOPE = "namespace_out_of_scope"
 MOVED_TWICE = "moved_twice"
 CROSS_ASW = "same_asw"
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One way a plan breaks the rules; ``wave`` and ``move`` index into ``plan.waves``."""
-
-    kind: str
-    message: str
-    wave: int | None = None
-    move: int | None = None
-    pod: str | None = None
-    node: str | None = None
-
-    def __str__(self) -> str:
-        if self.wave is None:
-            return f"{self.kind}: {self.message}"
-        where = f"waves[{self.wave}]" + (f"[{self.move}]" if self.move is not None else "")
-        return f"{where}: {self.kind}: {self.message}"
 
 
 def validate(cluster: Cluster, plan: DefragPlan, limits: MoveLimits | None = None) -> list[Violation]:
@@ -164,9 +148,6 @@ def placement_violations(end_state: Cluster, plan: DefragPlan) -> list[Violation
     """A make-room plan's ``placements`` checked on the state after its last wave with the allocation
     validator (the same node rules, gangs whole, ``required`` jobs under one switch; a pending pod of
     no job is a gang of one); ``unplaced`` may name only pending jobs or lone pods it does not place."""
-    from planner.plans import AllocationPlan
-    from planner.validate_allocate import validate_allocate
-
     if not plan.placements and not plan.unplaced:
         return []
     violations = validate_allocate(end_state, AllocationPlan(placements=plan.placements), lone_pods=True)
@@ -292,8 +273,6 @@ def _move_problem(
 
 
 def _end_state_violations(cluster: Cluster, plan: DefragPlan, end_state: Cluster) -> list[Violation]:
-    from planner.metrics import summary
-
     violations = []
     actual = vacated_nodes(cluster, end_state)
     claimed = set(plan.vacated_nodes)

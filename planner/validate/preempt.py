@@ -24,7 +24,7 @@ from planner import rules
 from planner.cluster import Cluster, Job, Pod
 from planner.plans import PreemptPlan
 from planner.standby import reactivation_problems, reactivation_view
-from planner.validate import Violation
+from planner.validate.violation import Violation
 
 UNKNOWN_JOB = "unknown_job"
 JOB_NOT_PENDING = "job_not_pending"

@@ -13,7 +13,7 @@ from collections import defaultdict
 from planner import rules
 from planner.cluster import Cluster, Pod
 from planner.plans import AllocationPlan
-from planner.validate import Violation
+from planner.validate.violation import Violation
 
 UNKNOWN_POD = "unknown_pod"
 UNKNOWN_NODE = "unknown_node"

@@ -1,0 +1,218 @@
+"""The options of ``plan_defrag`` and their validation: which options each method reads, and why an
+option a method would ignore is refused (an option that would be silently ignored is an error)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from planner.engine.common import (
+    MAX_COUNT,
+    MAX_SEED,
+    MAX_TIME_LIMIT_S,
+    refuse_unused,
+    unused_reason,
+)
+from planner.limits import MoveLimits
+from planner.pools import PoolPolicy, parse_selector
+
+Method = Literal["heuristic", "random", "descheduler", "repack", "exact", "compare", "hybrid", "auto"]
+
+
+class DefragOptions(BaseModel):
+    """Options of ``plan_defrag``; out-of-range values are rejected with the option's name."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    method: Method = "heuristic"
+    make_room: list[str] | None = Field(
+        None,
+        description="Make room for these pending jobs (or pending pods without a job): the plan's moves let them start, "
+        "and its placements start them after the last wave.",
+    )
+    trim: Literal["off", "greedy", "exact"] = Field(
+        "greedy",
+        description="Move-minimal pass after IPC (heuristic, hybrid): greedy = the end state without double moves and with "
+        "pods sent back home where they fit; exact = then the solver's fewest moves at as many empty nodes (uses the solver "
+        "options; heuristic only); off = IPC's plan as it is.",
+    )
+    partition_size: int = Field(500, ge=2, le=MAX_COUNT, description="Nodes per IPC partition.")
+    depth: int = Field(3, ge=1, le=16, description="K: longest ejection chain.")
+    rounds: int = Field(5, ge=1, le=1000, description="R: IPC rounds (fresh random partition each).")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Random seed; same snapshot and seed, same plan.")
+    max_moves: int | None = Field(None, ge=0, le=MAX_COUNT, description="Migration budget for the whole plan.")
+    max_moves_per_node: int | None = Field(
+        None, ge=0, le=MAX_COUNT, description="Moves touching any one node (as source or destination)."
+    )
+    same_asw: bool = Field(False, description="Pods move only within their access switch.")
+    max_moves_per_wave: int | None = Field(None, ge=1, le=MAX_COUNT, description="Moves in any one wave (waves are split; no move is lost).")
+    max_nodes_per_wave: int | str | None = Field(
+        None, description="Nodes any one wave touches (as source or destination): a count (at least 2, as a move touches two) "
+        "or a share of the cluster's nodes such as '10%' (rounded up, as Karpenter's disruption budgets are).",
+    )
+    max_moves_per_node_per_wave: int | None = Field(None, ge=1, le=MAX_COUNT, description="Moves touching any one node in one wave.")
+    max_moves_per_namespace: int | None = Field(
+        None, ge=1, le=MAX_COUNT, description="Moves of one namespace's pods in one wave (koordinator's maxMigratingPerNamespace; "
+        "a pod without a namespace is in 'default').",
+    )
+    max_unavailable_per_job: int | None = Field(
+        None, ge=0, le=MAX_COUNT,
+        description="Pods of one job moving in one wave, for jobs without their own disruption budget (0 holds their pods).",
+    )
+    move_once: bool = Field(
+        True, description="Every pod moves at most once (on by default: a pod moved twice is restarted twice); "
+        "off lets chains and detours move a pod again.",
+    )
+    only_namespaces: list[str] | None = Field(None, min_length=1, description="Only pods of these namespaces move.")
+    exclude_namespaces: list[str] | None = Field(None, min_length=1, description="Pods of these namespaces never move.")
+    allow_product_change: bool = Field(
+        False, description="Let a placed GPU pod move to another GPU product its rules allow (off by default: a pod keeps the "
+        "GPU product it runs on).",
+    )
+    allow_cpu_pods_on_gpu_nodes: bool = Field(
+        False, description="Let CPU-only pods move onto GPU nodes (off by default: they move among CPU-only nodes only).",
+    )
+    node_selector: str | None = Field(
+        None, min_length=1, max_length=4096, description="Plan within the nodes this label selector matches "
+        "('pool=training,zone in (a,b)'), as kube-descheduler's nodeSelector: pods elsewhere stay, nothing arrives there.",
+    )
+    threshold: float = Field(0.5, gt=0, le=1, description="Baselines: GPU allocation below which a node is drained.")
+    workers: int | None = Field(None, ge=1, le=256, description="Worker processes for partitions (default: one per core).")
+    executor: Literal["inline", "process", "ray"] = Field(
+        "process", description="Where IPC partitions and hybrid neighbourhoods run: in this process, on a local process pool, or as "
+        "Ray tasks (RAY_ADDRESS when set, else a local Ray of `workers` CPUs; the extra 'ray'). Same seed, same plan on each.",
+    )
+    solver: Literal["cpsat", "highs"] = Field("highs", description="Exact back-end (HiGHS proved our models faster; see benchmarks).")
+    time_limit_s: float = Field(
+        60.0, gt=0, le=MAX_TIME_LIMIT_S, allow_inf_nan=False, description="Time for exact, compare and hybrid, model building included."
+    )
+    solver_workers: int = Field(8, ge=1, le=256, description="CP-SAT workers / HiGHS threads.")
+    formulation: Literal["auto", "pod", "class"] = Field("auto", description="Exact model: pod-level or class-aggregated.")
+    deterministic: bool = Field(False, description="CP-SAT: deterministic search, time limit in deterministic seconds.")
+    lexicographic: Literal["two-phase", "weighted"] = Field(
+        "two-phase",
+        description="How the exact objective (most empty nodes, then fewest moves, then fewest GPUs moved) is solved: "
+        "two solves (empty nodes, then moves with them held) or one weighted solve.",
+    )
+    force: bool = Field(False, description="Run exact even above the size limit.")
+    limit_costs: bool = Field(
+        False, description="Also plan without each limit in force that can cost vacated nodes, one at a time, and report "
+        "what each cost (report.limit_costs); one more plan per limit.",
+    )
+
+    @field_validator("*")
+    @classmethod
+    def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
+        if info.data.get("make_room") is not None and info.data.get("method") in MAKE_ROOM_METHODS:
+            return refuse_unused(cls, value, info, MAKE_ROOM_METHODS, ("method", "workers", "executor", "make_room"), _unused_by_make_room)
+        if info.data.get("method") == "heuristic" and info.data.get("trim") == "exact":
+            return refuse_unused(cls, value, info, {"heuristic": METHOD_OPTIONS["heuristic"] | TRIM_EXACT_OPTIONS}, ("method", "workers", "executor"),
+                                 unused_option_reason)
+        if info.field_name == "trim" and value == "exact" and info.data.get("method") == "hybrid":
+            raise ValueError("hybrid spends its time limit on neighbourhood search; use trim 'greedy' with it, "
+                             "or method 'heuristic' with trim 'exact'")
+        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "workers", "executor"), unused_option_reason)
+
+    @field_validator("node_selector")
+    @classmethod
+    def _selector_reads(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_selector(value)
+        return value
+
+    @field_validator("max_nodes_per_wave")
+    @classmethod
+    def _nodes_per_wave(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and not 2 <= value <= MAX_COUNT:
+            raise ValueError(f"must be at least 2 (a move touches its source and its destination), got {value}")
+        if isinstance(value, str):
+            match = re.fullmatch(r"(\d+(?:\.\d+)?)%", value.strip())
+            if match is None or not 0 < float(match.group(1)) <= 100:
+                raise ValueError(f"give a node count such as 50 or a share such as '10%' (above 0%, at most 100%), got {value!r}")
+        return value
+
+    def pools(self) -> PoolPolicy:
+        return PoolPolicy(self.allow_product_change, self.allow_cpu_pods_on_gpu_nodes, self.node_selector)
+
+    def limits(self, nodes: int | None = None) -> MoveLimits:
+        """The limits, with a share of nodes per wave resolved against ``nodes`` (rounded up, at least 2)."""
+        per_wave = self.max_nodes_per_wave
+        if isinstance(per_wave, str):
+            if nodes is None:
+                raise ValueError("a share of nodes per wave needs the cluster's node count")
+            per_wave = max(2, math.ceil(float(per_wave.strip().rstrip("%")) * nodes / 100 - 1e-9))
+        return MoveLimits(
+            self.max_moves, self.max_moves_per_node, self.same_asw, self.max_moves_per_wave, per_wave, self.max_moves_per_node_per_wave,
+            self.max_unavailable_per_job, None if self.only_namespaces is None else tuple(self.only_namespaces),
+            tuple(self.exclude_namespaces or ()), self.move_once, self.max_moves_per_namespace,
+        )
+
+
+_IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
+
+
+WAVE_LIMIT_OPTIONS = {"max_moves_per_wave", "max_nodes_per_wave", "max_moves_per_node_per_wave", "max_unavailable_per_job", "max_moves_per_namespace",
+                      "only_namespaces", "exclude_namespaces", "move_once", "limit_costs"}
+"""Limits every method honours: per-wave limits split waves, the namespace scope holds pods, and a plan
+that would move a pod twice is routed again from its end state without detours."""
+
+
+POOL_OPTIONS = {"allow_product_change", "allow_cpu_pods_on_gpu_nodes", "node_selector"}
+"""Where pods may go (``pools.py``): every method honours them."""
+
+
+_LIMIT_OPTIONS = {"max_moves", "max_moves_per_node", "same_asw"} | WAVE_LIMIT_OPTIONS | POOL_OPTIONS
+
+
+_SOLVER_OPTIONS = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic", "lexicographic"}
+
+
+MAKE_ROOM_OPTIONS = _LIMIT_OPTIONS | {"seed"}
+"""What the make-room heuristic reads (``seed``: its ejection chains' tie-breaks)."""
+
+
+MAKE_ROOM_EXACT_OPTIONS = MAKE_ROOM_OPTIONS | {"solver", "time_limit_s", "solver_workers", "deterministic"}
+"""What the exact make-room model reads (``seed``: the solver's, and the heuristic's in compare)."""
+
+
+MAKE_ROOM_METHODS = {"heuristic": MAKE_ROOM_OPTIONS, "exact": MAKE_ROOM_EXACT_OPTIONS, "compare": MAKE_ROOM_EXACT_OPTIONS}
+"""The methods that make room, and the options each reads."""
+
+
+TRIM_EXACT_OPTIONS = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic"}
+"""What ``trim='exact'`` reads besides IPC's options."""
+
+
+METHOD_OPTIONS: dict[str, set[str]] = {
+    "heuristic": _IPC_OPTIONS | _LIMIT_OPTIONS | {"make_room", "trim"},
+    "random": {"threshold", "seed"} | _LIMIT_OPTIONS,
+    "descheduler": {"threshold", "seed"} | _LIMIT_OPTIONS,
+    "repack": {"same_asw"} | WAVE_LIMIT_OPTIONS | POOL_OPTIONS,
+    "exact": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force", "make_room"},
+    "compare": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"force", "make_room"},
+    "hybrid": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS | {"trim"},
+    "auto": _IPC_OPTIONS | _LIMIT_OPTIONS | _SOLVER_OPTIONS,
+}
+"""The options each method reads (IPC's for the methods that start from IPC); ``method``,
+``workers`` and ``executor`` apply to all. Giving any other option is refused rather than silently ignored."""
+
+
+def _unused_by_make_room(method: str, name: str) -> str:
+    return f"make_room does not use it with method '{method}' (it reads {', '.join(sorted(MAKE_ROOM_METHODS[method]))}); leave it out"
+
+
+def unused_option_reason(method: str, name: str) -> str:
+    """Why ``method`` cannot honour option ``name``, and what to do instead."""
+    why = None
+    if method == "repack" and name in ("max_moves", "max_moves_per_node"):
+        why = "repack repacks every movable pod from scratch and has no migration budget"
+    also = " (or with method heuristic and trim 'exact')" if name in TRIM_EXACT_OPTIONS else ""
+    return unused_reason(method, name, METHOD_OPTIONS, why, also)
+
+
+COSTED_LIMITS = ("max_moves", "max_moves_per_node", "same_asw", "max_unavailable_per_job", "only_namespaces", "exclude_namespaces",
+                 "move_once")
+"""Limits that can cost vacated nodes (the per-wave ones only split waves), each priced by
+``limit_costs``; the snapshot's disruption budgets are priced as ``disruption_budgets``."""
