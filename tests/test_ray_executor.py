@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.api.harness import Server, free_port, wait_status
+from tests.support.harness import Server, free_port, wait_status
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.snapshot import cluster_to_dict

@@ -17,7 +17,7 @@ from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict, parse_cluster
 from planner.validate import validate
 from tests.conftest import FIG15
-from planner.api.harness import PLANNER, Server, wait_status
+from tests.support.harness import PLANNER, Server, wait_status
 
 TOKEN = "test-token-0123456789"
 FIG15_SNAPSHOT = json.loads(FIG15.read_text())

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.api.harness import PLANNER, Server, free_port, wait_status
+from tests.support.harness import PLANNER, Server, free_port, wait_status
 from planner.cli_client import retry_after_s
 from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict, parse_cluster

@@ -229,7 +229,7 @@ def test_planner_db_current_and_upgrade_for_operators_who_migrate_explicitly(pos
     import os
     import subprocess
 
-    from planner.api.harness import PLANNER
+    from tests.support.harness import PLANNER
 
     database_url = postgres.create_database()
     engine = sa.create_engine(database_url)

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from planner.api.bodies import Refused, parse_model
+from planner.api.refusals import Refused, parse_model
 from planner.api.schemas import AllocateRequest, DefragRequest, PreemptRequest, ReportRequest, ValidateRequest, ValidateResponse, Violation
 from planner.api.worker import job_time_limit_s
 from planner.cluster import Cluster, SnapshotError
