@@ -25,8 +25,8 @@ from rich.table import Table
 from planner.cli_inputs import read_plan, read_snapshot
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
-from planner.gc_pause import collector_paused
-from planner.ray_executor import ExecutorError
+from planner.runtime.gc_pause import collector_paused
+from planner.runtime.ray_executor import ExecutorError
 from planner.textsafe import printable, safe_console_class
 from planner.plans import DefragComparison
 
@@ -238,7 +238,8 @@ def load_input(snapshot: str, kind: InputKind, import_config: str | None) -> Any
         if import_config is not None:
             fail(["--import-config: applies with --from kubernetes"])
         return read_snapshot(snapshot)
-    from planner.adapters.kubernetes import import_kubernetes, load_config
+    from planner.adapters.kubernetes import import_kubernetes
+    from planner.adapters.kubernetes_config import load_config
 
     settings = load_config(read_text(import_config, "--import-config") if import_config else None, import_config or "config")
     imported = import_kubernetes([(read_text(snapshot, "SNAPSHOT"), "stdin" if snapshot == "-" else snapshot)], settings)
@@ -702,7 +703,7 @@ def defrag(
     }
     options = _options(context, DefragOptions, given)
     check_plan_output(output_format, out)
-    with collector_paused():  # one plan and exit: the collector's passes over the snapshot cost seconds (gc_pause.py)
+    with collector_paused():  # one plan and exit: the collector's passes over the snapshot cost seconds (runtime/gc_pause.py)
         cluster = load_input(snapshot, source, import_config)
         if len(cluster.nodes) >= PROGRESS_FROM_NODES:
             with _progress_bar(f"{method.value} on {len(cluster.nodes):,} nodes") as progress:

@@ -77,7 +77,7 @@ class Client:
             parsed = None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
             fail([f"--server: {server!r} is not an http(s) URL of the service, e.g. http://planner:8000"])
-        from planner.secrets import check_token, secret, source
+        from planner.service.secrets import check_token, secret, source
 
         try:
             if token:

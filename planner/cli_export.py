@@ -22,7 +22,7 @@ def export_kubernetes_command(
     reads back as the same snapshot (renamed jobs and groups aside). What Kubernetes objects do not
     carry (checkpoint times, NUMA, ...) is listed on stderr; GPU shares and standby pods exit 2.
     """
-    from planner.adapters.kubernetes import load_config
+    from planner.adapters.kubernetes_config import load_config
     from planner.adapters.kubernetes_export import export_kubernetes
     from planner.snapshot import load_cluster, read_text
 

@@ -58,7 +58,8 @@ def import_kubernetes_command(
     node affinity, selectors and hostname anti-affinity; jobs from controllers and gang labels;
     budgets from PDBs; pods kube-descheduler would not evict are locked. Warnings go to stderr.
     """
-    from planner.adapters.kubernetes import DEFAULT_CONFIG, import_kubernetes, load_config
+    from planner.adapters.kubernetes import import_kubernetes
+    from planner.adapters.kubernetes_config import DEFAULT_CONFIG, load_config
     from planner.cluster import SnapshotError
     from planner.snapshot import dump_cluster, read_text
 

@@ -85,8 +85,9 @@ def _run(trace: str, policies: list[str], seeds: list[int], load: float, step: i
          workers: int | None, progress: bool, kind: str = "process") -> list[dict[str, Any]]:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from planner.executors import default_workers, executor
-    from planner.ray_executor import ray_cpus
+    from planner.runtime.executors import executor
+    from planner.runtime.tasks import default_workers
+    from planner.runtime.ray_executor import ray_cpus
     from planner.simulate.placement import RunSpec, _inputs, run_rows
 
     _inputs(trace, node_list, data_dir)  # bad input fails here, before any worker starts

@@ -25,7 +25,7 @@ ray = pytest.importorskip("ray", reason="the extra 'ray' is not installed")
 
 @pytest.fixture(scope="module")
 def local_ray():
-    from planner.ray_executor import connect
+    from planner.runtime.ray_executor import connect
 
     env = os.environ.pop("RAY_ADDRESS", None)
     module = connect(2)

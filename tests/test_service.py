@@ -352,7 +352,8 @@ def test_a_job_that_cannot_finish_in_its_time_limit_is_refused_at_submission(tmp
 def test_job_time_limit_stops_the_worker(tmp_path: Path, long_snapshot: dict) -> None:
     """The safety net behind the admission estimate: a job that overruns is stopped and failed."""
     from planner.api.worker import Dispatcher
-    from planner.store import Store, sqlite_url
+    from planner.service.database import sqlite_url
+    from planner.service.store import Store
 
     store = Store(sqlite_url(str(tmp_path / "limit.db")))
     snapshot = json.dumps(long_snapshot)

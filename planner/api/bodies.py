@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
+import resource
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -142,9 +144,6 @@ def _parser_process(limit: int) -> None:
     """A parser process's set-up: its memory cap, and a lower CPU priority than the server's, so that
     on a busy machine the event loop (health probes, small requests) runs first and parsing takes
     the rest."""
-    import os
-    import resource
-
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     os.nice(PARSER_NICENESS)
 

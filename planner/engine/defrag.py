@@ -29,10 +29,11 @@ from planner import metrics, rules
 from planner.cluster import Cluster, Pod
 from planner.defrag_bound import EmptiesBound, empties_bound
 from planner.exact import ExactOptions, model_size, solve_exact
-from planner.executors import Run, executor
-from planner.gc_pause import collector_paused
+from planner.runtime.executors import executor
+from planner.runtime.gc_pause import collector_paused
 from planner.provenance import stamp
-from planner.ray_executor import ray_cpus
+from planner.runtime.ray_executor import ray_cpus
+from planner.runtime.tasks import Run
 from planner.heuristics import baselines
 from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
 from planner.heuristics.lns import LnsOptions, run_lns
@@ -298,7 +299,7 @@ def plan_defrag(
     """A validated defragmentation plan for ``cluster`` (for ``compare``: both plans and the gap)."""
     options = options or DefragOptions()
     pooled, pools = apply_pools(cluster, options.pools())
-    with collector_paused():  # see gc_pause.py: seconds at 37,707 nodes
+    with collector_paused():  # see runtime/gc_pause.py: seconds at 37,707 nodes
         plan = _plan_defrag(pooled, options, progress)
         if options.limit_costs and isinstance(plan, DefragPlan) and plan.report is not None:
             plan.report.limit_costs = limit_costs(pooled, options, plan)  # type: ignore[attr-defined]
