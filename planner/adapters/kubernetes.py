@@ -3,7 +3,7 @@
 ``import_kubernetes(texts, config)`` reads one or more JSON (or YAML) documents, each a List (any
 ``kind: ...List`` with ``items``) or a single Node, Pod, PodDisruptionBudget or PodGroup, and returns the
 snapshot with the warnings and a summary. The mapping, with the configuration keys that steer it
-(``planner import kubernetes --print-config`` shows the defaults, ``DEFAULT_CONFIG``):
+(``planner import kubernetes --print-config`` shows the defaults, ``kubernetes_config.DEFAULT_CONFIG``):
 
 * Nodes: ``status.allocatable`` (``capacity`` if absent, with a warning): ``cpu`` in cores,
   ``memory`` in GiB, GPUs and the model from ``gpu_resources``, ``gpu_count_resources``,

@@ -49,12 +49,14 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from planner.heuristics.queue_placement import PLACEMENTS, place_pods
 from planner.instances.queue_workload import QueueCluster, QueuedJob
+from planner.simulate.queue_defrag import RunningPod, plan_room
 
 POLICIES = ("strict-fifo", "best-effort", "backfill")
 QUOTA_MODES = ("shared", "isolated")
@@ -406,10 +408,6 @@ class _Sim:
 
     def make_room(self, head: int) -> bool:
         """Ask the planner for migrations that let the head start; apply them and start it if it can."""
-        import time
-
-        from planner.simulate.queue_defrag import RunningPod, plan_room
-
         job = self.jobs[head]
         lo, hi = self.ranges[job.pool]
         if self.placement == "e-spread" and (job.kind != "inference" or job.gpus >= self.cluster.gpus_per_node):
