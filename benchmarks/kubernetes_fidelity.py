@@ -34,7 +34,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 from _measure import RESULTS, code_version, machine  # noqa: E402
 
-from planner.adapters.kubernetes import import_kubernetes, load_config  # noqa: E402
+from planner.adapters.kubernetes import import_kubernetes  # noqa: E402
+from planner.adapters.kubernetes_config import load_config  # noqa: E402
 from planner.engine import DefragOptions, plan_defrag  # noqa: E402
 from planner.engine.allocate import AllocateOptions, plan_allocate  # noqa: E402
 from planner.engine.preempt import PreemptOptions, plan_preempt  # noqa: E402

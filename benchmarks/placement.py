@@ -49,7 +49,7 @@ SAVING_TARGET_PCT, GRAR_TARGET = 13.0, 0.02  # the issue's PWR check: > 13% save
 
 
 def sweep(policies: list[str], seeds: int, load: float, step: int, trace: str = "default") -> list[dict]:  # type: ignore[type-arg]
-    from planner.executors import executor
+    from planner.runtime.executors import executor
     from planner.simulate.placement import RunSpec, run_rows
 
     specs = [RunSpec(trace, p, 42 + s, load, step) for p in policies for s in range(seeds)]

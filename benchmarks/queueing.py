@@ -1,7 +1,7 @@
 """Kant's queueing experiment on an 8,000-GPU homogeneous cluster -> benchmarks/results/queueing.md.
 
 1,000 nodes x 8 GPUs in leaf groups of 32 nodes; a seeded Kant-shaped training workload
-(``planner.simulate.queueing.kant_jobs``: jobs of 1-2048 GPUs, 91% under 8 GPUs) offered at 95% of
+(``planner.instances.queue_workload.kant_jobs``: jobs of 1-2048 GPUs, 91% under 8 GPUs) offered at 95% of
 the GPUs for 14 days, the first 2 left out; strict FIFO, best-effort FIFO and backfill (timeout 1 h)
 under spread, binpack and E-Binpack placement; 5 seeds. The paper (Kant §5): backfill against strict
 FIFO, median SOR +3.6%; E-Binpack, GFR 8.5% -> under 1%.
@@ -29,8 +29,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from _measure import RESULTS, code_version, machine  # noqa: E402
 
-from planner.executors import executor  # noqa: E402
-from planner.simulate.queueing import POLICIES, Cluster, inference_jobs, kant_jobs, queue_row, replay  # noqa: E402
+from planner.runtime.executors import executor  # noqa: E402
+from planner.instances.queue_workload import QueueCluster, inference_jobs, kant_jobs  # noqa: E402
+from planner.simulate.queue_metrics import queue_row  # noqa: E402
+from planner.simulate.queueing import POLICIES, replay  # noqa: E402
 
 BUCKETS = ("1", "4", "8", "64", "256", "1024", "2048")
 KANT_PLACEMENTS = ("spread", "binpack", "e-binpack")
@@ -45,16 +47,16 @@ def one(task: tuple) -> dict:  # type: ignore[type-arg]
     section, policy, placement, seed, days, warmup, variant = task
     options: dict = {}  # type: ignore[type-arg]
     if section == "quota":
-        cluster = Cluster(nodes=1024, pools=POOLS)
+        cluster = QueueCluster(nodes=1024, pools=POOLS)
         jobs = kant_jobs(cluster, days * 24, 0.95, seed, TENANTS)
         if variant != "none":
             options = {"quotas": QUOTAS, "quota_mode": variant}
     elif section == "espread":
-        cluster = Cluster()
+        cluster = QueueCluster()
         jobs = kant_jobs(cluster, days * 24, 0.8, seed, reserve_nodes=ZONE_NODES) + inference_jobs(cluster, days * 24, 0.15, seed)
         options = {"zone_nodes": ZONE_NODES} if placement == "e-spread" else {}
     else:
-        cluster = Cluster()
+        cluster = QueueCluster()
         jobs = kant_jobs(cluster, days * 24, 0.95, seed)
         options = dict(STUCK) if section == "stuck" else {}
     start = time.perf_counter()

@@ -216,7 +216,7 @@ def mean_sd(values: list[float], fmt: str) -> str:
 
 
 def seeds_section(trace_name: str, orders: Path) -> list[str]:
-    from planner.executors import executor
+    from planner.runtime.executors import executor
 
     files = {int(p.stem.removeprefix("arrivals_seed")): p for p in orders.glob("arrivals_seed*.txt")}
     seeds = sorted(files)

@@ -13,7 +13,7 @@ but the expected behaviour), with the details of the first 20 failures:
    (objective, bound, optimality) are also checked against the oracle's exhaustive search;
 2. cli: the real ``planner`` console script on a corpus of malformed invocations (exit 2 with a
    message and no traceback; 0 or 1 where the input is valid, as stated per case);
-3. http: hostile requests to a real server (``planner.api.harness.Server``, token set): the
+3. http: hostile requests to a real server (``tests.support.harness.Server``, token set): the
    documented 4xx in the problem format, never 5xx, never a traceback;
 4. kill: kill -9 of the whole server (also three times during one job), of one job's worker, of the
    fork server during a job, and of the large-body parser process while it parses;
@@ -60,15 +60,15 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.oracle
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.oracle, tests.support
 from _measure import RESULTS, _tree_rss_kib, machine  # noqa: E402
 
 from planner import rules  # noqa: E402
-from planner.api.harness import PLANNER, Server, rss_mib, wait_status  # noqa: E402
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError  # noqa: E402
 from planner.engine import METHOD_OPTIONS, DefragOptions, plan_defrag  # noqa: E402
 from planner.snapshot import cluster_to_dict, parse_cluster  # noqa: E402
 from tests import oracle  # noqa: E402
+from tests.support.harness import PLANNER, Server, rss_mib, wait_status  # noqa: E402
 
 CATEGORIES = ("fuzz", "cli", "http", "kill", "store", "load")
 FUZZ_COUNT = 60_000

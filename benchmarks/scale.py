@@ -39,7 +39,7 @@ from _measure import RESULTS, cached_asi, code_version, machine, run_measured  #
 
 from planner.defrag_bound import empties_bound  # noqa: E402
 from planner.engine import DefragOptions, plan_defrag  # noqa: E402
-from planner.gc_pause import collector_paused  # noqa: E402
+from planner.runtime.gc_pause import collector_paused  # noqa: E402
 from planner.limits import MoveBudget, MoveLimits  # noqa: E402
 from planner.snapshot import load_cluster  # noqa: E402
 from planner.state import ClusterState  # noqa: E402

@@ -44,12 +44,13 @@ import httpx
 import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
 from _measure import RESULTS, machine  # noqa: E402
 
-from planner.api.harness import Server, rss_mib  # noqa: E402
-from planner.api.harness_postgres import ThrowawayPostgres  # noqa: E402
 from planner.instances.asi import generate_asi  # noqa: E402
 from planner.snapshot import cluster_to_dict  # noqa: E402
+from tests.support.harness import Server, rss_mib  # noqa: E402
+from tests.support.harness_postgres import ThrowawayPostgres  # noqa: E402
 
 TOKEN = "load-test-token-0123456789"
 

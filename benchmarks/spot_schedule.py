@@ -29,7 +29,8 @@ from _measure import RESULTS, code_version, machine  # noqa: E402
 
 from planner.cluster import Node  # noqa: E402
 from planner.models.spot_schedule import SpotInstance, _Model, greedy_schedule, solve_spot_schedule  # noqa: E402
-from planner.simulate.spot import POLICIES, SimJob, simulate  # noqa: E402
+from planner.instances.spot_workload import SimJob  # noqa: E402
+from planner.simulate.spot import POLICIES, simulate  # noqa: E402
 
 TARGETS = ((8, 24, 12, 3, 60.0), (16, 32, 20, 5, 300.0))
 MAX_RUNS = 3

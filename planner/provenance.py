@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from planner.cluster import Cluster
+from planner.runtime.tasks import default_workers
 
 _LIBRARIES = ("ortools", "highspy", "numpy", "pydantic")
 PACKAGE = "gpu-fleet-planner"
@@ -70,8 +71,6 @@ def _git_commit() -> str | None:
 
 @functools.cache
 def _static() -> dict[str, Any]:
-    from planner.executors import default_workers
-
     return {
         "planner": {"version": planner_version(), "commit": _git_commit()},
         "versions": {"python": platform.python_version(), **{name: _version(name) for name in _LIBRARIES}},

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from planner import rules
-from planner.gc_pause import collector_paused
+from planner.runtime.gc_pause import collector_paused
 from planner.cluster import (
     SNAPSHOT_VERSION,
     Cluster,
@@ -53,7 +53,7 @@ def parse_cluster(text: str | bytes, source: str = "snapshot") -> Cluster:
 def parse_checked(text: str | bytes, model: type[M], source: str, problems_of: Callable[[M], list[str]]) -> M:
     """JSON text as a ``model`` (duplicate keys and every field checked), then ``problems_of`` the
     value; raise SnapshotError naming each problem."""
-    with collector_paused():  # see gc_pause.py
+    with collector_paused():  # see runtime/gc_pause.py
         duplicates = duplicate_key_problems(text, source)
         if duplicates:
             raise SnapshotError(duplicates)

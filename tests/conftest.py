@@ -38,7 +38,7 @@ def fig15() -> Cluster:
 @pytest.fixture(scope="session")
 def postgres():  # type: ignore[no-untyped-def]
     """One throwaway PostgreSQL server for the session (skipped, with the reason, when it cannot start)."""
-    from planner.api.harness_postgres import ThrowawayPostgres, unavailable_reason
+    from tests.support.harness_postgres import ThrowawayPostgres, unavailable_reason
 
     reason = unavailable_reason()
     if reason:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from planner.api.harness import PLANNER
+from tests.support.harness import PLANNER
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 kubernetes = pytest.importorskip("kubernetes", reason="the kubernetes client (test extra) is not installed")

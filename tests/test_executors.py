@@ -10,7 +10,8 @@ import pytest
 
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
-from planner.executors import Lazy, _may_fork, executor, run_inline
+from planner.runtime.executors import _may_fork, executor
+from planner.runtime.tasks import Lazy, run_inline
 
 
 def _square_with_pid(x: int) -> tuple[int, int]:

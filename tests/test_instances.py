@@ -10,8 +10,9 @@ import pytest
 
 from planner import metrics
 from planner.cluster import Cluster, SnapshotError
-from planner.instances import asi
-from planner.instances.asi import asw_sizes, generate_asi
+from planner.instances import asi_fabric
+from planner.instances.asi import generate_asi
+from planner.instances.asi_fabric import asw_sizes
 from planner.instances.openb import ENV_DIR, generate_openb, resolve_data_dir
 from planner.snapshot import dump_cluster, parse_cluster
 
@@ -133,9 +134,9 @@ def test_asi_keeps_pending_jobs_when_asked():
 
 
 def test_asi_large_clusters_are_filled_in_blocks_with_unique_names(monkeypatch):
-    monkeypatch.setattr(asi, "BLOCK_NODES", 100)
+    monkeypatch.setattr(asi_fabric, "BLOCK_NODES", 100)
     cluster = round_trip(generate_asi(420, seed=2))
-    assert len(asi.fill_blocks(asi.build_fabric(420, np.random.default_rng(2)))) >= 2
+    assert len(asi_fabric.fill_blocks(asi_fabric.build_fabric(420, np.random.default_rng(2)))) >= 2
     assert gar(cluster) == pytest.approx(0.7, abs=0.01)
     used_nodes = {p.node for p in cluster.pods}
     assert {n.name for n in cluster.nodes[:100]} & used_nodes

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from planner.adapters.kubernetes import import_kubernetes, load_config
+from planner.adapters.kubernetes import import_kubernetes
+from planner.adapters.kubernetes_config import load_config
 from planner.engine import DefragOptions, plan_defrag
 from planner.engine.allocate import AllocateOptions, plan_allocate
 from planner.engine.preempt import PreemptOptions, plan_preempt

@@ -13,7 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from planner import rules
-from planner.adapters.kubernetes import import_kubernetes, load_config
+from planner.adapters.kubernetes import import_kubernetes
+from planner.adapters.kubernetes_config import load_config
 from planner.cli import app
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError
 from planner.engine.allocate import AllocateOptions, plan_allocate

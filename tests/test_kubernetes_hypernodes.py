@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from planner.adapters.kubernetes import import_kubernetes, load_config
+from planner.adapters.kubernetes import import_kubernetes
+from planner.adapters.kubernetes_config import load_config
 from planner.adapters.kubernetes_hypernodes import hypernode_topology
 from planner.cluster import SnapshotError
 

@@ -14,7 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from planner import rules
-from planner.adapters.kubernetes import DEFAULT_CONFIG, ImportConfig, import_kubernetes, load_config
+from planner.adapters.kubernetes import import_kubernetes
+from planner.adapters.kubernetes_config import DEFAULT_CONFIG, ImportConfig, load_config
 from planner.adapters.kubernetes_objects import KubeError, parse_quantity, pdb_max_unavailable, pod_requests
 from planner.cli import app
 from planner.cluster import SnapshotError

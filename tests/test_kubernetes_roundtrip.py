@@ -36,8 +36,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from planner import rules
-from planner.adapters.kubernetes import ImportConfig, PriorityConfig, import_kubernetes
-from planner.adapters.kubernetes_export import DaemonSet, KubeExport, exact, export_kubernetes
+from planner.adapters.kubernetes import import_kubernetes
+from planner.adapters.kubernetes_config import ImportConfig, PriorityConfig
+from planner.adapters.kubernetes_export import DaemonSet, KubeExport, export_kubernetes
+from planner.adapters.kubernetes_quantities import exact
 from planner.cli import app
 from planner.cluster import Cluster, Disruption, Job, Node, Pod, SnapshotError, Taint, Toleration
 from planner.instances.asi import generate_asi

@@ -523,7 +523,7 @@ def test_make_room_on_the_command_line(tmp_path: Path) -> None:
 def plan_over_http(tmp_path: Path, c: Cluster, options: dict, refused: list[tuple[dict, str]]) -> DefragPlan:
     """Start a server, check each (options, problem) in ``refused`` gets a 422 naming it, then plan
     with ``options`` and return the stored plan."""
-    from planner.api.harness import Server, wait_status
+    from tests.support.harness import Server, wait_status
     from planner.plans import parse_plan
 
     snapshot = json.loads(c.model_dump_json(exclude_defaults=True))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.api.harness import Server, free_port, wait_status
+from tests.support.harness import Server, free_port, wait_status
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.snapshot import cluster_to_dict
@@ -25,7 +25,7 @@ ray = pytest.importorskip("ray", reason="the extra 'ray' is not installed")
 
 @pytest.fixture(scope="module")
 def local_ray():
-    from planner.ray_executor import connect
+    from planner.runtime.ray_executor import connect
 
     env = os.environ.pop("RAY_ADDRESS", None)
     module = connect(2)

@@ -17,7 +17,7 @@ from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict, parse_cluster
 from planner.validate.defrag import validate
 from tests.conftest import FIG15
-from planner.api.harness import PLANNER, Server, wait_status
+from tests.support.harness import PLANNER, Server, wait_status
 
 TOKEN = "test-token-0123456789"
 FIG15_SNAPSHOT = json.loads(FIG15.read_text())
@@ -352,7 +352,8 @@ def test_a_job_that_cannot_finish_in_its_time_limit_is_refused_at_submission(tmp
 def test_job_time_limit_stops_the_worker(tmp_path: Path, long_snapshot: dict) -> None:
     """The safety net behind the admission estimate: a job that overruns is stopped and failed."""
     from planner.api.worker import Dispatcher
-    from planner.store import Store, sqlite_url
+    from planner.service.database import sqlite_url
+    from planner.service.store import Store
 
     store = Store(sqlite_url(str(tmp_path / "limit.db")))
     snapshot = json.dumps(long_snapshot)

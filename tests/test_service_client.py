@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from planner.api.harness import PLANNER, Server, free_port, wait_status
+from tests.support.harness import PLANNER, Server, free_port, wait_status
 from planner.cli.client import retry_after_s
 from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict, parse_cluster
-from planner.store import Store
+from planner.service.store import Store
 from planner.validate.defrag import validate
 from tests.conftest import FIG15
 

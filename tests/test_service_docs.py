@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from planner.api.harness import Server
+from tests.support.harness import Server
 
 TOKEN = "docs-token-0123456789"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

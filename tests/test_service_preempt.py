@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from planner.api.harness import Server, wait_status
+from tests.support.harness import Server, wait_status
 from planner.plans import parse_plan
 from planner.snapshot import parse_cluster
 from planner.validate.preempt import validate_preempt

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from planner.api.harness import Server, wait_status
+from tests.support.harness import Server, wait_status
 from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict, parse_cluster
 from planner.validate.defrag import validate

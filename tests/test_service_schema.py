@@ -15,7 +15,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import positive_data_acceptance
 
-from planner.api.harness import Server
+from tests.support.harness import Server
 
 TOKEN = "schema-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.api.harness import PLANNER, Server, free_port, wait_status
+from tests.support.harness import PLANNER, Server, free_port, wait_status
 
 TOKEN = "security-token-0123456789"
 SNAPSHOT = {"version": 1, "nodes": [{"name": "n0", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": "a"},

@@ -6,7 +6,8 @@ import pytest
 
 from planner.cluster import Node
 from planner.simulate.metrics import replay_row
-from planner.simulate.spot import SimJob, simulate
+from planner.instances.spot_workload import SimJob
+from planner.simulate.spot import simulate
 
 
 def one_node() -> list[Node]:

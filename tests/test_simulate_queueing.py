@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.simulate.queueing import Cluster, Job, kant_jobs, place, queue_row, replay
+from planner.instances.queue_workload import QueueCluster, QueuedJob, kant_jobs
+from planner.simulate.queue_metrics import queue_row
+from planner.simulate.queueing import place, replay
 
-TINY = Cluster(nodes=2, gpus_per_node=8, group_nodes=1)
-JOBS = [Job("A", 0, 16, 10), Job("B", 1, 8, 5), Job("C", 2, 16, 10), Job("D", 3, 4, 10)]
+TINY = QueueCluster(nodes=2, gpus_per_node=8, group_nodes=1)
+JOBS = [QueuedJob("A", 0, 16, 10), QueuedJob("B", 1, 8, 5), QueuedJob("C", 2, 16, 10), QueuedJob("D", 3, 4, 10)]
 
 
 def starts(policy: str, timeout_s: float = 2.0) -> tuple[dict[str, tuple[float | None, float | None]], int]:
@@ -35,7 +37,7 @@ def test_the_worked_example_by_hand():
 @pytest.mark.parametrize("policy", ["strict-fifo", "best-effort"])
 @pytest.mark.parametrize("placement", ["spread", "binpack", "e-binpack"])
 def test_capacity_holds_and_allocation_integrates_the_outcomes(policy, placement):
-    cluster = Cluster(nodes=40, gpus_per_node=8, group_nodes=8)
+    cluster = QueueCluster(nodes=40, gpus_per_node=8, group_nodes=8)
     jobs = kant_jobs(cluster, 48, 0.95, seed=1)
     run = replay(cluster, jobs, policy, placement, horizon_s=48 * 3600)
     assert max(g for _, g in run.series) <= cluster.gpus
@@ -51,7 +53,7 @@ def test_capacity_holds_and_allocation_integrates_the_outcomes(policy, placement
 
 
 def test_backfill_preempts_only_jobs_started_while_the_head_waited_and_loses_their_work():
-    cluster = Cluster(nodes=40, gpus_per_node=8, group_nodes=8)
+    cluster = QueueCluster(nodes=40, gpus_per_node=8, group_nodes=8)
     jobs = kant_jobs(cluster, 72, 0.95, seed=2)
     run = replay(cluster, jobs, "backfill", "binpack", timeout_s=1800, horizon_s=72 * 3600)
     row = queue_row(run)
@@ -61,18 +63,18 @@ def test_backfill_preempts_only_jobs_started_while_the_head_waited_and_loses_the
 
 
 def test_e_binpack_keeps_a_multi_node_job_in_one_group_and_small_jobs_together():
-    cluster = Cluster(nodes=4, gpus_per_node=8, group_nodes=2)
+    cluster = QueueCluster(nodes=4, gpus_per_node=8, group_nodes=2)
     free = np.array([6, 8, 8, 8])  # a small job on node 0
-    big = Job("big", 0, 16, 1)
+    big = QueuedJob("big", 0, 16, 1)
     assert place(free, big, cluster, "binpack") == [1, 2]  # the lowest idle nodes: two groups
     assert place(free, big, cluster, "e-binpack") == [2, 3]  # one group
-    small = Job("small", 0, 2, 1)
+    small = QueuedJob("small", 0, 2, 1)
     assert place(np.array([8, 8, 8, 7]), small, cluster, "e-binpack") == [3]  # the group already holding small jobs
     assert place(np.array([8, 8, 8, 7]), small, cluster, "spread") == [0]
 
 
 def test_the_generated_workload_has_kants_shape():
-    cluster = Cluster()
+    cluster = QueueCluster()
     jobs = kant_jobs(cluster, 24 * 30, 0.9, seed=0)
     gpus = np.array([j.gpus for j in jobs])
     work = np.array([j.gpus * j.duration_s for j in jobs])
@@ -89,9 +91,9 @@ def test_bad_input_is_refused_naming_it():
     with pytest.raises(ValueError, match="placement"):
         replay(TINY, JOBS, "best-effort", "tetris")
     with pytest.raises(ValueError, match="multiple of 8"):
-        replay(TINY, [Job("odd", 0, 12, 1)], "best-effort", "binpack")
+        replay(TINY, [QueuedJob("odd", 0, 12, 1)], "best-effort", "binpack")
     with pytest.raises(ValueError, match="more than the cluster"):
-        replay(TINY, [Job("huge", 0, 32, 1)], "best-effort", "binpack")
+        replay(TINY, [QueuedJob("huge", 0, 32, 1)], "best-effort", "binpack")
 
 
 def test_cli_rows_and_bad_input(tmp_path):
@@ -119,8 +121,8 @@ def outcomes(run):
 
 
 def test_a_blocked_head_blocks_only_its_own_tenants_queue():
-    jobs = [Job("A", 0, 8, 10, tenant="a"), Job("B", 1, 16, 5, tenant="a"), Job("C", 2, 8, 4, tenant="b")]
-    one_queue = [Job(j.name, j.submit_s, j.gpus, j.duration_s) for j in jobs]
+    jobs = [QueuedJob("A", 0, 8, 10, tenant="a"), QueuedJob("B", 1, 16, 5, tenant="a"), QueuedJob("C", 2, 8, 4, tenant="b")]
+    one_queue = [QueuedJob(j.name, j.submit_s, j.gpus, j.duration_s) for j in jobs]
     assert outcomes(replay(TINY, one_queue, "strict-fifo", "binpack")) == {"A": (0, 10), "B": (10, 15), "C": (15, 19)}
     # C heads tenant b's queue: B (tenant a) does not block it
     run = replay(TINY, jobs, "strict-fifo", "binpack")
@@ -129,7 +131,7 @@ def test_a_blocked_head_blocks_only_its_own_tenants_queue():
 
 
 def test_isolated_quotas_hold_and_shared_quotas_lend_then_reclaim():
-    jobs = [Job("A", 0, 8, 10, tenant="a"), Job("A2", 1, 8, 10, tenant="a"), Job("B", 2, 8, 5, tenant="b")]
+    jobs = [QueuedJob("A", 0, 8, 10, tenant="a"), QueuedJob("A2", 1, 8, 10, tenant="a"), QueuedJob("B", 2, 8, 5, tenant="b")]
     quotas = {("a", "default"): 8, ("b", "default"): 8}
     isolated = replay(TINY, jobs, "best-effort", "binpack", quotas=quotas, quota_mode="isolated")
     assert outcomes(isolated) == {"A": (0, 10), "A2": (10, 20), "B": (2, 7)}  # A2 waits for a's own quota, not for room
@@ -144,29 +146,29 @@ def test_isolated_quotas_hold_and_shared_quotas_lend_then_reclaim():
 
 
 def test_pools_and_quotas_are_checked_naming_what_is_wrong():
-    two = Cluster(nodes=4, gpus_per_node=8, group_nodes=2, pools=(("v100", 2), ("a100", 2)))
+    two = QueueCluster(nodes=4, gpus_per_node=8, group_nodes=2, pools=(("v100", 2), ("a100", 2)))
     with pytest.raises(ValueError, match="unknown pool 'h100'"):
-        replay(two, [Job("x", 0, 8, 1, pool="h100")], "best-effort", "binpack")
+        replay(two, [QueuedJob("x", 0, 8, 1, pool="h100")], "best-effort", "binpack")
     with pytest.raises(ValueError, match="more than pool 'v100' can hold"):
-        replay(two, [Job("x", 0, 24, 1, pool="v100")], "best-effort", "binpack")
+        replay(two, [QueuedJob("x", 0, 24, 1, pool="v100")], "best-effort", "binpack")
     with pytest.raises(ValueError, match="whole leaf groups"):
-        replay(Cluster(nodes=4, gpus_per_node=8, group_nodes=2, pools=(("v100", 1), ("a100", 3))), [], "best-effort", "binpack")
+        replay(QueueCluster(nodes=4, gpus_per_node=8, group_nodes=2, pools=(("v100", 1), ("a100", 3))), [], "best-effort", "binpack")
     with pytest.raises(ValueError, match="pools hold 2 nodes"):
-        replay(Cluster(nodes=4, gpus_per_node=8, group_nodes=2, pools=(("v100", 2),)), [], "best-effort", "binpack")
+        replay(QueueCluster(nodes=4, gpus_per_node=8, group_nodes=2, pools=(("v100", 2),)), [], "best-effort", "binpack")
     with pytest.raises(ValueError, match="could never start"):
-        replay(two, [Job("x", 0, 16, 1, tenant="a", pool="v100")], "best-effort", "binpack", quotas={("a", "v100"): 8}, quota_mode="isolated")
+        replay(two, [QueuedJob("x", 0, 16, 1, tenant="a", pool="v100")], "best-effort", "binpack", quotas={("a", "v100"): 8}, quota_mode="isolated")
     with pytest.raises(ValueError, match="quota mode"):
         replay(two, [], "best-effort", "binpack", quotas={}, quota_mode="loose")
     with pytest.raises(ValueError, match="zone_nodes"):
         replay(two, [], "best-effort", "binpack", zone_nodes=2)
     # a job runs only in its pool
-    run = replay(two, [Job("x", 0, 16, 5, pool="a100"), Job("y", 0, 8, 5, pool="v100")], "best-effort", "binpack")
+    run = replay(two, [QueuedJob("x", 0, 16, 5, pool="a100"), QueuedJob("y", 0, 8, 5, pool="v100")], "best-effort", "binpack")
     assert [o.start_s for o in run.outcomes] == [0, 0]
 
 
 def test_e_spread_spreads_inference_in_its_zone_and_keeps_training_out():
-    cluster = Cluster(nodes=4, gpus_per_node=8, group_nodes=1)
-    serve, train = Job("s", 0, 2, 1, kind="inference"), Job("t", 0, 2, 1)
+    cluster = QueueCluster(nodes=4, gpus_per_node=8, group_nodes=1)
+    serve, train = QueuedJob("s", 0, 2, 1, kind="inference"), QueuedJob("t", 0, 2, 1)
     assert place(np.array([8, 6, 8, 8]), serve, cluster, "e-spread", zone_nodes=2) == [0]  # most free GPUs in the zone
     assert place(np.array([6, 8, 8, 8]), serve, cluster, "e-spread", zone_nodes=2) == [1]
     assert place(np.array([8, 6, 8, 8]), train, cluster, "e-spread", zone_nodes=2) == [2]  # never in the zone
@@ -175,7 +177,7 @@ def test_e_spread_spreads_inference_in_its_zone_and_keeps_training_out():
 
 
 def test_defrag_when_stuck_migrates_with_the_planners_make_room_and_pays_for_it():
-    jobs = [Job("P", 0, 4, 100), Job("Q", 1, 4, 100), Job("H", 2, 8, 10)]  # spread: P and Q on different nodes
+    jobs = [QueuedJob("P", 0, 4, 100), QueuedJob("Q", 1, 4, 100), QueuedJob("H", 2, 8, 10)]  # spread: P and Q on different nodes
     assert outcomes(replay(TINY, jobs, "strict-fifo", "spread")) == {"P": (0, 100), "Q": (1, 101), "H": (100, 110)}
     run = replay(TINY, jobs, "strict-fifo", "spread", stuck_after_s=5, migration_cost_s=30)
     got = outcomes(run)
@@ -187,14 +189,14 @@ def test_defrag_when_stuck_migrates_with_the_planners_make_room_and_pays_for_it(
     assert row["migration_gpu_hours"] == pytest.approx(4 * 30 / 3600)
     assert run.outcomes[2].started_by_make_room and sum(o.migrated for o in run.outcomes) == 1
     # no room to make (every other pod is node-sized, so locked): H waits, and is tried every 5 s, not at every event
-    locked = [Job("W", 0, 8, 100), Job("H", 2, 16, 10)]
+    locked = [QueuedJob("W", 0, 8, 100), QueuedJob("H", 2, 16, 10)]
     run = replay(TINY, locked, "strict-fifo", "spread", stuck_after_s=5)
     assert outcomes(run)["H"] == (100, 110) and queue_row(run)["make_room_calls"] == len(range(7, 100, 5))
 
 
 @pytest.mark.parametrize("placement", ["spread", "e-binpack"])
 def test_make_room_replays_keep_capacity_and_allocation_consistent(placement):
-    cluster = Cluster(nodes=32, gpus_per_node=8, group_nodes=8)
+    cluster = QueueCluster(nodes=32, gpus_per_node=8, group_nodes=8)
     jobs = kant_jobs(cluster, 36, 0.95, seed=2)
     run = replay(cluster, jobs, "strict-fifo", placement, horizon_s=36 * 3600, stuck_after_s=1800, make_room_moves=16)
     assert run.make_room_starts > 0 and run.moves > 0

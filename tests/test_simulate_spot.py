@@ -8,7 +8,8 @@ import pytest
 
 from planner.cluster import Node
 from planner.instances.spot_workload import synthetic_jobs
-from planner.simulate.spot import POLICIES, SimJob, simulate
+from planner.instances.spot_workload import SimJob
+from planner.simulate.spot import POLICIES, simulate
 
 
 def two_nodes() -> list[Node]:

@@ -16,14 +16,16 @@ from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.autogenerate import compare_metadata
 
-from planner.store import MAX_ATTEMPTS, Base, Store, StoreURLError, check_url
+from planner.service.database import StoreURLError, check_url
+from planner.service.rows import Base
+from planner.service.store import MAX_ATTEMPTS, Store
 
 SNAPSHOT = json.dumps({"nodes": [{"name": f"n{i}", "gpus": 8} for i in range(200)], "pods": []})
 
 
 def _config(connection: sa.Connection) -> Config:
     config = Config()
-    config.set_main_option("script_location", "planner:migrations")
+    config.set_main_option("script_location", "planner.service:migrations")
     config.attributes["connection"] = connection
     return config
 
@@ -229,7 +231,7 @@ def test_planner_db_current_and_upgrade_for_operators_who_migrate_explicitly(pos
     import os
     import subprocess
 
-    from planner.api.harness import PLANNER
+    from tests.support.harness import PLANNER
 
     database_url = postgres.create_database()
     engine = sa.create_engine(database_url)

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from planner.api.harness import PLANNER, Server, wait_status
+from tests.support.harness import PLANNER, Server, wait_status
 from planner.snapshot import cluster_to_dict
 
 

@@ -59,30 +59,19 @@ from them.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
-from planner.adapters.kubernetes_pods import POD_GROUP_KEYS
-from planner.adapters.kubernetes import (
-    DESCHEDULER_EVICT, GIB, HOSTNAME_KEY, KUEUE_PREFERRED, KUEUE_REQUIRED, SYSTEM_CRITICAL_PRIORITY, ImportConfig,
-)
-from planner.cluster import POD_COUNT, Cluster, Job, Node, Pod, SnapshotError
+from planner.adapters.kubernetes_config import DESCHEDULER_EVICT, GIB, HOSTNAME_KEY, SYSTEM_CRITICAL_PRIORITY, ImportConfig
+from planner.adapters.kubernetes_export_jobs import Controller, budget, controller, pod_group
+from planner.adapters.kubernetes_quantities import cpu_quantity, exact, label_name, memory_quantity, name_ok, object_uid
+from planner.cluster import POD_COUNT, Cluster, Node, Pod, SnapshotError
 
-JOBSET_KEY = "jobset.sigs.k8s.io/jobset-name"
-POD_GROUP_KEY = POD_GROUP_KEYS[0]
-INSTANCE_LABEL = "app.kubernetes.io/instance"
 ANTI_PREFIX = "anti-affinity.planner.io/"
 MAX_LISTED = 20
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_UID_SPACE = uuid.UUID("6f1d3b2e-4c1a-5b8e-9a57-0d6c2f3e8a41")
 API_VERSIONS = {"Job": "batch/v1", "StatefulSet": "apps/v1", "ReplicaSet": "apps/v1", "Deployment": "apps/v1",
                 "DaemonSet": "apps/v1", "JobSet": "jobset.x-k8s.io/v1alpha2"}
 
@@ -109,67 +98,6 @@ class KubeExport:
 
     def json(self) -> str:
         return json.dumps(self.document, indent=1) + "\n"
-
-
-@dataclass(frozen=True)
-class _Controller:
-    """How a job is written: its owner reference, the labels of its pods and the importer's name."""
-
-    kind: str
-    name: str
-    labels: dict[str, str]
-    imported_as: str
-    annotations: dict[str, str] = field(default_factory=dict)
-    min_member: int | None = None
-    """The PodGroup's minMember, for a gang written with one."""
-
-
-# ----------------------------------------------------------------------------------------------
-# Quantities
-# ----------------------------------------------------------------------------------------------
-
-
-def exact(value: float | int) -> Fraction:
-    """The decimal a float prints as (its shortest round-trip form): the quantity that reads back as it."""
-    return Fraction(Decimal(repr(float(value))))
-
-
-def _decimal(amount: Fraction) -> str:
-    """A terminating fraction (denominator 2^a 5^b) as a plain decimal string."""
-    digits = 0
-    while (amount * 10**digits).denominator != 1:
-        digits += 1
-    return format(Decimal(int(amount * 10**digits)).scaleb(-digits), "f")
-
-
-def cpu_quantity(cores: Fraction) -> str:
-    """'96', '500m', else the exact decimal."""
-    if cores.denominator == 1:
-        return str(cores.numerator)
-    if (cores * 1000).denominator == 1:
-        return f"{(cores * 1000).numerator}m"
-    return _decimal(cores)
-
-
-def memory_quantity(amount_bytes: Fraction) -> str:
-    """'1152Gi', '64Mi', whole bytes, else the exact decimal of GiB ('0.3Gi')."""
-    for suffix, scale in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-        if amount_bytes and (amount_bytes / scale).denominator == 1:
-            return f"{(amount_bytes / scale).numerator}{suffix}"
-    if amount_bytes.denominator == 1:
-        return str(amount_bytes.numerator)
-    return f"{_decimal(amount_bytes / GIB)}Gi"
-
-
-def _uid(*parts: str) -> str:
-    return str(uuid.uuid5(_UID_SPACE, "/".join(parts)))
-
-
-def label_name(text: str) -> str:
-    """``text`` if it is a valid label name (value), else a digest of it that is."""
-    if len(text) <= 63 and LABEL_VALUE.match(text):
-        return text
-    return "g-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -228,7 +156,7 @@ class _Export:
         for i, pod in enumerate(c.pods):
             if pod.job is not None:
                 pods_of[pod.job].append(i)
-        controllers = {job.name: self._controller(j, job, [c.pods[i] for i in pods_of[job.name]])
+        controllers = {job.name: controller(self.config, self.errors, j, job, [c.pods[i] for i in pods_of[job.name]])
                        for j, job in enumerate(c.jobs) if pods_of.get(job.name)}
         first: dict[str, str] = {}
         for name, ctl in controllers.items():
@@ -239,9 +167,9 @@ class _Export:
         pods = [self._pod(i, pod, controllers.get(pod.job) if pod.job else None, groups) for i, pod in enumerate(c.pods)]
         daemon_pods = [self._daemon_pod(ds, node) for node in c.nodes for ds in self.daemonsets
                        if node.gpus or not ds.gpu_nodes_only]
-        budgets = [self._budget(job, controllers[job.name], len(pods_of[job.name]))
+        budgets = [budget(job, controllers[job.name])
                    for job in c.jobs if job.disruption is not None and job.name in controllers]
-        budgets += [self._pod_group(ctl) for ctl in controllers.values() if ctl.min_member is not None]
+        budgets += [pod_group(ctl, self.errors) for ctl in controllers.values() if ctl.min_member is not None]
         self._count_dropped(pods_of)
         if self.errors:
             listed = self.errors[:MAX_LISTED] + ([f"... and {len(self.errors) - MAX_LISTED} more problem(s)"]
@@ -252,18 +180,12 @@ class _Export:
         dropped = [f"{what}: not carried (held by {count})" for what, count in sorted(self.dropped.items())]
         return KubeExport(document, {name: ctl.imported_as for name, ctl in controllers.items()}, dropped)
 
-    def _name_ok(self, name: str, where: str) -> bool:
-        if len(name) <= 253 and DNS_SUBDOMAIN.match(name):
-            return True
-        self.errors.append(f"{where}: '{name}' is not a Kubernetes object name (lower-case DNS subdomain, at most 253 characters)")
-        return False
-
     # -- nodes ---------------------------------------------------------------------------------
 
     def _node(self, i: int, node: Node) -> dict[str, Any]:
         cfg = self.config
         where = f"nodes[{i}]"
-        self._name_ok(node.name, f"{where}.name")
+        name_ok(node.name, f"{where}.name", self.errors)
         derived = {HOSTNAME_KEY: node.name}
         profile = self.mig_profile.get(node.name)
         if profile is not None:  # the product label names the whole GPU; the slices are the model
@@ -307,7 +229,7 @@ class _Export:
         if not node.schedulable:
             spec["unschedulable"] = True
         return {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": node.name, "uid": _uid("node", node.name), "labels": {**node.labels, **derived}},
+                "metadata": {"name": node.name, "uid": object_uid("node", node.name), "labels": {**node.labels, **derived}},
                 "spec": spec, "status": {"capacity": dict(allocatable), "allocatable": allocatable}}
 
     def _named_allocatable(self, where: str, node: Node, allocatable: dict[str, str], daemons: int) -> None:
@@ -326,11 +248,11 @@ class _Export:
 
     def _daemon_pod(self, ds: DaemonSet, node: Node) -> dict[str, Any]:
         name = f"{ds.name}-{node.name}"
-        owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": ds.name, "uid": _uid("DaemonSet", ds.namespace, ds.name),
+        owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": ds.name, "uid": object_uid("DaemonSet", ds.namespace, ds.name),
                  "controller": True, "blockOwnerDeletion": True}
         requests = {"cpu": cpu_quantity(exact(ds.cpus)), "memory": memory_quantity(exact(ds.memory_gib) * GIB)}
         return {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "namespace": ds.namespace, "uid": _uid("pod", ds.namespace, name),
+                "metadata": {"name": name, "namespace": ds.namespace, "uid": object_uid("pod", ds.namespace, name),
                              "labels": {"app.kubernetes.io/name": ds.name}, "ownerReferences": [owner]},
                 "spec": {"nodeName": node.name, "priorityClassName": "system-node-critical", "priority": 2000001000,
                          "tolerations": [{"operator": "Exists"}],
@@ -338,94 +260,6 @@ class _Export:
                 "status": {"phase": "Running"}}
 
     # -- jobs ----------------------------------------------------------------------------------
-
-    def _controller(self, j: int, job: Job, pods: list[Pod]) -> _Controller:
-        cfg = self.config
-        namespaces = {p.namespace or "default" for p in pods}
-        if len(namespaces) > 1:
-            self.errors.append(f"jobs[{j}]: job '{job.name}' has pods in namespaces {', '.join(sorted(namespaces))}; "
-                               "a Kubernetes controller owns pods of one namespace")
-        ns = min(namespaces)
-        kind, name, gang = self._imported_name(job.name, ns)
-        count, least = len(pods), job.min_available
-        one_by_one = least == 1 and count > 1 and job.topology is None  # what the importer reads a controller's pods as
-        whole = least is None or least >= count
-        pod_group = POD_GROUP_KEY if POD_GROUP_KEY in cfg.gang_keys else None
-        if kind is not None and not (one_by_one or count == 1 or (whole and job.topology is not None)):
-            self.errors.append(f"jobs[{j}].min_available: job '{job.name}' is named as a {kind}, whose pods the importer reads "
-                               f"as starting {'one by one (min_available 1)' if job.topology is None else 'whole'}; "
-                               "rename the job or set min_available to match")
-        if kind is None and gang is None:
-            name = job.name
-            if job.topology is not None and whole:
-                gang = JOBSET_KEY if JOBSET_KEY in cfg.gang_keys else pod_group or (cfg.gang_keys[0] if cfg.gang_keys else None)
-                if gang is None:
-                    self.errors.append(f"jobs[{j}].topology: config.gang_keys is empty; a topology job needs a gang label")
-            elif not one_by_one and count > 1:
-                gang = pod_group
-                if gang is None:
-                    self.errors.append(f"jobs[{j}]: a gang of {count} pods needs the PodGroup key {POD_GROUP_KEY} in config.gang_keys")
-            kind = "StatefulSet" if gang is None and count > 1 and all(p.priority == "HP" for p in pods) else "Job"
-        min_member = None
-        if gang is not None and (gang == pod_group or not whole):
-            if gang not in POD_GROUP_KEYS:
-                self.errors.append(f"jobs[{j}].min_available: job '{job.name}' is a {gang} gang, which carries no minimum; "
-                                   "the importer reads it as starting whole")
-            min_member = count if whole else least
-        annotations = {}
-        if job.topology is not None:
-            keys = cfg.asw_labels if job.topology.level == "asw" else cfg.spine_labels
-            if keys:
-                annotations[KUEUE_REQUIRED if job.topology.mode == "required" else KUEUE_PREFERRED] = keys[0]
-            else:
-                self.errors.append(f"jobs[{j}].topology: config.{job.topology.level}_labels is empty")
-        if gang is not None:
-            if not LABEL_VALUE.match(name) or len(name) > 63:
-                self.errors.append(f"jobs[{j}].name: '{name}' is not a label value (at most 63 characters)")
-            owner_kind, owner_name = "Job", f"{name}-workers-0"
-            labels = {gang: name}
-            imported_as = f"{ns}/{gang}={name}"
-        else:
-            owner_kind, owner_name = kind or "Job", name
-            labels = {}
-            imported_as = f"{ns}/{owner_kind}/{name}"
-            if owner_kind == "Deployment":  # pods are owned by the Deployment's ReplicaSet
-                template_hash = hashlib.sha256(name.encode()).hexdigest()[:10]
-                owner_kind, owner_name = "ReplicaSet", f"{name}-{template_hash}"
-                labels["pod-template-hash"] = template_hash
-        self._name_ok(owner_name, f"jobs[{j}].name")
-        labels[INSTANCE_LABEL] = label_name(f"{owner_kind.lower()}-{owner_name}")
-        return _Controller(owner_kind, owner_name, labels, imported_as, annotations, min_member)
-
-    def _imported_name(self, job: str, namespace: str) -> tuple[str | None, str, str | None]:
-        """(Kind, name, None) or (None, value, gang key) when ``job`` is a name the importer writes."""
-        prefix = f"{namespace}/"
-        if not job.startswith(prefix):
-            return None, job, None
-        rest = job[len(prefix):]
-        for key in self.config.gang_keys:
-            if rest.startswith(f"{key}="):
-                return None, rest[len(key) + 1:], key
-        kind, _, name = rest.partition("/")
-        if name and re.fullmatch(r"[A-Z][A-Za-z0-9]*", kind) and kind not in ("DaemonSet", "Node"):
-            return kind, name, None
-        return None, job, None
-
-    def _budget(self, job: Job, ctl: _Controller, pods: int) -> dict[str, Any]:
-        namespace = ctl.imported_as.split("/", 1)[0]
-        name = ctl.labels[INSTANCE_LABEL].lower().replace("_", "-")
-        return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                "metadata": {"name": name, "namespace": namespace, "uid": _uid("pdb", namespace, ctl.kind, ctl.name)},
-                "spec": {"maxUnavailable": job.disruption.max_unavailable,
-                         "selector": {"matchLabels": {INSTANCE_LABEL: ctl.labels[INSTANCE_LABEL]}}}}
-
-    def _pod_group(self, ctl: _Controller) -> dict[str, Any]:
-        namespace, gang = ctl.imported_as.split("/", 1)
-        name = gang.split("=", 1)[1]
-        self._name_ok(name, f"jobs: PodGroup of '{ctl.imported_as}'")
-        return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": namespace, "uid": _uid("podgroup", namespace, name)},
-                "spec": {"minMember": ctl.min_member}}
 
     # -- pods ----------------------------------------------------------------------------------
 
@@ -445,12 +279,12 @@ class _Export:
             keys[group] = (key, sorted(namespaces[group]) if len(namespaces[group]) > 1 else None)
         return keys
 
-    def _pod(self, i: int, pod: Pod, ctl: _Controller | None, groups: dict[str, tuple[str, list[str] | None]]) -> dict[str, Any]:
+    def _pod(self, i: int, pod: Pod, ctl: Controller | None, groups: dict[str, tuple[str, list[str] | None]]) -> dict[str, Any]:
         cfg = self.config
         where = f"pods[{i}]"
         namespace = pod.namespace or "default"
         name = pod.name[len(namespace) + 1:] if pod.name.startswith(f"{namespace}/") else pod.name
-        self._name_ok(name, f"{where}.name")
+        name_ok(name, f"{where}.name", self.errors)
         if pod.standby:
             self.errors.append(f"{where}.standby: a standby pod (it lends its GPUs, keeps a reservation) has no Kubernetes form")
         labels: dict[str, str] = dict(ctl.labels) if ctl else {}
@@ -506,14 +340,14 @@ class _Export:
         affinity = self._affinity(pod, namespace, groups)
         if affinity:
             spec["affinity"] = affinity
-        meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": _uid("pod", namespace, name)}
+        meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": object_uid("pod", namespace, name)}
         if labels:
             meta["labels"] = labels
         if annotations:
             meta["annotations"] = annotations
         if ctl is not None:
             meta["ownerReferences"] = [{"apiVersion": API_VERSIONS.get(ctl.kind, "v1"), "kind": ctl.kind, "name": ctl.name,
-                                        "uid": _uid(ctl.kind, namespace, ctl.name), "controller": True, "blockOwnerDeletion": True}]
+                                        "uid": object_uid(ctl.kind, namespace, ctl.name), "controller": True, "blockOwnerDeletion": True}]
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
                 "status": {"phase": "Running" if pod.node is not None else "Pending"}}
 

@@ -36,12 +36,9 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
+from planner.adapters.kubernetes_config import ImportConfig
 from planner.adapters.kubernetes_objects import KubeError
-
-if TYPE_CHECKING:
-    from planner.adapters.kubernetes import ImportConfig
 
 MIG_MIXED = "MIG-mixed"
 

@@ -9,21 +9,18 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from planner.adapters import kubernetes_objects as k8s
-from planner.adapters.kubernetes_gpus import mig_models, pending_units, pod_gpus
-from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
-from planner.adapters.kubernetes_resources import host_ports, ignored, named_amounts
-from planner.cluster import POD_COUNT, Job
-
-if TYPE_CHECKING:
-    from planner.adapters.kubernetes import _Import
-
-from planner.adapters.kubernetes import (
+from planner.adapters.kubernetes_config import (
     DESCHEDULER_EVICT, GIB, HOSTNAME_KEY, KUEUE_PREFERRED, KUEUE_REQUIRED, SYSTEM_CRITICAL_PRIORITY, ImportConfig,
     _number, object_name,
 )
+from planner.adapters.kubernetes_gpus import mig_models, pending_units, pod_gpus
+from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
+from planner.adapters.kubernetes_resources import host_ports, named_amounts
+from planner.adapters.kubernetes_run import ImportRun
+from planner.cluster import POD_COUNT, Job
 
 FINISHED = ("Succeeded", "Failed")
 POD_GROUP_KEYS = ("scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.io", "scheduling.k8s.io/group-name")
@@ -31,7 +28,7 @@ POD_GROUP_KEYS = ("scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8
 INEXPRESSIBLE = "a rule the snapshot cannot express"
 
 
-def pod_fields(run: _Import, obj: dict[str, Any]) -> dict[str, Any] | None:
+def pod_fields(run: ImportRun, obj: dict[str, Any]) -> dict[str, Any] | None:
     """The snapshot fields of one pod (None for a finished pod); private keys start with '_'."""
     cfg = run.config
     meta, spec, status = (as_object(obj.get(k), k) for k in ("metadata", "spec", "status"))
@@ -154,7 +151,7 @@ def _job_of(cfg: ImportConfig, namespace: str, labels: dict[str, str], annotatio
     return f"{namespace}/{kind}/{name}"
 
 
-def _kueue_topology(run: _Import, obj: dict, cfg: ImportConfig, annotations: dict[str, str]) -> dict[str, str] | None:
+def _kueue_topology(run: ImportRun, obj: dict, cfg: ImportConfig, annotations: dict[str, str]) -> dict[str, str] | None:
     for key, mode in ((KUEUE_REQUIRED, "required"), (KUEUE_PREFERRED, "preferred")):
         label = annotations.get(key)
         if label is None:
@@ -167,7 +164,7 @@ def _kueue_topology(run: _Import, obj: dict, cfg: ImportConfig, annotations: dic
     return None
 
 
-def _tolerations(run: _Import, obj: dict, spec: dict) -> list[dict[str, str]]:
+def _tolerations(run: ImportRun, obj: dict, spec: dict) -> list[dict[str, str]]:
     out = []
     for i, tol in enumerate(as_list(spec.get("tolerations"), "spec.tolerations")):
         tol = as_object(tol, f"spec.tolerations[{i}]")
@@ -295,7 +292,7 @@ class LabelIndex:
         return min(pools, key=len)
 
 
-def anti_affinity_groups(run: _Import, index: LabelIndex) -> None:
+def anti_affinity_groups(run: ImportRun, index: LabelIndex) -> None:
     """Snapshot groups for the required anti-affinity terms, exactly: an owner O of a term (a pod that
     has it) may not share a node with a pod S the term selects. Pods that are both share the term's
     group; a selected pod that is no owner gets a group of its own with those; an owner the term does
@@ -325,7 +322,7 @@ def anti_affinity_groups(run: _Import, index: LabelIndex) -> None:
                     _join(run.pods[i], f"{group}|{_pod_key(run.pods[a])}|{_pod_key(run.pods[b])}")
 
 
-def _selected_namespaces(run: _Import, fields: dict[str, Any], scope: dict[str, Any]) -> list[str] | None:
+def _selected_namespaces(run: ImportRun, fields: dict[str, Any], scope: dict[str, Any]) -> list[str] | None:
     """The namespaces a term's namespaceSelector selects (Namespace objects' labels, with the name as
     ``kubernetes.io/metadata.name``), with those it lists; every namespace (None) when the input has no
     Namespace objects, with a warning: the term then binds more pods than Kubernetes' own, never fewer."""
@@ -347,7 +344,7 @@ def _join(fields: dict[str, Any], group: str) -> None:
         fields["anti_affinity"].append(group)
 
 
-def resolve_gpus(run: _Import) -> None:
+def resolve_gpus(run: ImportRun) -> None:
     """Each pod's GPUs from its requests, once every node is known (``kubernetes_gpus``). A request
     with no snapshot form locks a placed pod (counted as the devices it touches) and leaves a pending
     one out."""
@@ -375,7 +372,7 @@ def resolve_gpus(run: _Import) -> None:
                 run.summary.skipped["pending pods with a GPU request the snapshot cannot hold"] += 1
                 continue
             run.warn(fields["_obj"], path, f"{why}; the pod is locked where it stands, holding {int(found.gpus)} GPU(s)")
-            lock_pod(run, fields, "GPU request without a snapshot form")
+            run.lock_pod(fields, "GPU request without a snapshot form")
         fields["gpus"] = int(found.gpus) if found.gpus.denominator == 1 else float(found.gpus)
         if found.gpu_models is not None:
             fields["gpu_models"] = found.gpu_models
@@ -383,14 +380,8 @@ def resolve_gpus(run: _Import) -> None:
     run.pods[:] = kept
 
 
-def lock_pod(run: _Import, fields: dict[str, Any], reason: str) -> None:
-    """Lock the pod (it stays where it is) and count the reason in the summary."""
-    if not fields["locked"]:
-        fields["locked"] = True
-        run.summary.locked[reason] += 1
 
-
-def check_placements(run: _Import) -> None:
+def check_placements(run: ImportRun) -> None:
     """A placed pod whose node no longer satisfies its nodeSelector (labels changed after it started:
     Kubernetes keeps it running) keeps the node, is locked and loses the selector, with a warning."""
     labels = {node.name: node.labels for node in run.nodes}
@@ -400,10 +391,10 @@ def check_placements(run: _Import) -> None:
             run.warn(fields["_obj"], "spec.nodeSelector", f"node '{node}' no longer has the labels {fields['node_selector']}; "
                      "the pod is locked where it stands and its selector left out")
             fields["node_selector"] = {}
-            lock_pod(run, fields, "nodeSelector no longer met")
+            run.lock_pod(fields, "nodeSelector no longer met")
 
 
-def unique_names(run: _Import) -> None:
+def unique_names(run: ImportRun) -> None:
     """Snapshot pod names are the Kubernetes names; a name used in two namespaces becomes
     '<namespace>/<name>' for each of its pods, with a warning."""
     counts = Counter(fields["name"] for fields in run.pods)
@@ -414,7 +405,7 @@ def unique_names(run: _Import) -> None:
             fields["name"] = f"{fields['namespace']}/{fields['name']}"
 
 
-def budgets_to_jobs(run: _Import, index: LabelIndex) -> list[Job]:
+def budgets_to_jobs(run: ImportRun, index: LabelIndex) -> list[Job]:
     """The jobs (first appearance order) with their topology and disruption budgets."""
     topology: dict[str, dict | None] = {}
     for fields in run.pods:
@@ -454,7 +445,7 @@ def budgets_to_jobs(run: _Import, index: LabelIndex) -> list[Job]:
     ]
 
 
-def _min_available(run: _Import, topology: dict[str, dict | None]) -> dict[str, int]:
+def _min_available(run: ImportRun, topology: dict[str, dict | None]) -> dict[str, int]:
     """Jobs that may start with fewer than all their pods. A gang named by a PodGroup in the input takes
     its ``minMember`` (below the pods it has; at or above: all of them); a gang without one starts
     whole. A controller's pods (Deployment, StatefulSet, batch Job...) start one by one: min_available 1,

@@ -14,15 +14,15 @@ import math
 from collections import defaultdict
 from functools import lru_cache
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from planner.adapters.kubernetes_config import ImportConfig
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
+from planner.adapters.kubernetes_run import ImportRun
 from planner.cluster import MAX_RESOURCE, POD_COUNT
 from planner.kubernetes_names import resource_name_problem
 from planner.rules import gpu_devices_needed
 
-if TYPE_CHECKING:
-    from planner.adapters.kubernetes import ImportConfig, _Import
 
 UNNAMED = ("cpu", "memory")
 """Resources the snapshot holds in ``cpus`` and ``memory_gib``."""
@@ -101,7 +101,7 @@ def host_ports(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [found[k] for k in sorted(found)]
 
 
-def check_named_capacity(run: _Import) -> None:
+def check_named_capacity(run: ImportRun) -> None:
     """Pods whose requests their own node cannot hold by name, or that no node offers.
 
     A placed pod asking for a resource its node offers too little of (a device plugin that reports
@@ -110,8 +110,6 @@ def check_named_capacity(run: _Import) -> None:
     locked, so nothing leaves or arrives that the real allocatable would refuse. A pod asking for a
     resource no node offers is warned about; placed, it is locked.
     """
-    from planner.adapters.kubernetes_pods import lock_pod
-
     offered = {name for node in run.nodes for name, amount in (node.resources or {}).items() if amount > 0}
     nodes = {node.name: node for node in run.nodes}
     used: dict[str, dict[str, int]] = defaultdict(dict)
@@ -122,7 +120,7 @@ def check_named_capacity(run: _Import) -> None:
             run.warn(fields["_obj"], "spec.containers[*].resources.requests",
                      f"{', '.join(missing)}: no node offers it" + ("; the pod is locked where it stands" if fields["node"] else "; the pod cannot be placed"))
             if fields["node"] is not None:
-                lock_pod(run, fields, "requests a resource no node offers")
+                run.lock_pod(fields, "requests a resource no node offers")
         if fields["node"] is None:
             continue
         on_node[fields["node"]].append(fields)
@@ -137,7 +135,7 @@ def check_named_capacity(run: _Import) -> None:
             node.gpus = needed
             for fields in here:
                 if fields["gpus"]:
-                    lock_pod(run, fields, "its node offers fewer GPUs than its pods hold")
+                    run.lock_pod(fields, "its node offers fewer GPUs than its pods hold")
     for node_name, totals in used.items():
         node = nodes.get(node_name)
         if node is None or node.resources is None:
@@ -149,4 +147,4 @@ def check_named_capacity(run: _Import) -> None:
             node.resources[name] = total
             for fields in on_node[node_name]:
                 if name == POD_COUNT or fields["requests"].get(name):
-                    lock_pod(run, fields, f"its node offers less {name} than its pods use")
+                    run.lock_pod(fields, f"its node offers less {name} than its pods use")

@@ -55,7 +55,7 @@ from planner.api.metrics import ServiceMetrics
 from planner.api.worker import Dispatcher
 from planner.cluster import field_path
 from planner.api.conventions import PLAN_MODELS, PUBLIC_PATHS, by_conventions
-from planner.store import IdempotencyConflict, Job, QueueFull, Store
+from planner.service.store import IdempotencyConflict, Job, QueueFull, Store
 
 log = logging.getLogger("planner.api")
 access = logging.getLogger("planner.access")

@@ -28,16 +28,18 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
+import resource
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from fastapi import Request
-from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from planner.cluster import duplicate_key_problems, pydantic_problems
+import planner.api.requests  # noqa: F401 - the parse functions, imported by each parser process as it starts
+from planner.api.refusals import Refused
 
 SMALL_BYTES = 64 << 10
 """Bodies up to this size are parsed in a worker thread of the server (milliseconds of interpreter time)."""
@@ -50,27 +52,6 @@ PARSER_NICENESS = 5
 PARSER_MEMORY_BYTES = 6 << 30
 """Address-space cap of the parser process: a 64 MiB snapshot body needs about 1.5 GiB to parse and check."""
 T = TypeVar("T")
-M = TypeVar("M", bound=BaseModel)
-
-
-class Refused(Exception):
-    """The request cannot be served as sent: an HTTP status, an error and one message per problem.
-    (It crosses from the parser process, so everything it holds is in ``args``.)"""
-
-    def __init__(self, status: int, error: str, problems: list[str] | None = None):
-        super().__init__(status, error, problems or [])
-
-    @property
-    def status(self) -> int:
-        return self.args[0]
-
-    @property
-    def error(self) -> str:
-        return self.args[1]
-
-    @property
-    def problems(self) -> list[str]:
-        return self.args[2]
 
 
 class BodyReader:
@@ -156,29 +137,15 @@ def _call(parse: Callable[..., T], body: bytes, args: tuple) -> T:
 
 
 def _ready() -> None:
-    import planner.api.requests  # noqa: F401 - what every parse needs, imported once per parser process
+    """Nothing: unpickling it has the parser process import this module and with it the parse functions."""
 
 
 def _parser_process(limit: int) -> None:
     """A parser process's set-up: its memory cap, and a lower CPU priority than the server's, so that
     on a busy machine the event loop (health probes, small requests) runs first and parsing takes
     the rest."""
-    import os
-    import resource
-
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     os.nice(PARSER_NICENESS)
-
-
-def parse_model(model: type[M], body: bytes) -> M:
-    """``model`` from a JSON body, or ``Refused`` (422) with field-path messages."""
-    problems = duplicate_key_problems(body, "body")
-    if problems:
-        raise Refused(422, "invalid request", problems)
-    try:
-        return model.model_validate_json(body)
-    except ValidationError as err:
-        raise Refused(422, "invalid request", pydantic_problems(err, model, "body")) from None
 
 
 async def _read_limited(request: Request, limit: int) -> bytes | None:

@@ -35,7 +35,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from planner.kinds import KINDS
-from planner.store import Store
+from planner.service.store import Store
 
 SOLVE_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from planner.api.bodies import Refused, parse_model
+from planner.api.refusals import Refused, parse_model
 from planner.api.schemas import (
     AllocateRequest,
     DefragRequest,

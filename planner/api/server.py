@@ -31,7 +31,8 @@ def job_memory_bytes(concurrency: int, gib: float | None) -> int:
 
 def check_store(url: str, option: str) -> None:
     """Refuse to start on a store that cannot be opened or written (exit 2 with the reason)."""
-    from planner.store import Store, StoreURLError, check_url, error_reason
+    from planner.service.database import StoreURLError, check_url, error_reason
+    from planner.service.store import Store
 
     try:
         dialect = check_url(url)
@@ -81,9 +82,10 @@ def serve(
     """Start the service (blocks). Raises ValueError for a setting that cannot be honoured."""
     import uvicorn
 
-    from planner.executors import default_workers
+    from planner.runtime.tasks import default_workers
 
-    from planner.secrets import check_token, database_url, secret, source
+    from planner.service.database import database_url
+    from planner.service.secrets import check_token, secret, source
 
     db_url, db_setting = database_url(db)
     token = secret("PLANNER_API_TOKEN")
@@ -123,7 +125,7 @@ def serve(
     check_store(settings.db_url, db_setting)
     configure_logs(log_format)
     if executor == "ray":
-        from planner.ray_executor import serve_on_ray
+        from planner.runtime.ray_executor import serve_on_ray
 
         address = serve_on_ray(workers)
         logging.getLogger("planner.api").info("defrag jobs run their pieces on Ray at %s", address)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from planner.store import LEASE_S, MAX_ATTEMPTS, Job, Store
+from planner.service.store import LEASE_S, MAX_ATTEMPTS, Job, Store
 
 log = logging.getLogger("planner.api")
 

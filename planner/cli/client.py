@@ -31,7 +31,7 @@ from planner.cli.common import EXIT_VIOLATIONS, emit, err_console, fail, guarded
 from planner.cluster import SnapshotError
 from planner.plans import parse_plan
 from planner.render.table import jobs_table, plans_table
-from planner.secrets import check_token, secret, source
+from planner.service.secrets import check_token, secret, source
 from planner.snapshot import parse_cluster, read_text
 from planner.validate.defrag import validate
 

@@ -29,7 +29,7 @@ from planner.cli.inputs import read_snapshot
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
 from planner.plans import AllocationPlan, DefragPlan, PreemptPlan, dump_plan, plan_to_dict
-from planner.ray_executor import ExecutorError
+from planner.runtime.ray_executor import ExecutorError
 from planner.render.kubernetes import kubectl_script, placement_script, podmigrationjob_yaml, script_name_problems, wide_table
 from planner.render.plan import render_summary
 from planner.snapshot import read_text
@@ -218,7 +218,9 @@ def load_input(snapshot: str, kind: InputKind, import_config: str | None) -> Any
         if import_config is not None:
             fail(["--import-config: applies with --from kubernetes"])
         return read_snapshot(snapshot)
-    from planner.adapters.kubernetes import import_kubernetes, load_config  # deferred: the importer (~35 ms at start-up), only with --from kubernetes
+    # deferred: the importer (~35 ms at start-up), only with --from kubernetes
+    from planner.adapters.kubernetes import import_kubernetes
+    from planner.adapters.kubernetes_config import load_config
 
     settings = load_config(read_text(import_config, "--import-config") if import_config else None, import_config or "config")
     imported = import_kubernetes([(read_text(snapshot, "SNAPSHOT"), "stdin" if snapshot == "-" else snapshot)], settings)

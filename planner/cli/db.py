@@ -6,16 +6,15 @@ from __future__ import annotations
 import typer
 
 from planner.cli.common import fail, guarded
-from planner.secrets import database_url
 
-db_app = typer.Typer(no_args_is_help=True, help="The job store's schema (Alembic migrations in planner/migrations).")
+db_app = typer.Typer(no_args_is_help=True, help="The job store's schema (Alembic migrations in planner/service/migrations).")
 
 DB = typer.Option("planner.db", "--db", help="SQLite file of the store (DATABASE_URL, or the file DATABASE_URL_FILE names, overrides: PostgreSQL).")
 
 
 def _url(db: str) -> tuple[str, str]:
     """(URL, the setting it came from), checked."""
-    from planner.store import StoreURLError, check_url  # deferred: SQLAlchemy (~0.2 s), for this command only
+    from planner.service.database import StoreURLError, check_url, database_url  # deferred: SQLAlchemy (~0.2 s), for this command only
 
     try:
         url, option = database_url(db)
@@ -36,10 +35,10 @@ def _revisions(url: str, option: str) -> tuple[str | None, str]:
     from alembic.config import Config
     from sqlalchemy import create_engine
 
-    from planner.store import engine_url, error_reason
+    from planner.service.database import engine_url, error_reason
 
     config = Config()
-    config.set_main_option("script_location", "planner:migrations")
+    config.set_main_option("script_location", "planner.service:migrations")
     head = ScriptDirectory.from_config(config).get_current_head()
     engine = create_engine(engine_url(url))
     try:
@@ -67,7 +66,9 @@ def current(db: str = DB) -> None:
 @guarded
 def upgrade(db: str = DB) -> None:
     """Upgrade the store's schema to the newest revision (a database made before migrations included)."""
-    from planner.store import Store, error_reason  # deferred: SQLAlchemy, as above
+    # deferred: SQLAlchemy, as above
+    from planner.service.database import error_reason
+    from planner.service.store import Store
 
     url, option = _url(db)
     before, head = _revisions(url, option)

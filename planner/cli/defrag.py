@@ -28,7 +28,7 @@ from planner.cli.common import (
 )
 from planner.engine import DefragOptions, plan_defrag
 from planner.engine.defrag import Progress as ProgressCallback
-from planner.gc_pause import collector_paused
+from planner.runtime.gc_pause import collector_paused
 
 PROGRESS_FROM_NODES = 2000
 """Show a progress bar on stderr for clusters at least this large."""
@@ -151,7 +151,7 @@ def defrag(
     }
     options = given_options(context, DefragOptions, given)
     check_plan_output(output_format, out)
-    with collector_paused():  # one plan and exit: the collector's passes over the snapshot cost seconds (gc_pause.py)
+    with collector_paused():  # one plan and exit: the collector's passes over the snapshot cost seconds (runtime/gc_pause.py)
         cluster = load_input(snapshot, source, import_config)
         if len(cluster.nodes) >= PROGRESS_FROM_NODES:
             with progress_bar(f"{method.value} on {len(cluster.nodes):,} nodes") as progress:

@@ -23,7 +23,7 @@ def export_kubernetes_command(
     carry (checkpoint times, NUMA, ...) is listed on stderr; GPU shares and standby pods exit 2.
     """
     # deferred: the Kubernetes importer and exporter (~45 ms at start-up), for this command only
-    from planner.adapters.kubernetes import load_config
+    from planner.adapters.kubernetes_config import load_config
     from planner.adapters.kubernetes_export import export_kubernetes
 
     settings = load_config(read_text(config, "--config") if config else None, config or "config")

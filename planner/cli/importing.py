@@ -58,7 +58,9 @@ def import_kubernetes_command(
     node affinity, selectors and hostname anti-affinity; jobs from controllers and gang labels;
     budgets from PDBs; pods kube-descheduler would not evict are locked. Warnings go to stderr.
     """
-    from planner.adapters.kubernetes import DEFAULT_CONFIG, import_kubernetes, load_config  # deferred: the importer (~35 ms at start-up)
+    # deferred: the importer (~35 ms at start-up)
+    from planner.adapters.kubernetes import import_kubernetes
+    from planner.adapters.kubernetes_config import DEFAULT_CONFIG, load_config
 
     if print_config:
         emit(DEFAULT_CONFIG, "-")

@@ -34,12 +34,14 @@ def simulate_queue_command(
     migration_cost_s: float = typer.Option(300.0, "--migration-cost-s", help="Defrag when stuck: seconds a migrated job is set back."),
     out: str = typer.Option(None, "--out", help="results.json: {'runs': [one row per (policy, placement, seed)]} (- for stdout)."),
 ) -> None:
-    """Replay a seeded Kant-shaped training workload (``planner.simulate.queueing.kant_jobs``, plus
+    """Replay a seeded Kant-shaped training workload (``planner.instances.queue_workload.kant_jobs``, plus
     inference replicas with --inference-load) under each queue policy and placement, with per-tenant
     queues, GPU pools, quotas and defrag when stuck as asked: GAR/SOR (per tenant too), GFR, JWTD and
     JTTEd per job-size bucket, preemptions, quota reclamations, make-room moves."""
     # deferred: the queueing simulator (~15 ms at start-up), for this command only
-    from planner.simulate.queueing import PLACEMENTS, POLICIES, QUOTA_MODES, Cluster, inference_jobs, kant_jobs, queue_row, replay
+    from planner.instances.queue_workload import QueueCluster, inference_jobs, kant_jobs
+    from planner.simulate.queue_metrics import queue_row
+    from planner.simulate.queueing import PLACEMENTS, POLICIES, QUOTA_MODES, replay
 
     policies, placements = policy or list(POLICIES), placement or ["binpack"]
     problems = [f"--policy: unknown '{p}'; choose from {', '.join(POLICIES)}" for p in policies if p not in POLICIES]
@@ -73,7 +75,7 @@ def simulate_queue_command(
     for key, gpus in _pairs(quota or [], "--quota", "TENANT[:POOL]=GPUS", int, problems).items():
         name, _, where = key.partition(":")
         quotas[(name, where or first_pool)] = gpus
-    cluster = Cluster(max(nodes, 1), max(gpus_per_node, 1), max(group_nodes, 1), tuple(pools.items()))
+    cluster = QueueCluster(max(nodes, 1), max(gpus_per_node, 1), max(group_nodes, 1), tuple(pools.items()))
     try:
         cluster.pool_ranges()
     except ValueError as err:

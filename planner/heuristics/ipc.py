@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.executors import Lazy
+from planner.runtime.tasks import Lazy
 from planner.limits import MoveBudget
 from planner.state import EPS, ClusterState
 from planner.waves import Step

@@ -48,100 +48,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.cluster import Cluster, Job, Node, Pod, SnapshotError, Topology
+from planner.cluster import Cluster, Job, Node, Pod, SnapshotError
 from planner.heuristics.scheduler import POLICIES, schedule_gang
+from planner.instances.asi_fabric import GPUS_PER_NODE, Fabric, build_fabric, fill_blocks, node_objects
+from planner.instances.asi_pool import GANG, MIXES, Mix, Pool, build_pool, job_name, job_topology, pod_fields, pool_jobs, pool_pods
 from planner.state import ClusterState
 
-GPUS_PER_NODE = 8
-MEMORY_GIB_PER_CPU = 8
-ASW_NODES = (32, 64)
-SPINE_ASWS = (4, 8)
-
-GPU_MODELS: dict[str, tuple[float, tuple[int, ...]]] = {
-    # model: (share of ASWs, CPUs per node options)
-    "H800": (0.30, (192,)),
-    "A100-80G": (0.30, (128, 160)),
-    "H20": (0.25, (176, 192)),
-    "L20": (0.15, (128, 144)),
-}
-
-# Job kinds and their shapes.
-GANG, TASK, REPLICA = 0, 1, 2
-GANG_PODS = (2, 8)
-SERVICE_REPLICAS = (2, 6)
-
-
-@dataclass(frozen=True)
-class Mix:
-    """The workload's shape: share of arrival groups per kind, and GPUs per pod of tasks and replicas."""
-
-    kind_share: tuple[float, float, float]  # a training gang, a task, or a service
-    task_gpus: tuple[tuple[int, ...], tuple[float, ...]]
-    replica_gpus: tuple[tuple[int, ...], tuple[float, ...]]
-
-
-MIXES = {
-    # ASI-like: every pod size, 8-GPU training gangs
-    "asi": Mix((0.08, 0.52, 0.40), ((1, 2, 4, 8), (0.35, 0.15, 0.20, 0.30)), ((1, 2, 4, 8), (0.50, 0.20, 0.20, 0.10))),
-    # the ASI paper's ILP instances: many small pods (25 nodes held about 160 pods, 4,000 binaries)
-    "small": Mix((0.0, 0.7, 0.3), ((1, 2), (0.95, 0.05)), ((1, 2), (0.95, 0.05))),
-}
-LP_SHARE = {GANG: 0.35, TASK: 0.45, REPLICA: 0.10}
-CPUS_PER_GPU = ((4, 8, 12, 16, 24), (0.15, 0.30, 0.30, 0.15, 0.10))
-GIB_PER_CPU = ((4, 6, 8), (0.3, 0.4, 0.3))
-PIN_ANY, PIN_PAIR = 0.10, 0.05
-CHECKPOINT_EVERY_S = (1800.0, 3600.0, 7200.0)
-
-BLOCK_NODES = 2048
-"""Nodes per fill block (whole spines); a cluster of up to 1.5 blocks is filled as one."""
 POOL_GPUS = 2.0
 """GPUs in the job pool, as a multiple of the cluster's GPUs: departed and failed jobs arrive again
 later, so the pool need only be big enough to keep small jobs at hand near the target."""
 MAX_FAILURES = 1000
 """Consecutive failed placements after which a fill phase gives up."""
-
-
-@dataclass
-class Fabric:
-    """Per node: ASW, spine, GPU model index, CPUs; and the model names."""
-
-    asw: np.ndarray
-    spine: np.ndarray
-    model: np.ndarray
-    cpus: np.ndarray
-    models: list[str]
-
-    def block(self, lo: int, hi: int) -> Fabric:
-        return Fabric(self.asw[lo:hi], self.spine[lo:hi], self.model[lo:hi], self.cpus[lo:hi], self.models)
-
-
-@dataclass
-class Pool:
-    """Jobs to arrive, as arrays: pods of job u are ``start[u] : start[u] + size[u]`` (contiguous).
-
-    Job u is named after ``first_job + u`` and a replica's service after ``first_service + service[u]``
-    so names stay unique across fill blocks.
-    """
-
-    kind: np.ndarray
-    size: np.ndarray
-    start: np.ndarray
-    gpus: np.ndarray  # per job, per pod
-    cpus: np.ndarray  # per job, per pod
-    memory_gib: np.ndarray  # per job, per pod
-    pin: list[tuple[str, ...]]
-    lp: np.ndarray
-    service: np.ndarray  # service id of a replica, else -1
-    replica: np.ndarray  # replica number within its service
-    checkpoint_every_s: np.ndarray  # 0 for none
-    first_job: int = 0
-    first_service: int = 0
-
-    def job_gpus(self) -> np.ndarray:
-        return self.gpus * self.size
-
-    def services(self) -> int:
-        return int(self.service.max()) + 1 if len(self.service) else 0
 
 
 @dataclass(frozen=True)
@@ -193,7 +110,7 @@ def generate_asi(
     check_seed(seed)
     rng = np.random.default_rng(seed)
     fabric = build_fabric(nodes, rng)
-    node_objects = _node_objects(fabric)
+    nodes_built = node_objects(fabric)
     if mix not in MIXES:
         raise SnapshotError([f"--mix: unknown workload mix {mix!r}; choose one of {', '.join(MIXES)}"])
     settings = FillSettings(allocation, locked, scheduler, churn_rounds, MIXES[mix])
@@ -203,12 +120,12 @@ def generate_asi(
     for b, (lo, hi) in enumerate(bounds):
         pending_here = pending_jobs // len(bounds) + (1 if b < pending_jobs % len(bounds) else 0)
         result = _fill_block(
-            fabric.block(lo, hi), node_objects[lo:hi], lo, settings, pending_here, first_job, first_service, rng
+            fabric.block(lo, hi), nodes_built[lo:hi], lo, settings, pending_here, first_job, first_service, rng
         )
         results.append(result)
         first_job += len(result.pool.size)
         first_service += result.pool.services()
-    return _snapshot(node_objects, results, rng)
+    return _snapshot(nodes_built, results, rng)
 
 
 def check_seed(seed: int) -> None:
@@ -240,56 +157,6 @@ def _check_arguments(
         raise SnapshotError(problems)
 
 
-# ----------------------------------------------------------------------------------------------
-# Fabric: ASWs, spines, models, node shapes
-# ----------------------------------------------------------------------------------------------
-
-
-def asw_sizes(nodes: int, rng: np.random.Generator) -> np.ndarray:
-    """Random ASW sizes in [32, 64] summing to ``nodes`` (one ASW holds them all below 32 nodes)."""
-    low, high = ASW_NODES
-    if nodes <= high:
-        return np.array([nodes])
-    count = min(max(round(nodes / ((low + high) / 2)), -(-nodes // high)), nodes // low)
-    sizes = np.full(count, low)
-    extra = nodes - low * count
-    weights = rng.random(count)
-    sizes += np.minimum(np.floor(extra * weights / weights.sum()).astype(np.int64), high - low)
-    while (left := nodes - int(sizes.sum())) > 0:
-        room = np.flatnonzero(sizes < high)
-        sizes[rng.choice(room, size=min(left, len(room)), replace=False)] += 1
-    return sizes
-
-
-def build_fabric(nodes: int, rng: np.random.Generator) -> Fabric:
-    """ASWs of 32-64 nodes, spines of 4-8 ASWs, one GPU model and node shape per ASW."""
-    sizes = asw_sizes(nodes, rng)
-    n_asw = len(sizes)
-    spine_sizes = rng.integers(SPINE_ASWS[0], SPINE_ASWS[1] + 1, size=n_asw)
-    spine_of_asw = np.repeat(np.arange(n_asw), spine_sizes)[:n_asw]
-    names = list(GPU_MODELS)
-    share = np.array([GPU_MODELS[m][0] for m in names])
-    model_of_asw = rng.choice(len(names), size=n_asw, p=share / share.sum())
-    cpus_of_asw = np.array([rng.choice(GPU_MODELS[names[m]][1]) for m in model_of_asw], dtype=np.int64)
-    asw = np.repeat(np.arange(n_asw), sizes)
-    return Fabric(asw, spine_of_asw[asw], model_of_asw[asw], cpus_of_asw[asw], names)
-
-
-def fill_blocks(fabric: Fabric) -> list[tuple[int, int]]:
-    """(first, end) node ranges of the fill blocks: whole spines, about ``BLOCK_NODES`` nodes each."""
-    n = len(fabric.asw)
-    if n <= 1.5 * BLOCK_NODES:
-        return [(0, n)]
-    spine_starts = np.flatnonzero(np.diff(fabric.spine, prepend=-1)).tolist()
-    bounds = [0]
-    for first in spine_starts[1:]:
-        if first - bounds[-1] >= BLOCK_NODES:
-            bounds.append(first)
-    if n - bounds[-1] < BLOCK_NODES / 2 and len(bounds) > 1:
-        bounds.pop()
-    return list(zip(bounds, [*bounds[1:], n]))
-
-
 def _fill_block(
     fabric: Fabric,
     node_objects: list[Node],
@@ -303,7 +170,7 @@ def _fill_block(
     """Fill one block of nodes with its own job pool and return what the snapshot needs."""
     gpus = len(node_objects) * GPUS_PER_NODE
     pool = build_pool(fabric, math.ceil(POOL_GPUS * gpus) + 64, rng, first_job, first_service, settings.mix)
-    state = ClusterState(Cluster(nodes=node_objects, pods=_pool_pods(pool), jobs=_pool_jobs(pool)))
+    state = ClusterState(Cluster(nodes=node_objects, pods=pool_pods(pool), jobs=pool_jobs(pool)))
     fill = Fill(state, pool, settings.scheduler, rng, len(node_objects))
     fill.run(round(settings.allocation * gpus), settings.churn_rounds)
     return BlockResult(
@@ -316,153 +183,6 @@ def _fill_block(
         started_s=fill.started_s,
         clock_s=fill.clock,
     )
-
-
-def _node_objects(fabric: Fabric) -> list[Node]:
-    width = len(str(len(fabric.asw) - 1))
-    return [
-        Node(
-            name=f"node-{i:0{width}d}",
-            gpu_model=fabric.models[m],
-            gpus=GPUS_PER_NODE,
-            cpus=float(c),
-            memory_gib=float(c * MEMORY_GIB_PER_CPU),
-            asw=f"asw-{a:04d}",
-            spine=f"spine-{s:03d}",
-        )
-        for i, (a, s, m, c) in enumerate(
-            zip(fabric.asw.tolist(), fabric.spine.tolist(), fabric.model.tolist(), fabric.cpus.tolist())
-        )
-    ]
-
-
-# ----------------------------------------------------------------------------------------------
-# Workload pool
-# ----------------------------------------------------------------------------------------------
-
-
-def _mean_group_gpus(mix: Mix) -> float:
-    task = float(np.dot(*mix.task_gpus))
-    replica = float(np.dot(*mix.replica_gpus)) * sum(SERVICE_REPLICAS) / 2
-    gang = GPUS_PER_NODE * sum(GANG_PODS) / 2
-    return float(np.dot(mix.kind_share, (gang, task, replica)))
-
-
-def _pins(fabric: Fabric) -> tuple[list[tuple[str, ...]], np.ndarray, np.ndarray]:
-    """Possible GPU-model pins, their probabilities, and the CPUs-per-GPU cap of each."""
-    present = sorted(set(fabric.model.tolist()))
-    gpus_of = np.array([np.sum(fabric.model == m) for m in present], dtype=np.float64)
-    singles = [(fabric.models[m],) for m in present]
-    pairs = [
-        (fabric.models[a], fabric.models[b]) for k, a in enumerate(present) for b in present[k + 1 :]
-    ]
-    pins: list[tuple[str, ...]] = [*singles, *pairs, ()]
-    single_p = (1 - PIN_ANY - (PIN_PAIR if pairs else 0)) * gpus_of / gpus_of.sum()
-    pair_p = np.full(len(pairs), PIN_PAIR / len(pairs)) if pairs else np.zeros(0)
-    probability = np.concatenate([single_p, pair_p, [PIN_ANY]])
-    min_cpus = {fabric.models[m]: int(fabric.cpus[fabric.model == m].min()) for m in present}
-    overall = min(min_cpus.values())
-    cap = np.array([min(min_cpus[m] for m in pin) if pin else overall for pin in pins]) // GPUS_PER_NODE
-    return pins, probability, cap
-
-
-def build_pool(
-    fabric: Fabric,
-    pool_gpus: int,
-    rng: np.random.Generator,
-    first_job: int = 0,
-    first_service: int = 0,
-    mix: Mix = MIXES["asi"],
-) -> Pool:
-    """Jobs in arrival order until their GPUs reach ``pool_gpus``; a service's replicas arrive together."""
-    groups = max(64, int(2 * pool_gpus / _mean_group_gpus(mix)))  # about twice the arrival groups needed
-    kind = rng.choice(3, size=groups, p=mix.kind_share)
-    replicas = np.where(kind == REPLICA, rng.integers(SERVICE_REPLICAS[0], SERVICE_REPLICAS[1] + 1, size=groups), 1)
-    gang_pods = rng.integers(GANG_PODS[0], GANG_PODS[1] + 1, size=groups)
-    per_pod = np.where(
-        kind == GANG,
-        GPUS_PER_NODE,
-        np.where(kind == TASK, rng.choice(mix.task_gpus[0], size=groups, p=mix.task_gpus[1]),
-                 rng.choice(mix.replica_gpus[0], size=groups, p=mix.replica_gpus[1])),
-    )
-    group_gpus = per_pod * np.where(kind == GANG, gang_pods, replicas)
-    groups = min(int(np.searchsorted(np.cumsum(group_gpus), pool_gpus)) + 1, groups)
-    kind, replicas, gang_pods, per_pod = kind[:groups], replicas[:groups], gang_pods[:groups], per_pod[:groups]
-
-    # Group-level attributes, then one job per replica.
-    pins, pin_p, pin_cap = _pins(fabric)
-    pin = rng.choice(len(pins), size=groups, p=pin_p)
-    ratio = np.minimum(rng.choice(CPUS_PER_GPU[0], size=groups, p=CPUS_PER_GPU[1]), pin_cap[pin])
-    gib_per_cpu = rng.choice(GIB_PER_CPU[0], size=groups, p=GIB_PER_CPU[1])
-    lp = rng.random(groups) < np.array([LP_SHARE[GANG], LP_SHARE[TASK], LP_SHARE[REPLICA]])[kind]
-    every = np.where(kind == REPLICA, 0.0, rng.choice(CHECKPOINT_EVERY_S, size=groups))
-    service = np.where(kind == REPLICA, np.cumsum(kind == REPLICA) - 1, -1)
-
-    of_group = np.repeat(np.arange(groups), replicas)
-    first = np.cumsum(replicas) - replicas
-    replica = np.arange(len(of_group)) - first[of_group]
-    size = np.where(kind == GANG, gang_pods, 1)[of_group]
-    gpus = per_pod[of_group].astype(np.float64)
-    cpus = gpus * ratio[of_group]
-    return Pool(
-        kind=kind[of_group],
-        size=size,
-        start=np.cumsum(size) - size,
-        gpus=gpus,
-        cpus=cpus,
-        memory_gib=cpus * gib_per_cpu[of_group],
-        pin=[pins[k] for k in pin[of_group].tolist()],
-        lp=lp[of_group],
-        service=service[of_group],
-        replica=replica,
-        checkpoint_every_s=every[of_group],
-        first_job=first_job,
-        first_service=first_service,
-    )
-
-
-def job_name(pool: Pool, u: int) -> str:
-    """Name of job u: ``train-*`` (gang), ``task-*`` or ``svc-<service>-<replica>``."""
-    kind = int(pool.kind[u])
-    if kind == REPLICA:
-        return f"{service_name(pool, u)}-{int(pool.replica[u])}"
-    return f"{'train' if kind == GANG else 'task'}-{pool.first_job + u:06d}"
-
-
-def service_name(pool: Pool, u: int) -> str:
-    """The service of replica job u; its name is also the replicas' anti-affinity group."""
-    return f"svc-{pool.first_service + int(pool.service[u]):05d}"
-
-
-def _job_topology(pool: Pool, u: int) -> Topology | None:
-    return Topology(level="asw", mode="required") if pool.kind[u] == GANG else None
-
-
-def _pod_fields(pool: Pool, u: int) -> dict:
-    """Fields shared by every pod of job u."""
-    fields = {
-        "job": job_name(pool, u),
-        "gpus": float(pool.gpus[u]),
-        "cpus": float(pool.cpus[u]),
-        "memory_gib": float(pool.memory_gib[u]),
-        "gpu_models": list(pool.pin[u]),
-        "priority": "LP" if pool.lp[u] else "HP",
-    }
-    if pool.service[u] >= 0:
-        fields["anti_affinity"] = [service_name(pool, u)]
-    return fields
-
-
-def _pool_pods(pool: Pool) -> list[Pod]:
-    pods = []
-    for u in range(len(pool.size)):
-        fields = _pod_fields(pool, u)
-        pods += [Pod(name=f"{fields['job']}-{k}", **fields) for k in range(int(pool.size[u]))]
-    return pods
-
-
-def _pool_jobs(pool: Pool) -> list[Job]:
-    return [Job(name=job_name(pool, u), topology=_job_topology(pool, u)) for u in range(len(pool.size))]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -600,7 +320,7 @@ def _snapshot(node_objects: list[Node], results: list[BlockResult], rng: np.rand
     for r in results:
         pool, placed = r.pool, set(r.placed)
         for u in sorted([*r.placed, *r.pending]):
-            fields = _pod_fields(pool, u)
+            fields = pod_fields(pool, u)
             if u in placed:
                 started = float(r.started_s[u])
                 fields["locked"] = u in r.locked
@@ -613,7 +333,7 @@ def _snapshot(node_objects: list[Node], results: list[BlockResult], rng: np.rand
                 n = int(r.pod_node[start + k])
                 node = node_objects[r.node_offset + n].name if n >= 0 else None
                 pods.append(Pod(name=f"{fields['job']}-{k}", node=node, **fields))
-            jobs.append(Job(name=job_name(pool, u), topology=_job_topology(pool, u)))
+            jobs.append(Job(name=job_name(pool, u), topology=job_topology(pool, u)))
     return Cluster(time_s=time_s, nodes=node_objects, pods=pods, jobs=jobs)
 
 

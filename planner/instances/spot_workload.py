@@ -1,4 +1,5 @@
-"""Seeded HP/spot job workloads for the spot simulator (``planner.simulate.spot``).
+"""Seeded HP/spot job workloads for the spot simulator (``planner.simulate.spot``): ``SimJob``, one job
+of a workload, and the generators.
 
 ``synthetic_jobs``: a small, hand-sized workload for tests and quick comparisons on a few 8-GPU nodes:
 ``count`` jobs arriving uniformly (10 s grid) over ``window_s`` seconds; 30% HP (no checkpoints),
@@ -89,10 +90,12 @@ day 1 out) replay the same workload.
 
 from __future__ import annotations
 
+import math
 import numbers
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -103,7 +106,46 @@ from planner.instances.spot import (
     nodes_of_rows,
     read_node_list,
 )
-from planner.simulate.spot import SimJob
+
+
+@dataclass(frozen=True)
+class SimJob:
+    """A job of the workload: ``workers`` pods of one shape, needing ``work_s`` seconds of running."""
+
+    name: str
+    priority: Literal["HP", "LP"]
+    submit_s: float
+    work_s: float
+    workers: int = 1
+    gpus_per_worker: int = 1
+    cpus_per_worker: float = 1.0
+    memory_gib_per_worker: float = 1.0
+    checkpoint_interval_s: float | None = None
+    gpu_models: tuple[str, ...] = ()
+    """GPU models the job's pods may use (empty: any)."""
+    standby_windows_s: tuple[tuple[float, float], ...] = ()
+    """HP jobs only: [start, end) times (absolute, seconds) in which a running job's pods are on
+    standby (ASI's Standby): they keep their nodes but lend their GPUs and CPUs to spot pods, and at
+    the window's end each pod wakes on its node, evicting spot pods there. The job's work goes on
+    meanwhile (a service idle at night still runs). Sorted and disjoint."""
+
+    def __post_init__(self) -> None:
+        for name in ("submit_s", "work_s", "workers", "gpus_per_worker", "cpus_per_worker", "memory_gib_per_worker"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0 or (name in ("work_s", "workers") and value <= 0):
+                raise ValueError(f"jobs[{self.name}].{name}: must be {'above' if name in ('work_s', 'workers') else 'at least'} 0, got {value}")
+        if self.checkpoint_interval_s is not None and not self.checkpoint_interval_s > 0:
+            raise ValueError(f"jobs[{self.name}].checkpoint_interval_s: must be above 0, got {self.checkpoint_interval_s}")
+        if self.priority not in ("HP", "LP"):
+            raise ValueError(f"jobs[{self.name}].priority: must be 'HP' or 'LP', got {self.priority!r}")
+        if self.standby_windows_s and self.priority != "HP":
+            raise ValueError(f"jobs[{self.name}].standby_windows_s: only HP jobs go on standby; drop the windows or make the job HP")
+        last = -math.inf
+        for k, (start, end) in enumerate(self.standby_windows_s):
+            if not (math.isfinite(start) and math.isfinite(end) and last <= start < end):
+                raise ValueError(f"jobs[{self.name}].standby_windows_s[{k}]: windows must be finite, start before end, sorted and disjoint; "
+                                 f"got ({start}, {end})")
+            last = end
 
 
 def synthetic_jobs(seed: int, count: int, window_s: int = 4000) -> list[SimJob]:

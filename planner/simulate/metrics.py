@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.simulate.spot import Replay
+from planner.simulate.spot_results import Replay
 
 
 def replay_row(replay: Replay, horizon_s: float, hp_only: Replay | None = None, from_s: float = 0.0) -> dict[str, Any]:

@@ -21,12 +21,16 @@
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from planner.heuristics.share_scores import Ask, Scorer, TargetWorkload, fragmentation
-from planner.simulate.gpu_nodes import GpuNodes, Trace, pod_tag
+from planner.cluster import SnapshotError
+from planner.heuristics.share_scores import Ask, Scorer, TargetWorkload, fragmentation, scorer
+from planner.instances.openb import NODE_LISTS, POD_LIST_PREFIX, missing_data_dir, pod_lists, resolve_data_dir
+from planner.simulate.gpu_nodes import GpuNodes, Trace, pod_tag, read_gpu_nodes, read_trace
 from planner.simulate.power import PowerModel
 
 
@@ -179,11 +183,7 @@ class RunSpec:
 
 def run_rows(spec: RunSpec) -> list[dict]:  # type: ignore[type-arg]
     """Tidy rows, one per load point, of one replay (picklable: executors run these)."""
-    import time
-
     nodes, trace = _inputs(spec.trace, spec.nodes, spec.data_dir)
-    from planner.heuristics.share_scores import scorer
-
     policy = scorer(spec.policy, trace, nodes)
     rng = np.random.default_rng(spec.seed)
     arrivals = inflate(trace, nodes.capacity_milli, spec.load, rng)
@@ -208,12 +208,6 @@ _loaded: dict[tuple, tuple[GpuNodes, Trace]] = {}
 
 def _inputs(trace: str, node_list: str, data_dir: str | None) -> tuple[GpuNodes, Trace]:
     """The node list and pod list (read once per process)."""
-    from pathlib import Path
-
-    from planner.cluster import SnapshotError
-    from planner.instances.openb import NODE_LISTS, POD_LIST_PREFIX, missing_data_dir, pod_lists, resolve_data_dir
-    from planner.simulate.gpu_nodes import read_gpu_nodes, read_trace
-
     key = (trace, node_list, data_dir)
     if key not in _loaded:
         directory = resolve_data_dir(data_dir)

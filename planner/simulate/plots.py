@@ -3,7 +3,7 @@ A replay named ``hp-only`` is drawn with its HP GPUs only (the cluster without s
 
 from __future__ import annotations
 
-from planner.simulate.spot import Replay
+from planner.simulate.spot_results import Replay
 
 
 def plot_replays(series: dict[str, Replay], path: str) -> None:

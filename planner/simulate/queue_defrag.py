@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.cluster import Cluster, Job, Node, Pod
+from planner.engine.defrag import DefragOptions, plan_defrag
+
 
 @dataclass
 class RunningPod:
@@ -39,9 +42,6 @@ def plan_room(free: np.ndarray, gpus_per_node: int, pods: list[RunningPod], head
               max_moves: int, seed: int = 0) -> RoomPlan | None:
     """The planner's make-room plan for ``head`` (pods of ``head_pods`` GPUs) on the nodes [lo, hi),
     at most ``max_moves`` migrations; None when it cannot start the head there."""
-    from planner.cluster import Cluster, Job, Node, Pod
-    from planner.engine.defrag import DefragOptions, plan_defrag
-
     nodes = [Node(name=node_name(n), gpus=gpus_per_node, cpus=1.0, memory_gib=0.0) for n in range(lo, hi)]
     snapshot_pods, jobs = [], {head: Job(name=head)}
     for p in pods:

@@ -2,7 +2,7 @@
 
 The cluster: ``nodes`` nodes of ``gpus_per_node`` GPUs in leaf groups (NodeNetGroups) of
 ``group_nodes`` nodes, split into GPU pools (node pools by GPU type: consecutive whole leaf groups;
-one pool, ``default``, unless ``Cluster.pools`` says otherwise). A job asks for G GPUs of one pool:
+one pool, ``default``, unless ``QueueCluster.pools`` says otherwise). A job asks for G GPUs of one pool:
 one pod of G GPUs when G fits a node, else G / gpus_per_node whole-node pods; a job starts all its
 pods at once or waits (gang).
 
@@ -25,20 +25,8 @@ GPUs stay within the sum of its quotas); when a job within its own quota is bloc
 jobs of tenants running above their quota in that pool are preempted (quota reclamation), most
 recent first and only while their tenant is still above its quota, until it fits.
 
-Placement of a job's pods (in its pool):
-
-* ``spread``: each pod on the feasible node with the most free GPUs (Kubernetes' default
-  LeastAllocated on GPUs; ties: lowest index);
-* ``binpack``: each pod on the feasible node with the fewest free GPUs (ties: lowest index);
-* ``e-binpack`` (Kant's E-Binpack; its formulas are not published, these are our choices): a job
-  smaller than a node goes, binpacked, to the groups already holding small jobs, and opens an empty
-  group only when none has room (whole groups stay free for large jobs); a multi-node job takes whole
-  free nodes from the fewest groups, best fit (the group with the fewest free nodes that holds it,
-  else groups in decreasing free nodes), and never puts a node-sized pod on a partly used node.
-* ``e-spread`` (Kant's E-Spread; zone size and overflow rule are not published, ours): the first
-  ``zone_nodes`` nodes of each pool (whole groups) are the inference zone. An inference job smaller
-  than a node is spread there (most free GPUs first); when the zone has no room it is E-Binpacked in
-  the rest of the pool. Training jobs never enter the zone and are E-Binpacked in the rest.
+Placement of a job's pods in its pool: ``spread``, ``binpack``, ``e-binpack``, ``e-spread``
+(``heuristics/queue_placement.py``).
 
 Defrag when stuck (``stuck_after_s``): when a blocked head has waited that long for room (not for
 quota), the planner's own make-room (``planner.engine.defrag.plan_defrag`` with ``make_room``, the
@@ -61,25 +49,17 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.heuristics.queue_placement import PLACEMENTS, place_pods
+from planner.instances.queue_workload import QueueCluster, QueuedJob
+from planner.simulate.queue_defrag import RunningPod, plan_room
+
 POLICIES = ("strict-fifo", "best-effort", "backfill")
-PLACEMENTS = ("spread", "binpack", "e-binpack", "e-spread")
 QUOTA_MODES = ("shared", "isolated")
-
-
-@dataclass
-class Job:
-    name: str
-    submit_s: float
-    gpus: int
-    duration_s: float
-    priority: int = 0
-    tenant: str = "default"
-    pool: str = "default"
-    kind: str = "training"  # or "inference" (E-Spread's zone)
 
 
 @dataclass
@@ -97,37 +77,9 @@ class Outcome:
 
 
 @dataclass
-class Cluster:
-    nodes: int = 1000
-    gpus_per_node: int = 8
-    group_nodes: int = 32
-    pools: tuple[tuple[str, int], ...] = ()  # (name, nodes) in node order; () is one pool 'default'
-
-    @property
-    def gpus(self) -> int:
-        return self.nodes * self.gpus_per_node
-
-    def pool_ranges(self) -> dict[str, tuple[int, int]]:
-        """Each pool's nodes as [lo, hi); raises ``ValueError`` naming what is wrong."""
-        if not self.pools:
-            return {"default": (0, self.nodes)}
-        out, lo = {}, 0
-        for name, count in self.pools:
-            if name in out:
-                raise ValueError(f"pool '{name}' is named twice")
-            if count < 1 or count % self.group_nodes:
-                raise ValueError(f"pool '{name}': {count} nodes; a pool is whole leaf groups, a positive multiple of {self.group_nodes} nodes")
-            out[name] = (lo, lo + count)
-            lo += count
-        if lo != self.nodes:
-            raise ValueError(f"pools hold {lo} nodes in all but the cluster has {self.nodes}")
-        return out
-
-
-@dataclass
 class QueueReplay:
-    cluster: Cluster
-    jobs: list[Job]
+    cluster: QueueCluster
+    jobs: list[QueuedJob]
     outcomes: list[Outcome]
     horizon_s: float
     allocated_gpu_s: float  # integral of allocated GPUs over [measure_from_s, horizon]
@@ -144,7 +96,7 @@ class QueueReplay:
     make_room_wall_s: float = 0.0
 
 
-def pods_of(job: Job, cluster: Cluster) -> list[int]:
+def pods_of(job: QueuedJob, cluster: QueueCluster) -> list[int]:
     """GPUs of each pod: one pod when the job fits a node, else whole-node pods."""
     if job.gpus <= cluster.gpus_per_node:
         return [job.gpus]
@@ -153,61 +105,16 @@ def pods_of(job: Job, cluster: Cluster) -> list[int]:
     return [cluster.gpus_per_node] * (job.gpus // cluster.gpus_per_node)
 
 
-def place(free: np.ndarray, job: Job, cluster: Cluster, placement: str, lo: int = 0, hi: int | None = None,
+def place(free: np.ndarray, job: QueuedJob, cluster: QueueCluster, placement: str, lo: int = 0, hi: int | None = None,
           zone_nodes: int = 0) -> list[int] | None:
     """Nodes for the job's pods (one entry per pod, indexes into ``free``) under ``placement`` on the
-    nodes [lo, hi) (whole groups), or None when it cannot start there. ``zone_nodes``: e-spread's
-    inference zone at the start of [lo, hi) (an inference job tries it first)."""
-    hi = len(free) if hi is None else hi
-    if placement == "e-spread":
-        if job.kind == "inference" and job.gpus < cluster.gpus_per_node and zone_nodes:
-            nodes = _place_local(free[lo:lo + zone_nodes], job, cluster, "spread")
-            if nodes is not None:
-                return [n + lo for n in nodes]
-        lo, placement = lo + zone_nodes, "e-binpack"  # training, large inference jobs and the zone's overflow
-    nodes = _place_local(free[lo:hi], job, cluster, placement)
-    return None if nodes is None else [n + lo for n in nodes]
+    nodes [lo, hi) (whole groups), or None when it cannot start there (``heuristics.queue_placement``).
+    ``zone_nodes``: e-spread's inference zone at the start of [lo, hi) (an inference job tries it first)."""
+    return place_pods(free, pods_of(job, cluster), cluster.gpus_per_node, cluster.group_nodes, placement, lo, hi, zone_nodes,
+                      inference=job.kind == "inference")
 
 
-def _place_local(free: np.ndarray, job: Job, cluster: Cluster, placement: str) -> list[int] | None:
-    pods = pods_of(job, cluster)
-    per = cluster.gpus_per_node
-    if len(pods) == 1 and pods[0] < per:
-        fits = np.flatnonzero(free >= pods[0])
-        if not len(fits):
-            return None
-        if placement == "e-binpack":
-            group = fits // cluster.group_nodes
-            used_group = np.zeros(math.ceil(len(free) / cluster.group_nodes), dtype=bool)
-            partly = np.flatnonzero(free < per)
-            used_group[partly // cluster.group_nodes] = True
-            preferred = fits[used_group[group]]
-            if len(preferred):
-                fits = preferred
-        return [int(fits[np.argmax(free[fits])] if placement == "spread" else fits[np.argmin(free[fits])])]
-    idle = free == per
-    if placement in ("binpack", "spread"):  # whole-node pods: any policy takes idle nodes, lowest index first
-        chosen = np.flatnonzero(idle)[: len(pods)]
-        return chosen.tolist() if len(chosen) == len(pods) else None
-    if idle.sum() < len(pods):
-        return None
-    groups = math.ceil(len(free) / cluster.group_nodes)
-    idle_per_group = np.bincount(np.flatnonzero(idle) // cluster.group_nodes, minlength=groups)
-    holds = np.flatnonzero(idle_per_group >= len(pods))
-    if len(holds):
-        order = [int(holds[np.argmin(idle_per_group[holds])])]
-    else:
-        order = np.argsort(-idle_per_group, kind="stable").tolist()
-    chosen = []
-    for g in order:
-        members = np.flatnonzero(idle[g * cluster.group_nodes:(g + 1) * cluster.group_nodes]) + g * cluster.group_nodes
-        chosen.extend(members[: len(pods) - len(chosen)].tolist())
-        if len(chosen) == len(pods):
-            return chosen
-    return None  # pragma: no cover - idle.sum() >= pods guarantees enough
-
-
-def replay(cluster: Cluster, jobs: list[Job], policy: str, placement: str, timeout_s: float = 3600.0,
+def replay(cluster: QueueCluster, jobs: list[QueuedJob], policy: str, placement: str, timeout_s: float = 3600.0,
            horizon_s: float | None = None, measure_from_s: float = 0.0, *, quotas: dict[tuple[str, str], int] | None = None,
            quota_mode: str = "shared", zone_nodes: int = 0, stuck_after_s: float | None = None, make_room_moves: int = 64,
            migration_cost_s: float = 300.0) -> QueueReplay:
@@ -222,7 +129,7 @@ END, ARRIVAL, TIMEOUT, STUCK = 0, 1, 2, 3  # event kinds, in this order at equal
 
 
 class _Sim:
-    def __init__(self, cluster: Cluster, jobs: list[Job], policy: str, placement: str, timeout_s: float, horizon_s: float | None,
+    def __init__(self, cluster: QueueCluster, jobs: list[QueuedJob], policy: str, placement: str, timeout_s: float, horizon_s: float | None,
                  measure_from_s: float, quotas: dict[tuple[str, str], int] | None, quota_mode: str, zone_nodes: int,
                  stuck_after_s: float | None, make_room_moves: int, migration_cost_s: float) -> None:
         if policy not in POLICIES:
@@ -501,10 +408,6 @@ class _Sim:
 
     def make_room(self, head: int) -> bool:
         """Ask the planner for migrations that let the head start; apply them and start it if it can."""
-        import time
-
-        from planner.simulate.queue_defrag import RunningPod, plan_room
-
         job = self.jobs[head]
         lo, hi = self.ranges[job.pool]
         if self.placement == "e-spread" and (job.kind != "inference" or job.gpus >= self.cluster.gpus_per_node):
@@ -568,133 +471,3 @@ class _Sim:
         return QueueReplay(self.cluster, self.jobs, self.outcomes, horizon, self.allocated_s, self.fragmented_s, self.measure_from_s,
                            self.preemptions, self.series, self.tenant_gpu_s, self.reclaims, self.calls, self.room_starts, self.moves,
                            self.migration_gpu_s, self.room_wall_s)
-
-
-def size_bucket(gpus: int) -> str:
-    """Power-of-two job-size buckets (Kant gives none): '1', '2', '4', ..., '2048'."""
-    return str(1 << max(0, math.ceil(math.log2(max(gpus, 1)))))
-
-
-def queue_row(run: QueueReplay) -> dict:  # type: ignore[type-arg]
-    """Metrics over [measure_from_s, horizon] (jobs: those submitted in it)."""
-    c = run.cluster
-    span = max(run.horizon_s - run.measure_from_s, 1e-9)
-    waits: dict[str, list[float]] = {}
-    node_ratio: dict[str, list[float]] = {}
-    group_ratio: dict[str, list[float]] = {}
-    unstarted: dict[str, int] = {}
-    for job, out in zip(run.jobs, run.outcomes):
-        if job.submit_s < run.measure_from_s:
-            continue
-        bucket = size_bucket(job.gpus)
-        if out.start_s is None:
-            unstarted[bucket] = unstarted.get(bucket, 0) + 1
-            continue
-        waits.setdefault(bucket, []).append(out.start_s - job.submit_s)
-        fewest_nodes = math.ceil(job.gpus / c.gpus_per_node)
-        node_ratio.setdefault(bucket, []).append(out.nodes / fewest_nodes)
-        group_ratio.setdefault(bucket, []).append(out.groups / math.ceil(fewest_nodes / c.group_nodes))
-    by_kind: dict[str, list[float]] = {}
-    by_tenant: dict[str, list[float]] = {}
-    for job, out in zip(run.jobs, run.outcomes):
-        if job.submit_s >= run.measure_from_s and out.start_s is not None:
-            by_kind.setdefault(job.kind, []).append(out.start_s - job.submit_s)
-            by_tenant.setdefault(job.tenant, []).append(out.start_s - job.submit_s)
-    buckets = sorted(set(waits) | set(unstarted), key=int)
-    return {
-        "gar": run.allocated_gpu_s / (c.gpus * span),
-        "sor": run.allocated_gpu_s / (c.gpus * span),
-        "gfr": run.fragmented_node_s / (c.nodes * span),
-        "jwtd_s": {b: float(np.mean(waits[b])) if b in waits else None for b in buckets},
-        "jwtd_p50_s": {b: float(np.median(waits[b])) if b in waits else None for b in buckets},
-        "jwtd_by_kind_s": {k: float(np.mean(v)) for k, v in sorted(by_kind.items())},
-        "jwtd_by_tenant_s": {t: float(np.mean(v)) for t, v in sorted(by_tenant.items())},
-        "jtted_nodes": {b: float(np.mean(node_ratio[b])) for b in buckets if b in node_ratio},
-        "jtted_groups": {b: float(np.mean(group_ratio[b])) for b in buckets if b in group_ratio},
-        "unstarted": unstarted,
-        "jobs": sum(1 for j in run.jobs if j.submit_s >= run.measure_from_s),
-        "preemptions": run.preemptions,
-        "reclaims": run.reclaims,
-        "lost_gpu_hours": sum(o.lost_gpu_s for o in run.outcomes) / 3600,
-        "sor_by_tenant": {t: gpu_s / (c.gpus * span) for t, gpu_s in sorted(run.tenant_gpu_s.items())},
-        "make_room_calls": run.make_room_calls,
-        "make_room_starts": run.make_room_starts,
-        "moves": run.moves,
-        "migration_gpu_hours": run.migration_gpu_s / 3600,
-        "make_room_wall_s": round(run.make_room_wall_s, 3),
-    }
-
-
-SIZE_SHARES = {1: 0.55, 2: 0.2, 4: 0.16, 8: 0.04, 16: 0.015, 32: 0.012, 64: 0.008, 128: 0.006, 256: 0.004, 512: 0.003, 1024: 0.0015, 2048: 0.0005}
-"""Job sizes (GPUs) for ``kant_jobs``: 91% of jobs under 8 GPUs (Kant §2: over 90%)."""
-MEAN_HOURS = {"small": 1.0, "medium": 3.0, "large": 6.0}
-"""Mean run time by size (under 8 GPUs, 8-128, 256 and more): with ``SIZE_SHARES`` the jobs under 8
-GPUs hold 4% of GPU-time (Kant: under 10%) and those of 256 or more 79% (Kant: over half)."""
-
-
-def kant_jobs(cluster: Cluster, hours: float, load: float, seed: int, tenants: dict[str, float] | None = None,
-              reserve_nodes: int = 0) -> list[Job]:
-    """A seeded training workload for Kant's experiment: Poisson arrivals at the rate that offers
-    ``load`` x the cluster's GPUs, sizes from ``SIZE_SHARES`` (capped at the cluster), lognormal run
-    times (sigma 1) with the means of ``MEAN_HOURS``. Kant's trace is not public: these are our choices.
-    With several pools a job's pool is drawn in proportion to the pools' nodes and its size among the
-    sizes that pool holds; with ``tenants`` (name -> share of jobs) its tenant is drawn too. Without
-    either the draws are those of the single-pool, single-tenant workload. ``reserve_nodes``: nodes of
-    each pool training jobs may not use (E-Spread's inference zone); sizes are capped at the rest."""
-    rng = np.random.default_rng([seed, 4])
-    ranges = cluster.pool_ranges()
-    sizes = np.array([g for g in SIZE_SHARES if g <= cluster.gpus])
-    shares = np.array([SIZE_SHARES[g] for g in sizes])
-    shares /= shares.sum()
-    mean_h = np.array([MEAN_HOURS["small" if g < 8 else "medium" if g < 256 else "large"] for g in sizes])
-    gpu_hours_per_job = float((shares * sizes * mean_h).sum())
-    rate_per_h = load * cluster.gpus / gpu_hours_per_job
-    pools = list(ranges)
-    pool_weight = np.array([hi - lo for lo, hi in ranges.values()], dtype=float) / cluster.nodes
-    pool_shares = {}
-    for name, (lo, hi) in ranges.items():
-        held = np.where(sizes <= (hi - lo - reserve_nodes) * cluster.gpus_per_node, shares, 0.0)
-        if not held.any():
-            raise ValueError(f"pool '{name}' holds no job size once {reserve_nodes} nodes are reserved")
-        pool_shares[name] = held / held.sum()
-    names = list(tenants or {})
-    tenant_weight = np.array([tenants[t] for t in names], dtype=float) / sum(tenants.values()) if tenants else None
-    jobs, t = [], 0.0
-    while True:
-        t += rng.exponential(1 / rate_per_h)
-        if t >= hours:
-            return jobs
-        pool = pools[rng.choice(len(pools), p=pool_weight)] if len(pools) > 1 else pools[0]
-        k = rng.choice(len(sizes), p=pool_shares[pool])
-        hours_run = rng.lognormal(math.log(mean_h[k]) - 0.5, 1.0)
-        tenant = names[rng.choice(len(names), p=tenant_weight)] if tenants else "default"
-        jobs.append(Job(f"job-{len(jobs):06d}", t * 3600, int(sizes[k]), hours_run * 3600, tenant=tenant, pool=pool))
-
-
-INFERENCE_SHARES = {1: 0.5, 2: 0.3, 4: 0.2}
-"""Inference replicas' GPUs (one pod each, under a node)."""
-INFERENCE_MEAN_HOURS = 12.0
-
-
-def inference_jobs(cluster: Cluster, hours: float, load: float, seed: int, pool: str | None = None) -> list[Job]:
-    """Seeded inference replicas (E-Spread's workload; Kant publishes none): Poisson arrivals offering
-    ``load`` x the pool's GPUs, 1, 2 or 4 GPUs (``INFERENCE_SHARES``), lognormal lifetimes (sigma 1,
-    mean ``INFERENCE_MEAN_HOURS``), tenant ``inference``, kind ``inference``, in ``pool`` (default: the
-    first)."""
-    ranges = cluster.pool_ranges()
-    pool = pool or next(iter(ranges))
-    if pool not in ranges:
-        raise ValueError(f"unknown pool '{pool}'; pools: {', '.join(ranges)}")
-    lo, hi = ranges[pool]
-    rng = np.random.default_rng([seed, 5])
-    sizes = np.array(list(INFERENCE_SHARES))
-    shares = np.array(list(INFERENCE_SHARES.values()))
-    rate_per_h = load * (hi - lo) * cluster.gpus_per_node / (float((sizes * shares).sum()) * INFERENCE_MEAN_HOURS)
-    jobs, t = [], 0.0
-    while True:
-        t += rng.exponential(1 / rate_per_h)
-        if t >= hours:
-            return jobs
-        g = int(sizes[rng.choice(len(sizes), p=shares)])
-        life = rng.lognormal(math.log(INFERENCE_MEAN_HOURS) - 0.5, 1.0)
-        jobs.append(Job(f"inf-{len(jobs):06d}", t * 3600, g, life * 3600, tenant="inference", pool=pool, kind="inference"))

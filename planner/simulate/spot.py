@@ -45,27 +45,22 @@ import heapq
 import math
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 
 from planner import rules
-from planner.cluster import Cluster, Job, Node, Pod
-from planner.engine.preempt import (
-    PreemptOptions,
-    plan_preempt,
-    plan_reactivate,
-    policy_of,
-)
+from planner.cluster import Cluster, Node, Pod
+from planner.engine.preempt import PreemptOptions, plan_preempt, policy_of
 from planner.heuristics.gang import Choice, place_job
 from planner.heuristics.placement import PLACEMENTS, Combined
-from planner.plans import Placement, PreemptPlan, Victim
+from planner.instances.spot_workload import SimJob
 from planner.preempt_state import Ask
+from planner.simulate.spot_checks import check_decision, check_state, snapshot_of
+from planner.simulate.spot_proofs import none_fits, too_few_places
+from planner.simulate.spot_results import GpuSeries, JobOutcome, Replay, Run
 from planner.simulate.stale_shapes import StaleShapes
 from planner.simulate.window import Window, kept_progress_s
 from planner.state import PENDING
-from planner.validate.preempt import validate_preempt
 
 POLICIES = ("spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random")
 """Policies by ``plan_preempt``'s method name; ``<placement>+<policy>`` pairs any placement of
@@ -73,125 +68,6 @@ POLICIES = ("spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-def
 placement, random victims)."""
 MAX_SEED = 2**31 - 1
 _FINISH, _SLEEP, _WAKE, _ARRIVE = 0, 1, 2, 3
-
-
-@dataclass(frozen=True)
-class SimJob:
-    """A job of the workload: ``workers`` pods of one shape, needing ``work_s`` seconds of running."""
-
-    name: str
-    priority: Literal["HP", "LP"]
-    submit_s: float
-    work_s: float
-    workers: int = 1
-    gpus_per_worker: int = 1
-    cpus_per_worker: float = 1.0
-    memory_gib_per_worker: float = 1.0
-    checkpoint_interval_s: float | None = None
-    gpu_models: tuple[str, ...] = ()
-    """GPU models the job's pods may use (empty: any)."""
-    standby_windows_s: tuple[tuple[float, float], ...] = ()
-    """HP jobs only: [start, end) times (absolute, seconds) in which a running job's pods are on
-    standby (ASI's Standby): they keep their nodes but lend their GPUs and CPUs to spot pods, and at
-    the window's end each pod wakes on its node, evicting spot pods there. The job's work goes on
-    meanwhile (a service idle at night still runs). Sorted and disjoint."""
-
-    def __post_init__(self) -> None:
-        for name in ("submit_s", "work_s", "workers", "gpus_per_worker", "cpus_per_worker", "memory_gib_per_worker"):
-            value = getattr(self, name)
-            if not math.isfinite(value) or value < 0 or (name in ("work_s", "workers") and value <= 0):
-                raise ValueError(f"jobs[{self.name}].{name}: must be {'above' if name in ('work_s', 'workers') else 'at least'} 0, got {value}")
-        if self.checkpoint_interval_s is not None and not self.checkpoint_interval_s > 0:
-            raise ValueError(f"jobs[{self.name}].checkpoint_interval_s: must be above 0, got {self.checkpoint_interval_s}")
-        if self.priority not in ("HP", "LP"):
-            raise ValueError(f"jobs[{self.name}].priority: must be 'HP' or 'LP', got {self.priority!r}")
-        if self.standby_windows_s and self.priority != "HP":
-            raise ValueError(f"jobs[{self.name}].standby_windows_s: only HP jobs go on standby; drop the windows or make the job HP")
-        last = -math.inf
-        for k, (start, end) in enumerate(self.standby_windows_s):
-            if not (math.isfinite(start) and math.isfinite(end) and last <= start < end):
-                raise ValueError(f"jobs[{self.name}].standby_windows_s[{k}]: windows must be finite, start before end, sorted and disjoint; "
-                                 f"got ({start}, {end})")
-            last = end
-
-
-
-
-@dataclass
-class JobOutcome:
-    name: str
-    priority: str
-    submit_s: float
-    first_start_s: float | None = None
-    finish_s: float | None = None
-    evictions: int = 0
-    lost_gpu_s: float = 0.0
-    """GPU-seconds of evicted runs not kept by a checkpoint (restart overhead included)."""
-    overhead_gpu_s: float = 0.0
-    """GPU-seconds of restart overhead paid by runs that were not evicted."""
-    gpu_s_run: float = 0.0
-    """GPU-seconds the job held its GPUs (awake), over all its runs."""
-    first_nodes: tuple[str, ...] = ()
-    """Nodes of its pods (by worker) in its first run."""
-
-
-@dataclass
-class Replay:
-    """A replay's outcomes and its cluster-wide series: after each instant ``series_t_s``, the GPUs
-    held by awake HP pods, by spot pods, lent by standby pods, and lent GPUs spot pods use
-    (harvested: on each node, spot GPUs beyond what the node has free besides the lent ones)."""
-
-    policy: str
-    outcomes: dict[str, JobOutcome]
-    end_s: float
-    total_gpus: float
-    decisions: int = 0
-    windows: int = 0
-    series_t_s: list[float] = field(default_factory=list)
-    series_hp_gpus: list[float] = field(default_factory=list)
-    series_spot_gpus: list[float] = field(default_factory=list)
-    series_lent_gpus: list[float] = field(default_factory=list)
-    series_harvested_gpus: list[float] = field(default_factory=list)
-
-    def completion_s(self, priority: str) -> list[float]:
-        return [o.finish_s - o.submit_s for o in self.outcomes.values() if o.priority == priority and o.finish_s is not None]
-
-    def start_delay_s(self, priority: str) -> list[float]:
-        return [o.first_start_s - o.submit_s for o in self.outcomes.values() if o.priority == priority and o.first_start_s is not None]
-
-    @property
-    def lost_gpu_s(self) -> float:
-        return sum(o.lost_gpu_s for o in self.outcomes.values())
-
-    def integral(self, series: list[float], until_s: float | None = None, from_s: float = 0.0) -> float:
-        """Integral over time (GPU-seconds) of a series over [``from_s``, ``until_s``] (default:
-        to the replay's end); before the first instant the series is 0."""
-        end = self.end_s if until_s is None else until_s
-        t = np.clip(np.array(self.series_t_s + [max(end, from_s)]), from_s, max(end, from_s))
-        return float(np.sum(np.array(series) * np.diff(t)))
-
-    def allocation_mean(self, until_s: float | None = None, spot: bool = True, from_s: float = 0.0) -> float:
-        """Time-average share of the GPUs held (GAR averaged) over [``from_s``, ``until_s``], with
-        or without spot pods."""
-        end = self.end_s if until_s is None else until_s
-        if self.total_gpus <= 0 or end <= from_s:
-            return 0.0
-        held = self.integral(self.series_hp_gpus, end, from_s) + (self.integral(self.series_spot_gpus, end, from_s) if spot else 0.0)
-        return held / (self.total_gpus * (end - from_s))
-
-    @property
-    def standby_harvested(self) -> float | None:
-        """Share of standby GPU-time used by spot pods (ASI Fig. 16: 90%); None without standby."""
-        lent = self.integral(self.series_lent_gpus)
-        return None if lent <= 0 else self.integral(self.series_harvested_gpus) / lent
-
-
-@dataclass
-class _Run:
-    start_s: float
-    progress_s: float  # start + restart overhead: when this run begins to progress
-    token: int
-    standby: bool = False
 
 
 def policy_problem(policy: str) -> str | None:
@@ -242,7 +118,7 @@ class _Replayer:
         self.outcome = {j.name: JobOutcome(j.name, j.priority, j.submit_s) for j in jobs}
         self.saved = {j.name: 0.0 for j in jobs}  # progress kept by the checkpoints of earlier runs
         self.runs = {j.name: 0 for j in jobs}
-        self.running: dict[str, _Run] = {}
+        self.running: dict[str, Run] = {}
         # pending jobs by shape, each queue sorted: HP first, then submit time, name
         self.queues: dict[tuple, list[tuple[int, float, str]]] = {}
         self.pending_set: set[str] = set()
@@ -260,12 +136,7 @@ class _Replayer:
         heapq.heapify(self.events)
         self.tokens = 0
         self.total_gpus = float(sum(n.gpus for n in nodes))
-        self.cap = np.array([n.gpus for n in nodes], dtype=np.float64)
-        self.hp_on = np.zeros(len(nodes))
-        self.spot_on = np.zeros(len(nodes))
-        self.lent_on = np.zeros(len(nodes))
-        self.harvest_on = np.zeros(len(nodes))
-        self.hp_total = self.spot_total = self.lent_total = self.harvest_total = 0.0  # the arrays' sums
+        self.series = GpuSeries(nodes)
         self.eviction_counts = np.array([n.eviction_count for n in nodes], dtype=np.int64)
         self.replay = Replay(policy, self.outcome, 0.0, self.total_gpus)
         self.fixed_policy = None if "random" in policy.split("+") else make_policy(policy)
@@ -299,9 +170,9 @@ class _Replayer:
                     freed |= self._wake(name, now)
             self._freed(freed)
             self._schedule(now)
-            self._record(now)
+            self.series.record(self.replay, now)
             if self.check and self.window is not None:
-                self._check_state(now)
+                check_state(self._snapshot(now, None), now)
             if self.progress is not None:
                 self.progress(now)
         self.replay.end_s = now
@@ -354,7 +225,7 @@ class _Replayer:
         # A proof that the job cannot start skips its decision. For a one-pod job the proof is
         # taken only once the decision failed: it usually succeeds, and the proof costs about as much.
         single = job.workers == 1
-        if not self.reoffer_all and (self._still_closed(w, key, name) or not single and self._too_few_places(w, name, job.workers)):
+        if not self.reoffer_all and (self._still_closed(w, key, name) or not single and too_few_places(w, name, job.workers)):
             self._proven_stale(name, now)
             return False
         if job.priority == "HP":
@@ -363,13 +234,13 @@ class _Replayer:
             ask = self._spot_ask(w, j, name, now)
         policy, seed = self._policy(name, now)
         choice = place_job(ps, ask, policy, explain=False)
-        if not choice.placements and single and not self.reoffer_all and self._too_few_places(w, name, 1):
+        if not choice.placements and single and not self.reoffer_all and too_few_places(w, name, 1):
             self._proven_stale(name, now)
             return False
         self.replay.decisions += 1
         if self.check:
             snapshot = self._snapshot(now, name)
-            self._check_decision(snapshot, choice, ask, w, name, None, now, seed)
+            check_decision(self.policy, snapshot, choice, ask, w, name, None, now, seed)
         if not choice.placements:
             if job.priority == "LP" or choice.proven_infeasible:
                 self._mark_stale(self.keys[name], name)
@@ -389,52 +260,11 @@ class _Replayer:
                 raise AssertionError(f"'{name}' at {now} s was proven unable to start, yet the planner starts it")
         self._mark_stale(self.keys[name], name)
 
-    @staticmethod
-    def _places(w: Window, p: int, workers: int, nodes: np.ndarray | None = None) -> np.ndarray:
-        """Per node (of ``nodes``, default: those pod p's static rules allow), how many pods like p
-        fit, capped at ``workers``, in the GPUs, CPUs and memory left by the pods that would stay:
-        for an HP pod the HP pods (standby reservations included; spot pods may all be evicted),
-        for a spot pod, which preempts nobody, every pod."""
-        cs = w.ps.cs
-        everywhere = nodes is None  # every node the static rules allow
-        if nodes is None:
-            nodes = w.eligible_nodes(int(cs.pod_signature[p]))
-        fits = np.full(len(nodes), float(workers))
-        for room, need in zip(w.room(bool(cs.pod_hp[p])), (cs.pod_whole[p], cs.pod_cpus[p], cs.pod_mem[p])):
-            if need > 0:
-                fits = np.minimum(fits, np.floor(room[nodes] / need))
-        fits = np.maximum(fits, 0)
-        return fits if everywhere else fits * cs.eligible[cs.pod_signature[p], nodes]
-
     def _still_closed(self, w: Window, key: tuple, name: str) -> bool:
         """A shape re-opened by room freed on some nodes, where none of its pods fits any more:
         since its proof only those nodes gained room, so the proof still holds."""
         where = self.reopened.pop(key, None)
-        if where is None:
-            return False
-        if len(where) > 8:
-            return not self._places(w, w.pods_of(name)[0], 1, np.array(sorted(where), dtype=np.int64)).any()
-        cs = w.ps.cs
-        p = w.pods_of(name)[0]
-        hp = bool(cs.pod_hp[p])
-        whole, cpus, mem = int(cs.pod_whole[p]), float(cs.pod_cpus[p]), float(cs.pod_mem[p])
-        eligible = cs.eligible[cs.pod_signature[p]]
-        for n in where:  # the scalar form of ``_places`` on a few nodes
-            if not eligible[n]:
-                continue
-            held = (int(cs.hp_whole[n]), float(cs.hp_cpus[n]), float(cs.hp_mem[n])) if hp else \
-                (int(cs.whole_used[n] + cs.share_devices[n]), float(cs.used_cpus[n]), float(cs.used_mem[n]))
-            if (whole <= cs.cap_gpus[n] - held[0] and cpus <= cs.cap_cpus[n] - held[1] + rules.EPS
-                    and mem <= cs.cap_mem[n] - held[2] + rules.EPS):
-                return False
-        return True
-
-    def _too_few_places(self, w: Window, name: str, workers: int) -> bool:
-        """A proof that job ``name`` cannot start now: the nodes together hold fewer of its
-        (identical) pods than it has (``_places``; first the cached bound on GPUs alone, which
-        usually settles it)."""
-        p = w.pods_of(name)[0]
-        return w.gpu_places_bound(p) < workers or float(self._places(w, p, workers).sum()) < workers
+        return where is not None and none_fits(w, w.pods_of(name)[0], where)
 
     def _spot_ask(self, w: Window, j: int, name: str, now: float) -> Ask:
         """A spot job's decision: no victims (spot pods preempt nobody), so no costs to compute."""
@@ -461,7 +291,7 @@ class _Replayer:
         overhead = self.overhead_s if self.runs[name] else 0.0
         self.runs[name] += 1
         self.tokens += 1
-        run = _Run(now, now + overhead, self.tokens)
+        run = Run(now, now + overhead, self.tokens)
         self.running[name] = run
         w.start_run(name, now, run.progress_s)
         self._unqueue(name)
@@ -470,7 +300,7 @@ class _Replayer:
             outcome.first_start_s = now
             outcome.first_nodes = tuple(w.ps.cs.node_names[n] for n in w.nodes_of(name))
         for n in w.nodes_of(name):
-            self._node_add(n, job, +1)
+            self.series.add(n, job, +1)
         heapq.heappush(self.events, (run.progress_s + job.work_s - self.saved[name], _FINISH, name, self.tokens))
 
     def _finish(self, name: str, now: float) -> set[int]:
@@ -495,13 +325,13 @@ class _Replayer:
         self._queue(name)
         return set(nodes)
 
-    def _leave(self, name: str, run: _Run) -> list[int]:
+    def _leave(self, name: str, run: Run) -> list[int]:
         """The job's pods leave their nodes; the nodes, one per pod."""
         w, job = self.window, self.spec[name]
         assert w is not None
         nodes = w.nodes_of(name)
         for n in nodes:
-            self._node_add(n, job, -1, standby=run.standby)
+            self.series.add(n, job, -1, standby=run.standby)
         w.end_run(name)
         return nodes
 
@@ -518,11 +348,11 @@ class _Replayer:
         nodes = set()
         for p in w.pods_of(name):
             n = int(cs.pod_node[p])
-            self._node_add(n, job, -1)
+            self.series.add(n, job, -1)
             cs.unplace(p)
             cs.set_standby(p, True)
             cs.place(p, n)
-            self._node_add(n, job, +1, standby=True)
+            self.series.add(n, job, +1, standby=True)
             nodes.add(n)
         run.standby = True
         return nodes
@@ -539,7 +369,7 @@ class _Replayer:
             n = int(cs.pod_node[p])
             if self.check:
                 snapshot = self._snapshot(now, None)
-            self._node_add(n, job, -1, standby=True)
+            self.series.add(n, job, -1, standby=True)
             cs.unplace(p)
             cs.set_standby(p, False)
             cost = w.lost_gpu_s(now)
@@ -553,11 +383,11 @@ class _Replayer:
             self.replay.decisions += 1
             choice = place_job(ps, ask, policy, explain=False)
             if self.check:
-                self._check_decision(snapshot, choice, ask, w, name, cs.pod_names[p], now, self._policy(cs.pod_names[p], now)[1])
+                check_decision(self.policy, snapshot, choice, ask, w, name, cs.pod_names[p], now, self._policy(cs.pod_names[p], now)[1])
             if not choice.placements:
                 raise AssertionError(f"standby pod '{cs.pod_names[p]}' cannot wake on its node at {now} s: its reservation was not kept")
             freed |= self._apply(choice, now)
-            self._node_add(n, job, +1)
+            self.series.add(n, job, +1)
         run.standby = False
         return freed
 
@@ -652,97 +482,14 @@ class _Replayer:
         assert w is not None
         return [w.ps.cs.node_names[n] for n in w.nodes_of(name)]
 
-    # ------------------------------------------------------------------------------------------
-    # Series
-    # ------------------------------------------------------------------------------------------
-
-    def _node_add(self, n: int, job: SimJob, sign: int, standby: bool = False) -> None:
-        """Pod of ``job`` arrives on (sign +1) or leaves (-1) node n: the per-node GPU counts and
-        their cluster totals (whole GPUs, so the running sums are exact)."""
-        gpus = sign * job.gpus_per_worker
-        if standby:
-            self.lent_on[n] += gpus
-            self.lent_total += gpus
-        elif job.priority == "HP":
-            self.hp_on[n] += gpus
-            self.hp_total += gpus
-        else:
-            self.spot_on[n] += gpus
-            self.spot_total += gpus
-        harvest = max(0.0, min(self.lent_on[n], self.hp_on[n] + self.lent_on[n] + self.spot_on[n] - self.cap[n]))
-        self.harvest_total += harvest - self.harvest_on[n]
-        self.harvest_on[n] = harvest
-
-    def _record(self, now: float) -> None:
-        r = self.replay
-        r.series_t_s.append(now)
-        r.series_hp_gpus.append(float(self.hp_total))
-        r.series_spot_gpus.append(float(self.spot_total))
-        r.series_lent_gpus.append(float(self.lent_total))
-        r.series_harvested_gpus.append(float(self.harvest_total))
-
-    # ------------------------------------------------------------------------------------------
-    # check=True: the planner's validated plan on a snapshot, and the rules on every state
-    # ------------------------------------------------------------------------------------------
-
-
     def _snapshot(self, now: float, asking: str | None) -> Cluster:
-        """The state at ``now`` as a snapshot: running jobs' pods on their nodes with their last
-        checkpoint (none yet: their run's start), the asking job's pods pending; window order."""
-        w = self.window
-        assert w is not None
-        cs = w.ps.cs
-        nodes = [n.model_copy(update={"eviction_count": int(c)}) for n, c in zip(self.nodes, self.eviction_counts.tolist())]
-        pods, jobs = [], []
-        for name in w.names:
-            run = self.running.get(name)
-            if run is None and name != asking:
-                continue
-            job = self.spec[name]
-            jobs.append(Job(name=name))
-            last = None
-            if run is not None:
-                kept = kept_progress_s(run.progress_s, job.checkpoint_interval_s, now)
-                last = run.progress_s + kept if kept > 0 else None
-            for k, p in enumerate(w.pods_of(name)):
-                node = cs.node_names[int(cs.pod_node[p])] if run is not None else None
-                pods.append(Pod(name=f"{name}-{k}", job=name, node=node, gpus=job.gpus_per_worker, cpus=job.cpus_per_worker,
-                                memory_gib=job.memory_gib_per_worker, priority=job.priority, gpu_models=list(job.gpu_models),
-                                started_s=run.start_s if run else None, checkpoint_s=last, standby=bool(run and cs.pod_standby[p])))
-        return Cluster(time_s=now, nodes=nodes, pods=pods, jobs=jobs)
-
-    def _check_decision(self, snapshot: Cluster, choice: Choice, ask: Ask, w: Window, job: str, waking: str | None, now: float,
-                        seed: int) -> None:
-        """The decision, as a plan on ``snapshot``, passes ``validate_preempt``; under a planner
-        method it is also the plan ``plan_preempt`` (``plan_reactivate`` for a wake) returns there."""
-        cs = w.ps.cs
-        victims = sorted(q for u in choice.units for q in w.ps.unit_pods[u] if cs.pod_node[q] != PENDING)
-        plan = PreemptPlan(job=job, now_s=now, reactivate=waking,
-                           placements=[Placement(pod=cs.pod_names[p], node=cs.node_names[n]) for p, n, _ in choice.placements],
-                           victims=[Victim(pod=cs.pod_names[q], node=cs.node_names[int(cs.pod_node[q])], job=w.names[int(cs.pod_job[q])],
-                                           lost_gpu_s=float(ask.pod_cost[q])) for q in victims])
-        violations = validate_preempt(snapshot, plan)
-        if violations or not choice.placements and waking:
-            raise AssertionError(f"the simulator's decision for '{job}' at {now} s is invalid: {violations[:3]}")
-        if "+" in self.policy:
-            return
-        options = PreemptOptions(method=self.policy, now_s=now, **({"seed": seed} if self.policy == "random" else {}))
-        expected = plan_reactivate(snapshot, waking, options) if waking else plan_preempt(snapshot, job, options)
-        got = (sorted((p.pod, p.node) for p in plan.placements), sorted(v.pod for v in plan.victims))
-        want = (sorted((p.pod, p.node) for p in expected.placements), sorted(v.pod for v in expected.victims))
-        if got != want:
-            raise AssertionError(f"the simulator's decision for '{job}' at {now} s differs from the planner's: {got} != {want}")
-
-    def _check_state(self, now: float) -> None:
-        cluster = self._snapshot(now, None)
-        by_node = cluster.pods_by_node()
-        for node in cluster.nodes:
-            if by_node[node.name] and not rules.pods_fit(node, [], by_node[node.name]):
-                raise AssertionError(f"state at {now} s: node '{node.name}' does not hold its pods")
+        """The state at ``now`` as a snapshot (``spot_checks.snapshot_of``)."""
+        assert self.window is not None
+        return snapshot_of(self.nodes, self.eviction_counts, self.window, self.running, self.spec, now, asking)
 
 
 def _gpus(job: SimJob) -> int:
     return job.workers * job.gpus_per_worker
 
 
-__all__ = ["POLICIES", "JobOutcome", "Replay", "SimJob", "make_policy", "policy_problem", "simulate"]
+__all__ = ["POLICIES", "make_policy", "policy_problem", "simulate"]

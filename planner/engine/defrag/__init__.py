@@ -62,8 +62,8 @@ from planner.engine.defrag.options import (
     unused_option_reason,
 )
 from planner.engine.makeroom import run_make_room, run_make_room_exact
-from planner.executors import executor
-from planner.gc_pause import collector_paused
+from planner.runtime.executors import executor
+from planner.runtime.gc_pause import collector_paused
 from planner.limits import MoveBudget
 from planner.plans import DefragComparison, DefragGap, DefragPlan, MakeRoomGap
 from planner.pools import apply_pools
@@ -84,7 +84,7 @@ def plan_defrag(
     """A validated defragmentation plan for ``cluster`` (for ``compare``: both plans and the gap)."""
     options = options or DefragOptions()
     pooled, pools = apply_pools(cluster, options.pools())
-    with collector_paused():  # see gc_pause.py: seconds at 37,707 nodes
+    with collector_paused():  # see runtime/gc_pause.py: seconds at 37,707 nodes
         plan = _plan_defrag(pooled, options, progress)
         if options.limit_costs and isinstance(plan, DefragPlan) and plan.report is not None:
             plan.report.limit_costs = limit_costs(pooled, options, plan)  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""Alembic environment: run by ``planner.store.migrate`` with an open connection in
+"""Alembic environment: run by ``planner.service.store.migrate`` with an open connection in
 ``config.attributes['connection']``, or by the ``alembic`` command with ``sqlalchemy.url`` set."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from planner.store import Base
+from planner.service.rows import Base
 
 config = context.config
 connection = config.attributes.get("connection")

@@ -17,7 +17,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from planner.api.harness import free_port
+from tests.support.harness import free_port
 
 
 def _binaries() -> tuple[str, str] | None:

@@ -1,5 +1,5 @@
 """Where independent pieces run: inline, on a local process pool (default: one worker per core), or
-as Ray tasks (``planner/ray_executor.py``: ``RAY_ADDRESS`` when set, else a local Ray).
+as Ray tasks (``runtime/ray_executor.py``: ``RAY_ADDRESS`` when set, else a local Ray).
 
 An executor is a callable ``run(fn, tasks) -> list`` returning ``[fn(t) for t in tasks]`` in task
 order, so results never depend on which worker finished first. A task is either a value that
@@ -22,36 +22,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from typing import Any, Literal, TypeVar
+from typing import Any
 
-T = TypeVar("T")
-R = TypeVar("R")
-Run = Callable[[Callable[[T], R], Iterable[T]], list[R]]
-Kind = Literal["inline", "process", "ray"]
-
-
-class Lazy:
-    """A task given as ``build(*args)``: built by whoever runs it (a forked worker builds its own)."""
-
-    __slots__ = ("build", "args")
-
-    def __init__(self, build: Callable[..., Any], *args: Any):
-        self.build = build
-        self.args = args
-
-    def __call__(self) -> Any:
-        return self.build(*self.args)
-
-
-def built(task: Any) -> Any:
-    """The task itself, or what a ``Lazy`` task builds."""
-    return task() if isinstance(task, Lazy) else task
-
-
-def run_inline(fn: Callable[[T], R], tasks: Iterable[T]) -> list[R]:
-    """Run every task in this process, in order."""
-    return [fn(built(task)) for task in tasks]
-
+from planner.runtime.ray_executor import connect, run_ray
+from planner.runtime.tasks import Kind, Lazy, Run, built, default_workers, run_inline
 
 _INHERITED: tuple[Callable[[Any], Any], list[Lazy]] | None = None
 """The call a forked pool works on: set before the fork, read by ``_run_inherited`` in the workers."""
@@ -79,14 +53,6 @@ def _may_fork() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
-def default_workers() -> int:
-    """One worker per core this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def _main_is_importable() -> bool:
     """Worker processes re-import the main script; a script read from stdin cannot be (run inline)."""
     main = sys.modules.get("__main__")
@@ -102,8 +68,6 @@ def executor(workers: int | None = None, kind: Kind = "process") -> Iterator[Run
     keeps the connection for the process: later plans reuse it. ``workers`` sizes a local Ray only.
     """
     if kind == "ray":
-        from planner.ray_executor import connect, run_ray
-
         connect(workers)
         yield run_ray
         return

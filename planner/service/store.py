@@ -18,7 +18,7 @@ need not agree.
 
 Snapshots are stored once per content (key: the SHA-256 of the canonical JSON), zlib-compressed.
 
-The schema is managed by Alembic (``planner/migrations``): opening a store upgrades it to the
+The schema is managed by Alembic (``planner/service/migrations``): opening a store upgrades it to the
 newest revision, under a PostgreSQL advisory lock so replicas starting together migrate once.
 """
 
@@ -34,77 +34,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import (
-    Float, ForeignKey, Integer, LargeBinary, String, Text, create_engine, delete, event, extract, func, inspect, select, text,
-    update,
-)
-from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy import create_engine, delete, event, extract, func, inspect, select, text, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from planner.service.database import check_url, engine_url, sqlite_url
+from planner.service.rows import JobRow, PlanRow, ProbeRow, SnapshotRow
 
 MAX_ATTEMPTS = 3
 LEASE_S = 30.0
 """How long a replica's claim on a running job holds without renewal (renewed every third of it)."""
-DIALECTS = ("sqlite", "postgresql")
 MIGRATION_LOCK = 0x706C616E6E6572
 """PostgreSQL advisory lock key held while a replica migrates the schema ("planner" in hex)."""
 ZLIB_LEVEL = 6
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINISHED = ("succeeded", "failed", "cancelled")
-
-
-class Base(DeclarativeBase):
-    pass
-
-
-class JobRow(Base):
-    __tablename__ = "jobs"
-    id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(32), index=True)
-    status: Mapped[str] = mapped_column(String(16), index=True)
-    options: Mapped[str] = mapped_column(Text)
-    snapshot_sha256: Mapped[str] = mapped_column(String(64), ForeignKey("snapshots.sha256", name="fk_jobs_snapshot_sha256"), index=True)
-    idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True, nullable=True)
-    request_digest: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[float] = mapped_column(Float, index=True)
-    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
-    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
-    progress: Mapped[float] = mapped_column(Float, default=0.0)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    plan_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
-    lease_expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
-
-
-class SnapshotRow(Base):
-    """One input snapshot, stored once however many jobs plan it: zlib-compressed canonical JSON."""
-
-    __tablename__ = "snapshots"
-    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
-    body: Mapped[bytes] = mapped_column(LargeBinary)
-    raw_bytes: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[float] = mapped_column(Float)
-
-
-class ProbeRow(Base):
-    """One row rewritten by ``Store.probe_write``: readiness is whether the store can write."""
-
-    __tablename__ = "probes"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    at: Mapped[float] = mapped_column(Float)
-
-
-class PlanRow(Base):
-    __tablename__ = "plans"
-    id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    job_id: Mapped[str] = mapped_column(String(32), index=True)
-    kind: Mapped[str] = mapped_column(String(32), index=True)
-    created_at: Mapped[float] = mapped_column(Float, index=True)
-    method: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    status: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    objective: Mapped[float | None] = mapped_column(Float, nullable=True)
-    body: Mapped[str] = mapped_column(Text)
 
 
 @dataclass(frozen=True)
@@ -157,68 +102,6 @@ def _plan(row: PlanRow) -> Plan:
     return Plan(row.id, row.job_id, row.kind, row.created_at, row.method, row.status, row.objective, json.loads(row.body))
 
 
-def sqlite_url(path: str) -> str:
-    return f"sqlite:///{path}"
-
-
-class StoreURLError(ValueError):
-    """A database URL this store cannot use; the message names the fix."""
-
-
-def check_url(url: str) -> str:
-    """The dialect of ``url`` ('sqlite' or 'postgresql'); ``StoreURLError`` when it cannot be used.
-    ``postgresql://`` without a driver means psycopg 3 (see ``engine_url``)."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise StoreURLError(
-            f"not a database URL: {_hide_password(url)!r}; use postgresql+psycopg://USER:PASSWORD@HOST:5432/DATABASE or sqlite:///PATH"
-        ) from None
-    except ValueError:  # SQLAlchemy's int() of what follows the last ':' of the host part
-        raise StoreURLError(
-            f"cannot read the host and port in {_hide_password(url)!r}: the port must be a number, and an IPv6 address goes in "
-            "brackets, e.g. postgresql+psycopg://USER:PASSWORD@[::1]:5432/DATABASE"
-        ) from None
-    dialect = parsed.get_backend_name()
-    if dialect not in DIALECTS:
-        raise StoreURLError(f"unsupported database {dialect!r} in {parsed.render_as_string(hide_password=True)}; "
-                            "use postgresql+psycopg://USER:PASSWORD@HOST:5432/DATABASE or sqlite:///PATH")
-    if dialect == "postgresql" and parsed.drivername not in ("postgresql", "postgresql+psycopg"):
-        raise StoreURLError(f"unsupported PostgreSQL driver {parsed.get_driver_name()!r}; write the URL as postgresql+psycopg://... "
-                            "(psycopg 3, installed with the planner)")
-    if dialect == "sqlite" and (parsed.database in (None, "", ":memory:") or str(parsed.database).startswith("file::memory:")
-                                or parsed.query.get("mode") == "memory"):
-        raise StoreURLError(f"an in-memory SQLite database ({_hide_password(url)}) is not shared between the "
-                            "service's processes and connections (each would see its own empty database) and is lost at exit; "
-                            "use a file, sqlite:///PATH, or PostgreSQL")
-    if dialect == "postgresql" and not parsed.database:
-        raise StoreURLError(f"no database name in {parsed.render_as_string(hide_password=True)}; end the URL with /DATABASE")
-    return dialect
-
-
-def _hide_password(url: str) -> str:
-    """``url`` with the password of ``scheme://user:password@`` replaced by ***, for messages about
-    a URL SQLAlchemy could not parse (so cannot redact itself)."""
-    import re
-
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url, count=1)
-
-
-def error_reason(err: BaseException) -> str:
-    """The first line of a database error's own message (the driver's, without SQLAlchemy's wrapping)."""
-    lines = str(getattr(err, "orig", None) or err).strip().splitlines()
-    return lines[0] if lines else type(err).__name__
-
-
-def engine_url(url: str) -> str:
-    """``url`` with the driver the planner ships: a bare ``postgresql://`` (the form libpq, psql and
-    most operators' secrets use) is served by psycopg 3."""
-    parsed = make_url(url)
-    if parsed.drivername == "postgresql":
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    return parsed.render_as_string(hide_password=False)
-
-
 def migrate(connection: Connection) -> None:
     """Upgrade the schema on ``connection`` to the newest revision (in its transaction). A database
     created before migrations (tables, no ``alembic_version``) is first stamped with revision 0001."""
@@ -228,7 +111,7 @@ def migrate(connection: Connection) -> None:
     if connection.dialect.name == "postgresql":  # replicas starting together: one migrates, the others wait
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
     config = Config()
-    config.set_main_option("script_location", "planner:migrations")
+    config.set_main_option("script_location", "planner.service:migrations")
     config.attributes["connection"] = connection
     tables = set(inspect(connection).get_table_names())
     if "jobs" in tables and "alembic_version" not in tables:

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
+from planner.runtime.tasks import built, default_workers
+
 CONNECT_TIMEOUT_S = 20.0
 """At most this long to learn whether ``RAY_ADDRESS`` is a Ray cluster, unless
 ``PLANNER_RAY_CONNECT_TIMEOUT_S`` says otherwise (a slow network may need longer)."""
@@ -119,7 +121,6 @@ def connect(workers: int | None = None) -> Any:
             _probe(address)
         ray.init(address=address, **quiet)
     else:
-        from planner.executors import default_workers
 
         ray.init(num_cpus=workers or default_workers(), include_dashboard=False, **quiet)
     return ray
@@ -148,7 +149,6 @@ def serve_on_ray(workers: int | None) -> str:
 
 def run_ray(fn: Callable[[Any], Any], tasks: Iterable[Any]) -> list[Any]:
     """``[fn(t) for t in tasks]`` as Ray tasks of one CPU each, results in task order."""
-    from planner.executors import built
 
     global _remote_call
     ray = connect()

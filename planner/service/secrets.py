@@ -63,14 +63,3 @@ def check_token(token: str, setting: str) -> None:
     if len(token) < MIN_TOKEN_CHARS:
         raise ValueError(f"{setting}: too short ({len(token)} characters); a bearer token needs at least {MIN_TOKEN_CHARS} characters, "
                          "as a short one can be guessed by trying; make one with `openssl rand -hex 24`")
-
-
-def database_url(db_path: str) -> tuple[str, str]:
-    """(the store's URL, the setting it came from): ``DATABASE_URL`` or ``DATABASE_URL_FILE`` (the
-    URL holds the database password), else the SQLite file ``db_path`` (``--db``)."""
-    from planner.store import sqlite_url
-
-    url = secret("DATABASE_URL")
-    if url is None:
-        return sqlite_url(db_path), "--db"
-    return url, source("DATABASE_URL")

@@ -1,2 +1,0 @@
-"""Alembic migrations of the job store (``planner.store``). ``Store`` upgrades a database to the
-newest revision when it opens it; ``planner db upgrade`` does it explicitly (an init container)."""
