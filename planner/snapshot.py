@@ -17,15 +17,15 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from planner import rules
-from planner.gc_pause import collector_paused
 from planner.cluster import (
     SNAPSHOT_VERSION,
     Cluster,
     SnapshotError,
     duplicate_key_problems,
     pydantic_problems,
-    reference_problems,
 )
+from planner.gc_pause import collector_paused
+from planner.snapshot_checks import reference_problems
 
 
 def read_text(path: str | Path, what: str = "snapshot") -> str:

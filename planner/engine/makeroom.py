@@ -16,7 +16,8 @@ from typing import Any
 from planner.cluster import Cluster
 from planner.engine.allocate import pod_shape, refuse_unholdable
 from planner.engine.defrag import PlanOptionError, lost_work
-from planner.heuristics.makeroom import Request, make_room
+from planner.heuristics.makeroom import make_room
+from planner.heuristics.room import Request
 from planner.limits import MoveBudget
 from planner.plans import Placement, Unplaced
 from planner.state import ClusterState

@@ -36,12 +36,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.heuristics.makeroom import (
-    Request,
     _candidates,
     _domains_cheapest_first,
-    domains_of,
-    optimistic_slots,
 )
+from planner.heuristics.room import Request, domains_of, optimistic_slots
 from planner.heuristics.topology import node_slots
 from planner.limits import MoveBudget
 from planner.models.backends import solve
