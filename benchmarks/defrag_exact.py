@@ -58,7 +58,7 @@ WORKERS = {"cpsat": 8, "highs": 2}
 LOG = CACHE / "defrag_exact.jsonl"
 CODE = (
     "models/defrag.py", "models/milp.py", "models/units.py", "models/backends.py", "models/highs.py", "models/cpsat.py",
-    "exact.py", "waves.py", "limits.py", "state.py", "rules.py", "engine/defrag.py", "heuristics/ipc.py", "heuristics/lns.py",
+    "models/defrag_exact.py", "waves.py", "limits.py", "state.py", "rules.py", "engine/defrag.py", "heuristics/ipc.py", "models/lns.py",
     "instances/asi.py", "instances/openb.py",
 )
 

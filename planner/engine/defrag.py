@@ -1,6 +1,6 @@
 """The planner proper: run a defrag method, build waves, validate, and report how the plan was obtained.
 
-Methods: ``heuristic`` (IPC, then the move-minimal pass ``trim``: ``move_minimal.py``), the baselines ``random``, ``descheduler`` and ``repack``, ``exact``
+Methods: ``heuristic`` (IPC, then the move-minimal pass ``trim``: ``models/move_minimal.py``), the baselines ``random``, ``descheduler`` and ``repack``, ``exact``
 (the whole instance solved by CP-SAT or HiGHS, warm-started from IPC), ``hybrid`` (IPC, then
 large-neighbourhood search with the exact model), ``auto`` (exact when the instance is small enough,
 hybrid otherwise) and ``compare`` (IPC and exact on the same snapshot, with the gap).
@@ -27,20 +27,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from planner import metrics, rules
 from planner.cluster import Cluster, Pod
-from planner.defrag_bound import EmptiesBound, empties_bound
-from planner.exact import ExactOptions, model_size, solve_exact
 from planner.executors import Run, executor
 from planner.gc_pause import collector_paused
-from planner.provenance import stamp
-from planner.ray_executor import ray_cpus
 from planner.heuristics import baselines
 from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
-from planner.heuristics.lns import LnsOptions, run_lns
 from planner.heuristics.trim import end_state, target_of
-from planner.pools import PoolPolicy, apply_pools, parse_selector
 from planner.limits import MoveBudget, MoveLimits, namespace_limits, unavailable_limits
-from planner.move_minimal import minimise_moves
+from planner.models.defrag_bound import EmptiesBound, empties_bound
+from planner.models.defrag_exact import ExactOptions, model_size, solve_exact
+from planner.models.lns import LnsOptions, run_lns
+from planner.models.move_minimal import minimise_moves
 from planner.plans import DefragComparison, DefragPlan, Move, PlanMetrics, SolveReport
+from planner.pools import PoolPolicy, apply_pools, parse_selector
+from planner.provenance import stamp
+from planner.ray_executor import ray_cpus
 from planner.state import PENDING, ClusterState
 from planner.validate import validate
 from planner.waves import Step, sequence_to_waves, shape_waves, target_to_waves
@@ -567,7 +567,7 @@ def hold_pods(cluster: Cluster, state: ClusterState, limits: MoveLimits) -> dict
 
 
 def _trim(start: ClusterState, steps: list[list[Step]], end: ClusterState, options: DefragOptions, extra: dict) -> tuple[list[list[Step]], ClusterState]:
-    """The move-minimal pass (``move_minimal.py``) over a plan from ``start`` ending in ``end``:
+    """The move-minimal pass (``models/move_minimal.py``) over a plan from ``start`` ending in ``end``:
     the waves to return and their end state."""
     exact = _exact_options(options, options.time_limit_s) if options.trim == "exact" else None
     result = minimise_moves(start, steps, MoveBudget.of(start, options.limits(len(start.node_names))), options.trim, exact)
@@ -779,7 +779,7 @@ def _finish(
 ) -> DefragPlan:
     """The plan from waves (``state`` is already the end state), with metrics and report, validated;
     ``made`` (an ``engine.makeroom.MadeRoom``) adds a make-room plan's placements; ``relaxed``, the
-    combinatorial bound on empty nodes (``defrag_bound.py``), is reported when no solver proved a
+    combinatorial bound on empty nodes (``models/defrag_bound.py``), is reported when no solver proved a
     smaller one."""
     limits = options.limits(len(cluster.nodes))
     if limits.move_once:

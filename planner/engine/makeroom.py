@@ -119,7 +119,7 @@ def run_make_room_exact(
     workers: int, seed: int, deterministic: bool,
 ) -> tuple[MadeRoom, dict[str, Any], dict[str, Any]]:
     """The exact model's end state turned into waves by the router (``waves.target_to_waves``, as
-    ``exact.py`` does for defrag), the jobs started on the state after the last wave, and what is
+    ``models/defrag_exact.py`` does for defrag), the jobs started on the state after the last wave, and what is
     proven about the executed plan: (made room, solver fields, report fields). ``state`` is left at
     the end of the last wave."""
     from planner.models.makeroom import solve_make_room

@@ -90,7 +90,13 @@ from planner.heuristics.topology import entropy, largest_first, min_switches, no
 from planner.models.backends import solve
 from planner.models.highs import lp_relaxation
 from planner.models.milp import Milp, MilpResult
-from planner.models.reduced_cost import LagrangianBound, fix_by_reduced_cost, lagrangian_bound, proof_by_bound, solve_with_fixing
+from planner.models.reduced_cost import (
+    LagrangianBound,
+    fix_by_reduced_cost,
+    lagrangian_bound,
+    proof_by_bound,
+    solve_with_fixing,
+)
 from planner.rules import EPS
 from planner.state import UNLISTED, ClusterState
 
