@@ -2,8 +2,8 @@
 
 ``ClusterState`` holds per-node usage and per-pod requests as arrays and answers "may pod p have a
 copy on node n now?" incrementally (``fits``) and for all nodes at once (``feasible_nodes``). These
-are the fast forms of the rules in ``rules.py``; the static rules (schedulable, GPU model, selector,
-taints and tolerations, required node affinity) and topology domains are derived from ``rules.py``
+are the fast forms of the rules in ``rules``; the static rules (schedulable, GPU model, selector,
+taints and tolerations, required node affinity) and topology domains are derived from ``rules``
 itself (``rules.may_arrive``), and tests compare both forms on random data.
 
 The check is make-before-break: the pod's current copy (if any) stays where it is while the new copy
@@ -341,7 +341,7 @@ class ClusterState:
                                 hp)
 
     # ------------------------------------------------------------------------------------------
-    # Rule checks (fast forms of rules.py)
+    # Rule checks (fast forms of rules/)
     # ------------------------------------------------------------------------------------------
 
     def fits(self, p: int, n: int) -> bool:
@@ -358,7 +358,7 @@ class ClusterState:
         )
 
     def broken_rules(self, p: int, n: int) -> list[str]:
-        """Names of the rules (``rules.py`` constants) a copy of p on node n would break."""
+        """Names of the rules (``rules`` constants) a copy of p on node n would break."""
         broken = []
         if not self.eligible[self.pod_signature[p], n]:
             broken.append(self._static_rule(p, n))

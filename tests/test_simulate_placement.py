@@ -1,7 +1,7 @@
 """Placement replays (``simulate/placement.py``) and the policies' scores (``heuristics/share_scores.py``)
 against oracles written here: the FGD fragmentation and every score recomputed with plain loops from
 the formulas of the FGD artifact, the power model from Table II by hand, and every end state checked
-with ``rules.py``."""
+with ``rules``."""
 
 from __future__ import annotations
 

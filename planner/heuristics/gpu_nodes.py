@@ -4,10 +4,10 @@ A node holds free CPU (milli-CPUs), free memory (MiB) and, per GPU device, its f
 (1000 = idle). A pod asks for CPU, memory and either nothing (CPU-only), a *share* of one GPU
 (``num_gpu == 1`` and ``gpu_milli < 1000``) or ``num_gpu`` whole GPUs, optionally of given models.
 
-Feasibility is the trace simulator's filter, which is ``rules.py``'s on this model: CPU and memory fit;
+Feasibility is the trace simulator's filter, which is ``rules``'s on this model: CPU and memory fit;
 a GPU pod needs an allowed GPU model; a share needs one device with at least its milli free; k whole
 GPUs need k idle devices. A share lands on one device chosen by the policy (so the per-device layout is
-always one that ``rules.py``'s device packing accepts; ``simulate/openb_nodes.to_cluster`` lets a test
+always one that ``rules``'s device packing accepts; ``simulate/openb_nodes.to_cluster`` lets a test
 check that). The placement scores (``share_scores``) and the placement simulator share this model.
 
 Devices a node does not have are stored as 0 free: they never fit a GPU pod and add nothing to sums.

@@ -1,7 +1,7 @@
 """Exact defragmentation: which node every movable pod should end on so that most nodes are empty.
 
 Two formulations of the same problem, both built as a ``Milp`` (integer coefficients) and solved by
-either back-end. Notation: P movable pods (placed, not locked), N nodes, E(p) the nodes ``rules.py``
+either back-end. Notation: P movable pods (placed, not locked), N nodes, E(p) the nodes ``rules``
 allows for p (its own node always; others only if schedulable, of an allowed GPU model, matching its
 selector, free of a locked pod sharing an anti-affinity group, and, for a pod of a job with a
 ``required`` topology, under the job's current switch: make-before-break never lets such a pod leave
@@ -46,7 +46,7 @@ in GPUs moved (W2 > G), so the weighted optimum is the lexicographic one. A boun
 objective bounds the empty nodes by ceil(U / W1).
 
 Units: all coefficients are integers (CP-SAT requires them). CPUs, memory and GPU shares are scaled
-by ``models/units.py`` so that the model accepts exactly the placements ``rules.py`` accepts (or, for
+by ``models/units.py`` so that the model accepts exactly the placements ``rules`` accepts (or, for
 values no practical unit represents, a superset: the bound stays valid and the executed plan is
 checked by the rules). Capacity rows are divided by the greatest common divisor of their
 coefficients, which keeps coefficients small without changing the integer solutions.
@@ -192,7 +192,7 @@ def build_defrag_model(
 
 
 class _Data:
-    """Integer resources, locked usage and eligibility, derived from ``rules.py`` via the state."""
+    """Integer resources, locked usage and eligibility, derived from ``rules`` via the state."""
 
     def __init__(
         self, state: ClusterState, movable: list[int], forbidden: set[tuple[int, int]] | frozenset, budget: MoveBudget, deadline: float | None

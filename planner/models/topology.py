@@ -73,7 +73,7 @@ Objective, lexicographic: (a) most GPUs of the jobs started; (b) fewest switches
   start's) is solved with presolve (``_multiset_neighbourhood``); its plan, checked in exact
   arithmetic, starts the full solve when better. Nothing is claimed of the cut model.
 
-Exact (accepts exactly what ``rules.py`` accepts) for jobs of whole-GPU pods; a job of GPU shares
+Exact (accepts exactly what ``rules`` accepts) for jobs of whole-GPU pods; a job of GPU shares
 makes it a relaxation (shares pack onto devices) and nothing is claimed.
 """
 
