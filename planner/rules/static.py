@@ -156,7 +156,7 @@ STATIC_CHECKS: tuple[Callable[[Pod, Node], bool], ...] = (
 )
 """The per-pod rules of ``may_arrive`` beside ``may_receive``. Each reads one field of the pod
 (``gpu_models``, ``node_selector``, ``tolerations``, ``node_affinity``, the names ``requests`` asks
-for), so a fast form may evaluate each once per distinct value of its field (``state._eligibility``)."""
+for), so a fast form may evaluate each once per distinct value of its field (``state_build._eligibility``)."""
 
 
 def may_arrive(pod: Pod, node: Node) -> bool:
