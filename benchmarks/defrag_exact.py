@@ -56,9 +56,10 @@ LARGE_CONFIGS = (("highs", "class", "two-phase"), ("cpsat", "class", "two-phase"
 SHARE_CONFIGS = (("highs", "auto", "two-phase"), ("cpsat", "auto", "two-phase"), ("highs", "auto", "weighted"), ("cpsat", "auto", "weighted"))
 WORKERS = {"cpsat": 8, "highs": 2}
 LOG = CACHE / "defrag_exact.jsonl"
+RULES = tuple(f"rules/{m}.py" for m in ("__init__", "base", "shares", "static", "node", "preemption", "numa"))
 CODE = (
     "models/defrag.py", "models/milp.py", "models/units.py", "models/backends.py", "models/highs.py", "models/cpsat.py",
-    "exact.py", "waves.py", "limits.py", "state.py", "rules.py", "engine/defrag/__init__.py", "engine/defrag/methods.py", "engine/defrag/assembly.py", "heuristics/ipc.py", "heuristics/lns.py",
+    "models/defrag_exact.py", "waves.py", "limits.py", "state.py", "state_build.py", *RULES, "engine/defrag/__init__.py", "engine/defrag/methods.py", "engine/defrag/assembly.py", "heuristics/ipc.py", "models/lns.py",
     "instances/asi.py", "instances/openb.py",
 )
 

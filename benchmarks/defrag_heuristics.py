@@ -177,7 +177,7 @@ def write_results(scale_rows: list[dict], quality: list[dict], snapshots: list[t
         "(interpreter start-up, reading and checking the snapshot, planning, validating, writing the plan); "
         "*planner* is the time inside `plan_defrag`. *peak tree* is the summed resident memory of the "
         "command and its worker processes, sampled every 50 ms; *peak main* is the main process alone. *bound*: the "
-        "report's proven upper bound on empty nodes (`planner/defrag_bound.py`); *gap* = (bound - vacated) / bound.",
+        "report's proven upper bound on empty nodes (`planner/models/defrag_bound.py`); *gap* = (bound - vacated) / bound.",
         "",
         "| nodes | GPUs | pods | wall s | planner s | peak tree MiB | peak main MiB | moves | waves | vacated | bound | gap | slack cut |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",

@@ -42,11 +42,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import RESULTS, cached_asi, code_version, machine  # noqa: E402
 
-import planner.move_minimal as move_minimal  # noqa: E402
 from planner.cluster import Cluster  # noqa: E402
 from planner.engine import DefragOptions, plan_defrag  # noqa: E402
 from planner.instances import asi  # noqa: E402
 from planner.limits import MoveBudget  # noqa: E402
+from planner.models import move_minimal  # noqa: E402
 from planner.models.backends import solve  # noqa: E402
 from planner.models.defrag import build_defrag_model  # noqa: E402
 from planner.state import ClusterState  # noqa: E402

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _measure import RESULTS, code_version, machine, run_measured  # noqa: E402
+from _measure import RESULTS, code_version, machine, run_measured
 
 PUBLISHED = {  # policy -> (mean allocation % at 100% arrived, at 130%), FGD artifact, default trace, seeds 42..51
     "fgd": (95.23, 95.39), "bestfit": (92.86, 93.08), "gpu-packing": (91.78, 92.00), "gpu-clustering": (91.65, 91.88),
@@ -247,9 +247,9 @@ def main() -> None:
     lines.append("")
 
     # --- PWR -----------------------------------------------------------------------------------
+    from planner.heuristics.power import PowerModel
     from planner.instances.openb import NODE_LISTS, resolve_data_dir
-    from planner.simulate.gpu_nodes import read_gpu_nodes
-    from planner.simulate.power import PowerModel
+    from planner.simulate.openb_nodes import read_gpu_nodes
 
     nodes = read_gpu_nodes(resolve_data_dir(None) / NODE_LISTS["gpu"])
     power = PowerModel(nodes)
@@ -260,7 +260,7 @@ def main() -> None:
     pwr_rows = sweep(list(PWR_POLICIES), args.seeds, 1.3, 5)
     base = [r for r in rows if r["policy"] == "fgd"]
     lines += ["## PWR: power model and savings against FGD", "",
-              f"Power model (`planner/simulate/power.py`, Table II, CPU packages of 16 cores / 32 vCPUs, whole packages per node as the "
+              f"Power model (`planner/heuristics/power.py`, Table II, CPU packages of 16 cores / 32 vCPUs, whole packages per node as the "
               f"reference plugin counts them): **{idle / 1000:,.1f} kW idle, {full / 1000:,.1f} kW at full load** (the paper's cluster: "
               "about 225 kW and 1.43 MW, which Table II gives with fractional packages, 107,018 vCPUs / 32 = 3,344; whole packages per node "
               "make 3,711).", "",

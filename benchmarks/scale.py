@@ -3,7 +3,7 @@
 Sections (``--sections``; each run keeps the other sections' last rows in benchmarks/results/scale.json):
 
 * ``small``: ASI-like snapshots of 100-400 nodes, several seeds: the exact model's proven optimum
-  (HiGHS, 60 s), the relaxation bound (``planner/defrag_bound.py``) and IPC, to show how tight the
+  (HiGHS, 60 s), the relaxation bound (``planner/models/defrag_bound.py``) and IPC, to show how tight the
   bound is and how far IPC is from the optimum.
 * ``large``: 1,000 to 37,707 nodes (150,000 with ``--huge``): the bound's time (state build and bound,
   in process), IPC's empty nodes and its gap to the bound, unbudgeted and with 2% of the pods as budget.
@@ -37,10 +37,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from _measure import RESULTS, cached_asi, code_version, machine, run_measured  # noqa: E402
 
-from planner.defrag_bound import empties_bound  # noqa: E402
 from planner.engine import DefragOptions, plan_defrag  # noqa: E402
 from planner.runtime.gc_pause import collector_paused  # noqa: E402
 from planner.limits import MoveBudget, MoveLimits  # noqa: E402
+from planner.models.defrag_bound import empties_bound  # noqa: E402
 from planner.snapshot import load_cluster  # noqa: E402
 from planner.state import ClusterState  # noqa: E402
 
@@ -222,7 +222,7 @@ def render(rows: dict, args: argparse.Namespace) -> list[str]:  # type: ignore[t
              f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/scale.py --seeds {args.seeds} --huge` (sections: "
              "`--sections small,large,cli,ray,hybrid`; each section below names the code it ran on). Snapshots: `generate_asi(nodes, seed)` "
              "(ASI-like: 8-GPU nodes, 70% GPU allocation, 40% of pods locked, anti-affinity per job), cached under benchmarks/.cache. The "
-             "bound (`planner/defrag_bound.py`) holds for every plan within the limits; *binding* names the relaxation's constraint that gives it.", ""]
+             "bound (`planner/models/defrag_bound.py`) holds for every plan within the limits; *binding* names the relaxation's constraint that gives it.", ""]
     small, large, cli, ray, hybrid = (rows.get(k) for k in ("small", "large", "cli", "ray", "hybrid"))
     if small:
         lines += ["## How tight: against the proven optimum (100-400 nodes)", "", f"Code: {versions.get('small', '?')}.", "",

@@ -9,7 +9,7 @@ plan to the nodes a label selector matches, as kube-descheduler's ``nodeSelector
 other nodes stay, and no pod arrives there.
 
 The policy is applied as restrictions on a copy of the snapshot (``gpu_models`` narrowed, pods
-locked, nodes cordoned), so every planner and the validator obey it through ``rules.py``; a plan
+locked, nodes cordoned), so every planner and the validator obey it through ``rules``; a plan
 made under it is also legal on the snapshot as given.
 """
 

@@ -1,7 +1,7 @@
 """Reading and writing snapshot files: parse, check everything, dump.
 
 A snapshot is accepted only when every field is well-formed, every reference resolves and every pod
-already placed obeys the rules of ``rules.py`` where it stands. Otherwise ``SnapshotError`` lists
+already placed obeys the rules of ``rules`` where it stands. Otherwise ``SnapshotError`` lists
 each problem with its field path; the input is never repaired.
 """
 
@@ -24,8 +24,8 @@ from planner.cluster import (
     SnapshotError,
     duplicate_key_problems,
     pydantic_problems,
-    reference_problems,
 )
+from planner.snapshot_checks import reference_problems
 
 
 def read_text(path: str | Path, what: str = "snapshot") -> str:

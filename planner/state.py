@@ -2,8 +2,8 @@
 
 ``ClusterState`` holds per-node usage and per-pod requests as arrays and answers "may pod p have a
 copy on node n now?" incrementally (``fits``) and for all nodes at once (``feasible_nodes``). These
-are the fast forms of the rules in ``rules.py``; the static rules (schedulable, GPU model, selector,
-taints and tolerations, required node affinity) and topology domains are derived from ``rules.py``
+are the fast forms of the rules in ``rules``; the static rules (schedulable, GPU model, selector,
+taints and tolerations, required node affinity) and topology domains are derived from ``rules``
 itself (``rules.may_arrive``), and tests compare both forms on random data.
 
 The check is make-before-break: the pod's current copy (if any) stays where it is while the new copy
@@ -18,18 +18,20 @@ from collections import defaultdict
 import numpy as np
 
 from planner import rules
-from planner.cluster import Cluster, Node, Pod
+from planner.cluster import Cluster
+from planner.state_build import (
+    UNLISTED,  # noqa: F401 (callers take it from here)
+    Counts,
+    _domain_ids,
+    _eligibility,
+    clone_state,
+    pod_scalars,
+    set_pod_requests,
+    subset_state,
+)
 
 EPS = rules.EPS
 PENDING = -1
-
-
-class Counts(dict):  # type: ignore[type-arg]
-    """How many per key, 0 when absent: what the state needs of a ``Counter`` (whose constructor is
-    slow in Python; pieces of a 37,707-node state built hundreds of thousands of them)."""
-
-    def __missing__(self, key: int) -> int:
-        return 0
 
 
 class ClusterState:
@@ -54,33 +56,7 @@ class ClusterState:
         self.asw_domain = _domain_ids(nodes, "asw")
         self.spine_domain = _domain_ids(nodes, "spine")
 
-        self.pod_gpus = np.array([p.gpus for p in pods], dtype=np.float64)
-        # A standby pod holds no resources (it lent them) and never moves; it keeps a reservation
-        # (rules.resource_shortfalls): the HP pods of its node, standby ones included, must fit.
-        self.pod_standby = np.array([p.standby for p in pods], dtype=bool)
-        self.pod_hp = np.array([p.priority == "HP" for p in pods], dtype=bool)
-        self.has_standby = bool(self.pod_standby.any())
-        holds = ~self.pod_standby
-        is_share = (self.pod_gpus > 0) & (self.pod_gpus < 1)
-        whole = np.where(is_share, 0, self.pod_gpus).astype(np.int64)
-        share = np.where(is_share, self.pod_gpus, 0.0)
-        cpus = np.array([p.cpus for p in pods], dtype=np.float64)
-        mem = np.array([p.memory_gib for p in pods], dtype=np.float64)
-        self.pod_whole = np.where(holds, whole, 0)
-        self.pod_share = np.where(holds, share, 0.0)
-        self.pod_cpus = np.where(holds, cpus, 0.0)
-        self.pod_mem = np.where(holds, mem, 0.0)
-        self.res_names, self.cap_res, pod_res = _named_resources(nodes, pods)
-        self.has_named = bool(self.res_names)
-        self.pod_res = np.where(holds[:, None], pod_res, 0)
-        self._pod_named = _named_pairs(self.pod_res)
-        self._pod_locked_own = np.array([p.locked for p in pods], dtype=bool)
-        self.pod_locked = self._pod_locked_own | self.pod_standby
-        self._awake = (whole, share, cpus, mem)  # what each pod holds awake (set_standby)
-        self._reserve = [
-            (int(w), float(c), float(m), float(sh)) if hp else None
-            for w, c, m, sh, hp in zip(whole.tolist(), cpus.tolist(), mem.tolist(), share.tolist(), self.pod_hp.tolist())
-        ] if self.has_standby else []
+        set_pod_requests(self, pods)
 
         # Static rules (rules.may_arrive) per distinct pod signature and node profile.
         self.pod_signature, self.eligible = _eligibility(nodes, pods)
@@ -126,7 +102,7 @@ class ClusterState:
         self.version = 0  # counts changes to the per-node usage (callers cache what they derive from it)
         self._mask_cache: dict[tuple, tuple[np.ndarray, bool]] = {}
         self._mask_version = -1
-        self._refresh_pod_scalars()
+        self._pod_scalars = pod_scalars(self)
         self._bulk = True  # placing the snapshot: pack each node's shares once at the end, not per pod
         for p, pod in enumerate(pods):
             if pod.node is not None:
@@ -292,22 +268,6 @@ class ClusterState:
         self.share_sum[n] = math.fsum(shares)
         self.share_devices[n] = len(rules.pack_shares(shares))
 
-    def _refresh_pod_scalars(self) -> None:
-        """Per-pod Python scalars for the hot path (numpy element access is slow one at a time)."""
-        domain_of_level = {1: self.asw_domain, 2: self.spine_domain}
-        self._pod_scalars = [
-            (whole, cpus, mem, share, groups, domain_of_level.get(int(self.job_level[j])) if j >= 0 else None, hp)
-            for whole, cpus, mem, share, groups, j, hp in zip(
-                self.pod_whole.tolist(),
-                self.pod_cpus.tolist(),
-                self.pod_mem.tolist(),
-                self.pod_share.tolist(),
-                self.pod_groups,
-                self.pod_job.tolist(),
-                self.pod_hp.tolist(),
-            )
-        ]
-
     def enable_standby(self) -> None:
         """Track HP reservations from now on, so pods may go on standby and wake (``set_standby``)."""
         if self.has_standby:
@@ -341,7 +301,7 @@ class ClusterState:
                                 hp)
 
     # ------------------------------------------------------------------------------------------
-    # Rule checks (fast forms of rules.py)
+    # Rule checks (fast forms of rules/)
     # ------------------------------------------------------------------------------------------
 
     def fits(self, p: int, n: int) -> bool:
@@ -358,7 +318,7 @@ class ClusterState:
         )
 
     def broken_rules(self, p: int, n: int) -> list[str]:
-        """Names of the rules (``rules.py`` constants) a copy of p on node n would break."""
+        """Names of the rules (``rules`` constants) a copy of p on node n would break."""
         broken = []
         if not self.eligible[self.pod_signature[p], n]:
             broken.append(self._static_rule(p, n))
@@ -526,199 +486,12 @@ class ClusterState:
         Rules that span nodes stay exact: anti-affinity is per node, and a required job's domain
         counts come from this whole state. ``node_ids``/``pod_ids`` map back to the cluster.
         """
-        nodes = np.asarray(nodes, dtype=np.int64)
-        pods = np.array(sorted(p for n in nodes for p in self.node_pods[n]), dtype=np.int64)
-        sub = object.__new__(ClusterState)
-        sub._bulk = False
-        sub.version = 0
-        sub._mask_cache, sub._mask_version = {}, -1
-        sub.cluster = self.cluster
-        sub.node_ids, sub.pod_ids = self.node_ids[nodes], self.pod_ids[pods]
-        sub.node_names = [self.node_names[n] for n in nodes]
-        sub.node_index = {name: k for k, name in enumerate(sub.node_names)}
-        sub.pod_names = [self.pod_names[p] for p in pods]
-        sub.pod_index = {name: k for k, name in enumerate(sub.pod_names)}
-        for field in ("cap_gpus", "cap_cpus", "cap_mem", "schedulable", "node_model", "asw_domain", "spine_domain",
-                      "whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node",
-                      "hp_pods_per_node", "standby_on", "hp_whole", "hp_cpus", "hp_mem", "cap_res", "used_res"):
-            setattr(sub, field, getattr(self, field)[nodes].copy())
-        sub.res_names, sub.has_named = self.res_names, self.has_named
-        sub._res_floor = sub.cap_res.min(axis=0).tolist() if self.has_named and len(nodes) else [0] * len(self.res_names)
-        sub._res_peak = sub.used_res.max(axis=0).tolist() if self.has_named and len(nodes) else [0] * len(self.res_names)
-        sub._pod_named = [self._pod_named[p] for p in pods.tolist()] if self.has_named else []
-        for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked", "pod_res",
-                      "pod_signature", "pod_job", "pod_standby", "pod_hp", "_pod_locked_own"):
-            setattr(sub, field, getattr(self, field)[pods].copy())
-        sub._awake = tuple(a[pods] for a in self._awake)
-        sub.has_standby = self.has_standby
-        sub._reserve = [self._reserve[p] for p in pods.tolist()] if self.has_standby else []
-        node_list = nodes.tolist()  # look up the piece's nodes, not every node of the cluster
-        sub.hp_shares = defaultdict(list, {k: list(self.hp_shares[n]) for k, n in enumerate(node_list) if self.hp_shares.get(n)})
-        sub.eligible = self.eligible[:, nodes]
-        sub.pod_groups = [self.pod_groups[p] for p in pods]
-        sub.group_names = []  # names are for reading the full state; a piece (sent to a worker) needs only the indexes
-        sub.group_nodes = defaultdict(Counts)  # filled below from the piece's own pods (all pods of its nodes)
-        sub.job_level = self.job_level
-        sub.job_domains = defaultdict(Counts)
-        for j in set(sub.pod_job.tolist()) - {-1}:
-            if self.job_level[j] and j in self.job_domains:  # only required jobs keep domain counts
-                sub.job_domains[j] = Counts(self.job_domains[j])
-        sub.node_shares = defaultdict(list, {k: list(self.node_shares[n]) for k, n in enumerate(node_list) if self.node_shares.get(n)})
-        sub.node_pods = [set() for _ in nodes]
-        sub.node_stamp = [0] * len(nodes)
-        position = np.empty(len(self.node_names), dtype=np.int64)  # a node's index in the piece
-        position[nodes] = np.arange(len(nodes))
-        sub.pod_node = position[self.pod_node[pods]]
-        sub._refresh_pod_scalars()
-        group_nodes = sub.group_nodes
-        for k, n in enumerate(sub.pod_node.tolist()):
-            sub.node_pods[n].add(k)
-            for g in sub.pod_groups[k]:
-                group_nodes[g][n] += 1
-        return sub
+        return subset_state(self, nodes)  # type: ignore[no-any-return]
 
     def clone(self) -> ClusterState:
         """An independent copy (the pydantic cluster and static arrays are shared, not copied)."""
-        twin = object.__new__(ClusterState)
-        twin.__dict__.update(self.__dict__)
-        twin._mask_cache, twin._mask_version = {}, -1
-        for field in ("whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node", "hp_pods_per_node", "pod_node",
-                      "standby_on", "hp_whole", "hp_cpus", "hp_mem", "used_res"):
-            setattr(twin, field, getattr(self, field).copy())
-        twin._res_peak = list(self._res_peak)
-        twin.hp_shares = defaultdict(list, {n: list(s) for n, s in self.hp_shares.items() if s})
-        twin.node_shares = defaultdict(list, {n: list(s) for n, s in self.node_shares.items() if s})
-        twin.node_pods = [set(s) for s in self.node_pods]
-        twin.node_stamp = list(self.node_stamp)
-        twin.group_nodes = defaultdict(Counts, {g: Counts(c) for g, c in self.group_nodes.items()})
-        twin.job_domains = defaultdict(Counts, {j: Counts(c) for j, c in self.job_domains.items()})
-        return twin
+        return clone_state(self)  # type: ignore[no-any-return]
 
     def __getstate__(self) -> dict:
         """Pickle without the pydantic cluster (partitions travel to worker processes as arrays)."""
         return {**self.__dict__, "cluster": None, "_mask_cache": {}, "_mask_version": -1}
-
-
-def _domain_ids(nodes: list[Node], level: str) -> np.ndarray:
-    ids: dict[str, int] = {}
-    return np.array([ids.setdefault(rules.topology_domain(n, level), len(ids)) for n in nodes], dtype=np.int64)
-
-
-def _eligibility(nodes: list[Node], pods: list[Pod]) -> tuple[np.ndarray, np.ndarray]:
-    """Per pod a signature id; per signature a mask of nodes its static rules allow.
-
-    ``rules.may_arrive`` is ``may_receive`` and the checks of ``rules.STATIC_CHECKS``, each reading
-    one field of the pod (one part of the signature): each check runs once per distinct value of its
-    part and node profile, and a signature's mask is the conjunction of its parts' rows."""
-    signatures: dict[tuple, int] = {}
-    pod_signature = np.empty(len(pods), dtype=np.int64)
-    representative: list[Pod] = []
-    for p, pod in enumerate(pods):
-        key = _pod_signature_key(pod)
-        if key not in signatures:
-            signatures[key] = len(signatures)
-            representative.append(pod)
-        pod_signature[p] = signatures[key]
-    profiles: dict[tuple, int] = {}
-    node_profile = np.empty(len(nodes), dtype=np.int64)
-    profile_node: list[Node] = []
-    read = _labels_read(representative)
-    for n, node in enumerate(nodes):
-        key = _node_profile_key(node, read)
-        if key not in profiles:
-            profiles[key] = len(profiles)
-            profile_node.append(node)
-        node_profile[n] = profiles[key]
-    by_profile = np.ones((len(representative), len(profile_node)), dtype=bool)
-    by_profile &= np.array([rules.may_receive(node) for node in profile_node], dtype=bool)
-    for part, check in enumerate(rules.STATIC_CHECKS):
-        values: dict[tuple, int] = {}
-        first: list[Pod] = []
-        row = np.empty(len(representative), dtype=np.int64)
-        for s, key in enumerate(signatures):
-            if key[part] not in values:
-                values[key[part]] = len(values)
-                first.append(representative[s])
-            row[s] = values[key[part]]
-        if check is rules.selector_matches:
-            allowed = _selectors_match(first, profile_node)
-        else:
-            allowed = np.array([[check(pod, node) for node in profile_node] for pod in first], dtype=bool).reshape(len(first), len(profile_node))
-        by_profile &= allowed[row]
-    return pod_signature, by_profile[:, node_profile]
-
-
-def _selectors_match(pods: list[Pod], nodes: list[Node]) -> np.ndarray:
-    """``rules.selector_matches`` of each pod on each node: a selector holds where every one of its
-    (key, value) pairs is a label of the node, so each pair is looked up once, not once per pod."""
-    pair_rows: dict[tuple[str, str], np.ndarray] = {}
-    allowed = np.ones((len(pods), len(nodes)), dtype=bool)
-    for k, pod in enumerate(pods):
-        for pair in pod.node_selector.items():
-            if pair not in pair_rows:
-                key, value = pair
-                pair_rows[pair] = np.array([node.labels.get(key) == value for node in nodes], dtype=bool)
-            allowed[k] &= pair_rows[pair]
-    return allowed
-
-
-UNLISTED = np.iinfo(np.int64).max // 4
-"""The capacity of a named resource on a node that does not list its resources: unlimited."""
-
-
-def _named_resources(nodes: list[Node], pods: list[Pod]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The named resources some pod charges a node that lists its resources (``rules.requested``),
-    with each node's allocatable (``UNLISTED`` where the node lists none) and each pod's request."""
-    if all(node.resources is None for node in nodes):
-        return [], np.zeros((len(nodes), 0), dtype=np.int64), np.zeros((len(pods), 0), dtype=np.int64)
-    asked = [rules.requested(pod) for pod in pods]
-    names = sorted({name for ask in asked for name, amount in ask.items() if amount > 0})
-    column = {name: r for r, name in enumerate(names)}
-    cap = np.array([[_unlisted_as_unlimited(rules.offered_amount(node, name)) for name in names] for node in nodes],
-                   dtype=np.int64).reshape(len(nodes), len(names))
-    req = np.zeros((len(pods), len(names)), dtype=np.int64)
-    for p, ask in enumerate(asked):
-        for name, amount in ask.items():
-            if amount > 0:
-                req[p, column[name]] = amount
-    return names, cap, req
-
-
-def _named_pairs(requests: np.ndarray) -> list[tuple[tuple[int, int], ...]]:
-    """Each pod's named requests as (column, amount) pairs: the hot path reads a few elements, not rows."""
-    pairs: list[list[tuple[int, int]]] = [[] for _ in range(requests.shape[0])]
-    rows, columns = np.nonzero(requests)
-    for p, r, amount in zip(rows.tolist(), columns.tolist(), requests[rows, columns].tolist()):
-        pairs[p].append((r, amount))
-    return [tuple(x) for x in pairs]
-
-
-def _unlisted_as_unlimited(amount: int | None) -> int:
-    return UNLISTED if amount is None else amount
-
-
-def _pod_signature_key(pod: Pod) -> tuple:
-    """What the static rules read of a pod, one part per check of ``rules.STATIC_CHECKS`` (in that
-    order): pods with equal keys are eligible on the same nodes."""
-    tolerations = tuple(sorted((t.key, t.operator, t.value, t.effect) for t in pod.tolerations))
-    affinity = None if pod.node_affinity is None else tuple(
-        tuple(sorted((r.key, r.operator, tuple(sorted(r.values))) for r in term)) for term in pod.node_affinity
-    )
-    requests = tuple(sorted(name for name, amount in pod.requests.items() if amount > 0))
-    return (tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())), tolerations, affinity, requests)
-
-
-def _labels_read(pods: list[Pod]) -> frozenset[str]:
-    """The node labels some pod's selector or required node affinity reads (a hostname label no
-    pod selects on would otherwise make every node a profile of its own)."""
-    keys = {key for pod in pods for key in pod.node_selector}
-    keys.update(r.key for pod in pods if pod.node_affinity for term in pod.node_affinity for r in term)
-    return frozenset(keys)
-
-
-def _node_profile_key(node: Node, read: frozenset[str]) -> tuple:
-    """What the static rules read of a node: nodes with equal keys admit the same pods."""
-    taints = tuple(sorted((t.key, t.value, t.effect) for t in node.taints))
-    offered = None if node.resources is None else tuple(sorted(name for name, amount in node.resources.items() if amount > 0))
-    labels = tuple(sorted((k, v) for k, v in node.labels.items() if k in read))
-    return (node.gpu_model, labels, node.schedulable, taints, offered)

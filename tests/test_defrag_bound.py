@@ -1,4 +1,4 @@
-"""The combinatorial bound on empty nodes (``defrag_bound.py``) against a brute force written here
+"""The combinatorial bound on empty nodes (``models/defrag_bound.py``) against a brute force written here
 (every legal final state of tiny clusters, with the move limits), by hand on small cases, and as the
 engine reports it."""
 
@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.cluster import Cluster
-from planner.defrag_bound import empties_bound
 from planner.engine import DefragOptions, plan_defrag
 from planner.limits import MoveBudget, MoveLimits
+from planner.models.defrag_bound import empties_bound
 from planner.state import ClusterState
 from tests.conftest import make_cluster, node, pod
 from tests.oracle import final_states
@@ -90,7 +90,7 @@ def test_by_hand_anti_affinity_needs_distinct_nodes():
 
 
 def test_large_pods_need_holes_they_fit():
-    from planner.defrag_bound import _largest_sums
+    from planner.models.defrag_bound import _largest_sums
 
     assert _largest_sums([3, 5], 8).tolist() == [0, 0, 0, 3, 3, 5, 6, 6, 8]
     assert _largest_sums([4, 8], 8).tolist() == [0, 0, 0, 0, 4, 4, 4, 4, 8]

@@ -3,17 +3,16 @@ executable plans from final states, and the engine's exact/compare/hybrid/auto m
 
 from __future__ import annotations
 
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, PlanOptionError, plan_defrag
-from planner.exact import ExactOptions, solve_exact
 from planner.limits import MoveBudget, MoveLimits
 from planner.models.backends import solve
 from planner.models.defrag import build_defrag_model
+from planner.models.defrag_exact import ExactOptions, solve_exact
 from planner.plans import DefragComparison
 from planner.state import ClusterState
 from planner.validate.defrag import validate

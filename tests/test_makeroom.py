@@ -169,7 +169,7 @@ def test_the_validator_refuses_placements_that_break_the_rules_after_the_last_wa
 
 
 # ----------------------------------------------------------------------------------------------
-# Brute force: every sequence of up to 3 single legal moves (make-before-break), rules.py only
+# Brute force: every sequence of up to 3 single legal moves (make-before-break), rules/ only
 # ----------------------------------------------------------------------------------------------
 
 

@@ -77,7 +77,7 @@ def test_exact_trim_is_proven_move_minimal_on_an_asi_like_snapshot() -> None:
 
 
 def test_pieces_keep_the_plan_valid_and_report_no_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    import planner.move_minimal as move_minimal
+    from planner.models import move_minimal
 
     monkeypatch.setattr(move_minimal, "WHOLE_MAX_NODES", 10)
     monkeypatch.setattr(move_minimal, "PIECE_NODES", 20)

@@ -1,4 +1,4 @@
-"""rules.py is the one definition of feasible; state.py's fast forms must agree with it exactly."""
+"""rules/ is the one definition of feasible; state.py's fast forms must agree with it exactly."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def test_topology_domains_fall_back_to_the_node() -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Fast forms (state.py) against plain forms (rules.py)
+# Fast forms (state.py) against plain forms (rules/)
 # ----------------------------------------------------------------------------------------------
 
 

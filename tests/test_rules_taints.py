@@ -1,4 +1,4 @@
-"""Taints, tolerations and required node affinity: the rules (rules.py) and their fast form (state.py)."""
+"""Taints, tolerations and required node affinity: the rules (rules/) and their fast form (state.py)."""
 
 from __future__ import annotations
 

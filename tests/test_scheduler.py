@@ -191,7 +191,7 @@ def test_the_scheduler_places_only_where_state_fits(cluster, policy, seed):
             continue
         assert state.fits(p, n) and n in feasible
         state.place(p, n)
-    placed_cluster(state)  # every rule of rules.py, checked independently of the state
+    placed_cluster(state)  # every rule of rules/, checked independently of the state
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,7 +1,7 @@
 """Placement replays (``simulate/placement.py``) and the policies' scores (``heuristics/share_scores.py``)
 against oracles written here: the FGD fragmentation and every score recomputed with plain loops from
 the formulas of the FGD artifact, the power model from Table II by hand, and every end state checked
-with ``rules.py``."""
+with ``rules``."""
 
 from __future__ import annotations
 
@@ -15,11 +15,18 @@ import pytest
 
 from planner import rules
 from planner.cluster import SnapshotError
-from planner.heuristics.share_scores import SCORERS, Ask, TargetWorkload, fragmentation, scorer
+from planner.heuristics.gpu_nodes import GpuNodes, Trace, pod_tag
+from planner.heuristics.power import PowerModel
+from planner.heuristics.share_scores import (
+    SCORERS,
+    Ask,
+    TargetWorkload,
+    fragmentation,
+    scorer,
+)
 from planner.instances.openb import resolve_data_dir
-from planner.simulate.gpu_nodes import GpuNodes, Trace, pod_tag, read_gpu_nodes, read_trace, to_cluster
+from planner.simulate.openb_nodes import read_gpu_nodes, read_trace, to_cluster
 from planner.simulate.placement import Replay, at_loads, inflate, replay
-from planner.simulate.power import PowerModel
 
 DATA = resolve_data_dir()
 
@@ -404,7 +411,7 @@ def test_load_points_average_the_pods_that_round_to_them():
     run = Replay(arrived_milli=np.array([100, 149, 151, 250, 400]), used_milli=np.array([100, 149, 149, 200, 300]),
                  power_w=np.array([1.0, 2.0, 3.0, 4.0, 5.0]), frag_milli=np.array([990.0, 0, 0, 0, 0]), node=np.zeros(5, dtype=np.int64), capacity_milli=10_000,
                  devices=[[] for _ in range(5)])
-    points = at_loads(run, range(0, 5))
+    points = at_loads(run, range(5))
     assert points[1]["gpu_allocation"] == pytest.approx((1.0 + 1.49) / 2)  # 1.00 % and 1.49 % round to 1
     assert points[2]["gpu_allocation"] == pytest.approx((1.49 + 2.0) / 2)  # 1.51 % and 2.50 % (half to even) round to 2
     assert points[2]["eopc_w"] == pytest.approx(3.5)

@@ -20,7 +20,8 @@ from planner.engine.common import (
     pod_shape,
     refuse_unholdable,
 )
-from planner.heuristics.makeroom import Request, make_room
+from planner.heuristics.makeroom import make_room
+from planner.heuristics.room import Request
 from planner.limits import MoveBudget
 from planner.plans import Placement, Unplaced
 from planner.state import ClusterState
@@ -122,7 +123,7 @@ def run_make_room_exact(
     workers: int, seed: int, deterministic: bool,
 ) -> tuple[MadeRoom, dict[str, Any], dict[str, Any]]:
     """The exact model's end state turned into waves by the router (``waves.target_to_waves``, as
-    ``exact.py`` does for defrag), the jobs started on the state after the last wave, and what is
+    ``models/defrag_exact.py`` does for defrag), the jobs started on the state after the last wave, and what is
     proven about the executed plan: (made room, solver fields, report fields). ``state`` is left at
     the end of the last wave."""
     from planner.models.makeroom import solve_make_room

@@ -184,7 +184,7 @@ def policy_of(method: str, options: PreemptOptions):  # type: ignore[no-untyped-
         from planner.heuristics.flextopo import FlexTopo
 
         return FlexTopo(options.alpha)
-    from planner.heuristics.victims import baseline_policy
+    from planner.heuristics.preempt_baselines import baseline_policy
 
     return baseline_policy(method, options.seed)
 

@@ -14,7 +14,7 @@
 Destinations are never empty nodes (filling one to empty another gains nothing), never nodes vacated
 this round, and never nodes of the chain being built. A node that received pods is not a candidate
 later in the same round (no ping-pong). Every placement is tested with ``ClusterState.fits``, the fast
-form of ``rules.py``, against the state left by the moves before it; so the committed moves form a
+form of ``rules``, against the state left by the moves before it; so the committed moves form a
 sequentially legal sequence that ``waves.sequence_to_waves`` turns into make-before-break waves.
 
 Limits (``limits.MoveBudget``): the moves of the whole plan, the moves touching any one node (a move

@@ -43,6 +43,7 @@ from planner import rules
 from planner.heuristics.ipc import EjectionGroup, GroupTask, IpcOptions
 from planner.heuristics.room import (
     LEVEL_NAMES,
+    Request,
     bound_pods,
     domain_room,
     domains_of,
@@ -66,23 +67,6 @@ ranked by a vectorised estimate only, which keeps a 37,707-node cluster cheap.""
 BOUND_COST = 3.0
 """A pod bound to the job's domain counts as this many pods when choosing nodes to clear: it must
 be rehomed inside the domain, where room is scarcest."""
-
-
-@dataclass
-class Request:
-    """A named pending job (or a pending pod without a job): its pods (one shape) and its topology
-    level (0 anywhere, 1 one access switch, 2 one spine)."""
-
-    name: str
-    pods: list[int]
-    level: int = 0
-    minimum: int | None = None
-    """The job's ``min_available`` when below its pods: it starts with that many, the others where they fit."""
-
-    @property
-    def need(self) -> int:
-        """Pods that must start together for the job to run."""
-        return len(self.pods) if self.minimum is None else min(self.minimum, len(self.pods))
 
 
 @dataclass

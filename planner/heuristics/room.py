@@ -8,7 +8,7 @@ whatever moves, and the reason says so without search. The exact model uses the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,10 +16,24 @@ from planner import rules
 from planner.limits import MoveBudget
 from planner.state import EPS, ClusterState
 
-if TYPE_CHECKING:
-    from planner.heuristics.makeroom import Request
-
 LEVEL_NAMES = {1: "asw", 2: "spine"}
+
+
+@dataclass
+class Request:
+    """A named pending job (or a pending pod without a job): its pods (one shape) and its topology
+    level (0 anywhere, 1 one access switch, 2 one spine)."""
+
+    name: str
+    pods: list[int]
+    level: int = 0
+    minimum: int | None = None
+    """The job's ``min_available`` when below its pods: it starts with that many, the others where they fit."""
+
+    @property
+    def need(self) -> int:
+        """Pods that must start together for the job to run."""
+        return len(self.pods) if self.minimum is None else min(self.minimum, len(self.pods))
 
 
 def optimistic_slots(state: ClusterState, p: int) -> np.ndarray:

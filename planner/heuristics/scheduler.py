@@ -1,7 +1,7 @@
 """The baseline scheduler: what a default Kubernetes cluster does with one pod, or one gang.
 
 Filter, then score, as the kube-scheduler framework does: the feasible nodes come from
-``ClusterState.feasible_nodes`` (the rules of ``rules.py``, never re-implemented here), a score from
+``ClusterState.feasible_nodes`` (the rules of ``rules``, never re-implemented here), a score from
 ``scoring.py`` ranks them, and ties are broken uniformly by the caller's seeded ``numpy`` generator, so
 a run is deterministic for a given seed. Policies:
 

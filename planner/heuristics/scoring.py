@@ -1,6 +1,6 @@
 """Node scores: rank the feasible nodes for a pod (higher is better), Kubernetes-framework style.
 
-Filtering (may pod p go on node n?) is ``ClusterState.feasible_nodes``, the fast form of ``rules.py``;
+Filtering (may pod p go on node n?) is ``ClusterState.feasible_nodes``, the fast form of ``rules``;
 a score only orders nodes that already passed it. Every score has the signature
 ``score(state, p, nodes) -> np.ndarray`` over an array of node indexes and is vectorised with numpy.
 

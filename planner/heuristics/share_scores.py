@@ -1,4 +1,4 @@
-"""Node scores for GPU-sharing placement on the per-GPU model (``simulate/gpu_nodes.py``): the policies
+"""Node scores for GPU-sharing placement on the per-GPU model (``heuristics/gpu_nodes.py``): the policies
 the FGD paper (Weng et al., USENIX ATC'23) measured, with the formulas of its simulator
 (hkust-adsl/kubernetes-scheduler-simulator, ``pkg/simulator/plugin/*.go``; facts, re-implemented):
 
@@ -39,8 +39,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.simulate.gpu_nodes import MILLI, GpuNodes, Trace, after_placing, best_fit_device, idle_devices
-from planner.simulate.power import PowerModel
+from planner.heuristics.gpu_nodes import (
+    MILLI,
+    GpuNodes,
+    Trace,
+    after_placing,
+    best_fit_device,
+    idle_devices,
+)
+from planner.heuristics.power import PowerModel
 
 MAX_CPU_MILLI = 128_000
 MAX_GPU_MILLI = 8_000
@@ -293,7 +300,7 @@ class Fgd(Scorer):
 
 class Pwr(Scorer):
     """PWR (Algorithm 1 of the PWR paper): the node whose power grows least. Raw score: the increase
-    in watts (``simulate/power.py``) with the pod on its best-fit devices; normalised over the feasible
+    in watts (``heuristics/power.py``) with the pod on its best-fit devices; normalised over the feasible
     nodes as the reference plugin does: ``(max - d) * 100 // (max - min)`` of the increases d, all 100
     when equal."""
 

@@ -1,7 +1,7 @@
 """Exact defragmentation: which node every movable pod should end on so that most nodes are empty.
 
 Two formulations of the same problem, both built as a ``Milp`` (integer coefficients) and solved by
-either back-end. Notation: P movable pods (placed, not locked), N nodes, E(p) the nodes ``rules.py``
+either back-end. Notation: P movable pods (placed, not locked), N nodes, E(p) the nodes ``rules``
 allows for p (its own node always; others only if schedulable, of an allowed GPU model, matching its
 selector, free of a locked pod sharing an anti-affinity group, and, for a pod of a job with a
 ``required`` topology, under the job's current switch: make-before-break never lets such a pod leave
@@ -46,7 +46,7 @@ in GPUs moved (W2 > G), so the weighted optimum is the lexicographic one. A boun
 objective bounds the empty nodes by ceil(U / W1).
 
 Units: all coefficients are integers (CP-SAT requires them). CPUs, memory and GPU shares are scaled
-by ``models/units.py`` so that the model accepts exactly the placements ``rules.py`` accepts (or, for
+by ``models/units.py`` so that the model accepts exactly the placements ``rules`` accepts (or, for
 values no practical unit represents, a superset: the bound stays valid and the executed plan is
 checked by the rules). Capacity rows are divided by the greatest common divisor of their
 coefficients, which keeps coefficients small without changing the integer solutions.
@@ -60,28 +60,16 @@ include every move of a pod that moves twice), so the model's bound is a bound f
 from __future__ import annotations
 
 import math
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from planner import rules
 from planner.limits import MoveBudget
+from planner.models.defrag_data import DefragData, _check_deadline
 from planner.models.milp import Milp
-from planner.models.units import Scale, scale_for
 from planner.state import PENDING, ClusterState
 
 FORMULATIONS = ("auto", "pod", "class")
-
-
-class ModelTimeout(TimeoutError):
-    """Building the model took the whole time limit (a huge instance, forced)."""
-
-
-def _check_deadline(deadline: float | None) -> None:
-    if deadline is not None and time.perf_counter() > deadline:
-        raise ModelTimeout("building the model took the whole time limit")
 
 
 @dataclass
@@ -151,20 +139,6 @@ class DefragModel:
         return values
 
 
-def class_key(state: ClusterState, p: int, domain: int) -> tuple:
-    """Pods with equal keys are interchangeable for every rule and resource."""
-    return (
-        int(state.pod_whole[p]),
-        float(state.pod_share[p]),
-        float(state.pod_cpus[p]),
-        float(state.pod_mem[p]),
-        int(state.pod_signature[p]),
-        state.pod_groups[p],
-        domain,
-        tuple(state.pod_res[p].tolist()),
-    )
-
-
 def build_defrag_model(
     state: ClusterState,
     budget: MoveBudget | None = None,
@@ -182,91 +156,13 @@ def build_defrag_model(
         raise ValueError(f"unknown formulation {formulation!r}; choose one of {', '.join(FORMULATIONS)}")
     budget = MoveBudget.of(state) if budget is None else budget
     movable = [p for p in range(len(state.pod_names)) if state.pod_node[p] != PENDING and not state.pod_locked[p]]
-    data = _Data(state, movable, forbidden, budget, deadline)
+    data = DefragData(state, movable, forbidden, budget, deadline)
     if formulation == "auto":
         classes = data.classes()
         formulation = "class" if not forbidden and len(classes) <= 0.7 * max(1, len(movable)) else "pod"
     if formulation == "class" and forbidden:
         raise ValueError("the class-aggregated formulation cannot forbid single (pod, node) pairs; use 'pod'")
     return _Builder(data, budget, formulation, deadline).build()
-
-
-class _Data:
-    """Integer resources, locked usage and eligibility, derived from ``rules.py`` via the state."""
-
-    def __init__(
-        self, state: ClusterState, movable: list[int], forbidden: set[tuple[int, int]] | frozenset, budget: MoveBudget, deadline: float | None
-    ):
-        self.state = s = state
-        self.movable = movable
-        n_nodes = len(s.node_names)
-        placed = np.flatnonzero(s.pod_node >= 0)
-        shares = s.pod_share[placed]
-        self.cpu_scale = scale_for(s.pod_cpus[placed].tolist(), s.cap_cpus.tolist())
-        self.mem_scale = scale_for(s.pod_mem[placed].tolist(), s.cap_mem.tolist())
-        self.share_scale = scale_for(shares[shares > 0].tolist(), [1.0]) if (shares > 0).any() else Scale(1, True)
-        self.exact_units = self.cpu_scale.exact and self.mem_scale.exact and self.share_scale.exact
-        self.cpu = [self.cpu_scale.request(c) for c in s.pod_cpus.tolist()]
-        self.mem = [self.mem_scale.request(m) for m in s.pod_mem.tolist()]
-        self.share = [self.share_scale.request(x) if x > 0 else 0 for x in s.pod_share.tolist()]
-        self.device = self.share_scale.capacity(1.0)
-        self.gpu_units = [int(s.pod_whole[p]) * self.share_scale.unit + self.share[p] for p in range(len(s.pod_names))]
-        self.cap_gpu = s.cap_gpus.astype(int).tolist()
-        self.cap_cpu = [self.cpu_scale.capacity(c) for c in s.cap_cpus.tolist()]
-        self.cap_mem = [self.mem_scale.capacity(m) for m in s.cap_mem.tolist()]
-        self.locked_whole = [0] * n_nodes
-        self.locked_cpu = [0] * n_nodes
-        self.locked_mem = [0] * n_nodes
-        self.locked_shares: dict[int, list[int]] = defaultdict(list)
-        self.locked_res = np.zeros(s.cap_res.shape, dtype=np.int64)
-        self.has_locked = [False] * n_nodes
-        locked_groups: dict[int, set[int]] = defaultdict(set)
-        for p in np.flatnonzero(s.pod_locked & (s.pod_node >= 0)).tolist():
-            n = int(s.pod_node[p])
-            self.has_locked[n] = True
-            self.locked_whole[n] += int(s.pod_whole[p])
-            self.locked_cpu[n] += self.cpu[p]
-            self.locked_mem[n] += self.mem[p]
-            self.locked_res[n] += s.pod_res[p]
-            if s.pod_share[p] > 0:
-                self.locked_shares[n].append(p)
-            locked_groups[n].update(s.pod_groups[p])
-        self.home = {p: int(s.pod_node[p]) for p in movable}
-        self.same_asw = budget.asw is not None
-        self.domain = {}
-        self.eligible: dict[int, list[int]] = {}
-        all_nodes = np.arange(n_nodes)
-        for k, p in enumerate(movable):
-            if k % 256 == 0:
-                _check_deadline(deadline)
-            home = self.home[p]
-            ok = s.eligible[s.pod_signature[p]] & budget.destinations(home)
-            domain_array = s._pod_scalars[p][5]
-            self.domain[p] = -1 if domain_array is None else int(domain_array[home])
-            if domain_array is not None:
-                ok &= domain_array == self.domain[p]
-            ok &= s.cap_gpus >= s.pod_whole[p] + (1 if s.pod_share[p] > 0 else 0)
-            nodes = [n for n in all_nodes[ok].tolist() if not (locked_groups.get(n, set()) & set(s.pod_groups[p]))]
-            nodes = [n for n in nodes if (p, n) not in forbidden and self._fits_alone(p, n)]
-            if home not in nodes:
-                nodes.append(home)
-            self.eligible[p] = sorted(nodes)
-
-    def _fits_alone(self, p: int, n: int) -> bool:
-        """p fits n beside the locked pods alone (cheap pruning of hopeless pairs)."""
-        return (
-            self.cpu[p] <= self.cap_cpu[n] - self.locked_cpu[n]
-            and self.mem[p] <= self.cap_mem[n] - self.locked_mem[n]
-            and self.state.pod_whole[p] <= self.cap_gpu[n] - self.locked_whole[n]
-            and bool((self.state.pod_res[p] <= self.state.cap_res[n] - self.locked_res[n]).all())
-        )
-
-    def classes(self) -> list[list[int]]:
-        by_key: dict[tuple, list[int]] = defaultdict(list)
-        for p in self.movable:
-            asw = int(self.state.asw_domain[self.home[p]]) if self.same_asw else -1
-            by_key[(*class_key(self.state, p, self.domain[p]), asw)].append(p)
-        return [by_key[k] for k in sorted(by_key, key=lambda k: by_key[k][0])]
 
 
 def _capacity_row(milp: Milp, terms: list[tuple[int, int]], room: int, empty: int | None, name: str) -> None:
@@ -287,7 +183,7 @@ def _capacity_row(milp: Milp, terms: list[tuple[int, int]], room: int, empty: in
 
 
 class _Builder:
-    def __init__(self, data: _Data, budget: MoveBudget, formulation: str, deadline: float | None):
+    def __init__(self, data: DefragData, budget: MoveBudget, formulation: str, deadline: float | None):
         self.d = data
         self.budget = budget
         self.deadline = deadline

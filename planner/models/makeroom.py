@@ -2,7 +2,7 @@
 
 Over a *neighbourhood* (``Neighbourhood``): the movable pods M (placed, not locked, not standby,
 whole GPUs), the nodes they may end on, and each job's candidate nodes C_j. Every other pod stays
-where it is. For p in M, E(p) are the nodes ``rules.py`` allows (eligible signature, not standby,
+where it is. For p in M, E(p) are the nodes ``rules`` allows (eligible signature, not standby,
 free of a fixed pod of its anti-affinity groups, within its job's switch when that job's topology is
 ``required``, within the limits: ``MoveBudget.destinations``), its own node always included.
 
@@ -36,12 +36,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.heuristics.makeroom import (
-    Request,
     _candidates,
     _domains_cheapest_first,
-    domains_of,
-    optimistic_slots,
 )
+from planner.heuristics.room import Request, domains_of, optimistic_slots
 from planner.heuristics.topology import node_slots
 from planner.limits import MoveBudget
 from planner.models.backends import solve

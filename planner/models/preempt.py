@@ -10,7 +10,7 @@ Variables (binary):
 Constraints:
   (1) sum_n x[p, n] = 1 for the pods that must start; at least ``min_available`` start otherwise;
   (2) GPUs of n:  sum_p G_p x[p, n] <= free_n + sum_u e_u G_un   (whole devices);
-  (3) CPUs, memory of n likewise (integer units that accept exactly what rules.py accepts);
+  (3) CPUs, memory of n likewise (integer units that accept exactly what rules/ accepts);
   (4) a device holds one pod: sum_{p, S containing g} y[p, n, S] <= e_u for the gang u holding g
       (<= 1 when g is free); NUMA domain CPUs: sum y * (CPUs p draws from d) <= free_d + sum_u e_u C_ud;
   (5) anti-affinity: x[p, n] <= e_u for each gang u with a pod on n sharing a group with p; pods of

@@ -41,39 +41,25 @@ Objective, lexicographic: (a) most GPUs of the jobs started; (b) fewest switches
   slack; at slack 0 a job that fits one access switch has entropy 0 (no indicators). A job on
   at least m switches holds at most N - m + 1 pods on any, and on a switch it uses at least N less
   what its other allowed switches can hold (``_count_ranges``): indicators exist only for those
-  counts, and each is tied to the switch variable ("one count iff used"). These took the proofs of
-  the 50 contended batches of ``benchmarks/topology_batch.py`` from 14 to 35 within 10 s.
-  Two more reductions (35 -> 37 on the same batches): a job on at most one switch (``required``, or
-  confined at slack 0) puts all its k pods on the switch it uses (``whole_under``: sum x >= k u, which
-  the relaxation otherwise splits over switches too small for it); and *twins*, jobs no row tells
-  apart, are interchangeable, so some optimum lists their entropies in non-increasing name order.
-  *Count pairing* (31 -> 44 of 50 on this machine, where the rest above took 31): a job on at most
-  two switches holds k < N pods on one exactly when it holds N - k on the other, so as many of its
-  switches hold k as hold N - k (sum_d b[j, d, k] = sum_d b[j, d, N - k]). Without it the relaxation
-  mixes counts no plan pairs up (half of "202 here" with most of "176 there"); with it the root bound
-  closed the gap on 5 of 7 batches that had timed out. A job that needs two switches and may use up
-  to U = 2 + slack gets the loose form -e <= #k - #(N - k) <= U e with e = its switches - 2 (at most
-  one switch holds N - k > N / 2, at most U hold k): 42 -> 44. The phase runs HiGHS with its default
-  feasibility tolerance and without presolve: with the 1e-9 tolerance of the other solves its root LP
-  did not finish in 10 s on 2 of 5 such batches, and presolve cost 4 s of them. Its plan is checked
-  against every row in exact integer arithmetic (``Milp.violated_rows``) and dropped, with the claim,
-  when one slips.
-  *Count multisets* (43 -> 47 of 50; 48 with the GPUs-and-switches solve's smaller weight): the counts of a
-  job over the switches it uses form one partition of N into between its fewest and U parts, each
-  within the count ranges. Where those partitions are few (``PARTITION_LIMIT`` per job,
-  ``PARTITION_TOTAL`` in all) each gets a variable y[j, p], sum_p y[j, p] = z[j], and for every k
-  sum_d b[j, d, k] = sum_p (parts of p equal to k) y[j, p]: the relaxation can then only mix whole
-  multisets (the convex hull of one job's count multisets; it implies both pairings, which remain
-  for jobs with more partitions). On batch 31 the root bound rose from 2.632 to 2.691 nats against an
-  optimum of 2.714.
-  *Multiset neighbourhood* (48 -> 50 of 50 in the sweep, slowest 8.9 s): with those rows the bound is
-  rarely the problem; the plan is. Given the optimum as its start HiGHS proved batches 31 and 44 in 2.6
-  and 1.4 s, against 19 and 14 s from the phase-(b) plan. So before the phase's solve its LP
-  relaxation is solved, and the model with each job's multisets cut to those the LP uses (and the
-  start's) is solved with presolve (``_multiset_neighbourhood``); its plan, checked in exact
-  arithmetic, starts the full solve when better. Nothing is claimed of the cut model.
+  counts, and each is tied to the switch variable ("one count iff used"). Further rows, each valid
+  for every plan, tighten the relaxation:
+  * a job on at most one switch (``required``, or confined at slack 0) puts all its k pods on the
+    switch it uses (``whole_under``: sum x >= k u);
+  * *twins*, jobs no row tells apart, list their entropies in non-increasing name order;
+  * *count pairing*: a job on at most two switches holds k < N pods on one exactly when it holds
+    N - k on the other (sum_d b[j, d, k] = sum_d b[j, d, N - k]); a job that needs two switches and
+    may use up to U = 2 + slack gets -e <= #k - #(N - k) <= U e, e = its switches - 2;
+  * *count multisets*: where a job's partitions of N (between its fewest and U parts, within the
+    count ranges) are few (``PARTITION_LIMIT`` per job, ``PARTITION_TOTAL`` in all), y[j, p] picks
+    one, sum_p y[j, p] = z[j] and sum_d b[j, d, k] = sum_p (parts of p equal to k) y[j, p] (the
+    convex hull of the job's count multisets).
+  The phase runs HiGHS with its default feasibility tolerance and without presolve; its plan is
+  checked against every row in exact integer arithmetic (``Milp.violated_rows``) and dropped, with
+  the claim, when one slips. Before it, the model with each job's multisets cut to those its LP
+  relaxation uses (and the start's) is solved (``_multiset_neighbourhood``) for a start; nothing is
+  claimed of the cut model. ``benchmarks/topology_batch.py`` measures what each reduction proves.
 
-Exact (accepts exactly what ``rules.py`` accepts) for jobs of whole-GPU pods; a job of GPU shares
+Exact (accepts exactly what ``rules`` accepts) for jobs of whole-GPU pods; a job of GPU shares
 makes it a relaxation (shares pack onto devices) and nothing is claimed.
 """
 
@@ -90,7 +76,13 @@ from planner.heuristics.topology import entropy, largest_first, min_switches, no
 from planner.models.backends import solve
 from planner.models.highs import lp_relaxation
 from planner.models.milp import Milp, MilpResult
-from planner.models.reduced_cost import LagrangianBound, fix_by_reduced_cost, lagrangian_bound, proof_by_bound, solve_with_fixing
+from planner.models.reduced_cost import (
+    LagrangianBound,
+    fix_by_reduced_cost,
+    lagrangian_bound,
+    proof_by_bound,
+    solve_with_fixing,
+)
 from planner.rules import EPS
 from planner.state import UNLISTED, ClusterState
 

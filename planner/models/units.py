@@ -1,6 +1,6 @@
-"""Integer units for the exact models, chosen so that a model accepts exactly what ``rules.py`` accepts.
+"""Integer units for the exact models, chosen so that a model accepts exactly what ``rules`` accepts.
 
-``rules.py`` compares float sums with a tolerance: requests r_i fit a capacity C when
+``rules`` compares float sums with a tolerance: requests r_i fit a capacity C when
 sum r_i <= C + EPS. Models need integer coefficients (CP-SAT requires them), so every request and
 capacity of one resource is scaled by one unit U:
 

@@ -28,10 +28,11 @@ from pathlib import Path
 import numpy as np
 
 from planner.cluster import SnapshotError
+from planner.heuristics.gpu_nodes import GpuNodes, Trace, pod_tag
+from planner.heuristics.power import PowerModel
 from planner.heuristics.share_scores import Ask, Scorer, TargetWorkload, fragmentation, scorer
 from planner.instances.openb import NODE_LISTS, POD_LIST_PREFIX, missing_data_dir, pod_lists, resolve_data_dir
-from planner.simulate.gpu_nodes import GpuNodes, Trace, pod_tag, read_gpu_nodes, read_trace
-from planner.simulate.power import PowerModel
+from planner.simulate.openb_nodes import read_gpu_nodes, read_trace
 
 
 def inflate(trace: Trace, capacity_milli: int, load: float, rng: np.random.Generator) -> Trace:
@@ -57,7 +58,7 @@ def inflate(trace: Trace, capacity_milli: int, load: float, rng: np.random.Gener
 @dataclass
 class Replay:
     """Per arriving pod, after it was tried: GPU milli arrived so far (incl. this pod), milli
-    allocated, datacenter power (W, ``simulate/power.py``) and fragmentation (milli-GPUs, FGD's F
+    allocated, datacenter power (W, ``heuristics/power.py``) and fragmentation (milli-GPUs, FGD's F
     summed over nodes for the trace's target workload); the node each pod went to (-1: failed) and
     the devices it took."""
 
@@ -143,7 +144,7 @@ def _cached_scores(state: GpuNodes, policy: Scorer, ask: Ask, cache: dict, versi
     return scores
 
 
-def at_loads(run: Replay, points: range = range(0, 131)) -> dict[int, dict[str, float] | None]:
+def at_loads(run: Replay, points: range = range(131)) -> dict[int, dict[str, float] | None]:
     """Per arrived load k (% of GPU capacity): the means over the pods whose arrived load rounds
     (half to even) to k, or to k - 1..k + 1 when none does (the FGD artifact's discrete points) of
     ``gpu_allocation`` (% of capacity), ``grar`` (allocated / arrived request), ``eopc_w``,

@@ -24,7 +24,7 @@ from typing import Any
 
 from planner import metrics
 from planner.cluster import Cluster
-from planner.defrag_bound import empties_bound
+from planner.models.defrag_bound import empties_bound
 from planner.engine.common import (
     MAX_COUNT,
     MAX_SEED,

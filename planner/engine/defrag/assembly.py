@@ -11,7 +11,7 @@ import numpy as np
 
 from planner import metrics
 from planner.cluster import Cluster
-from planner.defrag_bound import EmptiesBound
+from planner.models.defrag_bound import EmptiesBound
 from planner.engine.common import PlanBug, lost_work
 from planner.engine.defrag.methods import _moved_once
 from planner.engine.defrag.options import DefragOptions

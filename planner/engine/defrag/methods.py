@@ -14,14 +14,14 @@ import numpy as np
 from planner.cluster import Cluster
 from planner.engine.common import PlanOptionError
 from planner.engine.defrag.options import DefragOptions
-from planner.exact import ExactOptions, model_size, solve_exact
+from planner.models.defrag_exact import ExactOptions, model_size, solve_exact
 from planner.runtime.executors import Run
 from planner.heuristics import baselines
 from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
-from planner.heuristics.lns import LnsOptions, run_lns
+from planner.models.lns import LnsOptions, run_lns
 from planner.heuristics.trim import end_state, target_of
 from planner.limits import MoveBudget, MoveLimits, unavailable_limits
-from planner.move_minimal import minimise_moves
+from planner.models.move_minimal import minimise_moves
 from planner.runtime.ray_executor import ray_cpus
 from planner.state import PENDING, ClusterState
 from planner.waves import Step, sequence_to_waves, target_to_waves

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.simulate.gpu_nodes import MILLI, GpuNodes
+from planner.heuristics.gpu_nodes import MILLI, GpuNodes
 
 GPU_POWER_W = {  # model -> (idle, TDP)
     "V100M16": (30.0, 300.0), "V100M32": (30.0, 300.0), "P100": (25.0, 250.0), "T4": (10.0, 70.0),

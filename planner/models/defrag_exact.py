@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 
 from planner.limits import MoveBudget
 from planner.models.backends import solve
-from planner.models.defrag import DefragModel, ModelTimeout, build_defrag_model
+from planner.models.defrag import DefragModel, build_defrag_model
+from planner.models.defrag_data import ModelTimeout
 from planner.models.milp import MilpResult
 from planner.state import ClusterState
 from planner.waves import Step, target_to_waves
@@ -161,7 +162,7 @@ def _empties_from_bound(bound: float | None, scale: int, most: int) -> int | Non
 def solve_model(model: DefragModel, options: ExactOptions, time_limit_s: float, hint: list[int] | None) -> tuple[MilpResult, Proof, list[dict]]:
     """Solve ``model`` lexicographically (``options.lexicographic``); the result carrying the final
     values, the proof, and one record per solve."""
-    run = lambda milp, seconds, start: solve(  # noqa: E731
+    run = lambda milp, seconds, start: solve(
         milp, options.solver, max(seconds, 0.5), options.solver_workers, start, options.seed, options.deterministic, options.strict
     )
     proof = Proof.unproven(model)

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from planner.exact import ExactOptions, solve_exact
 from planner.limits import MoveBudget
+from planner.models.defrag_exact import ExactOptions, solve_exact
 from planner.state import ClusterState
 from planner.waves import Step
 

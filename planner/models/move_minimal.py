@@ -29,11 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from planner.exact import ExactOptions, model_size
 from planner.heuristics.trim import end_state, plan_cost, route_if_better, trim_plan
 from planner.limits import MoveBudget
 from planner.models.backends import solve
-from planner.models.defrag import ModelTimeout, build_defrag_model
+from planner.models.defrag import build_defrag_model
+from planner.models.defrag_data import ModelTimeout
+from planner.models.defrag_exact import ExactOptions, model_size
 from planner.state import PENDING, ClusterState
 from planner.waves import Step
 

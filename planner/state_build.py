@@ -1,0 +1,270 @@
+"""Building a ``ClusterState``: the static arrays (eligibility per pod signature and node profile,
+resources by name, topology domains, each pod's requests), and the sub-states and copies of a state.
+``state.py`` keeps the hot methods; this module is run once per state or piece."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from planner import rules
+from planner.cluster import Node, Pod
+
+
+class Counts(dict):  # type: ignore[type-arg]
+    """How many per key, 0 when absent: what the state needs of a ``Counter`` (whose constructor is
+    slow in Python; pieces of a 37,707-node state built hundreds of thousands of them)."""
+
+    def __missing__(self, key: int) -> int:
+        return 0
+
+
+def set_pod_requests(state, pods: list[Pod]) -> None:  # type: ignore[no-untyped-def]
+    """Each pod's requests as arrays on ``state`` (a standby pod holds nothing and keeps a reservation)."""
+    nodes = state.cluster.nodes
+    state.pod_gpus = np.array([p.gpus for p in pods], dtype=np.float64)
+    # A standby pod holds no resources (it lent them) and never moves; it keeps a reservation
+    # (rules.resource_shortfalls): the HP pods of its node, standby ones included, must fit.
+    state.pod_standby = np.array([p.standby for p in pods], dtype=bool)
+    state.pod_hp = np.array([p.priority == "HP" for p in pods], dtype=bool)
+    state.has_standby = bool(state.pod_standby.any())
+    holds = ~state.pod_standby
+    is_share = (state.pod_gpus > 0) & (state.pod_gpus < 1)
+    whole = np.where(is_share, 0, state.pod_gpus).astype(np.int64)
+    share = np.where(is_share, state.pod_gpus, 0.0)
+    cpus = np.array([p.cpus for p in pods], dtype=np.float64)
+    mem = np.array([p.memory_gib for p in pods], dtype=np.float64)
+    state.pod_whole = np.where(holds, whole, 0)
+    state.pod_share = np.where(holds, share, 0.0)
+    state.pod_cpus = np.where(holds, cpus, 0.0)
+    state.pod_mem = np.where(holds, mem, 0.0)
+    state.res_names, state.cap_res, pod_res = _named_resources(nodes, pods)
+    state.has_named = bool(state.res_names)
+    state.pod_res = np.where(holds[:, None], pod_res, 0)
+    state._pod_named = _named_pairs(state.pod_res)
+    state._pod_locked_own = np.array([p.locked for p in pods], dtype=bool)
+    state.pod_locked = state._pod_locked_own | state.pod_standby
+    state._awake = (whole, share, cpus, mem)  # what each pod holds awake (set_standby)
+    state._reserve = [
+        (int(w), float(c), float(m), float(sh)) if hp else None
+        for w, c, m, sh, hp in zip(whole.tolist(), cpus.tolist(), mem.tolist(), share.tolist(), state.pod_hp.tolist())
+    ] if state.has_standby else []
+
+
+def pod_scalars(state) -> list[tuple]:  # type: ignore[no-untyped-def]
+    """Per-pod Python scalars for the hot path (numpy element access is slow one at a time)."""
+    domain_of_level = {1: state.asw_domain, 2: state.spine_domain}
+    return [
+        (whole, cpus, mem, share, groups, domain_of_level.get(int(state.job_level[j])) if j >= 0 else None, hp)
+        for whole, cpus, mem, share, groups, j, hp in zip(
+            state.pod_whole.tolist(),
+            state.pod_cpus.tolist(),
+            state.pod_mem.tolist(),
+            state.pod_share.tolist(),
+            state.pod_groups,
+            state.pod_job.tolist(),
+            state.pod_hp.tolist(),
+        )
+    ]
+
+
+def subset_state(state, nodes: np.ndarray):  # type: ignore[no-untyped-def]
+    """An independent state over ``nodes`` (indexes of this state) and the pods placed on them.
+
+    Rules that span nodes stay exact: anti-affinity is per node, and a required job's domain
+    counts come from this whole state. ``node_ids``/``pod_ids`` map back to the cluster.
+    """
+    nodes = np.asarray(nodes, dtype=np.int64)
+    pods = np.array(sorted(p for n in nodes for p in state.node_pods[n]), dtype=np.int64)
+    sub = object.__new__(type(state))
+    sub._bulk = False
+    sub.version = 0
+    sub._mask_cache, sub._mask_version = {}, -1
+    sub.cluster = state.cluster
+    sub.node_ids, sub.pod_ids = state.node_ids[nodes], state.pod_ids[pods]
+    sub.node_names = [state.node_names[n] for n in nodes]
+    sub.node_index = {name: k for k, name in enumerate(sub.node_names)}
+    sub.pod_names = [state.pod_names[p] for p in pods]
+    sub.pod_index = {name: k for k, name in enumerate(sub.pod_names)}
+    for field in ("cap_gpus", "cap_cpus", "cap_mem", "schedulable", "node_model", "asw_domain", "spine_domain",
+                  "whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node",
+                  "hp_pods_per_node", "standby_on", "hp_whole", "hp_cpus", "hp_mem", "cap_res", "used_res"):
+        setattr(sub, field, getattr(state, field)[nodes].copy())
+    sub.res_names, sub.has_named = state.res_names, state.has_named
+    sub._res_floor = sub.cap_res.min(axis=0).tolist() if state.has_named and len(nodes) else [0] * len(state.res_names)
+    sub._res_peak = sub.used_res.max(axis=0).tolist() if state.has_named and len(nodes) else [0] * len(state.res_names)
+    sub._pod_named = [state._pod_named[p] for p in pods.tolist()] if state.has_named else []
+    for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked", "pod_res",
+                  "pod_signature", "pod_job", "pod_standby", "pod_hp", "_pod_locked_own"):
+        setattr(sub, field, getattr(state, field)[pods].copy())
+    sub._awake = tuple(a[pods] for a in state._awake)
+    sub.has_standby = state.has_standby
+    sub._reserve = [state._reserve[p] for p in pods.tolist()] if state.has_standby else []
+    node_list = nodes.tolist()  # look up the piece's nodes, not every node of the cluster
+    sub.hp_shares = defaultdict(list, {k: list(state.hp_shares[n]) for k, n in enumerate(node_list) if state.hp_shares.get(n)})
+    sub.eligible = state.eligible[:, nodes]
+    sub.pod_groups = [state.pod_groups[p] for p in pods]
+    sub.group_names = []  # names are for reading the full state; a piece (sent to a worker) needs only the indexes
+    sub.group_nodes = defaultdict(Counts)  # filled below from the piece's own pods (all pods of its nodes)
+    sub.job_level = state.job_level
+    sub.job_domains = defaultdict(Counts)
+    for j in set(sub.pod_job.tolist()) - {-1}:
+        if state.job_level[j] and j in state.job_domains:  # only required jobs keep domain counts
+            sub.job_domains[j] = Counts(state.job_domains[j])
+    sub.node_shares = defaultdict(list, {k: list(state.node_shares[n]) for k, n in enumerate(node_list) if state.node_shares.get(n)})
+    sub.node_pods = [set() for _ in nodes]
+    sub.node_stamp = [0] * len(nodes)
+    position = np.empty(len(state.node_names), dtype=np.int64)  # a node's index in the piece
+    position[nodes] = np.arange(len(nodes))
+    sub.pod_node = position[state.pod_node[pods]]
+    sub._pod_scalars = pod_scalars(sub)
+    group_nodes = sub.group_nodes
+    for k, n in enumerate(sub.pod_node.tolist()):
+        sub.node_pods[n].add(k)
+        for g in sub.pod_groups[k]:
+            group_nodes[g][n] += 1
+    return sub
+
+
+def clone_state(state):  # type: ignore[no-untyped-def]
+    """An independent copy (the pydantic cluster and static arrays are shared, not copied)."""
+    twin = object.__new__(type(state))
+    twin.__dict__.update(state.__dict__)
+    twin._mask_cache, twin._mask_version = {}, -1
+    for field in ("whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node", "hp_pods_per_node", "pod_node",
+                  "standby_on", "hp_whole", "hp_cpus", "hp_mem", "used_res"):
+        setattr(twin, field, getattr(state, field).copy())
+    twin._res_peak = list(state._res_peak)
+    twin.hp_shares = defaultdict(list, {n: list(s) for n, s in state.hp_shares.items() if s})
+    twin.node_shares = defaultdict(list, {n: list(s) for n, s in state.node_shares.items() if s})
+    twin.node_pods = [set(s) for s in state.node_pods]
+    twin.node_stamp = list(state.node_stamp)
+    twin.group_nodes = defaultdict(Counts, {g: Counts(c) for g, c in state.group_nodes.items()})
+    twin.job_domains = defaultdict(Counts, {j: Counts(c) for j, c in state.job_domains.items()})
+    return twin
+
+
+def _domain_ids(nodes: list[Node], level: str) -> np.ndarray:
+    ids: dict[str, int] = {}
+    return np.array([ids.setdefault(rules.topology_domain(n, level), len(ids)) for n in nodes], dtype=np.int64)
+
+
+def _eligibility(nodes: list[Node], pods: list[Pod]) -> tuple[np.ndarray, np.ndarray]:
+    """Per pod a signature id; per signature a mask of nodes its static rules allow.
+
+    ``rules.may_arrive`` is ``may_receive`` and the checks of ``rules.STATIC_CHECKS``, each reading
+    one field of the pod (one part of the signature): each check runs once per distinct value of its
+    part and node profile, and a signature's mask is the conjunction of its parts' rows."""
+    signatures: dict[tuple, int] = {}
+    pod_signature = np.empty(len(pods), dtype=np.int64)
+    representative: list[Pod] = []
+    for p, pod in enumerate(pods):
+        key = _pod_signature_key(pod)
+        if key not in signatures:
+            signatures[key] = len(signatures)
+            representative.append(pod)
+        pod_signature[p] = signatures[key]
+    profiles: dict[tuple, int] = {}
+    node_profile = np.empty(len(nodes), dtype=np.int64)
+    profile_node: list[Node] = []
+    read = _labels_read(representative)
+    for n, node in enumerate(nodes):
+        key = _node_profile_key(node, read)
+        if key not in profiles:
+            profiles[key] = len(profiles)
+            profile_node.append(node)
+        node_profile[n] = profiles[key]
+    by_profile = np.ones((len(representative), len(profile_node)), dtype=bool)
+    by_profile &= np.array([rules.may_receive(node) for node in profile_node], dtype=bool)
+    for part, check in enumerate(rules.STATIC_CHECKS):
+        values: dict[tuple, int] = {}
+        first: list[Pod] = []
+        row = np.empty(len(representative), dtype=np.int64)
+        for s, key in enumerate(signatures):
+            if key[part] not in values:
+                values[key[part]] = len(values)
+                first.append(representative[s])
+            row[s] = values[key[part]]
+        if check is rules.selector_matches:
+            allowed = _selectors_match(first, profile_node)
+        else:
+            allowed = np.array([[check(pod, node) for node in profile_node] for pod in first], dtype=bool).reshape(len(first), len(profile_node))
+        by_profile &= allowed[row]
+    return pod_signature, by_profile[:, node_profile]
+
+
+def _selectors_match(pods: list[Pod], nodes: list[Node]) -> np.ndarray:
+    """``rules.selector_matches`` of each pod on each node: a selector holds where every one of its
+    (key, value) pairs is a label of the node, so each pair is looked up once, not once per pod."""
+    pair_rows: dict[tuple[str, str], np.ndarray] = {}
+    allowed = np.ones((len(pods), len(nodes)), dtype=bool)
+    for k, pod in enumerate(pods):
+        for pair in pod.node_selector.items():
+            if pair not in pair_rows:
+                key, value = pair
+                pair_rows[pair] = np.array([node.labels.get(key) == value for node in nodes], dtype=bool)
+            allowed[k] &= pair_rows[pair]
+    return allowed
+
+
+UNLISTED = np.iinfo(np.int64).max // 4
+"""The capacity of a named resource on a node that does not list its resources: unlimited."""
+
+
+def _named_resources(nodes: list[Node], pods: list[Pod]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The named resources some pod charges a node that lists its resources (``rules.requested``),
+    with each node's allocatable (``UNLISTED`` where the node lists none) and each pod's request."""
+    if all(node.resources is None for node in nodes):
+        return [], np.zeros((len(nodes), 0), dtype=np.int64), np.zeros((len(pods), 0), dtype=np.int64)
+    asked = [rules.requested(pod) for pod in pods]
+    names = sorted({name for ask in asked for name, amount in ask.items() if amount > 0})
+    column = {name: r for r, name in enumerate(names)}
+    cap = np.array([[_unlisted_as_unlimited(rules.offered_amount(node, name)) for name in names] for node in nodes],
+                   dtype=np.int64).reshape(len(nodes), len(names))
+    req = np.zeros((len(pods), len(names)), dtype=np.int64)
+    for p, ask in enumerate(asked):
+        for name, amount in ask.items():
+            if amount > 0:
+                req[p, column[name]] = amount
+    return names, cap, req
+
+
+def _named_pairs(requests: np.ndarray) -> list[tuple[tuple[int, int], ...]]:
+    """Each pod's named requests as (column, amount) pairs: the hot path reads a few elements, not rows."""
+    pairs: list[list[tuple[int, int]]] = [[] for _ in range(requests.shape[0])]
+    rows, columns = np.nonzero(requests)
+    for p, r, amount in zip(rows.tolist(), columns.tolist(), requests[rows, columns].tolist()):
+        pairs[p].append((r, amount))
+    return [tuple(x) for x in pairs]
+
+
+def _unlisted_as_unlimited(amount: int | None) -> int:
+    return UNLISTED if amount is None else amount
+
+
+def _pod_signature_key(pod: Pod) -> tuple:
+    """What the static rules read of a pod, one part per check of ``rules.STATIC_CHECKS`` (in that
+    order): pods with equal keys are eligible on the same nodes."""
+    tolerations = tuple(sorted((t.key, t.operator, t.value, t.effect) for t in pod.tolerations))
+    affinity = None if pod.node_affinity is None else tuple(
+        tuple(sorted((r.key, r.operator, tuple(sorted(r.values))) for r in term)) for term in pod.node_affinity
+    )
+    requests = tuple(sorted(name for name, amount in pod.requests.items() if amount > 0))
+    return (tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())), tolerations, affinity, requests)
+
+
+def _labels_read(pods: list[Pod]) -> frozenset[str]:
+    """The node labels some pod's selector or required node affinity reads (a hostname label no
+    pod selects on would otherwise make every node a profile of its own)."""
+    keys = {key for pod in pods for key in pod.node_selector}
+    keys.update(r.key for pod in pods if pod.node_affinity for term in pod.node_affinity for r in term)
+    return frozenset(keys)
+
+
+def _node_profile_key(node: Node, read: frozenset[str]) -> tuple:
+    """What the static rules read of a node: nodes with equal keys admit the same pods."""
+    taints = tuple(sorted((t.key, t.value, t.effect) for t in node.taints))
+    offered = None if node.resources is None else tuple(sorted(name for name, amount in node.resources.items() if amount > 0))
+    labels = tuple(sorted((k, v) for k, v in node.labels.items() if k in read))
+    return (node.gpu_model, labels, node.schedulable, taints, offered)
