@@ -3,11 +3,10 @@ solver's search, where ``auto`` runs HiGHS and then CP-SAT (``_search``)."""
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
-from planner.models.backends import solve
+from planner.models.backends import solve, solve_highs_then_cpsat
 from planner.models.highs import lp_relaxation
 from planner.models.milp import Milp, MilpResult
 from planner.models.reduced_cost import lagrangian_bound, proof_by_bound
@@ -15,7 +14,8 @@ from planner.models.reduced_cost import lagrangian_bound, proof_by_bound
 LP_SHARE = 0.3
 """Share of a solve's time (of the entropy phase's time left) its LP relaxation may take."""
 HIGHS_SHARE = 0.5
-"""``auto``: HiGHS gets this share of a solve's time, CP-SAT the rest when HiGHS has not proven it."""
+"""``auto``: HiGHS gets this share of a solve's time, CP-SAT the rest when HiGHS has not proven it
+(``models/backends.py``, ``solve_highs_then_cpsat``)."""
 
 
 def _solve(m: Milp, solver: str, time_limit_s: float, workers: int, hint: list[int] | None, fields: dict[str, Any], name: str) -> MilpResult:
@@ -46,26 +46,8 @@ def _search(m: Milp, solver: str, time_limit_s: float, workers: int, hint: list[
     hint. CP-SAT took 10 s on contended batches HiGHS proved in 0.2 s. With W scaled by the GPUs' unit
     (``solve_joint``) HiGHS proved GPUs and switches on all 50 contended batches of
     benchmarks/topology_batch.py alone, in at most 4.8 s (2 s or less on 43); before, it stopped on one
-    (batch 30) with a bound within rounding of a better plan, which CP-SAT then proved in 12 s. A
-    proven result is deterministic either way (neither depends on the other's incumbent)."""
+    (batch 30) with a bound within rounding of a better plan, which CP-SAT then proved in 12 s."""
     time_limit_s = max(0.5, time_limit_s)
     if solver != "auto":
         return solve(m, solver, time_limit_s, workers, hint, deterministic=solver == "cpsat", wall_cap_s=time_limit_s)
-    start = time.perf_counter()
-    first = solve(m, "highs", HIGHS_SHARE * time_limit_s, workers, hint)
-    if first.status in ("optimal", "infeasible"):
-        return first
-    left = max(0.5, time_limit_s - (time.perf_counter() - start))
-    second = solve(m, "cpsat", left, workers, hint, deterministic=True, wall_cap_s=left)  # the caller's limit holds in wall time
-    if second.status in ("optimal", "infeasible") or first.values is None:
-        best = second
-    elif second.values is None:
-        best = first
-    else:
-        best = max((first, second), key=lambda r: r.objective if r.objective is not None else -math.inf)
-    bounds = [r.bound for r in (first, second) if r.bound is not None]
-    best.bound = min(bounds) if bounds else best.bound  # maximising: either proven bound holds
-    if best.status == "optimal":
-        best.bound = best.objective  # CP-SAT's proof (HiGHS's bound can sit within rounding below it)
-    best.wall_s = time.perf_counter() - start
-    return best
+    return solve_highs_then_cpsat(m, time_limit_s, workers, hint, HIGHS_SHARE)
