@@ -17,7 +17,7 @@ import pytest
 from planner.cluster import Cluster
 from planner.engine.allocate import AllocateOptions, plan_allocate
 from planner.heuristics.topology import slurm_tree
-from planner.models import topology
+from planner.models.topology import counts, entropy_phase, formulation
 from planner.validate.allocate import validate_allocate
 from tests import allocate_oracle
 
@@ -90,7 +90,7 @@ def test_the_joint_model_reaches_the_brute_force_optimum(solver, rows, monkeypat
     HiGHS, the LP bound proves some starts optimal (no search) and the entropy search of the others
     runs on the model compacted by reduced-cost fixing (``models/reduced_cost.py``)."""
     if rows == "pairing":
-        monkeypatch.setattr(topology, "PARTITION_LIMIT", 0)
+        monkeypatch.setattr(counts, "PARTITION_LIMIT", 0)
     confined = floored = paired = loose = partitioned = 0
     phase_b_proofs = entropy_proofs = fixed_then_searched = 0
     for seed in range(20):
@@ -167,7 +167,7 @@ def test_an_elastic_gang_keeps_entropy_out_of_the_claim():
 def test_an_entropy_level_skipped_for_size_is_not_claimed(monkeypatch):
     """Over the indicator limit the entropy level is skipped: the plan is feasible, its GPUs and
     switches still proven, and both must equal the brute force's."""
-    monkeypatch.setattr(topology, "ENTROPY_INDICATOR_LIMIT", 0)
+    monkeypatch.setattr(entropy_phase, "ENTROPY_INDICATOR_LIMIT", 0)
     skipped = 0
     for seed in range(12):
         cluster = tiny_cluster(seed)
@@ -272,9 +272,7 @@ def test_cli_compare_table_generate_batch_and_bad_shapes(tmp_path):
 
 def test_per_node_packing_rows_agree_with_the_brute_force(monkeypatch):
     """Classes with too many packing patterns get per-node rows instead: force that everywhere."""
-    import planner.models.topology as topology
-
-    monkeypatch.setattr(topology, "PATTERN_LIMIT", 0)
+    monkeypatch.setattr(formulation, "PATTERN_LIMIT", 0)
     for seed in (1, 13, 15, 18, 19):
         cluster = tiny_cluster(seed)
         plan = plan_allocate(cluster, AllocateOptions(method="exact", solver="highs", time_limit_s=20, solver_workers=2))
@@ -293,7 +291,7 @@ def test_count_multisets_are_every_partition_within_the_ranges():
             for fewest, most in ((1, 1), (1, 3), (2, 4), (3, 12)):
                 want = {c for size in range(fewest, most + 1)
                         for c in itertools.combinations_with_replacement(range(high, low - 1, -1), size) if sum(c) == n}
-                got = topology._partitions(n, low, high, fewest, most, 10_000)
+                got = counts._partitions(n, low, high, fewest, most, 10_000)
                 assert got is not None and len(got) == len(set(got)) and set(got) == want, (n, low, high, fewest, most)
-    assert len(topology._partitions(12, 1, 12, 1, 12, 77)) == 77  # p(12) = 77 fits the cap
-    assert topology._partitions(12, 1, 12, 1, 12, 76) is None
+    assert len(counts._partitions(12, 1, 12, 1, 12, 77)) == 77  # p(12) = 77 fits the cap
+    assert counts._partitions(12, 1, 12, 1, 12, 76) is None

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from planner.models import topology
 from planner.models.backends import solve
 from planner.models.highs import lp_relaxation
 from planner.models.milp import Milp
 from planner.models.reduced_cost import lagrangian_bound
+from planner.models.topology import neighbourhood
 
 
 def small() -> Milp:
@@ -60,10 +60,10 @@ def test_the_multiset_neighbourhood_improves_the_start_and_keeps_it_allowed() ->
     relaxed = lp_relaxation(m, 5.0, 1)
     assert relaxed is not None and relaxed.values[ys[(4,)]] == pytest.approx(1.0)
     lagrangian = lagrangian_bound(m, relaxed.row_duals)
-    got = topology._multiset_neighbourhood(m, start, {"a": ys}, relaxed.values, lagrangian, time.perf_counter() + 5.0, 1, fields)
+    got = neighbourhood._multiset_neighbourhood(m, start, {"a": ys}, relaxed.values, lagrangian, time.perf_counter() + 5.0, 1, fields)
     assert got == [1, 1, 0, 0] and fields["entropy_neighbourhood_multisets"] == 2  # (4,) kept by the LP, 2+2 as the start's
     assert fields["entropy_neighbourhood"].startswith("improved the start by")
     # a start that is already the best is returned as it is (the LP bound, 0, proves it)
     fields = {}
-    assert topology._multiset_neighbourhood(m, [1, 1, 0, 0], {"a": ys}, relaxed.values, lagrangian, time.perf_counter() + 5.0, 1, fields) == [1, 1, 0, 0]
+    assert neighbourhood._multiset_neighbourhood(m, [1, 1, 0, 0], {"a": ys}, relaxed.values, lagrangian, time.perf_counter() + 5.0, 1, fields) == [1, 1, 0, 0]
     assert fields["entropy_neighbourhood"].startswith("not needed")

@@ -259,7 +259,7 @@ def _best_start(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[i
     (``warm``, in ``order``) and largest-first with required jobs first and with the smallest job
     first. On the 50 contended batches of benchmarks/topology_batch.py the largest job first reaches
     the optimum of GPUs and switches in 36, the best of the three orders in all 50, and the solve's
-    LP bound alone then proves it on 47 (``models/topology.py``, ``_solve``). The comparison against
+    LP bound alone then proves it on 47 (``models/topology/search.py``, ``_solve``). The comparison against
     ``greedy`` stays with ``warm``."""
     job_index = cluster.job_index()
     required = {name: bool((spec := cluster.jobs[job_index[name]].topology) and spec.mode == "required") for name in order}

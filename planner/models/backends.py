@@ -1,4 +1,5 @@
-"""Solver back-ends behind one function: ``solve(milp, solver, time_limit_s, workers, hint)``.
+"""Solver back-ends behind one function: ``solve(milp, solver, time_limit_s, workers, hint)``; and
+``solve_highs_then_cpsat``, HiGHS first and CP-SAT when HiGHS has not proven the model.
 
 * ``cpsat``: OR-Tools CP-SAT (``models/cpsat.py``);
 * ``highs``: HiGHS through highspy (``models/highs.py``).
@@ -9,6 +10,7 @@ bound. A solver failure is a result with status ``error``, never an exception.
 
 from __future__ import annotations
 
+import math
 import time
 
 from planner.models.cpsat import solve_cpsat
@@ -60,3 +62,29 @@ def solve(
         result = MilpResult(solver, "error", None, None, None, 0.0, f"{type(err).__name__}: {err}")
     result.wall_s = time.perf_counter() - start
     return result
+
+
+def solve_highs_then_cpsat(milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None,
+                           highs_share: float = 0.5) -> MilpResult:
+    """HiGHS on ``highs_share`` of ``time_limit_s``; unless it proves ``milp`` (maximise) optimal or
+    infeasible, CP-SAT's deterministic search from the same hint on the wall time left. Returns the
+    proven or better result, with the least bound either reported. A proven result is deterministic
+    either way (neither depends on the other's incumbent)."""
+    start = time.perf_counter()
+    first = solve(milp, "highs", highs_share * time_limit_s, workers, hint)
+    if first.status in ("optimal", "infeasible"):
+        return first
+    left = max(0.5, time_limit_s - (time.perf_counter() - start))
+    second = solve(milp, "cpsat", left, workers, hint, deterministic=True, wall_cap_s=left)  # the caller's limit holds in wall time
+    if second.status in ("optimal", "infeasible") or first.values is None:
+        best = second
+    elif second.values is None:
+        best = first
+    else:
+        best = max((first, second), key=lambda r: r.objective if r.objective is not None else -math.inf)
+    bounds = [r.bound for r in (first, second) if r.bound is not None]
+    best.bound = min(bounds) if bounds else best.bound  # maximising: either proven bound holds
+    if best.status == "optimal":
+        best.bound = best.objective  # CP-SAT's proof (HiGHS's bound can sit within rounding below it)
+    best.wall_s = time.perf_counter() - start
+    return best

@@ -10,7 +10,7 @@ pod-level formulation); with 1e-9 it finds and proves the true optimum.
 ``strict=False`` keeps HiGHS's default tolerance, which is faster (30 s against 52 s to prove that
 instance). The hybrid's neighbourhood solves use it: a neighbourhood's proof only decides whether the
 hybrid stops searching that GPU model, and the plan itself is checked by the exact rules and the
-validator either way. So does the topology model's entropy phase (``models/topology.py``), whose
+validator either way. So does the topology model's entropy phase (``models/topology/``), whose
 objective is already a claim within a rounding tolerance of many units; it checks the plan against
 every row in exact arithmetic. ``presolve=False`` turns HiGHS's presolve off.
 
