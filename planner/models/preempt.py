@@ -41,6 +41,7 @@ from planner.models.milp import Milp
 from planner.models.units import scale_for
 from planner.preempt_state import Ask, PreemptState
 from planner.state import PENDING, UNLISTED
+from planner.heuristics.gang import binding_constraint
 
 
 def solve_preempt(ps: PreemptState, ask: Ask, solver: str, time_limit_s: float, workers: int,
@@ -104,7 +105,6 @@ class _Model:
         missing = [p for p in ask.pods if not cand[p]]
         self.candidates_exist = len(ask.pods) - len(missing) >= ask.min_placed
         if not self.candidates_exist:
-            from planner.heuristics.gang import binding_constraint
 
             everywhere = np.ones(nodes_all, dtype=bool) if ask.nodes is None else ask.nodes
             self.no_candidate_reason = binding_constraint(ps, ask, everywhere)
