@@ -22,6 +22,7 @@ from pydantic import (
     field_serializer,
     model_validator,
 )
+
 from planner.kubernetes_names import resource_name_problem
 
 SNAPSHOT_VERSION = 1

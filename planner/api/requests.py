@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from planner import metrics
 from planner.api.refusals import Refused, parse_model
 from planner.api.schemas import (
     AllocateRequest,
@@ -25,12 +26,11 @@ from planner.api.schemas import (
 )
 from planner.api.worker import job_time_limit_s
 from planner.cluster import Cluster, SnapshotError
-from planner.snapshot import consistency_problems
-from planner import metrics
 from planner.engine import PlanOptionError, check_exact_size, estimated_runtime_s
 from planner.engine.allocate import pending_jobs
 from planner.engine.makeroom import make_room_requests, refuse_exact_shares
 from planner.engine.preempt import request_problems
+from planner.snapshot import consistency_problems
 from planner.standby import reactivation_problems, reactivation_view
 from planner.state import ClusterState
 from planner.validate import validate_plan

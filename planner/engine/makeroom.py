@@ -23,11 +23,10 @@ from planner.engine.common import (
 from planner.heuristics.makeroom import make_room
 from planner.heuristics.room import Request
 from planner.limits import MoveBudget
+from planner.models import makeroom as makeroom_model
 from planner.plans import Placement, Unplaced
 from planner.state import ClusterState
-from planner.waves import Step, sequence_to_waves
-from planner.models import makeroom as makeroom_model
-from planner.waves import target_to_waves
+from planner.waves import Step, sequence_to_waves, target_to_waves
 
 
 @dataclass

@@ -29,16 +29,16 @@ from planner.engine.common import (
     PlanOptionError,
     refuse_unused,
 )
+from planner.heuristics.flextopo import FlexTopo
 from planner.heuristics.gang import Choice, place_job
+from planner.heuristics.preempt_baselines import baseline_policy
 from planner.heuristics.spotgpu import SpotGpu
+from planner.models.preempt import solve_preempt
 from planner.plans import Placement, PreemptComparison, PreemptPlan, SolveReport, Victim
 from planner.preempt_state import Ask, PreemptState
 from planner.provenance import stamp
 from planner.standby import reactivation_problems, reactivation_view
 from planner.validate.preempt import surplus_units, validate_preempt
-from planner.heuristics.flextopo import FlexTopo
-from planner.heuristics.preempt_baselines import baseline_policy
-from planner.models.preempt import solve_preempt
 
 PreemptHeuristic = Literal["spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random"]
 """The preemption heuristics: the one declaration of their names (``HEURISTICS`` lists them)."""

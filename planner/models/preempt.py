@@ -34,14 +34,13 @@ from typing import Any
 import numpy as np
 
 from planner import rules
-from planner.heuristics.gang import Choice, place_job, placement_fits
+from planner.heuristics.gang import Choice, binding_constraint, place_job, placement_fits
 from planner.heuristics.spotgpu import SpotGpu
 from planner.models.backends import solve
 from planner.models.milp import Milp
 from planner.models.units import scale_for
 from planner.preempt_state import Ask, PreemptState
 from planner.state import PENDING, UNLISTED
-from planner.heuristics.gang import binding_constraint
 
 
 def solve_preempt(ps: PreemptState, ask: Ask, solver: str, time_limit_s: float, workers: int,

@@ -12,7 +12,6 @@ import numpy as np
 
 from planner.rules.base import EPS
 
-
 PACKING_SEARCH_LIMIT = 5_000
 """Search nodes allowed, in all, when looking for a packing of shares on fewer devices than
 first-fit-decreasing found. Most sets never search: first-fit-decreasing meets the lower bound.
