@@ -23,6 +23,8 @@ from pydantic import (
     model_validator,
 )
 
+from planner.kubernetes_names import resource_name_problem
+
 SNAPSHOT_VERSION = 1
 
 
@@ -139,8 +141,6 @@ NodeAffinityTerm = Annotated[list[NodeSelectorRequirement], Field(min_length=1)]
 MAX_RESOURCE = 2**62
 """A named resource's quantity at most (base units: bytes for storage, a count otherwise)."""
 def _resource_name(name: str) -> str:
-    from planner.kubernetes_names import resource_name_problem
-
     problem = resource_name_problem(name)
     if problem:
         raise ValueError(problem)

@@ -8,6 +8,7 @@ sources are released only after the wave.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -269,8 +270,6 @@ def dump_plan(plan: PlanDocument, indent: int | None = 2) -> str:
 
 
 def write_plan(plan: PlanDocument, path: str | Path) -> None:
-    import sys
-
     text = dump_plan(plan)
     if str(path) == "-":
         sys.stdout.write(text + "\n")

@@ -27,7 +27,7 @@ class JobEndListener(threading.Thread):
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        import psycopg
+        import psycopg  # deferred: psycopg (PostgreSQL only; SQLite stores never load it)
 
         while not self.stopping.is_set():
             try:

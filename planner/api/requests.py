@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from planner import metrics
 from planner.api.refusals import Refused, parse_model
 from planner.api.schemas import (
     AllocateRequest,
@@ -25,7 +26,14 @@ from planner.api.schemas import (
 )
 from planner.api.worker import job_time_limit_s
 from planner.cluster import Cluster, SnapshotError
+from planner.engine import PlanOptionError, check_exact_size, estimated_runtime_s
+from planner.engine.allocate import pending_jobs
+from planner.engine.makeroom import make_room_requests, refuse_exact_shares
+from planner.engine.preempt import request_problems
 from planner.snapshot import consistency_problems
+from planner.standby import reactivation_problems, reactivation_view
+from planner.state import ClusterState
+from planner.validate import validate_plan
 
 
 @dataclass(frozen=True)
@@ -73,8 +81,6 @@ def queued(kind: str, snapshot: Cluster, given: dict[str, Any], effective: dict[
 def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any], str]:
     """A defrag request checked as far as it can be before it is queued: (snapshot JSON, options as
     given, request digest). Raises ``Refused`` with the API's field names."""
-    from planner.engine import PlanOptionError, check_exact_size, estimated_runtime_s
-    from planner.state import ClusterState
 
     request = parse_model(DefragRequest, body)
     problems = consistency_problems(request.snapshot)
@@ -94,8 +100,6 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
         except PlanOptionError as err:
             raise Refused(422, "invalid request", [err.for_api()]) from None
     if options.make_room is not None:
-        from planner.engine.makeroom import make_room_requests, refuse_exact_shares
-
         try:
             requests = make_room_requests(request.snapshot, options.make_room)
             if options.method in ("exact", "compare"):
@@ -122,8 +126,6 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
 def accept_preempt(body: bytes, settings: Settings) -> tuple[str, dict[str, Any], str]:
     """A preempt request checked before it is queued: (snapshot JSON, the job and options as given,
     request digest). Raises ``Refused`` naming the request's fields."""
-    from planner.engine.preempt import request_problems
-    from planner.standby import reactivation_problems, reactivation_view
 
     request = parse_model(PreemptRequest, body)
     if (request.job is None) == (request.reactivate is None):
@@ -150,8 +152,6 @@ def accept_preempt(body: bytes, settings: Settings) -> tuple[str, dict[str, Any]
 
 def accept_allocate(body: bytes, settings: Settings) -> tuple[str, dict[str, Any], str]:
     """An allocate request checked before it is queued (jobs known, pending, of one shape each)."""
-    from planner.engine.allocate import pending_jobs
-    from planner.engine.defrag import PlanOptionError
 
     request = parse_model(AllocateRequest, body)
     problems = consistency_problems(request.snapshot)
@@ -168,8 +168,6 @@ def accept_allocate(body: bytes, settings: Settings) -> tuple[str, dict[str, Any
 
 
 def validate_plan_of(body: bytes) -> ValidateResponse:
-    from planner.validate import validate_plan
-
     request = parse_model(ValidateRequest, body)
     problems = consistency_problems(request.snapshot)
     if problems:
@@ -179,8 +177,6 @@ def validate_plan_of(body: bytes) -> ValidateResponse:
 
 
 def report_of(body: bytes) -> dict[str, Any]:
-    from planner import metrics
-
     request = parse_model(ReportRequest, body)
     problems = consistency_problems(request.snapshot)
     if problems:

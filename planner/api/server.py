@@ -12,6 +12,11 @@ import os
 
 from planner.api.logs import configure as configure_logs
 from planner.api.app import Settings, create_app
+from planner.runtime.ray_executor import serve_on_ray
+from planner.runtime.tasks import default_workers
+from planner.service.database import StoreURLError, check_url, database_url, error_reason
+from planner.service.secrets import check_token, secret, source
+from planner.service.store import Store
 
 LOOPBACK_NAMES = {"localhost"}
 SERVER_MEMORY_BYTES = 2 << 30
@@ -31,8 +36,6 @@ def job_memory_bytes(concurrency: int, gib: float | None) -> int:
 
 def check_store(url: str, option: str) -> None:
     """Refuse to start on a store that cannot be opened or written (exit 2 with the reason)."""
-    from planner.service.database import StoreURLError, check_url, error_reason
-    from planner.service.store import Store
 
     try:
         dialect = check_url(url)
@@ -80,12 +83,8 @@ def serve(
     body_timeout_s: float = 30.0,
 ) -> None:
     """Start the service (blocks). Raises ValueError for a setting that cannot be honoured."""
-    import uvicorn
+    import uvicorn  # deferred: uvicorn (the ASGI server), loaded only when the service starts
 
-    from planner.runtime.tasks import default_workers
-
-    from planner.service.database import database_url
-    from planner.service.secrets import check_token, secret, source
 
     db_url, db_setting = database_url(db)
     token = secret("PLANNER_API_TOKEN")
@@ -125,8 +124,6 @@ def serve(
     check_store(settings.db_url, db_setting)
     configure_logs(log_format)
     if executor == "ray":
-        from planner.runtime.ray_executor import serve_on_ray
-
         address = serve_on_ray(workers)
         logging.getLogger("planner.api").info("defrag jobs run their pieces on Ray at %s", address)
     if token is None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import resource
 import signal
 import socket
 import threading
@@ -28,10 +29,16 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from typing import Any
 
+from planner.cluster import SnapshotError
+from planner.engine.common import PlanOptionError
+from planner.kinds import KINDS, JobRun
+from planner.plans import plan_to_dict
 from planner.service.store import LEASE_S, MAX_ATTEMPTS, Job, Store
+from planner.snapshot import parse_cluster
 
 log = logging.getLogger("planner.api")
 
@@ -157,8 +164,6 @@ class Dispatcher(threading.Thread):
     def run(self) -> None:
         self.keeper.start()
         try:  # start the fork server (and its imports) now, not on the first job
-            from multiprocessing import forkserver
-
             forkserver.ensure_running()
         except Exception:  # noqa: BLE001 - the first job will start it instead
             log.exception("could not start the fork server early")
@@ -369,16 +374,8 @@ def run_job(
     threading.Thread(target=_exit_with_server, args=(server_pid,), daemon=True).start()
     start = time.perf_counter()
     if memory_bytes is not None:
-        import resource
-
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     try:
-        from planner.cluster import SnapshotError
-        from planner.engine.common import PlanOptionError
-        from planner.kinds import KINDS, JobRun
-        from planner.plans import plan_to_dict
-        from planner.snapshot import parse_cluster
-
         store = Store(url, create=False)  # the server created the tables
         job = store.get_job(job_id)
         text = store.snapshot_of(job_id)

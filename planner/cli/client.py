@@ -103,7 +103,7 @@ class Client:
     def send(self, method: str, url: str, **kwargs: Any) -> Any:
         """The response (2xx, or 404 for the caller to read); retried on connection errors, 429 and
         503 while the deadline allows; exit 4 when it does not, exit 2 on any other 4xx."""
-        import httpx  # deferred, as in __init__
+        import httpx  # deferred: the HTTP client (as in __init__)
 
         delay = FIRST_DELAY_S
         while True:

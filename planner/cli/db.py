@@ -32,10 +32,10 @@ def _revisions(url: str, option: str) -> tuple[str | None, str]:
     # deferred: Alembic and SQLAlchemy (~0.3 s), for this command only
     from alembic.migration import MigrationContext
     from alembic.script import ScriptDirectory
-    from alembic.config import Config
-    from sqlalchemy import create_engine
+    from alembic.config import Config  # deferred: Alembic (as above)
+    from sqlalchemy import create_engine  # deferred: SQLAlchemy (as above)
 
-    from planner.service.database import engine_url, error_reason
+    from planner.service.database import engine_url, error_reason  # deferred: SQLAlchemy (as above)
 
     config = Config()
     config.set_main_option("script_location", "planner.service:migrations")

@@ -45,7 +45,7 @@ def generate_asi_command(
     out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
 ) -> None:
     """A seeded ASI-like cluster (Alibaba ASI paper): ASWs of 32-64 8-GPU nodes, ~40% locked pods."""
-    # deferred here and in the other generators: the instance generators (~45 ms at start-up together), each for its command
+    # deferred: the instance generators (~45 ms at start-up together; here and in the other generators, each for its command)
     from planner.instances.asi import generate_asi
     from planner.instances.batch import add_large_jobs
 
@@ -81,7 +81,7 @@ def generate_openb_command(
     out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
 ) -> None:
     """A snapshot of the Alibaba 2023 GPU trace (openb) replayed up to a time with a baseline scheduler."""
-    from planner.instances.openb import generate_openb  # deferred (see generate asi)
+    from planner.instances.openb import generate_openb  # deferred: the instance generator (see generate asi)
 
     cluster = generate_openb(
         pods=pods,
@@ -116,7 +116,7 @@ def generate_flextopo_command(
 ) -> None:
     """FlexTopo's saturated cluster (Table 3): 2 sockets / 8 NUMA domains per node, workloads A-D at
     priorities 1500/1000/500/200; --pending B=1 adds a scale-up of B."""
-    from planner.instances.flextopo import flextopo_cluster  # deferred (see generate asi)
+    from planner.instances.flextopo import flextopo_cluster  # deferred: the instance generator (see generate asi)
 
     emit(dump_cluster(flextopo_cluster(nodes=nodes, seed=seed, pending=_pending_counts(pending))) + "\n", out)
 
@@ -134,7 +134,7 @@ def generate_spot_command(
 ) -> None:
     """An HP/spot mix on the GPU models and node shapes of the 2026 spot-GPU node list, with
     checkpoint intervals, spot gangs and pending HP jobs."""
-    from planner.instances.spot import DEFAULT_NODE_LIST, spot_cluster  # deferred (see generate asi)
+    from planner.instances.spot import DEFAULT_NODE_LIST, spot_cluster  # deferred: the instance generator (see generate asi)
 
     cluster = spot_cluster(
         nodes=nodes, seed=seed, hp_share=hp_share, lp_fill=lp_fill, pending_jobs=pending_jobs,

@@ -76,7 +76,7 @@ def simulate_spot_command(
         problems.append(f"--warmup-days: must be at least 0 and below --days ({days:g}), got {warmup_days:g}")
     if jobs is not None and not 1 <= jobs <= MAX_JOBS:
         problems.append(f"--jobs: must be from 1 to {MAX_JOBS:,}, got {jobs:,}; for a longer workload use --days (the loads set its size)")
-    from planner.instances.spot_workload import HP_LOAD, SPOT_LOAD  # deferred, as above
+    from planner.instances.spot_workload import HP_LOAD, SPOT_LOAD  # deferred: the spot workload generator (as above)
 
     loads = (HP_LOAD if hp_load is None else hp_load, SPOT_LOAD if spot_load is None else spot_load)
     for option, value in zip(("--hp-load", "--spot-load"), loads):
@@ -123,7 +123,7 @@ def _run(count: int | None, node_list: str | None, days: float, warmup_days: flo
     # deferred: the simulator and its workload generator, as above
     from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs
     from planner.simulate.metrics import replay_row
-    from planner.simulate.spot import simulate
+    from planner.simulate.spot import simulate  # deferred: the simulator (as above)
 
     path = Path(node_list) if node_list else None
     horizon_s = days * 86400

@@ -84,7 +84,7 @@ def simulate_placement_command(
 
 def _run(trace: str, policies: list[str], seeds: list[int], load: float, step: int, node_list: str, data_dir: str | None,
          workers: int | None, progress: bool, kind: str = "process") -> list[dict[str, Any]]:
-    from planner.simulate.placement import RunSpec, _inputs, run_rows  # deferred, as above
+    from planner.simulate.placement import RunSpec, _inputs, run_rows  # deferred: the placement simulator (as above)
 
     _inputs(trace, node_list, data_dir)  # bad input fails here, before any worker starts
     specs = [RunSpec(trace, p, s, load, step, node_list, data_dir) for p in policies for s in seeds]

@@ -41,7 +41,7 @@ def simulate_queue_command(
     # deferred: the queueing simulator (~15 ms at start-up), for this command only
     from planner.instances.queue_workload import QueueCluster, inference_jobs, kant_jobs
     from planner.simulate.queue_metrics import queue_row
-    from planner.simulate.queueing import PLACEMENTS, POLICIES, QUOTA_MODES, replay
+    from planner.simulate.queueing import PLACEMENTS, POLICIES, QUOTA_MODES, replay  # deferred: (as above)
 
     policies, placements = policy or list(POLICIES), placement or ["binpack"]
     problems = [f"--policy: unknown '{p}'; choose from {', '.join(POLICIES)}" for p in policies if p not in POLICIES]

@@ -277,6 +277,7 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
            warm: AllocationPlan, best_start: tuple[AllocationPlan, str]) -> AllocationPlan:
     """The joint optimum of the batch (warm-started from ``best_start``), with its claims; ``warm``:
     the largest-first plan it is compared with."""
+    # deferred: the joint topology model (~16 ms at CLI start-up), for exact allocation only
     from planner.models.topology import solve_joint
 
     hint: dict[str, list[tuple[int, int]]] = {}

@@ -23,9 +23,10 @@ from planner.engine.common import (
 from planner.heuristics.makeroom import make_room
 from planner.heuristics.room import Request
 from planner.limits import MoveBudget
+from planner.models import makeroom as makeroom_model
 from planner.plans import Placement, Unplaced
 from planner.state import ClusterState
-from planner.waves import Step, sequence_to_waves
+from planner.waves import Step, sequence_to_waves, target_to_waves
 
 
 @dataclass
@@ -126,8 +127,6 @@ def run_make_room_exact(
     ``models/defrag_exact.py`` does for defrag), the jobs started on the state after the last wave, and what is
     proven about the executed plan: (made room, solver fields, report fields). ``state`` is left at
     the end of the last wave."""
-    from planner.models.makeroom import solve_make_room
-    from planner.waves import target_to_waves
 
     requests = make_room_requests(cluster, names)
     refuse_exact_shares(cluster, requests)
@@ -143,7 +142,7 @@ def run_make_room_exact(
     h_started = {r.name: [(q, n) for q, n in h_pairs if q in set(r.pods)] for r in requests}
     h_started = {name: pairs for name, pairs in h_started.items() if pairs}
     time_limit_s = max(0.2, time_limit_s - (time.perf_counter() - clock))
-    solution = solve_make_room(state, requests, budget, solver, time_limit_s, workers, seed, deterministic,
+    solution = makeroom_model.solve_make_room(state, requests, budget, solver, time_limit_s, workers, seed, deterministic,
                                known=(h_state.pod_node.copy(), h_started))
     executed = target_to_waves(state, solution.target, budget)
     pod_names, node_names = state.pod_names, state.node_names

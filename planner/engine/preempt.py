@@ -29,8 +29,11 @@ from planner.engine.common import (
     PlanOptionError,
     refuse_unused,
 )
+from planner.heuristics.flextopo import FlexTopo
 from planner.heuristics.gang import Choice, place_job
+from planner.heuristics.preempt_baselines import baseline_policy
 from planner.heuristics.spotgpu import SpotGpu
+from planner.models.preempt import solve_preempt
 from planner.plans import Placement, PreemptComparison, PreemptPlan, SolveReport, Victim
 from planner.preempt_state import Ask, PreemptState
 from planner.provenance import stamp
@@ -165,7 +168,6 @@ heuristic misses plans another finds (a share pod stranded by SpotGPU's best fit
 def decide(ps: PreemptState, ask: Ask, method: str, options: PreemptOptions) -> tuple[Choice, dict[str, Any]]:
     """The raw decision of ``method`` (no plan, no validation): what simulations call in a loop."""
     if method == "exact":
-        from planner.models.preempt import solve_preempt
 
         names = list(dict.fromkeys((*EXACT_STARTS, options.heuristic)))
         starts = {name: place_job(ps, ask, policy_of(name, options)) for name in names}
@@ -181,10 +183,8 @@ def policy_of(method: str, options: PreemptOptions):  # type: ignore[no-untyped-
     if method == "spotgpu-isolated":
         return SpotGpu(isolated=True)
     if method == "flextopo":
-        from planner.heuristics.flextopo import FlexTopo
 
         return FlexTopo(options.alpha)
-    from planner.heuristics.preempt_baselines import baseline_policy
 
     return baseline_policy(method, options.seed)
 

@@ -14,7 +14,7 @@ were chosen for): the plan then has no surplus victims.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -272,8 +272,6 @@ def _unaligned(ps: PreemptState, p: int, n: int, policy: Policy) -> str:
 
 
 def _with_victims(ask: Ask, victims: np.ndarray) -> Ask:
-    from dataclasses import replace
-
     return replace(ask, victims=victims)
 
 

@@ -21,7 +21,7 @@ MIN_SEARCH_S = 0.05
 def solve_cpsat(
     milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, seed: int, deterministic: bool, wall_cap_s: float | None = None
 ) -> MilpResult:
-    from ortools.sat.python import cp_model
+    from ortools.sat.python import cp_model  # deferred: OR-Tools (a heavy import), only when CP-SAT solves
 
     start = time.perf_counter()  # building the model counts against the caller's wall time
     model = cp_model.CpModel()

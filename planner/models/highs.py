@@ -136,7 +136,7 @@ class LpSolution:
 def lp_relaxation(milp: Milp, time_limit_s: float, workers: int) -> LpSolution | None:
     """An optimal solution of ``milp``'s LP relaxation (HiGHS's simplex, no presolve), or None when
     it is not solved to optimality within the time limit."""
-    import highspy
+    import highspy  # deferred: HiGHS (a compiled solver), only when it solves
 
     time_limit_s = max(0.01, time_limit_s)
     h = _highs(highspy, workers)
@@ -154,7 +154,7 @@ def lp_relaxation(milp: Milp, time_limit_s: float, workers: int) -> LpSolution |
 
 def solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, strict: bool = True,
                 wall_cap_s: float | None = None, presolve: bool = True) -> MilpResult:
-    import highspy
+    import highspy  # deferred: HiGHS (a compiled solver), only when it solves
 
     h = _highs(highspy, workers)
     h.setOptionValue("time_limit", float(time_limit_s))

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from planner import rules
-from planner.heuristics.gang import Choice, place_job, placement_fits
+from planner.heuristics.gang import Choice, binding_constraint, place_job, placement_fits
 from planner.heuristics.spotgpu import SpotGpu
 from planner.models.backends import solve
 from planner.models.milp import Milp
@@ -104,7 +104,6 @@ class _Model:
         missing = [p for p in ask.pods if not cand[p]]
         self.candidates_exist = len(ask.pods) - len(missing) >= ask.min_placed
         if not self.candidates_exist:
-            from planner.heuristics.gang import binding_constraint
 
             everywhere = np.ones(nodes_all, dtype=bool) if ask.nodes is None else ask.nodes
             self.no_candidate_reason = binding_constraint(ps, ask, everywhere)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from planner.cluster import (
     _STRICT,
 )
+from planner.snapshot import parse_checked, read_text
 
 DEFAULT_MAX_RUNS = 3
 """Runs a spot job may have when the instance does not say (HP jobs: always 1)."""
@@ -103,14 +104,10 @@ def instance_problems(inst: SpotInstance) -> list[str]:
 
 def parse_instance(text: str | bytes, source: str = "instance") -> SpotInstance:
     """Parse and check an instance; raise SnapshotError naming each bad field."""
-    from planner.snapshot import parse_checked
-
     return parse_checked(text, SpotInstance, source, instance_problems)
 
 
 def load_instance(path: str | Path) -> SpotInstance:
-    from planner.snapshot import read_text
-
     return parse_instance(read_text(path, "instance"), str(path))
 
 

@@ -133,7 +133,7 @@ def pod_migration_jobs(plan: DefragPlan, cluster: Cluster, gpu_resource: str = G
 
 def podmigrationjob_yaml(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
     """The PodMigrationJobs as one multi-document YAML stream (``kubectl apply -f``)."""
-    import yaml
+    import yaml  # deferred: PyYAML, for the YAML outputs only
 
     objects = pod_migration_jobs(plan, cluster, **options)
     if not objects:
@@ -143,7 +143,7 @@ def podmigrationjob_yaml(plan: DefragPlan, cluster: Cluster, **options: Any) -> 
 
 def kubectl_script(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
     """A bash script that runs the plan wave by wave through PodMigrationJobs (module docstring)."""
-    import yaml
+    import yaml  # deferred: PyYAML, for the YAML outputs only
 
     objects = pod_migration_jobs(plan, cluster, **options)
     digest = plan_digest(plan)

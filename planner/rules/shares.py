@@ -7,13 +7,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from planner.rules.base import EPS
-
-if TYPE_CHECKING:
-    import numpy as np
-
 
 PACKING_SEARCH_LIMIT = 5_000
 """Search nodes allowed, in all, when looking for a packing of shares on fewer devices than
@@ -49,7 +46,6 @@ def _first_fit_decreasing(shares: tuple[float, ...]) -> list[int]:
 
 def _first_fit_decreasing_vectorised(shares: tuple[float, ...]) -> list[int]:
     """First fit with one vector scan of the open devices per share (for many shares on one node)."""
-    import numpy as np
 
     fills = np.zeros(len(shares))
     opened = 0
@@ -74,7 +70,6 @@ def _lower_bound(shares: tuple[float, ...]) -> int:
 
     O(n log n) with sorted arrays and prefix sums.
     """
-    import numpy as np
 
     if not shares:
         return 0
@@ -212,7 +207,6 @@ def share_slots(devices: int, shares: Sequence[float], share: float) -> int:
 
 def share_slots_per_node(devices: np.ndarray, shares_of: Mapping[int, Sequence[float]], share: float) -> np.ndarray:
     """``share_slots`` of every node: ``devices`` per node, ``shares_of`` the shares on each node that has any."""
-    import numpy as np
 
     slots = np.maximum(devices, 0).astype(np.int64) * math.floor(1 / share + EPS)
     for n, shares in shares_of.items():

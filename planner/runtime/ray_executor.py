@@ -46,7 +46,7 @@ class ExecutorError(ValueError):
 
 def _import_ray() -> Any:
     try:
-        import ray
+        import ray  # deferred: Ray (optional, heavy), for --executor ray only
     except ImportError:
         raise ExecutorError(f"--executor ray: Ray is not installed; {INSTALL_HINT}") from None
     return ray

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import create_engine, delete, event, extract, func, inspect, select, text, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -105,6 +107,7 @@ def _plan(row: PlanRow) -> Plan:
 def migrate(connection: Connection) -> None:
     """Upgrade the schema on ``connection`` to the newest revision (in its transaction). A database
     created before migrations (tables, no ``alembic_version``) is first stamped with revision 0001."""
+    # deferred: Alembic (its migrations), only when a schema is upgraded
     from alembic import command
     from alembic.config import Config
 
@@ -175,10 +178,7 @@ class Store:
         """Write one row (raises when the store cannot write: full disk, read-only file or database).
         One upsert: replicas starting together on an empty store each inserting the row when they
         found none stopped one of them on the other's key."""
-        if self.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
+        insert = postgresql_insert if self.dialect == "postgresql" else sqlite_insert
         now = time.time()
         statement = insert(ProbeRow).values(id=1, at=now).on_conflict_do_update(index_elements=[ProbeRow.id], set_={"at": now})
         with self._writing() as s:
@@ -250,10 +250,7 @@ class Store:
 
     def _put_snapshot(self, s: Session, digest: str, body: bytes, raw_bytes: int) -> None:
         """Insert the snapshot unless a row with its hash exists (concurrent inserts included)."""
-        if self.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
+        insert = postgresql_insert if self.dialect == "postgresql" else sqlite_insert
         s.execute(
             insert(SnapshotRow)
             .values(sha256=digest, body=body, raw_bytes=raw_bytes, created_at=time.time())

@@ -3,16 +3,17 @@ A replay named ``hp-only`` is drawn with its HP GPUs only (the cluster without s
 
 from __future__ import annotations
 
+import numpy as np
+
 from planner.simulate.spot_results import Replay
 
 
 def plot_replays(series: dict[str, Replay], path: str) -> None:
     """Allocation over time (GPUs held / all GPUs) per replay, and each replay's spot completion-time CDF."""
-    import matplotlib
+    import matplotlib  # deferred: matplotlib (~0.3 s), for the plots only
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+    import matplotlib.pyplot as plt  # deferred: matplotlib (as above)
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5))
     for name, replay in series.items():
@@ -45,11 +46,10 @@ __all__ = ["plot_replays"]
 def plot_placement(rows: list[dict], path: str) -> None:  # type: ignore[type-arg]
     """Per policy, the median over seeds against arrived load: GPU allocation (with the ideal
     line), power (EOPC) and fragmentation (rows of ``simulate.placement.run_rows``)."""
-    import matplotlib
+    import matplotlib  # deferred: matplotlib (~0.3 s), for the plots only
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+    import matplotlib.pyplot as plt  # deferred: matplotlib (as above)
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
     for name in dict.fromkeys(r["policy"] for r in rows):
