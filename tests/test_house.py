@@ -6,15 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "planner"
 MAX_LINES = 500
-
-# Being split in parallel under issue 41 (their function-level imports are left to the split); the lead
-# removes these exclusions after the merge.
-SPLITTING = {"models/topology.py", "api/app.py"}
-
 
 def _modules() -> list[Path]:
     return sorted(p for p in PACKAGE.rglob("*.py") if "migrations" not in p.relative_to(PACKAGE).parts)
@@ -36,13 +29,11 @@ def _undocumented_deferred_imports(path: Path) -> list[str]:
 
 
 def test_imports_inside_functions_say_what_they_defer():
-    offenders = [o for p in _modules() if str(p.relative_to(PACKAGE)) not in SPLITTING for o in _undocumented_deferred_imports(p)]
+    offenders = [o for p in _modules() for o in _undocumented_deferred_imports(p)]
     print("\n".join(offenders))
     assert not offenders, "imports inside functions without a 'deferred: <what> (<why>)' comment:\n" + "\n".join(offenders)
 
 
-@pytest.mark.xfail(strict=True, reason="known: planner/models/topology.py (938 lines) and planner/api/app.py (529) "
-                   "are being split under issue 41; the lead removes this mark after merging the splits")
 def test_no_module_over_500_lines():
     long = [f"planner/{p.relative_to(PACKAGE)}: {n} lines" for p in _modules()
             if (n := len(p.read_text().splitlines())) > MAX_LINES]
