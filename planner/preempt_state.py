@@ -333,18 +333,18 @@ class Ask:
         priority = int(ps.priority[pods].min()) if pods else rules.HP_PRIORITY
         spec = cluster.jobs[job]
         victims = ps.victim_mask(priority)
-        fields = dict(
-            job=job,
-            job_name=name,
-            pods=pods,
-            min_placed=spec.min_available if spec.min_available is not None else len(pods),
-            priority=priority,
-            preemptive=bool(victims.any()),
-            numa_mode=spec.numa.mode if spec.numa is not None else None,
-            now_s=now_s,
-            victims=victims,
-            level=int(ps.cs.job_level[job]),
-        )
+        fields = {
+            "job": job,
+            "job_name": name,
+            "pods": pods,
+            "min_placed": spec.min_available if spec.min_available is not None else len(pods),
+            "priority": priority,
+            "preemptive": bool(victims.any()),
+            "numa_mode": spec.numa.mode if spec.numa is not None else None,
+            "now_s": now_s,
+            "victims": victims,
+            "level": int(ps.cs.job_level[job]),
+        }
         if cost_of is not None:
             placed = ps.cs.pod_node != PENDING
 

@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from planner import rules
-from planner.runtime.gc_pause import collector_paused
 from planner.cluster import (
     SNAPSHOT_VERSION,
     Cluster,
@@ -25,6 +24,7 @@ from planner.cluster import (
     duplicate_key_problems,
     pydantic_problems,
 )
+from planner.runtime.gc_pause import collector_paused
 from planner.snapshot_checks import reference_problems
 
 

@@ -150,8 +150,8 @@ def _table_source(root: Path, table: str) -> Path:
         if candidate.exists():
             return candidate
     raise SnapshotError([
-        f"DIR: no table {table} in '{root}': expected the directory {table}/ (Hive partitions day=D/hour=H, or "
-        f"Parquet files with day and hour columns) or the file {table}.parquet"
+        (f"DIR: no table {table} in '{root}': expected the directory {table}/ (Hive partitions day=D/hour=H, or "
+        f"Parquet files with day and hour columns) or the file {table}.parquet")
     ])
 
 
@@ -207,8 +207,8 @@ def _require(data: ds.Dataset, columns: tuple[str, ...], table: str, path: Path)
     missing = [c for c in columns if c not in data.schema.names]
     if missing:
         raise SnapshotError([
-            f"{table}: missing column(s) {', '.join(missing)} in '{path}'; the adapter needs "
-            f"{', '.join(columns)} (the published schema of cluster-trace-gpu-v2026)"
+            (f"{table}: missing column(s) {', '.join(missing)} in '{path}'; the adapter needs "
+            f"{', '.join(columns)} (the published schema of cluster-trace-gpu-v2026)")
         ])
 
 
@@ -224,8 +224,8 @@ def _slice_filter(data: ds.Dataset, table: str, path: Path, day: int, hour: int)
         if not matching:
             within = f" with day={day}" if key == "hour" else ""
             raise SnapshotError([
-                f"{table}: no rows with {key}={value} in '{path}' ({key}s present{within}: {_present(present)}); "
-                f"choose --{key} among them"
+                (f"{table}: no rows with {key}={value} in '{path}' ({key}s present{within}: {_present(present)}); "
+                f"choose --{key} among them")
             ])
         term = ds.field(key).isin(matching)
         where = term if where is None else where & term

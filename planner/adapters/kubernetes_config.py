@@ -36,7 +36,7 @@ class ShareResource(BaseModel):
     units_per_gpu_label: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
-    def _one_source(self) -> "ShareResource":
+    def _one_source(self) -> ShareResource:
         if self.units_per_gpu is not None and self.units_per_gpu_label is not None:
             raise ValueError("give units_per_gpu or units_per_gpu_label, not both")
         return self

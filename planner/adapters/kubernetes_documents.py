@@ -171,7 +171,7 @@ def _short_path(path: str, keep: int = 120) -> str:
 class _Frame:
     """An open mapping or sequence while its events arrive."""
 
-    __slots__ = ("value", "key", "has_key", "size", "chars", "anchor")
+    __slots__ = ("anchor", "chars", "has_key", "key", "size", "value")
 
     def __init__(self, value: Any, anchor: str | None):
         self.value = value
@@ -185,8 +185,8 @@ class _Frame:
 def parse_yaml(text: str, source: str) -> list[Any]:
     """Every document of a YAML stream, composed from parser events (module docstring)."""
     if len(text) > MAX_YAML_CHARS:
-        raise SnapshotError([f"{source}: YAML of {len(text):,} characters; at most {MAX_YAML_CHARS:,} are read as YAML "
-                             "(give JSON: kubectl get ... -o json)"])
+        raise SnapshotError([(f"{source}: YAML of {len(text):,} characters; at most {MAX_YAML_CHARS:,} are read as YAML "
+                             "(give JSON: kubectl get ... -o json)")])
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         return _YamlComposer(loader, source).documents()

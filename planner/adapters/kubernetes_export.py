@@ -61,9 +61,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from planner.adapters.kubernetes_config import DESCHEDULER_EVICT, GIB, HOSTNAME_KEY, SYSTEM_CRITICAL_PRIORITY, ImportConfig
 from planner.adapters.kubernetes_export_jobs import Controller, budget, controller, pod_group

@@ -172,8 +172,8 @@ def pod_gpus(cfg: ImportConfig, requests: dict[str, Fraction], node: NodeGpus | 
         if units is None and share.units_per_gpu is not None:
             units = Fraction(share.units_per_gpu)
         if units is None:  # a placed pod is taken to hold one device
-            return PodGpus(Fraction(1), problem=(f"{REQUESTS}.{share.resource}", f"{share.resource} is "
-                           f"{'offered by no node' if node is None else 'not offered by its node'}, so its share of a GPU is unknown"))
+            return PodGpus(Fraction(1), problem=(f"{REQUESTS}.{share.resource}", (f"{share.resource} is "
+                           f"{'offered by no node' if node is None else 'not offered by its node'}, so its share of a GPU is unknown")))
         amounts.append(amount / units)
     gpus = max(amounts)
     profiles = {name[len(cfg.mig_resource_prefix):]: amount for name, amount in requests.items()
@@ -187,8 +187,8 @@ def pod_gpus(cfg: ImportConfig, requests: dict[str, Fraction], node: NodeGpus | 
         (profile, _), = profiles.items()
         gpus, models = slices, models_of.get(profile) or [mig_model("", profile)]
     if not (gpus < 1 or gpus.denominator == 1):
-        return PodGpus(Fraction(math.ceil(gpus)), problem=(REQUESTS, f"{float(gpus):g} GPUs is neither a share of one GPU "
-                                                           "nor whole GPUs (time-slicing replicas over several devices)"))
+        return PodGpus(Fraction(math.ceil(gpus)), problem=(REQUESTS, (f"{float(gpus):g} GPUs is neither a share of one GPU "
+                                                           "nor whole GPUs (time-slicing replicas over several devices)")))
     return PodGpus(gpus, models)
 
 

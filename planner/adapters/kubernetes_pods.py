@@ -13,8 +13,15 @@ from typing import Any
 
 from planner.adapters import kubernetes_objects as k8s
 from planner.adapters.kubernetes_config import (
-    DESCHEDULER_EVICT, GIB, HOSTNAME_KEY, KUEUE_PREFERRED, KUEUE_REQUIRED, SYSTEM_CRITICAL_PRIORITY, ImportConfig,
-    _number, object_name,
+    DESCHEDULER_EVICT,
+    GIB,
+    HOSTNAME_KEY,
+    KUEUE_PREFERRED,
+    KUEUE_REQUIRED,
+    SYSTEM_CRITICAL_PRIORITY,
+    ImportConfig,
+    _number,
+    object_name,
 )
 from planner.adapters.kubernetes_gpus import mig_models, pending_units, pod_gpus
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
@@ -473,7 +480,7 @@ def _min_available(run: ImportRun, topology: dict[str, dict | None]) -> dict[str
         member = group["min_member"]
         if 1 <= member < pods[job]:
             minimum[job] = member
-    for (namespace, name), group in run.pod_groups.items():
+    for group in run.pod_groups.values():
         if not group.get("_used"):
             run.warn(group["obj"], "metadata.name", "no pod names this PodGroup; it constrains nothing")
     return minimum

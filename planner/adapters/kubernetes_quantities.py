@@ -16,7 +16,7 @@ LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _UID_SPACE = uuid.UUID("6f1d3b2e-4c1a-5b8e-9a57-0d6c2f3e8a41")
 
 
-def exact(value: float | int) -> Fraction:
+def exact(value: float) -> Fraction:
     """The decimal a float prints as (its shortest round-trip form): the quantity that reads back as it."""
     return Fraction(Decimal(repr(float(value))))
 

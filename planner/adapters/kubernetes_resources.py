@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from functools import lru_cache
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from planner.adapters.kubernetes_config import ImportConfig
@@ -22,7 +22,6 @@ from planner.adapters.kubernetes_run import ImportRun
 from planner.cluster import MAX_RESOURCE, POD_COUNT
 from planner.kubernetes_names import resource_name_problem
 from planner.rules import gpu_devices_needed
-
 
 UNNAMED = ("cpu", "memory")
 """Resources the snapshot holds in ``cpus`` and ``memory_gib``."""

@@ -95,7 +95,7 @@ class BodyReader:
     async def _read(self, request: Request) -> bytes:
         try:
             body = await asyncio.wait_for(_read_limited(request, self.max_bytes), self.timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise Refused(408, f"the request body did not arrive within {self.timeout_s:g} s (the server's --body-timeout-s); "
                                "send it at once, or a smaller snapshot") from None
         if body is None:

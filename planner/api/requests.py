@@ -91,8 +91,8 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
         raise Refused(
             422,
             "invalid request",
-            ["options.force: this server does not run forced exact solves (they can take any memory and time); "
-             "use method 'hybrid', or ask the operator to start the server with --allow-force"],
+            [("options.force: this server does not run forced exact solves (they can take any memory and time); "
+             "use method 'hybrid', or ask the operator to start the server with --allow-force")],
         )
     if options.method in ("exact", "compare") and options.make_room is None:  # make room restricts its own model
         try:
@@ -116,9 +116,9 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
         raise Refused(
             422,
             "the job could not finish in its time limit",
-            [f"snapshot: {nodes:,} nodes and {pods:,} pods take about {needed:,.0f} s to plan with method "
+            [(f"snapshot: {nodes:,} nodes and {pods:,} pods take about {needed:,.0f} s to plan with method "
              f"'{options.method}'; a job may run {limit:,.0f} s (2 x options.time_limit_s + 30, at most the "
-             f"server's --max-job-s {settings.max_job_s:g}): plan a part of the cluster, or ask the operator for a longer --max-job-s"],
+             f"server's --max-job-s {settings.max_job_s:g}): plan a part of the cluster, or ask the operator for a longer --max-job-s")],
         )
     return queued("defrag", request.snapshot, given, options.model_dump(mode="json", exclude={"workers", "executor"}))
 

@@ -10,8 +10,8 @@ import ipaddress
 import logging
 import os
 
-from planner.api.logs import configure as configure_logs
 from planner.api.app import Settings, create_app
+from planner.api.logs import configure as configure_logs
 from planner.runtime.ray_executor import serve_on_ray
 from planner.runtime.tasks import default_workers
 from planner.service.database import StoreURLError, check_url, database_url, error_reason

@@ -165,7 +165,7 @@ class Dispatcher(threading.Thread):
         self.keeper.start()
         try:  # start the fork server (and its imports) now, not on the first job
             forkserver.ensure_running()
-        except Exception:  # noqa: BLE001 - the first job will start it instead
+        except Exception:
             log.exception("could not start the fork server early")
         while not self.stopping.is_set():
             try:
@@ -176,7 +176,7 @@ class Dispatcher(threading.Thread):
                 if not self.unrecorded:  # a store that cannot record outcomes gets no new jobs
                     self._start_queued()
                 self._purge()
-            except Exception:  # noqa: BLE001 - the dispatcher must survive a database hiccup
+            except Exception:
                 log.exception("dispatcher loop failed; retrying")
                 time.sleep(0.5)
             self.wake.wait(self.poll_s)
@@ -202,7 +202,7 @@ class Dispatcher(threading.Thread):
                     log.warning("jobs whose replica stopped renewing their lease: %d re-queued, %d failed (interrupted %d times)",
                                 reclaimed["requeued"], reclaimed["failed"], MAX_ATTEMPTS)
                     self.wake.set()
-            except Exception:  # noqa: BLE001 - the store is unreachable: try again; a lease we keep is not lost
+            except Exception:
                 log.exception("could not renew leases; retrying")
 
     def _stop_lost(self) -> None:
@@ -240,13 +240,13 @@ class Dispatcher(threading.Thread):
             )
             try:
                 process.start()
-            except Exception as err:  # noqa: BLE001 - e.g. the fork server died: the job fails, it never hangs in running
+            except Exception as err:
                 parent.close()
                 child.close()
                 with self.lock:
                     self.claimed.discard(job.id)
                 if self.store.fail(job.id, f"could not start a worker process: {type(err).__name__}: {err}", self.owner):
-                    log.error("job %s: could not start a worker process", job.id, exc_info=True)
+                    log.exception("job %s: could not start a worker process", job.id)
                 self.on_finish(job.id)
                 continue
             child.close()
@@ -316,7 +316,7 @@ class Dispatcher(threading.Thread):
                     if self.metrics is not None:
                         self.metrics.ended(job.kind, "failed")
                     log.error("job %s failed: %s", job_id, message[1])
-            except Exception:  # noqa: BLE001 - the store cannot write now: keep the outcome, retry later
+            except Exception:
                 log.exception("job %s: could not record its outcome; retrying", job_id)
                 return
             del self.unrecorded[job_id]

@@ -70,9 +70,9 @@ def main() -> None:
     stand_in_for_closed_stdout()
     try:
         app()
-    except SystemExit as done:
+    except SystemExit:
         _flush_stdout()
-        raise done
+        raise
     except OSError as err:
         _unwritable_stdout(err)
 

@@ -22,7 +22,7 @@ import json
 import os
 import time
 import uuid
-from typing import Any
+from typing import Any, Self
 
 import typer
 
@@ -94,7 +94,7 @@ class Client:
         self.deadline = time.monotonic() + wait_s
         self.attempts = 0
 
-    def __enter__(self) -> Client:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -212,8 +212,8 @@ def _wait_for(client: Client, job_id: str) -> dict[str, Any]:
         if status["status"] in FINISHED:
             fail([f"job {job_id} {status['status']}: {status.get('error') or 'no reason given'}"], EXIT_JOB_FAILED)
         if time.monotonic() + 1.0 > client.deadline:
-            fail([f"job {job_id} is still {status['status']} after --wait {client.wait_s:g} s; "
-                  f"fetch its plan later with: planner plans get --job {job_id}"], EXIT_UNAVAILABLE)
+            fail([(f"job {job_id} is still {status['status']} after --wait {client.wait_s:g} s; "
+                  f"fetch its plan later with: planner plans get --job {job_id}")], EXIT_UNAVAILABLE)
         time.sleep(1.0)
 
 

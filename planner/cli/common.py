@@ -29,9 +29,9 @@ from planner.cli.inputs import read_snapshot
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
 from planner.plans import AllocationPlan, DefragPlan, PreemptPlan, dump_plan, plan_to_dict
-from planner.runtime.ray_executor import ExecutorError
 from planner.render.kubernetes import kubectl_script, placement_script, podmigrationjob_yaml, script_name_problems, wide_table
 from planner.render.plan import render_summary
+from planner.runtime.ray_executor import ExecutorError
 from planner.snapshot import read_text
 from planner.textsafe import printable, safe_console_class
 
@@ -86,9 +86,9 @@ def guarded(command: F) -> F:
         except BrokenPipeError:
             raise typer.Exit(0) from None
         except MemoryError:
-            fail(["out of memory: the instance is too large for this method on this machine; "
-                  "use --method hybrid or heuristic, or plan a part of the cluster"])
-        except Exception as err:  # noqa: BLE001 - the last line of defence against tracebacks
+            fail([("out of memory: the instance is too large for this method on this machine; "
+                  "use --method hybrid or heuristic, or plan a part of the cluster")])
+        except Exception as err:
             if os.environ.get("PLANNER_DEBUG"):
                 raise
             fail([f"internal error ({type(err).__name__}: {err}); rerun with PLANNER_DEBUG=1 and report it"], EXIT_INTERNAL)
@@ -268,8 +268,8 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
     if output in (OutputFormat.kubectl, OutputFormat.podmigrationjob):
         problems = script_name_problems(plan, cluster)
         if problems:
-            raise SnapshotError([*problems, f"-o {output.value}: refused; rename them in the snapshot (or import it with "
-                                 "planner import kubernetes, which keeps Kubernetes' names)"])
+            raise SnapshotError([*problems, (f"-o {output.value}: refused; rename them in the snapshot (or import it with "
+                                 "planner import kubernetes, which keeps Kubernetes' names)")])
     if output == OutputFormat.json:
         emit(dump_plan(plan) + "\n", "-")
     elif output == OutputFormat.yaml:

@@ -30,9 +30,9 @@ def _url(db: str) -> tuple[str, str]:
 def _revisions(url: str, option: str) -> tuple[str | None, str]:
     """(the database's revision or None, the newest revision)."""
     # deferred: Alembic and SQLAlchemy (~0.3 s), for this command only
+    from alembic.config import Config  # deferred: Alembic (as above)
     from alembic.migration import MigrationContext
     from alembic.script import ScriptDirectory
-    from alembic.config import Config  # deferred: Alembic (as above)
     from sqlalchemy import create_engine  # deferred: SQLAlchemy (as above)
 
     from planner.service.database import engine_url, error_reason  # deferred: SQLAlchemy (as above)

@@ -34,8 +34,8 @@ def import_asi2026_command(
     s = imported.summary
     skipped = ", ".join(f"{count} {reason}" for reason, count in s.skipped.items())
     lines = [
-        f"asi2026 day={s.day} hour={s.hour}: {s.nodes} nodes under {s.switches} access switches "
-        f"({s.nodes_without_switch} without one) in {s.clusters} cluster(s)",
+        (f"asi2026 day={s.day} hour={s.hour}: {s.nodes} nodes under {s.switches} access switches "
+        f"({s.nodes_without_switch} without one) in {s.clusters} cluster(s)"),
         f"pods: {s.placed_pods} placed ({s.standby_pods} on standby), {s.pending_pods} pending, in {s.jobs} job(s)",
         f"skipped pods: {skipped}",
     ]
@@ -78,8 +78,8 @@ def import_kubernetes_command(
     locked = ", ".join(f"{count} {reason}" for reason, count in s.locked.most_common()) or "none"
     skipped = ", ".join(f"{count} {reason}" for reason, count in sorted(s.skipped.items())) or "none"
     lines = [
-        f"kubernetes: {s.nodes} nodes; pods: {s.placed_pods} placed, {s.pending_pods} pending, in {s.jobs} job(s); "
-        f"{s.budgets} disruption budget(s) applied; {s.reserved} DaemonSet/mirror/static pod(s) reserved on their nodes",
+        (f"kubernetes: {s.nodes} nodes; pods: {s.placed_pods} placed, {s.pending_pods} pending, in {s.jobs} job(s); "
+        f"{s.budgets} disruption budget(s) applied; {s.reserved} DaemonSet/mirror/static pod(s) reserved on their nodes"),
         f"locked pods: {locked}",
         f"skipped: {skipped}; {len(imported.warnings)} warning(s)",
     ]

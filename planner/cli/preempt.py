@@ -21,6 +21,7 @@ from planner.cli.common import (
 )
 from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate
 
+
 @guarded
 def preempt(
     context: typer.Context,

@@ -11,9 +11,9 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from planner.cli.common import check_stdout, emit, err_console, fail, guarded, plain_console, summary_to_stdout
+from planner.render.table import placement_runs_table
 from planner.runtime.executors import default_workers, executor
 from planner.runtime.ray_executor import ray_cpus
-from planner.render.table import placement_runs_table
 
 FGD_ARTIFACT_SEEDS = 42  # the FGD artifact's first seed (its runs use 42..51)
 

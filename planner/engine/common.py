@@ -103,8 +103,8 @@ def refuse_unholdable(cluster: Cluster, i: int) -> None:
     rules_text = ((f", GPU models {sorted(pod.gpu_models)}" if pod.gpu_models else "") + (f", node selector {dict(pod.node_selector)}" if pod.node_selector else "")
                   + (", its tolerations" if any(n.taints for n in cluster.nodes) else "") + (", a required node affinity" if pod.node_affinity else ""))
     raise SnapshotError([
-        f"pods[{i}]: pod '{pod.name}' of job '{pod.job}' asks {pod.gpus:g} GPUs, {pod.cpus:g} CPUs, {pod.memory_gib:g} GiB{rules_text}: "
-        f"no node could hold it even empty{where}; fix the request or add such nodes"
+        (f"pods[{i}]: pod '{pod.name}' of job '{pod.job}' asks {pod.gpus:g} GPUs, {pod.cpus:g} CPUs, {pod.memory_gib:g} GiB{rules_text}: "
+        f"no node could hold it even empty{where}; fix the request or add such nodes")
     ])
 
 

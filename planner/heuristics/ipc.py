@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.runtime.tasks import Lazy
 from planner.limits import MoveBudget
+from planner.runtime.tasks import Lazy
 from planner.state import EPS, ClusterState
 from planner.waves import Step
 

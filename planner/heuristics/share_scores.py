@@ -346,7 +346,7 @@ class PwrFgd(Scorer):
         return np.stack([self.pwr.scores(nodes, ask, idx), self.fgd.scores(nodes, ask, idx).astype(np.float64)], axis=1)
 
     def normalise(self, scores: np.ndarray) -> np.ndarray:
-        weight = int(round(self.alpha * 1000))
+        weight = round(self.alpha * 1000)
         return weight * self.pwr.normalise(scores[:, 0]) + (1000 - weight) * scores[:, 1].astype(np.int64)
 
     def devices(self, nodes: GpuNodes, n: int, ask: Ask, rng: np.random.Generator) -> list[int]:

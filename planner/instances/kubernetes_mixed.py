@@ -42,8 +42,19 @@ from __future__ import annotations
 from typing import Any
 
 from planner.instances.kubernetes_mixed_build import (
-    DEFAULT_TOLERATIONS, FAMILIES, GiB, INFERENCE_TAINT, MiB, PRODUCTS, SHARES, Builder, NodeState, cpu_quantity, host_port_numbers,
-    memory_quantity, scheduled_need,
+    DEFAULT_TOLERATIONS,
+    FAMILIES,
+    INFERENCE_TAINT,
+    PRODUCTS,
+    SHARES,
+    Builder,
+    GiB,
+    MiB,
+    NodeState,
+    cpu_quantity,
+    host_port_numbers,
+    memory_quantity,
+    scheduled_need,
 )
 
 __all__ = ["FAMILIES", "SHARES", "family_counts", "generate_kubernetes_mixed"]

@@ -148,8 +148,8 @@ def _check_time(pods: str, at_s: float | None, trace: TracePods) -> None:
         if at_s is not None:
             raise SnapshotError(
                 [
-                    f"--at: pod list {pods!r} has no time columns (its pods arrive in file order and never "
-                    "leave); leave --at out"
+                    (f"--at: pod list {pods!r} has no time columns (its pods arrive in file order and never "
+                    "leave); leave --at out")
                 ]
             )
         return

@@ -137,8 +137,8 @@ def read_node_list(path: str | Path = DEFAULT_NODE_LIST) -> list[NodeRow]:
                 raise SnapshotError([f"{path}: missing column(s) {', '.join(missing)}"])
             rows = [_row(path, i, raw) for i, raw in enumerate(reader)]
     except FileNotFoundError:
-        raise NodeListMissing([f"--node-list: no such file '{path}'; pass --node-list with the spot-2026 trace's node_info_df.csv "
-                               "(the repository has it in data/spot-gpu-2026/)"]) from None
+        raise NodeListMissing([(f"--node-list: no such file '{path}'; pass --node-list with the spot-2026 trace's node_info_df.csv "
+                               "(the repository has it in data/spot-gpu-2026/)")]) from None
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise SnapshotError([f"{path}: cannot read: {err}"]) from None
     if not rows:

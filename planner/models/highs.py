@@ -184,7 +184,7 @@ def solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] |
         status = "feasible" if has_solution else "timeout"
     else:
         status = "feasible" if has_solution else "error"
-    values_out = [int(round(v)) for v in h.getSolution().col_value] if has_solution else None
+    values_out = [round(v) for v in h.getSolution().col_value] if has_solution else None
     bound = info.mip_dual_bound if math.isfinite(info.mip_dual_bound) else None
     objective = info.objective_function_value if has_solution else None
     note = h.modelStatusToString(model_status)

@@ -45,7 +45,7 @@ class LnsOptions:
     """Neighbourhoods grow when a round improves nothing, up to this size (or a whole GPU model)."""
     seeds_per_neighbourhood: int = 12
     solve_time_s: float = 8.0
-    exact: ExactOptions = ExactOptions(strict=False)
+    exact: ExactOptions = ExactOptions(strict=False)  # noqa: RUF009 - frozen, shared safely by every LnsOptions
     """How each neighbourhood is solved (its time limit is set per round from ``solve_time_s``)."""
     seed: int = 0
     parallel: int = 2

@@ -45,7 +45,7 @@ def lagrangian_bound(milp: Milp, row_duals: list[float]) -> LagrangianBound:
     """The weak-duality bound of ``milp`` under ``row_duals`` (the tighter of the two signs, as
     solvers differ in their sign convention), in exact integer arithmetic."""
     scale = 1 << DUAL_SCALE_BITS
-    rounded = [int(round(y * scale)) for y in row_duals]
+    rounded = [round(y * scale) for y in row_duals]
     best: LagrangianBound | None = None
     for sign in (1, -1):
         reduced = [0] * milp.num_vars

@@ -132,7 +132,7 @@ def _cell(value: Any) -> str:
 
 def placement_runs_table(rows: list[dict[str, Any]], load: float) -> Table:
     """``planner simulate placement``: per policy, the means over seeds at a few arrived loads."""
-    top = int(round(load * 100))
+    top = round(load * 100)
     points = sorted({k for k in (50, 80, 100) if k < top} | {top})
     table = Table(title="placement replays: mean over seeds at arrived load (% of GPU capacity)")
     table.add_column("policy")

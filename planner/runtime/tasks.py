@@ -16,7 +16,7 @@ Kind = Literal["inline", "process", "ray"]
 class Lazy:
     """A task given as ``build(*args)``: built by whoever runs it (a forked worker builds its own)."""
 
-    __slots__ = ("build", "args")
+    __slots__ = ("args", "build")
 
     def __init__(self, build: Callable[..., Any], *args: Any):
         self.build = build

@@ -191,7 +191,7 @@ def run_rows(spec: RunSpec) -> list[dict]:  # type: ignore[type-arg]
     start = time.perf_counter()
     run = replay(nodes, arrivals, policy, rng, TargetWorkload.of_trace(trace, nodes.model_names))
     wall = time.perf_counter() - start
-    top = int(round(spec.load * 100))
+    top = round(spec.load * 100)
     rows = []
     for k, values in at_loads(run, range(spec.step_pct, top + 1, spec.step_pct)).items():
         if values is None:

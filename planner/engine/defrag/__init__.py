@@ -24,7 +24,6 @@ from typing import Any
 
 from planner import metrics
 from planner.cluster import Cluster
-from planner.models.defrag_bound import empties_bound
 from planner.engine.common import (
     MAX_COUNT,
     MAX_SEED,
@@ -62,12 +61,13 @@ from planner.engine.defrag.options import (
     unused_option_reason,
 )
 from planner.engine.makeroom import run_make_room, run_make_room_exact
-from planner.runtime.executors import executor
-from planner.runtime.gc_pause import collector_paused
 from planner.limits import MoveBudget
+from planner.models.defrag_bound import empties_bound
 from planner.plans import DefragComparison, DefragGap, DefragPlan, MakeRoomGap
 from planner.pools import apply_pools
 from planner.provenance import stamp
+from planner.runtime.executors import executor
+from planner.runtime.gc_pause import collector_paused
 from planner.state import ClusterState
 
 __all__ = [

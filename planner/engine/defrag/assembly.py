@@ -11,11 +11,11 @@ import numpy as np
 
 from planner import metrics
 from planner.cluster import Cluster
-from planner.models.defrag_bound import EmptiesBound
 from planner.engine.common import PlanBug, lost_work
 from planner.engine.defrag.methods import _moved_once
 from planner.engine.defrag.options import DefragOptions
 from planner.limits import namespace_limits, unavailable_limits
+from planner.models.defrag_bound import EmptiesBound
 from planner.plans import DefragPlan, Move, PlanMetrics, SolveReport, Unplaced
 from planner.state import ClusterState
 from planner.validate.defrag import validate

@@ -14,14 +14,14 @@ import numpy as np
 from planner.cluster import Cluster
 from planner.engine.common import PlanOptionError
 from planner.engine.defrag.options import DefragOptions
-from planner.models.defrag_exact import ExactOptions, model_size, solve_exact
-from planner.runtime.executors import Run
 from planner.heuristics import baselines
 from planner.heuristics.ipc import IpcOptions, IpcResult, run_ipc
-from planner.models.lns import LnsOptions, run_lns
 from planner.heuristics.trim import end_state, target_of
 from planner.limits import MoveBudget, MoveLimits, unavailable_limits
+from planner.models.defrag_exact import ExactOptions, model_size, solve_exact
+from planner.models.lns import LnsOptions, run_lns
 from planner.models.move_minimal import minimise_moves
+from planner.runtime.executors import Run
 from planner.runtime.ray_executor import ray_cpus
 from planner.state import PENDING, ClusterState
 from planner.waves import Step, sequence_to_waves, target_to_waves
@@ -300,7 +300,7 @@ def choose_auto(state: ClusterState) -> tuple[str, str]:
 
 
 def check_exact_size(state: ClusterState, options: DefragOptions) -> None:
-    pods, pairs = model_size(state)
+    _, pairs = model_size(state)
     nodes = len(state.node_names)
     if not options.force and (nodes > EXACT_MAX_NODES or pairs > EXACT_MAX_PAIRS):
         raise PlanOptionError(

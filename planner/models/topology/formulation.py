@@ -4,6 +4,7 @@ change only its objective and held rows."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -162,7 +163,7 @@ class _Model:
             if j not in self.within:
                 same.setdefault((self.shape_of[j], len(self.jobs[j]), self.levels[j], self.minimum[j]), []).append(j)
         self.twin_groups = [group for group in same.values() if len(group) > 1]
-        self.twins = [(a, b) for group in self.twin_groups for a, b in zip(group, group[1:])]
+        self.twins = [(a, b) for group in self.twin_groups for a, b in itertools.pairwise(group)]
         self.placed = [(v, self.gpus[j]) for (j, _), v in self.x.items()]
 
     def _node_rows(self, c: _Class, n: int, here: list[int]) -> None:
