@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 EPS = 1e-9
@@ -35,7 +35,7 @@ def entropy(counts: list[float]) -> float:
     return max(0.0, -sum(c / total * math.log(c / total) for c in counts if c > 0)) if total else 0.0
 
 
-@lru_cache(maxsize=None)
+@cache
 def devices_for(shares: tuple[float, ...]) -> int:
     """The fewest devices of capacity 1 the shares pack on (exhaustive: the sets are tiny)."""
     best = [len(shares)]

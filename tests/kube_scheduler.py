@@ -52,8 +52,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.kube_objects import (  # noqa: F401 (re-exported: the oracle's readers of raw objects)
-    container_requests, host_ports, label_selector_matches, node_affinity_matches, node_selector_term_matches, parse_quantity,
-    pod_key, pod_requests, requirement_matches, scheduler_amount, terminal, tolerated, tolerates,
+    container_requests,
+    host_ports,
+    label_selector_matches,
+    node_affinity_matches,
+    node_selector_term_matches,
+    parse_quantity,
+    pod_key,
+    pod_requests,
+    requirement_matches,
+    scheduler_amount,
+    terminal,
+    tolerated,
+    tolerates,
 )
 
 PLUGINS = ("NodeUnschedulable", "NodeResourcesFit", "TaintToleration", "NodeAffinity", "InterPodAffinity", "NodePorts",

@@ -250,8 +250,8 @@ def test_missing_column_exits_2_naming_table_and_column(tmp_path: Path, layout: 
 
 
 @pytest.mark.parametrize(("bad_pod", "expected"), [
-    (pod("lost", "s-99"), "row 0 (pod 'lost'): server 's-99' is not in asi_opensource_server_hourly day=0 hour=7; "
-                          "read both tables from the same slice"),
+    (pod("lost", "s-99"), ("row 0 (pod 'lost'): server 's-99' is not in asi_opensource_server_hourly day=0 hour=7; "
+                          "read both tables from the same slice")),
     (pod("neg", "s-1", gpus=-1.0), "(pod 'neg'): gpu_request must be a number >= 0"),
     (pod("negcpu", None, state="Pending", cpus=-2.0), "(pod 'negcpu'): cpu_request_cores must be a number >= 0"),
     (pod("odd", "s-1", gpus=1.5), "gpu_request 1.5 is neither whole GPUs nor a share"),

@@ -103,7 +103,7 @@ def test_every_flag_the_manifests_pass_is_a_real_planner_option() -> None:
     importing, submitting = script.split("&&")
     assert _flags(importing) <= _flags(_help("import", "kubernetes")) and _flags(submitting) <= _flags(_help("submit"))
     dockerfile = (DEPLOY / "Dockerfile").read_text()
-    cmd = json.loads(re.search(r"^CMD (\[.*\])$", dockerfile, re.M).group(1))  # type: ignore[union-attr]
+    cmd = json.loads(re.search(r"^CMD (\[.*\])$", dockerfile, re.MULTILINE).group(1))  # type: ignore[union-attr]
     assert cmd[0] == "serve" and _flags(" ".join(cmd)) <= _flags(_help("serve"))
 
 

@@ -13,6 +13,7 @@ name every command ``planner --help`` lists.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -32,7 +33,7 @@ from tests.test_cli_help import command_names, planner
 README = REPO / "README.md"
 DOCS = REPO / "docs"
 EXAMPLE_LIST = REPO / "instances" / "kubernetes" / "gpu-cluster.json"
-MARKED_BLOCK = re.compile(r"<!-- (?P<mark>quickstart|setup)(?P<attrs>[^>]*)-->\s*\n```bash\n(?P<body>.*?)\n```", re.S)
+MARKED_BLOCK = re.compile(r"<!-- (?P<mark>quickstart|setup)(?P<attrs>[^>]*)-->\s*\n```bash\n(?P<body>.*?)\n```", re.DOTALL)
 INSTALL = "python3 -m venv .venv && .venv/bin/pip install -q -e . && "
 TEST_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest -q"
 PLAN_KINDS = {"defrag", "defrag-compare", "preempt", "preempt-compare", "allocate", "allocate-compare"}
@@ -114,7 +115,7 @@ def test_the_cheat_sheet_names_every_command_and_only_real_ones() -> None:
     text = README.read_text(encoding="utf-8")
     table = text.split("<!-- cheatsheet -->", 1)[1].split("\n\n", 1)[0]
     named: dict[str, set[str]] = {}
-    for cell in re.findall(r"^\| `planner ([^`]+)`", table, re.M):
+    for cell in re.findall(r"^\| `planner ([^`]+)`", table, re.MULTILINE):
         words = cell.replace("\\|", "|").split()
         subcommands = {s for s in words[1].split("|")} if len(words) > 1 and words[1][0].islower() else set()
         named.setdefault(words[0], set()).update(subcommands)
@@ -157,7 +158,7 @@ def outputs_of(command: str) -> list[str]:
     """The files a command writes: ``--out FILE``, ``> FILE``, and ``solve``'s ``-o FILE``."""
     words = shlex.split(command)
     files = []
-    for flag, value in zip(words, words[1:]):
+    for flag, value in itertools.pairwise(words):
         if flag in ("--out", ">") or (flag == "-o" and value.endswith(".json")):
             files.append(value)
     return [f for f in files if f != "-"]

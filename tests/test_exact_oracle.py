@@ -33,8 +33,8 @@ from planner.cluster import Cluster, Job, Node, Pod, Topology
 from planner.engine import DefragOptions, PlanOptionError, plan_defrag
 from planner.plans import DefragComparison, DefragPlan
 from planner.snapshot import consistency_problems, dump_cluster, parse_cluster
-from tests.conftest import make_cluster, node, pod
 from tests import oracle
+from tests.conftest import make_cluster, node, pod
 from tests.oracle import Reachable, empty_nodes, gpus_moved, replay, touches
 
 best_plan = partial(oracle.best_plan, pools=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Self
 
 import pytest
 
@@ -25,7 +26,7 @@ def _identity(x: int) -> int:
 class _Thread:
     """Another Python thread running for the duration (as a progress bar's or a web server's would)."""
 
-    def __enter__(self) -> _Thread:
+    def __enter__(self) -> Self:
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.stop.wait, daemon=True)
         self.thread.start()

@@ -17,8 +17,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app
-
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "instances" / "kubernetes" / "gpu-cluster.json"

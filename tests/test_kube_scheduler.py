@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 from tests.kube_scheduler import (
-    KubeScheduler, host_ports, parse_quantity, pod_requests, refusal_counts, replay_defrag, replay_placements, scheduler_amount,
+    KubeScheduler,
+    host_ports,
+    parse_quantity,
+    pod_requests,
+    refusal_counts,
+    replay_defrag,
+    replay_placements,
+    scheduler_amount,
 )
 
 

@@ -112,8 +112,8 @@ def test_requests_without_a_snapshot_form_lock_placed_pods_and_leave_pending_one
 def test_disagreeing_gpu_resources_warn_and_take_the_most() -> None:
     cluster, warnings = imported(node("k", nvidia__com_gpu="8", koordinator__sh_gpu_core="400"))
     assert cluster.nodes[0].gpus == 8
-    assert warnings == ["Node k: status.allocatable: its GPU resources disagree (8 by nvidia.com/gpu, "
-                        "4 by koordinator.sh/gpu-core / 100); 8 GPUs taken"]
+    assert warnings == [("Node k: status.allocatable: its GPU resources disagree (8 by nvidia.com/gpu, "
+                        "4 by koordinator.sh/gpu-core / 100); 8 GPUs taken")]
 
 
 @pytest.mark.parametrize(("item", "message"), [
@@ -219,8 +219,8 @@ def test_a_gang_whose_pod_group_is_missing_starts_whole_with_a_warning() -> None
     cluster, warnings = imported(node("a", nvidia__com_gpu="8"),
                                  *(pod(f"g-{i}", None, {}, owner="", labels={"scheduling.x-k8s.io/pod-group": "g"}) for i in range(2)))
     assert cluster.jobs[0].min_available is None
-    assert warnings == ["Pod ml/g-0: metadata.labels.scheduling.x-k8s.io/pod-group: PodGroup 'g' is not in the input; job "
-                        "'ml/scheduling.x-k8s.io/pod-group=g' is taken to start whole (give kubectl get podgroups -A -o json too)"]
+    assert warnings == [("Pod ml/g-0: metadata.labels.scheduling.x-k8s.io/pod-group: PodGroup 'g' is not in the input; job "
+                        "'ml/scheduling.x-k8s.io/pod-group=g' is taken to start whole (give kubectl get podgroups -A -o json too)")]
 
 
 def test_a_bad_min_member_exits_2_naming_the_pod_group(tmp_path: Path) -> None:

@@ -249,8 +249,8 @@ def test_inexpressible_rules_lock_placed_pods_with_a_warning() -> None:
     doc["items"].append(k_pod("spread-0", "a100-1", owner=("Job", "sp"), gpu=None, topologySpreadConstraints=spread))
     result = imported(doc)
     assert next(p for p in result.cluster.pods if p.name == "spread-0").locked
-    assert result.warnings == ["Pod ml/spread-0: spec.topologySpreadConstraints[0]: a DoNotSchedule topology spread is not "
-                               "modelled; the pod is locked where it stands"]
+    assert result.warnings == [("Pod ml/spread-0: spec.topologySpreadConstraints[0]: a DoNotSchedule topology spread is not "
+                               "modelled; the pod is locked where it stands")]
 
 
 def test_gang_labels_and_kueue_topology_make_one_job() -> None:
@@ -465,9 +465,9 @@ def test_pending_pod_with_an_inexpressible_rule_warns() -> None:
     result = imported(doc)
     picky = next(p for p in result.cluster.pods if p.name == "picky")
     assert picky.node_affinity is None and not picky.locked
-    assert result.warnings == ["Pod ml/picky: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    assert result.warnings == [("Pod ml/picky: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
                                ".nodeSelectorTerms[0].matchExpressions[0].operator: operator 'Gt' is not modelled; left out: "
-                               "a plan may place the pod where Kubernetes would not"]
+                               "a plan may place the pod where Kubernetes would not")]
 
 
 def _anti_pod(name: str, namespace: str, node: str, ns_selector: dict | None = None) -> dict:

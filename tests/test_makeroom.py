@@ -67,7 +67,7 @@ CHAIN = cluster(
 def test_one_move_is_the_only_way_and_the_plan_places_the_pod() -> None:
     plan = room(ONE_MOVE, ["big"])
     assert len(plan.moves()) == 1 and plan.report.moves == 1 and plan.report.gpus_moved == 4
-    (pod, source, _), = moves(plan)
+    (_pod, source, _), = moves(plan)
     assert plan.placements == [Placement(pod="big", node=source)]
     assert plan.metrics.per_job == {"big": {"placed": True, "moves": 1, "gpus_moved": 4.0, "nodes": [source]}}
     assert plan.unplaced == [] and plan.report.jobs_placed == 1
@@ -523,8 +523,8 @@ def test_make_room_on_the_command_line(tmp_path: Path) -> None:
 def plan_over_http(tmp_path: Path, c: Cluster, options: dict, refused: list[tuple[dict, str]]) -> DefragPlan:
     """Start a server, check each (options, problem) in ``refused`` gets a 422 naming it, then plan
     with ``options`` and return the stored plan."""
-    from tests.support.harness import Server, wait_status
     from planner.plans import parse_plan
+    from tests.support.harness import Server, wait_status
 
     snapshot = json.loads(c.model_dump_json(exclude_defaults=True))
     server = Server(tmp_path / "planner.db", None, "--workers", "1").start()

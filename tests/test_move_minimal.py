@@ -104,7 +104,7 @@ def _three_node_cluster() -> tuple[ClusterState, int, int, int]:
 
 
 def test_greedy_collapses_a_pod_moved_twice_and_sends_a_needless_move_home() -> None:
-    state, a, b, c = _three_node_cluster()
+    state, a, b, _c = _three_node_cluster()
     # a: n0 -> n1 -> n2 (twice), b: n1 -> n2 (needless: d keeps n1 busy, and b fits back)
     waves = [[(a, 0, 1)], [(a, 1, 2), (b, 1, 2)]]
     trimmed = trim_plan(state, waves, MoveBudget.of(state))

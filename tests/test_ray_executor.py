@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.harness import Server, free_port, wait_status
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.snapshot import cluster_to_dict
 from planner.validate.defrag import validate
+from tests.support.harness import Server, free_port, wait_status
 
 ray = pytest.importorskip("ray", reason="the extra 'ray' is not installed")
 

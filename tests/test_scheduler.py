@@ -12,8 +12,8 @@ from planner.heuristics.scheduler import POLICIES, pick_node, schedule_gang, sch
 from planner.heuristics.scoring import least_allocated, most_allocated
 from planner.snapshot import dump_cluster, parse_cluster
 from planner.state import PENDING, ClusterState
-from tests.strategies import clusters
 from tests.conftest import make_cluster, node, pod
+from tests.strategies import clusters
 
 
 def placed_cluster(state: ClusterState) -> Cluster:

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from tests.support.harness import Server, wait_status
 from planner.plans import parse_plan
 from planner.snapshot import parse_cluster
 from planner.validate.allocate import validate_allocate
+from tests.support.harness import Server, wait_status
 from tests.test_allocate import switches_cluster
 
 

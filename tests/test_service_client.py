@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.harness import PLANNER, Server, free_port, wait_status
 from planner.cli.client import retry_after_s
 from planner.plans import parse_plan
-from planner.snapshot import cluster_to_dict, parse_cluster
 from planner.service.store import Store
+from planner.snapshot import cluster_to_dict, parse_cluster
 from planner.validate.defrag import validate
 from tests.conftest import FIG15
+from tests.support.harness import PLANNER, Server, free_port, wait_status
 
 TOKEN = "client-token-0123456789"
 ENV = {**os.environ, "PLANNER_API_TOKEN": TOKEN}
@@ -71,7 +71,7 @@ def test_submit_get_fetch_and_delete_by_full_id(server: Server, tmp_path: Path) 
     assert listed.returncode == 0 and job_id in listed.stdout  # the full id, never cut
     fetched = planner("plans", "get", "--job", job_id, "--server", server.url)
     assert fetched.returncode == 0 and json.loads(fetched.stdout) == json.loads(out.read_text())
-    plan_id = [p for p in json.loads(planner("plans", "--server", server.url, "--json").stdout) if p["job_id"] == job_id][0]["plan_id"]
+    plan_id = next(p for p in json.loads(planner("plans", "--server", server.url, "--json").stdout) if p["job_id"] == job_id)["plan_id"]
     assert plan_id in planner("plans", "--server", server.url).stdout
 
     refused = planner("jobs", "cancel", job_id, "--server", server.url)

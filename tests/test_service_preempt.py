@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from tests.support.harness import Server, wait_status
 from planner.plans import parse_plan
 from planner.snapshot import parse_cluster
 from planner.validate.preempt import validate_preempt
+from tests.support.harness import Server, wait_status
 from tests.test_preempt import numa_node_cluster, prefix_counterexample
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from tests.support.harness import Server, wait_status
 from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict, parse_cluster
 from planner.validate.defrag import validate
 from tests.conftest import FIG15
+from tests.support.harness import Server, wait_status
 
 TOKEN = "replica-token-0123456789"
 LEASE_S = 2.0
@@ -115,7 +115,7 @@ def test_a_cancel_sent_to_one_replica_stops_the_worker_on_the_other(replicas: tu
         job_id = ca.post("/v1/defrag", json={"snapshot": long_snapshot, "options": {"method": "hybrid", "time_limit_s": 60}}).json()["job_id"]
         wait_status(ca, job_id, ("running",))
         (owner,) = _rows(url, f"SELECT lease_owner FROM jobs WHERE id = '{job_id}'")[0]
-        runner, other, other_client = (a, b, cb) if f":{a.process.pid}:" in owner else (b, a, ca)
+        runner, _other, other_client = (a, b, cb) if f":{a.process.pid}:" in owner else (b, a, ca)
         workers = runner.job_workers()
         assert workers
         assert other_client.delete(f"/v1/jobs/{job_id}").json()["status"] == "cancelled"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from planner.cluster import Node
-from planner.simulate.metrics import replay_row
 from planner.instances.spot_workload import SimJob
+from planner.simulate.metrics import replay_row
 from planner.simulate.spot import simulate
 
 

@@ -3,6 +3,8 @@ policy, capacity recomputed from the outcomes, FIFO order, E-Binpack's groups, t
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -49,7 +51,7 @@ def test_capacity_holds_and_allocation_integrates_the_outcomes(policy, placement
     assert queue_row(run)["sor"] == pytest.approx(busy / (cluster.gpus * run.horizon_s))
     if policy == "strict-fifo":  # nobody passes an earlier job
         started = sorted((j.submit_s, o.start_s) for j, o in zip(jobs, run.outcomes) if o.start_s is not None)
-        assert all(a[1] <= b[1] for a, b in zip(started, started[1:]))
+        assert all(a[1] <= b[1] for a, b in itertools.pairwise(started))
 
 
 def test_backfill_preempts_only_jobs_started_while_the_head_waited_and_loses_their_work():

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from planner.cluster import Node
-from planner.instances.spot_workload import synthetic_jobs
-from planner.instances.spot_workload import SimJob
+from planner.instances.spot_workload import SimJob, synthetic_jobs
 from planner.simulate.spot import POLICIES, simulate
 
 

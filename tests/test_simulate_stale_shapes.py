@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from planner.cluster import Node
-from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs
-from planner.instances.spot_workload import SimJob
+from planner.instances.spot_workload import SimJob, spot2026_cluster, spot2026_jobs
 from planner.simulate.spot import simulate
 from planner.simulate.stale_shapes import StaleShapes
 from planner.simulate.window import Window

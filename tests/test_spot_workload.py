@@ -14,7 +14,6 @@ from planner.instances.spot import family_of, read_node_list
 from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs
 
 
-
 @pytest.fixture(scope="module")
 def week() -> tuple[list, list]:
     nodes = spot2026_cluster()

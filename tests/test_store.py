@@ -12,9 +12,9 @@ import zlib
 import pytest
 import sqlalchemy as sa
 from alembic import command
+from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
-from alembic.autogenerate import compare_metadata
 
 from planner.service.database import StoreURLError, check_url
 from planner.service.rows import Base

@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.harness import PLANNER, Server, wait_status
 from planner.snapshot import cluster_to_dict
+from tests.support.harness import PLANNER, Server, wait_status
 
 
 def _mount(point: Path, size: str) -> str | None:

@@ -12,7 +12,7 @@ from planner import metrics
 from planner.cluster import Cluster
 from planner.plans import DefragPlan, Move, PlanMetrics, parse_plan
 from planner.state import ClusterState
-from planner.validate.defrag import apply_plan, validate, vacated_nodes
+from planner.validate.defrag import apply_plan, vacated_nodes, validate
 from tests.conftest import make_cluster, node, pod
 from tests.strategies import clusters
 
