@@ -247,18 +247,17 @@ class EjectionGroup:
         source = int(s.pod_node[p])
         if self.allowance[source] <= 0 or len(self.trail) >= self.budget:
             return False
-        if not s.room_anywhere(p):  # no node has room for p now: no direct move (checked first, it is cached)
-            if k <= 1:
-                return False
-            allowed = self._destinations(p, blocked)
-        else:
-            allowed = self._destinations(p, blocked)
+        room = s.room_anywhere(p)  # cached: when no node has room for p now, there is no direct move
+        if not room and k <= 1:
+            return False
+        allowed = self._destinations(p, blocked)
+        if room:
             direct = np.flatnonzero(allowed & s.feasible_nodes(p))
             if len(direct):
                 self._move(p, self._best_fit(p, direct))
                 return True
-            if k <= 1:
-                return False
+        if k <= 1:
+            return False
         for n in self._ejection_targets(p, allowed):
             mark = len(self.trail)
             victims = self._victims(p, n)
