@@ -130,9 +130,11 @@ def cached_asi(nodes: int, seed: int, allocation: float = 0.7) -> Path:
 
 def code_version() -> str:
     """The planner's commit, and the files under planner/ that differ from it (numbers describe the tree that ran)."""
+
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False).stdout
 
     changed = [line for line in git("status", "--porcelain", "--", "planner").splitlines() if line.strip()]
     return f"commit {git('rev-parse', '--short', 'HEAD').strip()}" + (
-        f" with uncommitted changes to {', '.join(line[3:] for line in changed)}" if changed else "")
+        f" with uncommitted changes to {', '.join(line[3:] for line in changed)}" if changed else ""
+    )

@@ -58,9 +58,25 @@ WORKERS = {"cpsat": 8, "highs": 2}
 LOG = CACHE / "defrag_exact.jsonl"
 RULES = tuple(f"rules/{m}.py" for m in ("__init__", "base", "shares", "static", "node", "preemption", "numa"))
 CODE = (
-    "models/defrag.py", "models/milp.py", "models/units.py", "models/backends.py", "models/highs.py", "models/cpsat.py",
-    "models/defrag_exact.py", "waves.py", "limits.py", "state.py", "state_build.py", *RULES, "engine/defrag/__init__.py", "engine/defrag/methods.py", "engine/defrag/assembly.py", "heuristics/ipc.py", "models/lns.py",
-    "instances/asi.py", "instances/openb.py",
+    "models/defrag.py",
+    "models/milp.py",
+    "models/units.py",
+    "models/backends.py",
+    "models/highs.py",
+    "models/cpsat.py",
+    "models/defrag_exact.py",
+    "waves.py",
+    "limits.py",
+    "state.py",
+    "state_build.py",
+    *RULES,
+    "engine/defrag/__init__.py",
+    "engine/defrag/methods.py",
+    "engine/defrag/assembly.py",
+    "heuristics/ipc.py",
+    "models/lns.py",
+    "instances/asi.py",
+    "instances/openb.py",
 )
 
 
@@ -84,9 +100,7 @@ def share_subset(base: Cluster, nodes: int, seed: int) -> Cluster:
     rng = np.random.default_rng(seed)
     busy = sorted({p.node for p in base.pods if p.node is not None})
     names = set(rng.choice(busy, size=min(nodes, len(busy)), replace=False).tolist())
-    return Cluster(
-        time_s=base.time_s, nodes=[n for n in base.nodes if n.name in names], pods=[p for p in base.pods if p.node in names], jobs=[]
-    )
+    return Cluster(time_s=base.time_s, nodes=[n for n in base.nodes if n.name in names], pods=[p for p in base.pods if p.node in names], jobs=[])
 
 
 def load_log() -> dict[tuple, dict]:
@@ -113,8 +127,14 @@ def run_exact(done: dict, name: str, cluster: Cluster, solver: str, formulation:
     if key in done:
         return done[key]
     options = DefragOptions(
-        method="exact", solver=solver, formulation=formulation, lexicographic=lexicographic, time_limit_s=time_limit,
-        solver_workers=WORKERS[solver], workers=1, force=True,  # measured on purpose beyond the size limit (500 nodes)
+        method="exact",
+        solver=solver,
+        formulation=formulation,
+        lexicographic=lexicographic,
+        time_limit_s=time_limit,
+        solver_workers=WORKERS[solver],
+        workers=1,
+        force=True,  # measured on purpose beyond the size limit (500 nodes)
     )
     start = time.perf_counter()
     plan = plan_defrag(cluster, options)
@@ -304,14 +324,18 @@ def write_results(args: Any, exact_rows: list[dict], ipc_rows: dict, share_rows:
                 f"{statistics.median(first):.2f} | {_pct(first, 0.9):.2f} | {statistics.median(total):.2f} | {max(total):.2f} | {variables:,} |"
             )
         else:
-            lines.append(f"| {family} | {nodes} | {solver} | {formulation} | {lexicographic} | 0/{len(rows)} | {lex}/{len(rows)} | - | - | - | - | {variables:,} |")
+            lines.append(
+                f"| {family} | {nodes} | {solver} | {formulation} | {lexicographic} | 0/{len(rows)} | {lex}/{len(rows)} | - | - | - | - | {variables:,} |"
+            )
 
     def within(family: str, nodes: int, limit: float, config: tuple | None = None) -> str:
         names = {r["instance"] for r in exact_rows if r["family"] == family and r["nodes"] == nodes}
         hit = {
             r["instance"]
             for r in exact_rows
-            if r["instance"] in names and r["status"] == "optimal" and r["solve_s"] <= limit
+            if r["instance"] in names
+            and r["status"] == "optimal"
+            and r["solve_s"] <= limit
             and (config is None or (r["solver"], r["formulation"], r["lexicographic"]) == config)
         }
         return f"{len(hit)}/{len(names)}"
@@ -319,8 +343,7 @@ def write_results(args: Any, exact_rows: list[dict], ipc_rows: dict, share_rows:
     default = ("highs", "class", "two-phase")
     lines += [
         "",
-        "Targets (proven optimal plans; fastest configuration per instance, and the defaults alone: HiGHS, class "
-        "formulation, two-phase):",
+        "Targets (proven optimal plans; fastest configuration per instance, and the defaults alone: HiGHS, class formulation, two-phase):",
         "",
         f"* paper-size 25-node instances proven optimal within 5 s: {within('paper', 25, 5.0)} (defaults: {within('paper', 25, 5.0, default)})",
         f"* 100-node instances proven optimal within 60 s: {within('asi', 100, 60.0)} (defaults: {within('asi', 100, 60.0, default)})",
@@ -435,9 +458,7 @@ def _ipc_section(exact_rows: list[dict], ipc_rows: dict) -> list[str]:
         family, nodes = ("paper" if name.startswith("paper") else "asi"), int(name.split("-")[1])
         by_size.setdefault((family, nodes), []).append(1.0 if optimum == 0 else ipc["empties"] / optimum)
     for (family, nodes), ratios in sorted(by_size.items(), key=lambda kv: (kv[0][1], kv[0][0] != "paper")):
-        lines.append(
-            f"| {family} | {nodes} | {len(ratios)} | {sum(1 for x in ratios if x >= 1)} | {statistics.mean(ratios):.3f} | {min(ratios):.3f} |"
-        )
+        lines.append(f"| {family} | {nodes} | {len(ratios)} | {sum(1 for x in ratios if x >= 1)} | {statistics.mean(ratios):.3f} | {min(ratios):.3f} |")
     return lines
 
 

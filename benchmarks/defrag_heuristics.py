@@ -98,9 +98,7 @@ def compare(name: str, cluster: Cluster, budget_share: float | None, with_repack
         if method == "repack":
             cap = None  # a reference: ignores migration cost
         start = time.perf_counter()
-        options = DefragOptions(
-            method=method, max_moves=cap, workers=2 if method == "heuristic" else 1, threshold=float(threshold or 0.5)
-        )
+        options = DefragOptions(method=method, max_moves=cap, workers=2 if method == "heuristic" else 1, threshold=float(threshold or 0.5))
         plan = plan_defrag(cluster, options)
         wall = time.perf_counter() - start
         before, after, report = plan.metrics.before, plan.metrics.after, plan.report
@@ -123,9 +121,7 @@ def compare(name: str, cluster: Cluster, budget_share: float | None, with_repack
                 "bound": report.bound,
                 "gap": report.gap,
                 "note": (
-                    f"target empties {report.model_extra['target_vacated']}; {report.model_extra['dropped_moves']} moves dropped"
-                    if method == "repack"
-                    else ""
+                    f"target empties {report.model_extra['target_vacated']}; {report.model_extra['dropped_moves']} moves dropped" if method == "repack" else ""
                 ),
             }
         )
@@ -170,8 +166,7 @@ def write_results(scale_rows: list[dict], quality: list[dict], snapshots: list[t
         "",
         f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/defrag_heuristics.py`.",
         "",
-        "## Scaling (ASI-like, 70% GPU allocation target, 40% locked pods, seed 0, default options: "
-        "partitions of 500, K = 3, R = 5, one worker per core)",
+        "## Scaling (ASI-like, 70% GPU allocation target, 40% locked pods, seed 0, default options: partitions of 500, K = 3, R = 5, one worker per core)",
         "",
         "`planner defrag SNAPSHOT --method heuristic --out PLAN` as a child process. *wall* is end to end "
         "(interpreter start-up, reading and checking the snapshot, planning, validating, writing the plan); "

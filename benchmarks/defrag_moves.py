@@ -94,9 +94,16 @@ def run_trim(cluster: Cluster, config: str, time_limit_s: float = TRIM_S, worker
     start = time.perf_counter()
     plan = plan_defrag(cluster, DefragOptions(workers=workers, **fields))
     extra = plan.report.model_extra or {}
-    return {"empties": plan.report.objective, "moves": plan.report.moves, "gpus": plan.report.gpus_moved,
-            "wall_s": time.perf_counter() - start, "minimal": extra.get("move_minimal"), "bound": extra.get("moves_bound"),
-            "scope": extra.get("trim_scope"), "skipped": extra.get("trim_pieces_skipped", 0)}
+    return {
+        "empties": plan.report.objective,
+        "moves": plan.report.moves,
+        "gpus": plan.report.gpus_moved,
+        "wall_s": time.perf_counter() - start,
+        "minimal": extra.get("move_minimal"),
+        "bound": extra.get("moves_bound"),
+        "scope": extra.get("trim_scope"),
+        "skipped": extra.get("trim_pieces_skipped", 0),
+    }
 
 
 def scale_rows(sizes: list[int]) -> list[str]:
@@ -170,8 +177,10 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
             f"{statistics.fmean(r['off']['empties'] for r in members):.1f} | "
             + " | ".join(over(way) for way in WAYS)
             + f" | {sum(bool(r['exact']['minimal']) for r in members)}/{len(members)} | "
-            + " / ".join(within(way) for way in ("exact", "pieces", "greedy", "published")) + " | "
-            + " / ".join(f"{statistics.fmean(r[t]['gpus'] for r in members):.1f}" for t in ("published", "greedy", "exact")) + " | "
+            + " / ".join(within(way) for way in ("exact", "pieces", "greedy", "published"))
+            + " | "
+            + " / ".join(f"{statistics.fmean(r[t]['gpus'] for r in members):.1f}" for t in ("published", "greedy", "exact"))
+            + " | "
             + " / ".join(f"{statistics.median(r[t]['wall_s'] for r in members):.2f}" for t in ("published", "greedy", "exact"))
             + " |"
         )
@@ -212,7 +221,8 @@ def main() -> None:
         "",
         f"No plan has fewer moves than its proven reference (a check of both): {'yes' if never_below else 'NO'}. "
         f"`move_once` emptied fewer nodes than IPC as published on {len(lost)} of {len(rows)} instances"
-        + (f" ({', '.join(lost[:6])}{', ...' if len(lost) > 6 else ''})" if lost else "") + f", more on {len(gained)}.",
+        + (f" ({', '.join(lost[:6])}{', ...' if len(lost) > 6 else ''})" if lost else "")
+        + f", more on {len(gained)}.",
         "",
         *(scale_rows(args.scale_sizes) if args.scale_sizes else []),
     ]

@@ -29,9 +29,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(Path(tmp) / "planner.db", "docs-token-0123456789", "--workers", "1").start()
         try:
-            subprocess.run([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-                            "--virtual-time-budget=15000", "--window-size=1280,1600", f"--screenshot={OUT}", f"{server.url}/docs"],
-                           capture_output=True, check=True, timeout=120)
+            subprocess.run(
+                [
+                    chromium,
+                    "--headless=new",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                    "--hide-scrollbars",
+                    "--virtual-time-budget=15000",
+                    "--window-size=1280,1600",
+                    f"--screenshot={OUT}",
+                    f"{server.url}/docs",
+                ],
+                capture_output=True,
+                check=True,
+                timeout=120,
+            )
         finally:
             server.stop()
     print(f"wrote {OUT}")

@@ -38,9 +38,13 @@ from planner.snapshot import load_cluster  # noqa: E402
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
 PODS_PER_NODE = 10
-DAEMONSETS = [DaemonSet("node-exporter", "monitoring", 0.1, 0.125), DaemonSet("kube-proxy", "kube-system", 0.1, 0.125),
-              DaemonSet("fluent-bit", "logging", 0.1, 0.25), DaemonSet("nvidia-device-plugin", "gpu-operator", 0.05, 0.0625, True),
-              DaemonSet("dcgm-exporter", "gpu-operator", 0.1, 0.5, True)]
+DAEMONSETS = [
+    DaemonSet("node-exporter", "monitoring", 0.1, 0.125),
+    DaemonSet("kube-proxy", "kube-system", 0.1, 0.125),
+    DaemonSet("fluent-bit", "logging", 0.1, 0.25),
+    DaemonSet("nvidia-device-plugin", "gpu-operator", 0.05, 0.0625, True),
+    DaemonSet("dcgm-exporter", "gpu-operator", 0.1, 0.5, True),
+]
 FILLER = (0.5, 1.0)  # CPUs, GiB of each small web pod
 REPLICAS = 4
 COMMAND = ".venv/bin/python benchmarks/kubernetes.py"
@@ -75,8 +79,9 @@ def with_filler(cluster: Cluster, total_pods: int) -> Cluster:
             job = f"web/Deployment/web-{k // REPLICAS:05d}"
             if k % REPLICAS == 0:
                 jobs.append(Job(name=job, min_available=1))  # a Deployment's replicas start one by one
-            pods.append(Pod(name=f"web-{k // REPLICAS:05d}-{k % REPLICAS}", job=job, namespace="web", node=node.name,
-                            gpus=0, cpus=FILLER[0], memory_gib=FILLER[1]))
+            pods.append(
+                Pod(name=f"web-{k // REPLICAS:05d}-{k % REPLICAS}", job=job, namespace="web", node=node.name, gpus=0, cpus=FILLER[0], memory_gib=FILLER[1])
+            )
             k, placed = k + 1, True
         if not placed:
             sys.exit(f"no room left for filler pods after {k}")
@@ -95,16 +100,26 @@ def rendered_list(nodes: int, seed: int = 0) -> tuple[Path, dict]:
         exported = export_kubernetes(cluster, daemonsets=DAEMONSETS)
         path.write_text(json.dumps(exported.document) + "\n", encoding="utf-8")
         kinds = Counter(i["kind"] for i in exported.document["items"])
-        meta = {"nodes": nodes, "pods": kinds["Pod"], "asi_pods": asi_pods, "filler_pods": len(cluster.pods) - asi_pods,
-                "daemonset_pods": kinds["Pod"] - len(cluster.pods), "pdbs": kinds.get("PodDisruptionBudget", 0),
-                "mib": path.stat().st_size / 2**20, "dropped": exported.dropped}
+        meta = {
+            "nodes": nodes,
+            "pods": kinds["Pod"],
+            "asi_pods": asi_pods,
+            "filler_pods": len(cluster.pods) - asi_pods,
+            "daemonset_pods": kinds["Pod"] - len(cluster.pods),
+            "pdbs": kinds.get("PodDisruptionBudget", 0),
+            "mib": path.stat().st_size / 2**20,
+            "dropped": exported.dropped,
+        }
         meta_path.write_text(json.dumps(meta))
     return path, json.loads(meta_path.read_text())
 
 
 def import_rows(sizes: list[int], runs: int) -> list[str]:
-    rows = ["| nodes | pods in the List (DaemonSet + ASI + web) | List MiB | snapshot pods | wall s min / median / max | "
-            "peak RSS MiB min / median / max | targets |", "|---:|---|---:|---:|---|---|---|"]
+    rows = [
+        "| nodes | pods in the List (DaemonSet + ASI + web) | List MiB | snapshot pods | wall s min / median / max | "
+        "peak RSS MiB min / median / max | targets |",
+        "|---:|---|---:|---:|---|---|---|",
+    ]
     for nodes in sizes:
         path, meta = rendered_list(nodes)
         out = Path(tempfile.mkdtemp()) / "snapshot.json"
@@ -117,8 +132,10 @@ def import_rows(sizes: list[int], runs: int) -> list[str]:
             print(f"import {nodes} nodes: {run.wall_s:.2f} s, {run.peak_rss_mib:.0f} MiB", flush=True)
         snapshot_pods = len(json.loads(out.read_text())["pods"])
         spread, target = _spread_and_target(measured)
-        rows.append(f"| {nodes:,} | {meta['pods']:,} ({meta['daemonset_pods']:,} + {meta['asi_pods']:,} + {meta['filler_pods']:,}) | "
-                    f"{meta['mib']:.0f} | {snapshot_pods:,} | {spread} | {target if nodes == 10_000 else ''} |")
+        rows.append(
+            f"| {nodes:,} | {meta['pods']:,} ({meta['daemonset_pods']:,} + {meta['asi_pods']:,} + {meta['filler_pods']:,}) | "
+            f"{meta['mib']:.0f} | {snapshot_pods:,} | {spread} | {target if nodes == 10_000 else ''} |"
+        )
     return rows
 
 
@@ -127,8 +144,10 @@ def _spread_and_target(measured: list) -> tuple[str, str]:
     walls = sorted(r.wall_s for r in measured)
     rss = sorted(r.peak_rss_mib for r in measured)
     ok_t, ok_m = walls[-1] <= 20, rss[-1] <= 2048
-    return (f"{walls[0]:.1f} / {statistics.median(walls):.1f} / {walls[-1]:.1f} | {rss[0]:.0f} / {statistics.median(rss):.0f} / {rss[-1]:.0f}",
-            f"<= 20 s: {'met' if ok_t else 'MISSED'}; <= 2 GiB: {'met' if ok_m else 'MISSED'}")
+    return (
+        f"{walls[0]:.1f} / {statistics.median(walls):.1f} / {walls[-1]:.1f} | {rss[0]:.0f} / {statistics.median(rss):.0f} / {rss[-1]:.0f}",
+        f"<= 20 s: {'met' if ok_t else 'MISSED'}; <= 2 GiB: {'met' if ok_m else 'MISSED'}",
+    )
 
 
 def mixed_list(nodes: int, seed: int = 0) -> Path:
@@ -145,8 +164,11 @@ def mixed_list(nodes: int, seed: int = 0) -> Path:
 def plan_rows(nodes: int, runs: int) -> list[str]:
     """``planner defrag LIST --from kubernetes --out PLAN`` end to end (import, plan with the defaults,
     validation, writing the plan) on the ASI-rendered List and on the mixed one."""
-    rows = ["| List | pods in the List | List MiB | moves | vacated nodes | plan report wall s | wall s min / median / max | "
-            "peak RSS MiB min / median / max | targets |", "|---|---:|---:|---:|---:|---:|---|---|---|"]
+    rows = [
+        "| List | pods in the List | List MiB | moves | vacated nodes | plan report wall s | wall s min / median / max | "
+        "peak RSS MiB min / median / max | targets |",
+        "|---|---:|---:|---:|---:|---:|---|---|---|",
+    ]
     rendered, meta = rendered_list(nodes)
     mixed = mixed_list(nodes)
     for label, path in ((f"ASI-rendered, {nodes:,} nodes", rendered), (f"mixed GPU fleet (kubernetes_mixed, seed 0), {nodes:,} nodes", mixed)):
@@ -161,8 +183,10 @@ def plan_rows(nodes: int, runs: int) -> list[str]:
             print(f"defrag {label}: {run.wall_s:.2f} s, {run.peak_rss_mib:.0f} MiB", flush=True)
         plan = json.loads(out.read_text())
         spread, target = _spread_and_target(measured)
-        rows.append(f"| {label} | {pods:,} | {path.stat().st_size / 2**20:.0f} | {plan['report']['moves']:,} | {len(plan['vacated_nodes']):,} | "
-                    f"{plan['report']['wall_s']:.1f} | {spread} | {target} |")
+        rows.append(
+            f"| {label} | {pods:,} | {path.stat().st_size / 2**20:.0f} | {plan['report']['moves']:,} | {len(plan['vacated_nodes']):,} | "
+            f"{plan['report']['wall_s']:.1f} | {spread} | {target} |"
+        )
     return rows
 
 
@@ -200,7 +224,8 @@ def output_rows(nodes: int) -> list[str]:
     waves = [int(name.split("-w", 1)[1].split("-", 1)[0]) for name in applied]
     order_ok = _calls_in_wave_order(calls)
     return [
-        "| output | objects / moves | waves | checks | wall s | peak RSS MiB |", "|---|---|---:|---|---:|---:|",
+        "| output | objects / moves | waves | checks | wall s | peak RSS MiB |",
+        "|---|---|---:|---|---:|---:|",
         f"| `-o podmigrationjob` | {len(objects):,} / {moves:,} | {len(plan['waves'])} | every object passes the CRD-subset check "
         f"of tests/test_render_kubernetes.py | {pmj.wall_s:.1f} | {pmj.peak_rss_mib:.0f} |",
         f"| `-o kubectl` | {len(applied):,} applied / {moves:,} | {len(set(waves))} | `bash -n` {'ok' if syntax.returncode == 0 else 'FAILED'}; "
@@ -310,27 +335,42 @@ def main() -> None:
         "",
     ]
     lines += import_rows(args.import_sizes, args.runs)
-    lines += ["", "## Import and plan: `planner defrag LIST --from kubernetes --out PLAN`, 10,000 nodes", "",
-              "End to end in a child process (import, the default plan with every rule by name and the default pools, "
-              f"validation, writing the plan), {args.runs} runs: the ASI-rendered List above and a mixed GPU fleet of "
-              "`planner/instances/kubernetes_mixed.py` (whole-GPU, MIG of one and of several profiles, time-sliced under both "
-              "resource names, a tainted inference pool, CPU-only StatefulSet nodes, gangs, PDBs, affinity, host ports).", ""]
+    lines += [
+        "",
+        "## Import and plan: `planner defrag LIST --from kubernetes --out PLAN`, 10,000 nodes",
+        "",
+        "End to end in a child process (import, the default plan with every rule by name and the default pools, "
+        f"validation, writing the plan), {args.runs} runs: the ASI-rendered List above and a mixed GPU fleet of "
+        "`planner/instances/kubernetes_mixed.py` (whole-GPU, MIG of one and of several profiles, time-sliced under both "
+        "resource names, a tainted inference pool, CPU-only StatefulSet nodes, gangs, PDBs, affinity, host ports).",
+        "",
+    ]
     lines += plan_rows(10_000, args.runs)
-    lines += ["", f"## Plans an operator applies: `planner defrag -o podmigrationjob` / `-o kubectl`, {args.output_nodes:,} nodes", "",
-              f"`generate_asi({args.output_nodes}, seed=0)`, default options. The kubectl script runs with `POLL_S=0` against the "
-              "fake `kubectl` of tests/test_render_kubernetes.py (records every call; answers every status query "
-              "`Succeeded`). Wave order: every object of wave w is applied after all status queries of wave w-1, and "
-              "each query names an object of the wave being waited on.", ""]
+    lines += [
+        "",
+        f"## Plans an operator applies: `planner defrag -o podmigrationjob` / `-o kubectl`, {args.output_nodes:,} nodes",
+        "",
+        f"`generate_asi({args.output_nodes}, seed=0)`, default options. The kubectl script runs with `POLL_S=0` against the "
+        "fake `kubectl` of tests/test_render_kubernetes.py (records every call; answers every status query "
+        "`Succeeded`). Wave order: every object of wave w is applied after all status queries of wave w-1, and "
+        "each query names an object of the wave being waited on.",
+        "",
+    ]
     lines += output_rows(args.output_nodes)
     if not args.skip_limits:
-        lines += ["", "## Disruption limits: what each costs", "",
-                  "`plan_defrag(cluster, DefragOptions(...))` in process (IPC, trim greedy, seed 0). Vacated nodes (change "
-                  "against no limits), moves, waves, the most nodes any wave touches, pods moved more than once, wall time. "
-                  "The per-wave limits and budgets split waves and never cost a move; the default move-minimal pass (trim "
-                  "greedy) already sends each pod straight to where it ends, so `--move-once` binds only without it (last two "
-                  "rows). openb's pods are one job each, so no PDB applies there.", "",
-                  "| snapshot | limits | vacated nodes | moves | waves | max nodes in a wave | pods moved twice+ | wall s |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            "## Disruption limits: what each costs",
+            "",
+            "`plan_defrag(cluster, DefragOptions(...))` in process (IPC, trim greedy, seed 0). Vacated nodes (change "
+            "against no limits), moves, waves, the most nodes any wave touches, pods moved more than once, wall time. "
+            "The per-wave limits and budgets split waves and never cost a move; the default move-minimal pass (trim "
+            "greedy) already sends each pod straight to where it ends, so `--move-once` binds only without it (last two "
+            "rows). openb's pods are one job each, so no PDB applies there.",
+            "",
+            "| snapshot | limits | vacated nodes | moves | waves | max nodes in a wave | pods moved twice+ | wall s |",
+            "|---|---|---:|---:|---:|---:|---:|---:|",
+        ]
         lines += limit_rows(f"ASI {args.output_nodes:,} nodes", load_cluster(cached_asi(args.output_nodes, 0)))
         openb = openb_cluster()
         if openb is not None:

@@ -53,8 +53,10 @@ COMMAND = ".venv/bin/python benchmarks/kubernetes_fidelity.py"
 
 def inputs(sizes: list[int]) -> list[tuple[str, Any]]:
     """(name, loader) of every input, smallest first; a loader returns the List."""
-    found: list[tuple[str, Any]] = [("gpu-cluster.json (README example)", lambda: json.loads(EXAMPLE.read_text())),
-                                    ("k8s-mixed-200 (audit repro)", lambda: json.loads(gzip.decompress(REPRO.read_bytes())))]
+    found: list[tuple[str, Any]] = [
+        ("gpu-cluster.json (README example)", lambda: json.loads(EXAMPLE.read_text())),
+        ("k8s-mixed-200 (audit repro)", lambda: json.loads(gzip.decompress(REPRO.read_bytes()))),
+    ]
     for nodes in sizes:
         for seed in SEEDS.get(nodes, [0]):
             found.append((f"mixed {nodes:,} seed {seed}", lambda nodes=nodes, seed=seed: generate_kubernetes_mixed(nodes, seed)))
@@ -97,14 +99,21 @@ def measure(name: str, objects: dict[str, Any], cluster: Any, import_s: float, m
     sources_refused = {r.from_ for r in refusals}
     vacated = plan["vacated_nodes"]
     return {
-        "input": name, "method": method,
+        "input": name,
+        "method": method,
         "nodes": sum(1 for i in objects["items"] if i.get("kind") == "Node"),
         "pods": sum(1 for i in objects["items"] if i.get("kind") == "Pod"),
-        "moves": sum(len(w) for w in plan["waves"]), "waves": len(plan["waves"]), "refused": len(refused_moves),
-        "reasons": Counter(f"{r.plugin}: {r.reason}" for r in refusals), "routes": routes,
-        "vacated": len(vacated), "vacated_clean": sum(1 for n in vacated if n not in sources_refused),
+        "moves": sum(len(w) for w in plan["waves"]),
+        "waves": len(plan["waves"]),
+        "refused": len(refused_moves),
+        "reasons": Counter(f"{r.plugin}: {r.reason}" for r in refusals),
+        "routes": routes,
+        "vacated": len(vacated),
+        "vacated_clean": sum(1 for n in vacated if n not in sources_refused),
         "status": (plan.get("report") or {}).get("status"),
-        "import_s": import_s, "plan_s": t2 - t1, "replay_s": t3 - t2,
+        "import_s": import_s,
+        "plan_s": t2 - t1,
+        "replay_s": t3 - t2,
     }
 
 
@@ -129,9 +138,16 @@ def measure_placements(name: str, objects: dict[str, Any], cluster: Any) -> list
             rows.append({"input": name, "plan": what, "error": plan})
             continue
         refusals = replay_placements(objects, plan)
-        rows.append({"input": name, "plan": what, "placements": len(plan.get("placements") or []),
-                     "victims": len(plan.get("victims") or []), "refused": len({r.pod for r in refusals}),
-                     "reasons": Counter(f"{r.plugin}: {r.reason}" for r in refusals)})
+        rows.append(
+            {
+                "input": name,
+                "plan": what,
+                "placements": len(plan.get("placements") or []),
+                "victims": len(plan.get("victims") or []),
+                "refused": len({r.pod for r in refusals}),
+                "reasons": Counter(f"{r.plugin}: {r.reason}" for r in refusals),
+            }
+        )
     return rows
 
 
@@ -141,8 +157,10 @@ def render(rows: list[dict[str, Any]], placed: list[dict[str, Any]], args: argpa
         "",
         f"Code: {code_version()}. Machine: {machine()} (shared with other engineers' processes). Started {started}.",
         "",
-        f"Reproduce: `{COMMAND}" + (f" --sizes {' '.join(map(str, args.sizes))}" if args.sizes != [60, 1000, 10000] else "")
-        + (f" --time-limit {args.time_limit:g}" if args.time_limit != 20 else "") + "`.",
+        f"Reproduce: `{COMMAND}"
+        + (f" --sizes {' '.join(map(str, args.sizes))}" if args.sizes != [60, 1000, 10000] else "")
+        + (f" --time-limit {args.time_limit:g}" if args.time_limit != 20 else "")
+        + "`.",
         "",
         "Each input is planned as `planner defrag FILE --from kubernetes [--method M]` does (in process: import, then "
         "`plan_defrag` with the CLI's defaults; exact and hybrid with `--time-limit "
@@ -161,31 +179,50 @@ def render(rows: list[dict[str, Any]], placed: list[dict[str, Any]], args: argpa
             lines.append(f"| {r['input']} |  |  | {r['method']} | not planned: {r['error']} |  |  |  |  |  |  |  |  |")
             continue
         share = f"{r['refused'] / r['moves']:.0%}" if r["moves"] else "-"
-        lines.append(f"| {r['input']} | {r['nodes']:,} | {r['pods']:,} | {r['method']} | {r['status']} | {r['moves']:,} | "
-                     f"{r['waves']} | {r['refused']:,} ({share}) | {r['vacated']:,} | {r['vacated_clean']:,} | {r['import_s']:.1f} | "
-                     f"{r['plan_s']:.1f} | {r['replay_s']:.1f} |")
-    lines += ["", "## Refusals by plugin and reason", "",
-              "A move may be refused by several plugins (each counted here).", "",
-              "| input | method | plugin: reason | refusals |", "|---|---|---|---:|"]
+        lines.append(
+            f"| {r['input']} | {r['nodes']:,} | {r['pods']:,} | {r['method']} | {r['status']} | {r['moves']:,} | "
+            f"{r['waves']} | {r['refused']:,} ({share}) | {r['vacated']:,} | {r['vacated_clean']:,} | {r['import_s']:.1f} | "
+            f"{r['plan_s']:.1f} | {r['replay_s']:.1f} |"
+        )
+    lines += [
+        "",
+        "## Refusals by plugin and reason",
+        "",
+        "A move may be refused by several plugins (each counted here).",
+        "",
+        "| input | method | plugin: reason | refusals |",
+        "|---|---|---|---:|",
+    ]
     for r in rows:
         for reason, count in sorted((r.get("reasons") or {}).items(), key=lambda kv: (-kv[1], kv[0])):
             lines.append(f"| {r['input']} | {r['method']} | {reason} | {count:,} |")
-    lines += ["", "## Refusals by route (default method)", "",
-              "The same refusals by the kind of source and destination node, read from the raw objects: *whole GPUs* "
-              "(`nvidia.com/gpu`, no replicas), *gpu replicas* (`nvidia.com/gpu` time-sliced, `nvidia.com/gpu.replicas` > 1), "
-              "*gpu.shared replicas* (the renamed `nvidia.com/gpu.shared`), *MIG* (`nvidia.com/mig-*`), *no GPU*.", "",
-              "| input | source -> destination: plugin: reason | refusals |", "|---|---|---:|"]
+    lines += [
+        "",
+        "## Refusals by route (default method)",
+        "",
+        "The same refusals by the kind of source and destination node, read from the raw objects: *whole GPUs* "
+        "(`nvidia.com/gpu`, no replicas), *gpu replicas* (`nvidia.com/gpu` time-sliced, `nvidia.com/gpu.replicas` > 1), "
+        "*gpu.shared replicas* (the renamed `nvidia.com/gpu.shared`), *MIG* (`nvidia.com/mig-*`), *no GPU*.",
+        "",
+        "| input | source -> destination: plugin: reason | refusals |",
+        "|---|---|---:|",
+    ]
     for r in rows:
         if r["method"] == "heuristic":
             for route, count in sorted((r.get("routes") or {}).items(), key=lambda kv: (-kv[1], kv[0])):
                 lines.append(f"| {r['input']} | {route} | {count:,} |")
-    lines += ["", "## Placements: `planner allocate` and `planner preempt --job J`", "",
-              f"Inputs of at most {PLACEMENTS_UP_TO:,} nodes: `allocate` (every pending job, default method auto) and `preempt` "
-              "(default method spotgpu) for each job with no pod running, each plan replayed from the input's state: victims "
-              "removed, then each placement admitted (or refused) in order. The preempt plans of one input are summed in one "
-              "row; *refused plans* names (up to four of) the jobs whose placement was refused.", "",
-              "| input | plan | plans | placements | victims | refused placements | refused plans | plugin: reason (refusals) |",
-              "|---|---|---:|---:|---:|---:|---|---|"]
+    lines += [
+        "",
+        "## Placements: `planner allocate` and `planner preempt --job J`",
+        "",
+        f"Inputs of at most {PLACEMENTS_UP_TO:,} nodes: `allocate` (every pending job, default method auto) and `preempt` "
+        "(default method spotgpu) for each job with no pod running, each plan replayed from the input's state: victims "
+        "removed, then each placement admitted (or refused) in order. The preempt plans of one input are summed in one "
+        "row; *refused plans* names (up to four of) the jobs whose placement was refused.",
+        "",
+        "| input | plan | plans | placements | victims | refused placements | refused plans | plugin: reason (refusals) |",
+        "|---|---|---:|---:|---:|---:|---|---|",
+    ]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in placed:
         groups.setdefault((r["input"], r["plan"].split(" ")[0]), []).append(r)
@@ -197,9 +234,12 @@ def render(rows: list[dict[str, Any]], placed: list[dict[str, Any]], args: argpa
             reasons.update(r["reasons"])
         refused_jobs = [r["plan"].removeprefix("preempt --job ") for r in planned if r["refused"] and kind == "preempt"]
         named = ", ".join(f"`{j}`" for j in refused_jobs[:4]) + (f" and {len(refused_jobs) - 4} more" if len(refused_jobs) > 4 else "")
-        lines.append(f"| {name} | `{kind}` | {len(planned)}" + (f" (+{len(errors)} not planned: {errors[0]['error']})" if errors else "")
-                     + f" | {sum(r['placements'] for r in planned)} | {sum(r['victims'] for r in planned)} | "
-                     f"{sum(r['refused'] for r in planned)} | {named} | {'; '.join(f'{k} ({v})' for k, v in sorted(reasons.items()))} |")
+        lines.append(
+            f"| {name} | `{kind}` | {len(planned)}"
+            + (f" (+{len(errors)} not planned: {errors[0]['error']})" if errors else "")
+            + f" | {sum(r['placements'] for r in planned)} | {sum(r['victims'] for r in planned)} | "
+            f"{sum(r['refused'] for r in planned)} | {named} | {'; '.join(f'{k} ({v})' for k, v in sorted(reasons.items()))} |"
+        )
     totals: Counter[str] = Counter()
     for r in rows:
         if r["method"] == "heuristic":

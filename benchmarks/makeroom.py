@@ -116,18 +116,29 @@ def run(family: str, seeds: int, budget: int) -> list[dict[str, Any]]:
             plan = plan_defrag(cluster, DefragOptions(make_room=[name], max_moves=budget))
             wall = time.perf_counter() - start
             placed = bool(plan.placements)
-            rows.append({
-                "seed": seed, "job": name, "made": placed, "moves": sum(len(w) for w in plan.waves) if placed else None,
-                "gpus_moved": plan.report.gpus_moved if placed else None, "wall_s": wall,
-                "plain": fits_after(after, name, family != "openb"), "plain_moves": sum(len(w) for w in plain.waves), "plain_s": plain_s,
-                "reason": None if placed else (plan.unplaced[0].reason if plan.unplaced else ""),
-            })
+            rows.append(
+                {
+                    "seed": seed,
+                    "job": name,
+                    "made": placed,
+                    "moves": sum(len(w) for w in plan.waves) if placed else None,
+                    "gpus_moved": plan.report.gpus_moved if placed else None,
+                    "wall_s": wall,
+                    "plain": fits_after(after, name, family != "openb"),
+                    "plain_moves": sum(len(w) for w in plain.waves),
+                    "plain_s": plain_s,
+                    "reason": None if placed else (plan.unplaced[0].reason if plan.unplaced else ""),
+                }
+            )
             start = time.perf_counter()
             exact = plan_defrag(cluster, DefragOptions(method="exact", make_room=[name], max_moves=budget, time_limit_s=10.0))
             rows[-1].update(
-                exact_made=bool(exact.placements), exact_moves=sum(len(w) for w in exact.waves) if exact.placements else None,
-                exact_gpus_moved=exact.report.gpus_moved if exact.placements else None, exact_s=time.perf_counter() - start,
-                exact_status=exact.report.status, exact_restricted=bool(getattr(exact.report, "restricted", False)),
+                exact_made=bool(exact.placements),
+                exact_moves=sum(len(w) for w in exact.waves) if exact.placements else None,
+                exact_gpus_moved=exact.report.gpus_moved if exact.placements else None,
+                exact_s=time.perf_counter() - start,
+                exact_status=exact.report.status,
+                exact_restricted=bool(getattr(exact.report, "restricted", False)),
                 exact_proven_within=bool(getattr(exact.report, "optimal_within_neighbourhood", False)),
             )
             print(family, rows[-1], flush=True)
@@ -142,12 +153,19 @@ def section(family: str, rows: list[dict[str, Any]], budget: int) -> list[str]:
         "| method | jobs unblocked | moves per unblocked job: mean / max | GPUs moved per job: mean | wall s: median / max |",
         "|---|---:|---:|---:|---:|",
         f"| defrag --make-room (heuristic) | {len(made)} / {len(rows)} | "
-        + (f"{statistics.fmean(r['moves'] for r in made):.1f} / {max(r['moves'] for r in made)} | {statistics.fmean(r['gpus_moved'] for r in made):.1f} | "
-           if made else "- | - | ")
+        + (
+            f"{statistics.fmean(r['moves'] for r in made):.1f} / {max(r['moves'] for r in made)} | {statistics.fmean(r['gpus_moved'] for r in made):.1f} | "
+            if made
+            else "- | - | "
+        )
         + f"{statistics.median(r['wall_s'] for r in rows):.2f} / {max(r['wall_s'] for r in rows):.2f} |",
         f"| defrag --make-room --method exact (10 s) | {sum(r['exact_made'] for r in rows)} / {len(rows)} | "
-        + (f"{statistics.fmean(r['exact_moves'] for r in rows if r['exact_made']):.1f} / {max(r['exact_moves'] for r in rows if r['exact_made'])} | "
-           f"{statistics.fmean(r['exact_gpus_moved'] for r in rows if r['exact_made']):.1f} | " if any(r["exact_made"] for r in rows) else "- | - | ")
+        + (
+            f"{statistics.fmean(r['exact_moves'] for r in rows if r['exact_made']):.1f} / {max(r['exact_moves'] for r in rows if r['exact_made'])} | "
+            f"{statistics.fmean(r['exact_gpus_moved'] for r in rows if r['exact_made']):.1f} | "
+            if any(r["exact_made"] for r in rows)
+            else "- | - | "
+        )
         + f"{statistics.median(r['exact_s'] for r in rows):.2f} / {max(r['exact_s'] for r in rows):.2f} |",
         f"| defrag --max-moves {budget} (IPC, empty nodes), job checked on its end state | {sum(r['plain'] for r in rows)} / {len(rows)} | "
         f"{statistics.fmean(r['plain_moves'] for r in rows):.1f} moves per plan | - | {statistics.median(r['plain_s'] for r in rows):.2f} per plan |",
@@ -202,10 +220,18 @@ def run_scale(seeds: int, allocations: list[float], budget: int) -> list[dict[st
                 job = plan.metrics.per_job[name]
                 asw = {cluster.nodes[state.node_index[n]].asw for n in job.get("nodes", [])}
                 row[name] = {
-                    "optimistic": int(np.bincount(state.asw_domain, weights=optimistic).max()), "bound": int(bound.max()),
-                    "now": int(now.max()), "pods": len(request.pods), "made": job["placed"], "moves": job.get("moves"),
-                    "gpus_moved": job.get("gpus_moved"), "asw": ",".join(sorted(a or "-" for a in asw)) or None,
-                    "wall_s": wall_s, "heuristic_s": heuristic_s, "state_s": state_s, "agrees": bool(outcome.placements) == job["placed"],
+                    "optimistic": int(np.bincount(state.asw_domain, weights=optimistic).max()),
+                    "bound": int(bound.max()),
+                    "now": int(now.max()),
+                    "pods": len(request.pods),
+                    "made": job["placed"],
+                    "moves": job.get("moves"),
+                    "gpus_moved": job.get("gpus_moved"),
+                    "asw": ",".join(sorted(a or "-" for a in asw)) or None,
+                    "wall_s": wall_s,
+                    "heuristic_s": heuristic_s,
+                    "state_s": state_s,
+                    "agrees": bool(outcome.placements) == job["placed"],
                     "reason": job.get("reason"),
                 }
             row["load_after"] = load()
@@ -275,11 +301,15 @@ def _settings_text(rows: list[dict[str, Any]]) -> str:
     parts = []
     for allocation in sorted({r["allocation"] for r in rows}):
         here = [r["big"] for r in rows if r["allocation"] == allocation]
-        parts.append(f"at allocation {allocation:g}, {sum(b['bound'] >= b['pods'] for b in here)} of {len(here)} seeds have a switch "
-                     f"that could hold the job after moves and {sum(b['now'] >= b['pods'] for b in here)} one that holds it already")
-    return ("Settings: the generator's default allocation (0.7) and 0.6; " + "; ".join(parts) + ". Where no switch could hold the job "
-            "even with every movable pod gone, the answer is the proven reason, not room: 0.6 is measured as the setting where room "
-            "can be made and no switch has it already.")
+        parts.append(
+            f"at allocation {allocation:g}, {sum(b['bound'] >= b['pods'] for b in here)} of {len(here)} seeds have a switch "
+            f"that could hold the job after moves and {sum(b['now'] >= b['pods'] for b in here)} one that holds it already"
+        )
+    return (
+        "Settings: the generator's default allocation (0.7) and 0.6; " + "; ".join(parts) + ". Where no switch could hold the job "
+        "even with every movable pod gone, the answer is the proven reason, not room: 0.6 is measured as the setting where room "
+        "can be made and no switch has it already."
+    )
 
 
 def main() -> None:
@@ -299,9 +329,11 @@ def main() -> None:
         print("\n".join(lines))
     if args.only == "scale":
         return
-    results = {"openb": (run("openb", args.seeds, args.budget_openb), args.budget_openb),
-               "asi200": (run("asi200", args.seeds, args.budget_asi), args.budget_asi),
-               "asi": (run("asi", args.seeds, args.budget_asi), args.budget_asi)}
+    results = {
+        "openb": (run("openb", args.seeds, args.budget_openb), args.budget_openb),
+        "asi200": (run("asi200", args.seeds, args.budget_asi), args.budget_asi),
+        "asi": (run("asi", args.seeds, args.budget_asi), args.budget_asi),
+    }
     lines = [
         "# Make room for pending jobs",
         "",

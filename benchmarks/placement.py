@@ -32,15 +32,54 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from _measure import RESULTS, code_version, machine, run_measured
 
 PUBLISHED = {  # policy -> (mean allocation % at 100% arrived, at 130%), FGD artifact, default trace, seeds 42..51
-    "fgd": (95.23, 95.39), "bestfit": (92.86, 93.08), "gpu-packing": (91.78, 92.00), "gpu-clustering": (91.65, 91.88),
-    "dotprod": (90.62, 90.85), "random": (86.30, 87.47),
+    "fgd": (95.23, 95.39),
+    "bestfit": (92.86, 93.08),
+    "gpu-packing": (91.78, 92.00),
+    "gpu-clustering": (91.65, 91.88),
+    "dotprod": (90.62, 90.85),
+    "random": (86.30, 87.47),
 }
 PUBLISHED_OTHER = {  # the same file's rows for the other pod lists (openb_pod_list_<name>)
-    "multigpu20": {"fgd": (95.53, 95.65), "bestfit": (93.73, 93.93), "gpu-packing": (93.5, 93.71), "gpu-clustering": (93.34, 93.56), "dotprod": (91.85, 92.06), "random": (86.92, 88.69)},
-    "multigpu50": {"fgd": (97.09, 97.18), "bestfit": (95.62, 95.74), "gpu-packing": (96.06, 96.18), "gpu-clustering": (95.69, 95.81), "dotprod": (94.73, 94.85), "random": (81.28, 90.27)},
-    "gpushare40": {"fgd": (93.96, 94.15), "bestfit": (91.44, 91.69), "gpu-packing": (89.77, 90.03), "gpu-clustering": (89.76, 90.02), "dotprod": (89.3, 89.56), "random": (84.86, 86.0)},
-    "gpuspec33": {"fgd": (87.84, 94.55), "bestfit": (80.39, 93.09), "gpu-packing": (82.22, 93.22), "gpu-clustering": (81.09, 92.12), "dotprod": (79.82, 89.14), "random": (83.87, 86.46)},
-    "cpu050": {"fgd": (95.0, 95.21), "bestfit": (93.56, 93.79), "gpu-packing": (93.46, 93.72), "gpu-clustering": (93.52, 93.79), "dotprod": (93.03, 93.27), "random": (89.02, 91.24)},
+    "multigpu20": {
+        "fgd": (95.53, 95.65),
+        "bestfit": (93.73, 93.93),
+        "gpu-packing": (93.5, 93.71),
+        "gpu-clustering": (93.34, 93.56),
+        "dotprod": (91.85, 92.06),
+        "random": (86.92, 88.69),
+    },
+    "multigpu50": {
+        "fgd": (97.09, 97.18),
+        "bestfit": (95.62, 95.74),
+        "gpu-packing": (96.06, 96.18),
+        "gpu-clustering": (95.69, 95.81),
+        "dotprod": (94.73, 94.85),
+        "random": (81.28, 90.27),
+    },
+    "gpushare40": {
+        "fgd": (93.96, 94.15),
+        "bestfit": (91.44, 91.69),
+        "gpu-packing": (89.77, 90.03),
+        "gpu-clustering": (89.76, 90.02),
+        "dotprod": (89.3, 89.56),
+        "random": (84.86, 86.0),
+    },
+    "gpuspec33": {
+        "fgd": (87.84, 94.55),
+        "bestfit": (80.39, 93.09),
+        "gpu-packing": (82.22, 93.22),
+        "gpu-clustering": (81.09, 92.12),
+        "dotprod": (79.82, 89.14),
+        "random": (83.87, 86.46),
+    },
+    "cpu050": {
+        "fgd": (95.0, 95.21),
+        "bestfit": (93.56, 93.79),
+        "gpu-packing": (93.46, 93.72),
+        "gpu-clustering": (93.52, 93.79),
+        "dotprod": (93.03, 93.27),
+        "random": (89.02, 91.24),
+    },
 }
 PWR_POLICIES = ("pwr-fgd:0.05", "pwr-fgd:0.1", "pwr-fgd:0.2", "pwr")
 # for the frontier: alphas outside the paper's three, and Eq. (5) as printed at the paper's three
@@ -85,9 +124,13 @@ def paired_savings(pwr_rows: list[dict], base: list[dict]) -> list[str]:  # type
     """The combinations' savings and GRAR gap seed by seed (a seed gives every policy the same
     arrivals): how far the seeds spread around the means of the table above."""
     loads = (50, 60, 70, 80)
-    lines = ["Seed by seed (a seed gives every policy the same arrivals): power saved against FGD at 50-80% and GRAR - FGD at 100%, "
-             "mean ± standard deviation [min, max] over the seeds.", "",
-             "| policy | " + " | ".join(f"saved @{k}" for k in loads) + " | GRAR - FGD @100 |", "|---|" + "---:|" * (len(loads) + 1)]
+    lines = [
+        "Seed by seed (a seed gives every policy the same arrivals): power saved against FGD at 50-80% and GRAR - FGD at 100%, "
+        "mean ± standard deviation [min, max] over the seeds.",
+        "",
+        "| policy | " + " | ".join(f"saved @{k}" for k in loads) + " | GRAR - FGD @100 |",
+        "|---|" + "---:|" * (len(loads) + 1),
+    ]
 
     def cell(values: list[float], fmt: str, unit: str) -> str:
         spread = statistics.stdev(values) if len(values) > 1 else 0.0
@@ -106,31 +149,45 @@ OTHER_LIST_CLAIMS = {  # pod list -> (up to load %, {policy: saving the PWR pape
     "multigpu20": (80, {"pwr-fgd:0.05": 7.0, "pwr-fgd:0.1": 12.0, "pwr-fgd:0.2": 12.0}),
     "multigpu50": (90, {"pwr-fgd:0.05": 4.0, "pwr-fgd:0.1": 4.0, "pwr-fgd:0.2": 7.0}),
 }
-GPUSPEC33_GRAR_CLAIMS = {"pwr-fgd:0.05": "beats FGD by up to about 0.04", "pwr-fgd:0.1": "trails by up to about 0.05",
-                         "pwr-fgd:0.2": "trails by up to about 0.08"}  # §VI-D4, constrained 33%
+GPUSPEC33_GRAR_CLAIMS = {
+    "pwr-fgd:0.05": "beats FGD by up to about 0.04",
+    "pwr-fgd:0.1": "trails by up to about 0.05",
+    "pwr-fgd:0.2": "trails by up to about 0.08",
+}  # §VI-D4, constrained 33%
 
 
 def other_list_claims(seeds: int, fgd_other: dict[str, list[dict]]) -> list[str]:  # type: ignore[type-arg]
     """The PWR paper's claims on the multi-GPU and constrained pod lists we have: savings against FGD
     held up to a load (multigpu20, 50), and the GRAR gap's extremes (gpuspec33)."""
     combos = list(PWR_POLICIES[:-1])
-    lines = ["### The PWR paper's claims on the other pod lists", "",
-             "The combinations against FGD on the same arrivals (seed-paired means). Multi-GPU lists: the worst saving at 20% up to the "
-             "load the paper names (its 20% list: 'up to about 82%', here 80%), against the level it reports.", "",
-             "| pod list | policy | worst saving | at load | the paper | met |", "|---|---|---:|---:|---:|---|"]
+    lines = [
+        "### The PWR paper's claims on the other pod lists",
+        "",
+        "The combinations against FGD on the same arrivals (seed-paired means). Multi-GPU lists: the worst saving at 20% up to the "
+        "load the paper names (its 20% list: 'up to about 82%', here 80%), against the level it reports.",
+        "",
+        "| pod list | policy | worst saving | at load | the paper | met |",
+        "|---|---|---:|---:|---:|---|",
+    ]
     for trace, (top, claims) in OTHER_LIST_CLAIMS.items():
         rows = sweep(combos, seeds, 1.3, 5, trace)
         base = fgd_other[trace]
         for policy in combos:
             saved = {k: statistics.fmean(saved_pct(rows, policy, base, k)) for k in range(20, top + 1, 10)}
             worst = min(saved, key=saved.__getitem__)
-            lines.append(f"| {trace} | {policy} | {saved[worst]:.2f}% | {worst}% | > {claims[policy]:g}% | "
-                         f"{'yes' if saved[worst] > claims[policy] else 'no'} |")
+            lines.append(
+                f"| {trace} | {policy} | {saved[worst]:.2f}% | {worst}% | > {claims[policy]:g}% | {'yes' if saved[worst] > claims[policy] else 'no'} |"
+            )
     rows = sweep(combos, seeds, 1.3, 5, "gpuspec33")
     base = fgd_other["gpuspec33"]
-    lines += ["", "gpuspec33 (a third of GPU tasks pin a model): GRAR minus FGD's over arrived loads 10-100% (seed-paired means), "
-              "its best and worst, against the paper's reading of its Fig. 10.", "",
-              "| policy | most ahead of FGD | at load | most behind FGD | at load | the paper |", "|---|---:|---:|---:|---:|---|"]
+    lines += [
+        "",
+        "gpuspec33 (a third of GPU tasks pin a model): GRAR minus FGD's over arrived loads 10-100% (seed-paired means), "
+        "its best and worst, against the paper's reading of its Fig. 10.",
+        "",
+        "| policy | most ahead of FGD | at load | most behind FGD | at load | the paper |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for policy in combos:
         gap = {k: statistics.fmean(grar_gap(rows, policy, base, k)) for k in range(10, 101, 5)}
         high, low = max(gap, key=gap.__getitem__), min(gap, key=gap.__getitem__)
@@ -147,14 +204,18 @@ def alpha_frontier(rows: list[dict], base: list[dict]) -> tuple[list[str], list[
     def alpha(policy: str) -> float:
         return 1.0 if policy == "pwr" else float(policy.split(":", 1)[1])
 
-    lines = ["### Does any alpha meet both?", "",
-             "The same replays for more weights (alpha 1 is plain PWR), and for the paper's Eq. (5) as printed (`pwr-fgd-eq5`: the least "
-             "alpha x watts + (1 - alpha) x GPUs of fragmentation added, where the paper's runs sum normalised plugin scores). "
-             f"Targets: more than {SAVING_TARGET_PCT:.0f}% saved at every load up to "
-             f"80% (here 20-80%: the paper's first phase, 0-15%, is a ramp), and GRAR within {GRAR_TARGET:.0%} of FGD's (relative) at 100%. "
-             "Savings and gaps are seed-paired means.", "",
-             "| alpha | policy | " + " | ".join(f"saved @{k}" for k in loads) + " | worst @20-80 | GRAR - FGD @100 | relative | saving met | GRAR met |",
-             "|---:|---|" + "---:|" * (len(loads) + 3) + "---|---|"]
+    lines = [
+        "### Does any alpha meet both?",
+        "",
+        "The same replays for more weights (alpha 1 is plain PWR), and for the paper's Eq. (5) as printed (`pwr-fgd-eq5`: the least "
+        "alpha x watts + (1 - alpha) x GPUs of fragmentation added, where the paper's runs sum normalised plugin scores). "
+        f"Targets: more than {SAVING_TARGET_PCT:.0f}% saved at every load up to "
+        f"80% (here 20-80%: the paper's first phase, 0-15%, is a ramp), and GRAR within {GRAR_TARGET:.0%} of FGD's (relative) at 100%. "
+        "Savings and gaps are seed-paired means.",
+        "",
+        "| alpha | policy | " + " | ".join(f"saved @{k}" for k in loads) + " | worst @20-80 | GRAR - FGD @100 | relative | saving met | GRAR met |",
+        "|---:|---|" + "---:|" * (len(loads) + 3) + "---|---|",
+    ]
     fgd100 = statistics.fmean(by_seed(base, "fgd", 100, "grar").values())
     points = []
     for policy in sorted({r["policy"] for r in rows}, key=lambda p: (p.startswith("pwr-fgd-eq5"), alpha(p))):
@@ -162,8 +223,10 @@ def alpha_frontier(rows: list[dict], base: list[dict]) -> tuple[list[str], list[
         gap = statistics.fmean(grar_gap(rows, policy, base, 100))
         relative = gap / fgd100
         points.append((policy, min(savings), relative))
-        lines.append(f"| {alpha(policy):g} | {policy} | " + " | ".join(f"{v:.2f}%" for v in savings) + f" | {min(savings):.2f}% | {gap:+.4f} | "
-                     f"{relative:+.2%} | {'yes' if min(savings) > SAVING_TARGET_PCT else 'no'} | {'yes' if -relative <= GRAR_TARGET else 'no'} |")
+        lines.append(
+            f"| {alpha(policy):g} | {policy} | " + " | ".join(f"{v:.2f}%" for v in savings) + f" | {min(savings):.2f}% | {gap:+.4f} | "
+            f"{relative:+.2%} | {'yes' if min(savings) > SAVING_TARGET_PCT else 'no'} | {'yes' if -relative <= GRAR_TARGET else 'no'} |"
+        )
     both = [p for p, worst, rel in points if worst > SAVING_TARGET_PCT and -rel <= GRAR_TARGET]
     lines += ["", f"Weights meeting both: {', '.join(both) if both else 'none'}.", ""]
     return lines, points
@@ -179,8 +242,11 @@ def plot_frontier(points: list[tuple[str, float, float]], path: Path) -> None:
     xs, ys = [p[1] for p in points], [100 * p[2] for p in points]
     left, right = min(*xs, SAVING_TARGET_PCT) - 0.5, max(*xs, SAVING_TARGET_PCT) + 0.5
     bottom = min(*ys, -100 * GRAR_TARGET) - 0.5
-    ax.add_patch(plt.Rectangle((SAVING_TARGET_PCT, -100 * GRAR_TARGET), right - SAVING_TARGET_PCT, 100 * GRAR_TARGET + 0.5, color="tab:green",
-                               alpha=0.12, label="both targets met"))
+    ax.add_patch(
+        plt.Rectangle(
+            (SAVING_TARGET_PCT, -100 * GRAR_TARGET), right - SAVING_TARGET_PCT, 100 * GRAR_TARGET + 0.5, color="tab:green", alpha=0.12, label="both targets met"
+        )
+    )
     ax.axvline(SAVING_TARGET_PCT, color="tab:green", linestyle="--", linewidth=1, label=f"saving target > {SAVING_TARGET_PCT:.0f}%")
     ax.axhline(-100 * GRAR_TARGET, color="tab:red", linestyle="--", linewidth=1, label=f"GRAR target: within {GRAR_TARGET:.0%} of FGD")
     # weights that land on the same point (Eq. 5's do: watts decide) share one label
@@ -210,30 +276,45 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
-    lines = ["# Placement replays on the openb default trace (FGD and PWR papers)", "",
-             f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/placement.py --seeds {args.seeds}`. "
-             "Workload: the 8,152 pods of `openb_pod_list_default` in a seeded random order, then copies drawn with replacement until 130% "
-             "of the 6,212 GPUs are requested; pods never leave; a pod no node takes fails (the FGD artifact's setup, "
-             "`planner/simulate/placement.py`). Values at arrived load k: means over the pods whose arrived load rounds to k%, "
-             "as the artifact's analysis does; then the mean over seeds.", ""]
+    lines = [
+        "# Placement replays on the openb default trace (FGD and PWR papers)",
+        "",
+        f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/placement.py --seeds {args.seeds}`. "
+        "Workload: the 8,152 pods of `openb_pod_list_default` in a seeded random order, then copies drawn with replacement until 130% "
+        "of the 6,212 GPUs are requested; pods never leave; a pod no node takes fails (the FGD artifact's setup, "
+        "`planner/simulate/placement.py`). Values at arrived load k: means over the pods whose arrived load rounds to k%, "
+        "as the artifact's analysis does; then the mean over seeds.",
+        "",
+    ]
 
     # --- FGD ordering -------------------------------------------------------------------------
     rows = sweep(list(PUBLISHED), args.seeds, 1.3, 1)
-    lines += ["## FGD ordering: GPU allocation against the published runs", "",
-              "| policy | alloc % @100 (mean) | published | diff pp | alloc % @130 (mean) | published | diff pp | seeds |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [
+        "## FGD ordering: GPU allocation against the published runs",
+        "",
+        "| policy | alloc % @100 (mean) | published | diff pp | alloc % @130 (mean) | published | diff pp | seeds |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     worst = 0.0
     for policy, (p100, p130) in PUBLISHED.items():
         m100, m130 = statistics.fmean(at(rows, policy, 100, "gpu_allocation")), statistics.fmean(at(rows, policy, 130, "gpu_allocation"))
         worst = max(worst, abs(m100 - p100), abs(m130 - p130))
-        lines.append(f"| {policy} | {m100:.2f} | {p100:.2f} | {m100 - p100:+.2f} | {m130:.2f} | {p130:.2f} | {m130 - p130:+.2f} | "
-                     f"{len(at(rows, policy, 130, 'gpu_allocation'))} |")
+        lines.append(
+            f"| {policy} | {m100:.2f} | {p100:.2f} | {m100 - p100:+.2f} | {m130:.2f} | {p130:.2f} | {m130 - p130:+.2f} | "
+            f"{len(at(rows, policy, 130, 'gpu_allocation'))} |"
+        )
     order = sorted(PUBLISHED, key=lambda p: -statistics.fmean(at(rows, p, 100, "gpu_allocation")))
     lines += ["", f"Order at 100% arrived: {' > '.join(order)}; largest difference from the published mean: {worst:.2f} percentage points.", ""]
 
     # --- the other pod lists -------------------------------------------------------------------
-    lines += ["## The other pod lists against the published runs", "",
-              "Mean GPU allocation (%) at 100% and 130% arrived load, ours / published, and the largest difference per list.", "",
-              "| pod list | " + " | ".join(PUBLISHED) + " | largest diff pp |", "|---|" + "---:|" * (len(PUBLISHED) + 1)]
+    lines += [
+        "## The other pod lists against the published runs",
+        "",
+        "Mean GPU allocation (%) at 100% and 130% arrived load, ours / published, and the largest difference per list.",
+        "",
+        "| pod list | " + " | ".join(PUBLISHED) + " | largest diff pp |",
+        "|---|" + "---:|" * (len(PUBLISHED) + 1),
+    ]
     fgd_other: dict[str, list[dict]] = {}  # type: ignore[type-arg]
     for trace, published in PUBLISHED_OTHER.items():
         other = sweep(list(published), args.seeds, 1.3, 1, trace)
@@ -259,15 +340,19 @@ def main() -> None:
     full = power.total_w(nodes)
     pwr_rows = sweep(list(PWR_POLICIES), args.seeds, 1.3, 5)
     base = [r for r in rows if r["policy"] == "fgd"]
-    lines += ["## PWR: power model and savings against FGD", "",
-              f"Power model (`planner/heuristics/power.py`, Table II, CPU packages of 16 cores / 32 vCPUs, whole packages per node as the "
-              f"reference plugin counts them): **{idle / 1000:,.1f} kW idle, {full / 1000:,.1f} kW at full load** (the paper's cluster: "
-              "about 225 kW and 1.43 MW, which Table II gives with fractional packages, 107,018 vCPUs / 32 = 3,344; whole packages per node "
-              "make 3,711).", "",
-              "Power saved against FGD at the same arrived load (1 - EOPC / EOPC of FGD, mean over seeds), and GRAR (allocated / arrived "
-              "request) minus FGD's:", "",
-              "| policy | " + " | ".join(f"saved @{k}" for k in range(10, 101, 10)) + " | GRAR - FGD @90 | @100 | @130 |",
-              "|---|" + "---:|" * 13]
+    lines += [
+        "## PWR: power model and savings against FGD",
+        "",
+        f"Power model (`planner/heuristics/power.py`, Table II, CPU packages of 16 cores / 32 vCPUs, whole packages per node as the "
+        f"reference plugin counts them): **{idle / 1000:,.1f} kW idle, {full / 1000:,.1f} kW at full load** (the paper's cluster: "
+        "about 225 kW and 1.43 MW, which Table II gives with fractional packages, 107,018 vCPUs / 32 = 3,344; whole packages per node "
+        "make 3,711).",
+        "",
+        "Power saved against FGD at the same arrived load (1 - EOPC / EOPC of FGD, mean over seeds), and GRAR (allocated / arrived request) minus FGD's:",
+        "",
+        "| policy | " + " | ".join(f"saved @{k}" for k in range(10, 101, 10)) + " | GRAR - FGD @90 | @100 | @130 |",
+        "|---|" + "---:|" * 13,
+    ]
     # the competitors too, from the ordering sweep: the paper says they never save more than 5% and
     # that BestFit's GRAR, like the combinations', is about 2% behind FGD's
     for policy in (*PWR_POLICIES, *(p for p in PUBLISHED if p != "fgd")):
@@ -291,12 +376,30 @@ def main() -> None:
     # --- speed -------------------------------------------------------------------------------
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "runs.json"
-        measured = run_measured([str(REPO / ".venv" / "bin" / "planner"), "simulate", "placement", "--policy", "fgd", "--seeds", "10",
-                                 "--load", "1.3", "--out", str(out), "--no-progress"])
+        measured = run_measured(
+            [
+                str(REPO / ".venv" / "bin" / "planner"),
+                "simulate",
+                "placement",
+                "--policy",
+                "fgd",
+                "--seeds",
+                "10",
+                "--load",
+                "1.3",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
         count = len(json.loads(out.read_text())["runs"]) if measured.returncode == 0 else 0
-    lines += ["## Speed", "",
-              f"`planner simulate placement --policy fgd --seeds 10 --load 1.3` (process pool, 2 cores): **{measured.wall_s:.1f} s** wall, "
-              f"peak memory {measured.peak_tree_rss_mib:,.0f} MiB (all processes), {count} rows, exit {measured.returncode}.", ""]
+    lines += [
+        "## Speed",
+        "",
+        f"`planner simulate placement --policy fgd --seeds 10 --load 1.3` (process pool, 2 cores): **{measured.wall_s:.1f} s** wall, "
+        f"peak memory {measured.peak_tree_rss_mib:,.0f} MiB (all processes), {count} rows, exit {measured.returncode}.",
+        "",
+    ]
 
     # --- plot ----------------------------------------------------------------------------------
     from planner.simulate.plots import plot_placement

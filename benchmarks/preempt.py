@@ -141,8 +141,7 @@ def independent(cycles: int, scale_ups: int) -> dict[str, Any]:
     state, surplus and latency are compared on identical inputs."""
     methods = (*HEURISTICS, "exact")
     out: dict[str, Any] = {
-        m: {"tries": {"B": 0, "C": 0}, "hits": {"B": 0, "C": 0}, "ratios": [], "surplus": 0, "invalid": 0, "times": [], "B_times": []}
-        for m in methods
+        m: {"tries": {"B": 0, "C": 0}, "hits": {"B": 0, "C": 0}, "ratios": [], "surplus": 0, "invalid": 0, "times": [], "B_times": []} for m in methods
     }
     for cycle in range(cycles):
         cluster = scale_up_cluster(cycle, scale_ups // 2)
@@ -207,8 +206,15 @@ def big_cluster(nodes: int = 1000, spot_per_node: int = 10, hp_jobs: int = 50, s
         node_list.append({"name": name, "gpus": 8, "cpus": 96, "memory_gib": 768, "asw": f"asw-{i // 32}"})
         shapes = [1.0] * whole + [0.5] * (spot_per_node - whole)
         for k, gpus in enumerate(shapes):
-            pod = {"name": f"spot-{i}-{k}", "node": name, "gpus": gpus, "cpus": 8, "memory_gib": 32, "priority": "LP",
-                   "started_s": round(rng.uniform(0, 86_400), 3)}
+            pod = {
+                "name": f"spot-{i}-{k}",
+                "node": name,
+                "gpus": gpus,
+                "cpus": 8,
+                "memory_gib": 32,
+                "priority": "LP",
+                "started_s": round(rng.uniform(0, 86_400), 3),
+            }
             interval = rng.choice([600.0, 1800.0, None])
             if interval:
                 pod["checkpoint_interval_s"] = interval
@@ -283,8 +289,7 @@ def quality(decisions: int, time_limit_s: float) -> dict[str, Any]:
 
 def quality_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     proven = [r for r in rows if r["exact"]["status"] == "optimal"]
-    summary: dict[str, Any] = {"decisions": len(rows), "proven": len(proven),
-                               "infeasible": sum(r["exact"]["status"] == "infeasible" for r in rows)}
+    summary: dict[str, Any] = {"decisions": len(rows), "proven": len(proven), "infeasible": sum(r["exact"]["status"] == "infeasible" for r in rows)}
     for method in (*HEURISTICS, "exact"):
         ratios, misses, above = [], 0, 0
         for r in proven:
@@ -326,12 +331,13 @@ def write(results: dict[str, Any], args: argparse.Namespace) -> None:
         "# Preemption planning: FlexTopo's experiment, latency, and lost work against the optimum",
         "",
         f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/preempt.py"
-        + (" --quick" if args.quick else "") + "`. Latencies are in-process, warm (the `PreemptState` built once), one core.",
+        + (" --quick" if args.quick else "")
+        + "`. Latencies are in-process, warm (the `PreemptState` built once), one core.",
         "",
         f"## FlexTopo's experiment as published ({args.cycles} cycles x {args.scale_ups} independent preemptions, 100 nodes)",
         "",
         "The paper's protocol (Sec. 5): per cycle a fresh saturated cluster (Table 3, seed = cycle) and 50 scale-ups (25 of B, 25 "
-        "of C), each preemption \"evaluated independently\" on that saturated state (not carried out). Every method decides every "
+        'of C), each preemption "evaluated independently" on that saturated state (not carried out). Every method decides every '
         "scale-up, so all compare on identical inputs. *Hit rate*: the share of scale-ups whose pod starts NUMA-aligned (all GPUs on "
         "one socket, CPUs from those GPUs' domains); a NUMA-unaware method misses when the node and victims it chose leave no aligned "
         "devices (the kubelet would refuse the pod). FlexTopo reports 44.5% for Godel's standard preemption and 100% with FlexTopo "
@@ -448,9 +454,14 @@ def plot(results: dict[str, Any], s: dict[str, Any]) -> None:
     big_methods = [m for m in big if isinstance(big[m], dict)]
     positions = list(range(len(methods)))
     axes[1].boxplot(data, positions=positions, widths=0.35, showfliers=False)
-    axes[1].boxplot([[1000 * t for t in big[m]["times"]] for m in big_methods],
-                    positions=[methods.index(m) + 0.4 for m in big_methods], widths=0.35, showfliers=False,
-                    boxprops={"color": "tab:orange"}, medianprops={"color": "tab:orange"})
+    axes[1].boxplot(
+        [[1000 * t for t in big[m]["times"]] for m in big_methods],
+        positions=[methods.index(m) + 0.4 for m in big_methods],
+        widths=0.35,
+        showfliers=False,
+        boxprops={"color": "tab:orange"},
+        medianprops={"color": "tab:orange"},
+    )
     axes[1].set_xticks(positions, methods, rotation=30)
     axes[1].set_yscale("log")
     axes[1].axhline(275.6, color="tab:red", ls="--", label="FlexTopo-IMP P90 (paper)")
@@ -458,8 +469,11 @@ def plot(results: dict[str, Any], s: dict[str, Any]) -> None:
     axes[1].legend(loc="upper left")
     rows = [r for r in results["quality"]["rows"] if r["exact"]["status"] == "optimal"]
     for method in HEURISTICS:
-        ratios = sorted((r[method]["cost"] / r["exact"]["cost"]) if r["exact"]["cost"] else (1.0 if r[method]["cost"] == 0 else 10.0)
-                        for r in rows if r[method]["cost"] is not None)
+        ratios = sorted(
+            (r[method]["cost"] / r["exact"]["cost"]) if r["exact"]["cost"] else (1.0 if r[method]["cost"] == 0 else 10.0)
+            for r in rows
+            if r[method]["cost"] is not None
+        )
         if ratios:
             axes[2].plot(np.minimum(ratios, 10.0), np.linspace(0, 1, len(ratios)), label=method)
     axes[2].set_xscale("log")

@@ -51,8 +51,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from _measure import RESULTS, code_version, machine  # noqa: E402
 
 PLUGIN_POLICY = {  # reference score plugin -> our policy, when it is the only one enabled
-    "FGDScore": "fgd", "PWRScore": "pwr", "BestFitScore": "bestfit", "DotProductScore": "dotprod",
-    "GpuPackingScore": "gpu-packing", "GpuClusteringScore": "gpu-clustering",
+    "FGDScore": "fgd",
+    "PWRScore": "pwr",
+    "BestFitScore": "bestfit",
+    "DotProductScore": "dotprod",
+    "GpuPackingScore": "gpu-packing",
+    "GpuClusteringScore": "gpu-clustering",
 }
 COMBINATIONS = ("pwr-fgd:0.05", "pwr-fgd:0.1", "pwr-fgd:0.2")
 SAVING_LOADS = (20, 30, 40, 50, 60, 70, 80)
@@ -179,10 +183,17 @@ def compare_run(directory: Path, trace_name: str) -> dict:  # type: ignore[type-
         "fragmentation": np.flatnonzero(np.abs(ours.frag_milli[:count] - logged.frag_milli) > FRAG_TOLERANCE_MILLI),
     }
     first = min((int(v[0]) for v in differs.values() if len(v)), default=None)
-    return {"run": str(directory), "policy": policy, "pods": count, "ours_failed": int((ours.node[:count] < 0).sum()),
-            "ref_failed": logged.failed, "first_difference": first, "differs": {k: len(v) for k, v in differs.items()},
-            "max_power_diff_w": float(np.abs(ours.power_w[:count] - logged.power_w).max()),
-            "max_frag_diff_milli": float(np.abs(ours.frag_milli[:count] - logged.frag_milli).max())}
+    return {
+        "run": str(directory),
+        "policy": policy,
+        "pods": count,
+        "ours_failed": int((ours.node[:count] < 0).sum()),
+        "ref_failed": logged.failed,
+        "first_difference": first,
+        "differs": {k: len(v) for k, v in differs.items()},
+        "max_power_diff_w": float(np.abs(ours.power_w[:count] - logged.power_w).max()),
+        "max_frag_diff_milli": float(np.abs(ours.frag_milli[:count] - logged.frag_milli).max()),
+    }
 
 
 def read_order(path: Path) -> tuple[list[str], list[str]]:
@@ -204,10 +215,14 @@ def seed_values(task: tuple[str, str, Path]) -> dict:  # type: ignore[type-arg]
     load = run.arrived_milli / run.capacity_milli
     _, first = np.unique(load, return_index=True)
     grar = run.used_milli / np.maximum(run.arrived_milli, 1)
-    return {"power_bins": {k: bins[k]["eopc_w"] for k in SAVING_LOADS}, "grar_bins": bins[100]["grar"],
-            "alloc_100": bins[100]["gpu_allocation"], "alloc_130": bins[130]["gpu_allocation"],
-            "power_interp": {k: float(np.interp(k / 100, load[first], run.power_w[first])) for k in SAVING_LOADS},
-            "grar_interp": float(np.interp(1.0, load[first], grar[first]))}
+    return {
+        "power_bins": {k: bins[k]["eopc_w"] for k in SAVING_LOADS},
+        "grar_bins": bins[100]["grar"],
+        "alloc_100": bins[100]["gpu_allocation"],
+        "alloc_130": bins[130]["gpu_allocation"],
+        "power_interp": {k: float(np.interp(k / 100, load[first], run.power_w[first])) for k in SAVING_LOADS},
+        "grar_interp": float(np.interp(1.0, load[first], grar[first])),
+    }
 
 
 def mean_sd(values: list[float], fmt: str) -> str:
@@ -227,37 +242,58 @@ def seeds_section(trace_name: str, orders: Path) -> list[str]:
     with executor() as run:
         values = dict(zip([(p, s) for p in policies for s in seeds], run(seed_values, tasks)))
     artifact = [s for s in seeds if 42 <= s <= 51]
-    lines = [f"### The reference's seeds {artifact[0]}..{artifact[-1]} (the artifact's)", "",
-             "Mean GPU allocation and GRAR, and the power each policy saves against FGD on the same seed, "
-             "read as the artifact's notebook does (each run interpolated at the exact load, means over the seeds, "
-             "then 1 - mean / mean of FGD) and as `benchmarks/placement.py` does (bins, seed-paired).", "",
-             "| policy | alloc @100 | alloc @130 | GRAR @100 | GRAR - FGD @100 | " + " | ".join(f"saved @{k}" for k in SAVING_LOADS) + " |",
-             "|---|" + "---:|" * (4 + len(SAVING_LOADS))]
+    lines = [
+        f"### The reference's seeds {artifact[0]}..{artifact[-1]} (the artifact's)",
+        "",
+        "Mean GPU allocation and GRAR, and the power each policy saves against FGD on the same seed, "
+        "read as the artifact's notebook does (each run interpolated at the exact load, means over the seeds, "
+        "then 1 - mean / mean of FGD) and as `benchmarks/placement.py` does (bins, seed-paired).",
+        "",
+        "| policy | alloc @100 | alloc @130 | GRAR @100 | GRAR - FGD @100 | " + " | ".join(f"saved @{k}" for k in SAVING_LOADS) + " |",
+        "|---|" + "---:|" * (4 + len(SAVING_LOADS)),
+    ]
     fgd = {s: values[("fgd", s)] for s in artifact}
     for p in policies:
         mine = {s: values[(p, s)] for s in artifact}
         gap = statistics.mean(mine[s]["grar_bins"] - fgd[s]["grar_bins"] for s in artifact)
-        saved = ["" if p == "fgd" else
-                 f"{100 * (1 - statistics.mean(mine[s]['power_interp'][k] for s in artifact) / statistics.mean(fgd[s]['power_interp'][k] for s in artifact)):.2f}% / "
-                 f"{statistics.mean(100 * (1 - mine[s]['power_bins'][k] / fgd[s]['power_bins'][k]) for s in artifact):.2f}%" for k in SAVING_LOADS]
-        lines.append(f"| {p} | {statistics.mean(m['alloc_100'] for m in mine.values()):.2f}% | {statistics.mean(m['alloc_130'] for m in mine.values()):.2f}% | "
-                     f"{statistics.mean(m['grar_bins'] for m in mine.values()):.4f} | {'' if p == 'fgd' else f'{gap:+.4f}'} | " + " | ".join(saved) + " |")
-    lines += ["", "Savings: the notebook's reading / ours. The issue's targets: more than "
-              f"{SAVING_TARGET_PCT:g}% at every load from 20% to 80% for each of alpha 0.05, 0.1, 0.2, and GRAR within "
-              f"{GRAR_TARGET:g} of FGD's.", ""]
-    lines += [f"### Every seed given ({seeds[0]}..{seeds[-1]}, {len(seeds)} seeds)", "",
-              "Seed-paired saving (bins) and GRAR gap: mean ± standard deviation over the seeds, and how many of the "
-              "disjoint blocks of 10 consecutive seeds would meet each target (a 10-seed benchmark run is one block).", "",
-              "| policy | " + " | ".join(f"saved @{k}" for k in SAVING_LOADS) + " | GRAR - FGD @100 | blocks > 13% @20-80 | blocks within 0.02 |",
-              "|---|" + "---:|" * (len(SAVING_LOADS) + 3)]
-    blocks = [seeds[i:i + 10] for i in range(0, len(seeds) - 9, 10)]
+        saved = [
+            ""
+            if p == "fgd"
+            else f"{100 * (1 - statistics.mean(mine[s]['power_interp'][k] for s in artifact) / statistics.mean(fgd[s]['power_interp'][k] for s in artifact)):.2f}% / "
+            f"{statistics.mean(100 * (1 - mine[s]['power_bins'][k] / fgd[s]['power_bins'][k]) for s in artifact):.2f}%"
+            for k in SAVING_LOADS
+        ]
+        lines.append(
+            f"| {p} | {statistics.mean(m['alloc_100'] for m in mine.values()):.2f}% | {statistics.mean(m['alloc_130'] for m in mine.values()):.2f}% | "
+            f"{statistics.mean(m['grar_bins'] for m in mine.values()):.4f} | {'' if p == 'fgd' else f'{gap:+.4f}'} | " + " | ".join(saved) + " |"
+        )
+    lines += [
+        "",
+        "Savings: the notebook's reading / ours. The issue's targets: more than "
+        f"{SAVING_TARGET_PCT:g}% at every load from 20% to 80% for each of alpha 0.05, 0.1, 0.2, and GRAR within "
+        f"{GRAR_TARGET:g} of FGD's.",
+        "",
+    ]
+    lines += [
+        f"### Every seed given ({seeds[0]}..{seeds[-1]}, {len(seeds)} seeds)",
+        "",
+        "Seed-paired saving (bins) and GRAR gap: mean ± standard deviation over the seeds, and how many of the "
+        "disjoint blocks of 10 consecutive seeds would meet each target (a 10-seed benchmark run is one block).",
+        "",
+        "| policy | " + " | ".join(f"saved @{k}" for k in SAVING_LOADS) + " | GRAR - FGD @100 | blocks > 13% @20-80 | blocks within 0.02 |",
+        "|---|" + "---:|" * (len(SAVING_LOADS) + 3),
+    ]
+    blocks = [seeds[i : i + 10] for i in range(0, len(seeds) - 9, 10)]
     for p in COMBINATIONS:
         saved = {k: {s: 100 * (1 - values[(p, s)]["power_bins"][k] / values[("fgd", s)]["power_bins"][k]) for s in seeds} for k in SAVING_LOADS}
         gap = {s: values[(p, s)]["grar_bins"] - values[("fgd", s)]["grar_bins"] for s in seeds}
         meets_saving = sum(all(statistics.mean(saved[k][s] for s in b) > SAVING_TARGET_PCT for k in SAVING_LOADS) for b in blocks)
         meets_grar = sum(statistics.mean(gap[s] for s in b) >= -GRAR_TARGET for b in blocks)
-        lines.append(f"| {p} | " + " | ".join(mean_sd(list(saved[k].values()), ".2f") for k in SAVING_LOADS)
-                     + f" | {mean_sd(list(gap.values()), '+.4f')} | {meets_saving} of {len(blocks)} | {meets_grar} of {len(blocks)} |")
+        lines.append(
+            f"| {p} | "
+            + " | ".join(mean_sd(list(saved[k].values()), ".2f") for k in SAVING_LOADS)
+            + f" | {mean_sd(list(gap.values()), '+.4f')} | {meets_saving} of {len(blocks)} | {meets_grar} of {len(blocks)} |"
+        )
     return lines
 
 
@@ -268,25 +304,36 @@ def main() -> None:
     parser.add_argument("--trace", default="default")
     parser.add_argument("--reference-commit", default="3bfd53f", help="the reference repository's commit, for the report")
     args = parser.parse_args()
-    lines = ["# Our placement replay against the PWR paper's own simulator", "",
-             f"Code: {code_version()}. Machine: {machine()}. Reference: Fr4nz83/PWR-plugin-kubernetes at {args.reference_commit}, "
-             "built from its vendored sources with Go 1.19 (Debian's golang-go), run with the artifact's "
-             "`scripts/generate_config_and_run.py` (`-tune 1.3 -tuneseed SEED --shuffle-pod=true`, FGD's device choice: "
-             "`-gpusel FGD -dimext share -norm max`). Trace: " + args.trace + ".", "",
-             "Command: `.venv/bin/python benchmarks/reference_equivalence.py " + " ".join(sys.argv[1:]) + "`", ""]
+    lines = [
+        "# Our placement replay against the PWR paper's own simulator",
+        "",
+        f"Code: {code_version()}. Machine: {machine()}. Reference: Fr4nz83/PWR-plugin-kubernetes at {args.reference_commit}, "
+        "built from its vendored sources with Go 1.19 (Debian's golang-go), run with the artifact's "
+        "`scripts/generate_config_and_run.py` (`-tune 1.3 -tuneseed SEED --shuffle-pod=true`, FGD's device choice: "
+        "`-gpusel FGD -dimext share -norm max`). Trace: " + args.trace + ".",
+        "",
+        "Command: `.venv/bin/python benchmarks/reference_equivalence.py " + " ".join(sys.argv[1:]) + "`",
+        "",
+    ]
     if args.runs:
-        lines += ["## Pod for pod", "",
-                  "After every pod, the GPU milli arrived and allocated, the datacenter power (to 0.05 W: the log prints one decimal) "
-                  "and the fragmentation (to 0.01 milli) of our replay against the reference's log, on the reference's arrival order "
-                  "and node names.", "",
-                  "| run | policy | pods | failed (ours / reference) | pods that differ: arrived, allocated, power, fragmentation | largest power difference |",
-                  "|---|---|---:|---:|---|---:|"]
+        lines += [
+            "## Pod for pod",
+            "",
+            "After every pod, the GPU milli arrived and allocated, the datacenter power (to 0.05 W: the log prints one decimal) "
+            "and the fragmentation (to 0.01 milli) of our replay against the reference's log, on the reference's arrival order "
+            "and node names.",
+            "",
+            "| run | policy | pods | failed (ours / reference) | pods that differ: arrived, allocated, power, fragmentation | largest power difference |",
+            "|---|---|---:|---:|---|---:|",
+        ]
         for directory in args.runs:
             r = compare_run(directory, args.trace)
             first = "" if r["first_difference"] is None else f" (first at pod {r['first_difference']})"
-            lines.append(f"| {Path(r['run']).parent.name}/{Path(r['run']).name} | {r['policy']} | {r['pods']:,} | {r['ours_failed']:,} / {r['ref_failed']:,} | "
-                         f"{r['differs']['arrived']}, {r['differs']['allocated']}, {r['differs']['power']}, {r['differs']['fragmentation']}{first} | "
-                         f"{r['max_power_diff_w']:.1f} W |")
+            lines.append(
+                f"| {Path(r['run']).parent.name}/{Path(r['run']).name} | {r['policy']} | {r['pods']:,} | {r['ours_failed']:,} / {r['ref_failed']:,} | "
+                f"{r['differs']['arrived']}, {r['differs']['allocated']}, {r['differs']['power']}, {r['differs']['fragmentation']}{first} | "
+                f"{r['max_power_diff_w']:.1f} W |"
+            )
         lines.append("")
     if args.orders:
         lines += ["## The PWR paper's checks on the reference's seeds", ""] + seeds_section(args.trace, args.orders) + [""]

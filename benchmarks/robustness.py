@@ -306,9 +306,18 @@ def fuzz_case(task: tuple[int, int]) -> dict[str, Any]:
     try:
         return _fuzz_case(seed, index)
     except Exception as err:  # noqa: BLE001 - the generator or a checker broke: reported, the run goes on
-        return {"index": index, "method": "?", "nodes": 0, "pods": 0, "wall_s": 0.0, "kind": "harness error",
-                "failures": [f"{type(err).__name__}: {err} in the benchmark itself: {traceback.format_exc()[-600:]}"],
-                "oracle": False, "moves": 0, "status": ""}
+        return {
+            "index": index,
+            "method": "?",
+            "nodes": 0,
+            "pods": 0,
+            "wall_s": 0.0,
+            "kind": "harness error",
+            "failures": [f"{type(err).__name__}: {err} in the benchmark itself: {traceback.format_exc()[-600:]}"],
+            "oracle": False,
+            "moves": 0,
+            "status": "",
+        }
 
 
 def _fuzz_case(seed: int, index: int) -> dict[str, Any]:
@@ -726,8 +735,15 @@ def cli_corpus(tmp: Path) -> list[CliCase]:
     data("over capacity: GPUs", _edit("pods.1.gpus", 8), must="over capacity")
     data("over capacity: CPUs", _edit("pods.0.cpus", 65))
     data("over capacity: memory", _edit("pods.0.memory_gib", 300))
-    data("over capacity: three halves on one GPU", {**BASE_SNAPSHOT, "nodes": [{"name": "n0", "gpus": 1, "cpus": 8, "memory_gib": 8}],
-                                                    "pods": [{"name": f"h{i}", "node": "n0", "gpus": 0.5, "cpus": 1} for i in range(3)], "jobs": []})
+    data(
+        "over capacity: three halves on one GPU",
+        {
+            **BASE_SNAPSHOT,
+            "nodes": [{"name": "n0", "gpus": 1, "cpus": 8, "memory_gib": 8}],
+            "pods": [{"name": f"h{i}", "node": "n0", "gpus": 0.5, "cpus": 1} for i in range(3)],
+            "jobs": [],
+        },
+    )
     data("GPU model mismatch in place", _edit("pods.1.gpu_models", ["H800"]))
     data("selector mismatch in place", _edit("pods.1.node_selector", {"pool": "train"}))
     data("anti-affinity conflict in place", _edit("pods.2.anti_affinity", ["g"]))
@@ -769,10 +785,23 @@ def cli_corpus(tmp: Path) -> list[CliCase]:
     plan_file("plan without waves", json.dumps({k: v for k, v in plan_data.items() if k != "waves"}))
     plan_file("waves not a list", json.dumps({**plan_data, "waves": {"0": []}}))
     plan_file("move without 'to'", json.dumps({**plan_data, "waves": [[{"pod": "x", "from": "n0"}]]}))
-    plan_file("duplicate key in a move", '{"version": 1, "kind": "defrag", "waves": [[{"pod": "x", "from": "n0", "to": "n2", "to": "n1"}]], "vacated_nodes": []}')
+    plan_file(
+        "duplicate key in a move", '{"version": 1, "kind": "defrag", "waves": [[{"pod": "x", "from": "n0", "to": "n2", "to": "n1"}]], "vacated_nodes": []}'
+    )
     plan_file("NaN in the report", _replace(plan_text, '"wall_s": ', '"wall_s": NaN, "x": '))
     plan_file("unknown pod", json.dumps({**plan_data, "waves": [[{"pod": "ghost", "from": "n0", "to": "n1"}]], "vacated_nodes": []}), (1,))
-    plan_file("locked-pod free but over capacity", json.dumps({"version": 1, "kind": "defrag", "waves": [[{"pod": "y", "from": "n1", "to": "n2"}, {"pod": "z", "from": "n1", "to": "n2"}, {"pod": "x", "from": "n0", "to": "n2"}]], "vacated_nodes": []}), (1,))
+    plan_file(
+        "locked-pod free but over capacity",
+        json.dumps(
+            {
+                "version": 1,
+                "kind": "defrag",
+                "waves": [[{"pod": "y", "from": "n1", "to": "n2"}, {"pod": "z", "from": "n1", "to": "n2"}, {"pod": "x", "from": "n0", "to": "n2"}]],
+                "vacated_nodes": [],
+            }
+        ),
+        (1,),
+    )
     plan_file("a compare plan given as a plan", json.dumps({"version": 1, "kind": "defrag-compare", "heuristic": plan_data, "exact": plan_data, "gap": {}}))
     plan_file("over --max-moves 0", plan_text, (0, 1), ["--max-moves", "0"])
     cases.append(CliCase("validate: both from stdin", ["validate", "-", "-"], stdin=base_text.encode()))
@@ -855,6 +884,7 @@ def cli_corpus(tmp: Path) -> list[CliCase]:
         ("--method compare --format table (valid)", ["--method", "compare", "--time-limit", "2", "--format", "table"], (0,)),
         ("unknown option --fast", ["--fast"], (2,)),
     ]
+
     def names_flag(name: str, expect: tuple[int, ...]) -> str:
         """A refused option must be named in the message (the case's name starts with it)."""
         first = name.split()[0]
@@ -897,9 +927,20 @@ def cli_corpus(tmp: Path) -> list[CliCase]:
         CliCase("generate bogus", ["generate", "bogus"]),
     ]
     shapes: list[tuple[str, tuple[int, ...]]] = [
-        ("garbage", (2,)), ("8x", (2,)), ("", (2,)), ("0g0c", (2,)), ("-1g1c", (2,)), ("1.5g1c", (2,)),
-        ("nang1c", (2,)), ("infg1c", (2,)), ("4611686018427387904g1c", (2,)), ("1g1e400c", (2,)),
-        ("99999999g1c", (2,)), ("8g64c512m", (0,)), ("128g1536c", (0,)), ("8g" + "9" * 5000 + "c", (2,)),
+        ("garbage", (2,)),
+        ("8x", (2,)),
+        ("", (2,)),
+        ("0g0c", (2,)),
+        ("-1g1c", (2,)),
+        ("1.5g1c", (2,)),
+        ("nang1c", (2,)),
+        ("infg1c", (2,)),
+        ("4611686018427387904g1c", (2,)),
+        ("1g1e400c", (2,)),
+        ("99999999g1c", (2,)),
+        ("8g64c512m", (0,)),
+        ("128g1536c", (0,)),
+        ("8g" + "9" * 5000 + "c", (2,)),
         ("[bold]8g64c", (2,)),
     ]
     for shape, expect in shapes:
@@ -1155,21 +1196,64 @@ def http_corpus(snapshot: dict[str, Any], max_body: int) -> list[HttpCase]:
         defrag("over the body limit", b'{"snapshot": {"nodes": [], "pad": "' + b"x" * (max_body + 1024) + b'"}}', (413,), must="limit"),
         defrag("chunked body over the limit", b"", (413,), must="limit"),  # content replaced by a generator below
         defrag("empty Idempotency-Key", body, (422,), must="Idempotency-Key", headers=[("content-type", "application/json"), ("idempotency-key", "")]),
-        HttpCase("blank Idempotency-Key (raw)", "POST", "/v1/defrag", (422,), must_contain="Idempotency-Key", raw=_raw(
-            "POST", "/v1/defrag", [("Authorization", f"Bearer {TOKEN}"), ("Content-Type", "application/json"), ("Idempotency-Key", "   ")], body)),
-        HttpCase("Idempotency-Key of control characters (raw)", "POST", "/v1/defrag", (202, 422), problem_format=True, raw=_raw(
-            "POST", "/v1/defrag", [("Authorization", f"Bearer {TOKEN}"), ("Content-Type", "application/json"), ("Idempotency-Key", "\x01\x7f")], body)),
-        HttpCase("non-ASCII Idempotency-Key (raw)", "POST", "/v1/defrag", (202, 422), raw=_raw(
-            "POST", "/v1/defrag", [("Authorization", f"Bearer {TOKEN}"), ("Content-Type", "application/json"), ("Idempotency-Key", "cl\xe9-\xff")], body)),
-        HttpCase("token with trailing spaces (raw; HTTP strips them)", "GET", "/v1/jobs", (200, 401), problem_format=False,
-                 raw=_raw("GET", "/v1/jobs", [("Authorization", f"Bearer {TOKEN}   ")])),
+        HttpCase(
+            "blank Idempotency-Key (raw)",
+            "POST",
+            "/v1/defrag",
+            (422,),
+            must_contain="Idempotency-Key",
+            raw=_raw("POST", "/v1/defrag", [("Authorization", f"Bearer {TOKEN}"), ("Content-Type", "application/json"), ("Idempotency-Key", "   ")], body),
+        ),
+        HttpCase(
+            "Idempotency-Key of control characters (raw)",
+            "POST",
+            "/v1/defrag",
+            (202, 422),
+            problem_format=True,
+            raw=_raw("POST", "/v1/defrag", [("Authorization", f"Bearer {TOKEN}"), ("Content-Type", "application/json"), ("Idempotency-Key", "\x01\x7f")], body),
+        ),
+        HttpCase(
+            "non-ASCII Idempotency-Key (raw)",
+            "POST",
+            "/v1/defrag",
+            (202, 422),
+            raw=_raw(
+                "POST", "/v1/defrag", [("Authorization", f"Bearer {TOKEN}"), ("Content-Type", "application/json"), ("Idempotency-Key", "cl\xe9-\xff")], body
+            ),
+        ),
+        HttpCase(
+            "token with trailing spaces (raw; HTTP strips them)",
+            "GET",
+            "/v1/jobs",
+            (200, 401),
+            problem_format=False,
+            raw=_raw("GET", "/v1/jobs", [("Authorization", f"Bearer {TOKEN}   ")]),
+        ),
         HttpCase("token with a tab inside (raw)", "GET", "/v1/jobs", (401,), raw=_raw("GET", "/v1/jobs", [("Authorization", f"Bearer\t{TOKEN}")])),
-        HttpCase("Content-Length not a number (raw; refused by the HTTP layer)", "POST", "/v1/defrag", (400,), problem_format=False,
-                 raw=("POST /v1/defrag HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer " + TOKEN
-                      + "\r\nContent-Type: application/json\r\nContent-Length: abc\r\n\r\n{}").encode()),
-        HttpCase("two different Content-Length headers (raw)", "POST", "/v1/defrag", (400,), problem_format=False,
-                 raw=("POST /v1/defrag HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer " + TOKEN
-                      + "\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}").encode()),
+        HttpCase(
+            "Content-Length not a number (raw; refused by the HTTP layer)",
+            "POST",
+            "/v1/defrag",
+            (400,),
+            problem_format=False,
+            raw=(
+                "POST /v1/defrag HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer "
+                + TOKEN
+                + "\r\nContent-Type: application/json\r\nContent-Length: abc\r\n\r\n{}"
+            ).encode(),
+        ),
+        HttpCase(
+            "two different Content-Length headers (raw)",
+            "POST",
+            "/v1/defrag",
+            (400,),
+            problem_format=False,
+            raw=(
+                "POST /v1/defrag HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer "
+                + TOKEN
+                + "\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"
+            ).encode(),
+        ),
         defrag("Idempotency-Key of 300 characters", body, (422,), headers=[("content-type", "application/json"), ("idempotency-key", "k" * 300)]),
         options("unknown option", {"turbo": True}, "unknown field"),
         options("method bogus", {"method": "magic"}, "options.method"),
@@ -1195,11 +1279,26 @@ def http_corpus(snapshot: dict[str, Any], max_body: int) -> list[HttpCase]:
         HttpCase("token of another scheme", "GET", "/v1/jobs", (401,), None, [("authorization", f"Basic {TOKEN}")], token=None),
         HttpCase("lower-case scheme", "GET", "/v1/jobs", (200, 401), None, [("authorization", f"bearer {TOKEN}")], token=None, problem_format=False),
         HttpCase("non-ASCII token", "GET", "/v1/jobs", (401,), None, [("authorization", b"Bearer \xff\xfe")], token=None),
-        HttpCase("a 64 KiB token (refused by the HTTP layer)", "GET", "/v1/jobs", (400, 401, 431), None,
-                 [("authorization", "Bearer " + "t" * 65536)], token=None, problem_format=False),
-        HttpCase("two Authorization headers", "POST", "/v1/defrag", (400,), body,
-                 [("authorization", f"Bearer {TOKEN}"), ("authorization", "Bearer wrong"), ("content-type", "application/json")],
-                 token=None, must_contain="one Authorization header"),
+        HttpCase(
+            "a 64 KiB token (refused by the HTTP layer)",
+            "GET",
+            "/v1/jobs",
+            (400, 401, 431),
+            None,
+            [("authorization", "Bearer " + "t" * 65536)],
+            token=None,
+            problem_format=False,
+        ),
+        HttpCase(
+            "two Authorization headers",
+            "POST",
+            "/v1/defrag",
+            (400,),
+            body,
+            [("authorization", f"Bearer {TOKEN}"), ("authorization", "Bearer wrong"), ("content-type", "application/json")],
+            token=None,
+            must_contain="one Authorization header",
+        ),
         HttpCase("missing token on /metrics", "GET", "/metrics", (401,), None, [], token=None),
         HttpCase("wait -1", "POST", "/v1/defrag", (422,), body, params={"wait": "-1"}),
         HttpCase("wait 1e308", "POST", "/v1/defrag", (422,), body, params={"wait": "1e308"}),
@@ -1248,8 +1347,12 @@ def check_http_response(case: HttpCase, response: httpx.Response) -> str | None:
             body = response.json()
         except ValueError:
             return f"{code} without a JSON body: {response.text[:200]!r}"
-        if not (isinstance(body, dict) and isinstance(body.get("error"), str) and isinstance(body.get("problems", []), list)
-                and set(body) <= {"error", "problems", "job_id"}):
+        if not (
+            isinstance(body, dict)
+            and isinstance(body.get("error"), str)
+            and isinstance(body.get("problems", []), list)
+            and set(body) <= {"error", "problems", "job_id"}
+        ):
             return f"{code} not in the problem format {{error, problems}}: {response.text[:200]!r}"
         if code == 401 and response.headers.get("www-authenticate") != "Bearer":
             return "401 without WWW-Authenticate: Bearer"
@@ -1267,10 +1370,14 @@ def http_idempotency_and_health(client: httpx.Client, snapshot: dict[str, Any], 
     other = client.post("/v1/defrag", json={"snapshot": snapshot, "options": {"seed": 9}}, headers=headers)
     for response in (first, again, other):
         codes[response.status_code] += 1
-    out.check(first.status_code == 202 and again.json().get("job_id") == first.json().get("job_id"),
-              f"Idempotency-Key repeated with the same body: {first.status_code} then {again.status_code} {again.text[:200]!r}")
-    out.check(other.status_code == 409 and other.json().get("job_id") == first.json().get("job_id") and set(other.json()) <= {"error", "problems", "job_id"},
-              f"Idempotency-Key reused with another body: {other.status_code} {other.text[:200]!r}")
+    out.check(
+        first.status_code == 202 and again.json().get("job_id") == first.json().get("job_id"),
+        f"Idempotency-Key repeated with the same body: {first.status_code} then {again.status_code} {again.text[:200]!r}",
+    )
+    out.check(
+        other.status_code == 409 and other.json().get("job_id") == first.json().get("job_id") and set(other.json()) <= {"error", "problems", "job_id"},
+        f"Idempotency-Key reused with another body: {other.status_code} {other.text[:200]!r}",
+    )
     job_id = first.json()["job_id"]
     wait_status(client, job_id, ("succeeded", "failed"), timeout_s=120)
     done = client.delete(f"/v1/jobs/{job_id}")
@@ -1318,7 +1425,7 @@ def run_http(args: argparse.Namespace) -> Outcome:
                     out.tried += 1
                     out.fail(f"idempotency and health checks stopped: {type(err).__name__}: {err}")
             log = server.log.read_text(errors="replace")
-            out.check("Traceback" not in log, f"the server log holds {log.count('Traceback')} traceback(s): {log[log.find('Traceback'):][:400]!r}")
+            out.check("Traceback" not in log, f"the server log holds {log.count('Traceback')} traceback(s): {log[log.find('Traceback') :][:400]!r}")
         finally:
             server.stop()
     out.wall_s = time.perf_counter() - start
@@ -1326,7 +1433,7 @@ def run_http(args: argparse.Namespace) -> Outcome:
     out.lines.append(
         f"{out.tried} checks ({sum(codes.values())} requests) against `planner serve --workers 1 --max-body-mib {max_body_mib}` "
         f"with a token, in {out.wall_s:.0f} s. Responses by status: {', '.join(f'{k}: {v}' for k, v in sorted(codes.items()))}. "
-        "Every 4xx must be `{\"error\": ..., \"problems\": [...]}` (plus `job_id` where documented); the last checks are "
+        'Every 4xx must be `{"error": ..., "problems": [...]}` (plus `job_id` where documented); the last checks are '
         "the server's health after the corpus and its log (no traceback)."
     )
     return out
@@ -1413,12 +1520,15 @@ def kill_server_during_job(tmp: Path, job: dict[str, Any], small: dict[str, Any]
             status = wait_status(client, running, ("succeeded", "failed", "cancelled"), timeout_s=180)
             other = wait_status(client, queued, ("succeeded", "failed", "cancelled"), timeout_s=60)
             tag = f"server kill -9 (round {round_ + 1})"
-            if out.check(status["status"] == "succeeded" and status["attempts"] == 2,
-                         f"{tag}: the running job ended {status['status']} after {status['attempts']} attempts: {status.get('error')}"):
+            if out.check(
+                status["status"] == "succeeded" and status["attempts"] == 2,
+                f"{tag}: the running job ended {status['status']} after {status['attempts']} attempts: {status.get('error')}",
+            ):
                 why = _validates(job["snapshot"], client.get(f"/v1/jobs/{running}/plan").text)
                 out.check(why is None, f"{tag}: the plan does not validate: {why}")
-            out.check(other["status"] == "succeeded" and other["attempts"] == 1,
-                      f"{tag}: the queued job ended {other['status']} after {other['attempts']} attempts")
+            out.check(
+                other["status"] == "succeeded" and other["attempts"] == 1, f"{tag}: the queued job ended {other['status']} after {other['attempts']} attempts"
+            )
     finally:
         server.stop()
 
@@ -1438,8 +1548,10 @@ def kill_server_three_times(tmp: Path, job: dict[str, Any], out: Outcome) -> Non
             server.start()
         with server.client() as client:
             status = client.get(f"/v1/jobs/{doomed}").json()
-            out.check(status["status"] == "failed" and "interrupted 3 times" in (status.get("error") or ""),
-                      f"three kills during one job: {status['status']} after {status['attempts']} attempts ({status.get('error')})")
+            out.check(
+                status["status"] == "failed" and "interrupted 3 times" in (status.get("error") or ""),
+                f"three kills during one job: {status['status']} after {status['attempts']} attempts ({status.get('error')})",
+            )
     finally:
         server.stop()
 
@@ -1458,8 +1570,10 @@ def kill_worker(tmp: Path, job: dict[str, Any], small: dict[str, Any], out: Outc
                 os.kill(pid, signal.SIGKILL)
             if out.check(bool(workers), "worker kill -9: no worker process found below the fork server"):
                 status = wait_status(client, victim, ("succeeded", "failed", "cancelled"), timeout_s=60)
-                out.check(status["status"] == "failed" and "worker process died" in (status.get("error") or ""),
-                          f"worker kill -9: the job ended {status['status']}: {status.get('error')}")
+                out.check(
+                    status["status"] == "failed" and "worker process died" in (status.get("error") or ""),
+                    f"worker kill -9: the job ended {status['status']}: {status.get('error')}",
+                )
             health = [client.get(p).status_code for p in ("/healthz", "/readyz")]
             out.check(health == [200, 200], f"worker kill -9: /healthz, /readyz = {health}")
             after = client.post("/v1/defrag", params={"wait": 60}, json=small)
@@ -1492,8 +1606,10 @@ def kill_fork_server(tmp: Path, job: dict[str, Any], small: dict[str, Any], out:
                 status = {"status": "running", "error": None}
             ended_s = time.monotonic() - killed_at
             out.check(status["status"] in ("failed", "succeeded"), f"fork server kill -9 ({method}): the running job is still {status['status']} 120 s later")
-            notes.append(f"fork server kill -9 ({method}): the running job ended `{status['status']}` {ended_s:.1f} s after the kill"
-                         + (f" with error {status.get('error')!r}" if status.get("error") else ""))
+            notes.append(
+                f"fork server kill -9 ({method}): the running job ended `{status['status']}` {ended_s:.1f} s after the kill"
+                + (f" with error {status.get('error')!r}" if status.get("error") else "")
+            )
             survivors = [pid for pid in workers if _alive(pid)]
             while survivors and time.monotonic() - killed_at < 90:
                 time.sleep(0.5)
@@ -1507,16 +1623,20 @@ def kill_fork_server(tmp: Path, job: dict[str, Any], small: dict[str, Any], out:
             else:
                 notes.append(f"fork server kill -9 ({method}): the job's worker was gone {gone_s:.1f} s after the kill")
             if status["status"] == "failed" and workers:
-                out.check(gone_s <= ended_s + 5.0,
-                          f"fork server kill -9 ({method}): the job was marked failed {ended_s:.1f} s after the kill, but its worker "
-                          f"(orphaned, outside the --workers bound) ran on until {gone_s:.0f} s after it"
-                          + (" and was still running when checked" if lingering else ""))
+                out.check(
+                    gone_s <= ended_s + 5.0,
+                    f"fork server kill -9 ({method}): the job was marked failed {ended_s:.1f} s after the kill, but its worker "
+                    f"(orphaned, outside the --workers bound) ran on until {gone_s:.0f} s after it"
+                    + (" and was still running when checked" if lingering else ""),
+                )
             health = [client.get(p).status_code for p in ("/healthz", "/readyz")]
             out.check(health == [200, 200], f"fork server kill -9 ({method}): /healthz, /readyz = {health}")
             after = client.post("/v1/defrag", params={"wait": 90}, json=small)
             out.check(after.status_code == 200, f"fork server kill -9 ({method}): the next job got {after.status_code} {after.text[:300]!r}")
-            notes.append(f"fork server kill -9 ({method}): the next job got HTTP {after.status_code}; a fork server is "
-                         f"{'running again' if fork_server_of(server) else 'NOT running'}")
+            notes.append(
+                f"fork server kill -9 ({method}): the next job got HTTP {after.status_code}; a fork server is "
+                f"{'running again' if fork_server_of(server) else 'NOT running'}"
+            )
     finally:
         for pid in lingering:  # leave nothing behind
             try:
@@ -1568,8 +1688,10 @@ def kill_parser(tmp: Path, base: dict[str, Any], mib: int, out: Outcome, notes: 
         out.check(health == [200, 200], f"parser kill -9: /readyz, /healthz = {health}")
         again = _post_big(server.url, body)
         out.check(again[0] in (202, 422), f"parser kill -9: the next large body got {again[0]} {again[3]}")
-        notes.append(f"parser kill -9 during a {len(body) / 2**20:.0f} MiB body: that request got HTTP {status} after "
-                     f"{end - begin:.1f} s ({error[:160]!r}); the next large body got HTTP {again[0]}")
+        notes.append(
+            f"parser kill -9 during a {len(body) / 2**20:.0f} MiB body: that request got HTTP {status} after "
+            f"{end - begin:.1f} s ({error[:160]!r}); the next large body got HTTP {again[0]}"
+        )
     finally:
         server.stop()
 
@@ -1673,11 +1795,15 @@ def run_store(args: argparse.Namespace) -> Outcome:
                     out.check(_until(lambda: _ready_code(server) == 503, 60), "disk full during a job: readiness never said 503")
                     finished = _until(lambda: not server.job_workers(timeout_s=0), 60)  # the solve is over, its outcome unwritten
                     status = client.get(f"/v1/jobs/{job_id}").json()["status"]
-                    out.check(finished and status == "running",
-                              f"disk full during a job: the worker {'finished' if finished else 'never finished'} and the job is {status}, expected still running")
+                    out.check(
+                        finished and status == "running",
+                        f"disk full during a job: the worker {'finished' if finished else 'never finished'} and the job is {status}, expected still running",
+                    )
                     refused = client.post("/v1/defrag", json={"snapshot": job["snapshot"]})
-                    out.check(refused.status_code == 503 and refused.headers.get("retry-after", "").isdigit(),
-                              f"submission while full: {refused.status_code} retry-after={refused.headers.get('retry-after')} {refused.text[:200]!r}")
+                    out.check(
+                        refused.status_code == 503 and refused.headers.get("retry-after", "").isdigit(),
+                        f"submission while full: {refused.status_code} retry-after={refused.headers.get('retry-after')} {refused.text[:200]!r}",
+                    )
                     filler.unlink()
                     final = wait_status(client, job_id, ("succeeded", "failed", "cancelled"), timeout_s=90)
                     out.check(final["status"] == "succeeded", f"space freed: the job ended {final['status']}: {final.get('error')}")
@@ -1698,8 +1824,10 @@ def run_store(args: argparse.Namespace) -> Outcome:
                     ready = _ready_code(server)
                     out.check(ready == 503, f"full disk, idle server: readiness {ready}")
                     refused = client.post("/v1/defrag", json={"snapshot": job["snapshot"]})
-                    out.check(refused.status_code == 503 and refused.headers.get("retry-after", "").isdigit() and "Traceback" not in refused.text,
-                              f"submission while full: {refused.status_code} {refused.text[:200]!r}")
+                    out.check(
+                        refused.status_code == 503 and refused.headers.get("retry-after", "").isdigit() and "Traceback" not in refused.text,
+                        f"submission while full: {refused.status_code} {refused.text[:200]!r}",
+                    )
                     filler.unlink()
                     accepted = client.post("/v1/defrag", json={"snapshot": job["snapshot"]})
                     out.check(accepted.status_code == 202, f"space freed: submission got {accepted.status_code} {accepted.text[:200]!r}")
@@ -1707,26 +1835,40 @@ def run_store(args: argparse.Namespace) -> Outcome:
                 server.stop()
             # start-up on a full disk with a new database, then read-only
             filler = _fill(point)
-            done = subprocess.run([PLANNER, "serve", "--port", str(_free_port()), "--db", str(point / "fresh.db")],
-                                  capture_output=True, text=True, timeout=60, env=_env(), check=False)
-            out.check(done.returncode == 2 and "--db: cannot write the job store" in done.stderr and "Traceback" not in done.stderr,
-                      f"start-up on a full disk: exit {done.returncode}: {done.stderr.strip()[-300:]!r}")
+            done = subprocess.run(
+                [PLANNER, "serve", "--port", str(_free_port()), "--db", str(point / "fresh.db")],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=_env(),
+                check=False,
+            )
+            out.check(
+                done.returncode == 2 and "--db: cannot write the job store" in done.stderr and "Traceback" not in done.stderr,
+                f"start-up on a full disk: exit {done.returncode}: {done.stderr.strip()[-300:]!r}",
+            )
             filler.unlink()
             subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True, capture_output=True)
             try:
-                done = subprocess.run([PLANNER, "serve", "--port", str(_free_port()), "--db", str(point / "planner.db")],
-                                      capture_output=True, text=True, timeout=60, env=_env(), check=False)
-                out.check(done.returncode == 2 and "--db: cannot write the job store" in done.stderr and "Traceback" not in done.stderr,
-                          f"start-up on a read-only store: exit {done.returncode}: {done.stderr.strip()[-300:]!r}")
+                done = subprocess.run(
+                    [PLANNER, "serve", "--port", str(_free_port()), "--db", str(point / "planner.db")],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    env=_env(),
+                    check=False,
+                )
+                out.check(
+                    done.returncode == 2 and "--db: cannot write the job store" in done.stderr and "Traceback" not in done.stderr,
+                    f"start-up on a read-only store: exit {done.returncode}: {done.stderr.strip()[-300:]!r}",
+                )
             finally:
                 subprocess.run(["mount", "-o", "remount,rw", str(point)], capture_output=True, check=False)
         finally:
             subprocess.run(["umount", "-l", str(point)], capture_output=True, check=False)
     out.wall_s = time.perf_counter() - start
     out.met = out.failed == 0
-    out.lines.append(
-        f"The store on a 48 MiB tmpfs filled to the last byte with `dd`; job: `hybrid` time_limit_s 4 on a 500-node snapshot; {out.wall_s:.0f} s."
-    )
+    out.lines.append(f"The store on a 48 MiB tmpfs filled to the last byte with `dd`; job: `hybrid` time_limit_s 4 on a 500-node snapshot; {out.wall_s:.0f} s.")
     return out
 
 
@@ -1884,12 +2026,15 @@ def run_load(args: argparse.Namespace) -> Outcome:
             server.stop()
     single_own = rows[0][3] if rows else 0.0
     if len(rows) == 2:
-        out.check(rows[1][3] <= 1.5 * single_own + 64,
-                  f"peak server RSS with {concurrent} bodies at once {rows[1][3]:.0f} MiB vs {single_own:.0f} MiB with one "
-                  "(large bodies are parsed one at a time: expected within 1.5x + 64 MiB)")
-        out.check(rows[1][4] <= 1.5 * rows[0][4] + 256,
-                  f"peak tree RSS with {concurrent} bodies at once {rows[1][4]:.0f} MiB vs {rows[0][4]:.0f} MiB with one "
-                  "(expected within 1.5x + 256 MiB)")
+        out.check(
+            rows[1][3] <= 1.5 * single_own + 64,
+            f"peak server RSS with {concurrent} bodies at once {rows[1][3]:.0f} MiB vs {single_own:.0f} MiB with one "
+            "(large bodies are parsed one at a time: expected within 1.5x + 64 MiB)",
+        )
+        out.check(
+            rows[1][4] <= 1.5 * rows[0][4] + 256,
+            f"peak tree RSS with {concurrent} bodies at once {rows[1][4]:.0f} MiB vs {rows[0][4]:.0f} MiB with one (expected within 1.5x + 256 MiB)",
+        )
     out.wall_s = time.perf_counter() - start
     out.met = out.failed == 0 if not args.quick else None
     setup = (

@@ -53,9 +53,19 @@ def small_rows(sizes: list[int], seeds: int) -> list[dict]:  # type: ignore[type
             ipc = plan_defrag(cluster, DefragOptions(method="heuristic", seed=0)).report
             exact = plan_defrag(cluster, DefragOptions(method="exact", solver="highs", time_limit_s=60.0, seed=0, force=True)).report
             relaxed = ipc.relaxation_bound["bound"]
-            rows.append({"nodes": nodes, "seed": seed, "ipc": ipc.objective, "exact": exact.objective, "exact_status": exact.status,
-                         "relaxation": relaxed,
-                         "binding": ipc.relaxation_bound["binding"], "exact_wall_s": exact.wall_s, "ipc_wall_s": ipc.wall_s})
+            rows.append(
+                {
+                    "nodes": nodes,
+                    "seed": seed,
+                    "ipc": ipc.objective,
+                    "exact": exact.objective,
+                    "exact_status": exact.status,
+                    "relaxation": relaxed,
+                    "binding": ipc.relaxation_bound["binding"],
+                    "exact_wall_s": exact.wall_s,
+                    "ipc_wall_s": ipc.wall_s,
+                }
+            )
             print(rows[-1], flush=True)
     return rows
 
@@ -72,9 +82,21 @@ def large_rows(sizes: list[int]) -> list[dict]:  # type: ignore[type-arg]
             done = time.perf_counter()
         for budget in (None, max(1, round(0.02 * len(cluster.pods)))):
             report = plan_defrag(cluster, DefragOptions(method="heuristic", seed=0, max_moves=budget)).report
-            rows.append({"nodes": nodes, "pods": len(cluster.pods), "budget": budget, "state_s": built - start, "bound_s": done - built,
-                         "bound": report.bound, "binding": report.relaxation_bound["binding"], "ipc": report.objective, "gap": report.gap,
-                         "ipc_s": report.wall_s, "unbudgeted_bound": bound.bound})
+            rows.append(
+                {
+                    "nodes": nodes,
+                    "pods": len(cluster.pods),
+                    "budget": budget,
+                    "state_s": built - start,
+                    "bound_s": done - built,
+                    "bound": report.bound,
+                    "binding": report.relaxation_bound["binding"],
+                    "ipc": report.objective,
+                    "gap": report.gap,
+                    "ipc_s": report.wall_s,
+                    "unbudgeted_bound": bound.bound,
+                }
+            )
             print(rows[-1], flush=True)
     return rows
 
@@ -101,9 +123,19 @@ def cli_rows(sizes: list[int], repeats: int) -> list[dict]:  # type: ignore[type
         runs = [cli_run(path) for _ in range(1 if nodes > 40000 else repeats)]
         walls = [r[0] for r in runs]
         plan = runs[0][3]
-        rows.append({"nodes": nodes, "pods": plan["metrics"]["before"]["pods"], "walls_s": walls, "median_s": statistics.median(walls),
-                     "rss_mib": max(r[1] for r in runs), "tree_rss_mib": max(r[2] for r in runs),
-                     "vacated": plan["report"]["objective"], "bound": plan["report"]["bound"], "plan_s": plan["report"]["wall_s"]})
+        rows.append(
+            {
+                "nodes": nodes,
+                "pods": plan["metrics"]["before"]["pods"],
+                "walls_s": walls,
+                "median_s": statistics.median(walls),
+                "rss_mib": max(r[1] for r in runs),
+                "tree_rss_mib": max(r[2] for r in runs),
+                "vacated": plan["report"]["objective"],
+                "bound": plan["report"]["bound"],
+                "plan_s": plan["report"]["wall_s"],
+            }
+        )
         print(rows[-1], flush=True)
     return rows
 
@@ -139,11 +171,20 @@ def ray_rows(sizes: list[int]) -> list[dict]:  # type: ignore[type-arg]
             done = subprocess.run([sys.executable, "-c", WARM, str(path), kind], capture_output=True, text=True, check=True)
             second = json.loads(done.stdout.strip().splitlines()[-1])
             warm[kind], warm[kind + "_waves"] = second["wall_s"], second["waves"]
-        rows.append({"nodes": nodes, "process_s": [r[0] for r in process], "ray_s": [r[0] for r in ray],
-                     "process_tree_mib": max(r[2] for r in process), "ray_tree_mib": max(r[2] for r in ray),
-                     "same_plan": all(r[3]["waves"] == process[0][3]["waves"] for r in process + ray),
-                     "warm_process_s": warm["process"], "warm_ray_s": warm["ray"], "warm_same_plan": warm["process_waves"] == warm["ray_waves"],
-                     "vacated": process[0][3]["report"]["objective"]})
+        rows.append(
+            {
+                "nodes": nodes,
+                "process_s": [r[0] for r in process],
+                "ray_s": [r[0] for r in ray],
+                "process_tree_mib": max(r[2] for r in process),
+                "ray_tree_mib": max(r[2] for r in ray),
+                "same_plan": all(r[3]["waves"] == process[0][3]["waves"] for r in process + ray),
+                "warm_process_s": warm["process"],
+                "warm_ray_s": warm["ray"],
+                "warm_same_plan": warm["process_waves"] == warm["ray_waves"],
+                "vacated": process[0][3]["report"]["objective"],
+            }
+        )
         print({k: v for k, v in rows[-1].items()}, flush=True)
     return rows
 
@@ -157,10 +198,25 @@ def hybrid_row(nodes: int, seconds: float, allocation: float) -> dict:  # type: 
     ipc = plan_defrag(cluster, DefragOptions(method="heuristic", seed=0, executor="ray")).report
     hybrid = plan_defrag(cluster, DefragOptions(method="hybrid", seed=0, time_limit_s=seconds, executor="ray")).report
     extra = hybrid.model_extra
-    row = {"nodes": nodes, "allocation": allocation, "seconds": seconds, "ipc": ipc.objective, "ipc_moves": ipc.moves, "hybrid": hybrid.objective, "hybrid_moves": hybrid.moves,
-           "bound": hybrid.bound, "gap": hybrid.gap, "ipc_gap": ipc.gap, "wall_s": hybrid.wall_s, "rounds": extra["lns_rounds"],
-           "neighbourhoods": extra["lns_neighbourhoods"], "improved": extra["lns_improved"], "gained": extra["lns_gained_empty_nodes"],
-           "proven": extra["lns_proven_optimal"], "hybrid_ipc_objective": extra["ipc_objective"]}
+    row = {
+        "nodes": nodes,
+        "allocation": allocation,
+        "seconds": seconds,
+        "ipc": ipc.objective,
+        "ipc_moves": ipc.moves,
+        "hybrid": hybrid.objective,
+        "hybrid_moves": hybrid.moves,
+        "bound": hybrid.bound,
+        "gap": hybrid.gap,
+        "ipc_gap": ipc.gap,
+        "wall_s": hybrid.wall_s,
+        "rounds": extra["lns_rounds"],
+        "neighbourhoods": extra["lns_neighbourhoods"],
+        "improved": extra["lns_improved"],
+        "gained": extra["lns_gained_empty_nodes"],
+        "proven": extra["lns_proven_optimal"],
+        "hybrid_ipc_objective": extra["ipc_objective"],
+    }
     print(row, flush=True)
     return row
 
@@ -218,80 +274,123 @@ def main() -> None:
 
 def render(rows: dict, args: argparse.Namespace) -> list[str]:  # type: ignore[type-arg]
     versions = rows.get("versions", {})
-    lines = ["# Beyond one machine and with a certificate at any scale", "",
-             f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/scale.py --seeds {args.seeds} --huge` (sections: "
-             "`--sections small,large,cli,ray,hybrid`; each section below names the code it ran on). Snapshots: `generate_asi(nodes, seed)` "
-             "(ASI-like: 8-GPU nodes, 70% GPU allocation, 40% of pods locked, anti-affinity per job), cached under benchmarks/.cache. The "
-             "bound (`planner/models/defrag_bound.py`) holds for every plan within the limits; *binding* names the relaxation's constraint that gives it.", ""]
+    lines = [
+        "# Beyond one machine and with a certificate at any scale",
+        "",
+        f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/scale.py --seeds {args.seeds} --huge` (sections: "
+        "`--sections small,large,cli,ray,hybrid`; each section below names the code it ran on). Snapshots: `generate_asi(nodes, seed)` "
+        "(ASI-like: 8-GPU nodes, 70% GPU allocation, 40% of pods locked, anti-affinity per job), cached under benchmarks/.cache. The "
+        "bound (`planner/models/defrag_bound.py`) holds for every plan within the limits; *binding* names the relaxation's constraint that gives it.",
+        "",
+    ]
     small, large, cli, ray, hybrid = (rows.get(k) for k in ("small", "large", "cli", "ray", "hybrid"))
     if small:
-        lines += ["## How tight: against the proven optimum (100-400 nodes)", "", f"Code: {versions.get('small', '?')}.", "",
-                  "`plan_defrag --method exact --solver highs --time-limit 60` (its status and proven optimum), the relaxation bound, and IPC "
-                  "(`--method heuristic`, seed 0) on the same snapshot.", "",
-                  "| nodes | seed | exact empty nodes | exact status | relaxation bound | binding | bound - optimum | IPC | IPC - optimum | exact s |",
-                  "|---:|---:|---:|---|---:|---|---:|---:|---:|---:|"]
+        lines += [
+            "## How tight: against the proven optimum (100-400 nodes)",
+            "",
+            f"Code: {versions.get('small', '?')}.",
+            "",
+            "`plan_defrag --method exact --solver highs --time-limit 60` (its status and proven optimum), the relaxation bound, and IPC "
+            "(`--method heuristic`, seed 0) on the same snapshot.",
+            "",
+            "| nodes | seed | exact empty nodes | exact status | relaxation bound | binding | bound - optimum | IPC | IPC - optimum | exact s |",
+            "|---:|---:|---:|---|---:|---|---:|---:|---:|---:|",
+        ]
         for r in small:
             proven = r["exact_status"] == "optimal"
-            lines.append(f"| {r['nodes']} | {r['seed']} | {r['exact']:.0f} | {r['exact_status']} | {r['relaxation']} | {r['binding']} | "
-                         f"{r['relaxation'] - r['exact']:+.0f}{'' if proven else ' (vs incumbent)'} | {r['ipc']:.0f} | {r['ipc'] - r['exact']:+.0f} | "
-                         f"{r['exact_wall_s']:.1f} |")
+            lines.append(
+                f"| {r['nodes']} | {r['seed']} | {r['exact']:.0f} | {r['exact_status']} | {r['relaxation']} | {r['binding']} | "
+                f"{r['relaxation'] - r['exact']:+.0f}{'' if proven else ' (vs incumbent)'} | {r['ipc']:.0f} | {r['ipc'] - r['exact']:+.0f} | "
+                f"{r['exact_wall_s']:.1f} |"
+            )
         tight = sum(1 for r in small if r["exact_status"] == "optimal" and r["relaxation"] == r["exact"])
         proven = sum(1 for r in small if r["exact_status"] == "optimal")
         lines += ["", f"The bound equals the proven optimum on {tight} of the {proven} instances the solver proved.", ""]
     if large:
-        lines += ["## At scale: the bound's cost and IPC's gap (seed 0)", "", f"Code: {versions.get('large', '?')}.", "",
-                  "*state s*: building the array state from the parsed snapshot; *bound s*: the relaxation on it (both in process). IPC: "
-                  "`plan_defrag --method heuristic` in process (*IPC s* is its report's wall time); *gap* = (bound - IPC) / bound, the "
-                  "share of the best possible IPC may miss. Budget: none, or 2% of the pods (`--max-moves`).", "",
-                  "| nodes | pods | budget | state s | bound s | bound | binding | IPC empty nodes | gap | IPC s |",
-                  "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+        lines += [
+            "## At scale: the bound's cost and IPC's gap (seed 0)",
+            "",
+            f"Code: {versions.get('large', '?')}.",
+            "",
+            "*state s*: building the array state from the parsed snapshot; *bound s*: the relaxation on it (both in process). IPC: "
+            "`plan_defrag --method heuristic` in process (*IPC s* is its report's wall time); *gap* = (bound - IPC) / bound, the "
+            "share of the best possible IPC may miss. Budget: none, or 2% of the pods (`--max-moves`).",
+            "",
+            "| nodes | pods | budget | state s | bound s | bound | binding | IPC empty nodes | gap | IPC s |",
+            "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+        ]
         for r in large:
             budget = "none" if r["budget"] is None else f"{r['budget']:,}"
-            lines.append(f"| {r['nodes']:,} | {r['pods']:,} | {budget} | {r['state_s']:.2f} | {r['bound_s']:.2f} | {r['bound']:,.0f} | "
-                         f"{r['binding']} | {r['ipc']:,.0f} | {r['gap']:.4f} | {r['ipc_s']:.1f} |")
+            lines.append(
+                f"| {r['nodes']:,} | {r['pods']:,} | {budget} | {r['state_s']:.2f} | {r['bound_s']:.2f} | {r['bound']:,.0f} | "
+                f"{r['binding']} | {r['ipc']:,.0f} | {r['gap']:.4f} | {r['ipc_s']:.1f} |"
+            )
         lines.append("")
     if cli:
         exponent = growth_exponent(cli)
-        lines += ["## IPC end to end: time and memory against size", "", f"Code: {versions.get('cli', '?')}.", "",
-                  "`planner defrag SNAPSHOT --method heuristic --out plan.json` as a child process (default process pool, one worker per core): "
-                  "wall time from start to exit (interpreter start-up, reading and checking the snapshot, the bound, IPC, trimming, "
-                  "validating, writing the plan); three runs (one at 150,000 nodes). *Own peak*: the command's own peak RSS (VmHWM); "
-                  "*tree peak*: the summed RSS of it and its pool workers, sampled every 50 ms (the forked workers share the parent's pages "
-                  "copy-on-write, which the sum counts once per process, so it overstates). *plan s*: the planning alone (`report.wall_s`).", "",
-                  "| nodes | pods | wall s (runs) | median s | plan s | own peak MiB | tree peak MiB | vacated | bound |",
-                  "|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            "## IPC end to end: time and memory against size",
+            "",
+            f"Code: {versions.get('cli', '?')}.",
+            "",
+            "`planner defrag SNAPSHOT --method heuristic --out plan.json` as a child process (default process pool, one worker per core): "
+            "wall time from start to exit (interpreter start-up, reading and checking the snapshot, the bound, IPC, trimming, "
+            "validating, writing the plan); three runs (one at 150,000 nodes). *Own peak*: the command's own peak RSS (VmHWM); "
+            "*tree peak*: the summed RSS of it and its pool workers, sampled every 50 ms (the forked workers share the parent's pages "
+            "copy-on-write, which the sum counts once per process, so it overstates). *plan s*: the planning alone (`report.wall_s`).",
+            "",
+            "| nodes | pods | wall s (runs) | median s | plan s | own peak MiB | tree peak MiB | vacated | bound |",
+            "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+        ]
         for r in cli:
-            lines.append(f"| {r['nodes']:,} | {r['pods']:,} | {', '.join(f'{w:.1f}' for w in r['walls_s'])} | {r['median_s']:.1f} | {r['plan_s']:.1f} | "
-                         f"{r['rss_mib']:,.0f} | {r['tree_rss_mib']:,.0f} | {r['vacated']:,.0f} | {r['bound']:,.0f} |")
+            lines.append(
+                f"| {r['nodes']:,} | {r['pods']:,} | {', '.join(f'{w:.1f}' for w in r['walls_s'])} | {r['median_s']:.1f} | {r['plan_s']:.1f} | "
+                f"{r['rss_mib']:,.0f} | {r['tree_rss_mib']:,.0f} | {r['vacated']:,.0f} | {r['bound']:,.0f} |"
+            )
         measured = ", ".join(f"{r['nodes']:,}" for r in cli)
-        lines += ["", f"Growth: wall time ~ nodes^{exponent:.2f} (least squares on log-log over {measured} nodes). "
-                  "Plot: `scale.png`.", ""]
+        lines += ["", f"Growth: wall time ~ nodes^{exponent:.2f} (least squares on log-log over {measured} nodes). Plot: `scale.png`.", ""]
     if ray:
-        lines += ["## Ray against the process pool", "", f"Code: {versions.get('ray', '?')}.", "",
-                  "Cold: `planner defrag SNAPSHOT --method heuristic --executor ray|process` as child processes, two runs each; the Ray runs "
-                  "start a local Ray (2 CPUs) in the command and stop it at exit. Warm: in one process, the second of two `plan_defrag` calls "
-                  "(Ray already up and its workers started, as under `planner serve --executor ray`); planning time (`report.wall_s`). "
-                  "*Same plan*: every run's waves equal the first process-pool run's.", "",
-                  "| nodes | process s (cold) | Ray s (cold) | overhead s | process tree MiB | Ray tree MiB | process s (warm) | Ray s (warm) | warm overhead s | same plan |",
-                  "|---:|---|---|---:|---:|---:|---:|---:|---:|---|"]
+        lines += [
+            "## Ray against the process pool",
+            "",
+            f"Code: {versions.get('ray', '?')}.",
+            "",
+            "Cold: `planner defrag SNAPSHOT --method heuristic --executor ray|process` as child processes, two runs each; the Ray runs "
+            "start a local Ray (2 CPUs) in the command and stop it at exit. Warm: in one process, the second of two `plan_defrag` calls "
+            "(Ray already up and its workers started, as under `planner serve --executor ray`); planning time (`report.wall_s`). "
+            "*Same plan*: every run's waves equal the first process-pool run's.",
+            "",
+            "| nodes | process s (cold) | Ray s (cold) | overhead s | process tree MiB | Ray tree MiB | process s (warm) | Ray s (warm) | warm overhead s | same plan |",
+            "|---:|---|---|---:|---:|---:|---:|---:|---:|---|",
+        ]
         for r in ray:
             overhead = statistics.median(r["ray_s"]) - statistics.median(r["process_s"])
-            lines.append(f"| {r['nodes']:,} | {', '.join(f'{w:.1f}' for w in r['process_s'])} | {', '.join(f'{w:.1f}' for w in r['ray_s'])} | "
-                         f"{overhead:+.1f} | {r['process_tree_mib']:,.0f} | {r['ray_tree_mib']:,.0f} | {r['warm_process_s']:.1f} | {r['warm_ray_s']:.1f} | "
-                         f"{r['warm_ray_s'] - r['warm_process_s']:+.1f} | {'yes' if r['same_plan'] and r['warm_same_plan'] else 'NO'} |")
+            lines.append(
+                f"| {r['nodes']:,} | {', '.join(f'{w:.1f}' for w in r['process_s'])} | {', '.join(f'{w:.1f}' for w in r['ray_s'])} | "
+                f"{overhead:+.1f} | {r['process_tree_mib']:,.0f} | {r['ray_tree_mib']:,.0f} | {r['warm_process_s']:.1f} | {r['warm_ray_s']:.1f} | "
+                f"{r['warm_ray_s'] - r['warm_process_s']:+.1f} | {'yes' if r['same_plan'] and r['warm_same_plan'] else 'NO'} |"
+            )
         lines.append("")
     if hybrid:
-        lines += ["## Hybrid at scale on a local Ray", "", f"Code: {versions.get('hybrid', '?')}.", "",
-                  "`plan_defrag --method hybrid --time-limit S --executor ray` on 37,707-node snapshots (GPU allocation 0.7, where IPC "
-                  "is already proven optimal, and 0.85, where it is not), a local Ray of 2 CPUs (IPC, then large-neighbourhood search "
-                  "with the exact model, neighbourhoods as Ray tasks), against IPC alone on the same executor. *gap* = (bound - empty "
-                  "nodes) / bound; *settled*: neighbourhoods whose end state reaches their proven bound.", "",
-                  "| nodes | allocation | S | IPC empty nodes | IPC gap | hybrid empty nodes | gained | hybrid gap | bound | moves IPC / hybrid | LNS rounds | neighbourhoods (improved, settled) | wall s |",
-                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|"]
+        lines += [
+            "## Hybrid at scale on a local Ray",
+            "",
+            f"Code: {versions.get('hybrid', '?')}.",
+            "",
+            "`plan_defrag --method hybrid --time-limit S --executor ray` on 37,707-node snapshots (GPU allocation 0.7, where IPC "
+            "is already proven optimal, and 0.85, where it is not), a local Ray of 2 CPUs (IPC, then large-neighbourhood search "
+            "with the exact model, neighbourhoods as Ray tasks), against IPC alone on the same executor. *gap* = (bound - empty "
+            "nodes) / bound; *settled*: neighbourhoods whose end state reaches their proven bound.",
+            "",
+            "| nodes | allocation | S | IPC empty nodes | IPC gap | hybrid empty nodes | gained | hybrid gap | bound | moves IPC / hybrid | LNS rounds | neighbourhoods (improved, settled) | wall s |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|",
+        ]
         for r in hybrid:
-            lines.append(f"| {r['nodes']:,} | {r.get('allocation', 0.7):g} | {r['seconds']:.0f} | {r['ipc']:,.0f} | {r['ipc_gap']:.4f} | {r['hybrid']:,.0f} | {r['hybrid'] - r['ipc']:+,.0f} | "
-                         f"{r['gap']:.4f} | {r['bound']:,.0f} | {r['ipc_moves']:,} / {r['hybrid_moves']:,} | {r['rounds']} | "
-                         f"{r['neighbourhoods']} ({r['improved']}, {r['proven']}) | {r['wall_s']:.0f} |")
+            lines.append(
+                f"| {r['nodes']:,} | {r.get('allocation', 0.7):g} | {r['seconds']:.0f} | {r['ipc']:,.0f} | {r['ipc_gap']:.4f} | {r['hybrid']:,.0f} | {r['hybrid'] - r['ipc']:+,.0f} | "
+                f"{r['gap']:.4f} | {r['bound']:,.0f} | {r['ipc_moves']:,} / {r['hybrid_moves']:,} | {r['rounds']} | "
+                f"{r['neighbourhoods']} ({r['improved']}, {r['proven']}) | {r['wall_s']:.0f} |"
+            )
         lines.append("")
     return lines
 

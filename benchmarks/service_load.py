@@ -112,8 +112,7 @@ class Scenario:
     checks: dict[str, str] = field(default_factory=dict)
 
 
-async def load(urls: list[str], snapshots: list[dict], requests: int, clients: int, run: str,
-               kill_at: int | None = None, kill=None) -> list[Outcome]:  # type: ignore[no-untyped-def]
+async def load(urls: list[str], snapshots: list[dict], requests: int, clients: int, run: str, kill_at: int | None = None, kill=None) -> list[Outcome]:  # type: ignore[no-untyped-def]
     """Every request's outcome. Client c starts on ``urls[c % len(urls)]``; a transport error sends
     the request, with the same Idempotency-Key, to the next server (up to 3 rounds). With ``kill_at``,
     ``kill()`` runs once that many requests have been answered."""
@@ -132,8 +131,9 @@ async def load(urls: list[str], snapshots: list[dict], requests: int, clients: i
                 for attempt in range(3 * len(urls)):
                     k = (c + attempt) % len(urls)
                     try:
-                        response = await sessions[k].post("/v1/defrag", params={"wait": 60}, json={"snapshot": snapshots[i % len(snapshots)]},
-                                                          headers={"Idempotency-Key": key})
+                        response = await sessions[k].post(
+                            "/v1/defrag", params={"wait": 60}, json={"snapshot": snapshots[i % len(snapshots)]}, headers={"Idempotency-Key": key}
+                        )
                     except httpx.TransportError as err:
                         outcome = Outcome(0, time.perf_counter() - start, type(err).__name__, None, key, None, attempt)
                         await asyncio.sleep(0.2)
@@ -188,8 +188,9 @@ def run_scenario(name: str, servers: list[Server], snapshots: list[dict], args: 
         servers[0].kill()
 
     start = time.perf_counter()
-    scenario.outcomes = asyncio.run(load([s.url for s in servers], snapshots, args.requests, args.clients, name,
-                                         args.requests // 2 if kill else None, kill_first))
+    scenario.outcomes = asyncio.run(
+        load([s.url for s in servers], snapshots, args.requests, args.clients, name, args.requests // 2 if kill else None, kill_first)
+    )
     scenario.wall_s = time.perf_counter() - start
     time.sleep(1.5)
     sampler.stopping.set()
@@ -214,9 +215,12 @@ def audit(scenario: Scenario, url: str, lease_s: float) -> None:
         time.sleep(1.0)
     with engine.connect() as conn:
         statuses = dict(conn.execute(sa.text("SELECT status, count(*) FROM jobs GROUP BY status")).all())
-        twice = conn.execute(sa.text(
-            "SELECT count(*) FROM (SELECT j.idempotency_key FROM jobs j JOIN plans p ON p.job_id = j.id "
-            "WHERE j.idempotency_key IS NOT NULL GROUP BY j.idempotency_key HAVING count(*) > 1) x")).scalar_one()
+        twice = conn.execute(
+            sa.text(
+                "SELECT count(*) FROM (SELECT j.idempotency_key FROM jobs j JOIN plans p ON p.job_id = j.id "
+                "WHERE j.idempotency_key IS NOT NULL GROUP BY j.idempotency_key HAVING count(*) > 1) x"
+            )
+        ).scalar_one()
         attempts = dict(conn.execute(sa.text("SELECT attempts, count(*) FROM jobs GROUP BY attempts")).all())
         snapshots, raw, stored = conn.execute(sa.text("SELECT count(*), sum(raw_bytes), sum(length(body)) FROM snapshots")).one()
         errors = [e for (e,) in conn.execute(sa.text("SELECT error FROM jobs WHERE status <> 'succeeded'"))]
@@ -326,16 +330,21 @@ def healthz_scenario(tmp: Path, seconds: float) -> dict[str, dict[str, float]]:
                 load = None
                 if path is not None:
                     load = multiprocessing.get_context("spawn").Process(
-                        target=_send_bodies, args=(server.url, path, body, HEALTHZ_CLIENTS, seconds + 2.0, counts))
+                        target=_send_bodies, args=(server.url, path, body, HEALTHZ_CLIENTS, seconds + 2.0, counts)
+                    )
                     load.start()
                     time.sleep(2.0)  # the load under way
                 latencies = probe_healthz(server.url, seconds)
                 if load is not None:
                     load.join(timeout=120)
                 statuses = dict(counts)
-            results[name] = {"p50_ms": percentile(latencies, 0.5) * 1000, "p99_ms": percentile(latencies, 0.99) * 1000,
-                             "max_ms": max(latencies) * 1000, "probes": len(latencies),
-                             "responses": ", ".join(f"{code}: {n}" for code, n in sorted(statuses.items())) or "-"}
+            results[name] = {
+                "p50_ms": percentile(latencies, 0.5) * 1000,
+                "p99_ms": percentile(latencies, 0.99) * 1000,
+                "max_ms": max(latencies) * 1000,
+                "probes": len(latencies),
+                "responses": ", ".join(f"{code}: {n}" for code, n in sorted(statuses.items())) or "-",
+            }
     finally:
         server.stop()
     return results
@@ -347,13 +356,16 @@ def write_healthz(results: dict[str, dict[str, float]], label: str, seconds: flo
 
     path = RESULTS / "service_healthz.md"
     commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
-    row = (f"| {label} | {commit} | " + " | ".join(
-        f"{results[name]['p50_ms']:.1f} / {results[name]['p99_ms']:.1f} / {results[name]['max_ms']:.0f}" for name in ("idle", "report", "defrag"))
-        + f" | {results['report']['responses']} | {results['defrag']['responses']} |")
+    row = (
+        f"| {label} | {commit} | "
+        + " | ".join(f"{results[name]['p50_ms']:.1f} / {results[name]['p99_ms']:.1f} / {results[name]['max_ms']:.0f}" for name in ("idle", "report", "defrag"))
+        + f" | {results['report']['responses']} | {results['defrag']['responses']} |"
+    )
     rows = []
     if path.exists():
-        rows = [line for line in path.read_text().splitlines() if line.startswith("| ") and not line.startswith("| run ")
-                and not line.startswith(f"| {label} |")]
+        rows = [
+            line for line in path.read_text().splitlines() if line.startswith("| ") and not line.startswith("| run ") and not line.startswith(f"| {label} |")
+        ]
     lines = [
         "# /healthz latency under large bodies",
         "",
@@ -384,8 +396,9 @@ def main() -> None:
     parser.add_argument("--scenario", choices=("all", "healthz"), default="all", help="healthz: only the /healthz latency scenario.")
     parser.add_argument("--healthz-s", type=float, default=20.0, help="Seconds of /healthz probing per load.")
     parser.add_argument("--label", default="current", help="The row of service_healthz.md this run writes.")
-    parser.add_argument("--commit", help="The commit of the planner measured (default: this checkout's HEAD; give it when PYTHONPATH "
-                        "points at another copy of the code).")
+    parser.add_argument(
+        "--commit", help="The commit of the planner measured (default: this checkout's HEAD; give it when PYTHONPATH points at another copy of the code)."
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = healthz_scenario(Path(tmp), args.healthz_s)
@@ -399,8 +412,10 @@ def main() -> None:
         postgres = ThrowawayPostgres().start()
         try:
             url = postgres.create_database()
-            replicas = [Server(Path(tmp) / f"replica{k}.db", TOKEN, "--max-queue", "64", "--lease-s", str(args.lease_s),
-                               env={"DATABASE_URL": url}).start() for k in range(2)]
+            replicas = [
+                Server(Path(tmp) / f"replica{k}.db", TOKEN, "--max-queue", "64", "--lease-s", str(args.lease_s), env={"DATABASE_URL": url}).start()
+                for k in range(2)
+            ]
             try:
                 scenario = run_scenario("postgresql", replicas, snapshots, args, kill=True)
                 audit(scenario, url, args.lease_s)
@@ -462,8 +477,10 @@ def scenario_rows(scenario: Scenario) -> list[str]:
         answered = sum(1 for o in outcomes if o.answered_by == k)
         rows.append(f"| {label}: requests answered | {answered:,} |")
     rows += [f"| {what} | {value} |" for what, value in scenario.checks.items()]
-    rows += [f"| `/metrics` of {'replica ' + str(k) if len(scenario.servers) > 1 else 'the server'} | {_metrics_check(text)} |"
-             for k, text in sorted(scenario.metrics.items())]
+    rows += [
+        f"| `/metrics` of {'replica ' + str(k) if len(scenario.servers) > 1 else 'the server'} | {_metrics_check(text)} |"
+        for k, text in sorted(scenario.metrics.items())
+    ]
     return rows
 
 
@@ -507,8 +524,7 @@ def write_results(args, scenarios, burst_results) -> None:  # type: ignore[no-un
         f"* every 429 carries a numeric Retry-After: {'yes' if retry_after_ok else 'NO'}",
         f"* errors or timeouts: {sum(1 for code, _, _ in burst_results if code == 0 or code >= 500)}",
         "",
-        "The docs page rendered offline in headless Chromium: `benchmarks/results/docs.png` "
-        "(`.venv/bin/python benchmarks/docs_screenshot.py`).",
+        "The docs page rendered offline in headless Chromium: `benchmarks/results/docs.png` (`.venv/bin/python benchmarks/docs_screenshot.py`).",
     ]
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "service_load.md").write_text("\n".join(lines) + "\n")

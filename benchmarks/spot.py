@@ -56,10 +56,12 @@ def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
         jobs = spot2026_jobs(nodes, args.days, seed=seed, warm_start=args.warm_start)
         if described is None:
             hp = sum(j.priority == "HP" for j in jobs)
-            described = (f"{len(nodes):,} nodes, {sum(n.gpus for n in nodes):,} GPUs; seed 0: {len(jobs):,} jobs over {args.days:g} "
-                         f"day(s), {hp:,} HP and {len(jobs) - hp:,} spot, {sum(bool(j.standby_windows_s) for j in jobs):,} HP jobs with "
-                         f"standby windows" + (f"; {sum(j.name.split('-')[-1].startswith('w') for j in jobs):,} of all the jobs are the warm start's"
-                                               if args.warm_start else ""))
+            described = (
+                f"{len(nodes):,} nodes, {sum(n.gpus for n in nodes):,} GPUs; seed 0: {len(jobs):,} jobs over {args.days:g} "
+                f"day(s), {hp:,} HP and {len(jobs) - hp:,} spot, {sum(bool(j.standby_windows_s) for j in jobs):,} HP jobs with "
+                f"standby windows"
+                + (f"; {sum(j.name.split('-')[-1].startswith('w') for j in jobs):,} of all the jobs are the warm start's" if args.warm_start else "")
+            )
         hp_jobs = [j for j in jobs if j.priority == "HP"]
         for policy in args.policies:
             start = time.perf_counter()
@@ -69,12 +71,20 @@ def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
                 first["hp-only"] = alone
             start = time.perf_counter()
             replay = simulate(nodes, jobs, policy, seed=seed, restart_overhead_s=args.restart_overhead_s)
-            row = {**replay_row(replay, horizon, alone, from_s=warmup), "wall_s": time.perf_counter() - start,
-                   **completion_parts(replay, jobs, warmup, horizon)}
+            row = {
+                **replay_row(replay, horizon, alone, from_s=warmup),
+                "wall_s": time.perf_counter() - start,
+                **completion_parts(replay, jobs, warmup, horizon),
+            }
             rows[policy].append(row)
             if seed == 0:
                 first[policy] = replay
-            print(policy, seed, {k: row[k] for k in ("lp_jct_mean_s", "lp_gpu_hours_lost", "hp_delay_growth", "hp_delay_added_mean_s", "gar_mean", "wall_s")}, flush=True)
+            print(
+                policy,
+                seed,
+                {k: row[k] for k in ("lp_jct_mean_s", "lp_gpu_hours_lost", "hp_delay_growth", "hp_delay_added_mean_s", "gar_mean", "wall_s")},
+                flush=True,
+            )
     base = statistics.mean(r["lp_jct_mean_s"] for r in rows[BASELINE]) if BASELINE in rows else None
 
     def cell(policy: str, key: str, fmt: str, scale: float = 1.0) -> str:
@@ -85,7 +95,8 @@ def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
 
     lines = [
         f"## 1. The ablation: {args.seeds} seeds, {args.days:g} days ({'warm' if args.warm_start else 'cold'} start), the first "
-        f"{args.warmup_days:g} left out, restart overhead {args.restart_overhead_s:g} s", "",
+        f"{args.warmup_days:g} left out, restart overhead {args.restart_overhead_s:g} s",
+        "",
         f"Cluster and workload: {described}. Mean over seeds [min, max]. *vs {BASELINE}*: mean spot completion time "
         f"against the `{BASELINE}` policy's (the paper's baseline). *HP alone*: the mean HP start delay in a replay of the "
         "HP jobs alone under the same policy (policies place HP jobs differently, so each has its own); *HP delay growth*: "
@@ -93,21 +104,25 @@ def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
         "waited on some seed, where no ratio exists); *HP delay added*: the mean HP start delay minus the HP-alone replay's; "
         "*HP started later*: the share of HP jobs that started later than in the HP-alone replay. *vs random* gives the ratio of the means "
         "over seeds and, in brackets, the per-seed ratios' range (a seed gives every policy the same jobs). Jobs count when submitted after "
-        + ("the warm-up; the cluster starts with the jobs a stationary past leaves running (``warm_start``: submitted at 0 with "
-           "the rest of their work; without it the HP load climbs over the first 3-4 days, jobs running up to 3 days). "
-           if args.warm_start else "the warm-up (the cluster starts empty and jobs run up to 3 days). ")
+        + (
+            "the warm-up; the cluster starts with the jobs a stationary past leaves running (``warm_start``: submitted at 0 with "
+            "the rest of their work; without it the HP load climbs over the first 3-4 days, jobs running up to 3 days). "
+            if args.warm_start
+            else "the warm-up (the cluster starts empty and jobs run up to 3 days). "
+        )
         + "Allocation is averaged over the same span. "
-        "Wall time is per replay, with other work on the machine.", "",
+        "Wall time is per replay, with other work on the machine.",
+        "",
         "| policy | spot JCT mean s | vs random | spot JCT p90 s | spot GPU-h lost | evictions per spot job | evicted twice+ | "
         "HP delay mean s | HP alone s | HP delay growth | HP delay added s | HP started later | GAR with spot | standby harvested | "
-        "wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "wall s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for policy in args.policies:
         change = "-"
         if base is not None:
             per_seed = [r["lp_jct_mean_s"] / b["lp_jct_mean_s"] - 1 for r, b in zip(rows[policy], rows[BASELINE])]
-            change = (f"{statistics.mean(r['lp_jct_mean_s'] for r in rows[policy]) / base - 1:+.1%} "
-                      f"[{min(per_seed):+.1%}, {max(per_seed):+.1%}]")
+            change = f"{statistics.mean(r['lp_jct_mean_s'] for r in rows[policy]) / base - 1:+.1%} [{min(per_seed):+.1%}, {max(per_seed):+.1%}]"
         lines.append(
             f"| {policy} | {cell(policy, 'lp_jct_mean_s', ',.0f')} | {change} | {cell(policy, 'lp_jct_p90_s', ',.0f')} | "
             f"{cell(policy, 'lp_gpu_hours_lost', ',.0f')} | {cell(policy, 'lp_evictions_per_job', '.3f')} | "
@@ -115,13 +130,20 @@ def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
             f"{cell(policy, 'hp_delay_hp_only_mean_s', ',.1f')} | "
             f"{cell(policy, 'hp_delay_growth', '+.2%') if all(r['hp_delay_growth'] is not None for r in rows[policy]) else '-'} | "
             f"{cell(policy, 'hp_delay_added_mean_s', '+,.1f')} | {cell(policy, 'hp_started_later_share', '.2%')} | {cell(policy, 'gar_mean', '.1%')} | {cell(policy, 'standby_harvested', '.1%')} | "
-            f"{statistics.mean(r['wall_s'] for r in rows[policy]):.1f} |")
+            f"{statistics.mean(r['wall_s'] for r in rows[policy]):.1f} |"
+        )
     lines += parts_table(args.policies, rows)
     some = rows[args.policies[0]]
-    lines += ["", f"HP alone under `{args.policies[0]}` (the replay without spot jobs): HP delay mean "
-              f"{cell(args.policies[0], 'hp_delay_hp_only_mean_s', ',.1f')} s, "
-              f"GAR {cell(args.policies[0], 'gar_hp_only_mean', '.1%')} (the paper: 68% with HP alone, 93% with spot; Fig. 9). "
-              f"Seeds: {len(some)}.", "", "![allocation over time and spot completion-time CDF, seed 0](spot.png)", ""]
+    lines += [
+        "",
+        f"HP alone under `{args.policies[0]}` (the replay without spot jobs): HP delay mean "
+        f"{cell(args.policies[0], 'hp_delay_hp_only_mean_s', ',.1f')} s, "
+        f"GAR {cell(args.policies[0], 'gar_hp_only_mean', '.1%')} (the paper: 68% with HP alone, 93% with spot; Fig. 9). "
+        f"Seeds: {len(some)}.",
+        "",
+        "![allocation over time and spot completion-time CDF, seed 0](spot.png)",
+        "",
+    ]
     return lines, first, rows
 
 
@@ -134,8 +156,7 @@ def completion_parts(replay, jobs: list, from_s: float, horizon_s: float) -> dic
     rest (rework after evictions, restart overheads, waits after an eviction); the jobs whose first
     start came more than ``LONG_WAIT_S`` after submission, their share and their part of the mean."""
     work_s = {j.name: j.work_s for j in jobs}
-    done = [o for o in replay.outcomes.values()
-            if o.priority == "LP" and from_s <= o.submit_s < horizon_s and o.finish_s is not None]
+    done = [o for o in replay.outcomes.values() if o.priority == "LP" and from_s <= o.submit_s < horizon_s and o.finish_s is not None]
     jct = [o.finish_s - o.submit_s for o in done]
     wait = [o.first_start_s - o.submit_s for o in done]
     work = [work_s[o.name] for o in done]
@@ -143,36 +164,47 @@ def completion_parts(replay, jobs: list, from_s: float, horizon_s: float) -> dic
     long_late = sum(w > LONG_WAIT_S and o.first_start_s >= horizon_s for o, w in zip(done, wait))
     short = [c for c, w in zip(jct, wait) if w <= LONG_WAIT_S]
     count = len(done)
-    return {"part_wait_s": sum(wait) / count, "part_work_s": sum(work) / count,
-            "part_rest_s": (sum(jct) - sum(wait) - sum(work)) / count,
-            "long_wait_share": len(long) / count, "long_wait_part_s": sum(long) / count,
-            "long_wait_late_share": long_late / len(long) if long else float("nan"),
-            "short_jct_mean_s": statistics.mean(short) if short else float("nan")}
+    return {
+        "part_wait_s": sum(wait) / count,
+        "part_work_s": sum(work) / count,
+        "part_rest_s": (sum(jct) - sum(wait) - sum(work)) / count,
+        "long_wait_share": len(long) / count,
+        "long_wait_part_s": sum(long) / count,
+        "long_wait_late_share": long_late / len(long) if long else float("nan"),
+        "short_jct_mean_s": statistics.mean(short) if short else float("nan"),
+    }
 
 
 def parts_table(policies: list[str], rows: dict[str, list[dict]]) -> list[str]:  # type: ignore[type-arg]
     """The mean completion time taken apart (means over seeds), against the baseline's."""
+
     def mean(policy: str, key: str) -> float:
         return statistics.mean(r[key] for r in rows[policy])
 
     def versus(policy: str, key: str) -> str:
         return f" ({mean(policy, key) / mean(BASELINE, key) - 1:+.1%})" if BASELINE in rows and policy != BASELINE else ""
 
-    lines = ["", f"Where the spot completion time goes (the jobs of the table above; means over seeds). *first wait*: submission "
-             f"to first start; *work*: the job's own run time; *rest*: rework after evictions, restart overheads and waits after an "
-             f"eviction. *waited > 1 day*: the jobs whose first start came more than {LONG_WAIT_S / 3600:g} h after submission, their "
-             f"share of the jobs, the share of those that first started after the last arrival (as the cluster drains), and their "
-             f"part of the mean; "
-             f"*others*: the mean completion time of the rest. Brackets: against `{BASELINE}`. The target is the mean over all "
-             "jobs (first column); the other columns explain it.", "",
-             "| policy | spot JCT mean s | first wait s | work s | rest s | waited > 1 day | of those, started after the last arrival "
-             "| their part of the mean s | others' JCT mean s | JCT p50 s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "",
+        f"Where the spot completion time goes (the jobs of the table above; means over seeds). *first wait*: submission "
+        f"to first start; *work*: the job's own run time; *rest*: rework after evictions, restart overheads and waits after an "
+        f"eviction. *waited > 1 day*: the jobs whose first start came more than {LONG_WAIT_S / 3600:g} h after submission, their "
+        f"share of the jobs, the share of those that first started after the last arrival (as the cluster drains), and their "
+        f"part of the mean; "
+        f"*others*: the mean completion time of the rest. Brackets: against `{BASELINE}`. The target is the mean over all "
+        "jobs (first column); the other columns explain it.",
+        "",
+        "| policy | spot JCT mean s | first wait s | work s | rest s | waited > 1 day | of those, started after the last arrival "
+        "| their part of the mean s | others' JCT mean s | JCT p50 s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for policy in policies:
         lines.append(
             f"| {policy} | {mean(policy, 'lp_jct_mean_s'):,.0f}{versus(policy, 'lp_jct_mean_s')} | {mean(policy, 'part_wait_s'):,.0f} | "
             f"{mean(policy, 'part_work_s'):,.0f} | {mean(policy, 'part_rest_s'):,.0f}{versus(policy, 'part_rest_s')} | "
             f"{mean(policy, 'long_wait_share'):.1%} | {mean(policy, 'long_wait_late_share'):.0%} | {mean(policy, 'long_wait_part_s'):,.0f} | "
-            f"{mean(policy, 'short_jct_mean_s'):,.0f}{versus(policy, 'short_jct_mean_s')} | {mean(policy, 'lp_jct_p50_s'):,.0f}{versus(policy, 'lp_jct_p50_s')} |")
+            f"{mean(policy, 'short_jct_mean_s'):,.0f}{versus(policy, 'short_jct_mean_s')} | {mean(policy, 'lp_jct_p50_s'):,.0f}{versus(policy, 'lp_jct_p50_s')} |"
+        )
     return lines
 
 
@@ -182,13 +214,18 @@ def load_sweep(args: argparse.Namespace, ablation_rows: dict[str, list[dict]]) -
     horizon, warmup = args.days * 86400, args.warmup_days * 86400
     loads = [float(x) for x in args.load_sweep.split(",")]
     policies = ("spotgpu", BASELINE)
-    lines = [f"## 2. The gain against the offered spot load: {args.load_seeds} seeds, HP load fixed", "",
-             f"The workload of section 1 with the spot load (offered spot GPU-time over the cluster's) swept; the HP load stays "
-             f"at the generator's default. *gain*: mean spot completion time of `spotgpu` over `{BASELINE}`'s - 1 (means over the seeds; "
-             "per-seed min and max in brackets). *start delay*: a spot job's wait for its first start, the queueing part of its "
-             f"completion time. The {SPOT_LOAD:g} row is section 1's first {args.load_seeds} seeds.", "",
-             "| spot load | spot JCT spotgpu s | spot JCT random s | gain | start delay spotgpu s | start delay random s | "
-             "GPU-h lost spotgpu | GPU-h lost random | GAR spotgpu |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"## 2. The gain against the offered spot load: {args.load_seeds} seeds, HP load fixed",
+        "",
+        f"The workload of section 1 with the spot load (offered spot GPU-time over the cluster's) swept; the HP load stays "
+        f"at the generator's default. *gain*: mean spot completion time of `spotgpu` over `{BASELINE}`'s - 1 (means over the seeds; "
+        "per-seed min and max in brackets). *start delay*: a spot job's wait for its first start, the queueing part of its "
+        f"completion time. The {SPOT_LOAD:g} row is section 1's first {args.load_seeds} seeds.",
+        "",
+        "| spot load | spot JCT spotgpu s | spot JCT random s | gain | start delay spotgpu s | start delay random s | "
+        "GPU-h lost spotgpu | GPU-h lost random | GAR spotgpu |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for load in loads:
         rows: dict[str, list[dict]] = {p: [] for p in policies}
         for seed in range(args.load_seeds):
@@ -208,33 +245,57 @@ def load_sweep(args: argparse.Namespace, ablation_rows: dict[str, list[dict]]) -
             return statistics.mean(r[key] for r in rows[p])
 
         gains = [a["lp_jct_mean_s"] / b["lp_jct_mean_s"] - 1 for a, b in zip(rows["spotgpu"], rows[BASELINE])]
-        lines.append(f"| {load:g} | {mean('spotgpu', 'lp_jct_mean_s'):,.0f} | {mean(BASELINE, 'lp_jct_mean_s'):,.0f} | "
-                     f"{mean('spotgpu', 'lp_jct_mean_s') / mean(BASELINE, 'lp_jct_mean_s') - 1:+.1%} [{min(gains):+.1%}, {max(gains):+.1%}] | "
-                     f"{mean('spotgpu', 'lp_start_delay_mean_s'):,.0f} | {mean(BASELINE, 'lp_start_delay_mean_s'):,.0f} | "
-                     f"{mean('spotgpu', 'lp_gpu_hours_lost'):,.0f} | {mean(BASELINE, 'lp_gpu_hours_lost'):,.0f} | "
-                     f"{mean('spotgpu', 'gar_mean'):.1%} |")
+        lines.append(
+            f"| {load:g} | {mean('spotgpu', 'lp_jct_mean_s'):,.0f} | {mean(BASELINE, 'lp_jct_mean_s'):,.0f} | "
+            f"{mean('spotgpu', 'lp_jct_mean_s') / mean(BASELINE, 'lp_jct_mean_s') - 1:+.1%} [{min(gains):+.1%}, {max(gains):+.1%}] | "
+            f"{mean('spotgpu', 'lp_start_delay_mean_s'):,.0f} | {mean(BASELINE, 'lp_start_delay_mean_s'):,.0f} | "
+            f"{mean('spotgpu', 'lp_gpu_hours_lost'):,.0f} | {mean(BASELINE, 'lp_gpu_hours_lost'):,.0f} | "
+            f"{mean('spotgpu', 'gar_mean'):.1%} |"
+        )
     return lines + [""]
 
 
 def scale(days_list: list[float], policies: list[str]) -> list[str]:
-    lines = ["## 3. Simulator speed on the whole spot-2026 node list", "",
-             "`planner simulate spot --nodes spot-2026 --days D --policy P --no-hp-only --no-progress --out F` as a "
-             "child process; wall time end to end (generating the workload included) and the process's peak memory.", "",
-             "| policy | days | jobs | wall s | peak RSS MiB | decisions | spot JCT mean s | GAR |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "## 3. Simulator speed on the whole spot-2026 node list",
+        "",
+        "`planner simulate spot --nodes spot-2026 --days D --policy P --no-hp-only --no-progress --out F` as a "
+        "child process; wall time end to end (generating the workload included) and the process's peak memory.",
+        "",
+        "| policy | days | jobs | wall s | peak RSS MiB | decisions | spot JCT mean s | GAR |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     growth = []
     for policy in policies:
         points = []
         for days in days_list:
             with tempfile.TemporaryDirectory() as tmp:
                 out = Path(tmp) / "runs.json"
-                run = run_measured([str(REPO / ".venv/bin/planner"), "simulate", "spot", "--nodes", "spot-2026", "--days", f"{days:g}",
-                                    "--policy", policy, "--no-hp-only", "--no-progress", "--out", str(out)])
+                run = run_measured(
+                    [
+                        str(REPO / ".venv/bin/planner"),
+                        "simulate",
+                        "spot",
+                        "--nodes",
+                        "spot-2026",
+                        "--days",
+                        f"{days:g}",
+                        "--policy",
+                        policy,
+                        "--no-hp-only",
+                        "--no-progress",
+                        "--out",
+                        str(out),
+                    ]
+                )
                 if run.returncode != 0:
                     raise SystemExit(f"simulate failed for {policy}, {days} days: {run.stderr[-2000:]}")
                 row = json.loads(out.read_text())["runs"][0]
             points.append((row["jobs"], run.wall_s))
-            lines.append(f"| {policy} | {days:g} | {row['jobs']:,} | {run.wall_s:.1f} | {run.peak_rss_mib:,.0f} | {row['decisions']:,} | "
-                         f"{row['lp_jct_mean_s']:,.0f} | {row['gar_mean']:.1%} |")
+            lines.append(
+                f"| {policy} | {days:g} | {row['jobs']:,} | {run.wall_s:.1f} | {run.peak_rss_mib:,.0f} | {row['decisions']:,} | "
+                f"{row['lp_jct_mean_s']:,.0f} | {row['gar_mean']:.1%} |"
+            )
             print(f"scale {policy} {days} days: {run.wall_s:.1f} s, {run.peak_rss_mib:.0f} MiB", flush=True)
         if len(points) >= 2:
             (j0, w0), (j1, w1) = points[0], points[-1]
@@ -250,8 +311,12 @@ def main() -> None:
     parser.add_argument("--nodes", default="spot-2026")
     parser.add_argument("--policies", default=",".join([*POLICIES, "least-allocated+k8s-default"]))
     parser.add_argument("--restart-overhead-s", type=float, default=60.0)
-    parser.add_argument("--warm-start", action=argparse.BooleanOptionalAction, default=True,
-                        help="start the ablation's replays from a stationary cluster (default) or empty (--no-warm-start)")
+    parser.add_argument(
+        "--warm-start",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="start the ablation's replays from a stationary cluster (default) or empty (--no-warm-start)",
+    )
     parser.add_argument("--load-sweep", default="0.2,0.25,0.3,0.35,0.4", help="spot loads for section 2")
     parser.add_argument("--load-seeds", type=int, default=3)
     parser.add_argument("--skip-load-sweep", action="store_true")
@@ -266,8 +331,12 @@ def main() -> None:
     command = " ".join(["benchmarks/spot.py", *sys.argv[1:]])
 
     def header(title: str) -> list[str]:
-        return [f"# {title}", "", f"Machine: {machine()}; {code_version()}; load average at start {os.getloadavg()[0]:.2f}. "
-                f"Reproduce: `.venv/bin/python {command}`.", ""]
+        return [
+            f"# {title}",
+            "",
+            f"Machine: {machine()}; {code_version()}; load average at start {os.getloadavg()[0]:.2f}. Reproduce: `.venv/bin/python {command}`.",
+            "",
+        ]
 
     if not args.only_scale:
         lines = header("Spot simulation") + [" ".join(line.strip() for line in __doc__.split("\n\n")[1].splitlines()), ""]

@@ -36,8 +36,9 @@ TARGETS = ((8, 24, 12, 3, 60.0), (16, 32, 20, 5, 300.0))
 MAX_RUNS = 3
 
 
-def make_instance(nodes: int, slots: int, spot: int, hp: int, seed: int, overhead: int = 1, spot_arrivals: int | None = None,
-                  hp_workers: tuple[int, ...] = (1, 2)) -> SpotInstance:
+def make_instance(
+    nodes: int, slots: int, spot: int, hp: int, seed: int, overhead: int = 1, spot_arrivals: int | None = None, hp_workers: tuple[int, ...] = (1, 2)
+) -> SpotInstance:
     """8-GPU nodes; HP jobs of ``hp_workers`` pods of 4 or 8 GPUs arriving in [2, slots/2]; spot jobs of 1-4
     pods of 1-8 GPUs arriving in [0, slots/3] (or ``spot_arrivals``), work 2..slots/3, a checkpoint
     every 1, 2 or 3 slots or none."""
@@ -45,24 +46,45 @@ def make_instance(nodes: int, slots: int, spot: int, hp: int, seed: int, overhea
     jobs = []
     for k in range(hp):
         work = rng.randint(2, max(2, slots // 4))
-        jobs.append({"name": f"hp{k}", "priority": "HP", "submit_slot": rng.randint(2, slots // 2), "work_slots": work,
-                     "workers": rng.choice(hp_workers), "gpus_per_worker": rng.choice([4, 8])})
+        jobs.append(
+            {
+                "name": f"hp{k}",
+                "priority": "HP",
+                "submit_slot": rng.randint(2, slots // 2),
+                "work_slots": work,
+                "workers": rng.choice(hp_workers),
+                "gpus_per_worker": rng.choice([4, 8]),
+            }
+        )
     for k in range(spot):
-        jobs.append({"name": f"lp{k}", "priority": "LP", "submit_slot": rng.randint(0, spot_arrivals or slots // 3),
-                     "work_slots": rng.randint(2, max(2, slots // 3)), "workers": rng.choice([1, 1, 2, 4]),
-                     "gpus_per_worker": rng.choice([1, 2, 4, 8]), "checkpoint_interval_slots": rng.choice([1, 2, 3, None]),
-                     "max_runs": MAX_RUNS})
-    return SpotInstance.model_validate({"horizon_slots": slots, "restart_overhead_slots": overhead,
-                                        "nodes": [{"name": f"n{j:02d}", "gpus": 8} for j in range(nodes)], "jobs": jobs})
+        jobs.append(
+            {
+                "name": f"lp{k}",
+                "priority": "LP",
+                "submit_slot": rng.randint(0, spot_arrivals or slots // 3),
+                "work_slots": rng.randint(2, max(2, slots // 3)),
+                "workers": rng.choice([1, 1, 2, 4]),
+                "gpus_per_worker": rng.choice([1, 2, 4, 8]),
+                "checkpoint_interval_slots": rng.choice([1, 2, 3, None]),
+                "max_runs": MAX_RUNS,
+            }
+        )
+    return SpotInstance.model_validate(
+        {"horizon_slots": slots, "restart_overhead_slots": overhead, "nodes": [{"name": f"n{j:02d}", "gpus": 8} for j in range(nodes)], "jobs": jobs}
+    )
 
 
 def targets(args: argparse.Namespace) -> list[str]:
-    lines = ["## (a) Target sizes", "",
-             "Status is for the lexicographic problem (lost GPU-slots, then spot completion slots); a bound is given for a level "
-             "only once the levels before it are proven; gap: of the first level not proven. *hint*: the list schedule "
-             "(`greedy_schedule`) was complete and used as the warm start.", "",
-             "| nodes x slots | spot + HP jobs | seed | solver | status | lost GPU-slots (bound) | spot completion slots (bound) | gap | wall s | limit s | variables / rows | hint |",
-             "|---|---|---:|---|---|---|---|---:|---:|---:|---|---|"]
+    lines = [
+        "## (a) Target sizes",
+        "",
+        "Status is for the lexicographic problem (lost GPU-slots, then spot completion slots); a bound is given for a level "
+        "only once the levels before it are proven; gap: of the first level not proven. *hint*: the list schedule "
+        "(`greedy_schedule`) was complete and used as the warm start.",
+        "",
+        "| nodes x slots | spot + HP jobs | seed | solver | status | lost GPU-slots (bound) | spot completion slots (bound) | gap | wall s | limit s | variables / rows | hint |",
+        "|---|---|---:|---|---|---|---|---:|---:|---:|---|---|",
+    ]
     for nodes, slots, spot, hp, limit in TARGETS:
         for seed in range(args.target_seeds):
             inst = make_instance(nodes, slots, spot, hp, seed)
@@ -73,18 +95,30 @@ def targets(args: argparse.Namespace) -> list[str]:
                 assert not res.violations, res.violations
                 obj, bound = res.objective, res.bound
                 gap = "-" if res.gap is None else f"{res.gap:.1%}"
-                lines.append(f"| {nodes} x {slots} | {spot} + {hp} | {seed} | {solver} | {res.status} | {obj['lost_gpu_slots']} ({bound['lost_gpu_slots']}) "
-                             f"| {obj['completion_slots']} ({bound['completion_slots']}) | {gap} | {res.wall_s:.1f} | {limit:g} "
-                             f"| {res.variables:,} / {res.rows:,} | {'yes' if hinted else 'no'} |")
+                lines.append(
+                    f"| {nodes} x {slots} | {spot} + {hp} | {seed} | {solver} | {res.status} | {obj['lost_gpu_slots']} ({bound['lost_gpu_slots']}) "
+                    f"| {obj['completion_slots']} ({bound['completion_slots']}) | {gap} | {res.wall_s:.1f} | {limit:g} "
+                    f"| {res.variables:,} / {res.rows:,} | {'yes' if hinted else 'no'} |"
+                )
                 print(lines[-1], flush=True)
     return lines
 
 
 def simulator_input(inst: SpotInstance) -> tuple[list[Node], list[SimJob]]:
     nodes = [Node(name=n.name, gpus=n.gpus, cpus=1000.0, memory_gib=10_000.0, gpu_model=n.gpu_model) for n in inst.nodes]
-    jobs = [SimJob(name=j.name, priority=j.priority, submit_s=float(j.submit_slot), work_s=float(j.work_slots), workers=j.workers,
-                   gpus_per_worker=j.gpus_per_worker, checkpoint_interval_s=None if j.checkpoint_interval_slots is None
-                   else float(j.checkpoint_interval_slots), gpu_models=tuple(j.gpu_models)) for j in inst.jobs]
+    jobs = [
+        SimJob(
+            name=j.name,
+            priority=j.priority,
+            submit_s=float(j.submit_slot),
+            work_s=float(j.work_slots),
+            workers=j.workers,
+            gpus_per_worker=j.gpus_per_worker,
+            checkpoint_interval_s=None if j.checkpoint_interval_slots is None else float(j.checkpoint_interval_slots),
+            gpu_models=tuple(j.gpu_models),
+        )
+        for j in inst.jobs
+    ]
     return nodes, jobs
 
 
@@ -116,8 +150,10 @@ def gap_table(args: argparse.Namespace) -> list[str]:
             c = counts[policy]
             if late:
                 c["hp_late"] += 1
-                late_cases.append(f"instance {seed}, {policy}: " + ", ".join(
-                    f"{n} started {replay.outcomes[n].first_start_s - replay.outcomes[n].submit_s:g} slots late" for n in late))
+                late_cases.append(
+                    f"instance {seed}, {policy}: "
+                    + ", ".join(f"{n} started {replay.outcomes[n].first_start_s - replay.outcomes[n].submit_s:g} slots late" for n in late)
+                )
             inside = max(o.finish_s for o in replay.outcomes.values()) <= inst.horizon_slots and all(o.evictions < MAX_RUNS for o in spot)
             if not inside:
                 c["outside"] += 1
@@ -131,27 +167,34 @@ def gap_table(args: argparse.Namespace) -> list[str]:
             per[policy]["opt_lost"].append(opt_lost)
             per[policy]["opt_jct"].append(opt_jct)
         print(f"instance {seed}: {res.status} lost {opt_lost} jct {opt_jct:.2f} ({res.wall_s:.1f} s)", flush=True)
-    lines = ["## (b) Policies against the exact optimum", "",
-             f"{args.gap_instances} instances (seeds 1000-{999 + args.gap_instances}): 4 8-GPU nodes, 24 slots, restart overhead 1 slot, "
-             "10 spot jobs arriving in slots 0-6 and 3 HP jobs of one pod (4 or 8 GPUs: HP load at most 24 of 32 GPUs) in 2-12 "
-             "(`make_instance(4, 24, 10, 3, seed, spot_arrivals=6, hp_workers=(1,))`); "
-             f"CP-SAT, 2 workers, {args.gap_time_limit:g} s. Solved: {solved}; proven optimal: {proven}; solve wall time median "
-             f"{statistics.median(walls):.1f} s, max {max(walls):.1f} s. The optimum loses GPU-time on {sum(x > 0 for x in opt_lost_all)} "
-             "of the solved instances.", "",
-             "Lost GPU-s: the simulator's `lost_gpu_s + overhead_gpu_s` of spot jobs (GPU-time run and not kept, restart overhead "
-             "included), the model's L1; summed over instances. Spot JCT: mean over spot jobs of finish - submit, averaged over "
-             "instances. *lex. equal / below*: over the replays the model admits (HP on arrival, done within the horizon, at most "
-             "3 runs) on proven instances, how many reach the optimum's (lost, completion) exactly, and how many fall below it "
-             "(must be 0). *HP late*: instances where the simulator started an HP job after its arrival.", "",
-             "| policy | lost GPU-s | optimum | spot JCT s | optimum | JCT vs optimum | lex. equal / compared | below optimum | HP late | outside the model |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "## (b) Policies against the exact optimum",
+        "",
+        f"{args.gap_instances} instances (seeds 1000-{999 + args.gap_instances}): 4 8-GPU nodes, 24 slots, restart overhead 1 slot, "
+        "10 spot jobs arriving in slots 0-6 and 3 HP jobs of one pod (4 or 8 GPUs: HP load at most 24 of 32 GPUs) in 2-12 "
+        "(`make_instance(4, 24, 10, 3, seed, spot_arrivals=6, hp_workers=(1,))`); "
+        f"CP-SAT, 2 workers, {args.gap_time_limit:g} s. Solved: {solved}; proven optimal: {proven}; solve wall time median "
+        f"{statistics.median(walls):.1f} s, max {max(walls):.1f} s. The optimum loses GPU-time on {sum(x > 0 for x in opt_lost_all)} "
+        "of the solved instances.",
+        "",
+        "Lost GPU-s: the simulator's `lost_gpu_s + overhead_gpu_s` of spot jobs (GPU-time run and not kept, restart overhead "
+        "included), the model's L1; summed over instances. Spot JCT: mean over spot jobs of finish - submit, averaged over "
+        "instances. *lex. equal / below*: over the replays the model admits (HP on arrival, done within the horizon, at most "
+        "3 runs) on proven instances, how many reach the optimum's (lost, completion) exactly, and how many fall below it "
+        "(must be 0). *HP late*: instances where the simulator started an HP job after its arrival.",
+        "",
+        "| policy | lost GPU-s | optimum | spot JCT s | optimum | JCT vs optimum | lex. equal / compared | below optimum | HP late | outside the model |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for policy in policies:
         d, c = per[policy], counts[policy]
         if not d["jct"]:
             continue
         jct, opt = statistics.mean(d["jct"]), statistics.mean(d["opt_jct"])
-        lines.append(f"| {policy} | {sum(d['lost']):,.0f} | {sum(d['opt_lost']):,.0f} | {jct:.2f} | {opt:.2f} | {jct / opt - 1:+.1%} "
-                     f"| {c['equal']} / {c['compared']} | {c['below']} | {c['hp_late']} | {c['outside']} |")
+        lines.append(
+            f"| {policy} | {sum(d['lost']):,.0f} | {sum(d['opt_lost']):,.0f} | {jct:.2f} | {opt:.2f} | {jct / opt - 1:+.1%} "
+            f"| {c['equal']} / {c['compared']} | {c['below']} | {c['hp_late']} | {c['outside']} |"
+        )
     if late_cases:
         lines += ["", "HP jobs the simulator started late (the model starts every HP job on arrival):", ""] + [f"* {x}" for x in late_cases]
     return lines
@@ -175,10 +218,17 @@ def main() -> None:
         body += targets(args) + [""]
     if not args.skip_gap:
         body += gap_table(args) + [""]
-    head = ["# The exact spot schedule (ASI Appendix A, corrected): target sizes and the simulator's policies against the optimum", "",
-            f"Machine: {machine()}; {code_version()}; {time.perf_counter() - start:.0f} s in all. Reproduce:", "", command.rstrip(), "",
-            "Model: `planner/models/spot_schedule.py` (time-indexed; lost GPU-slots first, then spot completion slots; every job "
-            "completes in the horizon; HP jobs start on arrival). One slot = 1 s in the simulator.", ""]
+    head = [
+        "# The exact spot schedule (ASI Appendix A, corrected): target sizes and the simulator's policies against the optimum",
+        "",
+        f"Machine: {machine()}; {code_version()}; {time.perf_counter() - start:.0f} s in all. Reproduce:",
+        "",
+        command.rstrip(),
+        "",
+        "Model: `planner/models/spot_schedule.py` (time-indexed; lost GPU-slots first, then spot completion slots; every job "
+        "completes in the horizon; HP jobs start on arrival). One slot = 1 s in the simulator.",
+        "",
+    ]
     out = RESULTS / "spot-schedule.md"
     out.write_text("\n".join(head + body))
     print(f"wrote {out}")

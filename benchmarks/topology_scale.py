@@ -57,8 +57,14 @@ JOB, JOB_PODS, POD_GPUS, POD_CPUS, POD_MEMORY_GIB, JOB_MODEL = "big", 32, 8, 96,
 REQUESTS = ("128g1536c", "256g3072c")
 DEFAULT_PARTITION = DefragOptions.model_fields["partition_size"].default
 STAGES = ("state", "check", "index", "choose", "validate", "release")
-STAGE_NAMES = {"state": "state build", "check": "input check", "index": "job index", "choose": "choose+place", "validate": "validate",
-               "release": "state release"}
+STAGE_NAMES = {
+    "state": "state build",
+    "check": "input check",
+    "index": "job index",
+    "choose": "choose+place",
+    "validate": "validate",
+    "release": "state release",
+}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -88,10 +94,7 @@ def same_asw_defrag(seed: int, partition_size: int = DEFAULT_PARTITION) -> tuple
 
 def with_job(cluster: Cluster, mode: str) -> Cluster:
     """``cluster`` plus the pending 256-GPU job, its topology ``asw`` ``mode``."""
-    pods = [
-        Pod(name=f"{JOB}-{i:02d}", job=JOB, gpus=POD_GPUS, cpus=POD_CPUS, memory_gib=POD_MEMORY_GIB, gpu_models=[JOB_MODEL])
-        for i in range(JOB_PODS)
-    ]
+    pods = [Pod(name=f"{JOB}-{i:02d}", job=JOB, gpus=POD_GPUS, cpus=POD_CPUS, memory_gib=POD_MEMORY_GIB, gpu_models=[JOB_MODEL]) for i in range(JOB_PODS)]
     job = Job(name=JOB, topology=Topology(level="asw", mode=mode))
     return cluster.model_copy(update={"pods": [*cluster.pods, *pods], "jobs": [*cluster.jobs, job]})
 
@@ -199,7 +202,7 @@ def _label(key: tuple[str, int, str]) -> str:
     path, line, name = key
     where = Path(path)
     if "site-packages" in where.parts:
-        return f"{'/'.join(where.parts[where.parts.index('site-packages') + 1:])}:{line}({name})"
+        return f"{'/'.join(where.parts[where.parts.index('site-packages') + 1 :])}:{line}({name})"
     if where.is_relative_to(REPO):
         return f"{where.relative_to(REPO)}:{line}({name})"
     return f"{where.parent.name}/{where.name}:{line}({name})" if line else name
@@ -228,21 +231,28 @@ def latency_section(seed: int = 0, runs: int = 20) -> str:
                 options = allocate.AllocateOptions(method=method, jobs=[JOB])
                 samples, plan = time_calls(functools.partial(allocate.plan_allocate, cluster, options), runs)
                 per_job = plan.metrics["per_job"].get(JOB)
-                outcome = (f"placed: {per_job['asws']} switches (fewest {per_job['min_asws']}), {per_job['nodes']} nodes"
-                           if per_job else f"refused: {plan.unplaced[0].reason}")
+                outcome = (
+                    f"placed: {per_job['asws']} switches (fewest {per_job['min_asws']}), {per_job['nodes']} nodes"
+                    if per_job
+                    else f"refused: {plan.unplaced[0].reason}"
+                )
                 cold.append({"snapshot": snapshot, "mode": mode, "method": method, "samples": samples, "outcome": outcome})
                 samples, kept_plan = time_calls(functools.partial(kept.allocate, JOB, method), runs)
                 same = (kept_plan.placements, kept_plan.unplaced, kept_plan.metrics) == (plan.placements, plan.unplaced, plan.metrics)
                 warm.append({"snapshot": snapshot, "mode": mode, "method": method, "samples": samples, "same": same})
-                print(f"latency {snapshot} / {mode} / {method}: plan_allocate p50 {ms([s['total'] for s in cold[-1]['samples']], 50):.1f} ms, "
-                      f"warm p50 {ms([s['total'] for s in samples], 50):.2f} ms, same plan {same}; {outcome}", flush=True)
+                print(
+                    f"latency {snapshot} / {mode} / {method}: plan_allocate p50 {ms([s['total'] for s in cold[-1]['samples']], 50):.1f} ms, "
+                    f"warm p50 {ms([s['total'] for s in samples], 50):.2f} ms, same plan {same}; {outcome}",
+                    flush=True,
+                )
     load = max(load, os.getloadavg()[0])
     largest_first = allocate.AllocateOptions(method="largest-first", jobs=[JOB])
     roots = ((allocate.__file__, "plan_allocate"), (allocate.__file__, "greedy_plan"), (validate_allocate.__file__, "validate_allocate"))
-    cold_profile = {mode: profile(functools.partial(allocate.plan_allocate, with_job(after, mode), largest_first), roots)
-                    for mode in ("preferred", "required")}
-    warm_profile = {mode: profile(functools.partial(warm_of["after same-switch defrag", mode].allocate, JOB, "largest-first"), roots, calls=50)
-                    for mode in ("preferred", "required")}
+    cold_profile = {mode: profile(functools.partial(allocate.plan_allocate, with_job(after, mode), largest_first), roots) for mode in ("preferred", "required")}
+    warm_profile = {
+        mode: profile(functools.partial(warm_of["after same-switch defrag", mode].allocate, JOB, "largest-first"), roots, calls=50)
+        for mode in ("preferred", "required")
+    }
     plot_latency(cold, warm)
 
     def p50(key: str, r: dict[str, Any]) -> float:
@@ -331,8 +341,7 @@ def latency_section(seed: int = 0, runs: int = 20) -> str:
         if max(values) >= 0.1:
             lines.append(f"| `{label}` | " + " | ".join(f"{v:.1f}" for v in values) + " |")
     for name, own, count in (("`plan_allocate`", cold_profile["preferred"][1], 10), ("`WarmAllocator`", warm_profile["preferred"][1], 8)):
-        lines += ["", f"The functions with the most own time under {name} (preferred), per call:", "",
-                  "| function | calls | own ms |", "|---|---:|---:|"]
+        lines += ["", f"The functions with the most own time under {name} (preferred), per call:", "", "| function | calls | own ms |", "|---|---:|---:|"]
         for label, ncalls, ms_own in sorted(own, key=lambda r: -r[2])[:count]:
             lines.append(f"| `{label}` | {ncalls:,} | {ms_own:.2f} |")
     lines += ["", "![latency breakdown](topology-scale-latency.png)", ""]
@@ -348,8 +357,7 @@ def plot_latency(cold: list[dict[str, Any]], warm: list[dict[str, Any]]) -> None
     fig, axes = plt.subplots(1, 2, figsize=(15, 0.36 * len(cold) + 1.8), sharey=True)
     labels = [f"{r['snapshot']}, {r['mode']}, {r['method']}" for r in cold]
     y = np.arange(len(cold))[::-1]
-    colors = {"state": "tab:gray", "check": "tab:orange", "index": "tab:brown", "choose": "tab:blue", "validate": "tab:green",
-              "release": "silver"}
+    colors = {"state": "tab:gray", "check": "tab:orange", "index": "tab:brown", "choose": "tab:blue", "validate": "tab:green", "release": "silver"}
     for ax, rows, title in ((axes[0], cold, "plan_allocate (state rebuilt per call)"), (axes[1], warm, "WarmAllocator (state kept)")):
         left = np.zeros(len(rows))
         for stage in STAGES:
@@ -447,8 +455,10 @@ def fig14_section(seed: int = 0, one_partition: bool = True) -> str:
     for name, (size, plan, wall, _) in plans.items():
         m, report = plan.metrics, plan.report
         slack = f"{m.before['nodes_with_slack']:,} -> {m.after['nodes_with_slack']:,}" if m else ""
-        lines.append(f"| {name} | {size:,} | {len(plan.moves()):,} | {report.gpus_moved if report else 0:,.0f} | {len(plan.waves)} | "
-                     f"{len(plan.vacated_nodes):,} | {slack} | {wall:.1f} |")
+        lines.append(
+            f"| {name} | {size:,} | {len(plan.moves()):,} | {report.gpus_moved if report else 0:,.0f} | {len(plan.waves)} | "
+            f"{len(plan.vacated_nodes):,} | {slack} | {wall:.1f} |"
+        )
     names = list(states)
     lines += [
         "",
@@ -464,8 +474,12 @@ def fig14_section(seed: int = 0, one_partition: bool = True) -> str:
     ]
     header = " / ".join(names)
     for granularity, title in (("gpus", "GPU slots (`large_job_capacity`, the paper's rule)"), ("pods", "whole 8-GPU pods of 96 CPUs")):
-        lines += [f"Requests that fit, in {title}; each cell {header}:", "",
-                  "| request | GPU model | usable GPUs | across switches | within one switch |", "|---|---|---:|---:|---:|"]
+        lines += [
+            f"Requests that fit, in {title}; each cell {header}:",
+            "",
+            "| request | GPU model | usable GPUs | across switches | within one switch |",
+            "|---|---|---:|---:|---:|",
+        ]
         for request in REQUESTS:
             per = [states[n][request][granularity] for n in names]
             for model in per[0]["per_model"]:
@@ -491,10 +505,14 @@ def fig14_section(seed: int = 0, one_partition: bool = True) -> str:
         f"{a['pods']['heterogeneous_across_asw']:,} {r} requests across switches after IPC, but {reached:,} within one switch, "
         f"where the GPU-slot count, {ceiling:,}, is the most a same-switch defrag could reach: after IPC the roomiest switch has "
         f"{a['pods']['roomiest_asw']:,} GPUs in whole free 8-GPU slots."
-        + (" On one partition the same defrag reaches "
-           f"{sum(x['within_asw'] for x in states['after IPC, one partition'][r]['pods']['per_model'].values()):,} "
-           f"(roomiest switch {states['after IPC, one partition'][r]['pods']['roomiest_asw']:,} GPUs): the switch-blind partitions, "
-           "not the snapshot, hold IPC back under `--same-asw`." if one_partition else "")
+        + (
+            " On one partition the same defrag reaches "
+            f"{sum(x['within_asw'] for x in states['after IPC, one partition'][r]['pods']['per_model'].values()):,} "
+            f"(roomiest switch {states['after IPC, one partition'][r]['pods']['roomiest_asw']:,} GPUs): the switch-blind partitions, "
+            "not the snapshot, hold IPC back under `--same-asw`."
+            if one_partition
+            else ""
+        )
         + " For 256 GPUs within one switch every count is near zero, as Fig. 14 says of large homogeneous requests: at 70% "
         "allocation a switch of 32 to 64 nodes has about 77 to 154 free GPUs.",
         "",
@@ -524,8 +542,13 @@ def plot_fig14(states: dict[str, dict[str, Any]]) -> None:
                 d = states[name][request][granularity]
                 values = [d["per_model"][m][key] for m in models]
                 values.append(d["heterogeneous_across_asw"] if key == "across_asw" else np.nan)
-                drawn = ax.bar(x + (k - (len(bars) - 1) / 2) * width, values, width=width, color=color,
-                               label=f"{'across' if key == 'across_asw' else 'within one switch'}, {name}")
+                drawn = ax.bar(
+                    x + (k - (len(bars) - 1) / 2) * width,
+                    values,
+                    width=width,
+                    color=color,
+                    label=f"{'across' if key == 'across_asw' else 'within one switch'}, {name}",
+                )
                 ax.bar_label(drawn, labels=["" if np.isnan(v) else f"{v:.0f}" for v in values], fontsize=6)
             ax.set_xticks(x, groups)
             ax.set_ylabel("requests that fit")
@@ -551,14 +574,16 @@ def main() -> None:
     if not args.no_one_partition:
         same_asw_defrag(args.seed, NODES)
     sections = [latency_section(args.seed, args.runs), fig14_section(args.seed, not args.no_one_partition)]
-    text = "\n".join([
-        f"# Topology allocation at {NODES:,} nodes",
-        "",
-        f"Machine: {machine()}; planner at {version}. Reproduce: `.venv/bin/python benchmarks/topology_scale.py --seed "
-        f"{args.seed} --runs {args.runs}" + (" --no-one-partition" if args.no_one_partition else "") + "` (about 20 minutes).",
-        "",
-        *sections,
-    ])
+    text = "\n".join(
+        [
+            f"# Topology allocation at {NODES:,} nodes",
+            "",
+            f"Machine: {machine()}; planner at {version}. Reproduce: `.venv/bin/python benchmarks/topology_scale.py --seed "
+            f"{args.seed} --runs {args.runs}" + (" --no-one-partition" if args.no_one_partition else "") + "` (about 20 minutes).",
+            "",
+            *sections,
+        ]
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "topology-scale.md").write_text(text)
     print(text)

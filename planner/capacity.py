@@ -57,11 +57,13 @@ def large_job_capacity(cluster: Cluster | ClusterState, shapes: list[Shape]) -> 
                 "across_asw": int(slots[mask].sum() // shape.gpus),
                 "within_asw": int(np.floor(within_slots / shape.gpus).sum()),
             }
-        out.append({
-            "shape": str(shape),
-            "per_model": per_model,
-            "heterogeneous_across_asw": int(slots[gpu_nodes].sum() // shape.gpus),
-        })
+        out.append(
+            {
+                "shape": str(shape),
+                "per_model": per_model,
+                "heterogeneous_across_asw": int(slots[gpu_nodes].sum() // shape.gpus),
+            }
+        )
     return out
 
 

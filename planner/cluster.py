@@ -140,6 +140,8 @@ NodeAffinityTerm = Annotated[list[NodeSelectorRequirement], Field(min_length=1)]
 
 MAX_RESOURCE = 2**62
 """A named resource's quantity at most (base units: bytes for storage, a count otherwise)."""
+
+
 def _resource_name(name: str) -> str:
     problem = resource_name_problem(name)
     if problem:
@@ -147,8 +149,7 @@ def _resource_name(name: str) -> str:
     return name
 
 
-ResourceAmounts = dict[Annotated[str, Field(min_length=1, max_length=317), AfterValidator(_resource_name)],
-                       Annotated[int, Field(ge=0, le=MAX_RESOURCE)]]
+ResourceAmounts = dict[Annotated[str, Field(min_length=1, max_length=317), AfterValidator(_resource_name)], Annotated[int, Field(ge=0, le=MAX_RESOURCE)]]
 """Quantities by Kubernetes resource name (``nvidia.com/gpu``, ``nvidia.com/mig-1g.10gb``,
 ``nvidia.com/gpu.shared``, ``rdma/hca``, ``ephemeral-storage``, ``pods``, ...), each a whole number in
 the resource's base unit as kube-scheduler compares it (bytes for ``ephemeral-storage`` and

@@ -80,11 +80,35 @@ def _allocate_job(cluster: Cluster, given: dict[str, Any], run: JobRun) -> Alloc
 
 
 KINDS: dict[str, Kind] = {
-    "defrag": Kind("defrag", "Defragmentation: make-before-break migration waves that empty nodes.", DefragOptions, plan_defrag,
-                   DefragPlan, DefragComparison, validate, _defrag_job),
-    "preempt": Kind("preempt", "Spot preemption: where a high-priority job starts and which spot pods to evict.", PreemptOptions,
-                    plan_preempt, PreemptPlan, PreemptComparison, validate_preempt, _preempt_job),
-    "allocate": Kind("allocate", "Topology allocation: pending multi-node jobs on as few switches as possible.", AllocateOptions,
-                     plan_allocate, AllocationPlan, AllocationComparison, validate_allocate, _allocate_job),
+    "defrag": Kind(
+        "defrag",
+        "Defragmentation: make-before-break migration waves that empty nodes.",
+        DefragOptions,
+        plan_defrag,
+        DefragPlan,
+        DefragComparison,
+        validate,
+        _defrag_job,
+    ),
+    "preempt": Kind(
+        "preempt",
+        "Spot preemption: where a high-priority job starts and which spot pods to evict.",
+        PreemptOptions,
+        plan_preempt,
+        PreemptPlan,
+        PreemptComparison,
+        validate_preempt,
+        _preempt_job,
+    ),
+    "allocate": Kind(
+        "allocate",
+        "Topology allocation: pending multi-node jobs on as few switches as possible.",
+        AllocateOptions,
+        plan_allocate,
+        AllocationPlan,
+        AllocationComparison,
+        validate_allocate,
+        _allocate_job,
+    ),
 }
 """Every kind of plan, by name, in the order the service lists them."""

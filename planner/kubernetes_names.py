@@ -20,10 +20,11 @@ SUBDOMAIN_MAX = 253
 _LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_LABEL = re.compile(_LABEL)
 DNS1123_SUBDOMAIN = re.compile(rf"{_LABEL}(\.{_LABEL})*")
-LABEL_RULE = (f"a DNS-1123 label: at most {LABEL_MAX} characters, lower case letters, digits and '-', "
-              "starting and ending with a letter or digit")
-SUBDOMAIN_RULE = (f"a DNS-1123 subdomain: at most {SUBDOMAIN_MAX} characters, lower case letters, digits, '-' and '.', "
-                  "each dot-separated part starting and ending with a letter or digit")
+LABEL_RULE = f"a DNS-1123 label: at most {LABEL_MAX} characters, lower case letters, digits and '-', starting and ending with a letter or digit"
+SUBDOMAIN_RULE = (
+    f"a DNS-1123 subdomain: at most {SUBDOMAIN_MAX} characters, lower case letters, digits, '-' and '.', "
+    "each dot-separated part starting and ending with a letter or digit"
+)
 
 
 def is_dns_label(name: str) -> bool:
@@ -85,8 +86,10 @@ def _string_map_problem(meta: dict[str, Any], field: str) -> str | None:
 
 
 _QUALIFIED = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-RESOURCE_RULE = ("a resource name: an optional DNS-1123 subdomain prefix and '/', then at most 63 letters, digits, "
-                 "'-', '_' or '.', starting and ending with a letter or digit (e.g. nvidia.com/gpu, ephemeral-storage)")
+RESOURCE_RULE = (
+    "a resource name: an optional DNS-1123 subdomain prefix and '/', then at most 63 letters, digits, "
+    "'-', '_' or '.', starting and ending with a letter or digit (e.g. nvidia.com/gpu, ephemeral-storage)"
+)
 
 
 @lru_cache(maxsize=4096)

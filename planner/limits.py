@@ -64,16 +64,27 @@ class MoveLimits:
 
     @property
     def any(self) -> bool:
-        return (self.max_moves is not None or self.max_moves_per_node is not None or self.same_asw or self.shapes_waves
-                or self.only_namespaces is not None or bool(self.exclude_namespaces) or self.move_once)
+        return (
+            self.max_moves is not None
+            or self.max_moves_per_node is not None
+            or self.same_asw
+            or self.shapes_waves
+            or self.only_namespaces is not None
+            or bool(self.exclude_namespaces)
+            or self.move_once
+        )
 
     @property
     def shapes_waves(self) -> bool:
         """Whether a per-wave limit is set: those never drop a move, they split waves (``waves.shape_waves``).
         Jobs' own disruption budgets shape waves too, whatever the limits."""
-        return (self.max_moves_per_wave is not None or self.max_nodes_per_wave is not None
-                or self.max_moves_per_node_per_wave is not None or self.max_unavailable_per_job is not None
-                or self.max_moves_per_namespace is not None)
+        return (
+            self.max_moves_per_wave is not None
+            or self.max_nodes_per_wave is not None
+            or self.max_moves_per_node_per_wave is not None
+            or self.max_unavailable_per_job is not None
+            or self.max_moves_per_namespace is not None
+        )
 
     def may_move(self, pod: Pod) -> bool:
         """Whether the namespace scope lets ``pod`` move (a pod without a namespace is in 'default')."""
@@ -109,8 +120,7 @@ def namespace_limits(cluster: Cluster, limit: int | None) -> dict[str, tuple[str
 class MoveBudget:
     """The limits' account on a state: ``moves_left``, ``node_left[n]`` and, under same_asw, ``asw[n]``."""
 
-    def __init__(self, moves_left: int, node_left: np.ndarray, asw: np.ndarray | None, bounded_moves: bool, bounded_nodes: bool,
-                 move_once: bool = False):
+    def __init__(self, moves_left: int, node_left: np.ndarray, asw: np.ndarray | None, bounded_moves: bool, bounded_nodes: bool, move_once: bool = False):
         self.moves_left = int(moves_left)
         self.node_left = node_left.astype(np.int64, copy=True)
         self.asw = asw
@@ -137,12 +147,7 @@ class MoveBudget:
 
     def allows(self, source: int, destination: int) -> bool:
         """May one more move go from ``source`` to ``destination``?"""
-        return (
-            self.moves_left >= 1
-            and self.node_left[source] >= 1
-            and self.node_left[destination] >= 1
-            and self.same_switch(source, destination)
-        )
+        return self.moves_left >= 1 and self.node_left[source] >= 1 and self.node_left[destination] >= 1 and self.same_switch(source, destination)
 
     def same_switch(self, source: int, destination: int) -> bool:
         return self.asw is None or self.asw[source] == self.asw[destination]
@@ -183,14 +188,19 @@ class MoveBudget:
     # -- views -----------------------------------------------------------------------------------
 
     def copy(self) -> MoveBudget:
-        return MoveBudget(self.moves_left, self.node_left, None if self.asw is None else self.asw.copy(), self.bounded_moves, self.bounded_nodes,
-                          self.move_once)
+        return MoveBudget(
+            self.moves_left, self.node_left, None if self.asw is None else self.asw.copy(), self.bounded_moves, self.bounded_nodes, self.move_once
+        )
 
     def subset(self, nodes: np.ndarray) -> MoveBudget:
         """The account for ``ClusterState.subset(nodes)``: the same moves left, these nodes' allowances."""
         nodes = np.asarray(nodes, dtype=np.int64)
         return MoveBudget(
-            self.moves_left, self.node_left[nodes], None if self.asw is None else self.asw[nodes], self.bounded_moves, self.bounded_nodes,
+            self.moves_left,
+            self.node_left[nodes],
+            None if self.asw is None else self.asw[nodes],
+            self.bounded_moves,
+            self.bounded_nodes,
             self.move_once,
         )
 

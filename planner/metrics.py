@@ -151,9 +151,7 @@ def parse_shape(text: str) -> Shape:
     """'8g64c' -> 8 GPUs and 64 CPUs; an optional 'NNNm' adds GiB of memory ('8g64c512m')."""
     match = _SHAPE.match(text.strip().lower()) if len(text) <= 64 else None
     if not match or int(match["g"]) < 1:
-        raise ValueError(
-            f"shape '{text[:64]}' is not of the form <GPUs>g<CPUs>c[<GiB>m] with at least one whole GPU, e.g. 8g64c"
-        )
+        raise ValueError(f"shape '{text[:64]}' is not of the form <GPUs>g<CPUs>c[<GiB>m] with at least one whole GPU, e.g. 8g64c")
     shape = Shape(int(match["g"]), float(match["c"] or 0), float(match["m"] or 0))
     if shape.gpus > MAX_SHAPE_GPUS or shape.cpus > 1e9 or shape.memory_gib > 1e9:
         raise ValueError(f"shape '{text}' asks for more than {MAX_SHAPE_GPUS:,} GPUs or 10^9 CPUs or GiB: a typo?")
@@ -231,9 +229,7 @@ def stranded(cluster: Cluster | ClusterState, shape: Shape) -> dict[str, Any]:
     state = cluster if isinstance(cluster, ClusterState) else ClusterState(cluster)
     allocated = state.allocated_gpus()
     result = _stranded_of(state, np.arange(len(state.node_names)), shape, allocated)
-    result["by_model"] = {
-        key: _stranded_of(state, idx, shape, allocated) for key, idx in node_groups(state).items() if key != CPU_ONLY
-    }
+    result["by_model"] = {key: _stranded_of(state, idx, shape, allocated) for key, idx in node_groups(state).items() if key != CPU_ONLY}
     return result
 
 
@@ -323,9 +319,7 @@ def per_asw(cluster: Cluster | ClusterState) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     for n, node in enumerate(state.cluster.nodes):
         key = node.asw if node.asw is not None else "(none)"
-        row = rows.setdefault(
-            key, {"asw": key, "gpu_model": set(), "nodes": 0, "gpus": 0, "free_gpus": 0, "free_whole_nodes": 0}
-        )
+        row = rows.setdefault(key, {"asw": key, "gpu_model": set(), "nodes": 0, "gpus": 0, "free_gpus": 0, "free_whole_nodes": 0})
         row["nodes"] += 1
         row["gpus"] += int(state.cap_gpus[n])
         row["free_gpus"] += int(free_dev[n])

@@ -39,8 +39,10 @@ def parse_selector(text: str) -> tuple[NodeSelectorRequirement, ...]:
     while position < len(text):
         match = _TERM.match(text, position)
         if match is None or match.end() == position:
-            raise ValueError(f"cannot read the selector from {text[position:]!r}: give terms such as 'key=value', 'key!=value', "
-                             "'key in (a,b)', 'key notin (a,b)', 'key' or '!key', separated by commas")
+            raise ValueError(
+                f"cannot read the selector from {text[position:]!r}: give terms such as 'key=value', 'key!=value', "
+                "'key in (a,b)', 'key notin (a,b)', 'key' or '!key', separated by commas"
+            )
         if match.group("absent"):
             requirements.append(NodeSelectorRequirement(key=match.group("absent"), operator="DoesNotExist"))
         elif match.group("op"):
@@ -103,8 +105,10 @@ def apply_pools(cluster: Cluster, policy: PoolPolicy) -> tuple[Cluster, PoolRepo
     restrict_cpu = not policy.allow_cpu_pods_on_gpu_nodes and bool(gpu_models) and bool(cpu_models)
     if restrict_cpu and gpu_models & set(cpu_models):
         restrict_cpu = False
-        report.notes.append("CPU-only pods are not kept off GPU nodes: GPU nodes and CPU-only nodes share the model name(s) "
-                            f"{sorted(gpu_models & set(cpu_models))}, so no rule tells them apart")
+        report.notes.append(
+            "CPU-only pods are not kept off GPU nodes: GPU nodes and CPU-only nodes share the model name(s) "
+            f"{sorted(gpu_models & set(cpu_models))}, so no rule tells them apart"
+        )
     pods: list[Pod] = []
     for pod in cluster.pods:
         update: dict = {}

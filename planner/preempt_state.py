@@ -83,9 +83,7 @@ class PreemptState:
         nan = math.nan
         self.started_s = np.array([nan if p.started_s is None else p.started_s for p in pods], dtype=np.float64)
         self.checkpoint_s = np.array([nan if p.checkpoint_s is None else p.checkpoint_s for p in pods], dtype=np.float64)
-        self.interval_s = np.array(
-            [nan if p.checkpoint_interval_s is None else p.checkpoint_interval_s for p in pods], dtype=np.float64
-        )
+        self.interval_s = np.array([nan if p.checkpoint_interval_s is None else p.checkpoint_interval_s for p in pods], dtype=np.float64)
         n_jobs = len(cluster.jobs)
         job = self.cs.pod_job
         # a victim unit: a gang's pods together; a pod of no job, or of a job whose pods start one by
@@ -97,9 +95,7 @@ class PreemptState:
         self.unit_pods: dict[int, list[int]] = {}
         for p, u in enumerate(self.unit.tolist()):
             self.unit_pods.setdefault(u, []).append(p)
-        self.devices: list[tuple[int, ...] | None] = [
-            tuple(p.gpu_indexes) if p.gpu_indexes is not None else None for p in pods
-        ]
+        self.devices: list[tuple[int, ...] | None] = [tuple(p.gpu_indexes) if p.gpu_indexes is not None else None for p in pods]
         self.numa = [NodeNuma.of(node) for node in cluster.nodes]
 
     # ------------------------------------------------------------------------------------------
@@ -131,8 +127,7 @@ class PreemptState:
         cached = self._victim_kinds.get(priority)
         if cached is None:
             ok = self.may_be_victim & (self.priority < priority)
-            mixed = bool(((np.bincount(self.unit[ok], minlength=self.n_units) > 0)
-                          & (np.bincount(self.unit[~ok], minlength=self.n_units) > 0)).any())
+            mixed = bool(((np.bincount(self.unit[ok], minlength=self.n_units) > 0) & (np.bincount(self.unit[~ok], minlength=self.n_units) > 0)).any())
             cached = self._victim_kinds[priority] = (ok, mixed)
         return cached
 
@@ -185,9 +180,7 @@ class PreemptState:
     # The oracle
     # ------------------------------------------------------------------------------------------
 
-    def fit(
-        self, p: int, n: int, leaving: tuple[int, ...] | list[int] = (), numa_mode: str | None = None, devices: bool = True
-    ) -> Fit | None:
+    def fit(self, p: int, n: int, leaving: tuple[int, ...] | list[int] = (), numa_mode: str | None = None, devices: bool = True) -> Fit | None:
         """Whether pod p may start on node n once ``leaving`` (pods on n) are gone, and where.
 
         ``numa_mode`` ``guaranteed`` needs an aligned device set (one socket, CPUs from the devices'
@@ -319,8 +312,7 @@ class Ask:
     """Nodes the job may use (None: all); a reactivation may use only its pod's node."""
 
     @staticmethod
-    def of(ps: PreemptState, job: int, now_s: float, cost_of: Callable[[np.ndarray], np.ndarray] | None = None,
-           pods: list[int] | None = None) -> Ask:
+    def of(ps: PreemptState, job: int, now_s: float, cost_of: Callable[[np.ndarray], np.ndarray] | None = None, pods: list[int] | None = None) -> Ask:
         """The decision for job index ``job`` at ``now_s`` (the request was checked by the caller).
         ``cost_of``: each pod's lost work if evicted now, from the mask of placed pods, when the
         caller knows it better than ``ps.lost_gpu_s``; the costs are then computed on first use

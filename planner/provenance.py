@@ -82,15 +82,24 @@ def _static() -> dict[str, Any]:
 def provenance(cluster: Cluster, options: BaseModel) -> dict[str, Any]:
     """The ``report.provenance`` of a plan made from ``cluster`` with ``options``."""
     static = _static()
-    return {"planner": dict(static["planner"]), "versions": dict(static["versions"]), "options": options.model_dump(mode="json"),
-            "snapshot_sha256": snapshot_sha256(cluster), "host_cores": static["host_cores"], "cpu_count": static["cpu_count"]}
+    return {
+        "planner": dict(static["planner"]),
+        "versions": dict(static["versions"]),
+        "options": options.model_dump(mode="json"),
+        "snapshot_sha256": snapshot_sha256(cluster),
+        "host_cores": static["host_cores"],
+        "cpu_count": static["cpu_count"],
+    }
 
 
 def stamp(plan: Any, cluster: Cluster, options: BaseModel) -> Any:
     """``plan`` with ``provenance`` on its report, or on each report of a comparison's plans."""
     record = provenance(cluster, options)
-    reports = [plan.report] if getattr(plan, "report", None) is not None else [
-        getattr(plan, name).report for name in type(plan).model_fields if getattr(getattr(plan, name), "report", None) is not None]
+    reports = (
+        [plan.report]
+        if getattr(plan, "report", None) is not None
+        else [getattr(plan, name).report for name in type(plan).model_fields if getattr(getattr(plan, name), "report", None) is not None]
+    )
     for report in reports:
         report.provenance = record
     return plan

@@ -109,20 +109,11 @@ def placement_problems(cluster: Cluster) -> list[str]:
         for pod in residents:
             where = f"pods[{pod_row[pod.name]}].node"
             if not rules.gpu_model_allowed(pod, node):
-                problems.append(
-                    f"{where}: pod '{pod.name}' allows GPU models {pod.gpu_models} "
-                    f"but node '{node.name}' has '{node.gpu_model}'"
-                )
+                problems.append(f"{where}: pod '{pod.name}' allows GPU models {pod.gpu_models} but node '{node.name}' has '{node.gpu_model}'")
             if not rules.selector_matches(pod, node):
-                problems.append(
-                    f"{where}: node '{node.name}' labels {node.labels} do not satisfy "
-                    f"the pod's node_selector {pod.node_selector}"
-                )
+                problems.append(f"{where}: node '{node.name}' labels {node.labels} do not satisfy the pod's node_selector {pod.node_selector}")
         for group, a, b in rules.anti_affinity_conflicts(residents):
-            problems.append(
-                f"pods[{pod_row[b]}].node: pods '{a}' and '{b}' share anti_affinity group '{group}' "
-                f"but both run on node '{node.name}'"
-            )
+            problems.append(f"pods[{pod_row[b]}].node: pods '{a}' and '{b}' share anti_affinity group '{group}' but both run on node '{node.name}'")
     node_by_name = {node.name: node for node in cluster.nodes}
     placed_by_job: dict[str, list] = defaultdict(list)
     for pod in cluster.pods:
@@ -133,7 +124,5 @@ def placement_problems(cluster: Cluster) -> list[str]:
         if not rules.job_topology_ok(job, placed):
             level = job.topology.level if job.topology else ""
             domains = sorted({rules.topology_domain(n, level) for n in placed})
-            problems.append(
-                f"jobs[{j}].topology: job '{job.name}' requires one {level} but its pods span {', '.join(domains)}"
-            )
+            problems.append(f"jobs[{j}].topology: job '{job.name}' requires one {level} but its pods span {', '.join(domains)}")
     return problems

@@ -21,7 +21,6 @@ def _duplicates(names: list[str], collection: str) -> list[str]:
     return problems
 
 
-
 def reference_problems(cluster: Cluster) -> list[str]:
     """Problems a field-by-field check cannot see: duplicate names, unknown references, bad values."""
     problems = _duplicates([n.name for n in cluster.nodes], "nodes")

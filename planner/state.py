@@ -62,9 +62,7 @@ class ClusterState:
         self.pod_signature, self.eligible = _eligibility(nodes, pods)
 
         groups: dict[str, int] = {}
-        self.pod_groups: list[tuple[int, ...]] = [
-            tuple(groups.setdefault(g, len(groups)) for g in rules.conflict_groups(p)) for p in pods
-        ]
+        self.pod_groups: list[tuple[int, ...]] = [tuple(groups.setdefault(g, len(groups)) for g in rules.conflict_groups(p)) for p in pods]
         self.group_names = list(groups)
         self.group_nodes: dict[int, Counts] = defaultdict(Counts)
 
@@ -227,8 +225,11 @@ class ClusterState:
         and memory as arrays; nodes whose HP pods hold GPU shares (or any node, when p holds a
         share) pack their shares one node at a time."""
         whole, cpus, mem, share = self._reserve[p]
-        ok = ((self.hp_cpus[nodes] + cpus <= self.cap_cpus[nodes] + EPS) & (self.hp_mem[nodes] + mem <= self.cap_mem[nodes] + EPS)
-              & (self.hp_whole[nodes] + whole <= self.cap_gpus[nodes]))
+        ok = (
+            (self.hp_cpus[nodes] + cpus <= self.cap_cpus[nodes] + EPS)
+            & (self.hp_mem[nodes] + mem <= self.cap_mem[nodes] + EPS)
+            & (self.hp_whole[nodes] + whole <= self.cap_gpus[nodes])
+        )
         if share or any(self.hp_shares.values()):
             for k, n in enumerate(nodes.tolist()):
                 if share or self.hp_shares.get(n):
@@ -253,11 +254,7 @@ class ClusterState:
                     shares.remove(other[3])
         if share:
             shares.append(share)
-        return (
-            used_cpus <= self.cap_cpus[n] + EPS
-            and used_mem <= self.cap_mem[n] + EPS
-            and used_whole + len(rules.pack_shares(shares)) <= self.cap_gpus[n]
-        )
+        return used_cpus <= self.cap_cpus[n] + EPS and used_mem <= self.cap_mem[n] + EPS and used_whole + len(rules.pack_shares(shares)) <= self.cap_gpus[n]
 
     def _settle_shares(self, n: int, shares: list[float]) -> None:
         """Share sum and devices of node n from the shares now there.
@@ -297,8 +294,7 @@ class ClusterState:
         self.pod_mem[p] = 0.0 if on else mem
         self.pod_locked[p] = bool(self._pod_locked_own[p]) or on
         _, _, _, _, groups, domain, hp = self._pod_scalars[p]
-        self._pod_scalars[p] = (int(self.pod_whole[p]), float(self.pod_cpus[p]), float(self.pod_mem[p]), float(self.pod_share[p]), groups, domain,
-                                hp)
+        self._pod_scalars[p] = (int(self.pod_whole[p]), float(self.pod_cpus[p]), float(self.pod_mem[p]), float(self.pod_share[p]), groups, domain, hp)
 
     # ------------------------------------------------------------------------------------------
     # Rule checks (fast forms of rules/)
@@ -438,8 +434,7 @@ class ClusterState:
         """Everything of pod p that ``_capacity_mask`` reads: pods with equal keys get equal masks."""
         whole, cpus, mem, share, _, _, _ = self._pod_scalars[p]
         j = int(self.pod_job[p])
-        key = (int(self.pod_signature[p]), whole, cpus, mem, share, self._pod_named[p] if self.has_named else (),
-               j if j >= 0 and self.job_level[j] else -1)
+        key = (int(self.pod_signature[p]), whole, cpus, mem, share, self._pod_named[p] if self.has_named else (), j if j >= 0 and self.job_level[j] else -1)
         if self.has_standby:
             key += (self._reserve[p], bool(self.pod_standby[p]))
         return key

@@ -46,10 +46,14 @@ def set_pod_requests(state, pods: list[Pod]) -> None:  # type: ignore[no-untyped
     state._pod_locked_own = np.array([p.locked for p in pods], dtype=bool)
     state.pod_locked = state._pod_locked_own | state.pod_standby
     state._awake = (whole, share, cpus, mem)  # what each pod holds awake (set_standby)
-    state._reserve = [
-        (int(w), float(c), float(m), float(sh)) if hp else None
-        for w, c, m, sh, hp in zip(whole.tolist(), cpus.tolist(), mem.tolist(), share.tolist(), state.pod_hp.tolist())
-    ] if state.has_standby else []
+    state._reserve = (
+        [
+            (int(w), float(c), float(m), float(sh)) if hp else None
+            for w, c, m, sh, hp in zip(whole.tolist(), cpus.tolist(), mem.tolist(), share.tolist(), state.pod_hp.tolist())
+        ]
+        if state.has_standby
+        else []
+    )
 
 
 def pod_scalars(state) -> list[tuple]:  # type: ignore[no-untyped-def]
@@ -87,16 +91,47 @@ def subset_state(state, nodes: np.ndarray):  # type: ignore[no-untyped-def]
     sub.node_index = {name: k for k, name in enumerate(sub.node_names)}
     sub.pod_names = [state.pod_names[p] for p in pods]
     sub.pod_index = {name: k for k, name in enumerate(sub.pod_names)}
-    for field in ("cap_gpus", "cap_cpus", "cap_mem", "schedulable", "node_model", "asw_domain", "spine_domain",
-                  "whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node",
-                  "hp_pods_per_node", "standby_on", "hp_whole", "hp_cpus", "hp_mem", "cap_res", "used_res"):
+    for field in (
+        "cap_gpus",
+        "cap_cpus",
+        "cap_mem",
+        "schedulable",
+        "node_model",
+        "asw_domain",
+        "spine_domain",
+        "whole_used",
+        "share_devices",
+        "share_sum",
+        "used_cpus",
+        "used_mem",
+        "pods_per_node",
+        "hp_pods_per_node",
+        "standby_on",
+        "hp_whole",
+        "hp_cpus",
+        "hp_mem",
+        "cap_res",
+        "used_res",
+    ):
         setattr(sub, field, getattr(state, field)[nodes].copy())
     sub.res_names, sub.has_named = state.res_names, state.has_named
     sub._res_floor = sub.cap_res.min(axis=0).tolist() if state.has_named and len(nodes) else [0] * len(state.res_names)
     sub._res_peak = sub.used_res.max(axis=0).tolist() if state.has_named and len(nodes) else [0] * len(state.res_names)
     sub._pod_named = [state._pod_named[p] for p in pods.tolist()] if state.has_named else []
-    for field in ("pod_gpus", "pod_whole", "pod_share", "pod_cpus", "pod_mem", "pod_locked", "pod_res",
-                  "pod_signature", "pod_job", "pod_standby", "pod_hp", "_pod_locked_own"):
+    for field in (
+        "pod_gpus",
+        "pod_whole",
+        "pod_share",
+        "pod_cpus",
+        "pod_mem",
+        "pod_locked",
+        "pod_res",
+        "pod_signature",
+        "pod_job",
+        "pod_standby",
+        "pod_hp",
+        "_pod_locked_own",
+    ):
         setattr(sub, field, getattr(state, field)[pods].copy())
     sub._awake = tuple(a[pods] for a in state._awake)
     sub.has_standby = state.has_standby
@@ -132,8 +167,21 @@ def clone_state(state):  # type: ignore[no-untyped-def]
     twin = object.__new__(type(state))
     twin.__dict__.update(state.__dict__)
     twin._mask_cache, twin._mask_version = {}, -1
-    for field in ("whole_used", "share_devices", "share_sum", "used_cpus", "used_mem", "pods_per_node", "hp_pods_per_node", "pod_node",
-                  "standby_on", "hp_whole", "hp_cpus", "hp_mem", "used_res"):
+    for field in (
+        "whole_used",
+        "share_devices",
+        "share_sum",
+        "used_cpus",
+        "used_mem",
+        "pods_per_node",
+        "hp_pods_per_node",
+        "pod_node",
+        "standby_on",
+        "hp_whole",
+        "hp_cpus",
+        "hp_mem",
+        "used_res",
+    ):
         setattr(twin, field, getattr(state, field).copy())
     twin._res_peak = list(state._res_peak)
     twin.hp_shares = defaultdict(list, {n: list(s) for n, s in state.hp_shares.items() if s})
@@ -220,8 +268,9 @@ def _named_resources(nodes: list[Node], pods: list[Pod]) -> tuple[list[str], np.
     asked = [rules.requested(pod) for pod in pods]
     names = sorted({name for ask in asked for name, amount in ask.items() if amount > 0})
     column = {name: r for r, name in enumerate(names)}
-    cap = np.array([[_unlisted_as_unlimited(rules.offered_amount(node, name)) for name in names] for node in nodes],
-                   dtype=np.int64).reshape(len(nodes), len(names))
+    cap = np.array([[_unlisted_as_unlimited(rules.offered_amount(node, name)) for name in names] for node in nodes], dtype=np.int64).reshape(
+        len(nodes), len(names)
+    )
     req = np.zeros((len(pods), len(names)), dtype=np.int64)
     for p, ask in enumerate(asked):
         for name, amount in ask.items():
@@ -247,8 +296,8 @@ def _pod_signature_key(pod: Pod) -> tuple:
     """What the static rules read of a pod, one part per check of ``rules.STATIC_CHECKS`` (in that
     order): pods with equal keys are eligible on the same nodes."""
     tolerations = tuple(sorted((t.key, t.operator, t.value, t.effect) for t in pod.tolerations))
-    affinity = None if pod.node_affinity is None else tuple(
-        tuple(sorted((r.key, r.operator, tuple(sorted(r.values))) for r in term)) for term in pod.node_affinity
+    affinity = (
+        None if pod.node_affinity is None else tuple(tuple(sorted((r.key, r.operator, tuple(sorted(r.values))) for r in term)) for term in pod.node_affinity)
     )
     requests = tuple(sorted(name for name, amount in pod.requests.items() if amount > 0))
     return (tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())), tolerations, affinity, requests)

@@ -55,8 +55,12 @@ def sequence_to_waves(moves: Iterable[Step]) -> list[list[Step]]:
     return waves
 
 
-def shape_waves(waves: list[list[Step]], limits: MoveLimits, job_limits: dict[int, tuple[str, int]] | None = None,
-                namespace_limits: dict[int, tuple[str, int]] | None = None) -> list[list[Step]]:
+def shape_waves(
+    waves: list[list[Step]],
+    limits: MoveLimits,
+    job_limits: dict[int, tuple[str, int]] | None = None,
+    namespace_limits: dict[int, tuple[str, int]] | None = None,
+) -> list[list[Step]]:
     """``waves`` split so that every wave obeys the per-wave limits (moves, nodes touched, moves
     touching one node). Moves in one make-before-break wave are independent (each fits with all the
     wave's arrivals and none of its departures), so running a part of a wave, then the rest, is

@@ -82,9 +82,13 @@ class Load:
             self.groups = (*self.groups, *groups) if sign > 0 else _without(self.groups, None, 0, groups)
 
     def holds(self) -> bool:
-        return (len(self.groups) == len(set(self.groups)) and not self.running_groups.intersection(self.groups)
-                and self.whole + devices_for(self.shares) <= self.node["gpus"]
-                and self.cpus <= self.node["cpus"] + EPS and self.memory <= self.node.get("memory_gib", 0) + EPS)
+        return (
+            len(self.groups) == len(set(self.groups))
+            and not self.running_groups.intersection(self.groups)
+            and self.whole + devices_for(self.shares) <= self.node["gpus"]
+            and self.cpus <= self.node["cpus"] + EPS
+            and self.memory <= self.node.get("memory_gib", 0) + EPS
+        )
 
 
 def room_for(here: Load, pod: Mapping[str, Any], most: int) -> int:
@@ -104,8 +108,7 @@ def room_for(here: Load, pod: Mapping[str, Any], most: int) -> int:
         return k
     if not here.holds():
         return 0
-    free = (here.node["gpus"] - here.whole - devices_for(here.shares), here.node["cpus"] - here.cpus + EPS,
-            here.node.get("memory_gib", 0) - here.memory + EPS)
+    free = (here.node["gpus"] - here.whole - devices_for(here.shares), here.node["cpus"] - here.cpus + EPS, here.node.get("memory_gib", 0) - here.memory + EPS)
     for room, each in zip(free, (g, pod.get("cpus", 0), pod.get("memory_gib", 0))):
         if each > 0:
             most = min(most, math.floor(room / each))
@@ -123,8 +126,11 @@ def allowed(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     """The pod's GPU models and node selector, and the node schedulable."""
     models = pod.get("gpu_models") or []
     labels = node.get("labels") or {}
-    return (node.get("schedulable", True) and (not models or node.get("gpu_model", "") in models)
-            and all(labels.get(k) == v for k, v in (pod.get("node_selector") or {}).items()))
+    return (
+        node.get("schedulable", True)
+        and (not models or node.get("gpu_model", "") in models)
+        and all(labels.get(k) == v for k, v in (pod.get("node_selector") or {}).items())
+    )
 
 
 def key_of(snapshot: Mapping[str, Any], where: Mapping[str, str]) -> Key:

@@ -68,16 +68,33 @@ def module_database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest
 # Markers: the fast local loop is ``pytest -m "not slow and not service"`` (under 2 minutes)
 # ----------------------------------------------------------------------------------------------
 
-SERVICE_FILES = frozenset({
-    "test_service.py", "test_service_client.py", "test_service_security.py", "test_service_replicas.py",
-    "test_service_docs.py", "test_service_schema.py", "test_service_preempt.py", "test_service_allocate.py",
-    "test_store.py", "test_store_failures.py",
-})
+SERVICE_FILES = frozenset(
+    {
+        "test_service.py",
+        "test_service_client.py",
+        "test_service_security.py",
+        "test_service_replicas.py",
+        "test_service_docs.py",
+        "test_service_schema.py",
+        "test_service_preempt.py",
+        "test_service_allocate.py",
+        "test_store.py",
+        "test_store_failures.py",
+    }
+)
 """Files that start the HTTP server in a subprocess or a database (SQLite files, a throwaway PostgreSQL)."""
-SLOW_FILES = frozenset({
-    "test_ray_executor.py", "test_limits.py", "test_exact_oracle.py", "test_docs_commands.py", "test_simulate_placement.py",
-    "test_allocate_joint.py", "test_kubernetes_roundtrip.py", "test_cli_simulate.py",
-})
+SLOW_FILES = frozenset(
+    {
+        "test_ray_executor.py",
+        "test_limits.py",
+        "test_exact_oracle.py",
+        "test_docs_commands.py",
+        "test_simulate_placement.py",
+        "test_allocate_joint.py",
+        "test_kubernetes_roundtrip.py",
+        "test_cli_simulate.py",
+    }
+)
 """Files that take 10 s or more on one core (measured with ``pytest -n 0 --durations=0``): a local Ray, the
 brute-force oracles, every documented command, the simulators."""
 

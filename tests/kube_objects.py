@@ -16,9 +16,18 @@ from typing import Any
 # ----------------------------------------------------------------------------------------------
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
-            "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
-            "P": Fraction(10**15), "E": Fraction(10**18)}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
 _QUANTITY = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(.*)$")
 _EXPONENT = re.compile(r"^[eE]([+-]?[0-9]+)$")
 
@@ -179,8 +188,7 @@ def node_selector_term_matches(term: dict[str, Any], node: dict[str, Any]) -> bo
         return False
     labels = node["metadata"].get("labels") or {}
     name_field = {"metadata.name": node["metadata"]["name"]}
-    return all(requirement_matches(e, labels) for e in exprs) and all(
-        f.get("key") == "metadata.name" and requirement_matches(f, name_field) for f in fields)
+    return all(requirement_matches(e, labels) for e in exprs) and all(f.get("key") == "metadata.name" and requirement_matches(f, name_field) for f in fields)
 
 
 def node_affinity_matches(pod: dict[str, Any], node: dict[str, Any]) -> bool:

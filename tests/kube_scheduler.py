@@ -67,8 +67,7 @@ from tests.kube_objects import (  # noqa: F401 (re-exported: the oracle's reader
     tolerates,
 )
 
-PLUGINS = ("NodeUnschedulable", "NodeResourcesFit", "TaintToleration", "NodeAffinity", "InterPodAffinity", "NodePorts",
-           "PodTopologySpread")
+PLUGINS = ("NodeUnschedulable", "NodeResourcesFit", "TaintToleration", "NodeAffinity", "InterPodAffinity", "NodePorts", "PodTopologySpread")
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -119,8 +118,10 @@ class KubeScheduler:
         for key, pod in self.pods.items():
             if not terminal(pod):
                 self.by_name[key[1]].append(key)
-        self.allocatable = {name: Counter({r: scheduler_amount(r, q) for r, q in (node.get("status") or {}).get("allocatable", {}).items()})
-                            for name, node in self.nodes.items()}
+        self.allocatable = {
+            name: Counter({r: scheduler_amount(r, q) for r, q in (node.get("status") or {}).get("allocatable", {}).items()})
+            for name, node in self.nodes.items()
+        }
         self.bound: dict[str, list[tuple[str, str]]] = defaultdict(list)
         self.requested: dict[str, Counter[str]] = defaultdict(Counter)
         self.ports: dict[str, Counter[tuple[str, str, int]]] = defaultdict(Counter)
@@ -158,8 +159,7 @@ class KubeScheduler:
     def _anti_domains(self, key: tuple[str, str], node: str) -> set[tuple[str, str]]:
         """The (topologyKey, value) domains the pod's required anti-affinity terms guard from ``node``."""
         labels = self.nodes[node]["metadata"].get("labels") or {}
-        return {(t["topologyKey"], labels[t["topologyKey"]]) for t in _affinity_terms(self.pods[key], "podAntiAffinity")
-                if t.get("topologyKey") in labels}
+        return {(t["topologyKey"], labels[t["topologyKey"]]) for t in _affinity_terms(self.pods[key], "podAntiAffinity") if t.get("topologyKey") in labels}
 
     def resolve(self, name: str, on: str | None = None) -> tuple[str, str] | None:
         """The pod a plan names: ``namespace/name``, or a name (the one on ``on`` when it is not unique)."""
@@ -198,9 +198,19 @@ class KubeScheduler:
         if node not in self.nodes:
             return [Refusal("NodeName", f"node {node!r} not found")]
         pod, obj = self.pods[key], self.nodes[node]
-        return [r for check in (self.node_unschedulable, self.node_resources_fit, self.taint_toleration,
-                                self.node_affinity, self.inter_pod_affinity, self.node_ports, self.pod_topology_spread)
-                for r in check(key, pod, node, obj)]
+        return [
+            r
+            for check in (
+                self.node_unschedulable,
+                self.node_resources_fit,
+                self.taint_toleration,
+                self.node_affinity,
+                self.inter_pod_affinity,
+                self.node_ports,
+                self.pod_topology_spread,
+            )
+            for r in check(key, pod, node, obj)
+        ]
 
     def node_unschedulable(self, key, pod, node, obj) -> list[Refusal]:
         """NodeUnschedulable."""
@@ -252,8 +262,13 @@ class KubeScheduler:
         for c in constraints:
             selector = c.get("labelSelector")
             if selector is not None and c.get("matchLabelKeys"):
-                selector = {**selector, "matchExpressions": [*(selector.get("matchExpressions") or []), *(
-                    {"key": k, "operator": "In", "values": [own[k]]} for k in c["matchLabelKeys"] if k in own)]}
+                selector = {
+                    **selector,
+                    "matchExpressions": [
+                        *(selector.get("matchExpressions") or []),
+                        *({"key": k, "operator": "In", "values": [own[k]]} for k in c["matchLabelKeys"] if k in own),
+                    ],
+                }
             counts: Counter[str] = Counter()
             for name, other in self.nodes.items():
                 other_labels = other["metadata"].get("labels") or {}
@@ -262,12 +277,17 @@ class KubeScheduler:
                 if c.get("nodeAffinityPolicy", "Honor") == "Honor" and not node_affinity_matches(pod, other):
                     continue
                 if c.get("nodeTaintsPolicy", "Ignore") == "Honor" and any(
-                        t.get("effect") in ("NoSchedule", "NoExecute") and not tolerated(pod, t) for t in (other.get("spec") or {}).get("taints") or []):
+                    t.get("effect") in ("NoSchedule", "NoExecute") and not tolerated(pod, t) for t in (other.get("spec") or {}).get("taints") or []
+                ):
                     continue
                 domain = other_labels[c["topologyKey"]]
-                counts[domain] += sum(1 for o in self.bound.get(name, []) if o[0] == namespace
-                                      and not self.pods[o]["metadata"].get("deletionTimestamp")
-                                      and label_selector_matches(selector, self.pods[o]["metadata"].get("labels") or {}))
+                counts[domain] += sum(
+                    1
+                    for o in self.bound.get(name, [])
+                    if o[0] == namespace
+                    and not self.pods[o]["metadata"].get("deletionTimestamp")
+                    and label_selector_matches(selector, self.pods[o]["metadata"].get("labels") or {})
+                )
             smallest = min(counts.values()) if counts else 0
             if len(counts) < int(c.get("minDomains") or 1):
                 smallest = 0
@@ -284,8 +304,7 @@ class KubeScheduler:
             return listed or {own}
         if not (selector.get("matchLabels") or selector.get("matchExpressions")):
             return None
-        chosen = {ns for ns, labels in self.namespace_labels.items()
-                  if label_selector_matches(selector, {"kubernetes.io/metadata.name": ns, **labels})}
+        chosen = {ns for ns, labels in self.namespace_labels.items() if label_selector_matches(selector, {"kubernetes.io/metadata.name": ns, **labels})}
         return listed | chosen
 
     def _term_matches(self, term: dict[str, Any], owner: dict[str, Any], other: dict[str, Any]) -> bool:
@@ -301,17 +320,20 @@ class KubeScheduler:
         labels = obj["metadata"].get("labels") or {}
         for topology_key in sorted(self.anti_keys):
             guards = self.anti_by_domain.get((topology_key, labels.get(topology_key, "")), {}) if topology_key in labels else {}
-            if any(self._term_matches(t, self.pods[other], pod)
-                   for other, copies in guards.items() if copies > 0
-                   for t in _affinity_terms(self.pods[other], "podAntiAffinity") if t.get("topologyKey") == topology_key):
+            if any(
+                self._term_matches(t, self.pods[other], pod)
+                for other, copies in guards.items()
+                if copies > 0
+                for t in _affinity_terms(self.pods[other], "podAntiAffinity")
+                if t.get("topologyKey") == topology_key
+            ):
                 out.append(Refusal("InterPodAffinity", "node(s) didn't satisfy existing pods anti-affinity rules"))
                 break
         affinity = _affinity_terms(pod, "podAffinity")
         if affinity and not self._pod_affinity_met(pod, affinity, labels):
             out.append(Refusal("InterPodAffinity", "node(s) didn't match pod affinity rules"))
         for term in _affinity_terms(pod, "podAntiAffinity"):
-            if term.get("topologyKey") in labels and any(
-                    self._term_matches(term, pod, self.pods[o]) for o in self._pods_in_domain(node, term["topologyKey"])):
+            if term.get("topologyKey") in labels and any(self._term_matches(term, pod, self.pods[o]) for o in self._pods_in_domain(node, term["topologyKey"])):
                 out.append(Refusal("InterPodAffinity", "node(s) didn't match pod anti-affinity rules"))
                 break
         return out
@@ -339,8 +361,7 @@ class KubeScheduler:
         port when either ip is 0.0.0.0 or both are equal."""
         used = {p for p, n in self.ports[node].items() if n > 0}
         for ip, protocol, port in host_ports(pod):
-            if any(uproto == protocol and uport == port and (ip == "0.0.0.0" or uip == "0.0.0.0" or uip == ip)
-                   for uip, uproto, uport in used):
+            if any(uproto == protocol and uport == port and (ip == "0.0.0.0" or uip == "0.0.0.0" or uip == ip) for uip, uproto, uport in used):
                 return [Refusal("NodePorts", "node(s) didn't have free ports for the requested pod ports")]
         return []
 

@@ -128,9 +128,7 @@ class Problem:
         source = where[i]
         if destination == source or not rules.may_receive(self.nodes[destination]):
             return False
-        if self.same_asw and rules.topology_domain(self.nodes[source], "asw") != rules.topology_domain(
-            self.nodes[destination], "asw"
-        ):
+        if self.same_asw and rules.topology_domain(self.nodes[source], "asw") != rules.topology_domain(self.nodes[destination], "asw"):
             return False
         if self.pools and not pool_allows(self.cluster, self.movable[i], self.start_node(i), self.nodes[destination]):
             return False
@@ -175,9 +173,7 @@ class Reachable:
 
     def best(self) -> OracleResult:
         """The lexicographic optimum (most empty nodes, fewest moves, fewest GPUs moved)."""
-        where, cost = min(
-            self.costs.items(), key=lambda item: (-self.problem.empties(item[0]), item[1].moves, item[1].gpus)
-        )
+        where, cost = min(self.costs.items(), key=lambda item: (-self.problem.empties(item[0]), item[1].moves, item[1].gpus))
         return OracleResult(
             empties=self.problem.empties(where),
             moves=cost.moves,
@@ -448,8 +444,13 @@ def final_states(
                 continue
         where = dict(fixed) | {p: n for (p, _), n in zip(movable, assignment)}
         start = dict(placed)
-        if any(rules.node_rule_breaks(node, [cluster.pods[p] for p, at in where.items() if at == n and start[p] == n],
-                                      [cluster.pods[p] for p, at in where.items() if at == n and start[p] != n])
-               for n, node in enumerate(nodes)):
+        if any(
+            rules.node_rule_breaks(
+                node,
+                [cluster.pods[p] for p, at in where.items() if at == n and start[p] == n],
+                [cluster.pods[p] for p, at in where.items() if at == n and start[p] != n],
+            )
+            for n, node in enumerate(nodes)
+        ):
             continue
         yield where, moved

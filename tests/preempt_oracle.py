@@ -126,12 +126,7 @@ class Decision:
 
     def may_be_victim(self, name: str) -> bool:
         pod = self.pods[name]
-        return (
-            pod.get("priority", "HP") == "LP"
-            and not pod.get("locked", False)
-            and not pod.get("standby", False)
-            and priority(pod) < self.job_priority
-        )
+        return pod.get("priority", "HP") == "LP" and not pod.get("locked", False) and not pod.get("standby", False) and priority(pod) < self.job_priority
 
     def victim_problems(self, evicted: Iterable[str]) -> list[str]:
         evicted = set(evicted)
@@ -144,8 +139,10 @@ class Decision:
             if not self.preemptive:
                 problems.append(f"{name}: job {self.job} has an LP pod and may not evict")
             if not self.may_be_victim(name):
-                problems.append(f"{name}: may not be a victim (priority {pod.get('priority', 'HP')}/{priority(pod)}, "
-                                f"locked {pod.get('locked', False)}, standby {pod.get('standby', False)}, job priority {self.job_priority})")
+                problems.append(
+                    f"{name}: may not be a victim (priority {pod.get('priority', 'HP')}/{priority(pod)}, "
+                    f"locked {pod.get('locked', False)}, standby {pod.get('standby', False)}, job priority {self.job_priority})"
+                )
             left = [q for q in self.unit_pods[self.unit_of[name]] if q not in evicted]
             if left:
                 problems.append(f"{name}: its gang {self.unit_of[name]} keeps {left} running")
@@ -230,11 +227,7 @@ class Decision:
         """(least cost, a placement, its evicted pods) over every legal decision; None if none is legal."""
         if self.some_placement(self.evicted_pods(self.evictable_units)) is None:
             return None
-        subsets = [
-            subset
-            for k in range(len(self.evictable_units) + 1)
-            for subset in itertools.combinations(self.evictable_units, k)
-        ]
+        subsets = [subset for k in range(len(self.evictable_units) + 1) for subset in itertools.combinations(self.evictable_units, k)]
         priced = sorted(((sum(self.cost[q] for q in self.evicted_pods(s)), len(s), s) for s in subsets), key=lambda t: t[:2])
         for cost, _, subset in priced:
             evicted = self.evicted_pods(subset)

@@ -11,7 +11,8 @@ MODELS = ["A100", "H800", ""]
 SHARES = [0.1, 0.25, 0.3, 0.5, 0.6, 0.7]
 NAMED = ["example.com/fpga", "rdma/hca", "ephemeral-storage"]
 NODE_RESOURCES = st.one_of(
-    st.none(), st.none(),
+    st.none(),
+    st.none(),
     st.dictionaries(st.sampled_from([*NAMED, "pods"]), st.integers(0, 4), max_size=4),
 )
 """Resources by name (issue 40): most nodes list none (today's meaning); some list a few, with the

@@ -13,11 +13,7 @@ from planner.validate.allocate import validate_allocate
 
 def switches_cluster(free_nodes: dict[str, int], job_pods: int, topology: dict | None = None) -> Cluster:
     """Empty 8-GPU nodes under switches (free_nodes: switch -> nodes) and one pending job of 1-GPU pods."""
-    nodes = [
-        {"name": f"{asw}-{k}", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": asw}
-        for asw, count in free_nodes.items()
-        for k in range(count)
-    ]
+    nodes = [{"name": f"{asw}-{k}", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": asw} for asw, count in free_nodes.items() for k in range(count)]
     pods = [{"name": f"j-{i}", "job": "j", "gpus": 1, "cpus": 12} for i in range(job_pods)]
     job = {"name": "j", **({"topology": topology} if topology else {})}
     return Cluster.model_validate({"nodes": nodes, "pods": pods, "jobs": [job]})
@@ -114,8 +110,7 @@ def test_cli_allocates_validates_and_refuses(tmp_path):
 def test_exact_joint_allocation_proves_its_optimum(solver):
     """Two required jobs on switches of 32 and 24 GPUs: both start, each under one switch, and the
     solver proves that 56 GPUs is the most that can start; greedy never beats it."""
-    nodes = [{"name": f"{asw}-{k}", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": asw}
-             for asw, count in (("a", 4), ("b", 3)) for k in range(count)]
+    nodes = [{"name": f"{asw}-{k}", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": asw} for asw, count in (("a", 4), ("b", 3)) for k in range(count)]
     pods = [{"name": f"big-{i}", "job": "big", "gpus": 1, "cpus": 1} for i in range(24)]
     pods += [{"name": f"huge-{i}", "job": "huge", "gpus": 2, "cpus": 1} for i in range(16)]
     required = {"level": "asw", "mode": "required"}

@@ -114,7 +114,11 @@ def test_the_joint_model_reaches_the_brute_force_optimum(solver, rows, monkeypat
     assert confined > 0  # the switch-slack reduction of the entropy phase was exercised and agreed
     assert floored > 0  # so were the count floors (a used switch holds at least N less what the others can)
     if solver != "cpsat":  # the LP bound proved some starts optimal for GPUs and switches, and for entropy
-        assert phase_b_proofs > 0 and (rows == "pairing" or (entropy_proofs > 0 and fixed_then_searched > 0)), (phase_b_proofs, entropy_proofs, fixed_then_searched)
+        assert phase_b_proofs > 0 and (rows == "pairing" or (entropy_proofs > 0 and fixed_then_searched > 0)), (
+            phase_b_proofs,
+            entropy_proofs,
+            fixed_then_searched,
+        )
     if rows == "multisets":
         assert partitioned > 0  # one multiset of counts chosen per job
     else:  # the count pairing of jobs on at most two switches, and its loose form
@@ -289,8 +293,7 @@ def test_count_multisets_are_every_partition_within_the_ranges():
     for n in range(1, 13):
         for low, high in ((1, n), (2, 5), (3, 3), (1, 4)):
             for fewest, most in ((1, 1), (1, 3), (2, 4), (3, 12)):
-                want = {c for size in range(fewest, most + 1)
-                        for c in itertools.combinations_with_replacement(range(high, low - 1, -1), size) if sum(c) == n}
+                want = {c for size in range(fewest, most + 1) for c in itertools.combinations_with_replacement(range(high, low - 1, -1), size) if sum(c) == n}
                 got = counts._partitions(n, low, high, fewest, most, 10_000)
                 assert got is not None and len(got) == len(set(got)) and set(got) == want, (n, low, high, fewest, most)
     assert len(counts._partitions(12, 1, 12, 1, 12, 77)) == 77  # p(12) = 77 fits the cap

@@ -23,8 +23,14 @@ from tests.allocate_oracle import key_of, optimum
 
 GREEDY = ("largest-first", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random")
 TOL = 1e-9
-TOPOLOGIES = ({"level": "spine", "mode": "required"}, None, {"level": "asw", "mode": "required"}, {"level": "asw", "mode": "preferred"},
-              None, {"level": "spine", "mode": "preferred"})
+TOPOLOGIES = (
+    {"level": "spine", "mode": "required"},
+    None,
+    {"level": "asw", "mode": "required"},
+    {"level": "asw", "mode": "preferred"},
+    None,
+    {"level": "spine", "mode": "preferred"},
+)
 
 
 @st.composite
@@ -33,8 +39,13 @@ def snapshots(draw: st.DrawFn) -> dict[str, Any]:
     pods (whole GPUs or shares; sometimes ``min_available``, a topology, a GPU model, anti-affinity)."""
     nodes = []
     for i in range(draw(st.sampled_from([3, 4, 2]))):
-        node: dict[str, Any] = {"name": f"n{i}", "gpus": draw(st.sampled_from([1, 2, 4])), "cpus": draw(st.sampled_from([16, 4, 8])),
-                                "memory_gib": 64, "gpu_model": draw(st.sampled_from(["A", "B"]))}
+        node: dict[str, Any] = {
+            "name": f"n{i}",
+            "gpus": draw(st.sampled_from([1, 2, 4])),
+            "cpus": draw(st.sampled_from([16, 4, 8])),
+            "memory_gib": 64,
+            "gpu_model": draw(st.sampled_from(["A", "B"])),
+        }
         asw = draw(st.sampled_from(["a", "b", None, "c"]))
         if asw is not None:
             node["asw"] = asw

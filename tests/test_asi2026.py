@@ -20,37 +20,103 @@ from planner.snapshot import dump_cluster, load_cluster, parse_cluster
 runner = CliRunner()
 
 # The published schemas (docs/schema.md of cluster-trace-gpu-v2026); day and hour are partition strings.
-SERVER_SCHEMA = pa.schema([
-    ("server_id", pa.string()), ("cluster_id", pa.string()), ("asw_id", pa.string()), ("gpu_spec_public", pa.string()),
-    ("gpu_count", pa.float64()), ("cpu_capacity_cores", pa.float64()), ("day", pa.string()), ("hour", pa.string()),
-])
-POD_SCHEMA = pa.schema([
-    ("pod_id", pa.string()), ("workload_id", pa.string()), ("server_id", pa.string()), ("cluster_id", pa.string()),
-    ("state_public", pa.string()), ("gpu_spec_public", pa.string()), ("server_gpu_count", pa.float64()),
-    ("server_cpu_capacity_cores", pa.float64()), ("priority_class", pa.string()), ("job_type_public", pa.string()),
-    ("model_type_public", pa.string()), ("is_genai_request", pa.bool_()), ("gpu_request", pa.float64()),
-    ("gpu_mem_request", pa.float64()), ("cpu_request_cores", pa.float64()), ("used_gpu_hours", pa.float64()),
-    ("avg_gpu_sm_util", pa.float64()), ("avg_gpu_mem_gib", pa.float64()), ("avg_cpu_request_util", pa.float64()),
-    ("avg_memory_util", pa.float64()), ("ready_status", pa.bool_()), ("schedule_delay_sec", pa.int64()),
-    ("ready_delay_sec", pa.int64()), ("day", pa.string()), ("hour", pa.string()),
-])
+SERVER_SCHEMA = pa.schema(
+    [
+        ("server_id", pa.string()),
+        ("cluster_id", pa.string()),
+        ("asw_id", pa.string()),
+        ("gpu_spec_public", pa.string()),
+        ("gpu_count", pa.float64()),
+        ("cpu_capacity_cores", pa.float64()),
+        ("day", pa.string()),
+        ("hour", pa.string()),
+    ]
+)
+POD_SCHEMA = pa.schema(
+    [
+        ("pod_id", pa.string()),
+        ("workload_id", pa.string()),
+        ("server_id", pa.string()),
+        ("cluster_id", pa.string()),
+        ("state_public", pa.string()),
+        ("gpu_spec_public", pa.string()),
+        ("server_gpu_count", pa.float64()),
+        ("server_cpu_capacity_cores", pa.float64()),
+        ("priority_class", pa.string()),
+        ("job_type_public", pa.string()),
+        ("model_type_public", pa.string()),
+        ("is_genai_request", pa.bool_()),
+        ("gpu_request", pa.float64()),
+        ("gpu_mem_request", pa.float64()),
+        ("cpu_request_cores", pa.float64()),
+        ("used_gpu_hours", pa.float64()),
+        ("avg_gpu_sm_util", pa.float64()),
+        ("avg_gpu_mem_gib", pa.float64()),
+        ("avg_cpu_request_util", pa.float64()),
+        ("avg_memory_util", pa.float64()),
+        ("ready_status", pa.bool_()),
+        ("schedule_delay_sec", pa.int64()),
+        ("ready_delay_sec", pa.int64()),
+        ("day", pa.string()),
+        ("hour", pa.string()),
+    ]
+)
 
 
-def server(server_id: str, asw: str | None = "asw-a", cluster: str = "c1", spec: str = "A100", gpus: float = 8.0,
-           cpus: float = 128.0, day: str = "0", hour: str = "07") -> dict[str, Any]:
-    return {"server_id": server_id, "cluster_id": cluster, "asw_id": asw, "gpu_spec_public": spec, "gpu_count": gpus,
-            "cpu_capacity_cores": cpus, "day": day, "hour": hour}
-
-
-def pod(pod_id: str, on: str | None, state: str = "Running", priority: str = "HP", gpus: float = 1.0, cpus: float = 8.0,
-        workload: str | None = None, cluster: str = "c1", spec: str = "A100", day: str = "0", hour: str = "07") -> dict[str, Any]:
+def server(
+    server_id: str, asw: str | None = "asw-a", cluster: str = "c1", spec: str = "A100", gpus: float = 8.0, cpus: float = 128.0, day: str = "0", hour: str = "07"
+) -> dict[str, Any]:
     return {
-        "pod_id": pod_id, "workload_id": workload, "server_id": on, "cluster_id": cluster, "state_public": state,
-        "gpu_spec_public": spec, "server_gpu_count": 8.0, "server_cpu_capacity_cores": 128.0, "priority_class": priority,
-        "job_type_public": "training", "model_type_public": "genai", "is_genai_request": True, "gpu_request": gpus,
-        "gpu_mem_request": 80.0 * gpus, "cpu_request_cores": cpus, "used_gpu_hours": gpus, "avg_gpu_sm_util": 0.5,
-        "avg_gpu_mem_gib": 10.0, "avg_cpu_request_util": 0.3, "avg_memory_util": 0.2, "ready_status": True,
-        "schedule_delay_sec": 3, "ready_delay_sec": 20, "day": day, "hour": hour,
+        "server_id": server_id,
+        "cluster_id": cluster,
+        "asw_id": asw,
+        "gpu_spec_public": spec,
+        "gpu_count": gpus,
+        "cpu_capacity_cores": cpus,
+        "day": day,
+        "hour": hour,
+    }
+
+
+def pod(
+    pod_id: str,
+    on: str | None,
+    state: str = "Running",
+    priority: str = "HP",
+    gpus: float = 1.0,
+    cpus: float = 8.0,
+    workload: str | None = None,
+    cluster: str = "c1",
+    spec: str = "A100",
+    day: str = "0",
+    hour: str = "07",
+) -> dict[str, Any]:
+    return {
+        "pod_id": pod_id,
+        "workload_id": workload,
+        "server_id": on,
+        "cluster_id": cluster,
+        "state_public": state,
+        "gpu_spec_public": spec,
+        "server_gpu_count": 8.0,
+        "server_cpu_capacity_cores": 128.0,
+        "priority_class": priority,
+        "job_type_public": "training",
+        "model_type_public": "genai",
+        "is_genai_request": True,
+        "gpu_request": gpus,
+        "gpu_mem_request": 80.0 * gpus,
+        "cpu_request_cores": cpus,
+        "used_gpu_hours": gpus,
+        "avg_gpu_sm_util": 0.5,
+        "avg_gpu_mem_gib": 10.0,
+        "avg_cpu_request_util": 0.3,
+        "avg_memory_util": 0.2,
+        "ready_status": True,
+        "schedule_delay_sec": 3,
+        "ready_delay_sec": 20,
+        "day": day,
+        "hour": hour,
     }
 
 
@@ -73,8 +139,7 @@ def write_table(root: Path, table: str, schema: pa.Schema, rows: list[dict[str, 
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), root / f"{table}.parquet")
 
 
-def write_trace(root: Path, servers: list[dict[str, Any]], pods: list[dict[str, Any]], layout: str = "hive",
-                pod_schema: pa.Schema = POD_SCHEMA) -> Path:
+def write_trace(root: Path, servers: list[dict[str, Any]], pods: list[dict[str, Any]], layout: str = "hive", pod_schema: pa.Schema = POD_SCHEMA) -> Path:
     write_table(root, SERVER_TABLE, SERVER_SCHEMA, servers, "plain-dir" if layout == "plain" else layout)
     write_table(root, POD_TABLE, pod_schema, pods, "plain-file" if layout == "plain" else layout)
     return root
@@ -82,9 +147,12 @@ def write_trace(root: Path, servers: list[dict[str, Any]], pods: list[dict[str, 
 
 # Day 0, hour 7: four servers in two clusters; every pod state and priority class; other slices around it.
 SERVERS = [
-    server("s-1"), server("s-2"), server("s-3", asw="asw-b", cpus=96.0),
+    server("s-1"),
+    server("s-2"),
+    server("s-3", asw="asw-b", cpus=96.0),
     server("s-4", asw=None, cluster="c2", spec="H20", cpus=192.0),
-    server("s-5", hour="08"), server("s-6", day="1"),
+    server("s-5", hour="08"),
+    server("s-6", day="1"),
 ]
 PODS = [
     pod("train-0", "s-1", gpus=4.0, cpus=32.0, workload="w-train"),
@@ -114,7 +182,9 @@ def test_servers_become_nodes_of_the_slice_only(trace: Path) -> None:
     nodes = {n.name: n for n in cluster.nodes}
     assert sorted(nodes) == ["s-1", "s-2", "s-3", "s-4"]  # s-5 (hour 8) and s-6 (day 1) are other slices
     assert [(n.asw, n.spine, n.gpu_model, n.gpus, n.cpus) for n in cluster.nodes] == [
-        ("asw-a", "c1", "A100", 8, 128), ("asw-a", "c1", "A100", 8, 128), ("asw-b", "c1", "A100", 8, 96),
+        ("asw-a", "c1", "A100", 8, 128),
+        ("asw-a", "c1", "A100", 8, 128),
+        ("asw-b", "c1", "A100", 8, 96),
         (None, "c2", "H20", 8, 192),
     ]
     assert all(n.memory_gib == 0 for n in cluster.nodes)  # the trace has no memory: not a resource here
@@ -126,8 +196,14 @@ def test_pods_are_placed_pending_or_skipped_by_state(trace: Path) -> None:
     imported = import_asi2026(trace, 0, 7)
     pods = {p.name: p for p in imported.cluster.pods}
     assert {name: p.node for name, p in pods.items()} == {
-        "train-0": "s-1", "train-1": "s-2", "train-2": None, "share": "s-1", "sleeper": "s-3", "spot": "s-3",
-        "other": "s-4", "cpu-only": "s-4",
+        "train-0": "s-1",
+        "train-1": "s-2",
+        "train-2": None,
+        "share": "s-1",
+        "sleeper": "s-3",
+        "spot": "s-3",
+        "other": "s-4",
+        "cpu-only": "s-4",
     }
     assert [name for name, p in pods.items() if p.standby] == ["sleeper"]
     s = imported.summary
@@ -142,8 +218,14 @@ def test_requests_priorities_jobs_and_pins_map_to_the_snapshot(trace: Path) -> N
     assert (pods["train-0"].gpus, pods["train-0"].cpus, pods["train-0"].memory_gib) == (4, 32, 0)
     assert pods["share"].gpus == 0.5 and pods["cpu-only"].gpus == 0
     assert {name: p.priority for name, p in pods.items()} == {
-        "train-0": "HP", "train-1": "HP", "train-2": "HP", "share": "LP", "sleeper": "HP", "spot": "LP",
-        "other": "HP", "cpu-only": "LP",
+        "train-0": "HP",
+        "train-1": "HP",
+        "train-2": "HP",
+        "share": "LP",
+        "sleeper": "HP",
+        "spot": "LP",
+        "other": "HP",
+        "cpu-only": "LP",
     }
     assert sorted(j.name for j in cluster.jobs) == ["w-spot", "w-svc", "w-train"]  # w-done's pod finished
     assert all(j.topology is None for j in cluster.jobs)
@@ -226,13 +308,16 @@ def test_missing_table_exits_2_naming_the_expected_layouts(tmp_path: Path) -> No
     assert f"no table {POD_TABLE}" in import_error(tmp_path)
 
 
-@pytest.mark.parametrize(("layout", "options", "expected"), [
-    ("hive", ("--day", "5", "--hour", "7"), "no partition day=5"),
-    ("hive", ("--day", "0", "--hour", "9"), "no partition hour=9"),
-    ("plain", ("--day", "5", "--hour", "7"), "no rows with day=5"),
-    ("plain", ("--day", "1", "--hour", "9"), "no rows with hour=9"),
-    ("hive", ("--day", "0", "--hour", "24"), "--hour"),
-])
+@pytest.mark.parametrize(
+    ("layout", "options", "expected"),
+    [
+        ("hive", ("--day", "5", "--hour", "7"), "no partition day=5"),
+        ("hive", ("--day", "0", "--hour", "9"), "no partition hour=9"),
+        ("plain", ("--day", "5", "--hour", "7"), "no rows with day=5"),
+        ("plain", ("--day", "1", "--hour", "9"), "no rows with hour=9"),
+        ("hive", ("--day", "0", "--hour", "24"), "--hour"),
+    ],
+)
 def test_a_slice_the_trace_does_not_hold_exits_2(tmp_path: Path, layout: str, options: tuple[str, ...], expected: str) -> None:
     write_trace(tmp_path, SERVERS, PODS, layout)
     message = import_error(tmp_path, *options)
@@ -249,15 +334,17 @@ def test_missing_column_exits_2_naming_table_and_column(tmp_path: Path, layout: 
     assert f"{POD_TABLE}: missing column(s) cpu_request_cores" in message
 
 
-@pytest.mark.parametrize(("bad_pod", "expected"), [
-    (pod("lost", "s-99"), ("row 0 (pod 'lost'): server 's-99' is not in asi_opensource_server_hourly day=0 hour=7; "
-                          "read both tables from the same slice")),
-    (pod("neg", "s-1", gpus=-1.0), "(pod 'neg'): gpu_request must be a number >= 0"),
-    (pod("negcpu", None, state="Pending", cpus=-2.0), "(pod 'negcpu'): cpu_request_cores must be a number >= 0"),
-    (pod("odd", "s-1", gpus=1.5), "gpu_request 1.5 is neither whole GPUs nor a share"),
-    (pod("weird", "s-1", state="Evicted"), "state_public 'Evicted' is not one of"),
-    (pod("prio", "s-1", priority="BE"), "priority_class 'BE' is not one of HP, LP, Other"),
-])
+@pytest.mark.parametrize(
+    ("bad_pod", "expected"),
+    [
+        (pod("lost", "s-99"), ("row 0 (pod 'lost'): server 's-99' is not in asi_opensource_server_hourly day=0 hour=7; read both tables from the same slice")),
+        (pod("neg", "s-1", gpus=-1.0), "(pod 'neg'): gpu_request must be a number >= 0"),
+        (pod("negcpu", None, state="Pending", cpus=-2.0), "(pod 'negcpu'): cpu_request_cores must be a number >= 0"),
+        (pod("odd", "s-1", gpus=1.5), "gpu_request 1.5 is neither whole GPUs nor a share"),
+        (pod("weird", "s-1", state="Evicted"), "state_public 'Evicted' is not one of"),
+        (pod("prio", "s-1", priority="BE"), "priority_class 'BE' is not one of HP, LP, Other"),
+    ],
+)
 def test_bad_pod_rows_exit_2_naming_the_row_and_column(tmp_path: Path, bad_pod: dict[str, Any], expected: str) -> None:
     write_trace(tmp_path, SERVERS, [bad_pod])
     message = import_error(tmp_path)

@@ -96,11 +96,12 @@ def test_exact_claims_with_spine_jobs_hold_against_a_optimum(solver: str) -> Non
 
 def share_cluster() -> dict:
     """Three pods of 0.3 GPU: one node of either switch holds all three on one device."""
-    nodes = [{"name": "n0", "gpus": 1, "cpus": 16, "memory_gib": 64, "asw": "a"},
-             {"name": "n1", "gpus": 2, "cpus": 16, "memory_gib": 64, "asw": "b"},
-             {"name": "n2", "gpus": 1, "cpus": 16, "memory_gib": 64, "asw": "b"}]
-    pods = [{"name": "run", "node": "n2", "gpus": 0.5, "cpus": 1},
-            *({"name": f"s-{i}", "job": "s", "gpus": 0.3, "cpus": 1} for i in range(3))]
+    nodes = [
+        {"name": "n0", "gpus": 1, "cpus": 16, "memory_gib": 64, "asw": "a"},
+        {"name": "n1", "gpus": 2, "cpus": 16, "memory_gib": 64, "asw": "b"},
+        {"name": "n2", "gpus": 1, "cpus": 16, "memory_gib": 64, "asw": "b"},
+    ]
+    pods = [{"name": "run", "node": "n2", "gpus": 0.5, "cpus": 1}, *({"name": f"s-{i}", "job": "s", "gpus": 0.3, "cpus": 1} for i in range(3))]
     return {"nodes": nodes, "pods": pods, "jobs": [{"name": "s"}]}
 
 
@@ -137,10 +138,13 @@ def two_spines(caps: dict[str, tuple[str, int]], mode: str) -> dict:
     return {"nodes": nodes, "pods": pods, "jobs": [{"name": "s", "topology": {"level": "spine", "mode": mode}}]}
 
 
-@pytest.mark.parametrize("mode, caps", [
-    ("preferred", {"a": ("p0", 3), "c": ("p1", 2), "d": ("p1", 2)}),  # one spine (p1) is {2, 2}; {3, 1} spans two
-    ("required", {"a": ("p0", 2), "b": ("p0", 2), "c": ("p1", 3), "d": ("p1", 1)}),  # both spines need 2 switches
-])
+@pytest.mark.parametrize(
+    "mode, caps",
+    [
+        ("preferred", {"a": ("p0", 3), "c": ("p1", 2), "d": ("p1", 2)}),  # one spine (p1) is {2, 2}; {3, 1} spans two
+        ("required", {"a": ("p0", 2), "b": ("p0", 2), "c": ("p1", 3), "d": ("p1", 1)}),  # both spines need 2 switches
+    ],
+)
 def test_largest_first_gives_a_spine_job_the_least_entropy(mode: str, caps: dict) -> None:
     """Largest-first's promise for one job (fewest access switches, then least entropy) holds for spine
     jobs: a required one takes the spine where it spreads least, a preferred one is not held to a spine."""

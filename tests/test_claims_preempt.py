@@ -47,9 +47,12 @@ def test_surplus_victims_counts_replicas_of_a_min_available_1_job() -> None:
     """Evicting both replicas where one frees room enough: one surplus victim (a pod), not zero."""
     snapshot = repro("claims-preempt-minavail1-crash.json")
     cluster = parse_cluster(json.dumps(snapshot))
-    plan = PreemptPlan(job="J", now_s=10000, placements=[Placement(pod="J-0", node="n0")],
-                       victims=[Victim(pod="a", node="n0", job="g", lost_gpu_s=20000.0),
-                                Victim(pod="b", node="n1", job="g", lost_gpu_s=20000.0)])
+    plan = PreemptPlan(
+        job="J",
+        now_s=10000,
+        placements=[Placement(pod="J-0", node="n0")],
+        victims=[Victim(pod="a", node="n0", job="g", lost_gpu_s=20000.0), Victim(pod="b", node="n1", job="g", lost_gpu_s=20000.0)],
+    )
     assert validate_preempt(cluster, plan) == []
     assert surplus_units(cluster, plan) == 1
 
@@ -59,21 +62,25 @@ def test_a_gang_of_min_available_2_is_still_evicted_whole() -> None:
     snapshot = repro("claims-preempt-minavail1-crash.json")
     snapshot["jobs"][0]["min_available"] = 2
     cluster = parse_cluster(json.dumps(snapshot))
-    plan = PreemptPlan(job="J", now_s=10000, placements=[Placement(pod="J-0", node="n0")],
-                       victims=[Victim(pod="a", node="n0", job="g", lost_gpu_s=20000.0)])
+    plan = PreemptPlan(job="J", now_s=10000, placements=[Placement(pod="J-0", node="n0")], victims=[Victim(pod="a", node="n0", job="g", lost_gpu_s=20000.0)])
     assert [v.kind for v in validate_preempt(cluster, plan)] == ["victim_gang_split"]
 
 
 SHARES_STRANDED = {
-    "version": 1, "time_s": 1000.0,
-    "nodes": [{"name": "n0", "gpus": 4, "cpus": 16, "memory_gib": 32, "asw": "a"},
-              {"name": "n1", "gpus": 8, "cpus": 16, "memory_gib": 32, "asw": "a"},
-              {"name": "n2", "gpus": 1, "cpus": 16, "memory_gib": 32, "asw": "a"}],
-    "pods": [{"name": "p0", "node": "n0", "gpus": 4, "cpus": 1, "memory_gib": 2, "priority": "LP", "started_s": 0.0},
-             {"name": "p1", "node": "n1", "gpus": 4, "cpus": 1, "memory_gib": 2, "priority": "LP", "started_s": 0.0, "anti_affinity": ["g1"]},
-             {"name": "h", "node": "n2", "gpus": 0.5, "cpus": 1, "memory_gib": 2, "priority": "HP"},
-             {"name": "j0", "node": None, "job": "J", "gpus": 0.25, "cpus": 1, "memory_gib": 2, "priority": "HP", "anti_affinity": ["g1"]},
-             {"name": "j1", "node": None, "job": "J", "gpus": 0.5, "cpus": 1, "memory_gib": 2, "priority": "HP"}],
+    "version": 1,
+    "time_s": 1000.0,
+    "nodes": [
+        {"name": "n0", "gpus": 4, "cpus": 16, "memory_gib": 32, "asw": "a"},
+        {"name": "n1", "gpus": 8, "cpus": 16, "memory_gib": 32, "asw": "a"},
+        {"name": "n2", "gpus": 1, "cpus": 16, "memory_gib": 32, "asw": "a"},
+    ],
+    "pods": [
+        {"name": "p0", "node": "n0", "gpus": 4, "cpus": 1, "memory_gib": 2, "priority": "LP", "started_s": 0.0},
+        {"name": "p1", "node": "n1", "gpus": 4, "cpus": 1, "memory_gib": 2, "priority": "LP", "started_s": 0.0, "anti_affinity": ["g1"]},
+        {"name": "h", "node": "n2", "gpus": 0.5, "cpus": 1, "memory_gib": 2, "priority": "HP"},
+        {"name": "j0", "node": None, "job": "J", "gpus": 0.25, "cpus": 1, "memory_gib": 2, "priority": "HP", "anti_affinity": ["g1"]},
+        {"name": "j1", "node": None, "job": "J", "gpus": 0.5, "cpus": 1, "memory_gib": 2, "priority": "HP"},
+    ],
     "jobs": [{"name": "J"}],
 }
 """j0 (0.25 GPU, anti-affinity with p1) fits only beside h on n2, j1 anywhere: nothing need be evicted.

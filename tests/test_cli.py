@@ -114,7 +114,15 @@ def test_defrag_table_shows_before_and_after() -> None:
 
 @pytest.mark.parametrize(
     "option,value",
-    [("--depth", "0"), ("--partition-size", "1"), ("--max-moves", "-1"), ("--rounds", "0"), ("--max-moves-per-node", "-2"), ("--workers", "0"), ("--method", "magic")],
+    [
+        ("--depth", "0"),
+        ("--partition-size", "1"),
+        ("--max-moves", "-1"),
+        ("--rounds", "0"),
+        ("--max-moves-per-node", "-2"),
+        ("--workers", "0"),
+        ("--method", "magic"),
+    ],
 )
 def test_defrag_out_of_range_options_exit_2_naming_the_option(option: str, value: str) -> None:
     result = runner.invoke(app, ["defrag", str(FIG15), option, value])

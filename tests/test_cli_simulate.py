@@ -19,12 +19,32 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 def test_rows_per_policy_and_seed_and_a_plot(tmp_path: Path) -> None:
     out, plot = tmp_path / "runs.json", tmp_path / "runs.png"
-    done = run("--nodes", "60", "--days", "0.25", "--warmup-days", "0.05", "--policy", "spotgpu", "--policy", "least-allocated+random", "--seed", "0",
-               "--seed", "3", "--restart-overhead-s", "30", "--out", str(out), "--plot", str(plot), "--no-progress")
+    done = run(
+        "--nodes",
+        "60",
+        "--days",
+        "0.25",
+        "--warmup-days",
+        "0.05",
+        "--policy",
+        "spotgpu",
+        "--policy",
+        "least-allocated+random",
+        "--seed",
+        "0",
+        "--seed",
+        "3",
+        "--restart-overhead-s",
+        "30",
+        "--out",
+        str(out),
+        "--plot",
+        str(plot),
+        "--no-progress",
+    )
     assert done.returncode == 0, done.stderr
     rows = json.loads(out.read_text())["runs"]
-    assert [(r["policy"], r["seed"]) for r in rows] == [("spotgpu", 0), ("least-allocated+random", 0), ("spotgpu", 3),
-                                                        ("least-allocated+random", 3)]
+    assert [(r["policy"], r["seed"]) for r in rows] == [("spotgpu", 0), ("least-allocated+random", 0), ("spotgpu", 3), ("least-allocated+random", 3)]
     for row in rows:
         assert row["nodes"] == 60 and row["jobs"] > 40 and row["warmup_days"] == 0.05 and row["unfinished"] == 0
         assert row["lp_jct_mean_s"] > 0 and 0 < row["gar_mean"] <= 1 and row["gar_hp_only_mean"] <= row["gar_mean"] + 1e-9
@@ -69,23 +89,26 @@ def test_the_offered_loads_set_the_workload() -> None:
     assert 1.6 < more["lp_jobs"] / some["lp_jobs"] < 2.4
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--policy", "lifo"], "--policy: unknown 'lifo'"),
-    (["--policy", "bestfit+spotgpu"], "--policy: unknown 'bestfit+spotgpu'"),
-    (["--days", "0"], "--days: must be above 0"),
-    (["--days", "-1"], "--days: must be above 0"),
-    (["--nodes", "many"], "--nodes: 'spot-2026' or a number of nodes"),
-    (["--nodes", "999999"], "nodes: must be a whole number from 1 to"),
-    (["--jobs", "0"], "--jobs: must be from 1 to 250,000, got 0"),
-    (["--jobs", "1000000"], "--jobs: must be from 1 to 250,000, got 1,000,000"),
-    (["--days", "1", "--warmup-days", "1"], "--warmup-days: must be at least 0 and below --days (1)"),
-    (["--restart-overhead-s", "-5"], "--restart-overhead-s: must be at least 0"),
-    (["--plot", "out.svg"], "--plot: a .png file"),
-    (["--spot-load", "-0.1"], "--spot-load: must be between 0 and 10, got -0.1"),
-    (["--hp-load", "11"], "--hp-load: must be between 0 and 10, got 11"),
-    (["--hp-load", "nan"], "--hp-load: must be between 0 and 10, got nan"),
-    (["--hp-load", "0", "--spot-load", "0"], "--hp-load, --spot-load: at least one must be above 0"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--policy", "lifo"], "--policy: unknown 'lifo'"),
+        (["--policy", "bestfit+spotgpu"], "--policy: unknown 'bestfit+spotgpu'"),
+        (["--days", "0"], "--days: must be above 0"),
+        (["--days", "-1"], "--days: must be above 0"),
+        (["--nodes", "many"], "--nodes: 'spot-2026' or a number of nodes"),
+        (["--nodes", "999999"], "nodes: must be a whole number from 1 to"),
+        (["--jobs", "0"], "--jobs: must be from 1 to 250,000, got 0"),
+        (["--jobs", "1000000"], "--jobs: must be from 1 to 250,000, got 1,000,000"),
+        (["--days", "1", "--warmup-days", "1"], "--warmup-days: must be at least 0 and below --days (1)"),
+        (["--restart-overhead-s", "-5"], "--restart-overhead-s: must be at least 0"),
+        (["--plot", "out.svg"], "--plot: a .png file"),
+        (["--spot-load", "-0.1"], "--spot-load: must be between 0 and 10, got -0.1"),
+        (["--hp-load", "11"], "--hp-load: must be between 0 and 10, got 11"),
+        (["--hp-load", "nan"], "--hp-load: must be between 0 and 10, got nan"),
+        (["--hp-load", "0", "--spot-load", "0"], "--hp-load, --spot-load: at least one must be above 0"),
+    ],
+)
 def test_bad_options_exit_2_naming_the_option(args: list[str], message: str) -> None:
     done = run(*args, "--no-progress")
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -36,12 +36,15 @@ def test_the_defaults_are_the_repository_copies() -> None:
     assert DEFAULT_NODE_LIST == DATA / "spot-gpu-2026" / "node_info_df.csv"
 
 
-@pytest.mark.parametrize(("args", "named"), [
-    (["generate", "spot", "--nodes", "5", "--node-list", "{missing}/node_info_df.csv"], "--node-list"),
-    (["simulate", "spot", "--nodes", "5", "--days", "0.1", "--no-progress", "--node-list", "{missing}/node_info_df.csv"], "--node-list"),
-    (["generate", "openb", "--at", "100", "--data-dir", "{missing}"], "--data-dir"),
-    (["simulate", "placement", "--seeds", "1", "--no-progress", "--data-dir", "{missing}"], "--data-dir"),
-])
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["generate", "spot", "--nodes", "5", "--node-list", "{missing}/node_info_df.csv"], "--node-list"),
+        (["simulate", "spot", "--nodes", "5", "--days", "0.1", "--no-progress", "--node-list", "{missing}/node_info_df.csv"], "--node-list"),
+        (["generate", "openb", "--at", "100", "--data-dir", "{missing}"], "--data-dir"),
+        (["simulate", "placement", "--seeds", "1", "--no-progress", "--data-dir", "{missing}"], "--data-dir"),
+    ],
+)
 def test_a_missing_trace_names_the_path_and_the_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], named: str) -> None:
     """As an install without the repository's ``data/`` sees it."""
     monkeypatch.delenv(ENV_DIR, raising=False)

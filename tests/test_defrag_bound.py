@@ -47,8 +47,10 @@ def test_by_hand_capacity_locks_and_budget():
     assert bound_of(four, MoveLimits()) == 2 == best_empties(four, MoveLimits())
     # a locked pod keeps its node: the other three 4-GPU pods need 12 GPUs; the locked node has 4 left
     # and one more node holds the other 8, so 2 can still empty
-    locked = make_cluster([node(f"n{i}", gpus=8, cpus=64) for i in range(4)],
-                          [pod("p0", "n0", gpus=4, cpus=1, locked=True)] + [pod(f"p{i}", f"n{i}", gpus=4, cpus=1) for i in range(1, 4)])
+    locked = make_cluster(
+        [node(f"n{i}", gpus=8, cpus=64) for i in range(4)],
+        [pod("p0", "n0", gpus=4, cpus=1, locked=True)] + [pod(f"p{i}", f"n{i}", gpus=4, cpus=1) for i in range(1, 4)],
+    )
     assert bound_of(locked, MoveLimits()) == 2
     # CPUs bind: 4 pods of 40 CPUs, 160 CPUs, need three 64-CPU nodes in total, so the bound is 1;
     # the optimum is 0 (no two pods share a node): the relaxation does not pack whole pods
@@ -66,12 +68,14 @@ def test_by_hand_capacity_locks_and_budget():
 
 def test_by_hand_largest_nodes_first_and_pods_on_cordoned_nodes():
     # three 2-GPU pods on 2-GPU nodes fit on the one 8-GPU node: the three small nodes can empty
-    mixed = make_cluster([node("big", gpus=8, cpus=64)] + [node(f"s{i}", gpus=2, cpus=64) for i in range(3)],
-                         [pod(f"p{i}", f"s{i}", gpus=2, cpus=1) for i in range(3)])
+    mixed = make_cluster(
+        [node("big", gpus=8, cpus=64)] + [node(f"s{i}", gpus=2, cpus=64) for i in range(3)], [pod(f"p{i}", f"s{i}", gpus=2, cpus=1) for i in range(3)]
+    )
     assert bound_of(mixed, MoveLimits()) == 3 == best_empties(mixed, MoveLimits())
     # a pod on a cordoned node may stay or leave; nothing may arrive there
-    cordoned = make_cluster([node("n0", gpus=8, cpus=64, schedulable=False), node("n1", gpus=8, cpus=64)],
-                            [pod("a", "n0", gpus=1, cpus=1), pod("b", "n1", gpus=1, cpus=1)])
+    cordoned = make_cluster(
+        [node("n0", gpus=8, cpus=64, schedulable=False), node("n1", gpus=8, cpus=64)], [pod("a", "n0", gpus=1, cpus=1), pod("b", "n1", gpus=1, cpus=1)]
+    )
     assert bound_of(cordoned, MoveLimits()) == 1 == best_empties(cordoned, MoveLimits())
 
 
@@ -79,13 +83,14 @@ def test_by_hand_anti_affinity_needs_distinct_nodes():
     # four 1-GPU replicas of one anti-affinity group, one per node: capacity alone would empty 3
     # nodes; the replicas need 4 distinct nodes. With one replica locked on n0 and a fifth node,
     # the other three need three more nodes: 5 - 1 locked - 3 = 1 can empty
-    spread = make_cluster([node(f"n{i}", gpus=8, cpus=64) for i in range(4)],
-                          [pod(f"r{i}", f"n{i}", gpus=1, cpus=1, anti_affinity=["svc"]) for i in range(4)])
+    spread = make_cluster([node(f"n{i}", gpus=8, cpus=64) for i in range(4)], [pod(f"r{i}", f"n{i}", gpus=1, cpus=1, anti_affinity=["svc"]) for i in range(4)])
     got = empties_bound(ClusterState(spread), MoveBudget.of(ClusterState(spread), MoveLimits()))
     assert (got.bound, got.binding, best_empties(spread, MoveLimits())) == (0, "anti_affinity", 0)
-    five = make_cluster([node(f"n{i}", gpus=8, cpus=64) for i in range(5)],
-                        [pod("r0", "n0", gpus=1, cpus=1, anti_affinity=["svc"], locked=True)]
-                        + [pod(f"r{i}", f"n{i}", gpus=1, cpus=1, anti_affinity=["svc"]) for i in range(1, 4)])
+    five = make_cluster(
+        [node(f"n{i}", gpus=8, cpus=64) for i in range(5)],
+        [pod("r0", "n0", gpus=1, cpus=1, anti_affinity=["svc"], locked=True)]
+        + [pod(f"r{i}", f"n{i}", gpus=1, cpus=1, anti_affinity=["svc"]) for i in range(1, 4)],
+    )
     assert bound_of(five, MoveLimits()) == 1 == best_empties(five, MoveLimits())
 
 

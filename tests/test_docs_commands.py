@@ -206,13 +206,20 @@ def check_command(command: str, result: subprocess.CompletedProcess[str], cwd: P
 def run_commands(commands: tuple[str, ...], cwd: Path, tools: Path) -> None:
     (cwd / "instances").symlink_to(REPO / "instances")
     kubectl_log = cwd.parent / f"{cwd.name}-kubectl.log"
-    env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(REPO),
-           "KUBECTL_LOG": str(kubectl_log), "COLUMNS": "120", "TERM": "dumb"}
+    env = {
+        **os.environ,
+        "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(REPO),
+        "KUBECTL_LOG": str(kubectl_log),
+        "COLUMNS": "120",
+        "TERM": "dumb",
+    }
     for name in ("DRY_RUN", "PLANNER_API_TOKEN", "PLANNER_API_TOKEN_FILE", "DATABASE_URL", "RAY_ADDRESS"):
         env.pop(name, None)
     for command in commands:
-        result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=env, capture_output=True,
-                                text=True, timeout=300, stdin=subprocess.DEVNULL)
+        result = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+        )
         check_command(command, result, cwd, kubectl_log)
 
 

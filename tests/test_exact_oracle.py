@@ -683,9 +683,7 @@ def test_oracle_optimum_replays_and_no_one_wave_plan_beats_it(cluster: Cluster, 
     formulation=st.sampled_from(["auto", "pod", "class"]),
     lexicographic=st.sampled_from(["two-phase", "weighted"]),
 )
-def test_exact_claims_hold_against_the_oracle(
-    cluster: Cluster, budgets: Budgets, solver: str, formulation: str, lexicographic: str
-) -> None:
+def test_exact_claims_hold_against_the_oracle(cluster: Cluster, budgets: Budgets, solver: str, formulation: str, lexicographic: str) -> None:
     _note_request(cluster, budgets, solver=solver, formulation=formulation, lexicographic=lexicographic)
     reach = budgets.explore(cluster)
     plan = plan_for(cluster, budgets, method="exact", solver=solver, formulation=formulation, lexicographic=lexicographic)

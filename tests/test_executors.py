@@ -72,8 +72,7 @@ def test_ipc_plan_is_the_same_on_the_forked_pool_the_fork_server_pool_and_inline
     forked = plan_defrag(asi, DefragOptions(workers=2, **options))
     with _Thread():
         served = plan_defrag(asi, DefragOptions(workers=2, **options))
-    inline_moves, forked_moves, served_moves = ([[(m.pod, m.from_, m.to) for m in wave] for wave in plan.waves]
-                                                for plan in (inline, forked, served))
+    inline_moves, forked_moves, served_moves = ([[(m.pod, m.from_, m.to) for m in wave] for wave in plan.waves] for plan in (inline, forked, served))
     assert inline.vacated_nodes and inline.report.model_extra["partitions"] >= 6
     assert inline_moves == forked_moves == served_moves
     assert inline.vacated_nodes == forked.vacated_nodes == served.vacated_nodes

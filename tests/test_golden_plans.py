@@ -55,14 +55,21 @@ GOLDEN = REPO / "tests" / "data" / "golden"
 RECORD = os.environ.get("PLANNER_GOLDEN_RECORD") == "1"
 MAX_INLINE_BYTES = 50_000
 
-DURATIONS = frozenset({
-    "wall_s",  # every plan's report, each solve and solver phase, spot-schedule, simulate runs
-    "solve_wall_s",  # defrag exact: the solver's share
-    "heuristic_wall_s", "exact_wall_s",  # compare: the gap section
-    "solve_s",  # preempt exact
-    "phase_gpus_switches_s", "phase_entropy_s", "entropy_lp_s", "entropy_neighbourhood_s", "entropy_switch_slack_s",  # allocate exact
-    "make_room_wall_s",  # simulate queue
-})
+DURATIONS = frozenset(
+    {
+        "wall_s",  # every plan's report, each solve and solver phase, spot-schedule, simulate runs
+        "solve_wall_s",  # defrag exact: the solver's share
+        "heuristic_wall_s",
+        "exact_wall_s",  # compare: the gap section
+        "solve_s",  # preempt exact
+        "phase_gpus_switches_s",
+        "phase_entropy_s",
+        "entropy_lp_s",
+        "entropy_neighbourhood_s",
+        "entropy_switch_slack_s",  # allocate exact
+        "make_room_wall_s",  # simulate queue
+    }
+)
 """Measured durations, removed wherever they occur: they differ on every run."""
 
 MACHINE = frozenset({"planner", "versions", "host_cores", "cpu_count"})
@@ -123,13 +130,23 @@ CASES: dict[str, tuple[str, ...]] = {
     "defrag-repack-asi64": (*DEFRAG, "{asi64}", "--method", "repack"),
     "defrag-exact-highs-asi64": (*DEFRAG, "{asi64}", "--method", "exact", *ONE_THREAD),
     "defrag-exact-cpsat-asi64": (*DEFRAG, "{asi64}", "--method", "exact", "--solver", "cpsat", "--deterministic", *ONE_THREAD),
-    "defrag-exact-class-weighted-asi64": (*DEFRAG, "{asi64}", "--method", "exact", "--formulation", "class",
-                                          "--lexicographic", "weighted", *ONE_THREAD),
+    "defrag-exact-class-weighted-asi64": (*DEFRAG, "{asi64}", "--method", "exact", "--formulation", "class", "--lexicographic", "weighted", *ONE_THREAD),
     "defrag-compare-asi64": (*DEFRAG, "{asi64}", "--method", "compare", *ONE_THREAD),
     "defrag-hybrid-asi64": (*DEFRAG, "{asi64}", "--method", "hybrid", *ONE_THREAD),
     "defrag-auto-asi64": (*DEFRAG, "{asi64}", "--method", "auto", *ONE_THREAD),
-    "defrag-ipc-limits-asi64": (*DEFRAG, "{asi64}", "--max-moves", "12", "--max-moves-per-node", "3", "--same-asw",
-                                "--max-moves-per-wave", "4", "--max-unavailable-per-job", "1"),
+    "defrag-ipc-limits-asi64": (
+        *DEFRAG,
+        "{asi64}",
+        "--max-moves",
+        "12",
+        "--max-moves-per-node",
+        "3",
+        "--same-asw",
+        "--max-moves-per-wave",
+        "4",
+        "--max-unavailable-per-job",
+        "1",
+    ),
     "defrag-ipc-limit-costs-asi64": (*DEFRAG, "{asi64}", "--max-moves", "8", "--max-moves-per-wave", "3", "--limit-costs"),
     # defrag: 500 nodes; five partitions inline and on a process pool (the same waves), a baseline
     "defrag-ipc-asi500": (*DEFRAG, "{asi500}"),
@@ -154,10 +171,8 @@ CASES: dict[str, tuple[str, ...]] = {
     "preempt-volcano-spot40": ("preempt", "{spot40}", "--job", "hp-new-0", "--method", "volcano", "-o", "json"),
     "preempt-random-spot40": ("preempt", "{spot40}", "--job", "hp-new-0", "--method", "random", "--seed", "7", "-o", "json"),
     "preempt-exact-cpsat-spot40": ("preempt", "{spot40}", "--job", "hp-new-0", *PREEMPT_EXACT, "-o", "json"),
-    "preempt-exact-highs-spot40": ("preempt", "{spot40}", "--job", "hp-new-0", "--method", "exact", "--solver", "highs",
-                                   *ONE_THREAD, "-o", "json"),
-    "preempt-compare-spot40": ("preempt", "{spot40}", "--job", "hp-new-0", "--method", "compare", "--solver", "cpsat",
-                               *ONE_THREAD, "-o", "json"),
+    "preempt-exact-highs-spot40": ("preempt", "{spot40}", "--job", "hp-new-0", "--method", "exact", "--solver", "highs", *ONE_THREAD, "-o", "json"),
+    "preempt-compare-spot40": ("preempt", "{spot40}", "--job", "hp-new-0", "--method", "compare", "--solver", "cpsat", *ONE_THREAD, "-o", "json"),
     "preempt-spotgpu-second-job-spot40": ("preempt", "{spot40}", "--job", "hp-new-1", "-o", "json"),
     # preempt: FlexTopo's NUMA cluster
     "preempt-flextopo-flextopo8": ("preempt", "{flextopo8}", "--job", "B-new-0", "--method", "flextopo", "-o", "json"),
@@ -183,8 +198,7 @@ CASES: dict[str, tuple[str, ...]] = {
     # kubernetes: imported on the fly, planned, rendered for kubectl and koordinator, exported back
     "defrag-ipc-gpu-cluster": (*DEFRAG, "{gpu-cluster}", "--from", "kubernetes"),
     "defrag-ipc-gpu-cluster-kubectl.sh": ("defrag", "{gpu-cluster}", "--from", "kubernetes", "--executor", "inline", "-o", "kubectl"),
-    "defrag-ipc-gpu-cluster-podmigrationjob.yaml": ("defrag", "{gpu-cluster}", "--from", "kubernetes", "--executor", "inline",
-                                                    "-o", "podmigrationjob"),
+    "defrag-ipc-gpu-cluster-podmigrationjob.yaml": ("defrag", "{gpu-cluster}", "--from", "kubernetes", "--executor", "inline", "-o", "podmigrationjob"),
     "allocate-auto-gpu-cluster": ("allocate", "{gpu-cluster}", "--from", "kubernetes", *ONE_THREAD, "-o", "json"),
     "preempt-spotgpu-infeasible-gpu-cluster": ("preempt", "{gpu-cluster}", "--from", "kubernetes", "--job", "research/Job/train-big", "-o", "json"),
     "defrag-ipc-asi-rendered": (*DEFRAG, "{asi-rendered}", "--from", "kubernetes"),
@@ -196,10 +210,45 @@ CASES: dict[str, tuple[str, ...]] = {
     "solve-spot-schedule-small": ("solve", "spot-schedule", "{spot-schedule}", "--workers", "1", "-o", "-"),
     "report-asi64": ("report", "{asi64}", "--json", "--shape", "8g64c", "--requests", "64g768c"),
     # simulations: each decision is a plan
-    "simulate-spot-spot40": ("simulate", "spot", "--nodes", "40", "--days", "1", "--hp-load", "0.8", "--spot-load", "0.6",
-                             "--policy", "spotgpu", "--policy", "k8s-default", "--no-progress", "--out", "-"),
-    "simulate-queue-32": ("simulate", "queue", "--nodes", "32", "--days", "2", "--warmup-days", "0", "--seeds", "1",
-                          "--policy", "backfill", "--policy", "strict-fifo", "--stuck-after-s", "600", "--out", "-"),
+    "simulate-spot-spot40": (
+        "simulate",
+        "spot",
+        "--nodes",
+        "40",
+        "--days",
+        "1",
+        "--hp-load",
+        "0.8",
+        "--spot-load",
+        "0.6",
+        "--policy",
+        "spotgpu",
+        "--policy",
+        "k8s-default",
+        "--no-progress",
+        "--out",
+        "-",
+    ),
+    "simulate-queue-32": (
+        "simulate",
+        "queue",
+        "--nodes",
+        "32",
+        "--days",
+        "2",
+        "--warmup-days",
+        "0",
+        "--seeds",
+        "1",
+        "--policy",
+        "backfill",
+        "--policy",
+        "strict-fifo",
+        "--stuck-after-s",
+        "600",
+        "--out",
+        "-",
+    ),
 }
 
 
@@ -312,7 +361,9 @@ class Golden:
             actual = _digest_of(text)
             if actual != expected:
                 keep.write_text(text, encoding="utf-8")
-                assert actual == expected, f"{self.digest.name} differs (the output is at {keep}):\n{_diff(json.dumps(expected, indent=1), json.dumps(actual, indent=1))}"
+                assert actual == expected, (
+                    f"{self.digest.name} differs (the output is at {keep}):\n{_diff(json.dumps(expected, indent=1), json.dumps(actual, indent=1))}"
+                )
 
 
 def _digest_of(text: str) -> dict[str, Any]:
@@ -321,6 +372,7 @@ def _digest_of(text: str) -> dict[str, Any]:
 
 def _diff(expected: str, actual: str, lines: int = 80) -> str:
     """A unified diff, one JSON value per line when the texts are compact JSON."""
+
     def readable(text: str) -> list[str]:
         try:
             return json.dumps(json.loads(text), indent=1).splitlines() if "\n" not in text.strip() else text.splitlines()

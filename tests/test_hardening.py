@@ -113,8 +113,10 @@ def test_many_shares_between_a_third_and_a_half_pack_two_to_a_device_without_sea
 # The command line: bad input is exit 2 naming the option, never exit 3 or a traceback
 # ----------------------------------------------------------------------------------------------
 
-SMALL = {"nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "a"}, {"name": "n1", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "b"}],
-         "pods": [{"name": "x", "node": "n0", "gpus": 1, "cpus": 1}, {"name": "y", "node": "n1", "gpus": 2, "cpus": 1}]}
+SMALL = {
+    "nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "a"}, {"name": "n1", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "b"}],
+    "pods": [{"name": "x", "node": "n0", "gpus": 1, "cpus": 1}, {"name": "y", "node": "n1", "gpus": 2, "cpus": 1}],
+}
 
 
 @pytest.fixture
@@ -192,8 +194,10 @@ def test_names_are_shown_as_written_never_as_markup(tmp_path) -> None:  # type: 
 
     from planner.cli import app
 
-    data = {"nodes": [{"name": "[bold]x[/bold]", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "[/]", "gpu_model": "[red]"}],
-            "pods": [{"name": "p", "node": "[bold]x[/bold]", "gpus": 1, "cpus": 1}]}
+    data = {
+        "nodes": [{"name": "[bold]x[/bold]", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "[/]", "gpu_model": "[red]"}],
+        "pods": [{"name": "p", "node": "[bold]x[/bold]", "gpus": 1, "cpus": 1}],
+    }
     path = tmp_path / "markup.json"
     path.write_text(json.dumps(data))
     result = CliRunner().invoke(app, ["report", str(path)])

@@ -43,13 +43,19 @@ def _example_with_annotation(value: object) -> dict:
     return data
 
 
-@pytest.mark.parametrize(("text", "name", "message"), [
-    ("[" * 100_000 + "]" * 100_000, "in.json", "in.json: line 1 column 101: nested more than 100 levels deep"),
-    ('{"a": "[[[{{",\n "b":' * 100_000 + "1" + "}" * 100_000, "in.json", "in.json: line 101 column 6: nested more than 100 levels deep"),
-    ("x: " + "[" * 100_000 + "]" * 100_000 + "\n", "in.yaml", "not valid YAML: line 1 column"),
-    ("a:\n" + "".join("  " * (i + 1) + "a:\n" for i in range(3000)) + "  " * 3001 + "b: 1\n", "in.yaml",
-     "(YAML line 101 column 201): nested more than 100 levels deep"),
-])
+@pytest.mark.parametrize(
+    ("text", "name", "message"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "in.json", "in.json: line 1 column 101: nested more than 100 levels deep"),
+        ('{"a": "[[[{{",\n "b":' * 100_000 + "1" + "}" * 100_000, "in.json", "in.json: line 101 column 6: nested more than 100 levels deep"),
+        ("x: " + "[" * 100_000 + "]" * 100_000 + "\n", "in.yaml", "not valid YAML: line 1 column"),
+        (
+            "a:\n" + "".join("  " * (i + 1) + "a:\n" for i in range(3000)) + "  " * 3001 + "b: 1\n",
+            "in.yaml",
+            "(YAML line 101 column 201): nested more than 100 levels deep",
+        ),
+    ],
+)
 def test_deep_nesting_is_exit_2(tmp_path: Path, text: str, name: str, message: str) -> None:
     code, output = _import(tmp_path, text, name)
     assert code == 2 and message in output, output
@@ -96,22 +102,33 @@ def test_a_snapshot_with_a_5000_digit_number_is_exit_2(tmp_path: Path) -> None:
     assert done.exit_code == 2 and "internal error" not in done.output, done.output
 
 
-BOMB = "\n".join([
-    "apiVersion: v1", "kind: Node", "metadata:", "  name: bomb", "  labels:",
-    '    a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
-    *[f"    {c}: &{c} [{','.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")],
-    "status: {allocatable: {cpu: '8', memory: 8Gi}}", ""])
+BOMB = "\n".join(
+    [
+        "apiVersion: v1",
+        "kind: Node",
+        "metadata:",
+        "  name: bomb",
+        "  labels:",
+        '    a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
+        *[f"    {c}: &{c} [{','.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")],
+        "status: {allocatable: {cpu: '8', memory: 8Gi}}",
+        "",
+    ]
+)
 
 
 def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
     assert len(BOMB) < 1000
     path = tmp_path / "bomb.yaml"
     path.write_text(BOMB)
-    code = ("from typer.testing import CliRunner; from planner.cli import app; "
-            f"r = CliRunner().invoke(app, ['import', 'kubernetes', {str(path)!r}]); print(r.exit_code); print(r.output)")
+    code = (
+        "from typer.testing import CliRunner; from planner.cli import app; "
+        f"r = CliRunner().invoke(app, ['import', 'kubernetes', {str(path)!r}]); print(r.exit_code); print(r.output)"
+    )
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    )
     elapsed = time.monotonic() - started
     assert done.stdout.startswith("2\n"), done.stdout + done.stderr
     assert "bomb.yaml: metadata.labels.f" in done.stdout and "aliases stand for more than 100,000 values" in done.stdout, done.stdout
@@ -119,11 +136,17 @@ def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
 
 
 def test_a_few_aliases_still_read_as_their_values(tmp_path: Path) -> None:
-    text = ("items:\n- &node {apiVersion: v1, kind: Node, metadata: {name: a, labels: &l {zone: z1}},\n"
-            "   status: {allocatable: &r {cpu: '8', memory: 8Gi}}}\n"
-            "- {apiVersion: v1, kind: Node, metadata: {name: b, labels: *l}, status: {allocatable: *r}}\n")
-    expanded = {"items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": {"zone": "z1"}},
-                           "status": {"allocatable": {"cpu": "8", "memory": "8Gi"}}} for n in "ab"]}
+    text = (
+        "items:\n- &node {apiVersion: v1, kind: Node, metadata: {name: a, labels: &l {zone: z1}},\n"
+        "   status: {allocatable: &r {cpu: '8', memory: 8Gi}}}\n"
+        "- {apiVersion: v1, kind: Node, metadata: {name: b, labels: *l}, status: {allocatable: *r}}\n"
+    )
+    expanded = {
+        "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": {"zone": "z1"}}, "status": {"allocatable": {"cpu": "8", "memory": "8Gi"}}}
+            for n in "ab"
+        ]
+    }
     from planner.adapters.kubernetes_documents import parse_yaml
 
     assert parse_yaml(text, "x") == [expanded]
@@ -142,16 +165,23 @@ def test_the_yaml_reader_gives_what_safe_load_gives_on_kubectl_output() -> None:
 
 def test_one_long_string_aliased_many_times_is_refused(tmp_path: Path) -> None:
     labels = "".join(f"    k{i}: *s\n" for i in range(400))
-    text = (f"apiVersion: v1\nkind: Node\nmetadata:\n  name: n0\n  annotations:\n    big: &s '{'x' * 50_000}'\n  labels:\n{labels}"
-            "status: {allocatable: {cpu: '8', memory: 8Gi}}\n")
+    text = (
+        f"apiVersion: v1\nkind: Node\nmetadata:\n  name: n0\n  annotations:\n    big: &s '{'x' * 50_000}'\n  labels:\n{labels}"
+        "status: {allocatable: {cpu: '8', memory: 8Gi}}\n"
+    )
     code, output = _import(tmp_path, text, "in.yaml")
     assert code == 2 and "metadata.labels.k335 (YAML line" in output and "16,777,216 characters" in output, output
 
 
-_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=12),
-                     st.sampled_from(["yes", "off", "~", "0x1F", "017", "1_000", "1:20", "2001-12-14", ".inf", "<<x", "!x", "=", "'q'"]))
-_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
-                       max_leaves=20)
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(max_size=12),
+    st.sampled_from(["yes", "off", "~", "0x1F", "017", "1_000", "1:20", "2001-12-14", ".inf", "<<x", "!x", "=", "'q'"]),
+)
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=20)
 
 
 @settings(max_examples=300, deadline=None)

@@ -9,6 +9,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "planner"
 MAX_LINES = 500
 
+
 def _modules() -> list[Path]:
     return sorted(p for p in PACKAGE.rglob("*.py") if "migrations" not in p.relative_to(PACKAGE).parts)
 
@@ -22,7 +23,7 @@ def _undocumented_deferred_imports(path: Path) -> list[str]:
             continue
         for node in ast.walk(function):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                nearby = lines[max(0, node.lineno - 3):node.lineno]  # its line and the 2 above
+                nearby = lines[max(0, node.lineno - 3) : node.lineno]  # its line and the 2 above
                 if not any("deferred:" in line for line in nearby):
                     found.add((node.lineno, ast.unparse(node)))
     return [f"planner/{path.relative_to(PACKAGE)}:{line}: {statement}" for line, statement in sorted(found)]
@@ -35,7 +36,6 @@ def test_imports_inside_functions_say_what_they_defer():
 
 
 def test_no_module_over_500_lines():
-    long = [f"planner/{p.relative_to(PACKAGE)}: {n} lines" for p in _modules()
-            if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    long = [f"planner/{p.relative_to(PACKAGE)}: {n} lines" for p in _modules() if (n := len(p.read_text().splitlines())) > MAX_LINES]
     print("\n".join(long))
     assert not long, "modules over 500 lines:\n" + "\n".join(long)

@@ -31,21 +31,30 @@ def _with_hypernode(pattern: str, rename: str | None = None) -> dict[str, Any]:
                 item["metadata"]["name"] = rename
             if item["kind"] == "Pod" and item["spec"].get("nodeName") == "cpu-0":
                 item["spec"]["nodeName"] = rename
-    data["items"].append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "leaf-x"},
-                          "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": pattern}}}]}})
+    data["items"].append(
+        {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": {"name": "leaf-x"},
+            "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": pattern}}}]},
+        }
+    )
     return data
 
 
 def test_a_pathological_pattern_is_evaluated_in_linear_time(tmp_path: Path) -> None:
     path = tmp_path / "list.json"
     path.write_text(json.dumps(_with_hypernode("(a+)+$", rename=SLOW_NAME)))
-    code = ("from typer.testing import CliRunner; from planner.cli import app; "
-            f"r = CliRunner().invoke(app, ['import', 'kubernetes', {str(path)!r}, '--out', {str(tmp_path / 's.json')!r}]); "
-            "print(r.exit_code); print(r.output)")
+    code = (
+        "from typer.testing import CliRunner; from planner.cli import app; "
+        f"r = CliRunner().invoke(app, ['import', 'kubernetes', {str(path)!r}, '--out', {str(tmp_path / 's.json')!r}]); "
+        "print(r.exit_code); print(r.output)"
+    )
     started = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=8, cwd=ROOT,
-                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=8, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("the HyperNode pattern took more than 8 s (backtracking)")
     assert done.stdout.startswith("0\n"), done.stdout + done.stderr
@@ -57,24 +66,41 @@ def test_a_pattern_matches_as_in_go(tmp_path: Path) -> None:
     from planner.adapters.kubernetes_hypernodes import hypernode_topology
 
     nodes = {"h100-0": {}, "h100-10": {}, "l40s-0": {}, "x-h100-1": {}}
-    hypernodes = [{"kind": "HyperNode", "metadata": {"name": "s"}, "spec": {"tier": 1, "members": [
-        {"type": "Node", "selector": {"regexMatch": {"pattern": r"^h100-\d+$"}}}]}},
-        {"kind": "HyperNode", "metadata": {"name": "t"}, "spec": {"tier": 1, "members": [
-            {"type": "Node", "selector": {"regexMatch": {"pattern": r"\pL-h100"}}}]}}]
+    hypernodes = [
+        {
+            "kind": "HyperNode",
+            "metadata": {"name": "s"},
+            "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": r"^h100-\d+$"}}}]},
+        },
+        {
+            "kind": "HyperNode",
+            "metadata": {"name": "t"},
+            "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": r"\pL-h100"}}}]},
+        },
+    ]
     found = hypernode_topology(hypernodes, nodes)
     assert found.errors == [] and found.asw == {"h100-0": "s", "h100-10": "s", "x-h100-1": "t"}
 
 
-@pytest.mark.parametrize(("pattern", "why"), [
-    ("^(?=h100)", "invalid perl operator: (?="),
-    ("(h)\\1", "invalid escape sequence: \\1"),
-    ("gpu-(", "missing ): gpu-("),
-])
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("^(?=h100)", "invalid perl operator: (?="),
+        ("(h)\\1", "invalid escape sequence: \\1"),
+        ("gpu-(", "missing ): gpu-("),
+    ],
+)
 def test_a_pattern_re2_refuses_is_exit_2_naming_hypernode_and_field(tmp_path: Path, pattern: str, why: str) -> None:
     path = tmp_path / "list.json"
     path.write_text(json.dumps(_with_hypernode(pattern)))
-    done = subprocess.run([sys.executable, "-m", "planner.cli", "import", "kubernetes", str(path), "--out", str(tmp_path / "s.json")],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-m", "planner.cli", "import", "kubernetes", str(path), "--out", str(tmp_path / "s.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 2, done.stderr
     expected = f"error: HyperNode leaf-x: spec.members[0].selector.regexMatch.pattern: {pattern!r} is not a regular expression RE2 (and Volcano's Go) accepts"
     assert done.stderr.startswith(expected) and why in done.stderr, done.stderr

@@ -49,10 +49,14 @@ def _with_duplicate_label(as_yaml: bool) -> str:
     text = json.dumps(data, indent=1)
     if as_yaml:
         text = yaml.safe_dump(data, sort_keys=False)
-        return text.replace("      nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n",
-                            "      nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n      nvidia.com/gpu.product: NVIDIA-A100\n", 1)
-    return text.replace('"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"',
-                        '"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.product": "NVIDIA-A100"', 1)
+        return text.replace(
+            "      nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n",
+            "      nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n      nvidia.com/gpu.product: NVIDIA-A100\n",
+            1,
+        )
+    return text.replace(
+        '"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"', '"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.product": "NVIDIA-A100"', 1
+    )
 
 
 @pytest.mark.parametrize("as_yaml", [False, True])
@@ -79,14 +83,16 @@ def test_a_snapshot_written_as_yaml_is_told_snapshots_are_json(tmp_path: Path) -
     assert done.exit_code == 2 and "not valid JSON" in done.output and "snapshots are JSON" in done.output, done.output
 
 
-@pytest.mark.parametrize(("label", "message"), [
-    ("  gpu.replicas: 4\n", "metadata.labels.gpu.replicas: must be a string, got 4 (quote it in YAML)"),
-    ("  zones: [a, b]\n", "metadata.labels.zones: must be a string, got a list"),
-    ("  7: seven\n", "metadata.labels: key 7 must be a string"),
-])
+@pytest.mark.parametrize(
+    ("label", "message"),
+    [
+        ("  gpu.replicas: 4\n", "metadata.labels.gpu.replicas: must be a string, got 4 (quote it in YAML)"),
+        ("  zones: [a, b]\n", "metadata.labels.zones: must be a string, got a list"),
+        ("  7: seven\n", "metadata.labels: key 7 must be a string"),
+    ],
+)
 def test_label_values_that_are_not_strings_are_refused_not_stringified(tmp_path: Path, label: str, message: str) -> None:
-    text = ("apiVersion: v1\nkind: Node\nmetadata:\n name: n0\n labels:\n" + label.replace("  ", "  ", 1) +
-            "status: {allocatable: {cpu: '8', memory: 8Gi}}\n")
+    text = "apiVersion: v1\nkind: Node\nmetadata:\n name: n0\n labels:\n" + label.replace("  ", "  ", 1) + "status: {allocatable: {cpu: '8', memory: 8Gi}}\n"
     output = _import(tmp_path, text, "in.yaml")
     assert f"Node n0: {message}" in output, output
 
@@ -95,8 +101,12 @@ def test_validate_tells_yaml_plans_and_kubernetes_snapshots_apart(tmp_path: Path
     from planner.cluster import Cluster, Node, Pod
 
     snapshot = tmp_path / "s.json"
-    snapshot.write_text(Cluster(nodes=[Node(name="n0", gpus=8, cpus=8, memory_gib=8), Node(name="n1", gpus=8, cpus=8, memory_gib=8)],
-                                pods=[Pod(name="a", gpus=2, cpus=1, node="n0"), Pod(name="b", gpus=2, cpus=1, node="n1")]).model_dump_json())
+    snapshot.write_text(
+        Cluster(
+            nodes=[Node(name="n0", gpus=8, cpus=8, memory_gib=8), Node(name="n1", gpus=8, cpus=8, memory_gib=8)],
+            pods=[Pod(name="a", gpus=2, cpus=1, node="n0"), Pod(name="b", gpus=2, cpus=1, node="n1")],
+        ).model_dump_json()
+    )
     plan = tmp_path / "plan.yaml"
     plan.write_text(runner.invoke(app, ["defrag", str(snapshot), "-o", "yaml"]).stdout)
     done = runner.invoke(app, ["validate", str(snapshot), str(plan)])

@@ -170,12 +170,7 @@ TIMED_CSV = (
     "gone,1000,1024,0,0,,LS,Succeeded,5,50,5\n"
     "never,1000,1024,0,0,,LS,Failed,60,60,\n"
 )
-UNTIMED_CSV = (
-    "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
-    "u-0,1000,1024,1,500\n"
-    "u-1,1000,1024,2,1000\n"
-    "u-2,1000,1024,8,1000\n"
-)
+UNTIMED_CSV = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nu-0,1000,1024,1,500\nu-1,1000,1024,2,1000\nu-2,1000,1024,8,1000\n"
 
 
 @pytest.fixture
@@ -190,9 +185,7 @@ def trace_dir(tmp_path: Path) -> Path:
 def test_openb_converts_units_models_and_priority(trace_dir):
     cluster = round_trip(generate_openb(at_s=30, data_dir=trace_dir))
     node = {n.name: n for n in cluster.nodes}
-    assert (node["node-a"].cpus, node["node-a"].memory_gib, node["node-a"].gpus, node["node-a"].gpu_model) == (
-        16, 64, 2, "T4"
-    )
+    assert (node["node-a"].cpus, node["node-a"].memory_gib, node["node-a"].gpus, node["node-a"].gpu_model) == (16, 64, 2, "T4")
     assert node["node-a"].asw is None and node["node-a"].spine is None
     pods = {p.name: p for p in cluster.pods}
     share = pods["share"]
@@ -267,7 +260,6 @@ def test_openb_missing_data_directory_is_a_clear_error(tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------------------------
 # openb adapter on the real trace (data/openb-2023)
 # ----------------------------------------------------------------------------------------------
-
 
 
 @pytest.mark.parametrize("at_s", [9_000_000, 10_500_000])

@@ -62,9 +62,7 @@ def test_flextopo_at_100_nodes_has_table_3_counts_and_uses_all_800_gpus(table3):
     assert sum(p.gpus for p in pods) == 800 == sum(n.gpus for n in table3.nodes)
     assert sum(p.cpus for p in pods) == 6400 == sum(n.cpus for n in table3.nodes)
     shape = {workload(p): (p.priority_value, p.priority, p.gpus, p.cpus) for p in pods}
-    assert shape == {
-        "A": (1500, "HP", 8, 64), "B": (1000, "HP", 4, 32), "C": (500, "LP", 2, 16), "D": (200, "LP", 1, 8)
-    }
+    assert shape == {"A": (1500, "HP", 8, 64), "B": (1000, "HP", 4, 32), "C": (500, "LP", 2, 16), "D": (200, "LP", 1, 8)}
     assert {n.gpu_model for n in table3.nodes} == {"RTX4090"}
     assert set(Counter(p.job for p in table3.pods).values()) == {1}  # one pod per job
 
@@ -127,7 +125,9 @@ def test_flextopo_jobs_carry_numa_qos_and_lp_pods_have_lost_work(table3):
 def test_flextopo_pending_adds_pending_single_pod_jobs_and_leaves_the_rest(table3):
     pending = [p for p in table3.pods if p.node is None]
     assert [(p.job, p.gpus, p.priority, p.priority_value) for p in pending] == [
-        ("B-new-0", 4, "HP", 1000), ("C-new-0", 2, "LP", 500), ("C-new-1", 2, "LP", 500)
+        ("B-new-0", 4, "HP", 1000),
+        ("C-new-0", 2, "LP", 500),
+        ("C-new-1", 2, "LP", 500),
     ]
     assert table3.jobs[table3.job_index()["B-new-0"]].numa.mode == "guaranteed"
     without = flextopo_cluster(100, seed=0)
@@ -143,8 +143,7 @@ def test_flextopo_pending_b_is_placed_aligned_by_preemption(table3):
 
 @pytest.mark.parametrize(
     ("kwargs", "word"),
-    [({"nodes": 0}, "--nodes"), ({"pending": {"E": 1}}, "unknown workload"), ({"pending": {"B": -1}}, "--pending"),
-     ({"seed": -1}, "--seed")],
+    [({"nodes": 0}, "--nodes"), ({"pending": {"E": 1}}, "unknown workload"), ({"pending": {"B": -1}}, "--pending"), ({"seed": -1}, "--seed")],
 )
 def test_flextopo_bad_arguments_are_named(kwargs, word):
     with pytest.raises(SnapshotError, match=word):
@@ -257,17 +256,23 @@ def test_generate_commands_are_installed(tmp_path):
     import sys
 
     out = tmp_path / "ft.json"
-    done = subprocess.run([sys.executable, "-m", "planner.cli", "generate", "flextopo", "--nodes", "4", "--pending", "B=1", "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "planner.cli", "generate", "flextopo", "--nodes", "4", "--pending", "B=1", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert any(job["name"] == "B-new-0" for job in json.loads(out.read_text())["jobs"])
     node_list = tmp_path / "nodes.csv"
     node_list.write_text("gpu_model,gpu_capacity_num,cpu_num,node_name\nA10,8,96,x1\n")
-    done = subprocess.run([sys.executable, "-m", "planner.cli", "generate", "spot", "--nodes", "-1", "--node-list", str(node_list)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "planner.cli", "generate", "spot", "--nodes", "-1", "--node-list", str(node_list)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2 and "--nodes" in done.stderr, done.stderr
-    done = subprocess.run([sys.executable, "-m", "planner.cli", "generate", "spot", "--node-list", str(tmp_path / "none.csv")],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "planner.cli", "generate", "spot", "--node-list", str(tmp_path / "none.csv")], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2 and "none.csv" in done.stderr, done.stderr
     from planner.cli.generate import generate_app
 

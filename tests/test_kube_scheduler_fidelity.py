@@ -32,8 +32,12 @@ from tests.kube_scheduler import KubeScheduler, replay_defrag, replay_placements
 from tests.kube_strategies import MixedSpec, mixed_lists, mixed_specs
 
 METHODS: dict[str, dict[str, Any]] = {
-    "heuristic": {}, "exact": {"time_limit_s": 3.0}, "hybrid": {"time_limit_s": 3.0},
-    "random": {}, "descheduler": {}, "repack": {},
+    "heuristic": {},
+    "exact": {"time_limit_s": 3.0},
+    "hybrid": {"time_limit_s": 3.0},
+    "random": {},
+    "descheduler": {},
+    "repack": {},
 }
 EXAMPLE = INSTANCES / "kubernetes" / "gpu-cluster.json"
 AUDIT = Path(__file__).parent / "data" / "k8s-mixed-200.json.gz"
@@ -52,8 +56,9 @@ def assert_admitted(objects: dict[str, Any], plan: dict[str, Any], what: str) ->
     moves = sum(len(w) for w in plan["waves"])
     refused = {(r.wave, r.pod) for r in refusals}
     reasons = Counter(f"{r.plugin}: {r.reason}" for r in refusals)
-    assert not refusals, (f"{what}: kube-scheduler refuses {len(refused)} of {moves} moves ({dict(reasons)}); first: "
-                          + "; ".join(f"wave {r.wave} {r.pod} {r.from_} -> {r.to}: {r.plugin} {r.reason}" for r in refusals[:5]))
+    assert not refusals, f"{what}: kube-scheduler refuses {len(refused)} of {moves} moves ({dict(reasons)}); first: " + "; ".join(
+        f"wave {r.wave} {r.pod} {r.from_} -> {r.to}: {r.plugin} {r.reason}" for r in refusals[:5]
+    )
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -84,8 +89,13 @@ def test_allocate_and_preempt_placements_pass_kube_scheduler(source: Path) -> No
 
 
 @pytest.mark.parametrize("method", METHODS)
-@settings(max_examples=8, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=8,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(spec=mixed_specs())
 def test_generated_mixed_cluster_moves_pass_kube_scheduler(method: str, spec: MixedSpec) -> None:
     objects = spec.objects()
@@ -103,9 +113,16 @@ def test_generated_residents_are_admitted_where_they_run(objects: dict[str, Any]
     for node, keys in list(scheduler.bound.items()):
         for key in list(keys):
             scheduler.unbind(key, node)
-            refusals = [r for r in scheduler.filter(key, node) if not (
-                scheduler.nodes[node]["spec"].get("unschedulable") and "unschedulable" in r.reason
-                or scheduler.pods[key]["metadata"]["ownerReferences"][0]["kind"] == "Node" and r.plugin == "TaintToleration")]
+            refusals = [
+                r
+                for r in scheduler.filter(key, node)
+                if not (
+                    scheduler.nodes[node]["spec"].get("unschedulable")
+                    and "unschedulable" in r.reason
+                    or scheduler.pods[key]["metadata"]["ownerReferences"][0]["kind"] == "Node"
+                    and r.plugin == "TaintToleration"
+                )
+            ]
             scheduler.bind(key, node)
             wrong += [(key, node, r) for r in refusals]
     assert not wrong, wrong[:5]

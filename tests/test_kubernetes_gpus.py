@@ -31,8 +31,12 @@ def resource(key: str) -> str:
 
 def node(name: str, labels: dict[str, str] | None = None, **resources: str) -> dict[str, Any]:
     allocatable = {"cpu": "64", "memory": "512Gi", **{resource(k): v for k, v in resources.items()}}
-    return {"kind": "Node", "metadata": {"name": name, "labels": {"nvidia.com/gpu.product": "L40S", **(labels or {})}},
-            "spec": {}, "status": {"allocatable": allocatable}}
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"nvidia.com/gpu.product": "L40S", **(labels or {})}},
+        "spec": {},
+        "status": {"allocatable": allocatable},
+    }
 
 
 def pod(name: str, where: str | None, requests: dict[str, str], owner: str = "Deployment", **meta: Any) -> dict[str, Any]:
@@ -40,8 +44,12 @@ def pod(name: str, where: str | None, requests: dict[str, str], owner: str = "De
     spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", **requests}}}]}
     if where:
         spec["nodeName"] = where
-    return {"kind": "Pod", "metadata": {"name": name, "namespace": "ml", "ownerReferences": owners, **meta}, "spec": spec,
-            "status": {"phase": "Running" if where else "Pending"}}
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml", "ownerReferences": owners, **meta},
+        "spec": spec,
+        "status": {"phase": "Running" if where else "Pending"},
+    }
 
 
 def imported(*items: dict[str, Any], config: str | None = None) -> tuple[Cluster, list[str]]:
@@ -60,9 +68,13 @@ def by_name(cluster: Cluster) -> dict[str, Any]:
 
 def test_time_slicing_without_renaming_divides_the_advertised_gpus_by_the_replicas() -> None:
     replicas = {"nvidia.com/gpu.replicas": "4"}
-    cluster, warnings = imported(node("ts", replicas, nvidia__com_gpu="16"), pod("a", "ts", {"nvidia.com/gpu": "1"}),
-                                 pod("b", "ts", {"nvidia.com/gpu": "2"}), pod("c", "ts", {"nvidia.com/gpu": "4"}),
-                                 pod("d", None, {"nvidia.com/gpu": "1"}))
+    cluster, warnings = imported(
+        node("ts", replicas, nvidia__com_gpu="16"),
+        pod("a", "ts", {"nvidia.com/gpu": "1"}),
+        pod("b", "ts", {"nvidia.com/gpu": "2"}),
+        pod("c", "ts", {"nvidia.com/gpu": "4"}),
+        pod("d", None, {"nvidia.com/gpu": "1"}),
+    )
     x = by_name(cluster)
     assert x["ts"].gpus == 4  # 16 replicas / 4
     assert (x["a"].gpus, x["b"].gpus, x["c"].gpus) == (0.25, 0.5, 1)
@@ -91,41 +103,52 @@ def test_renamed_time_slicing_koordinator_and_aliyun_shares() -> None:
 
 
 def test_a_pending_share_against_nodes_that_differ_takes_the_smallest_units_with_a_warning() -> None:
-    cluster, warnings = imported(node("a", aliyun__com_gpu_mem="64", aliyun__com_gpu_count="4"),  # 16 GiB per GPU
-                                 node("b", aliyun__com_gpu_mem="320", aliyun__com_gpu_count="4"),  # 80 GiB per GPU
-                                 pod("p", None, {"aliyun.com/gpu-mem": "8"}))
+    cluster, warnings = imported(
+        node("a", aliyun__com_gpu_mem="64", aliyun__com_gpu_count="4"),  # 16 GiB per GPU
+        node("b", aliyun__com_gpu_mem="320", aliyun__com_gpu_count="4"),  # 80 GiB per GPU
+        pod("p", None, {"aliyun.com/gpu-mem": "8"}),
+    )
     assert by_name(cluster)["p"].gpus == 0.5  # 8 of 16, never the 0.1 of the larger GPUs
     assert len(warnings) == 1 and warnings[0].startswith("Pod ml/p: spec.containers[*].resources.requests.aliyun.com/gpu-mem: nodes count 16, 80")
 
 
 def test_requests_without_a_snapshot_form_lock_placed_pods_and_leave_pending_ones_out() -> None:
-    cluster, warnings = imported(node("ts", {"nvidia.com/gpu.replicas": "4"}, nvidia__com_gpu="16"),
-                                 pod("odd", "ts", {"nvidia.com/gpu": "6"}),  # 1.5 GPUs of replicas over two devices
-                                 pod("nowhere", None, {"nvidia.com/gpu.shared": "1"}))  # no node offers it
+    cluster, warnings = imported(
+        node("ts", {"nvidia.com/gpu.replicas": "4"}, nvidia__com_gpu="16"),
+        pod("odd", "ts", {"nvidia.com/gpu": "6"}),  # 1.5 GPUs of replicas over two devices
+        pod("nowhere", None, {"nvidia.com/gpu.shared": "1"}),
+    )  # no node offers it
     x = by_name(cluster)
     assert x["odd"].locked and x["odd"].gpus == 2 and "nowhere" not in x
     assert any(w.startswith("Pod ml/odd: spec.containers[*].resources.requests: 1.5 GPUs is neither a share") for w in warnings)
-    assert any(w.startswith("Pod ml/nowhere: spec.containers[*].resources.requests.nvidia.com/gpu.shared: "
-                            "nvidia.com/gpu.shared is offered by no node") and "left out" in w for w in warnings)
+    assert any(
+        w.startswith("Pod ml/nowhere: spec.containers[*].resources.requests.nvidia.com/gpu.shared: nvidia.com/gpu.shared is offered by no node")
+        and "left out" in w
+        for w in warnings
+    )
 
 
 def test_disagreeing_gpu_resources_warn_and_take_the_most() -> None:
     cluster, warnings = imported(node("k", nvidia__com_gpu="8", koordinator__sh_gpu_core="400"))
     assert cluster.nodes[0].gpus == 8
-    assert warnings == [("Node k: status.allocatable: its GPU resources disagree (8 by nvidia.com/gpu, "
-                        "4 by koordinator.sh/gpu-core / 100); 8 GPUs taken")]
+    assert warnings == [("Node k: status.allocatable: its GPU resources disagree (8 by nvidia.com/gpu, 4 by koordinator.sh/gpu-core / 100); 8 GPUs taken")]
 
 
-@pytest.mark.parametrize(("item", "message"), [
-    (node("ts", {"nvidia.com/gpu.replicas": "zero"}, nvidia__com_gpu="8"),
-     "Node ts: metadata.labels.nvidia.com/gpu.replicas: 'zero' is not a positive whole number"),
-    (node("ts", {"nvidia.com/gpu.replicas": "3"}, nvidia__com_gpu="8"),
-     "Node ts: status.allocatable: nvidia.com/gpu / 3 replicas gives 2.66667 GPUs; a node has whole GPUs"),
-    (node("ts", nvidia__com_gpu__shared="8"),
-     "Node ts: metadata.labels.nvidia.com/gpu.replicas: missing: the node offers nvidia.com/gpu.shared"),
-    (node("ali", aliyun__com_gpu_mem="64"),
-     "Node ali: status.allocatable.aliyun.com/gpu-mem: offered by a node with no device count"),
-])
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        (
+            node("ts", {"nvidia.com/gpu.replicas": "zero"}, nvidia__com_gpu="8"),
+            "Node ts: metadata.labels.nvidia.com/gpu.replicas: 'zero' is not a positive whole number",
+        ),
+        (
+            node("ts", {"nvidia.com/gpu.replicas": "3"}, nvidia__com_gpu="8"),
+            "Node ts: status.allocatable: nvidia.com/gpu / 3 replicas gives 2.66667 GPUs; a node has whole GPUs",
+        ),
+        (node("ts", nvidia__com_gpu__shared="8"), "Node ts: metadata.labels.nvidia.com/gpu.replicas: missing: the node offers nvidia.com/gpu.shared"),
+        (node("ali", aliyun__com_gpu_mem="64"), "Node ali: status.allocatable.aliyun.com/gpu-mem: offered by a node with no device count"),
+    ],
+)
 def test_unreadable_gpu_resources_are_errors_naming_the_node_and_field(item: dict[str, Any], message: str) -> None:
     with pytest.raises(SnapshotError) as err:
         imported(item)
@@ -148,10 +171,13 @@ def test_a_share_config_with_two_unit_sources_is_refused_by_key(tmp_path: Path) 
 
 
 def test_mig_slices_of_one_profile_are_their_own_model() -> None:
-    cluster, warnings = imported(node("mig", {"nvidia.com/gpu.product": "A100-80GB"}, nvidia__com_mig_1g__10gb="7"),
-                                 node("whole", nvidia__com_gpu="8"),
-                                 pod("e", "mig", {"nvidia.com/mig-1g.10gb": "1"}), pod("f", None, {"nvidia.com/mig-1g.10gb": "2"}),
-                                 pod("g", None, {"nvidia.com/mig-3g.40gb": "1"}))
+    cluster, warnings = imported(
+        node("mig", {"nvidia.com/gpu.product": "A100-80GB"}, nvidia__com_mig_1g__10gb="7"),
+        node("whole", nvidia__com_gpu="8"),
+        pod("e", "mig", {"nvidia.com/mig-1g.10gb": "1"}),
+        pod("f", None, {"nvidia.com/mig-1g.10gb": "2"}),
+        pod("g", None, {"nvidia.com/mig-3g.40gb": "1"}),
+    )
     x = by_name(cluster)
     assert (x["mig"].gpu_model, x["mig"].gpus) == ("A100-80GB-MIG-1g.10gb", 7)
     assert x["e"].gpu_models == x["f"].gpu_models == ["A100-80GB-MIG-1g.10gb"] and x["f"].gpus == 2
@@ -163,19 +189,20 @@ def test_mig_slices_of_one_profile_are_their_own_model() -> None:
 def test_a_node_of_mixed_mig_profiles_is_planned_per_profile() -> None:
     """Issue 40: a mixed-profile MIG node is planned per profile by name instead of cordoned: a 1g
     pod may arrive while a 1g slice is free, never on the 3g slice, and never beyond its profile."""
-    cluster, warnings = imported(node("mixed", nvidia__com_mig_1g__10gb="4", nvidia__com_mig_3g__40gb="1"),
-                                 node("single", nvidia__com_mig_1g__10gb="7"),
-                                 pod("a", "mixed", {"nvidia.com/mig-3g.40gb": "1"}),
-                                 pod("b", "single", {"nvidia.com/mig-1g.10gb": "1"}),
-                                 pod("two", None, {"nvidia.com/mig-3g.40gb": "1", "nvidia.com/mig-1g.10gb": "1"}))
+    cluster, warnings = imported(
+        node("mixed", nvidia__com_mig_1g__10gb="4", nvidia__com_mig_3g__40gb="1"),
+        node("single", nvidia__com_mig_1g__10gb="7"),
+        pod("a", "mixed", {"nvidia.com/mig-3g.40gb": "1"}),
+        pod("b", "single", {"nvidia.com/mig-1g.10gb": "1"}),
+        pod("two", None, {"nvidia.com/mig-3g.40gb": "1", "nvidia.com/mig-1g.10gb": "1"}),
+    )
     x = by_name(cluster)
     assert (x["mixed"].schedulable, x["mixed"].gpus, x["mixed"].gpu_model) == (True, 5, "L40S-MIG-mixed")
     assert x["mixed"].resources == {"nvidia.com/mig-1g.10gb": 4, "nvidia.com/mig-3g.40gb": 1}
     assert not x["a"].locked and "two" not in x
     assert x["b"].gpu_models == ["L40S-MIG-1g.10gb", "L40S-MIG-mixed"]
     assert not any(w.startswith("Node mixed") for w in warnings)
-    assert any(w.startswith("Pod ml/two: spec.containers[*].resources.requests: MIG slices of 1g.10gb, 3g.40gb are not one GPU model")
-               for w in warnings)
+    assert any(w.startswith("Pod ml/two: spec.containers[*].resources.requests: MIG slices of 1g.10gb, 3g.40gb are not one GPU model") for w in warnings)
     mixed, b = x["mixed"], x["b"]
     assert rules.may_arrive(b, mixed) and rules.pods_fit(mixed, [x["a"]], [b])
     # four 1g pods fill the 1g slices; a fifth would need the 3g slice, which Kubernetes never gives it
@@ -191,8 +218,7 @@ def test_a_node_of_mixed_mig_profiles_is_planned_per_profile() -> None:
 
 
 def pod_group(name: str, member: Any) -> dict[str, Any]:
-    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": name, "namespace": "ml"},
-            "spec": {"minMember": member}}
+    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": name, "namespace": "ml"}, "spec": {"minMember": member}}
 
 
 def test_pod_group_min_member_and_controllers() -> None:
@@ -216,11 +242,16 @@ def test_pod_group_min_member_and_controllers() -> None:
 
 
 def test_a_gang_whose_pod_group_is_missing_starts_whole_with_a_warning() -> None:
-    cluster, warnings = imported(node("a", nvidia__com_gpu="8"),
-                                 *(pod(f"g-{i}", None, {}, owner="", labels={"scheduling.x-k8s.io/pod-group": "g"}) for i in range(2)))
+    cluster, warnings = imported(
+        node("a", nvidia__com_gpu="8"), *(pod(f"g-{i}", None, {}, owner="", labels={"scheduling.x-k8s.io/pod-group": "g"}) for i in range(2))
+    )
     assert cluster.jobs[0].min_available is None
-    assert warnings == [("Pod ml/g-0: metadata.labels.scheduling.x-k8s.io/pod-group: PodGroup 'g' is not in the input; job "
-                        "'ml/scheduling.x-k8s.io/pod-group=g' is taken to start whole (give kubectl get podgroups -A -o json too)")]
+    assert warnings == [
+        (
+            "Pod ml/g-0: metadata.labels.scheduling.x-k8s.io/pod-group: PodGroup 'g' is not in the input; job "
+            "'ml/scheduling.x-k8s.io/pod-group=g' is taken to start whole (give kubectl get podgroups -A -o json too)"
+        )
+    ]
 
 
 def test_a_bad_min_member_exits_2_naming_the_pod_group(tmp_path: Path) -> None:

@@ -16,8 +16,7 @@ from planner.cluster import SnapshotError
 
 
 def hypernode(name: str, tier: Any, *members: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name},
-            "spec": {"tier": tier, "members": list(members)}}
+    return {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": name}, "spec": {"tier": tier, "members": list(members)}}
 
 
 def exact(name: str, kind: str = "Node") -> dict[str, Any]:
@@ -50,22 +49,27 @@ def test_a_two_tier_tree_gives_each_node_its_leaf_and_spine() -> None:
 
 
 def test_the_tiers_are_configurable_and_unmapped_tiers_warn() -> None:
-    found = hypernode_topology([*TREE, hypernode("root", 3, exact("p0", "HyperNode"), exact("p1", "HyperNode"))], NODES,
-                               asw_tier=2, spine_tier=3)
+    found = hypernode_topology([*TREE, hypernode("root", 3, exact("p0", "HyperNode"), exact("p1", "HyperNode"))], NODES, asw_tier=2, spine_tier=3)
     assert found.asw["gpu-10"] == "p1" and found.spine["gpu-0"] == "root"
     assert found.warnings == ["HyperNode tiers 1: not mapped to asw or spine (hypernode_tiers maps asw to 2, spine to 3); ignored"]
 
 
-@pytest.mark.parametrize(("objects", "message"), [
-    ([hypernode("a", 1, exact("gpu-0")), hypernode("b", 1, regex("gpu-0"))],
-     "HyperNode b: spec.members[0]: Node 'gpu-0' is also under HyperNode 'a' of tier 1; the network must be a tree"),
-    ([hypernode("a", 1, {"type": "Node", "selector": {"exactMatch": {"name": "x"}, "regexMatch": {"pattern": "y"}}})],
-     "HyperNode a: spec.members[0].selector: give exactly one of exactMatch, regexMatch, labelMatch, got 2"),
-    ([hypernode("a", 1, regex("gpu-("))], "HyperNode a: spec.members[0].selector.regexMatch.pattern: 'gpu-(' is not a regular expression"),
-    ([hypernode("a", 1, {"type": "Rack", "selector": {"exactMatch": {"name": "x"}}})],
-     "HyperNode a: spec.members[0].type: 'Rack' is not a member type"),
-    ([hypernode("a", "one", exact("gpu-0"))], "HyperNode a: spec.tier: must be a whole number"),
-])
+@pytest.mark.parametrize(
+    ("objects", "message"),
+    [
+        (
+            [hypernode("a", 1, exact("gpu-0")), hypernode("b", 1, regex("gpu-0"))],
+            "HyperNode b: spec.members[0]: Node 'gpu-0' is also under HyperNode 'a' of tier 1; the network must be a tree",
+        ),
+        (
+            [hypernode("a", 1, {"type": "Node", "selector": {"exactMatch": {"name": "x"}, "regexMatch": {"pattern": "y"}}})],
+            "HyperNode a: spec.members[0].selector: give exactly one of exactMatch, regexMatch, labelMatch, got 2",
+        ),
+        ([hypernode("a", 1, regex("gpu-("))], "HyperNode a: spec.members[0].selector.regexMatch.pattern: 'gpu-(' is not a regular expression"),
+        ([hypernode("a", 1, {"type": "Rack", "selector": {"exactMatch": {"name": "x"}}})], "HyperNode a: spec.members[0].type: 'Rack' is not a member type"),
+        ([hypernode("a", "one", exact("gpu-0"))], "HyperNode a: spec.tier: must be a whole number"),
+    ],
+)
 def test_broken_trees_are_errors_naming_the_hypernode_and_field(objects: list[dict[str, Any]], message: str) -> None:
     found = hypernode_topology(objects, NODES)
     assert any(e.startswith(message) for e in found.errors), found.errors
@@ -82,8 +86,7 @@ def node_object(name: str, labels: dict[str, str]) -> dict[str, Any]:
 
 
 def test_the_importer_uses_hypernodes_where_labels_name_no_switch() -> None:
-    items = [node_object(n, {**labels, **({"network.topology.nvidia.com/leaf": "leaf-x"} if n == "gpu-0" else {})})
-             for n, labels in NODES.items()]
+    items = [node_object(n, {**labels, **({"network.topology.nvidia.com/leaf": "leaf-x"} if n == "gpu-0" else {})}) for n, labels in NODES.items()]
     document = json.dumps({"kind": "List", "items": [*items, *TREE]})
     nodes = {n.name: n for n in import_kubernetes([(document, "in.json")]).cluster.nodes}
     assert (nodes["gpu-0"].asw, nodes["gpu-0"].spine) == ("leaf-x", "p0")  # the label first, the HyperNode fills the spine

@@ -33,12 +33,28 @@ GIB = 2**30
 # ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "value"), [
-    ("500m", Fraction(1, 2)), ("64Gi", 64 * GIB), ("1.5", Fraction(3, 2)), ("1e3", 1000), ("100Ki", 102400),
-    ("1E", 10**18), ("1E3", 1000), ("2.5e-3", Fraction(1, 400)), (".5", Fraction(1, 2)), ("3k", 3000),
-    ("1M", 10**6), ("128974848", 128974848), ("129e6", 129_000_000), ("123Mi", 123 * 2**20), ("250u", Fraction(1, 4000)),
-    ("+4", 4), (8, 8),
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("500m", Fraction(1, 2)),
+        ("64Gi", 64 * GIB),
+        ("1.5", Fraction(3, 2)),
+        ("1e3", 1000),
+        ("100Ki", 102400),
+        ("1E", 10**18),
+        ("1E3", 1000),
+        ("2.5e-3", Fraction(1, 400)),
+        (".5", Fraction(1, 2)),
+        ("3k", 3000),
+        ("1M", 10**6),
+        ("128974848", 128974848),
+        ("129e6", 129_000_000),
+        ("123Mi", 123 * 2**20),
+        ("250u", Fraction(1, 4000)),
+        ("+4", 4),
+        (8, 8),
+    ],
+)
 def test_quantities_parse_exactly(text: Any, value: Any) -> None:
     assert parse_quantity(text, "q") == value
 
@@ -84,23 +100,54 @@ def test_import_gives_the_same_bytes_whatever_the_hash_seed(tmp_path: Path) -> N
     import subprocess
     import sys
 
-    resources = {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Gi", "nvidia.com/gpu": "1", "example.com/a": "1",
-                 "example.com/b": "1", "example.com/c": "1"}
+    resources = {
+        "cpu": "1",
+        "memory": "1Gi",
+        "ephemeral-storage": "1Gi",
+        "nvidia.com/gpu": "1",
+        "example.com/a": "1",
+        "example.com/b": "1",
+        "example.com/c": "1",
+    }
     items = [
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"},
-         "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "ephemeral-storage": "1Ti",
-                                    "nvidia.com/gpu": "8", **{f"example.com/{x}": "8" for x in "abc"}}}},
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p0", "namespace": "default"},
-         "spec": {"nodeName": "n0", "containers": [{"name": "c", "resources": {"requests": resources}}],
-                  "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2"}}}]},
-         "status": {"phase": "Running"}},
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n0"},
+            "status": {
+                "allocatable": {
+                    "cpu": "64",
+                    "memory": "512Gi",
+                    "pods": "110",
+                    "ephemeral-storage": "1Ti",
+                    "nvidia.com/gpu": "8",
+                    **{f"example.com/{x}": "8" for x in "abc"},
+                }
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p0", "namespace": "default"},
+            "spec": {
+                "nodeName": "n0",
+                "containers": [{"name": "c", "resources": {"requests": resources}}],
+                "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2"}}}],
+            },
+            "status": {"phase": "Running"},
+        },
     ]
     source = tmp_path / "list.json"
     source.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     outputs = set()
     for seed in ("1", "2", "3"):
-        done = subprocess.run([sys.executable, "-m", "planner.cli", "import", "kubernetes", str(source)], capture_output=True,
-                              text=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": seed})
+        done = subprocess.run(
+            [sys.executable, "-m", "planner.cli", "import", "kubernetes", str(source)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
         assert done.returncode == 0, done.stderr
         outputs.add(done.stdout)
     assert len(outputs) == 1
@@ -132,14 +179,28 @@ def test_the_printed_default_config_is_the_default() -> None:
 
 def k_node(name: str, gpus: int = 8, labels: dict | None = None, taints: list | None = None, **spec: Any) -> dict[str, Any]:
     allocatable = {"cpu": "63500m", "memory": "500Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
-    return {"kind": "Node", "apiVersion": "v1",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-            "spec": {"taints": taints or [], **spec}, "status": {"allocatable": allocatable, "capacity": allocatable}}
+    return {
+        "kind": "Node",
+        "apiVersion": "v1",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": {"taints": taints or [], **spec},
+        "status": {"allocatable": allocatable, "capacity": allocatable},
+    }
 
 
-def k_pod(name: str, node: str | None, namespace: str = "ml", owner: tuple[str, str] | None = ("Job", "train"),
-          gpu: str | None = "1", cpu: str = "2", memory: str = "16Gi", labels: dict | None = None,
-          annotations: dict | None = None, phase: str = "Running", **spec: Any) -> dict[str, Any]:
+def k_pod(
+    name: str,
+    node: str | None,
+    namespace: str = "ml",
+    owner: tuple[str, str] | None = ("Job", "train"),
+    gpu: str | None = "1",
+    cpu: str = "2",
+    memory: str = "16Gi",
+    labels: dict | None = None,
+    annotations: dict | None = None,
+    phase: str = "Running",
+    **spec: Any,
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels or {}, "annotations": annotations or {}}
     if owner:
         meta["ownerReferences"] = [{"kind": owner[0], "name": owner[1], "controller": True, "apiVersion": "v1", "uid": "u"}]
@@ -163,28 +224,49 @@ def small_list() -> dict[str, Any]:
         k_node("a100-1", labels={PRODUCT: "A100", leaf: "leaf-1", "network.topology.nvidia.com/spine": "sp"}),
         k_node("infer-0", gpus=4, labels={PRODUCT: "L40S", leaf: "leaf-2"}, taints=[TAINT, {"key": "soft", "effect": "PreferNoSchedule"}]),
     ]
-    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}]}}
-    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": PRODUCT, "operator": "In", "values": ["L40S"]}]},
-        {"matchExpressions": [{"key": PRODUCT, "operator": "Exists"}, {"key": "spot", "operator": "DoesNotExist"}]}]}}}
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}]
+        }
+    }
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": PRODUCT, "operator": "In", "values": ["L40S"]}]},
+                    {"matchExpressions": [{"key": PRODUCT, "operator": "Exists"}, {"key": "spot", "operator": "DoesNotExist"}]},
+                ]
+            }
+        }
+    }
     pods = [
         k_pod("exporter-a100-0", "a100-0", namespace="mon", owner=("DaemonSet", "exporter"), gpu=None, cpu="500m", memory="512Mi"),
         k_pod("db-0", "a100-0", owner=("StatefulSet", "db"), gpu=None, labels={"app": "db"}, affinity=anti),
         k_pod("db-1", "a100-1", owner=("StatefulSet", "db"), gpu=None, labels={"app": "db"}, affinity=anti),
-        k_pod("serve-0", "infer-0", owner=("ReplicaSet", "serve-5c6d"), labels={"pod-template-hash": "5c6d"},
-              tolerations=[{"key": "dedicated", "operator": "Equal", "value": "infer", "effect": "NoSchedule"},
-                           {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
-              affinity=affinity, priority=1000),
+        k_pod(
+            "serve-0",
+            "infer-0",
+            owner=("ReplicaSet", "serve-5c6d"),
+            labels={"pod-template-hash": "5c6d"},
+            tolerations=[
+                {"key": "dedicated", "operator": "Equal", "value": "infer", "effect": "NoSchedule"},
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            ],
+            affinity=affinity,
+            priority=1000,
+        ),
         k_pod("train-0", "a100-1", owner=("Job", "train-0"), gpu="1", priority=-10, priorityClassName="spot"),
-        k_pod("train-1", "infer-0", owner=("Job", "train-1"), gpu="1", priority=-10,
-              tolerations=[{"key": "dedicated", "operator": "Exists"}]),
+        k_pod("train-1", "infer-0", owner=("Job", "train-1"), gpu="1", priority=-10, tolerations=[{"key": "dedicated", "operator": "Exists"}]),
         k_pod("train-2", "a100-0", owner=("Job", "train-2"), gpu="2"),
         k_pod("pending-0", None, owner=("Job", "big"), gpu="8", phase="Pending", priority=500),
         k_pod("done-0", "a100-0", owner=("Job", "done"), phase="Succeeded"),
     ]
-    budget = {"kind": "PodDisruptionBudget", "apiVersion": "policy/v1", "metadata": {"name": "db", "namespace": "ml"},
-              "spec": {"selector": {"matchLabels": {"app": "db"}}, "minAvailable": "50%"}}
+    budget = {
+        "kind": "PodDisruptionBudget",
+        "apiVersion": "policy/v1",
+        "metadata": {"name": "db", "namespace": "ml"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}, "minAvailable": "50%"},
+    }
     return {"apiVersion": "v1", "kind": "List", "items": [*nodes, *pods, budget]}
 
 
@@ -213,9 +295,13 @@ def test_small_list_field_by_field() -> None:
     serve = pods["serve-0"]
     assert serve.job == "ml/Deployment/serve" and (serve.priority, serve.priority_value) == ("HP", 1000)
     assert [(t.key, t.operator, t.value, t.effect) for t in serve.tolerations] == [
-        ("dedicated", "Equal", "infer", "NoSchedule"), ("node.kubernetes.io/not-ready", "Exists", "", "NoExecute")]
+        ("dedicated", "Equal", "infer", "NoSchedule"),
+        ("node.kubernetes.io/not-ready", "Exists", "", "NoExecute"),
+    ]
     assert [[(r.key, r.operator, r.values) for r in term] for term in serve.node_affinity] == [
-        [(PRODUCT, "In", ["L40S"])], [(PRODUCT, "Exists", []), ("spot", "DoesNotExist", [])]]
+        [(PRODUCT, "In", ["L40S"])],
+        [(PRODUCT, "Exists", []), ("spot", "DoesNotExist", [])],
+    ]
     assert (pods["train-0"].priority, pods["train-0"].priority_value) == ("LP", -10)
     assert pods["train-2"].priority_value is None and pods["train-2"].priority == "HP"
     pending = pods["pending-0"]
@@ -249,16 +335,24 @@ def test_inexpressible_rules_lock_placed_pods_with_a_warning() -> None:
     doc["items"].append(k_pod("spread-0", "a100-1", owner=("Job", "sp"), gpu=None, topologySpreadConstraints=spread))
     result = imported(doc)
     assert next(p for p in result.cluster.pods if p.name == "spread-0").locked
-    assert result.warnings == [("Pod ml/spread-0: spec.topologySpreadConstraints[0]: a DoNotSchedule topology spread is not "
-                               "modelled; the pod is locked where it stands")]
+    assert result.warnings == [
+        ("Pod ml/spread-0: spec.topologySpreadConstraints[0]: a DoNotSchedule topology spread is not modelled; the pod is locked where it stands")
+    ]
 
 
 def test_gang_labels_and_kueue_topology_make_one_job() -> None:
     doc = small_list()
     for i in range(2):
-        doc["items"].append(k_pod(f"js-{i}", None, owner=("Job", f"js-workers-{i}"), phase="Pending",
-                                  labels={"jobset.sigs.k8s.io/jobset-name": "pretrain"},
-                                  annotations={"kueue.x-k8s.io/podset-required-topology": "network.topology.nvidia.com/leaf"}))
+        doc["items"].append(
+            k_pod(
+                f"js-{i}",
+                None,
+                owner=("Job", f"js-workers-{i}"),
+                phase="Pending",
+                labels={"jobset.sigs.k8s.io/jobset-name": "pretrain"},
+                annotations={"kueue.x-k8s.io/podset-required-topology": "network.topology.nvidia.com/leaf"},
+            )
+        )
     cluster = imported(doc).cluster
     job = next(j for j in cluster.jobs if j.name == "ml/jobset.sigs.k8s.io/jobset-name=pretrain")
     assert (job.topology.level, job.topology.mode) == ("asw", "required")
@@ -267,10 +361,20 @@ def test_gang_labels_and_kueue_topology_make_one_job() -> None:
 
 def test_budget_over_two_jobs_is_split_and_an_empty_one_warns() -> None:
     doc = small_list()
-    doc["items"].append({"kind": "PodDisruptionBudget", "metadata": {"name": "all-train", "namespace": "ml"},
-                         "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}, "maxUnavailable": 3}})
-    doc["items"].append({"kind": "PodDisruptionBudget", "metadata": {"name": "nothing", "namespace": "ml"},
-                         "spec": {"selector": {"matchLabels": {"app": "ghost"}}, "maxUnavailable": 1}})
+    doc["items"].append(
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "all-train", "namespace": "ml"},
+            "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}, "maxUnavailable": 3},
+        }
+    )
+    doc["items"].append(
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "nothing", "namespace": "ml"},
+            "spec": {"selector": {"matchLabels": {"app": "ghost"}}, "maxUnavailable": 1},
+        }
+    )
     result = imported(doc)
     jobs = {j.name: j for j in result.cluster.jobs}
     shares = {jobs[name].disruption.max_unavailable for name in ("ml/Job/train-0", "ml/Job/train-1", "ml/Job/train-2", "ml/Job/big")}
@@ -380,6 +484,7 @@ def test_unreadable_input_exits_2(tmp_path: Path) -> None:
 def test_unknown_quantity_suffix_names_pod_and_field(tmp_path: Path) -> None:
     def bad(items: list) -> None:
         items[4]["spec"]["containers"][0]["resources"]["requests"]["memory"] = "16GB"
+
     message = import_error(tmp_path, with_item(bad))
     assert "error: Pod ml/db-0: spec.containers[0].resources.requests.memory: '16GB': unknown quantity suffix 'GB'" in message
 
@@ -387,24 +492,28 @@ def test_unknown_quantity_suffix_names_pod_and_field(tmp_path: Path) -> None:
 def test_negative_quantity_names_node_and_field(tmp_path: Path) -> None:
     def bad(items: list) -> None:
         items[0]["status"]["allocatable"]["cpu"] = "-4"
+
     assert "Node a100-0: status.allocatable.cpu: negative quantity '-4'" in import_error(tmp_path, with_item(bad))
 
 
 def test_pod_on_unknown_node(tmp_path: Path) -> None:
     def bad(items: list) -> None:
         items[5]["spec"]["nodeName"] = "ghost"
+
     assert "Pod ml/db-1: spec.nodeName: unknown node 'ghost'" in import_error(tmp_path, with_item(bad))
 
 
 def test_bad_budget_and_conflicting_duplicates(tmp_path: Path) -> None:
     def bad(items: list) -> None:
         items[-1]["spec"]["minAvailable"] = "half"
+
     assert "PodDisruptionBudget ml/db: spec.minAvailable: must be a whole number or a percentage" in import_error(tmp_path, with_item(bad))
 
     def twice(items: list) -> None:
         other = copy.deepcopy(items[5])
         other["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"
         items.append(other)
+
     assert "Pod ml/db-1: given twice with different contents" in import_error(tmp_path, with_item(twice))
 
 
@@ -440,8 +549,11 @@ def test_snapshot_error_is_raised_by_the_library_too() -> None:
 def test_one_sided_anti_affinity_is_encoded_exactly() -> None:
     """web avoids db pods; db pods (no term of their own) may share a node with each other."""
     doc = small_list()
-    avoid_db = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"tier": "cache"}}}]}}
+    avoid_db = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"tier": "cache"}}}]
+        }
+    }
     doc["items"] += [
         k_pod("web-0", None, owner=("Job", "web"), gpu=None, phase="Pending", affinity=avoid_db),
         k_pod("web-1", None, owner=("Job", "web"), gpu=None, phase="Pending", affinity=avoid_db),
@@ -459,15 +571,24 @@ def test_one_sided_anti_affinity_is_encoded_exactly() -> None:
 
 def test_pending_pod_with_an_inexpressible_rule_warns() -> None:
     doc = small_list()
-    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "gpu-count", "operator": "Gt", "values": ["4"]}]}]}}}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu-count", "operator": "Gt", "values": ["4"]}]}]
+            }
+        }
+    }
     doc["items"].append(k_pod("picky", None, owner=("Job", "picky"), phase="Pending", affinity=affinity))
     result = imported(doc)
     picky = next(p for p in result.cluster.pods if p.name == "picky")
     assert picky.node_affinity is None and not picky.locked
-    assert result.warnings == [("Pod ml/picky: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-                               ".nodeSelectorTerms[0].matchExpressions[0].operator: operator 'Gt' is not modelled; left out: "
-                               "a plan may place the pod where Kubernetes would not")]
+    assert result.warnings == [
+        (
+            "Pod ml/picky: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            ".nodeSelectorTerms[0].matchExpressions[0].operator: operator 'Gt' is not modelled; left out: "
+            "a plan may place the pod where Kubernetes would not"
+        )
+    ]
 
 
 def _anti_pod(name: str, namespace: str, node: str, ns_selector: dict | None = None) -> dict:
@@ -475,10 +596,16 @@ def _anti_pod(name: str, namespace: str, node: str, ns_selector: dict | None = N
     if ns_selector is not None:
         term["namespaceSelector"] = ns_selector
     owner = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": f"db-{namespace}", "uid": "u", "controller": True}]
-    return {"kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": {"app": "db"}, "ownerReferences": owner},
-            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
-                     "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}},
-            "status": {"phase": "Running"}}
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "db"}, "ownerReferences": owner},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+        },
+        "status": {"phase": "Running"},
+    }
 
 
 def test_a_namespace_selector_in_anti_affinity_is_resolved_with_namespace_objects() -> None:

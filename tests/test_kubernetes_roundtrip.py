@@ -61,8 +61,7 @@ def round_trip(cluster: Cluster, config: ImportConfig | None = None, **options: 
     # where no node has GPUs, a named resource no node lists): it can start nowhere
     back = imported.cluster
     offered = {k for n in back.nodes for k, v in (n.resources or {}).items() if v > 0}
-    unplaceable = [f"Pod {p.namespace or 'default'}/{p.name}" for p in back.pods
-                   if p.node is None and {k for k, v in p.requests.items() if v > 0} - offered]
+    unplaceable = [f"Pod {p.namespace or 'default'}/{p.name}" for p in back.pods if p.node is None and {k for k, v in p.requests.items() if v > 0} - offered]
     assert [w.split(": ")[0] for w in imported.warnings] == unplaceable
     assert all(w.endswith(": no node offers it; the pod cannot be placed") for w in imported.warnings)
     return exported, imported.cluster
@@ -92,8 +91,18 @@ def affinity_of(pod: Pod) -> list[list[tuple[str, str, list[str]]]] | None:
 
 
 def node_view(node: Node) -> dict[str, Any]:
-    return {"name": node.name, "gpus": node.gpus, "cpus": node.cpus, "memory_gib": node.memory_gib, "gpu_model": node.gpu_model,
-            "asw": node.asw, "spine": node.spine, "schedulable": node.schedulable, "taints": node.taints, "labels": node.labels}
+    return {
+        "name": node.name,
+        "gpus": node.gpus,
+        "cpus": node.cpus,
+        "memory_gib": node.memory_gib,
+        "gpu_model": node.gpu_model,
+        "asw": node.asw,
+        "spine": node.spine,
+        "schedulable": node.schedulable,
+        "taints": node.taints,
+        "labels": node.labels,
+    }
 
 
 def expected_node(node: Node) -> dict[str, Any]:
@@ -106,15 +115,31 @@ def expected_node(node: Node) -> dict[str, Any]:
 
 
 def pod_view(pod: Pod, job: str | None) -> dict[str, Any]:
-    return {"name": pod.name, "namespace": pod.namespace, "node": pod.node, "job": job, "gpus": pod.gpus, "cpus": pod.cpus,
-            "memory_gib": pod.memory_gib, "priority": pod.priority, "priority_value": pod.priority_value, "locked": pod.locked,
-            "node_selector": pod.node_selector, "tolerations": pod.tolerations, "standby": pod.standby}
+    return {
+        "name": pod.name,
+        "namespace": pod.namespace,
+        "node": pod.node,
+        "job": job,
+        "gpus": pod.gpus,
+        "cpus": pod.cpus,
+        "memory_gib": pod.memory_gib,
+        "priority": pod.priority,
+        "priority_value": pod.priority_value,
+        "locked": pod.locked,
+        "node_selector": pod.node_selector,
+        "tolerations": pod.tolerations,
+        "standby": pod.standby,
+    }
 
 
 def expected_pod(pod: Pod, job_names: dict[str, str]) -> dict[str, Any]:
     value = -1 if pod.priority == "LP" and pod.priority_value is None else pod.priority_value
-    return {**pod_view(pod, job_names.get(pod.job) if pod.job else None), "namespace": pod.namespace or "default",
-            "priority_value": value, "locked": pod.locked and pod.node is not None}
+    return {
+        **pod_view(pod, job_names.get(pod.job) if pod.job else None),
+        "namespace": pod.namespace or "default",
+        "priority_value": value,
+        "locked": pod.locked and pod.node is not None,
+    }
 
 
 def groups_of(cluster: Cluster) -> set[frozenset[str]]:
@@ -159,11 +184,12 @@ def assert_same_snapshot(original: Cluster, exported: KubeExport, back: Cluster)
     # the rules agree on every pod and node: where it may arrive and whom it may not meet
     # (a resource a node does not offer is a static rule on the way back, capacity 0 before: compare both together)
     for a, b in zip(original.pods, back.pods):
-        assert [rules.may_arrive(a, n) and rules.pods_fit(n, [], [a]) for n in original.nodes] == \
-            [rules.may_arrive(b, n) and rules.pods_fit(n, [], [b]) for n in back.nodes], a.name
+        assert [rules.may_arrive(a, n) and rules.pods_fit(n, [], [a]) for n in original.nodes] == [
+            rules.may_arrive(b, n) and rules.pods_fit(n, [], [b]) for n in back.nodes
+        ], a.name
     pairs = list(zip(original.pods, back.pods))
     for i, (a1, b1) in enumerate(pairs):
-        for a2, b2 in pairs[i + 1:]:
+        for a2, b2 in pairs[i + 1 :]:
             assert bool(rules.anti_affinity_conflicts([a1, a2])) == bool(rules.anti_affinity_conflicts([b1, b2]))
 
 
@@ -171,34 +197,49 @@ def assert_same_snapshot(original: Cluster, exported: KubeExport, back: Cluster)
 # Generated clusters carrying every field the objects carry
 # ----------------------------------------------------------------------------------------------
 
-TAINTS = [Taint(key="dedicated", value="infer", effect="NoSchedule"), Taint(key="gpu", effect="NoExecute"),
-          Taint(key="soft", value="x", effect="PreferNoSchedule")]
-TOLERATIONS = [Toleration(key="dedicated", value="infer", effect="NoSchedule"), Toleration(key="gpu", operator="Exists"),
-               Toleration(operator="Exists")]
-AFFINITIES = [None, [[{"key": "pool", "operator": "In", "values": ["train", "infer"]}]],
-              [[{"key": "zone", "operator": "Exists"}], [{"key": "pool", "operator": "NotIn", "values": ["infer"]},
-                                                          {"key": "spot", "operator": "DoesNotExist"}]]]
+TAINTS = [
+    Taint(key="dedicated", value="infer", effect="NoSchedule"),
+    Taint(key="gpu", effect="NoExecute"),
+    Taint(key="soft", value="x", effect="PreferNoSchedule"),
+]
+TOLERATIONS = [Toleration(key="dedicated", value="infer", effect="NoSchedule"), Toleration(key="gpu", operator="Exists"), Toleration(operator="Exists")]
+AFFINITIES = [
+    None,
+    [[{"key": "pool", "operator": "In", "values": ["train", "infer"]}]],
+    [[{"key": "zone", "operator": "Exists"}], [{"key": "pool", "operator": "NotIn", "values": ["infer"]}, {"key": "spot", "operator": "DoesNotExist"}]],
+]
 
 
 @st.composite
 def k8s_clusters(draw: Any) -> Cluster:
     """A consistent cluster using every field Kubernetes objects carry (pods placed only where the rules allow)."""
     nodes = [
-        Node(name=f"n-{i}", gpus=draw(st.sampled_from([0, 1, 2, 4, 8])), cpus=draw(st.sampled_from([4.0, 63.5, 12.3, 96.0, 0.25])),
-             memory_gib=draw(st.sampled_from([0.0, 16.0, 0.1, 511.75, 1024.0])), gpu_model=draw(st.sampled_from(["A100", "H800", ""])),
-             asw=draw(st.sampled_from(["leaf-0", "leaf-1", None])), spine=draw(st.sampled_from(["sp-0", None])),
-             labels=draw(st.sampled_from([{}, {"pool": "train"}, {"pool": "infer", "zone": "z1"}])),
-             schedulable=draw(st.booleans() | st.just(True)), taints=draw(st.lists(st.sampled_from(TAINTS), max_size=2, unique_by=repr)))
+        Node(
+            name=f"n-{i}",
+            gpus=draw(st.sampled_from([0, 1, 2, 4, 8])),
+            cpus=draw(st.sampled_from([4.0, 63.5, 12.3, 96.0, 0.25])),
+            memory_gib=draw(st.sampled_from([0.0, 16.0, 0.1, 511.75, 1024.0])),
+            gpu_model=draw(st.sampled_from(["A100", "H800", ""])),
+            asw=draw(st.sampled_from(["leaf-0", "leaf-1", None])),
+            spine=draw(st.sampled_from(["sp-0", None])),
+            labels=draw(st.sampled_from([{}, {"pool": "train"}, {"pool": "infer", "zone": "z1"}])),
+            schedulable=draw(st.booleans() | st.just(True)),
+            taints=draw(st.lists(st.sampled_from(TAINTS), max_size=2, unique_by=repr)),
+        )
         for i in range(draw(st.integers(1, 6)))
     ]
     namespaces = [None, "default", "ml", "serving"]
     jobs, job_ns = [], {}
     for j in range(draw(st.integers(0, 4))):
         budget = draw(st.sampled_from([None, 0, 1, 2, 5]))
-        jobs.append(Job(name=f"job-{j}", topology=draw(st.sampled_from([None, {"level": "asw", "mode": "required"},
-                                                                          {"level": "spine", "mode": "preferred"}])),
-                        disruption=None if budget is None else {"max_unavailable": budget},
-                        min_available=draw(st.sampled_from([None, None, 1, 2, 3]))))
+        jobs.append(
+            Job(
+                name=f"job-{j}",
+                topology=draw(st.sampled_from([None, {"level": "asw", "mode": "required"}, {"level": "spine", "mode": "preferred"}])),
+                disruption=None if budget is None else {"max_unavailable": budget},
+                min_available=draw(st.sampled_from([None, None, 1, 2, 3])),
+            )
+        )
         job_ns[f"job-{j}"] = draw(st.sampled_from(namespaces))
     by_job = {j.name: j for j in jobs}
     pods: list[Pod] = []
@@ -209,19 +250,27 @@ def k8s_clusters(draw: Any) -> Cluster:
         priority = draw(st.sampled_from(["HP", "LP"]))
         values = [None, 0, 1000, 2_000_000_500] if priority == "HP" else [None, -1, -100]
         pod = Pod(
-            name=f"p-{i}", job=job, namespace=job_ns[job] if job else draw(st.sampled_from(namespaces)),
-            gpus=draw(st.sampled_from([0, 1, 1, 2, 4, 0.25, 0.5, 0.07])), cpus=draw(st.sampled_from([0.0, 0.5, 1.0, 2.25, 0.001, 0.3])),
+            name=f"p-{i}",
+            job=job,
+            namespace=job_ns[job] if job else draw(st.sampled_from(namespaces)),
+            gpus=draw(st.sampled_from([0, 1, 1, 2, 4, 0.25, 0.5, 0.07])),
+            cpus=draw(st.sampled_from([0.0, 0.5, 1.0, 2.25, 0.001, 0.3])),
             memory_gib=draw(st.sampled_from([0.0, 0.5, 4.0, 0.3, 32.0])),
             gpu_models=draw(st.sampled_from([[], ["A100"], ["A100", "H800"], ["", "A100"], [""]])),
-            priority=priority, priority_value=draw(st.sampled_from(values)), locked=draw(st.booleans()),
+            priority=priority,
+            priority_value=draw(st.sampled_from(values)),
+            locked=draw(st.booleans()),
             node_selector=draw(st.sampled_from([{}, {}, {"pool": "train"}])),
             anti_affinity=draw(st.sampled_from([[], [], ["svc-a"], ["svc-a", "svc-b"], ["anti:ml/app=db"]])),
             tolerations=draw(st.lists(st.sampled_from(TOLERATIONS), max_size=2, unique_by=repr)),
             node_affinity=draw(st.sampled_from(AFFINITIES)),
         )
         target = draw(st.sampled_from([None, *nodes]))
-        if target is not None and rules.pods_fit(target, residents[target.name], [pod]) and (
-                job is None or rules.job_topology_ok(by_job[job], [*job_nodes[job], target])):
+        if (
+            target is not None
+            and rules.pods_fit(target, residents[target.name], [pod])
+            and (job is None or rules.job_topology_ok(by_job[job], [*job_nodes[job], target]))
+        ):
             pod = pod.model_copy(update={"node": target.name})
             residents[target.name].append(pod)
             if job:
@@ -247,10 +296,10 @@ def test_daemonsets_and_an_lp_class_config_round_trip_too(cluster: Cluster) -> N
     exported, back = round_trip(cluster, config, daemonsets=daemons)
     lp_free = [p for p in cluster.pods if p.priority == "LP" and p.priority_value is None]
     assert all(next(b for b in back.pods if b.name == p.name).priority_value is None for p in lp_free)
-    relabelled = cluster.model_copy(update={"pods": [
-        p.model_copy(update={"priority_value": -1}) if p in lp_free else p for p in cluster.pods]})
-    back = back.model_copy(update={"pods": [
-        p.model_copy(update={"priority_value": -1}) if p.priority == "LP" and p.priority_value is None else p for p in back.pods]})
+    relabelled = cluster.model_copy(update={"pods": [p.model_copy(update={"priority_value": -1}) if p in lp_free else p for p in cluster.pods]})
+    back = back.model_copy(
+        update={"pods": [p.model_copy(update={"priority_value": -1}) if p.priority == "LP" and p.priority_value is None else p for p in back.pods]}
+    )
     assert_same_snapshot(relabelled, exported, back)
     pods = [i for i in exported.document["items"] if i["kind"] == "Pod" and i["metadata"]["namespace"] == "monitoring"]
     assert len(pods) == len(cluster.nodes)
@@ -335,16 +384,23 @@ def two_nodes(**pod: Any) -> Cluster:
     return Cluster(nodes=nodes, pods=[Pod(**{"name": "p", "gpus": 1, "cpus": 1, "node": "a", **pod})], jobs=[])
 
 
-@pytest.mark.parametrize(("cluster", "message"), [
-    (two_nodes(gpus=0.125), "pods[0].gpus: a share of 0.125 GPU is not a whole number of koordinator.sh/gpu-core (100 per GPU)"),
-    (two_nodes(standby=True), "pods[0].standby: a standby pod"),
-    (two_nodes(name="Pod_1"), "pods[0].name: 'Pod_1' is not a Kubernetes object name"),
-    (two_nodes(priority="LP", priority_value=5), "pods[0].priority_value: an LP pod of priority 5 reads back as HP"),
-    (Cluster(nodes=[Node(name="a", gpus=1, cpus=1, memory_gib=1, gpu_model="A100", labels={PRODUCT: "H800"})]),
-     "nodes[0].labels.nvidia.com/gpu.product: 'H800' contradicts the node's own field ('A100')"),
-    (Cluster(nodes=[Node(name="a", gpus=1, cpus=1, memory_gib=1, labels={"fabric.topograph.run/tier-0": "x"})]),
-     "nodes[0].labels.fabric.topograph.run/tier-0: the importer reads this label as the node's asw, which is null"),
-])
+@pytest.mark.parametrize(
+    ("cluster", "message"),
+    [
+        (two_nodes(gpus=0.125), "pods[0].gpus: a share of 0.125 GPU is not a whole number of koordinator.sh/gpu-core (100 per GPU)"),
+        (two_nodes(standby=True), "pods[0].standby: a standby pod"),
+        (two_nodes(name="Pod_1"), "pods[0].name: 'Pod_1' is not a Kubernetes object name"),
+        (two_nodes(priority="LP", priority_value=5), "pods[0].priority_value: an LP pod of priority 5 reads back as HP"),
+        (
+            Cluster(nodes=[Node(name="a", gpus=1, cpus=1, memory_gib=1, gpu_model="A100", labels={PRODUCT: "H800"})]),
+            "nodes[0].labels.nvidia.com/gpu.product: 'H800' contradicts the node's own field ('A100')",
+        ),
+        (
+            Cluster(nodes=[Node(name="a", gpus=1, cpus=1, memory_gib=1, labels={"fabric.topograph.run/tier-0": "x"})]),
+            "nodes[0].labels.fabric.topograph.run/tier-0: the importer reads this label as the node's asw, which is null",
+        ),
+    ],
+)
 def test_what_kubernetes_cannot_carry_is_refused_by_name(cluster: Cluster, message: str) -> None:
     with pytest.raises(SnapshotError) as err:
         export_kubernetes(cluster)
@@ -400,16 +456,33 @@ def test_the_rendered_example_imports_and_its_kubectl_plan_runs_in_wave_order(tm
 # against every pod, 100 s of a 10,000-node import)
 # ----------------------------------------------------------------------------------------------
 
-SELECTORS = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
-    "matchLabels": st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["a", "b"]), max_size=2),
-    "matchExpressions": st.lists(st.fixed_dictionaries({
-        "key": st.sampled_from(["app", "tier", "x"]), "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]),
-        "values": st.lists(st.sampled_from(["a", "b"]), max_size=2)}), max_size=2)}))
+SELECTORS = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "matchLabels": st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["a", "b"]), max_size=2),
+            "matchExpressions": st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "key": st.sampled_from(["app", "tier", "x"]),
+                        "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]),
+                        "values": st.lists(st.sampled_from(["a", "b"]), max_size=2),
+                    }
+                ),
+                max_size=2,
+            ),
+        },
+    ),
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["ml", "web"]), st.dictionaries(st.sampled_from(["app", "tier", "x"]), st.sampled_from(["a", "b"]))),
-                max_size=12), SELECTORS, st.sampled_from([None, ["ml"], ["ml", "web"], ["other"]]))
+@given(
+    st.lists(st.tuples(st.sampled_from(["ml", "web"]), st.dictionaries(st.sampled_from(["app", "tier", "x"]), st.sampled_from(["a", "b"]))), max_size=12),
+    SELECTORS,
+    st.sampled_from([None, ["ml"], ["ml", "web"], ["other"]]),
+)
 def test_the_label_index_selects_what_a_scan_selects(pods: list, selector: Any, namespaces: Any) -> None:
     from planner.adapters.kubernetes_objects import selector_matches
     from planner.adapters.kubernetes_pods import LabelIndex

@@ -132,9 +132,7 @@ def test_hybrid_neighbourhoods_use_the_requested_solver_formulation_and_objectiv
     for solver, formulation, lexicographic in (("cpsat", "pod", "weighted"), ("highs", "class", "two-phase")):
         plan = plan_defrag(
             two_switches,
-            DefragOptions(
-                method="hybrid", workers=1, time_limit_s=3, solver=solver, formulation=formulation, solver_workers=2, lexicographic=lexicographic
-            ),
+            DefragOptions(method="hybrid", workers=1, time_limit_s=3, solver=solver, formulation=formulation, solver_workers=2, lexicographic=lexicographic),
         )
         used = plan.report.model_extra["lns_solved_with"]
         assert used and {u.split("/")[0] for u in used} == {solver}

@@ -67,7 +67,7 @@ CHAIN = cluster(
 def test_one_move_is_the_only_way_and_the_plan_places_the_pod() -> None:
     plan = room(ONE_MOVE, ["big"])
     assert len(plan.moves()) == 1 and plan.report.moves == 1 and plan.report.gpus_moved == 4
-    (_pod, source, _), = moves(plan)
+    ((_pod, source, _),) = moves(plan)
     assert plan.placements == [Placement(pod="big", node=source)]
     assert plan.metrics.per_job == {"big": {"placed": True, "moves": 1, "gpus_moved": 4.0, "nodes": [source]}}
     assert plan.unplaced == [] and plan.report.jobs_placed == 1
@@ -112,7 +112,9 @@ def test_a_required_job_gets_a_switch_cleared() -> None:
 def test_budgets_are_honoured_and_a_job_beyond_them_is_unplaced() -> None:
     plan = room(REQUIRED, ["j"], same_asw=True)  # a and b cannot leave s1; s2 is locked
     assert plan.waves == [] and plan.placements == [] and [u.job for u in plan.unplaced] == ["j"]
-    assert plan.unplaced[0].reason.endswith("has room for 1 of its 2 pod(s) of 8 GPU(s), 1 CPUs, 0 GiB (2 if its pods could leave it, which under same_asw they cannot)")
+    assert plan.unplaced[0].reason.endswith(
+        "has room for 1 of its 2 pod(s) of 8 GPU(s), 1 CPUs, 0 GiB (2 if its pods could leave it, which under same_asw they cannot)"
+    )
     wide = REQUIRED.model_copy(update={"nodes": [*REQUIRED.nodes, REQUIRED.nodes[0].model_copy(update={"name": "s1-2"})]})
     plan = room(wide, ["j"], same_asw=True)  # a third, empty node in s1: a joins b, the job takes the two others
     assert moves(plan) == [("a", "s1-0", "s1-1")] and {p.node for p in plan.placements} == {"s1-0", "s1-2"}
@@ -121,7 +123,9 @@ def test_budgets_are_honoured_and_a_job_beyond_them_is_unplaced() -> None:
 
 
 def test_locked_pods_never_move() -> None:
-    c = cluster([("n0", 8), ("n1", 8)], [{"name": "a", "gpus": 4, "node": "n0", "locked": True}, {"name": "b", "gpus": 4, "node": "n1"}, {"name": "big", "gpus": 8}])
+    c = cluster(
+        [("n0", 8), ("n1", 8)], [{"name": "a", "gpus": 4, "node": "n0", "locked": True}, {"name": "b", "gpus": 4, "node": "n1"}, {"name": "big", "gpus": 8}]
+    )
     plan = room(c, ["big"])
     assert moves(plan) == [("b", "n1", "n0")] and plan.placements == [Placement(pod="big", node="n1")]
 
@@ -136,7 +140,9 @@ def test_a_job_that_cannot_fit_anywhere_gets_its_reason_without_search() -> None
     assert time.perf_counter() - started < 2.0  # 1,000 nodes: state, reason, metrics and validation
     assert plan.waves == [] and plan.placements == []
     (unplaced,) = plan.unplaced
-    assert unplaced.reason.startswith("the job requires one asw; even with every movable pod moved away the roomiest asw (asw:s0) has room for 8 of its 9 pod(s) of 8 GPU(s)")
+    assert unplaced.reason.startswith(
+        "the job requires one asw; even with every movable pod moved away the roomiest asw (asw:s0) has room for 8 of its 9 pod(s) of 8 GPU(s)"
+    )
 
 
 def test_two_jobs_are_served_largest_first_and_the_first_placed_never_moves() -> None:
@@ -414,8 +420,17 @@ def held_clusters(draw) -> tuple[Cluster, bool, int | None]:
             free_cpus -= cpus
             bound = draw(st.sampled_from([None, None, "asw", "spine"]))
             job = {None: None, "asw": f"a-{node['asw']}", "spine": f"s-{node['spine']}"}[bound]
-            pods.append({"name": f"{node['name']}-{i}", "gpus": gpus, "cpus": cpus, "memory_gib": 16,
-                         "node": node["name"], "locked": draw(st.booleans()) and draw(st.booleans()), **({"job": job} if job else {})})
+            pods.append(
+                {
+                    "name": f"{node['name']}-{i}",
+                    "gpus": gpus,
+                    "cpus": cpus,
+                    "memory_gib": 16,
+                    "node": node["name"],
+                    "locked": draw(st.booleans()) and draw(st.booleans()),
+                    **({"job": job} if job else {}),
+                }
+            )
     shape = {"gpus": draw(st.sampled_from([2, 3, 4, 8, 8, 0.5])), "cpus": draw(st.sampled_from([1, 16])), "memory_gib": 64}
     count = draw(st.integers(1, 3))
     pods += [{"name": f"j-{i}", "job": "j", **shape} for i in range(count)]
@@ -567,7 +582,8 @@ def test_a_share_bound_to_its_switch_may_fill_a_locked_shares_device() -> None:
         '{"name":"n1-0","node":"n1","gpus":3,"cpus":1,"memory_gib":16},{"name":"n1-3","node":"n1","gpus":1,"cpus":1,"memory_gib":16},'
         '{"name":"n1-4","node":"n1","gpus":1,"cpus":1,"memory_gib":16},'
         '{"name":"j-0","job":"j","gpus":4,"cpus":1,"memory_gib":64},{"name":"j-1","job":"j","gpus":4,"cpus":1,"memory_gib":64}],'
-        '"jobs":[{"name":"j","topology":{"level":"asw","mode":"required"}}]}')
+        '"jobs":[{"name":"j","topology":{"level":"asw","mode":"required"}}]}'
+    )
     assert end_state_holds(c, "j", True)
     plan = room(c, ["j"], same_asw=True, max_moves=None)
     assert plan.placements or "even with every movable pod moved away" not in plan.unplaced[0].reason

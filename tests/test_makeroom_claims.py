@@ -57,8 +57,11 @@ def starts_on(c: Cluster, where: dict[int, int], *names: str) -> bool:
     choices = []
     for name in names:
         pods, job, need = pending_of(c, name)
-        options = [chosen for chosen in itertools.combinations_with_replacement(range(len(c.nodes)), need)
-                   if job is None or rules.job_topology_ok(job, [c.nodes[n] for n in chosen])]
+        options = [
+            chosen
+            for chosen in itertools.combinations_with_replacement(range(len(c.nodes)), need)
+            if job is None or rules.job_topology_ok(job, [c.nodes[n] for n in chosen])
+        ]
         choices.append([list(zip(pods, chosen)) for chosen in options])
     for picks in itertools.product(*choices):
         arriving: dict[int, list[Pod]] = {}
@@ -175,15 +178,25 @@ def room_clusters(draw: st.DrawFn) -> tuple[Cluster, dict[str, Any]]:
     and a required switch, and maybe a lone pending pod w named with it; with move limits. Pods go first-fit from a drawn node where the snapshot
     stays consistent."""
     nodes = [
-        Node(name=f"n{i}", gpus=draw(st.sampled_from([1, 2, 4, 1])), cpus=draw(st.sampled_from([8.0, 4.0])),
-             memory_gib=draw(st.sampled_from([64.0, 8.0])), asw=draw(st.sampled_from(["a", "b"])))
+        Node(
+            name=f"n{i}",
+            gpus=draw(st.sampled_from([1, 2, 4, 1])),
+            cpus=draw(st.sampled_from([8.0, 4.0])),
+            memory_gib=draw(st.sampled_from([64.0, 8.0])),
+            asw=draw(st.sampled_from(["a", "b"])),
+        )
         for i in range(draw(st.integers(2, 4)))
     ]
     pods: list[Pod] = []
     for i in range(draw(st.integers(3, 6))):
-        candidate = Pod(name=f"p{i}", gpus=draw(st.sampled_from(PLACED_GPUS)), cpus=draw(st.sampled_from([0.5, 1.0, 2.0])),
-                        memory_gib=draw(st.sampled_from([1.0, 4.0])), anti_affinity=draw(st.sampled_from([[], [], [], ["g"]])),
-                        locked=draw(st.sampled_from([False] * 4 + [True])))
+        candidate = Pod(
+            name=f"p{i}",
+            gpus=draw(st.sampled_from(PLACED_GPUS)),
+            cpus=draw(st.sampled_from([0.5, 1.0, 2.0])),
+            memory_gib=draw(st.sampled_from([1.0, 4.0])),
+            anti_affinity=draw(st.sampled_from([[], [], [], ["g"]])),
+            locked=draw(st.sampled_from([False] * 4 + [True])),
+        )
         first = draw(st.integers(0, len(nodes) - 1))
         for k in range(len(nodes)):
             placed = [*pods, candidate.model_copy(update={"node": nodes[(first + k) % len(nodes)].name})]
@@ -192,14 +205,17 @@ def room_clusters(draw: st.DrawFn) -> tuple[Cluster, dict[str, Any]]:
                 break
     count = draw(st.integers(1, 3))
     largest = max(n.gpus for n in nodes)  # some node could hold the pending pod, or the request is refused
-    shape = {"gpus": draw(st.sampled_from([g for g in PENDING_GPUS if g <= largest])), "cpus": 1.0, "memory_gib": draw(st.sampled_from([1.0, 4.0])),
-             "anti_affinity": draw(st.sampled_from([[], [], [], ["g"]]))}
+    shape = {
+        "gpus": draw(st.sampled_from([g for g in PENDING_GPUS if g <= largest])),
+        "cpus": 1.0,
+        "memory_gib": draw(st.sampled_from([1.0, 4.0])),
+        "anti_affinity": draw(st.sampled_from([[], [], [], ["g"]])),
+    }
     pods += [Pod(name=f"j-{i}", job="j", **shape) for i in range(count)]
     minimum = draw(st.sampled_from([None, None, *range(1, count + 1)]))
     topology = draw(st.sampled_from([None, None, Topology(level="asw", mode="required")]))
     job = Job(name="j", topology=topology, min_available=minimum)
-    limits = {"max_moves": draw(st.sampled_from([None, None, 1, 2])), "same_asw": draw(st.booleans()) and draw(st.booleans()),
-              "move_once": draw(st.booleans())}
+    limits = {"max_moves": draw(st.sampled_from([None, None, 1, 2])), "same_asw": draw(st.booleans()) and draw(st.booleans()), "move_once": draw(st.booleans())}
     if draw(st.integers(0, 3)) == 0:  # a second request: a lone pending pod, served with j
         pods.append(Pod(name="w", gpus=draw(st.sampled_from([g for g in PENDING_GPUS if g <= largest])), cpus=1.0, memory_gib=1.0))
     return parse_cluster(dump_cluster(Cluster(nodes=nodes, pods=pods, jobs=[job]))), limits

@@ -94,7 +94,9 @@ def test_a_restricted_neighbourhood_is_stated_and_never_claimed_optimal(monkeypa
     monkeypatch.setattr(model, "MAX_PAIRS", 1)
     monkeypatch.setattr(model, "RESTRICTED_NODES", 2)
     full = [(f"x{k}", 8) for k in range(4)]  # each full with one movable 8-GPU pod: dearer to clear than n0
-    c = cluster([("n0", 8), ("n1", 8), ("n2", 8), *full], [*[p.model_dump() for p in CHAIN.pods], *[{"name": f"f{k}", "gpus": 8, "node": f"x{k}"} for k in range(4)]])
+    c = cluster(
+        [("n0", 8), ("n1", 8), ("n2", 8), *full], [*[p.model_dump() for p in CHAIN.pods], *[{"name": f"f{k}", "gpus": 8, "node": f"x{k}"} for k in range(4)]]
+    )
     plan = exact(c, ["big"])
     r = plan.report
     assert r.restricted is True and "2 candidate nodes nearest to fitting" in r.restriction and r.movable_pods == 3
@@ -106,8 +108,12 @@ def test_a_restricted_neighbourhood_is_stated_and_never_claimed_optimal(monkeypa
 def test_locked_pods_never_move_and_shares_stay_put() -> None:
     c = cluster(
         [("n0", 8), ("n1", 8)],
-        [{"name": "a", "gpus": 4, "node": "n0", "locked": True}, {"name": "b", "gpus": 4, "node": "n1"},
-         {"name": "s", "gpus": 0.5, "node": "n0"}, {"name": "big", "gpus": 4}],
+        [
+            {"name": "a", "gpus": 4, "node": "n0", "locked": True},
+            {"name": "b", "gpus": 4, "node": "n1"},
+            {"name": "s", "gpus": 0.5, "node": "n0"},
+            {"name": "big", "gpus": 4},
+        ],
     )
     plan = exact(c, ["big"])
     assert plan.placements == [Placement(pod="big", node="n1")] and plan.waves == []
@@ -176,9 +182,15 @@ def test_exact_make_room_over_http(tmp_path: Path) -> None:
 # go) stays outside, so the neighbourhood is still restricted
 OUTSIDE = cluster(
     [("n0", 8), ("n1", 8), ("d0", 8), ("d1", 8), ("x0", 8)],
-    [{"name": "a", "gpus": 6, "node": "n0"}, {"name": "f", "gpus": 8, "node": "x0"}, {"name": "b1", "gpus": 4, "node": "n1"}, {"name": "b2", "gpus": 4, "node": "n1"},
-     {"name": "c", "gpus": 4, "node": "d0", "locked": True}, {"name": "e", "gpus": 4, "node": "d1", "locked": True},
-     {"name": "big", "gpus": 8}],
+    [
+        {"name": "a", "gpus": 6, "node": "n0"},
+        {"name": "f", "gpus": 8, "node": "x0"},
+        {"name": "b1", "gpus": 4, "node": "n1"},
+        {"name": "b2", "gpus": 4, "node": "n1"},
+        {"name": "c", "gpus": 4, "node": "d0", "locked": True},
+        {"name": "e", "gpus": 4, "node": "d1", "locked": True},
+        {"name": "big", "gpus": 8},
+    ],
 )
 
 

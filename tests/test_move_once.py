@@ -61,8 +61,9 @@ def test_a_job_whose_room_was_dropped_is_reported_unplaced() -> None:
     pods = [Pod(name="busy", gpus=4, cpus=1, memory_gib=1, node="n0"), Pod(name="big", gpus=8, cpus=1, memory_gib=1)]
     cluster = Cluster(nodes=nodes, pods=pods)
     state = ClusterState(cluster)
-    made = MadeRoom(waves=[], placements=[Placement(pod="big", node="n0")], unplaced=[],
-                    per_job={"big": {"placed": True, "moves": 1, "gpus_moved": 4.0, "nodes": ["n0"]}})
+    made = MadeRoom(
+        waves=[], placements=[Placement(pod="big", node="n0")], unplaced=[], per_job={"big": {"placed": True, "moves": 1, "gpus_moved": 4.0, "nodes": ["n0"]}}
+    )
     _unplace_what_no_longer_fits(cluster, state, made)  # busy was not moved off n0: big no longer fits
     assert made.placements == [] and [u.job for u in made.unplaced] == ["big"]
     assert made.per_job["big"]["placed"] is False and "move_once" in made.per_job["big"]["reason"]

@@ -102,8 +102,11 @@ def test_make_room_obeys_it() -> None:
     # big (8 GPUs) starts on n0 once its three 'ml' pods leave for n1
     snapshot = {
         "nodes": [{"name": n, "gpus": 8, "cpus": 96, "memory_gib": 512} for n in ("n0", "n1")],
-        "pods": [*({"name": f"ml-{i}", "namespace": "ml", "gpus": 2, "cpus": 1, "node": "n0"} for i in range(3)),
-                 {"name": "z", "gpus": 2, "cpus": 1, "node": "n1", "locked": True}, {"name": "big", "gpus": 8, "cpus": 1}],
+        "pods": [
+            *({"name": f"ml-{i}", "namespace": "ml", "gpus": 2, "cpus": 1, "node": "n0"} for i in range(3)),
+            {"name": "z", "gpus": 2, "cpus": 1, "node": "n1", "locked": True},
+            {"name": "big", "gpus": 8, "cpus": 1},
+        ],
     }
     cluster = Cluster.model_validate(snapshot)
     for method in ("heuristic", "exact"):
@@ -123,8 +126,7 @@ def test_it_costs_no_vacated_node_so_limit_costs_does_not_price_it() -> None:
 
 
 def test_over_http_a_bad_value_gets_422_naming_the_field_and_a_good_one_is_obeyed(tmp_path: Path) -> None:
-    refused = [({"max_moves_per_namespace": 0}, "options.max_moves_per_namespace"),
-               ({"max_moves_per_namespace": "two"}, "options.max_moves_per_namespace")]
+    refused = [({"max_moves_per_namespace": 0}, "options.max_moves_per_namespace"), ({"max_moves_per_namespace": "two"}, "options.max_moves_per_namespace")]
     plan = plan_over_http(tmp_path, Cluster.model_validate(SNAPSHOT), {"max_moves_per_namespace": 1}, refused)
     limited = plan.model_dump(mode="json", by_alias=True)
     assert all(max(wave.values()) == 1 for wave in per_namespace(SNAPSHOT, limited)) and len(moves(limited)) == 6

@@ -45,16 +45,30 @@ def numa_node_cluster() -> Cluster:
     numa = [{"name": f"d{i}", "gpu_indexes": [i], "cpus": 8, "socket": i // 4} for i in range(8)]
 
     def pod(name: str, devices: list[int], start: float, priority: int = 200) -> dict:
-        return {"name": name, "gpus": len(devices), "cpus": 8 * len(devices), "node": "n0", "priority": "LP",
-                "priority_value": priority, "started_s": start, "gpu_indexes": devices}
+        return {
+            "name": name,
+            "gpus": len(devices),
+            "cpus": 8 * len(devices),
+            "node": "n0",
+            "priority": "LP",
+            "priority_value": priority,
+            "started_s": start,
+            "gpu_indexes": devices,
+        }
 
     return Cluster.model_validate(
         {
             "time_s": 1000,
             "nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 512, "numa": numa}],
-            "pods": [pod("d0", [0], 900), pod("d1", [1], 990), pod("d2", [2], 950), pod("d4", [4], 999),
-                     pod("d5", [5], 999), pod("c67", [6, 7], 998, 500),
-                     {"name": "b", "gpus": 4, "cpus": 32, "job": "B", "priority_value": 1000}],
+            "pods": [
+                pod("d0", [0], 900),
+                pod("d1", [1], 990),
+                pod("d2", [2], 950),
+                pod("d4", [4], 999),
+                pod("d5", [5], 999),
+                pod("c67", [6, 7], 998, 500),
+                {"name": "b", "gpus": 4, "cpus": 32, "job": "B", "priority_value": 1000},
+            ],
             "jobs": [{"name": "B", "numa": {"mode": "guaranteed"}}],
         }
     )
@@ -115,20 +129,21 @@ def test_hp_locked_and_standby_pods_are_never_victims():
         assert plan.report.status == "infeasible", method  # only b may go: 2 GPUs free + 2 < 4
 
 
-
 def standby_cluster(hp_gpus: int) -> Cluster:
     """An 8-GPU node: a standby HP pod reserving 4 GPUs it lent, spot pods x and y on all 8."""
-    return Cluster.model_validate({
-        "time_s": 100,
-        "nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 64}],
-        "pods": [
-            {"name": "s", "gpus": 4, "cpus": 1, "node": "n0", "standby": True},
-            {"name": "x", "gpus": 4, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 90},
-            {"name": "y", "gpus": 4, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 50},
-            {"name": "h", "gpus": hp_gpus, "cpus": 1, "job": "hp"},
-        ],
-        "jobs": [{"name": "hp"}],
-    })
+    return Cluster.model_validate(
+        {
+            "time_s": 100,
+            "nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 64}],
+            "pods": [
+                {"name": "s", "gpus": 4, "cpus": 1, "node": "n0", "standby": True},
+                {"name": "x", "gpus": 4, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 90},
+                {"name": "y", "gpus": 4, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 50},
+                {"name": "h", "gpus": hp_gpus, "cpus": 1, "job": "hp"},
+            ],
+            "jobs": [{"name": "hp"}],
+        }
+    )
 
 
 def test_a_standby_reservation_is_never_given_away():
@@ -218,7 +233,9 @@ def test_validator_rejects_what_the_rules_forbid():
 def test_validator_refuses_split_gangs_and_protected_victims():
     cluster = gang_cluster(topology=False)
     plan = PreemptPlan(
-        job="hp", now_s=100, placements=[Placement(pod="h0", node="n0"), Placement(pod="h1", node="n2")],
+        job="hp",
+        now_s=100,
+        placements=[Placement(pod="h0", node="n0"), Placement(pod="h1", node="n2")],
         victims=[Victim(pod="g0", node="n0", job="gang", lost_gpu_s=800), Victim(pod="s2", node="n2", lost_gpu_s=80)],
     )
     assert {v.kind for v in validate_preempt(cluster, plan)} == {"victim_gang_split"}
@@ -231,9 +248,15 @@ def test_validator_refuses_split_gangs_and_protected_victims():
 def test_surplus_counts_victims_the_plan_did_not_need():
     cluster = gang_cluster(topology=False)
     plan = PreemptPlan(
-        job="hp", now_s=100, placements=[Placement(pod="h0", node="n2"), Placement(pod="h1", node="n3")],
-        victims=[Victim(pod="s2", node="n2", lost_gpu_s=80), Victim(pod="s3", node="n3", lost_gpu_s=20),
-                 Victim(pod="g0", node="n0", job="gang", lost_gpu_s=800), Victim(pod="g1", node="n1", job="gang", lost_gpu_s=800)],
+        job="hp",
+        now_s=100,
+        placements=[Placement(pod="h0", node="n2"), Placement(pod="h1", node="n3")],
+        victims=[
+            Victim(pod="s2", node="n2", lost_gpu_s=80),
+            Victim(pod="s3", node="n3", lost_gpu_s=20),
+            Victim(pod="g0", node="n0", job="gang", lost_gpu_s=800),
+            Victim(pod="g1", node="n1", job="gang", lost_gpu_s=800),
+        ],
     )
     assert validate_preempt(cluster, plan) == []
     assert surplus_units(cluster, plan) == 1
@@ -245,9 +268,13 @@ def test_surplus_counts_victims_the_plan_did_not_need():
 
 
 def test_last_checkpoint_comes_from_the_interval_when_not_given():
-    pod = Cluster.model_validate({"nodes": [{"name": "n", "gpus": 8, "cpus": 8, "memory_gib": 8}], "pods": [
-        {"name": "p", "gpus": 2, "cpus": 1, "node": "n", "priority": "LP", "started_s": 100, "checkpoint_interval_s": 60}
-    ], "time_s": 390}).pods[0]
+    pod = Cluster.model_validate(
+        {
+            "nodes": [{"name": "n", "gpus": 8, "cpus": 8, "memory_gib": 8}],
+            "pods": [{"name": "p", "gpus": 2, "cpus": 1, "node": "n", "priority": "LP", "started_s": 100, "checkpoint_interval_s": 60}],
+            "time_s": 390,
+        }
+    ).pods[0]
     assert rules.last_checkpoint_s(pod, 390) == 340 and rules.lost_gpu_s(pod, 390) == 100
     assert rules.lost_gpu_s(pod.model_copy(update={"checkpoint_s": 385.0}), 390) == 10
     assert rules.lost_gpu_s(pod.model_copy(update={"checkpoint_interval_s": None}), 390) == 580
@@ -322,10 +349,18 @@ def test_a_running_job_is_not_pending(tmp_path):
         (lambda d: d["pods"][0].update(gpu_indexes=[9]), "pods[0].gpu_indexes: [9] outside 0..5"),
         (lambda d: (d["pods"][0].update(gpu_indexes=[1]), d["pods"][1].update(gpu_indexes=[1])), "GPU 1 of node 'n0' is already held"),
         (lambda d: d["pods"][3].update(gpu_indexes=[1]), "pods[3].gpu_indexes: pod 'h' is pending"),
-        (lambda d: d["nodes"][0].update(numa=[{"name": "a", "gpu_indexes": [0], "cpus": 40, "socket": 0},
-                                               {"name": "b", "gpu_indexes": [0], "cpus": 40, "socket": 1}]), "a GPU belongs to one NUMA domain"),
-        (lambda d: d["nodes"][0].update(numa=[{"name": "a", "gpu_indexes": [0], "cpus": 40, "socket": 0},
-                                               {"name": "b", "gpu_indexes": [1], "cpus": 40, "socket": 1}]), "the domains hold 80 CPUs"),
+        (
+            lambda d: d["nodes"][0].update(
+                numa=[{"name": "a", "gpu_indexes": [0], "cpus": 40, "socket": 0}, {"name": "b", "gpu_indexes": [0], "cpus": 40, "socket": 1}]
+            ),
+            "a GPU belongs to one NUMA domain",
+        ),
+        (
+            lambda d: d["nodes"][0].update(
+                numa=[{"name": "a", "gpu_indexes": [0], "cpus": 40, "socket": 0}, {"name": "b", "gpu_indexes": [1], "cpus": 40, "socket": 1}]
+            ),
+            "the domains hold 80 CPUs",
+        ),
         (lambda d: d["jobs"][0].update(min_available=3), "jobs[0].min_available: 3 but the job has 1 pods"),
         (lambda d: d["pods"][0].update(checkpoint_interval_s=0), "pods[0].checkpoint_interval_s"),
     ],
@@ -409,17 +444,19 @@ def test_spotgpu_isolated_places_hp_where_it_would_go_without_spot_and_evicts_th
     GPU); n1 is empty. spotgpu starts the new 4-GPU HP pod on n1 for free; spotgpu-isolated packs
     it beside the HP pod on n0, as an HP-only cluster would, evicting both spot pods (200 GPU-s):
     the HP layout then does not depend on where spot work happened to run."""
-    cluster = Cluster.model_validate({
-        "time_s": 100,
-        "nodes": [{"name": f"n{i}", "gpus": 8, "cpus": 64, "memory_gib": 64} for i in range(2)],
-        "pods": [
-            {"name": "hp-old", "gpus": 4, "cpus": 1, "node": "n0", "priority": "HP", "started_s": 0},
-            {"name": "s1", "gpus": 2, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 50},
-            {"name": "s2", "gpus": 2, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 80},
-            {"name": "h", "gpus": 4, "cpus": 1, "job": "hp"},
-        ],
-        "jobs": [{"name": "hp"}],
-    })
+    cluster = Cluster.model_validate(
+        {
+            "time_s": 100,
+            "nodes": [{"name": f"n{i}", "gpus": 8, "cpus": 64, "memory_gib": 64} for i in range(2)],
+            "pods": [
+                {"name": "hp-old", "gpus": 4, "cpus": 1, "node": "n0", "priority": "HP", "started_s": 0},
+                {"name": "s1", "gpus": 2, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 50},
+                {"name": "s2", "gpus": 2, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 80},
+                {"name": "h", "gpus": 4, "cpus": 1, "job": "hp"},
+            ],
+            "jobs": [{"name": "hp"}],
+        }
+    )
     free = plan_preempt(cluster, "hp", PreemptOptions(method="spotgpu"))
     assert [(p.pod, p.node) for p in free.placements] == [("h", "n1")] and not free.victims
     isolated = plan_preempt(cluster, "hp", PreemptOptions(method="spotgpu-isolated"))
@@ -462,13 +499,15 @@ def test_spotgpu_isolated_takes_the_cheapest_of_nodes_the_hp_view_cannot_tell_ap
     would lose only 40 GPU-s, but the HP view ranks classes without looking at spot work."""
     nodes = [{"name": f"n{i}", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "a" if i < 2 else "b"} for i in range(3)]
     nodes.append({"name": "n3", "gpus": 8, "cpus": 96, "memory_gib": 64, "asw": "b"})
-    cluster = Cluster.model_validate({
-        "time_s": 100,
-        "nodes": nodes,
-        "pods": [{"name": f"s{i}", "gpus": 8, "cpus": 1, "node": f"n{i}", "priority": "LP", "started_s": start}
-                 for i, start in enumerate((10, 50, 80, 95))] + [{"name": "h", "gpus": 8, "cpus": 1, "job": "hp"}],
-        "jobs": [{"name": "hp"}],
-    })
+    cluster = Cluster.model_validate(
+        {
+            "time_s": 100,
+            "nodes": nodes,
+            "pods": [{"name": f"s{i}", "gpus": 8, "cpus": 1, "node": f"n{i}", "priority": "LP", "started_s": start} for i, start in enumerate((10, 50, 80, 95))]
+            + [{"name": "h", "gpus": 8, "cpus": 1, "job": "hp"}],
+            "jobs": [{"name": "hp"}],
+        }
+    )
     plan = plan_preempt(cluster, "hp", PreemptOptions(method="spotgpu-isolated"))
     assert [(p.pod, p.node) for p in plan.placements] == [("h", "n2")]
     assert victims_of(plan) == ["s2"] and plan.metrics["lost_gpu_s"] == 8 * 20
@@ -481,13 +520,18 @@ def test_node_classes_ignore_switches_unless_a_job_asks_for_a_topology():
     from planner.state import ClusterState
 
     def classes(topology: dict | None) -> list[int]:
-        cluster = Cluster.model_validate({
-            "nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "a"}, {"name": "n1", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "b"},
-                      {"name": "n2", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "b", "eviction_count": 3},
-                      {"name": "n3", "gpus": 8, "cpus": 32, "memory_gib": 64, "asw": "b"}],
-            "pods": [{"name": "p", "gpus": 1, "cpus": 1, "job": "j"}],
-            "jobs": [{"name": "j", **({"topology": topology} if topology else {})}],
-        })
+        cluster = Cluster.model_validate(
+            {
+                "nodes": [
+                    {"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "a"},
+                    {"name": "n1", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "b"},
+                    {"name": "n2", "gpus": 8, "cpus": 64, "memory_gib": 64, "asw": "b", "eviction_count": 3},
+                    {"name": "n3", "gpus": 8, "cpus": 32, "memory_gib": 64, "asw": "b"},
+                ],
+                "pods": [{"name": "p", "gpus": 1, "cpus": 1, "job": "j"}],
+                "jobs": [{"name": "j", **({"topology": topology} if topology else {})}],
+            }
+        )
         return node_classes(PreemptState(cluster, ClusterState(cluster))).tolist()
 
     free = classes(None)
@@ -504,12 +548,16 @@ def test_node_classes_split_on_a_label_only_when_some_pod_selects_it():
     from planner.state import ClusterState
 
     def classes(pod_rules: dict) -> list[int]:
-        cluster = Cluster.model_validate({
-            "nodes": [{"name": f"n{i}", "gpus": 8, "cpus": 64, "memory_gib": 64,
-                       "labels": {"kubernetes.io/hostname": f"n{i}", "pool": "a" if i < 2 else "b"}} for i in range(3)],
-            "pods": [{"name": "p", "gpus": 1, "cpus": 1, "job": "j", **pod_rules}],
-            "jobs": [{"name": "j"}],
-        })
+        cluster = Cluster.model_validate(
+            {
+                "nodes": [
+                    {"name": f"n{i}", "gpus": 8, "cpus": 64, "memory_gib": 64, "labels": {"kubernetes.io/hostname": f"n{i}", "pool": "a" if i < 2 else "b"}}
+                    for i in range(3)
+                ],
+                "pods": [{"name": "p", "gpus": 1, "cpus": 1, "job": "j", **pod_rules}],
+                "jobs": [{"name": "j"}],
+            }
+        )
         return node_classes(PreemptState(cluster, ClusterState(cluster))).tolist()
 
     assert len(set(classes({}))) == 1

@@ -69,8 +69,7 @@ def _report_findings(request: pytest.FixtureRequest):
     if reporter is not None and capture is not None and FINDINGS:
         with capture.global_and_fixture_disabled():
             reporter.write_line("")
-            reporter.write_line("preempt oracle, counts (examples, shrinking included): "
-                                + ", ".join(f"{k}={v}" for k, v in sorted(FINDINGS.items())))
+            reporter.write_line("preempt oracle, counts (examples, shrinking included): " + ", ".join(f"{k}={v}" for k, v in sorted(FINDINGS.items())))
 
 
 def note(text: str) -> None:
@@ -361,10 +360,7 @@ def plan_of(snapshot: dict[str, Any], placements: dict[str, str], evicted: set[s
         job=JOB,
         now_s=snapshot["time_s"],
         placements=[Placement(pod=p, node=n) for p, n in placements.items()],
-        victims=[
-            Victim(pod=q, node=pods[q]["node"], job=pods[q].get("job"), lost_gpu_s=pod_cost(pods[q], snapshot["time_s"]))
-            for q in sorted(evicted)
-        ],
+        victims=[Victim(pod=q, node=pods[q]["node"], job=pods[q].get("job"), lost_gpu_s=pod_cost(pods[q], snapshot["time_s"])) for q in sorted(evicted)],
     )
 
 

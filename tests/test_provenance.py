@@ -29,8 +29,10 @@ def test_the_hash_is_of_the_content_not_the_spelling() -> None:
     respelled = {key: raw[key] for key in reversed(list(raw))}  # keys in another order
     respelled["nodes"] = [{**{k: n[k] for k in reversed(list(n))}, "schedulable": True, "labels": {}} for n in raw["nodes"]]  # defaults spelled out
     changed = {**raw, "nodes": [{**raw["nodes"][0], "cpus": raw["nodes"][0]["cpus"] + 1}, *raw["nodes"][1:]]}
-    hashes = [plan_defrag(parse_cluster(json.dumps(s, indent=indent)), DefragOptions(workers=1)).report.provenance["snapshot_sha256"]  # type: ignore[attr-defined]
-              for s, indent in ((raw, None), (respelled, 4), (changed, None))]
+    hashes = [
+        plan_defrag(parse_cluster(json.dumps(s, indent=indent)), DefragOptions(workers=1)).report.provenance["snapshot_sha256"]  # type: ignore[attr-defined]
+        for s, indent in ((raw, None), (respelled, 4), (changed, None))
+    ]
     assert hashes[0] == hashes[1] != hashes[2]
     assert hashes[0] != hashlib.sha256(FIG15.read_bytes()).hexdigest()  # canonical form, not the file's bytes
 

@@ -80,8 +80,7 @@ def snapshot_file(tmp_path_factory: pytest.TempPathFactory, asi: Cluster) -> str
 def planner(*args: str, env: dict[str, str] | None = None, timeout: float = 90.0) -> tuple[subprocess.CompletedProcess, float]:
     clean = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**clean, **(env or {})})
+    done = subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, text=True, timeout=timeout, env={**clean, **(env or {})})
     return done, time.monotonic() - start
 
 
@@ -112,8 +111,7 @@ def test_an_address_where_something_else_listens_fails_within_the_connection_tim
     threading.Thread(target=http_server.serve_forever, daemon=True).start()
     try:
         address = f"127.0.0.1:{http_server.server_address[1]}"
-        done, seconds = planner("defrag", snapshot_file, "--executor", "ray",
-                                env={"RAY_ADDRESS": address, "PLANNER_RAY_CONNECT_TIMEOUT_S": f"{timeout_s:g}"})
+        done, seconds = planner("defrag", snapshot_file, "--executor", "ray", env={"RAY_ADDRESS": address, "PLANNER_RAY_CONNECT_TIMEOUT_S": f"{timeout_s:g}"})
     finally:
         http_server.shutdown()
     assert done.returncode == 2, done.stderr
@@ -123,15 +121,13 @@ def test_an_address_where_something_else_listens_fails_within_the_connection_tim
 
 @pytest.mark.parametrize("value", ["soon", "0", "-3", "nan"])
 def test_a_bad_connect_timeout_is_exit_2_naming_the_variable(snapshot_file: str, value: str) -> None:
-    done, _ = planner("defrag", snapshot_file, "--executor", "ray",
-                      env={"RAY_ADDRESS": "127.0.0.1:1", "PLANNER_RAY_CONNECT_TIMEOUT_S": value})
+    done, _ = planner("defrag", snapshot_file, "--executor", "ray", env={"RAY_ADDRESS": "127.0.0.1:1", "PLANNER_RAY_CONNECT_TIMEOUT_S": value})
     assert done.returncode == 2, done.stderr
     assert f"PLANNER_RAY_CONNECT_TIMEOUT_S={value!r}" in done.stderr and "above 0" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_serve_with_an_unreachable_ray_is_exit_2(tmp_path: Path) -> None:
-    done, seconds = planner("serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db"), "--executor", "ray",
-                            env={"RAY_ADDRESS": "127.0.0.1:1"})
+    done, seconds = planner("serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db"), "--executor", "ray", env={"RAY_ADDRESS": "127.0.0.1:1"})
     assert done.returncode == 2 and "RAY_ADDRESS='127.0.0.1:1'" in done.stderr and "Traceback" not in done.stderr
     assert seconds < 15
 
@@ -156,8 +152,25 @@ def test_placement_replays_fan_out_over_ray_with_the_same_rows(tmp_path: Path) -
     rows = {}
     for kind, extra in (("ray", ["--executor", "ray", "--workers", "2"]), ("inline", ["--workers", "1"])):
         out = tmp_path / f"{kind}.json"
-        done, _ = planner("simulate", "placement", "--policy", "fgd", "--policy", "bestfit", "--seeds", "2", "--load", "0.3", "--step", "10",
-                          "--out", str(out), "--no-progress", *extra, timeout=300)
+        done, _ = planner(
+            "simulate",
+            "placement",
+            "--policy",
+            "fgd",
+            "--policy",
+            "bestfit",
+            "--seeds",
+            "2",
+            "--load",
+            "0.3",
+            "--step",
+            "10",
+            "--out",
+            str(out),
+            "--no-progress",
+            *extra,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
         rows[kind] = [{k: v for k, v in row.items() if k != "wall_s"} for row in json.loads(out.read_text())["runs"]]
     assert rows["ray"] == rows["inline"] and len(rows["ray"]) == 2 * 2 * 3  # everything but the replays' wall time

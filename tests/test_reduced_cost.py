@@ -97,6 +97,7 @@ def test_the_lp_bound_proves_an_optimal_hint_and_the_solve_runs_on_the_unfixed_c
 
     def record(model: Milp, hint: list[int]):  # type: ignore[no-untyped-def]
         from planner.models.backends import solve
+
         seen.append((model.num_vars, hint))
         return solve(model, "highs", 5.0, 1, hint)
 

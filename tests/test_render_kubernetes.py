@@ -82,8 +82,7 @@ def test_pod_migration_jobs_follow_the_crd_and_pin_each_move_to_its_node() -> No
 def test_a_long_pod_name_still_gives_a_valid_object_name() -> None:
     nodes = [Node(name="n0", gpus=4, cpus=8, memory_gib=32), Node(name="n1", gpus=4, cpus=8, memory_gib=32)]
     long = "x" * 250 + "_UPPER"
-    cluster = Cluster(nodes=nodes, pods=[Pod(name=long, gpus=1, cpus=1, memory_gib=1.5, node="n0"),
-                                          Pod(name="b", gpus=2, cpus=1, memory_gib=1, node="n1")])
+    cluster = Cluster(nodes=nodes, pods=[Pod(name=long, gpus=1, cpus=1, memory_gib=1.5, node="n0"), Pod(name="b", gpus=2, cpus=1, memory_gib=1, node="n1")])
     plan = plan_defrag(cluster, DefragOptions())
     (obj,) = pod_migration_jobs(plan, cluster)
     check_pod_migration_job(obj)
@@ -235,10 +234,19 @@ def test_kubectl_output_is_refused_for_two_plans_side_by_side(tmp_path: Path) ->
 def test_namespaced_pods_keep_their_kubernetes_name_and_tolerations() -> None:
     from planner.cluster import Taint, Toleration
 
-    nodes = [Node(name="n0", gpus=4, cpus=8, memory_gib=32), Node(name="n1", gpus=4, cpus=8, memory_gib=32,
-                                                                 taints=[Taint(key="gpu", value="a100", effect="NoSchedule")])]
-    mover = Pod(name="team-a/x", namespace="team-a", gpus=1, cpus=1, memory_gib=1, node="n0",
-                tolerations=[Toleration(key="gpu", operator="Equal", value="a100", effect="NoSchedule")])
+    nodes = [
+        Node(name="n0", gpus=4, cpus=8, memory_gib=32),
+        Node(name="n1", gpus=4, cpus=8, memory_gib=32, taints=[Taint(key="gpu", value="a100", effect="NoSchedule")]),
+    ]
+    mover = Pod(
+        name="team-a/x",
+        namespace="team-a",
+        gpus=1,
+        cpus=1,
+        memory_gib=1,
+        node="n0",
+        tolerations=[Toleration(key="gpu", operator="Equal", value="a100", effect="NoSchedule")],
+    )
     cluster = Cluster(nodes=nodes, pods=[mover, Pod(name="y", gpus=2, cpus=1, memory_gib=1, node="n1")])
     plan = plan_defrag(cluster, DefragOptions())
     (obj,) = pod_migration_jobs(plan, cluster)
@@ -251,12 +259,16 @@ def test_namespaced_pods_keep_their_kubernetes_name_and_tolerations() -> None:
 def test_reservations_ask_for_the_pods_resources_by_name() -> None:
     """Issue 40: a MIG pod's reservation asks for its slices, a time-sliced one for its replicas under
     the resource it requests, an RDMA pod for its device; never nvidia.com/gpu where the pod asks none."""
-    nodes = [Node(name=f"mig-{i}", gpu_model="A100-MIG-1g.10gb", gpus=7, cpus=32, memory_gib=128,
-                  resources={"nvidia.com/mig-1g.10gb": 7, "rdma/hca": 4, "pods": 110}) for i in range(2)]
-    pods = [Pod(name="a", gpus=2, cpus=1, memory_gib=1, node="mig-0", gpu_models=["A100-MIG-1g.10gb"],
-                requests={"nvidia.com/mig-1g.10gb": 2, "rdma/hca": 1}),
-            Pod(name="b", gpus=1, cpus=1, memory_gib=1, node="mig-1", gpu_models=["A100-MIG-1g.10gb"],
-                requests={"nvidia.com/mig-1g.10gb": 1})]
+    nodes = [
+        Node(
+            name=f"mig-{i}", gpu_model="A100-MIG-1g.10gb", gpus=7, cpus=32, memory_gib=128, resources={"nvidia.com/mig-1g.10gb": 7, "rdma/hca": 4, "pods": 110}
+        )
+        for i in range(2)
+    ]
+    pods = [
+        Pod(name="a", gpus=2, cpus=1, memory_gib=1, node="mig-0", gpu_models=["A100-MIG-1g.10gb"], requests={"nvidia.com/mig-1g.10gb": 2, "rdma/hca": 1}),
+        Pod(name="b", gpus=1, cpus=1, memory_gib=1, node="mig-1", gpu_models=["A100-MIG-1g.10gb"], requests={"nvidia.com/mig-1g.10gb": 1}),
+    ]
     cluster = Cluster(nodes=nodes, pods=pods)
     plan = plan_defrag(cluster, DefragOptions())
     (obj,) = pod_migration_jobs(plan, cluster)

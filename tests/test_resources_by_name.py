@@ -24,8 +24,7 @@ runner = CliRunner()
 
 
 def whole_node(name: str, gpus: int = 8, **fields: Any) -> Node:
-    return Node(name=name, gpu_model="H100", gpus=gpus, cpus=64, memory_gib=512,
-                resources={"nvidia.com/gpu": gpus, "pods": 110}, **fields)
+    return Node(name=name, gpu_model="H100", gpus=gpus, cpus=64, memory_gib=512, resources={"nvidia.com/gpu": gpus, "pods": 110}, **fields)
 
 
 def test_a_time_sliced_replica_costs_a_whole_gpu_on_a_whole_gpu_node() -> None:
@@ -126,22 +125,31 @@ def kubectl_list(*items: dict[str, Any]) -> str:
 
 
 def k_node(name: str, allocatable: dict[str, str]) -> dict[str, Any]:
-    return {"kind": "Node", "metadata": {"name": name, "labels": {}}, "spec": {},
-            "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", **allocatable}}}
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {}},
+        "spec": {},
+        "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", **allocatable}},
+    }
 
 
 def k_pod(name: str, node: str | None, requests: dict[str, str], **spec: Any) -> dict[str, Any]:
-    return {"kind": "Pod", "metadata": {"name": name, "namespace": "ml", "ownerReferences": [
-        {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": "u-" + name, "controller": True}]},
-            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", **requests}}}], **({"nodeName": node} if node else {}), **spec},
-            "status": {"phase": "Running" if node else "Pending"}}
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "ml",
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": "u-" + name, "controller": True}],
+        },
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", **requests}}}], **({"nodeName": node} if node else {}), **spec},
+        "status": {"phase": "Running" if node else "Pending"},
+    }
 
 
 def test_the_importer_carries_every_resource_by_name_and_the_ports() -> None:
     text = kubectl_list(
         k_node("a", {"nvidia.com/gpu": "8", "rdma/hca": "4", "ephemeral-storage": "100Gi"}),
-        k_pod("x", "a", {"nvidia.com/gpu": "2", "rdma/hca": "1", "ephemeral-storage": "1.5Gi"},
-              hostNetwork=True),
+        k_pod("x", "a", {"nvidia.com/gpu": "2", "rdma/hca": "1", "ephemeral-storage": "1.5Gi"}, hostNetwork=True),
     )
     doc = json.loads(text)
     doc["items"][1]["spec"]["containers"][0]["ports"] = [{"containerPort": 9100}]
@@ -155,18 +163,25 @@ def test_the_importer_carries_every_resource_by_name_and_the_ports() -> None:
 def test_a_node_over_its_own_allocatable_is_planned_full_and_its_pods_stay() -> None:
     """A device plugin reporting fewer GPUs than are in use: Kubernetes keeps the pods running; the
     plan treats the node as full of that resource and locks them, with a warning (never exit 2)."""
-    text = kubectl_list(k_node("a", {"nvidia.com/gpu": "1"}), k_node("b", {"nvidia.com/gpu": "8"}),
-                        k_pod("x", "a", {"nvidia.com/gpu": "1"}), k_pod("y", "a", {"nvidia.com/gpu": "1"}))
+    text = kubectl_list(
+        k_node("a", {"nvidia.com/gpu": "1"}),
+        k_node("b", {"nvidia.com/gpu": "8"}),
+        k_pod("x", "a", {"nvidia.com/gpu": "1"}),
+        k_pod("y", "a", {"nvidia.com/gpu": "1"}),
+    )
     result = import_kubernetes([(text, "l.json")])
     a = next(n for n in result.cluster.nodes if n.name == "a")
     assert a.resources["nvidia.com/gpu"] == 2 and all(p.locked for p in result.cluster.pods)
     assert any(w.startswith("Node a: status.allocatable.nvidia.com/gpu: its pods request 2, it offers 1") for w in result.warnings)
 
 
-@pytest.mark.parametrize(("where", "bad", "field"), [
-    ("node", {"bad name": "1"}, "status.allocatable.bad name"),
-    ("pod", {"rdma/hca": "lots"}, "requests.rdma/hca"),
-])
+@pytest.mark.parametrize(
+    ("where", "bad", "field"),
+    [
+        ("node", {"bad name": "1"}, "status.allocatable.bad name"),
+        ("pod", {"rdma/hca": "lots"}, "requests.rdma/hca"),
+    ],
+)
 def test_an_unreadable_resource_name_or_quantity_exits_2_naming_the_field(tmp_path: Path, where: str, bad: dict[str, str], field: str) -> None:
     items = [k_node("a", bad if where == "node" else {}), k_pod("x", "a" if where == "node" else None, bad if where == "pod" else {})]
     source = tmp_path / "l.json"
@@ -177,8 +192,15 @@ def test_an_unreadable_resource_name_or_quantity_exits_2_naming_the_field(tmp_pa
 
 def test_the_snapshot_schema_refuses_a_bad_resource_name(tmp_path: Path) -> None:
     snapshot = tmp_path / "s.json"
-    snapshot.write_text(json.dumps({"version": 1, "nodes": [{"name": "n", "gpus": 0, "cpus": 1, "memory_gib": 1, "resources": {"a b": 1}}],
-                                    "pods": [{"name": "p", "gpus": 0, "cpus": 1, "requests": {"pods": 1}}]}))
+    snapshot.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "nodes": [{"name": "n", "gpus": 0, "cpus": 1, "memory_gib": 1, "resources": {"a b": 1}}],
+                "pods": [{"name": "p", "gpus": 0, "cpus": 1, "requests": {"pods": 1}}],
+            }
+        )
+    )
     result = runner.invoke(app, ["report", str(snapshot)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "nodes[0].resources" in result.stderr and "not a resource name" in result.stderr
@@ -191,8 +213,10 @@ def test_pod_requests_are_read_once_per_shape_and_errors_still_name_the_field() 
 
     from planner.adapters.kubernetes_objects import KubeError, pod_requests
 
-    spec = {"containers": [{"resources": {"requests": {"cpu": "500m", "nvidia.com/gpu": "1"}}}],
-            "initContainers": [{"restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}]}
+    spec = {
+        "containers": [{"resources": {"requests": {"cpu": "500m", "nvidia.com/gpu": "1"}}}],
+        "initContainers": [{"restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}],
+    }
     first = pod_requests(spec)
     assert first == {"cpu": Fraction(3, 2), "nvidia.com/gpu": Fraction(1)}
     first["cpu"] = Fraction(99)

@@ -66,7 +66,11 @@ def test_whole_and_fractional_gpus_count_toward_capacity() -> None:
 def test_static_rules() -> None:
     cl = make_cluster(
         [node("n", gpu_model="A100", labels={"pool": "train"}, schedulable=False)],
-        [pod("a", None, gpu_models=["H800"]), pod("b", None, node_selector={"pool": "infer"}), pod("c", None, gpu_models=["A100"], node_selector={"pool": "train"})],
+        [
+            pod("a", None, gpu_models=["H800"]),
+            pod("b", None, node_selector={"pool": "infer"}),
+            pod("c", None, gpu_models=["A100"], node_selector={"pool": "train"}),
+        ],
     )
     n = cl.nodes[0]
     a, b, c = cl.pods
@@ -148,10 +152,15 @@ def test_fast_and_plain_rule_forms_agree_through_random_moves(cluster: Cluster, 
         else:
             state.unplace(p)
         # the incremental usage equals usage recomputed from scratch
-        fresh = ClusterState(cluster.model_copy(update={"pods": [
-            q.model_copy(update={"node": cluster.nodes[at].name if at != PENDING else None})
-            for q, at in zip(cluster.pods, state.pod_node.tolist())
-        ]}))
+        fresh = ClusterState(
+            cluster.model_copy(
+                update={
+                    "pods": [
+                        q.model_copy(update={"node": cluster.nodes[at].name if at != PENDING else None}) for q, at in zip(cluster.pods, state.pod_node.tolist())
+                    ]
+                }
+            )
+        )
         for field in ("whole_used", "share_devices", "used_cpus", "used_mem"):
             assert np.allclose(getattr(state, field), getattr(fresh, field)), field
         assert_forms_agree(state)

@@ -31,10 +31,8 @@ def test_toleration_matching_follows_kubernetes() -> None:
 
 def test_untolerated_taints_keep_arriving_pods_off_but_residents_stay() -> None:
     cl = make_cluster(
-        [node("n", taints=[{"key": "dedicated", "value": "infer", "effect": "NoSchedule"},
-                           {"key": "soft", "effect": "PreferNoSchedule"}])],
-        [pod("plain", None), pod("tolerant", None, tolerations=[{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}]),
-         pod("resident", "n")],
+        [node("n", taints=[{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}, {"key": "soft", "effect": "PreferNoSchedule"}])],
+        [pod("plain", None), pod("tolerant", None, tolerations=[{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}]), pod("resident", "n")],
     )
     n = cl.nodes[0]
     plain, tolerant, resident = cl.pods
@@ -52,10 +50,13 @@ def test_node_affinity_terms_are_ored_and_expressions_anded() -> None:
         [{"key": "pool", "operator": "Exists"}],
     ]
     cl = make_cluster(
-        [node("za", labels={"zone": "a"}), node("za-spot", labels={"zone": "a", "spot": "1"}),
-         node("pool", labels={"pool": "x", "spot": "1"}), node("zc", labels={"zone": "c"})],
-        [pod("p", None, node_affinity=affinity),
-         pod("q", None, node_affinity=[[{"key": "zone", "operator": "NotIn", "values": ["a"]}]])],
+        [
+            node("za", labels={"zone": "a"}),
+            node("za-spot", labels={"zone": "a", "spot": "1"}),
+            node("pool", labels={"pool": "x", "spot": "1"}),
+            node("zc", labels={"zone": "c"}),
+        ],
+        [pod("p", None, node_affinity=affinity), pod("q", None, node_affinity=[[{"key": "zone", "operator": "NotIn", "values": ["a"]}]])],
     )
     p, q = cl.pods
     assert [rules.node_affinity_matches(p, n) for n in cl.nodes] == [True, False, True, False]
@@ -67,15 +68,29 @@ def test_node_affinity_terms_are_ored_and_expressions_anded() -> None:
 
 
 KEYS = ["gpu", "dedicated"]
-TAINTS = [[], [], [{"key": "gpu", "effect": "NoSchedule"}], [{"key": "dedicated", "value": "a", "effect": "NoExecute"}],
-          [{"key": "gpu", "effect": "PreferNoSchedule"}], [{"key": "gpu", "value": "x", "effect": "NoSchedule"},
-                                                           {"key": "dedicated", "value": "b", "effect": "NoSchedule"}]]
-TOLERATIONS = [[], [], [{"key": "gpu", "operator": "Exists"}], [{"key": "dedicated", "value": "a"}],
-               [{"operator": "Exists"}], [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},
-                                          {"key": "dedicated", "value": "b", "effect": "NoSchedule"}]]
-AFFINITIES = [None, None, [[{"key": "pool", "operator": "In", "values": ["train"]}]],
-              [[{"key": "pool", "operator": "NotIn", "values": ["train"]}], [{"key": "pool", "operator": "DoesNotExist"}]],
-              [[{"key": "pool", "operator": "Exists"}]]]
+TAINTS = [
+    [],
+    [],
+    [{"key": "gpu", "effect": "NoSchedule"}],
+    [{"key": "dedicated", "value": "a", "effect": "NoExecute"}],
+    [{"key": "gpu", "effect": "PreferNoSchedule"}],
+    [{"key": "gpu", "value": "x", "effect": "NoSchedule"}, {"key": "dedicated", "value": "b", "effect": "NoSchedule"}],
+]
+TOLERATIONS = [
+    [],
+    [],
+    [{"key": "gpu", "operator": "Exists"}],
+    [{"key": "dedicated", "value": "a"}],
+    [{"operator": "Exists"}],
+    [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}, {"key": "dedicated", "value": "b", "effect": "NoSchedule"}],
+]
+AFFINITIES = [
+    None,
+    None,
+    [[{"key": "pool", "operator": "In", "values": ["train"]}]],
+    [[{"key": "pool", "operator": "NotIn", "values": ["train"]}], [{"key": "pool", "operator": "DoesNotExist"}]],
+    [[{"key": "pool", "operator": "Exists"}]],
+]
 
 
 def with_taints(cluster: Cluster, rng: random.Random) -> Cluster:
@@ -123,14 +138,23 @@ def test_eligibility_of_every_pod_on_every_node_is_may_arrive(data: st.DataObjec
     with selectors of several keys, selectors naming missing labels, taints and tolerations."""
     labels = st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES), max_size=3)
     nodes = [
-        node(f"n{i}", gpu_model=data.draw(st.sampled_from(["A100", "H800"])), labels=data.draw(labels),
-             schedulable=data.draw(st.booleans()),
-             taints=data.draw(st.sampled_from([[], [{"key": "pool", "value": "a", "effect": "NoSchedule"}]])))
+        node(
+            f"n{i}",
+            gpu_model=data.draw(st.sampled_from(["A100", "H800"])),
+            labels=data.draw(labels),
+            schedulable=data.draw(st.booleans()),
+            taints=data.draw(st.sampled_from([[], [{"key": "pool", "value": "a", "effect": "NoSchedule"}]])),
+        )
         for i in range(data.draw(st.integers(1, 8)))
     ]
     pods = [
-        pod(f"p{i}", None, node_selector=data.draw(labels), gpu_models=data.draw(st.sampled_from([[], ["A100"]])),
-            tolerations=data.draw(st.sampled_from([[], [{"key": "pool", "operator": "Exists"}]])))
+        pod(
+            f"p{i}",
+            None,
+            node_selector=data.draw(labels),
+            gpu_models=data.draw(st.sampled_from([[], ["A100"]])),
+            tolerations=data.draw(st.sampled_from([[], [{"key": "pool", "operator": "Exists"}]])),
+        )
         for i in range(data.draw(st.integers(1, 10)))
     ]
     cl = make_cluster(nodes, pods)

@@ -19,10 +19,7 @@ from tests.strategies import clusters
 def placed_cluster(state: ClusterState) -> Cluster:
     """The state's cluster with every pod on the node the state says (re-checked by parse_cluster)."""
     cluster = state.cluster
-    pods = [
-        p.model_copy(update={"node": state.node_names[n] if n >= 0 else None})
-        for p, n in zip(cluster.pods, state.pod_node.tolist())
-    ]
+    pods = [p.model_copy(update={"node": state.node_names[n] if n >= 0 else None}) for p, n in zip(cluster.pods, state.pod_node.tolist())]
     return parse_cluster(dump_cluster(cluster.model_copy(update={"pods": pods})))
 
 
@@ -69,9 +66,7 @@ def test_scores_are_the_mean_fraction_over_gpus_cpus_and_memory_after_placing():
 
 
 def test_scores_leave_out_resources_a_node_does_not_have():
-    cluster = make_cluster(
-        [node("cpu-only", gpus=0, cpus=10, memory_gib=100)], [pod("x", None, 0, cpus=5, memory_gib=10)]
-    )
+    cluster = make_cluster([node("cpu-only", gpus=0, cpus=10, memory_gib=100)], [pod("x", None, 0, cpus=5, memory_gib=10)])
     state = ClusterState(cluster)
     assert most_allocated(state, 0, np.array([0]))[0] == pytest.approx((0.5 + 0.1) / 2)
 

@@ -40,9 +40,17 @@ exit 0
 
 def _payloads(marker: Path) -> list[str]:
     """Names that would run ``touch marker`` (or break out of a quote, heredoc or path) if pasted raw."""
-    return [f"$(touch {marker})", f"`touch {marker}`", f'"; touch {marker}; echo "', f"'; touch {marker}; echo '",
-            f"x\nPLANNER_EOF\ntouch {marker}\n", f"x\nPLANNER_WAVE_EOF\ntouch {marker}\n", "../../kube-system/pods/victim",
-            "x/evil", "x;touch${IFS}" + str(marker)]
+    return [
+        f"$(touch {marker})",
+        f"`touch {marker}`",
+        f'"; touch {marker}; echo "',
+        f"'; touch {marker}; echo '",
+        f"x\nPLANNER_EOF\ntouch {marker}\n",
+        f"x\nPLANNER_WAVE_EOF\ntouch {marker}\n",
+        "../../kube-system/pods/victim",
+        "x/evil",
+        "x;touch${IFS}" + str(marker),
+    ]
 
 
 def _run(tmp_path: Path, script: str) -> tuple[subprocess.CompletedProcess, str]:
@@ -62,8 +70,10 @@ def _hostile_cluster(marker: Path) -> tuple[Cluster, list[str]]:
     """One node per payload (named by it) holding a pod named by it, in a namespace named by it."""
     names = _payloads(marker)
     nodes = [Node(name=n, gpus=8, cpus=64, memory_gib=512) for n in names] + [Node(name="spare", gpus=8, cpus=64, memory_gib=512)]
-    pods = [Pod(name=n, namespace=n, gpus=1, cpus=1, memory_gib=1, node=n,
-                tolerations=[Toleration(key="k", operator="Equal", value=n, effect="NoSchedule")]) for n in names]
+    pods = [
+        Pod(name=n, namespace=n, gpus=1, cpus=1, memory_gib=1, node=n, tolerations=[Toleration(key="k", operator="Equal", value=n, effect="NoSchedule")])
+        for n in names
+    ]
     pending = [Pod(name=f"{n}-pending", namespace=n, job="j", gpus=1, cpus=1, memory_gib=1) for n in names]
     return Cluster(nodes=nodes, pods=pods + pending, jobs=[Job(name="j")]), names
 
@@ -73,16 +83,17 @@ def test_a_placement_script_from_hostile_names_runs_nothing_and_passes_each_name
     cluster, names = _hostile_cluster(marker)
     victims = [Victim(pod=n, node=n, lost_gpu_s=0) for n in names]
     placements = [Placement(pod=f"{n}-pending", node=n) for n in names]
-    for plan in (PreemptPlan(job="j", now_s=0, placements=placements, victims=victims, reactivate=names[4]),
-                 AllocationPlan(placements=placements)):
+    for plan in (PreemptPlan(job="j", now_s=0, placements=placements, victims=victims, reactivate=names[4]), AllocationPlan(placements=placements)):
         done, log = _run(tmp_path, placement_script(plan, cluster))
         assert done.returncode == 0, done.stderr
         assert not marker.exists(), "a name ran as a command"
         calls = [line for line in log.splitlines() if line.startswith("<")]
-        expected = [f"<create><--raw></api/v1/namespaces/{quote(n, safe='')}/pods/{quote(n, safe='')}/eviction?dryRun=All><-f><->"
-                    for n in names if isinstance(plan, PreemptPlan)]
-        expected += [f"<create><--raw></api/v1/namespaces/{quote(n, safe='')}/pods/{quote(n + '-pending', safe='')}/binding?dryRun=All>"
-                     "<-f><->" for n in names]
+        expected = [
+            f"<create><--raw></api/v1/namespaces/{quote(n, safe='')}/pods/{quote(n, safe='')}/eviction?dryRun=All><-f><->"
+            for n in names
+            if isinstance(plan, PreemptPlan)
+        ]
+        expected += [f"<create><--raw></api/v1/namespaces/{quote(n, safe='')}/pods/{quote(n + '-pending', safe='')}/binding?dryRun=All><-f><->" for n in names]
         assert calls == expected
         bodies = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
         assert [b["metadata"]["name"] for b in bodies if b["kind"] == "Binding"] == [f"{n}-pending" for n in names]
@@ -92,10 +103,10 @@ def test_a_placement_script_from_hostile_names_runs_nothing_and_passes_each_name
 def test_a_defrag_script_and_its_objects_hold_against_hostile_names(tmp_path: Path) -> None:
     marker = tmp_path / "INJECTED"
     cluster, names = _hostile_cluster(marker)
-    plan = DefragPlan(waves=[[Move(pod=n, **{"from": n}, to="spare") for n in names], [Move(pod=names[0] + "-pending", **{"from": "spare"}, to=names[1])]],
-                      vacated_nodes=[])
-    cluster = cluster.model_copy(update={"pods": [*cluster.pods[:len(names)],
-                                                  cluster.pods[len(names)].model_copy(update={"node": "spare"})]})
+    plan = DefragPlan(
+        waves=[[Move(pod=n, **{"from": n}, to="spare") for n in names], [Move(pod=names[0] + "-pending", **{"from": "spare"}, to=names[1])]], vacated_nodes=[]
+    )
+    cluster = cluster.model_copy(update={"pods": [*cluster.pods[: len(names)], cluster.pods[len(names)].model_copy(update={"node": "spare"})]})
     done, log = _run(tmp_path, kubectl_script(plan, cluster))
     log = "\n" + log
     assert done.returncode == 0, done.stderr
@@ -104,7 +115,7 @@ def test_a_defrag_script_and_its_objects_hold_against_hostile_names(tmp_path: Pa
     assert len(streams) == 2 and log.startswith("\n<apply><--dry-run=server><-f><->")
     applied = [doc for stream in streams for doc in yaml.safe_load_all(stream) if doc]
     assert applied == pod_migration_jobs(plan, cluster), "the objects kubectl received differ from the plan's"
-    assert [o["spec"]["podRef"]["name"] for o in applied[:len(names)]] == names
+    assert [o["spec"]["podRef"]["name"] for o in applied[: len(names)]] == names
 
 
 def _snapshot(tmp_path: Path, pod: str = "train-0", namespace: str | None = "team-a", node: str = "n0") -> Path:
@@ -115,17 +126,19 @@ def _snapshot(tmp_path: Path, pod: str = "train-0", namespace: str | None = "tea
     return path
 
 
-@pytest.mark.parametrize(("field", "value", "rule"), [
-    ("pod", "$(touch INJECTED)", "DNS-1123 subdomain"),
-    ("pod", "x/evil", "DNS-1123 subdomain"),
-    ("pod", "Train-0", "DNS-1123 subdomain"),
-    ("namespace", "../kube-system", "DNS-1123 label"),
-    ("namespace", "a" * 64, "DNS-1123 label"),
-    ("node", "n0;id", "DNS-1123 subdomain"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "rule"),
+    [
+        ("pod", "$(touch INJECTED)", "DNS-1123 subdomain"),
+        ("pod", "x/evil", "DNS-1123 subdomain"),
+        ("pod", "Train-0", "DNS-1123 subdomain"),
+        ("namespace", "../kube-system", "DNS-1123 label"),
+        ("namespace", "a" * 64, "DNS-1123 label"),
+        ("node", "n0;id", "DNS-1123 subdomain"),
+    ],
+)
 @pytest.mark.parametrize("output", ["kubectl", "podmigrationjob"])
-def test_a_script_from_a_plain_snapshot_with_names_kubernetes_refuses_is_exit_2(tmp_path: Path, field: str, value: str, rule: str,
-                                                                                output: str) -> None:
+def test_a_script_from_a_plain_snapshot_with_names_kubernetes_refuses_is_exit_2(tmp_path: Path, field: str, value: str, rule: str, output: str) -> None:
     path = _snapshot(tmp_path, **{field: value})
     if output == "kubectl":
         done = runner.invoke(app, ["allocate", str(path), "--jobs", "j", "-o", "kubectl"])
@@ -157,11 +170,14 @@ def _example_with(change: str) -> dict:
     return {**data, "items": items}
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ("pod", "Pod research/$(id > /tmp/x): metadata.name: '$(id > /tmp/x)' is not a valid pod name"),
-    ("namespace", "metadata.namespace: '../kube-system' is not a valid namespace"),
-    ("node", "Node H100_7: metadata.name: 'H100_7' is not a valid node name"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("pod", "Pod research/$(id > /tmp/x): metadata.name: '$(id > /tmp/x)' is not a valid pod name"),
+        ("namespace", "metadata.namespace: '../kube-system' is not a valid namespace"),
+        ("node", "Node H100_7: metadata.name: 'H100_7' is not a valid node name"),
+    ],
+)
 @pytest.mark.parametrize("command", [["import", "kubernetes"], ["allocate", "--from", "kubernetes", "-o", "kubectl"]])
 def test_the_importer_refuses_names_kubernetes_refuses(tmp_path: Path, change: str, message: str, command: list[str]) -> None:
     path = tmp_path / "list.json"
@@ -175,8 +191,11 @@ def test_two_snapshot_pods_that_are_one_kubernetes_pod_are_refused() -> None:
     from planner.render.kubernetes import script_name_problems
 
     nodes = [Node(name="n0", gpus=8, cpus=64, memory_gib=512)]
-    pods = [Pod(name="x", namespace="team-a", gpus=1, cpus=1, job="j"), Pod(name="team-a/x", namespace="team-a", gpus=1, cpus=1, job="j"),
-            Pod(name="team-b/x", namespace="team-b", gpus=1, cpus=1, job="j")]
+    pods = [
+        Pod(name="x", namespace="team-a", gpus=1, cpus=1, job="j"),
+        Pod(name="team-a/x", namespace="team-a", gpus=1, cpus=1, job="j"),
+        Pod(name="team-b/x", namespace="team-b", gpus=1, cpus=1, job="j"),
+    ]
     cluster = Cluster(nodes=nodes, pods=pods, jobs=[Job(name="j")])
     plan = AllocationPlan(placements=[Placement(pod=p.name, node="n0") for p in pods])
     assert script_name_problems(plan, cluster) == ["pods[1].name: is Kubernetes pod team-a/x, as pods[0] is"]

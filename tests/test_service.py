@@ -152,7 +152,12 @@ def test_an_instance_too_large_for_exact_is_refused_at_submission_in_api_terms(s
         (bytes(range(256)) * 64, {"content-type": "application/json"}, 422, "body: not valid JSON"),
         (b'{"snapshot": {"nodes": [], "nodes": []}}', {"content-type": "application/json"}, 422, "duplicate key 'nodes'"),
         (json.dumps({"snapshot": FIG15_SNAPSHOT}).encode(), {"content-type": "text/plain"}, 415, ""),
-        (json.dumps({"snapshot": FIG15_SNAPSHOT}).encode(), {"content-type": "application/json", "idempotency-key": ""}, 422, "Idempotency-Key: must not be empty"),
+        (
+            json.dumps({"snapshot": FIG15_SNAPSHOT}).encode(),
+            {"content-type": "application/json", "idempotency-key": ""},
+            422,
+            "Idempotency-Key: must not be empty",
+        ),
     ],
     ids=["truncated", "deeply-nested", "binary", "duplicate-key", "text-plain", "empty-idempotency-key"],
 )
@@ -165,7 +170,9 @@ def test_hostile_bodies_get_the_problem_format(server: Server, content: bytes, h
         assert expected in " ".join(body["problems"]) or expected in body["error"]
 
 
-@pytest.mark.parametrize("method,path,status", [("GET", "/v2/defrag", 404), ("POST", "/v1/topology", 404), ("PUT", "/v1/defrag", 405), ("DELETE", "/v1/jobs", 405)])
+@pytest.mark.parametrize(
+    "method,path,status", [("GET", "/v2/defrag", 404), ("POST", "/v1/topology", 404), ("PUT", "/v1/defrag", 405), ("DELETE", "/v1/jobs", 405)]
+)
 def test_unknown_routes_and_methods_get_the_problem_format(server: Server, method: str, path: str, status: int) -> None:
     with server.client() as client:
         response = client.request(method, path)
@@ -255,8 +262,7 @@ def test_metrics_count_jobs_and_solve_times(server: Server) -> None:
         client.post("/v1/defrag", params={"wait": 30}, json={"snapshot": FIG15_SNAPSHOT})
         response = client.get("/metrics")
     assert response.headers["content-type"].startswith("text/plain; version=")
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for family in text_string_to_metric_families(response.text) for s in family.samples}
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for family in text_string_to_metric_families(response.text) for s in family.samples}
     assert samples[("planner_jobs", (("kind", "defrag"), ("status", "succeeded")))] >= 1
     assert samples[("planner_jobs_finished_total", (("kind", "defrag"), ("status", "succeeded")))] >= 1
     assert samples[("planner_queue_depth", ())] == 0

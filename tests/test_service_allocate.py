@@ -39,8 +39,13 @@ def test_allocate_job_is_planned_stored_and_valid(server: Server) -> None:
 
 @pytest.mark.parametrize(
     ("options", "named"),
-    [({"jobs": ["nope"]}, "options.jobs: unknown job 'nope'"), ({"method": "best"}, "options.method"), ({"method": "largest-first", "time_limit_s": 5}, "options.time_limit_s: method 'largest-first' does not use it"),
-     ({"method": "slurm", "seed": 3}, "options.seed: method 'slurm' does not use it"), ({"method": "largest-first", "cpus": 500}, "snapshot.pods[0]: ")],
+    [
+        ({"jobs": ["nope"]}, "options.jobs: unknown job 'nope'"),
+        ({"method": "best"}, "options.method"),
+        ({"method": "largest-first", "time_limit_s": 5}, "options.time_limit_s: method 'largest-first' does not use it"),
+        ({"method": "slurm", "seed": 3}, "options.seed: method 'slurm' does not use it"),
+        ({"method": "largest-first", "cpus": 500}, "snapshot.pods[0]: "),
+    ],
 )
 def test_bad_allocate_requests_get_422(server: Server, options: dict, named: str) -> None:
     snapshot = json.loads(switches_cluster({"a": 1}, 2).model_dump_json(exclude_defaults=True))

@@ -98,8 +98,13 @@ def test_plans_delete_leaves_the_job_without_a_plan(server: Server) -> None:
 
 
 def test_a_cancelled_job_is_exit_5_with_its_reason(server: Server, long_snapshot: Path) -> None:
-    waiting = subprocess.Popen([PLANNER, "submit", str(long_snapshot), "--server", server.url, "--method", "hybrid", "--time-limit", "60",
-                                "--wait", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    waiting = subprocess.Popen(
+        [PLANNER, "submit", str(long_snapshot), "--server", server.url, "--method", "hybrid", "--time-limit", "60", "--wait", "120"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
     with server.client() as client:
         deadline = time.monotonic() + 60
         running = []
@@ -195,8 +200,7 @@ def test_a_read_only_token_reads_but_cannot_submit_cancel_or_delete(tmp_path: Pa
 
 def test_a_read_token_without_an_admin_token_is_refused_at_start(tmp_path: Path) -> None:
     env = {k: v for k, v in ENV.items() if k != "PLANNER_API_TOKEN"} | {"PLANNER_API_READ_TOKEN": "reader-token-0123456789"}
-    done = subprocess.run([PLANNER, "serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db")], capture_output=True, text=True,
-                          env=env, timeout=60)
+    done = subprocess.run([PLANNER, "serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db")], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 2 and "PLANNER_API_READ_TOKEN" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -288,8 +292,7 @@ def test_tokens_from_files_as_kubernetes_and_cron_mount_them(tmp_path: Path) -> 
     admin, reader = tmp_path / "admin-token", tmp_path / "read-token"
     admin.write_text(TOKEN + "\n")  # the newline an editor adds is not part of the token
     reader.write_text("reader-token-0123456789\n")
-    srv = Server(tmp_path / "files.db", None, "--workers", "1",
-                 env={"PLANNER_API_TOKEN_FILE": str(admin), "PLANNER_API_READ_TOKEN_FILE": str(reader)}).start()
+    srv = Server(tmp_path / "files.db", None, "--workers", "1", env={"PLANNER_API_TOKEN_FILE": str(admin), "PLANNER_API_READ_TOKEN_FILE": str(reader)}).start()
     try:
         with srv.client(None) as anonymous, srv.client(TOKEN) as client, srv.client("reader-token-0123456789") as read_only:
             assert anonymous.get("/v1/jobs").status_code == 401
@@ -320,8 +323,9 @@ def test_bad_settings_at_start_are_exit_2_with_the_fix_never_a_traceback(tmp_pat
         (tmp_path / "empty").write_text("\n")
         env = {**env, "PLANNER_API_TOKEN_FILE": str(tmp_path / "empty")}
     base = {k: v for k, v in os.environ.items() if k not in ("PLANNER_API_TOKEN", "PLANNER_API_READ_TOKEN", "DATABASE_URL")}
-    done = subprocess.run([PLANNER, "serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db")], capture_output=True, text=True,
-                          env=base | env, timeout=60)
+    done = subprocess.run(
+        [PLANNER, "serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db")], capture_output=True, text=True, env=base | env, timeout=60
+    )
     assert done.returncode == 2 and expected in done.stderr and "Traceback" not in done.stderr + done.stdout, done.stderr
     if "cannot write the job store" in expected:
         assert "check that PostgreSQL runs at that host and port" in done.stderr

@@ -26,8 +26,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Server:
 
 def rendered(url: str) -> str:
     """The DOM of ``url`` after its scripts ran, in headless Chromium."""
-    done = subprocess.run([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--virtual-time-budget=15000",
-                           "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--virtual-time-budget=15000", "--dump-dom", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 

@@ -26,8 +26,7 @@ LEASE_S = 2.0
 @pytest.fixture
 def replicas(tmp_path: Path, postgres) -> tuple[Server, Server, str]:  # type: ignore[no-untyped-def]
     url = postgres.create_database()
-    servers = [Server(tmp_path / f"replica{k}.db", TOKEN, "--workers", "1", "--lease-s", str(LEASE_S), env={"DATABASE_URL": url})
-               for k in range(2)]
+    servers = [Server(tmp_path / f"replica{k}.db", TOKEN, "--workers", "1", "--lease-s", str(LEASE_S), env={"DATABASE_URL": url}) for k in range(2)]
     errors: list[BaseException] = []
 
     def start(server: Server) -> None:

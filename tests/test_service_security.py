@@ -16,10 +16,12 @@ import pytest
 from tests.support.harness import PLANNER, Server, free_port, wait_status
 
 TOKEN = "security-token-0123456789"
-SNAPSHOT = {"version": 1, "nodes": [{"name": "n0", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": "a"},
-                                    {"name": "n1", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": "a"}],
-            "pods": [{"name": "run-0", "node": "n0", "gpus": 2, "cpus": 4}, {"name": "train-0", "job": "train", "gpus": 8, "cpus": 8}],
-            "jobs": [{"name": "train"}]}
+SNAPSHOT = {
+    "version": 1,
+    "nodes": [{"name": "n0", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": "a"}, {"name": "n1", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": "a"}],
+    "pods": [{"name": "run-0", "node": "n0", "gpus": 2, "cpus": 4}, {"name": "train-0", "job": "train", "gpus": 8, "cpus": 8}],
+    "jobs": [{"name": "train"}],
+}
 """Valid for defrag (a pod to consider) and for allocate (a pending job)."""
 
 
@@ -37,8 +39,7 @@ def _raw_request(server: Server, head: str, body: bytes = b"") -> socket.socket:
 
 
 def _head(path: str, length: int) -> str:
-    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {length}\r\n")
+    return f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n"
 
 
 def _status_and_body(sock: socket.socket) -> tuple[int, dict]:
@@ -71,11 +72,14 @@ def test_an_idempotency_key_reused_on_another_kind_is_a_conflict_not_the_other_k
         assert client.post("/v1/defrag", json={"snapshot": SNAPSHOT}, headers={"Idempotency-Key": "kinds-1"}).json()["job_id"] == job_id
 
 
-@pytest.mark.parametrize(("path", "spelled", "other"), [
-    ("/v1/defrag", {"method": "heuristic"}, {"seed": 3}),
-    ("/v1/defrag", {"method": "heuristic", "time_limit_s": 60.0, "seed": 0}, {"seed": 3}),
-    ("/v1/allocate", {"method": "auto", "time_limit_s": 10}, {"time_limit_s": 7}),
-])
+@pytest.mark.parametrize(
+    ("path", "spelled", "other"),
+    [
+        ("/v1/defrag", {"method": "heuristic"}, {"seed": 3}),
+        ("/v1/defrag", {"method": "heuristic", "time_limit_s": 60.0, "seed": 0}, {"seed": 3}),
+        ("/v1/allocate", {"method": "auto", "time_limit_s": 10}, {"time_limit_s": 7}),
+    ],
+)
 def test_spelling_out_a_default_option_is_the_same_request(server: Server, path: str, spelled: dict, other: dict) -> None:
     key = f"defaults-{path}-{len(spelled)}"
     with server.client() as client:
@@ -100,7 +104,7 @@ def test_a_client_that_drops_mid_upload_is_a_quiet_disconnect_not_a_500(server: 
     time.sleep(1.0)
     with server.client() as client:
         assert client.get("/healthz").status_code == 200
-    log = server.log.read_text()[len(before):]
+    log = server.log.read_text()[len(before) :]
     records = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
     dropped = [r for r in records if r.get("logger") == "planner.access" and r.get("path") in ("/v1/defrag", "/v1/report")]
     assert [r["status"] for r in dropped] == [499, 499], log
@@ -122,8 +126,7 @@ def test_a_stalled_upload_gets_408_and_frees_the_large_body_slot(server: Server)
     assert 1.5 < waited < 10, waited
     with server.client() as client:  # the slot is free: another large body is read and answered at once
         started = time.monotonic()
-        big = client.post("/v1/report", content=b'{"snapshot": {"nodes": []}' + b" " * (2 << 20) + b"}",
-                          headers={"Content-Type": "application/json"})
+        big = client.post("/v1/report", content=b'{"snapshot": {"nodes": []}' + b" " * (2 << 20) + b"}", headers={"Content-Type": "application/json"})
         assert big.status_code == 200 and time.monotonic() - started < 10
 
 
@@ -217,19 +220,23 @@ def test_healthz_stays_quick_while_megabyte_bodies_are_parsed(server: Server) ->
 
 def _serve(tmp_path: Path, env: dict[str, str], *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k not in ("PLANNER_API_TOKEN", "PLANNER_API_READ_TOKEN", "DATABASE_URL")}
-    return subprocess.run([PLANNER, "serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db"), *args], capture_output=True,
-                          text=True, env=base | env, timeout=timeout)
+    return subprocess.run(
+        [PLANNER, "serve", "--port", str(free_port()), "--db", str(tmp_path / "p.db"), *args], capture_output=True, text=True, env=base | env, timeout=timeout
+    )
 
 
-@pytest.mark.parametrize(("env", "expected"), [
-    ({"DATABASE_URL": "sqlite:///:memory:"}, "DATABASE_URL: an in-memory SQLite database"),
-    ({"DATABASE_URL": "sqlite://"}, "DATABASE_URL: an in-memory SQLite database"),
-    ({"DATABASE_URL": "sqlite:///file:jobs?mode=memory&cache=shared&uri=true"}, "DATABASE_URL: an in-memory SQLite database"),
-    ({"DATABASE_URL": "postgresql://u:p@::1:5432/planner"}, "DATABASE_URL: cannot read the host and port"),
-    ({"DATABASE_URL": "postgresql://u:p@db:port/planner"}, "DATABASE_URL: cannot read the host and port"),
-    ({"PLANNER_API_TOKEN": "x"}, "PLANNER_API_TOKEN: too short (1 characters)"),
-    ({"PLANNER_API_TOKEN": TOKEN, "PLANNER_API_READ_TOKEN": "short-token"}, "PLANNER_API_READ_TOKEN: too short (11 characters)"),
-])
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"DATABASE_URL": "sqlite:///:memory:"}, "DATABASE_URL: an in-memory SQLite database"),
+        ({"DATABASE_URL": "sqlite://"}, "DATABASE_URL: an in-memory SQLite database"),
+        ({"DATABASE_URL": "sqlite:///file:jobs?mode=memory&cache=shared&uri=true"}, "DATABASE_URL: an in-memory SQLite database"),
+        ({"DATABASE_URL": "postgresql://u:p@::1:5432/planner"}, "DATABASE_URL: cannot read the host and port"),
+        ({"DATABASE_URL": "postgresql://u:p@db:port/planner"}, "DATABASE_URL: cannot read the host and port"),
+        ({"PLANNER_API_TOKEN": "x"}, "PLANNER_API_TOKEN: too short (1 characters)"),
+        ({"PLANNER_API_TOKEN": TOKEN, "PLANNER_API_READ_TOKEN": "short-token"}, "PLANNER_API_READ_TOKEN: too short (11 characters)"),
+    ],
+)
 def test_settings_the_service_cannot_run_on_are_refused_at_start(tmp_path: Path, env: dict[str, str], expected: str) -> None:
     started = time.monotonic()
     done = _serve(tmp_path, env)
@@ -267,10 +274,13 @@ def test_a_secret_file_that_is_not_a_small_regular_file_is_refused_at_once(tmp_p
     assert "Traceback" not in done.stderr and time.monotonic() - started < 20
 
 
-@pytest.mark.parametrize(("args", "env", "expected"), [
-    (["--token", "abc"], {}, "--token: too short (3 characters)"),
-    ([], {"PLANNER_API_TOKEN": "abc"}, "PLANNER_API_TOKEN: too short (3 characters)"),
-])
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (["--token", "abc"], {}, "--token: too short (3 characters)"),
+        ([], {"PLANNER_API_TOKEN": "abc"}, "PLANNER_API_TOKEN: too short (3 characters)"),
+    ],
+)
 def test_the_client_refuses_a_short_token_before_asking_the_server(args: list[str], env: dict[str, str], expected: str) -> None:
     base = {k: v for k, v in os.environ.items() if k not in ("PLANNER_API_TOKEN", "PLANNER_API_TOKEN_FILE")}
     done = subprocess.run([PLANNER, "jobs", "--server", "http://127.0.0.1:9", *args], capture_output=True, text=True, env=base | env, timeout=60)

@@ -18,8 +18,10 @@ def test_a_standby_timeline_row() -> None:
     """h (HP, 8 GPUs, 0-2,000) sleeps in [100, 500); s (spot, 8 GPUs, 1,000 s of work, checkpoints
     every 100 s) arrives at 150, is evicted at 500 keeping 300 s and losing 400 GPU-s, and finishes
     at 2,700. Over [0, 2,700] the node is held 1,600 + 350 + 700 s by h and s: GAR 2,650 / 2,700."""
-    jobs = [SimJob("h", "HP", 0, 2000, gpus_per_worker=8, standby_windows_s=((100, 500),)),
-            SimJob("s", "LP", 150, 1000, gpus_per_worker=8, checkpoint_interval_s=100)]
+    jobs = [
+        SimJob("h", "HP", 0, 2000, gpus_per_worker=8, standby_windows_s=((100, 500),)),
+        SimJob("s", "LP", 150, 1000, gpus_per_worker=8, checkpoint_interval_s=100),
+    ]
     replay = simulate(one_node(), jobs, "spotgpu")
     alone = simulate(one_node(), jobs[:1], "spotgpu")
     row = replay_row(replay, 2700, alone)
@@ -63,8 +65,12 @@ def test_added_hp_delay_and_the_hp_jobs_spot_work_delayed() -> None:
     HP delays are 0, 0, 990 (mean 330) against 0, 0, 0: 330 s added, 1 of 3 HP jobs started later,
     and no ratio. spotgpu-isolated puts hB on n0 (evicting s), as alone: nothing added."""
     nodes = [Node(name=f"n{k}", gpus=8, cpus=64, memory_gib=256) for k in range(2)]
-    jobs = [SimJob("s", "LP", 0, 10_000, gpus_per_worker=4), SimJob("hA", "HP", 10, 1000, gpus_per_worker=4),
-            SimJob("hB", "HP", 15, 1000, gpus_per_worker=4), SimJob("hC", "HP", 20, 100, gpus_per_worker=8)]
+    jobs = [
+        SimJob("s", "LP", 0, 10_000, gpus_per_worker=4),
+        SimJob("hA", "HP", 10, 1000, gpus_per_worker=4),
+        SimJob("hB", "HP", 15, 1000, gpus_per_worker=4),
+        SimJob("hC", "HP", 20, 100, gpus_per_worker=8),
+    ]
     alone = simulate(nodes, [j for j in jobs if j.priority == "HP"], "spotgpu")
     row = replay_row(simulate(nodes, jobs, "spotgpu"), 20_000, alone)
     assert (row["hp_delay_mean_s"], row["hp_delay_hp_only_mean_s"], row["hp_delay_growth"]) == (330, 0, None)

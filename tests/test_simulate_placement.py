@@ -33,11 +33,18 @@ DATA = resolve_data_dir()
 
 def small_nodes() -> GpuNodes:
     """Ten nodes: 8-GPU G2 and G3, 2-GPU T4, 1-GPU P100, one CPU-only node."""
-    spec = [("G2", 8, 96000, 393216)] * 3 + [("G3", 8, 128000, 786432)] * 2 + [("T4", 2, 104000, 524288)] * 3 + [
-        ("P100", 1, 8000, 61440), ("", 0, 64000, 262144)]
+    spec = (
+        [("G2", 8, 96000, 393216)] * 3 + [("G3", 8, 128000, 786432)] * 2 + [("T4", 2, 104000, 524288)] * 3 + [("P100", 1, 8000, 61440), ("", 0, 64000, 262144)]
+    )
     models = sorted({m for m, *_ in spec})
-    return GpuNodes([f"n{i}" for i in range(len(spec))], models, np.array([models.index(m) for m, *_ in spec]),
-                    np.array([g for _, g, _, _ in spec]), np.array([c for *_, c, _ in spec]), np.array([m for *_, m in spec]))
+    return GpuNodes(
+        [f"n{i}" for i in range(len(spec))],
+        models,
+        np.array([models.index(m) for m, *_ in spec]),
+        np.array([g for _, g, _, _ in spec]),
+        np.array([c for *_, c, _ in spec]),
+        np.array([m for *_, m in spec]),
+    )
 
 
 def small_trace(seed: int, size: int = 120) -> Trace:
@@ -142,8 +149,11 @@ def score_oracle(policy: str, nodes: GpuNodes, n: int, ask: Ask) -> float:
                 after[g] -= ask.milli
         return watts(after, cpu_free - ask.cpu) - watts(free, cpu_free)
     if policy.startswith("k8s-"):
-        parts = [(int(nodes.cpu_cap[n]), int(nodes.cpu_cap[n] - cpu_free) + ask.cpu), (int(nodes.mem_cap[n]), int(nodes.mem_cap[n] - nodes.mem_free[n]) + ask.mem),
-                 (int(nodes.gpus[n]) * 1000, int(nodes.gpus[n]) * 1000 - sum(free) + request)]
+        parts = [
+            (int(nodes.cpu_cap[n]), int(nodes.cpu_cap[n] - cpu_free) + ask.cpu),
+            (int(nodes.mem_cap[n]), int(nodes.mem_cap[n] - nodes.mem_free[n]) + ask.mem),
+            (int(nodes.gpus[n]) * 1000, int(nodes.gpus[n]) * 1000 - sum(free) + request),
+        ]
         values = [(used if policy == "k8s-most-allocated" else cap - used) * 100 // cap for cap, used in parts if cap > 0]
         return sum(values) // len(values)
     raise AssertionError(policy)
@@ -169,11 +179,13 @@ def test_fragmentation_matches_the_oracle_on_random_states():
         state = used_state(small_nodes(), np.random.default_rng(seed))
         got = fragmentation(w, state.gpu_free, state.cpu_free, state.model)
         for n in range(len(state.names)):
-            want = frag_oracle([int(g) for g in state.gpu_free[n][: state.gpus[n]]], int(state.cpu_free[n]), state.model_names[state.model[n]], w,
-                               state.model_names)
+            want = frag_oracle(
+                [int(g) for g in state.gpu_free[n][: state.gpus[n]]], int(state.cpu_free[n]), state.model_names[state.model[n]], w, state.model_names
+            )
             assert got[n] == pytest.approx(want, abs=1e-9), (seed, n)
-            assert got[n] == frag_in_reference_order([int(g) for g in state.gpu_free[n][: state.gpus[n]]], int(state.cpu_free[n]),
-                                                     state.model_names[state.model[n]], w, state.model_names), (seed, n)  # to the bit
+            assert got[n] == frag_in_reference_order(
+                [int(g) for g in state.gpu_free[n][: state.gpus[n]]], int(state.cpu_free[n]), state.model_names[state.model[n]], w, state.model_names
+            ), (seed, n)  # to the bit
 
 
 @pytest.mark.parametrize("policy", ["dotprod", "bestfit", "gpu-packing", "gpu-clustering", "k8s-least-allocated", "k8s-most-allocated", "pwr"])
@@ -184,8 +196,14 @@ def test_scores_match_the_formulas(policy):
         state = used_state(small_nodes(), np.random.default_rng(seed))
         s = scorer(policy, trace, state)
         for k in range(40):
-            ask = Ask(int(trace.cpu[k]), int(trace.mem[k]), int(trace.num_gpu[k]), int(trace.gpu_milli[k]), trace.models[k],
-                      pod_tag(int(trace.num_gpu[k]), int(trace.gpu_milli[k])))
+            ask = Ask(
+                int(trace.cpu[k]),
+                int(trace.mem[k]),
+                int(trace.num_gpu[k]),
+                int(trace.gpu_milli[k]),
+                trace.models[k],
+                pod_tag(int(trace.num_gpu[k]), int(trace.gpu_milli[k])),
+            )
             feasible = np.flatnonzero(state.feasible(ask.cpu, ask.mem, ask.num_gpu, ask.milli, state.model_mask(ask.models)))
             got = s.scores(state, ask, feasible)
             for n, value in zip(feasible.tolist(), got.tolist()):
@@ -212,8 +230,10 @@ def test_fgd_scores_and_device_choice_match_the_oracle():
                 if ask.is_share:
                     for g, f in enumerate(free):
                         if f >= ask.milli:
-                            after = free[:g] + [f - ask.milli] + free[g + 1:]
-                            options.append((math.trunc(100 / (1 + math.exp(-(before - frag_oracle(after, cpu - ask.cpu, model, w, state.model_names)) / 1000))), g))
+                            after = free[:g] + [f - ask.milli] + free[g + 1 :]
+                            options.append(
+                                (math.trunc(100 / (1 + math.exp(-(before - frag_oracle(after, cpu - ask.cpu, model, w, state.model_names)) / 1000))), g)
+                            )
                 else:
                     after = list(free)
                     for g in [i for i, f in enumerate(free) if f == 1000][: ask.num_gpu]:
@@ -235,8 +255,14 @@ def test_fgd_truncates_an_unchanged_fragmentation_as_the_reference_does():
     fgd = scorer("fgd", trace, nodes)
     w = fgd.workload  # type: ignore[attr-defined]
     n = nodes.names.index("openb-node-0484")
-    state = GpuNodes(names=[nodes.names[n]], model_names=nodes.model_names, model=nodes.model[[n]], gpus=nodes.gpus[[n]],
-                     cpu_cap=nodes.cpu_cap[[n]], mem_cap=nodes.mem_cap[[n]])
+    state = GpuNodes(
+        names=[nodes.names[n]],
+        model_names=nodes.model_names,
+        model=nodes.model[[n]],
+        gpus=nodes.gpus[[n]],
+        cpu_cap=nodes.cpu_cap[[n]],
+        mem_cap=nodes.mem_cap[[n]],
+    )
     free = [190, 0, 190, 0, 0, 0, 190, 190]
     state.gpu_free[0, :8] = free
     state.cpu_free[0] = 24992
@@ -322,7 +348,7 @@ def test_eq5_reading_minimises_watts_and_gpus_of_fragmentation_by_hand():
                         return alpha * d_watts + (1 - alpha) * d_gpus
 
                     if ask.is_share:
-                        options = [(objective(free[:g] + [f - ask.milli] + free[g + 1:]), g) for g, f in enumerate(free) if f >= ask.milli]
+                        options = [(objective(free[:g] + [f - ask.milli] + free[g + 1 :]), g) for g, f in enumerate(free) if f >= ask.milli]
                     else:
                         after = list(free)
                         for g in [i for i, f in enumerate(free) if f == 1000][: ask.num_gpu]:
@@ -361,8 +387,22 @@ def test_power_model_is_table_ii_by_hand():
     assert power.total_w(nodes) == pytest.approx(want_peak)
 
 
-@pytest.mark.parametrize("policy", ["fgd", "bestfit", "gpu-packing", "gpu-clustering", "dotprod", "random", "pwr", "pwr-fgd:0.1",
-                                    "pwr-fgd-eq5:0.1", "k8s-least-allocated", "k8s-most-allocated"])
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "fgd",
+        "bestfit",
+        "gpu-packing",
+        "gpu-clustering",
+        "dotprod",
+        "random",
+        "pwr",
+        "pwr-fgd:0.1",
+        "pwr-fgd-eq5:0.1",
+        "k8s-least-allocated",
+        "k8s-most-allocated",
+    ],
+)
 def test_replays_are_valid_deterministic_and_the_cache_changes_nothing(policy):
     nodes, trace = small_nodes(), small_trace(3)
     w = TargetWorkload.of_trace(trace, nodes.model_names)
@@ -408,9 +448,15 @@ def test_inflation_keeps_the_trace_then_draws_copies_up_to_the_load():
 
 
 def test_load_points_average_the_pods_that_round_to_them():
-    run = Replay(arrived_milli=np.array([100, 149, 151, 250, 400]), used_milli=np.array([100, 149, 149, 200, 300]),
-                 power_w=np.array([1.0, 2.0, 3.0, 4.0, 5.0]), frag_milli=np.array([990.0, 0, 0, 0, 0]), node=np.zeros(5, dtype=np.int64), capacity_milli=10_000,
-                 devices=[[] for _ in range(5)])
+    run = Replay(
+        arrived_milli=np.array([100, 149, 151, 250, 400]),
+        used_milli=np.array([100, 149, 149, 200, 300]),
+        power_w=np.array([1.0, 2.0, 3.0, 4.0, 5.0]),
+        frag_milli=np.array([990.0, 0, 0, 0, 0]),
+        node=np.zeros(5, dtype=np.int64),
+        capacity_milli=10_000,
+        devices=[[] for _ in range(5)],
+    )
     points = at_loads(run, range(5))
     assert points[1]["gpu_allocation"] == pytest.approx((1.0 + 1.49) / 2)  # 1.00 % and 1.49 % round to 1
     assert points[2]["gpu_allocation"] == pytest.approx((1.49 + 2.0) / 2)  # 1.51 % and 2.50 % (half to even) round to 2
@@ -428,7 +474,9 @@ def test_fgd_beats_bestfit_beats_random_on_the_default_trace():
     allocation = {}
     for policy in ("fgd", "bestfit", "random"):
         arrivals = inflate(trace, nodes.capacity_milli, 1.05, np.random.default_rng(42))
-        allocation[policy] = at_loads(replay(nodes, arrivals, scorer(policy, trace, nodes), np.random.default_rng(42), w), range(100, 101))[100]["gpu_allocation"]
+        allocation[policy] = at_loads(replay(nodes, arrivals, scorer(policy, trace, nodes), np.random.default_rng(42), w), range(100, 101))[100][
+            "gpu_allocation"
+        ]
     assert allocation["fgd"] > allocation["bestfit"] + 1.0 > allocation["random"] + 2.0, allocation
 
 
@@ -461,8 +509,25 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_cli_rows_per_policy_seed_and_load_point_and_a_plot(tmp_path):
     out, plot = tmp_path / "runs.json", tmp_path / "runs.png"
-    done = run_cli("--policy", "fgd", "--policy", "pwr-fgd:0.1", "--seeds", "2", "--load", "0.3", "--step", "10", "--workers", "2", "--out", str(out),
-                   "--plot", str(plot), "--no-progress")
+    done = run_cli(
+        "--policy",
+        "fgd",
+        "--policy",
+        "pwr-fgd:0.1",
+        "--seeds",
+        "2",
+        "--load",
+        "0.3",
+        "--step",
+        "10",
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+        "--plot",
+        str(plot),
+        "--no-progress",
+    )
     assert done.returncode == 0, done.stderr
     rows = json.loads(out.read_text())["runs"]
     assert [(r["policy"], r["seed"], r["load"]) for r in rows] == [(p, s, x) for p in ("fgd", "pwr-fgd:0.1") for s in (42, 43) for x in (0.1, 0.2, 0.3)]

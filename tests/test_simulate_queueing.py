@@ -46,8 +46,11 @@ def test_capacity_holds_and_allocation_integrates_the_outcomes(policy, placement
     for t, gpus in run.series[:: max(1, len(run.series) // 200)]:  # allocated GPUs recomputed from the outcomes
         want = sum(j.gpus for j, o in zip(jobs, run.outcomes) if o.start_s is not None and o.start_s <= t and (o.end_s is None or o.end_s > t))
         assert gpus == want, t
-    busy = sum(j.gpus * (min(o.end_s if o.end_s is not None else run.horizon_s, run.horizon_s) - o.start_s)
-               for j, o in zip(jobs, run.outcomes) if o.start_s is not None)
+    busy = sum(
+        j.gpus * (min(o.end_s if o.end_s is not None else run.horizon_s, run.horizon_s) - o.start_s)
+        for j, o in zip(jobs, run.outcomes)
+        if o.start_s is not None
+    )
     assert queue_row(run)["sor"] == pytest.approx(busy / (cluster.gpus * run.horizon_s))
     if policy == "strict-fifo":  # nobody passes an earlier job
         started = sorted((j.submit_s, o.start_s) for j, o in zip(jobs, run.outcomes) if o.start_s is not None)
@@ -105,12 +108,35 @@ def test_cli_rows_and_bad_input(tmp_path):
 
     out = tmp_path / "q.json"
     cmd = [sys.executable, "-m", "planner.cli", "simulate", "queue"]
-    done = subprocess.run([*cmd, "--days", "2", "--warmup-days", "0.5", "--nodes", "40", "--group-nodes", "8", "--seeds", "2", "--placement", "spread",
-                           "--placement", "e-binpack", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            *cmd,
+            "--days",
+            "2",
+            "--warmup-days",
+            "0.5",
+            "--nodes",
+            "40",
+            "--group-nodes",
+            "8",
+            "--seeds",
+            "2",
+            "--placement",
+            "spread",
+            "--placement",
+            "e-binpack",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     rows = json.loads(out.read_text())["runs"]
-    assert [(r["seed"], r["policy"], r["placement"]) for r in rows] == [(s, p, q) for s in (0, 1) for p in ("strict-fifo", "best-effort", "backfill")
-                                                                        for q in ("spread", "e-binpack")]
+    assert [(r["seed"], r["policy"], r["placement"]) for r in rows] == [
+        (s, p, q) for s in (0, 1) for p in ("strict-fifo", "best-effort", "backfill") for q in ("spread", "e-binpack")
+    ]
     for r in rows:
         assert 0 < r["gar"] <= 1 and 0 <= r["gfr"] <= 1 and r["jobs"] > 50 and set(r["jwtd_s"]) <= {str(1 << k) for k in range(12)}
     bad = subprocess.run([*cmd, "--policy", "lifo", "--placement", "tetris", "--warmup-days", "9"], capture_output=True, text=True, timeout=60)
@@ -214,18 +240,71 @@ def test_cli_tenants_pools_quotas_zone_and_make_room(tmp_path):
     import sys
 
     out = tmp_path / "q.json"
-    cmd = [sys.executable, "-m", "planner.cli", "simulate", "queue", "--days", "2", "--warmup-days", "0.5", "--nodes", "64", "--group-nodes", "8",
-           "--seeds", "1", "--policy", "strict-fifo"]
-    done = subprocess.run([*cmd, "--placement", "e-spread", "--pool", "a100=32", "--pool", "v100=32", "--tenant", "x=2", "--tenant", "y=1",
-                           "--quota", "x:a100=160", "--quota", "y:a100=96", "--quota", "inference=64", "--quota", "x:v100=128", "--quota", "y:v100=128",
-                           "--inference-load", "0.2", "--zone-nodes", "8", "--stuck-after-s", "1800", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    cmd = [
+        sys.executable,
+        "-m",
+        "planner.cli",
+        "simulate",
+        "queue",
+        "--days",
+        "2",
+        "--warmup-days",
+        "0.5",
+        "--nodes",
+        "64",
+        "--group-nodes",
+        "8",
+        "--seeds",
+        "1",
+        "--policy",
+        "strict-fifo",
+    ]
+    done = subprocess.run(
+        [
+            *cmd,
+            "--placement",
+            "e-spread",
+            "--pool",
+            "a100=32",
+            "--pool",
+            "v100=32",
+            "--tenant",
+            "x=2",
+            "--tenant",
+            "y=1",
+            "--quota",
+            "x:a100=160",
+            "--quota",
+            "y:a100=96",
+            "--quota",
+            "inference=64",
+            "--quota",
+            "x:v100=128",
+            "--quota",
+            "y:v100=128",
+            "--inference-load",
+            "0.2",
+            "--zone-nodes",
+            "8",
+            "--stuck-after-s",
+            "1800",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     (row,) = json.loads(out.read_text())["runs"]
     assert set(row["sor_by_tenant"]) == {"x", "y", "inference"} and sum(row["sor_by_tenant"].values()) == pytest.approx(row["sor"])
     assert set(row["jwtd_by_kind_s"]) == {"training", "inference"} and row["make_room_calls"] > 0 and row["stuck_after_s"] == 1800
-    bad = subprocess.run([*cmd, "--pool", "a=3", "--tenant", "x=-1", "--quota", "x:a=z", "--quota-mode", "loose", "--zone-nodes", "8",
-                          "--stuck-after-s", "0"], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [*cmd, "--pool", "a=3", "--tenant", "x=-1", "--quota", "x:a=z", "--quota-mode", "loose", "--zone-nodes", "8", "--stuck-after-s", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     for option in ("--pool", "--tenant", "--quota:", "--quota-mode", "--zone-nodes", "--stuck-after-s"):
         assert option in bad.stderr, option

@@ -19,9 +19,11 @@ def test_the_victim_with_less_lost_work_is_evicted_and_resumes_from_its_checkpoi
     """At t=650 an HP job needs a full node. s1 (started 0, checkpoints every 300 s) would lose
     650 - 600 = 50 s x 8 GPUs = 400 GPU-s; s2 (started 10, every 100 s) 650 - 610 = 40 s x 8 = 320.
     SpotGPU evicts s2; it keeps 600 s of its 1,000, waits for s1 to finish at 1,000 and ends at 1,400."""
-    jobs = [SimJob("s1", "LP", 0, 1000, gpus_per_worker=8, checkpoint_interval_s=300),
-            SimJob("s2", "LP", 10, 1000, gpus_per_worker=8, checkpoint_interval_s=100),
-            SimJob("h", "HP", 650, 500, gpus_per_worker=8)]
+    jobs = [
+        SimJob("s1", "LP", 0, 1000, gpus_per_worker=8, checkpoint_interval_s=300),
+        SimJob("s2", "LP", 10, 1000, gpus_per_worker=8, checkpoint_interval_s=100),
+        SimJob("h", "HP", 650, 500, gpus_per_worker=8),
+    ]
     out = simulate(two_nodes(), jobs, "spotgpu", check=True).outcomes
     assert (out["s2"].evictions, out["s2"].lost_gpu_s, out["s2"].finish_s) == (1, 320.0, 1400.0)
     assert (out["s1"].evictions, out["s1"].finish_s) == (0, 1000.0)
@@ -30,17 +32,18 @@ def test_the_victim_with_less_lost_work_is_evicted_and_resumes_from_its_checkpoi
 
 def test_a_checkpoint_just_before_the_preemption_loses_nothing() -> None:
     """s2 started at 10 with checkpoints every 64 s has one at 10 + 10 x 64 = 650, the HP arrival."""
-    jobs = [SimJob("s1", "LP", 0, 1000, gpus_per_worker=8, checkpoint_interval_s=300),
-            SimJob("s2", "LP", 10, 1000, gpus_per_worker=8, checkpoint_interval_s=64),
-            SimJob("h", "HP", 650, 500, gpus_per_worker=8)]
+    jobs = [
+        SimJob("s1", "LP", 0, 1000, gpus_per_worker=8, checkpoint_interval_s=300),
+        SimJob("s2", "LP", 10, 1000, gpus_per_worker=8, checkpoint_interval_s=64),
+        SimJob("h", "HP", 650, 500, gpus_per_worker=8),
+    ]
     out = simulate(two_nodes(), jobs, "spotgpu").outcomes
     assert (out["s2"].evictions, out["s2"].lost_gpu_s) == (1, 0.0)
     assert out["s2"].finish_s == 1000 + (1000 - 640)  # restarts when s1 ends, 640 s of work kept
 
 
 def test_a_restart_overhead_is_paid_before_progress() -> None:
-    jobs = [SimJob("s", "LP", 0, 1000, gpus_per_worker=8, checkpoint_interval_s=100),
-            SimJob("h", "HP", 250, 100, gpus_per_worker=8, workers=2)]
+    jobs = [SimJob("s", "LP", 0, 1000, gpus_per_worker=8, checkpoint_interval_s=100), SimJob("h", "HP", 250, 100, gpus_per_worker=8, workers=2)]
     out = simulate(two_nodes(), jobs, "spotgpu", restart_overhead_s=30).outcomes
     # s keeps 200 s, loses 50 s x 8; restarts at 350 (h ends), pays 30 s, runs its last 800 s
     assert (out["s"].lost_gpu_s, out["s"].finish_s) == (400.0, 350 + 30 + 800)
@@ -92,13 +95,16 @@ def test_spotgpu_never_delays_hp_against_an_hp_only_replay() -> None:
     assert {n: o.first_start_s for n, o in alone.items()} == {n: mixed[n].first_start_s for n in alone}
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    (lambda: simulate(two_nodes(), [], "lifo"), "policy: unknown 'lifo'"),
-    (lambda: SimJob("x", "LP", 0, 0), r"jobs\[x\]\.work_s: must be above 0"),
-    (lambda: SimJob("x", "LP", -5, 10), r"jobs\[x\]\.submit_s: must be at least 0"),
-    (lambda: SimJob("x", "LP", 0, 10, checkpoint_interval_s=0), r"jobs\[x\]\.checkpoint_interval_s: must be above 0"),
-    (lambda: simulate(two_nodes(), [SimJob("x", "LP", 0, 1), SimJob("x", "LP", 0, 1)]), "jobs: names must be unique"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: simulate(two_nodes(), [], "lifo"), "policy: unknown 'lifo'"),
+        (lambda: SimJob("x", "LP", 0, 0), r"jobs\[x\]\.work_s: must be above 0"),
+        (lambda: SimJob("x", "LP", -5, 10), r"jobs\[x\]\.submit_s: must be at least 0"),
+        (lambda: SimJob("x", "LP", 0, 10, checkpoint_interval_s=0), r"jobs\[x\]\.checkpoint_interval_s: must be above 0"),
+        (lambda: simulate(two_nodes(), [SimJob("x", "LP", 0, 1), SimJob("x", "LP", 0, 1)]), "jobs: names must be unique"),
+    ],
+)
 def test_bad_input_is_named(call, message: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=message):
         call()
@@ -113,8 +119,10 @@ def test_a_standby_window_lends_gpus_to_spot_and_the_wake_evicts_at_checkpoint_c
     every 100 s) arrives at 150, runs on the lent GPUs, and is evicted at 500 when h wakes: it keeps
     300 s (checkpoints at 250, 350, 450), loses 50 s x 8 = 400 GPU-s, and restarts at 2,000 for its
     last 700 s. Lent: 8 x 400 GPU-s, of which s used 8 x 350: 87.5% harvested."""
-    jobs = [SimJob("h", "HP", 0, 2000, gpus_per_worker=8, standby_windows_s=((100, 500),)),
-            SimJob("s", "LP", 150, 1000, gpus_per_worker=8, checkpoint_interval_s=100)]
+    jobs = [
+        SimJob("h", "HP", 0, 2000, gpus_per_worker=8, standby_windows_s=((100, 500),)),
+        SimJob("s", "LP", 150, 1000, gpus_per_worker=8, checkpoint_interval_s=100),
+    ]
     replay = simulate(one_node(), jobs, "spotgpu", check=True)
     out = replay.outcomes
     assert (out["h"].first_start_s, out["h"].finish_s, out["h"].evictions) == (0, 2000, 0)
@@ -126,8 +134,7 @@ def test_a_standby_window_lends_gpus_to_spot_and_the_wake_evicts_at_checkpoint_c
 
 
 def test_a_standby_window_of_a_job_not_yet_running_is_ignored() -> None:
-    jobs = [SimJob("h", "HP", 200, 1000, gpus_per_worker=8, standby_windows_s=((100, 500),)),
-            SimJob("s", "LP", 250, 100, gpus_per_worker=8)]
+    jobs = [SimJob("h", "HP", 200, 1000, gpus_per_worker=8, standby_windows_s=((100, 500),)), SimJob("s", "LP", 250, 100, gpus_per_worker=8)]
     replay = simulate(one_node(), jobs, "spotgpu", check=True)
     assert replay.outcomes["s"].first_start_s == 1200  # waits for h: no lent GPUs
     assert replay.standby_harvested is None
@@ -138,9 +145,11 @@ def test_a_restarted_run_checkpoints_every_interval_of_progress_after_its_overhe
     its second run began at 350, progressed from 380 (30 s overhead), checkpointed at 480 and 580,
     so it keeps 200 more and loses 600 - 350 - 200 = 50 s x 8. Its third run starts at 700, pays
     30 s and runs the last 600 s."""
-    jobs = [SimJob("s", "LP", 0, 1000, gpus_per_worker=8, checkpoint_interval_s=100),
-            SimJob("h1", "HP", 250, 100, gpus_per_worker=8),
-            SimJob("h2", "HP", 600, 100, gpus_per_worker=8)]
+    jobs = [
+        SimJob("s", "LP", 0, 1000, gpus_per_worker=8, checkpoint_interval_s=100),
+        SimJob("h1", "HP", 250, 100, gpus_per_worker=8),
+        SimJob("h2", "HP", 600, 100, gpus_per_worker=8),
+    ]
     out = simulate(one_node(), jobs, "spotgpu", restart_overhead_s=30, check=True).outcomes
     assert (out["s"].evictions, out["s"].lost_gpu_s, out["s"].finish_s) == (2, 800.0, 700 + 30 + 600)
     assert out["s"].overhead_gpu_s == 30 * 8  # the third run's overhead; the second's was lost with it

@@ -23,22 +23,33 @@ MODELS = ("A100", "H800")
 def scene(seed: int) -> tuple[list[Node], list[SimJob], dict[str, list[str]]]:
     """Nodes of two GPU models; running HP and spot jobs placed by hand where they fit; pending jobs."""
     rng = random.Random(seed)
-    nodes = [Node(name=f"n{i}", gpus=8, cpus=float(rng.choice((64, 96))), memory_gib=512.0, gpu_model=MODELS[i % 2])
-             for i in range(10)]
+    nodes = [Node(name=f"n{i}", gpus=8, cpus=float(rng.choice((64, 96))), memory_gib=512.0, gpu_model=MODELS[i % 2]) for i in range(10)]
     free = {n.name: [8, n.cpus, 512.0] for n in nodes}
     jobs, where = [], {}
     for k in range(40):
-        job = SimJob(f"j{k:02d}", rng.choice(("HP", "LP")), 0.0, 100.0, workers=rng.choice((1, 1, 2, 3)),
-                     gpus_per_worker=rng.choice((1, 2, 4, 8)), cpus_per_worker=float(rng.choice((4, 16, 40))),
-                     memory_gib_per_worker=float(rng.choice((32, 128))), gpu_models=rng.choice(((), ("A100",), ("H800",))))
+        job = SimJob(
+            f"j{k:02d}",
+            rng.choice(("HP", "LP")),
+            0.0,
+            100.0,
+            workers=rng.choice((1, 1, 2, 3)),
+            gpus_per_worker=rng.choice((1, 2, 4, 8)),
+            cpus_per_worker=float(rng.choice((4, 16, 40))),
+            memory_gib_per_worker=float(rng.choice((32, 128))),
+            gpu_models=rng.choice(((), ("A100",), ("H800",))),
+        )
         jobs.append(job)
         if k < 25:  # try to run it: each pod on the first node with room
             placed, trial = [], {n: list(v) for n, v in free.items()}
             for _ in range(job.workers):
                 for node in nodes:
                     room = trial[node.name]
-                    if (not job.gpu_models or node.gpu_model in job.gpu_models) and room[0] >= job.gpus_per_worker \
-                            and room[1] >= job.cpus_per_worker and room[2] >= job.memory_gib_per_worker:
+                    if (
+                        (not job.gpu_models or node.gpu_model in job.gpu_models)
+                        and room[0] >= job.gpus_per_worker
+                        and room[1] >= job.cpus_per_worker
+                        and room[2] >= job.memory_gib_per_worker
+                    ):
                         room[0] -= job.gpus_per_worker
                         room[1] -= job.cpus_per_worker
                         room[2] -= job.memory_gib_per_worker
@@ -87,9 +98,15 @@ def test_the_gpu_bound_counts_gpus_alone_and_never_undercounts_the_places(seed: 
             continue
         left = rooms(nodes, jobs, where, job.priority == "HP")
         gpu_only = sum(math.floor((left[n.name][0] + EPS) / job.gpus_per_worker) for n in nodes if allowed(job, n))
-        places = sum(min(math.floor((left[n.name][0] + EPS) / job.gpus_per_worker),
-                         math.floor((left[n.name][1] + EPS) / job.cpus_per_worker),
-                         math.floor((left[n.name][2] + EPS) / job.memory_gib_per_worker)) for n in nodes if allowed(job, n))
+        places = sum(
+            min(
+                math.floor((left[n.name][0] + EPS) / job.gpus_per_worker),
+                math.floor((left[n.name][1] + EPS) / job.cpus_per_worker),
+                math.floor((left[n.name][2] + EPS) / job.memory_gib_per_worker),
+            )
+            for n in nodes
+            if allowed(job, n)
+        )
         bound = w.gpu_places_bound(w.pods_of(job.name)[0])
         assert bound == gpu_only >= places
         checked += 1
@@ -121,6 +138,7 @@ def test_stale_shapes_fitting_names_exactly_the_shapes_one_of_whose_pods_fits_a_
 def test_stale_shapes_keep_their_needs_when_slots_are_reused_and_the_arrays_grow() -> None:
     w, nodes, jobs, where = window_of(0)
     cs = w.ps.cs
+
     def fits_somewhere(job: SimJob) -> bool:
         left = rooms(nodes, jobs, where, job.priority == "HP")
         return any(pod_fits(job, n, left) for n in nodes)

@@ -57,17 +57,23 @@ MALFORMED = [
     ("checkpoint in the future", with_pods(pod("p", "n-0", checkpoint_s=50), time_s=10), "pods[0].checkpoint_s: 50 is later than the snapshot time_s 10"),
     ("over-capacity node", with_pods(pod("a", "n-0", gpus=6), pod("b", "n-0", gpus=4)), "nodes[0]: over capacity in the snapshot itself: needs 10 GPUs"),
     ("over-capacity CPUs", with_pods(pod("a", "n-0", cpus=40), pod("b", "n-0", cpus=40)), "needs 80 CPUs, node 'n-0' has 64"),
-    ("shares need more devices than the node has",
-     {"nodes": [node("n-0", gpus=1)], "pods": [pod("a", "n-0", gpus=0.6), pod("b", "n-0", gpus=0.6)]},
-     "needs 2 GPUs, node 'n-0' has 1"),
+    (
+        "shares need more devices than the node has",
+        {"nodes": [node("n-0", gpus=1)], "pods": [pod("a", "n-0", gpus=0.6), pod("b", "n-0", gpus=0.6)]},
+        "needs 2 GPUs, node 'n-0' has 1",
+    ),
     ("pod on a GPU model it does not allow", with_pods(pod("p", "n-0", gpu_models=["H800"])), "pods[0].node: pod 'p' allows GPU models ['H800']"),
     ("pod on a node its selector rejects", with_pods(pod("p", "n-0", node_selector={"pool": "infer"})), "pods[0].node: node 'n-0' labels"),
-    ("anti-affinity pair on one node",
-     with_pods(pod("a", "n-0", anti_affinity=["svc"]), pod("b", "n-0", anti_affinity=["svc"])),
-     "pods[1].node: pods 'a' and 'b' share anti_affinity group 'svc'"),
-    ("required job topology broken",
-     with_pods(pod("a", "n-0", job="j"), pod("b", "n-1", job="j"), jobs=[{"name": "j", "topology": {"level": "asw", "mode": "required"}}]),
-     "jobs[0].topology: job 'j' requires one asw but its pods span asw:asw-0, asw:asw-1"),
+    (
+        "anti-affinity pair on one node",
+        with_pods(pod("a", "n-0", anti_affinity=["svc"]), pod("b", "n-0", anti_affinity=["svc"])),
+        "pods[1].node: pods 'a' and 'b' share anti_affinity group 'svc'",
+    ),
+    (
+        "required job topology broken",
+        with_pods(pod("a", "n-0", job="j"), pod("b", "n-1", job="j"), jobs=[{"name": "j", "topology": {"level": "asw", "mode": "required"}}]),
+        "jobs[0].topology: job 'j' requires one asw but its pods span asw:asw-0, asw:asw-1",
+    ),
 ]
 
 

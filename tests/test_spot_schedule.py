@@ -28,13 +28,11 @@ SOLVERS = ("cpsat", "highs")
 
 
 def instance(nodes: list[tuple[str, int]], jobs: list[dict], horizon: int, overhead: int = 0) -> SpotInstance:
-    data = {"horizon_slots": horizon, "restart_overhead_slots": overhead,
-            "nodes": [{"name": n, "gpus": g} for n, g in nodes], "jobs": jobs}
+    data = {"horizon_slots": horizon, "restart_overhead_slots": overhead, "nodes": [{"name": n, "gpus": g} for n, g in nodes], "jobs": jobs}
     return parse_instance(json.dumps(data))
 
 
-def job(name: str, priority: str, submit: int, work: int, workers: int = 1, gpus: int = 1, every: int | None = None,
-        runs: int | None = None) -> dict:
+def job(name: str, priority: str, submit: int, work: int, workers: int = 1, gpus: int = 1, every: int | None = None, runs: int | None = None) -> dict:
     data = {"name": name, "priority": priority, "submit_slot": submit, "work_slots": work, "workers": workers, "gpus_per_worker": gpus}
     if every is not None:
         data["checkpoint_interval_slots"] = every
@@ -226,8 +224,7 @@ def test_hp_starts_on_arrival_even_when_waiting_would_help_spot(solver: str) -> 
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_spot_job_is_not_preempted_when_the_hp_job_fits_elsewhere(solver: str) -> None:
-    inst = instance([("n0", 4), ("n1", 4)],
-                    [job("spot", "LP", 0, 6, gpus=4, every=1, runs=3), job("hp", "HP", 2, 3, gpus=4)], 8, overhead=1)
+    inst = instance([("n0", 4), ("n1", 4)], [job("spot", "LP", 0, 6, gpus=4, every=1, runs=3), job("hp", "HP", 2, 3, gpus=4)], 8, overhead=1)
     result = solve_spot_schedule(inst, solver, 10, 2)
     assert result.status == "optimal" and result.lost_gpu_slots == 0
     assert len(result.schedule["spot"]) == 1 and result.completion_slots == {"spot": 6}
@@ -261,22 +258,29 @@ def _write(tmp_path, data: dict) -> str:  # type: ignore[no-untyped-def]
     return str(path)
 
 
-GOOD = {"horizon_slots": 6, "restart_overhead_slots": 1, "nodes": [{"name": "n0", "gpus": 4}],
-        "jobs": [job("s", "LP", 0, 3, gpus=2, every=1), job("h", "HP", 1, 2, gpus=2)]}
+GOOD = {
+    "horizon_slots": 6,
+    "restart_overhead_slots": 1,
+    "nodes": [{"name": "n0", "gpus": 4}],
+    "jobs": [job("s", "LP", 0, 3, gpus=2, every=1), job("h", "HP", 1, 2, gpus=2)],
+}
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda d: d["jobs"][0].update(work_slots=0), "jobs[0].work_slots"),
-    (lambda d: d["jobs"][1].update(submit_slot=-1), "jobs[1].submit_slot"),
-    (lambda d: d["jobs"][0].update(checkpoint_interval_slots=0), "jobs[0].checkpoint_interval_slots"),
-    (lambda d: d["jobs"][0].update(colour="red"), "jobs[0].colour: unknown field"),
-    (lambda d: d.update(horizon_slots=0), "horizon_slots"),
-    (lambda d: d["jobs"][0].update(gpus_per_worker=8), "jobs[0].workers"),
-    (lambda d: d["jobs"][1].update(name="s"), "jobs[1].name: duplicate name 's'"),
-    (lambda d: d["nodes"].append({"name": "n0", "gpus": 2}), "nodes[1].name: duplicate name 'n0'"),
-    (lambda d: d["jobs"][0].update(submit_slot=5), "jobs[0].work_slots"),
-    (lambda d: d["jobs"][1].update(max_runs=2), "jobs[1].max_runs"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda d: d["jobs"][0].update(work_slots=0), "jobs[0].work_slots"),
+        (lambda d: d["jobs"][1].update(submit_slot=-1), "jobs[1].submit_slot"),
+        (lambda d: d["jobs"][0].update(checkpoint_interval_slots=0), "jobs[0].checkpoint_interval_slots"),
+        (lambda d: d["jobs"][0].update(colour="red"), "jobs[0].colour: unknown field"),
+        (lambda d: d.update(horizon_slots=0), "horizon_slots"),
+        (lambda d: d["jobs"][0].update(gpus_per_worker=8), "jobs[0].workers"),
+        (lambda d: d["jobs"][1].update(name="s"), "jobs[1].name: duplicate name 's'"),
+        (lambda d: d["nodes"].append({"name": "n0", "gpus": 2}), "nodes[1].name: duplicate name 'n0'"),
+        (lambda d: d["jobs"][0].update(submit_slot=5), "jobs[0].work_slots"),
+        (lambda d: d["jobs"][1].update(max_runs=2), "jobs[1].max_runs"),
+    ],
+)
 def test_bad_input_exits_2_naming_the_field(tmp_path, change, field) -> None:  # type: ignore[no-untyped-def]
     data = json.loads(json.dumps(GOOD))
     change(data)
@@ -288,8 +292,9 @@ def test_bad_input_exits_2_naming_the_field(tmp_path, change, field) -> None:  #
 
 def test_cli_writes_the_validated_schedule(tmp_path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "out.json"
-    result = runner.invoke(app, ["solve", "spot-schedule", _write(tmp_path, GOOD), "--solver", "highs", "--time-limit-s", "10",
-                                 "--workers", "1", "-o", str(out)])
+    result = runner.invoke(
+        app, ["solve", "spot-schedule", _write(tmp_path, GOOD), "--solver", "highs", "--time-limit-s", "10", "--workers", "1", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert data["status"] == "optimal" and data["violations"] == [] and data["solver"] == "highs"
@@ -299,8 +304,7 @@ def test_cli_writes_the_validated_schedule(tmp_path) -> None:  # type: ignore[no
 
 def test_too_large_is_refused_with_the_limit_unless_forced(tmp_path) -> None:  # type: ignore[no-untyped-def]
     slots = MAX_MODEL_CELLS // 2 + 1  # 1 node x 2 jobs: just over the limit; HP jobs only, a small model
-    data = {"horizon_slots": slots, "nodes": [{"name": "n0", "gpus": 2}],
-            "jobs": [job("h1", "HP", 0, 3), job("h2", "HP", slots - 3, 3)]}
+    data = {"horizon_slots": slots, "nodes": [{"name": "n0", "gpus": 2}], "jobs": [job("h1", "HP", 0, 3), job("h2", "HP", slots - 3, 3)]}
     path = _write(tmp_path, data)
     refused = runner.invoke(app, ["solve", "spot-schedule", path])
     assert refused.exit_code == 2

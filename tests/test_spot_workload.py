@@ -35,8 +35,10 @@ def test_every_job_fits_a_node_of_its_family(week) -> None:  # type: ignore[no-u
     shapes = {(n.gpu_model, n.gpus, n.cpus, n.memory_gib) for n in nodes}
     for job in jobs:
         assert len({family_of(m) for m in job.gpu_models}) == 1
-        assert any(model in job.gpu_models and job.gpus_per_worker <= gpus and job.cpus_per_worker <= cpus
-                   and job.memory_gib_per_worker <= mem for model, gpus, cpus, mem in shapes), job
+        assert any(
+            model in job.gpu_models and job.gpus_per_worker <= gpus and job.cpus_per_worker <= cpus and job.memory_gib_per_worker <= mem
+            for model, gpus, cpus, mem in shapes
+        ), job
 
 
 def test_no_pod_size_is_offered_more_than_the_nodes_that_hold_it(week) -> None:  # type: ignore[no-untyped-def]
@@ -144,17 +146,20 @@ def test_a_node_list_without_a_column_or_file_is_named(tmp_path: Path) -> None:
         spot2026_cluster(node_list=tmp_path / "absent.csv")
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    (lambda n: spot2026_jobs(n, 0), "days: must be above 0"),
-    (lambda n: spot2026_jobs(n, 1, jobs=0), "jobs: must be a whole number of at least 1"),
-    (lambda n: spot2026_jobs(n, 1, hp_load=-1), "hp_load: must be between 0 and 10"),
-    (lambda n: spot2026_jobs(n, 1, standby_share=2), "standby_share: must be between 0 and 1"),
-    (lambda n: spot2026_jobs(n, 1, hp_load=0, spot_load=0), r"hp_load \+ spot_load: must be above 0"),
-    (lambda n: spot2026_jobs([], 1), "nodes: at least one node"),
-    (lambda n: spot2026_jobs(n, 1, seed=-1), "seed: must be a whole number of at least 0"),
-    (lambda n: spot2026_jobs(n, 1, warm_start="yes"), "warm_start: must be True or False"),
-    (lambda n: spot2026_cluster(0), "nodes: must be a whole number from 1 to 4,278"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda n: spot2026_jobs(n, 0), "days: must be above 0"),
+        (lambda n: spot2026_jobs(n, 1, jobs=0), "jobs: must be a whole number of at least 1"),
+        (lambda n: spot2026_jobs(n, 1, hp_load=-1), "hp_load: must be between 0 and 10"),
+        (lambda n: spot2026_jobs(n, 1, standby_share=2), "standby_share: must be between 0 and 1"),
+        (lambda n: spot2026_jobs(n, 1, hp_load=0, spot_load=0), r"hp_load \+ spot_load: must be above 0"),
+        (lambda n: spot2026_jobs([], 1), "nodes: at least one node"),
+        (lambda n: spot2026_jobs(n, 1, seed=-1), "seed: must be a whole number of at least 0"),
+        (lambda n: spot2026_jobs(n, 1, warm_start="yes"), "warm_start: must be True or False"),
+        (lambda n: spot2026_cluster(0), "nodes: must be a whole number from 1 to 4,278"),
+    ],
+)
 def test_bad_arguments_are_named(call, message: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=message):
         call(spot2026_cluster(20))

@@ -28,11 +28,23 @@ def random_cluster(seed: int) -> Cluster:
             if max(after_awake[0], after_reserved[0]) > 4 or max(after_awake[1], after_reserved[1]) > 16:
                 continue
             awake, reserved = after_awake, after_reserved
-            pods.append({"name": f"{name}-{k}", "node": name, "gpus": gpus, "cpus": cpus, "memory_gib": 8,
-                         "priority": "LP" if kind == "spot" else "HP", "standby": kind == "standby",
-                         **({"started_s": 0} if kind == "spot" else {})})
-    pending = [{"name": "whole", "gpus": 2, "cpus": 4, "memory_gib": 8}, {"name": "share", "gpus": 0.75, "cpus": 2, "memory_gib": 8},
-               {"name": "spot", "gpus": 1, "cpus": 4, "memory_gib": 8, "priority": "LP"}]
+            pods.append(
+                {
+                    "name": f"{name}-{k}",
+                    "node": name,
+                    "gpus": gpus,
+                    "cpus": cpus,
+                    "memory_gib": 8,
+                    "priority": "LP" if kind == "spot" else "HP",
+                    "standby": kind == "standby",
+                    **({"started_s": 0} if kind == "spot" else {}),
+                }
+            )
+    pending = [
+        {"name": "whole", "gpus": 2, "cpus": 4, "memory_gib": 8},
+        {"name": "share", "gpus": 0.75, "cpus": 2, "memory_gib": 8},
+        {"name": "spot", "gpus": 1, "cpus": 4, "memory_gib": 8, "priority": "LP"},
+    ]
     return Cluster.model_validate({"nodes": nodes, "pods": pods + pending})
 
 
@@ -47,7 +59,6 @@ def test_feasible_nodes_keep_every_standby_reservation(seed: int) -> None:
         p = cs.pod_names.index(name)
         pod = cluster.pods[p]
         got = cs.feasible_nodes(p)
-        want = [not rules.resource_shortfalls(node, [*by_node[node.name], pod.model_copy(update={"node": node.name})])
-                for node in cluster.nodes]
+        want = [not rules.resource_shortfalls(node, [*by_node[node.name], pod.model_copy(update={"node": node.name})]) for node in cluster.nodes]
         assert got.tolist() == want, name
         assert 0 < sum(want) < len(want), name  # the instance tells feasible from infeasible nodes

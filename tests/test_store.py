@@ -48,10 +48,18 @@ def test_a_database_made_before_migrations_upgrades_without_losing_data(database
         conn.execute(sa.text("DROP TABLE alembic_version"))
         for i, text in enumerate([SNAPSHOT, SNAPSHOT, '{"nodes": []}']):
             conn.execute(
-                sa.text("INSERT INTO jobs (id, kind, status, options, snapshot, request_digest, created_at, progress, attempts, plan_id) "
-                        "VALUES (:id, 'defrag', :status, '{}', :snap, :d, :t, 0, 1, :plan)"),
-                {"id": f"job{i}", "status": "succeeded" if i == 0 else "running", "snap": text, "d": f"d{i}", "t": 100.0 + i,
-                 "plan": "plan0" if i == 0 else None},
+                sa.text(
+                    "INSERT INTO jobs (id, kind, status, options, snapshot, request_digest, created_at, progress, attempts, plan_id) "
+                    "VALUES (:id, 'defrag', :status, '{}', :snap, :d, :t, 0, 1, :plan)"
+                ),
+                {
+                    "id": f"job{i}",
+                    "status": "succeeded" if i == 0 else "running",
+                    "snap": text,
+                    "d": f"d{i}",
+                    "t": 100.0 + i,
+                    "plan": "plan0" if i == 0 else None,
+                },
             )
         conn.execute(sa.text("INSERT INTO plans (id, job_id, kind, created_at, body) VALUES ('plan0', 'job0', 'defrag', 1, '{\"a\": 1}')"))
     engine.dispose()

@@ -121,9 +121,7 @@ def test_serving_from_a_read_only_store_is_a_clear_exit_2(small_disk: Path) -> N
     Server(small_disk / "planner.db", None).start().stop()  # create the database
     _remount(small_disk, "ro")
     try:
-        done = subprocess.run(
-            [PLANNER, "serve", "--port", "8765", "--db", str(small_disk / "planner.db")], capture_output=True, text=True, timeout=60
-        )
+        done = subprocess.run([PLANNER, "serve", "--port", "8765", "--db", str(small_disk / "planner.db")], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, done.stderr
         assert "--db: cannot write the job store" in done.stderr and "Traceback" not in done.stderr
     finally:

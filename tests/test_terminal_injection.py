@@ -38,15 +38,17 @@ def test_printable_escapes_c0_c1_and_esc_and_keeps_the_rest() -> None:
 
 def _snapshot(tmp_path: Path) -> Path:
     nodes = [Node(name=f"n{i}", gpus=8, cpus=64, memory_gib=512, asw=HOSTILE, gpu_model=HOSTILE) for i in range(2)]
-    pods = [Pod(name=f"a{HOSTILE}", gpus=2, cpus=1, node="n0"), Pod(name=f"b{HOSTILE}", gpus=2, cpus=1, node="n1"),
-            Pod(name=f"c{HOSTILE}", job=HOSTILE, gpus=2, cpus=1)]
+    pods = [
+        Pod(name=f"a{HOSTILE}", gpus=2, cpus=1, node="n0"),
+        Pod(name=f"b{HOSTILE}", gpus=2, cpus=1, node="n1"),
+        Pod(name=f"c{HOSTILE}", job=HOSTILE, gpus=2, cpus=1),
+    ]
     path = tmp_path / "s.json"
     path.write_text(Cluster(nodes=nodes, pods=pods, jobs=[Job(name=HOSTILE)]).model_dump_json())
     return path
 
 
-@pytest.mark.parametrize("args", [["report"], ["defrag", "-o", "table"], ["defrag", "-o", "wide"],
-                                  ["allocate", "-o", "table"]])
+@pytest.mark.parametrize("args", [["report"], ["defrag", "-o", "table"], ["defrag", "-o", "wide"], ["allocate", "-o", "table"]])
 def test_tables_escape_names(tmp_path: Path, args: list[str]) -> None:
     done = runner.invoke(app, [args[0], str(_snapshot(tmp_path)), *args[1:]])
     assert done.exit_code == 0, done.output

@@ -88,7 +88,12 @@ def test_unknown_pod_and_node(fig15: Cluster) -> None:
 
 def test_gpu_model_selector_and_unschedulable_destination() -> None:
     c = make_cluster(
-        [node("a", gpu_model="A100"), node("h", gpu_model="H800"), node("t", gpu_model="A100", labels={"pool": "infer"}), node("x", gpu_model="A100", schedulable=False)],
+        [
+            node("a", gpu_model="A100"),
+            node("h", gpu_model="H800"),
+            node("t", gpu_model="A100", labels={"pool": "infer"}),
+            node("x", gpu_model="A100", schedulable=False),
+        ],
         [pod("m", "a", gpu_models=["A100"]), pod("s", "t", node_selector={"pool": "infer"})],
     )
     assert kinds(c, plan([("m", "a", "h")], cluster=c)) == ["gpu_model"]

@@ -34,11 +34,14 @@ def _wave_counts(plan: DefragPlan) -> list[tuple[int, int, int]]:
 
 
 @pytest.mark.parametrize("method", ["heuristic", "random", "descheduler", "repack", "hybrid"])
-@pytest.mark.parametrize(("limits", "bounds"), [
-    ({"max_moves_per_wave": 3}, (3, None, None)),
-    ({"max_nodes_per_wave": "10%"}, (None, 6, None)),  # 10% of 60 nodes
-    ({"max_nodes_per_wave": 5, "max_moves_per_node_per_wave": 1}, (None, 5, 1)),
-])
+@pytest.mark.parametrize(
+    ("limits", "bounds"),
+    [
+        ({"max_moves_per_wave": 3}, (3, None, None)),
+        ({"max_nodes_per_wave": "10%"}, (None, 6, None)),  # 10% of 60 nodes
+        ({"max_nodes_per_wave": 5, "max_moves_per_node_per_wave": 1}, (None, 5, 1)),
+    ],
+)
 def test_every_method_obeys_the_wave_limits_and_loses_no_move(method: str, limits: dict, bounds: tuple) -> None:
     cluster = generate_asi(nodes=60, seed=4)
     extra = {"time_limit_s": 3.0, "solver_workers": 1} if method == "hybrid" else {}
@@ -66,9 +69,15 @@ def test_a_share_of_nodes_is_rounded_up_and_at_least_two() -> None:
     assert DefragOptions(max_nodes_per_wave=9).limits(7).max_nodes_per_wave == 9
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    (1, "must be at least 2"), ("0%", "above 0%"), ("150%", "at most 100%"), ("ten", "give a node count"),
-])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (1, "must be at least 2"),
+        ("0%", "above 0%"),
+        ("150%", "at most 100%"),
+        ("ten", "give a node count"),
+    ],
+)
 def test_bad_nodes_per_wave_are_refused(value: object, message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         DefragOptions(max_nodes_per_wave=value)
@@ -96,8 +105,7 @@ def test_wave_limits_on_the_command_line(tmp_path: Path) -> None:
     assert limited.exit_code == 0, limited.output
     ok = runner.invoke(app, ["validate", str(path), str(tmp_path / "limited.json"), "--max-nodes-per-wave", "6"])
     assert ok.exit_code == 0, ok.output
-    for args, named in ((["--max-nodes-per-wave", "1"], "--max-nodes-per-wave: must be at least 2"),
-                        (["--max-moves-per-wave", "0"], "--max-moves-per-wave:")):
+    for args, named in ((["--max-nodes-per-wave", "1"], "--max-nodes-per-wave: must be at least 2"), (["--max-moves-per-wave", "0"], "--max-moves-per-wave:")):
         refused = runner.invoke(app, ["defrag", str(path), *args])
         assert refused.exit_code == 2 and named in refused.output, refused.output
     plan = json.loads((tmp_path / "limited.json").read_text())

@@ -62,8 +62,15 @@ SERVER_TABLE = "asi_opensource_server_hourly"
 POD_TABLE = "asi_opensource_pod_hourly"
 SERVER_COLUMNS = ("server_id", "cluster_id", "asw_id", "gpu_spec_public", "gpu_count", "cpu_capacity_cores")
 POD_COLUMNS = (
-    "pod_id", "workload_id", "server_id", "cluster_id", "state_public", "gpu_spec_public",
-    "priority_class", "gpu_request", "cpu_request_cores",
+    "pod_id",
+    "workload_id",
+    "server_id",
+    "cluster_id",
+    "state_public",
+    "gpu_spec_public",
+    "priority_class",
+    "gpu_request",
+    "cpu_request_cores",
 )
 NUMBER_COLUMNS = frozenset({"gpu_count", "cpu_capacity_cores", "gpu_request", "cpu_request_cores"})
 PLACED_STATES = ("Running", "Standby")
@@ -149,10 +156,14 @@ def _table_source(root: Path, table: str) -> Path:
     for candidate in (root / table, root / f"{table}.parquet"):
         if candidate.exists():
             return candidate
-    raise SnapshotError([
-        (f"DIR: no table {table} in '{root}': expected the directory {table}/ (Hive partitions day=D/hour=H, or "
-        f"Parquet files with day and hour columns) or the file {table}.parquet")
-    ])
+    raise SnapshotError(
+        [
+            (
+                f"DIR: no table {table} in '{root}': expected the directory {table}/ (Hive partitions day=D/hour=H, or "
+                f"Parquet files with day and hour columns) or the file {table}.parquet"
+            )
+        ]
+    )
 
 
 def _whole(value: Any) -> int | None:
@@ -173,7 +184,7 @@ def _partitions(directory: Path, key: str) -> dict[str, Path]:
     """The Hive partition directories ``key=value`` under ``directory``, by value."""
     prefix = f"{key}="
     try:
-        return {p.name[len(prefix):]: p for p in directory.iterdir() if p.is_dir() and p.name.startswith(prefix)}
+        return {p.name[len(prefix) :]: p for p in directory.iterdir() if p.is_dir() and p.name.startswith(prefix)}
     except OSError as err:
         raise SnapshotError([f"DIR: cannot list '{directory}': {err.strerror or err}"]) from None
 
@@ -206,10 +217,14 @@ def _open(path: Path, table: str) -> ds.Dataset:
 def _require(data: ds.Dataset, columns: tuple[str, ...], table: str, path: Path) -> None:
     missing = [c for c in columns if c not in data.schema.names]
     if missing:
-        raise SnapshotError([
-            (f"{table}: missing column(s) {', '.join(missing)} in '{path}'; the adapter needs "
-            f"{', '.join(columns)} (the published schema of cluster-trace-gpu-v2026)")
-        ])
+        raise SnapshotError(
+            [
+                (
+                    f"{table}: missing column(s) {', '.join(missing)} in '{path}'; the adapter needs "
+                    f"{', '.join(columns)} (the published schema of cluster-trace-gpu-v2026)"
+                )
+            ]
+        )
 
 
 def _slice_filter(data: ds.Dataset, table: str, path: Path, day: int, hour: int) -> ds.Expression:
@@ -223,10 +238,7 @@ def _slice_filter(data: ds.Dataset, table: str, path: Path, day: int, hour: int)
         matching = [v for v in present if _whole(v) == value]
         if not matching:
             within = f" with day={day}" if key == "hour" else ""
-            raise SnapshotError([
-                (f"{table}: no rows with {key}={value} in '{path}' ({key}s present{within}: {_present(present)}); "
-                f"choose --{key} among them")
-            ])
+            raise SnapshotError([(f"{table}: no rows with {key}={value} in '{path}' ({key}s present{within}: {_present(present)}); choose --{key} among them")])
         term = ds.field(key).isin(matching)
         where = term if where is None else where & term
     assert where is not None
@@ -240,8 +252,7 @@ def _column(rows: pa.Table, name: str, table: str) -> list[Any]:
         if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind) or pa.types.is_null(kind)):
             raise SnapshotError([f"{table}: column {name} holds {kind}, not numbers; export it as a number (double)"])
         return column.cast(pa.float64()).to_pylist()
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)
-            or pa.types.is_null(kind) or pa.types.is_dictionary(kind)):
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind) or pa.types.is_null(kind) or pa.types.is_dictionary(kind)):
         raise SnapshotError([f"{table}: column {name} holds {kind}, not text; export it as a string"])
     return column.cast(pa.string()).to_pylist()
 
@@ -266,14 +277,12 @@ def _id_problem(ident: str | None, i: int, where: str, kind: str, first_row: dic
     if not ident:
         return f"{where}, row {i}: {kind}_id is null or empty; every {kind} needs its id"
     if ident in first_row:
-        return (f"{where}, row {i} ({kind} '{ident}'): the {kind} is listed again (first in row {first_row[ident]}); "
-                f"one row per {kind} and hour")
+        return f"{where}, row {i} ({kind} '{ident}'): the {kind} is listed again (first in row {first_row[ident]}); one row per {kind} and hour"
     first_row[ident] = i
     return None
 
 
-def _number(rows: dict[str, list[Any]], column: str, i: int, who: str, problems: list[str], most: float,
-            positive: bool = False) -> float | None:
+def _number(rows: dict[str, list[Any]], column: str, i: int, who: str, problems: list[str], most: float, positive: bool = False) -> float | None:
     """Row i's ``column`` if it is a finite number in range, else None with the problem recorded."""
     value = rows[column][i]
     low = "above 0" if positive else ">= 0"
@@ -301,16 +310,18 @@ def _nodes(servers: dict[str, list[Any]], where: str, summary: ImportSummary) ->
         if gpus is None or cpus is None:
             continue
         cluster_id = servers["cluster_id"][i]
-        nodes.append(Node(
-            name=server_id,
-            gpu_model=servers["gpu_spec_public"][i] or "",
-            gpus=round(gpus),
-            cpus=cpus,
-            memory_gib=0.0,
-            asw=servers["asw_id"][i] or None,
-            spine=cluster_id or None,
-            labels={CLUSTER_LABEL: cluster_id} if cluster_id else {},
-        ))
+        nodes.append(
+            Node(
+                name=server_id,
+                gpu_model=servers["gpu_spec_public"][i] or "",
+                gpus=round(gpus),
+                cpus=cpus,
+                memory_gib=0.0,
+                asw=servers["asw_id"][i] or None,
+                spine=cluster_id or None,
+                labels={CLUSTER_LABEL: cluster_id} if cluster_id else {},
+            )
+        )
     if problems:
         raise SnapshotError(_capped(problems))
     summary.nodes = len(nodes)
@@ -368,8 +379,7 @@ def _pods(rows: dict[str, list[Any]], servers: set[str], day: int, hour: int, su
                 problems.append(f"{who}: a {state} pod needs its server_id, which is null; correct or drop the row")
             elif node not in servers:
                 problems.append(
-                    f"{who}: server '{node}' is not in {_slice_name(SERVER_TABLE, day, hour)}; read both tables from the same slice "
-                    "(or drop the pod)"
+                    f"{who}: server '{node}' is not in {_slice_name(SERVER_TABLE, day, hour)}; read both tables from the same slice (or drop the pod)"
                 )
         if gpus is None or cpus is None or (state in PLACED_STATES and node not in servers):
             continue
@@ -377,17 +387,19 @@ def _pods(rows: dict[str, list[Any]], servers: set[str], day: int, hour: int, su
         if job is not None:
             jobs.setdefault(job, Job(name=job))
         spec, cluster_id = rows["gpu_spec_public"][i], rows["cluster_id"][i]
-        pods.append(Pod(
-            name=pod_id,
-            job=job,
-            node=node,
-            gpus=gpus,
-            cpus=cpus,
-            gpu_models=[spec] if spec and gpus > 0 else [],
-            priority=priority,  # type: ignore[arg-type]
-            node_selector={CLUSTER_LABEL: cluster_id} if cluster_id else {},
-            standby=state == "Standby",
-        ))
+        pods.append(
+            Pod(
+                name=pod_id,
+                job=job,
+                node=node,
+                gpus=gpus,
+                cpus=cpus,
+                gpu_models=[spec] if spec and gpus > 0 else [],
+                priority=priority,  # type: ignore[arg-type]
+                node_selector={CLUSTER_LABEL: cluster_id} if cluster_id else {},
+                standby=state == "Standby",
+            )
+        )
     if problems:
         raise SnapshotError(_capped(problems))
     summary.placed_pods = sum(p.node is not None for p in pods)

@@ -141,8 +141,14 @@ class _Import(ImportRun):
                 self.errors.append(f"{object_name(obj)}: given twice with different contents; which one was meant?")
             return
         self.seen[key] = obj
-        handler = {"Node": self._node, "Pod": self._pod, "PodDisruptionBudget": self._budget,
-                   "PodGroup": self._pod_group, "HyperNode": self.hypernodes.append, "Namespace": self._namespace}.get(str(kind))
+        handler = {
+            "Node": self._node,
+            "Pod": self._pod,
+            "PodDisruptionBudget": self._budget,
+            "PodGroup": self._pod_group,
+            "HyperNode": self.hypernodes.append,
+            "Namespace": self._namespace,
+        }.get(str(kind))
         if handler is None:
             self.summary.skipped[f"{kind} objects"] += 1
             self.warn(obj, "kind", f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget, PodGroup, HyperNode, Namespace); ignored")
@@ -172,10 +178,17 @@ class _Import(ImportRun):
                 continue
             taints.append({"key": taint["key"], "value": str(taint.get("value") or ""), "effect": taint["effect"]})
         fields = {
-            "name": meta["name"], "gpus": 0, "cpus": amounts.get("cpu", Fraction(0)),
-            "memory_gib": amounts.get("memory", Fraction(0)) / GIB, "labels": labels, "gpu_model": "", "taints": taints,
-            "asw": _first_label(labels, self.config.asw_labels), "spine": _first_label(labels, self.config.spine_labels),
-            "schedulable": not spec.get("unschedulable", False), "resources": node_resources(self.config, amounts, where),
+            "name": meta["name"],
+            "gpus": 0,
+            "cpus": amounts.get("cpu", Fraction(0)),
+            "memory_gib": amounts.get("memory", Fraction(0)) / GIB,
+            "labels": labels,
+            "gpu_model": "",
+            "taints": taints,
+            "asw": _first_label(labels, self.config.asw_labels),
+            "spine": _first_label(labels, self.config.spine_labels),
+            "schedulable": not spec.get("unschedulable", False),
+            "resources": node_resources(self.config, amounts, where),
         }
         if fields["cpus"] <= 0:
             raise KubeError(f"{where}.cpu", "a node needs CPUs to hold pods; got none")
@@ -194,8 +207,7 @@ class _Import(ImportRun):
         if "maxUnavailable" not in spec and "minAvailable" not in spec:
             self.warn(obj, "spec", "neither maxUnavailable nor minAvailable; taken as minAvailable 1")
         k8s.pdb_max_unavailable(spec, 1)  # checks the values now, so errors name the budget
-        self.budgets.append({"obj": obj, "selector": selector, "spec": spec,
-                             "namespace": obj["metadata"].get("namespace") or "default"})
+        self.budgets.append({"obj": obj, "selector": selector, "spec": spec, "namespace": obj["metadata"].get("namespace") or "default"})
 
     def _namespace(self, obj: dict[str, Any]) -> None:
         """A namespace's labels, for anti-affinity terms' namespaceSelectors."""
@@ -236,14 +248,18 @@ class _Import(ImportRun):
         for obj, fields in self.node_fields:
             taken = self.reserved.get(fields["name"], {})
             gpus_taken = math.ceil(pod_gpus(self.config, taken, self.node_gpus[fields["name"]], {}, {}).gpus) if taken else 0
-            left = {"gpus": fields["gpus"] - gpus_taken, "cpus": fields["cpus"] - taken.get("cpu", 0),
-                    "memory_gib": fields["memory_gib"] - taken.get("memory", Fraction(0)) / GIB}
+            left = {
+                "gpus": fields["gpus"] - gpus_taken,
+                "cpus": fields["cpus"] - taken.get("cpu", 0),
+                "memory_gib": fields["memory_gib"] - taken.get("memory", Fraction(0)) / GIB,
+            }
             short = [f"{k} {float(v):g}" for k, v in left.items() if v < 0 or (k == "cpus" and v <= 0)]
             resources, short_named = less_node_bound(fields["resources"], taken, self.config)
             short += short_named
             if short:
-                self.errors.append(f"{object_name(obj)}: status.allocatable: its DaemonSet, mirror and static pods request more "
-                                   f"than it has (left: {', '.join(short)})")
+                self.errors.append(
+                    f"{object_name(obj)}: status.allocatable: its DaemonSet, mirror and static pods request more than it has (left: {', '.join(short)})"
+                )
                 continue
             left = {"gpus": int(left["gpus"]), "cpus": _number(left["cpus"]), "memory_gib": _number(left["memory_gib"]), "resources": resources}
             self._validated(obj, Node, {**fields, **left}, self.nodes)

@@ -43,11 +43,13 @@ class ShareResource(BaseModel):
 
 
 def _default_shares() -> list[ShareResource]:
-    return [ShareResource(resource="nvidia.com/gpu.shared", units_per_gpu_label="nvidia.com/gpu.replicas"),
-            ShareResource(resource="koordinator.sh/gpu-core", units_per_gpu=100),
-            ShareResource(resource="koordinator.sh/gpu-memory-ratio", units_per_gpu=100),
-            ShareResource(resource="koordinator.sh/gpu-memory"),
-            ShareResource(resource="aliyun.com/gpu-mem")]
+    return [
+        ShareResource(resource="nvidia.com/gpu.shared", units_per_gpu_label="nvidia.com/gpu.replicas"),
+        ShareResource(resource="koordinator.sh/gpu-core", units_per_gpu=100),
+        ShareResource(resource="koordinator.sh/gpu-memory-ratio", units_per_gpu=100),
+        ShareResource(resource="koordinator.sh/gpu-memory"),
+        ShareResource(resource="aliyun.com/gpu-mem"),
+    ]
 
 
 class HyperNodeTiers(BaseModel):
@@ -69,19 +71,28 @@ class ImportConfig(BaseModel):
     mig_resource_prefix: str = "nvidia.com/mig-"
     ignored_resources: list[str] = Field(default_factory=list)
     gpu_model_label: str = "nvidia.com/gpu.product"
-    asw_labels: list[str] = Field(default_factory=lambda: [
-        "network.topology.nvidia.com/leaf", "fabric.topograph.run/tier-0", "cloud.google.com/gce-topology-subblock"])
-    spine_labels: list[str] = Field(default_factory=lambda: [
-        "network.topology.nvidia.com/spine", "fabric.topograph.run/tier-1", "cloud.google.com/gce-topology-block"])
+    asw_labels: list[str] = Field(
+        default_factory=lambda: ["network.topology.nvidia.com/leaf", "fabric.topograph.run/tier-0", "cloud.google.com/gce-topology-subblock"]
+    )
+    spine_labels: list[str] = Field(
+        default_factory=lambda: ["network.topology.nvidia.com/spine", "fabric.topograph.run/tier-1", "cloud.google.com/gce-topology-block"]
+    )
     hypernode_tiers: HyperNodeTiers = Field(default_factory=HyperNodeTiers)
     priority: PriorityConfig = Field(default_factory=PriorityConfig)
     locked_annotation: str = "planner.io/locked"
     node_bound_pods: Literal["reserve", "locked"] = "reserve"
     evict_local_storage: bool = False
     evict_system_critical: bool = False
-    gang_keys: list[str] = Field(default_factory=lambda: [
-        "scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.io", "scheduling.k8s.io/group-name",
-        "jobset.sigs.k8s.io/jobset-name", "leaderworkerset.sigs.k8s.io/group-key", "kueue.x-k8s.io/pod-group-name"])
+    gang_keys: list[str] = Field(
+        default_factory=lambda: [
+            "scheduling.x-k8s.io/pod-group",
+            "pod-group.scheduling.sigs.k8s.io",
+            "scheduling.k8s.io/group-name",
+            "jobset.sigs.k8s.io/jobset-name",
+            "leaderworkerset.sigs.k8s.io/group-key",
+            "kueue.x-k8s.io/pod-group-name",
+        ]
+    )
 
 
 DEFAULT_CONFIG = """\

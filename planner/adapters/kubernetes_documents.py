@@ -45,8 +45,7 @@ def read_documents(text: str, source: str) -> list[Any]:
     try:
         return [parse_json(text, source)]
     except _NotJson as not_json:
-        json_problem = (f"{source}: neither JSON nor YAML (JSON: {not_json}); "
-                        "give the output of kubectl get nodes,pods,pdb -A -o json")
+        json_problem = f"{source}: neither JSON nor YAML (JSON: {not_json}); give the output of kubectl get nodes,pods,pdb -A -o json"
     looks_like_json = text.lstrip("\ufeff \t\r\n")[:1] in ("{", "[")
     try:
         return [doc for doc in parse_yaml(text, source) if doc is not None]
@@ -185,8 +184,7 @@ class _Frame:
 def parse_yaml(text: str, source: str) -> list[Any]:
     """Every document of a YAML stream, composed from parser events (module docstring)."""
     if len(text) > MAX_YAML_CHARS:
-        raise SnapshotError([(f"{source}: YAML of {len(text):,} characters; at most {MAX_YAML_CHARS:,} are read as YAML "
-                             "(give JSON: kubectl get ... -o json)")])
+        raise SnapshotError([(f"{source}: YAML of {len(text):,} characters; at most {MAX_YAML_CHARS:,} are read as YAML (give JSON: kubectl get ... -o json)")])
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         return _YamlComposer(loader, source).documents()
@@ -212,8 +210,7 @@ class _YamlComposer:
     def fail(self, event: Any, message: str) -> SnapshotError:
         mark = event.start_mark
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark is not None else "?"
-        path = format_path([f.key if isinstance(f.value, dict) else len(f.value) for f in self.stack
-                            if not isinstance(f.value, dict) or f.has_key])
+        path = format_path([f.key if isinstance(f.value, dict) else len(f.value) for f in self.stack if not isinstance(f.value, dict) or f.has_key])
         return SnapshotError([f"{self.source}: {_short_path(path)} (YAML {where}): {message}"])
 
     def documents(self) -> list[Any]:
@@ -245,14 +242,17 @@ class _YamlComposer:
             elif kind is yaml.AliasEvent:
                 if event.anchor not in anchors:
                     open_anchor = any(f.anchor == event.anchor for f in self.stack)
-                    raise self.fail(event, f"alias *{event.anchor} " + ("refers to a value that contains it" if open_anchor
-                                                                        else "refers to no anchor before it"))
+                    raise self.fail(
+                        event, f"alias *{event.anchor} " + ("refers to a value that contains it" if open_anchor else "refers to no anchor before it")
+                    )
                 value, size, chars = anchors[event.anchor]
                 aliased += size
                 aliased_chars += chars
                 if aliased > MAX_ALIAS_VALUES or aliased_chars > MAX_ALIAS_CHARS:
-                    raise self.fail(event, f"aliases stand for more than {MAX_ALIAS_VALUES:,} values or {MAX_ALIAS_CHARS:,} "
-                                           "characters (an alias bomb?); write the objects out")
+                    raise self.fail(
+                        event,
+                        f"aliases stand for more than {MAX_ALIAS_VALUES:,} values or {MAX_ALIAS_CHARS:,} characters (an alias bomb?); write the objects out",
+                    )
             elif kind is yaml.DocumentStartEvent:
                 anchors, aliased, aliased_chars, root = {}, 0, 0, None
                 continue
@@ -301,8 +301,9 @@ class _YamlComposer:
             try:
                 value = construct(self.loader, ScalarNode(tag, text, event.start_mark, event.end_mark, style=event.style))
             except ValueError as err:
-                raise self.fail(event, f"cannot read {text[:40]!r}{'...' if len(text) > 40 else ''} as {tag.rsplit(':', 1)[-1]} "
-                                       f"({' '.join(str(err).split())[:160]})") from None
+                raise self.fail(
+                    event, f"cannot read {text[:40]!r}{'...' if len(text) > 40 else ''} as {tag.rsplit(':', 1)[-1]} ({' '.join(str(err).split())[:160]})"
+                ) from None
         if plain:
             self.plain[text] = value
         return value

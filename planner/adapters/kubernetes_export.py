@@ -73,8 +73,14 @@ from planner.cluster import POD_COUNT, Cluster, Node, Pod, SnapshotError
 
 ANTI_PREFIX = "anti-affinity.planner.io/"
 MAX_LISTED = 20
-API_VERSIONS = {"Job": "batch/v1", "StatefulSet": "apps/v1", "ReplicaSet": "apps/v1", "Deployment": "apps/v1",
-                "DaemonSet": "apps/v1", "JobSet": "jobset.x-k8s.io/v1alpha2"}
+API_VERSIONS = {
+    "Job": "batch/v1",
+    "StatefulSet": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "Deployment": "apps/v1",
+    "DaemonSet": "apps/v1",
+    "JobSet": "jobset.x-k8s.io/v1alpha2",
+}
 
 
 @dataclass(frozen=True)
@@ -106,8 +112,9 @@ class KubeExport:
 # ----------------------------------------------------------------------------------------------
 
 
-def export_kubernetes(cluster: Cluster, config: ImportConfig | None = None, daemonsets: Sequence[DaemonSet] = (),
-                      time_sliced: Mapping[str, int] | None = None) -> KubeExport:
+def export_kubernetes(
+    cluster: Cluster, config: ImportConfig | None = None, daemonsets: Sequence[DaemonSet] = (), time_sliced: Mapping[str, int] | None = None
+) -> KubeExport:
     """The Kubernetes List ``planner import kubernetes`` (with ``config``) reads back as ``cluster``
     (module docstring: what is renamed, dropped or refused)."""
     return _Export(cluster, config or ImportConfig(), daemonsets, dict(time_sliced or {})).run()
@@ -129,15 +136,17 @@ class _Export:
                 continue
             count = int(label) if label.isdigit() else 0
             if count < 1 or time_sliced.get(node.name, count) != count:
-                self.errors.append(f"nodes[{i}].labels.{config.time_slicing_label}: '{label}' is read as time-slicing replicas; "
-                                   + ("it must be a positive whole number" if count < 1 else f"time_sliced gives {time_sliced[node.name]}"))
+                self.errors.append(
+                    f"nodes[{i}].labels.{config.time_slicing_label}: '{label}' is read as time-slicing replicas; "
+                    + ("it must be a positive whole number" if count < 1 else f"time_sliced gives {time_sliced[node.name]}")
+                )
             self.replicas.setdefault(node.name, max(count, 1))
         self.mig_profile: dict[str, str] = {}  # node -> its MIG profile, for nodes the importer reads as MIG slices
         self.mig_models: dict[str, list[str]] = defaultdict(list)  # profile -> its node models
         for node in cluster.nodes:
             product = node.labels.get(config.gpu_model_label, "") if config.mig_resource_prefix else ""
             if product and node.gpu_model.startswith(f"{product}-MIG-"):
-                self.mig_profile[node.name] = node.gpu_model[len(product) + 5:]
+                self.mig_profile[node.name] = node.gpu_model[len(product) + 5 :]
                 self.mig_models[self.mig_profile[node.name]].append(node.gpu_model)
         self.dropped: Counter[str] = Counter()
         self.asked = sorted({name for pod in cluster.pods for name in pod.requests})
@@ -157,8 +166,11 @@ class _Export:
         for i, pod in enumerate(c.pods):
             if pod.job is not None:
                 pods_of[pod.job].append(i)
-        controllers = {job.name: controller(self.config, self.errors, j, job, [c.pods[i] for i in pods_of[job.name]])
-                       for j, job in enumerate(c.jobs) if pods_of.get(job.name)}
+        controllers = {
+            job.name: controller(self.config, self.errors, j, job, [c.pods[i] for i in pods_of[job.name]])
+            for j, job in enumerate(c.jobs)
+            if pods_of.get(job.name)
+        }
         first: dict[str, str] = {}
         for name, ctl in controllers.items():
             if first.setdefault(ctl.imported_as, name) != name:
@@ -166,18 +178,14 @@ class _Export:
         nodes = [self._node(i, node) for i, node in enumerate(c.nodes)]
         groups = self._anti_affinity_groups()
         pods = [self._pod(i, pod, controllers.get(pod.job) if pod.job else None, groups) for i, pod in enumerate(c.pods)]
-        daemon_pods = [self._daemon_pod(ds, node) for node in c.nodes for ds in self.daemonsets
-                       if node.gpus or not ds.gpu_nodes_only]
-        budgets = [budget(job, controllers[job.name])
-                   for job in c.jobs if job.disruption is not None and job.name in controllers]
+        daemon_pods = [self._daemon_pod(ds, node) for node in c.nodes for ds in self.daemonsets if node.gpus or not ds.gpu_nodes_only]
+        budgets = [budget(job, controllers[job.name]) for job in c.jobs if job.disruption is not None and job.name in controllers]
         budgets += [pod_group(ctl, self.errors) for ctl in controllers.values() if ctl.min_member is not None]
         self._count_dropped(pods_of)
         if self.errors:
-            listed = self.errors[:MAX_LISTED] + ([f"... and {len(self.errors) - MAX_LISTED} more problem(s)"]
-                                                  if len(self.errors) > MAX_LISTED else [])
+            listed = self.errors[:MAX_LISTED] + ([f"... and {len(self.errors) - MAX_LISTED} more problem(s)"] if len(self.errors) > MAX_LISTED else [])
             raise SnapshotError(listed)
-        document = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
-                    "items": [*nodes, *daemon_pods, *pods, *budgets]}
+        document = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": [*nodes, *daemon_pods, *pods, *budgets]}
         dropped = [f"{what}: not carried (held by {count})" for what, count in sorted(self.dropped.items())]
         return KubeExport(document, {name: ctl.imported_as for name, ctl in controllers.items()}, dropped)
 
@@ -229,16 +237,22 @@ class _Export:
             spec["taints"] = [{k: v for k, v in t.model_dump().items() if v != ""} for t in node.taints]
         if not node.schedulable:
             spec["unschedulable"] = True
-        return {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": node.name, "uid": object_uid("node", node.name), "labels": {**node.labels, **derived}},
-                "spec": spec, "status": {"capacity": dict(allocatable), "allocatable": allocatable}}
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": node.name, "uid": object_uid("node", node.name), "labels": {**node.labels, **derived}},
+            "spec": spec,
+            "status": {"capacity": dict(allocatable), "allocatable": allocatable},
+        }
 
     def _named_allocatable(self, where: str, node: Node, allocatable: dict[str, str], daemons: int) -> None:
         """The node's resources by name beside its GPUs (the GPU resources written above must agree)."""
         if node.resources is None:
             if self.asked:
-                self.errors.append(f"{where}.resources: not listed, but pods request {', '.join(self.asked)}; a Kubernetes node states its "
-                                   "allocatable of every resource: give the node's resources")
+                self.errors.append(
+                    f"{where}.resources: not listed, but pods request {', '.join(self.asked)}; a Kubernetes node states its "
+                    "allocatable of every resource: give the node's resources"
+                )
             return
         for name, amount in sorted(node.resources.items()):
             written = str(amount + daemons) if name == POD_COUNT else str(amount)
@@ -249,16 +263,34 @@ class _Export:
 
     def _daemon_pod(self, ds: DaemonSet, node: Node) -> dict[str, Any]:
         name = f"{ds.name}-{node.name}"
-        owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": ds.name, "uid": object_uid("DaemonSet", ds.namespace, ds.name),
-                 "controller": True, "blockOwnerDeletion": True}
+        owner = {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "name": ds.name,
+            "uid": object_uid("DaemonSet", ds.namespace, ds.name),
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
         requests = {"cpu": cpu_quantity(exact(ds.cpus)), "memory": memory_quantity(exact(ds.memory_gib) * GIB)}
-        return {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "namespace": ds.namespace, "uid": object_uid("pod", ds.namespace, name),
-                             "labels": {"app.kubernetes.io/name": ds.name}, "ownerReferences": [owner]},
-                "spec": {"nodeName": node.name, "priorityClassName": "system-node-critical", "priority": 2000001000,
-                         "tolerations": [{"operator": "Exists"}],
-                         "containers": [{"name": ds.name, "image": f"registry.example/{ds.name}:1", "resources": {"requests": requests}}]},
-                "status": {"phase": "Running"}}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": ds.namespace,
+                "uid": object_uid("pod", ds.namespace, name),
+                "labels": {"app.kubernetes.io/name": ds.name},
+                "ownerReferences": [owner],
+            },
+            "spec": {
+                "nodeName": node.name,
+                "priorityClassName": "system-node-critical",
+                "priority": 2000001000,
+                "tolerations": [{"operator": "Exists"}],
+                "containers": [{"name": ds.name, "image": f"registry.example/{ds.name}:1", "resources": {"requests": requests}}],
+            },
+            "status": {"phase": "Running"},
+        }
 
     # -- jobs ----------------------------------------------------------------------------------
 
@@ -284,7 +316,7 @@ class _Export:
         cfg = self.config
         where = f"pods[{i}]"
         namespace = pod.namespace or "default"
-        name = pod.name[len(namespace) + 1:] if pod.name.startswith(f"{namespace}/") else pod.name
+        name = pod.name[len(namespace) + 1 :] if pod.name.startswith(f"{namespace}/") else pod.name
         name_ok(name, f"{where}.name", self.errors)
         if pod.standby:
             self.errors.append(f"{where}.standby: a standby pod (it lends its GPUs, keeps a reservation) has no Kubernetes form")
@@ -309,8 +341,9 @@ class _Export:
         elif replicas > 1 and pod.gpus:
             amount = exact(pod.gpus) * replicas
             if amount.denominator != 1:
-                self.errors.append(f"{where}.gpus: {pod.gpus:g} GPU is not a whole number of the {replicas} time-slicing "
-                                   f"replicas of each GPU of node '{pod.node}'")
+                self.errors.append(
+                    f"{where}.gpus: {pod.gpus:g} GPU is not a whole number of the {replicas} time-slicing replicas of each GPU of node '{pod.node}'"
+                )
             requests[self.gpu_resource] = str(round(amount))
             container["resources"]["limits"] = {self.gpu_resource: str(round(amount))}
         elif pod.gpus >= 1:
@@ -320,8 +353,7 @@ class _Export:
             resource, units = self.share
             amount = exact(pod.gpus) * units
             if amount.denominator != 1:
-                self.errors.append(f"{where}.gpus: a share of {pod.gpus:g} GPU is not a whole number of {resource} "
-                                   f"({units} per GPU)")
+                self.errors.append(f"{where}.gpus: a share of {pod.gpus:g} GPU is not a whole number of {resource} ({units} per GPU)")
             requests[resource] = str(round(amount))
             container["resources"]["limits"] = {resource: str(round(amount))}
         for resource, amount in sorted(pod.requests.items()):
@@ -329,8 +361,9 @@ class _Export:
                 self.errors.append(f"{where}.requests.{resource}: {amount}, but the pod's GPUs are written as {requests[resource]} of it")
             requests[resource] = str(amount)
         if pod.host_ports:
-            container["ports"] = [{"containerPort": h.port, "hostPort": h.port, "protocol": h.protocol, **({"hostIP": h.host_ip} if h.host_ip else {})}
-                                  for h in pod.host_ports]
+            container["ports"] = [
+                {"containerPort": h.port, "hostPort": h.port, "protocol": h.protocol, **({"hostIP": h.host_ip} if h.host_ip else {})} for h in pod.host_ports
+            ]
         spec["containers"] = [container]
         if pod.node is not None:
             spec["nodeName"] = pod.node
@@ -347,10 +380,17 @@ class _Export:
         if annotations:
             meta["annotations"] = annotations
         if ctl is not None:
-            meta["ownerReferences"] = [{"apiVersion": API_VERSIONS.get(ctl.kind, "v1"), "kind": ctl.kind, "name": ctl.name,
-                                        "uid": object_uid(ctl.kind, namespace, ctl.name), "controller": True, "blockOwnerDeletion": True}]
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
-                "status": {"phase": "Running" if pod.node is not None else "Pending"}}
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": API_VERSIONS.get(ctl.kind, "v1"),
+                    "kind": ctl.kind,
+                    "name": ctl.name,
+                    "uid": object_uid(ctl.kind, namespace, ctl.name),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ]
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Running" if pod.node is not None else "Pending"}}
 
     def _mig_request(self, pod: Pod) -> str | None:
         """The MIG profile a pod asks slices of: whole GPUs allowed exactly the models of one profile."""
@@ -378,25 +418,25 @@ class _Export:
             if rule.lp_classes:
                 spec["priorityClassName"] = rule.lp_classes[0]
             else:
-                self.errors.append(f"{where}.priority_value: an LP pod of priority {value} reads back as HP (priority.lp_below "
-                                   f"{rule.lp_below}, no lp_classes)")
+                self.errors.append(f"{where}.priority_value: an LP pod of priority {value} reads back as HP (priority.lp_below {rule.lp_below}, no lp_classes)")
         if pod.priority == "HP" and below:
             self.errors.append(f"{where}.priority_value: an HP pod of priority {value} reads back as LP (priority.lp_below {rule.lp_below})")
         return value
 
     def _affinity(self, pod: Pod, namespace: str, groups: dict[str, tuple[str, list[str] | None]]) -> dict[str, Any]:
         affinity: dict[str, Any] = {}
-        terms = [[{"key": r.key, "operator": r.operator, **({"values": list(r.values)} if r.values else {})} for r in term]
-                 for term in pod.node_affinity or [[]]]
+        terms = [
+            [{"key": r.key, "operator": r.operator, **({"values": list(r.values)} if r.values else {})} for r in term] for term in pod.node_affinity or [[]]
+        ]
         if pod.gpu_models and self._mig_request(pod) is None:
             models = sorted(m for m in set(pod.gpu_models) if m)
             label = self.config.gpu_model_label
             alternatives = ([[{"key": label, "operator": "In", "values": models}]] if models else []) + (
-                [[{"key": label, "operator": "DoesNotExist"}]] if "" in pod.gpu_models else [])
+                [[{"key": label, "operator": "DoesNotExist"}]] if "" in pod.gpu_models else []
+            )
             terms = [term + extra for term in terms for extra in alternatives]
         if terms != [[]]:
-            affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": term} for term in terms]}}
+            affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": term} for term in terms]}}
         anti = []
         for group in pod.anti_affinity:
             key, spaces = groups[group]

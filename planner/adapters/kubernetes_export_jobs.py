@@ -36,8 +36,7 @@ def controller(cfg: ImportConfig, errors: list[str], j: int, job: Job, pods: lis
     """How job ``j`` is written (its problems added to ``errors``)."""
     namespaces = {p.namespace or "default" for p in pods}
     if len(namespaces) > 1:
-        errors.append(f"jobs[{j}]: job '{job.name}' has pods in namespaces {', '.join(sorted(namespaces))}; "
-                           "a Kubernetes controller owns pods of one namespace")
+        errors.append(f"jobs[{j}]: job '{job.name}' has pods in namespaces {', '.join(sorted(namespaces))}; a Kubernetes controller owns pods of one namespace")
     ns = min(namespaces)
     kind, name, gang = imported_name(cfg, job.name, ns)
     count, least = len(pods), job.min_available
@@ -45,9 +44,11 @@ def controller(cfg: ImportConfig, errors: list[str], j: int, job: Job, pods: lis
     whole = least is None or least >= count
     pod_group = POD_GROUP_KEY if POD_GROUP_KEY in cfg.gang_keys else None
     if kind is not None and not (one_by_one or count == 1 or (whole and job.topology is not None)):
-        errors.append(f"jobs[{j}].min_available: job '{job.name}' is named as a {kind}, whose pods the importer reads "
-                           f"as starting {'one by one (min_available 1)' if job.topology is None else 'whole'}; "
-                           "rename the job or set min_available to match")
+        errors.append(
+            f"jobs[{j}].min_available: job '{job.name}' is named as a {kind}, whose pods the importer reads "
+            f"as starting {'one by one (min_available 1)' if job.topology is None else 'whole'}; "
+            "rename the job or set min_available to match"
+        )
     if kind is None and gang is None:
         name = job.name
         if job.topology is not None and whole:
@@ -62,8 +63,7 @@ def controller(cfg: ImportConfig, errors: list[str], j: int, job: Job, pods: lis
     min_member = None
     if gang is not None and (gang == pod_group or not whole):
         if gang not in POD_GROUP_KEYS:
-            errors.append(f"jobs[{j}].min_available: job '{job.name}' is a {gang} gang, which carries no minimum; "
-                               "the importer reads it as starting whole")
+            errors.append(f"jobs[{j}].min_available: job '{job.name}' is a {gang} gang, which carries no minimum; the importer reads it as starting whole")
         min_member = count if whole else least
     annotations = {}
     if job.topology is not None:
@@ -96,10 +96,10 @@ def imported_name(cfg: ImportConfig, job: str, namespace: str) -> tuple[str | No
     prefix = f"{namespace}/"
     if not job.startswith(prefix):
         return None, job, None
-    rest = job[len(prefix):]
+    rest = job[len(prefix) :]
     for key in cfg.gang_keys:
         if rest.startswith(f"{key}="):
-            return None, rest[len(key) + 1:], key
+            return None, rest[len(key) + 1 :], key
     kind, _, name = rest.partition("/")
     if name and re.fullmatch(r"[A-Z][A-Za-z0-9]*", kind) and kind not in ("DaemonSet", "Node"):
         return kind, name, None
@@ -110,10 +110,12 @@ def budget(job: Job, ctl: Controller) -> dict[str, Any]:
     """The PodDisruptionBudget of a job with a disruption budget."""
     namespace = ctl.imported_as.split("/", 1)[0]
     name = ctl.labels[INSTANCE_LABEL].lower().replace("_", "-")
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": name, "namespace": namespace, "uid": object_uid("pdb", namespace, ctl.kind, ctl.name)},
-            "spec": {"maxUnavailable": job.disruption.max_unavailable,
-                     "selector": {"matchLabels": {INSTANCE_LABEL: ctl.labels[INSTANCE_LABEL]}}}}
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace, "uid": object_uid("pdb", namespace, ctl.kind, ctl.name)},
+        "spec": {"maxUnavailable": job.disruption.max_unavailable, "selector": {"matchLabels": {INSTANCE_LABEL: ctl.labels[INSTANCE_LABEL]}}},
+    }
 
 
 def pod_group(ctl: Controller, errors: list[str]) -> dict[str, Any]:
@@ -121,6 +123,9 @@ def pod_group(ctl: Controller, errors: list[str]) -> dict[str, Any]:
     namespace, gang = ctl.imported_as.split("/", 1)
     name = gang.split("=", 1)[1]
     name_ok(name, f"jobs: PodGroup of '{ctl.imported_as}'", errors)
-    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": namespace, "uid": object_uid("podgroup", namespace, name)},
-            "spec": {"minMember": ctl.min_member}}
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "uid": object_uid("podgroup", namespace, name)},
+        "spec": {"minMember": ctl.min_member},
+    }

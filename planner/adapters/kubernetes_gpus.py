@@ -98,8 +98,9 @@ def node_gpus(cfg: ImportConfig, labels: dict[str, str], amounts: dict[str, Frac
             units = Fraction(share.units_per_gpu)
         elif share.units_per_gpu_label is not None:
             if share.units_per_gpu_label not in labels:
-                raise KubeError(f"metadata.labels.{share.units_per_gpu_label}",
-                                f"missing: the node offers {share.resource}, whose units per GPU this label gives")
+                raise KubeError(
+                    f"metadata.labels.{share.units_per_gpu_label}", f"missing: the node offers {share.resource}, whose units per GPU this label gives"
+                )
             units = Fraction(_label_count(labels, share.units_per_gpu_label))
         else:
             by_allocatable.append((share.resource, amount))
@@ -115,11 +116,16 @@ def node_gpus(cfg: ImportConfig, labels: dict[str, str], amounts: dict[str, Frac
         warnings.append((where, f"its GPU resources disagree ({listed}); {info.devices} GPUs taken"))
     for resource, amount in by_allocatable:
         if not info.devices:
-            raise KubeError(f"{where}.{resource}", "offered by a node with no device count to divide it by (add the resource "
-                            "counting its GPUs to gpu_count_resources, or give units_per_gpu)")
+            raise KubeError(
+                f"{where}.{resource}",
+                "offered by a node with no device count to divide it by (add the resource counting its GPUs to gpu_count_resources, or give units_per_gpu)",
+            )
         info.units[resource] = amount / info.devices
-    profiles = {name[len(cfg.mig_resource_prefix):]: amount for name, amount in amounts.items()
-                if cfg.mig_resource_prefix and name.startswith(cfg.mig_resource_prefix) and amount}
+    profiles = {
+        name[len(cfg.mig_resource_prefix) :]: amount
+        for name, amount in amounts.items()
+        if cfg.mig_resource_prefix and name.startswith(cfg.mig_resource_prefix) and amount
+    }
     product = labels.get(cfg.gpu_model_label, "")
     info.model = product
     for profile, amount in profiles.items():
@@ -127,7 +133,7 @@ def node_gpus(cfg: ImportConfig, labels: dict[str, str], amounts: dict[str, Frac
             raise KubeError(f"{where}.{cfg.mig_resource_prefix}{profile}", f"{float(amount):g} MIG slices; a node has whole slices")
     info.profiles = tuple(sorted(profiles))
     if len(profiles) == 1 and not info.devices:
-        (profile, amount), = profiles.items()
+        ((profile, amount),) = profiles.items()
         info.devices, info.model = int(amount), mig_model(product, profile)
     elif profiles:  # planned per profile: the node's resources by name hold each profile's slices
         info.devices += int(sum(profiles.values()))
@@ -159,8 +165,9 @@ def mig_models(nodes: list[NodeGpus], cfg: ImportConfig) -> dict[str, list[str]]
     return {p: sorted(m) for p, m in found.items()}
 
 
-def pod_gpus(cfg: ImportConfig, requests: dict[str, Fraction], node: NodeGpus | None, units_pending: dict[str, Fraction],
-             models_of: dict[str, list[str]]) -> PodGpus:
+def pod_gpus(
+    cfg: ImportConfig, requests: dict[str, Fraction], node: NodeGpus | None, units_pending: dict[str, Fraction], models_of: dict[str, list[str]]
+) -> PodGpus:
     """A pod's GPUs on ``node`` (None: pending) from its requests."""
     replicas = node.replicas if node is not None else 1
     amounts = [sum((requests.get(r, Fraction(0)) for r in cfg.gpu_resources), Fraction(0)) / replicas]
@@ -172,23 +179,35 @@ def pod_gpus(cfg: ImportConfig, requests: dict[str, Fraction], node: NodeGpus | 
         if units is None and share.units_per_gpu is not None:
             units = Fraction(share.units_per_gpu)
         if units is None:  # a placed pod is taken to hold one device
-            return PodGpus(Fraction(1), problem=(f"{REQUESTS}.{share.resource}", (f"{share.resource} is "
-                           f"{'offered by no node' if node is None else 'not offered by its node'}, so its share of a GPU is unknown")))
+            return PodGpus(
+                Fraction(1),
+                problem=(
+                    f"{REQUESTS}.{share.resource}",
+                    (f"{share.resource} is {'offered by no node' if node is None else 'not offered by its node'}, so its share of a GPU is unknown"),
+                ),
+            )
         amounts.append(amount / units)
     gpus = max(amounts)
-    profiles = {name[len(cfg.mig_resource_prefix):]: amount for name, amount in requests.items()
-                if cfg.mig_resource_prefix and name.startswith(cfg.mig_resource_prefix) and amount}
+    profiles = {
+        name[len(cfg.mig_resource_prefix) :]: amount
+        for name, amount in requests.items()
+        if cfg.mig_resource_prefix and name.startswith(cfg.mig_resource_prefix) and amount
+    }
     models = None
     if profiles:
         slices = sum(profiles.values(), Fraction(0))
         if len(profiles) > 1 or gpus:
-            return PodGpus(gpus + slices, problem=(REQUESTS, f"MIG slices of {', '.join(sorted(profiles))}"
-                                                   + (" and whole GPUs" if gpus else "") + " are not one GPU model"))
-        (profile, _), = profiles.items()
+            return PodGpus(
+                gpus + slices,
+                problem=(REQUESTS, f"MIG slices of {', '.join(sorted(profiles))}" + (" and whole GPUs" if gpus else "") + " are not one GPU model"),
+            )
+        ((profile, _),) = profiles.items()
         gpus, models = slices, models_of.get(profile) or [mig_model("", profile)]
     if not (gpus < 1 or gpus.denominator == 1):
-        return PodGpus(Fraction(math.ceil(gpus)), problem=(REQUESTS, (f"{float(gpus):g} GPUs is neither a share of one GPU "
-                                                           "nor whole GPUs (time-slicing replicas over several devices)")))
+        return PodGpus(
+            Fraction(math.ceil(gpus)),
+            problem=(REQUESTS, (f"{float(gpus):g} GPUs is neither a share of one GPU nor whole GPUs (time-slicing replicas over several devices)")),
+        )
     return PodGpus(gpus, models)
 
 
@@ -206,6 +225,4 @@ def _label_count(labels: dict[str, str], key: str) -> int:
     return count
 
 
-__all__ = ["NodeGpus", "PodGpus", "gpu_resource_names", "is_gpu_resource", "mig_model", "mig_models", "node_gpus",
-           "pending_units", "pod_gpus"]
-
+__all__ = ["NodeGpus", "PodGpus", "gpu_resource_names", "is_gpu_resource", "mig_model", "mig_models", "node_gpus", "pending_units", "pod_gpus"]

@@ -48,8 +48,9 @@ class _Member:
     labels: dict[str, Any] | None = None
 
 
-def hypernode_topology(hypernodes: list[dict[str, Any]], nodes: dict[str, dict[str, str]], asw_tier: int | None = 1,
-                       spine_tier: int | None = 2) -> HyperNodeTopology:
+def hypernode_topology(
+    hypernodes: list[dict[str, Any]], nodes: dict[str, dict[str, str]], asw_tier: int | None = 1, spine_tier: int | None = 2
+) -> HyperNodeTopology:
     """Each node's asw and spine from ``hypernodes`` (HyperNode objects); ``nodes``: name -> labels."""
     out = HyperNodeTopology()
     tiers: dict[str, int] = {}
@@ -67,8 +68,10 @@ def hypernode_topology(hypernodes: list[dict[str, Any]], nodes: dict[str, dict[s
             out.errors.append(f"HyperNode {name}: {err}")
     unmapped = sorted({t for t in tiers.values()} - {asw_tier, spine_tier})
     if unmapped:
-        out.warnings.append(f"HyperNode tiers {', '.join(map(str, unmapped))}: not mapped to asw or spine "
-                            f"(hypernode_tiers maps asw to {asw_tier}, spine to {spine_tier}); ignored")
+        out.warnings.append(
+            f"HyperNode tiers {', '.join(map(str, unmapped))}: not mapped to asw or spine "
+            f"(hypernode_tiers maps asw to {asw_tier}, spine to {spine_tier}); ignored"
+        )
     parents: dict[tuple[str, str], dict[int, str]] = defaultdict(dict)  # (kind, name) -> tier -> HyperNode
     by_label_key: dict[tuple[str, str], list[str]] = defaultdict(list)
     for node, labels in nodes.items():
@@ -80,15 +83,16 @@ def hypernode_topology(hypernodes: list[dict[str, Any]], nodes: dict[str, dict[s
             names = nodes if member.kind == "Node" else tiers
             found = _matches(member, names, nodes, by_label_key)
             if member.kind == "HyperNode" and member.exact is not None and not found:
-                out.warnings.append(f"HyperNode {name}: spec.members[{i}].selector.exactMatch.name: no HyperNode "
-                                    f"'{member.exact}' in the input; ignored")
+                out.warnings.append(f"HyperNode {name}: spec.members[{i}].selector.exactMatch.name: no HyperNode '{member.exact}' in the input; ignored")
             for child in found:
                 matched += 1
                 held = parents[(member.kind, child)]
                 other = held.setdefault(tiers[name], name)
                 if other != name:
-                    out.errors.append(f"HyperNode {name}: spec.members[{i}]: {member.kind} '{child}' is also under HyperNode "
-                                      f"'{other}' of tier {tiers[name]}; the network must be a tree")
+                    out.errors.append(
+                        f"HyperNode {name}: spec.members[{i}]: {member.kind} '{child}' is also under HyperNode "
+                        f"'{other}' of tier {tiers[name]}; the network must be a tree"
+                    )
         if not matched and members[name]:
             out.warnings.append(f"HyperNode {name}: spec.members: matches no node or HyperNode in the input")
     for node in nodes:

@@ -25,9 +25,16 @@ from typing import Any
 
 BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 DECIMAL_SUFFIXES = {
-    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
-    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
-    "P": Fraction(10**15), "E": Fraction(10**18),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
 }
 _NUMBER = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(.*)", re.DOTALL)
 _EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
@@ -137,8 +144,9 @@ def _requests_key(spec: dict[str, Any]) -> tuple | None:
         for kind in ("containers", "initContainers"):
             for container in spec.get(kind) or ():
                 resources = container.get("resources") or {}
-                parts.append((kind, container.get("restartPolicy"), tuple((resources.get("requests") or {}).items()),
-                              tuple((resources.get("limits") or {}).items())))
+                parts.append(
+                    (kind, container.get("restartPolicy"), tuple((resources.get("requests") or {}).items()), tuple((resources.get("limits") or {}).items()))
+                )
         parts.append(tuple(((spec.get("resources") or {}).get("requests") or {}).items()))
         parts.append(tuple((spec.get("overhead") or {}).items()))
         key = tuple(parts)
@@ -228,9 +236,12 @@ def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) ->
         values = expr.get("values") or []
         operator = expr["operator"]
         ok = (
-            value is not None and value in values if operator == "In"
-            else value is None or value not in values if operator == "NotIn"
-            else value is not None if operator == "Exists"
+            value is not None and value in values
+            if operator == "In"
+            else value is None or value not in values
+            if operator == "NotIn"
+            else value is not None
+            if operator == "Exists"
             else value is None
         )
         if not ok:
@@ -243,10 +254,14 @@ def selector_text(selector: dict[str, Any]) -> str:
     parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
     for expr in sorted(selector.get("matchExpressions") or [], key=lambda e: (e["key"], e["operator"])):
         values = ",".join(sorted(expr.get("values") or []))
-        parts.append({
-            "In": f"{expr['key']} in ({values})", "NotIn": f"{expr['key']} notin ({values})",
-            "Exists": expr["key"], "DoesNotExist": f"!{expr['key']}",
-        }[expr["operator"]])
+        parts.append(
+            {
+                "In": f"{expr['key']} in ({values})",
+                "NotIn": f"{expr['key']} notin ({values})",
+                "Exists": expr["key"],
+                "DoesNotExist": f"!{expr['key']}",
+            }[expr["operator"]]
+        )
     return ",".join(parts) or "(everything)"
 
 
@@ -292,4 +307,3 @@ def as_list(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
         raise KubeError(path, f"must be a list, got {type(value).__name__}")
     return value
-

@@ -116,8 +116,11 @@ def check_named_capacity(run: ImportRun) -> None:
     for fields in run.pods:
         missing = sorted(set(fields["requests"]) - offered)
         if missing:
-            run.warn(fields["_obj"], "spec.containers[*].resources.requests",
-                     f"{', '.join(missing)}: no node offers it" + ("; the pod is locked where it stands" if fields["node"] else "; the pod cannot be placed"))
+            run.warn(
+                fields["_obj"],
+                "spec.containers[*].resources.requests",
+                f"{', '.join(missing)}: no node offers it" + ("; the pod is locked where it stands" if fields["node"] else "; the pod cannot be placed"),
+            )
             if fields["node"] is not None:
                 run.lock_pod(fields, "requests a resource no node offers")
         if fields["node"] is None:
@@ -129,8 +132,10 @@ def check_named_capacity(run: ImportRun) -> None:
         node = nodes.get(node_name)
         needed = gpu_devices_needed(fields["gpus"] for fields in here)
         if node is not None and needed > node.gpus:
-            run.warnings.append(f"Node {node_name}: status.allocatable: its pods hold {needed} GPU(s), it offers {node.gpus} (a device "
-                                f"plugin reporting fewer devices than are in use); planned as full, and its GPU pods stay where they are")
+            run.warnings.append(
+                f"Node {node_name}: status.allocatable: its pods hold {needed} GPU(s), it offers {node.gpus} (a device "
+                f"plugin reporting fewer devices than are in use); planned as full, and its GPU pods stay where they are"
+            )
             node.gpus = needed
             for fields in here:
                 if fields["gpus"]:
@@ -141,8 +146,10 @@ def check_named_capacity(run: ImportRun) -> None:
             continue
         over = {name: total for name, total in totals.items() if (name != POD_COUNT or name in node.resources) and total > node.resources.get(name, 0)}
         for name, total in sorted(over.items()):
-            run.warnings.append(f"Node {node_name}: status.allocatable.{name}: its pods request {total}, it offers "
-                                f"{node.resources.get(name, 0)}; planned as full of {name}, and its pods that request it stay where they are")
+            run.warnings.append(
+                f"Node {node_name}: status.allocatable.{name}: its pods request {total}, it offers "
+                f"{node.resources.get(name, 0)}; planned as full of {name}, and its pods that request it stay where they are"
+            )
             node.resources[name] = total
             for fields in on_node[node_name]:
                 if name == POD_COUNT or fields["requests"].get(name):

@@ -65,8 +65,13 @@ async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
         listener.start()
     svc.bodies.start()
     recovered = store.reclaim_expired()
-    log.info("store %s: %s; this replica is %s (leases of %g s)", store.engine.url.render_as_string(hide_password=True), recovered,
-             svc.dispatcher.owner, settings.lease_s)
+    log.info(
+        "store %s: %s; this replica is %s (leases of %g s)",
+        store.engine.url.render_as_string(hide_password=True),
+        recovered,
+        svc.dispatcher.owner,
+        settings.lease_s,
+    )
     svc.dispatcher.start()
     yield
     if listener is not None:
@@ -83,9 +88,21 @@ async def access_log(request: Request, call_next):  # type: ignore[no-untyped-de
     start = time.perf_counter()
     response = await call_next(request)
     response.headers["X-Request-Id"] = rid
-    access.info("%s %s %d", request.method, request.url.path, response.status_code, extra={"fields": {
-        "request_id": rid, "method": request.method, "path": request.url.path, "status": response.status_code,
-        "duration_ms": round(1000 * (time.perf_counter() - start), 1)}})
+    access.info(
+        "%s %s %d",
+        request.method,
+        request.url.path,
+        response.status_code,
+        extra={
+            "fields": {
+                "request_id": rid,
+                "method": request.method,
+                "path": request.url.path,
+                "status": response.status_code,
+                "duration_ms": round(1000 * (time.perf_counter() - start), 1),
+            }
+        },
+    )
     return response
 
 
@@ -93,8 +110,15 @@ def build_service(settings: Settings) -> Service:
     """The store, the dispatcher and what the routes share, wired together."""
     store = Store(settings.db_url)
     waiters = Waiters()
-    dispatcher = Dispatcher(store, settings.concurrency, settings.max_job_s, on_finish=waiters.finished, memory_bytes=settings.job_memory_bytes,
-                            executor=settings.executor, lease_s=settings.lease_s)
+    dispatcher = Dispatcher(
+        store,
+        settings.concurrency,
+        settings.max_job_s,
+        on_finish=waiters.finished,
+        memory_bytes=settings.job_memory_bytes,
+        executor=settings.executor,
+        lease_s=settings.lease_s,
+    )
     metrics = ServiceMetrics(store, lambda: len(dispatcher.running))
     dispatcher.metrics = metrics
     dispatcher.keep_s = None if settings.keep_days is None else settings.keep_days * 86400.0

@@ -37,8 +37,9 @@ def refusal(request: Request, settings: Settings) -> JSONResponse | None:
             response.headers["WWW-Authenticate"] = "Bearer"
             return response
         if not admin and request.method not in ("GET", "HEAD"):
-            return problem(403, "this token may only read (GET routes and /metrics); submitting, cancelling and "
-                                "deleting need the admin token (PLANNER_API_TOKEN)")
+            return problem(
+                403, "this token may only read (GET routes and /metrics); submitting, cancelling and deleting need the admin token (PLANNER_API_TOKEN)"
+            )
     return None
 
 

@@ -96,8 +96,9 @@ class BodyReader:
         try:
             body = await asyncio.wait_for(_read_limited(request, self.max_bytes), self.timeout_s)
         except TimeoutError:
-            raise Refused(408, f"the request body did not arrive within {self.timeout_s:g} s (the server's --body-timeout-s); "
-                               "send it at once, or a smaller snapshot") from None
+            raise Refused(
+                408, f"the request body did not arrive within {self.timeout_s:g} s (the server's --body-timeout-s); send it at once, or a smaller snapshot"
+            ) from None
         if body is None:
             raise Refused(413, f"request body above the limit of {self.max_bytes // 2**20} MiB")
         return body

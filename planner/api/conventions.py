@@ -20,19 +20,36 @@ TAGS = [
 OPERATION_IDS = {"prometheus": "get_metrics", "report": "report_snapshot", "healthz": "get_health", "readyz": "get_readiness"}
 PLAN_RESPONSES = {f"/v1/{kind.name}": (kind.plan_model.__name__, kind.comparison_model.__name__) for kind in KINDS.values()}
 PLAN_EXAMPLES = {
-    "/v1/preempt": {"version": 1, "kind": "preempt", "job": "hp", "now_s": 0.0, "placements": [{"pod": "hp-0", "node": "node-1"}],
-                    "victims": [{"pod": "spot-3", "node": "node-1", "job": "spot", "lost_gpu_s": 1800.0}], "metrics": {"lost_gpu_s": 1800.0},
-                    "report": {"method": "spotgpu", "status": "heuristic", "objective": 1800.0}},
-    "/v1/allocate": {"version": 1, "kind": "allocate", "placements": [{"pod": "train-0", "node": "node-0"}, {"pod": "train-1", "node": "node-1"}],
-                     "unplaced": [], "metrics": {"per_job": {"train": {"asws": 1}}, "jobs_placed": 1, "jobs_unplaced": 0},
-                     "report": {"method": "largest-first", "status": "heuristic", "objective": 16.0}},
+    "/v1/preempt": {
+        "version": 1,
+        "kind": "preempt",
+        "job": "hp",
+        "now_s": 0.0,
+        "placements": [{"pod": "hp-0", "node": "node-1"}],
+        "victims": [{"pod": "spot-3", "node": "node-1", "job": "spot", "lost_gpu_s": 1800.0}],
+        "metrics": {"lost_gpu_s": 1800.0},
+        "report": {"method": "spotgpu", "status": "heuristic", "objective": 1800.0},
+    },
+    "/v1/allocate": {
+        "version": 1,
+        "kind": "allocate",
+        "placements": [{"pod": "train-0", "node": "node-0"}, {"pod": "train-1", "node": "node-1"}],
+        "unplaced": [],
+        "metrics": {"per_job": {"train": {"asws": 1}}, "jobs_placed": 1, "jobs_unplaced": 0},
+        "report": {"method": "largest-first", "status": "heuristic", "objective": 16.0},
+    },
 }
 """Example plan responses (tests parse them as plans)."""
 
 
 def _tag(path: str) -> str:
-    for prefix, tag in (*((f"/v1/{kind}", kind) for kind in KINDS), ("/v1/jobs", "jobs"),
-                        ("/v1/plans", "plans"), ("/v1/validate", "checks"), ("/v1/report", "checks")):
+    for prefix, tag in (
+        *((f"/v1/{kind}", kind) for kind in KINDS),
+        ("/v1/jobs", "jobs"),
+        ("/v1/plans", "plans"),
+        ("/v1/validate", "checks"),
+        ("/v1/report", "checks"),
+    ):
         if path.startswith(prefix):
             return tag
     return "operations"
@@ -41,9 +58,9 @@ def _tag(path: str) -> str:
 def by_conventions(schema: dict[str, Any], routes: list[Any], public: tuple[str, ...]) -> None:
     """An HTTP bearer security scheme (every route but ``public``), a tag per plan kind and area,
     operation ids from the route functions' names, and the plan models as the plan responses' schemas."""
-    schema.setdefault("components", {})["securitySchemes"] = {"bearer": {
-        "type": "http", "scheme": "bearer",
-        "description": "PLANNER_API_TOKEN (every route) or PLANNER_API_READ_TOKEN (GET routes only)."}}
+    schema.setdefault("components", {})["securitySchemes"] = {
+        "bearer": {"type": "http", "scheme": "bearer", "description": "PLANNER_API_TOKEN (every route) or PLANNER_API_READ_TOKEN (GET routes only)."}
+    }
     schema["security"] = [{"bearer": []}]
     schema["tags"] = TAGS
     names = {(route.path, method.lower()): route.name for route in routes if hasattr(route, "methods") for method in route.methods}

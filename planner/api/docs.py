@@ -26,14 +26,24 @@ def add_docs(app: FastAPI) -> None:
 
     @app.get("/docs", include_in_schema=False)
     def swagger() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{app.title}: API", swagger_js_url=f"{STATIC_PREFIX}/swagger-ui-bundle.js",
-                                   swagger_css_url=f"{STATIC_PREFIX}/swagger-ui.css", swagger_favicon_url=f"{STATIC_PREFIX}/favicon.png",
-                                   swagger_ui_parameters={"persistAuthorization": True})
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title=f"{app.title}: API",
+            swagger_js_url=f"{STATIC_PREFIX}/swagger-ui-bundle.js",
+            swagger_css_url=f"{STATIC_PREFIX}/swagger-ui.css",
+            swagger_favicon_url=f"{STATIC_PREFIX}/favicon.png",
+            swagger_ui_parameters={"persistAuthorization": True},
+        )
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> HTMLResponse:
-        return get_redoc_html(openapi_url="/openapi.json", title=f"{app.title}: API", redoc_js_url=f"{STATIC_PREFIX}/redoc.standalone.js",
-                              redoc_favicon_url=f"{STATIC_PREFIX}/favicon.png", with_google_fonts=False)
+        return get_redoc_html(
+            openapi_url="/openapi.json",
+            title=f"{app.title}: API",
+            redoc_js_url=f"{STATIC_PREFIX}/redoc.standalone.js",
+            redoc_favicon_url=f"{STATIC_PREFIX}/favicon.png",
+            with_google_fonts=False,
+        )
 
 
 def is_docs_path(path: str) -> bool:

@@ -76,9 +76,7 @@ async def client_gone(request: Request, exc: ClientDisconnect) -> JSONResponse:
 
 async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     """Unknown routes (404), wrong methods (405) and the like, in the same problem format."""
-    error = {404: f"no route {request.url.path}", 405: f"{request.method} is not allowed on {request.url.path}"}.get(
-        exc.status_code, str(exc.detail)
-    )
+    error = {404: f"no route {request.url.path}", 405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
     response = problem(exc.status_code, error)
     for name, value in (exc.headers or {}).items():
         response.headers[name] = value

@@ -38,7 +38,10 @@ class JobEndListener(threading.Thread):
                             self.on_end(note.payload)
             except Exception as err:  # noqa: BLE001 - the database restarted or the network dropped: listen again
                 if not self.stopping.is_set():
-                    log.warning("job-end notifications interrupted (%s); reconnecting in 1 s", str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__)
+                    log.warning(
+                        "job-end notifications interrupted (%s); reconnecting in 1 s",
+                        str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__,
+                    )
                     self.stopping.wait(1.0)
 
     def stop(self) -> None:

@@ -59,8 +59,7 @@ class _StoreCollector:
         yield GaugeMetricFamily("planner_running_jobs", "Jobs running in worker processes now.", value=self.running())
         usage = self.store.snapshot_usage()
         yield GaugeMetricFamily("planner_snapshots", "Distinct input snapshots in the store.", value=usage["snapshots"])
-        size = GaugeMetricFamily("planner_snapshot_bytes", "Bytes of the stored snapshots: as received (raw) and as stored (compressed).",
-                                 labels=["form"])
+        size = GaugeMetricFamily("planner_snapshot_bytes", "Bytes of the stored snapshots: as received (raw) and as stored (compressed).", labels=["form"])
         size.add_metric(["raw"], usage["raw_bytes"])
         size.add_metric(["stored"], usage["stored_bytes"])
         yield size
@@ -74,14 +73,23 @@ class ServiceMetrics:
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         self.registry.register(_StoreCollector(store, running))
-        self.finished = Counter("planner_jobs_finished", "Jobs finished since the server started, by kind and outcome.",
-                                ["kind", "status"], registry=self.registry)
-        self.seconds = Histogram("planner_job_seconds", "Wall time of succeeded jobs in their worker process, seconds.",
-                                 ["kind", "method"], buckets=SOLVE_BUCKETS_S, registry=self.registry)
-        self.last_success = Gauge("planner_last_success_timestamp_seconds", "Unix time the last job of this kind succeeded.",
-                                  ["kind"], registry=self.registry)
-        self.objective = Gauge("planner_last_plan_objective", "Objective of the last succeeded plan (empty nodes, lost GPU-seconds, GPUs placed).",
-                               ["kind"], registry=self.registry)
+        self.finished = Counter(
+            "planner_jobs_finished", "Jobs finished since the server started, by kind and outcome.", ["kind", "status"], registry=self.registry
+        )
+        self.seconds = Histogram(
+            "planner_job_seconds",
+            "Wall time of succeeded jobs in their worker process, seconds.",
+            ["kind", "method"],
+            buckets=SOLVE_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.last_success = Gauge("planner_last_success_timestamp_seconds", "Unix time the last job of this kind succeeded.", ["kind"], registry=self.registry)
+        self.objective = Gauge(
+            "planner_last_plan_objective",
+            "Objective of the last succeeded plan (empty nodes, lost GPU-seconds, GPUs placed).",
+            ["kind"],
+            registry=self.registry,
+        )
         self.moves = Gauge("planner_last_plan_moves", "Moves of the last succeeded defrag plan.", ["kind"], registry=self.registry)
         self.gap = Gauge("planner_last_plan_gap", "Proven gap of the last succeeded plan that reports one.", ["kind"], registry=self.registry)
         self.purged = Counter("planner_jobs_purged", "Finished jobs deleted by retention (--keep-days).", registry=self.registry)

@@ -67,7 +67,6 @@ class Settings:
     replica stopped renewing it (``--lease-s``)."""
 
 
-
 def queued(kind: str, snapshot: Cluster, given: dict[str, Any], effective: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
     """What a job is stored with: (the snapshot's canonical JSON, the options as given, the request
     digest). The digest covers the kind and the options as the schema completes them (defaults filled
@@ -91,8 +90,12 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
         raise Refused(
             422,
             "invalid request",
-            [("options.force: this server does not run forced exact solves (they can take any memory and time); "
-             "use method 'hybrid', or ask the operator to start the server with --allow-force")],
+            [
+                (
+                    "options.force: this server does not run forced exact solves (they can take any memory and time); "
+                    "use method 'hybrid', or ask the operator to start the server with --allow-force"
+                )
+            ],
         )
     if options.method in ("exact", "compare") and options.make_room is None:  # make room restricts its own model
         try:
@@ -116,9 +119,13 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
         raise Refused(
             422,
             "the job could not finish in its time limit",
-            [(f"snapshot: {nodes:,} nodes and {pods:,} pods take about {needed:,.0f} s to plan with method "
-             f"'{options.method}'; a job may run {limit:,.0f} s (2 x options.time_limit_s + 30, at most the "
-             f"server's --max-job-s {settings.max_job_s:g}): plan a part of the cluster, or ask the operator for a longer --max-job-s")],
+            [
+                (
+                    f"snapshot: {nodes:,} nodes and {pods:,} pods take about {needed:,.0f} s to plan with method "
+                    f"'{options.method}'; a job may run {limit:,.0f} s (2 x options.time_limit_s + 30, at most the "
+                    f"server's --max-job-s {settings.max_job_s:g}): plan a part of the cluster, or ask the operator for a longer --max-job-s"
+                )
+            ],
         )
     return queued("defrag", request.snapshot, given, options.model_dump(mode="json", exclude={"workers", "executor"}))
 
@@ -163,8 +170,7 @@ def accept_allocate(body: bytes, settings: Settings) -> tuple[str, dict[str, Any
         raise Refused(422, "invalid request", [err.for_api()]) from None
     except SnapshotError as err:  # a pod shape no node could hold
         raise Refused(422, "invalid request", [f"snapshot.{p}" for p in err.problems]) from None
-    return queued("allocate", request.snapshot, request.options.model_dump(mode="json", exclude_unset=True),
-                  request.options.model_dump(mode="json"))
+    return queued("allocate", request.snapshot, request.options.model_dump(mode="json", exclude_unset=True), request.options.model_dump(mode="json"))
 
 
 def validate_plan_of(body: bytes) -> ValidateResponse:
@@ -206,5 +212,3 @@ def add_body_schemas(schema: dict[str, Any], models: tuple[type[BaseModel], ...]
         for name, definition in body.pop("$defs", {}).items():
             components.setdefault(name, definition)
         components[model.__name__] = body
-
-

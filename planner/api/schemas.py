@@ -63,11 +63,24 @@ class ServicePreemptOptions(PreemptOptions):
 class PreemptRequest(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"snapshot": {"version": 1, "time_s": 100, "nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 256}],
-                                                      "pods": [{"name": "spot-0", "node": "n0", "gpus": 8, "cpus": 8, "priority": "LP", "started_s": 40},
-                                                               {"name": "train-0", "job": "train", "gpus": 8, "cpus": 8}],
-                                                      "jobs": [{"name": "train"}]},
-                                         "job": "train", "options": {"method": "spotgpu"}}]},
+        json_schema_extra={
+            "examples": [
+                {
+                    "snapshot": {
+                        "version": 1,
+                        "time_s": 100,
+                        "nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 256}],
+                        "pods": [
+                            {"name": "spot-0", "node": "n0", "gpus": 8, "cpus": 8, "priority": "LP", "started_s": 40},
+                            {"name": "train-0", "job": "train", "gpus": 8, "cpus": 8},
+                        ],
+                        "jobs": [{"name": "train"}],
+                    },
+                    "job": "train",
+                    "options": {"method": "spotgpu"},
+                }
+            ]
+        },
     )
     snapshot: Cluster
     job: str | None = Field(None, description="The pending job to start (or give reactivate).")
@@ -85,10 +98,19 @@ class ServiceAllocateOptions(AllocateOptions):
 class AllocateRequest(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"snapshot": {"version": 1, "nodes": [{"name": "n0", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": "a"}],
-                                                      "pods": [{"name": "train-0", "job": "train", "gpus": 8, "cpus": 96}],
-                                                      "jobs": [{"name": "train", "topology": {"level": "asw", "mode": "required"}}]},
-                                         "options": {"method": "largest-first"}}]},
+        json_schema_extra={
+            "examples": [
+                {
+                    "snapshot": {
+                        "version": 1,
+                        "nodes": [{"name": "n0", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": "a"}],
+                        "pods": [{"name": "train-0", "job": "train", "gpus": 8, "cpus": 96}],
+                        "jobs": [{"name": "train", "topology": {"level": "asw", "mode": "required"}}],
+                    },
+                    "options": {"method": "largest-first"},
+                }
+            ]
+        },
     )
     snapshot: Cluster
     options: ServiceAllocateOptions = Field(default_factory=ServiceAllocateOptions)
@@ -191,9 +213,7 @@ class ValidateResponse(BaseModel):
                 {"valid": True, "violations": []},
                 {
                     "valid": False,
-                    "violations": [
-                        {"kind": "over_capacity", "message": "during wave 0: needs 9 GPUs, node 'node-2' has 8", "wave": 0, "node": "node-2"}
-                    ],
+                    "violations": [{"kind": "over_capacity", "message": "during wave 0: needs 9 GPUs, node 'node-2' has 8", "wave": 0, "node": "node-2"}],
                 },
             ]
         }
@@ -211,9 +231,7 @@ class ReportRequest(BaseModel):
 class Problem(BaseModel):
     """Every error response: what went wrong, one message per problem."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"error": "invalid request", "problems": ["snapshot.pods[17].node: unknown node 'n-9'"]}]}
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [{"error": "invalid request", "problems": ["snapshot.pods[17].node: unknown node 'n-9'"]}]})
     error: str
     problems: list[str] = []
     job_id: str | None = None

@@ -49,8 +49,11 @@ def check_store(url: str, option: str) -> None:
             store.close()
     except Exception as err:  # noqa: BLE001 - any failure here is a setting to fix, said plainly
         reason = error_reason(err)
-        fix = ("check that PostgreSQL runs at that host and port and that the user, password and database exist"
-               if dialect == "postgresql" else "check the path, its permissions and free space")
+        fix = (
+            "check that PostgreSQL runs at that host and port and that the user, password and database exist"
+            if dialect == "postgresql"
+            else "check the path, its permissions and free space"
+        )
         raise ValueError(f"{option}: cannot write the job store ({reason}); {fix}") from None
 
 
@@ -85,7 +88,6 @@ def serve(
     """Start the service (blocks). Raises ValueError for a setting that cannot be honoured."""
     import uvicorn  # deferred: uvicorn (the ASGI server), loaded only when the service starts
 
-
     db_url, db_setting = database_url(db)
     token = secret("PLANNER_API_TOKEN")
     read_token = secret("PLANNER_API_READ_TOKEN")
@@ -93,15 +95,13 @@ def serve(
         if value is not None:
             check_token(value, source(name))
     if read_token is not None and token is None:
-        raise ValueError("PLANNER_API_READ_TOKEN: a read-only token needs an admin token too; set PLANNER_API_TOKEN "
-                         "(without it the service has no authentication at all)")
+        raise ValueError(
+            "PLANNER_API_READ_TOKEN: a read-only token needs an admin token too; set PLANNER_API_TOKEN (without it the service has no authentication at all)"
+        )
     if read_token is not None and read_token == token:
         raise ValueError("PLANNER_API_READ_TOKEN: must differ from PLANNER_API_TOKEN (a read-only token that can write is none)")
     if token is None and not is_loopback(host) and not insecure:
-        raise ValueError(
-            f"--host: refusing to serve on {host} without authentication; set PLANNER_API_TOKEN, "
-            "bind to 127.0.0.1, or pass --insecure"
-        )
+        raise ValueError(f"--host: refusing to serve on {host} without authentication; set PLANNER_API_TOKEN, bind to 127.0.0.1, or pass --insecure")
     concurrency = workers or default_workers()
     memory = job_memory_bytes(concurrency, max_job_memory_gib)
     settings = Settings(
@@ -129,6 +129,10 @@ def serve(
     if token is None:
         logging.getLogger("planner.api").warning("PLANNER_API_TOKEN is not set: no authentication (%s)", host)
     app = create_app(settings)
-    logging.getLogger("planner.api").info("listening on http://%s:%d", host if ":" not in host else f"[{host}]", port,
-                                          extra={"fields": {"host": host, "port": port, "workers": concurrency, "executor": executor}})
+    logging.getLogger("planner.api").info(
+        "listening on http://%s:%d",
+        host if ":" not in host else f"[{host}]",
+        port,
+        extra={"fields": {"host": host, "port": port, "workers": concurrency, "executor": executor}},
+    )
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, log_config=None)

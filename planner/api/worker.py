@@ -42,6 +42,7 @@ from planner.snapshot import parse_cluster
 
 log = logging.getLogger("planner.api")
 
+
 @dataclass
 class Running:
     job: Job
@@ -108,9 +109,7 @@ class Dispatcher(threading.Thread):
         # (planner.cli too: a job process re-imports the main script, the `planner` console script;
         # the store's database driver too: importing psycopg cost each PostgreSQL job 0.19 s)
         driver = ["psycopg", "sqlalchemy.dialects.postgresql.psycopg"] if store.dialect == "postgresql" else []
-        self.context.set_forkserver_preload(
-            ["planner.api.worker", "planner.kinds", "planner.cli", "highspy", "ortools.sat.python.cp_model", *driver]
-        )
+        self.context.set_forkserver_preload(["planner.api.worker", "planner.kinds", "planner.cli", "highspy", "ortools.sat.python.cp_model", *driver])
         self.lock = threading.Lock()
         self.alive = True
         self.unrecorded: dict[str, tuple[Job, tuple]] = {}
@@ -199,8 +198,12 @@ class Dispatcher(threading.Thread):
                     self.wake.set()
                 reclaimed = self.store.reclaim_expired()
                 if reclaimed["requeued"] or reclaimed["failed"]:
-                    log.warning("jobs whose replica stopped renewing their lease: %d re-queued, %d failed (interrupted %d times)",
-                                reclaimed["requeued"], reclaimed["failed"], MAX_ATTEMPTS)
+                    log.warning(
+                        "jobs whose replica stopped renewing their lease: %d re-queued, %d failed (interrupted %d times)",
+                        reclaimed["requeued"],
+                        reclaimed["failed"],
+                        MAX_ATTEMPTS,
+                    )
                     self.wake.set()
             except Exception:
                 log.exception("could not renew leases; retrying")
@@ -361,7 +364,12 @@ def _stop(process: Any) -> None:
 
 
 def run_job(
-    job_id: str, url: str, conn: Connection, server_pid: int, threads_per_job: int = 1, memory_bytes: int | None = None,
+    job_id: str,
+    url: str,
+    conn: Connection,
+    server_pid: int,
+    threads_per_job: int = 1,
+    memory_bytes: int | None = None,
     executor: str = "process",
 ) -> None:
     """Worker-process entry: plan the job and send ('plan', body, summary, wall_s) or ('error', text).

@@ -37,9 +37,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_print_version, is_eager=True, help="Print the planner's version and exit."
-    ),
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True, help="Print the planner's version and exit."),
 ) -> None:
     pass
 

@@ -27,14 +27,17 @@ def allocate(
     snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
     jobs: str = typer.Option(None, "--jobs", help="Comma-separated jobs to place (default: every job with pending pods)."),
     method: AllocateMethod = typer.Option(
-        AllocateMethod("auto"), "--method",
+        AllocateMethod("auto"),
+        "--method",
         help="auto = exact when it proves optimality within --time-limit, else the better of its plan and largest-first; "
         "largest-first (= greedy) = largest job first, each on the fewest switches, then least entropy (optimal for one job); "
         "alg2 = the ASI paper's Algorithm 2 as published; kueue-bestfit, kueue-leastfree = Kueue TAS's greedy profiles; "
         "slurm = Slurm's topology/tree placement; random = random spread; exact = the joint model with proven bounds; "
         "compare = largest-first and exact side by side.",
     ),
-    solver: AllocateSolver = typer.Option(AllocateSolver("auto"), "--solver", help="exact, auto, compare: the back-end (auto: HiGHS, then CP-SAT if not proven in 40% of the time)."),
+    solver: AllocateSolver = typer.Option(
+        AllocateSolver("auto"), "--solver", help="exact, auto, compare: the back-end (auto: HiGHS, then CP-SAT if not proven in 40% of the time)."
+    ),
     time_limit: float = typer.Option(10.0, "--time-limit", help="exact, auto, compare: seconds for all solves."),
     solver_workers: int = typer.Option(8, "--solver-workers", help="exact, auto, compare: CP-SAT workers / HiGHS threads."),
     entropy: bool = typer.Option(True, "--entropy/--no-entropy", help="exact, auto, compare: least entropy as the third objective level."),
@@ -46,8 +49,19 @@ def allocate(
 ) -> None:
     """Place pending jobs on as few access switches as possible: one job at a time or jointly."""
     names = [j.strip() for j in jobs.split(",") if j.strip()] if jobs is not None else None
-    options = given_options(context, AllocateOptions, {"method": method.value, "jobs": names, "solver": solver.value,
-                                                  "time_limit_s": time_limit, "solver_workers": solver_workers, "entropy": entropy, "seed": seed})
+    options = given_options(
+        context,
+        AllocateOptions,
+        {
+            "method": method.value,
+            "jobs": names,
+            "solver": solver.value,
+            "time_limit_s": time_limit,
+            "solver_workers": solver_workers,
+            "entropy": entropy,
+            "seed": seed,
+        },
+    )
     check_plan_output(output_format, out)
     cluster = load_input(snapshot, source, import_config)
     plan = plan_allocate(cluster, options)

@@ -160,7 +160,9 @@ def submit(
     server: str = SERVER,
     token: str = TOKEN,
     wait: float = typer.Option(0.0, "--wait", min=0.0, help="Seconds to retry, wait for the plan and fetch it (0: one try, print the job id)."),
-    idempotency_key: str = typer.Option(None, "--idempotency-key", help="Same key, same job: a cron run retried never plans twice (default: a fresh key per run)."),
+    idempotency_key: str = typer.Option(
+        None, "--idempotency-key", help="Same key, same job: a cron run retried never plans twice (default: a fresh key per run)."
+    ),
     method: DefragMethod = typer.Option(DefragMethod("heuristic"), "--method", help="Planning method (as for planner defrag)."),
     max_moves: int = typer.Option(None, "--max-moves", min=0, help="Migration budget."),
     time_limit: float = typer.Option(60.0, "--time-limit", help="Solver/search seconds for exact, compare, hybrid."),
@@ -212,8 +214,10 @@ def _wait_for(client: Client, job_id: str) -> dict[str, Any]:
         if status["status"] in FINISHED:
             fail([f"job {job_id} {status['status']}: {status.get('error') or 'no reason given'}"], EXIT_JOB_FAILED)
         if time.monotonic() + 1.0 > client.deadline:
-            fail([(f"job {job_id} is still {status['status']} after --wait {client.wait_s:g} s; "
-                  f"fetch its plan later with: planner plans get --job {job_id}")], EXIT_UNAVAILABLE)
+            fail(
+                [(f"job {job_id} is still {status['status']} after --wait {client.wait_s:g} s; fetch its plan later with: planner plans get --job {job_id}")],
+                EXIT_UNAVAILABLE,
+            )
         time.sleep(1.0)
 
 

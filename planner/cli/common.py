@@ -86,8 +86,9 @@ def guarded(command: F) -> F:
         except BrokenPipeError:
             raise typer.Exit(0) from None
         except MemoryError:
-            fail([("out of memory: the instance is too large for this method on this machine; "
-                  "use --method hybrid or heuristic, or plan a part of the cluster")])
+            fail(
+                [("out of memory: the instance is too large for this method on this machine; use --method hybrid or heuristic, or plan a part of the cluster")]
+            )
         except Exception as err:
             if os.environ.get("PLANNER_DEBUG"):
                 raise
@@ -202,7 +203,8 @@ class InputKind(str, Enum):
 def input_option() -> Any:
     """``--from``: what the SNAPSHOT argument holds."""
     return typer.Option(
-        InputKind.snapshot, "--from",
+        InputKind.snapshot,
+        "--from",
         help="snapshot: a planner snapshot (JSON); kubernetes: kubectl get nodes,pods,pdb -A -o json output, imported on the fly "
         "(as planner import kubernetes; warnings on stderr).",
     )
@@ -243,8 +245,10 @@ class OutputFormat(str, Enum):
     podmigrationjob = "podmigrationjob"
 
 
-OUTPUT_HELP = ("json or yaml: the plan; table: a human summary (the default on a terminal); wide: the summary and every "
-               "move; kubectl: a bash script applying a defrag plan wave by wave; podmigrationjob: koordinator objects.")
+OUTPUT_HELP = (
+    "json or yaml: the plan; table: a human summary (the default on a terminal); wide: the summary and every "
+    "move; kubectl: a bash script applying a defrag plan wave by wave; podmigrationjob: koordinator objects."
+)
 
 
 def output_option() -> Any:
@@ -268,8 +272,12 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
     if output in (OutputFormat.kubectl, OutputFormat.podmigrationjob):
         problems = script_name_problems(plan, cluster)
         if problems:
-            raise SnapshotError([*problems, (f"-o {output.value}: refused; rename them in the snapshot (or import it with "
-                                 "planner import kubernetes, which keeps Kubernetes' names)")])
+            raise SnapshotError(
+                [
+                    *problems,
+                    (f"-o {output.value}: refused; rename them in the snapshot (or import it with planner import kubernetes, which keeps Kubernetes' names)"),
+                ]
+            )
     if output == OutputFormat.json:
         emit(dump_plan(plan) + "\n", "-")
     elif output == OutputFormat.yaml:

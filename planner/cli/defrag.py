@@ -78,14 +78,16 @@ def defrag(
         False, "--allow-cpu-pods-on-gpu-nodes", help="Let CPU-only pods move onto GPU nodes (default: they stay off them)."
     ),
     node_selector: str = typer.Option(
-        None, "--node-selector", help="LABEL_EXPR: plan within the nodes this label selector matches ('pool=training,zone in (a,b)'); "
-        "pods elsewhere stay and nothing arrives there."
+        None,
+        "--node-selector",
+        help="LABEL_EXPR: plan within the nodes this label selector matches ('pool=training,zone in (a,b)'); pods elsewhere stay and nothing arrives there.",
     ),
     threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="Baselines: drain nodes below this GPU allocation."),
     seed: int = typer.Option(0, "--seed", help="Random seed; same snapshot and seed give the same plan."),
     workers: int = typer.Option(None, "--workers", min=1, help="Worker processes for partitions (default: one per core)."),
     executor: Executor = typer.Option(
-        Executor("process"), "--executor",
+        Executor("process"),
+        "--executor",
         help="Where partitions and neighbourhoods run: inline, a local process pool, or Ray (RAY_ADDRESS when set, else a local Ray; "
         "needs the extra 'ray'). Same seed, same plan.",
     ),
@@ -102,7 +104,9 @@ def defrag(
         False, "--limit-costs", help="Also plan without each limit in force that can cost vacated nodes and report what each cost."
     ),
     make_room: str = typer.Option(
-        None, "--make-room", help="NAME[,NAME...]: pending jobs (or pending pods without a job) to make room for and start (method heuristic, exact or compare)."
+        None,
+        "--make-room",
+        help="NAME[,NAME...]: pending jobs (or pending pods without a job) to make room for and start (method heuristic, exact or compare).",
     ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
@@ -165,8 +169,7 @@ def defrag(
 def progress_bar(title: str) -> Iterator[ProgressCallback]:
     """A progress bar on stderr, updated by the planner's progress callback."""
     # no refresh thread: with none running, IPC's process pool forks and its workers share the state
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err_console, transient=True,
-                  auto_refresh=False) as bar:
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err_console, transient=True, auto_refresh=False) as bar:
         task = bar.add_task(title, total=None)
         bar.refresh()
 

@@ -14,8 +14,7 @@ export_app = typer.Typer(no_args_is_help=True, help="Write a snapshot as the inp
 @guarded
 def export_kubernetes_command(
     snapshot: str = typer.Argument(..., metavar="SNAPSHOT", help="Snapshot file (- for stdin)."),
-    config: str = typer.Option(None, "--config", help="The import configuration the List is written for (YAML; "
-                               "planner import kubernetes --print-config)."),
+    config: str = typer.Option(None, "--config", help="The import configuration the List is written for (YAML; planner import kubernetes --print-config)."),
     out: str = typer.Option("-", "--out", help="kubectl List file (- for stdout)."),
 ) -> None:
     """The snapshot as a `kubectl get nodes,pods,pdb -A -o json` List that `planner import kubernetes`

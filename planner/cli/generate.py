@@ -40,8 +40,13 @@ def generate_asi_command(
     churn_rounds: int = typer.Option(2, "--churn-rounds", min=0, help="Fill-above-target / depart-below rounds before the final fill."),
     pending_jobs: int = typer.Option(0, "--pending-jobs", min=0, help="Jobs that failed the final fill to keep as pending pods."),
     mix: str = typer.Option("asi", "--mix", help="Workload shape: asi (1/2/4/8-GPU pods, training gangs) or small (1-2 GPU pods, the ASI paper's ILP size)."),
-    large_jobs: int = typer.Option(0, "--large-jobs", min=0, help="Pending large training jobs to add as a batch for `planner allocate` "
-                                   "(32-256 GPUs in 8- or 4-GPU pods, 12 CPUs per GPU, one GPU model each, half ASW-required)."),
+    large_jobs: int = typer.Option(
+        0,
+        "--large-jobs",
+        min=0,
+        help="Pending large training jobs to add as a batch for `planner allocate` "
+        "(32-256 GPUs in 8- or 4-GPU pods, 12 CPUs per GPU, one GPU model each, half ASW-required).",
+    ),
     out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
 ) -> None:
     """A seeded ASI-like cluster (Alibaba ASI paper): ASWs of 32-64 8-GPU nodes, ~40% locked pods."""
@@ -137,7 +142,11 @@ def generate_spot_command(
     from planner.instances.spot import DEFAULT_NODE_LIST, spot_cluster  # deferred: the instance generator (see generate asi)
 
     cluster = spot_cluster(
-        nodes=nodes, seed=seed, hp_share=hp_share, lp_fill=lp_fill, pending_jobs=pending_jobs,
+        nodes=nodes,
+        seed=seed,
+        hp_share=hp_share,
+        lp_fill=lp_fill,
+        pending_jobs=pending_jobs,
         node_list=node_list if node_list is not None else DEFAULT_NODE_LIST,
     )
     emit(dump_cluster(cluster) + "\n", out)

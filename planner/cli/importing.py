@@ -15,9 +15,7 @@ import_app = typer.Typer(no_args_is_help=True, help="Import a snapshot from a re
 @import_app.command("asi2026")
 @guarded
 def import_asi2026_command(
-    directory: str = typer.Argument(
-        ..., metavar="DIR", help="Directory holding asi_opensource_server_hourly and asi_opensource_pod_hourly (Parquet)."
-    ),
+    directory: str = typer.Argument(..., metavar="DIR", help="Directory holding asi_opensource_server_hourly and asi_opensource_pod_hourly (Parquet)."),
     day: int = typer.Option(..., "--day", min=0, help="Day of the slice (day=0 is the trace's first day)."),
     hour: int = typer.Option(..., "--hour", min=0, max=23, help="Hour of the slice, 0 to 23."),
     out: str = typer.Option("-", "--out", help="Snapshot file (- for stdout, the summary then goes to stderr)."),
@@ -34,8 +32,10 @@ def import_asi2026_command(
     s = imported.summary
     skipped = ", ".join(f"{count} {reason}" for reason, count in s.skipped.items())
     lines = [
-        (f"asi2026 day={s.day} hour={s.hour}: {s.nodes} nodes under {s.switches} access switches "
-        f"({s.nodes_without_switch} without one) in {s.clusters} cluster(s)"),
+        (
+            f"asi2026 day={s.day} hour={s.hour}: {s.nodes} nodes under {s.switches} access switches "
+            f"({s.nodes_without_switch} without one) in {s.clusters} cluster(s)"
+        ),
         f"pods: {s.placed_pods} placed ({s.standby_pods} on standby), {s.pending_pods} pending, in {s.jobs} job(s)",
         f"skipped pods: {skipped}",
     ]
@@ -45,9 +45,7 @@ def import_asi2026_command(
 @import_app.command("kubernetes")
 @guarded
 def import_kubernetes_command(
-    files: list[str] = typer.Argument(
-        None, metavar="FILE...", help="kubectl get nodes,pods,pdb -A -o json output (JSON or YAML; several files, - for stdin)."
-    ),
+    files: list[str] = typer.Argument(None, metavar="FILE...", help="kubectl get nodes,pods,pdb -A -o json output (JSON or YAML; several files, - for stdin)."),
     config: str = typer.Option(None, "--config", help="Import configuration (YAML); see --print-config."),
     out: str = typer.Option("-", "--out", help="Snapshot file (- for stdout, the summary then goes to stderr)."),
     print_config: bool = typer.Option(False, "--print-config", help="Print the default configuration and exit."),
@@ -78,8 +76,10 @@ def import_kubernetes_command(
     locked = ", ".join(f"{count} {reason}" for reason, count in s.locked.most_common()) or "none"
     skipped = ", ".join(f"{count} {reason}" for reason, count in sorted(s.skipped.items())) or "none"
     lines = [
-        (f"kubernetes: {s.nodes} nodes; pods: {s.placed_pods} placed, {s.pending_pods} pending, in {s.jobs} job(s); "
-        f"{s.budgets} disruption budget(s) applied; {s.reserved} DaemonSet/mirror/static pod(s) reserved on their nodes"),
+        (
+            f"kubernetes: {s.nodes} nodes; pods: {s.placed_pods} placed, {s.pending_pods} pending, in {s.jobs} job(s); "
+            f"{s.budgets} disruption budget(s) applied; {s.reserved} DaemonSet/mirror/static pod(s) reserved on their nodes"
+        ),
         f"locked pods: {locked}",
         f"skipped: {skipped}; {len(imported.warnings)} warning(s)",
     ]

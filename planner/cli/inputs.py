@@ -52,16 +52,16 @@ def snapshot_hint(text: str, problems: list[str], from_option: bool = True) -> s
     objects, JSON or YAML (``--from kubernetes`` where the command has it, else ``planner import
     kubernetes``), or a snapshot written as YAML (snapshots are JSON)."""
     convert = "convert it once with planner import kubernetes FILE --out SNAPSHOT"
-    kubernetes = ("SNAPSHOT: this looks like Kubernetes objects (kubectl get -o json or -o yaml): "
-                  + (f"add --from kubernetes, or {convert}" if from_option else convert))
+    kubernetes = "SNAPSHOT: this looks like Kubernetes objects (kubectl get -o json or -o yaml): " + (
+        f"add --from kubernetes, or {convert}" if from_option else convert
+    )
     if any(problem.startswith(("apiVersion:", "kind:", "items:")) for problem in problems):
         return kubernetes
     docs = _yaml_instead(text, problems)
     if docs and all(isinstance(doc, dict) and ("kind" in doc or "items" in doc) for doc in docs):
         return kubernetes
     if docs and len(docs) == 1 and isinstance(docs[0], dict) and "nodes" in docs[0]:
-        return ("SNAPSHOT: this is YAML; snapshots are JSON: convert it (for example yq -o=json . FILE > SNAPSHOT.json, "
-                "or planner's own output with --out)")
+        return "SNAPSHOT: this is YAML; snapshots are JSON: convert it (for example yq -o=json . FILE > SNAPSHOT.json, or planner's own output with --out)"
     return None
 
 

@@ -25,12 +25,8 @@ from planner.render.table import render_report
 def report(
     snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
     as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
-    shape: str = typer.Option(
-        None, "--shape", help="Request shape for stranded-GPU analysis, e.g. 8g64c (GPUs, CPUs, optional GiB: 8g64c512m)."
-    ),
-    requests: str = typer.Option(
-        None, "--requests", help="Large-job capacity (ASI Fig. 14) for these shapes, e.g. 128g1536c,256g3072c."
-    ),
+    shape: str = typer.Option(None, "--shape", help="Request shape for stranded-GPU analysis, e.g. 8g64c (GPUs, CPUs, optional GiB: 8g64c512m)."),
+    requests: str = typer.Option(None, "--requests", help="Large-job capacity (ASI Fig. 14) for these shapes, e.g. 128g1536c,256g3072c."),
     plan: str = typer.Option(None, "--plan", help="With --requests: also the capacity after this defrag, preempt or allocate plan."),
     source: InputKind = input_option(),
     import_config: str = import_config_option(),
@@ -43,7 +39,7 @@ def report(
         except ValueError as err:
             fail([f"--shape: {err}"])
     large = []
-    for text in (requests.split(",") if requests is not None else []):
+    for text in requests.split(",") if requests is not None else []:
         try:
             large.append(metrics.parse_shape(text))
         except ValueError as err:

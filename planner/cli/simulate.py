@@ -33,11 +33,10 @@ def simulate_spot_command(
     ),
     node_list: str = typer.Option(None, "--node-list", help="The trace's node_info_df.csv (default: data/spot-gpu-2026/ of the repository)."),
     days: float = typer.Option(1.0, "--days", help="Days of arrivals."),
-    warmup_days: float = typer.Option(
-        0.0, "--warmup-days", help="Leave the first days out of the metrics (the cluster starts empty; jobs run up to 3 days)."
-    ),
+    warmup_days: float = typer.Option(0.0, "--warmup-days", help="Leave the first days out of the metrics (the cluster starts empty; jobs run up to 3 days)."),
     warm_start: bool = typer.Option(
-        False, "--warm-start/--cold-start",
+        False,
+        "--warm-start/--cold-start",
         help="Start from the jobs a stationary past leaves running (submitted at 0 with the rest of their work) instead of an empty cluster.",
     ),
     jobs: int = typer.Option(None, "--jobs", help=f"Jobs in the workload, at most {MAX_JOBS:,} (default: from the generator's loads)."),
@@ -48,7 +47,9 @@ def simulate_spot_command(
     ),
     seed: list[int] = typer.Option(None, "--seed", help="Workload and policy seed; repeat for several (default: 0)."),
     restart_overhead_s: float = typer.Option(0.0, "--restart-overhead-s", help="Seconds a restarted spot run spends before progressing."),
-    hp_only: bool = typer.Option(True, "--hp-only/--no-hp-only", help="Also replay the HP jobs alone under each policy (HP delay growth, allocation without spot)."),
+    hp_only: bool = typer.Option(
+        True, "--hp-only/--no-hp-only", help="Also replay the HP jobs alone under each policy (HP delay growth, allocation without spot)."
+    ),
     out: str = typer.Option(None, "--out", help="results.json: {'runs': [one row per (policy, seed)]} (- for stdout)."),
     plot: str = typer.Option(None, "--plot", help="PNG: allocation over time per policy (first seed) and spot completion-time CDFs."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar on stderr."),
@@ -117,9 +118,20 @@ def simulate_spot_command(
             fail([f"--plot: cannot write '{plot}': {err.strerror or err}"])
 
 
-def _run(count: int | None, node_list: str | None, days: float, warmup_days: float, jobs: int | None, policies: list[str], seeds: list[int],
-         restart_overhead_s: float, hp_only: bool, progress: bool, warm_start: bool,
-         loads: tuple[float, float]) -> tuple[list[dict[str, Any]], dict]:
+def _run(
+    count: int | None,
+    node_list: str | None,
+    days: float,
+    warmup_days: float,
+    jobs: int | None,
+    policies: list[str],
+    seeds: list[int],
+    restart_overhead_s: float,
+    hp_only: bool,
+    progress: bool,
+    warm_start: bool,
+    loads: tuple[float, float],
+) -> tuple[list[dict[str, Any]], dict]:
     # deferred: the simulator and its workload generator, as above
     from planner.instances.spot_workload import spot2026_cluster, spot2026_jobs
     from planner.simulate.metrics import replay_row
@@ -130,8 +142,15 @@ def _run(count: int | None, node_list: str | None, days: float, warmup_days: flo
     rows: list[dict[str, Any]] = []
     series: dict[str, Any] = {}
     replays = len(seeds) * len(policies) * (2 if hp_only else 1)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
-                  console=err_console, disable=not progress, transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=err_console,
+        disable=not progress,
+        transient=True,
+    ) as bar:
         task = bar.add_task("simulating", total=replays * horizon_s)
         done = 0
         for s in seeds:
@@ -157,9 +176,18 @@ def _run(count: int | None, node_list: str | None, days: float, warmup_days: flo
                     if s == seeds[0] and "hp-only" not in series:
                         series["hp-only"] = replay  # the first policy's, for the allocation plot
                     continue
-                row = {"policy": name, "seed": s, **replay_row(replay, horizon_s, alone, from_s=warmup_days * 86400),
-                       "nodes": len(cluster), "days": days, "warmup_days": warmup_days, "warm_start": warm_start,
-                       "hp_load": loads[0], "spot_load": loads[1], "wall_s": round(wall, 3)}
+                row = {
+                    "policy": name,
+                    "seed": s,
+                    **replay_row(replay, horizon_s, alone, from_s=warmup_days * 86400),
+                    "nodes": len(cluster),
+                    "days": days,
+                    "warmup_days": warmup_days,
+                    "warm_start": warm_start,
+                    "hp_load": loads[0],
+                    "spot_load": loads[1],
+                    "wall_s": round(wall, 3),
+                }
                 rows.append(row)
                 if s == seeds[0]:
                     series[name] = replay

@@ -22,7 +22,9 @@ FGD_ARTIFACT_SEEDS = 42  # the FGD artifact's first seed (its runs use 42..51)
 def simulate_placement_command(
     trace: str = typer.Option("default", "--trace", help="An openb pod list (default, multigpu20, gpushare40, ...) or a .csv path."),
     policy: list[str] = typer.Option(
-        None, "--policy", help="fgd, bestfit, gpu-packing, gpu-clustering, dotprod, random, pwr, pwr-fgd:<alpha> (as the PWR paper ran it) or pwr-fgd-eq5:<alpha> (its Eq. 5 as printed); repeat to compare (default: fgd)."
+        None,
+        "--policy",
+        help="fgd, bestfit, gpu-packing, gpu-clustering, dotprod, random, pwr, pwr-fgd:<alpha> (as the PWR paper ran it) or pwr-fgd-eq5:<alpha> (its Eq. 5 as printed); repeat to compare (default: fgd).",
     ),
     seeds: int = typer.Option(10, "--seeds", help="Seeds per policy: --first-seed, --first-seed + 1, ..."),
     first_seed: int = typer.Option(FGD_ARTIFACT_SEEDS, "--first-seed", help="The first seed (the FGD artifact's runs use 42..51)."),
@@ -32,8 +34,11 @@ def simulate_placement_command(
     data_dir: str = typer.Option(None, "--data-dir", help="The openb-2023 directory (default: $PLANNER_OPENB_DIR or data/openb-2023 of the repository)."),
     workers: int = typer.Option(None, "--workers", help="Processes (default: one per core; 1: inline), or Ray tasks at once."),
     executor_kind: str = typer.Option(
-        "process", "--executor", help="process (a local pool) or ray (replays as Ray tasks: RAY_ADDRESS when set, else a local Ray; "
-        "the extra 'ray'; every Ray node needs the trace at the same path)."),
+        "process",
+        "--executor",
+        help="process (a local pool) or ray (replays as Ray tasks: RAY_ADDRESS when set, else a local Ray; "
+        "the extra 'ray'; every Ray node needs the trace at the same path).",
+    ),
     out: str = typer.Option(None, "--out", help="results.json: {'runs': [one row per (policy, seed, load point)]} (- for stdout)."),
     plot: str = typer.Option(None, "--plot", help="PNG: GPU allocation, power and fragmentation against arrived load, per policy."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar on stderr."),
@@ -82,20 +87,39 @@ def simulate_placement_command(
             fail([f"--plot: cannot write '{plot}': {err.strerror or err}"])
 
 
-def _run(trace: str, policies: list[str], seeds: list[int], load: float, step: int, node_list: str, data_dir: str | None,
-         workers: int | None, progress: bool, kind: str = "process") -> list[dict[str, Any]]:
+def _run(
+    trace: str,
+    policies: list[str],
+    seeds: list[int],
+    load: float,
+    step: int,
+    node_list: str,
+    data_dir: str | None,
+    workers: int | None,
+    progress: bool,
+    kind: str = "process",
+) -> list[dict[str, Any]]:
     from planner.simulate.placement import RunSpec, _inputs, run_rows  # deferred: the placement simulator (as above)
 
     _inputs(trace, node_list, data_dir)  # bad input fails here, before any worker starts
     specs = [RunSpec(trace, p, s, load, step, node_list, data_dir) for p in policies for s in seeds]
     rows: list[dict[str, Any]] = []
-    with executor(workers, kind) as run, Progress(  # type: ignore[arg-type]
-            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} replays"), TimeElapsedColumn(),
-            console=err_console, disable=not progress, transient=True) as bar:
+    with (
+        executor(workers, kind) as run,
+        Progress(  # type: ignore[arg-type]
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total} replays"),
+            TimeElapsedColumn(),
+            console=err_console,
+            disable=not progress,
+            transient=True,
+        ) as bar,
+    ):
         count = workers or (ray_cpus() if kind == "ray" else default_workers())
         task = bar.add_task("replaying", total=len(specs))
         for i in range(0, len(specs), count):  # one batch per round of workers, so the bar moves
-            for part in run(run_rows, specs[i:i + count]):
+            for part in run(run_rows, specs[i : i + count]):
                 rows.extend(part)
             bar.update(task, completed=min(len(specs), i + count))
     return rows

@@ -27,9 +27,13 @@ def simulate_queue_command(
     tenant: list[str] = typer.Option(None, "--tenant", help="NAME=SHARE: a tenant (its own queue) and its share of the training jobs; repeat."),
     quota: list[str] = typer.Option(None, "--quota", help="TENANT[:POOL]=GPUS: a tenant's GPU quota in a pool (default pool: the first); repeat."),
     quota_mode: str = typer.Option("shared", "--quota-mode", help="shared (borrow the pool's unused quota; owners reclaim it) or isolated."),
-    inference_load: float = typer.Option(0.0, "--inference-load", help="Add inference replicas (tenant 'inference') offering this share of the first pool's GPUs."),
+    inference_load: float = typer.Option(
+        0.0, "--inference-load", help="Add inference replicas (tenant 'inference') offering this share of the first pool's GPUs."
+    ),
     zone_nodes: int = typer.Option(0, "--zone-nodes", help="e-spread: nodes of each pool's inference zone (whole leaf groups)."),
-    stuck_after_s: float = typer.Option(None, "--stuck-after-s", help="Defrag when stuck: a head blocked this long for room asks the planner's make-room (default: off)."),
+    stuck_after_s: float = typer.Option(
+        None, "--stuck-after-s", help="Defrag when stuck: a head blocked this long for room asks the planner's make-room (default: off)."
+    ),
     make_room_moves: int = typer.Option(64, "--make-room-moves", help="Defrag when stuck: at most this many migrations per make-room plan."),
     migration_cost_s: float = typer.Option(300.0, "--migration-cost-s", help="Defrag when stuck: seconds a migrated job is set back."),
     out: str = typer.Option(None, "--out", help="results.json: {'runs': [one row per (policy, placement, seed)]} (- for stdout)."),
@@ -80,7 +84,7 @@ def simulate_queue_command(
         cluster.pool_ranges()
     except ValueError as err:
         problems.append(f"--pool: {err}")
-    for (name, where) in quotas:
+    for name, where in quotas:
         if pools and where not in pools:
             problems.append(f"--quota: tenant '{name}': unknown pool '{where}'; pools: {', '.join(pools)}")
     if problems:
@@ -97,20 +101,45 @@ def simulate_queue_command(
         for p in policies:
             for q in placements:
                 try:
-                    run = replay(cluster, jobs, p, q, timeout_s, horizon_s=days * 86400, measure_from_s=warmup_days * 86400,
-                                 quotas=quotas or None, quota_mode=quota_mode, zone_nodes=zone_nodes if q == "e-spread" else 0,
-                                 stuck_after_s=stuck_after_s, make_room_moves=make_room_moves, migration_cost_s=migration_cost_s)
+                    run = replay(
+                        cluster,
+                        jobs,
+                        p,
+                        q,
+                        timeout_s,
+                        horizon_s=days * 86400,
+                        measure_from_s=warmup_days * 86400,
+                        quotas=quotas or None,
+                        quota_mode=quota_mode,
+                        zone_nodes=zone_nodes if q == "e-spread" else 0,
+                        stuck_after_s=stuck_after_s,
+                        make_room_moves=make_room_moves,
+                        migration_cost_s=migration_cost_s,
+                    )
                 except ValueError as err:
                     fail([str(err)])
-                rows.append({"policy": p, "placement": q, "seed": seed, "days": days, "warmup_days": warmup_days, "load": load,
-                             "inference_load": inference_load, "stuck_after_s": stuck_after_s, **queue_row(run)})
+                rows.append(
+                    {
+                        "policy": p,
+                        "placement": q,
+                        "seed": seed,
+                        "days": days,
+                        "warmup_days": warmup_days,
+                        "load": load,
+                        "inference_load": inference_load,
+                        "stuck_after_s": stuck_after_s,
+                        **queue_row(run),
+                    }
+                )
     text = json.dumps({"runs": rows}, indent=1) + "\n"
     if out is not None:
         emit(text, out)
     if summary_to_stdout(out):
         for r in rows:
-            typer.echo(f"{r['policy']:12s} {r['placement']:10s} seed {r['seed']}: GAR {r['gar']:.3f}  GFR {r['gfr']:.3f}  "
-                       f"preemptions {r['preemptions']}  jobs {r['jobs']}")
+            typer.echo(
+                f"{r['policy']:12s} {r['placement']:10s} seed {r['seed']}: GAR {r['gar']:.3f}  GFR {r['gfr']:.3f}  "
+                f"preemptions {r['preemptions']}  jobs {r['jobs']}"
+            )
 
 
 def _pairs(items: list[str], option: str, form: str, kind: type, problems: list[str]) -> dict[str, Any]:

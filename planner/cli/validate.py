@@ -42,11 +42,19 @@ def validate_command(
         fail(["only one of SNAPSHOT and PLAN can be read from stdin (-)"])
     cluster = read_snapshot(snapshot, from_option=False)
     parsed = read_plan(plan)
-    given_limits = {"max_moves": max_moves, "max_moves_per_node": max_moves_per_node, "same_asw": same_asw,
-                    "max_moves_per_wave": max_moves_per_wave, "max_nodes_per_wave": count_or_share(max_nodes_per_wave),
-                    "max_moves_per_node_per_wave": max_moves_per_node_per_wave, "max_unavailable_per_job": max_unavailable_per_job,
-                    "max_moves_per_namespace": max_moves_per_namespace,
-                    "only_namespaces": names(only_namespace), "exclude_namespaces": names(exclude_namespace), "move_once": move_once}
+    given_limits = {
+        "max_moves": max_moves,
+        "max_moves_per_node": max_moves_per_node,
+        "same_asw": same_asw,
+        "max_moves_per_wave": max_moves_per_wave,
+        "max_nodes_per_wave": count_or_share(max_nodes_per_wave),
+        "max_moves_per_node_per_wave": max_moves_per_node_per_wave,
+        "max_unavailable_per_job": max_unavailable_per_job,
+        "max_moves_per_namespace": max_moves_per_namespace,
+        "only_namespaces": names(only_namespace),
+        "exclude_namespaces": names(exclude_namespace),
+        "move_once": move_once,
+    }
     limited = any(value not in (None, False) for value in given_limits.values())
     if parsed.kind == "allocate":
         if limited:
@@ -59,7 +67,8 @@ def validate_command(
         validate_preempt_plan(cluster, parsed)
         return
     limits = options_of_flags(DefragOptions, {"move_once": False, **{k: v for k, v in given_limits.items() if v not in (None, False)}}).limits(
-        len(cluster.nodes))
+        len(cluster.nodes)
+    )
     violations = validate(cluster, parsed, limits)
     moves = sum(len(w) for w in parsed.waves)
     report_violations(violations, f"valid: {len(parsed.waves)} wave(s), {moves} move(s), {len(parsed.vacated_nodes)} vacated node(s)")

@@ -79,7 +79,11 @@ class AllocateOptions(BaseModel):
 
 _SOLVER = {"solver", "time_limit_s", "solver_workers", "entropy"}
 METHOD_OPTIONS: dict[str, set[str]] = {
-    **{m: set() for m in GREEDY_METHODS}, "random": {"seed"}, "exact": _SOLVER, "auto": _SOLVER, "compare": _SOLVER,
+    **{m: set() for m in GREEDY_METHODS},
+    "random": {"seed"},
+    "exact": _SOLVER,
+    "auto": _SOLVER,
+    "compare": _SOLVER,
 }
 
 
@@ -107,9 +111,7 @@ def pending_jobs(cluster: Cluster, names: list[str] | None, pending: dict[str, l
         refuse_unholdable(cluster, pending[name][0])
         for i in pending[name][1:]:
             if pod_shape(cluster.pods[i]) != pod_shape(first):
-                raise PlanOptionError(
-                    "jobs", f"pods[{i}] of job '{name}' differs in shape or rules from '{first.name}'; a job's pods must be alike"
-                )
+                raise PlanOptionError("jobs", f"pods[{i}] of job '{name}' differs in shape or rules from '{first.name}'; a job's pods must be alike")
     return list(chosen)
 
 
@@ -138,8 +140,16 @@ def _plan_allocate(cluster: Cluster, options: AllocateOptions) -> AllocationPlan
     return greedy_plan(cluster, state, pods_of, order, options, start)
 
 
-def greedy_plan(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[int]], order: list[str], options: AllocateOptions, start: float,
-                index: SnapshotIndex | None = None, keep: bool = True) -> AllocationPlan:
+def greedy_plan(
+    cluster: Cluster,
+    state: ClusterState,
+    pods_of: dict[str, list[int]],
+    order: list[str],
+    options: AllocateOptions,
+    start: float,
+    index: SnapshotIndex | None = None,
+    keep: bool = True,
+) -> AllocationPlan:
     """One job at a time in ``order`` with a greedy method, on ``state``; validated. ``keep=False``
     leaves ``state`` as it was (a warm allocator answering requests on a kept state); ``index``:
     the validator's lookups of the snapshot, when kept."""
@@ -208,8 +218,7 @@ def switch_room(slots: np.ndarray, domains: np.ndarray) -> list[int]:
 def _lexicographic_key(plan: AllocationPlan) -> tuple[float, int, float]:
     """Better is larger: GPUs started, then fewer switches, then less entropy."""
     per_job = plan.metrics.get("per_job", {})
-    return (plan.report.objective or 0.0 if plan.report else 0.0, -sum(m["asws"] for m in per_job.values()),
-            -math.fsum(m["entropy"] for m in per_job.values()))
+    return (plan.report.objective or 0.0 if plan.report else 0.0, -sum(m["asws"] for m in per_job.values()), -math.fsum(m["entropy"] for m in per_job.values()))
 
 
 def _auto(greedy: AllocationPlan, exact: AllocationPlan, start: float) -> AllocationPlan:
@@ -227,12 +236,15 @@ def _auto(greedy: AllocationPlan, exact: AllocationPlan, start: float) -> Alloca
         use_exact = e_key > g_key
     plan = exact if use_exact else greedy
     assert plan.report is not None
-    extra: dict[str, Any] = {"method": "auto", "chosen": "exact" if use_exact else "largest-first", "exact_status": exact.report.status,
-                             "wall_s": round(time.perf_counter() - start, 6)}
+    extra: dict[str, Any] = {
+        "method": "auto",
+        "chosen": "exact" if use_exact else "largest-first",
+        "exact_status": exact.report.status,
+        "wall_s": round(time.perf_counter() - start, 6),
+    }
     if not use_exact:  # the exact model's claims hold for this plan too, and its bounds still bound the problem
         # not proven: largest-first is at least as good on every level, so equal on those the exact model proved
-        keep = ("status", "bound", "gap", "switches_bound", "objective_levels", "proven_levels", "entropy_bound_nats", "entropy_tolerance_nats",
-                "model_exact")
+        keep = ("status", "bound", "gap", "switches_bound", "objective_levels", "proven_levels", "entropy_bound_nats", "entropy_tolerance_nats", "model_exact")
         extra.update({k: getattr(exact.report, k, None) for k in keep if proven or k in ("bound", "switches_bound", "objective_levels", "proven_levels")})
         if not proven:
             extra["status"] = "heuristic"
@@ -242,19 +254,29 @@ def _auto(greedy: AllocationPlan, exact: AllocationPlan, start: float) -> Alloca
 def _comparison(greedy: AllocationPlan, exact: AllocationPlan) -> AllocationComparison:
     def summary(plan: AllocationPlan) -> dict[str, Any]:
         per_job = plan.metrics.get("per_job", {})
-        return {"gpus": plan.report.objective if plan.report else None, "jobs_placed": len(per_job),
-                "switches": sum(m["asws"] for m in per_job.values()), "entropy": round(math.fsum(m["entropy"] for m in per_job.values()), 6),
-                "locality_cost": math.fsum(m["locality_cost"] for m in per_job.values())}
+        return {
+            "gpus": plan.report.objective if plan.report else None,
+            "jobs_placed": len(per_job),
+            "switches": sum(m["asws"] for m in per_job.values()),
+            "entropy": round(math.fsum(m["entropy"] for m in per_job.values()), 6),
+            "locality_cost": math.fsum(m["locality_cost"] for m in per_job.values()),
+        }
 
     g, e = summary(greedy), summary(exact)
-    return AllocationComparison(heuristic=greedy, exact=exact, gap={
-        "greedy": g, "exact": e, "gpus": (e["gpus"] or 0) - (g["gpus"] or 0), "switches": g["switches"] - e["switches"],
-        "exact_status": exact.report.status if exact.report else None,
-    })
+    return AllocationComparison(
+        heuristic=greedy,
+        exact=exact,
+        gap={
+            "greedy": g,
+            "exact": e,
+            "gpus": (e["gpus"] or 0) - (g["gpus"] or 0),
+            "switches": g["switches"] - e["switches"],
+            "exact_status": exact.report.status if exact.report else None,
+        },
+    )
 
 
-def _best_start(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[int]], order: list[str], warm: AllocationPlan
-                ) -> tuple[AllocationPlan, str]:
+def _best_start(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[int]], order: list[str], warm: AllocationPlan) -> tuple[AllocationPlan, str]:
     """The exact model's warm start: the best (GPUs, then switches, then entropy) of largest-first
     (``warm``, in ``order``) and largest-first with required jobs first and with the smallest job
     first. On the 50 contended batches of benchmarks/topology_batch.py the largest job first reaches
@@ -264,8 +286,10 @@ def _best_start(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[i
     job_index = cluster.job_index()
     required = {name: bool((spec := cluster.jobs[job_index[name]].topology) and spec.mode == "required") for name in order}
     best, best_order = warm, "largest job first"
-    others = {"required jobs first, then largest": sorted(order, key=lambda j: not required[j]),  # stable: largest first within
-              "smallest job first": list(reversed(order))}
+    others = {
+        "required jobs first, then largest": sorted(order, key=lambda j: not required[j]),  # stable: largest first within
+        "smallest job first": list(reversed(order)),
+    }
     for name, other in others.items():
         plan = greedy_plan(cluster, state, pods_of, other, AllocateOptions(method="largest-first"), time.perf_counter(), keep=False)
         if _lexicographic_key(plan) > _lexicographic_key(best):
@@ -273,8 +297,16 @@ def _best_start(cluster: Cluster, state: ClusterState, pods_of: dict[str, list[i
     return best, best_order
 
 
-def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dict[str, list[int]], options: AllocateOptions, start: float,
-           warm: AllocationPlan, best_start: tuple[AllocationPlan, str]) -> AllocationPlan:
+def _exact(
+    cluster: Cluster,
+    state: ClusterState,
+    names: list[str],
+    pods_of: dict[str, list[int]],
+    options: AllocateOptions,
+    start: float,
+    warm: AllocationPlan,
+    best_start: tuple[AllocationPlan, str],
+) -> AllocationPlan:
     """The joint optimum of the batch (warm-started from ``best_start``), with its claims; ``warm``:
     the largest-first plan it is compared with."""
     # deferred: the joint topology model (~16 ms at CLI start-up), for exact allocation only
@@ -293,8 +325,9 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
         minimum[j] = rules.gang_need(spec.min_available, len(pods_of[j]), len(running))
         if levels[j][1] and len(running):
             within[j] = int((state.asw_domain if levels[j][0] == "asw" else state.spine_domain)[state.pod_node[running[0]]])
-    result = solve_joint(state, jobs, levels, minimum, options.solver, options.time_limit_s, options.solver_workers, hint,
-                         optimise_entropy=options.entropy, within=within)
+    result = solve_joint(
+        state, jobs, levels, minimum, options.solver, options.time_limit_s, options.solver_workers, hint, optimise_entropy=options.entropy, within=within
+    )
     placements, per_job = [], {}
     for j in names:
         pairs = result.assignment.get(j, [])
@@ -312,10 +345,18 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
         unplaced=unplaced,
         metrics={"per_job": per_job, "jobs_placed": len(per_job), "jobs_unplaced": len(unplaced), "switches": switches},
         report=SolveReport(
-            method="exact", solver=options.solver, status=result.status, objective=gpus, bound=result.gpus_bound,
+            method="exact",
+            solver=options.solver,
+            status=result.status,
+            objective=gpus,
+            bound=result.gpus_bound,
             gap=None if result.gpus_bound is None else round((result.gpus_bound - gpus) / max(result.gpus_bound, 1), 6),
-            wall_s=round(time.perf_counter() - start, 6), switches_bound=result.switches_bound, model_exact=result.exact,
-            start_order=best_start[1], greedy_gpus=warm.report.objective if warm.report else None, greedy_switches=sum(m["asws"] for m in warm.metrics["per_job"].values()),
+            wall_s=round(time.perf_counter() - start, 6),
+            switches_bound=result.switches_bound,
+            model_exact=result.exact,
+            start_order=best_start[1],
+            greedy_gpus=warm.report.objective if warm.report else None,
+            greedy_switches=sum(m["asws"] for m in warm.metrics["per_job"].values()),
             **result.fields,
         ),
     )
@@ -323,12 +364,19 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
     if result.status != "optimal" and _lexicographic_key(start_plan) > _lexicographic_key(plan):
         # the model's plan lost to its own start (GPU shares make the model stricter than the rules;
         # a timeout): the start is returned, with the model's claims, which bound every plan
-        plan = plan.model_copy(update={
-            "placements": start_plan.placements, "unplaced": start_plan.unplaced,
-            "metrics": {**start_plan.metrics, "switches": sum(m["asws"] for m in start_plan.metrics["per_job"].values())},
-            "report": plan.report.model_copy(update={"objective": start_plan.report.objective if start_plan.report else None,
-                                                     "plan_from": f"the start ({best_start[1]}): better than the model's plan"}),
-        })
+        plan = plan.model_copy(
+            update={
+                "placements": start_plan.placements,
+                "unplaced": start_plan.unplaced,
+                "metrics": {**start_plan.metrics, "switches": sum(m["asws"] for m in start_plan.metrics["per_job"].values())},
+                "report": plan.report.model_copy(
+                    update={
+                        "objective": start_plan.report.objective if start_plan.report else None,
+                        "plan_from": f"the start ({best_start[1]}): better than the model's plan",
+                    }
+                ),
+            }
+        )
         if plan.report.bound is not None:
             plan.report.gap = round((plan.report.bound - (plan.report.objective or 0.0)) / max(plan.report.bound, 1), 6)
     violations = validate_allocate(cluster, plan)
@@ -337,8 +385,17 @@ def _exact(cluster: Cluster, state: ClusterState, names: list[str], pods_of: dic
     return plan
 
 
-def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray, method: str, required: bool, level: str,  # type: ignore[no-untyped-def]
-           rng: np.random.Generator, within: int | None = None):
+def _place(
+    state: ClusterState,
+    pods: list[int],
+    need: int,
+    domains: np.ndarray,
+    method: str,
+    required: bool,
+    level: str,  # type: ignore[no-untyped-def]
+    rng: np.random.Generator,
+    within: int | None = None,
+):
     """(pod, node) pairs for ``need`` of the pods, or the reason they cannot start; ``within``: the
     switch a required job's running pods are under, which the others must join. ``domains``: each
     node's domain at the job's level; switches are chosen among access switches (under one spine for
@@ -361,6 +418,7 @@ def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray,
         def spread(f: int) -> tuple[int, float, int]:
             within = largest_first(switch_room(np.where(domains == ids[f], slots, 0), asw), need) or []
             return len(within), round(entropy([n for _, n in within]), 12), int(room[f])
+
         fits = np.array([min(fits.tolist(), key=spread)], dtype=np.int64)
     if not len(fits):
         return [], f"needs {need} pods under one {level}; the roomiest {level} takes {int(room.max()) if len(room) else 0}"
@@ -375,8 +433,9 @@ def _place(state: ClusterState, pods: list[int], need: int, domains: np.ndarray,
     return allocate_job(state, pods[:need], np.where(domains == ids[pick], asw, -1), method, rng)
 
 
-def _place_extras(state: ClusterState, pods: list[int], domains: np.ndarray, method: str, required: bool, anchor: list[int],
-                  rng: np.random.Generator) -> list[tuple[int, int]]:
+def _place_extras(
+    state: ClusterState, pods: list[int], domains: np.ndarray, method: str, required: bool, anchor: list[int], rng: np.random.Generator
+) -> list[tuple[int, int]]:
     """Pods of a job beyond its minimum, one at a time where ``method`` puts them (a ``required`` job's
     under the switch its other pods are under); placed on ``state``."""
     if required and anchor:
@@ -425,6 +484,7 @@ def _job_metrics(state: ClusterState, cluster: Cluster, placed: list[tuple[int, 
 
 def locality_cost(gpus_on: dict[int, float], domain: np.ndarray) -> float:
     """Sum over pairs of the job's GPUs of w(d): 0 on one node, 1 under one switch, 10 across."""
+
     def pairs(x: float) -> float:
         return x * (x - 1) / 2
 

@@ -83,29 +83,50 @@ def refuse_unused(
 
 def pod_shape(pod: Any) -> tuple:
     """What makes two pods interchangeable: resources and every per-pod rule."""
-    return (pod.gpus, pod.cpus, pod.memory_gib, tuple(sorted(pod.gpu_models)), tuple(sorted(pod.node_selector.items())),
-            tuple(sorted(pod.anti_affinity)), tuple(sorted(t.model_dump_json() for t in pod.tolerations)),
-            None if pod.node_affinity is None else tuple(term.model_dump_json() for term in pod.node_affinity))
+    return (
+        pod.gpus,
+        pod.cpus,
+        pod.memory_gib,
+        tuple(sorted(pod.gpu_models)),
+        tuple(sorted(pod.node_selector.items())),
+        tuple(sorted(pod.anti_affinity)),
+        tuple(sorted(t.model_dump_json() for t in pod.tolerations)),
+        None if pod.node_affinity is None else tuple(term.model_dump_json() for term in pod.node_affinity),
+    )
 
 
 def refuse_unholdable(cluster: Cluster, i: int) -> None:
     """A pod shape no node could hold even empty is bad input, not a job to leave pending."""
     pod = cluster.pods[i]
     probe = pod.model_copy(update={"node": None})
+
     def could_hold(node: Any) -> bool:  # cordoned nodes count: a cordon is not the request's fault
-        return (rules.gpu_model_allowed(pod, node) and rules.selector_matches(pod, node) and not rules.untolerated_taints(pod, node)
-                and rules.node_affinity_matches(pod, node) and not rules.resource_shortfalls(node, [probe]))
+        return (
+            rules.gpu_model_allowed(pod, node)
+            and rules.selector_matches(pod, node)
+            and not rules.untolerated_taints(pod, node)
+            and rules.node_affinity_matches(pod, node)
+            and not rules.resource_shortfalls(node, [probe])
+        )
 
     if any(could_hold(n) for n in cluster.nodes):
         return
     largest = max(cluster.nodes, key=lambda n: (n.gpus, n.cpus, n.memory_gib), default=None)
     where = f"; the largest node has {largest.gpus} GPUs, {largest.cpus:g} CPUs, {largest.memory_gib:g} GiB" if largest else ""
-    rules_text = ((f", GPU models {sorted(pod.gpu_models)}" if pod.gpu_models else "") + (f", node selector {dict(pod.node_selector)}" if pod.node_selector else "")
-                  + (", its tolerations" if any(n.taints for n in cluster.nodes) else "") + (", a required node affinity" if pod.node_affinity else ""))
-    raise SnapshotError([
-        (f"pods[{i}]: pod '{pod.name}' of job '{pod.job}' asks {pod.gpus:g} GPUs, {pod.cpus:g} CPUs, {pod.memory_gib:g} GiB{rules_text}: "
-        f"no node could hold it even empty{where}; fix the request or add such nodes")
-    ])
+    rules_text = (
+        (f", GPU models {sorted(pod.gpu_models)}" if pod.gpu_models else "")
+        + (f", node selector {dict(pod.node_selector)}" if pod.node_selector else "")
+        + (", its tolerations" if any(n.taints for n in cluster.nodes) else "")
+        + (", a required node affinity" if pod.node_affinity else "")
+    )
+    raise SnapshotError(
+        [
+            (
+                f"pods[{i}]: pod '{pod.name}' of job '{pod.job}' asks {pod.gpus:g} GPUs, {pod.cpus:g} CPUs, {pod.memory_gib:g} GiB{rules_text}: "
+                f"no node could hold it even empty{where}; fix the request or add such nodes"
+            )
+        ]
+    )
 
 
 def lost_work(cluster: Cluster, moved: list[Pod]) -> dict[str, Any]:
@@ -117,5 +138,4 @@ def lost_work(cluster: Cluster, moved: list[Pod]) -> dict[str, Any]:
     known = [p for p in moved if p.checkpoint_s is not None or p.checkpoint_interval_s is not None]
     if not known:
         return {}
-    return {"lost_gpu_s": round(sum(rules.lost_gpu_s(p, cluster.time_s) for p in known), 6),
-            "moved_without_checkpoint": len(moved) - len(known)}
+    return {"lost_gpu_s": round(sum(rules.lost_gpu_s(p, cluster.time_s) for p in known), 6), "moved_without_checkpoint": len(moved) - len(known)}

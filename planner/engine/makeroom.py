@@ -120,8 +120,15 @@ def run_make_room(cluster: Cluster, state: ClusterState, names: list[str], budge
 
 
 def run_make_room_exact(
-    cluster: Cluster, state: ClusterState, names: list[str], budget: MoveBudget, solver: str, time_limit_s: float,
-    workers: int, seed: int, deterministic: bool,
+    cluster: Cluster,
+    state: ClusterState,
+    names: list[str],
+    budget: MoveBudget,
+    solver: str,
+    time_limit_s: float,
+    workers: int,
+    seed: int,
+    deterministic: bool,
 ) -> tuple[MadeRoom, dict[str, Any], dict[str, Any]]:
     """The exact model's end state turned into waves by the router (``waves.target_to_waves``, as
     ``models/defrag_exact.py`` does for defrag), the jobs started on the state after the last wave, and what is
@@ -142,8 +149,9 @@ def run_make_room_exact(
     h_started = {r.name: [(q, n) for q, n in h_pairs if q in set(r.pods)] for r in requests}
     h_started = {name: pairs for name, pairs in h_started.items() if pairs}
     time_limit_s = max(0.2, time_limit_s - (time.perf_counter() - clock))
-    solution = makeroom_model.solve_make_room(state, requests, budget, solver, time_limit_s, workers, seed, deterministic,
-                               known=(h_state.pod_node.copy(), h_started))
+    solution = makeroom_model.solve_make_room(
+        state, requests, budget, solver, time_limit_s, workers, seed, deterministic, known=(h_state.pod_node.copy(), h_started)
+    )
     executed = target_to_waves(state, solution.target, budget)
     pod_names, node_names = state.pod_names, state.node_names
     placements: list[Placement] = []
@@ -165,8 +173,10 @@ def run_make_room_exact(
                 placed.append((q, n))
             started += [q for q, _ in placed]
             if len(placed) < len(pairs):
-                reason = (f"the exact end state starts it, but the router could not reach that state within the move budgets "
-                          f"({len(executed.dropped)} move(s) dropped): no plan is claimed")
+                reason = (
+                    f"the exact end state starts it, but the router could not reach that state within the move budgets "
+                    f"({len(executed.dropped)} move(s) dropped): no plan is claimed"
+                )
                 for q, _ in placed:
                     state.unplace(q)
                     started.remove(q)
@@ -188,8 +198,9 @@ def run_make_room_exact(
         state.unplace(q)
     jobs_started = len(requests) - len(unplaced)
     gpus_moved = float(sum(state.pod_gpus[p] for p, _, _ in moves))
-    as_modelled = (jobs_started == len(solution.placements) and len(moves) == solution.moves and not executed.dropped
-                   and math.isclose(gpus_moved, solution.gpus_moved))
+    as_modelled = (
+        jobs_started == len(solution.placements) and len(moves) == solution.moves and not executed.dropped and math.isclose(gpus_moved, solution.gpus_moved)
+    )
     proven = solution.status == "optimal" and as_modelled and solution.jobs_bound == len(solution.placements)
     hood = solution.neighbourhood
     if proven and not hood.restricted:
@@ -222,8 +233,7 @@ def run_make_room_exact(
     h_moves = [step for wave in heuristic.waves for step in wave]
     h_jobs = len(requests) - len(heuristic.unplaced)
     h_gpus = float(sum(state.pod_gpus[p] for p, _, _ in h_moves))
-    report.update(hint_used=solution.hinted, heuristic_jobs_started=h_jobs, heuristic_moves=len(h_moves),
-                  heuristic_gpus_moved=round(h_gpus, 6))
+    report.update(hint_used=solution.hinted, heuristic_jobs_started=h_jobs, heuristic_moves=len(h_moves), heuristic_gpus_moved=round(h_gpus, 6))
     if h_jobs > jobs_started or (h_jobs == jobs_started and len(h_moves) < len(moves)):
         # the exact plan is worse than the heuristic's: undo it on ``state`` and make the heuristic's moves
         for p, source, _ in reversed(moves):
@@ -232,12 +242,18 @@ def run_make_room_exact(
             state.move(p, destination)
         # the heuristic's plan is optimal only where it meets what the model proved (over the whole
         # problem for ``optimal``, over the neighbourhood, which holds its nodes, for the other claim)
-        meets = (solution.status == "optimal" and solution.jobs_bound == h_jobs == len(solution.placements)
-                 and len(h_moves) == solution.moves and math.isclose(h_gpus, solution.gpus_moved))
+        meets = (
+            solution.status == "optimal"
+            and solution.jobs_bound == h_jobs == len(solution.placements)
+            and len(h_moves) == solution.moves
+            and math.isclose(h_gpus, solution.gpus_moved)
+        )
         status = "optimal" if meets and not hood.restricted else "feasible"
-        report.update(chosen="heuristic", optimal_within_neighbourhood=meets,
-                      chosen_why=f"the exact plan starts {jobs_started} job(s) with {len(moves)} move(s), "
-                                 f"the heuristic's {h_jobs} with {len(h_moves)}")
+        report.update(
+            chosen="heuristic",
+            optimal_within_neighbourhood=meets,
+            chosen_why=f"the exact plan starts {jobs_started} job(s) with {len(moves)} move(s), the heuristic's {h_jobs} with {len(h_moves)}",
+        )
         return heuristic, {"solver": solver, "status": status, "bound": None}, report
     report["chosen"] = "exact"
     return made, {"solver": solver, "status": status, "bound": None}, report
@@ -257,8 +273,7 @@ def _why_not_started(solution: Any, jobs: int) -> str:
     together = " together with the jobs that start" if jobs > 1 else ""
     if solution.status == "optimal" and solution.neighbourhood.restricted:
         # a proof over a restriction of the problem says nothing about the problem asked
-        return (f"no plan starts it{together} within the neighbourhood searched (restricted: see the report); "
-                "not a proof that none exists")
+        return f"no plan starts it{together} within the neighbourhood searched (restricted: see the report); not a proof that none exists"
     if solution.status == "optimal":
         return f"proven: no plan starts it{together} within the move budgets"
     return f"the solver's best solution does not start it ({solution.status}, not proven)"

@@ -51,14 +51,10 @@ class PreemptOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     method: PreemptMethod = "spotgpu"
-    now_s: float | None = Field(
-        None, ge=0, le=MAX_TIME_S, allow_inf_nan=False, description="Decision time (default: the snapshot's time_s)."
-    )
+    now_s: float | None = Field(None, ge=0, le=MAX_TIME_S, allow_inf_nan=False, description="Decision time (default: the snapshot's time_s).")
     alpha: float = Field(0.5, ge=0, le=1, allow_inf_nan=False, description="FlexTopo Eq. 1: weight of priority against topology.")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Random seed of the random baseline.")
-    heuristic: PreemptHeuristic = Field(
-        "spotgpu", description="compare: the heuristic set beside the exact model."
-    )
+    heuristic: PreemptHeuristic = Field("spotgpu", description="compare: the heuristic set beside the exact model.")
     solver: Literal["cpsat", "highs"] = Field("cpsat", description="Exact back-end.")
     time_limit_s: float = Field(10.0, gt=0, le=MAX_TIME_LIMIT_S, allow_inf_nan=False, description="Time for exact and compare.")
     solver_workers: int = Field(8, ge=1, le=256, description="CP-SAT workers / HiGHS threads.")
@@ -168,7 +164,6 @@ heuristic misses plans another finds (a share pod stranded by SpotGPU's best fit
 def decide(ps: PreemptState, ask: Ask, method: str, options: PreemptOptions) -> tuple[Choice, dict[str, Any]]:
     """The raw decision of ``method`` (no plan, no validation): what simulations call in a loop."""
     if method == "exact":
-
         names = list(dict.fromkeys((*EXACT_STARTS, options.heuristic)))
         starts = {name: place_job(ps, ask, policy_of(name, options)) for name in names}
         return solve_preempt(ps, ask, options.solver, options.time_limit_s, options.solver_workers, starts)
@@ -183,7 +178,6 @@ def policy_of(method: str, options: PreemptOptions):  # type: ignore[no-untyped-
     if method == "spotgpu-isolated":
         return SpotGpu(isolated=True)
     if method == "flextopo":
-
         return FlexTopo(options.alpha)
 
     return baseline_policy(method, options.seed)
@@ -203,9 +197,7 @@ def decide_plan(cluster: Cluster, ps: PreemptState, ask: Ask, method: str, optio
     return plan
 
 
-def to_plan(
-    cluster: Cluster, ps: PreemptState, ask: Ask, choice: Choice, method: str, options: PreemptOptions, solver_fields: dict[str, Any]
-) -> PreemptPlan:
+def to_plan(cluster: Cluster, ps: PreemptState, ask: Ask, choice: Choice, method: str, options: PreemptOptions, solver_fields: dict[str, Any]) -> PreemptPlan:
     """The plan of a decision, with metrics and an honest report."""
     pods, nodes = cluster.pods, cluster.nodes
     victims = []
@@ -215,8 +207,7 @@ def to_plan(
             if pod.node is not None:
                 victims.append(Victim(pod=pod.name, node=pod.node, job=pod.job, lost_gpu_s=float(ask.pod_cost[q])))
     placements = [
-        Placement(pod=pods[p].name, node=nodes[n].name, gpu_indexes=list(devices) if devices is not None else None)
-        for p, n, devices in choice.placements
+        Placement(pod=pods[p].name, node=nodes[n].name, gpu_indexes=list(devices) if devices is not None else None) for p, n, devices in choice.placements
     ]
     lost = sum(v.lost_gpu_s for v in victims)
     status = solver_fields.get("status", "heuristic")

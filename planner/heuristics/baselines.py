@@ -82,9 +82,7 @@ def repack(state: ClusterState, budget: MoveBudget) -> BaselineResult:
     stays[list(target.values())] = True
     plan = target_to_waves(state, target, budget)
     budget.spend_all(plan.waves)
-    return BaselineResult(
-        waves=plan.waves, dropped=len(plan.dropped), routed=plan.routed, target_vacated=int((busy & ~stays).sum())
-    )
+    return BaselineResult(waves=plan.waves, dropped=len(plan.dropped), routed=plan.routed, target_vacated=int((busy & ~stays).sum()))
 
 
 def best_fit_decreasing(state: ClusterState, asw: np.ndarray | None = None) -> dict[int, int]:

@@ -90,9 +90,11 @@ def _imp(ps: PreemptState, p: int, n: int, units, mode: str):  # type: ignore[no
     cpu_room = float(cs.cap_cpus[n] - cs.used_cpus[n])
     mem_room = float(cs.cap_mem[n] - cs.used_mem[n])
     frees = {
-        u: (sum(int(cs.pod_whole[q]) + (1 if cs.pod_share[q] > 0 else 0) for q in units.pods_here[u]),
+        u: (
+            sum(int(cs.pod_whole[q]) + (1 if cs.pod_share[q] > 0 else 0) for q in units.pods_here[u]),
             sum(float(cs.pod_cpus[q]) for q in units.pods_here[u]),
-            sum(float(cs.pod_mem[q]) for q in units.pods_here[u]))
+            sum(float(cs.pod_mem[q]) for q in units.pods_here[u]),
+        )
         for u in units.units
     }
     for k in range(1, len(units.units) + 1):

@@ -352,8 +352,9 @@ def lexsort_first(keys: tuple[np.ndarray, ...]) -> int:
     return int(candidates[0])
 
 
-def first_fitting_by_keys(ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray, keys: tuple[np.ndarray, ...],
-                          numa_mode: str | None = "job") -> tuple[int, Fit] | None:
+def first_fitting_by_keys(
+    ps: PreemptState, ask: Ask, p: int, nodes: np.ndarray, keys: tuple[np.ndarray, ...], numa_mode: str | None = "job"
+) -> tuple[int, Fit] | None:
     """``first_fitting`` on ``nodes[np.lexsort(keys)]``, sorting only when the first node of that
     order does not fit (the usual placement sorts nothing)."""
     first = int(nodes[lexsort_first(keys)])
@@ -400,7 +401,8 @@ def stay_sums(ps: PreemptState, ask: Ask) -> StaySums:
     n_nodes = len(cs.node_names)
     where = cs.pod_node[pods]
     return StaySums(
-        pods=pods, where=where,
+        pods=pods,
+        where=where,
         whole=np.bincount(where, weights=cs.pod_whole[pods], minlength=n_nodes),
         cpus=np.bincount(where, weights=cs.pod_cpus[pods], minlength=n_nodes),
         mem=np.bincount(where, weights=cs.pod_mem[pods], minlength=n_nodes),

@@ -41,8 +41,7 @@ class Trace:
 
     def take(self, order: np.ndarray) -> Trace:
         idx = order.tolist()
-        return Trace([self.names[i] for i in idx], self.cpu[order], self.mem[order], self.num_gpu[order], self.gpu_milli[order],
-                     [self.models[i] for i in idx])
+        return Trace([self.names[i] for i in idx], self.cpu[order], self.mem[order], self.num_gpu[order], self.gpu_milli[order], [self.models[i] for i in idx])
 
 
 @dataclass

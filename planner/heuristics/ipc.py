@@ -86,9 +86,7 @@ class IpcResult:
     vacated_per_round: list[int] = field(default_factory=list)
 
 
-def run_ipc(
-    state: ClusterState, options: IpcOptions, budget: MoveBudget, run_groups: Callable, progress: Progress | None = None
-) -> IpcResult:
+def run_ipc(state: ClusterState, options: IpcOptions, budget: MoveBudget, run_groups: Callable, progress: Progress | None = None) -> IpcResult:
     """Run IPC on ``state`` (mutated to the end state) within ``budget`` (spent by the moves made);
     ``run_groups(fn, tasks)`` maps ``fn`` over tasks."""
     rng = np.random.default_rng(options.seed)
@@ -146,10 +144,7 @@ def vacate_group(task: GroupTask) -> tuple[list[Vacation], int]:
     group = EjectionGroup(task)
     vacations = group.run()
     node_ids, pod_ids = task.state.node_ids, task.state.pod_ids
-    return [
-        Vacation(int(node_ids[v.node]), [(int(pod_ids[p]), int(node_ids[s]), int(node_ids[d])) for p, s, d in v.moves])
-        for v in vacations
-    ], group.tried
+    return [Vacation(int(node_ids[v.node]), [(int(pod_ids[p]), int(node_ids[s]), int(node_ids[d])) for p, s, d in v.moves]) for v in vacations], group.tried
 
 
 class EjectionGroup:

@@ -110,8 +110,9 @@ def make_room(state: ClusterState, requests: list[Request], budget: MoveBudget, 
     return outcomes
 
 
-def _serve_in_order(state: ClusterState, requests: list[Request], budget: MoveBudget, seed: int, order: list[int],
-                    proofs: dict[int, str | None]) -> list[Outcome]:
+def _serve_in_order(
+    state: ClusterState, requests: list[Request], budget: MoveBudget, seed: int, order: list[int], proofs: dict[int, str | None]
+) -> list[Outcome]:
     """Serve the requests in ``order`` on ``state``: those ``proofs`` show impossible are not tried."""
     served: list[str] = []
     outcomes = []
@@ -198,9 +199,13 @@ def _serve(state: ClusterState, request: Request, budget: MoveBudget, seed: tupl
         if not served:
             return Outcome(request.name, reason=reason)
         # the room is short only beside the pods the heuristic started for the jobs served first
-        return Outcome(request.name, reason=(
-            f"no room left for it once {', '.join(served)} started where the heuristic put them (they could start elsewhere: "
-            "a heuristic, this is not a proof that none exists)"))
+        return Outcome(
+            request.name,
+            reason=(
+                f"no room left for it once {', '.join(served)} started where the heuristic put them (they could start elsewhere: "
+                "a heuristic, this is not a proof that none exists)"
+            ),
+        )
     now = node_slots(state, p)
     domains = domains_of(state, request.level)
     bound = bound_pods(state, request.level, budget)
@@ -239,8 +244,13 @@ def _movable_load(state: ClusterState, bound: np.ndarray | None = None) -> tuple
 
 
 def _domains_cheapest_first(
-    state: ClusterState, domains: np.ndarray, now: np.ndarray, optimistic: np.ndarray, k: int,
-    room: np.ndarray | None = None, bound: np.ndarray | None = None,
+    state: ClusterState,
+    domains: np.ndarray,
+    now: np.ndarray,
+    optimistic: np.ndarray,
+    k: int,
+    room: np.ndarray | None = None,
+    bound: np.ndarray | None = None,
 ) -> list[int]:
     """Domains whose room (``room`` per domain, else the optimistic room) holds the job, by estimated
     cost to evict (whole nodes cleared, best cost per slot first), then GPUs, then domain index."""
@@ -266,9 +276,7 @@ def _domains_cheapest_first(
     return [d for _, _, d in sorted(scored)]
 
 
-def _candidates(
-    state: ClusterState, members: np.ndarray, now: np.ndarray, optimistic: np.ndarray, k: int, bound: np.ndarray | None = None
-) -> list[int]:
+def _candidates(state: ClusterState, members: np.ndarray, now: np.ndarray, optimistic: np.ndarray, k: int, bound: np.ndarray | None = None) -> list[int]:
     """The nodes of a domain scored exactly: the roomiest now, and the cheapest to clear (estimate)."""
     limit = max(CANDIDATES, 4 * k)
     roomy = members[now[members] > 0]
@@ -291,7 +299,12 @@ def _offers(state: ClusterState, p: int, n: int, most: int) -> list[tuple[int, l
 
 
 def _try_domain(
-    state: ClusterState, group: EjectionGroup, request: Request, members: np.ndarray, now: np.ndarray, optimistic: np.ndarray,
+    state: ClusterState,
+    group: EjectionGroup,
+    request: Request,
+    members: np.ndarray,
+    now: np.ndarray,
+    optimistic: np.ndarray,
     bound: np.ndarray,
 ) -> list[tuple[int, int]] | None:
     """Clear nodes of one domain and start the job there; None (state as found) if that fails."""

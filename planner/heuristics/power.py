@@ -22,8 +22,13 @@ import numpy as np
 from planner.heuristics.gpu_nodes import MILLI, GpuNodes
 
 GPU_POWER_W = {  # model -> (idle, TDP)
-    "V100M16": (30.0, 300.0), "V100M32": (30.0, 300.0), "P100": (25.0, 250.0), "T4": (10.0, 70.0),
-    "A10": (30.0, 150.0), "G2": (30.0, 150.0), "G3": (50.0, 400.0),
+    "V100M16": (30.0, 300.0),
+    "V100M32": (30.0, 300.0),
+    "P100": (25.0, 250.0),
+    "T4": (10.0, 70.0),
+    "A10": (30.0, 150.0),
+    "G2": (30.0, 150.0),
+    "G3": (50.0, 400.0),
 }
 CPU_IDLE_W, CPU_MAX_W = 15.0, 120.0
 VCPUS_PER_PACKAGE = 32  # 16 cores x 2 hyper-threads
@@ -42,8 +47,9 @@ class PowerModel:
         self.exists = np.arange(nodes.gpu_free.shape[1])[None, :] < nodes.gpus[:, None]
         self.packages = -(-nodes.cpu_cap // (VCPUS_PER_PACKAGE * 1000))
 
-    def node_power_w(self, nodes: GpuNodes, idx: np.ndarray | None = None, gpu_free: np.ndarray | None = None,
-                     cpu_free: np.ndarray | None = None) -> np.ndarray:
+    def node_power_w(
+        self, nodes: GpuNodes, idx: np.ndarray | None = None, gpu_free: np.ndarray | None = None, cpu_free: np.ndarray | None = None
+    ) -> np.ndarray:
         """Watts of nodes ``idx`` (default all), optionally in a hypothetical state of those rows."""
         idx = np.arange(len(nodes.names)) if idx is None else idx
         free = nodes.gpu_free[idx] if gpu_free is None else gpu_free

@@ -25,15 +25,24 @@ import numpy as np
 PLACEMENTS = ("spread", "binpack", "e-binpack", "e-spread")
 
 
-def place_pods(free: np.ndarray, pods: list[int], per_node: int, group_nodes: int, placement: str, lo: int = 0,
-               hi: int | None = None, zone_nodes: int = 0, inference: bool = False) -> list[int] | None:
+def place_pods(
+    free: np.ndarray,
+    pods: list[int],
+    per_node: int,
+    group_nodes: int,
+    placement: str,
+    lo: int = 0,
+    hi: int | None = None,
+    zone_nodes: int = 0,
+    inference: bool = False,
+) -> list[int] | None:
     """Nodes for ``pods`` (GPUs of each; one entry per pod, indexes into ``free``) under ``placement``
     on the nodes [lo, hi) (whole groups), or None when they cannot start there. ``zone_nodes``:
     e-spread's inference zone at the start of [lo, hi) (a small ``inference`` pod tries it first)."""
     hi = len(free) if hi is None else hi
     if placement == "e-spread":
         if inference and len(pods) == 1 and pods[0] < per_node and zone_nodes:
-            nodes = _place_local(free[lo:lo + zone_nodes], pods, per_node, group_nodes, "spread")
+            nodes = _place_local(free[lo : lo + zone_nodes], pods, per_node, group_nodes, "spread")
             if nodes is not None:
                 return [n + lo for n in nodes]
         lo, placement = lo + zone_nodes, "e-binpack"  # training, large inference jobs and the zone's overflow
@@ -70,7 +79,7 @@ def _place_local(free: np.ndarray, pods: list[int], per: int, group_nodes: int, 
         order = np.argsort(-idle_per_group, kind="stable").tolist()
     chosen = []
     for g in order:
-        members = np.flatnonzero(idle[g * group_nodes:(g + 1) * group_nodes]) + g * group_nodes
+        members = np.flatnonzero(idle[g * group_nodes : (g + 1) * group_nodes]) + g * group_nodes
         chosen.extend(members[: len(pods) - len(chosen)].tolist())
         if len(chosen) == len(pods):
             return chosen

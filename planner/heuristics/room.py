@@ -187,8 +187,11 @@ def unplaceable_reason(state: ClusterState, request: Request, optimistic: np.nda
     level = LEVEL_NAMES[request.level]
     node = state.cluster.nodes[int(np.flatnonzero(domains == best)[0])] if state.cluster is not None else None
     name = f" ({rules.topology_domain(node, level)})" if node is not None else ""
-    held = ("its pods could leave it, which under same_asw they cannot" if budget is not None and budget.asw is not None
-            else f"its pods of jobs required under one {level} could leave it, which they cannot")
+    held = (
+        "its pods could leave it, which under same_asw they cannot"
+        if budget is not None and budget.asw is not None
+        else f"its pods of jobs required under one {level} could leave it, which they cannot"
+    )
     why = f" ({int(room[best] + lost[best])} if {held})" if lost[best] else ""
     return (
         f"the job requires one {level}; even with every movable pod moved away the roomiest {level}{name} "

@@ -36,9 +36,7 @@ def check_policy(policy: str) -> None:
         raise ValueError(f"unknown scheduling policy {policy!r}; choose one of {', '.join(POLICIES)}")
 
 
-def pick_node(
-    state: ClusterState, p: int, policy: str, rng: np.random.Generator, among: np.ndarray | None = None
-) -> int:
+def pick_node(state: ClusterState, p: int, policy: str, rng: np.random.Generator, among: np.ndarray | None = None) -> int:
     """The node the policy would choose for pod p (among ``among`` if given), or -1; places nothing.
 
     For a placed pod this is where a copy could go (never its current node), as ``feasible_nodes`` says.
@@ -57,9 +55,7 @@ def pick_node(
     return int(candidates[rng.integers(len(candidates))])
 
 
-def schedule_pod(
-    state: ClusterState, p: int, policy: str, rng: np.random.Generator, among: np.ndarray | None = None
-) -> int:
+def schedule_pod(state: ClusterState, p: int, policy: str, rng: np.random.Generator, among: np.ndarray | None = None) -> int:
     """Place pending pod p on the node the policy picks; return that node, or -1 when none is feasible."""
     if state.pod_node[p] != PENDING:
         raise ValueError(f"pod '{state.pod_names[p]}' is already placed; unplace it first")
@@ -98,9 +94,7 @@ def _topology(state: ClusterState, p: int) -> tuple[str | None, bool]:
     return topology.level, topology.mode == "required"
 
 
-def _place_all(
-    state: ClusterState, pods: list[int], policy: str, rng: np.random.Generator, among: np.ndarray | None
-) -> list[int] | None:
+def _place_all(state: ClusterState, pods: list[int], policy: str, rng: np.random.Generator, among: np.ndarray | None) -> list[int] | None:
     """Schedule pods one by one (largest first); undo them all on the first failure."""
     order = sorted(range(len(pods)), key=lambda k: -state.pod_gpus[pods[k]])
     nodes = [-1] * len(pods)
@@ -115,9 +109,7 @@ def _place_all(
     return nodes
 
 
-def _candidate_domains(
-    state: ClusterState, pods: list[int], domain: np.ndarray, policy: str, rng: np.random.Generator
-) -> np.ndarray:
+def _candidate_domains(state: ClusterState, pods: list[int], domain: np.ndarray, policy: str, rng: np.random.Generator) -> np.ndarray:
     """Domains that may hold the gang, in the order the policy tries them.
 
     A domain qualifies when the first pod has a feasible node there and it has room (a necessary

@@ -29,9 +29,7 @@ def gpus_allocated(state: ClusterState, nodes: np.ndarray | None = None) -> np.n
     return allocated if nodes is None else allocated[nodes]
 
 
-def mean_used_fraction(
-    state: ClusterState, p: int, nodes: np.ndarray, allocated: np.ndarray | None = None
-) -> np.ndarray:
+def mean_used_fraction(state: ClusterState, p: int, nodes: np.ndarray, allocated: np.ndarray | None = None) -> np.ndarray:
     """Mean over GPUs, CPUs and memory of the used fraction of each node once p is on it.
 
     A resource the node does not have (zero capacity) is left out of its mean.
@@ -56,16 +54,12 @@ def mean_used_fraction(
     return total / np.maximum(count, 1)
 
 
-def least_allocated(
-    state: ClusterState, p: int, nodes: np.ndarray, allocated: np.ndarray | None = None
-) -> np.ndarray:
+def least_allocated(state: ClusterState, p: int, nodes: np.ndarray, allocated: np.ndarray | None = None) -> np.ndarray:
     """Kubernetes LeastAllocated ("spread", the default): mean free fraction after placing p."""
     return 1.0 - mean_used_fraction(state, p, nodes, allocated)
 
 
-def most_allocated(
-    state: ClusterState, p: int, nodes: np.ndarray, allocated: np.ndarray | None = None
-) -> np.ndarray:
+def most_allocated(state: ClusterState, p: int, nodes: np.ndarray, allocated: np.ndarray | None = None) -> np.ndarray:
     """Kubernetes MostAllocated ("binpack"): mean used fraction after placing p."""
     return mean_used_fraction(state, p, nodes, allocated)
 

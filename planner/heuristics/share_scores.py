@@ -101,8 +101,13 @@ class TargetWorkload:
                 break
         allowed = np.array([[not models or name in models for name in model_names] for (_, _, _, models), _ in kept], dtype=bool)
         pods = float(len(trace.names))  # the reference's arithmetic: (count / pods) / (kept / pods)
-        return cls(np.array([k[0] for k, _ in kept]), np.array([k[1] for k, _ in kept]), np.array([k[2] for k, _ in kept]), allowed,
-                   np.array([c for _, c in kept], dtype=np.float64) / pods / (total / pods))
+        return cls(
+            np.array([k[0] for k, _ in kept]),
+            np.array([k[1] for k, _ in kept]),
+            np.array([k[2] for k, _ in kept]),
+            allowed,
+            np.array([c for _, c in kept], dtype=np.float64) / pods / (total / pods),
+        )
 
 
 # The reference's bins for a class's amount (``FragRatioDataMap`` in its ``pkg/utils/frag.go``): Q1 lacks
@@ -126,8 +131,7 @@ def fragmentation(w: TargetWorkload, gpu_free: np.ndarray, cpu_free: np.ndarray,
     hosts = fits.sum(axis=1) >= w.num_gpu[None, :]
     allowed = w.allowed[:, model].T
     gpu_class = np.broadcast_to(w.milli[None, :] > 0, cpu_ok.shape)
-    kind = np.where(~gpu_class, np.where(cpu_ok, _XL, _XR),
-                    np.where(~allowed, _NA, np.where(cpu_ok, _Q2, np.where(hosts, _Q4, _Q1))))
+    kind = np.where(~gpu_class, np.where(cpu_ok, _XL, _XR), np.where(~allowed, _NA, np.where(cpu_ok, _Q2, np.where(hosts, _Q4, _Q1))))
     frag = np.where(gpu_class & allowed & hosts & cpu_ok, total[:, None] - usable, total[:, None])
     amount = w.share[None, :] * frag
     out = np.zeros(len(total))
@@ -190,8 +194,9 @@ class DotProd(Scorer):
     name = "dotprod"
 
     def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
-        dot = (nodes.cpu_free[idx] / MAX_CPU_MILLI) * (ask.cpu / MAX_CPU_MILLI) + (
-            nodes.gpu_free[idx].sum(axis=1) / MAX_GPU_MILLI) * (ask.milli * ask.num_gpu / MAX_GPU_MILLI)
+        dot = (nodes.cpu_free[idx] / MAX_CPU_MILLI) * (ask.cpu / MAX_CPU_MILLI) + (nodes.gpu_free[idx].sum(axis=1) / MAX_GPU_MILLI) * (
+            ask.milli * ask.num_gpu / MAX_GPU_MILLI
+        )
         return np.trunc(100.0 * (1.0 - dot / 2.0)).astype(np.int64)
 
 
@@ -199,8 +204,7 @@ class BestFit(Scorer):
     name = "bestfit"
 
     def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
-        left = 0.5 * (nodes.cpu_free[idx] - ask.cpu) / MAX_CPU_MILLI + 0.5 * (
-            nodes.gpu_free[idx].sum(axis=1) - ask.milli * ask.num_gpu) / MAX_GPU_MILLI
+        left = 0.5 * (nodes.cpu_free[idx] - ask.cpu) / MAX_CPU_MILLI + 0.5 * (nodes.gpu_free[idx].sum(axis=1) - ask.milli * ask.num_gpu) / MAX_GPU_MILLI
         return np.trunc(100.0 * (1.0 - left)).astype(np.int64)
 
     def normalise(self, scores: np.ndarray) -> np.ndarray:
@@ -255,9 +259,11 @@ class KubernetesAllocated(Scorer):
 
     def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
         gpu_cap = nodes.gpus[idx] * MILLI
-        parts = [(nodes.cpu_cap[idx], nodes.cpu_cap[idx] - nodes.cpu_free[idx] + ask.cpu),
-                 (nodes.mem_cap[idx], nodes.mem_cap[idx] - nodes.mem_free[idx] + ask.mem),
-                 (gpu_cap, gpu_cap - nodes.gpu_free[idx].sum(axis=1) + ask.milli * ask.num_gpu)]
+        parts = [
+            (nodes.cpu_cap[idx], nodes.cpu_cap[idx] - nodes.cpu_free[idx] + ask.cpu),
+            (nodes.mem_cap[idx], nodes.mem_cap[idx] - nodes.mem_free[idx] + ask.mem),
+            (gpu_cap, gpu_cap - nodes.gpu_free[idx].sum(axis=1) + ask.milli * ask.num_gpu),
+        ]
         total = np.zeros(len(idx), dtype=np.int64)
         count = np.zeros(len(idx), dtype=np.int64)
         for capacity, used in parts:
@@ -280,8 +286,9 @@ class Fgd(Scorer):
         free, cpu, model = nodes.gpu_free[idx], nodes.cpu_free[idx], nodes.model[idx]
         rows, width = free.shape
         before = fragmentation(self.workload, free, cpu, model)
-        after = fragmentation(self.workload, share_on_each_device(free, ask.milli), np.repeat(cpu - ask.cpu, width),
-                              np.repeat(model, width)).reshape(rows, width)
+        after = fragmentation(self.workload, share_on_each_device(free, ask.milli), np.repeat(cpu - ask.cpu, width), np.repeat(model, width)).reshape(
+            rows, width
+        )
         return np.where(free >= ask.milli, _sigmoid_score(before[:, None] - after), -1)
 
     def scores(self, nodes: GpuNodes, ask: Ask, idx: np.ndarray) -> np.ndarray:
@@ -373,10 +380,13 @@ class PwrFgdEq5(Scorer):
         choices = width if ask.is_share else 1
         after = share_on_each_device(free, ask.milli) if ask.is_share else after_placing(free, ask.num_gpu, ask.milli)
         cpu_after = np.repeat(cpu - ask.cpu, choices)
-        d_watts = self.power.node_power_w(nodes, np.repeat(idx, choices), after, cpu_after).reshape(rows, choices) \
-            - self.power.node_power_w(nodes, idx)[:, None]
-        d_frag = fragmentation(self.workload, after, cpu_after, np.repeat(model, choices)).reshape(rows, choices) \
+        d_watts = (
+            self.power.node_power_w(nodes, np.repeat(idx, choices), after, cpu_after).reshape(rows, choices) - self.power.node_power_w(nodes, idx)[:, None]
+        )
+        d_frag = (
+            fragmentation(self.workload, after, cpu_after, np.repeat(model, choices)).reshape(rows, choices)
             - fragmentation(self.workload, free, cpu, model)[:, None]
+        )
         value = np.round(self.alpha * d_watts + (1 - self.alpha) * d_frag / MILLI, 9)
         return np.where(free >= ask.milli, value, np.inf) if ask.is_share else value
 
@@ -389,8 +399,19 @@ class PwrFgdEq5(Scorer):
         return super().devices(nodes, n, ask, rng)
 
 
-SCORERS = ("fgd", "bestfit", "gpu-packing", "gpu-clustering", "dotprod", "random", "pwr", "pwr-fgd:<alpha>", "pwr-fgd-eq5:<alpha>",
-           "k8s-least-allocated", "k8s-most-allocated")
+SCORERS = (
+    "fgd",
+    "bestfit",
+    "gpu-packing",
+    "gpu-clustering",
+    "dotprod",
+    "random",
+    "pwr",
+    "pwr-fgd:<alpha>",
+    "pwr-fgd-eq5:<alpha>",
+    "k8s-least-allocated",
+    "k8s-most-allocated",
+)
 ALPHA_POLICIES = ("pwr-fgd:", "pwr-fgd-eq5:")
 
 

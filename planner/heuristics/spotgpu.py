@@ -112,8 +112,9 @@ def node_classes(ps: PreemptState) -> np.ndarray:
     cached = getattr(ps.cs, "_node_classes", None)
     if cached is None:
         ignored = {"name", "eviction_count", "labels"} | (set() if ps.cs.job_level.any() else {"asw", "spine"})
-        read = sorted({key for pod in ps.cluster.pods for key in pod.node_selector}
-                      | {r.key for pod in ps.cluster.pods for term in pod.node_affinity or () for r in term})
+        read = sorted(
+            {key for pod in ps.cluster.pods for key in pod.node_selector} | {r.key for pod in ps.cluster.pods for term in pod.node_affinity or () for r in term}
+        )
         keys = [n.model_dump_json(exclude=ignored) + repr([n.labels.get(k) for k in read]) for n in ps.cluster.nodes]
         ranks = {k: r for r, k in enumerate(sorted(set(keys)))}
         cached = np.array([ranks[k] for k in keys], dtype=np.int64)

@@ -132,8 +132,10 @@ def route_if_better(
     moves_after, gpus_after = plan_cost(start, routed.waves)
     empties_after = int((routed_state.pods_per_node == 0).sum())
     if routed.dropped or empties_after < empties_before or (moves_after, gpus_after) >= (moves_before, gpus_before):
-        return waves, (f"the trimmed end state routes to {moves_after} move(s) ({len(routed.dropped)} dropped, "
-                       f"{empties_after} empty nodes against {empties_before}): not better")
+        return waves, (
+            f"the trimmed end state routes to {moves_after} move(s) ({len(routed.dropped)} dropped, "
+            f"{empties_after} empty nodes against {empties_before}): not better"
+        )
     return routed.waves, None
 
 

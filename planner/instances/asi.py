@@ -119,9 +119,7 @@ def generate_asi(
     first_job = first_service = 0
     for b, (lo, hi) in enumerate(bounds):
         pending_here = pending_jobs // len(bounds) + (1 if b < pending_jobs % len(bounds) else 0)
-        result = _fill_block(
-            fabric.block(lo, hi), nodes_built[lo:hi], lo, settings, pending_here, first_job, first_service, rng
-        )
+        result = _fill_block(fabric.block(lo, hi), nodes_built[lo:hi], lo, settings, pending_here, first_job, first_service, rng)
         results.append(result)
         first_job += len(result.pool.size)
         first_service += result.pool.services()
@@ -138,9 +136,7 @@ MAX_NODES = 250_000
 """Largest cluster generated (the ASI paper's is 37,707 nodes); more is a typo, and would take hours."""
 
 
-def _check_arguments(
-    nodes: int, allocation: float, locked: float, scheduler: str, churn_rounds: int, pending_jobs: int
-) -> None:
+def _check_arguments(nodes: int, allocation: float, locked: float, scheduler: str, churn_rounds: int, pending_jobs: int) -> None:
     problems = []
     if isinstance(nodes, bool) or not isinstance(nodes, numbers.Integral) or not 1 <= nodes <= MAX_NODES:
         problems.append(f"--nodes: must be a whole number from 1 to {MAX_NODES:,}, got {nodes!r}")
@@ -193,8 +189,13 @@ def _fill_block(
 def _shape(pool: Pool, u: int) -> tuple:
     """What decides whether job u fits: pod size and count, pins, gang-ness and anti-affinity group."""
     return (
-        pool.pin[u], float(pool.gpus[u]), float(pool.cpus[u]), float(pool.memory_gib[u]),
-        int(pool.size[u]), int(pool.kind[u]) == GANG, int(pool.service[u]),
+        pool.pin[u],
+        float(pool.gpus[u]),
+        float(pool.cpus[u]),
+        float(pool.memory_gib[u]),
+        int(pool.size[u]),
+        int(pool.kind[u]) == GANG,
+        int(pool.service[u]),
     )
 
 

@@ -96,7 +96,5 @@ def node_objects(fabric: Fabric) -> list[Node]:
             asw=f"asw-{a:04d}",
             spine=f"spine-{s:03d}",
         )
-        for i, (a, s, m, c) in enumerate(
-            zip(fabric.asw.tolist(), fabric.spine.tolist(), fabric.model.tolist(), fabric.cpus.tolist())
-        )
+        for i, (a, s, m, c) in enumerate(zip(fabric.asw.tolist(), fabric.spine.tolist(), fabric.model.tolist(), fabric.cpus.tolist()))
     ]

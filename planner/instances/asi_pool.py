@@ -68,8 +68,6 @@ class Pool:
         return int(self.service.max()) + 1 if len(self.service) else 0
 
 
-
-
 def _mean_group_gpus(mix: Mix) -> float:
     task = float(np.dot(*mix.task_gpus))
     replica = float(np.dot(*mix.replica_gpus)) * sum(SERVICE_REPLICAS) / 2
@@ -82,9 +80,7 @@ def _pins(fabric: Fabric) -> tuple[list[tuple[str, ...]], np.ndarray, np.ndarray
     present = sorted(set(fabric.model.tolist()))
     gpus_of = np.array([np.sum(fabric.model == m) for m in present], dtype=np.float64)
     singles = [(fabric.models[m],) for m in present]
-    pairs = [
-        (fabric.models[a], fabric.models[b]) for k, a in enumerate(present) for b in present[k + 1 :]
-    ]
+    pairs = [(fabric.models[a], fabric.models[b]) for k, a in enumerate(present) for b in present[k + 1 :]]
     pins: list[tuple[str, ...]] = [*singles, *pairs, ()]
     single_p = (1 - PIN_ANY - (PIN_PAIR if pairs else 0)) * gpus_of / gpus_of.sum()
     pair_p = np.full(len(pairs), PIN_PAIR / len(pairs)) if pairs else np.zeros(0)
@@ -111,8 +107,9 @@ def build_pool(
     per_pod = np.where(
         kind == GANG,
         GPUS_PER_NODE,
-        np.where(kind == TASK, rng.choice(mix.task_gpus[0], size=groups, p=mix.task_gpus[1]),
-                 rng.choice(mix.replica_gpus[0], size=groups, p=mix.replica_gpus[1])),
+        np.where(
+            kind == TASK, rng.choice(mix.task_gpus[0], size=groups, p=mix.task_gpus[1]), rng.choice(mix.replica_gpus[0], size=groups, p=mix.replica_gpus[1])
+        ),
     )
     group_gpus = per_pod * np.where(kind == GANG, gang_pods, replicas)
     groups = min(int(np.searchsorted(np.cumsum(group_gpus), pool_gpus)) + 1, groups)

@@ -143,10 +143,7 @@ def _check_arguments(nodes: int, pending: dict[str, int] | None) -> None:
 
 def _nodes(count: int) -> list[Node]:
     """RTX 4090 servers: NUMA domain g holds GPU g and 8 CPUs, on socket g // 4."""
-    numa = [
-        NumaDomain(name=f"numa{g}", gpu_indexes=[g], cpus=float(CPUS_PER_GPU), socket=g // GPUS_PER_SOCKET)
-        for g in range(GPUS_PER_NODE)
-    ]
+    numa = [NumaDomain(name=f"numa{g}", gpu_indexes=[g], cpus=float(CPUS_PER_GPU), socket=g // GPUS_PER_SOCKET) for g in range(GPUS_PER_NODE)]
     width = len(str(count - 1))
     return [
         Node(

@@ -19,12 +19,18 @@ SHARES = {"train-h100": 0.355, "train-h200": 0.24, "inference": 0.14, "mig": 0.0
 FAMILIES = (*SHARES, "control-plane")
 _HASH = "bcdfghjklmnpqrstvwxz2456789"
 _OWNER_API = {"Job": "batch/v1", "Node": "v1"}
-DEFAULT_TOLERATIONS = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-                        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]
+DEFAULT_TOLERATIONS = [
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+]
 INFERENCE_TAINT = {"key": "dedicated", "value": "inference", "effect": "NoSchedule"}
 PRODUCTS = {"train-h100": ("NVIDIA-H100-80GB-HBM3", "81559", "hopper"), "train-h200": ("NVIDIA-H200", "143771", "hopper")}
-MIG_CONFIGS = {"all-1g.10gb": {"1g.10gb": 56}, "partial-1g.10gb": {"1g.10gb": 14}, "all-3g.40gb": {"3g.40gb": 16},
-               "all-balanced": {"1g.10gb": 16, "2g.20gb": 8, "3g.40gb": 8}}
+MIG_CONFIGS = {
+    "all-1g.10gb": {"1g.10gb": 56},
+    "partial-1g.10gb": {"1g.10gb": 14},
+    "all-3g.40gb": {"3g.40gb": 16},
+    "all-balanced": {"1g.10gb": 16, "2g.20gb": 8, "3g.40gb": 8},
+}
 
 
 @dataclass
@@ -78,24 +84,44 @@ class Builder:
 
     def node(self, family: str, index: int, leaf: int) -> None:
         rng = self.rng
-        short = {"train-h100": "trn-h100", "train-h200": "trn-h200", "inference": "inf-l40s", "mig": "mig", "ts": "ts-l4",
-                 "cpu": "cpu", "control-plane": "cp"}[family]
-        labels = {"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
-                  "topology.kubernetes.io/zone": f"us-east-1{'abc'[leaf % 3]}",
-                  "network.topology.nvidia.com/leaf": f"leaf-{leaf:03d}", "network.topology.nvidia.com/spine": f"spine-{leaf // 4:02d}"}
+        short = {"train-h100": "trn-h100", "train-h200": "trn-h200", "inference": "inf-l40s", "mig": "mig", "ts": "ts-l4", "cpu": "cpu", "control-plane": "cp"}[
+            family
+        ]
+        labels = {
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/os": "linux",
+            "topology.kubernetes.io/zone": f"us-east-1{'abc'[leaf % 3]}",
+            "network.topology.nvidia.com/leaf": f"leaf-{leaf:03d}",
+            "network.topology.nvidia.com/spine": f"spine-{leaf // 4:02d}",
+        }
         alloc: dict[str, int] = {"pods": 110}
         taints: list[dict[str, str]] = []
         gpu = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8", "nvidia.com/mig.capable": "false"}
         if family in PRODUCTS:
             product, memory, arch = PRODUCTS[family]
-            labels |= gpu | {"nvidia.com/gpu.product": product, "nvidia.com/gpu.memory": memory, "nvidia.com/gpu.family": arch,
-                             "nvidia.com/mig.capable": "true", "node-pool": family, "feature.node.kubernetes.io/rdma.available": "true"}
-            alloc |= {"cpu": rng.choice([222_000, 223_500]), "memory": 2013 * GiB, "ephemeral-storage": 1699 * GiB,
-                      "nvidia.com/gpu": 8, "rdma/rdma_shared_device_a": 1000}
+            labels |= gpu | {
+                "nvidia.com/gpu.product": product,
+                "nvidia.com/gpu.memory": memory,
+                "nvidia.com/gpu.family": arch,
+                "nvidia.com/mig.capable": "true",
+                "node-pool": family,
+                "feature.node.kubernetes.io/rdma.available": "true",
+            }
+            alloc |= {
+                "cpu": rng.choice([222_000, 223_500]),
+                "memory": 2013 * GiB,
+                "ephemeral-storage": 1699 * GiB,
+                "nvidia.com/gpu": 8,
+                "rdma/rdma_shared_device_a": 1000,
+            }
             name = f"{short}-{index:04d}"
         elif family == "inference":
-            labels |= gpu | {"nvidia.com/gpu.product": "NVIDIA-L40S", "nvidia.com/gpu.memory": "46068",
-                             "nvidia.com/gpu.family": "ada-lovelace", "node-pool": "inference"}
+            labels |= gpu | {
+                "nvidia.com/gpu.product": "NVIDIA-L40S",
+                "nvidia.com/gpu.memory": "46068",
+                "nvidia.com/gpu.family": "ada-lovelace",
+                "node-pool": "inference",
+            }
             alloc |= {"cpu": rng.choice([126_000, 127_500]), "memory": 1007 * GiB, "ephemeral-storage": 3518 * GiB, "nvidia.com/gpu": 8}
             taints.append(dict(INFERENCE_TAINT))
             name = f"{short}-{index:04d}"
@@ -103,9 +129,15 @@ class Builder:
             base = rng.choice(["a100", "a100", "h100"])
             config = rng.choice(list(MIG_CONFIGS))
             product = "NVIDIA-A100-SXM4-80GB" if base == "a100" else "NVIDIA-H100-80GB-HBM3"
-            labels |= gpu | {"nvidia.com/gpu.product": product, "nvidia.com/gpu.memory": "81920", "nvidia.com/mig.capable": "true",
-                             "node-pool": "mig", "nvidia.com/mig.strategy": "mixed", "nvidia.com/mig.config": config,
-                             "nvidia.com/mig.config.state": "success"}
+            labels |= gpu | {
+                "nvidia.com/gpu.product": product,
+                "nvidia.com/gpu.memory": "81920",
+                "nvidia.com/mig.capable": "true",
+                "node-pool": "mig",
+                "nvidia.com/mig.strategy": "mixed",
+                "nvidia.com/mig.config": config,
+                "nvidia.com/mig.config.state": "success",
+            }
             alloc |= {"cpu": 254_000, "memory": 1007 * GiB, "ephemeral-storage": 1699 * GiB}
             for profile, count in MIG_CONFIGS[config].items():
                 alloc[f"nvidia.com/mig-{profile}"] = count
@@ -113,11 +145,15 @@ class Builder:
             name = f"mig-{base}-{index:04d}"
         elif family == "ts":
             renamed = index % 2 == 1
-            labels |= gpu | {"nvidia.com/gpu.product": "NVIDIA-L4" if renamed else "NVIDIA-L4-SHARED", "nvidia.com/gpu.memory": "23034",
-                             "nvidia.com/gpu.family": "ada-lovelace", "node-pool": "shared", "nvidia.com/gpu.replicas": "4",
-                             "nvidia.com/gpu.sharing-strategy": "time-slicing"}
-            alloc |= {"cpu": 190_000, "memory": 755 * GiB, "ephemeral-storage": 1899 * GiB,
-                      ("nvidia.com/gpu.shared" if renamed else "nvidia.com/gpu"): 32}
+            labels |= gpu | {
+                "nvidia.com/gpu.product": "NVIDIA-L4" if renamed else "NVIDIA-L4-SHARED",
+                "nvidia.com/gpu.memory": "23034",
+                "nvidia.com/gpu.family": "ada-lovelace",
+                "node-pool": "shared",
+                "nvidia.com/gpu.replicas": "4",
+                "nvidia.com/gpu.sharing-strategy": "time-slicing",
+            }
+            alloc |= {"cpu": 190_000, "memory": 755 * GiB, "ephemeral-storage": 1899 * GiB, ("nvidia.com/gpu.shared" if renamed else "nvidia.com/gpu"): 32}
             name = f"{short}-{index:04d}"
         elif family == "cpu":
             alloc |= {"cpu": rng.choice([62_000, 94_000]), "memory": rng.choice([252, 377]) * GiB, "ephemeral-storage": 446 * GiB}
@@ -137,12 +173,19 @@ class Builder:
             spec["taints"] = taints
         if cordoned:
             spec["unschedulable"] = True
-        quantities = {r: (cpu_quantity(v) if r == "cpu" else memory_quantity(v, rng) if r in ("memory", "ephemeral-storage") else
-                          "1k" if v == 1000 else str(v)) for r, v in alloc.items()}
-        self.items.append({"apiVersion": "v1", "kind": "Node",
-                           "metadata": {"name": name, "uid": self.uid(), "labels": labels},
-                           "spec": spec, "status": {"allocatable": quantities, "capacity": dict(quantities),
-                                                    "conditions": [{"type": "Ready", "status": "True"}]}})
+        quantities = {
+            r: (cpu_quantity(v) if r == "cpu" else memory_quantity(v, rng) if r in ("memory", "ephemeral-storage") else "1k" if v == 1000 else str(v))
+            for r, v in alloc.items()
+        }
+        self.items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "uid": self.uid(), "labels": labels},
+                "spec": spec,
+                "status": {"allocatable": quantities, "capacity": dict(quantities), "conditions": [{"type": "Ready", "status": "True"}]},
+            }
+        )
         node = NodeState(name, family, labels, Counter(alloc), taints, cordoned)
         self.nodes.append(node)
         self.by_family[family].append(node)
@@ -157,9 +200,12 @@ class Builder:
         tolerations = spec.get("tolerations") or []
         for taint in node.taints:
             if taint["key"] != "node.kubernetes.io/unschedulable" and not any(
-                    t.get("operator") == "Exists" and not t.get("key") or
-                    t.get("key") == taint["key"] and (t.get("operator") == "Exists" or t.get("value") == taint.get("value"))
-                    for t in tolerations):
+                t.get("operator") == "Exists"
+                and not t.get("key")
+                or t.get("key") == taint["key"]
+                and (t.get("operator") == "Exists" or t.get("value") == taint.get("value"))
+                for t in tolerations
+            ):
                 return False
         if anti is not None and anti in node.anti or node.ports & set(ports):
             return False
@@ -173,18 +219,36 @@ class Builder:
             node.anti.add(anti)
         pod["spec"]["nodeName"] = node.name
 
-    def pod(self, name: str, namespace: str, owner: tuple[str, str], containers: list[dict], *, labels: dict | None = None,
-            priority: tuple[str, int] | None = None, init: list[dict] | None = None, **spec: Any) -> dict[str, Any]:
+    def pod(
+        self,
+        name: str,
+        namespace: str,
+        owner: tuple[str, str],
+        containers: list[dict],
+        *,
+        labels: dict | None = None,
+        priority: tuple[str, int] | None = None,
+        init: list[dict] | None = None,
+        **spec: Any,
+    ) -> dict[str, Any]:
         """A running pod (not yet bound); a name already used in the namespace gets a new random
         suffix, as the controllers' name generators retry."""
         while (namespace, name) in self.pod_names:
             name = f"{name.rsplit('-', 1)[0]}-{self.suffix(5)}"
         self.pod_names.add((namespace, name))
-        meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": self.uid(), "labels": labels or {},
-                                "ownerReferences": [{"apiVersion": _OWNER_API.get(owner[0], "apps/v1"), "kind": owner[0], "name": owner[1], "uid": self.uid(),
-                                                     "controller": True}]}
-        body: dict[str, Any] = {"containers": containers, "restartPolicy": "Always", "schedulerName": "default-scheduler",
-                                "tolerations": list(DEFAULT_TOLERATIONS)}
+        meta: dict[str, Any] = {
+            "name": name,
+            "namespace": namespace,
+            "uid": self.uid(),
+            "labels": labels or {},
+            "ownerReferences": [{"apiVersion": _OWNER_API.get(owner[0], "apps/v1"), "kind": owner[0], "name": owner[1], "uid": self.uid(), "controller": True}],
+        }
+        body: dict[str, Any] = {
+            "containers": containers,
+            "restartPolicy": "Always",
+            "schedulerName": "default-scheduler",
+            "tolerations": list(DEFAULT_TOLERATIONS),
+        }
         if priority:
             body |= {"priorityClassName": priority[0], "priority": priority[1]}
         if init:
@@ -192,8 +256,18 @@ class Builder:
         body |= spec
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body, "status": {"phase": "Running"}}
 
-    def container(self, name: str, cpu: int, memory: int, extra: dict[str, int] | None = None, *, eph: int = 0,
-                  limits_only: bool = False, ports: list[dict] | None = None, sidecar: bool = False) -> dict[str, Any]:
+    def container(
+        self,
+        name: str,
+        cpu: int,
+        memory: int,
+        extra: dict[str, int] | None = None,
+        *,
+        eph: int = 0,
+        limits_only: bool = False,
+        ports: list[dict] | None = None,
+        sidecar: bool = False,
+    ) -> dict[str, Any]:
         requests = {"cpu": cpu_quantity(cpu), "memory": memory_quantity(memory, self.rng)}
         if eph:
             requests["ephemeral-storage"] = memory_quantity(eph, self.rng)
@@ -236,6 +310,7 @@ class Builder:
         self.items.extend(pods)
         return True
 
+
 def scheduled_need(pod: dict[str, Any]) -> Counter:
     """At least what the scheduler counts for the pod: every container and init container and the
     overhead summed (the quantities are re-read from the integers the builder wrote)."""
@@ -264,5 +339,4 @@ def _amount(resource: str, text: str) -> int:
 
 def host_port_numbers(pod: dict[str, Any]) -> list[int]:
     host = pod["spec"].get("hostNetwork")
-    return [p.get("hostPort") or p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])
-            if p.get("hostPort") or host]
+    return [p.get("hostPort") or p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", []) if p.get("hostPort") or host]

@@ -70,8 +70,10 @@ def missing_data_dir(directory: Path, given: str | Path | None) -> str | None:
     if directory.is_dir():
         return None
     source = "--data-dir" if given is not None else (f"${ENV_DIR}" if os.environ.get(ENV_DIR) else "the default")
-    return (f"--data-dir: no openb-2023 trace directory at '{directory}' (from {source}); "
-            f"pass --data-dir or set {ENV_DIR} to the directory holding the openb_*.csv files")
+    return (
+        f"--data-dir: no openb-2023 trace directory at '{directory}' (from {source}); "
+        f"pass --data-dir or set {ENV_DIR} to the directory holding the openb_*.csv files"
+    )
 
 
 def pod_lists(data_dir: Path) -> list[str]:
@@ -112,9 +114,7 @@ def generate_openb(
     alive_from, alive_until = _lifetimes(trace, at_s, departures)
     arriving = np.flatnonzero(alive_from <= (at_s if at_s is not None else 0.0))
     state = ClusterState(Cluster(nodes=node_list, pods=[trace.pods[i] for i in arriving]))
-    started = Replay(state, scheduler, np.random.default_rng(seed)).run(
-        alive_from[arriving], alive_until[arriving], at_s if at_s is not None else 0.0
-    )
+    started = Replay(state, scheduler, np.random.default_rng(seed)).run(alive_from[arriving], alive_until[arriving], at_s if at_s is not None else 0.0)
     return _snapshot(state, trace.pods, arriving, alive_until, started, at_s)
 
 
@@ -146,18 +146,11 @@ def _check_arguments(directory: Path, given: str | Path | None, pods: str, nodes
 def _check_time(pods: str, at_s: float | None, trace: TracePods) -> None:
     if trace.created_s is None:
         if at_s is not None:
-            raise SnapshotError(
-                [
-                    (f"--at: pod list {pods!r} has no time columns (its pods arrive in file order and never "
-                    "leave); leave --at out")
-                ]
-            )
+            raise SnapshotError([(f"--at: pod list {pods!r} has no time columns (its pods arrive in file order and never leave); leave --at out")])
         return
     if at_s is None:
         last = int(trace.created_s.max()) if len(trace.created_s) else 0
-        raise SnapshotError(
-            [f"--at: pod list {pods!r} is timed; give the snapshot time in seconds (its pods arrive from 0 to {last})"]
-        )
+        raise SnapshotError([f"--at: pod list {pods!r} is timed; give the snapshot time in seconds (its pods arrive from 0 to {last})"])
     if isinstance(at_s, bool) or not isinstance(at_s, (int, float)) or not math.isfinite(at_s) or not 0 <= at_s <= MAX_TIME_S:
         raise SnapshotError([f"--at: must be a time in seconds from 0 to {MAX_TIME_S:g}, got {at_s!r}"])
 
@@ -223,9 +216,7 @@ def read_pods(path: Path) -> TracePods:
         pods.append(
             Pod(
                 name=row["name"],
-                gpus=pod_gpus(
-                    int(_number(path, i, "num_gpu", row["num_gpu"])), _number(path, i, "gpu_milli", row["gpu_milli"])
-                ),
+                gpus=pod_gpus(int(_number(path, i, "num_gpu", row["num_gpu"])), _number(path, i, "gpu_milli", row["gpu_milli"])),
                 cpus=_number(path, i, "cpu_milli", row["cpu_milli"]) / 1000,
                 memory_gib=_number(path, i, "memory_mib", row["memory_mib"]) / 1024,
                 gpu_models=[m for m in spec.split("|") if m] if spec else [],

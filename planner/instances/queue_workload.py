@@ -57,8 +57,7 @@ MEAN_HOURS = {"small": 1.0, "medium": 3.0, "large": 6.0}
 GPUs hold 4% of GPU-time (Kant: under 10%) and those of 256 or more 79% (Kant: over half)."""
 
 
-def kant_jobs(cluster: QueueCluster, hours: float, load: float, seed: int, tenants: dict[str, float] | None = None,
-              reserve_nodes: int = 0) -> list[QueuedJob]:
+def kant_jobs(cluster: QueueCluster, hours: float, load: float, seed: int, tenants: dict[str, float] | None = None, reserve_nodes: int = 0) -> list[QueuedJob]:
     """A seeded training workload for Kant's experiment: Poisson arrivals at the rate that offers
     ``load`` x the cluster's GPUs, sizes from ``SIZE_SHARES`` (capped at the cluster), lognormal run
     times (sigma 1) with the means of ``MEAN_HOURS``. Kant's trace is not public: these are our choices.

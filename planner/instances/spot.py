@@ -137,8 +137,14 @@ def read_node_list(path: str | Path = DEFAULT_NODE_LIST) -> list[NodeRow]:
                 raise SnapshotError([f"{path}: missing column(s) {', '.join(missing)}"])
             rows = [_row(path, i, raw) for i, raw in enumerate(reader)]
     except FileNotFoundError:
-        raise NodeListMissing([(f"--node-list: no such file '{path}'; pass --node-list with the spot-2026 trace's node_info_df.csv "
-                               "(the repository has it in data/spot-gpu-2026/)")]) from None
+        raise NodeListMissing(
+            [
+                (
+                    f"--node-list: no such file '{path}'; pass --node-list with the spot-2026 trace's node_info_df.csv "
+                    "(the repository has it in data/spot-gpu-2026/)"
+                )
+            ]
+        ) from None
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise SnapshotError([f"{path}: cannot read: {err}"]) from None
     if not rows:
@@ -173,9 +179,7 @@ def _whole_in(value: object, low: int, high: int) -> bool:
     return not isinstance(value, bool) and isinstance(value, numbers.Integral) and low <= value <= high
 
 
-def _check_arguments(
-    nodes: int, hp_share: float, lp_fill: float, pending_jobs: int, rows: int, path: str | Path
-) -> None:
+def _check_arguments(nodes: int, hp_share: float, lp_fill: float, pending_jobs: int, rows: int, path: str | Path) -> None:
     problems = []
     if not _whole_in(nodes, 1, rows):
         problems.append(f"--nodes: must be a whole number from 1 to {rows:,} (the rows of {path}), got {nodes!r}")
@@ -300,9 +304,7 @@ class Placed:
         self.jobs.append(PlacedJob(f"{kind}-{self.counts[kind]:05d}", family, draw, hp, where))
         self.counts[kind] += 1
 
-    def snapshot(
-        self, nodes: list[Node], models: dict[str, list[str]], locked: set[int], rng: np.random.Generator
-    ) -> tuple[list[Pod], list[Job]]:
+    def snapshot(self, nodes: list[Node], models: dict[str, list[str]], locked: set[int], rng: np.random.Generator) -> tuple[list[Pod], list[Job]]:
         """Pods and jobs, with start and checkpoint times drawn per job."""
         pods: list[Pod] = []
         jobs: list[Job] = []
@@ -348,9 +350,7 @@ def _lp_times(rng: np.random.Generator) -> dict:
     return times
 
 
-def _draw(
-    fleet: Fleet, family: str | None, gang_share: float, pods_range: tuple[int, int], max_gpus: int, rng: np.random.Generator
-) -> JobDraw | None:
+def _draw(fleet: Fleet, family: str | None, gang_share: float, pods_range: tuple[int, int], max_gpus: int, rng: np.random.Generator) -> JobDraw | None:
     """A job shape for ``family`` (None: any model) using at most ``max_gpus`` GPUs in all."""
     in_family = fleet.in_family(family)
     biggest = int(fleet.gpus[in_family].max())
@@ -371,12 +371,7 @@ def _draw(
 
 
 def _fits(fleet: Fleet, draw: JobDraw, family: str) -> np.ndarray:
-    return (
-        fleet.in_family(family)
-        & (fleet.free_gpus >= draw.gpus)
-        & (fleet.free_cpus >= draw.cpus - 1e-9)
-        & (fleet.free_mem >= draw.memory_gib - 1e-9)
-    )
+    return fleet.in_family(family) & (fleet.free_gpus >= draw.gpus) & (fleet.free_cpus >= draw.cpus - 1e-9) & (fleet.free_mem >= draw.memory_gib - 1e-9)
 
 
 def _place(fleet: Fleet, draw: JobDraw, family: str, packed: bool, rng: np.random.Generator) -> list[int] | None:
@@ -398,9 +393,7 @@ def _place(fleet: Fleet, draw: JobDraw, family: str, packed: bool, rng: np.rando
     return chosen
 
 
-def _fill_family(
-    fleet: Fleet, placed: Placed, family: str, hp_share: float, lp_fill: float, rng: np.random.Generator
-) -> None:
+def _fill_family(fleet: Fleet, placed: Placed, family: str, hp_share: float, lp_fill: float, rng: np.random.Generator) -> None:
     """HP jobs up to ``hp_share`` of the family's GPUs, then LP jobs up to ``lp_fill`` of the rest."""
     in_family = fleet.in_family(family)
     total = int(fleet.gpus[in_family].sum())
@@ -457,9 +450,7 @@ def _enough(slots: np.ndarray, pods: int, asw: np.ndarray | None) -> bool:
     return float(np.bincount(asw, weights=slots).max()) >= pods
 
 
-def _pending_job(
-    fleet: Fleet, room: tuple[np.ndarray, np.ndarray, np.ndarray], name: str, rng: np.random.Generator
-) -> tuple[list[Pod], Job]:
+def _pending_job(fleet: Fleet, room: tuple[np.ndarray, np.ndarray, np.ndarray], name: str, rng: np.random.Generator) -> tuple[list[Pod], Job]:
     """A pending HP job that needs a preemption (redrawn up to ``PENDING_DRAWS`` times); ``room`` is
     what each node would have with every unlocked spot pod gone."""
     families = sorted(fleet.models)

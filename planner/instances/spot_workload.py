@@ -143,8 +143,9 @@ class SimJob:
         last = -math.inf
         for k, (start, end) in enumerate(self.standby_windows_s):
             if not (math.isfinite(start) and math.isfinite(end) and last <= start < end):
-                raise ValueError(f"jobs[{self.name}].standby_windows_s[{k}]: windows must be finite, start before end, sorted and disjoint; "
-                                 f"got ({start}, {end})")
+                raise ValueError(
+                    f"jobs[{self.name}].standby_windows_s[{k}]: windows must be finite, start before end, sorted and disjoint; got ({start}, {end})"
+                )
             last = end
 
 
@@ -153,9 +154,17 @@ def synthetic_jobs(seed: int, count: int, window_s: int = 4000) -> list[SimJob]:
     jobs = []
     for i in range(count):
         hp = rng.random() < 0.3
-        jobs.append(SimJob(f"{'h' if hp else 's'}{i:04d}", "HP" if hp else "LP", submit_s=rng.randrange(0, window_s, 10),
-                           work_s=rng.randrange(100, 2000, 10), workers=rng.choice([1, 1, 2]), gpus_per_worker=rng.choice([1, 2, 4, 8]),
-                           checkpoint_interval_s=None if hp else rng.choice([None, 120, 300])))
+        jobs.append(
+            SimJob(
+                f"{'h' if hp else 's'}{i:04d}",
+                "HP" if hp else "LP",
+                submit_s=rng.randrange(0, window_s, 10),
+                work_s=rng.randrange(100, 2000, 10),
+                workers=rng.choice([1, 1, 2]),
+                gpus_per_worker=rng.choice([1, 2, 4, 8]),
+                checkpoint_interval_s=None if hp else rng.choice([None, 120, 300]),
+            )
+        )
     return jobs
 
 
@@ -209,9 +218,17 @@ def spot2026_cluster(nodes: int | None = None, seed: int = 0, node_list: Path | 
     return nodes_of_rows(rows)
 
 
-def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed: int = 0, hp_load: float = HP_LOAD,
-                  spot_load: float = SPOT_LOAD, standby_share: float = 0.5, max_duration_s: float = 3 * 86400.0,
-                  warm_start: bool = False) -> list[SimJob]:
+def spot2026_jobs(
+    nodes: list[Node],
+    days: float,
+    jobs: int | None = None,
+    seed: int = 0,
+    hp_load: float = HP_LOAD,
+    spot_load: float = SPOT_LOAD,
+    standby_share: float = 0.5,
+    max_duration_s: float = 3 * 86400.0,
+    warm_start: bool = False,
+) -> list[SimJob]:
     """HP and spot jobs arriving over ``days`` days on ``nodes`` (time 0 is midnight of day 1), drawn
     from the laws in the module docstring: ``jobs`` jobs if given, else as many as make the offered
     GPU-time (hp_load + spot_load) x GPUs x days; with ``warm_start``, plus the jobs a stationary
@@ -251,14 +268,14 @@ def spot2026_jobs(nodes: list[Node], days: float, jobs: int | None = None, seed:
         if warm_start:
             past = round(expected * max_duration_s / horizon_s)
             if past:
-                draws = _draw_jobs(warm_rng, plan, _diurnal_arrivals(warm_rng, past, max_duration_s, -max_duration_s), hp_share,
-                                   standby_share, max_duration_s)
+                draws = _draw_jobs(warm_rng, plan, _diurnal_arrivals(warm_rng, past, max_duration_s, -max_duration_s), hp_share, standby_share, max_duration_s)
                 out.extend(_sim_jobs(warm_rng, plan, _still_running(draws), "w"))
     return out
 
 
-def _check_jobs_arguments(nodes: list[Node], days: float, jobs: int | None, seed: int, hp_load: float, spot_load: float,
-                          standby_share: float, max_duration_s: float, warm_start: bool) -> None:
+def _check_jobs_arguments(
+    nodes: list[Node], days: float, jobs: int | None, seed: int, hp_load: float, spot_load: float, standby_share: float, max_duration_s: float, warm_start: bool
+) -> None:
     problems = []
     if isinstance(days, bool) or not isinstance(days, (int, float)) or not 0 < days <= 366:
         problems.append(f"days: must be above 0 and at most 366, got {days!r}")
@@ -313,8 +330,7 @@ class _Draws:
     sleeps: np.ndarray
 
 
-def _draw_jobs(rng: np.random.Generator, plan: _Family, submit: np.ndarray, hp_share: float, standby_share: float,
-               max_duration_s: float) -> _Draws:
+def _draw_jobs(rng: np.random.Generator, plan: _Family, submit: np.ndarray, hp_share: float, standby_share: float, max_duration_s: float) -> _Draws:
     """Every attribute of ``len(submit)`` jobs of one pool, vectorised."""
     count = len(submit)
     members, sizes = plan.members, plan.sizes
@@ -356,11 +372,21 @@ def _sim_jobs(rng: np.random.Generator, plan: _Family, draws: _Draws, tag: str) 
         hp = bool(draws.hp[k])
         submit, duration = float(draws.submit[k]), float(draws.duration[k])
         windows = _night_windows(rng, submit, duration) if draws.sleeps[k] else ()
-        out.append(SimJob(
-            f"{'hp' if hp else 'spot'}-{family}-{tag}{k:06d}", "HP" if hp else "LP", submit_s=submit, work_s=duration,
-            workers=int(draws.workers[k]), gpus_per_worker=int(draws.per_worker[k]), cpus_per_worker=float(draws.cpus[k]),
-            memory_gib_per_worker=float(draws.gib[k]), gpu_models=models,
-            checkpoint_interval_s=None if hp else CHECKPOINT_INTERVALS_S[int(draws.interval[k])], standby_windows_s=windows))
+        out.append(
+            SimJob(
+                f"{'hp' if hp else 'spot'}-{family}-{tag}{k:06d}",
+                "HP" if hp else "LP",
+                submit_s=submit,
+                work_s=duration,
+                workers=int(draws.workers[k]),
+                gpus_per_worker=int(draws.per_worker[k]),
+                cpus_per_worker=float(draws.cpus[k]),
+                memory_gib_per_worker=float(draws.gib[k]),
+                gpu_models=models,
+                checkpoint_interval_s=None if hp else CHECKPOINT_INTERVALS_S[int(draws.interval[k])],
+                standby_windows_s=windows,
+            )
+        )
     return out
 
 

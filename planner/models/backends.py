@@ -64,8 +64,7 @@ def solve(
     return result
 
 
-def solve_highs_then_cpsat(milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None,
-                           highs_share: float = 0.5) -> MilpResult:
+def solve_highs_then_cpsat(milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, highs_share: float = 0.5) -> MilpResult:
     """HiGHS on ``highs_share`` of ``time_limit_s``; unless it proves ``milp`` (maximise) optimal or
     infeasible, CP-SAT's deterministic search from the same hint on the wall time left. Returns the
     proven or better result, with the least bound either reported. A proven result is deterministic

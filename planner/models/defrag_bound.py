@@ -75,8 +75,7 @@ def empties_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
         "cpus": (state.pod_cpus, state.cap_cpus),
         "memory": (state.pod_mem, state.cap_mem),
     }
-    used_locked = {name: np.bincount(state.pod_node[locked_pod], weights=demand[locked_pod], minlength=n_nodes)
-                   for name, (demand, _) in demands.items()}
+    used_locked = {name: np.bincount(state.pod_node[locked_pod], weights=demand[locked_pod], minlength=n_nodes) for name, (demand, _) in demands.items()}
     extra_by = {}
     for name, (demand, cap) in demands.items():
         residual = np.maximum(cap - used_locked[name], 0.0) * locked_node
@@ -91,11 +90,20 @@ def empties_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
         reach = _largest_sums(sizes, int(state.cap_gpus.max(initial=0)))
         big = np.where(state.pod_whole >= t, state.pod_whole, 0).astype(np.float64)
         mask = whole >= t
-        extra_by[f"gpus>={t}"] = _fewest_extra_nodes(state, budget, movable[mask], home[mask], big, reach[state.cap_gpus].astype(np.float64),
-                                                     reach[np.minimum(hole, len(reach) - 1)] * locked_node, locked_node)
+        extra_by[f"gpus>={t}"] = _fewest_extra_nodes(
+            state,
+            budget,
+            movable[mask],
+            home[mask],
+            big,
+            reach[state.cap_gpus].astype(np.float64),
+            reach[np.minimum(hole, len(reach) - 1)] * locked_node,
+            locked_node,
+        )
     presence = _regions(state, budget, movable, home) if len(movable) else None  # one region map for both uses below
-    extra_by["presence"] = _fewest_extra_nodes(state, budget, movable, home, np.ones(len(state.pod_names)), np.full(n_nodes, np.inf),
-                                               np.where(locked_node, np.inf, 0.0), locked_node, presence)
+    extra_by["presence"] = _fewest_extra_nodes(
+        state, budget, movable, home, np.ones(len(state.pod_names)), np.full(n_nodes, np.inf), np.where(locked_node, np.inf, 0.0), locked_node, presence
+    )
     extra_by["anti_affinity"] = _anti_affinity_extra_nodes(state, movable, home, locked_pod, locked_node, presence)
     binding = max(extra_by, key=lambda k: extra_by[k])
     capacity = n_nodes - int(locked_node.sum()) - extra_by[binding]
@@ -116,9 +124,17 @@ def empties_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
     return EmptiesBound(bound, capacity, by_budget, binding if capacity <= by_budget else "budget")
 
 
-def _fewest_extra_nodes(state: ClusterState, budget: MoveBudget, pods: np.ndarray, home: np.ndarray, demand: np.ndarray,
-                        cap: np.ndarray, residual: np.ndarray, locked_node: np.ndarray,
-                        regions: tuple[np.ndarray, int] | None = None) -> int:
+def _fewest_extra_nodes(
+    state: ClusterState,
+    budget: MoveBudget,
+    pods: np.ndarray,
+    home: np.ndarray,
+    demand: np.ndarray,
+    cap: np.ndarray,
+    residual: np.ndarray,
+    locked_node: np.ndarray,
+    regions: tuple[np.ndarray, int] | None = None,
+) -> int:
     """Sum over the regions of ``pods`` (``regions``, when already computed for them) of the fewest
     unlocked nodes whose capacity, with the locked nodes' residual, holds the region's demand."""
     if not len(pods):
@@ -148,8 +164,9 @@ def _largest_sums(sizes: list[int], top: int) -> np.ndarray:
     return np.maximum.accumulate(np.where(possible, np.arange(top + 1), 0))
 
 
-def _anti_affinity_extra_nodes(state: ClusterState, movable: np.ndarray, home: np.ndarray, locked_pod: np.ndarray,
-                               locked_node: np.ndarray, presence: tuple[np.ndarray, int] | None) -> int:
+def _anti_affinity_extra_nodes(
+    state: ClusterState, movable: np.ndarray, home: np.ndarray, locked_pod: np.ndarray, locked_node: np.ndarray, presence: tuple[np.ndarray, int] | None
+) -> int:
     """Sum over the presence regions j of max over anti-affinity groups g of the unlocked nodes g's
     movable pods in j need: they end on distinct nodes of j, none holding a locked pod of g, so
     non-empty nodes in j >= m(g, j) + locked nodes of g in j, and the unlocked ones among them

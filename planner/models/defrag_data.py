@@ -40,9 +40,7 @@ def class_key(state: ClusterState, p: int, domain: int) -> tuple:
 class DefragData:
     """Integer resources, locked usage and eligibility, derived from ``rules`` via the state."""
 
-    def __init__(
-        self, state: ClusterState, movable: list[int], forbidden: set[tuple[int, int]] | frozenset, budget: MoveBudget, deadline: float | None
-    ):
+    def __init__(self, state: ClusterState, movable: list[int], forbidden: set[tuple[int, int]] | frozenset, budget: MoveBudget, deadline: float | None):
         self.state = s = state
         self.movable = movable
         n_nodes = len(s.node_names)

@@ -146,9 +146,7 @@ class Proof:
             return Claims("feasible", None, False, None, f"the plan empties {empties} nodes, above the model's bound {bound}")
         moves = sum(len(w) for w in waves)
         tail = self.tail_lower(empties)
-        lexicographic = (
-            empties == bound and tail is not None and self.exact_gpu_units and self.w2 * moves + self.gpu_units_of(waves) <= tail + 0.5
-        )
+        lexicographic = empties == bound and tail is not None and self.exact_gpu_units and self.w2 * moves + self.gpu_units_of(waves) <= tail + 0.5
         return Claims("optimal" if empties == bound else "feasible", bound, lexicographic, self.moves_bound(empties))
 
 
@@ -225,9 +223,7 @@ class ExactOutcome:
     """The model's units are exact (``models/units.py``); otherwise it is a relaxation."""
 
 
-def solve_exact(
-    state: ClusterState, options: ExactOptions, budget: MoveBudget | None = None, hint_target: dict[int, int] | None = None
-) -> ExactOutcome:
+def solve_exact(state: ClusterState, options: ExactOptions, budget: MoveBudget | None = None, hint_target: dict[int, int] | None = None) -> ExactOutcome:
     """Solve ``state`` exactly within ``budget`` (neither is changed) and turn the solution into waves."""
     budget = MoveBudget.of(state) if budget is None else budget
     forbidden: set[tuple[int, int]] = set()
@@ -260,8 +256,14 @@ def solve_exact(
         if outcome is None:  # the unrestricted model: its proof is the one reported
             record["bound"] = proof.empties_bound()
             outcome = ExactOutcome(
-                None, phases[0]["status"], result.message, model.formulation, proof,
-                variables=model.milp.num_vars, constraints=model.milp.num_rows, exact_units=model.exact_units,
+                None,
+                phases[0]["status"],
+                result.message,
+                model.formulation,
+                proof,
+                variables=model.milp.num_vars,
+                constraints=model.milp.num_rows,
+                exact_units=model.exact_units,
             )
         outcome.history.append(record)
         outcome.solve_wall_s += record["wall_s"]

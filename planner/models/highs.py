@@ -152,8 +152,9 @@ def lp_relaxation(milp: Milp, time_limit_s: float, workers: int) -> LpSolution |
     return LpSolution(list(solution.col_value), list(solution.row_dual))
 
 
-def solve_highs(milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, strict: bool = True,
-                wall_cap_s: float | None = None, presolve: bool = True) -> MilpResult:
+def solve_highs(
+    milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, strict: bool = True, wall_cap_s: float | None = None, presolve: bool = True
+) -> MilpResult:
     import highspy  # deferred: HiGHS (a compiled solver), only when it solves
 
     h = _highs(highspy, workers)

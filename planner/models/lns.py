@@ -82,9 +82,7 @@ class LnsResult:
     """(solver, formulation, lexicographic mode) of every neighbourhood solve."""
 
 
-def run_lns(
-    state: ClusterState, options: LnsOptions, budget: MoveBudget, run_groups: Callable, progress: Progress | None = None
-) -> LnsResult:
+def run_lns(state: ClusterState, options: LnsOptions, budget: MoveBudget, run_groups: Callable, progress: Progress | None = None) -> LnsResult:
     """Improve ``state`` (mutated to the new end state) within ``options.time_limit_s`` and
     ``budget`` (spent by the moves applied)."""
     rng = np.random.default_rng([options.seed, 7])
@@ -151,9 +149,7 @@ def run_lns(
     return result
 
 
-def pick_neighbourhoods(
-    state: ClusterState, rng: np.random.Generator, count: int, size: int, seeds: int, done: np.ndarray
-) -> list[tuple[np.ndarray, bool]]:
+def pick_neighbourhoods(state: ClusterState, rng: np.random.Generator, count: int, size: int, seeds: int, done: np.ndarray) -> list[tuple[np.ndarray, bool]]:
     """Up to ``count`` disjoint node sets, each with whether it is closed (its movable pods may go to no
     busy node outside it, so solving it to optimality settles it).
 

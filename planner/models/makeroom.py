@@ -99,8 +99,12 @@ class Solution:
 
 
 def neighbourhood(
-    state: ClusterState, requests: list[Request], budget: MoveBudget, max_pairs: int = MAX_PAIRS,
-    touched: set[int] | None = None, job_nodes: dict[str, set[int]] | None = None,
+    state: ClusterState,
+    requests: list[Request],
+    budget: MoveBudget,
+    max_pairs: int = MAX_PAIRS,
+    touched: set[int] | None = None,
+    job_nodes: dict[str, set[int]] | None = None,
 ) -> Neighbourhood:
     """The whole cluster when its model is small enough, else the nodes nearest to fitting each job
     (in its cheapest domains when required), the pods on them, and the roomiest other nodes; plus,
@@ -152,10 +156,13 @@ def neighbourhood(
     inside[nodes] = True
     movable = movable_all[inside[s.pod_node[movable_all]]].tolist()  # a destination's pods may move too (chains)
     if len(nodes) < n_nodes or len(movable) < len(movable_all) or cut:
-        why.insert(0, f"{len(chosen)} candidate nodes nearest to fitting and {len(nodes_set) - len(chosen)} other nodes with the most "
-                   f"free GPUs as destinations{f', {len(added)} more nodes the heuristic plan touches' if added else ''}, "
-                   f"the {len(movable)} movable pods on them; every other pod stays, and the jobs start only on their "
-                   f"candidate nodes (also those of the touched nodes that could hold them)")
+        why.insert(
+            0,
+            f"{len(chosen)} candidate nodes nearest to fitting and {len(nodes_set) - len(chosen)} other nodes with the most "
+            f"free GPUs as destinations{f', {len(added)} more nodes the heuristic plan touches' if added else ''}, "
+            f"the {len(movable)} movable pods on them; every other pod stays, and the jobs start only on their "
+            f"candidate nodes (also those of the touched nodes that could hold them)",
+        )
     return Neighbourhood(movable, nodes, candidates, bool(why), why)
 
 
@@ -174,13 +181,20 @@ class _Model:
         cpu = scale_for(s.pod_cpus[values].tolist(), s.cap_cpus[hood.nodes].tolist())
         mem = scale_for(s.pod_mem[values].tolist(), s.cap_mem[hood.nodes].tolist())
         self.exact_units = cpu.exact and mem.exact
-        ask = {q: (int(s.pod_whole[q]) + (1 if s.pod_share[q] > 0 else 0), cpu.request(float(s.pod_cpus[q])), mem.request(float(s.pod_mem[q])),
-                   *s.pod_res[q].tolist())
-               for q in values}
+        ask = {
+            q: (
+                int(s.pod_whole[q]) + (1 if s.pod_share[q] > 0 else 0),
+                cpu.request(float(s.pod_cpus[q])),
+                mem.request(float(s.pod_mem[q])),
+                *s.pod_res[q].tolist(),
+            )
+            for q in values
+        }
         # the fixed pods' usage (shares: the devices they fill) and their anti-affinity groups
-        room = {n: [int(s.cap_gpus[n]) - int(s.share_devices[n]), cpu.capacity(float(s.cap_cpus[n])), mem.capacity(float(s.cap_mem[n])),
-                    *s.cap_res[n].tolist()]
-                for n in hood.nodes}
+        room = {
+            n: [int(s.cap_gpus[n]) - int(s.share_devices[n]), cpu.capacity(float(s.cap_cpus[n])), mem.capacity(float(s.cap_mem[n])), *s.cap_res[n].tolist()]
+            for n in hood.nodes
+        }
         blocked: dict[int, set] = {}
         for q in fixed:
             n = int(s.pod_node[q])
@@ -194,8 +208,12 @@ class _Model:
         standby = s.standby_on > 0
 
         def allowed(q: int, n: int) -> bool:
-            return bool(s.eligible[s.pod_signature[q], n]) and not standby[n] and not (blocked.get(n, set()) & set(s.pod_groups[q])) \
+            return (
+                bool(s.eligible[s.pod_signature[q], n])
+                and not standby[n]
+                and not (blocked.get(n, set()) & set(s.pod_groups[q]))
                 and all(a <= c for a, c in zip(ask[q], room[n]))
+            )
 
         on: dict[int, list[tuple[int, int, int]]] = {n: [] for n in hood.nodes}  # node -> (var, pod, home?)
         self.x: dict[tuple[int, int], int] = {}

@@ -55,9 +55,7 @@ class Milp:
                 self.objective[v] = self.objective.get(v, 0) + int(c)
         self.objective_offset = offset
 
-    def with_objective(
-        self, terms: list[tuple[int, int]], offset: int = 0, rows: list[tuple[list[tuple[int, int]], int | None, int | None, str]] = ()
-    ) -> Milp:
+    def with_objective(self, terms: list[tuple[int, int]], offset: int = 0, rows: list[tuple[list[tuple[int, int]], int | None, int | None, str]] = ()) -> Milp:
         """The same variables and rows plus ``rows``, with another objective (for phased solves).
 
         The copy shares the variable lists: add no variables to it.
@@ -99,12 +97,15 @@ class Milp:
             raise ValueError(f"column {self.names[empty]!r} has lower {lower[empty]} above upper {upper[empty]}")
         where = {v: i for i, v in enumerate(kept)}
         compact = Milp([self.names[v] for v in kept], [lower[v] for v in kept], [upper[v] for v in kept])
-        compact.maximize([(where[v], c) for v, c in self.objective.items() if v in where],
-                         self.objective_offset + sum(c * fixed[v] for v, c in self.objective.items() if v in fixed))
+        compact.maximize(
+            [(where[v], c) for v, c in self.objective.items() if v in where],
+            self.objective_offset + sum(c * fixed[v] for v, c in self.objective.items() if v in fixed),
+        )
         for terms, lo, hi, name in zip(self.row_terms, self.row_lower, self.row_upper, self.row_names):
             moved = sum(c * fixed[v] for v, c in terms if v in fixed)
-            compact.row([(where[v], c) for v, c in terms if v in where], None if lo is None else lo - moved,
-                        None if hi is None else hi - moved, name)  # raises if a row left empty cannot hold
+            compact.row(
+                [(where[v], c) for v, c in terms if v in where], None if lo is None else lo - moved, None if hi is None else hi - moved, name
+            )  # raises if a row left empty cannot hold
         return Compaction(compact, kept, fixed)
 
 

@@ -87,8 +87,7 @@ def _exact_pass(state: ClusterState, waves: list[list[Step]], budget: MoveBudget
     _, pairs = model_size(state)
     whole = len(state.node_names) <= WHOLE_MAX_NODES and pairs <= WHOLE_MAX_PAIRS
     pieces = [np.arange(len(state.node_names))] if whole else _pieces(state, end)
-    report.update(trim_scope="whole cluster" if whole else f"{len(pieces)} piece(s) of at most {PIECE_NODES} nodes touched by the plan",
-                  trim_solves=[])
+    report.update(trim_scope="whole cluster" if whole else f"{len(pieces)} piece(s) of at most {PIECE_NODES} nodes touched by the plan", trim_solves=[])
     if not whole:
         pieces = _most_excess_first(state, end, pieces)
     for k, nodes in enumerate(pieces):
@@ -110,8 +109,7 @@ def _exact_pass(state: ClusterState, waves: list[list[Step]], budget: MoveBudget
     return best
 
 
-def _solve_piece(state: ClusterState, end: ClusterState, nodes: np.ndarray, budget: MoveBudget, options: ExactOptions,
-                 seconds: float, whole: bool) -> dict:
+def _solve_piece(state: ClusterState, end: ClusterState, nodes: np.ndarray, budget: MoveBudget, options: ExactOptions, seconds: float, whole: bool) -> dict:
     """Re-solve ``nodes`` for fewest moves at its empty-node count; ``end`` takes the solution when
     the model finds one (every pod of the piece on a node of the piece, capacities checked by the model)."""
     sub, local_pods = _piece_state(state, end, nodes)
@@ -126,10 +124,17 @@ def _solve_piece(state: ClusterState, end: ClusterState, nodes: np.ndarray, budg
     milp = model.milp.with_objective(tail, model.milp.objective_offset, [([(e, 1) for e in model.empty_vars], floor, None, "empties")])
     movable = [k for k in range(len(sub.pod_names)) if sub.pod_node[k] != PENDING and not sub.pod_locked[k]]
     hint = model.hint({k: int(np.searchsorted(nodes, end.pod_node[local_pods[k]])) for k in movable})
-    result = solve(milp, options.solver, max(0.5, seconds - (time.perf_counter() - clock)), options.solver_workers, hint,
-                   options.seed, options.deterministic, options.strict)
-    record: dict[str, Any] = {"nodes": len(nodes), "pods": len(movable), "floor_empty_nodes": floor, "status": result.status,
-                              "wall_s": round(result.wall_s, 3)}
+    result = solve(
+        milp,
+        options.solver,
+        max(0.5, seconds - (time.perf_counter() - clock)),
+        options.solver_workers,
+        hint,
+        options.seed,
+        options.deterministic,
+        options.strict,
+    )
+    record: dict[str, Any] = {"nodes": len(nodes), "pods": len(movable), "floor_empty_nodes": floor, "status": result.status, "wall_s": round(result.wall_s, 3)}
     if result.values is not None:
         record["model_moves"] = int(round(-result.objective) // model.w2) if result.objective is not None else None
         for k, n in model.target(result.values).items():

@@ -43,8 +43,9 @@ from planner.preempt_state import Ask, PreemptState
 from planner.state import PENDING, UNLISTED
 
 
-def solve_preempt(ps: PreemptState, ask: Ask, solver: str, time_limit_s: float, workers: int,
-                  starts: dict[str, Choice] | None = None) -> tuple[Choice, dict[str, Any]]:
+def solve_preempt(
+    ps: PreemptState, ask: Ask, solver: str, time_limit_s: float, workers: int, starts: dict[str, Choice] | None = None
+) -> tuple[Choice, dict[str, Any]]:
     """The exact decision and the solver fields of its report (status, bound, solver, ...).
     ``starts``: heuristic decisions by name (default: SpotGPU's); the cheapest starts the solver, and
     the result is never worse than it."""
@@ -53,8 +54,13 @@ def solve_preempt(ps: PreemptState, ask: Ask, solver: str, time_limit_s: float, 
     start_name = min(found, key=lambda name: found[name].key) if found else next(iter(starts))
     warm = starts[start_name]
     built = _Model(ps, ask)
-    fields: dict[str, Any] = {"solver": solver, "model_exact": built.exact, "variables": built.milp.num_vars, "rows": built.milp.num_rows,
-                              "start": start_name if warm.reason is None else None}
+    fields: dict[str, Any] = {
+        "solver": solver,
+        "model_exact": built.exact,
+        "variables": built.milp.num_vars,
+        "rows": built.milp.num_rows,
+        "start": start_name if warm.reason is None else None,
+    }
     if not built.candidates_exist:  # by the rules themselves: a proof whatever the model's units
         return Choice(reason=built.no_candidate_reason, proven_infeasible=True), {**fields, "status": "infeasible"}
     result = solve(built.milp, solver, time_limit_s, workers, built.hint(warm), deterministic=solver == "cpsat")
@@ -104,7 +110,6 @@ class _Model:
         missing = [p for p in ask.pods if not cand[p]]
         self.candidates_exist = len(ask.pods) - len(missing) >= ask.min_placed
         if not self.candidates_exist:
-
             everywhere = np.ones(nodes_all, dtype=bool) if ask.nodes is None else ask.nodes
             self.no_candidate_reason = binding_constraint(ps, ask, everywhere)
             return
@@ -163,22 +168,27 @@ class _Model:
             m.row(
                 [(v, int(cs.pod_whole[p]) + (1 if cs.pod_share[p] > 0 else 0)) for p, v in pods_x]
                 + [(self.e[u], -int(sum(cs.pod_whole[q] for q in qs))) for u, qs in here.items()],
-                None, free_gpus, f"(2) GPUs of {n}",
+                None,
+                free_gpus,
+                f"(2) GPUs of {n}",
             )
             for name, scale, cap, req in (("CPUs", cpu_scale, cs.cap_cpus, cs.pod_cpus), ("memory", mem_scale, cs.cap_mem, cs.pod_mem)):
                 used = sum(scale.request(float(req[q])) for q in cs.node_pods[n])
                 m.row(
                     [(v, scale.request(float(req[p]))) for p, v in pods_x]
                     + [(self.e[u], -sum(scale.request(float(req[q])) for q in qs)) for u, qs in here.items()],
-                    None, scale.capacity(float(cap[n])) - used, f"(3) {name} of {n}",
+                    None,
+                    scale.capacity(float(cap[n])) - used,
+                    f"(3) {name} of {n}",
                 )
             for r, name in enumerate(cs.res_names):  # (3') every named resource (NodeResourcesFit)
                 if cs.cap_res[n, r] >= UNLISTED // 2 or not any(cs.pod_res[p, r] for p, _ in pods_x):
                     continue
                 m.row(
-                    [(v, int(cs.pod_res[p, r])) for p, v in pods_x]
-                    + [(self.e[u], -int(sum(cs.pod_res[q, r] for q in qs))) for u, qs in here.items()],
-                    None, int(cs.cap_res[n, r] - cs.used_res[n, r]), f"(3) {name} of {n}",
+                    [(v, int(cs.pod_res[p, r])) for p, v in pods_x] + [(self.e[u], -int(sum(cs.pod_res[q, r] for q in qs))) for u, qs in here.items()],
+                    None,
+                    int(cs.cap_res[n, r] - cs.used_res[n, r]),
+                    f"(3) {name} of {n}",
                 )
 
     def _reservation_rows(self, nodes: list[int]) -> None:
@@ -201,8 +211,12 @@ class _Model:
                 values = [cs._reserve[p][k] for p, _ in pods_x]
                 scale = scale_for(values, [float(cap[n]), float(used[n])])
                 self.exact &= scale.exact
-                m.row([(v, scale.request(cs._reserve[p][k])) for p, v in pods_x], None,
-                      scale.capacity(float(cap[n])) - scale.request(float(used[n])), f"(7) HP {name} of {n}")
+                m.row(
+                    [(v, scale.request(cs._reserve[p][k])) for p, v in pods_x],
+                    None,
+                    scale.capacity(float(cap[n])) - scale.request(float(used[n])),
+                    f"(7) HP {name} of {n}",
+                )
 
     def _device_sets(self, p: int, n: int) -> list[tuple[int, ...]]:
         """Device sets within one socket, over devices free or held by allowed victims, whose

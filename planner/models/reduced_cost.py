@@ -92,8 +92,9 @@ def proof_by_bound(milp: Milp, lagrangian: LagrangianBound, hint: list[int]) -> 
     return MilpResult("lp-bound", "optimal", list(hint), value, value, 0.0, message)
 
 
-def solve_with_fixing(milp: Milp, hint: list[int], lagrangian: LagrangianBound,
-                      solve_compact: Callable[[Milp, list[int]], MilpResult]) -> tuple[MilpResult, int]:
+def solve_with_fixing(
+    milp: Milp, hint: list[int], lagrangian: LagrangianBound, solve_compact: Callable[[Milp, list[int]], MilpResult]
+) -> tuple[MilpResult, int]:
     """``solve_compact(model, hint)`` on ``milp`` with the columns reduced-cost fixing fixes against
     ``hint`` removed (``hint`` must pass every row: it is the incumbent the fixing keeps). Returns the
     result on ``milp``'s columns, objective and bound in its units, and how many columns were fixed;

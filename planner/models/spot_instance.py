@@ -90,11 +90,15 @@ def instance_problems(inst: SpotInstance) -> list[str]:
     for k, job in enumerate(inst.jobs):
         room = sum(inst.pods_fit(job, n) for n in inst.nodes)
         if room < job.workers:
-            problems.append(f"jobs[{k}].workers: job '{job.name}' needs {job.workers} pods of {job.gpus_per_worker} GPUs"
-                            f"{' on ' + '/'.join(job.gpu_models) if job.gpu_models else ''}; the empty nodes hold {room}")
+            problems.append(
+                f"jobs[{k}].workers: job '{job.name}' needs {job.workers} pods of {job.gpus_per_worker} GPUs"
+                f"{' on ' + '/'.join(job.gpu_models) if job.gpu_models else ''}; the empty nodes hold {room}"
+            )
         if job.submit_slot + job.work_slots > inst.horizon_slots:
-            problems.append(f"jobs[{k}].work_slots: job '{job.name}' submitted at slot {job.submit_slot} needs {job.work_slots} "
-                            f"slots and cannot finish by horizon_slots = {inst.horizon_slots}")
+            problems.append(
+                f"jobs[{k}].work_slots: job '{job.name}' submitted at slot {job.submit_slot} needs {job.work_slots} "
+                f"slots and cannot finish by horizon_slots = {inst.horizon_slots}"
+            )
         if job.priority == "HP" and job.max_runs not in (None, 1):
             problems.append(f"jobs[{k}].max_runs: HP jobs are never preempted and run once; must be 1, got {job.max_runs}")
         if job.priority == "HP" and job.checkpoint_interval_slots is not None:
@@ -115,8 +119,10 @@ def size_problem(inst: SpotInstance) -> str | None:
     """Why the exact model is refused for this size (None: it is not)."""
     if inst.cells <= MAX_MODEL_CELLS:
         return None
-    return (f"instance: nodes x slots x jobs = {len(inst.nodes)} x {inst.horizon_slots} x {len(inst.jobs)} = {inst.cells:,} exceeds "
-            f"the exact model's limit of {MAX_MODEL_CELLS:,}; use --force (force=True) to build it anyway")
+    return (
+        f"instance: nodes x slots x jobs = {len(inst.nodes)} x {inst.horizon_slots} x {len(inst.jobs)} = {inst.cells:,} exceeds "
+        f"the exact model's limit of {MAX_MODEL_CELLS:,}; use --force (force=True) to build it anyway"
+    )
 
 
 @dataclass(frozen=True)
@@ -184,8 +190,7 @@ def validate_schedule(inst: SpotInstance, schedule: Schedule, hp_delay: bool = F
             progress = max(0, run.end_slot - run.start_slot - overhead)
             if k == len(runs) - 1:
                 if progress != job.work_slots - done or run.kept_slots != progress:
-                    problems.append(f"{where}: the last run makes {progress} slots of progress (kept {run.kept_slots}), "
-                                    f"{job.work_slots - done} were left")
+                    problems.append(f"{where}: the last run makes {progress} slots of progress (kept {run.kept_slots}), {job.work_slots - done} were left")
             else:
                 kappa = job.checkpoint_interval_slots
                 kept = progress // kappa * kappa if kappa else 0
@@ -206,8 +211,23 @@ def validate_schedule(inst: SpotInstance, schedule: Schedule, hp_delay: bool = F
 
 
 def schedule_from_dict(data: dict[str, list[dict[str, Any]]]) -> Schedule:
-    return {name: [Run(int(r["start_slot"]), int(r["end_slot"]), tuple(r["nodes"]), int(r["kept_slots"])) for r in runs]
-            for name, runs in data.items()}
+    return {name: [Run(int(r["start_slot"]), int(r["end_slot"]), tuple(r["nodes"]), int(r["kept_slots"])) for r in runs] for name, runs in data.items()}
 
 
-__all__ = ['DEFAULT_MAX_RUNS', 'MAX_MODEL_CELLS', 'MAX_SLOTS', 'Run', 'Schedule', 'ScheduleJob', 'ScheduleNode', 'SpotInstance', 'instance_problems', 'load_instance', 'parse_instance', 'schedule_from_dict', 'schedule_measures', 'size_problem', 'validate_schedule']
+__all__ = [
+    "DEFAULT_MAX_RUNS",
+    "MAX_MODEL_CELLS",
+    "MAX_SLOTS",
+    "Run",
+    "Schedule",
+    "ScheduleJob",
+    "ScheduleNode",
+    "SpotInstance",
+    "instance_problems",
+    "load_instance",
+    "parse_instance",
+    "schedule_from_dict",
+    "schedule_measures",
+    "size_problem",
+    "validate_schedule",
+]

@@ -77,7 +77,7 @@ def namespace_of(pod: Pod) -> str:
 def kubernetes_name(pod: Pod) -> str:
     """The pod's name in its namespace (the importer writes ``ns/name`` when a name is used in two)."""
     prefix = f"{pod.namespace}/"
-    return pod.name[len(prefix):] if pod.namespace and pod.name.startswith(prefix) else pod.name
+    return pod.name[len(prefix) :] if pod.namespace and pod.name.startswith(prefix) else pod.name
 
 
 def _requests(pod: Pod, gpu_resource: str) -> dict[str, str]:
@@ -107,27 +107,33 @@ def pod_migration_jobs(plan: DefragPlan, cluster: Cluster, gpu_resource: str = G
             pod = pods[move.pod]
             template_spec: dict[str, Any] = {
                 "containers": [{"name": "reserve", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": _requests(pod, gpu_resource)}}],
-                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": [move.to]}]}
-                ]}}},
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [{"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": [move.to]}]}]
+                        }
+                    }
+                },
             }
             if pod.tolerations:
                 template_spec["tolerations"] = [_toleration(t) for t in pod.tolerations]
-            objects.append({
-                "apiVersion": API_VERSION,
-                "kind": "PodMigrationJob",
-                "metadata": {
-                    "name": _dns_name(f"planner-{digest}-w{w}-{k}-{move.pod}"),
-                    "labels": {"planner.io/plan": digest, "planner.io/wave": str(w)},
-                    "annotations": {"planner.io/from": move.from_, "planner.io/to": move.to},
-                },
-                "spec": {
-                    "mode": "ReservationFirst",
-                    "ttl": ttl,
-                    "podRef": {"kind": "Pod", "apiVersion": "v1", "namespace": namespace_of(pod), "name": kubernetes_name(pod)},
-                    "reservationOptions": {"template": {"spec": {"template": {"spec": template_spec}}}},
-                },
-            })
+            objects.append(
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "PodMigrationJob",
+                    "metadata": {
+                        "name": _dns_name(f"planner-{digest}-w{w}-{k}-{move.pod}"),
+                        "labels": {"planner.io/plan": digest, "planner.io/wave": str(w)},
+                        "annotations": {"planner.io/from": move.from_, "planner.io/to": move.to},
+                    },
+                    "spec": {
+                        "mode": "ReservationFirst",
+                        "ttl": ttl,
+                        "podRef": {"kind": "Pod", "apiVersion": "v1", "namespace": namespace_of(pod), "name": kubernetes_name(pod)},
+                        "reservationOptions": {"template": {"spec": {"template": {"spec": template_spec}}}},
+                    },
+                }
+            )
     return objects
 
 
@@ -157,7 +163,7 @@ def kubectl_script(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
         "#        DRY_RUN=1 bash plan.sh  validate every object on the API server (--dry-run=server), create nothing",
         "set -euo pipefail",
         'KUBECTL="${KUBECTL:-kubectl}"',
-        'DRY=()',
+        "DRY=()",
         'if [[ "${DRY_RUN:-0}" == "1" ]]; then DRY=(--dry-run=server); fi',
         f'WAIT_TIMEOUT_S="${{WAIT_TIMEOUT_S:-{WAIT_TIMEOUT_S}}}"',
         "",
@@ -168,14 +174,14 @@ def kubectl_script(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
         "  while :; do",
         "    pending=0",
         '    for name in "$@"; do',
-        "      phase=$(\"$KUBECTL\" get \"$name\" -o jsonpath='{.status.phase}')",
+        '      phase=$("$KUBECTL" get "$name" -o jsonpath=\'{.status.phase}\')',
         '      case "$phase" in',
         "        Succeeded) ;;",
         '        Failed|Aborted) echo "$name: $phase; stopping before the next wave" >&2; return 1 ;;',
         "        *) pending=$((pending + 1)) ;;",
         "      esac",
         "    done",
-        '    [[ $pending -eq 0 ]] && return 0',
+        "    [[ $pending -eq 0 ]] && return 0",
         '    (( SECONDS < deadline )) || { echo "wave not finished after ${WAIT_TIMEOUT_S}s" >&2; return 1; }',
         '    sleep "${POLL_S:-5}"',
         "  done",
@@ -250,14 +256,22 @@ def placement_script(plan: Any, cluster: Cluster) -> str:
         lines.append('if [[ "${DRY_RUN:-0}" != "1" ]]; then')
         for victim in victims:
             pod = pods[victim.pod]
-            lines.append(f'  "$KUBECTL" wait --for=delete {shlex.quote("pod/" + kubernetes_name(pod))} -n {shlex.quote(namespace_of(pod))} '
-                         '--timeout="${WAIT_TIMEOUT_S}s"')
+            lines.append(
+                f'  "$KUBECTL" wait --for=delete {shlex.quote("pod/" + kubernetes_name(pod))} -n {shlex.quote(namespace_of(pod))} '
+                '--timeout="${WAIT_TIMEOUT_S}s"'
+            )
         lines.append("fi")
     for placement in plan.placements:
         pod = pods[placement.pod]
         namespace, name = namespace_of(pod), kubernetes_name(pod)
-        body = json.dumps({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
-                           "target": {"apiVersion": "v1", "kind": "Node", "name": placement.node}})
+        body = json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": name, "namespace": namespace},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": placement.node},
+            }
+        )
         lines += [
             _echo(f"bind {namespace}/{name} to {placement.node}"),
             f'"$KUBECTL" create --raw {_api_path(namespace, name, "binding")}"$QUERY" -f - <<\'PLANNER_EOF\'',

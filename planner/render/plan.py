@@ -20,11 +20,33 @@ from planner.plans import (
 from planner.render.table import fmt
 
 DEFRAG_REPORT_EXTRAS = (
-    "jobs_placed", "jobs_unplaced", "lexicographic_optimal", "moves_before_trim", "moves_saved", "moves_bound",
-    "move_minimal", "solver_status", "units", "bound_error",
-    "auto_choice", "fallback", "ipc_objective", "formulation", "rounds_run", "partitions", "candidates_tried",
-    "lns_rounds", "lns_improved", "lns_gained_empty_nodes", "dropped_moves", "waves_before_wave_limits", "pods_held",
-    "move_once_rerouted", "move_once_dropped", "lost_gpu_s", "reason",
+    "jobs_placed",
+    "jobs_unplaced",
+    "lexicographic_optimal",
+    "moves_before_trim",
+    "moves_saved",
+    "moves_bound",
+    "move_minimal",
+    "solver_status",
+    "units",
+    "bound_error",
+    "auto_choice",
+    "fallback",
+    "ipc_objective",
+    "formulation",
+    "rounds_run",
+    "partitions",
+    "candidates_tried",
+    "lns_rounds",
+    "lns_improved",
+    "lns_gained_empty_nodes",
+    "dropped_moves",
+    "waves_before_wave_limits",
+    "pods_held",
+    "move_once_rerouted",
+    "move_once_dropped",
+    "lost_gpu_s",
+    "reason",
 )
 """Fields of a defrag report's extras shown in its summary, in this order, when present."""
 
@@ -73,10 +95,7 @@ def render_defrag_comparison(console: Console, comparison: DefragComparison) -> 
             console.print(f"{label}:")
             render_make_room_jobs(console, plan)
         return
-    console.print(
-        f"gap: exact empties {fmt(gap['gap_empty_nodes'])} more nodes than IPC; "
-        f"IPC is {fmt(gap['heuristic_to_bound'])} below the proven bound"
-    )
+    console.print(f"gap: exact empties {fmt(gap['gap_empty_nodes'])} more nodes than IPC; IPC is {fmt(gap['heuristic_to_bound'])} below the proven bound")
 
 
 def render_make_room_jobs(console: Console, plan: DefragPlan) -> None:
@@ -157,11 +176,15 @@ def render_allocation(console: Console, plan: AllocationPlan | AllocationCompari
         title = f"{label}: {report.method} {report.status}" if report else label
         table = Table("job", "pods", "asws", "min asws", "entropy", "nodes", "min nodes", "locality cost", title=title)
         for job, m in one.metrics.get("per_job", {}).items():
-            table.add_row(job, str(m["pods"]), str(m["asws"]), str(m["min_asws"]), f"{m['entropy']:.3f}", str(m["nodes"]), str(m["min_nodes"]), f"{m['locality_cost']:g}")
+            table.add_row(
+                job, str(m["pods"]), str(m["asws"]), str(m["min_asws"]), f"{m['entropy']:.3f}", str(m["nodes"]), str(m["min_nodes"]), f"{m['locality_cost']:g}"
+            )
         console.print(table)
         for item in one.unplaced:
             console.print(f"unplaced {item.job}: {item.reason}")
     if isinstance(plan, AllocationComparison):
         g, e = plan.gap["greedy"], plan.gap["exact"]
-        console.print(f"GPUs started: greedy {g['gpus']:g}, exact {e['gpus']:g}; switches: greedy {g['switches']}, exact {e['switches']} "
-                      f"(exact {plan.gap['exact_status']})")
+        console.print(
+            f"GPUs started: greedy {g['gpus']:g}, exact {e['gpus']:g}; switches: greedy {g['switches']}, exact {e['switches']} "
+            f"(exact {plan.gap['exact_status']})"
+        )

@@ -111,10 +111,19 @@ def render_stranded(console: Console, stranded: dict[str, Any]) -> None:
 def spot_runs_table(rows: list[dict[str, Any]]) -> Table:
     """``planner simulate spot``: one row per policy and seed."""
     table = Table(title="spot simulation (one row per policy and seed)")
-    columns = [("policy", "policy"), ("seed", "seed"), ("lp_jct_mean_s", "spot JCT mean s"), ("lp_jct_p90_s", "spot JCT p90 s"),
-               ("lp_gpu_hours_lost", "spot GPU-h lost"), ("lp_evicted_twice_share", "evicted 2x+"), ("hp_delay_mean_s", "HP delay s"),
-               ("hp_delay_growth", "HP delay vs HP-only"), ("gar_mean", "GAR"), ("standby_harvested", "standby harvested"),
-               ("wall_s", "wall s")]
+    columns = [
+        ("policy", "policy"),
+        ("seed", "seed"),
+        ("lp_jct_mean_s", "spot JCT mean s"),
+        ("lp_jct_p90_s", "spot JCT p90 s"),
+        ("lp_gpu_hours_lost", "spot GPU-h lost"),
+        ("lp_evicted_twice_share", "evicted 2x+"),
+        ("hp_delay_mean_s", "HP delay s"),
+        ("hp_delay_growth", "HP delay vs HP-only"),
+        ("gar_mean", "GAR"),
+        ("standby_harvested", "standby harvested"),
+        ("wall_s", "wall s"),
+    ]
     for _, title in columns:
         table.add_column(title, justify="left" if title == "policy" else "right")
     for row in rows:
@@ -149,8 +158,13 @@ def placement_runs_table(rows: list[dict[str, Any]], load: float) -> Table:
             return f"{statistics.fmean(values):,.2f}" if values else "-"
 
         eopc = [r["eopc_w"] / 1000 for r in mine if round(r["load"] * 100) == min(80, top)]
-        table.add_row(name, *[mean("gpu_allocation", k) for k in points], f"{statistics.fmean(eopc):,.1f}" if eopc else "-",
-                      mean("grar", min(100, top)), str(len({r["seed"] for r in mine})))
+        table.add_row(
+            name,
+            *[mean("gpu_allocation", k) for k in points],
+            f"{statistics.fmean(eopc):,.1f}" if eopc else "-",
+            mean("grar", min(100, top)),
+            str(len({r["seed"] for r in mine})),
+        )
     return table
 
 

@@ -17,12 +17,12 @@ from planner.rules.static import (
 )
 
 if TYPE_CHECKING:
-
     from planner.cluster import (
         Job,
         Node,
         Pod,
     )
+
 
 def resource_shortfalls(node: Node, pods: Sequence[Pod]) -> list[str]:
     """Human-readable excesses of GPU devices, CPUs and memory; empty when the pods fit.
@@ -94,9 +94,7 @@ def node_rule_breaks(node: Node, residents: Sequence[Pod], arriving: Sequence[Po
     for pod in arriving:
         breaks += static_rule_breaks(pod, node)
     for group, a, b in anti_affinity_conflicts(everyone):
-        breaks.append(
-            RuleBreak(ANTI_AFFINITY, node.name, b, f"pods '{a}' and '{b}' share group '{group}' on node '{node.name}'")
-        )
+        breaks.append(RuleBreak(ANTI_AFFINITY, node.name, b, f"pods '{a}' and '{b}' share group '{group}' on node '{node.name}'"))
     return breaks
 
 
@@ -153,25 +151,30 @@ def device_breaks(node: Node, pods: Sequence[Pod]) -> list[RuleBreak]:
         wanted = 1 if is_share(pod.gpus) else int(pod.gpus)
         indexes = list(pod.gpu_indexes)
         if len(indexes) != wanted:
-            breaks.append(RuleBreak(DEVICES, node.name, pod.name,
-                                    f"lists {len(indexes)} devices, the pod requests {pod.gpus:g} GPUs (so {wanted})"))
+            breaks.append(RuleBreak(DEVICES, node.name, pod.name, f"lists {len(indexes)} devices, the pod requests {pod.gpus:g} GPUs (so {wanted})"))
         if len(set(indexes)) != len(indexes):
             breaks.append(RuleBreak(DEVICES, node.name, pod.name, "a device is listed twice"))
         outside = [g for g in indexes if not 0 <= g < node.gpus]
         if outside:
-            breaks.append(RuleBreak(DEVICES, node.name, pod.name,
-                                    f"{outside} outside 0..{node.gpus - 1} (node '{node.name}' has {node.gpus} GPUs)"))
+            breaks.append(RuleBreak(DEVICES, node.name, pod.name, f"{outside} outside 0..{node.gpus - 1} (node '{node.name}' has {node.gpus} GPUs)"))
         for g in sorted(set(indexes) - set(outside)):
             holder = whole_holder.get(g) or next((q.name for q in share_holders.get(g, ())), None)
             if holder is not None and (not is_share(pod.gpus) or g in whole_holder):
-                breaks.append(RuleBreak(DEVICES, node.name, pod.name,
-                                        f"GPU {g} of node '{node.name}' is already held by pod '{holder}'; a whole-GPU pod holds its devices alone"))
+                breaks.append(
+                    RuleBreak(
+                        DEVICES,
+                        node.name,
+                        pod.name,
+                        f"GPU {g} of node '{node.name}' is already held by pod '{holder}'; a whole-GPU pod holds its devices alone",
+                    )
+                )
                 continue
             if is_share(pod.gpus):
                 shares = share_holders.setdefault(g, [])
                 if math.fsum(q.gpus for q in shares) + pod.gpus > 1 + EPS:
-                    breaks.append(RuleBreak(DEVICES, node.name, pod.name,
-                                            f"the shares on GPU {g} of node '{node.name}' would sum past 1 (with pod '{shares[0].name}')"))
+                    breaks.append(
+                        RuleBreak(DEVICES, node.name, pod.name, f"the shares on GPU {g} of node '{node.name}' would sum past 1 (with pod '{shares[0].name}')")
+                    )
                     continue
                 shares.append(pod)
             else:

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from planner.rules.base import EPS
 
 if TYPE_CHECKING:
-
     from planner.cluster import (
         Node,
         Pod,
@@ -93,7 +92,6 @@ def numa_guaranteed_breaks(node: Node, pod: Pod, gpu_indexes: Sequence[int] | No
             domain = node.numa[d]  # type: ignore[index]
             if used[d] + cpus > domain.cpus + EPS:
                 problems.append(
-                    f"NUMA domain '{domain.name}' of node '{node.name}' has {domain.cpus - used[d]:g} CPUs free, "
-                    f"pod '{pod.name}' draws {cpus:g} from it"
+                    f"NUMA domain '{domain.name}' of node '{node.name}' has {domain.cpus - used[d]:g} CPUs free, pod '{pod.name}' draws {cpus:g} from it"
                 )
     return problems

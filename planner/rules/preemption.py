@@ -7,7 +7,6 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-
     from planner.cluster import (
         Pod,
     )

@@ -19,8 +19,6 @@ Past the budget the best packing found is used: possibly a device more than opti
 "does not fit"), never fewer. The budget bounds the work of one question, whatever its shares."""
 
 
-
-
 def is_share(gpus: float) -> bool:
     """A request below one GPU is a share of one device."""
     return 0 < gpus < 1

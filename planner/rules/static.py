@@ -18,7 +18,6 @@ from planner.rules.base import (
 )
 
 if TYPE_CHECKING:
-
     from planner.cluster import (
         Node,
         NodeSelectorRequirement,
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
         Taint,
         Toleration,
     )
+
 
 def gpu_model_allowed(pod: Pod, node: Node) -> bool:
     return not pod.gpu_models or node.gpu_model in pod.gpu_models
@@ -88,10 +88,7 @@ def tolerates(toleration: Toleration, taint: Taint) -> bool:
 
 def untolerated_taints(pod: Pod, node: Node) -> list[Taint]:
     """The node's NoSchedule/NoExecute taints that none of the pod's tolerations match."""
-    return [
-        taint for taint in node.taints
-        if taint.effect in BINDING_EFFECTS and not any(tolerates(t, taint) for t in pod.tolerations)
-    ]
+    return [taint for taint in node.taints if taint.effect in BINDING_EFFECTS and not any(tolerates(t, taint) for t in pod.tolerations)]
 
 
 def requirement_matches(requirement: NodeSelectorRequirement, labels: dict[str, str]) -> bool:
@@ -122,22 +119,20 @@ def static_rule_breaks(pod: Pod, node: Node) -> list[RuleBreak]:
     if not may_receive(node):
         breaks.append(RuleBreak(UNSCHEDULABLE, node.name, pod.name, f"node '{node.name}' is not schedulable"))
     if not gpu_model_allowed(pod, node):
-        breaks.append(RuleBreak(GPU_MODEL, node.name, pod.name,
-                                f"pod '{pod.name}' allows {pod.gpu_models}, node '{node.name}' has '{node.gpu_model}'"))
+        breaks.append(RuleBreak(GPU_MODEL, node.name, pod.name, f"pod '{pod.name}' allows {pod.gpu_models}, node '{node.name}' has '{node.gpu_model}'"))
     if not selector_matches(pod, node):
-        breaks.append(RuleBreak(NODE_SELECTOR, node.name, pod.name,
-                                f"node '{node.name}' labels do not satisfy node_selector {pod.node_selector}"))
+        breaks.append(RuleBreak(NODE_SELECTOR, node.name, pod.name, f"node '{node.name}' labels do not satisfy node_selector {pod.node_selector}"))
     untolerated = untolerated_taints(pod, node)
     if untolerated:
         shown = ", ".join(f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in untolerated)
         breaks.append(RuleBreak(TAINT, node.name, pod.name, f"pod '{pod.name}' does not tolerate taint {shown} of node '{node.name}'"))
     if not node_affinity_matches(pod, node):
-        breaks.append(RuleBreak(NODE_AFFINITY, node.name, pod.name,
-                                f"node '{node.name}' labels match no term of pod '{pod.name}''s required node_affinity"))
+        breaks.append(RuleBreak(NODE_AFFINITY, node.name, pod.name, f"node '{node.name}' labels match no term of pod '{pod.name}''s required node_affinity"))
     missing = unoffered_resources(pod, node)
     if missing:
-        breaks.append(RuleBreak(RESOURCE_NOT_OFFERED, node.name, pod.name,
-                                f"pod '{pod.name}' requests {', '.join(missing)}, which node '{node.name}' does not offer"))
+        breaks.append(
+            RuleBreak(RESOURCE_NOT_OFFERED, node.name, pod.name, f"pod '{pod.name}' requests {', '.join(missing)}, which node '{node.name}' does not offer")
+        )
     return breaks
 
 
@@ -152,7 +147,11 @@ def resources_offered(pod: Pod, node: Node) -> bool:
 
 
 STATIC_CHECKS: tuple[Callable[[Pod, Node], bool], ...] = (
-    gpu_model_allowed, selector_matches, tolerated, node_affinity_matches, resources_offered,
+    gpu_model_allowed,
+    selector_matches,
+    tolerated,
+    node_affinity_matches,
+    resources_offered,
 )
 """The per-pod rules of ``may_arrive`` beside ``may_receive``. Each reads one field of the pod
 (``gpu_models``, ``node_selector``, ``tolerations``, ``node_affinity``, the names ``requests`` asks

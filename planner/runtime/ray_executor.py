@@ -32,8 +32,7 @@ CONNECT_TIMEOUT_S = 20.0
 CONNECT_TIMEOUT_ENV = "PLANNER_RAY_CONNECT_TIMEOUT_S"
 INSTALL_HINT = "install the extra: pip install 'gpu-fleet-planner[ray]' (or choose --executor process)"
 # Ray's client gives up on an unreachable GCS after these (it waits a minute and longer by default).
-_RAY_TIMEOUTS = {"RAY_gcs_rpc_server_connect_timeout_s": "5", "RAY_gcs_rpc_server_reconnect_timeout_s": "10",
-                 "RAY_gcs_server_request_timeout_seconds": "10"}
+_RAY_TIMEOUTS = {"RAY_gcs_rpc_server_connect_timeout_s": "5", "RAY_gcs_rpc_server_reconnect_timeout_s": "10", "RAY_gcs_server_request_timeout_seconds": "10"}
 _CHECKED = "PLANNER_RAY_ADDRESS_CHECKED"
 """Set by ``serve_on_ray`` to the address it checked or started: its job processes skip the probe."""
 _remote_call: Any = None
@@ -62,8 +61,10 @@ def _host_port(address: str) -> tuple[str, int] | None:
     except ValueError:
         port = None
     if not parts.hostname or port is None:
-        raise ExecutorError(f"RAY_ADDRESS={address!r}: give the head node as host:port (for example 10.0.0.5:6379), "
-                            "'auto' for the Ray started on this machine, or unset it to start a local Ray")
+        raise ExecutorError(
+            f"RAY_ADDRESS={address!r}: give the head node as host:port (for example 10.0.0.5:6379), "
+            "'auto' for the Ray started on this machine, or unset it to start a local Ray"
+        )
     return parts.hostname, port
 
 
@@ -77,28 +78,28 @@ def connect_timeout_s() -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise ExecutorError(f"{CONNECT_TIMEOUT_ENV}={raw!r}: give the seconds to wait for Ray as a number above 0 "
-                            f"(default {CONNECT_TIMEOUT_S:g}), or unset it")
+        raise ExecutorError(f"{CONNECT_TIMEOUT_ENV}={raw!r}: give the seconds to wait for Ray as a number above 0 (default {CONNECT_TIMEOUT_S:g}), or unset it")
     return value
 
 
 def _probe(address: str) -> None:
     """Raise ``ExecutorError`` unless a Ray cluster answers at ``address`` within the connect timeout."""
     timeout_s = connect_timeout_s()
-    unreachable = (f"RAY_ADDRESS={address!r}: no Ray cluster answers there within {timeout_s:g} s; start one "
-                   "(ray start --head) or fix the address, or unset RAY_ADDRESS to start a local Ray")
+    unreachable = (
+        f"RAY_ADDRESS={address!r}: no Ray cluster answers there within {timeout_s:g} s; start one "
+        "(ray start --head) or fix the address, or unset RAY_ADDRESS to start a local Ray"
+    )
     target = _host_port(address)
     if target is not None:
         try:
             socket.create_connection(target, timeout=min(5.0, timeout_s)).close()
         except OSError as err:
             raise ExecutorError(f"{unreachable} ({err.strerror or err})") from None
-    script = ("import logging, sys, ray\n"
-              "ray.init(address=sys.argv[1], logging_level=logging.ERROR, log_to_driver=False)\n"
-              "ray.shutdown()\n")
+    script = "import logging, sys, ray\nray.init(address=sys.argv[1], logging_level=logging.ERROR, log_to_driver=False)\nray.shutdown()\n"
     try:
-        done = subprocess.run([sys.executable, "-c", script, address], env={**os.environ, **_RAY_TIMEOUTS},
-                              capture_output=True, text=True, timeout=timeout_s, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", script, address], env={**os.environ, **_RAY_TIMEOUTS}, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
     except subprocess.TimeoutExpired:
         raise ExecutorError(unreachable) from None
     if done.returncode != 0:
@@ -121,7 +122,6 @@ def connect(workers: int | None = None) -> Any:
             _probe(address)
         ray.init(address=address, **quiet)
     else:
-
         ray.init(num_cpus=workers or default_workers(), include_dashboard=False, **quiet)
     return ray
 

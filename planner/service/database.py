@@ -39,16 +39,22 @@ def check_url(url: str) -> str:
         ) from None
     dialect = parsed.get_backend_name()
     if dialect not in DIALECTS:
-        raise StoreURLError(f"unsupported database {dialect!r} in {parsed.render_as_string(hide_password=True)}; "
-                            "use postgresql+psycopg://USER:PASSWORD@HOST:5432/DATABASE or sqlite:///PATH")
+        raise StoreURLError(
+            f"unsupported database {dialect!r} in {parsed.render_as_string(hide_password=True)}; "
+            "use postgresql+psycopg://USER:PASSWORD@HOST:5432/DATABASE or sqlite:///PATH"
+        )
     if dialect == "postgresql" and parsed.drivername not in ("postgresql", "postgresql+psycopg"):
-        raise StoreURLError(f"unsupported PostgreSQL driver {parsed.get_driver_name()!r}; write the URL as postgresql+psycopg://... "
-                            "(psycopg 3, installed with the planner)")
-    if dialect == "sqlite" and (parsed.database in (None, "", ":memory:") or str(parsed.database).startswith("file::memory:")
-                                or parsed.query.get("mode") == "memory"):
-        raise StoreURLError(f"an in-memory SQLite database ({_hide_password(url)}) is not shared between the "
-                            "service's processes and connections (each would see its own empty database) and is lost at exit; "
-                            "use a file, sqlite:///PATH, or PostgreSQL")
+        raise StoreURLError(
+            f"unsupported PostgreSQL driver {parsed.get_driver_name()!r}; write the URL as postgresql+psycopg://... (psycopg 3, installed with the planner)"
+        )
+    if dialect == "sqlite" and (
+        parsed.database in (None, "", ":memory:") or str(parsed.database).startswith("file::memory:") or parsed.query.get("mode") == "memory"
+    ):
+        raise StoreURLError(
+            f"an in-memory SQLite database ({_hide_password(url)}) is not shared between the "
+            "service's processes and connections (each would see its own empty database) and is lost at exit; "
+            "use a file, sqlite:///PATH, or PostgreSQL"
+        )
     if dialect == "postgresql" and not parsed.database:
         raise StoreURLError(f"no database name in {parsed.render_as_string(hide_password=True)}; end the URL with /DATABASE")
     return dialect

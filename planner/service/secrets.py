@@ -39,8 +39,7 @@ def secret(name: str) -> str | None:
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{variable}: {path} is not a regular file (a FIFO, a device or a directory); "
-                             "put the secret in a file and name that file")
+            raise ValueError(f"{variable}: {path} is not a regular file (a FIFO, a device or a directory); put the secret in a file and name that file")
         data = f.read(MAX_SECRET_BYTES + 1)
     if len(data) > MAX_SECRET_BYTES:
         raise ValueError(f"{variable}: {path} is larger than {MAX_SECRET_BYTES >> 10} KiB; it should hold the secret alone")
@@ -61,5 +60,7 @@ def source(name: str) -> str:
 def check_token(token: str, setting: str) -> None:
     """ValueError naming ``setting`` when ``token`` is shorter than ``MIN_TOKEN_CHARS``."""
     if len(token) < MIN_TOKEN_CHARS:
-        raise ValueError(f"{setting}: too short ({len(token)} characters); a bearer token needs at least {MIN_TOKEN_CHARS} characters, "
-                         "as a short one can be guessed by trying; make one with `openssl rand -hex 24`")
+        raise ValueError(
+            f"{setting}: too short ({len(token)} characters); a bearer token needs at least {MIN_TOKEN_CHARS} characters, "
+            "as a short one can be guessed by trying; make one with `openssl rand -hex 24`"
+        )

@@ -95,8 +95,19 @@ class IdempotencyConflict(Exception):
 
 def _job(row: JobRow) -> Job:
     return Job(
-        row.id, row.kind, row.status, json.loads(row.options), row.idempotency_key, row.request_digest,
-        row.created_at, row.started_at, row.finished_at, row.progress, row.error, row.attempts, row.plan_id,
+        row.id,
+        row.kind,
+        row.status,
+        json.loads(row.options),
+        row.idempotency_key,
+        row.request_digest,
+        row.created_at,
+        row.started_at,
+        row.finished_at,
+        row.progress,
+        row.error,
+        row.attempts,
+        row.plan_id,
     )
 
 
@@ -252,9 +263,7 @@ class Store:
         """Insert the snapshot unless a row with its hash exists (concurrent inserts included)."""
         insert = postgresql_insert if self.dialect == "postgresql" else sqlite_insert
         s.execute(
-            insert(SnapshotRow)
-            .values(sha256=digest, body=body, raw_bytes=raw_bytes, created_at=time.time())
-            .on_conflict_do_nothing(index_elements=["sha256"])
+            insert(SnapshotRow).values(sha256=digest, body=body, raw_bytes=raw_bytes, created_at=time.time()).on_conflict_do_nothing(index_elements=["sha256"])
         )
 
     @staticmethod
@@ -303,8 +312,14 @@ class Store:
                 done = s.execute(
                     update(JobRow)
                     .where(JobRow.id == job_id, JobRow.status == "queued")
-                    .values(status="running", started_at=time.time(), attempts=JobRow.attempts + 1, progress=0.0,
-                            lease_owner=owner, lease_expires_at=self._now() + lease_s)
+                    .values(
+                        status="running",
+                        started_at=time.time(),
+                        attempts=JobRow.attempts + 1,
+                        progress=0.0,
+                        lease_owner=owner,
+                        lease_expires_at=self._now() + lease_s,
+                    )
                 )
                 s.commit()
                 if done.rowcount == 1:
@@ -479,4 +494,3 @@ class Store:
 def open_store(url: str | None, path: str = "planner.db") -> Store:
     """``url`` (e.g. from DATABASE_URL: postgresql+psycopg://...) or a SQLite file at ``path``."""
     return Store(url or sqlite_url(path))
-

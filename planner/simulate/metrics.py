@@ -74,17 +74,21 @@ def replay_row(replay: Replay, horizon_s: float, hp_only: Replay | None = None, 
         else:
             row["hp_delay_growth"] = round(mixed / mean_alone - 1, 6)
         row["hp_delay_added_mean_s"] = None if mean_alone is None or mixed is None else round(mixed - mean_alone, 6)
-        both = [(o.first_start_s, hp_only.outcomes[n].first_start_s) for n, o in replay.outcomes.items()
-                if n in counted and o.priority == "HP" and o.first_start_s is not None and n in hp_only.outcomes
-                and hp_only.outcomes[n].first_start_s is not None]
+        both = [
+            (o.first_start_s, hp_only.outcomes[n].first_start_s)
+            for n, o in replay.outcomes.items()
+            if n in counted and o.priority == "HP" and o.first_start_s is not None and n in hp_only.outcomes and hp_only.outcomes[n].first_start_s is not None
+        ]
         row["hp_started_later_share"] = round(sum(mixed_s > alone_s for mixed_s, alone_s in both) / len(both), 6) if both else None
     return row
 
 
 def _delays(replay: Replay, counted: set[str], priority: str = "HP") -> np.ndarray:
     """Start delays (first start - submit) of the ``priority`` jobs of ``counted`` that started."""
-    return np.array([o.first_start_s - o.submit_s for n, o in replay.outcomes.items()
-                     if n in counted and o.priority == priority and o.first_start_s is not None], dtype=np.float64)
+    return np.array(
+        [o.first_start_s - o.submit_s for n, o in replay.outcomes.items() if n in counted and o.priority == priority and o.first_start_s is not None],
+        dtype=np.float64,
+    )
 
 
 def _stat(values: np.ndarray, fn) -> float | None:  # type: ignore[no-untyped-def]

@@ -57,8 +57,7 @@ def read_trace(path: Path) -> Trace:
         milli.append(m if n_gpu else 0)
         spec = (r.get("gpu_spec") or "").strip()
         models.append(tuple(sorted(s for s in spec.split("|") if s)))
-    return Trace(names, np.array(cpu, dtype=np.int64), np.array(mem, dtype=np.int64), np.array(num, dtype=np.int64),
-                 np.array(milli, dtype=np.int64), models)
+    return Trace(names, np.array(cpu, dtype=np.int64), np.array(mem, dtype=np.int64), np.array(num, dtype=np.int64), np.array(milli, dtype=np.int64), models)
 
 
 def _integer(path: Path, row: int, column: str, value: float) -> int:
@@ -69,11 +68,28 @@ def _integer(path: Path, row: int, column: str, value: float) -> int:
 
 def to_cluster(nodes: GpuNodes, trace: Trace, placed: list[tuple[int, int]]) -> Cluster:
     """The planner snapshot of a replay's end: ``placed`` lists (pod index in ``trace``, node)."""
-    return Cluster.model_validate({
-        "nodes": [{"name": nodes.names[n], "gpus": int(nodes.gpus[n]), "cpus": nodes.cpu_cap[n] / 1000, "memory_gib": nodes.mem_cap[n] / 1024,
-                   "gpu_model": nodes.model_names[nodes.model[n]]} for n in range(len(nodes.names))],
-        "pods": [{"name": f"{trace.names[p]}#{k}", "node": nodes.names[n], "cpus": trace.cpu[p] / 1000, "memory_gib": trace.mem[p] / 1024,
-                  "gpus": (trace.gpu_milli[p] / MILLI if trace.num_gpu[p] == 1 and trace.gpu_milli[p] < MILLI else float(trace.num_gpu[p])),
-                  **({"gpu_models": list(trace.models[p])} if trace.models[p] else {})}
-                 for k, (p, n) in enumerate(placed)],
-    })
+    return Cluster.model_validate(
+        {
+            "nodes": [
+                {
+                    "name": nodes.names[n],
+                    "gpus": int(nodes.gpus[n]),
+                    "cpus": nodes.cpu_cap[n] / 1000,
+                    "memory_gib": nodes.mem_cap[n] / 1024,
+                    "gpu_model": nodes.model_names[nodes.model[n]],
+                }
+                for n in range(len(nodes.names))
+            ],
+            "pods": [
+                {
+                    "name": f"{trace.names[p]}#{k}",
+                    "node": nodes.names[n],
+                    "cpus": trace.cpu[p] / 1000,
+                    "memory_gib": trace.mem[p] / 1024,
+                    "gpus": (trace.gpu_milli[p] / MILLI if trace.num_gpu[p] == 1 and trace.gpu_milli[p] < MILLI else float(trace.num_gpu[p])),
+                    **({"gpu_models": list(trace.models[p])} if trace.models[p] else {}),
+                }
+                for k, (p, n) in enumerate(placed)
+            ],
+        }
+    )

@@ -75,8 +75,7 @@ class Replay:
         return int((self.node < 0).sum())
 
 
-def replay(nodes: GpuNodes, arrivals: Trace, policy: Scorer, rng: np.random.Generator, workload: TargetWorkload,
-           progress=None) -> Replay:  # type: ignore[no-untyped-def]
+def replay(nodes: GpuNodes, arrivals: Trace, policy: Scorer, rng: np.random.Generator, workload: TargetWorkload, progress=None) -> Replay:  # type: ignore[no-untyped-def]
     """Place ``arrivals`` in order on a copy of ``nodes`` under ``policy``; ``workload``: the task
     classes fragmentation is measured against."""
     state = copy.deepcopy(nodes)
@@ -95,8 +94,14 @@ def replay(nodes: GpuNodes, arrivals: Trace, policy: Scorer, rng: np.random.Gene
     taken: list[list[int]] = [[] for _ in range(size)]
     total_arrived, total_used, total_power, total_frag = 0, 0, float(node_power.sum()), float(node_frag.sum())
     for k in range(size):
-        ask = Ask(int(arrivals.cpu[k]), int(arrivals.mem[k]), int(arrivals.num_gpu[k]), int(arrivals.gpu_milli[k]), arrivals.models[k],
-                  pod_tag(int(arrivals.num_gpu[k]), int(arrivals.gpu_milli[k])))
+        ask = Ask(
+            int(arrivals.cpu[k]),
+            int(arrivals.mem[k]),
+            int(arrivals.num_gpu[k]),
+            int(arrivals.gpu_milli[k]),
+            arrivals.models[k],
+            pod_tag(int(arrivals.num_gpu[k]), int(arrivals.gpu_milli[k])),
+        )
         total_arrived += ask.milli * ask.num_gpu
         if ask.models not in model_masks:
             model_masks[ask.models] = state.model_mask(ask.models)
@@ -196,11 +201,22 @@ def run_rows(spec: RunSpec) -> list[dict]:  # type: ignore[type-arg]
     for k, values in at_loads(run, range(spec.step_pct, top + 1, spec.step_pct)).items():
         if values is None:
             continue
-        rows.append({"trace": spec.trace, "policy": spec.policy, "seed": spec.seed, "load": round(k / 100, 4),
-                     "gpu_allocation": round(values["gpu_allocation"], 4), "grar": round(values["grar"], 6),
-                     "eopc_w": round(values["eopc_w"], 1), "frag_gpus": round(values["frag_milli"] / 1000, 3),
-                     "frag_ratio": round(values["frag_ratio"], 6),
-                     "pods": len(arrivals.names), "failed_pods": run.failed, "wall_s": round(wall, 3)})
+        rows.append(
+            {
+                "trace": spec.trace,
+                "policy": spec.policy,
+                "seed": spec.seed,
+                "load": round(k / 100, 4),
+                "gpu_allocation": round(values["gpu_allocation"], 4),
+                "grar": round(values["grar"], 6),
+                "eopc_w": round(values["eopc_w"], 1),
+                "frag_gpus": round(values["frag_milli"] / 1000, 3),
+                "frag_ratio": round(values["frag_ratio"], 6),
+                "pods": len(arrivals.names),
+                "failed_pods": run.failed,
+                "wall_s": round(wall, 3),
+            }
+        )
     return rows
 
 

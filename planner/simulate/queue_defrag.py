@@ -38,8 +38,9 @@ def node_name(n: int) -> str:
     return f"n{n:05d}"
 
 
-def plan_room(free: np.ndarray, gpus_per_node: int, pods: list[RunningPod], head: str, head_pods: list[int], lo: int, hi: int,
-              max_moves: int, seed: int = 0) -> RoomPlan | None:
+def plan_room(
+    free: np.ndarray, gpus_per_node: int, pods: list[RunningPod], head: str, head_pods: list[int], lo: int, hi: int, max_moves: int, seed: int = 0
+) -> RoomPlan | None:
     """The planner's make-room plan for ``head`` (pods of ``head_pods`` GPUs) on the nodes [lo, hi),
     at most ``max_moves`` migrations; None when it cannot start the head there."""
     nodes = [Node(name=node_name(n), gpus=gpus_per_node, cpus=1.0, memory_gib=0.0) for n in range(lo, hi)]

@@ -19,8 +19,9 @@ from planner.state import PENDING
 from planner.validate.preempt import validate_preempt
 
 
-def snapshot_of(nodes: list[Node], eviction_counts: np.ndarray, w: Window, running: dict[str, Run], spec: dict[str, SimJob],
-                now: float, asking: str | None) -> Cluster:
+def snapshot_of(
+    nodes: list[Node], eviction_counts: np.ndarray, w: Window, running: dict[str, Run], spec: dict[str, SimJob], now: float, asking: str | None
+) -> Cluster:
     """The state at ``now`` as a snapshot: running jobs' pods on their nodes with their last
     checkpoint (none yet: their run's start), the asking job's pods pending; window order."""
     cs = w.ps.cs
@@ -38,21 +39,39 @@ def snapshot_of(nodes: list[Node], eviction_counts: np.ndarray, w: Window, runni
             last = run.progress_s + kept if kept > 0 else None
         for k, p in enumerate(w.pods_of(name)):
             node = cs.node_names[int(cs.pod_node[p])] if run is not None else None
-            pods.append(Pod(name=f"{name}-{k}", job=name, node=node, gpus=job.gpus_per_worker, cpus=job.cpus_per_worker,
-                            memory_gib=job.memory_gib_per_worker, priority=job.priority, gpu_models=list(job.gpu_models),
-                            started_s=run.start_s if run else None, checkpoint_s=last, standby=bool(run and cs.pod_standby[p])))
+            pods.append(
+                Pod(
+                    name=f"{name}-{k}",
+                    job=name,
+                    node=node,
+                    gpus=job.gpus_per_worker,
+                    cpus=job.cpus_per_worker,
+                    memory_gib=job.memory_gib_per_worker,
+                    priority=job.priority,
+                    gpu_models=list(job.gpu_models),
+                    started_s=run.start_s if run else None,
+                    checkpoint_s=last,
+                    standby=bool(run and cs.pod_standby[p]),
+                )
+            )
     return Cluster(time_s=now, nodes=nodes, pods=pods, jobs=jobs)
 
-def check_decision(policy: str, snapshot: Cluster, choice: Choice, ask: Ask, w: Window, job: str, waking: str | None, now: float,
-                   seed: int) -> None:
+
+def check_decision(policy: str, snapshot: Cluster, choice: Choice, ask: Ask, w: Window, job: str, waking: str | None, now: float, seed: int) -> None:
     """The decision, as a plan on ``snapshot``, passes ``validate_preempt``; under a planner
     method it is also the plan ``plan_preempt`` (``plan_reactivate`` for a wake) returns there."""
     cs = w.ps.cs
     victims = sorted(q for u in choice.units for q in w.ps.unit_pods[u] if cs.pod_node[q] != PENDING)
-    plan = PreemptPlan(job=job, now_s=now, reactivate=waking,
-                       placements=[Placement(pod=cs.pod_names[p], node=cs.node_names[n]) for p, n, _ in choice.placements],
-                       victims=[Victim(pod=cs.pod_names[q], node=cs.node_names[int(cs.pod_node[q])], job=w.names[int(cs.pod_job[q])],
-                                       lost_gpu_s=float(ask.pod_cost[q])) for q in victims])
+    plan = PreemptPlan(
+        job=job,
+        now_s=now,
+        reactivate=waking,
+        placements=[Placement(pod=cs.pod_names[p], node=cs.node_names[n]) for p, n, _ in choice.placements],
+        victims=[
+            Victim(pod=cs.pod_names[q], node=cs.node_names[int(cs.pod_node[q])], job=w.names[int(cs.pod_job[q])], lost_gpu_s=float(ask.pod_cost[q]))
+            for q in victims
+        ],
+    )
     violations = validate_preempt(snapshot, plan)
     if violations or not choice.placements and waking:
         raise AssertionError(f"the simulator's decision for '{job}' at {now} s is invalid: {violations[:3]}")
@@ -64,6 +83,7 @@ def check_decision(policy: str, snapshot: Cluster, choice: Choice, ask: Ask, w: 
     want = (sorted((p.pod, p.node) for p in expected.placements), sorted(v.pod for v in expected.victims))
     if got != want:
         raise AssertionError(f"the simulator's decision for '{job}' at {now} s differs from the planner's: {got} != {want}")
+
 
 def check_state(cluster: Cluster, now: float) -> None:
     """Every node of the state ``cluster`` holds its pods by ``rules.py``."""

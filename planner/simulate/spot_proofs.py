@@ -38,10 +38,12 @@ def none_fits(w: Window, p: int, where: set[int]) -> bool:
     for n in where:
         if not eligible[n]:
             continue
-        held = (int(cs.hp_whole[n]), float(cs.hp_cpus[n]), float(cs.hp_mem[n])) if hp else \
-            (int(cs.whole_used[n] + cs.share_devices[n]), float(cs.used_cpus[n]), float(cs.used_mem[n]))
-        if (whole <= cs.cap_gpus[n] - held[0] and cpus <= cs.cap_cpus[n] - held[1] + rules.EPS
-                and mem <= cs.cap_mem[n] - held[2] + rules.EPS):
+        held = (
+            (int(cs.hp_whole[n]), float(cs.hp_cpus[n]), float(cs.hp_mem[n]))
+            if hp
+            else (int(cs.whole_used[n] + cs.share_devices[n]), float(cs.used_cpus[n]), float(cs.used_mem[n]))
+        )
+        if whole <= cs.cap_gpus[n] - held[0] and cpus <= cs.cap_cpus[n] - held[1] + rules.EPS and mem <= cs.cap_mem[n] - held[2] + rules.EPS:
             return False
     return True
 

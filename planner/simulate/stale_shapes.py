@@ -55,8 +55,9 @@ class StaleShapes:
         self._keys[slot] = None
         self._free.append(slot)
 
-    def fitting(self, cs: ClusterState, nodes: np.ndarray, room_hp: tuple[np.ndarray, ...],
-                room_all: tuple[np.ndarray, ...]) -> list[tuple[Hashable, int, np.ndarray]]:
+    def fitting(
+        self, cs: ClusterState, nodes: np.ndarray, room_hp: tuple[np.ndarray, ...], room_all: tuple[np.ndarray, ...]
+    ) -> list[tuple[Hashable, int, np.ndarray]]:
         """The stale keys one of whose pods fits on some node of ``nodes``, with their pod and the mask of those
         nodes: static rules, and whole GPUs, CPUs and memory within the room (per node of ``nodes``)
         the pods that would stay leave: ``room_hp`` for an HP pod, ``room_all`` for a spot pod."""

@@ -24,8 +24,15 @@ class Window:
     """``jobs`` (SimJob by name, in window order) on ``nodes``; ``running`` gives each running job's
     (run start, progress start, nodes of its pods, on standby)."""
 
-    def __init__(self, nodes: list[Node], jobs: list, running: dict[str, tuple[float, float, list[str], bool]],
-                 eviction_counts: np.ndarray, time_s: float, pending_pods: dict[str, list[Pod]] | None = None):
+    def __init__(
+        self,
+        nodes: list[Node],
+        jobs: list,
+        running: dict[str, tuple[float, float, list[str], bool]],
+        eviction_counts: np.ndarray,
+        time_s: float,
+        pending_pods: dict[str, list[Pod]] | None = None,
+    ):
         """``pending_pods``: each job's pods as pending, kept by the caller across windows (a job
         pending in several windows is checked once; running pods are its copies with their node)."""
         pods, cluster_jobs = [], []
@@ -36,9 +43,17 @@ class Window:
             pending = cache.get(job.name)
             if pending is None:
                 pending = cache[job.name] = [
-                    Pod(name=f"{job.name}-{w}", job=job.name, gpus=job.gpus_per_worker, cpus=job.cpus_per_worker,
-                        memory_gib=job.memory_gib_per_worker, priority=job.priority, gpu_models=list(job.gpu_models))
-                    for w in range(job.workers)]
+                    Pod(
+                        name=f"{job.name}-{w}",
+                        job=job.name,
+                        gpus=job.gpus_per_worker,
+                        cpus=job.cpus_per_worker,
+                        memory_gib=job.memory_gib_per_worker,
+                        priority=job.priority,
+                        gpu_models=list(job.gpu_models),
+                    )
+                    for w in range(job.workers)
+                ]
             if run is None:
                 pods += pending
             else:
@@ -57,8 +72,9 @@ class Window:
         nan = math.nan
         self.run_start_s = np.array([nan if p.started_s is None else p.started_s for p in pods], dtype=np.float64)
         self.progress_s = np.full(len(pods), nan)
-        self.interval_s = np.array([nan if j.checkpoint_interval_s is None else j.checkpoint_interval_s
-                                    for j in jobs for _ in range(j.workers)], dtype=np.float64)
+        self.interval_s = np.array(
+            [nan if j.checkpoint_interval_s is None else j.checkpoint_interval_s for j in jobs for _ in range(j.workers)], dtype=np.float64
+        )
         periodic = ~np.isnan(self.interval_s)
         self._interval_or_inf = np.where(periodic, self.interval_s, math.inf)
         self._interval_or_one = np.where(periodic, self.interval_s, 1.0)

@@ -47,9 +47,7 @@ class SnapshotIndex:
         self.pending, self.residents, self.running_nodes = dict(self.pending), dict(self.residents), dict(self.running_nodes)
 
 
-def validate_allocate(
-    cluster: Cluster, plan: AllocationPlan, index: SnapshotIndex | None = None, lone_pods: bool = False
-) -> list[Violation]:
+def validate_allocate(cluster: Cluster, plan: AllocationPlan, index: SnapshotIndex | None = None, lone_pods: bool = False) -> list[Violation]:
     """Every violation of the plan on ``cluster`` (``index``: its lookups, when already built).
 
     ``lone_pods``: a pending pod of no job may be placed, as a gang of one (make-room plans)."""

@@ -79,8 +79,9 @@ def limit_violations(cluster: Cluster, plan: DefragPlan, limits: MoveLimits) -> 
                     )
                 )
     violations += _wave_limit_violations(plan, limits, unavailable_limits(cluster, limits.max_unavailable_per_job))
-    violations += _group_violations(plan, namespace_limits(cluster, limits.max_moves_per_namespace), MAX_MOVES_PER_NAMESPACE,
-                                    "namespace", "max_moves_per_namespace is {}")
+    violations += _group_violations(
+        plan, namespace_limits(cluster, limits.max_moves_per_namespace), MAX_MOVES_PER_NAMESPACE, "namespace", "max_moves_per_namespace is {}"
+    )
     pods = {p.name: p for p in cluster.pods}
     seen: set[str] = set()
     for w, wave in enumerate(plan.waves):
@@ -90,7 +91,9 @@ def limit_violations(cluster: Cluster, plan: DefragPlan, limits: MoveLimits) -> 
             seen.add(move.pod)
             if move.pod in pods and not limits.may_move(pods[move.pod]):
                 namespace = pods[move.pod].namespace or "default"
-                violations.append(Violation(OUT_OF_SCOPE, f"pod '{move.pod}' of namespace '{namespace}' moves; the plan's namespace scope holds it", w, i, move.pod))
+                violations.append(
+                    Violation(OUT_OF_SCOPE, f"pod '{move.pod}' of namespace '{namespace}' moves; the plan's namespace scope holds it", w, i, move.pod)
+                )
     if limits.same_asw:
         nodes = {n.name: n for n in cluster.nodes}
         for w, wave in enumerate(plan.waves):
@@ -99,9 +102,7 @@ def limit_violations(cluster: Cluster, plan: DefragPlan, limits: MoveLimits) -> 
                     continue  # reported as unknown_node by the replay
                 a, b = (rules.topology_domain(nodes[name], "asw") for name in (move.from_, move.to))
                 if a != b:
-                    violations.append(
-                        Violation(CROSS_ASW, f"pod '{move.pod}' moves from {a} to {b} under same_asw", w, i, move.pod, move.to)
-                    )
+                    violations.append(Violation(CROSS_ASW, f"pod '{move.pod}' moves from {a} to {b} under same_asw", w, i, move.pod, move.to))
     return violations
 
 
@@ -121,10 +122,14 @@ def _wave_limit_violations(plan: DefragPlan, limits: MoveLimits, job_limits: dic
         if limits.max_moves_per_node_per_wave is not None:
             for name, count in sorted(touches.items()):
                 if count > limits.max_moves_per_node_per_wave:
-                    violations.append(Violation(
-                        MAX_MOVES_PER_NODE_PER_WAVE,
-                        f"{count} moves of wave {w} touch node '{name}'; max_moves_per_node_per_wave is {limits.max_moves_per_node_per_wave}",
-                        w, node=name))
+                    violations.append(
+                        Violation(
+                            MAX_MOVES_PER_NODE_PER_WAVE,
+                            f"{count} moves of wave {w} touch node '{name}'; max_moves_per_node_per_wave is {limits.max_moves_per_node_per_wave}",
+                            w,
+                            node=name,
+                        )
+                    )
     return violations
 
 
@@ -225,8 +230,7 @@ def _replay(cluster: Cluster, plan: DefragPlan) -> tuple[list[Violation], Cluste
                 violations.append(
                     Violation(
                         rules.JOB_TOPOLOGY,
-                        f"during wave {w}: job '{job_name}' requires one {level} but its pods "
-                        f"(old and new copies) span {', '.join(spanned)}",
+                        f"during wave {w}: job '{job_name}' requires one {level} but its pods (old and new copies) span {', '.join(spanned)}",
                         w,
                     )
                 )
@@ -289,9 +293,7 @@ def _end_state_violations(cluster: Cluster, plan: DefragPlan, end_state: Cluster
         violations.append(Violation(VACATED_NODES_MISMATCH, "vacated_nodes disagrees with the replay: " + "; ".join(parts)))
     if plan.metrics is not None and plan.metrics.after:
         for key, claimed_value, actual_value in _differences(plan.metrics.after, summary(end_state)):
-            violations.append(
-                Violation(METRICS_MISMATCH, f"metrics.after.{key} is {claimed_value!r}, the replay gives {actual_value!r}")
-            )
+            violations.append(Violation(METRICS_MISMATCH, f"metrics.after.{key} is {claimed_value!r}, the replay gives {actual_value!r}"))
     return violations
 
 

@@ -53,11 +53,15 @@ def validate_preempt(cluster: Cluster, plan: PreemptPlan) -> list[Violation]:
         if problems:
             return [Violation(REACTIVATION, p) for p in problems]
         view = reactivation_view(cluster, plan.reactivate)
-        wrong = [f"placements[{k}]: {pl.pod} on {pl.node}" for k, pl in enumerate(plan.placements)
-                 if (pl.pod, pl.node) != (view.pod, view.node)]
+        wrong = [f"placements[{k}]: {pl.pod} on {pl.node}" for k, pl in enumerate(plan.placements) if (pl.pod, pl.node) != (view.pod, view.node)]
         if wrong or len(plan.placements) != 1 or plan.job != view.owner:
-            return [Violation(REACTIVATION, f"a reactivation places only pod '{view.pod}' on its node '{view.node}' "
-                              f"and names job '{view.owner}'" + (f" ({'; '.join(wrong)})" if wrong else ""))]
+            return [
+                Violation(
+                    REACTIVATION,
+                    f"a reactivation places only pod '{view.pod}' on its node '{view.node}' "
+                    f"and names job '{view.owner}'" + (f" ({'; '.join(wrong)})" if wrong else ""),
+                )
+            ]
         return _Check(view.cluster, plan.model_copy(update={"job": view.job, "reactivate": None})).run()
     return _Check(cluster, plan).run()
 
@@ -140,9 +144,7 @@ class _Check:
         if plan.placements or plan.victims:
             wanted = job.min_available if job.min_available is not None else len(self.job_pods[plan.job])
             if len(seen) < wanted:
-                problems.append(
-                    Violation(GANG_INCOMPLETE, f"{len(seen)} of job '{plan.job}''s pods are placed; the gang needs {wanted}")
-                )
+                problems.append(Violation(GANG_INCOMPLETE, f"{len(seen)} of job '{plan.job}''s pods are placed; the gang needs {wanted}"))
         return problems
 
     # victims -----------------------------------------------------------------------------------
@@ -173,17 +175,13 @@ class _Check:
                 problems.append(Violation(refusal[0], f"{where}: {refusal[1]}", pod=pod.name))
             truth = rules.lost_gpu_s(pod, plan.now_s)
             if not math.isclose(victim.lost_gpu_s, truth, rel_tol=1e-9, abs_tol=COST_TOLERANCE):
-                problems.append(
-                    Violation(COST_MISMATCH, f"{where}: lost_gpu_s is {victim.lost_gpu_s!r}, the cost model gives {truth!r}", pod=pod.name)
-                )
+                problems.append(Violation(COST_MISMATCH, f"{where}: lost_gpu_s is {victim.lost_gpu_s!r}, the cost model gives {truth!r}", pod=pod.name))
         for job_name in sorted({self.pods[v].job for v in named if v in self.pods and self.pods[v].job is not None}):
             if self.unit_of(self.job_pods[job_name][0].name).startswith("pod:"):
                 continue  # min_available 1: its replicas are victims one by one
             left = [p.name for p in self.job_pods[job_name] if p.node is not None and p.name not in named]
             if left:
-                problems.append(
-                    Violation(GANG_SPLIT, f"victims of job '{job_name}' leave {', '.join(left[:3])} running; a gang is evicted whole")
-                )
+                problems.append(Violation(GANG_SPLIT, f"victims of job '{job_name}' leave {', '.join(left[:3])} running; a gang is evicted whole"))
         return problems
 
     # the cluster after the plan ------------------------------------------------------------------

@@ -39,7 +39,12 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout_s: float = 60.0) -> Server:
-        env = {k: v for k, v in os.environ.items() if k not in ("PLANNER_API_TOKEN", "PLANNER_API_READ_TOKEN", "DATABASE_URL", "DATABASE_URL_FILE", "PLANNER_API_TOKEN_FILE", "PLANNER_API_READ_TOKEN_FILE")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k
+            not in ("PLANNER_API_TOKEN", "PLANNER_API_READ_TOKEN", "DATABASE_URL", "DATABASE_URL_FILE", "PLANNER_API_TOKEN_FILE", "PLANNER_API_READ_TOKEN_FILE")
+        }
         if self.token:
             env["PLANNER_API_TOKEN"] = self.token
         env.update(self.env)

@@ -87,6 +87,7 @@ def cancel_or_delete_job(job_id: str, svc: Svc) -> Any:
 
 # -- plans -----------------------------------------------------------------------------------------
 
+
 @router.get("/v1/plans", response_model=PlanList, responses=RESPONSES, summary="Stored plans, newest first")
 def list_plans(
     svc: Svc,
@@ -97,8 +98,14 @@ def list_plans(
     return PlanList(plans=[plan_summary(p) for p in svc.store.list_plans(kind, since, limit)])
 
 
-@router.delete("/v1/plans/{plan_id}", status_code=204, response_class=Response, response_model=None,
-               responses={**RESPONSES, 404: {"model": Problem}}, summary="Delete a stored plan")
+@router.delete(
+    "/v1/plans/{plan_id}",
+    status_code=204,
+    response_class=Response,
+    response_model=None,
+    responses={**RESPONSES, 404: {"model": Problem}},
+    summary="Delete a stored plan",
+)
 def delete_plan(plan_id: str, svc: Svc) -> Any:
     if not svc.store.delete_plan(plan_id):
         return problem(404, f"no plan '{plan_id}'")

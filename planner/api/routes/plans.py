@@ -73,14 +73,30 @@ def job_route(path: str, kind: str, accept: Any, body: Any, summary: str, ok: di
     )(submit_job)
 
 
-job_route("/v1/defrag", "defrag", accept_defrag, DefragRequest, "Submit a defragmentation job",
-          {"description": "The job finished within ?wait: the plan.", "content": {"application/json": {"example": EXAMPLE_PLAN}}})
-job_route("/v1/preempt", "preempt", accept_preempt, PreemptRequest,
-          "Submit a preemption job: where a pending job starts and which spot pods to evict",
-          {"description": "The job finished within ?wait: the plan (kind preempt, or preempt-compare)."})
-job_route("/v1/allocate", "allocate", accept_allocate, AllocateRequest,
-          "Submit an allocation job: start pending jobs on as few switches as possible",
-          {"description": "The job finished within ?wait: the plan (kind allocate, or allocate-compare)."})
+job_route(
+    "/v1/defrag",
+    "defrag",
+    accept_defrag,
+    DefragRequest,
+    "Submit a defragmentation job",
+    {"description": "The job finished within ?wait: the plan.", "content": {"application/json": {"example": EXAMPLE_PLAN}}},
+)
+job_route(
+    "/v1/preempt",
+    "preempt",
+    accept_preempt,
+    PreemptRequest,
+    "Submit a preemption job: where a pending job starts and which spot pods to evict",
+    {"description": "The job finished within ?wait: the plan (kind preempt, or preempt-compare)."},
+)
+job_route(
+    "/v1/allocate",
+    "allocate",
+    accept_allocate,
+    AllocateRequest,
+    "Submit an allocation job: start pending jobs on as few switches as possible",
+    {"description": "The job finished within ?wait: the plan (kind allocate, or allocate-compare)."},
+)
 
 
 def admission(svc: Service, idempotency_key: str | None) -> JSONResponse | None:
@@ -88,8 +104,7 @@ def admission(svc: Service, idempotency_key: str | None) -> JSONResponse | None:
     is one already used (its job is answered, or 409, whatever the queue holds); else the answer
     (429, or 503 when the store cannot be read). ``create_job`` checks the queue again."""
     try:
-        if svc.store.queue_depth() < svc.settings.max_queue or (
-                idempotency_key is not None and svc.store.job_by_key(idempotency_key) is not None):
+        if svc.store.queue_depth() < svc.settings.max_queue or (idempotency_key is not None and svc.store.job_by_key(idempotency_key) is not None):
             return None
     except DBAPIError as err:
         log.error("the job store cannot be read to admit a job: %s", err)
@@ -136,6 +151,7 @@ async def submit(svc: Service, http: Request, kind: str, accept: Any, wait: floa
 
 
 # -- synchronous checks (parsed and run off the event loop) ----------------------------------------
+
 
 @checks.post(
     "/v1/validate",

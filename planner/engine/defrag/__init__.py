@@ -71,16 +71,42 @@ from planner.runtime.gc_pause import collector_paused
 from planner.state import ClusterState
 
 __all__ = [
-    "AUTO_EXACT_MAX_NODES", "AUTO_EXACT_MAX_PAIRS", "COSTED_LIMITS", "EXACT_MAX_NODES", "EXACT_MAX_PAIRS", "MAKE_ROOM_EXACT_OPTIONS",
-    "MAKE_ROOM_METHODS", "MAKE_ROOM_OPTIONS", "MAX_COUNT", "MAX_SEED", "MAX_TIME_LIMIT_S", "METHOD_OPTIONS", "POOL_OPTIONS",
-    "TRIM_EXACT_OPTIONS", "WAVE_LIMIT_OPTIONS", "DefragOptions", "Method", "PlanBug", "PlanOptionError", "Progress",
-    "check_exact_size", "choose_auto", "compare_defrag", "compare_make_room", "estimated_runtime_s", "hold_pods", "limit_costs",
-    "lost_work", "plan_defrag", "route_once", "unused_option_reason", "why_nothing_moved",
+    "AUTO_EXACT_MAX_NODES",
+    "AUTO_EXACT_MAX_PAIRS",
+    "COSTED_LIMITS",
+    "EXACT_MAX_NODES",
+    "EXACT_MAX_PAIRS",
+    "MAKE_ROOM_EXACT_OPTIONS",
+    "MAKE_ROOM_METHODS",
+    "MAKE_ROOM_OPTIONS",
+    "MAX_COUNT",
+    "MAX_SEED",
+    "MAX_TIME_LIMIT_S",
+    "METHOD_OPTIONS",
+    "POOL_OPTIONS",
+    "TRIM_EXACT_OPTIONS",
+    "WAVE_LIMIT_OPTIONS",
+    "DefragOptions",
+    "Method",
+    "PlanBug",
+    "PlanOptionError",
+    "Progress",
+    "check_exact_size",
+    "choose_auto",
+    "compare_defrag",
+    "compare_make_room",
+    "estimated_runtime_s",
+    "hold_pods",
+    "limit_costs",
+    "lost_work",
+    "plan_defrag",
+    "route_once",
+    "unused_option_reason",
+    "why_nothing_moved",
 ]
 
-def plan_defrag(
-    cluster: Cluster, options: DefragOptions | None = None, progress: Progress | None = None
-) -> DefragPlan | DefragComparison:
+
+def plan_defrag(cluster: Cluster, options: DefragOptions | None = None, progress: Progress | None = None) -> DefragPlan | DefragComparison:
     """A validated defragmentation plan for ``cluster`` (for ``compare``: both plans and the gap)."""
     options = options or DefragOptions()
     pooled, pools = apply_pools(cluster, options.pools())
@@ -109,14 +135,15 @@ def limit_costs(cluster: Cluster, options: DefragOptions, plan: DefragPlan) -> d
     for name, source, relaxed in runs:
         other = _plan_defrag(source, relaxed, None)
         assert isinstance(other, DefragPlan)
-        costs[name] = {"vacated_nodes_without": len(other.vacated_nodes), "moves_without": len(other.moves()),
-                       "vacated_nodes_cost": len(other.vacated_nodes) - len(plan.vacated_nodes)}
+        costs[name] = {
+            "vacated_nodes_without": len(other.vacated_nodes),
+            "moves_without": len(other.moves()),
+            "vacated_nodes_cost": len(other.vacated_nodes) - len(plan.vacated_nodes),
+        }
     return costs
 
 
-def _plan_defrag(
-    cluster: Cluster, options: DefragOptions, progress: Progress | None = None
-) -> DefragPlan | DefragComparison:
+def _plan_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | None = None) -> DefragPlan | DefragComparison:
     if options.method == "compare" and options.make_room is not None:
         return compare_make_room(cluster, options)
     if options.method == "compare":
@@ -137,7 +164,14 @@ def _plan_defrag(
     solver_fields: dict[str, Any] = {}
     if options.make_room is not None and method == "exact":
         made, solver_fields, exact_extra = run_make_room_exact(
-            cluster, state, options.make_room, budget, options.solver, options.time_limit_s, options.solver_workers, options.seed,
+            cluster,
+            state,
+            options.make_room,
+            budget,
+            options.solver,
+            options.time_limit_s,
+            options.solver_workers,
+            options.seed,
             options.deterministic,
         )
         extra.update(exact_extra, jobs_placed=len(options.make_room) - len(made.unplaced), jobs_unplaced=len(made.unplaced))

@@ -71,8 +71,10 @@ def _finish(
     if relaxed is not None:
         if relaxed.bound < objective:
             raise PlanBug(f"the relaxation bound {relaxed.bound} is below the {objective} empty nodes {name} reached")
-        extra = {**extra, "relaxation_bound": {"bound": relaxed.bound, "capacity": relaxed.capacity_bound, "budget": relaxed.budget_bound,
-                                               "binding": relaxed.binding}}
+        extra = {
+            **extra,
+            "relaxation_bound": {"bound": relaxed.bound, "capacity": relaxed.capacity_bound, "budget": relaxed.budget_bound, "binding": relaxed.binding},
+        }
         if bound is None or relaxed.bound < bound:
             bound, extra = relaxed.bound, {**extra, "bound_source": "relaxation"}
     gap = None if bound is None else round((bound - objective) / max(bound, 1), 6)
@@ -159,8 +161,10 @@ def why_nothing_moved(state: ClusterState, options: DefragOptions, extra: dict[s
     if busy.sum() < 2:
         return "only one node holds pods"
     if (extra or {}).get("move_once_dropped"):
-        return (f"the {options.method} plan moved some pod twice; with every pod moved once (move_once) none of its "
-                f"{extra['move_once_dropped']} move(s) could be made; plan again with move_once off to see it")
+        return (
+            f"the {options.method} plan moved some pod twice; with every pod moved once (move_once) none of its "
+            f"{extra['move_once_dropped']} move(s) could be made; plan again with move_once off to see it"
+        )
     solved = options.method == "exact" or str((extra or {}).get("auto_choice", "")).startswith("exact")
     if solved and status == "optimal":
         return "the exact model proves that no plan empties more nodes than the snapshot has"
@@ -169,8 +173,5 @@ def why_nothing_moved(state: ClusterState, options: DefragOptions, extra: dict[s
         why = f"; {dropped} move(s) of its end state could not be routed make-before-break within the limits" if dropped else ""
         return f"the exact method found no plan that empties more nodes (status {status}: not proven that none exists{why})"
     if options.method in ("heuristic", "hybrid", "auto"):
-        return (
-            f"no candidate node could be vacated: some pod of each fits on no other busy node, "
-            f"even after ejection chains of depth {options.depth}"
-        )
+        return f"no candidate node could be vacated: some pod of each fits on no other busy node, even after ejection chains of depth {options.depth}"
     return f"{options.method} found no pod to move"

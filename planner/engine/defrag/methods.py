@@ -43,8 +43,9 @@ AUTO_EXACT_MAX_PAIRS = 30_000
 """``auto`` solves exactly up to this size, and runs ``hybrid`` above it."""
 
 
-def _moved_once(pristine: ClusterState, end: ClusterState, steps: list[list[Step]], limits: MoveLimits, extra: dict,
-                keep_prefix: bool = True) -> tuple[list[list[Step]], ClusterState]:
+def _moved_once(
+    pristine: ClusterState, end: ClusterState, steps: list[list[Step]], limits: MoveLimits, extra: dict, keep_prefix: bool = True
+) -> tuple[list[list[Step]], ClusterState]:
     """A plan that moves some pod twice (an IPC chain that moved it again, a detour) made to move
     every pod at most once (``route_once``), from the snapshot's state (``pristine``, not changed)
     with ``end``'s locks."""
@@ -53,8 +54,9 @@ def _moved_once(pristine: ClusterState, end: ClusterState, steps: list[list[Step
     return route_once(start, end, steps, MoveBudget.of(start, limits), extra, keep_prefix)
 
 
-def route_once(start: ClusterState, end: ClusterState, steps: list[list[Step]], budget: MoveBudget, extra: dict,
-               keep_prefix: bool = True) -> tuple[list[list[Step]], ClusterState]:
+def route_once(
+    start: ClusterState, end: ClusterState, steps: list[list[Step]], budget: MoveBudget, extra: dict, keep_prefix: bool = True
+) -> tuple[list[list[Step]], ClusterState]:
     """A plan from ``start`` (not changed) ending in ``end`` that moves some pod twice, made to move
     every pod at most once: ``end`` routed again from ``start`` without detours (moves the router
     cannot make that way are dropped, never made twice), or, when ``keep_prefix`` and it is better
@@ -132,9 +134,7 @@ def _ipc_options(options: DefragOptions) -> IpcOptions:
     return IpcOptions(partition_size=options.partition_size, depth=options.depth, rounds=options.rounds, seed=options.seed)
 
 
-def _ipc(
-    state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None
-) -> tuple[list[list[Step]], dict]:
+def _ipc(state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None) -> tuple[list[list[Step]], dict]:
     result: IpcResult = run_ipc(state, _ipc_options(options), budget, run, progress)
     extra = {
         "rounds_run": result.rounds_run,
@@ -159,9 +159,7 @@ def _exact_options(options: DefragOptions, time_limit_s: float, **changes: Any) 
     return ExactOptions(**{**fields, **changes})
 
 
-def _exact(
-    state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None
-) -> tuple[list[list[Step]], dict, dict]:
+def _exact(state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None) -> tuple[list[list[Step]], dict, dict]:
     """IPC for a warm start, then the exact model; returns the better executed plan of the two (IPC's
     as it would be returned: routed again under ``move_once``), and in the solver fields ``claims``,
     what the first solve's bound proves about a plan (``exact.Proof.claims``), which ``_finish`` reads
@@ -317,14 +315,16 @@ run, progress and the start time, to its name in the report, its waves, its solv
 report's extra fields."""
 
 
-def _heuristic(state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None,
-               start: float) -> tuple[str, list[list[Step]], dict, dict]:
+def _heuristic(
+    state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None, start: float
+) -> tuple[str, list[list[Step]], dict, dict]:
     steps, extra = _ipc(state, options, budget, run, progress)
     return "ipc", steps, {}, extra
 
 
-def _repack(state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None,
-            start: float) -> tuple[str, list[list[Step]], dict, dict]:
+def _repack(
+    state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None, start: float
+) -> tuple[str, list[list[Step]], dict, dict]:
     outcome = baselines.repack(state, budget)
     extra = {"dropped_moves": outcome.dropped, "routed_moves": outcome.routed, "target_vacated": outcome.target_vacated}
     return "repack", outcome.waves or [], {}, extra
@@ -333,22 +333,25 @@ def _repack(state: ClusterState, options: DefragOptions, budget: MoveBudget, run
 def _evict_and_replace(name: str, policy: str) -> MethodRun:
     """A baseline that evicts the pods of nodes below the threshold and places them by ``policy``."""
 
-    def method(state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None,
-               start: float) -> tuple[str, list[list[Step]], dict, dict]:
+    def method(
+        state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None, start: float
+    ) -> tuple[str, list[list[Step]], dict, dict]:
         outcome = baselines.evict_and_replace(state, policy, options.threshold, options.seed, budget)
         return name, sequence_to_waves(outcome.sequence), {}, {"threshold": options.threshold}
 
     return method
 
 
-def _exact_method(state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None,
-                  start: float) -> tuple[str, list[list[Step]], dict, dict]:
+def _exact_method(
+    state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None, start: float
+) -> tuple[str, list[list[Step]], dict, dict]:
     steps, solver_fields, extra = _exact(state, options, budget, run, progress)
     return "exact", steps, solver_fields, extra
 
 
-def _hybrid_method(state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None,
-                   start: float) -> tuple[str, list[list[Step]], dict, dict]:
+def _hybrid_method(
+    state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None, start: float
+) -> tuple[str, list[list[Step]], dict, dict]:
     steps, extra = _hybrid(state, options, budget, run, progress, start)
     return "hybrid", steps, {}, extra
 

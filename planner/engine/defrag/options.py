@@ -43,45 +43,53 @@ class DefragOptions(BaseModel):
     rounds: int = Field(5, ge=1, le=1000, description="R: IPC rounds (fresh random partition each).")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Random seed; same snapshot and seed, same plan.")
     max_moves: int | None = Field(None, ge=0, le=MAX_COUNT, description="Migration budget for the whole plan.")
-    max_moves_per_node: int | None = Field(
-        None, ge=0, le=MAX_COUNT, description="Moves touching any one node (as source or destination)."
-    )
+    max_moves_per_node: int | None = Field(None, ge=0, le=MAX_COUNT, description="Moves touching any one node (as source or destination).")
     same_asw: bool = Field(False, description="Pods move only within their access switch.")
     max_moves_per_wave: int | None = Field(None, ge=1, le=MAX_COUNT, description="Moves in any one wave (waves are split; no move is lost).")
     max_nodes_per_wave: int | str | None = Field(
-        None, description="Nodes any one wave touches (as source or destination): a count (at least 2, as a move touches two) "
+        None,
+        description="Nodes any one wave touches (as source or destination): a count (at least 2, as a move touches two) "
         "or a share of the cluster's nodes such as '10%' (rounded up, as Karpenter's disruption budgets are).",
     )
     max_moves_per_node_per_wave: int | None = Field(None, ge=1, le=MAX_COUNT, description="Moves touching any one node in one wave.")
     max_moves_per_namespace: int | None = Field(
-        None, ge=1, le=MAX_COUNT, description="Moves of one namespace's pods in one wave (koordinator's maxMigratingPerNamespace; "
-        "a pod without a namespace is in 'default').",
+        None,
+        ge=1,
+        le=MAX_COUNT,
+        description="Moves of one namespace's pods in one wave (koordinator's maxMigratingPerNamespace; a pod without a namespace is in 'default').",
     )
     max_unavailable_per_job: int | None = Field(
-        None, ge=0, le=MAX_COUNT,
+        None,
+        ge=0,
+        le=MAX_COUNT,
         description="Pods of one job moving in one wave, for jobs without their own disruption budget (0 holds their pods).",
     )
     move_once: bool = Field(
-        True, description="Every pod moves at most once (on by default: a pod moved twice is restarted twice); "
-        "off lets chains and detours move a pod again.",
+        True,
+        description="Every pod moves at most once (on by default: a pod moved twice is restarted twice); off lets chains and detours move a pod again.",
     )
     only_namespaces: list[str] | None = Field(None, min_length=1, description="Only pods of these namespaces move.")
     exclude_namespaces: list[str] | None = Field(None, min_length=1, description="Pods of these namespaces never move.")
     allow_product_change: bool = Field(
-        False, description="Let a placed GPU pod move to another GPU product its rules allow (off by default: a pod keeps the "
-        "GPU product it runs on).",
+        False,
+        description="Let a placed GPU pod move to another GPU product its rules allow (off by default: a pod keeps the GPU product it runs on).",
     )
     allow_cpu_pods_on_gpu_nodes: bool = Field(
-        False, description="Let CPU-only pods move onto GPU nodes (off by default: they move among CPU-only nodes only).",
+        False,
+        description="Let CPU-only pods move onto GPU nodes (off by default: they move among CPU-only nodes only).",
     )
     node_selector: str | None = Field(
-        None, min_length=1, max_length=4096, description="Plan within the nodes this label selector matches "
+        None,
+        min_length=1,
+        max_length=4096,
+        description="Plan within the nodes this label selector matches "
         "('pool=training,zone in (a,b)'), as kube-descheduler's nodeSelector: pods elsewhere stay, nothing arrives there.",
     )
     threshold: float = Field(0.5, gt=0, le=1, description="Baselines: GPU allocation below which a node is drained.")
     workers: int | None = Field(None, ge=1, le=256, description="Worker processes for partitions (default: one per core).")
     executor: Literal["inline", "process", "ray"] = Field(
-        "process", description="Where IPC partitions and hybrid neighbourhoods run: in this process, on a local process pool, or as "
+        "process",
+        description="Where IPC partitions and hybrid neighbourhoods run: in this process, on a local process pool, or as "
         "Ray tasks (RAY_ADDRESS when set, else a local Ray of `workers` CPUs; the extra 'ray'). Same seed, same plan on each.",
     )
     solver: Literal["cpsat", "highs"] = Field("highs", description="Exact back-end (HiGHS proved our models faster; see benchmarks).")
@@ -98,7 +106,8 @@ class DefragOptions(BaseModel):
     )
     force: bool = Field(False, description="Run exact even above the size limit.")
     limit_costs: bool = Field(
-        False, description="Also plan without each limit in force that can cost vacated nodes, one at a time, and report "
+        False,
+        description="Also plan without each limit in force that can cost vacated nodes, one at a time, and report "
         "what each cost (report.limit_costs); one more plan per limit.",
     )
 
@@ -108,11 +117,11 @@ class DefragOptions(BaseModel):
         if info.data.get("make_room") is not None and info.data.get("method") in MAKE_ROOM_METHODS:
             return refuse_unused(cls, value, info, MAKE_ROOM_METHODS, ("method", "workers", "executor", "make_room"), _unused_by_make_room)
         if info.data.get("method") == "heuristic" and info.data.get("trim") == "exact":
-            return refuse_unused(cls, value, info, {"heuristic": METHOD_OPTIONS["heuristic"] | TRIM_EXACT_OPTIONS}, ("method", "workers", "executor"),
-                                 unused_option_reason)
+            return refuse_unused(
+                cls, value, info, {"heuristic": METHOD_OPTIONS["heuristic"] | TRIM_EXACT_OPTIONS}, ("method", "workers", "executor"), unused_option_reason
+            )
         if info.field_name == "trim" and value == "exact" and info.data.get("method") == "hybrid":
-            raise ValueError("hybrid spends its time limit on neighbourhood search; use trim 'greedy' with it, "
-                             "or method 'heuristic' with trim 'exact'")
+            raise ValueError("hybrid spends its time limit on neighbourhood search; use trim 'greedy' with it, or method 'heuristic' with trim 'exact'")
         return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "workers", "executor"), unused_option_reason)
 
     @field_validator("node_selector")
@@ -144,17 +153,34 @@ class DefragOptions(BaseModel):
                 raise ValueError("a share of nodes per wave needs the cluster's node count")
             per_wave = max(2, math.ceil(float(per_wave.strip().rstrip("%")) * nodes / 100 - 1e-9))
         return MoveLimits(
-            self.max_moves, self.max_moves_per_node, self.same_asw, self.max_moves_per_wave, per_wave, self.max_moves_per_node_per_wave,
-            self.max_unavailable_per_job, None if self.only_namespaces is None else tuple(self.only_namespaces),
-            tuple(self.exclude_namespaces or ()), self.move_once, self.max_moves_per_namespace,
+            self.max_moves,
+            self.max_moves_per_node,
+            self.same_asw,
+            self.max_moves_per_wave,
+            per_wave,
+            self.max_moves_per_node_per_wave,
+            self.max_unavailable_per_job,
+            None if self.only_namespaces is None else tuple(self.only_namespaces),
+            tuple(self.exclude_namespaces or ()),
+            self.move_once,
+            self.max_moves_per_namespace,
         )
 
 
 _IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
 
 
-WAVE_LIMIT_OPTIONS = {"max_moves_per_wave", "max_nodes_per_wave", "max_moves_per_node_per_wave", "max_unavailable_per_job", "max_moves_per_namespace",
-                      "only_namespaces", "exclude_namespaces", "move_once", "limit_costs"}
+WAVE_LIMIT_OPTIONS = {
+    "max_moves_per_wave",
+    "max_nodes_per_wave",
+    "max_moves_per_node_per_wave",
+    "max_unavailable_per_job",
+    "max_moves_per_namespace",
+    "only_namespaces",
+    "exclude_namespaces",
+    "move_once",
+    "limit_costs",
+}
 """Limits every method honours: per-wave limits split waves, the namespace scope holds pods, and a plan
 that would move a pod twice is routed again from its end state without detours."""
 
@@ -212,7 +238,6 @@ def unused_option_reason(method: str, name: str) -> str:
     return unused_reason(method, name, METHOD_OPTIONS, why, also)
 
 
-COSTED_LIMITS = ("max_moves", "max_moves_per_node", "same_asw", "max_unavailable_per_job", "only_namespaces", "exclude_namespaces",
-                 "move_once")
+COSTED_LIMITS = ("max_moves", "max_moves_per_node", "same_asw", "max_unavailable_per_job", "only_namespaces", "exclude_namespaces", "move_once")
 """Limits that can cost vacated nodes (the per-wave ones only split waves), each priced by
 ``limit_costs``; the snapshot's disruption budgets are priced as ``disruption_budgets``."""

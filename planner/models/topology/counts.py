@@ -15,9 +15,16 @@ PARTITION_LIMIT = 10_000
 PARTITION_TOTAL = 40_000
 """Count multisets per job, and over all jobs, above which a job falls back on count pairing."""
 
-def _partition_rows(model: _Model, m: Milp, spanning: list[str], counts: dict[tuple[str, int], tuple[int, int]],
-                    linked: dict[tuple[str, int], int], slack: int | None, indicator: dict[tuple[str, int, int], int]
-                    ) -> dict[str, dict[tuple[int, ...], int]]:
+
+def _partition_rows(
+    model: _Model,
+    m: Milp,
+    spanning: list[str],
+    counts: dict[tuple[str, int], tuple[int, int]],
+    linked: dict[tuple[str, int], int],
+    slack: int | None,
+    indicator: dict[tuple[str, int, int], int],
+) -> dict[str, dict[tuple[int, ...], int]]:
     """Adds, for each job whose count multisets number at most PARTITION_LIMIT (and all of
     them at most PARTITION_TOTAL), one variable per multiset and the rows tying them to its count
     indicators; returns, per such job, its multisets (non-increasing) and their variables."""
@@ -32,8 +39,7 @@ def _partition_rows(model: _Model, m: Milp, spanning: list[str], counts: dict[tu
             continue
         fewest = model.fewest.get(j) or 1
         most = len(ranges) if slack is None else min(len(ranges), fewest + slack)
-        found = _partitions(n_j, min(lo for lo, _ in ranges), max(hi for _, hi in ranges), fewest, most,
-                            min(PARTITION_LIMIT, PARTITION_TOTAL - total))
+        found = _partitions(n_j, min(lo for lo, _ in ranges), max(hi for _, hi in ranges), fewest, most, min(PARTITION_LIMIT, PARTITION_TOTAL - total))
         if found is None:
             continue
         total += len(found)
@@ -63,6 +69,7 @@ def _partitions(n: int, low: int, high: int, fewest: int, most: int, cap: int) -
     """The partitions of n into between ``fewest`` and ``most`` parts, each in [low, high], parts in
     non-increasing order; None when there are more than ``cap``."""
     out: list[tuple[int, ...]] = []
+
     def walk(left: int, top: int, parts: tuple[int, ...]) -> bool:
         if left == 0:
             if len(parts) >= fewest:
@@ -75,6 +82,7 @@ def _partitions(n: int, low: int, high: int, fewest: int, most: int, cap: int) -
             if not walk(left - part, part, parts + (part,)):
                 return False
         return True
+
     return out if walk(n, high, ()) else None
 
 
@@ -94,12 +102,14 @@ def _twins_sorted(model: _Model, values: list[int], spanning: list[str]) -> list
     for group in model.twin_groups:
         if group[0] not in spanning:
             continue
+
         def own(j: str) -> list[int]:
-            return [model.z[j], *(model.x[j, d] for d in model.switches_of[j]), *model.switch_vars(j),
-                    *(v for (jj, _), v in model.v.items() if jj == j)]
+            return [model.z[j], *(model.x[j, d] for d in model.switches_of[j]), *model.switch_vars(j), *(v for (jj, _), v in model.v.items() if jj == j)]
+
         def spread(j: str) -> int:  # the phase's own (rounded) entropy terms
             n_j = len(model.jobs[j])
             return sum(_entropy_units(values[model.x[j, d]], n_j) for d in model.switches_of[j])
+
         ranked = sorted(group, key=lambda j: -spread(j))  # stable: ties keep name order
         for j, source in zip(group, ranked):
             for target, var in zip(own(j), own(source)):

@@ -30,30 +30,36 @@ SLACK_SHARE = 0.15
 """Share of the entropy phase's time spent bounding the switch slack (at most 2 s)."""
 
 
-def _entropy_phase(model: _Model, values: list[int], held: list, solver: str, deadline: float, workers: int,  # type: ignore[type-arg]
-                   fields: dict[str, Any]) -> tuple[list[int], bool]:
+def _entropy_phase(
+    model: _Model,
+    values: list[int],
+    held: list,
+    solver: str,
+    deadline: float,
+    workers: int,  # type: ignore[type-arg]
+    fields: dict[str, Any],
+) -> tuple[list[int], bool]:
     """(c): least summed entropy with GPUs and switches held. Returns the values and whether proven."""
     spanning = [j for j in model.names if model.levels[j] != ("asw", True)]  # a required spine job may span access switches
     if any(model.minimum[j] != len(model.jobs[j]) for j in spanning):
-        fields["entropy"] = ("not optimised: a job may start with fewer than all its pods (min_available), so its entropy is not "
-                             "linear; without the entropy level (--no-entropy) GPUs and switches can be proven")
+        fields["entropy"] = (
+            "not optimised: a job may start with fewer than all its pods (min_available), so its entropy is not "
+            "linear; without the entropy level (--no-entropy) GPUs and switches can be proven"
+        )
         return values, False
     if not spanning:
         return values, True
     src = model.m  # a full copy: this phase adds variables
-    m = Milp(list(src.names), list(src.lower), list(src.upper), {}, 0, list(src.row_terms), list(src.row_lower), list(src.row_upper),
-             list(src.row_names))
+    m = Milp(list(src.names), list(src.lower), list(src.upper), {}, 0, list(src.row_terms), list(src.row_lower), list(src.row_upper), list(src.row_names))
     for row_terms, lower, upper, name in held:
         m.row(row_terms, lower, upper, name)
     m.row([(v, 1) for v in model.u.values()], None, model.switches_used(values), "(b) switches held")
     slack = _switch_slack(model, model.gpus_of(values), model.switches_used(values))
     if slack:  # the capacity may leave less: the least summed fewest switches, solved on the phase's rows
         least = [(model.z[j], -model.fewest[j]) for j in model.names if model.fewest.get(j)]
-        probe = Milp(list(m.names), list(m.lower), list(m.upper), {}, 0, list(m.row_terms), list(m.row_lower),
-                     list(m.row_upper), list(m.row_names))
+        probe = Milp(list(m.names), list(m.lower), list(m.upper), {}, 0, list(m.row_terms), list(m.row_lower), list(m.row_upper), list(m.row_names))
         probe.maximize(least)
-        found = _solve(probe, solver, min(SLACK_SHARE * (deadline - time.perf_counter()), 2.0), workers, list(values), fields,
-                       "entropy_switch_slack_proof")
+        found = _solve(probe, solver, min(SLACK_SHARE * (deadline - time.perf_counter()), 2.0), workers, list(values), fields, "entropy_switch_slack_proof")
         if found.bound is not None:  # maximising -sum: the bound caps it, so sum >= -bound
             slack = min(slack, model.switches_used(values) - math.ceil(-found.bound - 1e-6))
         fields["entropy_switch_slack_s"] = round(found.wall_s, 3)

@@ -19,6 +19,7 @@ PATTERN_LIMIT = 64
 
 Pairs = dict[str, list[tuple[int, int]]]  # job -> (pod, node)
 
+
 @dataclass
 class _Shape:
     pod: int  # a representative pod
@@ -43,8 +44,14 @@ class _Class:
 class _Model:
     """The joint model's variables, built once; phases change only the objective and held rows."""
 
-    def __init__(self, state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int],
-                 within: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        jobs: dict[str, list[int]],
+        levels: dict[str, tuple[str, bool]],
+        minimum: dict[str, int],
+        within: dict[str, int] | None = None,
+    ) -> None:
         self.state, self.jobs, self.levels, self.minimum, self.within = state, jobs, levels, minimum, within or {}
         self.names = sorted(jobs)
         self.exact = not any(state.pod_share[jobs[j][0]] > 0 for j in self.names)
@@ -53,8 +60,15 @@ class _Model:
         keys: dict[tuple, int] = {}
         for j in self.names:
             p = jobs[j][0]
-            key = (int(state.pod_whole[p]), bool(state.pod_share[p] > 0), float(state.pod_cpus[p]), float(state.pod_mem[p]),
-                   int(state.pod_signature[p]), tuple(sorted(state.pod_groups[p])), tuple(state.pod_res[p].tolist()))
+            key = (
+                int(state.pod_whole[p]),
+                bool(state.pod_share[p] > 0),
+                float(state.pod_cpus[p]),
+                float(state.pod_mem[p]),
+                int(state.pod_signature[p]),
+                tuple(sorted(state.pod_groups[p])),
+                tuple(state.pod_res[p].tolist()),
+            )
             if key not in keys:
                 keys[key] = len(self.shapes)
                 self.shapes.append(_Shape(p, key[0] + int(key[1]), key[2], key[3], key[5], node_slots(state, p), 0, key[6]))
@@ -75,8 +89,14 @@ class _Model:
         classes: dict[tuple, list[int]] = {}
         for n in nodes.tolist():
             room = tuple(int(min(s.slots[n], s.demand)) for s in self.shapes)
-            key = (switch_of[int(state.asw_domain[n]), int(state.spine_domain[n])], int(free_gpu[n]), float(free_cpu[n]), float(free_mem[n]), room,
-                   tuple(free_res[n].tolist()))
+            key = (
+                switch_of[int(state.asw_domain[n]), int(state.spine_domain[n])],
+                int(free_gpu[n]),
+                float(free_cpu[n]),
+                float(free_mem[n]),
+                room,
+                tuple(free_res[n].tolist()),
+            )
             classes.setdefault(key, []).append(n)
         self.classes: list[_Class] = []
         for key, members in classes.items():
@@ -169,8 +189,11 @@ class _Model:
     def _node_rows(self, c: _Class, n: int, here: list[int]) -> None:
         """Exact per-node rows (GPUs, CPUs, memory in the smallest integer units that hold them)."""
         state, m = self.state, self.m
-        free = (int(state.cap_gpus[n] - state.whole_used[n] - state.share_devices[n]), float(state.cap_cpus[n] - state.used_cpus[n]),
-                float(state.cap_mem[n] - state.used_mem[n]))
+        free = (
+            int(state.cap_gpus[n] - state.whole_used[n] - state.share_devices[n]),
+            float(state.cap_cpus[n] - state.used_cpus[n]),
+            float(state.cap_mem[n] - state.used_mem[n]),
+        )
         m.row([(c.y[s, n], self.shapes[s].gpus) for s in here], None, free[0], f"(3) GPUs of {n}")
         for r, name in ((1, "CPUs"), (2, "memory")):
             asks = [self.shapes[s].cpus if r == 1 else self.shapes[s].memory for s in here]
@@ -284,7 +307,7 @@ class _Model:
                 if not count:
                     continue
                 start = taken.get((s, d), 0)
-                out[j].extend((next(pods), n) for n in slots[s, d][start:start + count])
+                out[j].extend((next(pods), n) for n in slots[s, d][start : start + count])
                 taken[s, d] = start + count
         return out
 
@@ -329,9 +352,11 @@ def _patterns(shapes: list[_Shape], room: tuple[int, ...], free: tuple[float, ..
         shape = shapes[s]
         for k in range(more(s, used, groups), -1, -1):
             vector[s] = k
-            ok = walk(i + 1, (used[0] + k * shape.gpus, used[1] + k * shape.cpus, used[2] + k * shape.memory,
-                              *(u + k * a for u, a in zip(used[3:], shape.res))),
-                      groups | set(shape.groups) if k else groups)
+            ok = walk(
+                i + 1,
+                (used[0] + k * shape.gpus, used[1] + k * shape.cpus, used[2] + k * shape.memory, *(u + k * a for u, a in zip(used[3:], shape.res))),
+                groups | set(shape.groups) if k else groups,
+            )
             vector[s] = 0
             if not ok:
                 return False
@@ -343,7 +368,7 @@ def _patterns(shapes: list[_Shape], room: tuple[int, ...], free: tuple[float, ..
 def _integer_scale(values: list[float]) -> int | None:
     """The smallest power of ten (up to 10^6) that makes every value an integer, None if none does."""
     for digits in range(7):
-        scale = 10 ** digits
+        scale = 10**digits
         if all(abs(v * scale - round(v * scale)) < 1e-9 * max(1.0, abs(v * scale)) for v in values):
             return scale
     return None

@@ -27,8 +27,15 @@ class JointResult:
 
 
 def solve_joint(
-    state: ClusterState, jobs: dict[str, list[int]], levels: dict[str, tuple[str, bool]], minimum: dict[str, int],
-    solver: str = "auto", time_limit_s: float = 10.0, workers: int = 8, hint: Pairs | None = None, optimise_entropy: bool = True,
+    state: ClusterState,
+    jobs: dict[str, list[int]],
+    levels: dict[str, tuple[str, bool]],
+    minimum: dict[str, int],
+    solver: str = "auto",
+    time_limit_s: float = 10.0,
+    workers: int = 8,
+    hint: Pairs | None = None,
+    optimise_entropy: bool = True,
     within: dict[str, int] | None = None,
 ) -> JointResult:
     """Place ``jobs`` (name -> pending pod indexes) jointly; ``levels``: name -> (level, required);
@@ -42,9 +49,14 @@ def solve_joint(
     deadline = time.perf_counter() + time_limit_s
     model = _Model(state, jobs, levels, minimum, within or {})
     m = model.m
-    fields: dict[str, Any] = {"variables": m.num_vars, "rows": m.num_rows, "node_classes": len(model.classes),
-                              "shapes": len(model.shapes), "objective_levels": ["gpus", "switches", *(["entropy"] if optimise_entropy else [])],
-                              "proven_levels": []}
+    fields: dict[str, Any] = {
+        "variables": m.num_vars,
+        "rows": m.num_rows,
+        "node_classes": len(model.classes),
+        "shapes": len(model.shapes),
+        "objective_levels": ["gpus", "switches", *(["entropy"] if optimise_entropy else [])],
+        "proven_levels": [],
+    }
     # plans differ in GPUs by multiples of ``unit`` (the gcd of fixed jobs' GPUs and elastic jobs' GPUs
     # per pod): it is enough that ``unit`` GPUs outweigh every switch, so W can be that much smaller.
     # Objectives 16 times smaller on the benchmark's batches: HiGHS's bound on batch 30 had sat within

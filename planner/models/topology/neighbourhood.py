@@ -18,8 +18,17 @@ from planner.models.topology.counts import ENTROPY_SCALE
 NEIGHBOURHOOD_SHARE = 0.5
 """Share of the entropy phase's time left, after its LP, that its multiset neighbourhood may take."""
 
-def _multiset_neighbourhood(m: Milp, hint: list[int], partitioned: dict[str, dict[tuple[int, ...], int]], relaxed: list[float],
-                            lagrangian: LagrangianBound, deadline: float, workers: int, fields: dict[str, Any]) -> list[int]:
+
+def _multiset_neighbourhood(
+    m: Milp,
+    hint: list[int],
+    partitioned: dict[str, dict[tuple[int, ...], int]],
+    relaxed: list[float],
+    lagrangian: LagrangianBound,
+    deadline: float,
+    workers: int,
+    fields: dict[str, Any],
+) -> list[int]:
     """A better start for the entropy phase. ``hint`` passes every row; ``relaxed`` and
     ``lagrangian``: the model's LP solution and its exact bound. The neighbourhood is the model with
     the columns reduced-cost fixing fixes against ``hint`` removed and each job's count multisets cut
