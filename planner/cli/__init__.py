@@ -15,6 +15,7 @@ import os
 import sys
 
 import typer
+from typer._click.exceptions import ClickException
 
 from planner.cli import allocate, client, db, defrag, export, generate, importing, preempt, report, serve, simulate, solve, validate
 from planner.cli.common import EXIT_BAD_INPUT, stand_in_for_closed_stdout
@@ -62,17 +63,28 @@ app.add_typer(simulate.simulate_app, name="simulate")
 
 def main() -> None:
     """Console-script entry point. Output the command line framework writes itself (help, usage)
-    to a full or closed standard output is exit 2 with a message, not a traceback."""
+    to a full or closed standard output is exit 2 with a message, not a traceback. A usage error
+    (an unknown option, a bad choice, a missing argument) is one ``error:`` line like every other
+    problem the planner reports, with where to find the usage, and exit 2."""
     if len(sys.argv) == 1:
         sys.argv.append("--help")  # no command: the help, as asked for (exit 0)
     stand_in_for_closed_stdout()
+    code = 0
     try:
-        app()
-    except SystemExit:
-        _flush_stdout()
-        raise
+        returned = app(standalone_mode=False)  # the framework returns (or raises) instead of exiting
+        code = returned if isinstance(returned, int) else 0  # an Exit's code; no command returns a value
+    except ClickException as err:
+        command = err.ctx.command_path if getattr(err, "ctx", None) is not None else "planner"  # type: ignore[attr-defined]
+        message = err.format_message().replace("Value error, ", "")  # pydantic's prefix on a choice the engine refused
+        sys.stderr.write(f"error: {message} (usage: {command} --help)\n")
+        code = err.exit_code
+    except typer.Abort:
+        sys.stderr.write("error: aborted\n")
+        code = 1
     except OSError as err:
         _unwritable_stdout(err)
+    _flush_stdout()
+    sys.exit(code)
 
 
 def _flush_stdout() -> None:
