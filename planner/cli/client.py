@@ -78,6 +78,7 @@ class Client:
             parsed = None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
             fail([f"--server: {server!r} is not an http(s) URL of the service, e.g. http://planner:8000"])
+        given = bool(token)
         try:
             if token:
                 check_token(token, "--token")
@@ -88,6 +89,7 @@ class Client:
         except ValueError as err:
             fail([str(err)])
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.token_from = ("--token" if given else source("PLANNER_API_TOKEN")) if token else None
         self.base = server.rstrip("/")
         self.http = httpx.Client(base_url=self.base, headers=headers, timeout=httpx.Timeout(30.0, read=None))
         self.wait_s = wait_s
@@ -114,7 +116,7 @@ class Client:
                 problem, hinted = f"cannot reach {self.base}: {err}", None
             else:
                 if response.status_code not in RETRIED:
-                    return self._checked(response)
+                    return self._checked(response, self.token_from)
                 problem = f"the server answered {response.status_code} ({_reason(response)})"
                 hinted = retry_after_s(response.headers.get("retry-after"))
             pause = min(MAX_DELAY_S, hinted if hinted is not None else delay)
@@ -126,9 +128,16 @@ class Client:
             delay = min(MAX_DELAY_S, delay * 2)
 
     @staticmethod
-    def _checked(response: Any) -> Any:
+    def _checked(response: Any, token_from: str | None = None) -> Any:
         if response.status_code >= 500:
             fail([f"server error {response.status_code}: {response.text[:300]}"], EXIT_UNAVAILABLE)
+        if response.status_code == 401:
+            hint = (
+                "no token was given: pass --token, or set PLANNER_API_TOKEN (or PLANNER_API_TOKEN_FILE, a file holding it)"
+                if token_from is None
+                else f"the token from {token_from} was refused: check it is the server's PLANNER_API_TOKEN (or its read token)"
+            )
+            fail([f"server refused the request (401): {_reason(response)}", hint])
         if response.status_code >= 400 and response.status_code != 404:
             fail([f"server refused the request ({response.status_code}): {_reason(response)}"])
         return response
