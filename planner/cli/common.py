@@ -62,6 +62,23 @@ def stdout_console() -> Iterator[Console]:
     emit(buffer.getvalue(), "-")
 
 
+@contextlib.contextmanager
+def working(what: str) -> Iterator[None]:
+    """A spinner on stderr saying ``what`` is being done, when stderr is a terminal (nothing in logs)."""
+    if err_console.is_terminal:
+        with err_console.status(what):
+            yield
+    else:
+        yield
+
+
+def wrote(out: str, what: str) -> None:
+    """After a file was written with ``--out``: one line on stderr saying what went where (so a long
+    run does not end silently); nothing when the output went to standard output."""
+    if out != "-":
+        err_console.print(f"wrote {what} to {out}", markup=False, highlight=False, soft_wrap=True)
+
+
 def fail(problems: list[str], code: int = EXIT_BAD_INPUT) -> None:
     for problem in problems:
         err_console.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
@@ -258,12 +275,13 @@ def output_option() -> Any:
 
 def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | None) -> None:
     """Print ``plan`` as asked (``--out`` always gets the JSON plan). With no ``-o``: a table on a
-    terminal, JSON otherwise (pipes and files get the machine format, never truncated)."""
+    terminal (also when the plan went to ``--out``), JSON otherwise (pipes and files get the machine
+    format, never truncated)."""
     if out is not None:
         emit(dump_plan(plan) + "\n", out)
     if output is None:
-        if out is not None:
-            return
+        if out is not None and not (out != "-" and sys.stdout.isatty()):
+            return  # the plan went to --out; a terminal still gets the summary table below
         output = OutputFormat.table if sys.stdout.isatty() else OutputFormat.json
     if output == OutputFormat.podmigrationjob and not isinstance(plan, DefragPlan):
         fail([f"-o podmigrationjob: renders a defrag plan's moves (this is a {type(plan).__name__}); use -o kubectl, json, yaml, table or wide"])

@@ -32,6 +32,8 @@ from planner.runtime.gc_pause import collector_paused
 
 PROGRESS_FROM_NODES = 2000
 """Show a progress bar on stderr for clusters at least this large."""
+PHASES = {"trim": "trimming moves (move-minimal pass)", "finish": "waves, metrics and validation"}
+"""What the planner's progress callback reports after its rounds, as the bar says it."""
 
 
 @guarded
@@ -174,6 +176,9 @@ def progress_bar(title: str) -> Iterator[ProgressCallback]:
         bar.refresh()
 
         def update(what: str, done: int, total: int) -> None:
+            if what in PHASES:  # a phase without steps: the bar shows it is working, not stuck on the last round
+                bar.update(task, description=f"{title}: {PHASES[what]}", completed=0, total=None, refresh=True)
+                return
             label = "IPC round" if what == "round" else "neighbourhood round"
             bar.update(task, description=f"{title}: {label} {done}", completed=done, total=total or None, refresh=True)
 
