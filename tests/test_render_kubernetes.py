@@ -211,6 +211,12 @@ def test_preempt_and_allocate_plans_become_evictions_then_bindings(tmp_path: Pat
     bodies = [json.loads(line) for line in calls if line.startswith("{")]
     targets = [b["target"]["name"] for b in bodies if b["kind"] == "Binding"]
     assert targets == [p["node"] for p in plan["placements"]]
+    header = [line for line in script.stdout.splitlines() if line.startswith("#")]
+    if victims:
+        assert f"{len(victims)} eviction(s), then {len(plan['placements'])} binding(s)" in header[1]
+    else:  # the header speaks of evictions only when there are some
+        assert f"{len(plan['placements'])} binding(s) and no eviction" in header[1]
+        assert not any("Eviction API" in line for line in header), header
     if victims:  # every eviction, then a wait for each victim, before the first binding
         first_binding = calls.index(bindings[0])
         assert all(calls.index(e) < first_binding for e in evictions)

@@ -227,12 +227,22 @@ def placement_script(plan: Any, cluster: Cluster) -> str:
     Every value from the input is quoted (see ``_api_path``, ``_echo``)."""
     pods = {p.name: p for p in cluster.pods}
     victims = list(getattr(plan, "victims", []))
+    evictions = (
+        [
+            f"# {type(plan).__name__}: {len(victims)} eviction(s), then {len(plan.placements)} binding(s), written by `planner`.",
+            "# Evictions go through the Eviction API, so PodDisruptionBudgets apply (a refused eviction stops the",
+            "# script). Evicted pods stop before anything starts: a preemption is break-before-make. The pending pods",
+            "# are then bound to their planned nodes with a Binding, as a scheduler does; a pod some scheduler bound",
+        ]
+        if victims
+        else [
+            f"# {type(plan).__name__}: {len(plan.placements)} binding(s) and no eviction, written by `planner`.",
+            "# The pending pods are bound to their planned nodes with a Binding, as a scheduler does; a pod some scheduler bound",
+        ]
+    )
     lines = [
         "#!/usr/bin/env bash",
-        f"# {type(plan).__name__}: {len(victims)} eviction(s), then {len(plan.placements)} binding(s), written by `planner`.",
-        "# Evictions go through the Eviction API, so PodDisruptionBudgets apply (a refused eviction stops the",
-        "# script). Evicted pods stop before anything starts: a preemption is break-before-make. The pending pods",
-        "# are then bound to their planned nodes with a Binding, as a scheduler does; a pod some scheduler bound",
+        *evictions,
         "# in the meantime makes its binding fail, which stops the script (run it again after planning again).",
         "# Usage: bash plan.sh  |  DRY_RUN=1 bash plan.sh (every request with dryRun=All, nothing changes)",
         "set -euo pipefail",
