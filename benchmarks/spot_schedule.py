@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _measure import RESULTS, code_version, machine  # noqa: E402
 
 from planner.cluster import Node  # noqa: E402
-from planner.models.spot_schedule import SpotInstance, _Model, greedy_schedule, solve_spot_schedule  # noqa: E402
+from planner.models.spot_schedule import SpotInstance, greedy_schedule, solve_spot_schedule  # noqa: E402
+from planner.models.spot_schedule_model import _Model  # noqa: E402
 from planner.instances.spot_workload import SimJob  # noqa: E402
 from planner.simulate.spot import POLICIES, simulate  # noqa: E402
 
