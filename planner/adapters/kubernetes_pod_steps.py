@@ -88,11 +88,13 @@ def _selected_namespaces(run: ImportRun, fields: dict[str, Any], scope: dict[str
     ``kubernetes.io/metadata.name``), with those it lists; every namespace (None) when the input has no
     Namespace objects, with a warning: the term then binds more pods than Kubernetes' own, never fewer."""
     if not run.namespace_labels:
-        run.warn(fields["_obj"], "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[*].namespaceSelector",
-                 "no Namespace objects in the input (add namespaces to the kubectl command); the term is applied to every namespace")
+        run.warn(
+            fields["_obj"],
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[*].namespaceSelector",
+            "no Namespace objects in the input (add namespaces to the kubectl command); the term is applied to every namespace",
+        )
         return None
-    chosen = {name for name, labels in run.namespace_labels.items()
-              if k8s.selector_matches(scope["selector"], {"kubernetes.io/metadata.name": name, **labels})}
+    chosen = {name for name, labels in run.namespace_labels.items() if k8s.selector_matches(scope["selector"], {"kubernetes.io/metadata.name": name, **labels})}
     return sorted(chosen | set(scope["listed"]))
 
 
@@ -123,9 +125,13 @@ def resolve_gpus(run: ImportRun) -> None:
             for resource in sorted(set(differing) & set(fields["_requests"])):
                 if resource not in warned:
                     warned.add(resource)
-                    run.warn(fields["_obj"], f"spec.containers[*].resources.requests.{resource}", "nodes count "
-                             f"{', '.join(f'{float(u):g}' for u in differing[resource])} units per GPU; pending pods' "
-                             f"shares are taken against the smallest ({float(units[resource]):g}), never understated")
+                    run.warn(
+                        fields["_obj"],
+                        f"spec.containers[*].resources.requests.{resource}",
+                        "nodes count "
+                        f"{', '.join(f'{float(u):g}' for u in differing[resource])} units per GPU; pending pods' "
+                        f"shares are taken against the smallest ({float(units[resource]):g}), never understated",
+                    )
         if found.problem is not None:
             path, why = found.problem
             if node is None:
@@ -141,7 +147,6 @@ def resolve_gpus(run: ImportRun) -> None:
     run.pods[:] = kept
 
 
-
 def check_placements(run: ImportRun) -> None:
     """A placed pod whose node no longer satisfies its nodeSelector (labels changed after it started:
     Kubernetes keeps it running) keeps the node, is locked and loses the selector, with a warning."""
@@ -149,8 +154,11 @@ def check_placements(run: ImportRun) -> None:
     for fields in run.pods:
         node = fields["node"]
         if node is not None and any(labels[node].get(k) != v for k, v in fields["node_selector"].items()):
-            run.warn(fields["_obj"], "spec.nodeSelector", f"node '{node}' no longer has the labels {fields['node_selector']}; "
-                     "the pod is locked where it stands and its selector left out")
+            run.warn(
+                fields["_obj"],
+                "spec.nodeSelector",
+                f"node '{node}' no longer has the labels {fields['node_selector']}; the pod is locked where it stands and its selector left out",
+            )
             fields["node_selector"] = {}
             run.lock_pod(fields, "nodeSelector no longer met")
 
@@ -161,8 +169,11 @@ def unique_names(run: ImportRun) -> None:
     counts = Counter(fields["name"] for fields in run.pods)
     for fields in run.pods:
         if counts[fields["name"]] > 1:
-            run.warn(fields["_obj"], "metadata.name", f"'{fields['name']}' is used in several namespaces; the snapshot names it "
-                     f"'{fields['namespace']}/{fields['name']}'")
+            run.warn(
+                fields["_obj"],
+                "metadata.name",
+                f"'{fields['name']}' is used in several namespaces; the snapshot names it '{fields['namespace']}/{fields['name']}'",
+            )
             fields["name"] = f"{fields['namespace']}/{fields['name']}"
 
 
@@ -189,19 +200,29 @@ def budgets_to_jobs(run: ImportRun, index: LabelIndex) -> list[Job]:
         jobs = Counter(f["job"] for f in matched)
         jobless = jobs.pop(None, 0)
         if jobless:
-            run.warn(obj, "spec.selector", f"selects {jobless} pod(s) that belong to no job (no controller, DaemonSet or static); "
-                     "the budget is not carried for them")
+            run.warn(
+                obj, "spec.selector", f"selects {jobless} pod(s) that belong to no job (no controller, DaemonSet or static); the budget is not carried for them"
+            )
         if len(jobs) > 1:
             share = allowed // len(jobs)
-            run.warn(obj, "spec.selector", f"selects pods of {len(jobs)} jobs ({', '.join(sorted(jobs))}); its budget of "
-                     f"{allowed} is split evenly: max_unavailable {share} each")
+            run.warn(
+                obj,
+                "spec.selector",
+                f"selects pods of {len(jobs)} jobs ({', '.join(sorted(jobs))}); its budget of {allowed} is split evenly: max_unavailable {share} each",
+            )
             allowed = share
         for job in jobs:
             limits[job] = min(limits.get(job, allowed), allowed)
     minimum = _min_available(run, topology)
     return [
-        Job.model_validate({"name": name, "topology": topology[name], "min_available": minimum.get(name),
-                            "disruption": {"max_unavailable": limits[name]} if name in limits else None})
+        Job.model_validate(
+            {
+                "name": name,
+                "topology": topology[name],
+                "min_available": minimum.get(name),
+                "disruption": {"max_unavailable": limits[name]} if name in limits else None,
+            }
+        )
         for name in topology
     ]
 
@@ -227,8 +248,11 @@ def _min_available(run: ImportRun, topology: dict[str, dict | None]) -> dict[str
         group = run.pod_groups.get((fields["namespace"], gang[1]))
         if group is None:
             if gang[0] in POD_GROUP_KEYS:
-                run.warn(fields["_obj"], f"metadata.labels.{gang[0]}", f"PodGroup '{gang[1]}' is not in the input; job '{job}' "
-                         "is taken to start whole (give kubectl get podgroups -A -o json too)")
+                run.warn(
+                    fields["_obj"],
+                    f"metadata.labels.{gang[0]}",
+                    f"PodGroup '{gang[1]}' is not in the input; job '{job}' is taken to start whole (give kubectl get podgroups -A -o json too)",
+                )
             continue
         group["_used"] = True
         member = group["min_member"]
@@ -238,8 +262,6 @@ def _min_available(run: ImportRun, topology: dict[str, dict | None]) -> dict[str
         if not group.get("_used"):
             run.warn(group["obj"], "metadata.name", "no pod names this PodGroup; it constrains nothing")
     return minimum
-
-
 
 
 __all__ = ["LabelIndex", "anti_affinity_groups", "budgets_to_jobs", "check_placements", "resolve_gpus", "unique_names"]

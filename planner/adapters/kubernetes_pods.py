@@ -65,14 +65,25 @@ def pod_fields(run: ImportRun, obj: dict[str, Any]) -> dict[str, Any] | None:
         raise KubeError("spec.priority", f"must be a whole number, got {priority!r}")
     lp = (priority is not None and priority < cfg.priority.lp_below) or spec.get("priorityClassName") in cfg.priority.lp_classes
     fields: dict[str, Any] = {
-        "name": meta["name"], "namespace": namespace, "node": node, "gpus": 0,
-        "cpus": _number(requests.get("cpu", Fraction(0))), "memory_gib": _number(requests.get("memory", Fraction(0)) / GIB),
-        "priority": "LP" if lp else "HP", "priority_value": priority,
+        "name": meta["name"],
+        "namespace": namespace,
+        "node": node,
+        "gpus": 0,
+        "cpus": _number(requests.get("cpu", Fraction(0))),
+        "memory_gib": _number(requests.get("memory", Fraction(0)) / GIB),
+        "priority": "LP" if lp else "HP",
+        "priority_value": priority,
         "node_selector": {str(k): str(v) for k, v in as_object(spec.get("nodeSelector"), "spec.nodeSelector").items()},
-        "tolerations": _tolerations(run, obj, spec), "anti_affinity": [],
-        "requests": named_amounts(cfg, requests, "spec.containers[*].resources.requests"), "host_ports": host_ports(spec),
+        "tolerations": _tolerations(run, obj, spec),
+        "anti_affinity": [],
+        "requests": named_amounts(cfg, requests, "spec.containers[*].resources.requests"),
+        "host_ports": host_ports(spec),
         "job": _job_of(cfg, namespace, labels, annotations, owners),
-        "_obj": obj, "_labels": labels, "_requests": requests, "_gang": _gang_of(cfg, labels, annotations), "_topology": _kueue_topology(run, obj, cfg, annotations),
+        "_obj": obj,
+        "_labels": labels,
+        "_requests": requests,
+        "_gang": _gang_of(cfg, labels, annotations),
+        "_topology": _kueue_topology(run, obj, cfg, annotations),
     }
     reasons = _lock_reasons(cfg, meta, spec, annotations, owners, priority) if node is not None else []
     affinity = as_object(spec.get("affinity"), "spec.affinity")
@@ -83,7 +94,11 @@ def pod_fields(run: ImportRun, obj: dict[str, Any]) -> dict[str, Any] | None:
         if node is not None:
             reasons = [INEXPRESSIBLE]
         for path, why in rules_lost:
-            run.warn(obj, path, f"{why}; " + ("the pod is locked where it stands" if node is not None else "left out: a plan may place the pod where Kubernetes would not"))
+            run.warn(
+                obj,
+                path,
+                f"{why}; " + ("the pod is locked where it stands" if node is not None else "left out: a plan may place the pod where Kubernetes would not"),
+            )
     if reasons:
         run.summary.locked[reasons[0]] += 1
     fields["locked"] = bool(reasons)
@@ -92,8 +107,11 @@ def pod_fields(run: ImportRun, obj: dict[str, Any]) -> dict[str, Any] | None:
 
 def _node_bound(owners: list[dict], annotations: dict[str, str]) -> bool:
     """DaemonSet, mirror and static pods: they run on their node whatever a plan does."""
-    return (any(o.get("kind") == "DaemonSet" for o in owners) or "kubernetes.io/config.mirror" in annotations
-            or annotations.get("kubernetes.io/config.source", "api") != "api")
+    return (
+        any(o.get("kind") == "DaemonSet" for o in owners)
+        or "kubernetes.io/config.mirror" in annotations
+        or annotations.get("kubernetes.io/config.source", "api") != "api"
+    )
 
 
 def _daemon_target(spec: dict) -> str | None:
@@ -174,8 +192,12 @@ def _tolerations(run: ImportRun, obj: dict, spec: dict) -> list[dict[str, str]]:
         tol = as_object(tol, f"spec.tolerations[{i}]")
         operator = tol.get("operator") or "Equal"
         key, value, effect = str(tol.get("key") or ""), str(tol.get("value") or ""), str(tol.get("effect") or "")
-        if operator not in ("Equal", "Exists") or effect not in ("", "NoSchedule", "NoExecute", "PreferNoSchedule") \
-                or (not key and operator != "Exists") or (operator == "Exists" and value):
+        if (
+            operator not in ("Equal", "Exists")
+            or effect not in ("", "NoSchedule", "NoExecute", "PreferNoSchedule")
+            or (not key and operator != "Exists")
+            or (operator == "Exists" and value)
+        ):
             run.warn(obj, f"spec.tolerations[{i}]", f"toleration {tol} is not understood; left out (the pod tolerates less, never more)")
             continue
         out.append({"key": key, "operator": operator, "value": value, "effect": effect})
@@ -185,8 +207,7 @@ def _tolerations(run: ImportRun, obj: dict, spec: dict) -> list[dict[str, str]]:
 def _node_affinity(affinity: dict) -> tuple[list | None, list[tuple[str, str]]]:
     """The required node-affinity terms, or what cannot be expressed (path, why)."""
     base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    required = as_object(as_object(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
-                         .get("requiredDuringSchedulingIgnoredDuringExecution"), base)
+    required = as_object(as_object(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity").get("requiredDuringSchedulingIgnoredDuringExecution"), base)
     if not required:
         return None, []
     terms = []
@@ -250,7 +271,6 @@ def _anti_affinity_terms(affinity: dict, spec: dict, namespace: str, labels: dic
         group = f"anti:{scope}/{k8s.selector_text(selector)}"
         terms.append((group, namespaces, selector))
     return terms, lost
-
 
 
 __all__ = ["FINISHED", "INEXPRESSIBLE", "POD_GROUP_KEYS", "pod_fields"]

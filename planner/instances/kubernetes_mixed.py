@@ -73,8 +73,18 @@ from planner.instances.kubernetes_mixed_workloads import (
 
 __all__ = ["FAMILIES", "SHARES", "family_counts", "generate_kubernetes_mixed"]
 
-NAMESPACES = {"llm-train": "training", "research": "training", "vision": "training", "serving": "serving", "assistant": "serving",
-              "search": "serving", "notebooks": "interactive", "data": "platform", "platform": "platform", "team-a": "platform"}
+NAMESPACES = {
+    "llm-train": "training",
+    "research": "training",
+    "vision": "training",
+    "serving": "serving",
+    "assistant": "serving",
+    "search": "serving",
+    "notebooks": "interactive",
+    "data": "platform",
+    "platform": "platform",
+    "team-a": "platform",
+}
 
 
 def family_counts(nodes: int) -> dict[str, int]:
@@ -102,8 +112,11 @@ def _gpu_share(nodes: list[NodeState], resources: tuple[str, ...]) -> float:
 def _daemons(b: Builder) -> None:
     """DaemonSet pods on every node (hostNetwork ones with host ports) and control-plane static pods."""
     for node in b.nodes:
-        sets = [("kube-proxy", "kube-system", 100, 0, True, [10249]), ("fluent-bit", "logging", 100, 128 * MiB, False, []),
-                ("node-exporter", "monitoring", 100, 180 * MiB, True, [9100])]
+        sets = [
+            ("kube-proxy", "kube-system", 100, 0, True, [10249]),
+            ("fluent-bit", "logging", 100, 128 * MiB, False, []),
+            ("node-exporter", "monitoring", 100, 180 * MiB, True, [9100]),
+        ]
         if "nvidia.com/gpu.present" in node.labels:
             sets += [("nvidia-device-plugin", "gpu-operator", 0, 0, False, []), ("dcgm-exporter", "gpu-operator", 0, 0, False, [])]
         if "rdma/rdma_shared_device_a" in node.free:
@@ -113,18 +126,34 @@ def _daemons(b: Builder) -> None:
             container = {"name": name, "image": f"registry.example.com/{name}:1.0", "resources": {"requests": res}}
             if ports:
                 container["ports"] = [{"containerPort": p, "hostPort": p, "protocol": "TCP"} for p in ports]
-            pod = b.pod(f"{name}-{b.suffix(5)}", namespace, ("DaemonSet", name), [container],
-                        labels={"app.kubernetes.io/name": name}, priority=SYSTEM, hostNetwork=host,
-                        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                            {"matchFields": [_expr("metadata.name", "In", node.name)]}]}}})
+            pod = b.pod(
+                f"{name}-{b.suffix(5)}",
+                namespace,
+                ("DaemonSet", name),
+                [container],
+                labels={"app.kubernetes.io/name": name},
+                priority=SYSTEM,
+                hostNetwork=host,
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [_expr("metadata.name", "In", node.name)]}]}
+                    }
+                },
+            )
             pod["spec"]["tolerations"] = EXISTS + DEFAULT_TOLERATIONS
             b.bind(node, scheduled_need(pod), pod, None, host_port_numbers(pod))
             b.items.append(pod)
         if node.family == "control-plane":
             for name, cpu, mem in (("etcd", 100, 100 * MiB), ("kube-apiserver", 250, 0), ("kube-scheduler", 100, 0)):
-                pod = b.pod(f"{name}-{node.name}", "kube-system", ("Node", node.name),
-                            [b.container(name, cpu, mem) if mem else {"name": name, "resources": {"requests": {"cpu": cpu_quantity(cpu)}}}],
-                            labels={"component": name, "tier": "control-plane"}, priority=SYSTEM, hostNetwork=True)
+                pod = b.pod(
+                    f"{name}-{node.name}",
+                    "kube-system",
+                    ("Node", node.name),
+                    [b.container(name, cpu, mem) if mem else {"name": name, "resources": {"requests": {"cpu": cpu_quantity(cpu)}}}],
+                    labels={"component": name, "tier": "control-plane"},
+                    priority=SYSTEM,
+                    hostNetwork=True,
+                )
                 pod["metadata"]["annotations"] = {"kubernetes.io/config.mirror": b.suffix(12), "kubernetes.io/config.source": "file"}
                 pod["spec"]["tolerations"] = [{"operator": "Exists", "effect": "NoExecute"}]
                 b.bind(node, scheduled_need(pod), pod, None, [])
@@ -139,8 +168,7 @@ def _fill(b: Builder, pool: list[NodeState], resources: tuple[str, ...], target:
         misses = 0 if make() else misses + 1
 
 
-def generate_kubernetes_mixed(nodes: int = 60, seed: int = 0, *, counts: dict[str, int] | None = None,
-                              fill: float = 0.7) -> dict[str, Any]:
+def generate_kubernetes_mixed(nodes: int = 60, seed: int = 0, *, counts: dict[str, int] | None = None, fill: float = 0.7) -> dict[str, Any]:
     """A kubectl List of a mixed GPU cluster: ``nodes`` nodes in the families' shares (or ``counts``
     nodes per family), GPUs (CPUs on CPU nodes) requested up to about ``fill``; same arguments, same List."""
     b = Builder(seed)
@@ -154,41 +182,89 @@ def generate_kubernetes_mixed(nodes: int = 60, seed: int = 0, *, counts: dict[st
         for r, v in list(node.free.items()):
             node.labels[f"_{r}"] = str(v)
     for ns, tier in NAMESPACES.items():
-        b.items.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "uid": b.uid(), "labels": {
-            "kubernetes.io/metadata.name": ns, "tier": tier}}})
+        b.items.append(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "uid": b.uid(), "labels": {"kubernetes.io/metadata.name": ns, "tier": tier}}}
+        )
     _daemons(b)
     rng, fam = b.rng, b.by_family
     gpu = ("nvidia.com/gpu",)
     for family in ("train-h100", "train-h200"):
         pool = fam[family]
         serve_pool = fam["inference"] + fam["train-h100"]
-        _fill(b, pool, gpu, fill, lambda pool=pool, family=family, serve_pool=serve_pool: rng.choices(
-            [lambda: _gang(b, family, pool), lambda: _batch(b, family, pool),
-             lambda: _notebook(b, "nvidia.com/gpu", 1, pool, rng.choice([None, {"nvidia.com/gpu.product": PRODUCTS[family][0]}])),
-             lambda: _serving(b, serve_pool, True) if family == "train-h100" else _batch(b, family, pool)],
-            weights=[3, 4, 1.5, 1.5])[0]())
+        _fill(
+            b,
+            pool,
+            gpu,
+            fill,
+            lambda pool=pool, family=family, serve_pool=serve_pool: rng.choices(
+                [
+                    lambda: _gang(b, family, pool),
+                    lambda: _batch(b, family, pool),
+                    lambda: _notebook(b, "nvidia.com/gpu", 1, pool, rng.choice([None, {"nvidia.com/gpu.product": PRODUCTS[family][0]}])),
+                    lambda: _serving(b, serve_pool, True) if family == "train-h100" else _batch(b, family, pool),
+                ],
+                weights=[3, 4, 1.5, 1.5],
+            )[0](),
+        )
     _fill(b, fam["inference"], gpu, fill, lambda: _serving(b, fam["inference"], False))
     mig = tuple(sorted({r for n in fam["mig"] for r in n.free if r.startswith("nvidia.com/mig-")}))
     _fill(b, fam["mig"], mig, fill, lambda: _mig(b, fam["mig"]))
     plain = [n for n in fam["ts"] if "nvidia.com/gpu" in n.free]
     renamed = [n for n in fam["ts"] if "nvidia.com/gpu.shared" in n.free]
-    _fill(b, plain, gpu, fill, lambda: _notebook(b, "nvidia.com/gpu", rng.choice([1, 1, 1, 2]), plain, rng.choice(
-        [None, None, {"nvidia.com/gpu.sharing-strategy": "time-slicing"}, {"nvidia.com/gpu.product": "NVIDIA-L4-SHARED"}])))
+    _fill(
+        b,
+        plain,
+        gpu,
+        fill,
+        lambda: _notebook(
+            b,
+            "nvidia.com/gpu",
+            rng.choice([1, 1, 1, 2]),
+            plain,
+            rng.choice([None, None, {"nvidia.com/gpu.sharing-strategy": "time-slicing"}, {"nvidia.com/gpu.product": "NVIDIA-L4-SHARED"}]),
+        ),
+    )
     _fill(b, renamed, ("nvidia.com/gpu.shared",), fill, lambda: _notebook(b, "nvidia.com/gpu.shared", rng.choice([1, 1, 2]), renamed, None))
     cpu = fam["cpu"]
     if cpu:
         ingress = max(2, len(cpu) // 7)
-        _deployment(b, "ingress-nginx-controller", "ingress-nginx", min(ingress, len(cpu)), lambda name, owner, labels: b.pod(
-            name, "ingress-nginx", owner, [b.container("controller", 1000, GiB, ports=[
-                {"containerPort": 80, "hostPort": 80, "protocol": "TCP"}, {"containerPort": 443, "hostPort": 443, "protocol": "TCP"}])],
-            labels=labels | {"app": "ingress-nginx"}, nodeSelector={"node-pool": "cpu"}), cpu)
+        _deployment(
+            b,
+            "ingress-nginx-controller",
+            "ingress-nginx",
+            min(ingress, len(cpu)),
+            lambda name, owner, labels: b.pod(
+                name,
+                "ingress-nginx",
+                owner,
+                [
+                    b.container(
+                        "controller",
+                        1000,
+                        GiB,
+                        ports=[{"containerPort": 80, "hostPort": 80, "protocol": "TCP"}, {"containerPort": 443, "hostPort": 443, "protocol": "TCP"}],
+                    )
+                ],
+                labels=labels | {"app": "ingress-nginx"},
+                nodeSelector={"node-pool": "cpu"},
+            ),
+            cpu,
+        )
         _fill(b, cpu, ("cpu",), fill * 0.8, lambda: _statefulset(b, cpu) if rng.random() < 0.5 else _api_and_cache(b, cpu))
     if fam["control-plane"]:
+
         def coredns(name: str, owner: tuple[str, str], labels: dict[str, str]) -> dict[str, Any]:
-            pod = b.pod(name, "kube-system", owner, [b.container("coredns", 100, 70 * MiB)], labels=labels | {"k8s-app": "kube-dns"},
-                        priority=("system-cluster-critical", 2000000000))
+            pod = b.pod(
+                name,
+                "kube-system",
+                owner,
+                [b.container("coredns", 100, 70 * MiB)],
+                labels=labels | {"k8s-app": "kube-dns"},
+                priority=("system-cluster-critical", 2000000000),
+            )
             pod["spec"]["tolerations"] = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}] + DEFAULT_TOLERATIONS
             return pod
+
         _deployment(b, "coredns", "kube-system", 2, coredns, fam["control-plane"] + cpu)
     _leftovers(b)
     for node in b.nodes:
@@ -203,13 +279,15 @@ def _leftovers(b: Builder) -> None:
     rng = b.rng
     train = b.by_family["train-h100"] + b.by_family["train-h200"]
     pending = [("train-big", 96_000, 1024 * GiB, {"nvidia.com/gpu": 8}, None)] * max(1, len(b.nodes) // 40)
-    pending += [("nb-pending", 2000, 16 * GiB, {"nvidia.com/gpu": 1}, None), ("nb-shared-pending", 2000, 8 * GiB, {"nvidia.com/gpu.shared": 1}, None),
-                ("mig-pending", 2000, 16 * GiB, {"nvidia.com/mig-1g.10gb": 1}, None),
-                ("serve-pending", 8000, 64 * GiB, {"nvidia.com/gpu": 2}, [dict(INFERENCE_TAINT)])] * max(1, len(b.nodes) // 60)
+    pending += [
+        ("nb-pending", 2000, 16 * GiB, {"nvidia.com/gpu": 1}, None),
+        ("nb-shared-pending", 2000, 8 * GiB, {"nvidia.com/gpu.shared": 1}, None),
+        ("mig-pending", 2000, 16 * GiB, {"nvidia.com/mig-1g.10gb": 1}, None),
+        ("serve-pending", 8000, 64 * GiB, {"nvidia.com/gpu": 2}, [dict(INFERENCE_TAINT)]),
+    ] * max(1, len(b.nodes) // 60)
     for k, (kind, cpu, mem, gpus, tolerations) in enumerate(pending):
         name = f"{kind}-{k}"
-        pod = b.pod(f"{name}-{b.suffix(5)}", "research", ("Job", name), [b.container("main", cpu, mem, gpus)],
-                    labels={"app": kind}, priority=TRAINING)
+        pod = b.pod(f"{name}-{b.suffix(5)}", "research", ("Job", name), [b.container("main", cpu, mem, gpus)], labels={"app": kind}, priority=TRAINING)
         pod["spec"]["restartPolicy"] = "Never"
         pod["spec"]["tolerations"] += tolerations or []
         pod["status"]["phase"] = "Pending"
@@ -218,8 +296,14 @@ def _leftovers(b: Builder) -> None:
         if not train:
             break
         name = f"done-{k:03d}"
-        pod = b.pod(f"{name}-{b.suffix(5)}", "research", ("Job", name),
-                    [b.container("main", 8000, 64 * GiB, {"nvidia.com/gpu": 8})], labels={"app": "done"}, priority=TRAINING)
+        pod = b.pod(
+            f"{name}-{b.suffix(5)}",
+            "research",
+            ("Job", name),
+            [b.container("main", 8000, 64 * GiB, {"nvidia.com/gpu": 8})],
+            labels={"app": "done"},
+            priority=TRAINING,
+        )
         pod["spec"] |= {"restartPolicy": "Never", "nodeName": rng.choice(train).name}
         pod["status"]["phase"] = rng.choice(["Succeeded", "Failed"])
         b.items.append(pod)

@@ -25,8 +25,7 @@ EXISTS = [{"operator": "Exists"}]
 
 
 def _required(*terms: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": list(t)} for t in terms]}}}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": list(t)} for t in terms]}}}
 
 
 def _expr(key: str, op: str, *values: str) -> dict[str, Any]:
@@ -45,19 +44,18 @@ def _anti_term(app: str, namespace: str, form: int, topology: str = "kubernetes.
     return term
 
 
-
 def _pdb(b: Builder, name: str, namespace: str, app: str) -> None:
-    spec = {"selector": {"matchLabels": {"app": app}}} | (
-        {"maxUnavailable": 1} if b.rng.random() < 0.6 else {"minAvailable": "50%"})
-    b.items.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                    "metadata": {"name": f"{name}-pdb", "namespace": namespace, "uid": b.uid()}, "spec": spec})
+    spec = {"selector": {"matchLabels": {"app": app}}} | ({"maxUnavailable": 1} if b.rng.random() < 0.6 else {"minAvailable": "50%"})
+    b.items.append(
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": f"{name}-pdb", "namespace": namespace, "uid": b.uid()}, "spec": spec}
+    )
 
 
-
-def _deployment(b: Builder, app: str, namespace: str, replicas: int, make: Any, pool: list[NodeState], *,
-                anti: bool = False, pdb: bool = True) -> list[dict[str, Any]]:
+def _deployment(
+    b: Builder, app: str, namespace: str, replicas: int, make: Any, pool: list[NodeState], *, anti: bool = False, pdb: bool = True
+) -> list[dict[str, Any]]:
     rs = f"{app}-{b.suffix(10)}"
-    pods = [make(f"{rs}-{b.suffix(5)}", ("ReplicaSet", rs), {"app": app, "pod-template-hash": rs[len(app) + 1:]}) for _ in range(replicas)]
+    pods = [make(f"{rs}-{b.suffix(5)}", ("ReplicaSet", rs), {"app": app, "pod-template-hash": rs[len(app) + 1 :]}) for _ in range(replicas)]
     if b.place(pods, pool, anti=f"{namespace}/{app}" if anti else None):
         if pdb and replicas > 1:
             _pdb(b, app, namespace, app)
@@ -75,12 +73,12 @@ def _serving(b: Builder, pool: list[NodeState], h100: bool) -> bool:
     cpu, mem = rng.choice([4000, 10_000, 12_000, 16_500]), rng.choice([48, 96, 115, 141]) * GiB
 
     def make(name: str, owner: tuple[str, str], labels: dict[str, str]) -> dict[str, Any]:
-        spec: dict[str, Any] = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            _anti_term(app, namespace, form)]}}}
+        spec: dict[str, Any] = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_anti_term(app, namespace, form)]}}}
         if h100:
-            spec["affinity"] |= _required([_expr("nvidia.com/gpu.product", "In", "NVIDIA-L40S")],
-                                          [_expr("nvidia.com/gpu.product", "In", "NVIDIA-H100-80GB-HBM3"),
-                                           _expr("nvidia.com/mig.strategy", "DoesNotExist")])
+            spec["affinity"] |= _required(
+                [_expr("nvidia.com/gpu.product", "In", "NVIDIA-L40S")],
+                [_expr("nvidia.com/gpu.product", "In", "NVIDIA-H100-80GB-HBM3"), _expr("nvidia.com/mig.strategy", "DoesNotExist")],
+            )
         elif rng.random() < 0.4:
             spec["nodeSelector"] = {"node-pool": "inference"}
         init = None
@@ -88,8 +86,7 @@ def _serving(b: Builder, pool: list[NodeState], h100: bool) -> bool:
             init = [b.container("istio-proxy", 100, 128 * MiB, sidecar=True), b.container("model-download", 4000, 16 * GiB)]
         if rng.random() < 0.1:
             spec |= {"runtimeClassName": "kata-nvidia", "overhead": {"cpu": "250m", "memory": "160Mi"}}
-        server = b.container("server", cpu, mem, {"nvidia.com/gpu": gpus}, limits_only=rng.random() < 0.3,
-                             ports=[{"containerPort": 8000, "protocol": "TCP"}])
+        server = b.container("server", cpu, mem, {"nvidia.com/gpu": gpus}, limits_only=rng.random() < 0.3, ports=[{"containerPort": 8000, "protocol": "TCP"}])
         pod = b.pod(name, namespace, owner, [server], labels=labels, priority=SERVING, init=init, **spec)
         pod["spec"]["tolerations"] = [dict(INFERENCE_TAINT)] + DEFAULT_TOLERATIONS
         return pod
@@ -129,8 +126,16 @@ def _gang(b: Builder, family: str, pool: list[NodeState]) -> bool:
             annotations["scheduling.k8s.io/group-name"] = f"{job}-pg"
         extra = {"nvidia.com/gpu": gpus} | ({"rdma/rdma_shared_device_a": 1} if rdma else {})
         trainer = b.container("trainer", 165_000 if gpus == 8 else 93_500, (1288 if gpus == 8 else 460) * GiB, extra, eph=200 * GiB)
-        pod = b.pod(name, namespace, ("Job", owner), [trainer, b.container("metrics-agent", 200, 256 * MiB)], labels=labels,
-                    priority=TRAINING, init=[b.container("fetch-checkpoint", 8000, 32 * GiB)], nodeSelector=selector)
+        pod = b.pod(
+            name,
+            namespace,
+            ("Job", owner),
+            [trainer, b.container("metrics-agent", 200, 256 * MiB)],
+            labels=labels,
+            priority=TRAINING,
+            init=[b.container("fetch-checkpoint", 8000, 32 * GiB)],
+            nodeSelector=selector,
+        )
         pod["spec"]["restartPolicy"] = "Never"
         if annotations:
             pod["metadata"]["annotations"] = annotations
@@ -138,11 +143,23 @@ def _gang(b: Builder, family: str, pool: list[NodeState]) -> bool:
     if not b.place(pods, pool):
         return False
     if kind == "podgroup":
-        b.items.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-                        "metadata": {"name": job, "namespace": namespace, "uid": b.uid()}, "spec": {"minMember": size}})
+        b.items.append(
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": job, "namespace": namespace, "uid": b.uid()},
+                "spec": {"minMember": size},
+            }
+        )
     elif kind == "volcano":
-        b.items.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                        "metadata": {"name": f"{job}-pg", "namespace": namespace, "uid": b.uid()}, "spec": {"minMember": size}})
+        b.items.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": f"{job}-pg", "namespace": namespace, "uid": b.uid()},
+                "spec": {"minMember": size},
+            }
+        )
     return True
 
 
@@ -157,25 +174,44 @@ def _batch(b: Builder, family: str, pool: list[NodeState]) -> bool:
     spec: dict[str, Any] = {}
     if form == 4 and other:
         avoid = sorted(rng.sample([n.name for n in other], k=min(2, len(other))))
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [_expr("nvidia.com/gpu.count", "Gt", "3")], "matchFields": [_expr("metadata.name", "NotIn", *avoid)]}]}}}
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [_expr("nvidia.com/gpu.count", "Gt", "3")], "matchFields": [_expr("metadata.name", "NotIn", *avoid)]}
+                    ]
+                }
+            }
+        }
     elif form == 5:
         spec["affinity"] = _required([_expr("nvidia.com/gpu.memory", "Lt", "100000"), _expr("nvidia.com/gpu.present", "Exists")])
     elif form in (0, 4):
-        spec["affinity"] = _required([_expr("nvidia.com/gpu.memory", "Gt", "40000"), _expr("nvidia.com/gpu.replicas", "DoesNotExist"),
-                                      _expr("node-pool", "NotIn", "mig", "inference")])
+        spec["affinity"] = _required(
+            [_expr("nvidia.com/gpu.memory", "Gt", "40000"), _expr("nvidia.com/gpu.replicas", "DoesNotExist"), _expr("node-pool", "NotIn", "mig", "inference")]
+        )
     elif form == 1:
-        spec["affinity"] = _required([_expr("nvidia.com/gpu.product", "NotIn", "NVIDIA-L40S", "NVIDIA-L4-SHARED", "NVIDIA-L4"),
-                                      _expr("nvidia.com/gpu.present", "Exists"), _expr("nvidia.com/mig.strategy", "DoesNotExist")])
+        spec["affinity"] = _required(
+            [
+                _expr("nvidia.com/gpu.product", "NotIn", "NVIDIA-L40S", "NVIDIA-L4-SHARED", "NVIDIA-L4"),
+                _expr("nvidia.com/gpu.present", "Exists"),
+                _expr("nvidia.com/mig.strategy", "DoesNotExist"),
+            ]
+        )
     elif form == 2:
         spec["nodeSelector"] = {"nvidia.com/gpu.product": PRODUCTS[family][0]}
     else:
         spec["affinity"] = _required([_expr("nvidia.com/gpu.family", "In", "hopper"), _expr("nvidia.com/mig.strategy", "DoesNotExist")])
     gpus = rng.choice([1, 1, 2, 4])
-    main = b.container("main", rng.choice([6000, 12_000, 20_000]), rng.choice([64, 102, 128]) * GiB, {"nvidia.com/gpu": gpus},
-                       eph=rng.choice([0, 100 * GiB]))
-    pod = b.pod(f"{name}-{b.suffix(5)}", rng.choice(["research", "speech", "vision", "llm-train"]), ("Job", name), [main],
-                labels={"app": kind, "job-name": name}, priority=rng.choice([TRAINING, SPOT]), **spec)
+    main = b.container("main", rng.choice([6000, 12_000, 20_000]), rng.choice([64, 102, 128]) * GiB, {"nvidia.com/gpu": gpus}, eph=rng.choice([0, 100 * GiB]))
+    pod = b.pod(
+        f"{name}-{b.suffix(5)}",
+        rng.choice(["research", "speech", "vision", "llm-train"]),
+        ("Job", name),
+        [main],
+        labels={"app": kind, "job-name": name},
+        priority=rng.choice([TRAINING, SPOT]),
+        **spec,
+    )
     pod["spec"]["restartPolicy"] = "Never"
     if rng.random() < 0.2:
         pod["spec"]["volumes"] = [{"name": "scratch", "emptyDir": {}}]
@@ -188,11 +224,22 @@ def _notebook(b: Builder, resource: str, count: int, pool: list[NodeState], sele
     rng = b.rng
     user = rng.choice(["alice", "bob", "carol", "dave", "erin", "heidi", "ivan", "judy"])
     sts = b.next(f"nb-{user}")
-    jupyter = b.container("jupyter", rng.choice([2000, 3000, 4000]), rng.choice([12 * GiB, 11776 * MiB, 16 * 10**9, 19968 * MiB]),
-                          {resource: count}, eph=rng.choice([0, 20 * GiB]))
-    pod = b.pod(f"{sts}-0", rng.choice(["notebooks", "research"]), ("StatefulSet", sts), [jupyter], priority=NOTEBOOKS,
-                labels={"app": "notebook", "user": user, "statefulset.kubernetes.io/pod-name": f"{sts}-0"},
-                **({"nodeSelector": selector} if selector else {}))
+    jupyter = b.container(
+        "jupyter",
+        rng.choice([2000, 3000, 4000]),
+        rng.choice([12 * GiB, 11776 * MiB, 16 * 10**9, 19968 * MiB]),
+        {resource: count},
+        eph=rng.choice([0, 20 * GiB]),
+    )
+    pod = b.pod(
+        f"{sts}-0",
+        rng.choice(["notebooks", "research"]),
+        ("StatefulSet", sts),
+        [jupyter],
+        priority=NOTEBOOKS,
+        labels={"app": "notebook", "user": user, "statefulset.kubernetes.io/pod-name": f"{sts}-0"},
+        **({"nodeSelector": selector} if selector else {}),
+    )
     return b.place([pod], pool)
 
 
@@ -207,8 +254,15 @@ def _mig(b: Builder, pool: list[NodeState]) -> bool:
     cpu, mem = rng.choice([2000, 4000]), rng.choice([16 * GiB, 24 * 10**9, 40 * GiB])
 
     def make(name: str, owner: tuple[str, str], labels: dict[str, str]) -> dict[str, Any]:
-        return b.pod(name, namespace, owner, [b.container("server", cpu, mem, {profile: 1}, limits_only=rng.random() < 0.3)],
-                     labels=labels, priority=SERVING, **({"nodeSelector": selector} if selector else {}))
+        return b.pod(
+            name,
+            namespace,
+            owner,
+            [b.container("server", cpu, mem, {profile: 1}, limits_only=rng.random() < 0.3)],
+            labels=labels,
+            priority=SERVING,
+            **({"nodeSelector": selector} if selector else {}),
+        )
 
     if rng.random() < 0.5:
         job = b.next(f"mig-job-{short}")
@@ -230,14 +284,23 @@ def _statefulset(b: Builder, pool: list[NodeState]) -> bool:
     term = _anti_term(app, namespace, rng.randrange(2), "topology.kubernetes.io/zone" if zone else "kubernetes.io/hostname")
     spec: dict[str, Any] = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
     if rng.random() < 0.5:
-        spec["affinity"] |= _required([_expr("nvidia.com/gpu.present", "DoesNotExist"),
-                                       _expr("node-role.kubernetes.io/control-plane", "DoesNotExist")])
+        spec["affinity"] |= _required([_expr("nvidia.com/gpu.present", "DoesNotExist"), _expr("node-role.kubernetes.io/control-plane", "DoesNotExist")])
     else:
         spec["nodeSelector"] = {"node-pool": "cpu"}
     cpu, mem, eph = rng.choice([2000, 8000, 12_000]), rng.choice([23, 64, 89]) * GiB, rng.choice([5, 10]) * GiB
     init = [b.container("init-perms", 100, 64 * MiB)] if rng.random() < 0.5 else None
-    pods = [b.pod(f"{app}-{i}", namespace, ("StatefulSet", app), [b.container(app.rsplit("-", 1)[0], cpu, mem, eph=eph)],
-                  labels={"app": app, "statefulset.kubernetes.io/pod-name": f"{app}-{i}"}, init=init, **spec) for i in range(replicas)]
+    pods = [
+        b.pod(
+            f"{app}-{i}",
+            namespace,
+            ("StatefulSet", app),
+            [b.container(app.rsplit("-", 1)[0], cpu, mem, eph=eph)],
+            labels={"app": app, "statefulset.kubernetes.io/pod-name": f"{app}-{i}"},
+            init=init,
+            **spec,
+        )
+        for i in range(replicas)
+    ]
     if zone:
         by_zone: dict[str, list[NodeState]] = {}
         for n in pool:
@@ -266,8 +329,19 @@ def _api_and_cache(b: Builder, pool: list[NodeState]) -> bool:
     if pods and rng.random() < 0.3:
         host = next(n for n in pool if n.name == pods[0]["spec"]["nodeName"])
         cache = b.next("cache")
-        pod = b.pod(f"{cache}-{b.suffix(10)}-{b.suffix(5)}", namespace, ("ReplicaSet", cache), [b.container("cache", 500, GiB)],
-                    labels={"app": cache}, affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                        {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}]}})
+        pod = b.pod(
+            f"{cache}-{b.suffix(10)}-{b.suffix(5)}",
+            namespace,
+            ("ReplicaSet", cache),
+            [b.container("cache", 500, GiB)],
+            labels={"app": cache},
+            affinity={
+                "podAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}
+                    ]
+                }
+            },
+        )
         b.place([pod], [host])
     return bool(pods)

@@ -114,8 +114,9 @@ class SpotScheduleResult:
         return data
 
 
-def solve_spot_schedule(inst: SpotInstance, solver: str = "cpsat", time_limit_s: float = 60.0, workers: int = 2,
-                        hp_delay: bool = False, force: bool = False, seed: int = 0) -> SpotScheduleResult:
+def solve_spot_schedule(
+    inst: SpotInstance, solver: str = "cpsat", time_limit_s: float = 60.0, workers: int = 2, hp_delay: bool = False, force: bool = False, seed: int = 0
+) -> SpotScheduleResult:
     """The lexicographically optimal schedule (or the best found in ``time_limit_s``), validated."""
     problem = size_problem(inst)
     if problem and not force:
@@ -131,8 +132,18 @@ def solve_spot_schedule(inst: SpotInstance, solver: str = "cpsat", time_limit_s:
     common = {"solver": solver, "variables": milp.num_vars, "rows": milp.num_rows, "message": result.message}
     if result.values is None:
         status = result.status if result.status in ("infeasible", "error") else "timeout"
-        return SpotScheduleResult(status, wall_s=time.perf_counter() - start, schedule=None, lost_gpu_slots=None, completion_slots=None,
-                                  hp_delay_slots=None, objective=dict(empty), bound=dict(empty), gap=None, **common)
+        return SpotScheduleResult(
+            status,
+            wall_s=time.perf_counter() - start,
+            schedule=None,
+            lost_gpu_slots=None,
+            completion_slots=None,
+            hp_delay_slots=None,
+            objective=dict(empty),
+            bound=dict(empty),
+            gap=None,
+            **common,
+        )
     broken = milp.violated_rows(result.values)
     schedule = model.decode(result.values)
     found = model.level_values(result.values)
@@ -144,8 +155,7 @@ def solve_spot_schedule(inst: SpotInstance, solver: str = "cpsat", time_limit_s:
     violations = [f"model row broken by the solver's values: {name}" for name in broken[:5]]
     violations += validate_schedule(inst, schedule, hp_delay)
     if (lost, sum(completion.values()), delay) != (objective["lost_gpu_slots"], objective["completion_slots"], objective["hp_delay_slots"]):
-        violations.append(f"the schedule measures lost {lost}, completion {sum(completion.values())}, HP delay {delay}; "
-                          f"the model said {objective}")
+        violations.append(f"the schedule measures lost {lost}, completion {sum(completion.values())}, HP delay {delay}; the model said {objective}")
     if bounds["completion_slots"] is not None:
         bounds["completion_slots"] += sum_p
     gap: float | None = 0.0
@@ -157,8 +167,19 @@ def solve_spot_schedule(inst: SpotInstance, solver: str = "cpsat", time_limit_s:
             gap = (objective[name] - bounds[name]) / objective[name]
             break
     status = "optimal" if gap == 0.0 else "feasible"
-    return SpotScheduleResult(status, wall_s=time.perf_counter() - start, schedule=schedule, lost_gpu_slots=lost, completion_slots=completion,
-                              hp_delay_slots=delay, objective=objective, bound=bounds, gap=gap, violations=violations, **common)
+    return SpotScheduleResult(
+        status,
+        wall_s=time.perf_counter() - start,
+        schedule=schedule,
+        lost_gpu_slots=lost,
+        completion_slots=completion,
+        hp_delay_slots=delay,
+        objective=objective,
+        bound=bounds,
+        gap=gap,
+        violations=violations,
+        **common,
+    )
 
 
 def greedy_schedule(inst: SpotInstance) -> Schedule | None:
@@ -227,5 +248,18 @@ def result_json(result: SpotScheduleResult) -> str:
     return json.dumps(result.to_dict(), indent=2) + "\n"
 
 
-__all__ = ["MAX_MODEL_CELLS", "Run", "Schedule", "SpotInstance", "SpotScheduleResult", "greedy_schedule", "instance_problems", "load_instance",
-           "parse_instance", "schedule_measures", "size_problem", "solve_spot_schedule", "validate_schedule"]
+__all__ = [
+    "MAX_MODEL_CELLS",
+    "Run",
+    "Schedule",
+    "SpotInstance",
+    "SpotScheduleResult",
+    "greedy_schedule",
+    "instance_problems",
+    "load_instance",
+    "parse_instance",
+    "schedule_measures",
+    "size_problem",
+    "solve_spot_schedule",
+    "validate_schedule",
+]

@@ -186,8 +186,11 @@ class _Model:
                 nodes = self._pods({j: values[self.y_fixed[i, j]] for j in self.eligible[i]})
                 schedule[job.name] = [Run(job.submit_slot, job.submit_slot + job.work_slots, nodes, job.work_slots)]
                 continue
-            starts = [t for t in range(job.submit_slot, inst.horizon_slots) if values[self.v[i, t]] and (
-                t == job.submit_slot or not values[self.v[i, t - 1]] or ((i, t) in self.R and values[self.R[i, t]]))]
+            starts = [
+                t
+                for t in range(job.submit_slot, inst.horizon_slots)
+                if values[self.v[i, t]] and (t == job.submit_slot or not values[self.v[i, t - 1]] or ((i, t) in self.R and values[self.R[i, t]]))
+            ]
             runs, done = [], 0
             for k, start in enumerate(starts):
                 end = start
@@ -215,8 +218,7 @@ class _Model:
             for nodes in self.classes:
                 for j, k in zip(nodes, sorted(nodes, key=lambda x: -held[x])):
                     rename[inst.nodes[k].name] = inst.nodes[j].name
-        schedule = {job: [Run(r.start_slot, r.end_slot, tuple(rename[n] for n in r.nodes), r.kept_slots) for r in runs]
-                    for job, runs in schedule.items()}
+        schedule = {job: [Run(r.start_slot, r.end_slot, tuple(rename[n] for n in r.nodes), r.kept_slots) for r in runs] for job, runs in schedule.items()}
         r = inst.restart_overhead_slots
         for i, job in enumerate(inst.jobs):
             runs = schedule[job.name]
@@ -255,4 +257,3 @@ class _Model:
 
     def _pods(self, counts: dict[int, int]) -> tuple[str, ...]:
         return tuple(self.inst.nodes[j].name for j in sorted(counts) for _ in range(counts[j]))
-

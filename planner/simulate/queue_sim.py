@@ -29,21 +29,33 @@ def pods_of(job: QueuedJob, cluster: QueueCluster) -> list[int]:
     return [cluster.gpus_per_node] * (job.gpus // cluster.gpus_per_node)
 
 
-def place(free: np.ndarray, job: QueuedJob, cluster: QueueCluster, placement: str, lo: int = 0, hi: int | None = None,
-          zone_nodes: int = 0) -> list[int] | None:
+def place(free: np.ndarray, job: QueuedJob, cluster: QueueCluster, placement: str, lo: int = 0, hi: int | None = None, zone_nodes: int = 0) -> list[int] | None:
     """Nodes for the job's pods (one entry per pod, indexes into ``free``) under ``placement`` on the
     nodes [lo, hi) (whole groups), or None when it cannot start there (``heuristics.queue_placement``).
     ``zone_nodes``: e-spread's inference zone at the start of [lo, hi) (an inference job tries it first)."""
-    return place_pods(free, pods_of(job, cluster), cluster.gpus_per_node, cluster.group_nodes, placement, lo, hi, zone_nodes,
-                      inference=job.kind == "inference")
+    return place_pods(free, pods_of(job, cluster), cluster.gpus_per_node, cluster.group_nodes, placement, lo, hi, zone_nodes, inference=job.kind == "inference")
+
 
 END, ARRIVAL, TIMEOUT, STUCK = 0, 1, 2, 3  # event kinds, in this order at equal times
 
 
 class _Sim:
-    def __init__(self, cluster: QueueCluster, jobs: list[QueuedJob], policy: str, placement: str, timeout_s: float, horizon_s: float | None,
-                 measure_from_s: float, quotas: dict[tuple[str, str], int] | None, quota_mode: str, zone_nodes: int,
-                 stuck_after_s: float | None, make_room_moves: int, migration_cost_s: float) -> None:
+    def __init__(
+        self,
+        cluster: QueueCluster,
+        jobs: list[QueuedJob],
+        policy: str,
+        placement: str,
+        timeout_s: float,
+        horizon_s: float | None,
+        measure_from_s: float,
+        quotas: dict[tuple[str, str], int] | None,
+        quota_mode: str,
+        zone_nodes: int,
+        stuck_after_s: float | None,
+        make_room_moves: int,
+        migration_cost_s: float,
+    ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown queue policy {policy!r}; choose one of {', '.join(POLICIES)}")
         if placement not in PLACEMENTS:
@@ -79,8 +91,10 @@ class _Sim:
             if self.quota is not None:
                 limit = self.quota.get((j.tenant, j.pool), 0) if quota_mode == "isolated" else self.pool_quota[j.pool]
                 if j.gpus > limit:
-                    raise ValueError(f"job {j.name}: {j.gpus} GPUs is more than tenant '{j.tenant}' may ever hold in pool '{j.pool}' "
-                                     f"({limit} GPUs, {quota_mode} quotas): it could never start")
+                    raise ValueError(
+                        f"job {j.name}: {j.gpus} GPUs is more than tenant '{j.tenant}' may ever hold in pool '{j.pool}' "
+                        f"({limit} GPUs, {quota_mode} quotas): it could never start"
+                    )
         self.cluster, self.jobs, self.policy, self.placement = cluster, jobs, policy, placement
         self.timeout_s, self.measure_from_s, self.quota_mode, self.zone_nodes = timeout_s, measure_from_s, quota_mode, zone_nodes
         self.stuck_after_s, self.make_room_moves, self.migration_cost_s = stuck_after_s, make_room_moves, migration_cost_s
@@ -241,8 +255,14 @@ class _Sim:
         job = self.jobs[head]
         since = self.blocked_since.setdefault(head, self.now)
         if self.quota is not None and self.quota_mode == "shared" and tier == "own":
-            borrowers = sorted(((r[0], v) for v, r in self.running.items() if self.jobs[v].pool == job.pool
-                                and self.jobs[v].tenant != job.tenant and self.jobs[v].priority <= job.priority), reverse=True)
+            borrowers = sorted(
+                (
+                    (r[0], v)
+                    for v, r in self.running.items()
+                    if self.jobs[v].pool == job.pool and self.jobs[v].tenant != job.tenant and self.jobs[v].priority <= job.priority
+                ),
+                reverse=True,
+            )
             done = self.evict_until_fits(head, [v for _, v in borrowers], "reclaim")
             if done is not None:
                 return done
@@ -250,8 +270,14 @@ class _Sim:
             if since == self.now:
                 heapq.heappush(self.events, (self.now + self.timeout_s, TIMEOUT, head, 0))
             if self.now - since >= self.timeout_s:
-                passed = sorted(((r[0], v) for v, r in self.running.items() if v in self.backfilled and r[0] >= since
-                                 and self.jobs[v].tenant == job.tenant and self.jobs[v].priority <= job.priority), reverse=True)
+                passed = sorted(
+                    (
+                        (r[0], v)
+                        for v, r in self.running.items()
+                        if v in self.backfilled and r[0] >= since and self.jobs[v].tenant == job.tenant and self.jobs[v].priority <= job.priority
+                    ),
+                    reverse=True,
+                )
                 done = self.evict_until_fits(head, [v for _, v in passed], "backfill")
                 if done is not None:
                     return done
@@ -380,6 +406,21 @@ class _Sim:
             self.series.append((self.now, int(self.cluster.gpus - self.free.sum())))
         horizon = self.end if self.end < math.inf else self.now
         self.advance(horizon)
-        return QueueReplay(self.cluster, self.jobs, self.outcomes, horizon, self.allocated_s, self.fragmented_s, self.measure_from_s,
-                           self.preemptions, self.series, self.tenant_gpu_s, self.reclaims, self.calls, self.room_starts, self.moves,
-                           self.migration_gpu_s, self.room_wall_s)
+        return QueueReplay(
+            self.cluster,
+            self.jobs,
+            self.outcomes,
+            horizon,
+            self.allocated_s,
+            self.fragmented_s,
+            self.measure_from_s,
+            self.preemptions,
+            self.series,
+            self.tenant_gpu_s,
+            self.reclaims,
+            self.calls,
+            self.room_starts,
+            self.moves,
+            self.migration_gpu_s,
+            self.room_wall_s,
+        )

@@ -52,15 +52,28 @@ from planner.simulate.queue_results import Outcome, QueueReplay
 from planner.simulate.queue_sim import POLICIES, QUOTA_MODES, _Sim, place, pods_of
 
 
-def replay(cluster: QueueCluster, jobs: list[QueuedJob], policy: str, placement: str, timeout_s: float = 3600.0,
-           horizon_s: float | None = None, measure_from_s: float = 0.0, *, quotas: dict[tuple[str, str], int] | None = None,
-           quota_mode: str = "shared", zone_nodes: int = 0, stuck_after_s: float | None = None, make_room_moves: int = 64,
-           migration_cost_s: float = 300.0) -> QueueReplay:
+def replay(
+    cluster: QueueCluster,
+    jobs: list[QueuedJob],
+    policy: str,
+    placement: str,
+    timeout_s: float = 3600.0,
+    horizon_s: float | None = None,
+    measure_from_s: float = 0.0,
+    *,
+    quotas: dict[tuple[str, str], int] | None = None,
+    quota_mode: str = "shared",
+    zone_nodes: int = 0,
+    stuck_after_s: float | None = None,
+    make_room_moves: int = 64,
+    migration_cost_s: float = 300.0,
+) -> QueueReplay:
     """Replay ``jobs`` (submission order need not be sorted) until every job ends or ``horizon_s``;
     allocation and fragmentation are integrated from ``measure_from_s`` on. Raises ``ValueError``
     naming the option or job that cannot be replayed."""
-    return _Sim(cluster, jobs, policy, placement, timeout_s, horizon_s, measure_from_s, quotas, quota_mode, zone_nodes,
-                stuck_after_s, make_room_moves, migration_cost_s).run()
+    return _Sim(
+        cluster, jobs, policy, placement, timeout_s, horizon_s, measure_from_s, quotas, quota_mode, zone_nodes, stuck_after_s, make_room_moves, migration_cost_s
+    ).run()
 
 
 __all__ = ["PLACEMENTS", "POLICIES", "QUOTA_MODES", "Outcome", "QueueReplay", "place", "pods_of", "replay"]

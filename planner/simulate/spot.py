@@ -50,9 +50,17 @@ from planner.simulate.spot_replay import _Replayer
 from planner.simulate.spot_results import Replay
 
 
-def simulate(nodes: list[Node], jobs: list[SimJob], policy: str = "spotgpu", restart_overhead_s: float = 0.0, seed: int = 0,
-             check: bool = False, reoffer_all: bool = False, window_jobs: int = 5000,
-             progress: Callable[[float], None] | None = None) -> Replay:
+def simulate(
+    nodes: list[Node],
+    jobs: list[SimJob],
+    policy: str = "spotgpu",
+    restart_overhead_s: float = 0.0,
+    seed: int = 0,
+    check: bool = False,
+    reoffer_all: bool = False,
+    window_jobs: int = 5000,
+    progress: Callable[[float], None] | None = None,
+) -> Replay:
     """Replay ``jobs`` on ``nodes`` with ``policy`` until every job finishes (or none can start any
     more). ``progress(now_s)`` is called as time advances (a progress bar)."""
     problem = policy_problem(policy)

@@ -17,8 +17,7 @@ def policy_problem(policy: str) -> str | None:
     """Why ``policy`` names no simulator policy (None when it does)."""
     placement, _, method = policy.rpartition("+")
     if method not in POLICIES or (placement and placement not in PLACEMENTS):
-        return (f"policy: unknown '{policy}'; choose one of {', '.join(POLICIES)}, or <placement>+<policy> "
-                f"with a placement of {', '.join(PLACEMENTS)}")
+        return f"policy: unknown '{policy}'; choose one of {', '.join(POLICIES)}, or <placement>+<policy> with a placement of {', '.join(PLACEMENTS)}"
     return None
 
 

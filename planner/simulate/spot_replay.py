@@ -29,8 +29,18 @@ _FINISH, _SLEEP, _WAKE, _ARRIVE = 0, 1, 2, 3
 
 
 class _Replayer:
-    def __init__(self, nodes: list[Node], jobs: list[SimJob], policy: str, restart_overhead_s: float, seed: int, check: bool,
-                 reoffer_all: bool, window_jobs: int, progress: Callable[[float], None] | None):
+    def __init__(
+        self,
+        nodes: list[Node],
+        jobs: list[SimJob],
+        policy: str,
+        restart_overhead_s: float,
+        seed: int,
+        check: bool,
+        reoffer_all: bool,
+        window_jobs: int,
+        progress: Callable[[float], None] | None,
+    ):
         self.nodes, self.policy, self.overhead_s, self.seed = nodes, policy, restart_overhead_s, seed
         self.check, self.reoffer_all, self.window_jobs, self.progress = check, reoffer_all, window_jobs, progress
         self.spec = {j.name: j for j in jobs}
@@ -64,8 +74,7 @@ class _Replayer:
         self.window: Window | None = None
         self.pending_pods: dict[str, list[Pod]] = {}  # each job's pods, pending (the windows' building blocks)
         self.window_end = 0  # arrivals (in arrival order) before this index are in the window
-        self.keys = {j.name: (j.priority, j.workers, j.gpus_per_worker, j.cpus_per_worker, j.memory_gib_per_worker, j.gpu_models)
-                     for j in jobs}
+        self.keys = {j.name: (j.priority, j.workers, j.gpus_per_worker, j.cpus_per_worker, j.memory_gib_per_worker, j.gpu_models) for j in jobs}
 
     # ------------------------------------------------------------------------------------------
     # The loop
@@ -189,9 +198,20 @@ class _Replayer:
 
     def _spot_ask(self, w: Window, j: int, name: str, now: float) -> Ask:
         """A spot job's decision: no victims (spot pods preempt nobody), so no costs to compute."""
-        return Ask(job=j, job_name=name, pods=w.pods_of(name), min_placed=len(w.pods_of(name)), priority=rules.LP_PRIORITY,
-                   preemptive=False, numa_mode=None, now_s=now, pod_cost=w.zero_cost, victims=w.no_victims,
-                   unit_cost=w.zero_unit_cost, level=0)
+        return Ask(
+            job=j,
+            job_name=name,
+            pods=w.pods_of(name),
+            min_placed=len(w.pods_of(name)),
+            priority=rules.LP_PRIORITY,
+            preemptive=False,
+            numa_mode=None,
+            now_s=now,
+            pod_cost=w.zero_cost,
+            victims=w.no_victims,
+            unit_cost=w.zero_unit_cost,
+            level=0,
+        )
 
     def _apply(self, choice: Choice, now: float) -> set[int]:
         """Evict the choice's victim jobs and place its pods; the nodes the victims left."""
@@ -297,9 +317,21 @@ class _Replayer:
             victims = ps.victim_mask(rules.HP_PRIORITY)
             here = np.zeros(len(cs.node_names), dtype=bool)
             here[n] = True
-            ask = Ask(job=w.job_index[name], job_name=name, pods=[p], min_placed=1, priority=rules.HP_PRIORITY,
-                      preemptive=bool(victims.any()), numa_mode=None, now_s=now, pod_cost=cost, victims=victims,
-                      unit_cost=ps.unit_costs(cost), level=0, nodes=here)
+            ask = Ask(
+                job=w.job_index[name],
+                job_name=name,
+                pods=[p],
+                min_placed=1,
+                priority=rules.HP_PRIORITY,
+                preemptive=bool(victims.any()),
+                numa_mode=None,
+                now_s=now,
+                pod_cost=cost,
+                victims=victims,
+                unit_cost=ps.unit_costs(cost),
+                level=0,
+                nodes=here,
+            )
             policy, _ = self._policy(cs.pod_names[p], now)
             self.replay.decisions += 1
             choice = place_job(ps, ask, policy, explain=False)
@@ -386,7 +418,7 @@ class _Replayer:
         if self.window is not None and name in self.window:
             return self.window
         end = max(self.arrival_rank[name] + 1, self.window_end) + self.window_jobs
-        live = set(self.running) | self.pending_set | {j.name for j in self.arrival_order[self.window_end:end]} | {name}
+        live = set(self.running) | self.pending_set | {j.name for j in self.arrival_order[self.window_end : end]} | {name}
         ordered = sorted(live, key=lambda n: self.arrival_rank[n])
         running = {n: (r.start_s, r.progress_s, self._nodes_of_running(n), r.standby) for n, r in self.running.items()}
         self.window = Window(self.nodes, [self.spec[n] for n in ordered], running, self.eviction_counts, self.now, self.pending_pods)
