@@ -485,7 +485,7 @@ SELECTORS = st.one_of(
 )
 def test_the_label_index_selects_what_a_scan_selects(pods: list, selector: Any, namespaces: Any) -> None:
     from planner.adapters.kubernetes_objects import selector_matches
-    from planner.adapters.kubernetes_pods import LabelIndex
+    from planner.adapters.kubernetes_pod_steps import LabelIndex
 
     fields = [{"namespace": ns, "_labels": labels} for ns, labels in pods]
     scan = [i for i, f in enumerate(fields) if (namespaces is None or f["namespace"] in namespaces) and selector_matches(selector, f["_labels"])]

@@ -29,6 +29,7 @@ import typer
 from planner.cli.choices import DefragMethod
 from planner.cli.common import EXIT_VIOLATIONS, emit, err_console, fail, guarded, stdout_console, write_json
 from planner.cluster import SnapshotError
+from planner.kinds import KINDS
 from planner.plans import parse_plan
 from planner.render.table import jobs_table, plans_table
 from planner.service.secrets import check_token, secret, source
@@ -324,7 +325,7 @@ def plans_default(
     context: typer.Context,
     server: str = SERVER,
     token: str = TOKEN,
-    kind: str = typer.Option(None, "--kind", help="Only plans of this kind (defrag, preempt, allocate)."),
+    kind: str = typer.Option(None, "--kind", help=f"Only plans of this kind ({', '.join(KINDS)})."),
     since: float = typer.Option(None, "--since", help="Only plans created at or after this Unix time."),
     limit: int = typer.Option(20, "--limit", min=1, max=1000),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),

@@ -28,7 +28,8 @@ from rich.console import Console
 from planner.cli.inputs import read_snapshot
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
-from planner.plans import AllocationPlan, DefragPlan, PreemptPlan, dump_plan, plan_to_dict
+from planner.kinds import KINDS
+from planner.plans import DefragPlan, dump_plan, plan_to_dict
 from planner.render.kubernetes import kubectl_script, placement_script, podmigrationjob_yaml, script_name_problems, wide_table
 from planner.render.plan import render_summary
 from planner.runtime.ray_executor import ExecutorError
@@ -285,7 +286,7 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
         output = OutputFormat.table if sys.stdout.isatty() else OutputFormat.json
     if output == OutputFormat.podmigrationjob and not isinstance(plan, DefragPlan):
         fail([f"-o podmigrationjob: renders a defrag plan's moves (this is a {type(plan).__name__}); use -o kubectl, json, yaml, table or wide"])
-    if output == OutputFormat.kubectl and not isinstance(plan, (DefragPlan, PreemptPlan, AllocationPlan)):
+    if output == OutputFormat.kubectl and not isinstance(plan, tuple(kind.plan_model for kind in KINDS.values())):
         fail([f"-o kubectl: renders one plan (this is a {type(plan).__name__}, two plans side by side); choose a method, or use -o json, yaml or table"])
     if output in (OutputFormat.kubectl, OutputFormat.podmigrationjob):
         problems = script_name_problems(plan, cluster)
