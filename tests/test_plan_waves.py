@@ -245,3 +245,21 @@ def test_render_needs_the_snapshot_for_the_formats_that_read_it(tmp_path: Path) 
     table = runner.invoke(app, ["render", str(plan_file), "-o", "table"])
     assert table.exit_code == 0 and "moves" in table.stdout.lower()
     assert parse_plan(runner.invoke(app, ["render", str(plan_file), "-o", "json"]).stdout) == parse_plan(plan_file.read_text())
+
+
+@pytest.mark.parametrize(
+    ("generate", "command"),
+    [
+        (["generate", "spot", "--nodes", "40", "--seed", "1", "--pending-jobs", "2"], ["preempt", "--job", "hp-new-0"]),
+        (["generate", "asi", "--nodes", "96", "--seed", "5", "--large-jobs", "3"], ["allocate", "--method", "largest-first"]),
+    ],
+)
+def test_render_gives_the_eviction_and_binding_script_of_preempt_and_allocate_plans(tmp_path: Path, generate: list[str], command: list[str]) -> None:
+    snapshot, plan_file = tmp_path / "s.json", tmp_path / "p.json"
+    assert runner.invoke(app, [*generate, "--out", str(snapshot)]).exit_code == 0
+    planned = runner.invoke(app, [command[0], str(snapshot), *command[1:], "--out", str(plan_file), "-o", "kubectl"])
+    assert planned.exit_code == 0 and planned.stdout.startswith("#!/usr/bin/env bash"), planned.output
+    rendered = runner.invoke(app, ["render", str(plan_file), "--snapshot", str(snapshot), "-o", "kubectl"])
+    assert rendered.exit_code == 0 and rendered.stdout == planned.stdout, rendered.output
+    refused = runner.invoke(app, ["render", str(plan_file), "--snapshot", str(snapshot), "-o", "podmigrationjob"])
+    assert refused.exit_code == 2 and "-o podmigrationjob: renders a defrag plan's moves" in refused.output

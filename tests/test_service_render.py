@@ -115,3 +115,15 @@ def test_a_stored_plan_that_does_not_match_its_snapshot_is_422_naming_the_pod(se
     assert "the stored snapshot: the plan does not belong to this snapshot" in problems[1]
     refused = planner("plans", "get", "f" * 32, "-o", "kubectl", "--server", server.url)
     assert refused.returncode == 2 and "waves[0][0].uid" in refused.stderr
+
+
+def test_a_stored_comparison_renders_as_yaml_and_is_422_for_a_script(server: Server, stored: dict) -> None:
+    done = planner("submit", str(stored["snapshot"]), "--method", "compare", "--time-limit", "5", "--server", server.url, "--wait", "120")
+    assert done.returncode == 0, done.stderr
+    job_id = JOB_ID.search(done.stderr).group(0)  # type: ignore[union-attr]
+    with server.client() as client:
+        plan_id = client.get(f"/v1/jobs/{job_id}").json()["plan_id"]
+        as_yaml = client.get(f"/v1/plans/{plan_id}", params={"format": "yaml"})
+        script = client.get(f"/v1/plans/{plan_id}", params={"format": "kubectl"})
+    assert as_yaml.status_code == 200 and as_yaml.text.startswith("version: 1\nkind: defrag-compare\n")
+    assert script.status_code == 422 and "format=kubectl: renders one plan" in script.text

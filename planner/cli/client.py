@@ -354,7 +354,8 @@ def plans_get(
                 if plan_id is None:
                     fail([f"--job {job}: the job has no plan (yet)"])
             response = client.send("GET", f"/v1/plans/{plan_id}", params={"format": fmt})
-            _found(response, f"plan {plan_id}") if response.status_code == 404 else None
+            if response.status_code == 404:
+                _found(response, f"plan {plan_id}")
             if out_dir is not None:
                 written = write_wave_files(objects_of_stream(response.text), out_dir, force)
                 err_console.print(f"wrote {', '.join(written)} to {out_dir}", markup=False, soft_wrap=True)

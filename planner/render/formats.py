@@ -55,6 +55,13 @@ def refusals(plan: Any, cluster: Cluster | None, fmt: str, flag: str, snapshot: 
     return []
 
 
+def render_yaml(document: dict[str, Any]) -> str:
+    """A plan document (``plan_to_dict``, or a stored plan's body) as YAML, keys in the plan's order."""
+    import yaml  # deferred: PyYAML (~10 ms at start-up), only for YAML
+
+    return str(yaml.safe_dump(document, sort_keys=False, width=10**6))
+
+
 def table_text(plan: Any, width: int = 120, terminal: bool = False) -> str:
     """The summary table as text (``-o table``): names shown as written, control characters escaped."""
     buffer = io.StringIO()
@@ -69,9 +76,7 @@ def render_text(plan: Any, cluster: Cluster | None, fmt: str) -> str:
     if fmt == "json":
         return dump_plan(plan) + "\n"
     if fmt == "yaml":
-        import yaml  # deferred: PyYAML (~10 ms at start-up), only for YAML
-
-        return str(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, width=10**6))
+        return render_yaml(plan_to_dict(plan))
     if fmt == "table":
         return table_text(plan)
     assert cluster is not None, f"format {fmt} needs the snapshot"

@@ -24,8 +24,9 @@ from planner.api.schemas import (
     Problem,
     StoredPlan,
 )
+from planner.cluster import SnapshotError
 from planner.plans import parse_plan
-from planner.render.formats import CONTENT_TYPES, FORMATS, NEEDS_SNAPSHOT, refusals, render_text
+from planner.render.formats import CONTENT_TYPES, FORMATS, NEEDS_SNAPSHOT, refusals, render_text, render_yaml
 from planner.service.store import Job
 from planner.snapshot import parse_cluster
 
@@ -145,7 +146,12 @@ def get_plan(
 def rendered(svc: Any, stored: Any, fmt: str) -> Response:
     """A stored plan rendered in ``fmt`` (``render/formats.py``, as the command line renders it), with
     the snapshot of its job for the formats that need one; 422 naming why it cannot be."""
-    plan = parse_plan(json.dumps(stored.body), "plan")
+    if fmt == "yaml":  # the stored document as it is, whatever its kind (comparisons too)
+        return Response(render_yaml(stored.body), media_type=CONTENT_TYPES[fmt])
+    try:
+        plan = parse_plan(json.dumps(stored.body), "plan")
+    except SnapshotError as err:  # a comparison: two plans side by side
+        return problem(422, f"cannot render plan '{stored.id}' as {fmt}", [*err.problems, f"format={fmt}: renders one plan; use format=json or yaml"])
     cluster = None
     if fmt in NEEDS_SNAPSHOT:
         text = svc.store.snapshot_of(stored.job_id)
