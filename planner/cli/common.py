@@ -249,7 +249,8 @@ class OutputFormat(str, Enum):
 
 OUTPUT_HELP = (
     "json or yaml: the plan; table: a human summary (the default on a terminal); wide: the summary and every "
-    "move; kubectl: a bash script applying a defrag plan wave by wave; podmigrationjob: koordinator objects."
+    "move; kubectl: a bash script applying the plan (a defrag plan wave by wave, checking its pods first); podmigrationjob: koordinator "
+    "objects, to apply wave by wave as their header says (--out-dir: one file per wave)."
 )
 
 
