@@ -201,7 +201,7 @@ def test_render_prints_what_the_planning_command_printed(tmp_path: Path, fmt: st
     assert planned.exit_code == 0, planned.output
     rendered = runner.invoke(app, ["render", str(plan_file), "--snapshot", str(snapshot), "-o", fmt])
     assert rendered.exit_code == 0, rendered.output
-    assert rendered.stdout == planned.stdout
+    assert rendered.stdout == planned.stdout and "warning" not in rendered.stderr
 
 
 def _mismatch(cluster: Cluster, plan: DefragPlan, change: str) -> tuple[Cluster, str]:
@@ -263,3 +263,17 @@ def test_render_gives_the_eviction_and_binding_script_of_preempt_and_allocate_pl
     assert rendered.exit_code == 0 and rendered.stdout == planned.stdout, rendered.output
     refused = runner.invoke(app, ["render", str(plan_file), "--snapshot", str(snapshot), "-o", "podmigrationjob"])
     assert refused.exit_code == 2 and "-o podmigrationjob: renders a defrag plan's moves" in refused.output
+
+
+def test_a_later_snapshot_with_the_plans_pods_unchanged_renders_with_a_warning(tmp_path: Path) -> None:
+    cluster = _cluster()
+    snapshot = tmp_path / "snapshot.json"
+    snapshot.write_text(cluster.model_dump_json())
+    plan_file = tmp_path / "plan.json"
+    planned = runner.invoke(app, ["defrag", str(snapshot), "--executor", "inline", "--out", str(plan_file), "-o", "kubectl"])
+    assert planned.exit_code == 0, planned.output
+    later = cluster.model_copy(update={"time_s": cluster.time_s + 60})
+    snapshot.write_text(later.model_dump_json())
+    rendered = runner.invoke(app, ["render", str(plan_file), "--snapshot", str(snapshot), "-o", "kubectl"])
+    assert rendered.exit_code == 0 and rendered.stdout == planned.stdout
+    assert "warning: --snapshot is not the snapshot the plan was made from (report.provenance.snapshot_sha256 differs)" in rendered.stderr
