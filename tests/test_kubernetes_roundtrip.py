@@ -444,7 +444,7 @@ def test_the_rendered_example_imports_and_its_kubectl_plan_runs_in_wave_order(tm
     plan = parse_plan(plan_file.read_text())
     assert plan.moves(), "the example is fragmented enough to move something"
     assert runner.invoke(app, ["validate", str(snapshot), str(plan_file)]).exit_code == 0
-    done, calls = run_script(tmp_path, script.read_text())
+    done, calls = run_script(tmp_path, script.read_text(), cluster=cluster)
     assert done.returncode == 0, done.stderr
     applied = [line.split()[-1] for line in calls if line.startswith("  applied ")]
     waves = [int(name.split("-w", 1)[1].split("-", 1)[0]) for name in applied]

@@ -69,6 +69,7 @@ def pod_fields(run: ImportRun, obj: dict[str, Any]) -> dict[str, Any] | None:
         "namespace": namespace,
         "node": node,
         "gpus": 0,
+        "uid": _uid(meta),
         "cpus": _number(requests.get("cpu", Fraction(0))),
         "memory_gib": _number(requests.get("memory", Fraction(0)) / GIB),
         "priority": "LP" if lp else "HP",
@@ -103,6 +104,14 @@ def pod_fields(run: ImportRun, obj: dict[str, Any]) -> dict[str, Any] | None:
         run.summary.locked[reasons[0]] += 1
     fields["locked"] = bool(reasons)
     return fields
+
+
+def _uid(meta: dict[str, Any]) -> str | None:
+    """``metadata.uid`` (kept: plans record it and the kubectl script checks it); None when absent."""
+    uid = meta.get("uid")
+    if uid is not None and not isinstance(uid, str):
+        raise KubeError("metadata.uid", f"must be a string, got {uid!r}")
+    return uid or None
 
 
 def _node_bound(owners: list[dict], annotations: dict[str, str]) -> bool:

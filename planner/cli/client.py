@@ -27,10 +27,12 @@ from typing import Any, Self
 import typer
 
 from planner.cli.choices import DefragMethod
-from planner.cli.common import EXIT_VIOLATIONS, emit, err_console, fail, guarded, stdout_console, write_json
+from planner.cli.common import EXIT_VIOLATIONS, OutputFormat, emit, err_console, fail, guarded, out_dir_option, stdout_console, write_json
+from planner.cli.outdir import check_out_dir, write_wave_files
 from planner.cluster import SnapshotError
 from planner.kinds import KINDS
 from planner.plans import parse_plan
+from planner.render.kubernetes_waves import objects_of_stream
 from planner.render.table import jobs_table, plans_table
 from planner.service.secrets import check_token, secret, source
 from planner.snapshot import parse_cluster, read_text
@@ -342,12 +344,34 @@ def plans_get(
     job: str = typer.Option(None, "--job", help="The plan of this job instead."),
     server: str = SERVER,
     token: str = TOKEN,
-    out: str = typer.Option("-", "--out", help="Write the plan here (- for stdout)."),
+    out: str = typer.Option("-", "--out", help="Write the plan (or what -o renders) here (- for stdout)."),
+    output_format: OutputFormat = typer.Option(
+        None, "--output", "-o", help="json (default): the plan; yaml, table, wide, kubectl, podmigrationjob: rendered by the service with the plan's snapshot."
+    ),
+    out_dir: str = out_dir_option(),
+    force: bool = typer.Option(False, "--force", help="With --out-dir: write into a directory that is not empty (the planner's files there are replaced)."),
 ) -> None:
-    """A stored plan (the plan document itself, as `planner defrag --out` writes it)."""
+    """A stored plan (the plan document itself, as `planner defrag --out` writes it), or rendered
+    as `planner defrag -o` prints it (-o kubectl, podmigrationjob, ...; --out-dir: one file per wave)."""
     if (plan_id is None) == (job is None):
         fail(["give a PLAN_ID or --job JOB_ID (one of them)"])
+    fmt = output_format.value if output_format else ("podmigrationjob" if out_dir else "json")
+    check_out_dir(fmt, out_dir, force)
     with Client(server, token) as client:
+        if fmt != "json":
+            if job is not None:
+                plan_id = _found(client.send("GET", f"/v1/jobs/{job}"), f"--job {job}")["plan_id"]
+                if plan_id is None:
+                    fail([f"--job {job}: the job has no plan (yet)"])
+            response = client.send("GET", f"/v1/plans/{plan_id}", params={"format": fmt})
+            if response.status_code == 404:
+                _found(response, f"plan {plan_id}")
+            if out_dir is not None:
+                written = write_wave_files(objects_of_stream(response.text), out_dir, force)
+                err_console.print(f"wrote {', '.join(written)} to {out_dir}", markup=False, soft_wrap=True)
+            else:
+                emit(response.text, out)
+            return
         if job is not None:
             body = _found(client.send("GET", f"/v1/jobs/{job}/plan"), f"--job {job}")
         else:

@@ -24,8 +24,10 @@ from planner.cli.common import (
     input_option,
     load_input,
     names,
+    out_dir_option,
     output_option,
 )
+from planner.cli.outdir import check_out_dir
 from planner.engine import DefragOptions, plan_defrag
 from planner.engine.defrag import Progress as ProgressCallback
 from planner.runtime.gc_pause import collector_paused
@@ -112,6 +114,7 @@ def defrag(
     ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
+    out_dir: str = out_dir_option(),
     source: InputKind = input_option(),
     import_config: str = import_config_option(),
 ) -> None:
@@ -157,6 +160,7 @@ def defrag(
     }
     options = given_options(context, DefragOptions, given)
     check_plan_output(output_format, out)
+    check_out_dir(output_format.value if output_format else None, out_dir, None)
     with collector_paused():  # one plan and exit: the collector's passes over the snapshot cost seconds (runtime/gc_pause.py)
         cluster = load_input(snapshot, source, import_config)
         if len(cluster.nodes) >= PROGRESS_FROM_NODES:
@@ -164,7 +168,7 @@ def defrag(
                 plan = plan_defrag(cluster, options, progress)
         else:
             plan = plan_defrag(cluster, options)
-        emit_plan(plan, cluster, output_format, out)
+        emit_plan(plan, cluster, output_format, out, out_dir)
 
 
 @contextlib.contextmanager
