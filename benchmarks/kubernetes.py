@@ -198,7 +198,7 @@ def plan_rows(nodes: int, runs: int) -> list[str]:
 def output_rows(nodes: int) -> list[str]:
     import yaml
 
-    from tests.test_render_kubernetes import _run_script, check_pod_migration_job
+    from tests.unit.test_render_kubernetes import _run_script, check_pod_migration_job
 
     snapshot = cached_asi(nodes, 0)
     work = Path(tempfile.mkdtemp())

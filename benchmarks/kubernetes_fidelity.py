@@ -41,7 +41,7 @@ from planner.engine.allocate import AllocateOptions, plan_allocate  # noqa: E402
 from planner.engine.preempt import PreemptOptions, plan_preempt  # noqa: E402
 from planner.instances.kubernetes_mixed import generate_kubernetes_mixed  # noqa: E402
 from planner.plans import plan_to_dict  # noqa: E402
-from tests.kube_scheduler import replay_defrag, replay_placements  # noqa: E402
+from tests.support.kube_scheduler import replay_defrag, replay_placements  # noqa: E402
 
 EXAMPLE = REPO / "instances" / "kubernetes" / "gpu-cluster.json"
 REPRO = REPO / "tests" / "data" / "k8s-mixed-200.json.gz"

@@ -67,7 +67,7 @@ from planner import rules  # noqa: E402
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError  # noqa: E402
 from planner.engine import METHOD_OPTIONS, DefragOptions, plan_defrag  # noqa: E402
 from planner.snapshot import cluster_to_dict, parse_cluster  # noqa: E402
-from tests import oracle  # noqa: E402
+from tests.support import defrag_oracle as oracle  # noqa: E402
 from tests.support.harness import PLANNER, Server, rss_mib, wait_status  # noqa: E402
 
 CATEGORIES = ("fuzz", "cli", "http", "kill", "store", "load")
