@@ -6,7 +6,7 @@
    `planner defrag LIST --from kubernetes` end to end at 10,000 nodes on that List and on a mixed GPU
    fleet (`planner/instances/kubernetes_mixed.py`).
 2. `planner defrag -o podmigrationjob` and `-o kubectl` on the 5,000-node snapshot: objects written
-   (checked against koordinator's CRD fields as tests/test_render_kubernetes.py does), `bash -n`, and
+   (checked against koordinator's CRD fields by tests/support/pod_migration_job_schema.py), `bash -n`, and
    a run against a fake `kubectl` on PATH recording the calls (in wave order?).
 3. Disruption limits on the 5,000-node snapshot and on openb: nodes vacated, moves and waves with no
    limits, `--max-nodes-per-wave 10%`, `--move-once`, PDBs (every multi-pod job max_unavailable 1),
@@ -198,7 +198,8 @@ def plan_rows(nodes: int, runs: int) -> list[str]:
 def output_rows(nodes: int) -> list[str]:
     import yaml
 
-    from tests.unit.test_render_kubernetes import _run_script, check_pod_migration_job
+    from tests.support.fake_kubectl import run_script
+    from tests.support.pod_migration_job_schema import check_pod_migration_job
 
     snapshot = cached_asi(nodes, 0)
     work = Path(tempfile.mkdtemp())
@@ -218,7 +219,7 @@ def output_rows(nodes: int) -> list[str]:
     script_path.write_text(script.stdout)
     syntax = subprocess.run(["bash", "-n", str(script_path)], capture_output=True, text=True)
     start = time.perf_counter()
-    done, calls = _run_script(work, script.stdout)
+    done, calls = run_script(work, script.stdout)
     dry_s = time.perf_counter() - start
     applied = [line.split()[-1] for line in calls if line.startswith("  applied ")]
     waves = [int(name.split("-w", 1)[1].split("-", 1)[0]) for name in applied]
@@ -227,7 +228,7 @@ def output_rows(nodes: int) -> list[str]:
         "| output | objects / moves | waves | checks | wall s | peak RSS MiB |",
         "|---|---|---:|---|---:|---:|",
         f"| `-o podmigrationjob` | {len(objects):,} / {moves:,} | {len(plan['waves'])} | every object passes the CRD-subset check "
-        f"of tests/test_render_kubernetes.py | {pmj.wall_s:.1f} | {pmj.peak_rss_mib:.0f} |",
+        f"of tests/support/pod_migration_job_schema.py | {pmj.wall_s:.1f} | {pmj.peak_rss_mib:.0f} |",
         f"| `-o kubectl` | {len(applied):,} applied / {moves:,} | {len(set(waves))} | `bash -n` {'ok' if syntax.returncode == 0 else 'FAILED'}; "
         f"fake kubectl run exit {done.returncode}, {len(calls) - len(applied):,} calls ({sum(1 for c in calls if c.startswith('apply')):,} apply, "
         f"{sum(1 for c in calls if c.startswith('get')):,} get) in {dry_s:.1f} s; applies and waits in wave order: "
@@ -351,7 +352,7 @@ def main() -> None:
         f"## Plans an operator applies: `planner defrag -o podmigrationjob` / `-o kubectl`, {args.output_nodes:,} nodes",
         "",
         f"`generate_asi({args.output_nodes}, seed=0)`, default options. The kubectl script runs with `POLL_S=0` against the "
-        "fake `kubectl` of tests/test_render_kubernetes.py (records every call; answers every status query "
+        "fake `kubectl` of tests/support/fake_kubectl.py (records every call; answers every status query "
         "`Succeeded`). Wave order: every object of wave w is applied after all status queries of wave w-1, and "
         "each query names an object of the wave being waited on.",
         "",

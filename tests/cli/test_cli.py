@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from planner.api.schemas import EXAMPLE_PLAN
 from planner.cli import app
+from tests.support.malformed_snapshots import MALFORMED
 from tests.support.paths import FIG15
-from tests.unit.test_snapshot import MALFORMED
 
 runner = CliRunner()
 

@@ -3,26 +3,8 @@
 from __future__ import annotations
 
 import importlib.metadata
-import os
-import subprocess
-import sys
 
-import typer.main
-
-from planner.cli import app
-from tests.support.paths import REPO
-
-
-def planner(*args: str) -> subprocess.CompletedProcess[str]:
-    """The command as a user runs it (``python -m planner``: this checkout's code), on a wide terminal so
-    that help lines are not wrapped."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200", "TERM": "dumb"}
-    return subprocess.run([sys.executable, "-m", "planner", *args], capture_output=True, text=True, env=env, timeout=120)
-
-
-def command_names() -> set[str]:
-    """Every top-level command registered on the app (commands and command groups)."""
-    return set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+from tests.support.planner_command import command_names, planner
 
 
 def test_version_prints_the_package_version_and_exits_0() -> None:

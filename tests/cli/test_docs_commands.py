@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cli.test_cli_help import command_names, planner
 from tests.support.paths import REPO
+from tests.support.planner_command import command_names, planner
 
 README = REPO / "README.md"
 DOCS = REPO / "docs"

@@ -24,7 +24,7 @@ not prove optimal quickly (asi-500, openb), whose plans depend on the machine's 
 
 Re-recording::
 
-    PLANNER_GOLDEN_RECORD=1 python -m pytest -n 0 tests/test_golden_plans.py
+    PLANNER_GOLDEN_RECORD=1 python -m pytest -n 0 tests/cli/test_golden_plans.py
 
 is only allowed when a change of plans is intended, and the commit message must say which plans
 change and why. Files of cases that no longer exist are removed by the same run.

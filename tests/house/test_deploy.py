@@ -65,7 +65,7 @@ def test_the_deployment_runs_two_replicas_on_postgresql_with_probes_the_service_
     deployment = by_kind("Deployment")
     spec = deployment["spec"]
     container = spec["template"]["spec"]["containers"][0]
-    # two replicas sharing the queue through leases (tests/test_service_replicas.py), rolled one at a time
+    # two replicas sharing the queue through leases (tests/service/test_service_replicas.py), rolled one at a time
     assert spec["replicas"] == 2 and spec["strategy"]["type"] == "RollingUpdate"
     assert spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
     assert spec["template"]["spec"]["securityContext"]["runAsNonRoot"] is True

@@ -79,7 +79,7 @@ def brute_force(cluster: Cluster) -> tuple[float, int, float]:
 
 def _enumerate(cluster: Cluster) -> tuple[float, int, float]:
     """The lexicographic optimum (most GPUs, fewest switches, least entropy) by enumeration
-    (``tests/allocate_oracle.py``)."""
+    (``tests/support/allocate_oracle.py``)."""
     return allocate_oracle.optimum(cluster.model_dump(mode="json"))
 
 

@@ -1,4 +1,4 @@
-"""Allocation plans against the brute force of ``tests/allocate_oracle.py`` on random tiny snapshots:
+"""Allocation plans against the brute force of ``tests/support/allocate_oracle.py`` on random tiny snapshots:
 GPU shares (running and pending), ``min_available``, asw and spine topologies (required and
 preferred), nodes without a switch, GPU models and anti-affinity.
 

@@ -2,7 +2,7 @@
 
 The README and ``--help`` promise jobs "on as few access switches as possible"; a spine job's model
 counted spines, so ``exact`` (HiGHS) said ``optimal`` on 2 access switches where 1 suffices. The
-oracle (``tests/allocate_oracle.py``) enumerates every placement of tiny clusters with spine jobs
+oracle (``tests/support/allocate_oracle.py``) enumerates every placement of tiny clusters with spine jobs
 (``required``: one spine; ``preferred``: no rule) and ranks them: GPUs started, then access switches
 spanned (summed over jobs), then entropy over access switches (summed). Repros are copies of ``../shared/repros/<name>``.
 """

@@ -1,7 +1,7 @@
 """Issue 40, part 3: defrag claims that must hold for the problem asked, ``move_once`` included.
 
 Each snapshot is an audit input (``tests/data/repros``); the truth comes from the independent oracle
-(``tests/oracle.py``: every sequence of single legal moves, each pod moved at most once under
+(``tests/support/defrag_oracle.py``: every sequence of single legal moves, each pod moved at most once under
 ``move_once``)."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from planner.engine import DefragOptions, plan_defrag
 from planner.plans import DefragComparison, DefragPlan
 from planner.snapshot import parse_cluster
 from planner.validate.defrag import validate
-from tests.oracle.test_exact_oracle import Budgets, assert_comparison_claims_true, assert_plan_claims_true, topology_cluster
+from tests.support.defrag_claims import Budgets, assert_comparison_claims_true, assert_plan_claims_true
 from tests.support.defrag_oracle import best_plan, replay
+from tests.support.tiny_snapshots import topology_cluster
 
 REPROS = Path(__file__).resolve().parents[1] / "data" / "repros"
 

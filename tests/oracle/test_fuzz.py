@@ -1,5 +1,5 @@
 """Fuzzed snapshots through every method, each plan checked by the independent replay of
-``tests/oracle.py`` (not by the planner's validator): no crash, no illegal step, no broken limit, and
+``tests/support/defrag_oracle.py`` (not by the planner's validator): no crash, no illegal step, no broken limit, and
 the plan's own account (vacated nodes, empty nodes, moves) equal to the replay's.
 
 This is the fast standing part of the adversarial suite; ``benchmarks/robustness.py`` runs the same

@@ -1,4 +1,4 @@
-"""The kube-scheduler oracle (tests/kube_scheduler.py) on hand-made objects: one accepted and one
+"""The kube-scheduler oracle (tests/support/kube_scheduler.py) on hand-made objects: one accepted and one
 refused case per Filter plugin, the quantity parser, the scheduler's pod request and the
 make-before-break replay."""
 

@@ -1,9 +1,9 @@
 """Every move the planner plans from Kubernetes objects must be one kube-scheduler admits.
 
-The judge is ``tests/kube_scheduler.py``: an independent replay of kube-scheduler's Filter plugins on
+The judge is ``tests/support/kube_scheduler.py``: an independent replay of kube-scheduler's Filter plugins on
 the raw objects (never the planner's snapshot), replaying each plan make-before-break. Inputs: the
 worked example ``instances/kubernetes/gpu-cluster.json``, the audit's 200-node cluster
-(``tests/data/k8s-mixed-200.json.gz``) and small mixed clusters drawn by ``tests/kube_strategies.py``;
+(``tests/data/k8s-mixed-200.json.gz``) and small mixed clusters drawn by ``tests/support/kube_strategies.py``;
 defrag methods: the IPC heuristic, exact (3 s), hybrid (3 s) and the baselines that move pods; and
 the placements of ``allocate`` and ``preempt`` plans. Hypothesis draws the generator's arguments (``MixedSpec``: seed, nodes per family, fill) and
 does not shrink (each example is a plan; the failure message names the spec to reproduce it).

@@ -28,8 +28,8 @@ from planner.plans import DefragPlan
 from planner.snapshot import consistency_problems, dump_cluster, parse_cluster
 from planner.state import ClusterState
 from planner.validate.defrag import validate
-from tests.oracle.test_exact_oracle import THIRD
 from tests.support.defrag_oracle import explore, final_states
+from tests.support.tiny_snapshots import THIRD
 
 REPROS = Path(__file__).resolve().parents[1] / "data" / "repros"
 PROOF = "even with every movable pod moved away"

@@ -1,4 +1,4 @@
-"""The move-minimal pass after IPC (``defrag --trim``), checked against the oracle of ``tests/oracle.py``.
+"""The move-minimal pass after IPC (``defrag --trim``), checked against the oracle of ``tests/support/defrag_oracle.py``.
 
 The oracle enumerates every sequence of single legal moves of a tiny snapshot, so it knows the fewest
 moves of any plan ending with at least E empty nodes (``Reachable.fewest``). The pass promises: never
@@ -25,8 +25,9 @@ from planner.instances.asi import generate_asi
 from planner.limits import MoveBudget
 from planner.plans import DefragPlan
 from planner.state import ClusterState
-from tests.oracle.test_exact_oracle import HEALTH, Budgets, _note_request, assert_budgets_honoured, assert_plan_claims_true, budgets_strategy, snapshots
+from tests.support.defrag_claims import Budgets, assert_budgets_honoured, assert_plan_claims_true, note_request
 from tests.support.defrag_oracle import empty_nodes, replay
+from tests.support.tiny_snapshots import HEALTH, budgets_strategy, snapshots
 
 runner = CliRunner()
 
@@ -43,7 +44,7 @@ def _plan(cluster: Cluster, budgets: Budgets, trim: str) -> DefragPlan:
 @settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=HEALTH)
 @given(cluster=snapshots, budgets=budgets_strategy)
 def test_trim_never_loses_empty_nodes_or_adds_moves_and_exact_meets_the_oracle(cluster: Cluster, budgets: Budgets) -> None:
-    _note_request(cluster, budgets)
+    note_request(cluster, budgets)
     reach = budgets.explore(cluster)
     plans = {trim: _plan(cluster, budgets, trim) for trim in ("off", "greedy", "exact")}
     done = {trim: replay(cluster, plan) for trim, plan in plans.items()}  # raises at an illegal step
@@ -148,7 +149,7 @@ def test_trim_options_are_checked() -> None:
 
 
 def test_trim_on_the_command_line_and_over_http(tmp_path: Path) -> None:
-    from tests.unit.test_makeroom import plan_over_http
+    from tests.support.defrag_over_http import plan_over_http
 
     cluster = generate_asi(nodes=40, seed=3)
     path = tmp_path / "s.json"

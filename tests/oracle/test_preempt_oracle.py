@@ -1,4 +1,4 @@
-"""Preemption plans checked against an independent brute force (``tests/preempt_oracle.py``).
+"""Preemption plans checked against an independent brute force (``tests/support/preempt_oracle.py``).
 
 The oracle re-reads the semantics from the specification (victims, gangs, lost work, node rules,
 GPU shares packed on devices, required topology, ``min_available`` of the job and of victim gangs) and knows the true least lost work of every tiny decision by

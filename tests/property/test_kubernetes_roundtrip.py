@@ -46,7 +46,7 @@ from planner.instances.asi import generate_asi
 from planner.plans import parse_plan
 from planner.snapshot import load_cluster
 from tests.support import strategies
-from tests.unit.test_render_kubernetes import _run_script as run_script
+from tests.support.fake_kubectl import run_script
 
 PRODUCT = "nvidia.com/gpu.product"
 LEAF, SPINE = "network.topology.nvidia.com/leaf", "network.topology.nvidia.com/spine"
@@ -308,7 +308,7 @@ def test_daemonsets_and_an_lp_class_config_round_trip_too(cluster: Cluster) -> N
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(strategies.clusters())
 def test_the_shared_strategy_round_trips_or_is_refused_by_name(cluster: Cluster) -> None:
-    """tests/strategies.py draws shares and standby pods: refused, naming the field; else the round trip holds."""
+    """tests/support/strategies.py draws shares and standby pods: refused, naming the field; else the round trip holds."""
     unsupported = [f"pods[{i}]." for i, p in enumerate(cluster.pods) if p.standby or (exact(p.gpus) * 100).denominator != 1]
     if any(p.requests for p in cluster.pods):  # a Kubernetes node states its allocatable of every resource
         unsupported += [f"nodes[{i}].resources" for i, n in enumerate(cluster.nodes) if n.resources is None]

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from planner import rules
 from planner.cluster import Cluster, Taint, Toleration
 from planner.state import ClusterState
-from tests.property.test_rules import assert_forms_agree
 from tests.support.clusters import make_cluster, node, pod
+from tests.support.rule_forms import assert_forms_agree
 from tests.support.strategies import clusters
 
 

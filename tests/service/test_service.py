@@ -310,7 +310,7 @@ def test_full_queue_gets_429_with_retry_after(tmp_path: Path, long_snapshot: dic
 
 def test_job_in_flight_survives_a_server_kill(tmp_path: Path, long_snapshot: dict) -> None:
     """The restarted server takes the job over once the killed one's lease (2 s) has expired (on
-    PostgreSQL, another replica does: tests/test_service_replicas.py)."""
+    PostgreSQL, another replica does: tests/service/test_service_replicas.py)."""
     srv = Server(tmp_path / "restart.db", None, "--workers", "1", "--lease-s", "2").start()
     try:
         with srv.client() as client:

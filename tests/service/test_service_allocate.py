@@ -9,8 +9,8 @@ import pytest
 from planner.plans import parse_plan
 from planner.snapshot import parse_cluster
 from planner.validate.allocate import validate_allocate
+from tests.support.allocate_clusters import switches_cluster
 from tests.support.harness import Server, wait_status
-from tests.unit.test_allocate import switches_cluster
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ def planner(*args: str, env: dict[str, str] | None = None, timeout: float = 120.
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Server:
     """The client's tests need one server; the store behind it is tested on both databases elsewhere
-    (tests/test_service.py, tests/test_store.py) and the retention test below runs on both."""
+    (tests/service/test_service.py, tests/service/test_store.py) and the retention test below runs on both."""
     srv = Server(tmp_path_factory.mktemp("client") / "planner.db", TOKEN, "--workers", "1").start()
     yield srv
     srv.stop()

@@ -10,7 +10,7 @@ from planner.plans import parse_plan
 from planner.snapshot import parse_cluster
 from planner.validate.preempt import validate_preempt
 from tests.support.harness import Server, wait_status
-from tests.unit.test_preempt import numa_node_cluster, prefix_counterexample
+from tests.support.preempt_clusters import numa_node_cluster, prefix_counterexample
 
 
 def snapshot_of(cluster) -> dict:  # type: ignore[no-untyped-def]
@@ -78,7 +78,7 @@ def test_bad_preempt_requests_get_422_naming_the_field(server: Server, change, n
 
 
 def test_reactivation_over_http(server: Server) -> None:
-    from tests.unit.test_preempt import standby_cluster
+    from tests.support.preempt_clusters import standby_cluster
 
     body = {"snapshot": snapshot_of(standby_cluster(4)), "reactivate": "s", "options": {"method": "exact", "time_limit_s": 5}}
     with server.client() as client:

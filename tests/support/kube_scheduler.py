@@ -35,7 +35,7 @@ Filter plugins replayed (``pkg/scheduler/framework/plugins``):
   nodeAffinityPolicy, nodeTaintsPolicy), as ``pod_topology_spread`` says.
 
 The readers of raw objects (quantities, a pod's request, host ports, tolerations, selectors) are in
-``tests/kube_objects.py`` and re-exported here. Pods in the scheduler's view are the non-terminal
+``tests/support/kube_objects.py`` and re-exported here. Pods in the scheduler's view are the non-terminal
 pods with a ``spec.nodeName`` (the scheduler's informer excludes Succeeded and Failed pods).
 
 ``replay_defrag`` replays a defrag plan make-before-break: in each wave every moving pod's new copy is

@@ -40,7 +40,7 @@ def test_report_shows_the_capacity_before_and_after_an_allocation(tmp_path):
     import subprocess
     import sys
 
-    from tests.unit.test_allocate import switches_cluster
+    from tests.support.allocate_clusters import switches_cluster
 
     snapshot = tmp_path / "s.json"
     snapshot.write_text(switches_cluster({"a": 12, "b": 4, "c": 1, "d": 1, "e": 1, "f": 1}, 128).model_dump_json(exclude_defaults=True))

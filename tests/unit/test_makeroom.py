@@ -7,7 +7,6 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,19 +21,11 @@ from planner.plans import DefragPlan, Placement
 from planner.snapshot import consistency_problems
 from planner.state import ClusterState
 from planner.validate.defrag import apply_plan, validate
+from tests.support.defrag_over_http import plan_over_http
+from tests.support.makeroom_clusters import CHAIN, ONE_MOVE, REQUIRED, cluster, tiny_cluster
+from tests.support.makeroom_oracle import oracle_min_moves
 
 runner = CliRunner()
-
-
-def cluster(nodes: list[tuple], pods: list[dict], jobs: list[dict] | None = None) -> Cluster:
-    """nodes: (name, gpus[, asw]); pods: dicts with name, gpus, node (None: pending) and extras."""
-    return Cluster.model_validate(
-        {
-            "nodes": [{"name": n[0], "gpus": n[1], "cpus": 96, "memory_gib": 512, **({"asw": n[2]} if len(n) > 2 else {})} for n in nodes],
-            "pods": [{"cpus": 1, **p} for p in pods],
-            "jobs": jobs or [],
-        }
-    )
 
 
 def room(c: Cluster, names: list[str], **options: object) -> DefragPlan:
@@ -47,21 +38,6 @@ def room(c: Cluster, names: list[str], **options: object) -> DefragPlan:
 
 def moves(plan: DefragPlan) -> list[tuple[str, str, str]]:
     return [(m.pod, m.from_, m.to) for m in plan.moves()]
-
-
-ONE_MOVE = cluster([("n0", 8), ("n1", 8)], [{"name": "a", "gpus": 4, "node": "n0"}, {"name": "b", "gpus": 4, "node": "n1"}, {"name": "big", "gpus": 8}])
-
-# n0 frees 8 GPUs only if a (4) leaves; no node has 4 free, but n1 does once d (2) goes to n2: a chain
-CHAIN = cluster(
-    [("n0", 8), ("n1", 8), ("n2", 8)],
-    [
-        {"name": "a", "gpus": 4, "node": "n0"},
-        {"name": "c", "gpus": 4, "node": "n1", "locked": True},
-        {"name": "d", "gpus": 2, "node": "n1"},
-        {"name": "e", "gpus": 6, "node": "n2"},
-        {"name": "big", "gpus": 8},
-    ],
-)
 
 
 def test_one_move_is_the_only_way_and_the_plan_places_the_pod() -> None:
@@ -86,20 +62,6 @@ def test_no_moves_when_the_job_already_fits() -> None:
     plan = room(c, ["p"])
     assert plan.waves == [] and plan.placements == [Placement(pod="p", node="n1")]
     assert plan.report.reason == "every named job that starts fits without moves"
-
-
-REQUIRED = cluster(
-    [("s1-0", 8, "s1"), ("s1-1", 8, "s1"), ("s2-0", 8, "s2"), ("s2-1", 8, "s2")],
-    [
-        {"name": "a", "gpus": 2, "node": "s1-0"},
-        {"name": "b", "gpus": 2, "node": "s1-1"},
-        {"name": "c", "gpus": 4, "node": "s2-0", "locked": True},
-        {"name": "d", "gpus": 4, "node": "s2-1", "locked": True},
-        {"name": "j-0", "job": "j", "gpus": 8},
-        {"name": "j-1", "job": "j", "gpus": 8},
-    ],
-    [{"name": "j", "topology": {"level": "asw", "mode": "required"}}],
-)
 
 
 def test_a_required_job_gets_a_switch_cleared() -> None:
@@ -177,83 +139,6 @@ def test_the_validator_refuses_placements_that_break_the_rules_after_the_last_wa
 # ----------------------------------------------------------------------------------------------
 # Brute force: every sequence of up to 3 single legal moves (make-before-break), rules/ only
 # ----------------------------------------------------------------------------------------------
-
-
-def _fits_after(c: Cluster, where: dict[str, str | None], pods: list, jobs: dict) -> bool:
-    """Can the pending ``pods`` (one request) start on the state ``where``? Every assignment tried."""
-    nodes = {n.name: n for n in c.nodes}
-    residents: dict[str, list] = {n: [] for n in nodes}
-    for pod in c.pods:
-        if where[pod.name] is not None:
-            residents[where[pod.name]].append(pod)
-    for assignment in np.ndindex(*([len(c.nodes)] * len(pods))):
-        chosen = [c.nodes[k].name for k in assignment]
-        job = jobs.get(pods[0].job)
-        if job is not None and not rules.job_topology_ok(job, [nodes[n] for n in chosen]):
-            continue
-        arriving: dict[str, list] = {}
-        for pod, n in zip(pods, chosen):
-            arriving.setdefault(n, []).append(pod)
-        if all(not rules.node_rule_breaks(nodes[n], residents[n], a) for n, a in arriving.items()):
-            return True
-    return False
-
-
-def oracle_min_moves(c: Cluster, names: list[str], most: int = 3) -> int | None:
-    """Fewest single legal moves after which the named request can start (None: not within ``most``)."""
-    (name,) = names
-    pods = [p for p in c.pods if p.node is None and (p.job == name or p.name == name)]
-    jobs = {j.name: j for j in c.jobs}
-    nodes = {n.name: n for n in c.nodes}
-    by_name = {p.name: p for p in c.pods}
-    start = {p.name: p.node for p in c.pods}
-    frontier, seen = [start], {tuple(sorted(start.items(), key=lambda kv: kv[0]))}
-    for depth in range(most + 1):
-        if any(_fits_after(c, where, pods, jobs) for where in frontier):
-            return depth
-        following = []
-        for where in frontier:
-            for pod in c.pods:
-                source = where[pod.name]
-                if source is None or pod.locked:
-                    continue
-                for n in nodes:
-                    if n == source:
-                        continue
-                    here = [by_name[q] for q, at in where.items() if at == n]
-                    if rules.node_rule_breaks(nodes[n], here, [pod]):
-                        continue
-                    job = jobs.get(pod.job)
-                    if job is not None:
-                        copies = [nodes[at] for q, at in where.items() if at is not None and by_name[q].job == pod.job] + [nodes[n]]
-                        if not rules.job_topology_ok(job, copies):
-                            continue
-                    after = {**where, pod.name: n}
-                    key = tuple(sorted(after.items(), key=lambda kv: kv[0]))
-                    if key not in seen:
-                        seen.add(key)
-                        following.append(after)
-        frontier = following
-    return None
-
-
-def tiny_cluster(seed: int) -> Cluster:
-    rng = np.random.default_rng(seed)
-    n_nodes = int(rng.integers(2, 5))
-    nodes = [(f"n{k}", 4, f"s{k % 2}") for k in range(n_nodes)]
-    pods: list[dict] = []
-    for k in range(n_nodes):
-        free = 4
-        for i in range(int(rng.integers(1, 4))):
-            gpus = int(rng.integers(1, 3))
-            if gpus <= free:
-                pods.append({"name": f"p{k}{i}", "gpus": gpus, "node": f"n{k}", "locked": bool(rng.random() < 0.15)})
-                free -= gpus
-    size, count = int(rng.integers(2, 5)), int(rng.integers(1, 3))
-    required = bool(rng.random() < 0.4)
-    pods += [{"name": f"j-{i}", "job": "j", "gpus": size} for i in range(count)]
-    job = {"name": "j", **({"topology": {"level": "asw", "mode": "required"}} if required else {})}
-    return cluster(nodes, pods, [job])
 
 
 def test_the_heuristic_never_beats_the_brute_force_and_finds_a_plan_when_one_exists() -> None:
@@ -533,30 +418,6 @@ def test_make_room_on_the_command_line(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------------
 # Over HTTP: POST /v1/defrag with options.make_room
 # ----------------------------------------------------------------------------------------------
-
-
-def plan_over_http(tmp_path: Path, c: Cluster, options: dict, refused: list[tuple[dict, str]]) -> DefragPlan:
-    """Start a server, check each (options, problem) in ``refused`` gets a 422 naming it, then plan
-    with ``options`` and return the stored plan."""
-    from planner.plans import parse_plan
-    from tests.support.harness import Server, wait_status
-
-    snapshot = json.loads(c.model_dump_json(exclude_defaults=True))
-    server = Server(tmp_path / "planner.db", None, "--workers", "1").start()
-    try:
-        with server.client() as client:
-            for bad_options, problem in refused:
-                bad = client.post("/v1/defrag", json={"snapshot": snapshot, "options": bad_options})
-                assert bad.status_code == 422 and any(problem in p for p in bad.json()["problems"]), bad.text
-            accepted = client.post("/v1/defrag", json={"snapshot": snapshot, "options": options})
-            assert accepted.status_code == 202, accepted.text
-            job_id = accepted.json()["job_id"]
-            assert wait_status(client, job_id, ("succeeded", "failed"))["status"] == "succeeded"
-            plan = parse_plan(client.get(f"/v1/jobs/{job_id}/plan").text)
-    finally:
-        server.stop()
-    assert isinstance(plan, DefragPlan)
-    return plan
 
 
 def test_make_room_over_http_plans_valid_placements_and_refuses_bad_names(tmp_path: Path) -> None:

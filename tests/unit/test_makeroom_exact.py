@@ -15,15 +15,9 @@ from planner.engine.defrag import PlanOptionError
 from planner.models import makeroom as model
 from planner.plans import DefragComparison, DefragPlan, Placement
 from planner.validate.defrag import validate
-from tests.unit.test_makeroom import (
-    CHAIN,
-    ONE_MOVE,
-    REQUIRED,
-    cluster,
-    oracle_min_moves,
-    plan_over_http,
-    tiny_cluster,
-)
+from tests.support.defrag_over_http import plan_over_http
+from tests.support.makeroom_clusters import CHAIN, ONE_MOVE, REQUIRED, cluster, tiny_cluster
+from tests.support.makeroom_oracle import oracle_min_moves
 
 runner = CliRunner()
 SOLVE = {"time_limit_s": 5.0, "solver_workers": 1}

@@ -21,7 +21,7 @@ from planner.snapshot import parse_cluster
 from planner.state import ClusterState
 from planner.validate.defrag import validate
 from planner.waves import target_to_waves
-from tests.oracle.test_exact_oracle import detour_corpus
+from tests.support.tiny_snapshots import detour_corpus
 
 runner = CliRunner()
 

@@ -18,7 +18,7 @@ from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.instances.asi import generate_asi
 from planner.validate.defrag import validate
-from tests.unit.test_makeroom import plan_over_http
+from tests.support.defrag_over_http import plan_over_http
 
 runner = CliRunner()
 

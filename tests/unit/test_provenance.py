@@ -11,7 +11,7 @@ from planner.engine.allocate import AllocateOptions, plan_allocate
 from planner.engine.preempt import PreemptOptions, plan_preempt
 from planner.snapshot import parse_cluster
 from tests.support.paths import FIG15
-from tests.unit.test_preempt import prefix_counterexample
+from tests.support.preempt_clusters import prefix_counterexample
 
 
 def test_a_defrag_plan_carries_versions_options_with_defaults_and_the_input_hash() -> None:

@@ -1,19 +1,14 @@
 """Plans an operator can apply: koordinator PodMigrationJobs and a wave-by-wave kubectl script.
 
-The PodMigrationJob schema below is a subset written from koordinator's published CRD
-(github.com/koordinator-sh/koordinator, config/crd/bases/scheduling.koordinator.sh_podmigrationjobs.yaml:
-group scheduling.koordinator.sh, version v1alpha1, kind PodMigrationJob, cluster scoped; spec.podRef
-required; spec.mode, spec.ttl strings; spec.reservationOptions.template free-form) plus Kubernetes'
-object-name rule (DNS-1123 subdomain). The kubectl script runs against a fake ``kubectl`` on PATH
-that records every call in order.
+The PodMigrationJobs are checked against a subset of koordinator's published CRD
+(``tests/support/pod_migration_job_schema.py``). The kubectl script runs against a fake ``kubectl`` on
+PATH that records every call in order (``tests/support/fake_kubectl.py``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 import subprocess
 from pathlib import Path
 
@@ -27,30 +22,10 @@ from planner.engine import DefragOptions, plan_defrag
 from planner.instances.asi import generate_asi
 from planner.plans import DefragPlan, parse_plan
 from planner.render.kubernetes import kubectl_script, pod_migration_jobs, podmigrationjob_yaml
+from tests.support.fake_kubectl import run_script
+from tests.support.pod_migration_job_schema import check_pod_migration_job
 
 runner = CliRunner()
-DNS_1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")
-SPEC_FIELDS = {"deleteOptions", "mode", "paused", "podRef", "reservationOptions", "ttl"}
-POD_REF_FIELDS = {"apiVersion", "fieldPath", "kind", "name", "namespace", "resourceVersion", "uid"}
-RESERVATION_OPTION_FIELDS = {"preemptionOptions", "reservationRef", "template"}
-
-
-def check_pod_migration_job(obj: dict) -> None:
-    """The CRD subset: raises AssertionError naming the first field that breaks it."""
-    assert obj["apiVersion"] == "scheduling.koordinator.sh/v1alpha1" and obj["kind"] == "PodMigrationJob"
-    name = obj["metadata"]["name"]
-    assert len(name) <= 253 and DNS_1123.match(name), f"metadata.name {name!r} is not a DNS-1123 subdomain"
-    assert "namespace" not in obj["metadata"], "PodMigrationJob is cluster scoped"
-    spec = obj["spec"]
-    assert set(spec) <= SPEC_FIELDS, f"spec has unknown fields {set(spec) - SPEC_FIELDS}"
-    assert isinstance(spec["podRef"], dict) and set(spec["podRef"]) <= POD_REF_FIELDS
-    assert all(isinstance(v, str) for v in spec["podRef"].values())
-    assert spec["mode"] in ("ReservationFirst", "EvictDirectly")
-    assert isinstance(spec["ttl"], str) and DURATION.match(spec["ttl"]), f"spec.ttl {spec['ttl']!r} is not a duration"
-    assert set(spec["reservationOptions"]) <= RESERVATION_OPTION_FIELDS
-    for value in obj["metadata"].get("labels", {}).values():
-        assert isinstance(value, str) and len(value) <= 63
 
 
 def _plan() -> tuple[Cluster, DefragPlan]:
@@ -89,42 +64,11 @@ def test_a_long_pod_name_still_gives_a_valid_object_name() -> None:
     assert obj["spec"]["podRef"]["name"] == long
 
 
-FAKE_KUBECTL = r"""#!/usr/bin/env bash
-# records each call (and the objects applied) and answers status queries from $FAKE_PHASES
-echo "$*" >> "$FAKE_LOG"
-if [[ "$1" == "apply" ]]; then
-  cat | grep -E '^  name: ' | sed 's/^  name: /  applied /' >> "$FAKE_LOG"
-  exit 0
-fi
-if [[ "$1" == "get" ]]; then
-  name="${2#podmigrationjob/}"
-  if [[ -n "${FAKE_FAIL:-}" && "$name" == *"$FAKE_FAIL"* ]]; then echo -n Failed; else echo -n Succeeded; fi
-  exit 0
-fi
-exit 1
-"""
-
-
-def _run_script(tmp_path: Path, script: str, fake_kubectl: str = FAKE_KUBECTL, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
-    """Run ``script`` with ``fake_kubectl`` first on PATH; its recorded calls (non-empty lines)."""
-    fake = tmp_path / "bin" / "kubectl"
-    fake.parent.mkdir(exist_ok=True)
-    fake.write_text(fake_kubectl)
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    path = tmp_path / "plan.sh"
-    path.write_text(script)
-    log = tmp_path / "calls.log"
-    log.write_text("")
-    environment = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "FAKE_LOG": str(log), "POLL_S": "0", **env}
-    done = subprocess.run(["bash", str(path)], env=environment, capture_output=True, text=True, timeout=60)
-    return done, [line for line in log.read_text().splitlines() if line]
-
-
 def test_the_kubectl_script_parses_and_runs_wave_by_wave(tmp_path: Path) -> None:
     cluster, plan = _plan()
     script = kubectl_script(plan, cluster)
     assert subprocess.run(["bash", "-n", "-c", script], capture_output=True).returncode == 0
-    done, calls = _run_script(tmp_path, script)
+    done, calls = run_script(tmp_path, script)
     assert done.returncode == 0, done.stderr
     objects = pod_migration_jobs(plan, cluster)
     expected: list[str] = []
@@ -137,7 +81,7 @@ def test_the_kubectl_script_parses_and_runs_wave_by_wave(tmp_path: Path) -> None
 
 def test_dry_run_validates_on_the_server_and_waits_for_nothing(tmp_path: Path) -> None:
     cluster, plan = _plan()
-    done, calls = _run_script(tmp_path, kubectl_script(plan, cluster), DRY_RUN="1")
+    done, calls = run_script(tmp_path, kubectl_script(plan, cluster), DRY_RUN="1")
     assert done.returncode == 0, done.stderr
     applies = [c for c in calls if c.startswith("apply")]
     assert applies == ["apply --dry-run=server -f -"] * len(plan.waves)
@@ -147,7 +91,7 @@ def test_dry_run_validates_on_the_server_and_waits_for_nothing(tmp_path: Path) -
 def test_a_failed_migration_stops_the_script_before_the_next_wave(tmp_path: Path) -> None:
     cluster, plan = _plan()
     first = plan.waves[0][0].pod
-    done, calls = _run_script(tmp_path, kubectl_script(plan, cluster), FAKE_FAIL=first)
+    done, calls = run_script(tmp_path, kubectl_script(plan, cluster), FAKE_FAIL=first)
     assert done.returncode != 0 and "Failed; stopping before the next wave" in done.stderr
     assert sum(c.startswith("apply") for c in calls) == 1
 
@@ -200,7 +144,7 @@ def test_preempt_and_allocate_plans_become_evictions_then_bindings(tmp_path: Pat
     script = runner.invoke(app, [*args, "-o", "kubectl"])
     assert script.exit_code == 0, script.output
     assert subprocess.run(["bash", "-n", "-c", script.stdout], capture_output=True).returncode == 0
-    done, calls = _run_script(tmp_path, script.stdout, FAKE_KUBECTL_RAW)
+    done, calls = run_script(tmp_path, script.stdout, FAKE_KUBECTL_RAW)
     assert done.returncode == 0, done.stderr
     evictions = [c for c in calls if c.startswith("create --raw") and c.split()[2].endswith("/eviction")]
     bindings = [c for c in calls if c.startswith("create --raw") and c.split()[2].endswith("/binding")]
@@ -215,7 +159,7 @@ def test_preempt_and_allocate_plans_become_evictions_then_bindings(tmp_path: Pat
         first_binding = calls.index(bindings[0])
         assert all(calls.index(e) < first_binding for e in evictions)
         assert sum(c.startswith("wait --for=delete") for c in calls[:first_binding]) == len(victims)
-    dry, dry_calls = _run_script(tmp_path, script.stdout, FAKE_KUBECTL_RAW, DRY_RUN="1")
+    dry, dry_calls = run_script(tmp_path, script.stdout, FAKE_KUBECTL_RAW, DRY_RUN="1")
     assert dry.returncode == 0
     assert all(c.split()[2].endswith("?dryRun=All") for c in dry_calls if c.startswith("create"))
     assert not [c for c in dry_calls if c.startswith("wait")]
