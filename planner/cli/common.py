@@ -243,11 +243,13 @@ class OutputFormat(str, Enum):
     wide = "wide"
     kubectl = "kubectl"
     podmigrationjob = "podmigrationjob"
+    html = "html"
 
 
 OUTPUT_HELP = (
     "json or yaml: the plan; table: a human summary (the default on a terminal); wide: the summary and every "
-    "move; kubectl: a bash script applying a defrag plan wave by wave; podmigrationjob: koordinator objects."
+    "move; kubectl: a bash script applying a defrag plan wave by wave; podmigrationjob: koordinator objects; "
+    "html: a self-contained page of the plan (charts and tables, opens offline)."
 )
 
 
@@ -289,6 +291,10 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
             render_summary(console, plan)
         if output == OutputFormat.wide and isinstance(plan, DefragPlan):
             emit(wide_table(plan, cluster), "-")
+    elif output == OutputFormat.html:
+        from planner.render.view import plan_view_html  # deferred: the view's modules, only with -o html
+
+        emit(plan_view_html(plan, cluster), "-")
     elif output == OutputFormat.kubectl:
         emit(kubectl_script(plan, cluster) if isinstance(plan, DefragPlan) else placement_script(plan, cluster), "-")
     else:
