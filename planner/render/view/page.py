@@ -74,7 +74,7 @@ class Page:
     tables: dict[str, Any] = field(default_factory=dict)
 
     def heading(self, title: str, level: int = 2, anchor: str | None = None) -> None:
-        ident = f' id="{text(anchor)}"' if anchor else ""
+        ident = f' id="{text(anchor)}-section"' if anchor else ""
         self.parts.append(f"<h{level}{ident}>{text(title)}</h{level}>")
 
     def paragraph(self, words: str, css: str = "") -> None:
