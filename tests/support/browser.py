@@ -96,6 +96,10 @@ class Browser:
         requests = [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
         return {"requests": requests, "load_ms": timing[0], "ready_ms": timing[1], "draw_ms": timing[2]}
 
+    def headers(self, **headers: str) -> None:
+        """Send ``headers`` with every request from now on (``Authorization`` for the service)."""
+        self.call("Network.setExtraHTTPHeaders", headers=headers)
+
     def evaluate(self, expression: str) -> Any:
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in result:

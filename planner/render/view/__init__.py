@@ -31,17 +31,18 @@ def plan_view_html(plan: Any, cluster: Cluster, shapes: list[Shape] | None = Non
     """The page of ``plan`` (any kind, or a comparison) over ``cluster``, the snapshot it was made from.
 
     Raises ``SnapshotError`` naming the first mismatch when the plan does not belong to the snapshot
-    (unknown pods or nodes, a move's ``from`` that is not where the pod is), or when it is not valid
-    for it (the view draws the state after the plan, which only a valid plan defines)."""
+    (unknown pods or nodes, a move's ``from`` that is not where the pod is), or, for a preempt or
+    allocate plan, when it is not valid for it (``capacity.after_plan``, quick for those). A defrag
+    plan's waves are followed without checking every rule again (``belongs.moved_state``)."""
     check_belongs(plan, cluster)
     shapes = shapes if shapes is not None else default_shapes()
     page = Page(title or f"{plan.kind} plan")
     if isinstance(plan, DefragPlan):
-        defrag_view(page, plan, cluster, after_plan(cluster, plan), shapes)
+        defrag_view(page, plan, cluster, shapes)
     elif isinstance(plan, DefragComparison):
         _gap_table(page, dict(plan.gap))
-        defrag_view(page, plan.exact, cluster, after_plan(cluster, plan.exact), shapes)
-        defrag_view(page, plan.heuristic, cluster, after_plan(cluster, plan.heuristic), shapes, "heuristic-")
+        defrag_view(page, plan.exact, cluster, shapes)
+        defrag_view(page, plan.heuristic, cluster, shapes, "heuristic-")
     elif isinstance(plan, PreemptPlan):
         after_plan(cluster, plan)  # checks the plan is valid for the snapshot
         preempt_view(page, plan, cluster)

@@ -10,7 +10,7 @@ from planner.metrics import Shape
 from planner.plans import AllocationComparison, AllocationPlan
 from planner.render.view.cells import switch_of
 from planner.render.view.page import Column, Page
-from planner.render.view.sections import fig14_section, heatmap_section, node_grid_section, report_table, solve_facts
+from planner.render.view.sections import fig14_section, heatmap_section, node_grid_section, phases, report_table, solve_facts
 
 
 def job_rows(plan: AllocationPlan, cluster: Cluster) -> list[list[Any]]:
@@ -75,9 +75,10 @@ def allocate_view(page: Page, plan: AllocationPlan, cluster: Cluster, after: Clu
     if plan.unplaced:
         page.table(f"{key}unplaced", [Column("job"), Column("reason")], [[u.job, u.reason] for u in plan.unplaced], caption="Jobs left pending, and why.")
     if not key:
-        heatmap_section(page, [("before", cluster), ("after", after)], shapes, "Capacity per switch before and after the allocation, and the difference.")
-        fig14_section(page, [("before", cluster), ("after", after)], shapes)
-        node_grid_section(page, cluster, after, "Each node under its switch: 'filled by the plan' nodes receive the jobs' pods.")
+        states = phases(("before", cluster), ("after", after))
+        heatmap_section(page, states, shapes, "Capacity per switch before and after the allocation, and the difference.")
+        fig14_section(page, states, shapes)
+        node_grid_section(page, states, "Each node under its switch: 'filled by the plan' nodes receive the jobs' pods.")
     report_table(page, plan.report, f"{key}report")
 
 

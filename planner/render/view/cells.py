@@ -70,11 +70,11 @@ class Grid:
     values: dict[str, list[list[float | None]]]
 
 
-def switch_model_cells(cluster: Cluster, shapes: list[Shape], switches: list[str] | None = None, models: list[str] | None = None) -> Grid:
+def switch_model_cells(state: ClusterState, shapes: list[Shape], switches: list[str] | None = None, models: list[str] | None = None) -> Grid:
     """Per (switch, GPU model): idle GPUs, empty nodes and the large requests of each shape that fit
     within the switch. ``switches``/``models`` fix the rows and columns (to draw before and after alike)."""
-    state = ClusterState(cluster)
-    nodes = cluster.nodes
+    assert state.cluster is not None
+    nodes = state.cluster.nodes
     row_names = [switch_of(n) for n in nodes]
     col_names = [model_of(n) for n in nodes]
     switches = switches if switches is not None else sorted(set(row_names))
@@ -128,14 +128,13 @@ NODE_STATES = ("busy", "emptied by the plan", "empty before and after", "filled 
 """The node grid's states of a node, before and after a plan (codes 0..4)."""
 
 
-def node_states(before: Cluster, after: Cluster) -> list[int]:
+def node_states(before: ClusterState, after: ClusterState) -> list[int]:
     """Per node its code in ``NODE_STATES``."""
-    busy_before = {p.node for p in before.pods if p.node is not None}
-    busy_after = {p.node for p in after.pods if p.node is not None}
+    busy_before = (before.pod_count() > 0).tolist()
+    busy_after = (after.pod_count() > 0).tolist()
     codes = []
-    for node in before.nodes:
-        b, a = node.name in busy_before, node.name in busy_after
-        if not node.schedulable and not b and not a:
+    for b, a, schedulable in zip(busy_before, busy_after, before.schedulable.tolist(), strict=True):
+        if not schedulable and not b and not a:
             codes.append(4)
         else:
             codes.append(0 if b and a else 1 if b else 3 if a else 2)

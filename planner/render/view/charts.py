@@ -14,6 +14,8 @@ ROW_PX = 14
 MAX_HEIGHT_PX = 1600
 MAX_LABELLED_CELLS = 400
 """Heatmaps with at most this many cells write each cell's value in it."""
+MAX_GAPPED_CELLS = 5000
+"""Node grids of at most this many nodes draw a gap between cells (larger ones draw faster without)."""
 STATE_COLOURS = ("#8c959f", "#1a7f37", "#c6e48b", "#bf3989", "#e5e7eb")
 
 
@@ -85,6 +87,7 @@ def node_grid(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """One cell per node, one row per switch, coloured by the node's state."""
     n = len(states)
+    cells = sum(v is not None for row in grid["z"] for v in row)
     scale = []
     for k, colour in enumerate(colours[:n]):
         scale += [[k / n, colour], [(k + 1) / n, colour]]
@@ -98,8 +101,8 @@ def node_grid(
         "hoverongaps": False,
         "zmin": -0.5,
         "zmax": n - 0.5,
-        "xgap": 1,
-        "ygap": 1,
+        "xgap": 1 if cells <= MAX_GAPPED_CELLS else 0,
+        "ygap": 1 if cells <= MAX_GAPPED_CELLS else 0,
         "colorscale": scale,
         "colorbar": {"tickvals": list(range(n)), "ticktext": list(states)},
     }

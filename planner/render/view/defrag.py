@@ -10,9 +10,11 @@ from planner.cluster import Cluster
 from planner.metrics import Shape
 from planner.plans import DefragPlan
 from planner.render.view import charts
+from planner.render.view.belongs import moved_state
 from planner.render.view.cells import model_of, switch_of
 from planner.render.view.page import Column, Page
 from planner.render.view.sections import fig14_section, heatmap_section, metric_facts, node_grid_section, report_table, solve_facts
+from planner.state import ClusterState
 
 MOVES_PAGE_ROWS = 100
 WAVE_BUDGETS = ("max_moves_per_wave", "max_nodes_per_wave")
@@ -48,7 +50,7 @@ def move_rows(plan: DefragPlan, cluster: Cluster) -> list[list[Any]]:
     return rows
 
 
-def defrag_view(page: Page, plan: DefragPlan, cluster: Cluster, after: Cluster, shapes: list[Shape], key: str = "") -> None:
+def defrag_view(page: Page, plan: DefragPlan, cluster: Cluster, shapes: list[Shape], key: str = "") -> None:
     """The page's sections for ``plan``; with ``key`` (the second plan of a comparison) only its own
     headline, waves, moves and report, under ids that start with ``key``."""
     metrics = plan.metrics
@@ -69,8 +71,10 @@ def defrag_view(page: Page, plan: DefragPlan, cluster: Cluster, after: Cluster, 
         f"{key}headline-facts",
     )
     if not key:
-        heatmap_section(page, [("before", cluster), ("after", after)], shapes, "Before and after the plan, and the difference (after - before).")
-        fig14_section(page, [("before", cluster), ("after", after)], shapes)
+        before = ClusterState(cluster)
+        states = [("before", before), ("after", moved_state(before, plan))]
+        heatmap_section(page, states, shapes, "Before and after the plan, and the difference (after - before).")
+        fig14_section(page, states, shapes)
     page.heading("Waves", anchor=f"{key}waves")
     budgets = wave_budgets(plan)
     rows = wave_rows(plan, cluster)
@@ -78,7 +82,7 @@ def defrag_view(page: Page, plan: DefragPlan, cluster: Cluster, after: Cluster, 
     in_force = ", ".join(f"{k.replace('_', ' ')} = {v:,}" for k, v in budgets.items() if v is not None) or "no per-wave budget was set"
     page.chart(f"{key}waves", data, layout, f"Moves, GPUs moved and nodes touched per wave; budgets in force: {in_force}.")
     if not key:
-        node_grid_section(page, cluster, after, "Each node under its switch, coloured by what the plan does to it.")
+        node_grid_section(page, states, "Each node under its switch, coloured by what the plan does to it.")
     page.heading("Moves", anchor=f"{key}moves")
     columns = [
         Column("wave", True),

@@ -9,7 +9,7 @@ from planner.metrics import Shape
 from planner.render.view import charts
 from planner.render.view.cells import switch_grid
 from planner.render.view.page import Column, Page
-from planner.render.view.sections import GAR, GFR, fig14_section, heatmap_section
+from planner.render.view.sections import GAR, GFR, fig14_section, heatmap_section, phases
 from planner.state import ClusterState
 
 REPORT_STATES = ("full", "with slack", "empty", "cordoned")
@@ -17,7 +17,9 @@ REPORT_COLOURS = ("#0969da", "#bf8700", "#1a7f37", "#e5e7eb")
 
 
 def report_view(page: Page, cluster: Cluster, shapes: list[Shape]) -> None:
-    summary = metrics.summary(cluster)
+    states = phases(("now", cluster))
+    state = states[0][1]
+    summary = metrics.summary(state)
     page.heading("Headline", anchor="headline")
     page.facts(
         [
@@ -31,11 +33,11 @@ def report_view(page: Page, cluster: Cluster, shapes: list[Shape]) -> None:
         ],
         "headline-facts",
     )
-    heatmap_section(page, [("now", cluster)], shapes, "The cluster as the snapshot has it.")
-    fig14_section(page, [("now", cluster)], shapes)
+    heatmap_section(page, states, shapes, "The cluster as the snapshot has it.")
+    fig14_section(page, states, shapes)
     page.heading("Nodes", anchor="nodes")
     busy = {p.node for p in cluster.pods if p.node is not None}
-    full = _full_nodes(cluster)
+    full = _full_nodes(state)
     codes = [3 if not n.schedulable and n.name not in busy else 0 if n.name in full else 1 if n.name in busy else 2 for n in cluster.nodes]
     data, layout = charts.node_grid(switch_grid(cluster, codes), REPORT_STATES, REPORT_COLOURS)
     page.chart("node-grid", data, layout, "Each node under its switch: full, with slack (neither empty nor full), empty, or cordoned and empty.")
@@ -49,9 +51,10 @@ def report_view(page: Page, cluster: Cluster, shapes: list[Shape]) -> None:
     )
 
 
-def _full_nodes(cluster: Cluster) -> set[str]:
+def _full_nodes(state: ClusterState) -> set[str]:
     """Nodes ``metrics.summary`` counts as full (GPUs allocated, or CPUs for a CPU-only node)."""
-    state = ClusterState(cluster)
+    assert state.cluster is not None
+    cluster = state.cluster
     allocated = state.allocated_gpus()
     eps = rules.EPS
     flags = (state.pod_count() > 0) & (

@@ -21,6 +21,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}th{cursor:point
 SCRIPT = r"""
 (function () {
   "use strict";
+  window.viewStart = performance.now();
   var D = JSON.parse(document.getElementById("view-data").textContent);
   function el(tag, cls, txt) {
     var e = document.createElement(tag);

@@ -11,6 +11,7 @@ from planner.metrics import Shape
 from planner.render.view import charts
 from planner.render.view.cells import measures, node_states, switch_grid, switch_model_cells
 from planner.render.view.page import Column, Page
+from planner.state import ClusterState
 
 GFR = "GFR, GPU node fragmentation ratio: the share of nodes that are neither empty nor full (Kant)"
 GAR = "GAR, GPU allocation ratio: allocated GPUs over all GPUs"
@@ -24,7 +25,16 @@ GUARANTEES = {
 }
 
 
-def heatmap_section(page: Page, grids: list[tuple[str, Cluster]], shapes: list[Shape], what: str) -> None:
+Phases = list[tuple[str, ClusterState]]
+"""The states a view draws, by name: ``before`` and ``after`` a plan, or ``now``."""
+
+
+def phases(*named: tuple[str, Cluster]) -> Phases:
+    """Each snapshot's array state, built once for every section that draws it."""
+    return [(name, ClusterState(cluster)) for name, cluster in named]
+
+
+def heatmap_section(page: Page, grids: Phases, shapes: list[Shape], what: str) -> None:
     page.heading("Switches x GPU models", anchor="heatmap")
     first = switch_model_cells(grids[0][1], shapes)
     drawn = [(grids[0][0], first)] + [(name, switch_model_cells(c, shapes, first.switches, first.models)) for name, c in grids[1:]]
@@ -34,16 +44,19 @@ def heatmap_section(page: Page, grids: list[tuple[str, Cluster]], shapes: list[S
     page.chart("heatmap", data, layout, f"{what} One row per access switch, one column per GPU model; the buttons choose the measure. {definitions}.")
 
 
-def node_grid_section(page: Page, before: Cluster, after: Cluster, caption: str) -> None:
+def node_grid_section(page: Page, states: Phases, caption: str) -> None:
+    """The nodes before and after (the first two of ``states``), one row per switch."""
+    before, after = states[0][1], states[1][1]
+    assert before.cluster is not None
     page.heading("Nodes", anchor="nodes")
-    data, layout = charts.node_grid(switch_grid(before, node_states(before, after)))
+    data, layout = charts.node_grid(switch_grid(before.cluster, node_states(before, after)))
     page.chart("node-grid", data, layout, caption)
 
 
-def fig14_section(page: Page, phases: list[tuple[str, Cluster]], shapes: list[Shape]) -> None:
+def fig14_section(page: Page, states: Phases, shapes: list[Shape]) -> None:
     """Large requests that fit across switches and within one, per GPU model, in each phase."""
     page.heading("Large requests that fit (ASI Fig. 14)", anchor="fig14")
-    counted = [(name, large_job_capacity(cluster, shapes)) for name, cluster in phases]
+    counted = [(name, large_job_capacity(state, shapes)) for name, state in states]
     columns = [Column("request"), Column("GPU model")]
     for name, _ in counted:
         columns += [Column(f"within one switch, {name}", True), Column(f"across switches, {name}", True)]
