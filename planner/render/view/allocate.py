@@ -85,7 +85,8 @@ def allocate_view(page: Page, plan: AllocationPlan, cluster: Cluster, after: Clu
 def allocate_compare_view(page: Page, plan: AllocationComparison, cluster: Cluster, after_exact: Cluster, shapes: list[Shape]) -> None:
     gap = plan.gap
     page.heading("Greedy against the exact joint model", anchor="compare")
-    summary = [[name, *(gap.get(name, {}).get(k) for k in ("gpus", "switches", "jobs_placed"))] for name in ("greedy", "exact")]
+    sides: dict[str, dict[str, Any]] = {"greedy": gap["greedy"], "exact": gap["exact"]}
+    summary = [[name, *(side.get(k) for k in ("gpus", "switches", "jobs_placed"))] for name, side in sides.items()]
     page.table(
         "compare",
         [Column("plan"), Column("GPUs placed", True), Column("switches", True), Column("jobs placed", True)],

@@ -56,7 +56,7 @@ def heatmap(grids: list[tuple[str, Grid]], measures: list[Measure]) -> tuple[lis
                     "texttemplate": "%{z}" if len(x) * len(y) <= MAX_LABELLED_CELLS else "",
                     "hovertemplate": f"%{{y}}, %{{x}}: %{{z}} {measure.label} ({name})<extra></extra>",
                     "colorscale": "RdBu" if diff else "Blues",
-                    "reversescale": False,
+                    "reversescale": not diff,
                     "zmin": -spread if diff else 0,
                     "zmax": spread if diff else top,
                     "showscale": diff or len(phases) == 1,

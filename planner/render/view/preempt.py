@@ -26,7 +26,7 @@ def preempt_view(page: Page, plan: PreemptPlan, cluster: Cluster, key: str = "")
     pods = {p.name: p for p in cluster.pods}
     lost = sum(v.lost_gpu_s for v in plan.victims)
     what = f"wakes standby pod {plan.reactivate}" if plan.reactivate else f"starts job {plan.job}"
-    page.heading(f"Preemption: {what}" + (f" ({key})" if key else ""), anchor=f"{key}headline")
+    page.heading(f"Preemption: {what}" + (f" ({key.rstrip('-')})" if key else ""), anchor=f"{key}headline")
     page.facts(
         [
             ("pods placed", len(plan.placements), "pods of the job started by the plan"),
