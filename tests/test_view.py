@@ -101,3 +101,22 @@ def test_script_json_cannot_end_the_script_element() -> None:
     text = script_json({"name": "</script><script>alert(1)</script>&\u2028"})
     assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
     assert json.loads(text) == {"name": "</script><script>alert(1)</script>&\u2028"}
+
+
+def test_a_plan_that_empties_nodes_without_room_for_large_jobs_says_so() -> None:
+    from planner.capacity import after_plan, large_job_capacity  # deferred: only this test counts capacity
+    from planner.metrics import parse_shape
+
+    cluster = parse_cluster((REPO / "instances" / "asi-500.json").read_text())
+    plan = parse_plan((GOLDEN / "defrag-ipc-asi500.json").read_text())
+    shapes = [parse_shape("128g1536c"), parse_shape("256g3072c")]
+    within = [
+        [sum(m["within_asw"] for m in c["per_model"].values()) for c in large_job_capacity(state, shapes)] for state in (cluster, after_plan(cluster, plan))
+    ]
+    assert within[1][0] <= within[0][0] and within[1][1] <= within[0][1]  # the case the issue describes: no gain
+    page = plan_view_html(plan, cluster)
+    assert (
+        f'<p class="warn">The plan empties {len(plan.vacated_nodes)} nodes; they add no room for large jobs within one switch. '
+        f"Requests that fit within one switch, all GPU models: 128g1536c: {within[0][0]} -&gt; {within[1][0]} (no gain); "
+        f"256g3072c: {within[0][1]} -&gt; {within[1][1]} (no gain).</p>"
+    ) in page

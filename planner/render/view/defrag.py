@@ -13,7 +13,7 @@ from planner.render.view import charts
 from planner.render.view.belongs import moved_state
 from planner.render.view.cells import model_of, switch_of
 from planner.render.view.page import Column, Page
-from planner.render.view.sections import fig14_section, heatmap_section, metric_facts, node_grid_section, report_table, solve_facts
+from planner.render.view.sections import fig14_section, heatmap_section, metric_facts, node_grid_section, report_table, room_gained, solve_facts
 from planner.state import ClusterState
 
 MOVES_PAGE_ROWS = 100
@@ -74,7 +74,9 @@ def defrag_view(page: Page, plan: DefragPlan, cluster: Cluster, shapes: list[Sha
         before = ClusterState(cluster)
         states = [("before", before), ("after", moved_state(before, plan))]
         heatmap_section(page, states, shapes, "Before and after the plan, and the difference (after - before).")
-        fig14_section(page, states, shapes)
+        note = room_gained(fig14_section(page, states, shapes), len(plan.vacated_nodes))
+        if note is not None:
+            page.paragraph(note, "warn" if "no room" in note else "note")
     page.heading("Waves", anchor=f"{key}waves")
     budgets = wave_budgets(plan)
     rows = wave_rows(plan, cluster)

@@ -53,8 +53,8 @@ def node_grid_section(page: Page, states: Phases, caption: str) -> None:
     page.chart("node-grid", data, layout, caption)
 
 
-def fig14_section(page: Page, states: Phases, shapes: list[Shape]) -> None:
-    """Large requests that fit across switches and within one, per GPU model, in each phase."""
+def fig14_section(page: Page, states: Phases, shapes: list[Shape]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Large requests that fit across switches and within one, per GPU model, in each phase (returned too)."""
     page.heading("Large requests that fit (ASI Fig. 14)", anchor="fig14")
     counted = [(name, large_job_capacity(state, shapes)) for name, state in states]
     columns = [Column("request"), Column("GPU model")]
@@ -79,6 +79,22 @@ def fig14_section(page: Page, states: Phases, shapes: list[Shape]) -> None:
         caption="Requests of G GPUs (with c CPUs per GPU) the free GPUs could take: within one switch, the sum over access switches "
         "of floor(slots under the switch / G); across switches, floor(slots of the model / G) as if the network did not matter.",
     )
+    return counted
+
+
+def room_gained(counted: list[tuple[str, list[dict[str, Any]]]], vacated: int) -> str | None:
+    """When a plan empties nodes: whether that adds room for each large request within one switch
+    (the question "did emptying 120 nodes make room for a 128-GPU job?"), in a sentence."""
+    if vacated == 0 or len(counted) != 2:
+        return None
+    parts = []
+    for before, after in zip(counted[0][1], counted[1][1], strict=True):
+        b = sum(m["within_asw"] for m in before["per_model"].values())
+        a = sum(m["within_asw"] for m in after["per_model"].values())
+        parts.append(f"{before['shape']}: {b:,} -> {a:,}" + (" (no gain)" if a <= b else ""))
+    gained = any("(no gain)" not in part for part in parts)
+    lead = f"The plan empties {vacated:,} nodes; " + ("" if gained else "they add no room for large jobs within one switch. ")
+    return lead + "Requests that fit within one switch, all GPU models: " + "; ".join(parts) + "."
 
 
 def solve_facts(report: Any) -> list[tuple[str, Any, str]]:
