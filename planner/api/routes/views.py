@@ -15,7 +15,6 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from planner.api.context import Svc
 from planner.api.errors import RESPONSES, problem
 from planner.api.routes.jobs import job_plan
-from planner.api.schemas import Problem
 from planner.cluster import SnapshotError
 from planner.kinds import KINDS
 from planner.render.view import plan_view_html
@@ -24,11 +23,13 @@ from planner.snapshot import parse_cluster
 
 router = APIRouter()
 
+PROBLEM_JSON = {"application/json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
 HTML_RESPONSES: dict[int | str, dict[str, Any]] = {
-    **RESPONSES,
+    # the problems stay JSON on an HTML route: written out, or FastAPI would document them as text/html
+    **{status: {"description": spec["description"], "content": PROBLEM_JSON} for status, spec in RESPONSES.items()},
     200: {"content": {"text/html": {"schema": {"type": "string"}}}, "description": "One self-contained HTML page"},
-    404: {"model": Problem},
-    409: {"model": Problem},
+    404: {"description": "No such plan or job, the job has no plan yet, or its snapshot is gone.", "content": PROBLEM_JSON},
+    409: {"description": "The stored plan cannot be drawn over its job's snapshot.", "content": PROBLEM_JSON},
 }
 
 
