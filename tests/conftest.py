@@ -63,6 +63,7 @@ SLOW_FILES = frozenset(
         "test_allocate_joint.py",
         "test_kubernetes_roundtrip.py",
         "test_cli_simulate.py",
+        "test_view_browser.py",
     }
 )
 """Files that take 10 s or more on one core (measured with ``pytest -n 0 --durations=0``): a local Ray, the

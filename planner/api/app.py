@@ -2,7 +2,8 @@
 
 Routes: ``POST /v1/defrag`` (202 with a job, or 200 with the plan when ``?wait=S`` sees it finish),
 ``GET /v1/jobs/{id}``, ``GET /v1/jobs/{id}/plan``, ``DELETE /v1/jobs/{id}``, ``GET /v1/jobs``,
-``GET /v1/plans``, ``GET /v1/plans/{id}``, ``POST /v1/validate``, ``POST /v1/report``, ``GET /healthz``,
+``GET /v1/plans``, ``GET /v1/plans/{id}``, the HTML pages ``GET /v1/plans/{id}/view`` and ``GET /v1/jobs/{id}/view``,
+``POST /v1/validate``, ``POST /v1/report``, ``GET /healthz``,
 ``GET /readyz``, ``GET /metrics`` (Prometheus text); they live in ``routes/`` (one router per area),
 and ``create_app`` assembles them with the guard (``auth.py``), the error handlers (``errors.py``)
 and the state they share (``context.py``, on ``app.state.service``).
@@ -35,7 +36,7 @@ from planner.api.job_events import JobEndListener
 from planner.api.logs import request_id
 from planner.api.metrics import ServiceMetrics
 from planner.api.requests import Settings, add_body_schemas
-from planner.api.routes import jobs, ops, plans
+from planner.api.routes import jobs, ops, plans, views
 from planner.api.schemas import (
     AllocateRequest,
     DefragRequest,
@@ -51,7 +52,7 @@ __all__ = ["Settings", "create_app"]
 log = logging.getLogger("planner.api")
 access = logging.getLogger("planner.access")
 
-ROUTERS = (plans.submissions, jobs.router, plans.checks, ops.router)
+ROUTERS = (plans.submissions, jobs.router, views.router, plans.checks, ops.router)
 
 
 @asynccontextmanager

@@ -262,12 +262,14 @@ class OutputFormat(str, Enum):
     wide = "wide"
     kubectl = "kubectl"
     podmigrationjob = "podmigrationjob"
+    html = "html"
 
 
 OUTPUT_HELP = (
     "json or yaml: the plan; table: a human summary (the default on a terminal); wide: the summary and every "
     "move; kubectl: a bash script applying the plan (a defrag plan wave by wave, checking its pods first); podmigrationjob: koordinator "
-    "objects, to apply wave by wave as their header says (--out-dir: one file per wave)."
+    "objects, to apply wave by wave as their header says (--out-dir: one file per wave); "
+    "html: a self-contained page of the plan (charts and tables, opens offline)."
 )
 
 
@@ -307,6 +309,10 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
             render_summary(console, plan)
         if output == OutputFormat.wide and isinstance(plan, DefragPlan):
             emit(wide_table(plan, cluster), "-")
+    elif output == OutputFormat.html:
+        from planner.render.view import plan_view_html  # deferred: the view's modules, only with -o html
+
+        emit(plan_view_html(plan, cluster), "-")
     else:
         emit(render_text(plan, cluster, output.value), "-")
 

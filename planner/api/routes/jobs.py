@@ -27,7 +27,7 @@ from planner.api.schemas import (
 from planner.cluster import SnapshotError
 from planner.plans import parse_plan
 from planner.render.formats import CONTENT_TYPES, FORMATS, NEEDS_SNAPSHOT, refusals, render_text, render_yaml
-from planner.service.store import Job
+from planner.service.store import Job, Plan
 from planner.snapshot import parse_cluster
 
 router = APIRouter()
@@ -56,13 +56,19 @@ def list_jobs(
     summary="A job's plan (404 until it exists)",
 )
 def get_job_plan(job_id: str, svc: Svc) -> Any:
+    plan = job_plan(job_id, svc)
+    return plan if isinstance(plan, JSONResponse) else JSONResponse(plan.body)
+
+
+def job_plan(job_id: str, svc: Any) -> Plan | JSONResponse:
+    """The plan of job ``job_id``, or the 404 problem saying there is no such job or no plan yet."""
     job = svc.store.get_job(job_id)
     if job is None:
         return problem(404, f"no job '{job_id}'")
     plan = svc.store.get_plan(job.plan_id) if job.plan_id else None
     if plan is None:
         return problem(404, f"job '{job_id}' has no plan (status {job.status})", job_id=job_id)
-    return JSONResponse(plan.body)
+    return plan
 
 
 @router.delete(
