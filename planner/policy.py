@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.cluster import field_path, pydantic_problems
+from planner.kinds import KINDS
 
 API_VERSION = "planner.io/v1"
 
@@ -124,18 +125,42 @@ def policy_kind(kind: str) -> str:
     return next(name for name, plan_kind in POLICY_KINDS.items() if plan_kind == kind)
 
 
-def parse_policy_text(text: str, source: str) -> Any:
-    """The document in ``text`` (YAML or JSON: JSON is YAML); ``PolicyError`` naming ``source`` when
-    it does not read or holds more than one document."""
+def policy_documents(text: str, source: str) -> list[Any]:
+    """The documents in ``text`` (YAML or JSON: JSON is YAML); ``PolicyError`` naming ``source`` when it does not read."""
     try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         raise PolicyError([f"{source}: not valid YAML or JSON{where}: {getattr(err, 'problem', None) or err}"]) from None
+
+
+def parse_policy_text(text: str, source: str) -> Any:
+    """The one document in ``text``; ``PolicyError`` naming ``source`` when it does not read or holds
+    more than one document."""
+    documents = policy_documents(text, source)
     if len(documents) != 1:
         raise PolicyError([f"{source}: holds {len(documents)} documents; a policy file holds one (apiVersion: {API_VERSION}, kind: DefragPolicy, spec: ...)"])
     return documents[0]
+
+
+def default_policies(text: str, source: str) -> dict[str, Any]:
+    """The service's default policies (``serve --default-policy``): one document per plan kind at
+    most, each checked on its own as a command would check it. ``PolicyError`` names the document and the path."""
+    policies: dict[str, Any] = {}
+    documents = policy_documents(text, source)
+    if not documents:
+        raise PolicyError([f"{source}: holds no document; give a DefragPolicy, PreemptPolicy or AllocatePolicy (apiVersion: {API_VERSION})"])
+    for i, document in enumerate(documents):
+        where = f"{source}: document {i + 1}: " if len(documents) > 1 else f"{source}: "
+        kind = POLICY_KINDS.get(document.get("kind")) if isinstance(document, dict) and isinstance(document.get("kind"), str) else None
+        if kind is None:
+            raise PolicyError([f"{where}kind: must be one of {', '.join(POLICY_KINDS)}, got {document.get('kind') if isinstance(document, dict) else document!r}"])
+        if kind in policies:
+            raise PolicyError([f"{where}kind: a second {document['kind']}; give one policy per kind"])
+        resolve(KINDS[kind].options, [policy_layer(document, kind, "server-policy", where)])
+        policies[kind] = document
+    return policies
 
 
 def is_policy(value: Any) -> bool:

@@ -16,7 +16,7 @@ import sys
 
 import typer
 
-from planner.cli import allocate, client, db, defrag, export, generate, importing, preempt, report, serve, simulate, solve, validate
+from planner.cli import allocate, client, db, defrag, export, generate, importing, preempt, report, serve, simulate, solve, submit, validate
 from planner.cli.common import EXIT_BAD_INPUT, stand_in_for_closed_stdout
 from planner.provenance import planner_version
 
@@ -48,8 +48,8 @@ app.command("validate")(validate.validate_command)
 app.command()(defrag.defrag)
 app.command()(serve.serve)
 app.command()(allocate.allocate)
-app.command()(client.submit)
 app.command()(preempt.preempt)
+app.add_typer(submit.submit_app, name="submit")
 app.add_typer(generate.generate_app, name="generate")
 app.add_typer(client.jobs_app, name="jobs")
 app.add_typer(client.plans_app, name="plans")
