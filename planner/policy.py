@@ -155,7 +155,9 @@ def default_policies(text: str, source: str) -> dict[str, Any]:
         where = f"{source}: document {i + 1}: " if len(documents) > 1 else f"{source}: "
         kind = POLICY_KINDS.get(document.get("kind")) if isinstance(document, dict) and isinstance(document.get("kind"), str) else None
         if kind is None:
-            raise PolicyError([f"{where}kind: must be one of {', '.join(POLICY_KINDS)}, got {document.get('kind') if isinstance(document, dict) else document!r}"])
+            raise PolicyError(
+                [f"{where}kind: must be one of {', '.join(POLICY_KINDS)}, got {document.get('kind') if isinstance(document, dict) else document!r}"]
+            )
         if kind in policies:
             raise PolicyError([f"{where}kind: a second {document['kind']}; give one policy per kind"])
         resolve(KINDS[kind].options, [policy_layer(document, kind, "server-policy", where)])
@@ -178,9 +180,7 @@ def policy_values(document: Any, kind: str) -> tuple[dict[str, Any], dict[str, s
     except ValidationError as err:
         raise PolicyError(pydantic_problems(err, PolicyDocument, "(document)")) from None
     if POLICY_KINDS[envelope.kind] != kind:
-        raise PolicyError(
-            [f"kind: a {envelope.kind} configures planner {POLICY_KINDS[envelope.kind]}; this plans {kind} and reads a {policy_kind(kind)}"]
-        )
+        raise PolicyError([f"kind: a {envelope.kind} configures planner {POLICY_KINDS[envelope.kind]}; this plans {kind} and reads a {policy_kind(kind)}"])
     values: dict[str, Any] = {}
     paths: dict[str, str] = {}
     problems: list[str] = []

@@ -62,8 +62,7 @@ class ServiceDefragOptions(DefragOptions):
 
 
 OPTIONS_HELP = (
-    "The options, checked as the command line checks them; or a policy document of the route's kind "
-    "(apiVersion planner.io/v1), read as if given as `policy`."
+    "The options, checked as the command line checks them; or a policy document of the route's kind (apiVersion planner.io/v1), read as if given as `policy`."
 )
 POLICY_HELP = "A policy document of the route's kind (apiVersion planner.io/v1); `options` given override its values."
 

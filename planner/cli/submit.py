@@ -21,6 +21,7 @@ from typing import Any
 
 import click
 import typer
+from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from planner.cli import allocate, defrag, preempt
@@ -41,6 +42,7 @@ from planner.cluster import SnapshotError
 from planner.engine.allocate import AllocateOptions
 from planner.engine.defrag import DefragOptions
 from planner.engine.preempt import PreemptOptions
+from planner.kinds import KINDS as PLAN_KINDS
 from planner.plans import parse_plan
 from planner.snapshot import cluster_to_dict
 from planner.validate import validate_plan
@@ -103,9 +105,7 @@ def _client_parameters() -> list[inspect.Parameter]:
     return [
         option("server", str, SERVER),
         option("token", str, TOKEN),
-        option(
-            "wait", float, typer.Option(0.0, "--wait", min=0.0, help="Seconds to retry, wait for the plan and fetch it (0: one try, print the job id).")
-        ),
+        option("wait", float, typer.Option(0.0, "--wait", min=0.0, help="Seconds to retry, wait for the plan and fetch it (0: one try, print the job id).")),
         option(
             "idempotency_key",
             str,
@@ -181,7 +181,7 @@ def submit(kind: str, flags: dict[str, Any]) -> None:
     if output_format is None:
         emit(json.dumps(plan, indent=2) + "\n", out or "-")
     else:
-        emit_plan(parse_plan(json.dumps(plan), source="the server's plan"), cluster, output_format, out)
+        emit_plan(plan_model(kind, plan), cluster, output_format, out)
     where = f" written to {out}" if out and out != "-" else ""
     err_console.print(f"plan of job {job_id}{where}", markup=False, soft_wrap=True)
     if violations:
@@ -190,12 +190,20 @@ def submit(kind: str, flags: dict[str, Any]) -> None:
 
 def replay(cluster: Any, plan: dict[str, Any]) -> list[str]:
     """The violations of a returned plan of any kind (or of both plans of a comparison) on ``cluster``."""
+    plans = [plan[key] for key in ("heuristic", "greedy", "exact") if key in plan] if str(plan.get("kind", "")).endswith("-compare") else [plan]
     try:
-        parsed = parse_plan(json.dumps(plan), source="the server's plan")
+        return [str(v) for p in plans for v in validate_plan(cluster, parse_plan(json.dumps(p), source="the server's plan"))]
     except SnapshotError as err:
         return err.problems
-    plans = [parsed.heuristic, parsed.exact] if hasattr(parsed, "exact") else [parsed]
-    return [str(v) for p in plans for v in validate_plan(cluster, p)]
+
+
+def plan_model(kind: str, plan: dict[str, Any]) -> Any:
+    """The returned plan as its model (a comparison's, or the kind's plan), for ``-o``."""
+    model = PLAN_KINDS[kind].comparison_model if str(plan.get("kind", "")).endswith("-compare") else PLAN_KINDS[kind].plan_model
+    try:
+        return model.model_validate(plan)
+    except ValidationError as err:
+        raise SnapshotError([f"the server's plan: {e['loc']}: {e['msg']}" for e in err.errors()[:10]]) from None
 
 
 for _kind in KINDS:
