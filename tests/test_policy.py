@@ -192,3 +192,12 @@ def test_the_servers_default_policies_are_one_per_kind_and_checked() -> None:
     with pytest.raises(PolicyError, match="f.yaml: spec.solver.timeLimitSeconds: input should be greater than 0"):
         default_policies("apiVersion: planner.io/v1\nkind: PreemptPolicy\nspec: {method: exact, solver: {timeLimitSeconds: 0}}\n", "f.yaml")
     assert set(default_policies("apiVersion: planner.io/v1\nkind: AllocatePolicy\nspec: {method: alg2}\n", "f.yaml")) == {"allocate"}
+
+
+def test_the_policy_reference_describes_every_field() -> None:
+    """docs/reference/policy.md has a row for every ``spec`` field of every kind, in the kind's section."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "policy.md").read_text()
+    for kind, spec in SPECS.items():
+        section = text.split(f"## {kind.capitalize()}Policy", 1)[1].split("\n## ", 1)[0]
+        for path, field in spec.items():
+            assert f"| `{path}` | `{field}` (" in section, f"docs/reference/policy.md: no row for {kind} spec.{path}"
