@@ -153,7 +153,8 @@ def default_policies(text: str, source: str) -> dict[str, Any]:
         raise PolicyError([f"{source}: holds no document; give a DefragPolicy, PreemptPolicy or AllocatePolicy (apiVersion: {API_VERSION})"])
     for i, document in enumerate(documents):
         where = f"{source}: document {i + 1}: " if len(documents) > 1 else f"{source}: "
-        kind = POLICY_KINDS.get(document.get("kind")) if isinstance(document, dict) and isinstance(document.get("kind"), str) else None
+        named = document.get("kind") if isinstance(document, dict) else None
+        kind = POLICY_KINDS.get(named) if isinstance(named, str) else None
         if kind is None:
             raise PolicyError(
                 [f"{where}kind: must be one of {', '.join(POLICY_KINDS)}, got {document.get('kind') if isinstance(document, dict) else document!r}"]

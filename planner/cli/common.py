@@ -358,17 +358,21 @@ def read_policy(path: str) -> Any:
         fail(err.problems)
 
 
-def options_with_policy(context: typer.Context, model: type, kind: str, values: dict[str, Any], policy: str | None) -> tuple[Any, dict[str, str] | None]:
-    """The kind's options model from the flags given and the ``--policy`` file (flags win), and the
-    source of each value (None without a policy: every value is then a flag's or the default);
-    errors name the flag or the policy file's field path, exit 2."""
+def options_with_policy(
+    context: typer.Context, model: type, kind: str, values: dict[str, Any], policy: str | None, document: Any = None
+) -> tuple[Any, dict[str, str] | None]:
+    """The kind's options model from the flags given and the ``--policy`` file (flags win; its
+    ``document`` when already read), and the source of each value (None without a policy: every
+    value is then a flag's or the default); errors name the flag or the policy file's field path, exit 2."""
     if policy is None:
         return given_options(context, model, values), None
     from planner.policy import Layer, PolicyError, policy_layer, resolve  # deferred: PyYAML, only with --policy
 
+    document = read_policy(policy) if document is None else document
     try:
-        layers = [Layer("given", given_flags(context, values), flag), policy_layer(read_policy(policy), kind, "policy", f"--policy {policy}: ")]
-        return resolve(model, layers)
+        layers = [Layer("given", given_flags(context, values), flag), policy_layer(document, kind, "policy", f"--policy {policy}: ")]
+        options, sources = resolve(model, layers)
+        return options, dict(sources)
     except PolicyError as err:
         fail(err.problems)
     raise AssertionError("unreachable")

@@ -19,7 +19,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import click
 import typer
 from pydantic import ValidationError
 from typer.core import TyperGroup
@@ -52,7 +51,7 @@ class SubmitGroup(TyperGroup):
     """``planner submit``'s kinds; arguments that name no kind (``planner submit SNAP --method
     hybrid``, the form before kinds) are a defrag job's."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # ctx: typer's own click Context (typer._click, private)
         if args and not {"--help", "-h"} & set(args) and not set(self.commands) & set(args):
             args = ["defrag", *args]
         return super().parse_args(ctx, args)
@@ -146,10 +145,11 @@ def request_body(kind: str, flags: dict[str, Any]) -> dict[str, Any]:
     if kind == "preempt":
         preempt.check_target(flags["job"], flags["reactivate"])
     values = option_values(flags)
-    options_with_policy(context, model, kind, values, flags["policy"])
+    document = None if flags["policy"] is None else read_policy(flags["policy"])  # read once: it may be standard input
+    options_with_policy(context, model, kind, values, flags["policy"], document)
     body: dict[str, Any] = {"options": given_flags(context, values)}
-    if flags["policy"] is not None:
-        body["policy"] = read_policy(flags["policy"])
+    if document is not None:
+        body["policy"] = document
     if kind == "preempt":
         body.update({key: flags[key] for key in ("job", "reactivate") if flags[key] is not None})
     return body
