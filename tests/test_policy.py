@@ -201,3 +201,18 @@ def test_the_policy_reference_describes_every_field() -> None:
         section = text.split(f"## {kind.capitalize()}Policy", 1)[1].split("\n## ", 1)[0]
         for path, field in spec.items():
             assert f"| `{path}` | `{field}` (" in section, f"docs/reference/policy.md: no row for {kind} spec.{path}"
+
+
+def test_submit_checks_flags_and_policy_as_the_local_command_before_sending(tmp_path: Path) -> None:
+    """Exit 2 naming the flag or the policy's path, with no server to ask (exit 4 would mean it tried)."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("apiVersion: planner.io/v1\nkind: DefragPolicy\nspec: {budgets: {maxNodesPerWave: 0%}}\n")
+    nowhere = ("--server", "http://127.0.0.1:9", "--wait", "0")
+    code, _, err = run("submit", "defrag", str(FIG15), *nowhere, "--policy", str(policy))
+    assert code == 2 and f"--policy {policy}: spec.budgets.maxNodesPerWave: give a node count" in err
+    code, _, err = run("submit", "defrag", str(FIG15), *nowhere, "--method", "repack", "--max-moves", "3")
+    assert code == 2 and "error: --max-moves: repack repacks every movable pod" in err
+    code, _, err = run("submit", "preempt", str(FIG15), *nowhere, "--method", "spotgpu", "--alpha", "0.3", "--job", "x")
+    assert code == 2 and "error: --alpha: method 'spotgpu' does not use it" in err
+    code, _, err = run("submit", "preempt", str(FIG15), *nowhere)
+    assert code == 2 and "--job / --reactivate: give one" in err
