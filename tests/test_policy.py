@@ -15,6 +15,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+import yaml
 
 from planner.api.schemas import (
     SERVER_DECIDES,
@@ -216,3 +217,13 @@ def test_submit_checks_flags_and_policy_as_the_local_command_before_sending(tmp_
     assert code == 2 and "error: --alpha: method 'spotgpu' does not use it" in err
     code, _, err = run("submit", "preempt", str(FIG15), *nowhere)
     assert code == 2 and "--job / --reactivate: give one" in err
+
+
+def test_the_references_example_is_the_nightly_policy_and_reads() -> None:
+    """The example at the top of docs/reference/policy.md is deploy/kubernetes/defrag-policy.yaml's policy, and it reads."""
+    repo = Path(__file__).resolve().parents[1]
+    example = (repo / "docs" / "reference" / "policy.md").read_text().split("```yaml\n", 1)[1].split("```", 1)[0]
+    config_map = yaml.safe_load((repo / "deploy" / "kubernetes" / "defrag-policy.yaml").read_text())
+    assert yaml.safe_load(example) == yaml.safe_load(config_map["data"]["defrag-policy.yaml"])
+    values, _ = policy_values(yaml.safe_load(example), "defrag")
+    assert DefragOptions(**values).limits(200).max_nodes_per_wave == 20
