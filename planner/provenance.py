@@ -95,11 +95,21 @@ def provenance(cluster: Cluster, options: BaseModel) -> dict[str, Any]:
 def stamp(plan: Any, cluster: Cluster, options: BaseModel) -> Any:
     """``plan`` with ``provenance`` on its report, or on each report of a comparison's plans."""
     record = provenance(cluster, options)
-    reports = (
-        [plan.report]
-        if getattr(plan, "report", None) is not None
-        else [getattr(plan, name).report for name in type(plan).model_fields if getattr(getattr(plan, name), "report", None) is not None]
-    )
-    for report in reports:
+    for report in _reports(plan):
         report.provenance = record
     return plan
+
+
+def stamp_option_sources(plan: Any, sources: dict[str, str]) -> Any:
+    """``plan`` with ``report.provenance.option_sources``: where each option's value came from
+    (``given``: a flag or the request's options; ``policy``; ``server-policy``; ``default``)."""
+    for report in _reports(plan):
+        report.provenance = {**(getattr(report, "provenance", None) or {}), "option_sources": dict(sources)}
+    return plan
+
+
+def _reports(plan: Any) -> list[Any]:
+    """The report of ``plan``, or each report of a comparison's plans."""
+    if getattr(plan, "report", None) is not None:
+        return [plan.report]
+    return [getattr(plan, name).report for name in type(plan).model_fields if getattr(getattr(plan, name), "report", None) is not None]

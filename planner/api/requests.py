@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,16 +20,20 @@ from planner.api.schemas import (
     DefragRequest,
     PreemptRequest,
     ReportRequest,
+    ServiceAllocateOptions,
+    ServiceDefragOptions,
+    ServicePreemptOptions,
     ValidateRequest,
     ValidateResponse,
     Violation,
 )
-from planner.api.worker import job_time_limit_s
+from planner.api.worker import OPTION_SOURCES, job_time_limit_s
 from planner.cluster import Cluster, SnapshotError
 from planner.engine import PlanOptionError, check_exact_size, estimated_runtime_s
 from planner.engine.allocate import pending_jobs
 from planner.engine.makeroom import make_room_requests, refuse_exact_shares
 from planner.engine.preempt import request_problems
+from planner.policy import Layer, PolicyError, is_policy, policy_layer, resolve
 from planner.snapshot import consistency_problems
 from planner.standby import reactivation_problems, reactivation_view
 from planner.state import ClusterState
@@ -65,6 +69,32 @@ class Settings:
     lease_s: float = 30.0
     """A replica's lease on a running job; another replica takes the job over this long after the
     replica stopped renewing it (``--lease-s``)."""
+    default_policies: dict[str, Any] = field(default_factory=dict)
+    """Per plan kind, the policy document of ``serve --default-policy``: values for what a request
+    leaves out (a value the request's method does not read gives way rather than refusing it)."""
+
+
+def request_options(kind: str, model: type[BaseModel], request: Any, settings: Settings) -> tuple[Any, dict[str, Any]]:
+    """The options of ``request`` as ``model`` (its ``options``, over its policy document, over the
+    server's default policy for ``kind``), and what to store beside them: ``{OPTION_SOURCES: ...}``
+    when a policy was in play, else nothing. ``Refused`` (422) names each bad field's path."""
+    options, policy, where = request.options, request.policy, "policy."
+    if not isinstance(options, dict):
+        raise Refused(422, "invalid request", [f"options: must be an object (the options, or a policy document), got {type(options).__name__}"])
+    if is_policy(options):
+        if policy is not None:
+            raise Refused(422, "invalid request", ["options: is a policy document and policy is given too; send one of them"])
+        options, policy, where = {}, options, "options."
+    try:
+        layers = [Layer("given", options, lambda name: f"options.{name}")]
+        if policy is not None:
+            layers.append(policy_layer(policy, kind, "policy", where))
+        if kind in settings.default_policies:
+            layers.append(policy_layer(settings.default_policies[kind], kind, "server-policy", "the server's --default-policy: ", lenient=True))
+        resolved, sources = resolve(model, layers)
+    except PolicyError as err:
+        raise Refused(422, "invalid request", err.problems) from None
+    return resolved, ({OPTION_SOURCES: sources} if len(layers) > 1 else {})
 
 
 def queued(kind: str, snapshot: Cluster, given: dict[str, Any], effective: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
@@ -85,7 +115,7 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
     problems = consistency_problems(request.snapshot)
     if problems:
         raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" if not p.startswith("(") else p for p in problems])
-    options = request.options
+    options, stored = request_options("defrag", ServiceDefragOptions, request, settings)
     if options.force and not settings.allow_force:
         raise Refused(
             422,
@@ -113,6 +143,7 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
             raise Refused(422, "invalid request", [f"snapshot.{p}" for p in err.problems]) from None
     given = options.model_dump(mode="json", exclude={"workers", "executor"}, exclude_unset=True)
     limit = job_time_limit_s(given, settings.max_job_s)
+    given.update(stored)
     nodes, pods = len(request.snapshot.nodes), len(request.snapshot.pods)
     needed = estimated_runtime_s(nodes, pods, options)
     if needed > limit:
@@ -140,7 +171,8 @@ def accept_preempt(body: bytes, settings: Settings) -> tuple[str, dict[str, Any]
     problems = consistency_problems(request.snapshot)
     if problems:
         raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" if not p.startswith("(") else p for p in problems])
-    now = request.options.now_s if request.options.now_s is not None else request.snapshot.time_s
+    options, stored = request_options("preempt", ServicePreemptOptions, request, settings)
+    now = options.now_s if options.now_s is not None else request.snapshot.time_s
     if request.reactivate is not None:
         wrong = reactivation_problems(request.snapshot, request.reactivate)
         if wrong:
@@ -153,8 +185,8 @@ def accept_preempt(body: bytes, settings: Settings) -> tuple[str, dict[str, Any]
         target = {"job": request.job}
     if asked:
         raise Refused(422, "invalid request", [f"{'job' if field == 'job' else 'options.' + field}: {message}" for field, message in asked])
-    given = {**target, **request.options.model_dump(mode="json", exclude_unset=True)}
-    return queued("preempt", request.snapshot, given, {**target, **request.options.model_dump(mode="json")})
+    given = {**target, **options.model_dump(mode="json", exclude_unset=True), **stored}
+    return queued("preempt", request.snapshot, given, {**target, **options.model_dump(mode="json")})
 
 
 def accept_allocate(body: bytes, settings: Settings) -> tuple[str, dict[str, Any], str]:
@@ -164,13 +196,15 @@ def accept_allocate(body: bytes, settings: Settings) -> tuple[str, dict[str, Any
     problems = consistency_problems(request.snapshot)
     if problems:
         raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" if not p.startswith("(") else p for p in problems])
+    options, stored = request_options("allocate", ServiceAllocateOptions, request, settings)
     try:
-        pending_jobs(request.snapshot, request.options.jobs)
+        pending_jobs(request.snapshot, options.jobs)
     except PlanOptionError as err:
         raise Refused(422, "invalid request", [err.for_api()]) from None
     except SnapshotError as err:  # a pod shape no node could hold
         raise Refused(422, "invalid request", [f"snapshot.{p}" for p in err.problems]) from None
-    return queued("allocate", request.snapshot, request.options.model_dump(mode="json", exclude_unset=True), request.options.model_dump(mode="json"))
+    given = {**options.model_dump(mode="json", exclude_unset=True), **stored}
+    return queued("allocate", request.snapshot, given, options.model_dump(mode="json"))
 
 
 def validate_plan_of(body: bytes) -> ValidateResponse:

@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator
 
 from planner.cluster import Cluster
 from planner.engine import DefragOptions
 from planner.engine.allocate import AllocateOptions
 from planner.engine.preempt import PreemptOptions
 from planner.plans import AllocationPlan, DefragPlan, PreemptPlan
+from planner.policy import PolicyDocument
 
 _FIG15 = Path(__file__).resolve().parents[2] / "instances" / "fig15-ejection-chain.json"
 EXAMPLE_SNAPSHOT: dict[str, Any] = (
@@ -37,11 +38,33 @@ EXAMPLE_PLAN: dict[str, Any] = {
 EXAMPLE_JOB_ID = "0f8e7c0c3d8a4b7f9a1c2e3d4f5a6b7c"
 
 
-class ServiceDefragOptions(DefragOptions):
-    """``plan_defrag`` options; the service runs each job in one worker process (``workers`` is ignored)."""
+SERVER_DECIDES = ("executor", "workers")
+"""``DefragOptions`` fields the service refuses: where a job's pieces run is the server's setting."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"method": "heuristic", "max_moves": 100, "seed": 0}]})
+
+def _server_decides(schema: dict[str, Any]) -> None:
+    schema["examples"] = [{"method": "heuristic", "max_moves": 100, "seed": 0}]
+    for name in SERVER_DECIDES:
+        schema.get("properties", {}).pop(name, None)
+
+
+class ServiceDefragOptions(DefragOptions):
+    """``plan_defrag`` options, as ``planner defrag`` checks them; where a job runs (``executor``,
+    ``workers``) is the server's setting and refused here."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_server_decides)
     time_limit_s: float = Field(60.0, gt=0, le=3600, description="Solver time limit (exact, compare) or search time (hybrid).")
+
+    @field_validator(*SERVER_DECIDES)
+    @classmethod
+    def _refused(cls, value: Any) -> Any:
+        raise ValueError("the server decides where a job runs (planner serve --executor, one process per job); leave it out")
+
+
+OPTIONS_HELP = (
+    "The options, checked as the command line checks them; or a policy document of the route's kind (apiVersion planner.io/v1), read as if given as `policy`."
+)
+POLICY_HELP = "A policy document of the route's kind (apiVersion planner.io/v1); `options` given override its values."
 
 
 class DefragRequest(BaseModel):
@@ -50,7 +73,9 @@ class DefragRequest(BaseModel):
         json_schema_extra={"examples": [{"snapshot": EXAMPLE_SNAPSHOT, "options": {"method": "heuristic", "seed": 0}}]},
     )
     snapshot: Cluster
-    options: ServiceDefragOptions = Field(default_factory=ServiceDefragOptions)
+    options: SkipValidation[ServiceDefragOptions | PolicyDocument] = Field(default_factory=dict, description=OPTIONS_HELP)  # type: ignore[assignment]
+    """Checked after the policies are merged in (``requests.request_options``): a dict here."""
+    policy: SkipValidation[PolicyDocument | None] = Field(None, description=POLICY_HELP)
 
 
 class ServicePreemptOptions(PreemptOptions):
@@ -85,7 +110,8 @@ class PreemptRequest(BaseModel):
     snapshot: Cluster
     job: str | None = Field(None, description="The pending job to start (or give reactivate).")
     reactivate: str | None = Field(None, description="Instead of job: the standby pod to wake on its node.")
-    options: ServicePreemptOptions = Field(default_factory=ServicePreemptOptions)
+    options: SkipValidation[ServicePreemptOptions | PolicyDocument] = Field(default_factory=dict, description=OPTIONS_HELP)  # type: ignore[assignment]
+    policy: SkipValidation[PolicyDocument | None] = Field(None, description=POLICY_HELP)
 
 
 class ServiceAllocateOptions(AllocateOptions):
@@ -113,7 +139,8 @@ class AllocateRequest(BaseModel):
         },
     )
     snapshot: Cluster
-    options: ServiceAllocateOptions = Field(default_factory=ServiceAllocateOptions)
+    options: SkipValidation[ServiceAllocateOptions | PolicyDocument] = Field(default_factory=dict, description=OPTIONS_HELP)  # type: ignore[assignment]
+    policy: SkipValidation[PolicyDocument | None] = Field(None, description=POLICY_HELP)
 
 
 class JobAccepted(BaseModel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+from typing import Any
 
 from planner.api.app import Settings, create_app
 from planner.api.logs import configure as configure_logs
@@ -84,6 +85,7 @@ def serve(
     keep_days: float | None = None,
     lease_s: float = 30.0,
     body_timeout_s: float = 30.0,
+    default_policies: dict[str, Any] | None = None,
 ) -> None:
     """Start the service (blocks). Raises ValueError for a setting that cannot be honoured."""
     import uvicorn  # deferred: uvicorn (the ASGI server), loaded only when the service starts
@@ -120,6 +122,7 @@ def serve(
         keep_days=keep_days,
         lease_s=lease_s,
         body_timeout_s=body_timeout_s,
+        default_policies=default_policies or {},
     )
     check_store(settings.db_url, db_setting)
     configure_logs(log_format)

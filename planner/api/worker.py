@@ -37,6 +37,7 @@ from planner.cluster import SnapshotError
 from planner.engine.common import PlanOptionError
 from planner.kinds import KINDS, JobRun
 from planner.plans import plan_to_dict
+from planner.provenance import stamp_option_sources
 from planner.service.store import LEASE_S, MAX_ATTEMPTS, Job, Store
 from planner.snapshot import parse_cluster
 
@@ -58,6 +59,11 @@ DEATH_GRACE_S = 1.0
 whole replica is being killed (``kill -9`` of its process group, a pod deleted), the signal can reach
 the worker first, and the replica must not record a failure in its last moments; the job's lease then
 expires and another replica runs it."""
+
+
+OPTION_SOURCES = "option_sources"
+"""The key of a stored job's options that holds where each value came from (when a policy was in
+play: ``requests.request_options``); the job's plan gets it as ``report.provenance.option_sources``."""
 
 
 def job_time_limit_s(options: dict[str, Any], max_job_s: float) -> float:
@@ -398,7 +404,11 @@ def run_job(
                 # rounds from 0.1 up; the phases after them (trim, finish) never move the fraction back
                 conn.send(("progress", {"trim": 0.9, "finish": 0.95}.get(what, min(0.9, 0.1 + 0.1 * done))))
 
-            plan = KINDS[job.kind].plan_job(cluster, job.options, JobRun(threads_per_job, executor, progress))
+            options = dict(job.options)
+            sources = options.pop(OPTION_SOURCES, None)
+            plan = KINDS[job.kind].plan_job(cluster, options, JobRun(threads_per_job, executor, progress))
+            if sources is not None:
+                stamp_option_sources(plan, sources)
         except (SnapshotError, PlanOptionError, ValueError) as err:
             conn.send(("error", f"bad request: {err}"))
             return

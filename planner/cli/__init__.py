@@ -17,7 +17,7 @@ import sys
 import typer
 from typer._click.exceptions import ClickException
 
-from planner.cli import allocate, client, db, defrag, export, generate, importing, preempt, render, report, serve, simulate, solve, validate
+from planner.cli import allocate, client, db, defrag, export, generate, importing, preempt, render, report, serve, simulate, solve, submit, validate
 from planner.cli.common import EXIT_BAD_INPUT, stand_in_for_closed_stdout
 from planner.provenance import planner_version
 
@@ -49,9 +49,9 @@ app.command("validate")(validate.validate_command)
 app.command()(defrag.defrag)
 app.command()(serve.serve)
 app.command()(allocate.allocate)
-app.command()(client.submit)
 app.command()(preempt.preempt)
 app.command()(render.render)
+app.add_typer(submit.submit_app, name="submit")
 app.add_typer(generate.generate_app, name="generate")
 app.add_typer(client.jobs_app, name="jobs")
 app.add_typer(client.plans_app, name="plans")

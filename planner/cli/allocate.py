@@ -3,6 +3,8 @@ or jointly (the exact model), or by a baseline."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from planner.cli.choices import AllocateMethod, AllocateSolver
@@ -11,14 +13,17 @@ from planner.cli.common import (
     OutputFormat,
     check_plan_output,
     emit_plan,
-    given_options,
     guarded,
     import_config_option,
     input_option,
     load_input,
+    names,
+    options_with_policy,
     output_option,
+    policy_option,
 )
 from planner.engine.allocate import AllocateOptions, plan_allocate
+from planner.provenance import stamp_option_sources
 
 
 @guarded
@@ -46,23 +51,26 @@ def allocate(
     output_format: OutputFormat = output_option(),
     source: InputKind = input_option(),
     import_config: str = import_config_option(),
+    policy: str = policy_option(),
 ) -> None:
     """Place pending jobs on as few access switches as possible: one job at a time or jointly."""
-    names = [j.strip() for j in jobs.split(",") if j.strip()] if jobs is not None else None
-    options = given_options(
-        context,
-        AllocateOptions,
-        {
-            "method": method.value,
-            "jobs": names,
-            "solver": solver.value,
-            "time_limit_s": time_limit,
-            "solver_workers": solver_workers,
-            "entropy": entropy,
-            "seed": seed,
-        },
-    )
+    options, sources = options_with_policy(context, AllocateOptions, "allocate", option_values(locals()), policy)
     check_plan_output(output_format, out)
     cluster = load_input(snapshot, source, import_config)
     plan = plan_allocate(cluster, options)
+    if sources is not None:
+        stamp_option_sources(plan, sources)
     emit_plan(plan, cluster, output_format, out)
+
+
+def option_values(flags: dict[str, Any]) -> dict[str, Any]:
+    """The options fields of ``planner allocate``'s flags (by parameter name; ``planner submit allocate`` has the same)."""
+    return {
+        "method": flags["method"].value,
+        "jobs": names(flags["jobs"]),
+        "solver": flags["solver"].value,
+        "time_limit_s": flags["time_limit"],
+        "solver_workers": flags["solver_workers"],
+        "entropy": flags["entropy"],
+        "seed": flags["seed"],
+    }

@@ -1,4 +1,4 @@
-"""The service's command-line client, for cron and operators: ``planner submit``, ``planner jobs``
+"""The service's command-line client, for cron and operators: ``planner submit`` (``submit.py``), ``planner jobs``
 (a list; ``get|cancel|delete ID``) and ``planner plans`` (a list; ``get|delete ID``).
 
 Exit codes (the same for every client command):
@@ -18,25 +18,18 @@ sends an ``Idempotency-Key`` (a fresh one when none is given), so a retried subm
 from __future__ import annotations
 
 import email.utils
-import json
 import os
 import time
-import uuid
 from typing import Any, Self
 
 import typer
 
-from planner.cli.choices import DefragMethod
-from planner.cli.common import EXIT_VIOLATIONS, OutputFormat, emit, err_console, fail, guarded, out_dir_option, stdout_console, write_json
+from planner.cli.common import OutputFormat, emit, err_console, fail, guarded, out_dir_option, stdout_console, write_json
 from planner.cli.outdir import check_out_dir, write_wave_files
-from planner.cluster import SnapshotError
 from planner.kinds import KINDS
-from planner.plans import parse_plan
 from planner.render.kubernetes_waves import objects_of_stream
 from planner.render.table import jobs_table, plans_table
 from planner.service.secrets import check_token, secret, source
-from planner.snapshot import parse_cluster, read_text
-from planner.validate.defrag import validate
 
 EXIT_UNAVAILABLE = 4
 EXIT_JOB_FAILED = 5
@@ -162,62 +155,11 @@ def _found(response: Any, what: str) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------
-# submit
+# waiting for a job (planner submit: submit.py)
 # ----------------------------------------------------------------------------------------------
 
 
-@guarded
-def submit(
-    snapshot: str = typer.Argument(..., help="Snapshot JSON file, or - for stdin."),
-    server: str = SERVER,
-    token: str = TOKEN,
-    wait: float = typer.Option(0.0, "--wait", min=0.0, help="Seconds to retry, wait for the plan and fetch it (0: one try, print the job id)."),
-    idempotency_key: str = typer.Option(
-        None, "--idempotency-key", help="Same key, same job: a cron run retried never plans twice (default: a fresh key per run)."
-    ),
-    method: DefragMethod = typer.Option(DefragMethod("heuristic"), "--method", help="Planning method (as for planner defrag)."),
-    max_moves: int = typer.Option(None, "--max-moves", min=0, help="Migration budget."),
-    time_limit: float = typer.Option(60.0, "--time-limit", help="Solver/search seconds for exact, compare, hybrid."),
-    seed: int = typer.Option(0, "--seed", help="Random seed."),
-    out: str = typer.Option(None, "--out", help="Write the plan here (- for stdout); default stdout."),
-) -> None:
-    """Submit a defrag job to a running service (for cron); with --wait, fetch the plan and check it.
-
-    Exit 0 done, 1 the plan has violations, 2 bad input, 4 server unavailable or gave up, 5 the job failed.
-    """
-    if not time_limit > 0:
-        fail([f"--time-limit: must be above 0 seconds, got {time_limit:g}"])
-    text = read_text(snapshot)
-    cluster = parse_cluster(text, source=snapshot)  # bad input is found here, before the server sees it
-    options: dict[str, Any] = {"method": method.value, "time_limit_s": time_limit, "seed": seed}
-    if max_moves is not None:
-        options["max_moves"] = max_moves
-    key = idempotency_key or f"submit-{uuid.uuid4().hex}"
-    with Client(server, token, wait) as client:
-        params = {"wait": min(wait, 600.0)} if wait else {}
-        body = {"snapshot": json.loads(text), "options": options}
-        response = client.send("POST", "/v1/defrag", json=body, headers={"Idempotency-Key": key}, params=params)
-        job_id = response.headers.get("x-job-id", "")
-        if response.status_code == 202:
-            job_id = response.json()["job_id"]
-            if not wait:
-                emit(json.dumps(response.json()) + "\n", "-")
-                return
-            status = _wait_for(client, job_id)
-            response = client.send("GET", f"/v1/jobs/{job_id}/plan")
-            if response.status_code == 404:
-                fail([f"job {job_id} is {status['status']} but has no plan"], EXIT_UNAVAILABLE)
-        plan = response.json()
-    violations = _replay(cluster, plan)
-    text_out = json.dumps(plan, indent=2) + "\n"
-    emit(text_out, out or "-")
-    where = f" written to {out}" if out and out != "-" else ""
-    err_console.print(f"plan of job {job_id}{where}", markup=False, soft_wrap=True)
-    if violations:
-        fail([f"the plan of job {job_id} does not replay on the snapshot sent: {v}" for v in violations[:20]], EXIT_VIOLATIONS)
-
-
-def _wait_for(client: Client, job_id: str) -> dict[str, Any]:
+def wait_for(client: Client, job_id: str) -> dict[str, Any]:
     """Poll the job until it finishes (exit 5 if it failed or was cancelled) or --wait runs out (exit 4)."""
     while True:
         status = _found(client.send("GET", f"/v1/jobs/{job_id}"), f"job {job_id}")
@@ -231,15 +173,6 @@ def _wait_for(client: Client, job_id: str) -> dict[str, Any]:
                 EXIT_UNAVAILABLE,
             )
         time.sleep(1.0)
-
-
-def _replay(cluster: Any, plan: dict[str, Any]) -> list[str]:
-    """The violations of a returned defrag plan (or of both plans of a comparison) on ``cluster``."""
-    plans = [plan] if plan.get("kind", "defrag") == "defrag" else [plan[k] for k in ("heuristic", "exact") if k in plan]
-    try:
-        return [str(v) for p in plans for v in validate(cluster, parse_plan(json.dumps(p), source="the server's plan"))]
-    except SnapshotError as err:
-        return err.problems
 
 
 # ----------------------------------------------------------------------------------------------

@@ -344,16 +344,60 @@ def options_of_flags(model: type, given: dict[str, Any]):  # type: ignore[no-unt
         fail([f"{flag('.'.join(map(str, e['loc'])))}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()])
 
 
-def given_options(context: typer.Context, model: type, values: dict[str, Any]):  # type: ignore[no-untyped-def]
-    """``model`` built from the options given on the command line only (defaults stay unset, so a
-    method can refuse an option it would ignore); errors name the flag, exit 2."""
+def given_flags(context: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
+    """The options of ``values`` (by field) that were given on the command line, not defaulted."""
 
     def given_here(field: str) -> bool:
         source = context.get_parameter_source(CLI_FLAGS.get(field, field))
         return source is not None and source.name != "DEFAULT"
 
-    given = {field: value for field, value in values.items() if field == "method" or given_here(field)}
-    return options_of_flags(model, given)
+    return {field: value for field, value in values.items() if given_here(field)}
+
+
+def given_options(context: typer.Context, model: type, values: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """``model`` built from the options given on the command line only (defaults stay unset, so a
+    method can refuse an option it would ignore); errors name the flag, exit 2."""
+    return options_of_flags(model, {"method": values["method"], **given_flags(context, values)})
+
+
+def policy_option() -> Any:
+    """``--policy FILE``: a policy document of the command's kind; flags override its values."""
+    return typer.Option(
+        None,
+        "--policy",
+        help="FILE: a policy document (YAML or JSON; apiVersion planner.io/v1, kind DefragPolicy, PreemptPolicy or AllocatePolicy) "
+        "with this command's options; flags given override it, and the plan's report.provenance.option_sources says where each value came from.",
+    )
+
+
+def read_policy(path: str) -> Any:
+    """The document in the policy file ``path`` (- for stdin), exit 2 naming it when unreadable."""
+    from planner.policy import PolicyError, parse_policy_text  # deferred: PyYAML (~10 ms at start-up), only with --policy
+
+    try:
+        return parse_policy_text(read_text(path, "--policy"), f"--policy {path}")
+    except PolicyError as err:
+        fail(err.problems)
+
+
+def options_with_policy(
+    context: typer.Context, model: type, kind: str, values: dict[str, Any], policy: str | None, document: Any = None
+) -> tuple[Any, dict[str, str] | None]:
+    """The kind's options model from the flags given and the ``--policy`` file (flags win; its
+    ``document`` when already read), and the source of each value (None without a policy: every
+    value is then a flag's or the default); errors name the flag or the policy file's field path, exit 2."""
+    if policy is None:
+        return given_options(context, model, values), None
+    from planner.policy import Layer, PolicyError, policy_layer, resolve  # deferred: PyYAML, only with --policy
+
+    document = read_policy(policy) if document is None else document
+    try:
+        layers = [Layer("given", given_flags(context, values), flag), policy_layer(document, kind, "policy", f"--policy {policy}: ")]
+        options, sources = resolve(model, layers)
+        return options, dict(sources)
+    except PolicyError as err:
+        fail(err.problems)
+    raise AssertionError("unreachable")
 
 
 def names(value: str | None) -> list[str] | None:

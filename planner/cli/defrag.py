@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -18,18 +19,20 @@ from planner.cli.common import (
     emit_plan,
     err_console,
     fail,
-    given_options,
     guarded,
     import_config_option,
     input_option,
     load_input,
     names,
+    options_with_policy,
     out_dir_option,
     output_option,
+    policy_option,
 )
 from planner.cli.outdir import check_out_dir
 from planner.engine import DefragOptions, plan_defrag
 from planner.engine.defrag import Progress as ProgressCallback
+from planner.provenance import stamp_option_sources
 from planner.runtime.gc_pause import collector_paused
 
 PROGRESS_FROM_NODES = 2000
@@ -117,58 +120,66 @@ def defrag(
     out_dir: str = out_dir_option(),
     source: InputKind = input_option(),
     import_config: str = import_config_option(),
+    policy: str = policy_option(),
 ) -> None:
     """Plan a defragmentation: migration waves that vacate as many nodes as possible (with
     --make-room: the moves that let named pending jobs start, and where they start)."""
-    if threshold <= 0:
-        fail(["--threshold: must be above 0 (a node is drained when its GPU allocation is below it)"])
-    if not time_limit > 0:
-        fail([f"--time-limit: must be above 0 seconds, got {time_limit:g}; give the solver some time, e.g. --time-limit 60"])
-    given = {
-        "method": method.value,
-        "trim": trim.value,
-        "partition_size": partition_size,
-        "depth": depth,
-        "rounds": rounds,
-        "max_moves": max_moves,
-        "max_moves_per_node": max_moves_per_node,
-        "same_asw": same_asw,
-        "max_moves_per_wave": max_moves_per_wave,
-        "max_nodes_per_wave": count_or_share(max_nodes_per_wave),
-        "max_moves_per_node_per_wave": max_moves_per_node_per_wave,
-        "max_unavailable_per_job": max_unavailable_per_job,
-        "max_moves_per_namespace": max_moves_per_namespace,
-        "only_namespaces": names(only_namespace),
-        "exclude_namespaces": names(exclude_namespace),
-        "move_once": move_once,
-        "allow_product_change": allow_product_change,
-        "allow_cpu_pods_on_gpu_nodes": allow_cpu_pods_on_gpu_nodes,
-        "node_selector": node_selector,
-        "threshold": threshold,
-        "seed": seed,
-        "workers": workers,
-        "executor": executor.value,
-        "solver": solver.value,
-        "time_limit_s": time_limit,
-        "solver_workers": solver_workers,
-        "formulation": formulation.value,
-        "deterministic": deterministic,
-        "lexicographic": lexicographic.value,
-        "force": force,
-        "limit_costs": limit_costs,
-        "make_room": None if make_room is None else [name.strip() for name in make_room.split(",") if name.strip()],
-    }
-    options = given_options(context, DefragOptions, given)
+    options, sources = options_with_policy(context, DefragOptions, "defrag", option_values(locals()), policy)
     check_plan_output(output_format, out)
     check_out_dir(output_format.value if output_format else None, out_dir, None)
     with collector_paused():  # one plan and exit: the collector's passes over the snapshot cost seconds (runtime/gc_pause.py)
         cluster = load_input(snapshot, source, import_config)
         if len(cluster.nodes) >= PROGRESS_FROM_NODES:
-            with progress_bar(f"{method.value} on {len(cluster.nodes):,} nodes") as progress:
+            with progress_bar(f"{options.method} on {len(cluster.nodes):,} nodes") as progress:
                 plan = plan_defrag(cluster, options, progress)
         else:
             plan = plan_defrag(cluster, options)
+        if sources is not None:
+            stamp_option_sources(plan, sources)
         emit_plan(plan, cluster, output_format, out, out_dir)
+
+
+def option_values(flags: dict[str, Any]) -> dict[str, Any]:
+    """The options fields of ``planner defrag``'s flags (by parameter name; ``planner submit defrag``
+    has the same), checked as far as a flag can be alone."""
+    if flags["threshold"] <= 0:
+        fail(["--threshold: must be above 0 (a node is drained when its GPU allocation is below it)"])
+    if not flags["time_limit"] > 0:
+        fail([f"--time-limit: must be above 0 seconds, got {flags['time_limit']:g}; give the solver some time, e.g. --time-limit 60"])
+    return {
+        "method": flags["method"].value,
+        "trim": flags["trim"].value,
+        "partition_size": flags["partition_size"],
+        "depth": flags["depth"],
+        "rounds": flags["rounds"],
+        "max_moves": flags["max_moves"],
+        "max_moves_per_node": flags["max_moves_per_node"],
+        "same_asw": flags["same_asw"],
+        "max_moves_per_wave": flags["max_moves_per_wave"],
+        "max_nodes_per_wave": count_or_share(flags["max_nodes_per_wave"]),
+        "max_moves_per_node_per_wave": flags["max_moves_per_node_per_wave"],
+        "max_unavailable_per_job": flags["max_unavailable_per_job"],
+        "max_moves_per_namespace": flags["max_moves_per_namespace"],
+        "only_namespaces": names(flags["only_namespace"]),
+        "exclude_namespaces": names(flags["exclude_namespace"]),
+        "move_once": flags["move_once"],
+        "allow_product_change": flags["allow_product_change"],
+        "allow_cpu_pods_on_gpu_nodes": flags["allow_cpu_pods_on_gpu_nodes"],
+        "node_selector": flags["node_selector"],
+        "threshold": flags["threshold"],
+        "seed": flags["seed"],
+        "workers": flags["workers"],
+        "executor": flags["executor"].value,
+        "solver": flags["solver"].value,
+        "time_limit_s": flags["time_limit"],
+        "solver_workers": flags["solver_workers"],
+        "formulation": flags["formulation"].value,
+        "deterministic": flags["deterministic"],
+        "lexicographic": flags["lexicographic"].value,
+        "force": flags["force"],
+        "limit_costs": flags["limit_costs"],
+        "make_room": names(flags["make_room"]),
+    }
 
 
 @contextlib.contextmanager

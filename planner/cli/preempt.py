@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from planner.cli.choices import PreemptHeuristic, PreemptMethod, PreemptSolver
@@ -12,14 +14,16 @@ from planner.cli.common import (
     check_plan_output,
     emit_plan,
     fail,
-    given_options,
     guarded,
     import_config_option,
     input_option,
     load_input,
+    options_with_policy,
     output_option,
+    policy_option,
 )
 from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate
+from planner.provenance import stamp_option_sources
 
 
 @guarded
@@ -45,27 +49,38 @@ def preempt(
     output_format: OutputFormat = output_option(),
     source: InputKind = input_option(),
     import_config: str = import_config_option(),
+    policy: str = policy_option(),
 ) -> None:
     """Plan a preemption: where a pending job starts and which spot pods to evict, at the least lost work.
 
     A job that cannot start even with every allowed victim evicted is not an error: the plan is empty and
     report.status is infeasible, with the reason.
     """
-    if (job is None) == (reactivate is None):
-        fail(["--job / --reactivate: give one: --job J plans a pending job, --reactivate POD wakes a standby pod"])
-
-    given = {
-        "method": method.value,
-        "now_s": now,
-        "alpha": alpha,
-        "seed": seed,
-        "heuristic": heuristic.value,
-        "solver": solver.value,
-        "time_limit_s": time_limit,
-        "solver_workers": solver_workers,
-    }
-    options = given_options(context, PreemptOptions, given)
+    check_target(job, reactivate)
+    options, sources = options_with_policy(context, PreemptOptions, "preempt", option_values(locals()), policy)
     check_plan_output(output_format, out)
     cluster = load_input(snapshot, source, import_config)
     plan = plan_preempt(cluster, job, options) if job is not None else plan_reactivate(cluster, reactivate, options)
+    if sources is not None:
+        stamp_option_sources(plan, sources)
     emit_plan(plan, cluster, output_format, out)
+
+
+def check_target(job: str | None, reactivate: str | None) -> None:
+    """Exactly one of --job and --reactivate (``planner submit preempt`` checks the same)."""
+    if (job is None) == (reactivate is None):
+        fail(["--job / --reactivate: give one: --job J plans a pending job, --reactivate POD wakes a standby pod"])
+
+
+def option_values(flags: dict[str, Any]) -> dict[str, Any]:
+    """The options fields of ``planner preempt``'s flags (by parameter name; ``planner submit preempt`` has the same)."""
+    return {
+        "method": flags["method"].value,
+        "now_s": flags["now"],
+        "alpha": flags["alpha"],
+        "seed": flags["seed"],
+        "heuristic": flags["heuristic"].value,
+        "solver": flags["solver"].value,
+        "time_limit_s": flags["time_limit"],
+        "solver_workers": flags["solver_workers"],
+    }

@@ -8,6 +8,7 @@ import typer
 
 from planner.cli.choices import ServeExecutor
 from planner.cli.common import fail, guarded
+from planner.snapshot import read_text
 
 
 class LogFormat(str, Enum):
@@ -59,6 +60,12 @@ def serve(
         help="Replicas sharing a database: a running job's lease, renewed every third of it; when a replica dies, "
         "another takes its jobs over this long after its last renewal.",
     ),
+    default_policy: str = typer.Option(
+        None,
+        "--default-policy",
+        help="FILE: policy documents (YAML or JSON; a DefragPolicy, PreemptPolicy and AllocatePolicy, one of each at most) whose "
+        "values apply to what a request leaves out; a request's options and policy override them.",
+    ),
     body_timeout_s: float = typer.Option(
         30.0,
         "--body-timeout-s",
@@ -69,7 +76,14 @@ def serve(
 ) -> None:
     """Run the planning service (REST API, background solve jobs, plan store)."""
     from planner.api.server import serve as run_server  # deferred: FastAPI, uvicorn and the store (~0.3 s), for this command only
+    from planner.policy import PolicyError, default_policies  # deferred: PyYAML and the engine, for this command only
 
+    policies: dict[str, object] = {}
+    if default_policy is not None:
+        try:
+            policies = default_policies(read_text(default_policy, "--default-policy"), f"--default-policy {default_policy}")
+        except PolicyError as err:
+            fail(err.problems)
     try:
         run_server(
             host,
@@ -89,6 +103,7 @@ def serve(
             keep_days,
             lease_s,
             body_timeout_s,
+            policies,
         )
     except ValueError as err:
         fail([str(err)])

@@ -7,6 +7,7 @@ the real CLI."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -91,7 +92,13 @@ def _flags(text: str) -> set[str]:
 
 
 def _help(*command: str) -> str:
-    done = subprocess.run([PLANNER, *command, "--help"], capture_output=True, text=True, timeout=60, env={"COLUMNS": "200", "PATH": ""})
+    done = subprocess.run(
+        [PLANNER, *command, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"COLUMNS": "200", "PATH": "", **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}},
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -100,8 +107,7 @@ def test_every_flag_the_manifests_pass_is_a_real_planner_option() -> None:
     container = by_kind("Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert container["args"][0] == "serve" and _flags(" ".join(container["args"])) <= _flags(_help("serve"))
     script = by_kind("CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"][0]
-    importing, submitting = script.split("&&")
-    assert _flags(importing) <= _flags(_help("import", "kubernetes")) and _flags(submitting) <= _flags(_help("submit"))
+    assert script.startswith("planner submit defrag ") and _flags(script) <= _flags(_help("submit", "defrag"))
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     cmd = json.loads(re.search(r"^CMD (\[.*\])$", dockerfile, re.MULTILINE).group(1))  # type: ignore[union-attr]
     assert cmd[0] == "serve" and _flags(" ".join(cmd)) <= _flags(_help("serve"))
@@ -120,3 +126,29 @@ def test_the_dockerfile_is_multi_stage_pinned_and_runs_as_a_non_root_user() -> N
     assert all(line.split(maxsplit=1)[1].lstrip().startswith("[") for op, line in instructions if op in ("CMD", "ENTRYPOINT"))  # exec form
     assert any(op == "HEALTHCHECK" for op, _ in instructions)
     assert any(op == "COPY" and "--from=" in line for op, line in instructions[last_from:])  # only the built environment is carried over
+
+
+def test_the_cron_job_plans_with_the_policy_of_its_config_map(tmp_path: Path) -> None:
+    """The nightly CronJob mounts the DefragPolicy of deploy/kubernetes/defrag-policy.yaml and passes
+    it to ``planner submit defrag --policy``; the policy reads as ``planner defrag`` reads it, with a
+    budget per wave."""
+    config_map = by_kind("ConfigMap")
+    pod = by_kind("CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    volume = next(v for v in pod["volumes"] if v.get("configMap", {}).get("name") == config_map["metadata"]["name"])
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == volume["name"])
+    (file_name, text), *_ = config_map["data"].items()
+    assert f"--policy {mount['mountPath']}/{file_name}" in pod["containers"][0]["args"][0] and "--from kubernetes" in pod["containers"][0]["args"][0]
+    policy = yaml.safe_load(text)
+    assert policy["apiVersion"] == "planner.io/v1" and policy["kind"] == "DefragPolicy" and policy["spec"]["budgets"]["maxNodesPerWave"] == "10%"
+    (tmp_path / file_name).write_text(text)
+    snapshot = Path(__file__).resolve().parents[2] / "instances" / "fig15-ejection-chain.json"
+    done = subprocess.run(
+        [PLANNER, "defrag", str(snapshot), "--policy", str(tmp_path / file_name), "--time-limit", "5", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    provenance = json.loads(done.stdout)["report"]["provenance"]
+    assert provenance["options"]["method"] == "hybrid" and provenance["option_sources"]["max_nodes_per_wave"] == "policy"
+    assert provenance["option_sources"]["time_limit_s"] == "given"
