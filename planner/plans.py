@@ -48,6 +48,10 @@ class SolveReport(BaseModel):
     moves: int = Field(default=0, ge=0)
     gpus_moved: float = Field(default=0.0, ge=0)
 
+    def extra(self, name: str) -> Any:
+        """A field a planner added to the report (``reason``, ``jobs_placed``, ...) by name; ``KeyError`` when it added none."""
+        return (self.model_extra or {})[name]
+
 
 class PlanMetrics(BaseModel):
     """Cluster metrics (``metrics.summary``) before and after the plan."""

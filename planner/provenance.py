@@ -21,12 +21,14 @@ import importlib.metadata
 import os
 import platform
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from planner.cluster import Cluster
 from planner.runtime.tasks import default_workers
+
+PlanT = TypeVar("PlanT", bound=BaseModel)
 
 _LIBRARIES = ("ortools", "highspy", "numpy", "pydantic")
 PACKAGE = "gpu-fleet-planner"
@@ -92,12 +94,13 @@ def provenance(cluster: Cluster, options: BaseModel) -> dict[str, Any]:
     }
 
 
-def stamp(plan: Any, cluster: Cluster, options: BaseModel) -> Any:
+def stamp(plan: PlanT, cluster: Cluster, options: BaseModel) -> PlanT:
     """``plan`` with ``provenance`` on its report, or on each report of a comparison's plans."""
     record = provenance(cluster, options)
+    report = getattr(plan, "report", None)
     reports = (
-        [plan.report]
-        if getattr(plan, "report", None) is not None
+        [report]
+        if report is not None
         else [getattr(plan, name).report for name in type(plan).model_fields if getattr(getattr(plan, name), "report", None) is not None]
     )
     for report in reports:

@@ -34,8 +34,35 @@ EPS = rules.EPS
 PENDING = -1
 
 
+PodScalars = tuple[int, float, float, float, tuple[int, ...], "np.ndarray | None", bool]
+"""A pod's (whole GPUs, CPUs, memory GiB, GPU share, conflict groups, its required job's domain per node, HP)."""
+Reserve = tuple[int, float, float, float]
+"""What an HP pod holds awake, kept reserved on its node: (whole GPUs, CPUs, memory GiB, GPU share)."""
+
+
 class ClusterState:
     """Array state of a cluster. Indexes follow ``cluster.nodes`` and ``cluster.pods``."""
+
+    # Set by ``state_build.set_pod_requests`` (each pod's requests; a standby pod's are 0):
+    pod_gpus: np.ndarray
+    pod_standby: np.ndarray
+    pod_hp: np.ndarray
+    has_standby: bool
+    pod_whole: np.ndarray
+    pod_share: np.ndarray
+    pod_cpus: np.ndarray
+    pod_mem: np.ndarray
+    res_names: list[str]
+    cap_res: np.ndarray
+    has_named: bool
+    pod_res: np.ndarray
+    _pod_named: list[tuple[tuple[int, int], ...]]
+    _pod_locked_own: np.ndarray
+    pod_locked: np.ndarray
+    _awake: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # whole, share, CPUs, memory held awake
+    _reserve: list[Reserve | None]
+    _res_floor: list[int]
+    _res_peak: list[int]
 
     def __init__(self, cluster: Cluster):
         self.cluster: Cluster | None = cluster
@@ -98,9 +125,9 @@ class ClusterState:
         self.hp_pods_per_node = np.zeros(n_nodes, dtype=np.int64)  # placed HP pods, standby ones included
         self.pod_node = np.full(len(pods), PENDING, dtype=np.int64)
         self.version = 0  # counts changes to the per-node usage (callers cache what they derive from it)
-        self._mask_cache: dict[tuple, tuple[np.ndarray, bool]] = {}
+        self._mask_cache: dict[tuple[object, ...], tuple[np.ndarray, bool]] = {}
         self._mask_version = -1
-        self._pod_scalars = pod_scalars(self)
+        self._pod_scalars: list[PodScalars] = pod_scalars(self)
         self._bulk = True  # placing the snapshot: pack each node's shares once at the end, not per pod
         for p, pod in enumerate(pods):
             if pod.node is not None:
@@ -224,8 +251,11 @@ class ClusterState:
         """``_reservation_ok`` with nobody leaving, for each of ``nodes`` at once: whole GPUs, CPUs
         and memory as arrays; nodes whose HP pods hold GPU shares (or any node, when p holds a
         share) pack their shares one node at a time."""
-        whole, cpus, mem, share = self._reserve[p]
-        ok = (
+        reserve = self._reserve[p]
+        if reserve is None:  # p holds nothing reserved: as ``_reservation_ok``, nothing to check
+            return np.ones(len(nodes), dtype=bool)
+        whole, cpus, mem, share = reserve
+        ok: np.ndarray = (
             (self.hp_cpus[nodes] + cpus <= self.cap_cpus[nodes] + EPS)
             & (self.hp_mem[nodes] + mem <= self.cap_mem[nodes] + EPS)
             & (self.hp_whole[nodes] + whole <= self.cap_gpus[nodes])
@@ -254,7 +284,9 @@ class ClusterState:
                     shares.remove(other[3])
         if share:
             shares.append(share)
-        return used_cpus <= self.cap_cpus[n] + EPS and used_mem <= self.cap_mem[n] + EPS and used_whole + len(rules.pack_shares(shares)) <= self.cap_gpus[n]
+        return bool(
+            used_cpus <= self.cap_cpus[n] + EPS and used_mem <= self.cap_mem[n] + EPS and used_whole + len(rules.pack_shares(shares)) <= self.cap_gpus[n]
+        )
 
     def _settle_shares(self, n: int, shares: list[float]) -> None:
         """Share sum and devices of node n from the shares now there.
@@ -344,14 +376,14 @@ class ClusterState:
         if used_cpus + cpus > self.cap_cpus[n] + EPS or used_mem + mem > self.cap_mem[n] + EPS:
             return False
         if self.has_named:  # only the resources p asks for can go over (the others only shrink)
-            used, cap, peak, floor = self.used_res, self.cap_res, self._res_peak, self._res_floor
+            used, cap_res, peak, floor = self.used_res, self.cap_res, self._res_peak, self._res_floor
             for r, amount in self._pod_named[p]:
                 if peak[r] + amount <= floor[r]:
                     continue  # no node is near its allocatable of r
                 total = int(used[n, r]) + amount
                 if leaving:
                     total -= sum(int(self.pod_res[q, r]) for q in leaving)
-                if total > cap[n, r]:
+                if total > cap_res[n, r]:
                     return False
         if self.has_standby and (self.standby_on[n] > 0 or self.pod_standby[p]) and not self._reservation_ok(p, n, leaving):
             return False
@@ -430,11 +462,19 @@ class ClusterState:
             entry = self._mask_cache[key] = (mask, bool(mask.any()))
         return entry
 
-    def _shape_key(self, p: int) -> tuple:
+    def _shape_key(self, p: int) -> tuple[object, ...]:
         """Everything of pod p that ``_capacity_mask`` reads: pods with equal keys get equal masks."""
         whole, cpus, mem, share, _, _, _ = self._pod_scalars[p]
         j = int(self.pod_job[p])
-        key = (int(self.pod_signature[p]), whole, cpus, mem, share, self._pod_named[p] if self.has_named else (), j if j >= 0 and self.job_level[j] else -1)
+        key: tuple[object, ...] = (
+            int(self.pod_signature[p]),
+            whole,
+            cpus,
+            mem,
+            share,
+            self._pod_named[p] if self.has_named else (),
+            j if j >= 0 and self.job_level[j] else -1,
+        )
         if self.has_standby:
             key += (self._reserve[p], bool(self.pod_standby[p]))
         return key
@@ -481,12 +521,12 @@ class ClusterState:
         Rules that span nodes stay exact: anti-affinity is per node, and a required job's domain
         counts come from this whole state. ``node_ids``/``pod_ids`` map back to the cluster.
         """
-        return subset_state(self, nodes)  # type: ignore[no-any-return]
+        return subset_state(self, nodes)
 
     def clone(self) -> ClusterState:
         """An independent copy (the pydantic cluster and static arrays are shared, not copied)."""
-        return clone_state(self)  # type: ignore[no-any-return]
+        return clone_state(self)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, object]:
         """Pickle without the pydantic cluster (partitions travel to worker processes as arrays)."""
         return {**self.__dict__, "cluster": None, "_mask_cache": {}, "_mask_version": -1}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,7 @@ class JointResult:
 def solve_joint(
     state: ClusterState,
     jobs: dict[str, list[int]],
-    levels: dict[str, tuple[str, bool]],
+    levels: Mapping[str, tuple[str, bool]],
     minimum: dict[str, int],
     solver: str = "auto",
     time_limit_s: float = 10.0,
