@@ -20,7 +20,6 @@ import numpy as np
 from planner import rules
 from planner.cluster import Cluster
 from planner.state_build import (
-    UNLISTED,  # noqa: F401 (callers take it from here)
     Counts,
     _domain_ids,
     _eligibility,

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.models.milp import Milp, MilpResult
+from planner.models.milp import Milp, MilpResult, SolveStatus
 
 MIP_FEASIBILITY_TOLERANCE = 1e-9
 INTEGRAL_PROOF_SLACK = 0.5
@@ -106,7 +106,9 @@ def _load(h: Any, highspy: Any, milp: Milp, integral: bool) -> None:
     h.changeObjectiveSense(highspy.ObjSense.kMaximize)
     if milp.objective_offset:
         h.changeObjectiveOffset(float(milp.objective_offset))
-    starts, indexes, values = [0], [], []
+    starts: list[int] = [0]
+    indexes: list[int] = []
+    values: list[float] = []
     for terms in milp.row_terms:
         indexes.extend(v for v, _ in terms)
         values.extend(c for _, c in terms)
@@ -177,6 +179,7 @@ def solve_highs(
     info = h.getInfo()
     S = highspy.HighsModelStatus
     has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    status: SolveStatus
     if model_status == S.kOptimal:
         status = "optimal"
     elif model_status == S.kInfeasible:

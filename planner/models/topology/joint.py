@@ -80,7 +80,7 @@ def solve_joint(
         gpus_bound = float(unit * math.floor((first.bound + len(model.u)) / (weight * unit) + 1e-9))
         if gpus >= gpus_bound:
             switches_bound = float(math.ceil(weight * gpus - first.bound - 1e-6))
-    proven = first.status == "optimal" and m.value_of_objective(values) >= first.objective - 1e-6
+    proven = first.status == "optimal" and first.objective is not None and m.value_of_objective(values) >= first.objective - 1e-6
     if proven and model.exact:
         fields["proven_levels"] = ["gpus", "switches"]
     if optimise_entropy and proven:
