@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal, final
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict
 
 from planner.cluster import SnapshotError, duplicate_key_problems, pydantic_problems
 
-PLAN_VERSION = 1
+PLAN_VERSION: Final = 1
 Status = Literal["optimal", "feasible", "timeout", "infeasible", "heuristic"]
 
 
@@ -106,6 +106,7 @@ Number = int | float
 """A count or a measure, kept as given (an int stays an int in the written plan)."""
 
 
+@final
 class DefragGap(TypedDict):
     """The gap of a defrag comparison: empty nodes of each plan and the bound, and their walls."""
 
@@ -120,6 +121,7 @@ class DefragGap(TypedDict):
     exact_wall_s: Number | None
 
 
+@final
 class MakeRoomGap(TypedDict):
     """The gap of a make-room comparison: jobs placed, moves and GPUs moved by each plan."""
 
@@ -225,7 +227,7 @@ class AllocationPlan(BaseModel):
 
 
 AnyPlan = DefragPlan | PreemptPlan | AllocationPlan
-_KINDS: dict[str, type[BaseModel]] = {"defrag": DefragPlan, "preempt": PreemptPlan, "allocate": AllocationPlan}
+_KINDS: dict[str, type[DefragPlan | PreemptPlan | AllocationPlan]] = {"defrag": DefragPlan, "preempt": PreemptPlan, "allocate": AllocationPlan}
 
 
 class AllocationComparison(BaseModel):
@@ -257,7 +259,7 @@ def parse_plan(text: str | bytes, source: str = "plan") -> AnyPlan:
     if model is None:
         raise SnapshotError([f"kind: unknown plan kind {kind!r}; this planner validates {', '.join(sorted(_KINDS))} plans"])
     try:
-        return model.model_validate_json(text)  # type: ignore[return-value]
+        return model.model_validate_json(text)
     except ValidationError as err:
         raise SnapshotError(pydantic_problems(err, model, source)) from None
 

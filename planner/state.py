@@ -21,6 +21,8 @@ from planner import rules
 from planner.cluster import Cluster
 from planner.state_build import (
     Counts,
+    PodScalars,
+    StateArrays,
     _domain_ids,
     _eligibility,
     clone_state,
@@ -33,35 +35,8 @@ EPS = rules.EPS
 PENDING = -1
 
 
-PodScalars = tuple[int, float, float, float, tuple[int, ...], "np.ndarray | None", bool]
-"""A pod's (whole GPUs, CPUs, memory GiB, GPU share, conflict groups, its required job's domain per node, HP)."""
-Reserve = tuple[int, float, float, float]
-"""What an HP pod holds awake, kept reserved on its node: (whole GPUs, CPUs, memory GiB, GPU share)."""
-
-
-class ClusterState:
+class ClusterState(StateArrays):
     """Array state of a cluster. Indexes follow ``cluster.nodes`` and ``cluster.pods``."""
-
-    # Set by ``state_build.set_pod_requests`` (each pod's requests; a standby pod's are 0):
-    pod_gpus: np.ndarray
-    pod_standby: np.ndarray
-    pod_hp: np.ndarray
-    has_standby: bool
-    pod_whole: np.ndarray
-    pod_share: np.ndarray
-    pod_cpus: np.ndarray
-    pod_mem: np.ndarray
-    res_names: list[str]
-    cap_res: np.ndarray
-    has_named: bool
-    pod_res: np.ndarray
-    _pod_named: list[tuple[tuple[int, int], ...]]
-    _pod_locked_own: np.ndarray
-    pod_locked: np.ndarray
-    _awake: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # whole, share, CPUs, memory held awake
-    _reserve: list[Reserve | None]
-    _res_floor: list[int]
-    _res_peak: list[int]
 
     def __init__(self, cluster: Cluster):
         self.cluster: Cluster | None = cluster
@@ -250,8 +225,7 @@ class ClusterState:
         """``_reservation_ok`` with nobody leaving, for each of ``nodes`` at once: whole GPUs, CPUs
         and memory as arrays; nodes whose HP pods hold GPU shares (or any node, when p holds a
         share) pack their shares one node at a time."""
-        reserve = self._reserve[p]
-        if reserve is None:  # p holds nothing reserved: as ``_reservation_ok``, nothing to check
+        if (reserve := self._reserve[p]) is None:  # nothing reserved (callers check first): as ``_reservation_ok``
             return np.ones(len(nodes), dtype=bool)
         whole, cpus, mem, share = reserve
         ok: np.ndarray = (
@@ -283,9 +257,8 @@ class ClusterState:
                     shares.remove(other[3])
         if share:
             shares.append(share)
-        return bool(
-            used_cpus <= self.cap_cpus[n] + EPS and used_mem <= self.cap_mem[n] + EPS and used_whole + len(rules.pack_shares(shares)) <= self.cap_gpus[n]
-        )
+        fits = used_cpus <= self.cap_cpus[n] + EPS and used_mem <= self.cap_mem[n] + EPS and used_whole + len(rules.pack_shares(shares)) <= self.cap_gpus[n]
+        return bool(fits)
 
     def _settle_shares(self, n: int, shares: list[float]) -> None:
         """Share sum and devices of node n from the shares now there.
@@ -465,18 +438,8 @@ class ClusterState:
         """Everything of pod p that ``_capacity_mask`` reads: pods with equal keys get equal masks."""
         whole, cpus, mem, share, _, _, _ = self._pod_scalars[p]
         j = int(self.pod_job[p])
-        key: tuple[object, ...] = (
-            int(self.pod_signature[p]),
-            whole,
-            cpus,
-            mem,
-            share,
-            self._pod_named[p] if self.has_named else (),
-            j if j >= 0 and self.job_level[j] else -1,
-        )
-        if self.has_standby:
-            key += (self._reserve[p], bool(self.pod_standby[p]))
-        return key
+        key = (int(self.pod_signature[p]), whole, cpus, mem, share, self._pod_named[p] if self.has_named else (), j if j >= 0 and self.job_level[j] else -1)
+        return (*key, self._reserve[p], bool(self.pod_standby[p])) if self.has_standby else key
 
     def _capacity_mask(self, p: int, idx: slice | np.ndarray) -> np.ndarray:
         """Nodes (of ``idx``) where a copy of p passes the static rules, fits the resources and the

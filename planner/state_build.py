@@ -10,10 +10,47 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from planner import rules
-from planner.cluster import Node, Pod
+from planner.cluster import Cluster, Node, Pod
 
 if TYPE_CHECKING:  # state.py imports this module at run time
-    from planner.state import ClusterState, PodScalars
+    from planner.state import ClusterState
+
+PodScalars = tuple[int, float, float, float, tuple[int, ...], "np.ndarray | None", bool]
+"""A pod's (whole GPUs, CPUs, memory GiB, GPU share, conflict groups, its required job's domain per node, HP)."""
+Reserve = tuple[int, float, float, float]
+"""What an HP pod holds awake, kept reserved on its node: (whole GPUs, CPUs, memory GiB, GPU share)."""
+
+
+class StateArrays:
+    """What ``set_pod_requests`` sets on a ``ClusterState`` (each pod's requests; a standby pod's are
+    0), and the cluster the state was built from (None in a piece pickled for a worker)."""
+
+    cluster: Cluster | None
+    pod_gpus: np.ndarray
+    pod_standby: np.ndarray
+    pod_hp: np.ndarray
+    has_standby: bool
+    pod_whole: np.ndarray
+    pod_share: np.ndarray
+    pod_cpus: np.ndarray
+    pod_mem: np.ndarray
+    res_names: list[str]
+    cap_res: np.ndarray
+    has_named: bool
+    pod_res: np.ndarray
+    _pod_named: list[tuple[tuple[int, int], ...]]
+    _pod_locked_own: np.ndarray
+    pod_locked: np.ndarray
+    _awake: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # whole, share, CPUs, memory held awake
+    _reserve: list[Reserve | None]
+    _res_floor: list[int]
+    _res_peak: list[int]
+
+    def require_cluster(self) -> Cluster:
+        """The snapshot this state was built from; a piece pickled for a worker has none (an error)."""
+        if self.cluster is None:
+            raise ValueError("this state is a piece pickled without its cluster: read the cluster from the state it came from")
+        return self.cluster
 
 
 class Counts(dict[int, int]):
@@ -26,8 +63,7 @@ class Counts(dict[int, int]):
 
 def set_pod_requests(state: ClusterState, pods: list[Pod]) -> None:
     """Each pod's requests as arrays on ``state`` (a standby pod holds nothing and keeps a reservation)."""
-    assert state.cluster is not None  # a state being built has its cluster (only a pickled piece has none)
-    nodes = state.cluster.nodes
+    nodes = state.require_cluster().nodes
     state.pod_gpus = np.array([p.gpus for p in pods], dtype=np.float64)
     # A standby pod holds no resources (it lent them) and never moves; it keeps a reservation
     # (rules.resource_shortfalls): the HP pods of its node, standby ones included, must fit.

@@ -33,7 +33,7 @@ from planner.plans import parse_plan
 from planner.render.table import jobs_table, plans_table
 from planner.service.secrets import check_token, secret, source
 from planner.snapshot import parse_cluster, read_text
-from planner.validate.defrag import validate
+from planner.validate import validate_plan
 
 EXIT_UNAVAILABLE = 4
 EXIT_JOB_FAILED = 5
@@ -225,7 +225,7 @@ def _replay(cluster: Any, plan: dict[str, Any]) -> list[str]:
     """The violations of a returned defrag plan (or of both plans of a comparison) on ``cluster``."""
     plans = [plan] if plan.get("kind", "defrag") == "defrag" else [plan[k] for k in ("heuristic", "exact") if k in plan]
     try:
-        return [str(v) for p in plans for v in validate(cluster, parse_plan(json.dumps(p), source="the server's plan"))]
+        return [str(v) for p in plans for v in validate_plan(cluster, parse_plan(json.dumps(p), source="the server's plan"))]
     except SnapshotError as err:
         return err.problems
 

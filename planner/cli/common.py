@@ -19,7 +19,7 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -62,7 +62,7 @@ def stdout_console() -> Iterator[Console]:
     emit(buffer.getvalue(), "-")
 
 
-def fail(problems: list[str], code: int = EXIT_BAD_INPUT) -> None:
+def fail(problems: list[str], code: int = EXIT_BAD_INPUT) -> NoReturn:
     for problem in problems:
         err_console.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
@@ -94,7 +94,7 @@ def guarded(command: F) -> F:
                 raise
             fail([f"internal error ({type(err).__name__}: {err}); rerun with PLANNER_DEBUG=1 and report it"], EXIT_INTERNAL)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # functools.wraps gives the wrapper the command's signature
 
 
 # ----------------------------------------------------------------------------------------------
@@ -314,7 +314,7 @@ def cli_message(err: PlanOptionError) -> str:
     return err.render(lambda name, value: flag(name) + (f" {value}" if value else ""))
 
 
-def options_of_flags(model: type, given: dict[str, Any]):  # type: ignore[no-untyped-def]
+def options_of_flags(model: type, given: dict[str, Any]):
     """``model(**given)``; errors name the flag, exit 2."""
     try:
         return model(**given)
@@ -322,7 +322,7 @@ def options_of_flags(model: type, given: dict[str, Any]):  # type: ignore[no-unt
         fail([f"{flag('.'.join(map(str, e['loc'])))}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()])
 
 
-def given_options(context: typer.Context, model: type, values: dict[str, Any]):  # type: ignore[no-untyped-def]
+def given_options(context: typer.Context, model: type, values: dict[str, Any]):
     """``model`` built from the options given on the command line only (defaults stay unset, so a
     method can refuse an option it would ignore); errors name the flag, exit 2."""
 

@@ -209,15 +209,12 @@ def greedy_plan(
 
 def switch_room(slots: np.ndarray, domains: np.ndarray) -> list[int]:
     """Pods of one shape each switch can take (``slots`` per node summed per domain id)."""
-    if len(domains) and domains.min() >= 0:  # the state's domain ids are dense: no sort needed
-        room: list[int] = np.bincount(domains, weights=slots).astype(np.int64).tolist()
-        return room
-    _, inverse = np.unique(domains, return_inverse=True)
-    room = np.bincount(inverse, weights=slots).astype(np.int64).tolist()
+    dense = len(domains) and domains.min() >= 0  # the state's domain ids are dense: no sort needed
+    room: list[int] = np.bincount(domains if dense else np.unique(domains, return_inverse=True)[1], weights=slots).astype(np.int64).tolist()
     return room
 
 
-def _lexicographic_key(plan: AllocationPlan) -> tuple[float, int, float]:
+def _lexicographic_key(plan: AllocationPlan) -> tuple[float, ...]:
     """Better is larger: GPUs started, then fewer switches, then less entropy."""
     per_job = plan.metrics.get("per_job", {})
     return (plan.report.objective or 0.0 if plan.report else 0.0, -sum(m["asws"] for m in per_job.values()), -math.fsum(m["entropy"] for m in per_job.values()))
@@ -228,8 +225,7 @@ def _auto(greedy: AllocationPlan, exact: AllocationPlan, start: float) -> Alloca
     then switches, then entropy), with the status it really has."""
     assert exact.report is not None and greedy.report is not None
     levels = len(getattr(exact.report, "objective_levels", None) or ["gpus", "switches"])
-    g_key: tuple[float, ...] = _lexicographic_key(greedy)
-    e_key: tuple[float, ...] = _lexicographic_key(exact)
+    g_key, e_key = _lexicographic_key(greedy), _lexicographic_key(exact)
     proven = exact.report.status == "optimal"
     if proven:  # largest-first as good as a proven optimum on every level asked is optimal too; it is
         # kept then (it best-fits, leaving the roomiest switches to the next jobs)

@@ -31,6 +31,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ _highs_threads: int | None = None
 
 
 @contextlib.contextmanager
-def _quiet_stdout():  # type: ignore[no-untyped-def]
+def _quiet_stdout() -> Iterator[None]:
     """Send the process's C-level stdout to /dev/null while the solver runs."""
     sys.stdout.flush()
     saved = os.dup(1)
