@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     AfterValidator,
@@ -25,7 +25,7 @@ from pydantic import (
 
 from planner.kubernetes_names import resource_name_problem
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION: Final = 1
 
 
 class SnapshotError(ValueError):
@@ -35,7 +35,7 @@ class SnapshotError(ValueError):
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self) -> tuple[type[SnapshotError], tuple[list[str]]]:
         """Pickle by the problem list, so an error raised in an executor's worker process arrives
         in the parent with the same problems (the default rebuilds from the joined message)."""
         return (type(self), (self.problems,))

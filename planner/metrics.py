@@ -50,7 +50,7 @@ def allocated_total(state: ClusterState, idx: np.ndarray) -> float:
 
 def node_groups(state: ClusterState) -> dict[str, np.ndarray]:
     """Node indexes per GPU model (CPU-only nodes under ``cpu-only``), in first-seen order."""
-    keys = [_model_key(n.gpu_model, n.gpus) for n in state.cluster.nodes]
+    keys = [_model_key(n.gpu_model, n.gpus) for n in state.require_cluster().nodes]
     groups: dict[str, list[int]] = {}
     for i, key in enumerate(keys):
         groups.setdefault(key, []).append(i)
@@ -269,7 +269,7 @@ def node_fragmentation(state: ClusterState, workload: list[TaskClass], free: np.
     free_cpu = state.cap_cpus - state.used_cpus
     free_mem = state.cap_mem - state.used_mem
     model_names: dict[str, int] = {}
-    node_model = np.array([model_names.setdefault(n.gpu_model, len(model_names)) for n in state.cluster.nodes])
+    node_model = np.array([model_names.setdefault(n.gpu_model, len(model_names)) for n in state.require_cluster().nodes])
     result = np.zeros(len(state.node_names))
     for task in workload:
         runs = state.schedulable & (free_cpu + rules.EPS >= task.cpus) & (free_mem + rules.EPS >= task.memory_gib)
@@ -291,7 +291,7 @@ def node_fragmentation(state: ClusterState, workload: list[TaskClass], free: np.
 def fgd(cluster: Cluster | ClusterState, workload: list[TaskClass] | None = None) -> dict[str, Any]:
     """Cluster expected fragmentation (sum over nodes) and its share of idle GPUs, overall and per model."""
     state = cluster if isinstance(cluster, ClusterState) else ClusterState(cluster)
-    workload = workload_of(state.cluster) if workload is None else workload
+    workload = workload_of(state.require_cluster()) if workload is None else workload
     frag = node_fragmentation(state, workload)
     idle = state.cap_gpus - state.allocated_gpus()
 
@@ -317,7 +317,7 @@ def per_asw(cluster: Cluster | ClusterState) -> list[dict[str, Any]]:
     free_dev = np.where(state.schedulable, state.cap_gpus - state.whole_used - state.share_devices, 0)
     empty = (state.pod_count() == 0) & state.schedulable & (state.cap_gpus > 0)
     rows: dict[str, dict[str, Any]] = {}
-    for n, node in enumerate(state.cluster.nodes):
+    for n, node in enumerate(state.require_cluster().nodes):
         key = node.asw if node.asw is not None else "(none)"
         row = rows.setdefault(key, {"asw": key, "gpu_model": set(), "nodes": 0, "gpus": 0, "free_gpus": 0, "free_whole_nodes": 0})
         row["nodes"] += 1

@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal, final
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict
 
 from planner.cluster import SnapshotError, duplicate_key_problems, pydantic_problems
 
-PLAN_VERSION = 1
+PLAN_VERSION: Final = 1
 Status = Literal["optimal", "feasible", "timeout", "infeasible", "heuristic"]
 
 
@@ -50,6 +50,10 @@ class SolveReport(BaseModel):
     seed: int | None = None
     moves: int = Field(default=0, ge=0)
     gpus_moved: float = Field(default=0.0, ge=0)
+
+    def extra(self, name: str) -> Any:
+        """A field a planner added to the report (``reason``, ``jobs_placed``, ...) by name; ``KeyError`` when it added none."""
+        return (self.model_extra or {})[name]
 
 
 class PlanMetrics(BaseModel):
@@ -105,6 +109,7 @@ Number = int | float
 """A count or a measure, kept as given (an int stays an int in the written plan)."""
 
 
+@final
 class DefragGap(TypedDict):
     """The gap of a defrag comparison: empty nodes of each plan and the bound, and their walls."""
 
@@ -119,6 +124,7 @@ class DefragGap(TypedDict):
     exact_wall_s: Number | None
 
 
+@final
 class MakeRoomGap(TypedDict):
     """The gap of a make-room comparison: jobs placed, moves and GPUs moved by each plan."""
 
@@ -224,7 +230,7 @@ class AllocationPlan(BaseModel):
 
 
 AnyPlan = DefragPlan | PreemptPlan | AllocationPlan
-_KINDS: dict[str, type[BaseModel]] = {"defrag": DefragPlan, "preempt": PreemptPlan, "allocate": AllocationPlan}
+_KINDS: dict[str, type[DefragPlan | PreemptPlan | AllocationPlan]] = {"defrag": DefragPlan, "preempt": PreemptPlan, "allocate": AllocationPlan}
 
 
 class AllocationComparison(BaseModel):
@@ -256,7 +262,7 @@ def parse_plan(text: str | bytes, source: str = "plan") -> AnyPlan:
     if model is None:
         raise SnapshotError([f"kind: unknown plan kind {kind!r}; this planner validates {', '.join(sorted(_KINDS))} plans"])
     try:
-        return model.model_validate_json(text)  # type: ignore[return-value]
+        return model.model_validate_json(text)
     except ValidationError as err:
         raise SnapshotError(pydantic_problems(err, model, source)) from None
 

@@ -69,6 +69,10 @@ NO_DEVICES = Fit(None, None)
 TIER_RANK = {rules.ALIGN_NUMA: 0, rules.ALIGN_SOCKET: 1, rules.ALIGN_CROSS_SOCKET: 2, None: 2}
 
 
+UndoLog = list[tuple[str, int, int, tuple[int, ...] | None]]
+"""What ``evict_logged`` and ``place_logged`` did, for ``undo``: (action, pod, node, devices)."""
+
+
 class PreemptState:
     """Preemption view of a cluster; indexes follow ``cluster.nodes`` and ``cluster.pods``."""
 
@@ -152,11 +156,12 @@ class PreemptState:
 
     def free_devices(self, n: int, leaving: tuple[int, ...] | list[int] = ()) -> list[int]:
         """Devices of node n no pod holds once ``leaving`` are gone (a share holds its device)."""
-        held = set()
+        held: set[int] = set()
         gone = set(leaving)
         for q in self.cs.node_pods[n]:
-            if q not in gone and self.devices[q] is not None and not self.cs.pod_standby[q]:
-                held.update(self.devices[q])  # type: ignore[arg-type]
+            q_devices = self.devices[q]
+            if q not in gone and q_devices is not None and not self.cs.pod_standby[q]:
+                held.update(q_devices)
         return [g for g in range(int(self.cs.cap_gpus[n])) if g not in held]
 
     def domain_free_cpus(self, n: int, leaving: tuple[int, ...] | list[int] = ()) -> list[float]:
@@ -208,8 +213,8 @@ class PreemptState:
             aligned = self._aligned(p, n, leaving, whole, numa)
             if aligned is not None:
                 return aligned
-        devices = tuple(free[:whole])
-        return Fit(devices, numa.tier(devices) if numa is not None else None)
+        chosen = tuple(free[:whole])
+        return Fit(chosen, numa.tier(chosen) if numa is not None else None)
 
     def _aligned(self, p: int, n: int, leaving: tuple[int, ...] | list[int], whole: int, numa: NodeNuma) -> Fit | None:
         """The best aligned device set: one NUMA domain if possible, else one socket; lowest indexes."""
@@ -257,16 +262,16 @@ class PreemptState:
         self.cs.place(p, n)
         self.devices[p] = devices
 
-    def evict_logged(self, p: int, log: list[tuple[str, int, int, tuple[int, ...] | None]]) -> None:
+    def evict_logged(self, p: int, log: UndoLog) -> None:
         """``evict`` and note how to undo it in ``log``."""
         log.append(("evicted", p, int(self.cs.pod_node[p]), self.devices[p]))
         self.evict(p)
 
-    def place_logged(self, p: int, n: int, devices: tuple[int, ...] | None, log: list[tuple[str, int, int, tuple[int, ...] | None]]) -> None:
+    def place_logged(self, p: int, n: int, devices: tuple[int, ...] | None, log: UndoLog) -> None:
         log.append(("placed", p, n, self.devices[p]))
         self.place(p, n, devices)
 
-    def undo(self, log: list[tuple[str, int, int, tuple[int, ...] | None]]) -> None:
+    def undo(self, log: UndoLog) -> None:
         """Reverse every change noted in ``log`` (latest first); the log is emptied."""
         while log:
             what, p, n, devices = log.pop()
@@ -325,7 +330,7 @@ class Ask:
         priority = int(ps.priority[pods].min()) if pods else rules.HP_PRIORITY
         spec = cluster.jobs[job]
         victims = ps.victim_mask(priority)
-        fields = {
+        fields: dict[str, Any] = {
             "job": job,
             "job_name": name,
             "pods": pods,
@@ -344,9 +349,9 @@ class Ask:
                 cost = cost_of(placed)
                 return cost, ps.unit_costs(cost, placed)
 
-            return LazyCostAsk(costs=costs, **fields)  # type: ignore[arg-type]
+            return LazyCostAsk(costs=costs, **fields)
         cost = ps.lost_gpu_s(now_s)
-        return Ask(pod_cost=cost, unit_cost=ps.unit_costs(cost), **fields)  # type: ignore[arg-type]
+        return Ask(pod_cost=cost, unit_cost=ps.unit_costs(cost), **fields)
 
 
 def _lazy_cost(index: int) -> property:
@@ -355,7 +360,7 @@ def _lazy_cost(index: int) -> property:
     def get(self: LazyCostAsk) -> np.ndarray:
         if self._costs is not None:
             self._values, self._costs = list(self._costs()), None
-        return self._values[index]  # type: ignore[return-value]
+        return self._values[index]  # type: ignore[return-value]  # None only before costs() ran, filled just above
 
     def set(self: LazyCostAsk, value: np.ndarray | None) -> None:
         if value is not None:  # a given value (dataclasses.replace passes both)
@@ -369,8 +374,8 @@ class LazyCostAsk(Ask):
     """An ``Ask`` whose ``pod_cost`` and ``unit_cost`` come from ``costs()`` when first read.
     ``dataclasses.replace`` reads them, so a copy holds them as plain values."""
 
-    pod_cost = _lazy_cost(0)  # type: ignore[assignment]
-    unit_cost = _lazy_cost(1)  # type: ignore[assignment]
+    pod_cost = _lazy_cost(0)
+    unit_cost = _lazy_cost(1)
 
     def __init__(self, costs: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None, **fields: Any):
         self._costs = costs

@@ -21,12 +21,14 @@ import importlib.metadata
 import os
 import platform
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from planner.cluster import Cluster
 from planner.runtime.tasks import default_workers
+
+PlanT = TypeVar("PlanT", bound=BaseModel)
 
 _LIBRARIES = ("ortools", "highspy", "numpy", "pydantic")
 PACKAGE = "gpu-fleet-planner"
@@ -92,7 +94,7 @@ def provenance(cluster: Cluster, options: BaseModel) -> dict[str, Any]:
     }
 
 
-def stamp(plan: Any, cluster: Cluster, options: BaseModel) -> Any:
+def stamp(plan: PlanT, cluster: Cluster, options: BaseModel) -> PlanT:
     """``plan`` with ``provenance`` on its report, or on each report of a comparison's plans."""
     record = provenance(cluster, options)
     for report in _reports(plan):

@@ -97,6 +97,7 @@ def _device_problems(cluster: Cluster) -> list[str]:
             on_node.setdefault(pod.node, []).append(pod)
     for name, pods in on_node.items():
         for brk in rules.device_breaks(nodes[name], pods):
+            assert brk.pod is not None  # a device break names its pod
             problems.append(f"pods[{index[brk.pod]}].gpu_indexes: {brk.detail}")
     return problems
 

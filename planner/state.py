@@ -20,8 +20,9 @@ import numpy as np
 from planner import rules
 from planner.cluster import Cluster
 from planner.state_build import (
-    UNLISTED,  # noqa: F401 (callers take it from here)
     Counts,
+    PodScalars,
+    StateArrays,
     _domain_ids,
     _eligibility,
     clone_state,
@@ -34,7 +35,7 @@ EPS = rules.EPS
 PENDING = -1
 
 
-class ClusterState:
+class ClusterState(StateArrays):
     """Array state of a cluster. Indexes follow ``cluster.nodes`` and ``cluster.pods``."""
 
     def __init__(self, cluster: Cluster):
@@ -98,9 +99,9 @@ class ClusterState:
         self.hp_pods_per_node = np.zeros(n_nodes, dtype=np.int64)  # placed HP pods, standby ones included
         self.pod_node = np.full(len(pods), PENDING, dtype=np.int64)
         self.version = 0  # counts changes to the per-node usage (callers cache what they derive from it)
-        self._mask_cache: dict[tuple, tuple[np.ndarray, bool]] = {}
+        self._mask_cache: dict[tuple[object, ...], tuple[np.ndarray, bool]] = {}
         self._mask_version = -1
-        self._pod_scalars = pod_scalars(self)
+        self._pod_scalars: list[PodScalars] = pod_scalars(self)
         self._bulk = True  # placing the snapshot: pack each node's shares once at the end, not per pod
         for p, pod in enumerate(pods):
             if pod.node is not None:
@@ -224,8 +225,10 @@ class ClusterState:
         """``_reservation_ok`` with nobody leaving, for each of ``nodes`` at once: whole GPUs, CPUs
         and memory as arrays; nodes whose HP pods hold GPU shares (or any node, when p holds a
         share) pack their shares one node at a time."""
-        whole, cpus, mem, share = self._reserve[p]
-        ok = (
+        if (reserve := self._reserve[p]) is None:  # nothing reserved (callers check first): as ``_reservation_ok``
+            return np.ones(len(nodes), dtype=bool)
+        whole, cpus, mem, share = reserve
+        ok: np.ndarray = (
             (self.hp_cpus[nodes] + cpus <= self.cap_cpus[nodes] + EPS)
             & (self.hp_mem[nodes] + mem <= self.cap_mem[nodes] + EPS)
             & (self.hp_whole[nodes] + whole <= self.cap_gpus[nodes])
@@ -254,7 +257,8 @@ class ClusterState:
                     shares.remove(other[3])
         if share:
             shares.append(share)
-        return used_cpus <= self.cap_cpus[n] + EPS and used_mem <= self.cap_mem[n] + EPS and used_whole + len(rules.pack_shares(shares)) <= self.cap_gpus[n]
+        fits = used_cpus <= self.cap_cpus[n] + EPS and used_mem <= self.cap_mem[n] + EPS and used_whole + len(rules.pack_shares(shares)) <= self.cap_gpus[n]
+        return bool(fits)
 
     def _settle_shares(self, n: int, shares: list[float]) -> None:
         """Share sum and devices of node n from the shares now there.
@@ -344,14 +348,14 @@ class ClusterState:
         if used_cpus + cpus > self.cap_cpus[n] + EPS or used_mem + mem > self.cap_mem[n] + EPS:
             return False
         if self.has_named:  # only the resources p asks for can go over (the others only shrink)
-            used, cap, peak, floor = self.used_res, self.cap_res, self._res_peak, self._res_floor
+            used, cap_res, peak, floor = self.used_res, self.cap_res, self._res_peak, self._res_floor
             for r, amount in self._pod_named[p]:
                 if peak[r] + amount <= floor[r]:
                     continue  # no node is near its allocatable of r
                 total = int(used[n, r]) + amount
                 if leaving:
                     total -= sum(int(self.pod_res[q, r]) for q in leaving)
-                if total > cap[n, r]:
+                if total > cap_res[n, r]:
                     return False
         if self.has_standby and (self.standby_on[n] > 0 or self.pod_standby[p]) and not self._reservation_ok(p, n, leaving):
             return False
@@ -430,14 +434,12 @@ class ClusterState:
             entry = self._mask_cache[key] = (mask, bool(mask.any()))
         return entry
 
-    def _shape_key(self, p: int) -> tuple:
+    def _shape_key(self, p: int) -> tuple[object, ...]:
         """Everything of pod p that ``_capacity_mask`` reads: pods with equal keys get equal masks."""
         whole, cpus, mem, share, _, _, _ = self._pod_scalars[p]
         j = int(self.pod_job[p])
         key = (int(self.pod_signature[p]), whole, cpus, mem, share, self._pod_named[p] if self.has_named else (), j if j >= 0 and self.job_level[j] else -1)
-        if self.has_standby:
-            key += (self._reserve[p], bool(self.pod_standby[p]))
-        return key
+        return (*key, self._reserve[p], bool(self.pod_standby[p])) if self.has_standby else key
 
     def _capacity_mask(self, p: int, idx: slice | np.ndarray) -> np.ndarray:
         """Nodes (of ``idx``) where a copy of p passes the static rules, fits the resources and the
@@ -481,12 +483,12 @@ class ClusterState:
         Rules that span nodes stay exact: anti-affinity is per node, and a required job's domain
         counts come from this whole state. ``node_ids``/``pod_ids`` map back to the cluster.
         """
-        return subset_state(self, nodes)  # type: ignore[no-any-return]
+        return subset_state(self, nodes)
 
     def clone(self) -> ClusterState:
         """An independent copy (the pydantic cluster and static arrays are shared, not copied)."""
-        return clone_state(self)  # type: ignore[no-any-return]
+        return clone_state(self)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, object]:
         """Pickle without the pydantic cluster (partitions travel to worker processes as arrays)."""
         return {**self.__dict__, "cluster": None, "_mask_cache": {}, "_mask_version": -1}

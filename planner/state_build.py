@@ -5,14 +5,55 @@ resources by name, topology domains, each pod's requests), and the sub-states an
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner import rules
-from planner.cluster import Node, Pod
+from planner.cluster import Cluster, Node, Pod
+
+if TYPE_CHECKING:  # state.py imports this module at run time
+    from planner.state import ClusterState
+
+PodScalars = tuple[int, float, float, float, tuple[int, ...], "np.ndarray | None", bool]
+"""A pod's (whole GPUs, CPUs, memory GiB, GPU share, conflict groups, its required job's domain per node, HP)."""
+Reserve = tuple[int, float, float, float]
+"""What an HP pod holds awake, kept reserved on its node: (whole GPUs, CPUs, memory GiB, GPU share)."""
 
 
-class Counts(dict):  # type: ignore[type-arg]
+class StateArrays:
+    """What ``set_pod_requests`` sets on a ``ClusterState`` (each pod's requests; a standby pod's are
+    0), and the cluster the state was built from (None in a piece pickled for a worker)."""
+
+    cluster: Cluster | None
+    pod_gpus: np.ndarray
+    pod_standby: np.ndarray
+    pod_hp: np.ndarray
+    has_standby: bool
+    pod_whole: np.ndarray
+    pod_share: np.ndarray
+    pod_cpus: np.ndarray
+    pod_mem: np.ndarray
+    res_names: list[str]
+    cap_res: np.ndarray
+    has_named: bool
+    pod_res: np.ndarray
+    _pod_named: list[tuple[tuple[int, int], ...]]
+    _pod_locked_own: np.ndarray
+    pod_locked: np.ndarray
+    _awake: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # whole, share, CPUs, memory held awake
+    _reserve: list[Reserve | None]
+    _res_floor: list[int]
+    _res_peak: list[int]
+
+    def require_cluster(self) -> Cluster:
+        """The snapshot this state was built from; a piece pickled for a worker has none (an error)."""
+        if self.cluster is None:
+            raise ValueError("this state is a piece pickled without its cluster: read the cluster from the state it came from")
+        return self.cluster
+
+
+class Counts(dict[int, int]):
     """How many per key, 0 when absent: what the state needs of a ``Counter`` (whose constructor is
     slow in Python; pieces of a 37,707-node state built hundreds of thousands of them)."""
 
@@ -20,9 +61,9 @@ class Counts(dict):  # type: ignore[type-arg]
         return 0
 
 
-def set_pod_requests(state, pods: list[Pod]) -> None:  # type: ignore[no-untyped-def]
+def set_pod_requests(state: ClusterState, pods: list[Pod]) -> None:
     """Each pod's requests as arrays on ``state`` (a standby pod holds nothing and keeps a reservation)."""
-    nodes = state.cluster.nodes
+    nodes = state.require_cluster().nodes
     state.pod_gpus = np.array([p.gpus for p in pods], dtype=np.float64)
     # A standby pod holds no resources (it lent them) and never moves; it keeps a reservation
     # (rules.resource_shortfalls): the HP pods of its node, standby ones included, must fit.
@@ -56,7 +97,7 @@ def set_pod_requests(state, pods: list[Pod]) -> None:  # type: ignore[no-untyped
     )
 
 
-def pod_scalars(state) -> list[tuple]:  # type: ignore[no-untyped-def]
+def pod_scalars(state: ClusterState) -> list[PodScalars]:
     """Per-pod Python scalars for the hot path (numpy element access is slow one at a time)."""
     domain_of_level = {1: state.asw_domain, 2: state.spine_domain}
     return [
@@ -73,7 +114,7 @@ def pod_scalars(state) -> list[tuple]:  # type: ignore[no-untyped-def]
     ]
 
 
-def subset_state(state, nodes: np.ndarray):  # type: ignore[no-untyped-def]
+def subset_state(state: ClusterState, nodes: np.ndarray) -> ClusterState:
     """An independent state over ``nodes`` (indexes of this state) and the pods placed on them.
 
     Rules that span nodes stay exact: anti-affinity is per node, and a required job's domain
@@ -133,7 +174,8 @@ def subset_state(state, nodes: np.ndarray):  # type: ignore[no-untyped-def]
         "_pod_locked_own",
     ):
         setattr(sub, field, getattr(state, field)[pods].copy())
-    sub._awake = tuple(a[pods] for a in state._awake)
+    whole, share, cpus, mem = state._awake
+    sub._awake = (whole[pods], share[pods], cpus[pods], mem[pods])
     sub.has_standby = state.has_standby
     sub._reserve = [state._reserve[p] for p in pods.tolist()] if state.has_standby else []
     node_list = nodes.tolist()  # look up the piece's nodes, not every node of the cluster
@@ -162,7 +204,7 @@ def subset_state(state, nodes: np.ndarray):  # type: ignore[no-untyped-def]
     return sub
 
 
-def clone_state(state):  # type: ignore[no-untyped-def]
+def clone_state(state: ClusterState) -> ClusterState:
     """An independent copy (the pydantic cluster and static arrays are shared, not copied)."""
     twin = object.__new__(type(state))
     twin.__dict__.update(state.__dict__)
@@ -204,7 +246,7 @@ def _eligibility(nodes: list[Node], pods: list[Pod]) -> tuple[np.ndarray, np.nda
     ``rules.may_arrive`` is ``may_receive`` and the checks of ``rules.STATIC_CHECKS``, each reading
     one field of the pod (one part of the signature): each check runs once per distinct value of its
     part and node profile, and a signature's mask is the conjunction of its parts' rows."""
-    signatures: dict[tuple, int] = {}
+    signatures: dict[tuple[object, ...], int] = {}
     pod_signature = np.empty(len(pods), dtype=np.int64)
     representative: list[Pod] = []
     for p, pod in enumerate(pods):
@@ -213,7 +255,7 @@ def _eligibility(nodes: list[Node], pods: list[Pod]) -> tuple[np.ndarray, np.nda
             signatures[key] = len(signatures)
             representative.append(pod)
         pod_signature[p] = signatures[key]
-    profiles: dict[tuple, int] = {}
+    profiles: dict[tuple[object, ...], int] = {}
     node_profile = np.empty(len(nodes), dtype=np.int64)
     profile_node: list[Node] = []
     read = _labels_read(representative)
@@ -226,7 +268,7 @@ def _eligibility(nodes: list[Node], pods: list[Pod]) -> tuple[np.ndarray, np.nda
     by_profile = np.ones((len(representative), len(profile_node)), dtype=bool)
     by_profile &= np.array([rules.may_receive(node) for node in profile_node], dtype=bool)
     for part, check in enumerate(rules.STATIC_CHECKS):
-        values: dict[tuple, int] = {}
+        values: dict[object, int] = {}
         first: list[Pod] = []
         row = np.empty(len(representative), dtype=np.int64)
         for s, key in enumerate(signatures):
@@ -292,7 +334,7 @@ def _unlisted_as_unlimited(amount: int | None) -> int:
     return UNLISTED if amount is None else amount
 
 
-def _pod_signature_key(pod: Pod) -> tuple:
+def _pod_signature_key(pod: Pod) -> tuple[object, ...]:
     """What the static rules read of a pod, one part per check of ``rules.STATIC_CHECKS`` (in that
     order): pods with equal keys are eligible on the same nodes."""
     tolerations = tuple(sorted((t.key, t.operator, t.value, t.effect) for t in pod.tolerations))
@@ -311,7 +353,7 @@ def _labels_read(pods: list[Pod]) -> frozenset[str]:
     return frozenset(keys)
 
 
-def _node_profile_key(node: Node, read: frozenset[str]) -> tuple:
+def _node_profile_key(node: Node, read: frozenset[str]) -> tuple[object, ...]:
     """What the static rules read of a node: nodes with equal keys admit the same pods."""
     taints = tuple(sorted((t.key, t.value, t.effect) for t in node.taints))
     offered = None if node.resources is None else tuple(sorted(name for name, amount in node.resources.items() if amount > 0))

@@ -37,7 +37,7 @@ def safe_console_class() -> type:
     from rich.console import Console  # deferred: rich's Console (~16 ms), so that importing this module does not import rich
 
     class SafeConsole(Console):
-        def render_str(self, text: str, **options: Any) -> Any:  # type: ignore[override]
+        def render_str(self, text: str, **options: Any) -> Any:
             return super().render_str(printable(text), **options)
 
     return SafeConsole

@@ -10,6 +10,7 @@ change between requests. To apply a plan, load the snapshot it produces into a n
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from planner.cluster import Cluster
 from planner.engine.allocate import GREEDY_METHODS, AllocateOptions, greedy_plan, pending_jobs, pending_pods
@@ -31,7 +32,8 @@ class WarmAllocator:
         """A validated plan for one pending job (greedy methods only: the exact model is a batch tool)."""
         if method not in GREEDY_METHODS:
             raise PlanOptionError("method", f"the warm allocator runs {', '.join(GREEDY_METHODS)}; use plan_allocate for '{method}'")
-        options = AllocateOptions(method=method, jobs=[job], **({"seed": seed} if method == "random" else {}))  # type: ignore[arg-type]
+        fields: dict[str, Any] = {"method": method, "jobs": [job], **({"seed": seed} if method == "random" else {})}
+        options = AllocateOptions(**fields)
         start = time.perf_counter()
         if job not in self._checked:
             pending_jobs(self.cluster, [job], self.pending)

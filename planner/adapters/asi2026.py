@@ -395,7 +395,7 @@ def _pods(rows: dict[str, list[Any]], servers: set[str], day: int, hour: int, su
                 gpus=gpus,
                 cpus=cpus,
                 gpu_models=[spec] if spec and gpus > 0 else [],
-                priority=priority,  # type: ignore[arg-type]
+                priority=priority,
                 node_selector={CLUSTER_LABEL: cluster_id} if cluster_id else {},
                 standby=state == "Standby",
             )

@@ -130,7 +130,7 @@ class _Import(ImportRun):
 
     def add(self, obj: dict[str, Any]) -> None:
         kind = obj.get("kind")
-        meta = obj.get("metadata")
+        meta: Any = obj.get("metadata")  # an object once metadata_problem finds nothing wrong
         problem = metadata_problem(kind, meta)  # names Kubernetes would refuse never reach a snapshot or a script
         if problem:
             self.errors.append(f"{object_name(obj)}: {problem}")

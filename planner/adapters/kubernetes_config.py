@@ -164,7 +164,7 @@ def load_config(text: str | None, source: str = "config") -> ImportConfig:
 
 def object_name(obj: dict[str, Any]) -> str:
     """'Pod ml/train-0', 'Node gpu-3': how messages name an object."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     name = meta.get("name") if isinstance(meta.get("name"), str) else "(unnamed)"
     namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
     return f"{obj.get('kind')} {namespace + '/' if namespace else ''}{name}"

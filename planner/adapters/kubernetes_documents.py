@@ -60,7 +60,7 @@ class _NotJson(ValueError):
     """The text is not JSON at all (a syntax error): it may still be YAML."""
 
 
-class _Duplicated(dict):  # type: ignore[type-arg]
+class _Duplicated(dict[str, Any]):
     """An object that named ``key`` twice (found after the parse, to name its path)."""
 
     key: str
@@ -87,7 +87,7 @@ def parse_json(text: str, source: str) -> Any:
             return value
         seen: set[str] = set()
         marked = _Duplicated(value)
-        marked.key = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        marked.key = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]  # set.add's None is the point: it records the key, the "or" goes on
         duplicated.append(marked)
         return marked
 

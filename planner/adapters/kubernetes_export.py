@@ -356,10 +356,10 @@ class _Export:
                 self.errors.append(f"{where}.gpus: a share of {pod.gpus:g} GPU is not a whole number of {resource} ({units} per GPU)")
             requests[resource] = str(round(amount))
             container["resources"]["limits"] = {resource: str(round(amount))}
-        for resource, amount in sorted(pod.requests.items()):
-            if resource in requests and requests[resource] != str(amount):
-                self.errors.append(f"{where}.requests.{resource}: {amount}, but the pod's GPUs are written as {requests[resource]} of it")
-            requests[resource] = str(amount)
+        for resource, quantity in sorted(pod.requests.items()):
+            if resource in requests and requests[resource] != str(quantity):
+                self.errors.append(f"{where}.requests.{resource}: {quantity}, but the pod's GPUs are written as {requests[resource]} of it")
+            requests[resource] = str(quantity)
         if pod.host_ports:
             container["ports"] = [
                 {"containerPort": h.port, "hostPort": h.port, "protocol": h.protocol, **({"hostIP": h.host_ip} if h.host_ip else {})} for h in pod.host_ports

@@ -110,6 +110,7 @@ def budget(job: Job, ctl: Controller) -> dict[str, Any]:
     """The PodDisruptionBudget of a job with a disruption budget."""
     namespace = ctl.imported_as.split("/", 1)[0]
     name = ctl.labels[INSTANCE_LABEL].lower().replace("_", "-")
+    assert job.disruption is not None  # callers pass jobs with a budget
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",

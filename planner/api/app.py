@@ -56,7 +56,7 @@ ROUTERS = (plans.submissions, jobs.router, views.router, plans.checks, ops.route
 
 
 @asynccontextmanager
-async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
+async def lifespan(app: FastAPI):
     svc: Service = app.state.service
     store, settings = svc.store, svc.settings
     svc.waiters.loop = asyncio.get_running_loop()
@@ -82,7 +82,7 @@ async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
     store.close()
 
 
-async def access_log(request: Request, call_next):  # type: ignore[no-untyped-def]
+async def access_log(request: Request, call_next):
     """One access record per request, with its request id (also sent back as X-Request-Id); registered
     last, so it wraps the guard and logs refused requests too."""
     rid = request_id(request.headers.get("x-request-id"))
@@ -163,5 +163,5 @@ def create_app(settings: Settings) -> FastAPI:
             app.openapi_schema = schema
         return app.openapi_schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to replace the schema
     return app

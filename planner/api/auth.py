@@ -43,7 +43,7 @@ def refusal(request: Request, settings: Settings) -> JSONResponse | None:
     return None
 
 
-async def guard(request: Request, call_next):  # type: ignore[no-untyped-def]
+async def guard(request: Request, call_next):
     """The HTTP middleware: ``refusal``, else the route; an exception escaping both is a plain 500."""
     try:
         refused = refusal(request, request.app.state.service.settings)

@@ -64,7 +64,7 @@ class Service:
 
 async def service(request: Request) -> Service:
     """The dependency routes take their state from (async: no thread-pool hop to read an attribute)."""
-    return request.app.state.service  # type: ignore[no-any-return]
+    return request.app.state.service
 
 
 Svc = Annotated[Service, Depends(service)]

@@ -89,8 +89,8 @@ async def crashed(request: Request, exc: Exception) -> JSONResponse:
 
 
 def add_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(RequestValidationError, invalid)  # type: ignore[arg-type]
-    app.add_exception_handler(Refused, refused)  # type: ignore[arg-type]
-    app.add_exception_handler(ClientDisconnect, client_gone)  # type: ignore[arg-type]
-    app.add_exception_handler(StarletteHTTPException, http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, invalid)  # type: ignore[arg-type]  # Starlette types a handler as taking Exception; this one takes its class
+    app.add_exception_handler(Refused, refused)  # type: ignore[arg-type]  # Starlette types a handler as taking Exception; this one takes its class
+    app.add_exception_handler(ClientDisconnect, client_gone)  # type: ignore[arg-type]  # Starlette types a handler as taking Exception; this one takes its class
+    app.add_exception_handler(StarletteHTTPException, http_error)  # type: ignore[arg-type]  # Starlette types a handler as taking Exception; this one takes its class
     app.add_exception_handler(Exception, crashed)

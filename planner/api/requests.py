@@ -181,6 +181,7 @@ def accept_preempt(body: bytes, settings: Settings) -> tuple[str, dict[str, Any]
         asked = request_problems(view.cluster, view.job, now)
         target = {"reactivate": request.reactivate}
     else:
+        assert request.job is not None  # the request model asks for job or reactivate
         asked = request_problems(request.snapshot, request.job, now)
         target = {"job": request.job}
     if asked:
@@ -233,7 +234,8 @@ def report_of(body: bytes) -> dict[str, Any]:
 def json_body(model: type[BaseModel]) -> dict[str, Any]:
     """The OpenAPI request body of a route that parses ``model`` itself (see ``BodyReader``)."""
     content: dict[str, Any] = {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
-    examples = (model.model_config.get("json_schema_extra") or {}).get("examples")
+    extra: Any = model.model_config.get("json_schema_extra") or {}  # a dict on the request models
+    examples = extra.get("examples")
     if examples:
         content["example"] = examples[0]
     return {"requestBody": {"required": True, "content": {"application/json": content}}}

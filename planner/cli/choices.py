@@ -7,6 +7,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, get_args
 
+from pydantic import BaseModel
+
 from planner.engine.allocate import AllocateMethod as AllocateMethodLiteral
 from planner.engine.allocate import AllocateOptions
 from planner.engine.defrag import DefragOptions
@@ -21,9 +23,9 @@ def choices(name: str, values: tuple[str, ...] | list[str]) -> Any:
     return Enum(name, [(value.replace("-", "_"), value) for value in values], type=str)
 
 
-def field_values(model: type, field: str) -> tuple[str, ...]:
+def field_values(model: type[BaseModel], field: str) -> tuple[str, ...]:
     """The values of an options field typed as a ``Literal``."""
-    return get_args(model.model_fields[field].annotation)  # type: ignore[attr-defined]
+    return get_args(model.model_fields[field].annotation)
 
 
 DefragMethod = choices("DefragMethod", get_args(DefragMethodLiteral))

@@ -19,7 +19,7 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -81,7 +81,7 @@ def wrote(out: str, what: str) -> None:
         err_console.print(f"wrote {what} to {out}", markup=False, highlight=False, soft_wrap=True)
 
 
-def fail(problems: list[str], code: int = EXIT_BAD_INPUT) -> None:
+def fail(problems: list[str], code: int = EXIT_BAD_INPUT) -> NoReturn:
     for problem in problems:
         err_console.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
@@ -113,7 +113,7 @@ def guarded(command: F) -> F:
                 raise
             fail([f"internal error ({type(err).__name__}: {err}); rerun with PLANNER_DEBUG=1 and report it"], EXIT_INTERNAL)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # functools.wraps gives the wrapper the command's signature
 
 
 # ----------------------------------------------------------------------------------------------
@@ -336,7 +336,7 @@ def cli_message(err: PlanOptionError) -> str:
     return err.render(lambda name, value: flag(name) + (f" {value}" if value else ""))
 
 
-def options_of_flags(model: type, given: dict[str, Any]):  # type: ignore[no-untyped-def]
+def options_of_flags(model: type, given: dict[str, Any]):
     """``model(**given)``; errors name the flag, exit 2."""
     try:
         return model(**given)

@@ -27,7 +27,7 @@ def _url(db: str) -> tuple[str, str]:
     return url, option
 
 
-def _revisions(url: str, option: str) -> tuple[str | None, str]:
+def _revisions(url: str, option: str) -> tuple[str | None, str | None]:
     """(the database's revision or None, the newest revision)."""
     # deferred: Alembic and SQLAlchemy (~0.3 s), for this command only
     from alembic.config import Config  # deferred: Alembic (as above)

@@ -105,8 +105,8 @@ def _run(
     specs = [RunSpec(trace, p, s, load, step, node_list, data_dir) for p in policies for s in seeds]
     rows: list[dict[str, Any]] = []
     with (
-        executor(workers, kind) as run,
-        Progress(  # type: ignore[arg-type]
+        executor(workers, kind) as run,  # type: ignore[arg-type]  # kind: "process" or "ray", checked by the command
+        Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             TextColumn("{task.completed}/{task.total} replays"),

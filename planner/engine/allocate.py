@@ -210,13 +210,12 @@ def greedy_plan(
 
 def switch_room(slots: np.ndarray, domains: np.ndarray) -> list[int]:
     """Pods of one shape each switch can take (``slots`` per node summed per domain id)."""
-    if len(domains) and domains.min() >= 0:  # the state's domain ids are dense: no sort needed
-        return np.bincount(domains, weights=slots).astype(np.int64).tolist()
-    _, inverse = np.unique(domains, return_inverse=True)
-    return np.bincount(inverse, weights=slots).astype(np.int64).tolist()
+    dense = len(domains) and domains.min() >= 0  # the state's domain ids are dense: no sort needed
+    room: list[int] = np.bincount(domains if dense else np.unique(domains, return_inverse=True)[1], weights=slots).astype(np.int64).tolist()
+    return room
 
 
-def _lexicographic_key(plan: AllocationPlan) -> tuple[float, int, float]:
+def _lexicographic_key(plan: AllocationPlan) -> tuple[float, ...]:
     """Better is larger: GPUs started, then fewer switches, then less entropy."""
     per_job = plan.metrics.get("per_job", {})
     return (plan.report.objective or 0.0 if plan.report else 0.0, -sum(m["asws"] for m in per_job.values()), -math.fsum(m["entropy"] for m in per_job.values()))
@@ -316,7 +315,9 @@ def _exact(
     hint: dict[str, list[tuple[int, int]]] = {}
     for pl in best_start[0].placements:
         p = state.pod_index[pl.pod]
-        hint.setdefault(cluster.pods[p].job, []).append((p, state.node_index[pl.node]))
+        job = cluster.pods[p].job
+        assert job is not None  # the start places pods of the batch's jobs only
+        hint.setdefault(job, []).append((p, state.node_index[pl.node]))
     jobs = {j: pods_of[j] for j in names}
     levels, minimum, within = {}, {}, {}
     for j in names:
@@ -341,45 +342,47 @@ def _exact(
     unplaced = [Unplaced(job=j, reason="not started in the joint optimum (the batch does not fit whole)") for j in names if j not in per_job]
     gpus = float(sum(cluster.pods[state.pod_index[pl.pod]].gpus for pl in placements))
     switches = sum(m["asws"] for m in per_job.values())
+    report = SolveReport(
+        method="exact",
+        solver=options.solver,
+        status=result.status,
+        objective=gpus,
+        bound=result.gpus_bound,
+        gap=None if result.gpus_bound is None else round((result.gpus_bound - gpus) / max(result.gpus_bound, 1), 6),
+        wall_s=round(time.perf_counter() - start, 6),
+        switches_bound=result.switches_bound,
+        model_exact=result.exact,
+        start_order=best_start[1],
+        greedy_gpus=warm.report.objective if warm.report else None,
+        greedy_switches=sum(m["asws"] for m in warm.metrics["per_job"].values()),
+        **result.fields,
+    )
     plan = AllocationPlan(
         placements=placements,
         unplaced=unplaced,
         metrics={"per_job": per_job, "jobs_placed": len(per_job), "jobs_unplaced": len(unplaced), "switches": switches},
-        report=SolveReport(
-            method="exact",
-            solver=options.solver,
-            status=result.status,
-            objective=gpus,
-            bound=result.gpus_bound,
-            gap=None if result.gpus_bound is None else round((result.gpus_bound - gpus) / max(result.gpus_bound, 1), 6),
-            wall_s=round(time.perf_counter() - start, 6),
-            switches_bound=result.switches_bound,
-            model_exact=result.exact,
-            start_order=best_start[1],
-            greedy_gpus=warm.report.objective if warm.report else None,
-            greedy_switches=sum(m["asws"] for m in warm.metrics["per_job"].values()),
-            **result.fields,
-        ),
+        report=report,
     )
     start_plan = best_start[0]
     if result.status != "optimal" and _lexicographic_key(start_plan) > _lexicographic_key(plan):
         # the model's plan lost to its own start (GPU shares make the model stricter than the rules;
         # a timeout): the start is returned, with the model's claims, which bound every plan
+        report = report.model_copy(
+            update={
+                "objective": start_plan.report.objective if start_plan.report else None,
+                "plan_from": f"the start ({best_start[1]}): better than the model's plan",
+            }
+        )
+        if report.bound is not None:
+            report.gap = round((report.bound - (report.objective or 0.0)) / max(report.bound, 1), 6)
         plan = plan.model_copy(
             update={
                 "placements": start_plan.placements,
                 "unplaced": start_plan.unplaced,
                 "metrics": {**start_plan.metrics, "switches": sum(m["asws"] for m in start_plan.metrics["per_job"].values())},
-                "report": plan.report.model_copy(
-                    update={
-                        "objective": start_plan.report.objective if start_plan.report else None,
-                        "plan_from": f"the start ({best_start[1]}): better than the model's plan",
-                    }
-                ),
+                "report": report,
             }
         )
-        if plan.report.bound is not None:
-            plan.report.gap = round((plan.report.bound - (plan.report.objective or 0.0)) / max(plan.report.bound, 1), 6)
     violations = validate_allocate(cluster, plan)
     if violations:
         raise PlanBug("exact produced an invalid allocation: " + "; ".join(map(str, violations[:5])))
@@ -393,10 +396,10 @@ def _place(
     domains: np.ndarray,
     method: str,
     required: bool,
-    level: str,  # type: ignore[no-untyped-def]
+    level: str,
     rng: np.random.Generator,
     within: int | None = None,
-):
+) -> tuple[list[tuple[int, int]], str | None]:
     """(pod, node) pairs for ``need`` of the pods, or the reason they cannot start; ``within``: the
     switch a required job's running pods are under, which the others must join. ``domains``: each
     node's domain at the job's level; switches are chosen among access switches (under one spine for

@@ -74,6 +74,7 @@ def refuse_unused(
     validator of every options model, given which options each method reads; ``reason(method,
     name)`` says why (default: ``unused_reason`` over ``method_options``)."""
     method, name = info.data.get("method"), info.field_name
+    assert name is not None  # a field validator is given its field's name
     if method is None or name in always or name in method_options[method]:
         return value
     if value != model.model_fields[name].default:
@@ -81,7 +82,7 @@ def refuse_unused(
     return value
 
 
-def pod_shape(pod: Any) -> tuple:
+def pod_shape(pod: Any) -> tuple[object, ...]:
     """What makes two pods interchangeable: resources and every per-pod rule."""
     return (
         pod.gpus,

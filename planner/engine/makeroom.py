@@ -186,6 +186,7 @@ def run_make_room_exact(
             unplaced.append(Unplaced(job=r.name, reason=reason))
             per_job[r.name] = {"placed": False, "reason": reason}
             continue
+        assert pairs is not None  # no reason: the solution starts the job
         nodes = {n for _, n in pairs}
         own = moves if len(requests) == 1 else [m for m in moves if m[1] in nodes]
         placements += [Placement(pod=pod_names[q], node=node_names[n]) for q, n in pairs]

@@ -30,7 +30,7 @@ from planner.engine.common import (
     refuse_unused,
 )
 from planner.heuristics.flextopo import FlexTopo
-from planner.heuristics.gang import Choice, place_job
+from planner.heuristics.gang import Choice, Policy, place_job
 from planner.heuristics.preempt_baselines import baseline_policy
 from planner.heuristics.spotgpu import SpotGpu
 from planner.models.preempt import solve_preempt
@@ -171,7 +171,7 @@ def decide(ps: PreemptState, ask: Ask, method: str, options: PreemptOptions) -> 
     return place_job(ps, ask, policy_of(method, options)), {}
 
 
-def policy_of(method: str, options: PreemptOptions):  # type: ignore[no-untyped-def]
+def policy_of(method: str, options: PreemptOptions) -> Policy:
     if method == "spotgpu":
         return SpotGpu()
     if method == "spotgpu-paper":

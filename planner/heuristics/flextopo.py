@@ -82,7 +82,7 @@ class FlexTopo:
         return n, cover
 
 
-def _imp(ps: PreemptState, p: int, n: int, units, mode: str):  # type: ignore[no-untyped-def]
+def _imp(ps: PreemptState, p: int, n: int, units, mode: str):
     """IMP: every feasible victim set of the smallest size (Algorithm 2, early stop)."""
     cs = ps.cs
     need_gpus = int(cs.pod_whole[p])

@@ -21,7 +21,7 @@ import numpy as np
 
 from planner import rules
 from planner.heuristics.victims import Cover
-from planner.preempt_state import Ask, Fit, PreemptState
+from planner.preempt_state import Ask, Fit, PreemptState, UndoLog
 from planner.state import PENDING
 
 
@@ -290,7 +290,8 @@ def placement_fits(
 ) -> list[tuple[int, int, tuple[int, ...] | None]] | None:
     """The placements (devices re-chosen where needed) if every pod still fits its node with only
     ``units`` evicted; None otherwise. ``ps0`` is left as it was."""
-    ps, log = ps0, []
+    ps = ps0
+    log: UndoLog = []
     try:
         for u in units:
             for q in ps.placed_pods_of(u):
@@ -316,7 +317,7 @@ def name_rank(ps: PreemptState) -> np.ndarray:
     """Rank of each node's name in sorted order (the final, deterministic tie-break)."""
     cached = getattr(ps.cs, "_name_rank", None)
     if cached is None:
-        cached = ps.cs._name_rank = sorted_rank(ps.cs.node_names)  # type: ignore[attr-defined]
+        cached = ps.cs._name_rank = sorted_rank(ps.cs.node_names)  # type: ignore[attr-defined]  # a cache the heuristic keeps on the state it reads (ClusterState does not declare it)
     return cached
 
 

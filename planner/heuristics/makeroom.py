@@ -92,7 +92,7 @@ def make_room(state: ClusterState, requests: list[Request], budget: MoveBudget, 
         return _serve_in_order(state, requests, budget, seed, order, proofs)
     # a job that found no room beside the jobs served before it is served first in a second try; the
     # try that starts more jobs (then makes fewer moves) is kept
-    tries = []
+    tries: list[tuple[tuple[int, int, int], tuple[ClusterState, MoveBudget], list[Outcome]]] = []
     for attempt in range(2):
         if attempt:
             failed = [i for i, outcome in zip(order, tries[0][2]) if outcome.reason is not None and proofs[i] is None]

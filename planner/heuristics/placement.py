@@ -39,7 +39,7 @@ class Combined:
 
     numa_aware = False
 
-    def __init__(self, placement: str, preemption, seed: int = 0):  # type: ignore[no-untyped-def]
+    def __init__(self, placement: str, preemption, seed: int = 0):
         if placement not in PLACEMENTS:
             raise ValueError(f"placement: unknown '{placement}'; choose one of {', '.join(PLACEMENTS)}")
         self.placement = placement
@@ -62,7 +62,7 @@ class Combined:
             self.rng.shuffle(order)
         return gang.first_fitting(ps, ask, p, order, numa_mode=None)
 
-    def place_preempting(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray):  # type: ignore[no-untyped-def]
+    def place_preempting(self, ps: PreemptState, ask: Ask, p: int, allowed: np.ndarray):
         return self.preemption.place_preempting(ps, ask, p, allowed)
 
 

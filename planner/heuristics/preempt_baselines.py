@@ -21,19 +21,19 @@ class _Baseline:
     reprieve = False
     numa_aware = False
 
-    def place_free(self, ps: PreemptState, ask, p: int, allowed: np.ndarray):  # type: ignore[no-untyped-def]
+    def place_free(self, ps: PreemptState, ask, p: int, allowed: np.ndarray):
         nodes = np.flatnonzero(ps.cs.feasible_nodes(p) & allowed)
         if not len(nodes):
             return None
         idle = ps.cs.cap_gpus[nodes] - ps.cs.allocated_gpus()[nodes]
         return gang.first_fitting(ps, ask, p, nodes[np.lexsort((gang.name_rank(ps)[nodes], idle))], numa_mode=None)
 
-    def candidates(self, ps: PreemptState, ask, p: int, allowed: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def candidates(self, ps: PreemptState, ask, p: int, allowed: np.ndarray) -> np.ndarray:
         nodes = np.flatnonzero(gang.preemptable_nodes(ps, ask, p, allowed))
         return nodes[np.argsort(gang.name_rank(ps)[nodes], kind="stable")]
 
     @staticmethod
-    def fitter(ps: PreemptState, ask, p: int, n: int) -> Fitter:  # type: ignore[no-untyped-def]
+    def fitter(ps: PreemptState, ask, p: int, n: int) -> Fitter:
         return lambda leaving: ps.fit(p, n, leaving, None, devices=False)  # the baselines know no NUMA
 
 
@@ -60,7 +60,7 @@ class K8sDefault(_Baseline):
     first node (Kubernetes starts at a random offset; a fixed one keeps plans reproducible).
     """
 
-    def place_preempting(self, ps: PreemptState, ask, p: int, allowed: np.ndarray):  # type: ignore[no-untyped-def]
+    def place_preempting(self, ps: PreemptState, ask, p: int, allowed: np.ndarray):
         best = None
         nodes = self.candidates(ps, ask, p, allowed).tolist()
         wanted = min(len(ps.cs.node_names), max(MIN_CANDIDATES_ABSOLUTE, int(len(ps.cs.node_names) * MIN_CANDIDATES_PERCENT / 100)))
@@ -91,7 +91,7 @@ class Volcano(_Baseline):
     on each, victims lowest priority first (newest first among equals) until the preemptor fits;
     the first node where that succeeds wins. Nothing is trimmed (volcano#5984)."""
 
-    def place_preempting(self, ps: PreemptState, ask, p: int, allowed: np.ndarray):  # type: ignore[no-untyped-def]
+    def place_preempting(self, ps: PreemptState, ask, p: int, allowed: np.ndarray):
         nodes = self.candidates(ps, ask, p, allowed)
         idle = ps.cs.cap_gpus[nodes] - ps.cs.allocated_gpus()[nodes]
         for n in nodes[np.lexsort((gang.name_rank(ps)[nodes], idle))].tolist():
@@ -112,7 +112,7 @@ class RandomVictims(_Baseline):
     def __init__(self, seed: int):
         self.rng = np.random.default_rng(seed)
 
-    def place_preempting(self, ps: PreemptState, ask, p: int, allowed: np.ndarray):  # type: ignore[no-untyped-def]
+    def place_preempting(self, ps: PreemptState, ask, p: int, allowed: np.ndarray):
         nodes = self.candidates(ps, ask, p, allowed).tolist()
         self.rng.shuffle(nodes)
         for n in nodes:
@@ -125,7 +125,7 @@ class RandomVictims(_Baseline):
         return None
 
 
-def baseline_policy(method: str, seed: int = 0):  # type: ignore[no-untyped-def]
+def baseline_policy(method: str, seed: int = 0) -> gang.Policy:
     if method == "k8s-default":
         return K8sDefault()
     if method == "volcano":

@@ -77,10 +77,10 @@ def _place_local(free: np.ndarray, pods: list[int], per: int, group_nodes: int, 
         order = [int(holds[np.argmin(idle_per_group[holds])])]
     else:
         order = np.argsort(-idle_per_group, kind="stable").tolist()
-    chosen = []
+    picked: list[int] = []
     for g in order:
         members = np.flatnonzero(idle[g * group_nodes : (g + 1) * group_nodes]) + g * group_nodes
-        chosen.extend(members[: len(pods) - len(chosen)].tolist())
-        if len(chosen) == len(pods):
-            return chosen
+        picked.extend(members[: len(pods) - len(picked)].tolist())
+        if len(picked) == len(pods):
+            return picked
     return None  # pragma: no cover - idle.sum() >= pods guarantees enough

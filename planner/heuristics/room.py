@@ -175,10 +175,10 @@ def unplaceable_reason(state: ClusterState, request: Request, optimistic: np.nda
     k = request.need
     shape = _shape_text(state, request.pods[0])
     if request.level == 0:
-        room = int(optimistic.sum())
-        if room >= k:
+        total = int(optimistic.sum())
+        if total >= k:
             return None
-        return f"{k} pod(s) of {shape} need room for {k}; even with every movable pod moved away the cluster has room for {room}"
+        return f"{k} pod(s) of {shape} need room for {k}; even with every movable pod moved away the cluster has room for {total}"
     room, lost = domain_room(state, request, optimistic, budget)
     best = int(np.argmax(room))
     if room[best] >= k:

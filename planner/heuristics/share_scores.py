@@ -162,7 +162,7 @@ class Scorer:
     uses_score = True
     uses_memory = False  # scores read the pod's memory (else memory only filters)
 
-    def cache_key(self, ask: Ask) -> tuple:  # type: ignore[type-arg]
+    def cache_key(self, ask: Ask) -> tuple[object, ...]:
         """What this policy's node scores depend on besides the node."""
         return (*ask.key, ask.mem) if self.uses_memory else ask.key
 

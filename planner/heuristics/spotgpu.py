@@ -62,7 +62,7 @@ def _eviction_counts(ps: PreemptState) -> np.ndarray:
     cached = getattr(ps.cs, "_eviction_counts", None)
     if cached is None:
         cached = np.array([n.eviction_count for n in ps.cluster.nodes], dtype=np.int64)
-        ps.cs._eviction_counts = cached  # type: ignore[attr-defined]
+        ps.cs._eviction_counts = cached  # type: ignore[attr-defined]  # a cache the heuristic keeps on the state it reads (ClusterState does not declare it)
     return cached
 
 
@@ -118,7 +118,7 @@ def node_classes(ps: PreemptState) -> np.ndarray:
         keys = [n.model_dump_json(exclude=ignored) + repr([n.labels.get(k) for k in read]) for n in ps.cluster.nodes]
         ranks = {k: r for r, k in enumerate(sorted(set(keys)))}
         cached = np.array([ranks[k] for k in keys], dtype=np.int64)
-        ps.cs._node_classes = cached  # type: ignore[attr-defined]
+        ps.cs._node_classes = cached  # type: ignore[attr-defined]  # a cache the heuristic keeps on the state it reads (ClusterState does not declare it)
     return cached
 
 
@@ -126,7 +126,7 @@ def pod_name_rank(ps: PreemptState) -> np.ndarray:
     """Rank of each pod's name in sorted order."""
     cached = getattr(ps.cs, "_pod_name_rank", None)
     if cached is None:
-        cached = ps.cs._pod_name_rank = gang.sorted_rank(ps.cs.pod_names)  # type: ignore[attr-defined]
+        cached = ps.cs._pod_name_rank = gang.sorted_rank(ps.cs.pod_names)  # type: ignore[attr-defined]  # a cache the heuristic keeps on the state it reads (ClusterState does not declare it)
     return cached
 
 

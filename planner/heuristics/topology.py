@@ -153,7 +153,7 @@ last one: on switch capacities that is largest-first."""
 # ----------------------------------------------------------------------------------------------
 
 
-def node_slots(state, p: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+def node_slots(state, p: int) -> np.ndarray:
     """Per node, how many pods shaped like pod p it can still take (its static rules, whole GPUs,
     CPUs, memory and named resources; GPU shares pack onto devices beside the node's shares as
     ``rules.pack_shares`` packs them; one at most where the pod has an anti-affinity group). Pods of
@@ -184,7 +184,7 @@ def node_slots(state, p: int) -> np.ndarray:  # type: ignore[no-untyped-def]
     return np.maximum(slots, 0)
 
 
-def allocate_job(state, pods: list[int], domains: np.ndarray, method: str, rng: np.random.Generator | None = None) -> tuple[list[tuple[int, int]], str | None]:  # type: ignore[no-untyped-def]
+def allocate_job(state, pods: list[int], domains: np.ndarray, method: str, rng: np.random.Generator | None = None) -> tuple[list[tuple[int, int]], str | None]:
     """Place ``pods`` (one job, one shape) on nodes: switches chosen by ``method`` (a ``CHOOSERS``
     key or ``slurm``) on usable capacity, nodes within a switch filled roomiest first; ``random``
     spreads the pods over uniformly drawn nodes with room (``rng``). ``domains``: each node's switch

@@ -220,7 +220,7 @@ def _pod(letter: str, job: str, node: str | None, devices: list[int] | None, sta
         cpus=float(work.gpus * CPUS_PER_GPU),
         memory_gib=work.gpus * MEMORY_GIB_PER_GPU,
         gpu_models=[GPU_MODEL],
-        priority=work.priority,  # type: ignore[arg-type]
+        priority=work.priority,
         priority_value=work.priority_value,
         started_s=started_s,
         checkpoint_interval_s=work.checkpoint_interval_s,
@@ -230,4 +230,4 @@ def _pod(letter: str, job: str, node: str | None, devices: list[int] | None, sta
 
 def _job(letter: str, job: str) -> Job:
     mode = WORKLOADS[letter].numa
-    return Job(name=job, numa=JobNuma(mode=mode) if mode else None)  # type: ignore[arg-type]
+    return Job(name=job, numa=JobNuma(mode=mode) if mode else None)

@@ -66,7 +66,7 @@ class Builder:
         self.items: list[dict[str, Any]] = []
         self.nodes: list[NodeState] = []
         self.by_family: dict[str, list[NodeState]] = {f: [] for f in FAMILIES}
-        self.serial = Counter()
+        self.serial: Counter[str] = Counter()
         self.plain: set[tuple[str, str]] = set()
         self.pod_names: set[tuple[str, str]] = set()
 

@@ -256,7 +256,7 @@ class Replay:
     def __init__(self, state: ClusterState, policy: str, rng: np.random.Generator):
         self.state, self.policy, self.rng = state, policy, rng
         self.pending: dict[int, None] = {}  # insertion-ordered set: arrival order
-        self.lp = np.array([p.priority == "LP" for p in state.cluster.pods], dtype=bool)
+        self.lp = np.array([p.priority == "LP" for p in state.require_cluster().pods], dtype=np.bool_)
 
     def run(self, arrive_s: np.ndarray, leave_s: np.ndarray, until_s: float) -> np.ndarray:
         """Replay every event at or before ``until_s``; return each pod's placement time (nan if never)."""
@@ -358,4 +358,4 @@ def _snapshot(
         if n >= 0 and at_s is not None:
             update["started_s"] = float(started[k])
         pods.append(trace_pods[i].model_copy(update=update))
-    return Cluster(time_s=time_s, nodes=state.cluster.nodes, pods=pods)
+    return Cluster(time_s=time_s, nodes=state.require_cluster().nodes, pods=pods)

@@ -83,7 +83,8 @@ def kant_jobs(cluster: QueueCluster, hours: float, load: float, seed: int, tenan
         pool_shares[name] = held / held.sum()
     names = list(tenants or {})
     tenant_weight = np.array([tenants[t] for t in names], dtype=float) / sum(tenants.values()) if tenants else None
-    jobs, t = [], 0.0
+    jobs: list[QueuedJob] = []
+    t = 0.0
     while True:
         t += rng.exponential(1 / rate_per_h)
         if t >= hours:
@@ -114,7 +115,8 @@ def inference_jobs(cluster: QueueCluster, hours: float, load: float, seed: int, 
     sizes = np.array(list(INFERENCE_SHARES))
     shares = np.array(list(INFERENCE_SHARES.values()))
     rate_per_h = load * (hi - lo) * cluster.gpus_per_node / (float((sizes * shares).sum()) * INFERENCE_MEAN_HOURS)
-    jobs, t = [], 0.0
+    jobs: list[QueuedJob] = []
+    t = 0.0
     while True:
         t += rng.exponential(1 / rate_per_h)
         if t >= hours:

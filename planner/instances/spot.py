@@ -176,7 +176,7 @@ def _row(path: Path, i: int, raw: dict[str, str]) -> NodeRow:
 
 
 def _whole_in(value: object, low: int, high: int) -> bool:
-    return not isinstance(value, bool) and isinstance(value, numbers.Integral) and low <= value <= high
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral) and low <= int(value) <= high
 
 
 def _check_arguments(nodes: int, hp_share: float, lp_fill: float, pending_jobs: int, rows: int, path: str | Path) -> None:
@@ -385,12 +385,12 @@ def _place(fleet: Fleet, draw: JobDraw, family: str, packed: bool, rng: np.rando
         chosen = order[: draw.pods]
     else:
         chosen = rng.choice(candidates, size=draw.pods, replace=False)
-    chosen = [int(n) for n in chosen]
-    for n in chosen:
+    nodes = [int(n) for n in chosen]
+    for n in nodes:
         fleet.free_gpus[n] -= draw.gpus
         fleet.free_cpus[n] -= draw.cpus
         fleet.free_mem[n] -= draw.memory_gib
-    return chosen
+    return nodes
 
 
 def _fill_family(fleet: Fleet, placed: Placed, family: str, hp_share: float, lp_fill: float, rng: np.random.Generator) -> None:
@@ -471,8 +471,8 @@ def _pending_job(fleet: Fleet, room: tuple[np.ndarray, np.ndarray, np.ndarray], 
         if fits_after and not fits_now:
             break
     assert chosen is not None
-    family, draw, same_asw = chosen
-    models = fleet.models[family] if family is not None else []
+    pinned_family, draw, same_asw = chosen
+    models = fleet.models[pinned_family] if pinned_family is not None else []
     pods = [
         Pod(
             name=f"{name}-{k}",

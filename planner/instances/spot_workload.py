@@ -335,7 +335,7 @@ def _draw_jobs(rng: np.random.Generator, plan: _Family, submit: np.ndarray, hp_s
     count = len(submit)
     members, sizes = plan.members, plan.sizes
     cpu_ratio = min(n.cpus / n.gpus for n in members)
-    cpu_choices = [c for c in CPUS_PER_GPU if c <= cpu_ratio] or [max(1.0, float(np.floor(cpu_ratio)))]
+    cpu_choices: list[float] = [c for c in CPUS_PER_GPU if c <= cpu_ratio] or [max(1.0, float(np.floor(cpu_ratio)))]
     hp = rng.random(count) < hp_share
     per_worker = rng.choice(sizes, size=count, p=plan.weights)
     workers = rng.choice(WORKERS[0], size=count, p=WORKERS[1])
@@ -411,7 +411,7 @@ def _diurnal_arrivals(rng: np.random.Generator, count: int, span_s: float, start
 
 def _night_windows(rng: np.random.Generator, submit_s: float, duration_s: float) -> tuple[tuple[float, float], ...]:
     """A standby window every night the job may run: start 22:00-01:00, 2-6 h long."""
-    windows = []
+    windows: list[tuple[float, float]] = []
     end_s = submit_s + duration_s
     night = int(submit_s // 86400) - 1
     while night * 86400 < end_s:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from planner.models.milp import Milp, MilpResult
+from planner.models.milp import Milp, MilpResult, SolveStatus
 
 MIN_SEARCH_S = 0.05
 """Search time left to CP-SAT however long building the model took (it still reports its best)."""
@@ -53,13 +53,14 @@ def solve_cpsat(
     # cores a chunk can take seconds, so it may stop past max_time_in_seconds (seen: 7.5 s for 5.9)
     code = solver.solve(model)
     has_solution = code in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-    status = {
+    statuses: dict[object, SolveStatus] = {
         cp_model.OPTIMAL: "optimal",
         cp_model.FEASIBLE: "feasible",
         cp_model.INFEASIBLE: "infeasible",
         cp_model.UNKNOWN: "timeout",
         cp_model.MODEL_INVALID: "error",
-    }[code]
+    }
+    status = statuses[code]
     values = [int(solver.value(v)) for v in x] if has_solution else None
     bound = solver.best_objective_bound if code != cp_model.INFEASIBLE else None
     return MilpResult(

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from planner import rules
@@ -70,6 +71,12 @@ from planner.models.milp import Milp
 from planner.state import PENDING, ClusterState
 
 FORMULATIONS = ("auto", "pod", "class")
+
+
+Unit = tuple[list[int], list[int]]
+"""A pod (pod level) or a class of interchangeable pods (class level), with the nodes it may end on."""
+HintPart = Callable[[dict[int, int], list[int]], None]
+"""Fills in ``values`` the variables of one part of the model that realise ``target`` (pod -> node)."""
 
 
 @dataclass
@@ -89,7 +96,7 @@ class DefragModel:
     """class level: the pods of each class."""
     z: dict[tuple[int, int], int] = field(default_factory=dict)
     """class level: (class, node) -> count variable."""
-    hint_parts: list = field(default_factory=list)
+    hint_parts: list[HintPart] = field(default_factory=list)
     gpu_units: list[int] = field(default_factory=list)
     """GPUs of every pod in the objective's units (whole GPUs times the share unit, plus the share)."""
     gpu_max: int = 0
@@ -142,7 +149,7 @@ class DefragModel:
 def build_defrag_model(
     state: ClusterState,
     budget: MoveBudget | None = None,
-    forbidden: set[tuple[int, int]] | frozenset = frozenset(),
+    forbidden: set[tuple[int, int]] | frozenset[tuple[int, int]] = frozenset(),
     formulation: str = "auto",
     deadline: float | None = None,
 ) -> DefragModel:
@@ -213,8 +220,8 @@ class _Builder:
                 if self.formulation == "pod":
                     var = milp.var(f"x[{s.pod_names[pods[0]]},{s.node_names[n]}]")
                 else:
-                    here = sum(1 for p in pods if d.home[p] == n)
-                    cap = len(pods) if s.eligible[s.pod_signature[pods[0]], n] else here  # cordoned: no arrivals
+                    at_home = sum(1 for p in pods if d.home[p] == n)
+                    cap = len(pods) if s.eligible[s.pod_signature[pods[0]], n] else at_home  # cordoned: no arrivals
                     var = milp.var(f"z[{u},{s.node_names[n]}]", 0, cap)
                 assign[u, n] = var
                 on[n].append((u, var))
@@ -309,7 +316,7 @@ class _Builder:
 
     # -- pieces ----------------------------------------------------------------------------------
 
-    def _units(self) -> list[tuple[list[int], list[int]]]:
+    def _units(self) -> list[Unit]:
         """Pods (pod level) or classes of interchangeable pods, each with its eligible nodes."""
         d = self.d
         if self.formulation == "pod":
@@ -320,7 +327,7 @@ class _Builder:
             units.append((pods, nodes))
         return units
 
-    def _per_node_budget(self, units: list, assign: dict, moved_vars: dict | None) -> None:
+    def _per_node_budget(self, units: list[Unit], assign: dict[tuple[int, int], int], moved_vars: dict[tuple[int, int], int] | None) -> None:
         """Moves out of n plus moves into n <= max_moves_per_node, for every node."""
         d, s = self.d, self.d.state
         terms: dict[int, list[tuple[int, int]]] = defaultdict(list)
@@ -342,7 +349,7 @@ class _Builder:
         for n, row in terms.items():
             self.milp.row(row, None, int(self.budget.node_left[n]) - constant[n], f"node-moves[{s.node_names[n]}]")
 
-    def _share_nodes(self, units: list, on: dict) -> set[int]:
+    def _share_nodes(self, units: list[Unit], on: dict[int, list[tuple[int, int]]]) -> set[int]:
         s = self.d.state
         nodes = set(self.d.locked_shares)
         for n, here in on.items():
@@ -350,7 +357,7 @@ class _Builder:
                 nodes.add(n)
         return nodes
 
-    def _devices(self, n: int, here: list[tuple[int, int]], units: list, model: DefragModel) -> list[tuple[int, int]]:
+    def _devices(self, n: int, here: list[tuple[int, int]], units: list[Unit], model: DefragModel) -> list[tuple[int, int]]:
         """(6)-(8): device-level packing of shares on node n; returns the GPU-row terms sum_d u[n,d]."""
         d, milp, s = self.d, self.milp, self.d.state
         name = s.node_names[n]
@@ -384,7 +391,7 @@ class _Builder:
 
     # -- hints -----------------------------------------------------------------------------------
 
-    def _hint_assign(self, target, values, units, assign, empty) -> None:
+    def _hint_assign(self, target: dict[int, int], values: list[int], units: list[Unit], assign: dict[tuple[int, int], int], empty: dict[int, int]) -> None:
         d = self.d
         busy = {int(d.state.pod_node[p]) for p in range(len(d.state.pod_names)) if d.state.pod_locked[p] and d.state.pod_node[p] >= 0}
         for u, (pods, _) in enumerate(units):
@@ -397,7 +404,7 @@ class _Builder:
         for n, var in empty.items():
             values[var] = 0 if n in busy else 1
 
-    def _hint_moves(self, target, values, units, moved_vars) -> None:
+    def _hint_moves(self, target: dict[int, int], values: list[int], units: list[Unit], moved_vars: dict[tuple[int, int], int]) -> None:
         d = self.d
         for u, (pods, _) in enumerate(units):
             stay: dict[int, int] = defaultdict(int)
@@ -409,7 +416,9 @@ class _Builder:
             for n, count in c0.items():
                 values[moved_vars[u, n]] = max(0, count - stay.get(n, 0))
 
-    def _hint_devices(self, n, target, values, used, placements, units) -> None:
+    def _hint_devices(
+        self, n: int, target: dict[int, int], values: list[int], used: list[int], placements: list[tuple[int | None, int, list[int]]], units: list[Unit]
+    ) -> None:
         d = self.d
         sharing = []
         for u, p, ys in placements:

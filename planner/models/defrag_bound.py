@@ -179,7 +179,7 @@ def _anti_affinity_extra_nodes(
     members = np.array([(g, pod_region[p]) for p, g in pairs], dtype=np.int64)
     keys, moving = np.unique(members, axis=0, return_counts=True)  # (group, region) -> movable members
     locked_in = np.bincount(region[locked_node & (region >= 0)], minlength=count)  # locked nodes per region
-    taken = {}  # (group, region) -> locked nodes there holding a pod of the group
+    taken: dict[tuple[int, int], int] = {}  # (group, region) -> locked nodes there holding a pod of the group
     seen = set()
     for p in np.flatnonzero(locked_pod).tolist():
         n = int(state.pod_node[p])

@@ -23,7 +23,7 @@ def _check_deadline(deadline: float | None) -> None:
         raise ModelTimeout("building the model took the whole time limit")
 
 
-def class_key(state: ClusterState, p: int, domain: int) -> tuple:
+def class_key(state: ClusterState, p: int, domain: int) -> tuple[object, ...]:
     """Pods with equal keys are interchangeable for every rule and resource."""
     return (
         int(state.pod_whole[p]),
@@ -40,7 +40,9 @@ def class_key(state: ClusterState, p: int, domain: int) -> tuple:
 class DefragData:
     """Integer resources, locked usage and eligibility, derived from ``rules`` via the state."""
 
-    def __init__(self, state: ClusterState, movable: list[int], forbidden: set[tuple[int, int]] | frozenset, budget: MoveBudget, deadline: float | None):
+    def __init__(
+        self, state: ClusterState, movable: list[int], forbidden: set[tuple[int, int]] | frozenset[tuple[int, int]], budget: MoveBudget, deadline: float | None
+    ):
         self.state = s = state
         self.movable = movable
         n_nodes = len(s.node_names)
@@ -106,7 +108,7 @@ class DefragData:
         )
 
     def classes(self) -> list[list[int]]:
-        by_key: dict[tuple, list[int]] = defaultdict(list)
+        by_key: dict[tuple[object, ...], list[int]] = defaultdict(list)
         for p in self.movable:
             asw = int(self.state.asw_domain[self.home[p]]) if self.same_asw else -1
             by_key[(*class_key(self.state, p, self.domain[p]), asw)].append(p)

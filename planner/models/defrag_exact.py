@@ -36,12 +36,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from planner.limits import MoveBudget
 from planner.models.backends import solve
 from planner.models.defrag import DefragModel, build_defrag_model
 from planner.models.defrag_data import ModelTimeout
-from planner.models.milp import MilpResult
+from planner.models.milp import Milp, MilpResult, PhaseRecord
 from planner.state import ClusterState
 from planner.waves import Step, target_to_waves
 
@@ -157,12 +158,13 @@ def _empties_from_bound(bound: float | None, scale: int, most: int) -> int | Non
     return max(0, min(most, math.ceil(bound / scale - 1e-6)))
 
 
-def solve_model(model: DefragModel, options: ExactOptions, time_limit_s: float, hint: list[int] | None) -> tuple[MilpResult, Proof, list[dict]]:
+def solve_model(model: DefragModel, options: ExactOptions, time_limit_s: float, hint: list[int] | None) -> tuple[MilpResult, Proof, list[DefragPhaseRecord]]:
     """Solve ``model`` lexicographically (``options.lexicographic``); the result carrying the final
     values, the proof, and one record per solve."""
-    run = lambda milp, seconds, start: solve(
-        milp, options.solver, max(seconds, 0.5), options.solver_workers, start, options.seed, options.deterministic, options.strict
-    )
+
+    def run(milp: Milp, seconds: float, start: list[int] | None) -> MilpResult:
+        return solve(milp, options.solver, max(seconds, 0.5), options.solver_workers, start, options.seed, options.deterministic, options.strict)
+
     proof = Proof.unproven(model)
     most = len(model.empty_vars)
     if options.lexicographic == "weighted":
@@ -191,7 +193,32 @@ def solve_model(model: DefragModel, options: ExactOptions, time_limit_s: float, 
     return second, proof, records
 
 
-def _record(phase: str, result: MilpResult, model: DefragModel) -> dict:
+class DefragPhaseRecord(PhaseRecord):
+    """A phase of the exact defrag model: with the empty nodes of its solution."""
+
+    model_empties: int | None
+
+
+class AttemptRecord(TypedDict, total=False):
+    """One attempt of the exact planner (a model built and solved, or the build that ran out of time)."""
+
+    attempt: int
+    solver: str
+    formulation: str
+    status: str
+    message: str
+    model_empties: int | None
+    wall_s: float
+    forbidden_pairs: int
+    phases: list[DefragPhaseRecord]
+    bound: int | None
+    executed_empties: int
+    moves: int
+    routed: int
+    dropped: int
+
+
+def _record(phase: str, result: MilpResult, model: DefragModel) -> DefragPhaseRecord:
     return {
         "phase": phase,
         "status": result.status,
@@ -218,7 +245,7 @@ class ExactOutcome:
     variables: int = 0
     constraints: int = 0
     solve_wall_s: float = 0.0
-    history: list[dict] = field(default_factory=list)
+    history: list[AttemptRecord] = field(default_factory=list)
     exact_units: bool = True
     """The model's units are exact (``models/units.py``); otherwise it is a relaxation."""
 
@@ -243,7 +270,7 @@ def solve_exact(state: ClusterState, options: ExactOptions, budget: MoveBudget |
             break
         hint = model.hint(hint_target) if hint_target is not None else None
         result, proof, phases = solve_model(model, options, deadline - time.perf_counter(), hint)
-        record = {
+        record: AttemptRecord = {
             "attempt": attempt,
             "solver": result.solver,
             "formulation": model.formulation,
@@ -275,7 +302,8 @@ def solve_exact(state: ClusterState, options: ExactOptions, budget: MoveBudget |
         empties = int((scratch.pods_per_node == 0).sum())
         moves = sum(len(w) for w in executed.waves)
         key = (empties, -moves, -outcome.proof.gpu_units_of(executed.waves))
-        record.update(executed_empties=empties, moves=moves, routed=executed.routed, dropped=len(executed.dropped))
+        record["executed_empties"], record["moves"] = empties, moves
+        record["routed"], record["dropped"] = executed.routed, len(executed.dropped)
         if best_key is None or key > best_key:
             best_key = key
             outcome.waves, outcome.routed_moves, outcome.dropped_moves = executed.waves, executed.routed, len(executed.dropped)

@@ -31,12 +31,13 @@ import math
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from planner.models.milp import Milp, MilpResult
+from planner.models.milp import Milp, MilpResult, SolveStatus
 
 MIP_FEASIBILITY_TOLERANCE = 1e-9
 INTEGRAL_PROOF_SLACK = 0.5
@@ -46,7 +47,7 @@ _highs_threads: int | None = None
 
 
 @contextlib.contextmanager
-def _quiet_stdout():  # type: ignore[no-untyped-def]
+def _quiet_stdout() -> Iterator[None]:
     """Send the process's C-level stdout to /dev/null while the solver runs."""
     sys.stdout.flush()
     saved = os.dup(1)
@@ -106,7 +107,9 @@ def _load(h: Any, highspy: Any, milp: Milp, integral: bool) -> None:
     h.changeObjectiveSense(highspy.ObjSense.kMaximize)
     if milp.objective_offset:
         h.changeObjectiveOffset(float(milp.objective_offset))
-    starts, indexes, values = [0], [], []
+    starts: list[int] = [0]
+    indexes: list[int] = []
+    values: list[float] = []
     for terms in milp.row_terms:
         indexes.extend(v for v, _ in terms)
         values.extend(c for _, c in terms)
@@ -177,6 +180,7 @@ def solve_highs(
     info = h.getInfo()
     S = highspy.HighsModelStatus
     has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    status: SolveStatus
     if model_status == S.kOptimal:
         status = "optimal"
     elif model_status == S.kInfeasible:

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from planner.limits import MoveBudget
-from planner.models.defrag_exact import ExactOptions, solve_exact
+from planner.models.defrag_exact import AttemptRecord, ExactOptions, solve_exact
+from planner.runtime.tasks import Run
 from planner.state import ClusterState
 from planner.waves import Step
 
@@ -67,7 +68,7 @@ class Neighbourhood:
     waves: list[list[Step]]
     gain: int
     settled: bool
-    solves: list[dict]
+    solves: list[AttemptRecord]
 
 
 @dataclass
@@ -82,7 +83,7 @@ class LnsResult:
     """(solver, formulation, lexicographic mode) of every neighbourhood solve."""
 
 
-def run_lns(state: ClusterState, options: LnsOptions, budget: MoveBudget, run_groups: Callable, progress: Progress | None = None) -> LnsResult:
+def run_lns(state: ClusterState, options: LnsOptions, budget: MoveBudget, run_groups: Run, progress: Progress | None = None) -> LnsResult:
     """Improve ``state`` (mutated to the new end state) within ``options.time_limit_s`` and
     ``budget`` (spent by the moves applied)."""
     rng = np.random.default_rng([options.seed, 7])
@@ -175,7 +176,7 @@ def pick_neighbourhoods(state: ClusterState, rng: np.random.Generator, count: in
     order = candidates[np.argsort(share[candidates] + rng.random(len(candidates)) * 0.5, kind="stable")]
     model = state.node_model
     taken = np.zeros(len(busy), dtype=bool)
-    groups = []
+    groups: list[tuple[np.ndarray, bool]] = []
     for seed_node in order.tolist():
         if len(groups) == count:
             break
@@ -225,7 +226,8 @@ def _related(state: ClusterState, home: np.ndarray) -> np.ndarray:
 
 def _movable(state: ClusterState) -> np.ndarray:
     """Mask of pods that are placed and not locked."""
-    return (state.pod_node >= 0) & ~state.pod_locked
+    movable: np.ndarray = (state.pod_node >= 0) & ~state.pod_locked
+    return movable
 
 
 def _closed(state: ClusterState, nodes: np.ndarray, busy: np.ndarray) -> bool:
@@ -260,6 +262,7 @@ def improve_neighbourhood(task: LnsTask) -> Neighbourhood:
     settled = bound is not None and bound <= empty_now + max(gain, 0)
     if gain <= 0:
         return Neighbourhood([], 0, settled, outcome.history)
+    assert outcome.waves is not None  # a gain comes from waves
     node_ids, pod_ids = sub.node_ids, sub.pod_ids
     waves = [[(int(pod_ids[p]), int(node_ids[s]), int(node_ids[d])) for p, s, d in wave] for wave in outcome.waves]
     return Neighbourhood(waves, gain, settled, outcome.history)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -43,9 +44,10 @@ from planner.heuristics.room import Request, domains_of, optimistic_slots
 from planner.heuristics.topology import node_slots
 from planner.limits import MoveBudget
 from planner.models.backends import solve
-from planner.models.milp import Milp, MilpResult
+from planner.models.milp import Milp, MilpResult, PhaseRecord
 from planner.models.units import scale_for
-from planner.state import UNLISTED, ClusterState
+from planner.state import ClusterState
+from planner.state_build import UNLISTED
 
 MAX_PAIRS = 150_000
 """Above this many (movable pod, node) pairs the neighbourhood is restricted. At 150,000 the whole of
@@ -68,7 +70,7 @@ class Neighbourhood:
     restricted: bool
     why: list[str] = field(default_factory=list)
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {
             "restricted": self.restricted,
             "movable_pods": len(self.movable),
@@ -91,7 +93,7 @@ class Solution:
     gpus_moved: float
     moves_bound: int | None
     neighbourhood: Neighbourhood
-    records: list[dict] = field(default_factory=list)
+    records: list[PhaseRecord] = field(default_factory=list)
     variables: int = 0
     constraints: int = 0
     hinted: bool | None = None
@@ -195,15 +197,15 @@ class _Model:
             n: [int(s.cap_gpus[n]) - int(s.share_devices[n]), cpu.capacity(float(s.cap_cpus[n])), mem.capacity(float(s.cap_mem[n])), *s.cap_res[n].tolist()]
             for n in hood.nodes
         }
-        blocked: dict[int, set] = {}
+        blocked: dict[int, set[int]] = {}
         for q in fixed:
             n = int(s.pod_node[q])
             if n in room:
                 room[n][0] -= int(s.pod_whole[q])
                 room[n][1] -= ask[q][1]
                 room[n][2] -= ask[q][2]
-                for r in range(3, len(room[n])):
-                    room[n][r] -= ask[q][r]
+                for column in range(3, len(room[n])):
+                    room[n][column] -= ask[q][column]
                 blocked.setdefault(n, set()).update(s.pod_groups[q])
         standby = s.standby_on > 0
 
@@ -350,7 +352,10 @@ def solve_make_room(
         job_nodes = {j: {n for _, n in pairs} for j, pairs in started.items()}
     hood = neighbourhood(state, requests, budget, MAX_PAIRS if max_pairs is None else max_pairs, touched, job_nodes)
     model = _Model(state, requests, budget, hood)
-    run = lambda milp, hint: solve(milp, solver, max(0.2, deadline - time.perf_counter()), workers, hint, seed, deterministic)
+
+    def run(milp: Milp, hint: list[int] | None) -> MilpResult:
+        return solve(milp, solver, max(0.2, deadline - time.perf_counter()), workers, hint, seed, deterministic)
+
     hint = None if known is None else model.hint(*known)
     if hint is not None and round(model.m.value_of_objective(hint)) == len(requests) and not model.m.violated_rows(hint):
         # the hint starts every job: no plan starts more, so (a) is proven without a solve
@@ -370,6 +375,7 @@ def solve_make_room(
     second = run(tail, start)
     records.append(_record("moves, GPUs moved", second))
     best = second if second.values is not None else first
+    assert best.values is not None  # first found values (returned above otherwise)
     solution.target, solution.placements = model.read(best.values)
     solution.moves = len(solution.target)
     solution.gpus_moved = float(sum(model.gpus[p] for p in solution.target))
@@ -384,5 +390,5 @@ def solve_make_room(
     return solution
 
 
-def _record(phase: str, result: MilpResult) -> dict:
+def _record(phase: str, result: MilpResult) -> PhaseRecord:
     return {"phase": phase, "status": result.status, "objective": result.objective, "bound": result.bound, "wall_s": round(result.wall_s, 3)}

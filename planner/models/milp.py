@@ -8,9 +8,12 @@ Integer coefficients keep the two back-ends solving exactly the same problem (CP
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypedDict
 
+Row = tuple[list[tuple[int, int]], int | None, int | None, str]
+"""A row as ``Milp.row`` takes it: its (variable, coefficient) terms, lower and upper side (None: unbounded), name."""
 SolveStatus = Literal["optimal", "feasible", "infeasible", "timeout", "error"]
 """optimal: proven; feasible: a solution, not proven optimal; timeout: no solution in time."""
 
@@ -55,7 +58,7 @@ class Milp:
                 self.objective[v] = self.objective.get(v, 0) + int(c)
         self.objective_offset = offset
 
-    def with_objective(self, terms: list[tuple[int, int]], offset: int = 0, rows: list[tuple[list[tuple[int, int]], int | None, int | None, str]] = ()) -> Milp:
+    def with_objective(self, terms: list[tuple[int, int]], offset: int = 0, rows: Sequence[Row] = ()) -> Milp:
         """The same variables and rows plus ``rows``, with another objective (for phased solves).
 
         The copy shares the variable lists: add no variables to it.
@@ -129,6 +132,16 @@ class Compaction:
     def restrict(self, values: list[int]) -> list[int]:
         """An original solution's values on the compact model's columns (for a hint)."""
         return [values[v] for v in self.kept]
+
+
+class PhaseRecord(TypedDict):
+    """One solve (a phase of a lexicographic solve), as a report's history lists it."""
+
+    phase: str
+    status: str
+    objective: float | None
+    bound: float | None
+    wall_s: float
 
 
 @dataclass

@@ -81,7 +81,9 @@ def minimise_moves(state: ClusterState, waves: list[list[Step]], budget: MoveBud
     return MoveMinimal(best, report)
 
 
-def _exact_pass(state: ClusterState, waves: list[list[Step]], budget: MoveBudget, empties: int, options: ExactOptions, report: dict) -> list[list[Step]]:
+def _exact_pass(
+    state: ClusterState, waves: list[list[Step]], budget: MoveBudget, empties: int, options: ExactOptions, report: dict[str, Any]
+) -> list[list[Step]]:
     deadline = time.perf_counter() + options.time_limit_s
     end = end_state(state, waves)
     _, pairs = model_size(state)
@@ -109,7 +111,9 @@ def _exact_pass(state: ClusterState, waves: list[list[Step]], budget: MoveBudget
     return best
 
 
-def _solve_piece(state: ClusterState, end: ClusterState, nodes: np.ndarray, budget: MoveBudget, options: ExactOptions, seconds: float, whole: bool) -> dict:
+def _solve_piece(
+    state: ClusterState, end: ClusterState, nodes: np.ndarray, budget: MoveBudget, options: ExactOptions, seconds: float, whole: bool
+) -> dict[str, Any]:
     """Re-solve ``nodes`` for fewest moves at its empty-node count; ``end`` takes the solution when
     the model finds one (every pod of the piece on a node of the piece, capacities checked by the model)."""
     sub, local_pods = _piece_state(state, end, nodes)
@@ -164,7 +168,7 @@ def _pieces(state: ClusterState, end: ClusterState) -> list[np.ndarray]:
     components of the move graph (source - destination), packed in order into pieces of at most
     ``PIECE_NODES`` nodes; a larger component is cut in node order."""
     moved = np.flatnonzero((state.pod_node != PENDING) & (end.pod_node != state.pod_node))
-    parent = {}
+    parent: dict[int, int] = {}
 
     def find(n: int) -> int:
         while parent.setdefault(n, n) != n:

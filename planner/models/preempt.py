@@ -40,7 +40,8 @@ from planner.models.backends import solve
 from planner.models.milp import Milp
 from planner.models.units import scale_for
 from planner.preempt_state import Ask, PreemptState
-from planner.state import PENDING, UNLISTED
+from planner.state import PENDING
+from planner.state_build import UNLISTED
 
 
 def solve_preempt(
@@ -200,19 +201,19 @@ class _Model:
         for n in nodes:
             if cs.standby_on[n] == 0:
                 continue
-            pods_x = [(p, self.x[p, n]) for p in ask.pods if (p, n) in self.x and cs._reserve[p] is not None]
+            pods_x = [(p, self.x[p, n], reserve) for p in ask.pods if (p, n) in self.x and (reserve := cs._reserve[p]) is not None]
             if not pods_x:
                 continue
-            if any(cs._reserve[p][3] for p, _ in pods_x) or cs.hp_shares.get(n):
+            if any(reserve[3] for _, _, reserve in pods_x) or cs.hp_shares.get(n):
                 self.exact = False  # shares in a reservation: packing is not linear
             room = int(cs.cap_gpus[n] - cs.hp_whole[n] - len(rules.pack_shares(cs.hp_shares.get(n, ()))))
-            m.row([(v, cs._reserve[p][0] + (1 if cs._reserve[p][3] else 0)) for p, v in pods_x], None, room, f"(7) HP GPUs of {n}")
+            m.row([(v, reserve[0] + (1 if reserve[3] else 0)) for _, v, reserve in pods_x], None, room, f"(7) HP GPUs of {n}")
             for k, name, cap, used in ((1, "CPUs", cs.cap_cpus, cs.hp_cpus), (2, "memory", cs.cap_mem, cs.hp_mem)):
-                values = [cs._reserve[p][k] for p, _ in pods_x]
+                values = [reserve[k] for _, _, reserve in pods_x]
                 scale = scale_for(values, [float(cap[n]), float(used[n])])
                 self.exact &= scale.exact
                 m.row(
-                    [(v, scale.request(cs._reserve[p][k])) for p, v in pods_x],
+                    [(v, scale.request(reserve[k])) for _, v, reserve in pods_x],
                     None,
                     scale.capacity(float(cap[n])) - scale.request(float(used[n])),
                     f"(7) HP {name} of {n}",
@@ -261,18 +262,19 @@ class _Model:
                 terms = [(v, 1) for p, S, v in on_n if g in S]
                 if not terms:
                     continue
-                q = holder.get(g)
-                if q is None:
+                held_by = holder.get(g)
+                if held_by is None:
                     m.row(terms, None, 1, f"(4) device {g} of {n}")
                 else:
-                    m.row(terms + [(self.e[int(ps.unit[q])], -1)], None, 0, f"(4) device {g} of {n} held by {q}")
+                    m.row(terms + [(self.e[int(ps.unit[held_by])], -1)], None, 0, f"(4) device {g} of {n} held by {held_by}")
             # domain CPUs, in units exact for the fractions CPUs/devices
             values = []
             for p, S, _ in on_n:
                 values.append(float(ps.cs.pod_cpus[p]) / len(S))
             for q in ps.cs.node_pods[n]:
-                if ps.devices[q] and not ps.cs.pod_standby[q]:
-                    values.append(float(ps.cs.pod_cpus[q]) / len(ps.devices[q]))  # type: ignore[arg-type]
+                q_devices = ps.devices[q]
+                if q_devices and not ps.cs.pod_standby[q]:
+                    values.append(float(ps.cs.pod_cpus[q]) / len(q_devices))
             scale = scale_for(values, list(numa.domain_cpus))
             self.exact &= scale.exact
             used = [0] * len(numa.domain_cpus)
@@ -281,10 +283,11 @@ class _Model:
             for q in ps.cs.node_pods[n]:
                 if ps.cs.pod_standby[q]:
                     continue
-                for g in ps.devices[q] or ():
+                q_devices = ps.devices[q] or ()
+                for g in q_devices:
                     d = numa.device_domain[g]
                     if d >= 0:
-                        amount = scale.request(float(ps.cs.pod_cpus[q]) / len(ps.devices[q]))  # type: ignore[arg-type]
+                        amount = scale.request(float(ps.cs.pod_cpus[q]) / len(q_devices))
                         used[d] += amount
                         if q in victims:
                             freed[int(ps.unit[q]), d] += amount

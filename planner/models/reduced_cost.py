@@ -54,9 +54,10 @@ def lagrangian_bound(milp: Milp, row_duals: list[float]) -> LagrangianBound:
         bound = milp.objective_offset * scale
         for terms, lo, hi, y in zip(milp.row_terms, milp.row_lower, milp.row_upper, rounded):
             y *= sign
-            if y == 0 or (y > 0 and hi is None) or (y < 0 and lo is None):
+            side = hi if y > 0 else lo  # the side the multiplier's sign prices
+            if y == 0 or side is None:
                 continue
-            bound += y * (hi if y > 0 else lo)  # type: ignore[operator]
+            bound += y * side
             for v, a in terms:
                 reduced[v] -= a * y
         bound += sum(d * (milp.upper[v] if d > 0 else milp.lower[v]) for v, d in enumerate(reduced) if d)

@@ -81,12 +81,12 @@ class SpotInstance(BaseModel):
 def instance_problems(inst: SpotInstance) -> list[str]:
     """What a well-formed instance gets wrong: duplicate names, jobs that fit nowhere or cannot end."""
     problems = []
-    for kind, items in (("nodes", inst.nodes), ("jobs", inst.jobs)):
+    for kind, names in (("nodes", [node.name for node in inst.nodes]), ("jobs", [job.name for job in inst.jobs])):
         seen: dict[str, int] = {}
-        for k, item in enumerate(items):
-            if item.name in seen:
-                problems.append(f"{kind}[{k}].name: duplicate name '{item.name}' (also {kind}[{seen[item.name]}])")
-            seen.setdefault(item.name, k)
+        for k, name in enumerate(names):
+            if name in seen:
+                problems.append(f"{kind}[{k}].name: duplicate name '{name}' (also {kind}[{seen[name]}])")
+            seen.setdefault(name, k)
     for k, job in enumerate(inst.jobs):
         room = sum(inst.pods_fit(job, n) for n in inst.nodes)
         if room < job.workers:

@@ -41,12 +41,12 @@ class Scale:
 
     def request(self, value: float) -> int:
         """A request in units: exact, or rounded down (relaxed)."""
-        scaled = _fraction(value) * self.unit if self.exact else Fraction(value) * self.unit
+        scaled = _exact_fraction(value) * self.unit if self.exact else Fraction(value) * self.unit
         return int(scaled) if self.exact else math.floor(scaled)
 
     def capacity(self, value: float) -> int:
         """The most units that fit ``value`` under the rules' tolerance (rounded up when relaxed)."""
-        limit = ((_fraction(value) if self.exact else Fraction(value)) + EPS) * self.unit
+        limit = ((_exact_fraction(value) if self.exact else Fraction(value)) + EPS) * self.unit
         return math.floor(limit) if self.exact else math.ceil(limit)
 
 
@@ -63,6 +63,14 @@ def scale_for(requests: Iterable[float], capacities: Iterable[float]) -> Scale:
         if unit > MAX_DENOMINATOR or unit * largest > MAX_SCALED:
             return Scale(RELAXED_RESOLUTION, False)
     return Scale(unit, True)
+
+
+def _exact_fraction(value: float) -> Fraction:
+    """``_fraction(value)``, which an exact scale has for every value it was made for."""
+    q = _fraction(value)
+    if q is None:
+        raise ValueError(f"{value!r} is not a fraction with a denominator up to {MAX_DENOMINATOR}: the scale is not exact for it")
+    return q
 
 
 def _fraction(value: float) -> Fraction | None:

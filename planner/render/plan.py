@@ -67,6 +67,7 @@ def render_summary(console: Console, plan: Any) -> None:
 
 def render_defrag_comparison(console: Console, comparison: DefragComparison) -> None:
     h, e, gap = comparison.heuristic.report, comparison.exact.report, comparison.gap
+    assert h is not None and e is not None  # the engine reports every plan of a comparison
     table = Table(title="Heuristic (IPC) against exact")
     for column in ("", "heuristic", "exact"):
         table.add_column(column, justify="left" if not column else "right")
@@ -99,7 +100,7 @@ def render_defrag_comparison(console: Console, comparison: DefragComparison) -> 
 
 
 def render_make_room_jobs(console: Console, plan: DefragPlan) -> None:
-    if not plan.metrics.per_job:
+    if plan.metrics is None or not plan.metrics.per_job:
         return
     jobs = Table(title="Make room: named jobs")
     for column in ("job", "placed", "moves", "GPUs moved", "nodes / reason"):
@@ -153,8 +154,9 @@ def render_preempt(console: Console, plan: PreemptPlan | PreemptComparison) -> N
         if report.bound is not None:
             head += f", bound {report.bound:g}, gap {report.gap:g}"
         console.print(head)
-        if getattr(report, "reason", None):
-            console.print(f"  reason: {report.reason}")
+        reason = getattr(report, "reason", None)
+        if reason:
+            console.print(f"  reason: {reason}")
         title = f"reactivate {one.reactivate}" if one.reactivate else f"job {one.job}: placements"
         table = Table("pod", "node", "devices", title=title)
         for p in one.placements:

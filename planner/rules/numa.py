@@ -89,7 +89,7 @@ def numa_guaranteed_breaks(node: Node, pod: Pod, gpu_indexes: Sequence[int] | No
         for g in indexes:
             need[owner[g]] = need.get(owner[g], 0.0) + each
         for d, cpus in sorted(need.items()):
-            domain = node.numa[d]  # type: ignore[index]
+            domain = node.numa[d]
             if used[d] + cpus > domain.cpus + EPS:
                 problems.append(
                     f"NUMA domain '{domain.name}' of node '{node.name}' has {domain.cpus - used[d]:g} CPUs free, pod '{pod.name}' draws {cpus:g} from it"

@@ -74,7 +74,7 @@ def _lower_bound(shares: tuple[float, ...]) -> int:
     a = np.array(shares[::-1])  # ascending
     prefix = np.concatenate(([0.0], np.cumsum(a)))
     n = len(a)
-    best = math.ceil(prefix[-1] - EPS)
+    best: int = math.ceil(prefix[-1] - EPS)
 
     def above(x: np.ndarray | float) -> np.ndarray:  # index of the first share > x
         return np.searchsorted(a, np.asarray(x) + EPS, side="right")
@@ -206,7 +206,7 @@ def share_slots(devices: int, shares: Sequence[float], share: float) -> int:
 def share_slots_per_node(devices: np.ndarray, shares_of: Mapping[int, Sequence[float]], share: float) -> np.ndarray:
     """``share_slots`` of every node: ``devices`` per node, ``shares_of`` the shares on each node that has any."""
 
-    slots = np.maximum(devices, 0).astype(np.int64) * math.floor(1 / share + EPS)
+    slots: np.ndarray = np.maximum(devices, 0).astype(np.int64) * math.floor(1 / share + EPS)
     for n, shares in shares_of.items():
         if len(shares):
             slots[n] = share_slots(int(devices[n]), shares, share)

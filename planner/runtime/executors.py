@@ -32,7 +32,9 @@ _INHERITED: tuple[Callable[[Any], Any], list[Lazy]] | None = None
 
 
 def _run_inherited(index: int) -> Any:
-    fn, tasks = _INHERITED  # type: ignore[misc]
+    inherited = _INHERITED
+    assert inherited is not None  # set by _run_forked before the fork
+    fn, tasks = inherited
     return fn(tasks[index]())
 
 

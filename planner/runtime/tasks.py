@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
-Run = Callable[[Callable[[T], R], Iterable[T]], list[R]]
+
+
+class Run(Protocol):
+    """An executor: ``run(fn, tasks)`` is ``[fn(t) for t in tasks]`` in task order, wherever it runs."""
+
+    def __call__(self, fn: Callable[[T], R], tasks: Iterable[T], /) -> list[R]: ...
+
+
 Kind = Literal["inline", "process", "ray"]
 
 

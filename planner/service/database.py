@@ -6,8 +6,9 @@ errors reduced to their first line for messages."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import CursorResult, Result, make_url
 from sqlalchemy.exc import ArgumentError
 
 from planner.service.secrets import secret, source
@@ -88,3 +89,9 @@ def database_url(db_path: str) -> tuple[str, str]:
     if url is None:
         return sqlite_url(db_path), "--db"
     return url, source("DATABASE_URL")
+
+
+def rows_changed(result: Result[Any]) -> int:
+    """The rows an UPDATE or DELETE changed (the driver's count, on the cursor result DML returns)."""
+    assert isinstance(result, CursorResult)  # DML statements return a CursorResult
+    return result.rowcount

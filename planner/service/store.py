@@ -41,7 +41,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from planner.service.database import check_url, engine_url, sqlite_url
+from planner.service.database import check_url, engine_url, rows_changed, sqlite_url
 from planner.service.rows import JobRow, PlanRow, ProbeRow, SnapshotRow
 
 MAX_ATTEMPTS = 3
@@ -229,7 +229,7 @@ class Store:
         for attempt in range(3):
             with self._writing() as s:
                 if max_queued is not None:
-                    queued = s.scalar(select(func.count()).select_from(JobRow).where(JobRow.status == "queued"))
+                    queued = s.scalar(select(func.count()).select_from(JobRow).where(JobRow.status == "queued")) or 0
                     if queued >= max_queued:
                         raise QueueFull
                 self._put_snapshot(s, digest, body, raw_bytes)
@@ -322,8 +322,8 @@ class Store:
                     )
                 )
                 s.commit()
-                if done.rowcount == 1:
-                    return _job(s.get(JobRow, job_id, populate_existing=True))
+                if rows_changed(done) == 1:
+                    return _job(s.get_one(JobRow, job_id, populate_existing=True))
         return None
 
     def renew(self, owner: str, job_ids: list[str], lease_s: float = LEASE_S) -> set[str]:
@@ -363,7 +363,7 @@ class Store:
                 .where(JobRow.id == job_id, JobRow.status == "running", *held)
                 .values(status="succeeded", finished_at=time.time(), progress=1.0, plan_id=plan.id)
             )
-            if done.rowcount != 1:
+            if rows_changed(done) != 1:
                 s.rollback()
                 return None
             s.add(plan)
@@ -380,10 +380,10 @@ class Store:
                 .where(JobRow.id == job_id, JobRow.status.in_(("queued", "running")), *held)
                 .values(status="failed", finished_at=time.time(), error=error)
             )
-            if done.rowcount == 1:
+            if rows_changed(done) == 1:
                 self._announce_end(s, job_id)
             s.commit()
-            return done.rowcount == 1
+            return rows_changed(done) == 1
 
     def cancel(self, job_id: str) -> str | None:
         """Cancel a queued or running job; returns the job's status afterwards (None: no such job)."""
@@ -401,11 +401,11 @@ class Store:
         """Delete a finished job with its snapshot and its plans; False if there is no such finished job."""
         with self._writing() as s:
             done = s.execute(delete(JobRow).where(JobRow.id == job_id, JobRow.status.in_(FINISHED)))
-            if done.rowcount == 1:
+            if rows_changed(done) == 1:
                 s.execute(delete(PlanRow).where(PlanRow.job_id == job_id))
                 self._delete_orphan_snapshots(s)
             s.commit()
-            return done.rowcount == 1
+            return rows_changed(done) == 1
 
     @staticmethod
     def _delete_orphan_snapshots(s: Session) -> None:
@@ -417,38 +417,40 @@ class Store:
             old = select(JobRow.id).where(JobRow.status.in_(FINISHED), JobRow.finished_at < before)
             s.execute(delete(PlanRow).where(PlanRow.job_id.in_(old)))
             done = s.execute(delete(JobRow).where(JobRow.status.in_(FINISHED), JobRow.finished_at < before))
-            if done.rowcount:
+            if rows_changed(done):
                 self._delete_orphan_snapshots(s)
             s.commit()
-            return done.rowcount
+            return rows_changed(done)
 
     def delete_plan(self, plan_id: str) -> bool:
         """Delete a stored plan (its job then has none); False if there is no such plan."""
         with self._writing() as s:
             done = s.execute(delete(PlanRow).where(PlanRow.id == plan_id))
-            if done.rowcount == 1:
+            if rows_changed(done) == 1:
                 s.execute(update(JobRow).where(JobRow.plan_id == plan_id).values(plan_id=None))
             s.commit()
-            return done.rowcount == 1
+            return rows_changed(done) == 1
 
     def reclaim_expired(self) -> dict[str, int]:
         """Apply the restart policy to running jobs whose lease has expired, and to running jobs with
         no lease at all (left by a version before leases); see the module docstring."""
         expired = (JobRow.status == "running") & (JobRow.lease_owner.is_(None) | (JobRow.lease_expires_at < self._now()))
         with self._writing() as s:
-            failed = s.execute(
-                update(JobRow)
-                .where(expired, JobRow.attempts >= MAX_ATTEMPTS)
-                .values(
-                    status="failed",
-                    finished_at=time.time(),
-                    error=f"interrupted {MAX_ATTEMPTS} times (server restarts or worker crashes); not retried",
+            failed = rows_changed(
+                s.execute(
+                    update(JobRow)
+                    .where(expired, JobRow.attempts >= MAX_ATTEMPTS)
+                    .values(
+                        status="failed",
+                        finished_at=time.time(),
+                        error=f"interrupted {MAX_ATTEMPTS} times (server restarts or worker crashes); not retried",
+                    )
                 )
-            ).rowcount
-            requeued = s.execute(
-                update(JobRow).where(expired).values(status="queued", progress=0.0, started_at=None, lease_owner=None, lease_expires_at=None)
-            ).rowcount
-            queued = s.scalar(select(func.count()).select_from(JobRow).where(JobRow.status == "queued"))
+            )
+            requeued = rows_changed(
+                s.execute(update(JobRow).where(expired).values(status="queued", progress=0.0, started_at=None, lease_owner=None, lease_expires_at=None))
+            )
+            queued = s.scalar(select(func.count()).select_from(JobRow).where(JobRow.status == "queued")) or 0
             s.commit()
         return {"requeued": requeued, "failed": failed, "queued": queued}
 
@@ -460,7 +462,7 @@ class Store:
 
     def queue_depth(self) -> int:
         with self.session() as s:
-            return s.scalar(select(func.count()).select_from(JobRow).where(JobRow.status == "queued"))
+            return s.scalar(select(func.count()).select_from(JobRow).where(JobRow.status == "queued")) or 0
 
     def list_jobs(self, status: str | None = None, limit: int = 50) -> list[Job]:
         with self.session() as s:

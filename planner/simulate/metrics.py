@@ -75,9 +75,13 @@ def replay_row(replay: Replay, horizon_s: float, hp_only: Replay | None = None, 
             row["hp_delay_growth"] = round(mixed / mean_alone - 1, 6)
         row["hp_delay_added_mean_s"] = None if mean_alone is None or mixed is None else round(mixed - mean_alone, 6)
         both = [
-            (o.first_start_s, hp_only.outcomes[n].first_start_s)
+            (o.first_start_s, alone_s)
             for n, o in replay.outcomes.items()
-            if n in counted and o.priority == "HP" and o.first_start_s is not None and n in hp_only.outcomes and hp_only.outcomes[n].first_start_s is not None
+            if n in counted
+            and o.priority == "HP"
+            and o.first_start_s is not None
+            and n in hp_only.outcomes
+            and (alone_s := hp_only.outcomes[n].first_start_s) is not None
         ]
         row["hp_started_later_share"] = round(sum(mixed_s > alone_s for mixed_s, alone_s in both) / len(both), 6) if both else None
     return row
@@ -91,7 +95,7 @@ def _delays(replay: Replay, counted: set[str], priority: str = "HP") -> np.ndarr
     )
 
 
-def _stat(values: np.ndarray, fn) -> float | None:  # type: ignore[no-untyped-def]
+def _stat(values: np.ndarray, fn) -> float | None:
     return None if not len(values) else round(float(fn(values)), 6)
 
 

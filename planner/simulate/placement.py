@@ -75,7 +75,7 @@ class Replay:
         return int((self.node < 0).sum())
 
 
-def replay(nodes: GpuNodes, arrivals: Trace, policy: Scorer, rng: np.random.Generator, workload: TargetWorkload, progress=None) -> Replay:  # type: ignore[no-untyped-def]
+def replay(nodes: GpuNodes, arrivals: Trace, policy: Scorer, rng: np.random.Generator, workload: TargetWorkload, progress=None) -> Replay:
     """Place ``arrivals`` in order on a copy of ``nodes`` under ``policy``; ``workload``: the task
     classes fragmentation is measured against."""
     state = copy.deepcopy(nodes)
@@ -134,7 +134,7 @@ def replay(nodes: GpuNodes, arrivals: Trace, policy: Scorer, rng: np.random.Gene
     return Replay(arrived, used, power_w, frag_milli, where, state.capacity_milli, taken)
 
 
-def _cached_scores(state: GpuNodes, policy: Scorer, ask: Ask, cache: dict, version: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+def _cached_scores(state: GpuNodes, policy: Scorer, ask: Ask, cache: dict, version: np.ndarray) -> np.ndarray:
     key = policy.cache_key(ask)
     entry = cache.get(key)
     if entry is None:
@@ -187,7 +187,7 @@ class RunSpec:
     data_dir: str | None = None
 
 
-def run_rows(spec: RunSpec) -> list[dict]:  # type: ignore[type-arg]
+def run_rows(spec: RunSpec) -> list[dict]:
     """Tidy rows, one per load point, of one replay (picklable: executors run these)."""
     nodes, trace = _inputs(spec.trace, spec.nodes, spec.data_dir)
     policy = scorer(spec.policy, trace, nodes)

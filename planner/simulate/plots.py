@@ -43,7 +43,7 @@ def plot_replays(series: dict[str, Replay], path: str) -> None:
 __all__ = ["plot_replays"]
 
 
-def plot_placement(rows: list[dict], path: str) -> None:  # type: ignore[type-arg]
+def plot_placement(rows: list[dict], path: str) -> None:
     """Per policy, the median over seeds against arrived load: GPU allocation (with the ideal
     line), power (EOPC) and fragmentation (rows of ``simulate.placement.run_rows``)."""
     import matplotlib  # deferred: matplotlib (~0.3 s), for the plots only

@@ -17,6 +17,7 @@ import numpy as np
 
 from planner.cluster import Cluster, Job, Node, Pod
 from planner.engine.defrag import DefragOptions, plan_defrag
+from planner.plans import DefragPlan
 
 
 @dataclass
@@ -52,11 +53,12 @@ def plan_room(
     snapshot_pods += [Pod(name=f"{head}/{k}", job=head, gpus=g, cpus=0.0) for k, g in enumerate(head_pods)]
     cluster = Cluster(time_s=0.0, nodes=nodes, pods=snapshot_pods, jobs=list(jobs.values()))
     plan = plan_defrag(cluster, DefragOptions(method="heuristic", make_room=[head], max_moves=max_moves, seed=seed))
-    if plan.unplaced or not plan.placements:  # type: ignore[union-attr]
+    assert isinstance(plan, DefragPlan)  # one method, not a comparison
+    if plan.unplaced or not plan.placements:
         return None
     moves = []
-    for move in plan.moves():  # type: ignore[union-attr]
+    for move in plan.moves():
         job, pod = move.pod.rsplit("/", 1)
         moves.append((job, int(pod), int(move.from_[1:]), int(move.to[1:])))
-    placed = {p.pod: int(p.node[1:]) for p in plan.placements}  # type: ignore[union-attr]
+    placed = {p.pod: int(p.node[1:]) for p in plan.placements}
     return RoomPlan(moves, [placed[f"{head}/{k}"] for k in range(len(head_pods))])

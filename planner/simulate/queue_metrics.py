@@ -15,7 +15,7 @@ def size_bucket(gpus: int) -> str:
     return str(1 << max(0, math.ceil(math.log2(max(gpus, 1)))))
 
 
-def queue_row(run: QueueReplay) -> dict:  # type: ignore[type-arg]
+def queue_row(run: QueueReplay) -> dict:
     """Metrics over [measure_from_s, horizon] (jobs: those submitted in it)."""
     c = run.cluster
     span = max(run.horizon_s - run.measure_from_s, 1e-9)

@@ -4,6 +4,8 @@ with ``rules.py``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from planner import rules
@@ -77,8 +79,10 @@ def check_decision(policy: str, snapshot: Cluster, choice: Choice, ask: Ask, w: 
         raise AssertionError(f"the simulator's decision for '{job}' at {now} s is invalid: {violations[:3]}")
     if "+" in policy:
         return
-    options = PreemptOptions(method=policy, now_s=now, **({"seed": seed} if policy == "random" else {}))
+    fields: dict[str, Any] = {"method": policy, "now_s": now, **({"seed": seed} if policy == "random" else {})}
+    options = PreemptOptions(**fields)
     expected = plan_reactivate(snapshot, waking, options) if waking else plan_preempt(snapshot, job, options)
+    assert isinstance(expected, PreemptPlan)  # a simulator's policy is one method, never compare
     got = (sorted((p.pod, p.node) for p in plan.placements), sorted(v.pod for v in plan.victims))
     want = (sorted((p.pod, p.node) for p in expected.placements), sorted(v.pod for v in expected.victims))
     if got != want:

@@ -219,10 +219,10 @@ def _replay(cluster: Cluster, plan: DefragPlan) -> tuple[list[Violation], Cluste
                     continue  # a conflict among residents alone was reported when it arose
                 violations.append(Violation(brk.rule, f"during wave {w}: {brk.detail}", w, None, brk.pod, node_name))
 
-        touched_jobs = sorted({pods[name].job for name in moving if pods[name].job in jobs})
+        touched_jobs = sorted({owner for name in moving if (owner := pods[name].job) is not None and owner in jobs})
         for job_name in touched_jobs:
             job = jobs[job_name]
-            copies = [location[name] for name in job_pods[job_name] if location[name] is not None]
+            copies = [where for name in job_pods[job_name] if (where := location[name]) is not None]
             copies += [moving[name] for name in job_pods[job_name] if name in moving]
             if not rules.job_topology_ok(job, [nodes[n] for n in copies]):
                 level = job.topology.level if job.topology else ""
@@ -236,7 +236,9 @@ def _replay(cluster: Cluster, plan: DefragPlan) -> tuple[list[Violation], Cluste
                 )
 
         for pod_name, destination in moving.items():
-            residents[location[pod_name]].discard(pod_name)
+            source = location[pod_name]
+            if source is not None:  # a moving pod is placed (residents is a defaultdict: None would find nothing)
+                residents[source].discard(pod_name)
             residents[destination].add(pod_name)
             location[pod_name] = destination
 

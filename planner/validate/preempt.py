@@ -176,7 +176,7 @@ class _Check:
             truth = rules.lost_gpu_s(pod, plan.now_s)
             if not math.isclose(victim.lost_gpu_s, truth, rel_tol=1e-9, abs_tol=COST_TOLERANCE):
                 problems.append(Violation(COST_MISMATCH, f"{where}: lost_gpu_s is {victim.lost_gpu_s!r}, the cost model gives {truth!r}", pod=pod.name))
-        for job_name in sorted({self.pods[v].job for v in named if v in self.pods and self.pods[v].job is not None}):
+        for job_name in sorted({job for v in named if v in self.pods and (job := self.pods[v].job) is not None}):
             if self.unit_of(self.job_pods[job_name][0].name).startswith("pod:"):
                 continue  # min_available 1: its replicas are victims one by one
             left = [p.name for p in self.job_pods[job_name] if p.node is not None and p.name not in named]
@@ -196,11 +196,11 @@ class _Check:
                 residents[pod.node].append(pod)
         arriving: dict[str, list[Pod]] = defaultdict(list)
         for placement in plan.placements:
-            pod = self.pods.get(placement.pod)
-            if pod is None or placement.node not in self.nodes:
+            placed = self.pods.get(placement.pod)
+            if placed is None or placement.node not in self.nodes:
                 continue
             indexes = list(placement.gpu_indexes) if placement.gpu_indexes is not None else None
-            arriving[placement.node].append(pod.model_copy(update={"gpu_indexes": indexes, "node": placement.node}))
+            arriving[placement.node].append(placed.model_copy(update={"gpu_indexes": indexes, "node": placement.node}))
         problems = []
         job = self.jobs.get(plan.job)
         for node_name, pods in sorted(arriving.items()):

@@ -174,7 +174,7 @@ def job_status(job: Job) -> JobStatus:
     return JobStatus(
         job_id=job.id,
         kind=job.kind,
-        status=job.status,  # type: ignore[arg-type]
+        status=job.status,
         progress=job.progress,
         created_at=job.created_at,
         started_at=job.started_at,

@@ -113,10 +113,10 @@ def plan_defrag(cluster: Cluster, options: DefragOptions | None = None, progress
     with collector_paused():  # see runtime/gc_pause.py: seconds at 37,707 nodes
         plan = _plan_defrag(pooled, options, progress)
         if options.limit_costs and isinstance(plan, DefragPlan) and plan.report is not None:
-            plan.report.limit_costs = limit_costs(pooled, options, plan)  # type: ignore[attr-defined]
+            plan.report.limit_costs = limit_costs(pooled, options, plan)  # type: ignore[attr-defined]  # an extra field (SolveReport allows them)
     for report in [plan.report] if isinstance(plan, DefragPlan) else [plan.heuristic.report, plan.exact.report]:
         if report is not None:
-            report.pools = pools.as_dict()  # type: ignore[attr-defined]
+            report.pools = pools.as_dict()  # type: ignore[attr-defined]  # an extra field (SolveReport allows them)
     return stamp(plan, cluster, options)
 
 
@@ -156,7 +156,7 @@ def _plan_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | 
     budget = MoveBudget.of(state, limits)
     relaxed = empties_bound(state, budget) if options.make_room is None else None  # make-room plans do not maximise empties
     before = metrics.summary(state)
-    method = options.method
+    method: str = options.method
     extra: dict[str, Any] = {"pods_held": held} if held else {}
     if method == "auto":
         method, why = choose_auto(state)
@@ -213,6 +213,8 @@ def compare_defrag(cluster: Cluster, options: DefragOptions, progress: Progress 
     exact = plan_defrag(cluster, options.model_copy(update={"method": "exact"}), progress)
     assert isinstance(heuristic, DefragPlan) and isinstance(exact, DefragPlan)
     h, e = heuristic.report, exact.report
+    assert h is not None and e is not None  # plan_defrag reports every plan
+    assert h.objective is not None  # IPC's plan always counts its empty nodes
     bound = e.bound
     gap: DefragGap = {
         "heuristic_empty_nodes": h.objective,
@@ -237,17 +239,18 @@ def compare_make_room(cluster: Cluster, options: DefragOptions) -> DefragCompari
     exact = plan_defrag(cluster, options.model_copy(update={"method": "exact"}))
     assert isinstance(heuristic, DefragPlan) and isinstance(exact, DefragPlan)
     h, e = heuristic.report, exact.report
+    assert h is not None and e is not None  # plan_defrag reports every plan
     gap: MakeRoomGap = {
-        "heuristic_jobs_placed": h.jobs_placed,
-        "exact_jobs_placed": e.jobs_placed,
+        "heuristic_jobs_placed": h.extra("jobs_placed"),
+        "exact_jobs_placed": e.extra("jobs_placed"),
         "heuristic_moves": h.moves,
         "exact_moves": e.moves,
         "heuristic_gpus_moved": h.gpus_moved,
         "exact_gpus_moved": e.gpus_moved,
         "exact_status": e.status,
-        "restricted": e.restricted,
-        "optimal_within_neighbourhood": e.optimal_within_neighbourhood,
-        "moves_saved": h.moves - e.moves if h.jobs_placed == e.jobs_placed else None,
+        "restricted": e.extra("restricted"),
+        "optimal_within_neighbourhood": e.extra("optimal_within_neighbourhood"),
+        "moves_saved": h.moves - e.moves if h.extra("jobs_placed") == e.extra("jobs_placed") else None,
         "heuristic_wall_s": h.wall_s,
         "exact_wall_s": e.wall_s,
     }

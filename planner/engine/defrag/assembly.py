@@ -26,7 +26,7 @@ def _finish(
     cluster: Cluster,
     state: ClusterState,
     steps: list[list[Step]],
-    before: dict,
+    before: dict[str, Any],
     options: DefragOptions,
     name: str,
     start: float,
@@ -53,9 +53,9 @@ def _finish(
     if len(steps) != len(nonempty):
         extra = {**extra, "waves_before_wave_limits": len(nonempty)}
     plan = _assemble(cluster, state, steps, before)
+    assert plan.metrics is not None  # _assemble measures every plan
     if made is not None:
         plan.placements, plan.unplaced = made.placements, made.unplaced
-        assert plan.metrics is not None
         plan.metrics.per_job = made.per_job
     moves = plan.moves()
     pods = {p.name: p for p in cluster.pods}
@@ -105,7 +105,7 @@ def _unplace_what_no_longer_fits(cluster: Cluster, state: ClusterState, made: An
     """After moves were dropped, a named job whose placements no longer all fit on the end state is
     reported unplaced (whole jobs, in the order placed; ``state`` is left as found)."""
     job_of = {pod.name: pod.job or pod.name for pod in cluster.pods}
-    by_job: dict[str, list] = {}
+    by_job: dict[str, list[Any]] = {}
     for placement in made.placements:
         by_job.setdefault(job_of[placement.pod], []).append(placement)
     kept, started = [], []
@@ -131,7 +131,7 @@ def _unplace_what_no_longer_fits(cluster: Cluster, state: ClusterState, made: An
     made.placements = kept
 
 
-def _assemble(cluster: Cluster, state: ClusterState, steps: list[list[Step]], before: dict) -> DefragPlan:
+def _assemble(cluster: Cluster, state: ClusterState, steps: list[list[Step]], before: dict[str, Any]) -> DefragPlan:
     """Plan from waves of index triples; ``state`` is already the end state."""
     nodes = [n.name for n in cluster.nodes]
     pods = [p.name for p in cluster.pods]
@@ -167,10 +167,11 @@ def why_nothing_moved(state: ClusterState, options: DefragOptions, extra: dict[s
         return "the per-node migration budget (max_moves_per_node) is 0"
     if busy.sum() < 2:
         return "only one node holds pods"
-    if (extra or {}).get("move_once_dropped"):
+    dropped = (extra or {}).get("move_once_dropped")
+    if dropped:
         return (
             f"the {options.method} plan moved some pod twice; with every pod moved once (move_once) none of its "
-            f"{extra['move_once_dropped']} move(s) could be made; plan again with move_once off to see it"
+            f"{dropped} move(s) could be made; plan again with move_once off to see it"
         )
     solved = options.method == "exact" or str((extra or {}).get("auto_choice", "")).startswith("exact")
     if solved and status == "optimal":

@@ -44,7 +44,7 @@ AUTO_EXACT_MAX_PAIRS = 30_000
 
 
 def _moved_once(
-    pristine: ClusterState, end: ClusterState, steps: list[list[Step]], limits: MoveLimits, extra: dict, keep_prefix: bool = True
+    pristine: ClusterState, end: ClusterState, steps: list[list[Step]], limits: MoveLimits, extra: dict[str, Any], keep_prefix: bool = True
 ) -> tuple[list[list[Step]], ClusterState]:
     """A plan that moves some pod twice (an IPC chain that moved it again, a detour) made to move
     every pod at most once (``route_once``), from the snapshot's state (``pristine``, not changed)
@@ -55,7 +55,7 @@ def _moved_once(
 
 
 def route_once(
-    start: ClusterState, end: ClusterState, steps: list[list[Step]], budget: MoveBudget, extra: dict, keep_prefix: bool = True
+    start: ClusterState, end: ClusterState, steps: list[list[Step]], budget: MoveBudget, extra: dict[str, Any], keep_prefix: bool = True
 ) -> tuple[list[list[Step]], ClusterState]:
     """A plan from ``start`` (not changed) ending in ``end`` that moves some pod twice, made to move
     every pod at most once: ``end`` routed again from ``start`` without detours (moves the router
@@ -119,7 +119,9 @@ def hold_pods(cluster: Cluster, state: ClusterState, limits: MoveLimits) -> dict
     return {reason: count for reason, count in held.items() if count}
 
 
-def _trim(start: ClusterState, steps: list[list[Step]], end: ClusterState, options: DefragOptions, extra: dict) -> tuple[list[list[Step]], ClusterState]:
+def _trim(
+    start: ClusterState, steps: list[list[Step]], end: ClusterState, options: DefragOptions, extra: dict[str, Any]
+) -> tuple[list[list[Step]], ClusterState]:
     """The move-minimal pass (``move_minimal.py``) over a plan from ``start`` ending in ``end``:
     the waves to return and their end state."""
     exact = _exact_options(options, options.time_limit_s) if options.trim == "exact" else None
@@ -134,7 +136,7 @@ def _ipc_options(options: DefragOptions) -> IpcOptions:
     return IpcOptions(partition_size=options.partition_size, depth=options.depth, rounds=options.rounds, seed=options.seed)
 
 
-def _ipc(state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None) -> tuple[list[list[Step]], dict]:
+def _ipc(state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None) -> tuple[list[list[Step]], dict[str, Any]]:
     result: IpcResult = run_ipc(state, _ipc_options(options), budget, run, progress)
     extra = {
         "rounds_run": result.rounds_run,
@@ -159,7 +161,9 @@ def _exact_options(options: DefragOptions, time_limit_s: float, **changes: Any) 
     return ExactOptions(**{**fields, **changes})
 
 
-def _exact(state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None) -> tuple[list[list[Step]], dict, dict]:
+def _exact(
+    state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None
+) -> tuple[list[list[Step]], dict[str, Any], dict[str, Any]]:
     """IPC for a warm start, then the exact model; returns the better executed plan of the two (IPC's
     as it would be returned: routed again under ``move_once``), and in the solver fields ``claims``,
     what the first solve's bound proves about a plan (``exact.Proof.claims``), which ``_finish`` reads
@@ -228,7 +232,7 @@ def _exact(state: ClusterState, options: DefragOptions, budget: MoveBudget, run:
 
 def _hybrid(
     state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None, start: float
-) -> tuple[list[list[Step]], dict]:
+) -> tuple[list[list[Step]], dict[str, Any]]:
     """IPC, then large-neighbourhood search with the exact model for the rest of the time limit."""
     waves, extra = _ipc(state, options, budget, run, progress)
     ipc_empties = int((state.pods_per_node == 0).sum())
@@ -309,7 +313,7 @@ def check_exact_size(state: ClusterState, options: DefragOptions) -> None:
         )
 
 
-MethodRun = Callable[[ClusterState, DefragOptions, MoveBudget, Run, "Progress | None", float], tuple[str, list[list[Step]], dict, dict]]
+MethodRun = Callable[[ClusterState, DefragOptions, MoveBudget, Run, "Progress | None", float], tuple[str, list[list[Step]], dict[str, Any], dict[str, Any]]]
 """A method: from the state (changed to the end state), the options, the budget, where partitions
 run, progress and the start time, to its name in the report, its waves, its solver fields and its
 report's extra fields."""
@@ -317,14 +321,14 @@ report's extra fields."""
 
 def _heuristic(
     state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None, start: float
-) -> tuple[str, list[list[Step]], dict, dict]:
+) -> tuple[str, list[list[Step]], dict[str, Any], dict[str, Any]]:
     steps, extra = _ipc(state, options, budget, run, progress)
     return "ipc", steps, {}, extra
 
 
 def _repack(
     state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None, start: float
-) -> tuple[str, list[list[Step]], dict, dict]:
+) -> tuple[str, list[list[Step]], dict[str, Any], dict[str, Any]]:
     outcome = baselines.repack(state, budget)
     extra = {"dropped_moves": outcome.dropped, "routed_moves": outcome.routed, "target_vacated": outcome.target_vacated}
     return "repack", outcome.waves or [], {}, extra
@@ -335,7 +339,7 @@ def _evict_and_replace(name: str, policy: str) -> MethodRun:
 
     def method(
         state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None, start: float
-    ) -> tuple[str, list[list[Step]], dict, dict]:
+    ) -> tuple[str, list[list[Step]], dict[str, Any], dict[str, Any]]:
         outcome = baselines.evict_and_replace(state, policy, options.threshold, options.seed, budget)
         return name, sequence_to_waves(outcome.sequence), {}, {"threshold": options.threshold}
 
@@ -344,14 +348,14 @@ def _evict_and_replace(name: str, policy: str) -> MethodRun:
 
 def _exact_method(
     state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None, start: float
-) -> tuple[str, list[list[Step]], dict, dict]:
+) -> tuple[str, list[list[Step]], dict[str, Any], dict[str, Any]]:
     steps, solver_fields, extra = _exact(state, options, budget, run, progress)
     return "exact", steps, solver_fields, extra
 
 
 def _hybrid_method(
     state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None, start: float
-) -> tuple[str, list[list[Step]], dict, dict]:
+) -> tuple[str, list[list[Step]], dict[str, Any], dict[str, Any]]:
     steps, extra = _hybrid(state, options, budget, run, progress, start)
     return "hybrid", steps, {}, extra
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from planner.models.highs import lp_relaxation
-from planner.models.milp import Milp
+from planner.models.milp import Milp, Row
 from planner.models.reduced_cost import lagrangian_bound
 from planner.models.topology.counts import (
     ENTROPY_SCALE,
@@ -33,10 +34,10 @@ SLACK_SHARE = 0.15
 def _entropy_phase(
     model: _Model,
     values: list[int],
-    held: list,
+    held: Sequence[Row],
     solver: str,
     deadline: float,
-    workers: int,  # type: ignore[type-arg]
+    workers: int,
     fields: dict[str, Any],
 ) -> tuple[list[int], bool]:
     """(c): least summed entropy with GPUs and switches held. Returns the values and whether proven."""
@@ -56,7 +57,7 @@ def _entropy_phase(
     m.row([(v, 1) for v in model.u.values()], None, model.switches_used(values), "(b) switches held")
     slack = _switch_slack(model, model.gpus_of(values), model.switches_used(values))
     if slack:  # the capacity may leave less: the least summed fewest switches, solved on the phase's rows
-        least = [(model.z[j], -model.fewest[j]) for j in model.names if model.fewest.get(j)]
+        least = [(model.z[j], -fewest) for j in model.names if (fewest := model.fewest.get(j))]
         probe = Milp(list(m.names), list(m.lower), list(m.upper), {}, 0, list(m.row_terms), list(m.row_lower), list(m.row_upper), list(m.row_names))
         probe.maximize(least)
         found = _solve(probe, solver, min(SLACK_SHARE * (deadline - time.perf_counter()), 2.0), workers, list(values), fields, "entropy_switch_slack_proof")
@@ -68,8 +69,9 @@ def _entropy_phase(
     if slack is not None:  # no job can use more than its fewest switches plus the slack
         for j in model.names:
             own_u = [(v, 1) for v in model.switch_vars(j)]
-            if model.fewest.get(j) and own_u:
-                m.row(own_u, None, model.fewest[j] + slack, f"(c) switches within the slack [{j}]")
+            fewest = model.fewest.get(j)
+            if fewest and own_u:
+                m.row(own_u, None, fewest + slack, f"(c) switches within the slack [{j}]")
         # a job held to one access switch has entropy 0: it needs no indicators
         confined = [j for j in spanning if model.fewest.get(j) == 1 and slack == 0]
     for j in confined:
@@ -131,6 +133,7 @@ def _entropy_phase(
         elif model.fewest.get(j) == 2:
             loose.append(j)
     for j in paired + loose:
+        assert slack is not None  # only jobs with a slack are paired (above)
         n_j = len(model.jobs[j])
         own_u = [(v, 1) for v in model.switch_vars(j)]
         for k in range(1, (n_j + 1) // 2):
@@ -148,16 +151,16 @@ def _entropy_phase(
     fields["entropy_jobs_paired"] = len(paired)
     # twins are interchangeable: some optimum lists their entropies in non-increasing name order
     ordered = [(a, b) for a, b in model.twins if a in entropy_of and b in entropy_of]
-    for a, b in ordered:
-        m.row([(v, c) for v, c in entropy_of[a]] + [(v, -c) for v, c in entropy_of[b]], 0, None, f"(c) twins in order [{a},{b}]")
+    for first, second in ordered:
+        m.row([(v, c) for v, c in entropy_of[first]] + [(v, -c) for v, c in entropy_of[second]], 0, None, f"(c) twins in order [{first},{second}]")
     fields["entropy_twins_ordered"] = len(ordered)
     m.maximize(terms)
     hint = list(values) + [0] * (m.num_vars - base)
     for j in spanning:
         for d in model.switches_of[j]:
-            b = indicator.get((j, d, values[model.x[j, d]]))
-            if b is not None:
-                hint[b] = 1
+            flag = indicator.get((j, d, values[model.x[j, d]]))
+            if flag is not None:
+                hint[flag] = 1
     for j, multisets in partitioned.items():
         held_counts = tuple(sorted((values[model.x[j, d]] for d in model.switches_of[j] if values[model.x[j, d]]), reverse=True))
         if held_counts in multisets:

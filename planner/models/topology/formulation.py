@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from planner.heuristics.topology import min_switches, node_slots
 from planner.models.milp import Milp
 from planner.rules import EPS
-from planner.state import UNLISTED, ClusterState
+from planner.state import ClusterState
+from planner.state_build import UNLISTED
 
 PATTERN_LIMIT = 64
 
@@ -48,7 +51,7 @@ class _Model:
         self,
         state: ClusterState,
         jobs: dict[str, list[int]],
-        levels: dict[str, tuple[str, bool]],
+        levels: Mapping[str, tuple[str, bool]],
         minimum: dict[str, int],
         within: dict[str, int] | None = None,
     ) -> None:
@@ -57,10 +60,10 @@ class _Model:
         self.exact = not any(state.pod_share[jobs[j][0]] > 0 for j in self.names)
         self.shapes: list[_Shape] = []
         self.shape_of: dict[str, int] = {}
-        keys: dict[tuple, int] = {}
+        keys: dict[tuple[Any, ...], int] = {}
         for j in self.names:
             p = jobs[j][0]
-            key = (
+            key: tuple[Any, ...] = (
                 int(state.pod_whole[p]),
                 bool(state.pod_share[p] > 0),
                 float(state.pod_cpus[p]),
@@ -86,7 +89,7 @@ class _Model:
         free_cpu = state.cap_cpus - state.used_cpus
         free_mem = state.cap_mem - state.used_mem
         free_res = state.cap_res - state.used_res
-        classes: dict[tuple, list[int]] = {}
+        classes: dict[tuple[Any, ...], list[int]] = {}
         for n in nodes.tolist():
             room = tuple(int(min(s.slots[n], s.demand)) for s in self.shapes)
             key = (
@@ -178,7 +181,7 @@ class _Model:
                     m.row([*demand, *[(v, -a) for v, a in supply.get((s, d), [])]], None, 0, f"(2) shape {s} under {d}")
         self.gpus = {j: self.shapes[self.shape_of[j]].gpus or 1 for j in self.names}
         # twins: jobs no row tells apart (same shape, pods, level, minimum, no running pods), in name order
-        same: dict[tuple, list[str]] = {}
+        same: dict[tuple[Any, ...], list[str]] = {}
         for j in self.names:
             if j not in self.within:
                 same.setdefault((self.shape_of[j], len(self.jobs[j]), self.levels[j], self.minimum[j]), []).append(j)
@@ -328,7 +331,7 @@ def _patterns(shapes: list[_Shape], room: tuple[int, ...], free: tuple[float, ..
         shape = shapes[s]
         if shape.groups and groups.intersection(shape.groups):
             return 0
-        k = room[s] - vector[s]
+        k: float = room[s] - vector[s]
         if shape.gpus:
             k = min(k, (free[0] - used[0]) // shape.gpus)
         if shape.cpus > 0:
@@ -368,7 +371,7 @@ def _patterns(shapes: list[_Shape], room: tuple[int, ...], free: tuple[float, ..
 def _integer_scale(values: list[float]) -> int | None:
     """The smallest power of ten (up to 10^6) that makes every value an integer, None if none does."""
     for digits in range(7):
-        scale = 10**digits
+        scale: int = 10**digits
         if all(abs(v * scale - round(v * scale)) < 1e-9 * max(1.0, abs(v * scale)) for v in values):
             return scale
     return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,7 @@ class JointResult:
 def solve_joint(
     state: ClusterState,
     jobs: dict[str, list[int]],
-    levels: dict[str, tuple[str, bool]],
+    levels: Mapping[str, tuple[str, bool]],
     minimum: dict[str, int],
     solver: str = "auto",
     time_limit_s: float = 10.0,
@@ -79,7 +80,7 @@ def solve_joint(
         gpus_bound = float(unit * math.floor((first.bound + len(model.u)) / (weight * unit) + 1e-9))
         if gpus >= gpus_bound:
             switches_bound = float(math.ceil(weight * gpus - first.bound - 1e-6))
-    proven = first.status == "optimal" and m.value_of_objective(values) >= first.objective - 1e-6
+    proven = first.status == "optimal" and first.objective is not None and m.value_of_objective(values) >= first.objective - 1e-6
     if proven and model.exact:
         fields["proven_levels"] = ["gpus", "switches"]
     if optimise_entropy and proven:
