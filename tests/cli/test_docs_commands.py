@@ -4,7 +4,8 @@ Blocks are marked in the Markdown itself: ``<!-- quickstart -->`` before a fence
 each of its commands a test, run in a fresh directory that holds this checkout's ``instances/`` (as a
 user would run them from the repository root), with ``planner`` meaning this checkout's code and
 ``kubectl`` a stand-in for a cluster (``get`` prints the bundled example List; anything else is
-recorded). ``<!-- quickstart needs=PATH -->`` names data outside the repository (relative to the
+recorded). ``<!-- quickstart continues -->`` runs after the page's block before it, in the same
+directory (a walk-through split by prose). ``<!-- quickstart needs=PATH -->`` names data outside the repository (relative to the
 repository root); without it the block is skipped, saying so. ``<!-- setup -->`` marks the two set-up
 commands: their install steps are not run here, the main job after them is, and the test command must
 be the one ``.ci/run`` runs. ``<!-- cheatsheet -->`` marks the README's table of commands, which must
@@ -37,7 +38,7 @@ MARKED_BLOCK = re.compile(r"<!-- (?P<mark>quickstart|setup)(?P<attrs>[^>]*)-->\s
 INSTALL = "python3 -m venv .venv && .venv/bin/pip install -q -e . && "
 TEST_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest -q"
 PLAN_KINDS = {"defrag", "defrag-compare", "preempt", "preempt-compare", "allocate", "allocate-compare"}
-FIRST_WORDS = {"planner", "kubectl", "DRY_RUN=1", "cp"}
+FIRST_WORDS = {"planner", "kubectl", "DRY_RUN=1", "cp", "bash"}
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,13 @@ def marked_blocks() -> list[Block]:
         for match in MARKED_BLOCK.finditer(text):
             line = text.count("\n", 0, match.start()) + 1
             needs = re.search(r"needs=(\S+)", match["attrs"])
-            blocks.append(Block(f"{path.relative_to(REPO)}:{line}", match["mark"], needs and needs[1], commands_of(match["body"])))
+            commands = commands_of(match["body"])
+            if "continues" in match["attrs"].split():  # run after the page's block before it, in its directory
+                previous = blocks.pop()
+                assert previous.where.startswith(f"{path.relative_to(REPO)}:") and previous.mark == "quickstart", f"{path}:{line}"
+                blocks.append(Block(previous.where, previous.mark, previous.needs, previous.commands + commands))
+                continue
+            blocks.append(Block(f"{path.relative_to(REPO)}:{line}", match["mark"], needs and needs[1], commands))
     return blocks
 
 
@@ -97,7 +104,7 @@ def test_the_readme_and_getting_started_have_the_set_up_commands_and_both_quick_
 
 def test_every_planner_page_has_a_quick_start() -> None:
     pages = {b.where.split(":")[0] for b in BLOCKS if b.mark == "quickstart"}
-    for page in ("defrag", "make-room", "preempt", "allocate", "kubernetes", "simulators", "instances"):
+    for page in ("defrag", "make-room", "preempt", "allocate", "kubernetes", "simulators", "instances", "operator-guide"):
         assert f"docs/{page}.md" in pages, page
 
 
@@ -157,8 +164,10 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "planner": f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m planner "$@"\n',
         "kubectl": "#!/usr/bin/env bash\n"
         "# Stands in for a cluster: get prints the bundled example List (get pods NAME... -n NS: those pods as the\n"
-        "# kubectl script's check asks, name uid node); anything else is recorded and succeeds.\n"
+        "# kubectl script's check asks, name uid node; get podmigrationjob/NAME: Succeeded, as a migration that\n"
+        "# finished); anything else is recorded and succeeds.\n"
         'printf "%s\\n" "$*" >> "$KUBECTL_LOG"\n'
+        'if [[ "$1" == get && "$2" == podmigrationjob/* ]]; then printf Succeeded; exit 0; fi\n'
         f'if [[ "$1" == get && "$2" == pods ]]; then exec {shlex.quote(sys.executable)} -c {shlex.quote(PODS_AS_COLUMNS)} {shlex.quote(str(EXAMPLE_LIST))} "$@"; fi\n'
         f'if [[ "$1" == get ]]; then exec cat {shlex.quote(str(EXAMPLE_LIST))}; fi\n'
         "cat > /dev/null\n",
@@ -197,6 +206,8 @@ def check_output_file(path: Path, command: str) -> None:
     elif path.suffix == ".yaml":
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
         assert documents and all(d.get("kind") for d in documents), f"{command}: {path.name} holds no Kubernetes objects"
+    elif path.suffix == ".html":
+        assert text.lstrip().lower().startswith("<!doctype html>") and "</html>" in text, f"{command}: {path.name} is no HTML page"
     elif path.suffix == ".sh":
         assert text.startswith("#!/usr/bin/env bash"), f"{command}: {path.name} is no script"
 
@@ -211,7 +222,7 @@ def check_command(command: str, result: subprocess.CompletedProcess[str], cwd: P
         assert result.stdout.startswith("valid:"), where
     if "--method" in words and words[words.index("--method") + 1] == "compare" and "-o" in words:
         assert "optimal" in result.stdout, f"the exact side proves nothing: {where}"
-    if words[:2] == ["planner", "report"] or "-o" in words and words[words.index("-o") + 1] in ("table", "wide"):
+    if (words[:2] == ["planner", "report"] and "--out" not in words) or "-o" in words and words[words.index("-o") + 1] in ("table", "wide"):
         assert result.stdout.strip(), where
     if command.startswith("DRY_RUN=1 bash"):
         calls = kubectl_log.read_text().splitlines() if kubectl_log.exists() else []
@@ -221,6 +232,7 @@ def check_command(command: str, result: subprocess.CompletedProcess[str], cwd: P
 
 def run_commands(commands: tuple[str, ...], cwd: Path, tools: Path) -> None:
     (cwd / "instances").symlink_to(REPO / "instances")
+    (cwd / "deploy").symlink_to(REPO / "deploy")  # the policy files the operator guide uses
     kubectl_log = cwd.parent / f"{cwd.name}-kubectl.log"
     env = {
         **os.environ,
@@ -228,6 +240,7 @@ def run_commands(commands: tuple[str, ...], cwd: Path, tools: Path) -> None:
         "PYTHONPATH": str(REPO),
         "KUBECTL_LOG": str(kubectl_log),
         "COLUMNS": "120",
+        "POLL_S": "0",  # the kubectl script's pause between status queries
         "TERM": "dumb",
     }
     for name in ("DRY_RUN", "PLANNER_API_TOKEN", "PLANNER_API_TOKEN_FILE", "DATABASE_URL", "RAY_ADDRESS"):

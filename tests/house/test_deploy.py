@@ -152,3 +152,12 @@ def test_the_cron_job_plans_with_the_policy_of_its_config_map(tmp_path: Path) ->
     provenance = json.loads(done.stdout)["report"]["provenance"]
     assert provenance["options"]["method"] == "hybrid" and provenance["option_sources"]["max_nodes_per_wave"] == "policy"
     assert provenance["option_sources"]["time_limit_s"] == "given"
+
+
+def test_the_standalone_policy_is_the_config_maps() -> None:
+    """deploy/policies/defrag-policy.yaml (what the operator guide runs locally) is the document the
+    nightly CronJob's ConfigMap holds, so a policy tried by hand is the one cron applies."""
+    config_map = yaml.safe_load((DEPLOY / "kubernetes" / "defrag-policy.yaml").read_text())
+    standalone = yaml.safe_load((DEPLOY / "policies" / "defrag-policy.yaml").read_text())
+    assert yaml.safe_load(config_map["data"]["defrag-policy.yaml"]) == standalone
+    assert standalone["apiVersion"] == "planner.io/v1" and standalone["kind"] == "DefragPolicy"
