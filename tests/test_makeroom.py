@@ -40,7 +40,7 @@ def cluster(nodes: list[tuple], pods: list[dict], jobs: list[dict] | None = None
 def room(c: Cluster, names: list[str], **options: object) -> DefragPlan:
     plan = plan_defrag(c, DefragOptions(make_room=names, **options))
     assert isinstance(plan, DefragPlan)
-    limits = DefragOptions(make_room=names, **options).limits()
+    limits = DefragOptions(make_room=names, **options).limits(len(c.nodes))
     assert validate(c, plan, limits) == []
     return plan
 

@@ -66,9 +66,9 @@ def validate_command(
             fail(["--max-moves, --max-moves-per-node, --same-asw and the per-wave limits apply to defrag plans; this is a preempt plan"])
         validate_preempt_plan(cluster, parsed)
         return
-    limits = options_of_flags(DefragOptions, {"move_once": False, **{k: v for k, v in given_limits.items() if v not in (None, False)}}).limits(
-        len(cluster.nodes)
-    )
+    given = {k: v for k, v in given_limits.items() if v not in (None, False)}
+    # only the limits given are checked: without --max-nodes-per-wave, no budget (not the planners' default)
+    limits = options_of_flags(DefragOptions, {"move_once": False, "max_nodes_per_wave": "100%", **given}).limits(len(cluster.nodes))
     violations = validate(cluster, parsed, limits)
     moves = sum(len(w) for w in parsed.waves)
     report_violations(violations, f"valid: {len(parsed.waves)} wave(s), {moves} move(s), {len(parsed.vacated_nodes)} vacated node(s)")
