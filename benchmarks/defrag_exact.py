@@ -36,11 +36,11 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import CACHE, RESULTS, machine  # noqa: E402
+from _measure import CACHE, RESULTS, machine
 
-from planner.cluster import Cluster  # noqa: E402
-from planner.engine import DefragOptions, plan_defrag  # noqa: E402
-from planner.instances import asi  # noqa: E402
+from planner.cluster import Cluster
+from planner.engine import DefragOptions, plan_defrag
+from planner.instances import asi
 
 ALLOCATIONS = (0.7, 0.75, 0.8, 0.85)
 SMALL_CONFIGS = (
@@ -288,18 +288,22 @@ def write_results(args: Any, exact_rows: list[dict], ipc_rows: dict, share_rows:
     lines = [
         "# Exact defragmentation: time to proven optimum, the plan's claims, IPC's gap, the hybrid",
         "",
-        f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/defrag_exact.py` (results are cached in "
-        f"`benchmarks/.cache/defrag_exact.jsonl`). Every exact row is `planner defrag --method exact` with "
-        f"`--time-limit {args.time_limit:g}` (IPC warm start, solve, executable waves, re-solves), CP-SAT with 8 workers, "
-        "HiGHS with 2 threads. Times are the solver's wall time (both phases for two-phase; model building "
-        "excluded). Instances: ASI-like (`generate_asi`, GPU allocation cycling 70/75/80/85% by seed, 40% locked "
-        "pods) and, at 25 nodes, *paper-size* instances (`mix='small'`, 80% allocation, about 150 pods of 1-2 "
-        "GPUs: the ASI paper's 25-node ILP had about 4,000 binaries).",
+        (
+            f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/defrag_exact.py` (results are cached in "
+            f"`benchmarks/.cache/defrag_exact.jsonl`). Every exact row is `planner defrag --method exact` with "
+            f"`--time-limit {args.time_limit:g}` (IPC warm start, solve, executable waves, re-solves), CP-SAT with 8 workers, "
+            "HiGHS with 2 threads. Times are the solver's wall time (both phases for two-phase; model building "
+            "excluded). Instances: ASI-like (`generate_asi`, GPU allocation cycling 70/75/80/85% by seed, 40% locked "
+            "pods) and, at 25 nodes, *paper-size* instances (`mix='small'`, 80% allocation, about 150 pods of 1-2 "
+            "GPUs: the ASI paper's 25-node ILP had about 4,000 binaries)."
+        ),
         "",
-        "*proven optimal*: the plan's status is `optimal` (its empty nodes equal the proven bound). *lexicographic*: "
-        "also proven fewest moves, then fewest GPUs moved (`lexicographic_optimal`). Time columns are over the "
-        "runs proven optimal: *empties s* is the time to the empty-node proof (phase 1 of two-phase; the whole "
-        "solve when weighted), *total s* the whole solve.",
+        (
+            "*proven optimal*: the plan's status is `optimal` (its empty nodes equal the proven bound). *lexicographic*: "
+            "also proven fewest moves, then fewest GPUs moved (`lexicographic_optimal`). Time columns are over the "
+            "runs proven optimal: *empties s* is the time to the empty-node proof (phase 1 of two-phase; the whole "
+            "solve when weighted), *total s* the whole solve."
+        ),
         "",
         CHANGES,
         "",
@@ -311,7 +315,7 @@ def write_results(args: Any, exact_rows: list[dict], ipc_rows: dict, share_rows:
     groups: dict[tuple, list[dict]] = {}
     for r in exact_rows:
         groups.setdefault((r["family"], r["nodes"], r["solver"], r["formulation"], r["lexicographic"]), []).append(r)
-    order = lambda kv: (kv[0][1], kv[0][0] != "paper", kv[0][4] != "two-phase", kv[0][2], kv[0][3])  # noqa: E731
+    order = lambda kv: (kv[0][1], kv[0][0] != "paper", kv[0][4] != "two-phase", kv[0][2], kv[0][3])
     for (family, nodes, solver, formulation, lexicographic), rows in sorted(groups.items(), key=order):
         proven = [r for r in rows if r["status"] == "optimal"]
         lex = sum(r["lexicographic_optimal"] for r in rows)
@@ -365,13 +369,17 @@ def _two_phase_section(exact_rows: list[dict]) -> list[str]:
         "",
         "## Two-phase against one weighted solve",
         "",
-        "Same instances, class formulation. *faster* counts instances where both proved the plan lexicographically "
-        "optimal and two-phase took less solver time, and *median speed-up* is over those; *only* counts instances "
-        "only one of them proved; *p90 / max s* are over every run (a run not proven counts with the time it used, "
-        "up to the limit): the slow tail that decides whether a proof arrives in time.",
+        (
+            "Same instances, class formulation. *faster* counts instances where both proved the plan lexicographically "
+            "optimal and two-phase took less solver time, and *median speed-up* is over those; *only* counts instances "
+            "only one of them proved; *p90 / max s* are over every run (a run not proven counts with the time it used, "
+            "up to the limit): the slow tail that decides whether a proof arrives in time."
+        ),
         "",
-        "| nodes | solver | both lexicographic | two-phase faster | median speed-up | only two-phase | only weighted | "
-        "two-phase empties proven | weighted empties proven | two-phase p90 / max s | weighted p90 / max s |",
+        (
+            "| nodes | solver | both lexicographic | two-phase faster | median speed-up | only two-phase | only weighted | "
+            "two-phase empties proven | weighted empties proven | two-phase p90 / max s | weighted p90 / max s |"
+        ),
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for nodes in sorted({r["nodes"] for r in exact_rows}):
@@ -407,9 +415,11 @@ def _plan_section(exact_rows: list[dict]) -> list[str]:
         "",
         "## Does the executed plan reach the model's optimum?",
         "",
-        "A solver returns an end state; the plan must reach it by make-before-break waves. Over every exact run: "
-        "runs whose model found a solution, runs whose plan empties as many nodes as the model's solution, runs "
-        "that needed detours (pods parked and moved on) or re-solves, and runs that fell back to IPC's plan.",
+        (
+            "A solver returns an end state; the plan must reach it by make-before-break waves. Over every exact run: "
+            "runs whose model found a solution, runs whose plan empties as many nodes as the model's solution, runs "
+            "that needed detours (pods parked and moved on) or re-solves, and runs that fell back to IPC's plan."
+        ),
         "",
         "| nodes | runs | model solution | plan = model empties | with detours | with re-solves | IPC plan kept |",
         "|---:|---:|---:|---:|---:|---:|---:|",
@@ -469,9 +479,11 @@ def _share_section(share_rows: list[dict]) -> list[str]:
         "",
         "## Share-heavy openb subsets: HiGHS against CP-SAT",
         "",
-        "The `gpushare40` pod list replayed without departures to 12.7e6 s, then 40, 60 or 80 random busy nodes "
-        "with their pods (about half the pods are GPU shares). Each cell: plan empty nodes / proven bound "
-        "(status), IPC's empty nodes in the first column.",
+        (
+            "The `gpushare40` pod list replayed without departures to 12.7e6 s, then 40, 60 or 80 random busy nodes "
+            "with their pods (about half the pods are GPU shares). Each cell: plan empty nodes / proven bound "
+            "(status), IPC's empty nodes in the first column."
+        ),
         "",
         "| subset | pods | shares | IPC | " + " | ".join(f"{s}/{lx}" for s, _, lx in SHARE_CONFIGS) + " |",
         "|---|---:|---:|---:|" + "---|" * len(SHARE_CONFIGS),
@@ -502,8 +514,10 @@ def _hybrid_section(exact_rows: list[dict], hybrid_rows: list[dict], big_rows: l
         "",
         "## Hybrid (IPC + large-neighbourhood search) against IPC and the optimum",
         "",
-        "Hybrid time limit: 30 s at 100 nodes, 60 s at 500 nodes (end to end, IPC included). *bound*: the best "
-        "bound any exact run proved when no run reached it.",
+        (
+            "Hybrid time limit: 30 s at 100 nodes, 60 s at 500 nodes (end to end, IPC included). *bound*: the best "
+            "bound any exact run proved when no run reached it."
+        ),
         "",
         "| instance | IPC | hybrid | optimum | hybrid / optimum | hybrid s |",
         "|---|---:|---:|---:|---:|---:|",
@@ -531,9 +545,11 @@ def _hybrid_section(exact_rows: list[dict], hybrid_rows: list[dict], big_rows: l
             "",
             "## Large snapshots: hybrid within 5 minutes against IPC",
             "",
-            "ASI-like 5,000-node snapshots: hybrid given `--time-limit 270` (the whole run, IPC, checks and "
-            "validation included, stays within 5 minutes; wall time below). openb: the `default` pod list "
-            "replayed without departures on 1,213 GPU nodes, hybrid given 120 s.",
+            (
+                "ASI-like 5,000-node snapshots: hybrid given `--time-limit 270` (the whole run, IPC, checks and "
+                "validation included, stays within 5 minutes; wall time below). openb: the `default` pod list "
+                "replayed without departures on 1,213 GPU nodes, hybrid given 120 s."
+            ),
             "",
             "| snapshot | IPC empty nodes | IPC s | hybrid empty nodes | hybrid moves | hybrid s | LNS rounds | neighbourhoods settled | beats IPC |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---|",

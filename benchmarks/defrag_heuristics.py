@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import CACHE, RESULTS, cached_asi, machine, run_measured  # noqa: E402
+from _measure import CACHE, RESULTS, cached_asi, machine, run_measured
 
-from planner.cluster import Cluster  # noqa: E402
-from planner.engine import DefragOptions, plan_defrag  # noqa: E402
-from planner.snapshot import load_cluster  # noqa: E402
+from planner.cluster import Cluster
+from planner.engine import DefragOptions, plan_defrag
+from planner.snapshot import load_cluster
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
 METHODS = ("heuristic", "descheduler", "random", "descheduler-1.0", "random-1.0")
@@ -168,11 +168,13 @@ def write_results(scale_rows: list[dict], quality: list[dict], snapshots: list[t
         "",
         "## Scaling (ASI-like, 70% GPU allocation target, 40% locked pods, seed 0, default options: partitions of 500, K = 3, R = 5, one worker per core)",
         "",
-        "`planner defrag SNAPSHOT --method heuristic --out PLAN` as a child process. *wall* is end to end "
-        "(interpreter start-up, reading and checking the snapshot, planning, validating, writing the plan); "
-        "*planner* is the time inside `plan_defrag`. *peak tree* is the summed resident memory of the "
-        "command and its worker processes, sampled every 50 ms; *peak main* is the main process alone. *bound*: the "
-        "report's proven upper bound on empty nodes (`planner/models/defrag_bound.py`); *gap* = (bound - vacated) / bound.",
+        (
+            "`planner defrag SNAPSHOT --method heuristic --out PLAN` as a child process. *wall* is end to end "
+            "(interpreter start-up, reading and checking the snapshot, planning, validating, writing the plan); "
+            "*planner* is the time inside `plan_defrag`. *peak tree* is the summed resident memory of the "
+            "command and its worker processes, sampled every 50 ms; *peak main* is the main process alone. *bound*: the "
+            "report's proven upper bound on empty nodes (`planner/models/defrag_bound.py`); *gap* = (bound - vacated) / bound."
+        ),
         "",
         "| nodes | GPUs | pods | wall s | planner s | peak tree MiB | peak main MiB | moves | waves | vacated | bound | gap | slack cut |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -187,16 +189,18 @@ def write_results(scale_rows: list[dict], quality: list[dict], snapshots: list[t
         "",
         "## Quality under the same move budget",
         "",
-        "Budget *IPC's own*: IPC runs without a budget and the baselines get as many moves as IPC used. "
-        "Budget *2% of pods*: every method gets the same cap. `descheduler` and `random` drain nodes below "
-        "half GPU allocation (the default threshold 0.5); `-1.0` drains every node, emptiest first. `repack` is a reference that ignores "
-        "migration cost and budgets (run once per snapshot, shown with the first budget; *target empties* "
-        "is what its repacked target state would empty, before dropping the moves make-before-break waves "
-        "cannot execute). *slack cut* is the reduction of nodes with slack (holding pods, not "
-        "full); the ASI paper reports 20.2% in production. ASI-like snapshots: 5,000 nodes, seed 1; openb: "
-        "the `default` pod list of the Alibaba 2023 trace replayed with the spread scheduler on its 1,213 "
-        "GPU nodes, pods staying once created (`--no-departures`, the FGD paper's fill). *bound* and *gap*: "
-        "each plan's report (the proven upper bound on empty nodes within its budget, and (bound - empty nodes) / bound).",
+        (
+            "Budget *IPC's own*: IPC runs without a budget and the baselines get as many moves as IPC used. "
+            "Budget *2% of pods*: every method gets the same cap. `descheduler` and `random` drain nodes below "
+            "half GPU allocation (the default threshold 0.5); `-1.0` drains every node, emptiest first. `repack` is a reference that ignores "
+            "migration cost and budgets (run once per snapshot, shown with the first budget; *target empties* "
+            "is what its repacked target state would empty, before dropping the moves make-before-break waves "
+            "cannot execute). *slack cut* is the reduction of nodes with slack (holding pods, not "
+            "full); the ASI paper reports 20.2% in production. ASI-like snapshots: 5,000 nodes, seed 1; openb: "
+            "the `default` pod list of the Alibaba 2023 trace replayed with the spread scheduler on its 1,213 "
+            "GPU nodes, pods staying once created (`--no-departures`, the FGD paper's fill). *bound* and *gap*: "
+            "each plan's report (the proven upper bound on empty nodes within its budget, and (bound - empty nodes) / bound)."
+        ),
         "",
         "| snapshot | GAR | budget | method | vacated | bound | gap | slack cut | moves | GPUs moved | waves | wall s | note |",
         "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",

@@ -40,16 +40,16 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import RESULTS, cached_asi, code_version, machine  # noqa: E402
+from _measure import RESULTS, cached_asi, code_version, machine
 
-from planner.cluster import Cluster  # noqa: E402
-from planner.engine import DefragOptions, plan_defrag  # noqa: E402
-from planner.instances import asi  # noqa: E402
-from planner.limits import MoveBudget  # noqa: E402
-from planner.models import move_minimal  # noqa: E402
-from planner.models.backends import solve  # noqa: E402
-from planner.models.defrag import build_defrag_model  # noqa: E402
-from planner.state import ClusterState  # noqa: E402
+from planner.cluster import Cluster
+from planner.engine import DefragOptions, plan_defrag
+from planner.instances import asi
+from planner.limits import MoveBudget
+from planner.models import move_minimal
+from planner.models.backends import solve
+from planner.models.defrag import build_defrag_model
+from planner.state import ClusterState
 
 ALLOCATIONS = (0.7, 0.75, 0.8, 0.85)
 REFERENCE_S = 120.0
@@ -153,9 +153,11 @@ def _proven(result: dict[str, Any]) -> bool:
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| family | nodes | instances | empty nodes (mean): published / move_once | moves over the reference, mean / max: published | "
-        "off | greedy | exact (10 s) | pieces of 50 | exact proven move-minimal | within 10%: exact / pieces / greedy / published | "
-        "GPUs moved (mean) published / greedy / exact | median s published / greedy / exact |",
+        (
+            "| family | nodes | instances | empty nodes (mean): published / move_once | moves over the reference, mean / max: published | "
+            "off | greedy | exact (10 s) | pieces of 50 | exact proven move-minimal | within 10%: exact / pieces / greedy / published | "
+            "GPUs moved (mean) published / greedy / exact | median s published / greedy / exact |"
+        ),
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
@@ -164,11 +166,11 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
         groups.setdefault((family, int(nodes)), []).append(row)
     for (family, nodes), members in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0] != "paper")):
 
-        def over(way: str) -> str:
+        def over(way: str, members: list[dict[str, Any]] = members) -> str:  # this iteration's members, bound
             ratios = [r[way]["moves"] / r[way]["ref"]["ref_moves"] - 1 for r in members if _proven(r[way]) and r[way]["ref"]["ref_moves"] > 0]
             return f"{statistics.fmean(ratios):+.1%} / {max(ratios):+.1%}" if ratios else "-"
 
-        def within(way: str) -> str:
+        def within(way: str, members: list[dict[str, Any]] = members) -> str:
             proven = [r for r in members if _proven(r[way])]
             return f"{sum(r[way]['moves'] <= 1.1 * r[way]['ref']['ref_moves'] for r in proven)}/{len(proven)}"
 
@@ -210,12 +212,14 @@ def main() -> None:
     lines = [
         "# Move-minimal defrag: IPC's moves against the fewest moves at as many empty nodes",
         "",
-        f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/defrag_moves.py "
-        f"--seeds {args.seeds} --sizes {' '.join(map(str, args.sizes))} --scale-sizes {' '.join(map(str, args.scale_sizes))}`. Instances, the reference and the methods: see the "
-        "script's docstring. *moves over the reference*: a plan's moves over the fewest moves of any end state with at least "
-        "its empty nodes (proven by an independent whole-cluster solve; instances where that is 0 are left out of the ratios); "
-        "every trimmed plan empties at least as many nodes as the untrimmed one (checked). *exact proven move-minimal*: the "
-        "plan's report says `move_minimal: true` (its moves equal its own proven bound).",
+        (
+            f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/defrag_moves.py "
+            f"--seeds {args.seeds} --sizes {' '.join(map(str, args.sizes))} --scale-sizes {' '.join(map(str, args.scale_sizes))}`. Instances, the reference and the methods: see the "
+            "script's docstring. *moves over the reference*: a plan's moves over the fewest moves of any end state with at least "
+            "its empty nodes (proven by an independent whole-cluster solve; instances where that is 0 are left out of the ratios); "
+            "every trimmed plan empties at least as many nodes as the untrimmed one (checked). *exact proven move-minimal*: the "
+            "plan's report says `move_minimal: true` (its moves equal its own proven bound)."
+        ),
         "",
         *table(rows),
         "",

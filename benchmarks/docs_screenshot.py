@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.support.harness import Server  # noqa: E402
+from tests.support.harness import Server
 
 OUT = REPO / "benchmarks" / "results" / "docs.png"
 

@@ -30,11 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _measure import CACHE, RESULTS, cached_asi, code_version, machine, run_measured  # noqa: E402
+from _measure import CACHE, RESULTS, cached_asi, code_version, machine, run_measured
 
-from planner.adapters.kubernetes_export import DaemonSet, export_kubernetes  # noqa: E402
-from planner.cluster import Cluster, Disruption, Job, Pod  # noqa: E402
-from planner.snapshot import load_cluster  # noqa: E402
+from planner.adapters.kubernetes_export import DaemonSet, export_kubernetes
+from planner.cluster import Cluster, Disruption, Job, Pod
+from planner.snapshot import load_cluster
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
 PODS_PER_NODE = 10
@@ -116,8 +116,10 @@ def rendered_list(nodes: int, seed: int = 0) -> tuple[Path, dict]:
 
 def import_rows(sizes: list[int], runs: int) -> list[str]:
     rows = [
-        "| nodes | pods in the List (DaemonSet + ASI + web) | List MiB | snapshot pods | wall s min / median / max | "
-        "peak RSS MiB min / median / max | targets |",
+        (
+            "| nodes | pods in the List (DaemonSet + ASI + web) | List MiB | snapshot pods | wall s min / median / max | "
+            "peak RSS MiB min / median / max | targets |"
+        ),
         "|---:|---|---:|---:|---|---|---|",
     ]
     for nodes in sizes:
@@ -165,11 +167,13 @@ def plan_rows(nodes: int, runs: int) -> list[str]:
     """``planner defrag LIST --from kubernetes --out PLAN`` end to end (import, plan with the defaults,
     validation, writing the plan) on the ASI-rendered List and on the mixed one."""
     rows = [
-        "| List | pods in the List | List MiB | moves | vacated nodes | plan report wall s | wall s min / median / max | "
-        "peak RSS MiB min / median / max | targets |",
+        (
+            "| List | pods in the List | List MiB | moves | vacated nodes | plan report wall s | wall s min / median / max | "
+            "peak RSS MiB min / median / max | targets |"
+        ),
         "|---|---:|---:|---:|---:|---:|---|---|---|",
     ]
-    rendered, meta = rendered_list(nodes)
+    rendered, _ = rendered_list(nodes)
     mixed = mixed_list(nodes)
     for label, path in ((f"ASI-rendered, {nodes:,} nodes", rendered), (f"mixed GPU fleet (kubernetes_mixed, seed 0), {nodes:,} nodes", mixed)):
         pods = sum(1 for item in json.loads(path.read_text())["items"] if item.get("kind") == "Pod")
@@ -216,7 +220,7 @@ def output_rows(nodes: int) -> list[str]:
         sys.exit(f"defrag -o kubectl failed: {script.stderr[-2000:]}")
     script_path = work / "plan.sh"
     script_path.write_text(script.stdout)
-    syntax = subprocess.run(["bash", "-n", str(script_path)], capture_output=True, text=True)
+    syntax = subprocess.run(["bash", "-n", str(script_path)], capture_output=True, text=True, check=False)  # its verdict is a table cell
     start = time.perf_counter()
     done, calls = _run_script(work, script.stdout)
     dry_s = time.perf_counter() - start
@@ -226,12 +230,16 @@ def output_rows(nodes: int) -> list[str]:
     return [
         "| output | objects / moves | waves | checks | wall s | peak RSS MiB |",
         "|---|---|---:|---|---:|---:|",
-        f"| `-o podmigrationjob` | {len(objects):,} / {moves:,} | {len(plan['waves'])} | every object passes the CRD-subset check "
-        f"of tests/test_render_kubernetes.py | {pmj.wall_s:.1f} | {pmj.peak_rss_mib:.0f} |",
-        f"| `-o kubectl` | {len(applied):,} applied / {moves:,} | {len(set(waves))} | `bash -n` {'ok' if syntax.returncode == 0 else 'FAILED'}; "
-        f"fake kubectl run exit {done.returncode}, {len(calls) - len(applied):,} calls ({sum(1 for c in calls if c.startswith('apply')):,} apply, "
-        f"{sum(1 for c in calls if c.startswith('get')):,} get) in {dry_s:.1f} s; applies and waits in wave order: "
-        f"{'yes' if order_ok and waves == sorted(waves) else 'NO'} | {script.wall_s:.1f} | {script.peak_rss_mib:.0f} |",
+        (
+            f"| `-o podmigrationjob` | {len(objects):,} / {moves:,} | {len(plan['waves'])} | every object passes the CRD-subset check "
+            f"of tests/test_render_kubernetes.py | {pmj.wall_s:.1f} | {pmj.peak_rss_mib:.0f} |"
+        ),
+        (
+            f"| `-o kubectl` | {len(applied):,} applied / {moves:,} | {len(set(waves))} | `bash -n` {'ok' if syntax.returncode == 0 else 'FAILED'}; "
+            f"fake kubectl run exit {done.returncode}, {len(calls) - len(applied):,} calls ({sum(1 for c in calls if c.startswith('apply')):,} apply, "
+            f"{sum(1 for c in calls if c.startswith('get')):,} get) in {dry_s:.1f} s; applies and waits in wave order: "
+            f"{'yes' if order_ok and waves == sorted(waves) else 'NO'} | {script.wall_s:.1f} | {script.peak_rss_mib:.0f} |"
+        ),
     ]
 
 
@@ -319,20 +327,24 @@ def main() -> None:
     lines = [
         "# Kubernetes in and out at scale",
         "",
-        f"Code: {code_version()}. Machine: {machine()}. Load average at start: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f} "
-        "(other engineers' processes may share the machine).",
+        (
+            f"Code: {code_version()}. Machine: {machine()}. Load average at start: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f} "
+            "(other engineers' processes may share the machine)."
+        ),
         "",
         f"Reproduce: `{COMMAND}` (Lists and snapshots cached under benchmarks/.cache).",
         "",
         "## Import: `planner import kubernetes FILE --out OUT`",
         "",
-        f"Lists written by `export_kubernetes` from `generate_asi(nodes, seed=0)` (70% GPU allocation, 40% of jobs locked), "
-        f"with {PODS_PER_NODE} pods per node: {len(DAEMONSETS)} DaemonSets (3 on every node, 2 more on GPU nodes; reserved on "
-        "their node by the importer, so not snapshot pods), the generator's pods, and enough small CPU-only web pods "
-        f"({FILLER[0]:g} CPU, {FILLER[1]:g} GiB, Deployments of {REPLICAS}) placed where CPUs and memory allow. The generator "
-        "makes about 2.5 pods per node, below the 10 a 100,000-pod List at 10,000 nodes needs; this is how the "
-        f"rest was made. Child process, {args.runs} runs, wall time from start to exit (interpreter start-up, JSON parsing, "
-        "every check, writing the snapshot) and peak resident memory from `wait4`.",
+        (
+            f"Lists written by `export_kubernetes` from `generate_asi(nodes, seed=0)` (70% GPU allocation, 40% of jobs locked), "
+            f"with {PODS_PER_NODE} pods per node: {len(DAEMONSETS)} DaemonSets (3 on every node, 2 more on GPU nodes; reserved on "
+            "their node by the importer, so not snapshot pods), the generator's pods, and enough small CPU-only web pods "
+            f"({FILLER[0]:g} CPU, {FILLER[1]:g} GiB, Deployments of {REPLICAS}) placed where CPUs and memory allow. The generator "
+            "makes about 2.5 pods per node, below the 10 a 100,000-pod List at 10,000 nodes needs; this is how the "
+            f"rest was made. Child process, {args.runs} runs, wall time from start to exit (interpreter start-up, JSON parsing, "
+            "every check, writing the snapshot) and peak resident memory from `wait4`."
+        ),
         "",
     ]
     lines += import_rows(args.import_sizes, args.runs)
@@ -340,10 +352,12 @@ def main() -> None:
         "",
         "## Import and plan: `planner defrag LIST --from kubernetes --out PLAN`, 10,000 nodes",
         "",
-        "End to end in a child process (import, the default plan with every rule by name and the default pools, "
-        f"validation, writing the plan), {args.runs} runs: the ASI-rendered List above and a mixed GPU fleet of "
-        "`planner/instances/kubernetes_mixed.py` (whole-GPU, MIG of one and of several profiles, time-sliced under both "
-        "resource names, a tainted inference pool, CPU-only StatefulSet nodes, gangs, PDBs, affinity, host ports).",
+        (
+            "End to end in a child process (import, the default plan with every rule by name and the default pools, "
+            f"validation, writing the plan), {args.runs} runs: the ASI-rendered List above and a mixed GPU fleet of "
+            "`planner/instances/kubernetes_mixed.py` (whole-GPU, MIG of one and of several profiles, time-sliced under both "
+            "resource names, a tainted inference pool, CPU-only StatefulSet nodes, gangs, PDBs, affinity, host ports)."
+        ),
         "",
     ]
     lines += plan_rows(10_000, args.runs)
@@ -351,10 +365,12 @@ def main() -> None:
         "",
         f"## Plans an operator applies: `planner defrag -o podmigrationjob` / `-o kubectl`, {args.output_nodes:,} nodes",
         "",
-        f"`generate_asi({args.output_nodes}, seed=0)`, default options. The kubectl script runs with `POLL_S=0` against the "
-        "fake `kubectl` of tests/test_render_kubernetes.py (records every call; answers every status query "
-        "`Succeeded`). Wave order: every object of wave w is applied after all status queries of wave w-1, and "
-        "each query names an object of the wave being waited on.",
+        (
+            f"`generate_asi({args.output_nodes}, seed=0)`, default options. The kubectl script runs with `POLL_S=0` against the "
+            "fake `kubectl` of tests/test_render_kubernetes.py (records every call; answers every status query "
+            "`Succeeded`). Wave order: every object of wave w is applied after all status queries of wave w-1, and "
+            "each query names an object of the wave being waited on."
+        ),
         "",
     ]
     lines += output_rows(args.output_nodes)
@@ -363,11 +379,13 @@ def main() -> None:
             "",
             "## Disruption limits: what each costs",
             "",
-            "`plan_defrag(cluster, DefragOptions(...))` in process (IPC, trim greedy, seed 0). Vacated nodes (change "
-            "against no limits), moves, waves, the most nodes any wave touches, pods moved more than once, wall time. "
-            "The per-wave limits and budgets split waves and never cost a move; the default move-minimal pass (trim "
-            "greedy) already sends each pod straight to where it ends, so `--move-once` binds only without it (last two "
-            "rows). openb's pods are one job each, so no PDB applies there.",
+            (
+                "`plan_defrag(cluster, DefragOptions(...))` in process (IPC, trim greedy, seed 0). Vacated nodes (change "
+                "against no limits), moves, waves, the most nodes any wave touches, pods moved more than once, wall time. "
+                "The per-wave limits and budgets split waves and never cost a move; the default move-minimal pass (trim "
+                "greedy) already sends each pod straight to where it ends, so `--move-once` binds only without it (last two "
+                "rows). openb's pods are one job each, so no PDB applies there."
+            ),
             "",
             "| snapshot | limits | vacated nodes | moves | waves | max nodes in a wave | pods moved twice+ | wall s |",
             "|---|---|---:|---:|---:|---:|---:|---:|",

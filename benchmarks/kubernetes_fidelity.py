@@ -32,16 +32,16 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
-from _measure import RESULTS, code_version, machine  # noqa: E402
+from _measure import RESULTS, code_version, machine
 
-from planner.adapters.kubernetes import import_kubernetes  # noqa: E402
-from planner.adapters.kubernetes_config import load_config  # noqa: E402
-from planner.engine import DefragOptions, plan_defrag  # noqa: E402
-from planner.engine.allocate import AllocateOptions, plan_allocate  # noqa: E402
-from planner.engine.preempt import PreemptOptions, plan_preempt  # noqa: E402
-from planner.instances.kubernetes_mixed import generate_kubernetes_mixed  # noqa: E402
-from planner.plans import plan_to_dict  # noqa: E402
-from tests.kube_scheduler import replay_defrag, replay_placements  # noqa: E402
+from planner.adapters.kubernetes import import_kubernetes
+from planner.adapters.kubernetes_config import load_config
+from planner.engine import DefragOptions, plan_defrag
+from planner.engine.allocate import AllocateOptions, plan_allocate
+from planner.engine.preempt import PreemptOptions, plan_preempt
+from planner.instances.kubernetes_mixed import generate_kubernetes_mixed
+from planner.plans import plan_to_dict
+from tests.kube_scheduler import replay_defrag, replay_placements
 
 EXAMPLE = REPO / "instances" / "kubernetes" / "gpu-cluster.json"
 REPRO = REPO / "tests" / "data" / "k8s-mixed-200.json.gz"
@@ -162,14 +162,16 @@ def render(rows: list[dict[str, Any]], placed: list[dict[str, Any]], args: argpa
         + (f" --time-limit {args.time_limit:g}" if args.time_limit != 20 else "")
         + "`.",
         "",
-        "Each input is planned as `planner defrag FILE --from kubernetes [--method M]` does (in process: import, then "
-        "`plan_defrag` with the CLI's defaults; exact and hybrid with `--time-limit "
-        f"{args.time_limit:g}` on inputs of at most {SMALL} nodes), and every move is replayed on the raw objects by "
-        "tests/kube_scheduler.py: kube-scheduler's Filter plugins (NodeUnschedulable, NodeResourcesFit on every "
-        "resource by name, TaintToleration, NodeAffinity, InterPodAffinity, NodePorts), make-before-break (a wave's "
-        "copies start before its sources stop; a refused copy is still placed, so each move is judged against the "
-        "state the plan intends). A move refused by several plugins counts once in *refused*; *vacated, clean* are "
-        "the vacated nodes none of whose departing pods was refused somewhere. Wall times: import, plan, replay.",
+        (
+            "Each input is planned as `planner defrag FILE --from kubernetes [--method M]` does (in process: import, then "
+            "`plan_defrag` with the CLI's defaults; exact and hybrid with `--time-limit "
+            f"{args.time_limit:g}` on inputs of at most {SMALL} nodes), and every move is replayed on the raw objects by "
+            "tests/kube_scheduler.py: kube-scheduler's Filter plugins (NodeUnschedulable, NodeResourcesFit on every "
+            "resource by name, TaintToleration, NodeAffinity, InterPodAffinity, NodePorts), make-before-break (a wave's "
+            "copies start before its sources stop; a refused copy is still placed, so each move is judged against the "
+            "state the plan intends). A move refused by several plugins counts once in *refused*; *vacated, clean* are "
+            "the vacated nodes none of whose departing pods was refused somewhere. Wall times: import, plan, replay."
+        ),
         "",
         "| input | nodes | pods | method | status | moves | waves | refused (share) | vacated | vacated, clean | import s | plan s | replay s |",
         "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -200,9 +202,11 @@ def render(rows: list[dict[str, Any]], placed: list[dict[str, Any]], args: argpa
         "",
         "## Refusals by route (default method)",
         "",
-        "The same refusals by the kind of source and destination node, read from the raw objects: *whole GPUs* "
-        "(`nvidia.com/gpu`, no replicas), *gpu replicas* (`nvidia.com/gpu` time-sliced, `nvidia.com/gpu.replicas` > 1), "
-        "*gpu.shared replicas* (the renamed `nvidia.com/gpu.shared`), *MIG* (`nvidia.com/mig-*`), *no GPU*.",
+        (
+            "The same refusals by the kind of source and destination node, read from the raw objects: *whole GPUs* "
+            "(`nvidia.com/gpu`, no replicas), *gpu replicas* (`nvidia.com/gpu` time-sliced, `nvidia.com/gpu.replicas` > 1), "
+            "*gpu.shared replicas* (the renamed `nvidia.com/gpu.shared`), *MIG* (`nvidia.com/mig-*`), *no GPU*."
+        ),
         "",
         "| input | source -> destination: plugin: reason | refusals |",
         "|---|---|---:|",
@@ -215,10 +219,12 @@ def render(rows: list[dict[str, Any]], placed: list[dict[str, Any]], args: argpa
         "",
         "## Placements: `planner allocate` and `planner preempt --job J`",
         "",
-        f"Inputs of at most {PLACEMENTS_UP_TO:,} nodes: `allocate` (every pending job, default method auto) and `preempt` "
-        "(default method spotgpu) for each job with no pod running, each plan replayed from the input's state: victims "
-        "removed, then each placement admitted (or refused) in order. The preempt plans of one input are summed in one "
-        "row; *refused plans* names (up to four of) the jobs whose placement was refused.",
+        (
+            f"Inputs of at most {PLACEMENTS_UP_TO:,} nodes: `allocate` (every pending job, default method auto) and `preempt` "
+            "(default method spotgpu) for each job with no pod running, each plan replayed from the input's state: victims "
+            "removed, then each placement admitted (or refused) in order. The preempt plans of one input are summed in one "
+            "row; *refused plans* names (up to four of) the jobs whose placement was refused."
+        ),
         "",
         "| input | plan | plans | placements | victims | refused placements | refused plans | plugin: reason (refusals) |",
         "|---|---|---:|---:|---:|---:|---|---|",

@@ -41,18 +41,18 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import RESULTS, cached_asi, code_version, machine  # noqa: E402
+from _measure import RESULTS, cached_asi, code_version, machine
 
-from planner.capacity import after_plan  # noqa: E402
-from planner.cluster import Cluster, Job, Pod, Topology  # noqa: E402
-from planner.engine.defrag import DefragOptions, plan_defrag  # noqa: E402
-from planner.engine.makeroom import make_room_requests  # noqa: E402
-from planner.heuristics.makeroom import make_room  # noqa: E402
-from planner.heuristics.room import domain_room, optimistic_slots  # noqa: E402
-from planner.heuristics.topology import node_slots  # noqa: E402
-from planner.limits import MoveBudget, MoveLimits  # noqa: E402
-from planner.snapshot import load_cluster  # noqa: E402
-from planner.state import ClusterState  # noqa: E402
+from planner.capacity import after_plan
+from planner.cluster import Cluster, Job, Pod, Topology
+from planner.engine.defrag import DefragOptions, plan_defrag
+from planner.engine.makeroom import make_room_requests
+from planner.heuristics.makeroom import make_room
+from planner.heuristics.room import domain_room, optimistic_slots
+from planner.heuristics.topology import node_slots
+from planner.limits import MoveBudget, MoveLimits
+from planner.snapshot import load_cluster
+from planner.state import ClusterState
 
 
 def openb_instance(seed: int) -> tuple[Cluster, list[str]]:
@@ -167,17 +167,21 @@ def section(family: str, rows: list[dict[str, Any]], budget: int) -> list[str]:
             else "- | - | "
         )
         + f"{statistics.median(r['exact_s'] for r in rows):.2f} / {max(r['exact_s'] for r in rows):.2f} |",
-        f"| defrag --max-moves {budget} (IPC, empty nodes), job checked on its end state | {sum(r['plain'] for r in rows)} / {len(rows)} | "
-        f"{statistics.fmean(r['plain_moves'] for r in rows):.1f} moves per plan | - | {statistics.median(r['plain_s'] for r in rows):.2f} per plan |",
+        (
+            f"| defrag --max-moves {budget} (IPC, empty nodes), job checked on its end state | {sum(r['plain'] for r in rows)} / {len(rows)} | "
+            f"{statistics.fmean(r['plain_moves'] for r in rows):.1f} moves per plan | - | {statistics.median(r['plain_s'] for r in rows):.2f} per plan |"
+        ),
         "",
     ]
     both = [r for r in rows if r["made"] and r["exact_made"]]
     lines += [
-        f"Exact: status optimal (whole cluster) {sum(r['exact_status'] == 'optimal' for r in rows)} / {len(rows)}; neighbourhood restricted "
-        f"{sum(r['exact_restricted'] for r in rows)}, optimal within it {sum(r['exact_proven_within'] and r['exact_restricted'] for r in rows)}. "
-        f"Where both unblock the job ({len(both)}): the heuristic uses more moves than exact in "
-        f"{sum(r['moves'] > r['exact_moves'] for r in both)}, as many in {sum(r['moves'] == r['exact_moves'] for r in both)}, "
-        f"fewer in {sum(r['moves'] < r['exact_moves'] for r in both)} (fewer only against a restricted or unproven exact plan).",
+        (
+            f"Exact: status optimal (whole cluster) {sum(r['exact_status'] == 'optimal' for r in rows)} / {len(rows)}; neighbourhood restricted "
+            f"{sum(r['exact_restricted'] for r in rows)}, optimal within it {sum(r['exact_proven_within'] and r['exact_restricted'] for r in rows)}. "
+            f"Where both unblock the job ({len(both)}): the heuristic uses more moves than exact in "
+            f"{sum(r['moves'] > r['exact_moves'] for r in both)}, as many in {sum(r['moves'] == r['exact_moves'] for r in both)}, "
+            f"fewer in {sum(r['moves'] < r['exact_moves'] for r in both)} (fewer only against a restricted or unproven exact plan)."
+        ),
         "",
     ]
     reasons = sorted({r["reason"] for r in rows if not r["made"] and r["reason"]})
@@ -244,16 +248,20 @@ def scale_section(rows: list[dict[str, Any]], budget: int, seeds: int, allocatio
     lines = [
         "# Make room at 37,707 nodes (issue 12's target)",
         "",
-        f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/makeroom.py --only scale "
-        f"--seeds {seeds} --budget-scale {budget} --scale-allocations {','.join(f'{a:g}' for a in allocations)}`.",
+        (
+            f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/makeroom.py --only scale "
+            f"--seeds {seeds} --budget-scale {budget} --scale-allocations {','.join(f'{a:g}' for a in allocations)}`."
+        ),
         "",
-        f"Instance: `generate_asi(nodes=37707, seed, allocation)` (8-GPU nodes, 32-64 per access switch, 40% of placed pods "
-        f"locked, spread scheduler), plus one pending ASW-required job of 32 pods x (8 GPUs, 96 CPUs, 768 GiB) = 256 GPUs. "
-        f"`plan_defrag(make_room=[job], max_moves={budget})` on the loaded snapshot; *plan s* is that call end to end (state, "
-        "heuristic, waves, validation of the plan, metrics), *heuristic s* the heuristic alone on a state built beforehand "
-        "(its filter included). *Room*: per switch, the job's pods it could take now, if every movable pod left "
-        "(optimistic), and the bound that also keeps the pods of ASW-required jobs in their switch (they cannot leave it: "
-        "make-before-break would put the job under two switches); the table shows the best switch of each. *Load*: the 1-minute load average before and after each instance (this run accounts for about 1 of it).",
+        (
+            f"Instance: `generate_asi(nodes=37707, seed, allocation)` (8-GPU nodes, 32-64 per access switch, 40% of placed pods "
+            f"locked, spread scheduler), plus one pending ASW-required job of 32 pods x (8 GPUs, 96 CPUs, 768 GiB) = 256 GPUs. "
+            f"`plan_defrag(make_room=[job], max_moves={budget})` on the loaded snapshot; *plan s* is that call end to end (state, "
+            "heuristic, waves, validation of the plan, metrics), *heuristic s* the heuristic alone on a state built beforehand "
+            "(its filter included). *Room*: per switch, the job's pods it could take now, if every movable pod left "
+            "(optimistic), and the bound that also keeps the pods of ASW-required jobs in their switch (they cannot leave it: "
+            "make-before-break would put the job under two switches); the table shows the best switch of each. *Load*: the 1-minute load average before and after each instance (this run accounts for about 1 of it)."
+        ),
         "",
         _settings_text(rows),
         "",
@@ -271,10 +279,12 @@ def scale_section(rows: list[dict[str, Any]], budget: int, seeds: int, allocatio
     possible = [r["big"] for r in rows if r["big"]["bound"] >= r["big"]["pods"]]
     lines += [
         "",
-        f"Room made in {len(made)} of the {len(possible)} instances where the bound allows it ({len(rows)} in all); "
-        f"plan s max {max(r['big']['wall_s'] for r in rows):.2f} (target <= 10 s); heuristic s max {max(r['big']['heuristic_s'] for r in rows):.3f}; "
-        f"state build {statistics.median(r['big']['state_s'] for r in rows):.2f} s median. Every plan is validated by the engine "
-        "(rules at every intermediate state, budgets).",
+        (
+            f"Room made in {len(made)} of the {len(possible)} instances where the bound allows it ({len(rows)} in all); "
+            f"plan s max {max(r['big']['wall_s'] for r in rows):.2f} (target <= 10 s); heuristic s max {max(r['big']['heuristic_s'] for r in rows):.3f}; "
+            f"state build {statistics.median(r['big']['state_s'] for r in rows):.2f} s median. Every plan is validated by the engine "
+            "(rules at every intermediate state, budgets)."
+        ),
         "",
         "A 4096-GPU ASW-required job (512 pods) fits no switch: its reason, per instance:",
         "",
@@ -337,9 +347,11 @@ def main() -> None:
     lines = [
         "# Make room for pending jobs",
         "",
-        f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/makeroom.py --only families --seeds {args.seeds} "
-        f"--budget-openb {args.budget_openb} --budget-asi {args.budget_asi}`. Instances and methods: see the script's docstring. "
-        "The 37,707-node target: [makeroom-scale.md](makeroom-scale.md) (`--only scale`).",
+        (
+            f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/makeroom.py --only families --seeds {args.seeds} "
+            f"--budget-openb {args.budget_openb} --budget-asi {args.budget_asi}`. Instances and methods: see the script's docstring. "
+            "The 37,707-node target: [makeroom-scale.md](makeroom-scale.md) (`--only scale`)."
+        ),
         "",
     ]
     for family, (rows, budget) in results.items():

@@ -125,8 +125,10 @@ def paired_savings(pwr_rows: list[dict], base: list[dict]) -> list[str]:  # type
     arrivals): how far the seeds spread around the means of the table above."""
     loads = (50, 60, 70, 80)
     lines = [
-        "Seed by seed (a seed gives every policy the same arrivals): power saved against FGD at 50-80% and GRAR - FGD at 100%, "
-        "mean ± standard deviation [min, max] over the seeds.",
+        (
+            "Seed by seed (a seed gives every policy the same arrivals): power saved against FGD at 50-80% and GRAR - FGD at 100%, "
+            "mean ± standard deviation [min, max] over the seeds."
+        ),
         "",
         "| policy | " + " | ".join(f"saved @{k}" for k in loads) + " | GRAR - FGD @100 |",
         "|---|" + "---:|" * (len(loads) + 1),
@@ -163,8 +165,10 @@ def other_list_claims(seeds: int, fgd_other: dict[str, list[dict]]) -> list[str]
     lines = [
         "### The PWR paper's claims on the other pod lists",
         "",
-        "The combinations against FGD on the same arrivals (seed-paired means). Multi-GPU lists: the worst saving at 20% up to the "
-        "load the paper names (its 20% list: 'up to about 82%', here 80%), against the level it reports.",
+        (
+            "The combinations against FGD on the same arrivals (seed-paired means). Multi-GPU lists: the worst saving at 20% up to the "
+            "load the paper names (its 20% list: 'up to about 82%', here 80%), against the level it reports."
+        ),
         "",
         "| pod list | policy | worst saving | at load | the paper | met |",
         "|---|---|---:|---:|---:|---|",
@@ -182,8 +186,10 @@ def other_list_claims(seeds: int, fgd_other: dict[str, list[dict]]) -> list[str]
     base = fgd_other["gpuspec33"]
     lines += [
         "",
-        "gpuspec33 (a third of GPU tasks pin a model): GRAR minus FGD's over arrived loads 10-100% (seed-paired means), "
-        "its best and worst, against the paper's reading of its Fig. 10.",
+        (
+            "gpuspec33 (a third of GPU tasks pin a model): GRAR minus FGD's over arrived loads 10-100% (seed-paired means), "
+            "its best and worst, against the paper's reading of its Fig. 10."
+        ),
         "",
         "| policy | most ahead of FGD | at load | most behind FGD | at load | the paper |",
         "|---|---:|---:|---:|---:|---|",
@@ -207,11 +213,13 @@ def alpha_frontier(rows: list[dict], base: list[dict]) -> tuple[list[str], list[
     lines = [
         "### Does any alpha meet both?",
         "",
-        "The same replays for more weights (alpha 1 is plain PWR), and for the paper's Eq. (5) as printed (`pwr-fgd-eq5`: the least "
-        "alpha x watts + (1 - alpha) x GPUs of fragmentation added, where the paper's runs sum normalised plugin scores). "
-        f"Targets: more than {SAVING_TARGET_PCT:.0f}% saved at every load up to "
-        f"80% (here 20-80%: the paper's first phase, 0-15%, is a ramp), and GRAR within {GRAR_TARGET:.0%} of FGD's (relative) at 100%. "
-        "Savings and gaps are seed-paired means.",
+        (
+            "The same replays for more weights (alpha 1 is plain PWR), and for the paper's Eq. (5) as printed (`pwr-fgd-eq5`: the least "
+            "alpha x watts + (1 - alpha) x GPUs of fragmentation added, where the paper's runs sum normalised plugin scores). "
+            f"Targets: more than {SAVING_TARGET_PCT:.0f}% saved at every load up to "
+            f"80% (here 20-80%: the paper's first phase, 0-15%, is a ramp), and GRAR within {GRAR_TARGET:.0%} of FGD's (relative) at 100%. "
+            "Savings and gaps are seed-paired means."
+        ),
         "",
         "| alpha | policy | " + " | ".join(f"saved @{k}" for k in loads) + " | worst @20-80 | GRAR - FGD @100 | relative | saving met | GRAR met |",
         "|---:|---|" + "---:|" * (len(loads) + 3) + "---|---|",
@@ -279,11 +287,13 @@ def main() -> None:
     lines = [
         "# Placement replays on the openb default trace (FGD and PWR papers)",
         "",
-        f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/placement.py --seeds {args.seeds}`. "
-        "Workload: the 8,152 pods of `openb_pod_list_default` in a seeded random order, then copies drawn with replacement until 130% "
-        "of the 6,212 GPUs are requested; pods never leave; a pod no node takes fails (the FGD artifact's setup, "
-        "`planner/simulate/placement.py`). Values at arrived load k: means over the pods whose arrived load rounds to k%, "
-        "as the artifact's analysis does; then the mean over seeds.",
+        (
+            f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/placement.py --seeds {args.seeds}`. "
+            "Workload: the 8,152 pods of `openb_pod_list_default` in a seeded random order, then copies drawn with replacement until 130% "
+            "of the 6,212 GPUs are requested; pods never leave; a pod no node takes fails (the FGD artifact's setup, "
+            "`planner/simulate/placement.py`). Values at arrived load k: means over the pods whose arrived load rounds to k%, "
+            "as the artifact's analysis does; then the mean over seeds."
+        ),
         "",
     ]
 
@@ -343,10 +353,12 @@ def main() -> None:
     lines += [
         "## PWR: power model and savings against FGD",
         "",
-        f"Power model (`planner/heuristics/power.py`, Table II, CPU packages of 16 cores / 32 vCPUs, whole packages per node as the "
-        f"reference plugin counts them): **{idle / 1000:,.1f} kW idle, {full / 1000:,.1f} kW at full load** (the paper's cluster: "
-        "about 225 kW and 1.43 MW, which Table II gives with fractional packages, 107,018 vCPUs / 32 = 3,344; whole packages per node "
-        "make 3,711).",
+        (
+            f"Power model (`planner/heuristics/power.py`, Table II, CPU packages of 16 cores / 32 vCPUs, whole packages per node as the "
+            f"reference plugin counts them): **{idle / 1000:,.1f} kW idle, {full / 1000:,.1f} kW at full load** (the paper's cluster: "
+            "about 225 kW and 1.43 MW, which Table II gives with fractional packages, 107,018 vCPUs / 32 = 3,344; whole packages per node "
+            "make 3,711)."
+        ),
         "",
         "Power saved against FGD at the same arrived load (1 - EOPC / EOPC of FGD, mean over seeds), and GRAR (allocated / arrived request) minus FGD's:",
         "",
@@ -396,8 +408,10 @@ def main() -> None:
     lines += [
         "## Speed",
         "",
-        f"`planner simulate placement --policy fgd --seeds 10 --load 1.3` (process pool, 2 cores): **{measured.wall_s:.1f} s** wall, "
-        f"peak memory {measured.peak_tree_rss_mib:,.0f} MiB (all processes), {count} rows, exit {measured.returncode}.",
+        (
+            f"`planner simulate placement --policy fgd --seeds 10 --load 1.3` (process pool, 2 cores): **{measured.wall_s:.1f} s** wall, "
+            f"peak memory {measured.peak_tree_rss_mib:,.0f} MiB (all processes), {count} rows, exit {measured.returncode}."
+        ),
         "",
     ]
 

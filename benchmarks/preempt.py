@@ -38,15 +38,15 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import RESULTS, machine  # noqa: E402
+from _measure import RESULTS, machine
 
-from planner.cluster import Cluster, JobNuma  # noqa: E402
-from planner.engine.preempt import PreemptOptions, decide, to_plan  # noqa: E402
-from planner.heuristics.gang import apply_choice  # noqa: E402
-from planner.instances.flextopo import flextopo_cluster  # noqa: E402
-from planner.instances.spot import spot_cluster  # noqa: E402
-from planner.preempt_state import Ask, PreemptState  # noqa: E402
-from planner.validate.preempt import surplus_units, validate_preempt  # noqa: E402
+from planner.cluster import Cluster, JobNuma
+from planner.engine.preempt import PreemptOptions, decide, to_plan
+from planner.heuristics.gang import apply_choice
+from planner.instances.flextopo import flextopo_cluster
+from planner.instances.spot import spot_cluster
+from planner.preempt_state import Ask, PreemptState
+from planner.validate.preempt import surplus_units, validate_preempt
 
 HEURISTICS = ("spotgpu", "spotgpu-paper", "flextopo", "k8s-default", "volcano", "random")
 EXPERIMENT_METHODS = ("flextopo", "exact", "spotgpu", "k8s-default", "volcano", "random", "spotgpu-paper")
@@ -336,14 +336,16 @@ def write(results: dict[str, Any], args: argparse.Namespace) -> None:
         "",
         f"## FlexTopo's experiment as published ({args.cycles} cycles x {args.scale_ups} independent preemptions, 100 nodes)",
         "",
-        "The paper's protocol (Sec. 5): per cycle a fresh saturated cluster (Table 3, seed = cycle) and 50 scale-ups (25 of B, 25 "
-        'of C), each preemption "evaluated independently" on that saturated state (not carried out). Every method decides every '
-        "scale-up, so all compare on identical inputs. *Hit rate*: the share of scale-ups whose pod starts NUMA-aligned (all GPUs on "
-        "one socket, CPUs from those GPUs' domains); a NUMA-unaware method misses when the node and victims it chose leave no aligned "
-        "devices (the kubelet would refuse the pod). FlexTopo reports 44.5% for Godel's standard preemption and 100% with FlexTopo "
-        "(Table 4). *Lost work / optimum*: over the scale-ups the method placed, against the exact plan of the same state. "
-        "Within a cycle the 25 scale-ups of one workload are the same decision, so a deterministic method's rate is in effect "
-        "over 100 states x 2 workloads.",
+        (
+            "The paper's protocol (Sec. 5): per cycle a fresh saturated cluster (Table 3, seed = cycle) and 50 scale-ups (25 of B, 25 "
+            'of C), each preemption "evaluated independently" on that saturated state (not carried out). Every method decides every '
+            "scale-up, so all compare on identical inputs. *Hit rate*: the share of scale-ups whose pod starts NUMA-aligned (all GPUs on "
+            "one socket, CPUs from those GPUs' domains); a NUMA-unaware method misses when the node and victims it chose leave no aligned "
+            "devices (the kubelet would refuse the pod). FlexTopo reports 44.5% for Godel's standard preemption and 100% with FlexTopo "
+            "(Table 4). *Lost work / optimum*: over the scale-ups the method placed, against the exact plan of the same state. "
+            "Within a cycle the 25 scale-ups of one workload are the same decision, so a deterministic method's rate is in effect "
+            "over 100 states x 2 workloads."
+        ),
         "",
         "| method | decisions | hit rate | B hits | C hits | paper | lost work / optimum: mean | p90 | worst | optimal | surplus gangs | invalid | latency p50 / p90 / max ms |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
@@ -373,9 +375,11 @@ def write(results: dict[str, Any], args: argparse.Namespace) -> None:
         "",
         f"## A harder variant: the {args.scale_ups} scale-ups carried out in turn ({args.cycles} cycles)",
         "",
-        "Each method's decisions are applied before the next (victims evicted, pods started), so each method follows its own "
-        "trajectory and earlier choices shape later states. *failed*: no aligned placement found (NUMA-unaware methods: refused "
-        "at admission); *infeasible*: proven impossible in that state; *lost*: mean GPU-seconds lost per placed scale-up.",
+        (
+            "Each method's decisions are applied before the next (victims evicted, pods started), so each method follows its own "
+            "trajectory and earlier choices shape later states. *failed*: no aligned placement found (NUMA-unaware methods: refused "
+            "at admission); *infeasible*: proven impossible in that state; *lost*: mean GPU-seconds lost per placed scale-up."
+        ),
         "",
         "| method | scale-ups | hit rate | B hits | C hits | lost GPU-s | latency p50 / p90 / max ms | plans checked | invalid | surplus gangs | outcomes |",
         "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
@@ -392,8 +396,10 @@ def write(results: dict[str, Any], args: argparse.Namespace) -> None:
         "",
         f"## Latency on {big['nodes']:,} nodes holding {big['pods']:,} spot pods",
         "",
-        "Each node is full (six 1-GPU pods and four half-GPU shares); each decision starts one pending 4-GPU HP pod, so every node "
-        f"needs preemption. {args.big_decisions} decisions per method, on the same state (decisions are not carried out).",
+        (
+            "Each node is full (six 1-GPU pods and four half-GPU shares); each decision starts one pending 4-GPU HP pod, so every node "
+            f"needs preemption. {args.big_decisions} decisions per method, on the same state (decisions are not carried out)."
+        ),
         "",
         "| method | p50 ms | p90 ms | max ms | invalid (first 5 checked) |",
         "|---|---:|---:|---:|---:|",
@@ -407,10 +413,12 @@ def write(results: dict[str, Any], args: argparse.Namespace) -> None:
         "",
         f"## Lost work against the proven optimum ({s['decisions']} decisions on `planner generate spot`, 50-200 nodes)",
         "",
-        f"The exact model (CP-SAT, {args.time_limit:g} s limit) proved {s['proven']} of {s['decisions']} decisions optimal "
-        f"({s['infeasible']} proven infeasible). Ratios are over the proven decisions: a heuristic's lost work / the optimum "
-        "(1.0 = optimal; infinite where the optimum loses nothing and the heuristic does). *not placed*: the heuristic failed where a "
-        "placement exists. *surplus*: victim gangs a plan did not need, summed over all decisions.",
+        (
+            f"The exact model (CP-SAT, {args.time_limit:g} s limit) proved {s['proven']} of {s['decisions']} decisions optimal "
+            f"({s['infeasible']} proven infeasible). Ratios are over the proven decisions: a heuristic's lost work / the optimum "
+            "(1.0 = optimal; infinite where the optimum loses nothing and the heuristic does). *not placed*: the heuristic failed where a "
+            "placement exists. *surplus*: victim gangs a plan did not need, summed over all decisions."
+        ),
         "",
         "| method | mean ratio | p90 | worst | optimal | not placed | ratio inf | surplus gangs | plans with surplus | invalid |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",

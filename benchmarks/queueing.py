@@ -27,12 +27,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _measure import RESULTS, code_version, machine  # noqa: E402
+from _measure import RESULTS, code_version, machine
 
-from planner.runtime.executors import executor  # noqa: E402
-from planner.instances.queue_workload import QueueCluster, inference_jobs, kant_jobs  # noqa: E402
-from planner.simulate.queue_metrics import queue_row  # noqa: E402
-from planner.simulate.queueing import POLICIES, replay  # noqa: E402
+from planner.instances.queue_workload import QueueCluster, inference_jobs, kant_jobs
+from planner.runtime.executors import executor
+from planner.simulate.queue_metrics import queue_row
+from planner.simulate.queueing import POLICIES, replay
 
 BUCKETS = ("1", "4", "8", "64", "256", "1024", "2048")
 KANT_PLACEMENTS = ("spread", "binpack", "e-binpack")
@@ -105,10 +105,12 @@ def main() -> None:
     lines = [
         "# Kant's queueing experiment (8,000 GPUs, jobs of 1-2048 GPUs)",
         "",
-        f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/queueing.py --seeds {args.seeds} "
-        f"--extra-seeds {args.extra_seeds} --days {d:g} --warmup-days {w:g}` ({wall / 60:.0f} min wall on this machine). 1,000 nodes x 8 GPUs, "
-        "leaf groups of 32 nodes; offered load 0.95; backfill timeout 1 h; metrics over the days after the warm-up; medians over "
-        "seeds (GAR and SOR coincide here: allocated GPU-time over available, accrued from binding).",
+        (
+            f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/queueing.py --seeds {args.seeds} "
+            f"--extra-seeds {args.extra_seeds} --days {d:g} --warmup-days {w:g}` ({wall / 60:.0f} min wall on this machine). 1,000 nodes x 8 GPUs, "
+            "leaf groups of 32 nodes; offered load 0.95; backfill timeout 1 h; metrics over the days after the warm-up; medians over "
+            "seeds (GAR and SOR coincide here: allocated GPU-time over available, accrued from binding)."
+        ),
         "",
         "| policy | placement | SOR (median) | vs strict FIFO | GFR | preemptions | GPU-h lost to preemption | JWTD h: "
         + " | ".join(BUCKETS)
@@ -129,8 +131,10 @@ def main() -> None:
             )
     lines += [
         "",
-        "JWTD: mean wait from submission to (final) start per job-size bucket (GPUs, powers of two), median over seeds. "
-        "JTTEd: nodes used over ceil(GPUs / 8), groups over the fewest groups those nodes need.",
+        (
+            "JWTD: mean wait from submission to (final) start per job-size bucket (GPUs, powers of two), median over seeds. "
+            "JTTEd: nodes used over ceil(GPUs / 8), groups over the fewest groups those nodes need."
+        ),
         "",
     ]
 
@@ -139,13 +143,17 @@ def main() -> None:
     lines += [
         "## Defrag when stuck: the planner's make-room for a blocked head",
         "",
-        f"Same cluster and workloads (seeds 0-{args.extra_seeds - 1}). When a head has waited 30 min for room, `plan_defrag(make_room=[head], "
-        "max_moves=128)` (the validated plan) migrates pods smaller than a node; each migrated job is set back 5 min "
-        "(`simulate/queue_defrag.py`). A failed attempt is retried 30 min later. Placement alone: the rows above, same seeds. "
-        "Medians over seeds.",
+        (
+            f"Same cluster and workloads (seeds 0-{args.extra_seeds - 1}). When a head has waited 30 min for room, `plan_defrag(make_room=[head], "
+            "max_moves=128)` (the validated plan) migrates pods smaller than a node; each migrated job is set back 5 min "
+            "(`simulate/queue_defrag.py`). A failed attempt is retried 30 min later. Placement alone: the rows above, same seeds. "
+            "Medians over seeds."
+        ),
         "",
-        "| policy | placement | make-room | SOR | change | GFR | JWTD h: 1 | 64 | 256 | 1024 | 2048 | preemptions | make-room calls | heads started | "
-        "moves | migration GPU-h | make-room s (total) | wall s |",
+        (
+            "| policy | placement | make-room | SOR | change | GFR | JWTD h: 1 | 64 | 256 | 1024 | 2048 | preemptions | make-room calls | heads started | "
+            "moves | migration GPU-h | make-room s (total) | wall s |"
+        ),
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in ("strict-fifo", "backfill"):
@@ -170,9 +178,11 @@ def main() -> None:
         "",
         "## Tenants and quotas per GPU pool",
         "",
-        "1,024 nodes in two pools (a100, v100: 512 nodes each, 4,096 GPUs), two tenants: `research` submits 70% of the jobs, "
-        "`prod` 30%; quotas 2,048 GPUs per tenant per pool (half). One queue per tenant; E-Binpack. *Shared*: a tenant borrows "
-        "the pool's unused quota and the owner reclaims it by preemption; *isolated*: no borrowing. Medians over seeds.",
+        (
+            "1,024 nodes in two pools (a100, v100: 512 nodes each, 4,096 GPUs), two tenants: `research` submits 70% of the jobs, "
+            "`prod` 30%; quotas 2,048 GPUs per tenant per pool (half). One queue per tenant; E-Binpack. *Shared*: a tenant borrows "
+            "the pool's unused quota and the owner reclaims it by preemption; *isolated*: no borrowing. Medians over seeds."
+        ),
         "",
         "| policy | quotas | SOR | SOR research | SOR prod | JWTD h research | JWTD h prod | reclaim preemptions | backfill preemptions | GPU-h lost |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -192,10 +202,12 @@ def main() -> None:
         "",
         "## E-Spread: an inference zone",
         "",
-        f"1,000 nodes; training offered at 0.80 of the GPUs (sizes capped at the {1000 - ZONE_NODES} nodes outside the zone) plus "
-        "inference replicas of 1, 2 or 4 GPUs (mean life 12 h) offered at 0.15; backfill. *e-spread*: the first "
-        f"{ZONE_NODES} nodes (4 leaf groups) are the inference zone: replicas spread there first, overflow and training are "
-        "E-Binpacked outside it. Medians over seeds.",
+        (
+            f"1,000 nodes; training offered at 0.80 of the GPUs (sizes capped at the {1000 - ZONE_NODES} nodes outside the zone) plus "
+            "inference replicas of 1, 2 or 4 GPUs (mean life 12 h) offered at 0.15; backfill. *e-spread*: the first "
+            f"{ZONE_NODES} nodes (4 leaf groups) are the inference zone: replicas spread there first, overflow and training are "
+            "E-Binpacked outside it. Medians over seeds."
+        ),
         "",
         "| placement | SOR | GFR | JWTD h training | JWTD h inference | JWTD h @1024 | preemptions |",
         "|---|---:|---:|---:|---:|---:|---:|",

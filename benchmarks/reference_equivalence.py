@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _measure import RESULTS, code_version, machine  # noqa: E402
+from _measure import RESULTS, code_version, machine
 
 PLUGIN_POLICY = {  # reference score plugin -> our policy, when it is the only one enabled
     "FGDScore": "fgd",
@@ -245,9 +245,11 @@ def seeds_section(trace_name: str, orders: Path) -> list[str]:
     lines = [
         f"### The reference's seeds {artifact[0]}..{artifact[-1]} (the artifact's)",
         "",
-        "Mean GPU allocation and GRAR, and the power each policy saves against FGD on the same seed, "
-        "read as the artifact's notebook does (each run interpolated at the exact load, means over the seeds, "
-        "then 1 - mean / mean of FGD) and as `benchmarks/placement.py` does (bins, seed-paired).",
+        (
+            "Mean GPU allocation and GRAR, and the power each policy saves against FGD on the same seed, "
+            "read as the artifact's notebook does (each run interpolated at the exact load, means over the seeds, "
+            "then 1 - mean / mean of FGD) and as `benchmarks/placement.py` does (bins, seed-paired)."
+        ),
         "",
         "| policy | alloc @100 | alloc @130 | GRAR @100 | GRAR - FGD @100 | " + " | ".join(f"saved @{k}" for k in SAVING_LOADS) + " |",
         "|---|" + "---:|" * (4 + len(SAVING_LOADS)),
@@ -269,16 +271,20 @@ def seeds_section(trace_name: str, orders: Path) -> list[str]:
         )
     lines += [
         "",
-        "Savings: the notebook's reading / ours. The issue's targets: more than "
-        f"{SAVING_TARGET_PCT:g}% at every load from 20% to 80% for each of alpha 0.05, 0.1, 0.2, and GRAR within "
-        f"{GRAR_TARGET:g} of FGD's.",
+        (
+            "Savings: the notebook's reading / ours. The issue's targets: more than "
+            f"{SAVING_TARGET_PCT:g}% at every load from 20% to 80% for each of alpha 0.05, 0.1, 0.2, and GRAR within "
+            f"{GRAR_TARGET:g} of FGD's."
+        ),
         "",
     ]
     lines += [
         f"### Every seed given ({seeds[0]}..{seeds[-1]}, {len(seeds)} seeds)",
         "",
-        "Seed-paired saving (bins) and GRAR gap: mean ± standard deviation over the seeds, and how many of the "
-        "disjoint blocks of 10 consecutive seeds would meet each target (a 10-seed benchmark run is one block).",
+        (
+            "Seed-paired saving (bins) and GRAR gap: mean ± standard deviation over the seeds, and how many of the "
+            "disjoint blocks of 10 consecutive seeds would meet each target (a 10-seed benchmark run is one block)."
+        ),
         "",
         "| policy | " + " | ".join(f"saved @{k}" for k in SAVING_LOADS) + " | GRAR - FGD @100 | blocks > 13% @20-80 | blocks within 0.02 |",
         "|---|" + "---:|" * (len(SAVING_LOADS) + 3),
@@ -319,9 +325,11 @@ def main() -> None:
         lines += [
             "## Pod for pod",
             "",
-            "After every pod, the GPU milli arrived and allocated, the datacenter power (to 0.05 W: the log prints one decimal) "
-            "and the fragmentation (to 0.01 milli) of our replay against the reference's log, on the reference's arrival order "
-            "and node names.",
+            (
+                "After every pod, the GPU milli arrived and allocated, the datacenter power (to 0.05 W: the log prints one decimal) "
+                "and the fragmentation (to 0.01 milli) of our replay against the reference's log, on the reference's arrival order "
+                "and node names."
+            ),
             "",
             "| run | policy | pods | failed (ours / reference) | pods that differ: arrived, allocated, power, fragmentation | largest power difference |",
             "|---|---|---:|---:|---|---:|",

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import RESULTS, cached_asi, machine, run_measured  # noqa: E402
+from _measure import RESULTS, cached_asi, machine, run_measured
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
 
@@ -38,8 +38,10 @@ def main() -> None:
         "",
         f"Machine: {machine()}. Command: `planner report SNAPSHOT --json --shape 8g64c` in a child process;",
         "wall time from start to exit (includes interpreter start-up, JSON parsing and all checks);",
-        "peak resident memory of the child from `wait4`. Snapshots: `generate_asi(nodes, seed="
-        f"{args.seed})` (ASI-like, 70% GPU allocation target, 40% locked pods).",
+        (
+            "peak resident memory of the child from `wait4`. Snapshots: `generate_asi(nodes, seed="
+            f"{args.seed})` (ASI-like, 70% GPU allocation target, 40% locked pods)."
+        ),
         "",
         "Reproduce: `.venv/bin/python benchmarks/report_scale.py`",
         "",

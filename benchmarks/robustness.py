@@ -61,14 +61,14 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.oracle, tests.support
-from _measure import RESULTS, _tree_rss_kib, machine  # noqa: E402
+from _measure import RESULTS, _tree_rss_kib, machine
 
-from planner import rules  # noqa: E402
-from planner.cluster import Cluster, Job, Node, Pod, SnapshotError  # noqa: E402
-from planner.engine import METHOD_OPTIONS, DefragOptions, plan_defrag  # noqa: E402
-from planner.snapshot import cluster_to_dict, parse_cluster  # noqa: E402
-from tests import oracle  # noqa: E402
-from tests.support.harness import PLANNER, Server, rss_mib, wait_status  # noqa: E402
+from planner import rules
+from planner.cluster import Cluster, Job, Node, Pod, SnapshotError
+from planner.engine import METHOD_OPTIONS, DefragOptions, plan_defrag
+from planner.snapshot import cluster_to_dict, parse_cluster
+from tests import oracle
+from tests.support.harness import PLANNER, Server, rss_mib, wait_status
 
 CATEGORIES = ("fuzz", "cli", "http", "kill", "store", "load")
 FUZZ_COUNT = 60_000

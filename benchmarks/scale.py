@@ -35,14 +35,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _measure import RESULTS, cached_asi, code_version, machine, run_measured  # noqa: E402
+from _measure import RESULTS, cached_asi, code_version, machine, run_measured
 
-from planner.engine import DefragOptions, plan_defrag  # noqa: E402
-from planner.runtime.gc_pause import collector_paused  # noqa: E402
-from planner.limits import MoveBudget, MoveLimits  # noqa: E402
-from planner.models.defrag_bound import empties_bound  # noqa: E402
-from planner.snapshot import load_cluster  # noqa: E402
-from planner.state import ClusterState  # noqa: E402
+from planner.engine import DefragOptions, plan_defrag
+from planner.limits import MoveBudget, MoveLimits
+from planner.models.defrag_bound import empties_bound
+from planner.runtime.gc_pause import collector_paused
+from planner.snapshot import load_cluster
+from planner.state import ClusterState
 
 
 def small_rows(sizes: list[int], seeds: int) -> list[dict]:  # type: ignore[type-arg]
@@ -277,10 +277,12 @@ def render(rows: dict, args: argparse.Namespace) -> list[str]:  # type: ignore[t
     lines = [
         "# Beyond one machine and with a certificate at any scale",
         "",
-        f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/scale.py --seeds {args.seeds} --huge` (sections: "
-        "`--sections small,large,cli,ray,hybrid`; each section below names the code it ran on). Snapshots: `generate_asi(nodes, seed)` "
-        "(ASI-like: 8-GPU nodes, 70% GPU allocation, 40% of pods locked, anti-affinity per job), cached under benchmarks/.cache. The "
-        "bound (`planner/models/defrag_bound.py`) holds for every plan within the limits; *binding* names the relaxation's constraint that gives it.",
+        (
+            f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/scale.py --seeds {args.seeds} --huge` (sections: "
+            "`--sections small,large,cli,ray,hybrid`; each section below names the code it ran on). Snapshots: `generate_asi(nodes, seed)` "
+            "(ASI-like: 8-GPU nodes, 70% GPU allocation, 40% of pods locked, anti-affinity per job), cached under benchmarks/.cache. The "
+            "bound (`planner/models/defrag_bound.py`) holds for every plan within the limits; *binding* names the relaxation's constraint that gives it."
+        ),
         "",
     ]
     small, large, cli, ray, hybrid = (rows.get(k) for k in ("small", "large", "cli", "ray", "hybrid"))
@@ -290,8 +292,10 @@ def render(rows: dict, args: argparse.Namespace) -> list[str]:  # type: ignore[t
             "",
             f"Code: {versions.get('small', '?')}.",
             "",
-            "`plan_defrag --method exact --solver highs --time-limit 60` (its status and proven optimum), the relaxation bound, and IPC "
-            "(`--method heuristic`, seed 0) on the same snapshot.",
+            (
+                "`plan_defrag --method exact --solver highs --time-limit 60` (its status and proven optimum), the relaxation bound, and IPC "
+                "(`--method heuristic`, seed 0) on the same snapshot."
+            ),
             "",
             "| nodes | seed | exact empty nodes | exact status | relaxation bound | binding | bound - optimum | IPC | IPC - optimum | exact s |",
             "|---:|---:|---:|---|---:|---|---:|---:|---:|---:|",
@@ -312,9 +316,11 @@ def render(rows: dict, args: argparse.Namespace) -> list[str]:  # type: ignore[t
             "",
             f"Code: {versions.get('large', '?')}.",
             "",
-            "*state s*: building the array state from the parsed snapshot; *bound s*: the relaxation on it (both in process). IPC: "
-            "`plan_defrag --method heuristic` in process (*IPC s* is its report's wall time); *gap* = (bound - IPC) / bound, the "
-            "share of the best possible IPC may miss. Budget: none, or 2% of the pods (`--max-moves`).",
+            (
+                "*state s*: building the array state from the parsed snapshot; *bound s*: the relaxation on it (both in process). IPC: "
+                "`plan_defrag --method heuristic` in process (*IPC s* is its report's wall time); *gap* = (bound - IPC) / bound, the "
+                "share of the best possible IPC may miss. Budget: none, or 2% of the pods (`--max-moves`)."
+            ),
             "",
             "| nodes | pods | budget | state s | bound s | bound | binding | IPC empty nodes | gap | IPC s |",
             "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
@@ -333,11 +339,13 @@ def render(rows: dict, args: argparse.Namespace) -> list[str]:  # type: ignore[t
             "",
             f"Code: {versions.get('cli', '?')}.",
             "",
-            "`planner defrag SNAPSHOT --method heuristic --out plan.json` as a child process (default process pool, one worker per core): "
-            "wall time from start to exit (interpreter start-up, reading and checking the snapshot, the bound, IPC, trimming, "
-            "validating, writing the plan); three runs (one at 150,000 nodes). *Own peak*: the command's own peak RSS (VmHWM); "
-            "*tree peak*: the summed RSS of it and its pool workers, sampled every 50 ms (the forked workers share the parent's pages "
-            "copy-on-write, which the sum counts once per process, so it overstates). *plan s*: the planning alone (`report.wall_s`).",
+            (
+                "`planner defrag SNAPSHOT --method heuristic --out plan.json` as a child process (default process pool, one worker per core): "
+                "wall time from start to exit (interpreter start-up, reading and checking the snapshot, the bound, IPC, trimming, "
+                "validating, writing the plan); three runs (one at 150,000 nodes). *Own peak*: the command's own peak RSS (VmHWM); "
+                "*tree peak*: the summed RSS of it and its pool workers, sampled every 50 ms (the forked workers share the parent's pages "
+                "copy-on-write, which the sum counts once per process, so it overstates). *plan s*: the planning alone (`report.wall_s`)."
+            ),
             "",
             "| nodes | pods | wall s (runs) | median s | plan s | own peak MiB | tree peak MiB | vacated | bound |",
             "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
@@ -355,10 +363,12 @@ def render(rows: dict, args: argparse.Namespace) -> list[str]:  # type: ignore[t
             "",
             f"Code: {versions.get('ray', '?')}.",
             "",
-            "Cold: `planner defrag SNAPSHOT --method heuristic --executor ray|process` as child processes, two runs each; the Ray runs "
-            "start a local Ray (2 CPUs) in the command and stop it at exit. Warm: in one process, the second of two `plan_defrag` calls "
-            "(Ray already up and its workers started, as under `planner serve --executor ray`); planning time (`report.wall_s`). "
-            "*Same plan*: every run's waves equal the first process-pool run's.",
+            (
+                "Cold: `planner defrag SNAPSHOT --method heuristic --executor ray|process` as child processes, two runs each; the Ray runs "
+                "start a local Ray (2 CPUs) in the command and stop it at exit. Warm: in one process, the second of two `plan_defrag` calls "
+                "(Ray already up and its workers started, as under `planner serve --executor ray`); planning time (`report.wall_s`). "
+                "*Same plan*: every run's waves equal the first process-pool run's."
+            ),
             "",
             "| nodes | process s (cold) | Ray s (cold) | overhead s | process tree MiB | Ray tree MiB | process s (warm) | Ray s (warm) | warm overhead s | same plan |",
             "|---:|---|---|---:|---:|---:|---:|---:|---:|---|",
@@ -377,10 +387,12 @@ def render(rows: dict, args: argparse.Namespace) -> list[str]:  # type: ignore[t
             "",
             f"Code: {versions.get('hybrid', '?')}.",
             "",
-            "`plan_defrag --method hybrid --time-limit S --executor ray` on 37,707-node snapshots (GPU allocation 0.7, where IPC "
-            "is already proven optimal, and 0.85, where it is not), a local Ray of 2 CPUs (IPC, then large-neighbourhood search "
-            "with the exact model, neighbourhoods as Ray tasks), against IPC alone on the same executor. *gap* = (bound - empty "
-            "nodes) / bound; *settled*: neighbourhoods whose end state reaches their proven bound.",
+            (
+                "`plan_defrag --method hybrid --time-limit S --executor ray` on 37,707-node snapshots (GPU allocation 0.7, where IPC "
+                "is already proven optimal, and 0.85, where it is not), a local Ray of 2 CPUs (IPC, then large-neighbourhood search "
+                "with the exact model, neighbourhoods as Ray tasks), against IPC alone on the same executor. *gap* = (bound - empty "
+                "nodes) / bound; *settled*: neighbourhoods whose end state reaches their proven bound."
+            ),
             "",
             "| nodes | allocation | S | IPC empty nodes | IPC gap | hybrid empty nodes | gained | hybrid gap | bound | moves IPC / hybrid | LNS rounds | neighbourhoods (improved, settled) | wall s |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|",

@@ -45,12 +45,12 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
-from _measure import RESULTS, machine  # noqa: E402
+from _measure import RESULTS, machine
 
-from planner.instances.asi import generate_asi  # noqa: E402
-from planner.snapshot import cluster_to_dict  # noqa: E402
-from tests.support.harness import Server, rss_mib  # noqa: E402
-from tests.support.harness_postgres import ThrowawayPostgres  # noqa: E402
+from planner.instances.asi import generate_asi
+from planner.snapshot import cluster_to_dict
+from tests.support.harness import Server, rss_mib
+from tests.support.harness_postgres import ThrowawayPostgres
 
 TOKEN = "load-test-token-0123456789"
 
@@ -232,7 +232,7 @@ def audit(scenario: Scenario, url: str, lease_s: float) -> None:
         "accepted jobs (200 or 202 seen by a client)": f"{len(accepted):,}",
         "idempotency keys with more than one plan": str(twice),
         "jobs run on two replicas at once": str(overlaps(scenario)),
-        "errors of jobs that did not succeed": "; ".join(sorted(set(e or "-" for e in errors))) or "none",
+        "errors of jobs that did not succeed": "; ".join(sorted({e or "-" for e in errors})) or "none",
         "snapshots stored": f"{snapshots:,} ({(raw or 0) / 1024:,.0f} KiB as received, {(stored or 0) / 1024:,.0f} KiB stored)",
     }
 
@@ -355,7 +355,16 @@ def write_healthz(results: dict[str, dict[str, float]], label: str, seconds: flo
     import subprocess
 
     path = RESULTS / "service_healthz.md"
-    commit = commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
+    commit = (
+        commit
+        or subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).parent,  # no git: an empty commit cell
+        ).stdout.strip()
+    )
     row = (
         f"| {label} | {commit} | "
         + " | ".join(f"{results[name]['p50_ms']:.1f} / {results[name]['p99_ms']:.1f} / {results[name]['max_ms']:.0f}" for name in ("idle", "report", "defrag"))
@@ -369,16 +378,22 @@ def write_healthz(results: dict[str, dict[str, float]], label: str, seconds: flo
     lines = [
         "# /healthz latency under large bodies",
         "",
-        f"Machine: {machine()} (shared: other work ran at the same time). Reproduce: "
-        "`.venv/bin/python benchmarks/service_load.py --scenario healthz --label NAME`.",
+        (
+            f"Machine: {machine()} (shared: other work ran at the same time). Reproduce: "
+            "`.venv/bin/python benchmarks/service_load.py --scenario healthz --label NAME`."
+        ),
         "",
-        f"`planner serve --workers 1 --max-queue 1` on SQLite. One client sends `GET /healthz` one after another "
-        f"(20 ms apart) for {seconds:g} s (after one report of the body, as a warm-up) while {HEALTHZ_CLIENTS} clients (another process) send the same "
-        f"{body_bytes / 2**20:.2f} MiB body ({HEALTHZ_NODES}-node ASI snapshot) back to back: to `/v1/report`, then "
-        "to `/v1/defrag` (the queue holds one job, so nearly every submission is refused with 429).",
+        (
+            f"`planner serve --workers 1 --max-queue 1` on SQLite. One client sends `GET /healthz` one after another "
+            f"(20 ms apart) for {seconds:g} s (after one report of the body, as a warm-up) while {HEALTHZ_CLIENTS} clients (another process) send the same "
+            f"{body_bytes / 2**20:.2f} MiB body ({HEALTHZ_NODES}-node ASI snapshot) back to back: to `/v1/report`, then "
+            "to `/v1/defrag` (the queue holds one job, so nearly every submission is refused with 429)."
+        ),
         "",
-        "| run | commit | idle p50 / p99 / max (ms) | 4 x report p50 / p99 / max (ms) | 4 x defrag p50 / p99 / max (ms) "
-        "| report responses | defrag responses |",
+        (
+            "| run | commit | idle p50 / p99 / max (ms) | 4 x report p50 / p99 / max (ms) | 4 x defrag p50 / p99 / max (ms) "
+            "| report responses | defrag responses |"
+        ),
         "|---|---|---:|---:|---:|---|---|",
         *rows,
         row,
@@ -463,8 +478,10 @@ def scenario_rows(scenario: Scenario) -> list[str]:
         f"| responses by status | {', '.join(f'{code}: {n}' for code, n in sorted(codes.items()))} |",
         f"| 5xx, or transport errors after failing over | {errors} |",
         f"| requests that failed over to the other replica | {failed_over} |",
-        f"| p50 / p90 / p99 / max latency | {percentile(latencies, 0.5) * 1000:.0f} / {percentile(latencies, 0.9) * 1000:.0f} / "
-        f"{percentile(latencies, 0.99) * 1000:.0f} / {max(latencies) * 1000:.0f} ms |",
+        (
+            f"| p50 / p90 / p99 / max latency | {percentile(latencies, 0.5) * 1000:.0f} / {percentile(latencies, 0.9) * 1000:.0f} / "
+            f"{percentile(latencies, 0.99) * 1000:.0f} / {max(latencies) * 1000:.0f} ms |"
+        ),
         f"| mean latency | {statistics.mean(latencies) * 1000:.0f} ms |",
         f"| throughput | {len(outcomes) / scenario.wall_s:.1f} requests/s ({scenario.wall_s:.1f} s in all) |",
     ]
@@ -494,10 +511,12 @@ def write_results(args, scenarios, burst_results) -> None:  # type: ignore[no-un
         "",
         f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/service_load.py` (about 5 minutes).",
         "",
-        f"{args.requests:,} `POST /v1/defrag?wait=60` requests for 25-node ASI-like snapshots (10 different seeds, "
-        f"default IPC options) from {args.clients} concurrent clients, each request with its own Idempotency-Key. "
-        "Latency is request to response (the plan is in the 200 response; a 202 means the job was still running "
-        "after 60 s). Every job is then awaited in the database.",
+        (
+            f"{args.requests:,} `POST /v1/defrag?wait=60` requests for 25-node ASI-like snapshots (10 different seeds, "
+            f"default IPC options) from {args.clients} concurrent clients, each request with its own Idempotency-Key. "
+            "Latency is request to response (the plan is in the 200 response; a 202 means the job was still running "
+            "after 60 s). Every job is then awaited in the database."
+        ),
         "",
     ]
     for scenario in scenarios:
@@ -505,11 +524,13 @@ def write_results(args, scenarios, burst_results) -> None:  # type: ignore[no-un
             lines += [
                 "## Two replicas on PostgreSQL, one killed with -9 halfway",
                 "",
-                f"Two `planner serve` replicas (each concurrency = cores, `--lease-s {args.lease_s:g}`) on one PostgreSQL 15 "
-                "database (a throwaway server, fsync off); client c starts on replica c mod 2. When half the requests "
-                "have been answered, replica 0 is killed with SIGKILL together with its workers; a request that meets "
-                "a refused or dropped connection goes to the other replica with the same Idempotency-Key. Jobs replica 0 "
-                "was running are re-queued by replica 1 once their leases expire.",
+                (
+                    f"Two `planner serve` replicas (each concurrency = cores, `--lease-s {args.lease_s:g}`) on one PostgreSQL 15 "
+                    "database (a throwaway server, fsync off); client c starts on replica c mod 2. When half the requests "
+                    "have been answered, replica 0 is killed with SIGKILL together with its workers; a request that meets "
+                    "a refused or dropped connection goes to the other replica with the same Idempotency-Key. Jobs replica 0 "
+                    "was running are re-queued by replica 1 once their leases expire."
+                ),
                 "",
             ]
         else:

@@ -35,12 +35,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _measure import REPO, RESULTS, code_version, machine, run_measured  # noqa: E402
+from _measure import REPO, RESULTS, code_version, machine, run_measured
 
-from planner.instances.spot_workload import SPOT_LOAD, spot2026_cluster, spot2026_jobs  # noqa: E402
-from planner.simulate.metrics import replay_row  # noqa: E402
-from planner.simulate.plots import plot_replays  # noqa: E402
-from planner.simulate.spot import POLICIES, simulate  # noqa: E402
+from planner.instances.spot_workload import SPOT_LOAD, spot2026_cluster, spot2026_jobs
+from planner.simulate.metrics import replay_row
+from planner.simulate.plots import plot_replays
+from planner.simulate.spot import POLICIES, simulate
 
 BASELINE = "random"
 
@@ -94,8 +94,10 @@ def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
         return f"{format(statistics.mean(values), fmt)} [{format(min(values), fmt)}, {format(max(values), fmt)}]"
 
     lines = [
-        f"## 1. The ablation: {args.seeds} seeds, {args.days:g} days ({'warm' if args.warm_start else 'cold'} start), the first "
-        f"{args.warmup_days:g} left out, restart overhead {args.restart_overhead_s:g} s",
+        (
+            f"## 1. The ablation: {args.seeds} seeds, {args.days:g} days ({'warm' if args.warm_start else 'cold'} start), the first "
+            f"{args.warmup_days:g} left out, restart overhead {args.restart_overhead_s:g} s"
+        ),
         "",
         f"Cluster and workload: {described}. Mean over seeds [min, max]. *vs {BASELINE}*: mean spot completion time "
         f"against the `{BASELINE}` policy's (the paper's baseline). *HP alone*: the mean HP start delay in a replay of the "
@@ -113,9 +115,11 @@ def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
         + "Allocation is averaged over the same span. "
         "Wall time is per replay, with other work on the machine.",
         "",
-        "| policy | spot JCT mean s | vs random | spot JCT p90 s | spot GPU-h lost | evictions per spot job | evicted twice+ | "
-        "HP delay mean s | HP alone s | HP delay growth | HP delay added s | HP started later | GAR with spot | standby harvested | "
-        "wall s |",
+        (
+            "| policy | spot JCT mean s | vs random | spot JCT p90 s | spot GPU-h lost | evictions per spot job | evicted twice+ | "
+            "HP delay mean s | HP alone s | HP delay growth | HP delay added s | HP started later | GAR with spot | standby harvested | "
+            "wall s |"
+        ),
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for policy in args.policies:
@@ -136,10 +140,12 @@ def ablation(args: argparse.Namespace) -> tuple[list[str], dict]:
     some = rows[args.policies[0]]
     lines += [
         "",
-        f"HP alone under `{args.policies[0]}` (the replay without spot jobs): HP delay mean "
-        f"{cell(args.policies[0], 'hp_delay_hp_only_mean_s', ',.1f')} s, "
-        f"GAR {cell(args.policies[0], 'gar_hp_only_mean', '.1%')} (the paper: 68% with HP alone, 93% with spot; Fig. 9). "
-        f"Seeds: {len(some)}.",
+        (
+            f"HP alone under `{args.policies[0]}` (the replay without spot jobs): HP delay mean "
+            f"{cell(args.policies[0], 'hp_delay_hp_only_mean_s', ',.1f')} s, "
+            f"GAR {cell(args.policies[0], 'gar_hp_only_mean', '.1%')} (the paper: 68% with HP alone, 93% with spot; Fig. 9). "
+            f"Seeds: {len(some)}."
+        ),
         "",
         "![allocation over time and spot completion-time CDF, seed 0](spot.png)",
         "",
@@ -186,16 +192,20 @@ def parts_table(policies: list[str], rows: dict[str, list[dict]]) -> list[str]: 
 
     lines = [
         "",
-        f"Where the spot completion time goes (the jobs of the table above; means over seeds). *first wait*: submission "
-        f"to first start; *work*: the job's own run time; *rest*: rework after evictions, restart overheads and waits after an "
-        f"eviction. *waited > 1 day*: the jobs whose first start came more than {LONG_WAIT_S / 3600:g} h after submission, their "
-        f"share of the jobs, the share of those that first started after the last arrival (as the cluster drains), and their "
-        f"part of the mean; "
-        f"*others*: the mean completion time of the rest. Brackets: against `{BASELINE}`. The target is the mean over all "
-        "jobs (first column); the other columns explain it.",
+        (
+            f"Where the spot completion time goes (the jobs of the table above; means over seeds). *first wait*: submission "
+            f"to first start; *work*: the job's own run time; *rest*: rework after evictions, restart overheads and waits after an "
+            f"eviction. *waited > 1 day*: the jobs whose first start came more than {LONG_WAIT_S / 3600:g} h after submission, their "
+            f"share of the jobs, the share of those that first started after the last arrival (as the cluster drains), and their "
+            f"part of the mean; "
+            f"*others*: the mean completion time of the rest. Brackets: against `{BASELINE}`. The target is the mean over all "
+            "jobs (first column); the other columns explain it."
+        ),
         "",
-        "| policy | spot JCT mean s | first wait s | work s | rest s | waited > 1 day | of those, started after the last arrival "
-        "| their part of the mean s | others' JCT mean s | JCT p50 s |",
+        (
+            "| policy | spot JCT mean s | first wait s | work s | rest s | waited > 1 day | of those, started after the last arrival "
+            "| their part of the mean s | others' JCT mean s | JCT p50 s |"
+        ),
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for policy in policies:
@@ -217,13 +227,17 @@ def load_sweep(args: argparse.Namespace, ablation_rows: dict[str, list[dict]]) -
     lines = [
         f"## 2. The gain against the offered spot load: {args.load_seeds} seeds, HP load fixed",
         "",
-        f"The workload of section 1 with the spot load (offered spot GPU-time over the cluster's) swept; the HP load stays "
-        f"at the generator's default. *gain*: mean spot completion time of `spotgpu` over `{BASELINE}`'s - 1 (means over the seeds; "
-        "per-seed min and max in brackets). *start delay*: a spot job's wait for its first start, the queueing part of its "
-        f"completion time. The {SPOT_LOAD:g} row is section 1's first {args.load_seeds} seeds.",
+        (
+            f"The workload of section 1 with the spot load (offered spot GPU-time over the cluster's) swept; the HP load stays "
+            f"at the generator's default. *gain*: mean spot completion time of `spotgpu` over `{BASELINE}`'s - 1 (means over the seeds; "
+            "per-seed min and max in brackets). *start delay*: a spot job's wait for its first start, the queueing part of its "
+            f"completion time. The {SPOT_LOAD:g} row is section 1's first {args.load_seeds} seeds."
+        ),
         "",
-        "| spot load | spot JCT spotgpu s | spot JCT random s | gain | start delay spotgpu s | start delay random s | "
-        "GPU-h lost spotgpu | GPU-h lost random | GAR spotgpu |",
+        (
+            "| spot load | spot JCT spotgpu s | spot JCT random s | gain | start delay spotgpu s | start delay random s | "
+            "GPU-h lost spotgpu | GPU-h lost random | GAR spotgpu |"
+        ),
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for load in loads:
@@ -241,7 +255,7 @@ def load_sweep(args: argparse.Namespace, ablation_rows: dict[str, list[dict]]) -
                 rows[p].append(replay_row(replay, horizon, from_s=warmup))
             print(f"load {load:g} seed {seed}: " + ", ".join(f"{p} {rows[p][-1]['lp_jct_mean_s']:,.0f} s" for p in policies), flush=True)
 
-        def mean(p: str, key: str) -> float:
+        def mean(p: str, key: str, rows: dict[str, list[dict]] = rows) -> float:  # this load's rows, bound
             return statistics.mean(r[key] for r in rows[p])
 
         gains = [a["lp_jct_mean_s"] / b["lp_jct_mean_s"] - 1 for a, b in zip(rows["spotgpu"], rows[BASELINE])]
@@ -259,8 +273,10 @@ def scale(days_list: list[float], policies: list[str]) -> list[str]:
     lines = [
         "## 3. Simulator speed on the whole spot-2026 node list",
         "",
-        "`planner simulate spot --nodes spot-2026 --days D --policy P --no-hp-only --no-progress --out F` as a "
-        "child process; wall time end to end (generating the workload included) and the process's peak memory.",
+        (
+            "`planner simulate spot --nodes spot-2026 --days D --policy P --no-hp-only --no-progress --out F` as a "
+            "child process; wall time end to end (generating the workload included) and the process's peak memory."
+        ),
         "",
         "| policy | days | jobs | wall s | peak RSS MiB | decisions | spot JCT mean s | GAR |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",

@@ -25,12 +25,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _measure import RESULTS, code_version, machine  # noqa: E402
+from _measure import RESULTS, code_version, machine
 
-from planner.cluster import Node  # noqa: E402
-from planner.models.spot_schedule import SpotInstance, _Model, greedy_schedule, solve_spot_schedule  # noqa: E402
-from planner.instances.spot_workload import SimJob  # noqa: E402
-from planner.simulate.spot import POLICIES, simulate  # noqa: E402
+from planner.cluster import Node
+from planner.instances.spot_workload import SimJob
+from planner.models.spot_schedule import SpotInstance, greedy_schedule, solve_spot_schedule
+from planner.models.spot_schedule_model import _Model
+from planner.simulate.spot import POLICIES, simulate
 
 TARGETS = ((8, 24, 12, 3, 60.0), (16, 32, 20, 5, 300.0))
 MAX_RUNS = 3
@@ -78,9 +79,11 @@ def targets(args: argparse.Namespace) -> list[str]:
     lines = [
         "## (a) Target sizes",
         "",
-        "Status is for the lexicographic problem (lost GPU-slots, then spot completion slots); a bound is given for a level "
-        "only once the levels before it are proven; gap: of the first level not proven. *hint*: the list schedule "
-        "(`greedy_schedule`) was complete and used as the warm start.",
+        (
+            "Status is for the lexicographic problem (lost GPU-slots, then spot completion slots); a bound is given for a level "
+            "only once the levels before it are proven; gap: of the first level not proven. *hint*: the list schedule "
+            "(`greedy_schedule`) was complete and used as the warm start."
+        ),
         "",
         "| nodes x slots | spot + HP jobs | seed | solver | status | lost GPU-slots (bound) | spot completion slots (bound) | gap | wall s | limit s | variables / rows | hint |",
         "|---|---|---:|---|---|---|---|---:|---:|---:|---|---|",
@@ -170,18 +173,22 @@ def gap_table(args: argparse.Namespace) -> list[str]:
     lines = [
         "## (b) Policies against the exact optimum",
         "",
-        f"{args.gap_instances} instances (seeds 1000-{999 + args.gap_instances}): 4 8-GPU nodes, 24 slots, restart overhead 1 slot, "
-        "10 spot jobs arriving in slots 0-6 and 3 HP jobs of one pod (4 or 8 GPUs: HP load at most 24 of 32 GPUs) in 2-12 "
-        "(`make_instance(4, 24, 10, 3, seed, spot_arrivals=6, hp_workers=(1,))`); "
-        f"CP-SAT, 2 workers, {args.gap_time_limit:g} s. Solved: {solved}; proven optimal: {proven}; solve wall time median "
-        f"{statistics.median(walls):.1f} s, max {max(walls):.1f} s. The optimum loses GPU-time on {sum(x > 0 for x in opt_lost_all)} "
-        "of the solved instances.",
+        (
+            f"{args.gap_instances} instances (seeds 1000-{999 + args.gap_instances}): 4 8-GPU nodes, 24 slots, restart overhead 1 slot, "
+            "10 spot jobs arriving in slots 0-6 and 3 HP jobs of one pod (4 or 8 GPUs: HP load at most 24 of 32 GPUs) in 2-12 "
+            "(`make_instance(4, 24, 10, 3, seed, spot_arrivals=6, hp_workers=(1,))`); "
+            f"CP-SAT, 2 workers, {args.gap_time_limit:g} s. Solved: {solved}; proven optimal: {proven}; solve wall time median "
+            f"{statistics.median(walls):.1f} s, max {max(walls):.1f} s. The optimum loses GPU-time on {sum(x > 0 for x in opt_lost_all)} "
+            "of the solved instances."
+        ),
         "",
-        "Lost GPU-s: the simulator's `lost_gpu_s + overhead_gpu_s` of spot jobs (GPU-time run and not kept, restart overhead "
-        "included), the model's L1; summed over instances. Spot JCT: mean over spot jobs of finish - submit, averaged over "
-        "instances. *lex. equal / below*: over the replays the model admits (HP on arrival, done within the horizon, at most "
-        "3 runs) on proven instances, how many reach the optimum's (lost, completion) exactly, and how many fall below it "
-        "(must be 0). *HP late*: instances where the simulator started an HP job after its arrival.",
+        (
+            "Lost GPU-s: the simulator's `lost_gpu_s + overhead_gpu_s` of spot jobs (GPU-time run and not kept, restart overhead "
+            "included), the model's L1; summed over instances. Spot JCT: mean over spot jobs of finish - submit, averaged over "
+            "instances. *lex. equal / below*: over the replays the model admits (HP on arrival, done within the horizon, at most "
+            "3 runs) on proven instances, how many reach the optimum's (lost, completion) exactly, and how many fall below it "
+            "(must be 0). *HP late*: instances where the simulator started an HP job after its arrival."
+        ),
         "",
         "| policy | lost GPU-s | optimum | spot JCT s | optimum | JCT vs optimum | lex. equal / compared | below optimum | HP late | outside the model |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -225,8 +232,10 @@ def main() -> None:
         "",
         command.rstrip(),
         "",
-        "Model: `planner/models/spot_schedule.py` (time-indexed; lost GPU-slots first, then spot completion slots; every job "
-        "completes in the horizon; HP jobs start on arrival). One slot = 1 s in the simulator.",
+        (
+            "Model: `planner/models/spot_schedule.py` (time-indexed; lost GPU-slots first, then spot completion slots; every job "
+            "completes in the horizon; HP jobs start on arrival). One slot = 1 s in the simulator."
+        ),
         "",
     ]
     out = RESULTS / "spot-schedule.md"

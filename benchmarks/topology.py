@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import RESULTS, machine  # noqa: E402
+from _measure import RESULTS, machine
 
-from planner.heuristics.topology import alg2, entropy, largest_first  # noqa: E402
+from planner.heuristics.topology import alg2, entropy, largest_first
 
 
 def brute_force(capacities: list[int], demand: int) -> tuple[int, float]:
@@ -82,8 +81,10 @@ def main() -> None:
         "",
         "## One job: Algorithm 2 as published against largest-first and a brute force",
         "",
-        f"{args.instances:,} random instances: 2 to 8 switches with free capacities in multiples of 8 GPUs (0 to 128), a demand "
-        "from 1 GPU to their total. *Suboptimal*: more switches, or as many with more entropy (nats), than the brute force.",
+        (
+            f"{args.instances:,} random instances: 2 to 8 switches with free capacities in multiples of 8 GPUs (0 to 128), a demand "
+            "from 1 GPU to their total. *Suboptimal*: more switches, or as many with more entropy (nats), than the brute force."
+        ),
         "",
         "| method | suboptimal | of which more switches | worst excess switches | worst excess entropy |",
         "|---|---:|---:|---:|---:|",
@@ -92,7 +93,7 @@ def main() -> None:
         lines.append(f"| {name} | {bad:,} / {args.instances:,} ({100 * bad / args.instances:.1f}%) | {more:,} | {worst_sw} | {worst_h:.3f} |")
     RESULTS.mkdir(parents=True, exist_ok=True)
     if not args.skip_batch:
-        from topology_batch import batch_lines, run_family, FAMILIES
+        from topology_batch import FAMILIES, batch_lines, run_family
 
         results = {f: run_family(f, args.batch_instances, 10.0) for f in FAMILIES}
         (RESULTS / "topology-batch.md").write_text("\n".join(batch_lines(results, args.batch_instances, 10.0)) + "\n")

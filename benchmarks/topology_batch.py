@@ -36,12 +36,12 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import RESULTS, code_version, machine  # noqa: E402
+from _measure import RESULTS, code_version, machine
 
-from planner.cluster import Cluster  # noqa: E402
-from planner.engine.allocate import AllocateOptions, plan_allocate  # noqa: E402
-from planner.instances.asi import generate_asi  # noqa: E402
-from planner.instances.batch import add_large_jobs  # noqa: E402
+from planner.cluster import Cluster
+from planner.engine.allocate import AllocateOptions, plan_allocate
+from planner.instances.asi import generate_asi
+from planner.instances.batch import add_large_jobs
 
 HEURISTICS = ("greedy", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random")
 
@@ -115,8 +115,10 @@ def section(family: str, data: dict[str, Any], instances: int, time_limit_s: flo
     lines = [
         f"### {family}: {instances} instances, {nodes[0]:,}-{nodes[-1]:,} nodes, {switches[0]}-{switches[-1]} access switches, 20 jobs",
         "",
-        "| method | GPUs started (mean) | jobs started (mean) | instances with fewer GPUs than exact | switches spanned (mean) | "
-        "instances with as many GPUs, more switches | JTTEd switch ratio | JTTEd node ratio | jobs spanning switches (mean) | entropy (mean) |",
+        (
+            "| method | GPUs started (mean) | jobs started (mean) | instances with fewer GPUs than exact | switches spanned (mean) | "
+            "instances with as many GPUs, more switches | JTTEd switch ratio | JTTEd node ratio | jobs spanning switches (mean) | entropy (mean) |"
+        ),
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for method, got in rows.items():
@@ -181,14 +183,16 @@ def batch_lines(results: dict[str, dict[str, Any]], instances: int, time_limit_s
     lines = [
         "## Many jobs: one at a time against the exact joint allocation",
         "",
-        f"Machine: {machine()}; planner at {code_version()}; load average at the end {os.getloadavg()[0]:.1f}. "
-        f"Reproduce: `.venv/bin/python benchmarks/topology_batch.py --instances {instances} --time-limit {time_limit_s:g}`. "
-        f"Exact: solver auto (GPUs and switches: the LP bound, then HiGHS for half the time, then CP-SAT; entropy: LP, neighbourhood, reduced-cost fixing, HiGHS at its default tolerance "
-        f"without presolve, its plan checked in exact arithmetic), {time_limit_s:g} s for everything (model, solves); proven = "
-        "`status: optimal` with every level asked among `proven_levels` (an entropy level skipped for size is not proven), "
-        "wall time measured around the whole call. JTTEd ratios: per started job, switches (or nodes) used over the fewest "
-        "that could hold it with the snapshot's free room to itself; averaged over started jobs, then instances. "
-        "Plot: `topology-batch.png`.",
+        (
+            f"Machine: {machine()}; planner at {code_version()}; load average at the end {os.getloadavg()[0]:.1f}. "
+            f"Reproduce: `.venv/bin/python benchmarks/topology_batch.py --instances {instances} --time-limit {time_limit_s:g}`. "
+            f"Exact: solver auto (GPUs and switches: the LP bound, then HiGHS for half the time, then CP-SAT; entropy: LP, neighbourhood, reduced-cost fixing, HiGHS at its default tolerance "
+            f"without presolve, its plan checked in exact arithmetic), {time_limit_s:g} s for everything (model, solves); proven = "
+            "`status: optimal` with every level asked among `proven_levels` (an entropy level skipped for size is not proven), "
+            "wall time measured around the whole call. JTTEd ratios: per started job, switches (or nodes) used over the fewest "
+            "that could hold it with the snapshot's free room to itself; averaged over started jobs, then instances. "
+            "Plot: `topology-batch.png`."
+        ),
         "",
     ]
     for family, data in results.items():

@@ -34,18 +34,18 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import REPO, RESULTS, cached_asi, code_version, machine  # noqa: E402
+from _measure import REPO, RESULTS, cached_asi, code_version, machine
 
-from planner import metrics  # noqa: E402
-from planner.validate import allocate as validate_allocate  # noqa: E402
-from planner.capacity import after_plan, gpu_slots, large_job_capacity  # noqa: E402
-from planner.cluster import Cluster, Job, Pod, Topology  # noqa: E402
-from planner.engine import allocate  # noqa: E402
-from planner.engine.defrag import DefragOptions, plan_defrag  # noqa: E402
-from planner.plans import DefragPlan  # noqa: E402
-from planner.snapshot import load_cluster  # noqa: E402
-from planner.state import ClusterState  # noqa: E402
-from planner.warm_allocator import WarmAllocator  # noqa: E402
+from planner import metrics
+from planner.capacity import after_plan, gpu_slots, large_job_capacity
+from planner.cluster import Cluster, Job, Pod, Topology
+from planner.engine import allocate
+from planner.engine.defrag import DefragOptions, plan_defrag
+from planner.plans import DefragPlan
+from planner.snapshot import load_cluster
+from planner.state import ClusterState
+from planner.validate import allocate as validate_allocate
+from planner.warm_allocator import WarmAllocator
 
 NODES = 37_707
 METHODS = ("largest-first", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random")
@@ -275,30 +275,40 @@ def latency_section(seed: int = 0, runs: int = 20) -> str:
     lines = [
         f"## Latency: one 256-GPU job on {NODES:,} nodes (target <= {TARGET_MS:g} ms warm)",
         "",
-        f"Snapshot: `generate_asi(nodes={NODES}, seed={seed})` (70% GPU allocation, 40% locked pods, spread scheduler, no pending "
-        f"jobs; on the command line `planner generate asi --nodes {NODES} --seed {seed}`), plus one pending job `{JOB}` of "
-        f"{JOB_PODS} pods x {POD_GPUS} GPUs ({JOB_PODS * POD_GPUS} GPUs), {POD_CPUS} CPUs and {POD_MEMORY_GIB} GiB per pod, pinned "
-        f"to {JOB_MODEL}, topology `asw` `preferred` or `required`. As generated, no node has {POD_GPUS} free GPUs (the spread "
-        "scheduler leaves at most 5 on any node), so the job is refused; after the same-switch defrag plan of the Fig. 14 section "
-        f"({len(plan_d.vacated_nodes):,} nodes vacated) the `preferred` job starts. Both are requests a service answers.",
+        (
+            f"Snapshot: `generate_asi(nodes={NODES}, seed={seed})` (70% GPU allocation, 40% locked pods, spread scheduler, no pending "
+            f"jobs; on the command line `planner generate asi --nodes {NODES} --seed {seed}`), plus one pending job `{JOB}` of "
+            f"{JOB_PODS} pods x {POD_GPUS} GPUs ({JOB_PODS * POD_GPUS} GPUs), {POD_CPUS} CPUs and {POD_MEMORY_GIB} GiB per pod, pinned "
+            f"to {JOB_MODEL}, topology `asw` `preferred` or `required`. As generated, no node has {POD_GPUS} free GPUs (the spread "
+            "scheduler leaves at most 5 on any node), so the job is refused; after the same-switch defrag plan of the Fig. 14 section "
+            f"({len(plan_d.vacated_nodes):,} nodes vacated) the `preferred` job starts. Both are requests a service answers."
+        ),
         "",
-        f"Measured in-process on the parsed and checked `Cluster` (a service's loaded snapshot), one discarded warm-up call, then "
-        f"{runs} calls per row, one core (load average during the runs up to {load:.1f}), two ways:",
+        (
+            f"Measured in-process on the parsed and checked `Cluster` (a service's loaded snapshot), one discarded warm-up call, then "
+            f"{runs} calls per row, one core (load average during the runs up to {load:.1f}), two ways:"
+        ),
         "",
-        "* `plan_allocate(cluster, AllocateOptions(method=M, jobs=['big']))`, the function behind `planner allocate` and `POST "
-        "/v1/allocate`: it builds `ClusterState` and the validator's index from the `Cluster` on every call and frees them as it "
-        "returns;",
-        "* `WarmAllocator(cluster).allocate('big', M)` (`planner/warm_allocator.py`): the state and the index built once and kept "
-        "between requests, as a scheduler keeps its cache; this is what a service pays per request on an already-loaded "
-        f"cluster. Building it took {1000 * min(builds):.0f} to {1000 * max(builds):.0f} ms per snapshot (once, not per request).",
+        (
+            "* `plan_allocate(cluster, AllocateOptions(method=M, jobs=['big']))`, the function behind `planner allocate` and `POST "
+            "/v1/allocate`: it builds `ClusterState` and the validator's index from the `Cluster` on every call and frees them as it "
+            "returns;"
+        ),
+        (
+            "* `WarmAllocator(cluster).allocate('big', M)` (`planner/warm_allocator.py`): the state and the index built once and kept "
+            "between requests, as a scheduler keeps its cache; this is what a service pays per request on an already-loaded "
+            f"cluster. Building it took {1000 * min(builds):.0f} to {1000 * max(builds):.0f} ms per snapshot (once, not per request)."
+        ),
         "",
-        "The stages are timed inside the real calls by wrapping what they call: `ClusterState` (*build*), `pending_jobs` (*check*: "
-        "every pod scanned for the job's pending pods and their shape), `Cluster.job_index` (*index*: a dict of every job) and "
-        "`validate_allocate` (with the validator's index of every node, pod and job when not kept); *release* is freeing the "
-        "call's state (timed by holding it until the call returns); *choose+place* is the rest (usable capacity per node and per "
-        "switch, the method's choice, placing the pods, per-job metrics, the plan object). Medians (p50) in ms; *GC mean* is the "
-        "garbage collector's mean time per call, inside the stages (a full collection every few calls walks every object of the "
-        "snapshot and the state: most of the spread between p50 and p90).",
+        (
+            "The stages are timed inside the real calls by wrapping what they call: `ClusterState` (*build*), `pending_jobs` (*check*: "
+            "every pod scanned for the job's pending pods and their shape), `Cluster.job_index` (*index*: a dict of every job) and "
+            "`validate_allocate` (with the validator's index of every node, pod and job when not kept); *release* is freeing the "
+            "call's state (timed by holding it until the call returns); *choose+place* is the rest (usable capacity per node and per "
+            "switch, the method's choice, placing the pods, per-job metrics, the plan object). Medians (p50) in ms; *GC mean* is the "
+            "garbage collector's mean time per call, inside the stages (a full collection every few calls walks every object of the "
+            "snapshot and the state: most of the spread between p50 and p90)."
+        ),
         "",
         "`plan_allocate`, the state rebuilt per call:",
         "",
@@ -327,10 +337,12 @@ def latency_section(seed: int = 0, runs: int = 20) -> str:
         f"*choose+place* depends on the job and the method ({min(choose):.1f} to {max(choose):.1f} ms per row); every other stage is "
         "proportional to the whole cluster, which is what keeping the state removes.",
         "",
-        "Where the time goes (cProfile, largest-first after the defrag, per call; cProfile inflates functions called often, such as "
-        "`ClusterState._add` once per pod placed, and charges each garbage collection to the function that triggered it). "
-        "What `plan_allocate`, `greedy_plan` (the greedy methods' loop, which both call) and `validate_allocate` call directly, "
-        "cumulative ms per call (5 calls of `plan_allocate`, 50 of `WarmAllocator.allocate`; callees under 0.1 ms left out):",
+        (
+            "Where the time goes (cProfile, largest-first after the defrag, per call; cProfile inflates functions called often, such as "
+            "`ClusterState._add` once per pod placed, and charges each garbage collection to the function that triggered it). "
+            "What `plan_allocate`, `greedy_plan` (the greedy methods' loop, which both call) and `validate_allocate` call directly, "
+            "cumulative ms per call (5 calls of `plan_allocate`, 50 of `WarmAllocator.allocate`; callees under 0.1 ms left out):"
+        ),
         "",
         "| callee | plan_allocate, preferred | plan_allocate, required | WarmAllocator, preferred | WarmAllocator, required |",
         "|---|---:|---:|---:|---:|",
@@ -433,13 +445,15 @@ def fig14_section(seed: int = 0, one_partition: bool = True) -> str:
     lines = [
         f"## Large-job capacity (ASI Fig. 14) before and after a same-switch defrag, {NODES:,} nodes",
         "",
-        f"Snapshot: `generate_asi(nodes={NODES}, seed={seed})` (70% GPU allocation, 40% locked pods, spread scheduler, no pending "
-        f"jobs). Requests {' and '.join(REQUESTS)}: 128 and 256 GPUs with 12 CPUs per GPU. `planner.capacity.large_job_capacity` "
-        "(seed-specs D's rule): a node offers min(free GPUs, floor(free CPUs / 12)) GPU slots; *across* switches = floor(slots of "
-        "the model / G); *within* one switch = sum over switches of floor(slots under the switch / G); *pooled* = every model "
-        "across switches (heterogeneous GPUs allowed; within one switch pooling changes nothing, a switch has one model). The "
-        "second table counts the same requests in whole 8-GPU pods of 96 CPUs (each node's slots rounded down to a multiple of 8; "
-        "computed here, `planner report` counts GPU slots only).",
+        (
+            f"Snapshot: `generate_asi(nodes={NODES}, seed={seed})` (70% GPU allocation, 40% locked pods, spread scheduler, no pending "
+            f"jobs). Requests {' and '.join(REQUESTS)}: 128 and 256 GPUs with 12 CPUs per GPU. `planner.capacity.large_job_capacity` "
+            "(seed-specs D's rule): a node offers min(free GPUs, floor(free CPUs / 12)) GPU slots; *across* switches = floor(slots of "
+            "the model / G); *within* one switch = sum over switches of floor(slots under the switch / G); *pooled* = every model "
+            "across switches (heterogeneous GPUs allowed; within one switch pooling changes nothing, a switch has one model). The "
+            "second table counts the same requests in whole 8-GPU pods of 96 CPUs (each node's slots rounded down to a multiple of 8; "
+            "computed here, `planner report` counts GPU slots only)."
+        ),
         "",
         "Defrag: `plan_defrag(cluster, DefragOptions(method='heuristic', same_asw=True))`, i.e. `planner defrag --method heuristic "
         "--same-asw` (IPC: K = 3, R = 5, seed 0, one worker process per core), applied with `planner.capacity.after_plan` (the "

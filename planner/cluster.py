@@ -227,6 +227,9 @@ class Pod(BaseModel):
     Kubernetes charges (a time-sliced GPU replica is one slot of ``nvidia.com/gpu``, whatever ``gpus``
     says of its share of a device); checked against the ``resources`` of nodes that list them."""
     host_ports: list[HostPort] = Field(default_factory=list)
+    uid: str | None = Field(default=None, min_length=1, max_length=128)
+    """Kubernetes ``metadata.uid`` (the importer keeps it): a defrag plan records it with each move, and
+    the kubectl script checks before each wave that the pod still has it (a replaced pod has another)."""
 
     @field_serializer("gpus")
     def _whole_gpus_as_int(self, gpus: float) -> float | int:

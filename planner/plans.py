@@ -22,12 +22,15 @@ Status = Literal["optimal", "feasible", "timeout", "infeasible", "heuristic"]
 
 
 class Move(BaseModel):
-    """Migrate ``pod`` from node ``from`` to node ``to``."""
+    """Migrate ``pod`` from node ``from`` to node ``to``. ``uid`` is the pod's Kubernetes UID in the
+    snapshot, on the pod's first move when the snapshot has one (left out otherwise: a pod moved by an
+    earlier wave is a new pod by then); with ``from``, what the kubectl script checks before each wave."""
 
     model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
     pod: str
     from_: str = Field(alias="from")
     to: str
+    uid: str | None = Field(default=None, min_length=1, max_length=128, exclude_if=lambda uid: uid is None)
 
 
 class SolveReport(BaseModel):

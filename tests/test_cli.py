@@ -12,7 +12,10 @@ from typer.testing import CliRunner
 
 from planner.api.schemas import EXAMPLE_PLAN
 from planner.cli import app
+from planner.cli.validate import VERDICTS
+from planner.kinds import KINDS
 from tests.conftest import FIG15
+from tests.test_preempt import prefix_counterexample
 from tests.test_snapshot import MALFORMED
 
 runner = CliRunner()
@@ -69,6 +72,28 @@ def test_validate_exit_codes(tmp_path: Path) -> None:
     assert bad.exit_code == 1
     lines = bad.stdout.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("waves[0]: over_capacity") for line in lines)
+
+
+def test_validate_says_what_it_checked_for_every_kind_of_plan() -> None:
+    assert set(VERDICTS) == set(KINDS)  # a new kind of plan needs its line in planner validate
+
+
+@pytest.mark.parametrize(
+    "command,valid,named",
+    [
+        (["preempt", "--job", "hp"], "valid: 1 placement(s), 1 victim(s), 3 GPU-s lost, 0 surplus victim gang(s)", "a preempt plan"),
+        (["allocate"], "valid: 0 placement(s), 1 job(s) left pending", "an allocation plan"),
+    ],
+)
+def test_validate_checks_other_kinds_and_refuses_defrag_limits(tmp_path: Path, command: list[str], valid: str, named: str) -> None:
+    snapshot = write(tmp_path, "s.json", prefix_counterexample().model_dump_json(exclude_defaults=True))  # its one node full, HP job hp pending
+    plan = str(tmp_path / "plan.json")
+    assert runner.invoke(app, [command[0], snapshot, *command[1:], "--out", plan]).exit_code == 0
+    checked = runner.invoke(app, ["validate", snapshot, plan])
+    assert checked.exit_code == 0 and checked.stdout.strip() == valid
+    limited = runner.invoke(app, ["validate", snapshot, plan, "--max-moves", "3"])
+    assert limited.exit_code == 2 and limited.stdout == ""
+    assert f"apply to defrag plans; this is {named}" in limited.stderr
 
 
 @pytest.mark.parametrize(

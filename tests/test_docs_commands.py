@@ -135,6 +135,20 @@ def test_the_cheat_sheet_names_every_command_and_only_real_ones() -> None:
     assert "planner --version" in text and planner("--version").returncode == 0
 
 
+PODS_AS_COLUMNS = """
+import json, sys
+items, args = json.load(open(sys.argv[1]))["items"], sys.argv[4:]
+names = args[: next(i for i, a in enumerate(args) if a.startswith("-"))]
+namespace = args[args.index("-n") + 1]
+pods = {(i["metadata"].get("namespace") or "default", i["metadata"]["name"]): i for i in items if i["kind"] == "Pod"}
+for name in names:
+    pod = pods.get((namespace, name))
+    if pod:
+        print(name, "  ", pod["metadata"].get("uid", "<none>"), "  ", pod["spec"].get("nodeName") or "<none>")
+"""
+"""What the fake ``kubectl get pods NAME... -n NS --no-headers -o custom-columns=...`` prints."""
+
+
 @pytest.fixture(scope="module")
 def tools(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory of the two programs the quick starts call: ``planner`` (this checkout) and ``kubectl``."""
@@ -142,8 +156,10 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scripts = {
         "planner": f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m planner "$@"\n',
         "kubectl": "#!/usr/bin/env bash\n"
-        "# Stands in for a cluster: get prints the bundled example List; anything else is recorded and succeeds.\n"
+        "# Stands in for a cluster: get prints the bundled example List (get pods NAME... -n NS: those pods as the\n"
+        "# kubectl script's check asks, name uid node); anything else is recorded and succeeds.\n"
         'printf "%s\\n" "$*" >> "$KUBECTL_LOG"\n'
+        f'if [[ "$1" == get && "$2" == pods ]]; then exec {shlex.quote(sys.executable)} -c {shlex.quote(PODS_AS_COLUMNS)} {shlex.quote(str(EXAMPLE_LIST))} "$@"; fi\n'
         f'if [[ "$1" == get ]]; then exec cat {shlex.quote(str(EXAMPLE_LIST))}; fi\n'
         "cat > /dev/null\n",
     }

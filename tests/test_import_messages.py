@@ -118,3 +118,5 @@ def test_validate_tells_yaml_plans_and_kubernetes_snapshots_apart(tmp_path: Path
     done = runner.invoke(app, ["validate", str(kubernetes), str(plan)])
     assert done.exit_code == 2 and "convert it once with planner import kubernetes" in done.output, done.output
     assert "--from" not in done.output, "validate has no --from"
+    first = done.output.splitlines()[0]
+    assert first.startswith("error: SNAPSHOT: this looks like Kubernetes objects"), "the fix comes first: " + done.output

@@ -444,7 +444,7 @@ def test_the_rendered_example_imports_and_its_kubectl_plan_runs_in_wave_order(tm
     plan = parse_plan(plan_file.read_text())
     assert plan.moves(), "the example is fragmented enough to move something"
     assert runner.invoke(app, ["validate", str(snapshot), str(plan_file)]).exit_code == 0
-    done, calls = run_script(tmp_path, script.read_text())
+    done, calls = run_script(tmp_path, script.read_text(), cluster=cluster)
     assert done.returncode == 0, done.stderr
     applied = [line.split()[-1] for line in calls if line.startswith("  applied ")]
     waves = [int(name.split("-w", 1)[1].split("-", 1)[0]) for name in applied]
@@ -485,7 +485,7 @@ SELECTORS = st.one_of(
 )
 def test_the_label_index_selects_what_a_scan_selects(pods: list, selector: Any, namespaces: Any) -> None:
     from planner.adapters.kubernetes_objects import selector_matches
-    from planner.adapters.kubernetes_pods import LabelIndex
+    from planner.adapters.kubernetes_pod_steps import LabelIndex
 
     fields = [{"namespace": ns, "_labels": labels} for ns, labels in pods]
     scan = [i for i, f in enumerate(fields) if (namespaces is None or f["namespace"] in namespaces) and selector_matches(selector, f["_labels"])]

@@ -319,7 +319,9 @@ def snapshot_file(tmp_path):
 @pytest.mark.parametrize(
     ("args", "named"),
     [
-        (["--job", "nope"], "--job: unknown job 'nope'"),
+        (["--job", "nope"], "--job: unknown job 'nope'; pending jobs (one may be asked for): 'hp'"),
+        (["--job", "HP"], "--job: unknown job 'HP'; pending jobs (one may be asked for): 'hp'"),
+        (["--job", "hpp"], "--job: unknown job 'hpp'; did you mean 'hp'?; pending jobs (one may be asked for): 'hp'"),
         (["--job", "hp", "--now", "50"], "--now: 50 is before pods[0].started_s"),
         (["--job", "hp", "--alpha", "0.3"], "--alpha: method 'spotgpu' does not use it"),
         (["--job", "hp", "--method", "flextopo", "--alpha", "2"], "--alpha"),

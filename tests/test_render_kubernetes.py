@@ -26,7 +26,8 @@ from planner.cluster import Cluster, Node, Pod
 from planner.engine import DefragOptions, plan_defrag
 from planner.instances.asi import generate_asi
 from planner.plans import DefragPlan, parse_plan
-from planner.render.kubernetes import kubectl_script, pod_migration_jobs, podmigrationjob_yaml
+from planner.render.kubernetes import kubernetes_name, pod_migration_jobs
+from planner.render.kubernetes_waves import kubectl_script, podmigrationjob_yaml
 
 runner = CliRunner()
 DNS_1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -90,10 +91,23 @@ def test_a_long_pod_name_still_gives_a_valid_object_name() -> None:
 
 
 FAKE_KUBECTL = r"""#!/usr/bin/env bash
-# records each call (and the objects applied) and answers status queries from $FAKE_PHASES
+# records each call (and the objects applied); answers `get pods NAME... -n NS` from $FAKE_PODS (lines
+# "namespace name uid node", as custom-columns prints them: padded) and status queries from $FAKE_FAIL
 echo "$*" >> "$FAKE_LOG"
 if [[ "$1" == "apply" ]]; then
   cat | grep -E '^  name: ' | sed 's/^  name: /  applied /' >> "$FAKE_LOG"
+  exit 0
+fi
+if [[ "$1" == "get" && "$2" == "pods" ]]; then
+  shift 2
+  names=()
+  while [[ "$1" != -* ]]; do names+=("$1"); shift; done
+  while (($#)); do if [[ "$1" == "-n" ]]; then ns=$2; fi; shift; done
+  for name in "${names[@]}"; do
+    while read -r pns pname puid pnode; do
+      if [[ "$pns" == "$ns" && "$pname" == "$name" ]]; then printf '%s   %s   %s\n' "$pname" "$puid" "$pnode"; fi
+    done < "${FAKE_PODS:-/dev/null}"
+  done
   exit 0
 fi
 if [[ "$1" == "get" ]]; then
@@ -105,8 +119,22 @@ exit 1
 """
 
 
-def _run_script(tmp_path: Path, script: str, fake_kubectl: str = FAKE_KUBECTL, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
-    """Run ``script`` with ``fake_kubectl`` first on PATH; its recorded calls (non-empty lines)."""
+def pod_state(cluster: Cluster, **changes: tuple[str, str]) -> str:
+    """The fake's pods: every placed pod of ``cluster`` as "namespace name uid node" (a pod without a
+    UID gets one), with ``changes``: pod name -> (uid, node) as the cluster has it now."""
+    lines = []
+    for pod in cluster.pods:
+        uid, node = changes.get(pod.name, (pod.uid or f"uid-{pod.name}", pod.node))
+        if node is not None and uid is not None:
+            lines.append(f"{pod.namespace or 'default'} {kubernetes_name(pod)} {uid} {node}\n")
+    return "".join(lines)
+
+
+def _run_script(
+    tmp_path: Path, script: str, fake_kubectl: str = FAKE_KUBECTL, cluster: Cluster | None = None, pods: str | None = None, **env: str
+) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run ``script`` with ``fake_kubectl`` first on PATH, the cluster's pods as ``pods`` says (else as in
+    ``cluster``); its recorded calls (non-empty lines)."""
     fake = tmp_path / "bin" / "kubectl"
     fake.parent.mkdir(exist_ok=True)
     fake.write_text(fake_kubectl)
@@ -115,7 +143,9 @@ def _run_script(tmp_path: Path, script: str, fake_kubectl: str = FAKE_KUBECTL, *
     path.write_text(script)
     log = tmp_path / "calls.log"
     log.write_text("")
-    environment = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "FAKE_LOG": str(log), "POLL_S": "0", **env}
+    state = tmp_path / "pods.txt"
+    state.write_text(pods if pods is not None else pod_state(cluster) if cluster is not None else "")
+    environment = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "FAKE_LOG": str(log), "FAKE_PODS": str(state), "POLL_S": "0", **env}
     done = subprocess.run(["bash", str(path)], env=environment, capture_output=True, text=True, timeout=60)
     return done, [line for line in log.read_text().splitlines() if line]
 
@@ -124,12 +154,14 @@ def test_the_kubectl_script_parses_and_runs_wave_by_wave(tmp_path: Path) -> None
     cluster, plan = _plan()
     script = kubectl_script(plan, cluster)
     assert subprocess.run(["bash", "-n", "-c", script], capture_output=True).returncode == 0
-    done, calls = _run_script(tmp_path, script)
+    done, calls = _run_script(tmp_path, script, cluster=cluster)
     assert done.returncode == 0, done.stderr
     objects = pod_migration_jobs(plan, cluster)
     expected: list[str] = []
-    for w in range(1, len(plan.waves) + 1):
+    for w, wave in enumerate(plan.waves, start=1):
         members = [o["metadata"]["name"] for o in objects if o["metadata"]["labels"]["planner.io/wave"] == str(w)]
+        names = " ".join(m.pod for m in wave)  # one namespace: one check per wave, the pods in the wave's order
+        expected += [f"get pods {names} -n default --ignore-not-found --no-headers -o custom-columns=NAME:.metadata.name,UID:.metadata.uid,NODE:.spec.nodeName"]
         expected += ["apply -f -", *[f"  applied {n}" for n in members]]
         expected += [f"get podmigrationjob/{n} -o jsonpath={{.status.phase}}" for n in members]
     assert calls == expected
@@ -137,17 +169,18 @@ def test_the_kubectl_script_parses_and_runs_wave_by_wave(tmp_path: Path) -> None
 
 def test_dry_run_validates_on_the_server_and_waits_for_nothing(tmp_path: Path) -> None:
     cluster, plan = _plan()
-    done, calls = _run_script(tmp_path, kubectl_script(plan, cluster), DRY_RUN="1")
+    done, calls = _run_script(tmp_path, kubectl_script(plan, cluster), cluster=cluster, DRY_RUN="1")
     assert done.returncode == 0, done.stderr
     applies = [c for c in calls if c.startswith("apply")]
     assert applies == ["apply --dry-run=server -f -"] * len(plan.waves)
-    assert not [c for c in calls if c.startswith("get")]
+    assert not [c for c in calls if c.startswith("get podmigrationjob")]
+    assert sum(c.startswith("get pods") for c in calls) == len(plan.waves), "the pods are checked before each wave even in a dry run"
 
 
 def test_a_failed_migration_stops_the_script_before_the_next_wave(tmp_path: Path) -> None:
     cluster, plan = _plan()
     first = plan.waves[0][0].pod
-    done, calls = _run_script(tmp_path, kubectl_script(plan, cluster), FAKE_FAIL=first)
+    done, calls = _run_script(tmp_path, kubectl_script(plan, cluster), cluster=cluster, FAKE_FAIL=first)
     assert done.returncode != 0 and "Failed; stopping before the next wave" in done.stderr
     assert sum(c.startswith("apply") for c in calls) == 1
 
@@ -211,6 +244,12 @@ def test_preempt_and_allocate_plans_become_evictions_then_bindings(tmp_path: Pat
     bodies = [json.loads(line) for line in calls if line.startswith("{")]
     targets = [b["target"]["name"] for b in bodies if b["kind"] == "Binding"]
     assert targets == [p["node"] for p in plan["placements"]]
+    header = [line for line in script.stdout.splitlines() if line.startswith("#")]
+    if victims:
+        assert f"{len(victims)} eviction(s), then {len(plan['placements'])} binding(s)" in header[1]
+    else:  # the header speaks of evictions only when there are some
+        assert f"{len(plan['placements'])} binding(s) and no eviction" in header[1]
+        assert not any("Eviction API" in line for line in header), header
     if victims:  # every eviction, then a wait for each victim, before the first binding
         first_binding = calls.index(bindings[0])
         assert all(calls.index(e) < first_binding for e in evictions)

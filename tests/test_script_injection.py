@@ -24,16 +24,28 @@ from typer.testing import CliRunner
 from planner.cli import app
 from planner.cluster import Cluster, Job, Node, Pod, Toleration
 from planner.plans import AllocationPlan, DefragPlan, Move, Placement, PreemptPlan, Victim
-from planner.render.kubernetes import kubectl_script, placement_script, pod_migration_jobs
+from planner.render.kubernetes import placement_script, pod_migration_jobs
+from planner.render.kubernetes_waves import kubectl_script
 
 runner = CliRunner()
 EXAMPLE = Path(__file__).resolve().parents[1] / "instances" / "kubernetes" / "gpu-cluster.json"
 
 FAKE_KUBECTL = r"""#!/usr/bin/env bash
-# one line per call: each argument as <argument>; what an apply or create reads follows, then a blank line
+# one line per call: each argument as <argument>; what an apply or create reads follows, then a blank line.
+# `get pods NAME...` answers "name uid node" (padded, as custom-columns prints) per name found in
+# $FAKE_PODS, NUL-separated name, uid, node triples (any bytes but NUL)
 for arg in "$@"; do printf '<%s>' "$arg" >> "$FAKE_LOG"; done
 echo >> "$FAKE_LOG"
 if [[ "$1" == "apply" || "$1" == "create" ]]; then cat >> "$FAKE_LOG"; echo >> "$FAKE_LOG"; fi
+if [[ "$1" == "get" && "$2" == "pods" ]]; then
+  shift 2
+  while [[ "$1" != -* ]]; do
+    while IFS= read -r -d '' name && IFS= read -r -d '' uid && IFS= read -r -d '' node; do
+      if [[ "$name" == "$1" ]]; then printf '%s   %s   %s\n' "$name" "$uid" "$node"; fi
+    done < "${FAKE_PODS:-/dev/null}"
+    shift
+  done
+fi
 exit 0
 """
 
@@ -53,7 +65,9 @@ def _payloads(marker: Path) -> list[str]:
     ]
 
 
-def _run(tmp_path: Path, script: str) -> tuple[subprocess.CompletedProcess, str]:
+def _run(tmp_path: Path, script: str, pods: list[tuple[str, str, str]] = ()) -> tuple[subprocess.CompletedProcess, str]:
+    """Run ``script`` (DRY_RUN=1) with the fake ``kubectl``, the cluster's ``pods`` (name, uid, node)."""
+    (tmp_path / "pods").write_bytes(b"".join(f"{n}\0{u}\0{d}\0".encode() for n, u, d in pods))
     fake = tmp_path / "bin" / "kubectl"
     fake.parent.mkdir(exist_ok=True)
     fake.write_text(FAKE_KUBECTL)
@@ -61,7 +75,7 @@ def _run(tmp_path: Path, script: str) -> tuple[subprocess.CompletedProcess, str]
     (tmp_path / "plan.sh").write_text(script)
     log = tmp_path / "calls.log"
     log.write_text("")
-    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "FAKE_LOG": str(log), "DRY_RUN": "1"}
+    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "FAKE_LOG": str(log), "FAKE_PODS": str(tmp_path / "pods"), "DRY_RUN": "1"}
     done = subprocess.run(["bash", str(tmp_path / "plan.sh")], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     return done, log.read_text()
 
@@ -100,22 +114,60 @@ def test_a_placement_script_from_hostile_names_runs_nothing_and_passes_each_name
         assert [b["target"]["name"] for b in bodies if b["kind"] == "Binding"] == names
 
 
+def _hostile_defrag(marker: Path) -> tuple[Cluster, DefragPlan, list[str]]:
+    """Every hostile name moves to 'spare' in wave 1, with a hostile UID (quotes, commands that would
+    touch the marker in the script's directory, a newline)."""
+    cluster, names = _hostile_cluster(marker)
+    uids = [f"'$(touch {marker.name})' `touch {marker.name}`\n{i}" for i in range(len(names))]
+    plan = DefragPlan(
+        waves=[
+            [Move(pod=n, **{"from": n}, to="spare", uid=u) for n, u in zip(names, uids)],
+            [Move(pod=names[0] + "-pending", **{"from": "spare"}, to=names[1])],
+        ],
+        vacated_nodes=[],
+    )
+    pods = [p.model_copy(update={"uid": u}) for p, u in zip(cluster.pods, uids)]
+    cluster = cluster.model_copy(update={"pods": [*pods, cluster.pods[len(names)].model_copy(update={"node": "spare"})]})
+    return cluster, plan, uids
+
+
+def _calls(log: str) -> list[str]:
+    """Each call's line and what it read: chunks of the log, one per call."""
+    return ["<" + chunk for chunk in ("\n" + log).split("\n<")[1:]]
+
+
 def test_a_defrag_script_and_its_objects_hold_against_hostile_names(tmp_path: Path) -> None:
     marker = tmp_path / "INJECTED"
-    cluster, names = _hostile_cluster(marker)
-    plan = DefragPlan(
-        waves=[[Move(pod=n, **{"from": n}, to="spare") for n in names], [Move(pod=names[0] + "-pending", **{"from": "spare"}, to=names[1])]], vacated_nodes=[]
-    )
-    cluster = cluster.model_copy(update={"pods": [*cluster.pods[: len(names)], cluster.pods[len(names)].model_copy(update={"node": "spare"})]})
-    done, log = _run(tmp_path, kubectl_script(plan, cluster))
-    log = "\n" + log
+    cluster, plan, uids = _hostile_defrag(marker)
+    names = [m.pod for m in plan.waves[0]]
+    state = [(n, u, n) for n, u in zip(names, uids)] + [(plan.waves[1][0].pod, "u", "spare")]
+    done, log = _run(tmp_path, kubectl_script(plan, cluster), state)
     assert done.returncode == 0, done.stderr
-    assert not marker.exists(), "a name ran as a command"
-    streams = [chunk.split("\n", 1)[1] for chunk in log.split("\n<")[1:]]  # what each apply read
-    assert len(streams) == 2 and log.startswith("\n<apply><--dry-run=server><-f><->")
+    assert not marker.exists(), "a name or a UID ran as a command"
+    calls = _calls(log)
+    for n in names:  # one check per namespace and wave, each name and namespace one argument
+        assert f"<get><pods><{n}><-n><{n}><--ignore-not-found>" in log
+    assert sum(c.startswith("<get><pods>") for c in calls) == len(names) + 1
+    streams = [c.split("\n", 1)[1] for c in calls if c.startswith("<apply>")]  # what each apply read
+    assert len(streams) == 2 and calls[len(names)].startswith("<apply><--dry-run=server><-f><->")
     applied = [doc for stream in streams for doc in yaml.safe_load_all(stream) if doc]
     assert applied == pod_migration_jobs(plan, cluster), "the objects kubectl received differ from the plan's"
     assert [o["spec"]["podRef"]["name"] for o in applied[: len(names)]] == names
+    assert [o["metadata"]["annotations"]["planner.io/pod-uid"] for o in applied[: len(names)]] == uids
+
+
+def test_hostile_names_and_uids_the_check_reports_are_printed_quoted_and_run_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "INJECTED"
+    cluster, plan, _uids = _hostile_defrag(marker)
+    names = [m.pod for m in plan.waves[0]]
+    now = "$(touch${IFS}" + marker.name + ")"  # a UID holds no blank: custom-columns separates by blanks
+    done, log = _run(tmp_path, kubectl_script(plan, cluster), [(n, now, n) for n in names])  # every pod replaced
+    assert done.returncode == 3, done.stderr
+    assert not marker.exists(), "a name or a UID ran as a command"
+    assert not [c for c in _calls(log) if c.startswith("<apply>")], "nothing applied"
+    assert done.stderr.count(": replaced (UID now ") == len(names)
+    assert "replaced (UID now \\$\\(touch\\$\\{IFS\\}INJECTED\\)," in done.stderr, "the UID the cluster answered is printed as printf %q quotes it"
+    assert "$'x\\nPLANNER_EOF" in done.stderr and "\nPLANNER_EOF" not in done.stderr, "no raw newline from a name reaches the terminal"
 
 
 def _snapshot(tmp_path: Path, pod: str = "train-0", namespace: str | None = "team-a", node: str = "n0") -> Path:

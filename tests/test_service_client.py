@@ -356,3 +356,13 @@ def test_the_client_refuses_an_unreadable_token_file_before_asking_the_server() 
     env = {k: v for k, v in ENV.items() if k != "PLANNER_API_TOKEN"} | {"PLANNER_API_TOKEN_FILE": "/nonexistent/token"}
     done = planner("jobs", "--server", "http://127.0.0.1:9", env=env)
     assert done.returncode == 2 and "PLANNER_API_TOKEN_FILE: cannot read /nonexistent/token" in done.stderr
+
+
+def test_a_refused_token_says_where_the_token_comes_from_and_how_to_give_one(server: Server) -> None:
+    bare = {k: v for k, v in os.environ.items() if not k.startswith("PLANNER_API_TOKEN")}
+    missing = planner("jobs", "--server", server.url, env=bare)
+    assert missing.returncode == 2, missing
+    assert "server refused the request (401)" in missing.stderr
+    assert "no token was given: pass --token, or set PLANNER_API_TOKEN (or PLANNER_API_TOKEN_FILE" in missing.stderr
+    wrong = planner("jobs", "--server", server.url, "--token", "x" * 32, env=bare)
+    assert wrong.returncode == 2 and "the token from --token was refused" in wrong.stderr, wrong

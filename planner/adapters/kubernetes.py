@@ -56,15 +56,15 @@ from planner.adapters.kubernetes_documents import read_documents
 from planner.adapters.kubernetes_gpus import node_gpus, pod_gpus
 from planner.adapters.kubernetes_hypernodes import hypernode_topology
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
-from planner.adapters.kubernetes_pods import (
+from planner.adapters.kubernetes_pod_steps import (
     LabelIndex,
     anti_affinity_groups,
     budgets_to_jobs,
     check_placements,
-    pod_fields,
     resolve_gpus,
     unique_names,
 )
+from planner.adapters.kubernetes_pods import pod_fields
 from planner.adapters.kubernetes_resources import check_named_capacity, less_node_bound, node_resources
 from planner.adapters.kubernetes_run import ImportRun, KubeSummary
 from planner.cluster import Cluster, Node, Pod, SnapshotError

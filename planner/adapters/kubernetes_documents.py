@@ -2,7 +2,8 @@
 naming the input and where in it, never a crash, a silent choice or a memory blow-up.
 
 * JSON (``json``, at C speed): a key given twice in one object is refused with its path (parsers
-  silently keep the last value); nesting deeper than ``MAX_DEPTH`` and integers too long for Python
+  silently keep the last value; a count of the keys the text can hold, against those the parse kept,
+  clears the usual document without a Python hook on every object); nesting deeper than ``MAX_DEPTH`` and integers too long for Python
   (more than 4,300 digits) are refused with their position.
 * YAML is composed here from the C parser's events (``yaml.CParser`` when PyYAML has it, else the pure
   Python one), not by PyYAML's constructor: scalars resolve exactly as ``yaml.safe_load`` resolves them,
@@ -66,7 +67,18 @@ class _Duplicated(dict):  # type: ignore[type-arg]
 
 
 def parse_json(text: str, source: str) -> Any:
-    """One JSON document, checked for duplicate keys, depth and overlong integers."""
+    """One JSON document, checked for duplicate keys, depth and overlong integers.
+
+    Parsed first without a hook (C speed); the keys the parse kept are counted while the depth is
+    checked, and compared with an upper bound on the keys the text holds (``_keys_at_most``): when
+    they are equal no key was given twice. Otherwise (or when the bound cannot be taken) the text is
+    parsed again with a hook that finds the duplicated key and its path, or finds there is none.
+    """
+    doc = _loads(text, source, None)
+    kept = check_depth(doc, source)
+    bound = _keys_at_most(text)
+    if bound is not None and bound == kept:
+        return doc
     duplicated: list[_Duplicated] = []
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -79,19 +91,39 @@ def parse_json(text: str, source: str) -> Any:
         duplicated.append(marked)
         return marked
 
+    doc = _loads(text, source, pairs_hook)
+    if duplicated:
+        path = find_path(doc, lambda value: value is duplicated[0])
+        raise SnapshotError([f"{source}: {path}: key {duplicated[0].key!r} is given twice; a key may appear once (which value was meant?)"])
+    return doc
+
+
+def _loads(text: str, source: str, pairs_hook: Any) -> Any:
     try:
-        doc = json.loads(text, object_pairs_hook=pairs_hook)
+        return json.loads(text, object_pairs_hook=pairs_hook)
     except RecursionError:
         raise SnapshotError([f"{source}: {_too_deep_at(text)}nested more than {MAX_DEPTH} levels deep"]) from None
     except json.JSONDecodeError as err:
         raise _NotJson(f"{err.msg} at line {err.lineno} column {err.colno}") from None
     except ValueError as err:  # an integer longer than int() reads (sys.get_int_max_str_digits)
         raise SnapshotError([f"{source}: {_long_number(text, err)}"]) from None
-    if duplicated:
-        path = find_path(doc, lambda value: value is duplicated[0])
-        raise SnapshotError([f"{source}: {path}: key {duplicated[0].key!r} is given twice; a key may appear once (which value was meant?)"])
-    check_depth(doc, source)
-    return doc
+
+
+_SPACE_BEFORE_COLON = re.compile(r'"[ \t\r\n]+:')
+
+
+def _keys_at_most(text: str) -> int | None:
+    """At least as many as the keys (with repeats) of the valid JSON ``text``, or None when not taken.
+
+    A key ends with an unescaped quote, then the colon; with no space between (``_SPACE_BEFORE_COLON``
+    finds none, else None), every key is one ``":`` whose quote has no backslash before it or at
+    least two. Counted: every ``":``, less those with one backslash or more before, plus those with
+    two or more (a quote after three is counted too: the bound stays an upper bound). A string value
+    that starts with a colon also counts: the bound is then above the keys and the caller checks
+    the slow way."""
+    if _SPACE_BEFORE_COLON.search(text):
+        return None
+    return text.count('":') - text.count('\\":') + text.count('\\\\":')
 
 
 def _long_number(text: str, err: ValueError) -> str:
@@ -122,19 +154,26 @@ def _too_deep_at(text: str, limit: int = MAX_DEPTH) -> str:
     return ""
 
 
-def check_depth(doc: Any, source: str, limit: int = MAX_DEPTH) -> None:
-    """Refuse a document nested deeper than ``limit`` (later steps recurse on it)."""
+def check_depth(doc: Any, source: str, limit: int = MAX_DEPTH) -> int:
+    """Refuse a document nested deeper than ``limit`` (later steps recurse on it); the number of keys
+    of all its objects, counted on the way."""
     level = [doc] if isinstance(doc, (dict, list)) else []
     depth = 0
+    keys = 0
     while level:  # one level at a time, in comprehensions: a 100,000-pod List in about a second
         if depth > limit:
             path = find_path(doc, lambda v, target=level[0]: v is target)
             raise SnapshotError([f"{source}: {_short_path(path)}: nested more than {limit} levels deep"])
         deeper: list[Any] = []
         for value in level:
-            deeper += [child for child in (value.values() if isinstance(value, dict) else value) if isinstance(child, (dict, list))]
+            if isinstance(value, dict):
+                keys += len(value)
+                deeper += [child for child in value.values() if isinstance(child, (dict, list))]
+            else:
+                deeper += [child for child in value if isinstance(child, (dict, list))]
         level = deeper
         depth += 1
+    return keys
 
 
 def find_path(doc: Any, found: Any) -> str:

@@ -374,7 +374,7 @@ class _Export:
         affinity = self._affinity(pod, namespace, groups)
         if affinity:
             spec["affinity"] = affinity
-        meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": object_uid("pod", namespace, name)}
+        meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": pod.uid or object_uid("pod", namespace, name)}
         if labels:
             meta["labels"] = labels
         if annotations:

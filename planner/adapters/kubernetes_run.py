@@ -1,6 +1,6 @@
 """The state of one Kubernetes import as it runs (``ImportRun``): the configuration, the objects read so
 far by kind, the snapshot fields built from them, the warnings and errors, and the summary. The parts
-of the import (``kubernetes_pods``, ``kubernetes_resources``, ``kubernetes_gpus``) work on it;
+of the import (``kubernetes_pods``, ``kubernetes_pod_steps``, ``kubernetes_resources``, ``kubernetes_gpus``) work on it;
 ``kubernetes.py`` drives it."""
 
 from __future__ import annotations

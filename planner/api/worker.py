@@ -395,7 +395,8 @@ def run_job(
             cluster = parse_cluster(text)
 
             def progress(what: str, done: int, total: int) -> None:
-                conn.send(("progress", min(0.95, 0.1 + 0.1 * done)))
+                # rounds from 0.1 up; the phases after them (trim, finish) never move the fraction back
+                conn.send(("progress", {"trim": 0.9, "finish": 0.95}.get(what, min(0.9, 0.1 + 0.1 * done))))
 
             plan = KINDS[job.kind].plan_job(cluster, job.options, JobRun(threads_per_job, executor, progress))
         except (SnapshotError, PlanOptionError, ValueError) as err:

@@ -1,7 +1,7 @@
 """The ``planner`` command: the typer app with every command registered, and ``main``, the console
 script's entry point.
 
-One module per command group (``defrag``, ``preempt``, ``allocate``, ``report``, ``validate``,
+One module per command group (``defrag``, ``preempt``, ``allocate``, ``render``, ``report``, ``validate``,
 ``generate``, ``importing``, ``export``, ``simulate``, ``solve``, ``serve``, ``client``, ``db``); what
 they share is in ``common`` (errors, exit codes, guarded runs, the output writer, input loading, the
 plan output), the option choices built from the engine in ``choices``. Imports run one way: this
@@ -15,8 +15,9 @@ import os
 import sys
 
 import typer
+from typer._click.exceptions import ClickException
 
-from planner.cli import allocate, client, db, defrag, export, generate, importing, preempt, report, serve, simulate, solve, validate
+from planner.cli import allocate, client, db, defrag, export, generate, importing, preempt, render, report, serve, simulate, solve, validate
 from planner.cli.common import EXIT_BAD_INPUT, stand_in_for_closed_stdout
 from planner.provenance import planner_version
 
@@ -50,6 +51,7 @@ app.command()(serve.serve)
 app.command()(allocate.allocate)
 app.command()(client.submit)
 app.command()(preempt.preempt)
+app.command()(render.render)
 app.add_typer(generate.generate_app, name="generate")
 app.add_typer(client.jobs_app, name="jobs")
 app.add_typer(client.plans_app, name="plans")
@@ -62,17 +64,28 @@ app.add_typer(simulate.simulate_app, name="simulate")
 
 def main() -> None:
     """Console-script entry point. Output the command line framework writes itself (help, usage)
-    to a full or closed standard output is exit 2 with a message, not a traceback."""
+    to a full or closed standard output is exit 2 with a message, not a traceback. A usage error
+    (an unknown option, a bad choice, a missing argument) is one ``error:`` line like every other
+    problem the planner reports, with where to find the usage, and exit 2."""
     if len(sys.argv) == 1:
         sys.argv.append("--help")  # no command: the help, as asked for (exit 0)
     stand_in_for_closed_stdout()
+    code = 0
     try:
-        app()
-    except SystemExit:
-        _flush_stdout()
-        raise
+        returned = app(standalone_mode=False)  # the framework returns (or raises) instead of exiting
+        code = returned if isinstance(returned, int) else 0  # an Exit's code; no command returns a value
+    except ClickException as err:
+        command = err.ctx.command_path if getattr(err, "ctx", None) is not None else "planner"  # type: ignore[attr-defined]
+        message = err.format_message().replace("Value error, ", "")  # pydantic's prefix on a choice the engine refused
+        sys.stderr.write(f"error: {message} (usage: {command} --help)\n")
+        code = err.exit_code
+    except typer.Abort:
+        sys.stderr.write("error: aborted\n")
+        code = 1
     except OSError as err:
         _unwritable_stdout(err)
+    _flush_stdout()
+    sys.exit(code)
 
 
 def _flush_stdout() -> None:

@@ -27,9 +27,12 @@ from typing import Any, Self
 import typer
 
 from planner.cli.choices import DefragMethod
-from planner.cli.common import EXIT_VIOLATIONS, emit, err_console, fail, guarded, stdout_console, write_json
+from planner.cli.common import EXIT_VIOLATIONS, OutputFormat, emit, err_console, fail, guarded, out_dir_option, stdout_console, write_json
+from planner.cli.outdir import check_out_dir, write_wave_files
 from planner.cluster import SnapshotError
+from planner.kinds import KINDS
 from planner.plans import parse_plan
+from planner.render.kubernetes_waves import objects_of_stream
 from planner.render.table import jobs_table, plans_table
 from planner.service.secrets import check_token, secret, source
 from planner.snapshot import parse_cluster, read_text
@@ -78,6 +81,7 @@ class Client:
             parsed = None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
             fail([f"--server: {server!r} is not an http(s) URL of the service, e.g. http://planner:8000"])
+        given = bool(token)
         try:
             if token:
                 check_token(token, "--token")
@@ -88,6 +92,7 @@ class Client:
         except ValueError as err:
             fail([str(err)])
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.token_from = ("--token" if given else source("PLANNER_API_TOKEN")) if token else None
         self.base = server.rstrip("/")
         self.http = httpx.Client(base_url=self.base, headers=headers, timeout=httpx.Timeout(30.0, read=None))
         self.wait_s = wait_s
@@ -114,7 +119,7 @@ class Client:
                 problem, hinted = f"cannot reach {self.base}: {err}", None
             else:
                 if response.status_code not in RETRIED:
-                    return self._checked(response)
+                    return self._checked(response, self.token_from)
                 problem = f"the server answered {response.status_code} ({_reason(response)})"
                 hinted = retry_after_s(response.headers.get("retry-after"))
             pause = min(MAX_DELAY_S, hinted if hinted is not None else delay)
@@ -126,9 +131,16 @@ class Client:
             delay = min(MAX_DELAY_S, delay * 2)
 
     @staticmethod
-    def _checked(response: Any) -> Any:
+    def _checked(response: Any, token_from: str | None = None) -> Any:
         if response.status_code >= 500:
             fail([f"server error {response.status_code}: {response.text[:300]}"], EXIT_UNAVAILABLE)
+        if response.status_code == 401:
+            hint = (
+                "no token was given: pass --token, or set PLANNER_API_TOKEN (or PLANNER_API_TOKEN_FILE, a file holding it)"
+                if token_from is None
+                else f"the token from {token_from} was refused: check it is the server's PLANNER_API_TOKEN (or its read token)"
+            )
+            fail([f"server refused the request (401): {_reason(response)}", hint])
         if response.status_code >= 400 and response.status_code != 404:
             fail([f"server refused the request ({response.status_code}): {_reason(response)}"])
         return response
@@ -315,7 +327,7 @@ def plans_default(
     context: typer.Context,
     server: str = SERVER,
     token: str = TOKEN,
-    kind: str = typer.Option(None, "--kind", help="Only plans of this kind (defrag, preempt, allocate)."),
+    kind: str = typer.Option(None, "--kind", help=f"Only plans of this kind ({', '.join(KINDS)})."),
     since: float = typer.Option(None, "--since", help="Only plans created at or after this Unix time."),
     limit: int = typer.Option(20, "--limit", min=1, max=1000),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -332,12 +344,34 @@ def plans_get(
     job: str = typer.Option(None, "--job", help="The plan of this job instead."),
     server: str = SERVER,
     token: str = TOKEN,
-    out: str = typer.Option("-", "--out", help="Write the plan here (- for stdout)."),
+    out: str = typer.Option("-", "--out", help="Write the plan (or what -o renders) here (- for stdout)."),
+    output_format: OutputFormat = typer.Option(
+        None, "--output", "-o", help="json (default): the plan; yaml, table, wide, kubectl, podmigrationjob: rendered by the service with the plan's snapshot."
+    ),
+    out_dir: str = out_dir_option(),
+    force: bool = typer.Option(False, "--force", help="With --out-dir: write into a directory that is not empty (the planner's files there are replaced)."),
 ) -> None:
-    """A stored plan (the plan document itself, as `planner defrag --out` writes it)."""
+    """A stored plan (the plan document itself, as `planner defrag --out` writes it), or rendered
+    as `planner defrag -o` prints it (-o kubectl, podmigrationjob, ...; --out-dir: one file per wave)."""
     if (plan_id is None) == (job is None):
         fail(["give a PLAN_ID or --job JOB_ID (one of them)"])
+    fmt = output_format.value if output_format else ("podmigrationjob" if out_dir else "json")
+    check_out_dir(fmt, out_dir, force)
     with Client(server, token) as client:
+        if fmt != "json":
+            if job is not None:
+                plan_id = _found(client.send("GET", f"/v1/jobs/{job}"), f"--job {job}")["plan_id"]
+                if plan_id is None:
+                    fail([f"--job {job}: the job has no plan (yet)"])
+            response = client.send("GET", f"/v1/plans/{plan_id}", params={"format": fmt})
+            if response.status_code == 404:
+                _found(response, f"plan {plan_id}")
+            if out_dir is not None:
+                written = write_wave_files(objects_of_stream(response.text), out_dir, force)
+                err_console.print(f"wrote {', '.join(written)} to {out_dir}", markup=False, soft_wrap=True)
+            else:
+                emit(response.text, out)
+            return
         if job is not None:
             body = _found(client.send("GET", f"/v1/jobs/{job}/plan"), f"--job {job}")
         else:

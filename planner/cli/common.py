@@ -26,10 +26,12 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from planner.cli.inputs import read_snapshot
+from planner.cli.outdir import check_out_dir, write_wave_files
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
-from planner.plans import AllocationPlan, DefragPlan, PreemptPlan, dump_plan, plan_to_dict
-from planner.render.kubernetes import kubectl_script, placement_script, podmigrationjob_yaml, script_name_problems, wide_table
+from planner.plans import DefragPlan, dump_plan
+from planner.render.formats import refusals, render_text
+from planner.render.kubernetes import pod_migration_jobs, wide_table
 from planner.render.plan import render_summary
 from planner.runtime.ray_executor import ExecutorError
 from planner.snapshot import read_text
@@ -60,6 +62,23 @@ def stdout_console() -> Iterator[Console]:
     width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
     yield plain_console(file=buffer, width=width, force_terminal=sys.stdout.isatty())
     emit(buffer.getvalue(), "-")
+
+
+@contextlib.contextmanager
+def working(what: str) -> Iterator[None]:
+    """A spinner on stderr saying ``what`` is being done, when stderr is a terminal (nothing in logs)."""
+    if err_console.is_terminal:
+        with err_console.status(what):
+            yield
+    else:
+        yield
+
+
+def wrote(out: str, what: str) -> None:
+    """After a file was written with ``--out``: one line on stderr saying what went where (so a long
+    run does not end silently); nothing when the output went to standard output."""
+    if out != "-":
+        err_console.print(f"wrote {what} to {out}", markup=False, highlight=False, soft_wrap=True)
 
 
 def fail(problems: list[str], code: int = EXIT_BAD_INPUT) -> None:
@@ -247,7 +266,8 @@ class OutputFormat(str, Enum):
 
 OUTPUT_HELP = (
     "json or yaml: the plan; table: a human summary (the default on a terminal); wide: the summary and every "
-    "move; kubectl: a bash script applying a defrag plan wave by wave; podmigrationjob: koordinator objects."
+    "move; kubectl: a bash script applying the plan (a defrag plan wave by wave, checking its pods first); podmigrationjob: koordinator "
+    "objects, to apply wave by wave as their header says (--out-dir: one file per wave)."
 )
 
 
@@ -256,43 +276,39 @@ def output_option() -> Any:
     return typer.Option(None, "--output", "-o", "--format", help=OUTPUT_HELP)
 
 
-def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | None) -> None:
+def out_dir_option() -> Any:
+    return typer.Option(
+        None, "--out-dir", help="With -o podmigrationjob: one YAML file per wave in this directory, and index.txt (the order and how to apply)."
+    )
+
+
+def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | None, out_dir: str | None = None, force: bool | None = None) -> None:
     """Print ``plan`` as asked (``--out`` always gets the JSON plan). With no ``-o``: a table on a
-    terminal, JSON otherwise (pipes and files get the machine format, never truncated)."""
+    terminal (also when the plan went to ``--out``), JSON otherwise (pipes and files get the machine
+    format, never truncated). ``out_dir``: the PodMigrationJobs one file per wave instead (``force``:
+    into a directory that is not empty)."""
     if out is not None:
         emit(dump_plan(plan) + "\n", out)
+    if output is None and out_dir is not None:
+        output = OutputFormat.podmigrationjob
     if output is None:
-        if out is not None:
-            return
+        if out is not None and not (out != "-" and sys.stdout.isatty()):
+            return  # the plan went to --out; a terminal still gets the summary table below
         output = OutputFormat.table if sys.stdout.isatty() else OutputFormat.json
-    if output == OutputFormat.podmigrationjob and not isinstance(plan, DefragPlan):
-        fail([f"-o podmigrationjob: renders a defrag plan's moves (this is a {type(plan).__name__}); use -o kubectl, json, yaml, table or wide"])
-    if output == OutputFormat.kubectl and not isinstance(plan, (DefragPlan, PreemptPlan, AllocationPlan)):
-        fail([f"-o kubectl: renders one plan (this is a {type(plan).__name__}, two plans side by side); choose a method, or use -o json, yaml or table"])
-    if output in (OutputFormat.kubectl, OutputFormat.podmigrationjob):
-        problems = script_name_problems(plan, cluster)
-        if problems:
-            raise SnapshotError(
-                [
-                    *problems,
-                    (f"-o {output.value}: refused; rename them in the snapshot (or import it with planner import kubernetes, which keeps Kubernetes' names)"),
-                ]
-            )
-    if output == OutputFormat.json:
-        emit(dump_plan(plan) + "\n", "-")
-    elif output == OutputFormat.yaml:
-        import yaml  # deferred: PyYAML (~10 ms at start-up), only with -o yaml
-
-        emit(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, width=10**6), "-")
+    check_out_dir(output.value, out_dir, force)
+    problems = refusals(plan, cluster, output.value, f"-o {output.value}")
+    if problems:
+        fail(problems)
+    if out_dir is not None:
+        written = write_wave_files(pod_migration_jobs(plan, cluster), out_dir, force)
+        err_console.print(f"wrote {', '.join(written)} to {out_dir}", markup=False, soft_wrap=True)
     elif output in (OutputFormat.table, OutputFormat.wide):
         with stdout_console() as console:
             render_summary(console, plan)
         if output == OutputFormat.wide and isinstance(plan, DefragPlan):
             emit(wide_table(plan, cluster), "-")
-    elif output == OutputFormat.kubectl:
-        emit(kubectl_script(plan, cluster) if isinstance(plan, DefragPlan) else placement_script(plan, cluster), "-")
     else:
-        emit(podmigrationjob_yaml(plan, cluster), "-")
+        emit(render_text(plan, cluster, output.value), "-")
 
 
 # ----------------------------------------------------------------------------------------------

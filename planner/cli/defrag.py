@@ -24,14 +24,18 @@ from planner.cli.common import (
     input_option,
     load_input,
     names,
+    out_dir_option,
     output_option,
 )
+from planner.cli.outdir import check_out_dir
 from planner.engine import DefragOptions, plan_defrag
 from planner.engine.defrag import Progress as ProgressCallback
 from planner.runtime.gc_pause import collector_paused
 
 PROGRESS_FROM_NODES = 2000
 """Show a progress bar on stderr for clusters at least this large."""
+PHASES = {"trim": "trimming moves (move-minimal pass)", "finish": "waves, metrics and validation"}
+"""What the planner's progress callback reports after its rounds, as the bar says it."""
 
 
 @guarded
@@ -113,6 +117,7 @@ def defrag(
     ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
+    out_dir: str = out_dir_option(),
     source: InputKind = input_option(),
     import_config: str = import_config_option(),
 ) -> None:
@@ -158,6 +163,7 @@ def defrag(
     }
     options = given_options(context, DefragOptions, given)
     check_plan_output(output_format, out)
+    check_out_dir(output_format.value if output_format else None, out_dir, None)
     with collector_paused():  # one plan and exit: the collector's passes over the snapshot cost seconds (runtime/gc_pause.py)
         cluster = load_input(snapshot, source, import_config)
         if len(cluster.nodes) >= PROGRESS_FROM_NODES:
@@ -165,7 +171,7 @@ def defrag(
                 plan = plan_defrag(cluster, options, progress)
         else:
             plan = plan_defrag(cluster, options)
-        emit_plan(plan, cluster, output_format, out)
+        emit_plan(plan, cluster, output_format, out, out_dir)
 
 
 @contextlib.contextmanager
@@ -177,6 +183,9 @@ def progress_bar(title: str) -> Iterator[ProgressCallback]:
         bar.refresh()
 
         def update(what: str, done: int, total: int) -> None:
+            if what in PHASES:  # a phase without steps: the bar shows it is working, not stuck on the last round
+                bar.update(task, description=f"{title}: {PHASES[what]}", completed=0, total=None, refresh=True)
+                return
             label = "IPC round" if what == "round" else "neighbourhood round"
             bar.update(task, description=f"{title}: {label} {done}", completed=done, total=total or None, refresh=True)
 

@@ -7,8 +7,8 @@ from enum import Enum
 
 import typer
 
-from planner.cli.common import emit, guarded
-from planner.cluster import SnapshotError
+from planner.cli.common import emit, guarded, working, wrote
+from planner.cluster import Cluster, SnapshotError
 from planner.snapshot import dump_cluster
 
 generate_app = typer.Typer(no_args_is_help=True, help="Generate a snapshot (seeded synthetic or trace replay).")
@@ -54,18 +54,19 @@ def generate_asi_command(
     from planner.instances.asi import generate_asi
     from planner.instances.batch import add_large_jobs
 
-    cluster = generate_asi(
-        nodes=nodes,
-        seed=seed,
-        allocation=allocation,
-        locked=locked,
-        scheduler=scheduler.value,
-        churn_rounds=churn_rounds,
-        pending_jobs=pending_jobs,
-        mix=mix,
-    )
+    with working(f"generating an ASI-like cluster of {nodes:,} nodes"):
+        cluster = generate_asi(
+            nodes=nodes,
+            seed=seed,
+            allocation=allocation,
+            locked=locked,
+            scheduler=scheduler.value,
+            churn_rounds=churn_rounds,
+            pending_jobs=pending_jobs,
+            mix=mix,
+        )
     cluster = add_large_jobs(cluster, large_jobs, seed)
-    emit(dump_cluster(cluster) + "\n", out)
+    write_snapshot(cluster, out)
 
 
 @generate_app.command("openb")
@@ -88,16 +89,24 @@ def generate_openb_command(
     """A snapshot of the Alibaba 2023 GPU trace (openb) replayed up to a time with a baseline scheduler."""
     from planner.instances.openb import generate_openb  # deferred: the instance generator (see generate asi)
 
-    cluster = generate_openb(
-        pods=pods,
-        at_s=at,
-        scheduler=scheduler.value,
-        nodes=node_list.value,
-        seed=seed,
-        data_dir=data_dir,
-        departures=departures,
-    )
-    emit(dump_cluster(cluster) + "\n", out)
+    with working("replaying the openb trace"):
+        cluster = generate_openb(
+            pods=pods,
+            at_s=at,
+            scheduler=scheduler.value,
+            nodes=node_list.value,
+            seed=seed,
+            data_dir=data_dir,
+            departures=departures,
+        )
+    write_snapshot(cluster, out)
+
+
+def write_snapshot(cluster: Cluster, out: str) -> None:
+    """The snapshot to ``--out`` (a spinner while it is written, a line saying where it went)."""
+    with working("writing the snapshot"):
+        emit(dump_cluster(cluster) + "\n", out)
+    wrote(out, f"a snapshot of {len(cluster.nodes):,} nodes and {len(cluster.pods):,} pods")
 
 
 def _pending_counts(values: list[str]) -> dict[str, int]:
@@ -123,7 +132,7 @@ def generate_flextopo_command(
     priorities 1500/1000/500/200; --pending B=1 adds a scale-up of B."""
     from planner.instances.flextopo import flextopo_cluster  # deferred: the instance generator (see generate asi)
 
-    emit(dump_cluster(flextopo_cluster(nodes=nodes, seed=seed, pending=_pending_counts(pending))) + "\n", out)
+    write_snapshot(flextopo_cluster(nodes=nodes, seed=seed, pending=_pending_counts(pending)), out)
 
 
 @generate_app.command("spot")
@@ -141,12 +150,13 @@ def generate_spot_command(
     checkpoint intervals, spot gangs and pending HP jobs."""
     from planner.instances.spot import DEFAULT_NODE_LIST, spot_cluster  # deferred: the instance generator (see generate asi)
 
-    cluster = spot_cluster(
-        nodes=nodes,
-        seed=seed,
-        hp_share=hp_share,
-        lp_fill=lp_fill,
-        pending_jobs=pending_jobs,
-        node_list=node_list if node_list is not None else DEFAULT_NODE_LIST,
-    )
-    emit(dump_cluster(cluster) + "\n", out)
+    with working(f"generating a spot cluster of {nodes:,} nodes"):
+        cluster = spot_cluster(
+            nodes=nodes,
+            seed=seed,
+            hp_share=hp_share,
+            lp_fill=lp_fill,
+            pending_jobs=pending_jobs,
+            node_list=node_list if node_list is not None else DEFAULT_NODE_LIST,
+        )
+    write_snapshot(cluster, out)

@@ -1,6 +1,6 @@
 """Reading the snapshot and plan files the commands are given, with a hint when a file is something
 else we recognise: Kubernetes objects (JSON or YAML) where a snapshot is expected, a snapshot or a plan
-written as YAML (both are JSON). The hint is one more line after the parser's own problems."""
+written as YAML (both are JSON). The hint comes first (it is the fix), then the parser's own problems."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _with_hint(parse: Callable[[], Any], hint: Callable[[list[str]], str | None]
     except SnapshotError as err:
         extra = hint(err.problems)
         if extra:
-            raise SnapshotError([*err.problems, extra]) from None
+            raise SnapshotError([extra, *err.problems]) from None  # the hint first: it is the fix
         raise
 
 

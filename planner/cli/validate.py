@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import typer
 
 from planner.cli.common import count_or_share, fail, guarded, names, options_of_flags, report_violations
 from planner.cli.inputs import read_plan, read_snapshot
 from planner.cluster import Cluster
 from planner.engine.defrag import DefragOptions
-from planner.plans import AllocationPlan, PreemptPlan
-from planner.validate.allocate import validate_allocate
-from planner.validate.defrag import validate
-from planner.validate.preempt import surplus_units, validate_preempt
+from planner.plans import AllocationPlan, DefragPlan, PreemptPlan
+from planner.validate import validate_plan
+from planner.validate.preempt import surplus_units
 
 
 @guarded
@@ -56,33 +59,49 @@ def validate_command(
         "move_once": move_once,
     }
     limited = any(value not in (None, False) for value in given_limits.values())
-    if parsed.kind == "allocate":
-        if limited:
-            fail(["--max-moves, --max-moves-per-node, --same-asw and the per-wave limits apply to defrag plans; this is an allocation plan"])
-        validate_allocation_plan(cluster, parsed)
-        return
-    if parsed.kind == "preempt":
-        if limited:
-            fail(["--max-moves, --max-moves-per-node, --same-asw and the per-wave limits apply to defrag plans; this is a preempt plan"])
-        validate_preempt_plan(cluster, parsed)
-        return
-    given = {k: v for k, v in given_limits.items() if v not in (None, False)}
-    # only the limits given are checked: without --max-nodes-per-wave, no budget (not the planners' default)
-    limits = options_of_flags(DefragOptions, {"move_once": False, "max_nodes_per_wave": "100%", **given}).limits(len(cluster.nodes))
-    violations = validate(cluster, parsed, limits)
-    moves = sum(len(w) for w in parsed.waves)
-    report_violations(violations, f"valid: {len(parsed.waves)} wave(s), {moves} move(s), {len(parsed.vacated_nodes)} vacated node(s)")
+    verdict = VERDICTS[parsed.kind]
+    limits = None
+    if parsed.kind == "defrag":
+        # only the limits given are checked: without --max-nodes-per-wave, no budget (not the planners' default)
+        flags = {"move_once": False, "max_nodes_per_wave": "100%", **{k: v for k, v in given_limits.items() if v not in (None, False)}}
+        limits = options_of_flags(DefragOptions, flags).limits(len(cluster.nodes))
+    elif limited:
+        fail([f"--max-moves, --max-moves-per-node, --same-asw and the per-wave limits apply to defrag plans; this is {verdict.plan}"])
+    violations = validate_plan(cluster, parsed, limits)
+    report_violations(violations, "" if violations else verdict.valid(cluster, parsed))
 
 
-def validate_allocation_plan(cluster: Cluster, plan: AllocationPlan) -> None:
-    report_violations(validate_allocate(cluster, plan), f"valid: {len(plan.placements)} placement(s), {len(plan.unplaced)} job(s) left pending")
+@dataclass(frozen=True)
+class Verdict:
+    """What ``planner validate`` says of a plan of one kind."""
+
+    plan: str
+    """The plan, as the refusal of the defrag-only flags names it."""
+    valid: Callable[[Cluster, Any], str]
+    """The line for a plan without violations."""
 
 
-def validate_preempt_plan(cluster: Cluster, plan: PreemptPlan) -> None:
-    violations = validate_preempt(cluster, plan)
-    surplus = surplus_units(cluster, plan) if plan.placements and not violations else 0
-    report_violations(
-        violations,
+def _valid_defrag(cluster: Cluster, plan: DefragPlan) -> str:
+    moves = sum(len(w) for w in plan.waves)
+    return f"valid: {len(plan.waves)} wave(s), {moves} move(s), {len(plan.vacated_nodes)} vacated node(s)"
+
+
+def _valid_preempt(cluster: Cluster, plan: PreemptPlan) -> str:
+    surplus = surplus_units(cluster, plan) if plan.placements else 0
+    return (
         f"valid: {len(plan.placements)} placement(s), {len(plan.victims)} victim(s), "
-        f"{sum(v.lost_gpu_s for v in plan.victims):g} GPU-s lost, {surplus} surplus victim gang(s)",
+        f"{sum(v.lost_gpu_s for v in plan.victims):g} GPU-s lost, {surplus} surplus victim gang(s)"
     )
+
+
+def _valid_allocation(cluster: Cluster, plan: AllocationPlan) -> str:
+    return f"valid: {len(plan.placements)} placement(s), {len(plan.unplaced)} job(s) left pending"
+
+
+VERDICTS: dict[str, Verdict] = {
+    "defrag": Verdict("a defrag plan", _valid_defrag),
+    "preempt": Verdict("a preempt plan", _valid_preempt),
+    "allocate": Verdict("an allocation plan", _valid_allocation),
+}
+"""By plan kind: one for each kind of ``planner.kinds.KINDS`` (a test holds them equal); the plan is
+checked by ``validate_plan``, the validator of its kind."""

@@ -47,6 +47,7 @@ from planner.plans import (
 )
 from planner.provenance import stamp
 from planner.state import PENDING, ClusterState
+from planner.suggest import unknown_name
 from planner.validate.allocate import SnapshotIndex, validate_allocate
 
 AllocateMethod = Literal["auto", "largest-first", "greedy", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random", "exact", "compare"]
@@ -104,7 +105,7 @@ def pending_jobs(cluster: Cluster, names: list[str] | None, pending: dict[str, l
     chosen = names if names is not None else sorted(pending)
     for name in chosen:
         if name not in known:
-            raise PlanOptionError("jobs", f"unknown job '{name}'")
+            raise PlanOptionError("jobs", unknown_name("job", name, known, pending=list(pending)))
         if name not in pending:
             raise PlanOptionError("jobs", f"job '{name}' has no pending pods")
         first = cluster.pods[pending[name][0]]

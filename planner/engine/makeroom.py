@@ -26,6 +26,7 @@ from planner.limits import MoveBudget
 from planner.models import makeroom as makeroom_model
 from planner.plans import Placement, Unplaced
 from planner.state import ClusterState
+from planner.suggest import unknown_name
 from planner.waves import Step, sequence_to_waves, target_to_waves
 
 
@@ -80,7 +81,8 @@ def make_room_requests(cluster: Cluster, names: list[str]) -> list[Request]:
                 raise PlanOptionError("make_room", f"pod '{name}' is already running on node '{pod.node}'")
             requests.append(Request(name, [pods[name]], 0))
         else:
-            raise PlanOptionError("make_room", f"unknown job or pod '{name}'")
+            waiting = {p.job or p.name for p in cluster.pods if p.node is None}
+            raise PlanOptionError("make_room", unknown_name("job or pod", name, [*jobs, *pods], pending=list(waiting), pending_what="pending jobs and pods"))
         refuse_unholdable(cluster, requests[-1].pods[0])
     return requests
 

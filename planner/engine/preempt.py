@@ -38,6 +38,7 @@ from planner.plans import Placement, PreemptComparison, PreemptPlan, SolveReport
 from planner.preempt_state import Ask, PreemptState
 from planner.provenance import stamp
 from planner.standby import reactivation_problems, reactivation_view
+from planner.suggest import unknown_name
 from planner.validate.preempt import surplus_units, validate_preempt
 
 PreemptHeuristic = Literal["spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random"]
@@ -80,8 +81,8 @@ def request_problems(cluster: Cluster, job: str, now_s: float) -> list[tuple[str
     wholly pending, and ``now_s`` may not precede a running pod's start or checkpoint."""
     jobs = {j.name for j in cluster.jobs}
     if job not in jobs:
-        known = ", ".join(sorted(jobs)[:5]) or "none"
-        return [("job", f"unknown job '{job}' (jobs in the snapshot: {known})")]
+        running = {p.job for p in cluster.pods if p.node is not None}
+        return [("job", unknown_name("job", job, jobs, pending=[j for j in jobs if j not in running], pending_what="pending jobs (one may be asked for)"))]
     problems = []
     pods = [(i, p) for i, p in enumerate(cluster.pods) if p.job == job]
     if not pods:

@@ -10,16 +10,12 @@
   (``kubernetes.io/hostname``) and the pod's tolerations. koordinator uses a given template as it
   is (it fills in the reservation's owners from the pod's controller), so the reservation lands on
   the planned node and the recreated pod consumes it. Objects carry the labels
-  ``planner.io/plan`` (a digest of the plan) and ``planner.io/wave``, and are ordered by wave.
+  ``planner.io/plan`` (a digest of the plan) and ``planner.io/wave``, the annotations ``planner.io/from``,
+  ``planner.io/to`` and (when the plan recorded it) ``planner.io/pod-uid``, and are ordered by wave.
 * ``kubectl`` for a preemption or allocation plan (``placement_script``): the victims evicted through
   the Eviction API (PDBs apply), then the pending pods bound to their planned nodes with Bindings.
-* ``kubectl`` for a defrag plan: a bash script that applies each wave's PodMigrationJobs and waits until all of them
-  have succeeded before the next wave (polling their ``status.phase``; ``WAIT_TIMEOUT_S``, default 30
-  minutes per wave), stopping at the first that fails or is aborted; ``DRY_RUN=1``
-  passes ``--dry-run=server`` (nothing is created, the API server validates) and skips the waits.
-  Plain evictions cannot be make-before-break (the old pod stops before the controller's new one
-  starts, and the scheduler, not the plan, picks its node), so the script needs koordinator's
-  controller; it says so in its header.
+* ``kubectl`` for a defrag plan, and the PodMigrationJobs as a stream or one file per wave:
+  ``render/kubernetes_waves.py``.
 """
 
 from __future__ import annotations
@@ -124,7 +120,7 @@ def pod_migration_jobs(plan: DefragPlan, cluster: Cluster, gpu_resource: str = G
                     "metadata": {
                         "name": _dns_name(f"planner-{digest}-w{w}-{k}-{move.pod}"),
                         "labels": {"planner.io/plan": digest, "planner.io/wave": str(w)},
-                        "annotations": {"planner.io/from": move.from_, "planner.io/to": move.to},
+                        "annotations": {"planner.io/from": move.from_, "planner.io/to": move.to, **({"planner.io/pod-uid": move.uid} if move.uid else {})},
                     },
                     "spec": {
                         "mode": "ReservationFirst",
@@ -135,76 +131,6 @@ def pod_migration_jobs(plan: DefragPlan, cluster: Cluster, gpu_resource: str = G
                 }
             )
     return objects
-
-
-def podmigrationjob_yaml(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
-    """The PodMigrationJobs as one multi-document YAML stream (``kubectl apply -f``)."""
-    import yaml  # deferred: PyYAML, for the YAML outputs only
-
-    objects = pod_migration_jobs(plan, cluster, **options)
-    if not objects:
-        return "# the plan has no moves: nothing to apply\n"
-    return yaml.safe_dump_all(objects, sort_keys=False, width=10**6)
-
-
-def kubectl_script(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
-    """A bash script that runs the plan wave by wave through PodMigrationJobs (module docstring)."""
-    import yaml  # deferred: PyYAML, for the YAML outputs only
-
-    objects = pod_migration_jobs(plan, cluster, **options)
-    digest = plan_digest(plan)
-    lines = [
-        "#!/usr/bin/env bash",
-        f"# Defrag plan {digest}: {sum(len(w) for w in plan.waves)} move(s) in {len(plan.waves)} wave(s), written by `planner`.",
-        "# Each move is a koordinator PodMigrationJob (mode ReservationFirst: the new pod starts on the",
-        "# planned node before the old one stops). This needs koordinator's migration controller; plain",
-        "# evictions would stop the old pod first and let the scheduler pick the node.",
-        "# Usage: bash plan.sh            apply wave by wave, waiting for each wave to succeed",
-        "#        DRY_RUN=1 bash plan.sh  validate every object on the API server (--dry-run=server), create nothing",
-        "set -euo pipefail",
-        'KUBECTL="${KUBECTL:-kubectl}"',
-        "DRY=()",
-        'if [[ "${DRY_RUN:-0}" == "1" ]]; then DRY=(--dry-run=server); fi',
-        f'WAIT_TIMEOUT_S="${{WAIT_TIMEOUT_S:-{WAIT_TIMEOUT_S}}}"',
-        "",
-    ]
-    lines += [
-        "wait_wave() {  # poll until every job of the wave has succeeded; stop at the first that fails",
-        "  local deadline=$((SECONDS + WAIT_TIMEOUT_S)) phase name pending",
-        "  while :; do",
-        "    pending=0",
-        '    for name in "$@"; do',
-        '      phase=$("$KUBECTL" get "$name" -o jsonpath=\'{.status.phase}\')',
-        '      case "$phase" in',
-        "        Succeeded) ;;",
-        '        Failed|Aborted) echo "$name: $phase; stopping before the next wave" >&2; return 1 ;;',
-        "        *) pending=$((pending + 1)) ;;",
-        "      esac",
-        "    done",
-        "    [[ $pending -eq 0 ]] && return 0",
-        '    (( SECONDS < deadline )) || { echo "wave not finished after ${WAIT_TIMEOUT_S}s" >&2; return 1; }',
-        '    sleep "${POLL_S:-5}"',
-        "  done",
-        "}",
-        "",
-    ]
-    by_wave: dict[str, list[dict[str, Any]]] = {}
-    for obj in objects:
-        by_wave.setdefault(obj["metadata"]["labels"]["planner.io/wave"], []).append(obj)
-    for wave, members in by_wave.items():
-        names = " ".join(shlex.quote(f"podmigrationjob/{o['metadata']['name']}") for o in members)
-        body = yaml.safe_dump_all(members, sort_keys=False, width=10**6)
-        lines += [
-            f"echo 'wave {wave}/{len(by_wave)}: {len(members)} move(s)' >&2",
-            '"$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<\'PLANNER_WAVE_EOF\'',
-            body.rstrip("\n"),
-            "PLANNER_WAVE_EOF",
-            f'if [[ "${{DRY_RUN:-0}}" != "1" ]]; then wait_wave {names}; fi',
-            "",
-        ]
-    if not objects:
-        lines.append("echo 'the plan has no moves: nothing to do' >&2")
-    return "\n".join(lines) + "\n"
 
 
 def wide_table(plan: DefragPlan, cluster: Cluster) -> str:
@@ -227,12 +153,22 @@ def placement_script(plan: Any, cluster: Cluster) -> str:
     Every value from the input is quoted (see ``_api_path``, ``_echo``)."""
     pods = {p.name: p for p in cluster.pods}
     victims = list(getattr(plan, "victims", []))
+    evictions = (
+        [
+            f"# {type(plan).__name__}: {len(victims)} eviction(s), then {len(plan.placements)} binding(s), written by `planner`.",
+            "# Evictions go through the Eviction API, so PodDisruptionBudgets apply (a refused eviction stops the",
+            "# script). Evicted pods stop before anything starts: a preemption is break-before-make. The pending pods",
+            "# are then bound to their planned nodes with a Binding, as a scheduler does; a pod some scheduler bound",
+        ]
+        if victims
+        else [
+            f"# {type(plan).__name__}: {len(plan.placements)} binding(s) and no eviction, written by `planner`.",
+            "# The pending pods are bound to their planned nodes with a Binding, as a scheduler does; a pod some scheduler bound",
+        ]
+    )
     lines = [
         "#!/usr/bin/env bash",
-        f"# {type(plan).__name__}: {len(victims)} eviction(s), then {len(plan.placements)} binding(s), written by `planner`.",
-        "# Evictions go through the Eviction API, so PodDisruptionBudgets apply (a refused eviction stops the",
-        "# script). Evicted pods stop before anything starts: a preemption is break-before-make. The pending pods",
-        "# are then bound to their planned nodes with a Binding, as a scheduler does; a pod some scheduler bound",
+        *evictions,
         "# in the meantime makes its binding fail, which stops the script (run it again after planning again).",
         "# Usage: bash plan.sh  |  DRY_RUN=1 bash plan.sh (every request with dryRun=All, nothing changes)",
         "set -euo pipefail",

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from planner.simulate.queueing import QueueReplay
+from planner.simulate.queue_results import QueueReplay
 
 
 def size_bucket(gpus: int) -> str:

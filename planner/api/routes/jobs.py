@@ -1,12 +1,14 @@
 """Routes over the store: jobs (``GET /v1/jobs``, ``GET /v1/jobs/{id}``, ``GET /v1/jobs/{id}/plan``,
 ``DELETE /v1/jobs/{id}``: cancel a queued or running job, delete a finished one) and stored plans
-(``GET /v1/plans``, ``GET`` and ``DELETE /v1/plans/{id}``).
+(``GET /v1/plans``, ``GET`` and ``DELETE /v1/plans/{id}``; ``GET /v1/plans/{id}?format=kubectl|podmigrationjob|yaml|table|wide``
+renders the plan with its job's snapshot, as ``planner render`` does).
 
 Handlers that only read or write the store are plain functions: FastAPI runs them in its thread
 pool, so a slow query or a large plan body never holds up the event loop."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import APIRouter, Query
@@ -22,7 +24,11 @@ from planner.api.schemas import (
     Problem,
     StoredPlan,
 )
+from planner.cluster import SnapshotError
+from planner.plans import parse_plan
+from planner.render.formats import CONTENT_TYPES, FORMATS, NEEDS_SNAPSHOT, refusals, render_text, render_yaml
 from planner.service.store import Job
+from planner.snapshot import parse_cluster
 
 router = APIRouter()
 
@@ -112,12 +118,50 @@ def delete_plan(plan_id: str, svc: Svc) -> Any:
     return Response(status_code=204)
 
 
-@router.get("/v1/plans/{plan_id}", response_model=StoredPlan, responses={**RESPONSES, 404: {"model": Problem}}, summary="A stored plan")
-def get_plan(plan_id: str, svc: Svc) -> Any:
+RENDERED: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The stored plan (format json), or the plan rendered in the format asked for: kubectl (a bash script, "
+        "text/x-shellscript), podmigrationjob (koordinator PodMigrationJobs, application/yaml), yaml (the plan, application/yaml), "
+        "table or wide (text/plain). The formats that need the snapshot take the one stored with the plan's job.",
+        "content": {media: {} for media in sorted(set(CONTENT_TYPES.values()) - {"application/json"})},
+    },
+    404: {"model": Problem},
+}
+
+
+@router.get("/v1/plans/{plan_id}", response_model=StoredPlan, responses={**RESPONSES, **RENDERED}, summary="A stored plan, as JSON or rendered")
+def get_plan(
+    plan_id: str,
+    svc: Svc,
+    fmt: str = Query("json", alias="format", pattern="^(" + "|".join(FORMATS) + ")$", description="json, yaml, table, wide, kubectl or podmigrationjob."),
+) -> Any:
     plan = svc.store.get_plan(plan_id)
     if plan is None:
         return problem(404, f"no plan '{plan_id}'")
-    return StoredPlan(**plan_summary(plan).model_dump(), plan=plan.body)
+    if fmt == "json":
+        return StoredPlan(**plan_summary(plan).model_dump(), plan=plan.body)
+    return rendered(svc, plan, fmt)
+
+
+def rendered(svc: Any, stored: Any, fmt: str) -> Response:
+    """A stored plan rendered in ``fmt`` (``render/formats.py``, as the command line renders it), with
+    the snapshot of its job for the formats that need one; 422 naming why it cannot be."""
+    if fmt == "yaml":  # the stored document as it is, whatever its kind (comparisons too)
+        return Response(render_yaml(stored.body), media_type=CONTENT_TYPES[fmt])
+    try:
+        plan = parse_plan(json.dumps(stored.body), "plan")
+    except SnapshotError as err:  # a comparison: two plans side by side
+        return problem(422, f"cannot render plan '{stored.id}' as {fmt}", [*err.problems, f"format={fmt}: renders one plan; use format=json or yaml"])
+    cluster = None
+    if fmt in NEEDS_SNAPSHOT:
+        text = svc.store.snapshot_of(stored.job_id)
+        if text is None:
+            return problem(404, f"the snapshot of plan '{stored.id}' is no longer stored (its job was deleted)")
+        cluster = parse_cluster(text)
+    problems = refusals(plan, cluster, fmt, f"format={fmt}", snapshot="the stored snapshot")
+    if problems:
+        return problem(422, f"cannot render plan '{stored.id}' as {fmt}", problems)
+    return Response(render_text(plan, cluster, fmt), media_type=CONTENT_TYPES[fmt])
 
 
 def job_status(job: Job) -> JobStatus:

@@ -195,9 +195,13 @@ def _plan_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | 
         name, steps, solver_fields, method_extra = METHODS[method](state, options, budget, run, progress, start)
         extra.update(method_extra)
     if start_state is not None:
+        if progress is not None:
+            progress("trim", 0, 0)
         if limits.move_once:  # trim the plan that would be returned: its claims (moves_bound) are about it
             steps, state = route_once(start_state, state, steps, MoveBudget.of(start_state, limits), extra)
         steps, state = _trim(start_state, steps, state, options, limits, extra)
+    if progress is not None:
+        progress("finish", 0, 0)
     return _finish(cluster, state, steps, before, options, name, start, extra, solver_fields, pristine, relaxed=relaxed)
 
 

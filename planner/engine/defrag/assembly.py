@@ -151,7 +151,8 @@ def _assemble(cluster: Cluster, state: ClusterState, steps: list[list[Step]], be
     """Plan from waves of index triples; ``state`` is already the end state."""
     nodes = [n.name for n in cluster.nodes]
     pods = [p.name for p in cluster.pods]
-    waves = [[Move(pod=pods[p], **{"from": nodes[s]}, to=nodes[d]) for p, s, d in wave] for wave in steps if wave]
+    uids: list[str | None] = [p.uid for p in cluster.pods]  # recorded on each pod's first move only
+    waves = [[Move(pod=pods[p], **{"from": nodes[s]}, to=nodes[d], uid=_first(uids, p)) for p, s, d in wave] for wave in steps if wave]
     after = metrics.summary(state)
     busy_before = np.zeros(len(nodes), dtype=bool)
     for p in cluster.pods:
@@ -159,6 +160,12 @@ def _assemble(cluster: Cluster, state: ClusterState, steps: list[list[Step]], be
             busy_before[state.node_index[p.node]] = True
     vacated = [nodes[n] for n in np.flatnonzero(busy_before & (state.pods_per_node == 0))]
     return DefragPlan(waves=waves, vacated_nodes=vacated, metrics=PlanMetrics(before=before, after=after))
+
+
+def _first(uids: list[str | None], p: int) -> str | None:
+    """The UID of pod ``p`` the first time it is asked for, then None (the pod is a new pod after its move)."""
+    uid, uids[p] = uids[p], None
+    return uid
 
 
 def why_nothing_moved(state: ClusterState, options: DefragOptions, extra: dict[str, Any] | None = None, status: str | None = None) -> str:

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# AllocationPlan: 0 eviction(s), then 8 binding(s), written by `planner`.
-# Evictions go through the Eviction API, so PodDisruptionBudgets apply (a refused eviction stops the
-# script). Evicted pods stop before anything starts: a preemption is break-before-make. The pending pods
-# are then bound to their planned nodes with a Binding, as a scheduler does; a pod some scheduler bound
+# AllocationPlan: 8 binding(s) and no eviction, written by `planner`.
+# The pending pods are bound to their planned nodes with a Binding, as a scheduler does; a pod some scheduler bound
 # in the meantime makes its binding fail, which stops the script (run it again after planning again).
 # Usage: bash plan.sh  |  DRY_RUN=1 bash plan.sh (every request with dryRun=All, nothing changes)
 set -euo pipefail

@@ -3,12 +3,16 @@
 # Each move is a koordinator PodMigrationJob (mode ReservationFirst: the new pod starts on the
 # planned node before the old one stops). This needs koordinator's migration controller; plain
 # evictions would stop the old pod first and let the scheduler pick the node.
+# Before each wave the script checks that the wave's pods still exist with the UID the plan recorded
+# on the node they move from, and stops (exit 3) naming each pod that is not.
 # Usage: bash plan.sh            apply wave by wave, waiting for each wave to succeed
-#        DRY_RUN=1 bash plan.sh  validate every object on the API server (--dry-run=server), create nothing
+#        DRY_RUN=1 bash plan.sh  check the pods and validate every object on the API server (--dry-run=server), create nothing
+# Abort: kubectl delete podmigrationjobs -l planner.io/plan=b37c1deecf40
 set -euo pipefail
 KUBECTL="${KUBECTL:-kubectl}"
+PLAN=b37c1deecf40
 DRY=()
-if [[ "${DRY_RUN:-0}" == "1" ]]; then DRY=(--dry-run=server); fi
+if [[ "${DRY_RUN:-0}" == "1" ]]; then DRY=(--dry-run=server); else DRY_RUN=""; fi
 WAIT_TIMEOUT_S="${WAIT_TIMEOUT_S:-1800}"
 
 wait_wave() {  # poll until every job of the wave has succeeded; stop at the first that fails
@@ -29,7 +33,51 @@ wait_wave() {  # poll until every job of the wave has succeeded; stop at the fir
   done
 }
 
+STALE=""
+check_pods() {  # NAMESPACE, then NAME UID NODE per pod (UID empty: unknown): note each pod gone, replaced or elsewhere
+  local namespace=$1 names=() i listed name uid node rest now_uid now_node
+  shift
+  for ((i = 1; i <= $#; i += 3)); do names+=("${!i}"); done
+  listed=$("$KUBECTL" get pods "${names[@]}" -n "$namespace" --ignore-not-found --no-headers \
+    -o custom-columns=NAME:.metadata.name,UID:.metadata.uid,NODE:.spec.nodeName && echo .) \
+    || { echo "cannot read the pods of namespace $(printf '%q' "$namespace"); stopping" >&2; exit 1; }
+  listed=$'\n'$(printf '%s' "${listed%.}" | tr -s ' ' && echo .)  # one line per pod: name uid node
+  listed=${listed%.}
+  while (($# >= 3)); do
+    name=$1 uid=$2 node=$3
+    shift 3
+    [[ -n "$uid" && "$listed" == *$'\n'"$name $uid $node"$'\n'* ]] && continue
+    if [[ "$listed" != *$'\n'"$name "* ]]; then
+      STALE+="  $(printf '%q/%q' "$namespace" "$name"): deleted (the plan moves it from $(printf '%q' "$node"))"$'\n'
+      continue
+    fi
+    rest=${listed#*$'\n'"$name "}
+    rest=${rest%%$'\n'*}
+    now_uid=${rest%% *} now_node=${rest#* }
+    if [[ -n "$uid" && "$now_uid" != "$uid" ]]; then
+      STALE+="  $(printf '%q/%q' "$namespace" "$name"): replaced (UID now $(printf '%q' "$now_uid"), the plan's $(printf '%q' "$uid"))"$'\n'
+    elif [[ "$now_node" != "$node" ]]; then
+      STALE+="  $(printf '%q/%q' "$namespace" "$name"): moved (now on $(printf '%q' "$now_node"), the plan moves it from $(printf '%q' "$node"))"$'\n'
+    fi
+  done
+}
+
+stop_if_stale() {  # WAVE WAVES: stop before wave WAVE when a pod of it is not as the plan's snapshot saw it
+  [[ -z "$STALE" ]] && return 0
+  {
+    echo "wave $1/$2 not applied: pods of this wave are not as the plan's snapshot saw them:"
+    printf '%s' "$STALE"
+    if (($1 > 1)); then echo "waves 1 to $(($1 - 1)) are done${DRY_RUN:+ (DRY_RUN: validated only)}."; else echo "nothing was applied."; fi
+    echo "Plan again from a fresh snapshot. To remove this plan's PodMigrationJobs (stopping any still running):"
+    echo "  kubectl delete podmigrationjobs -l planner.io/plan=$PLAN"
+  } >&2
+  exit 3
+}
+
 echo 'wave 1/6: 1 move(s)' >&2
+STALE=""
+check_pods research finetune-1 uid-research-finetune-1 h100-5
+stop_if_stale 1 6
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -41,6 +89,7 @@ metadata:
   annotations:
     planner.io/from: h100-5
     planner.io/to: h100-4
+    planner.io/pod-uid: uid-research-finetune-1
 spec:
   mode: ReservationFirst
   ttl: 30m
@@ -72,9 +121,12 @@ spec:
                       values:
                       - h100-4
 PLANNER_WAVE_EOF
-if [[ "${DRY_RUN:-0}" != "1" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w1-1-finetune-1; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w1-1-finetune-1; fi
 
 echo 'wave 2/6: 1 move(s)' >&2
+STALE=""
+check_pods research finetune-2 uid-research-finetune-2 h100-6
+stop_if_stale 2 6
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -86,6 +138,7 @@ metadata:
   annotations:
     planner.io/from: h100-6
     planner.io/to: h100-4
+    planner.io/pod-uid: uid-research-finetune-2
 spec:
   mode: ReservationFirst
   ttl: 30m
@@ -117,9 +170,12 @@ spec:
                       values:
                       - h100-4
 PLANNER_WAVE_EOF
-if [[ "${DRY_RUN:-0}" != "1" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w2-1-finetune-2; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w2-1-finetune-2; fi
 
 echo 'wave 3/6: 1 move(s)' >&2
+STALE=""
+check_pods research finetune-4 uid-research-finetune-4 h100-8
+stop_if_stale 3 6
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -131,6 +187,7 @@ metadata:
   annotations:
     planner.io/from: h100-8
     planner.io/to: h100-3
+    planner.io/pod-uid: uid-research-finetune-4
 spec:
   mode: ReservationFirst
   ttl: 30m
@@ -162,9 +219,12 @@ spec:
                       values:
                       - h100-3
 PLANNER_WAVE_EOF
-if [[ "${DRY_RUN:-0}" != "1" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w3-1-finetune-4; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w3-1-finetune-4; fi
 
 echo 'wave 4/6: 1 move(s)' >&2
+STALE=""
+check_pods serving llm-serve-7d9f8-0 uid-serving-llm-serve-7d9f8-0 l40s-0
+stop_if_stale 4 6
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -176,6 +236,7 @@ metadata:
   annotations:
     planner.io/from: l40s-0
     planner.io/to: l40s-1
+    planner.io/pod-uid: uid-serving-llm-serve-7d9f8-0
 spec:
   mode: ReservationFirst
   ttl: 30m
@@ -212,9 +273,12 @@ spec:
               value: inference
               effect: NoSchedule
 PLANNER_WAVE_EOF
-if [[ "${DRY_RUN:-0}" != "1" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w4-1-llm-serve-7d9f8-0; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w4-1-llm-serve-7d9f8-0; fi
 
 echo 'wave 5/6: 1 move(s)' >&2
+STALE=""
+check_pods serving llm-serve-7d9f8-2 uid-serving-llm-serve-7d9f8-2 h100-5
+stop_if_stale 5 6
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -226,6 +290,7 @@ metadata:
   annotations:
     planner.io/from: h100-5
     planner.io/to: h100-4
+    planner.io/pod-uid: uid-serving-llm-serve-7d9f8-2
 spec:
   mode: ReservationFirst
   ttl: 30m
@@ -262,9 +327,12 @@ spec:
               value: inference
               effect: NoSchedule
 PLANNER_WAVE_EOF
-if [[ "${DRY_RUN:-0}" != "1" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w5-1-llm-serve-7d9f8-2; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w5-1-llm-serve-7d9f8-2; fi
 
 echo 'wave 6/6: 1 move(s)' >&2
+STALE=""
+check_pods serving llm-serve-7d9f8-3 uid-serving-llm-serve-7d9f8-3 h100-6
+stop_if_stale 6 6
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -276,6 +344,7 @@ metadata:
   annotations:
     planner.io/from: h100-6
     planner.io/to: h100-7
+    planner.io/pod-uid: uid-serving-llm-serve-7d9f8-3
 spec:
   mode: ReservationFirst
   ttl: 30m
@@ -312,5 +381,5 @@ spec:
               value: inference
               effect: NoSchedule
 PLANNER_WAVE_EOF
-if [[ "${DRY_RUN:-0}" != "1" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w6-1-llm-serve-7d9f8-3; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w6-1-llm-serve-7d9f8-3; fi
 
