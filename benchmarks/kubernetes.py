@@ -6,7 +6,7 @@
    `planner defrag LIST --from kubernetes` end to end at 10,000 nodes on that List and on a mixed GPU
    fleet (`planner/instances/kubernetes_mixed.py`).
 2. `planner defrag -o podmigrationjob` and `-o kubectl` on the 5,000-node snapshot: objects written
-   (checked against koordinator's CRD fields as tests/test_render_kubernetes.py does), `bash -n`, and
+   (checked against koordinator's CRD fields by tests/support/pod_migration_job_schema.py), `bash -n`, and
    a run against a fake `kubectl` on PATH recording the calls (in wave order?).
 3. Disruption limits on the 5,000-node snapshot and on openb: nodes vacated, moves and waves with no
    limits, `--max-nodes-per-wave 10%`, `--move-once`, PDBs (every multi-pod job max_unavailable 1),
@@ -202,7 +202,8 @@ def plan_rows(nodes: int, runs: int) -> list[str]:
 def output_rows(nodes: int) -> list[str]:
     import yaml
 
-    from tests.test_render_kubernetes import _run_script, check_pod_migration_job
+    from tests.support.fake_kubectl import run_script
+    from tests.support.pod_migration_job_schema import check_pod_migration_job
 
     snapshot = cached_asi(nodes, 0)
     work = Path(tempfile.mkdtemp())
@@ -222,7 +223,7 @@ def output_rows(nodes: int) -> list[str]:
     script_path.write_text(script.stdout)
     syntax = subprocess.run(["bash", "-n", str(script_path)], capture_output=True, text=True, check=False)  # its verdict is a table cell
     start = time.perf_counter()
-    done, calls = _run_script(work, script.stdout)
+    done, calls = run_script(work, script.stdout)
     dry_s = time.perf_counter() - start
     applied = [line.split()[-1] for line in calls if line.startswith("  applied ")]
     waves = [int(name.split("-w", 1)[1].split("-", 1)[0]) for name in applied]
@@ -232,7 +233,7 @@ def output_rows(nodes: int) -> list[str]:
         "|---|---|---:|---|---:|---:|",
         (
             f"| `-o podmigrationjob` | {len(objects):,} / {moves:,} | {len(plan['waves'])} | every object passes the CRD-subset check "
-            f"of tests/test_render_kubernetes.py | {pmj.wall_s:.1f} | {pmj.peak_rss_mib:.0f} |"
+            f"of tests/support/pod_migration_job_schema.py | {pmj.wall_s:.1f} | {pmj.peak_rss_mib:.0f} |"
         ),
         (
             f"| `-o kubectl` | {len(applied):,} applied / {moves:,} | {len(set(waves))} | `bash -n` {'ok' if syntax.returncode == 0 else 'FAILED'}; "
@@ -367,7 +368,7 @@ def main() -> None:
         "",
         (
             f"`generate_asi({args.output_nodes}, seed=0)`, default options. The kubectl script runs with `POLL_S=0` against the "
-            "fake `kubectl` of tests/test_render_kubernetes.py (records every call; answers every status query "
+            "fake `kubectl` of tests/support/fake_kubectl.py (records every call; answers every status query "
             "`Succeeded`). Wave order: every object of wave w is applied after all status queries of wave w-1, and "
             "each query names an object of the wave being waited on."
         ),

@@ -3,7 +3,7 @@
 For each input (a kubectl List): plan `planner defrag FILE --from kubernetes` (in process: the same
 import and `plan_defrag` with the CLI's defaults; `--method exact` / `hybrid` with a short time limit
 on the small inputs), then replay every move on the raw objects with the kube-scheduler oracle of
-tests/kube_scheduler.py (Filter plugins NodeUnschedulable, NodeResourcesFit by resource name,
+tests/support/kube_scheduler.py (Filter plugins NodeUnschedulable, NodeResourcesFit by resource name,
 TaintToleration, NodeAffinity, InterPodAffinity, NodePorts; make-before-break, wave by wave).
 Tabulated: moves, refused moves, refusals by plugin and reason, vacated nodes (and those vacated only
 by admitted moves), wall times. On inputs up to 1,000 nodes also `planner allocate` and `planner
@@ -41,7 +41,7 @@ from planner.engine.allocate import AllocateOptions, plan_allocate
 from planner.engine.preempt import PreemptOptions, plan_preempt
 from planner.instances.kubernetes_mixed import generate_kubernetes_mixed
 from planner.plans import plan_to_dict
-from tests.kube_scheduler import replay_defrag, replay_placements
+from tests.support.kube_scheduler import replay_defrag, replay_placements
 
 EXAMPLE = REPO / "instances" / "kubernetes" / "gpu-cluster.json"
 REPRO = REPO / "tests" / "data" / "k8s-mixed-200.json.gz"
@@ -166,7 +166,7 @@ def render(rows: list[dict[str, Any]], placed: list[dict[str, Any]], args: argpa
             "Each input is planned as `planner defrag FILE --from kubernetes [--method M]` does (in process: import, then "
             "`plan_defrag` with the CLI's defaults; exact and hybrid with `--time-limit "
             f"{args.time_limit:g}` on inputs of at most {SMALL} nodes), and every move is replayed on the raw objects by "
-            "tests/kube_scheduler.py: kube-scheduler's Filter plugins (NodeUnschedulable, NodeResourcesFit on every "
+            "tests/support/kube_scheduler.py: kube-scheduler's Filter plugins (NodeUnschedulable, NodeResourcesFit on every "
             "resource by name, TaintToleration, NodeAffinity, InterPodAffinity, NodePorts), make-before-break (a wave's "
             "copies start before its sources stop; a refused copy is still placed, so each move is judged against the "
             "state the plan intends). A move refused by several plugins counts once in *refused*; *vacated, clean* are "

@@ -8,7 +8,7 @@ but the expected behaviour), with the details of the first 20 failures:
    with required or preferred topology, switches present or absent, many shares on one node), built
    only where ``rules.pods_fit`` and ``rules.job_topology_ok`` allow, written as JSON and read back
    with ``parse_cluster``, then planned by a random method with random valid options. Every plan is
-   replayed by ``tests.oracle.replay`` (independent of the planner's validator) and checked against
+   replayed by ``tests.support.defrag_oracle.replay`` (independent of the planner's validator) and checked against
    the limits asked for, its ``vacated_nodes`` and its report; on tiny snapshots the report's claims
    (objective, bound, optimality) are also checked against the oracle's exhaustive search;
 2. cli: the real ``planner`` console script on a corpus of malformed invocations (exit 2 with a
@@ -60,14 +60,14 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.oracle, tests.support
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
 from _measure import RESULTS, _tree_rss_kib, machine
 
 from planner import rules
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError
 from planner.engine import METHOD_OPTIONS, DefragOptions, plan_defrag
 from planner.snapshot import cluster_to_dict, parse_cluster
-from tests import oracle
+from tests.support import defrag_oracle as oracle
 from tests.support.harness import PLANNER, Server, rss_mib, wait_status
 
 CATEGORIES = ("fuzz", "cli", "http", "kill", "store", "load")
@@ -2079,7 +2079,7 @@ WHAT = """\
 placement passes `rules.pods_fit` and `rules.job_topology_ok`) must be accepted by `parse_cluster`
 after a JSON round trip, and every method with random valid options must return a plan (no
 exception, `PlanBug` included, and no hang) that an independent make-before-break replay
-(`tests.oracle.replay`, which shares no code with the planner's validator) accepts, that keeps the
+(`tests.support.defrag_oracle.replay`, which shares no code with the planner's validator) accepts, that keeps the
 limits asked for (moves, per-node touches and switch changes counted here), and whose
 `vacated_nodes`, `report.objective`, `report.moves`, `report.gpus_moved`, `metrics.after.empty_nodes`
 and bound agree with the replay; `compare` has both plans checked; on tiny snapshots the oracle's

@@ -1,33 +1,15 @@
-"""Shared helpers: small hand-made clusters and paths."""
+"""Fixtures every test directory shares (the fig15 cluster, databases) and the ``slow`` and ``service``
+markers. Helpers live in ``tests/support/`` (a test imports them from there, never from this file)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from planner.cluster import Cluster
 from planner.snapshot import parse_cluster
-
-REPO = Path(__file__).resolve().parents[1]
-INSTANCES = REPO / "instances"
-FIG15 = INSTANCES / "fig15-ejection-chain.json"
-
-
-def node(name: str, **fields: Any) -> dict[str, Any]:
-    """An 8-GPU node dict with 64 CPUs and 512 GiB unless told otherwise."""
-    return {"name": name, "gpus": 8, "cpus": 64, "memory_gib": 512, **fields}
-
-
-def pod(name: str, on: str | None, gpus: float = 1, **fields: Any) -> dict[str, Any]:
-    return {"name": name, "node": on, "gpus": gpus, "cpus": fields.pop("cpus", 1), **fields}
-
-
-def make_cluster(nodes: list[dict], pods: list[dict] = (), jobs: list[dict] = (), **top: Any) -> Cluster:
-    """A checked cluster from plain dicts (raises SnapshotError when inconsistent)."""
-    return parse_cluster(json.dumps({"nodes": nodes, "pods": list(pods), "jobs": list(jobs), **top}))
+from tests.support.paths import FIG15
 
 
 @pytest.fixture
@@ -68,22 +50,9 @@ def module_database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest
 # Markers: the fast local loop is ``pytest -m "not slow and not service"`` (under 2 minutes)
 # ----------------------------------------------------------------------------------------------
 
-SERVICE_FILES = frozenset(
-    {
-        "test_service.py",
-        "test_service_client.py",
-        "test_service_security.py",
-        "test_service_replicas.py",
-        "test_service_docs.py",
-        "test_service_schema.py",
-        "test_service_preempt.py",
-        "test_service_allocate.py",
-        "test_service_render.py",
-        "test_store.py",
-        "test_store_failures.py",
-    }
-)
-"""Files that start the HTTP server in a subprocess or a database (SQLite files, a throwaway PostgreSQL)."""
+SERVICE_DIRECTORY = Path(__file__).resolve().parent / "service"
+"""Every file in ``tests/service/`` starts the HTTP server in a subprocess or a database (SQLite files, a
+throwaway PostgreSQL)."""
 SLOW_FILES = frozenset(
     {
         "test_ray_executor.py",
@@ -103,7 +72,7 @@ brute-force oracles, every documented command, the simulators."""
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         name = item.path.name
-        if name in SERVICE_FILES:
+        if item.path.resolve().is_relative_to(SERVICE_DIRECTORY):
             item.add_marker(pytest.mark.service)
         if name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)

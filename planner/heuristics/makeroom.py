@@ -29,7 +29,7 @@ placement is legal on the state after the last move. Jobs are served largest fir
 pods are locked in the working state, so a later job never moves them. Impossibility is proven for
 each job alone on the snapshot, before any is served: room that runs out only beside the pods of
 jobs served before is the heuristic's own doing, and the reason says it is no proof. It is a heuristic: no claim
-of fewest moves (``tests/test_makeroom.py`` compares it with a brute force on tiny clusters).
+of fewest moves (``tests/unit/test_makeroom.py`` compares it with a brute force on tiny clusters).
 """
 
 from __future__ import annotations

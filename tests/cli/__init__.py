@@ -1,0 +1,1 @@
+"""The `planner` command as users run it: exit codes, messages, outputs, every documented command, golden plans."""
