@@ -89,6 +89,12 @@ class PoolReport:
         return out
 
 
+def pool_nodes(cluster: Cluster, selector: str) -> list[Node]:
+    """The nodes whose labels ``selector`` matches (the pool a plan with ``node_selector`` works in)."""
+    requirements = parse_selector(selector)
+    return [n for n in cluster.nodes if all(rules.requirement_matches(r, n.labels) for r in requirements)]
+
+
 def apply_pools(cluster: Cluster, policy: PoolPolicy) -> tuple[Cluster, PoolReport]:
     """The snapshot with the policy's restrictions, and what they held back."""
     report = PoolReport(not policy.allow_product_change, policy.allow_cpu_pods_on_gpu_nodes, policy.node_selector)
@@ -96,8 +102,8 @@ def apply_pools(cluster: Cluster, policy: PoolPolicy) -> tuple[Cluster, PoolRepo
     outside: set[str] = set()
     new_nodes: list[Node] = list(cluster.nodes)
     if policy.node_selector is not None:
-        requirements = parse_selector(policy.node_selector)
-        outside = {n.name for n in cluster.nodes if not all(rules.requirement_matches(r, n.labels) for r in requirements)}
+        inside = {n.name for n in pool_nodes(cluster, policy.node_selector)}
+        outside = {n.name for n in cluster.nodes if n.name not in inside}
         report.nodes_outside_the_pool = len(outside)
         new_nodes = [n.model_copy(update={"schedulable": False}) if n.name in outside and n.schedulable else n for n in cluster.nodes]
     cpu_models = sorted({n.gpu_model for n in cluster.nodes if n.gpus == 0})

@@ -66,7 +66,10 @@ def defrag(
     same_asw: bool = typer.Option(False, "--same-asw", help="Pods move only within their access switch."),
     max_moves_per_wave: int = typer.Option(None, "--max-moves-per-wave", help="Moves in any one wave (waves are split; no move is lost)."),
     max_nodes_per_wave: str = typer.Option(
-        None, "--max-nodes-per-wave", help="N or P%: nodes any one wave touches (a share is of the cluster's nodes, rounded up)."
+        None,
+        "--max-nodes-per-wave",
+        help="N or P%: nodes any one wave touches (a share is of the nodes in scope, --node-selector's or all, rounded up). "
+        "Default 10% (Karpenter's default budget); 100% lifts it.",
     ),
     max_moves_per_node_per_wave: int = typer.Option(None, "--max-moves-per-node-per-wave", help="Moves touching any one node in one wave."),
     max_unavailable_per_job: int = typer.Option(

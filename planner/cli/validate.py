@@ -62,7 +62,8 @@ def validate_command(
     verdict = VERDICTS[parsed.kind]
     limits = None
     if parsed.kind == "defrag":
-        flags = {"move_once": False, **{k: v for k, v in given_limits.items() if v not in (None, False)}}
+        # only the limits given are checked: without --max-nodes-per-wave, no budget (not the planners' default)
+        flags = {"move_once": False, "max_nodes_per_wave": "100%", **{k: v for k, v in given_limits.items() if v not in (None, False)}}
         limits = options_of_flags(DefragOptions, flags).limits(len(cluster.nodes))
     elif limited:
         fail([f"--max-moves, --max-moves-per-node, --same-asw and the per-wave limits apply to defrag plans; this is {verdict.plan}"])

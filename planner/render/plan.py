@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from planner.plans import (
@@ -97,6 +98,23 @@ def render_defrag_comparison(console: Console, comparison: DefragComparison) -> 
             render_make_room_jobs(console, plan)
         return
     console.print(f"gap: exact empties {fmt(gap['gap_empty_nodes'])} more nodes than IPC; IPC is {fmt(gap['heuristic_to_bound'])} below the proven bound")
+    render_limits(console, None if h is None else (h.model_extra or {}).get("limits"))  # both plans were made under the same options
+
+
+def render_limits(console: Console, limits: dict[str, dict[str, Any]] | None) -> None:
+    """The report's ``limits``: each limit in force, its value and where it came from (a default says
+    how it was resolved, so a reader sees the budget a plan was made under without the options)."""
+    if not limits:
+        return
+    table = Table(title="Limits in force")
+    for column in ("limit", "value", "source"):
+        table.add_column(column, justify="right" if column == "value" else "left")
+    for name, entry in limits.items():
+        value = entry["value"]
+        shown = "none" if value is None else ", ".join(value) if isinstance(value, list) else fmt(value)
+        source = entry["source"] + (f": {entry['rule']}" if "rule" in entry else "")
+        table.add_row(name.replace("_", " "), escape(shown), escape(source))
+    console.print(table)
 
 
 def render_make_room_jobs(console: Console, plan: DefragPlan) -> None:
@@ -131,6 +149,7 @@ def render_defrag(console: Console, plan: Any) -> None:  # a DefragPlan with its
         if key in extra:
             head.add_row(key.replace("_", " "), fmt(extra[key]))
     console.print(head)
+    render_limits(console, extra.get("limits"))
     render_make_room_jobs(console, plan)
     before, after = plan.metrics.before, plan.metrics.after
     table = Table(title="Cluster before and after")

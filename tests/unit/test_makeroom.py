@@ -31,7 +31,7 @@ runner = CliRunner()
 def room(c: Cluster, names: list[str], **options: object) -> DefragPlan:
     plan = plan_defrag(c, DefragOptions(make_room=names, **options))
     assert isinstance(plan, DefragPlan)
-    limits = DefragOptions(make_room=names, **options).limits()
+    limits = DefragOptions(make_room=names, **options).limits(len(c.nodes))
     assert validate(c, plan, limits) == []
     return plan
 

@@ -27,7 +27,7 @@ def exact(c, names: list[str], **options: object) -> DefragPlan:
     opts = DefragOptions(make_room=names, method="exact", **{**SOLVE, **options})
     plan = plan_defrag(c, opts)
     assert isinstance(plan, DefragPlan)
-    assert validate(c, plan, opts.limits()) == []
+    assert validate(c, plan, opts.limits(len(c.nodes))) == []
     return plan
 
 

@@ -55,8 +55,8 @@ def plan_json(tmp_path: Path, name: str, *args: str) -> dict:
 @pytest.mark.parametrize("method", ["heuristic", "descheduler", "repack", "exact"])
 def test_the_limit_splits_waves_and_loses_no_move(tmp_path: Path, method: str) -> None:
     (tmp_path / "s.json").write_text(json.dumps(SNAPSHOT))
-    free = plan_json(tmp_path, "free", "--method", method)
-    limited = plan_json(tmp_path, "limited", "--method", method, "--max-moves-per-namespace", "1")
+    free = plan_json(tmp_path, "free", "--method", method, "--max-nodes-per-wave", "100%")  # no limits (the default budget is 2 of these 4 nodes)
+    limited = plan_json(tmp_path, "limited", "--method", method, "--max-nodes-per-wave", "100%", "--max-moves-per-namespace", "1")
     assert max(wave["ml"] for wave in per_namespace(SNAPSHOT, free)) >= 3, "the plan must move 3 pods of 'ml' in one wave"
     assert max(wave["default"] for wave in per_namespace(SNAPSHOT, free)) >= 2, "and 2 pods without a namespace"
     assert all(max(wave.values()) == 1 for wave in per_namespace(SNAPSHOT, limited))
@@ -68,8 +68,8 @@ def test_a_realistic_plan_obeys_it_too() -> None:
     base = generate_asi(nodes=60, seed=4)
     cluster = base.model_copy(update={"pods": [p.model_copy(update={"namespace": "ml" if i % 2 else None}) for i, p in enumerate(base.pods)]})
     snapshot = json.loads(cluster.model_dump_json())
-    free = plan_defrag(cluster, DefragOptions()).model_dump(mode="json", by_alias=True)
-    limited = plan_defrag(cluster, DefragOptions(max_moves_per_namespace=2)).model_dump(mode="json", by_alias=True)
+    free = plan_defrag(cluster, DefragOptions(max_nodes_per_wave="100%")).model_dump(mode="json", by_alias=True)
+    limited = plan_defrag(cluster, DefragOptions(max_nodes_per_wave="100%", max_moves_per_namespace=2)).model_dump(mode="json", by_alias=True)
     assert max(max(wave.values()) for wave in per_namespace(snapshot, free)) > 2
     assert max(max(wave.values()) for wave in per_namespace(snapshot, limited)) == 2
     assert moves(limited) == moves(free) and limited["vacated_nodes"] == free["vacated_nodes"]
@@ -113,7 +113,7 @@ def test_make_room_obeys_it() -> None:
         free = plan_defrag(cluster, DefragOptions(method=method, make_room=["big"])).model_dump(mode="json", by_alias=True)
         options = DefragOptions(method=method, make_room=["big"], max_moves_per_namespace=1)
         plan = plan_defrag(cluster, options)
-        assert validate(cluster, plan, options.limits()) == []
+        assert validate(cluster, plan, options.limits(len(cluster.nodes))) == []
         limited = plan.model_dump(mode="json", by_alias=True)
         assert max(wave["ml"] for wave in per_namespace(snapshot, free)) == 3
         assert [dict(wave) for wave in per_namespace(snapshot, limited)] == [{"ml": 1}] * 3

@@ -37,7 +37,7 @@ def _cluster() -> Cluster:
 
 
 def _plan(cluster: Cluster) -> DefragPlan:
-    plan = plan_defrag(cluster, DefragOptions(max_moves_per_wave=10))
+    plan = plan_defrag(cluster, DefragOptions(max_moves_per_wave=10, max_nodes_per_wave="100%"))  # waves of 10 moves, not the default budget's
     assert len(plan.waves) >= 3 and len(plan.waves[1]) >= 2, "the tests need waves of several moves"
     return plan
 
@@ -115,7 +115,7 @@ def test_a_deleted_pod_stops_the_first_wave_before_anything_is_applied(tmp_path:
 
 def test_without_uids_the_script_checks_the_node_only(tmp_path: Path) -> None:
     cluster = generate_asi(nodes=40, seed=2)
-    plan = plan_defrag(cluster, DefragOptions(max_moves_per_wave=10))
+    plan = plan_defrag(cluster, DefragOptions(max_moves_per_wave=10, max_nodes_per_wave="100%"))  # waves of 10 moves, not the default budget's
     done, _ = run_script(tmp_path, kubectl_script(plan, cluster), cluster=cluster)  # the fake gives every pod some UID
     assert done.returncode == 0, done.stderr
     move = plan.waves[0][0]

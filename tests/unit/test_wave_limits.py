@@ -45,8 +45,8 @@ def _wave_counts(plan: DefragPlan) -> list[tuple[int, int, int]]:
 def test_every_method_obeys_the_wave_limits_and_loses_no_move(method: str, limits: dict, bounds: tuple) -> None:
     cluster = generate_asi(nodes=60, seed=4)
     extra = {"time_limit_s": 3.0, "solver_workers": 1} if method == "hybrid" else {}
-    free = plan_defrag(cluster, DefragOptions(method=method, **extra))
-    limited = plan_defrag(cluster, DefragOptions(method=method, **limits, **extra))
+    free = plan_defrag(cluster, DefragOptions(method=method, max_nodes_per_wave="100%", **extra))
+    limited = plan_defrag(cluster, DefragOptions(method=method, **{"max_nodes_per_wave": "100%", **limits}, **extra))
     assert free.moves(), "the instance needs moves"
     if method != "hybrid":  # the hybrid's search is timed: its plans may differ run to run
         assert Counter((m.pod, m.from_, m.to) for m in limited.moves()) == Counter((m.pod, m.from_, m.to) for m in free.moves())
@@ -65,7 +65,7 @@ def test_a_share_of_nodes_is_rounded_up_and_at_least_two() -> None:
     assert DefragOptions(max_nodes_per_wave="10%").limits(60).max_nodes_per_wave == 6
     assert DefragOptions(max_nodes_per_wave="10%").limits(25).max_nodes_per_wave == 3
     assert DefragOptions(max_nodes_per_wave="1%").limits(25).max_nodes_per_wave == 2
-    assert DefragOptions(max_nodes_per_wave="100%").limits(7).max_nodes_per_wave == 7
+    assert DefragOptions(max_nodes_per_wave="100%").limits(7).max_nodes_per_wave is None  # 100% lifts the default budget
     assert DefragOptions(max_nodes_per_wave=9).limits(7).max_nodes_per_wave == 9
 
 
@@ -97,7 +97,7 @@ def test_the_validator_names_each_wave_that_breaks_a_limit() -> None:
 def test_wave_limits_on_the_command_line(tmp_path: Path) -> None:
     path = tmp_path / "s.json"
     path.write_text(generate_asi(nodes=60, seed=4).model_dump_json())
-    free = runner.invoke(app, ["defrag", str(path), "--out", str(tmp_path / "free.json")])
+    free = runner.invoke(app, ["defrag", str(path), "--max-nodes-per-wave", "100%", "--out", str(tmp_path / "free.json")])
     assert free.exit_code == 0, free.output
     bad = runner.invoke(app, ["validate", str(path), str(tmp_path / "free.json"), "--max-nodes-per-wave", "10%"])
     assert bad.exit_code == 1 and "max_nodes_per_wave is 6" in bad.output, bad.output
@@ -133,7 +133,7 @@ def _per_job_per_wave(cluster: Cluster, plan: DefragPlan) -> int:
 
 
 def test_a_jobs_disruption_budget_limits_its_pods_per_wave_and_costs_no_move() -> None:
-    free = plan_defrag(_budgeted(None), DefragOptions())
+    free = plan_defrag(_budgeted(None), DefragOptions(max_nodes_per_wave="100%"))
     assert _per_job_per_wave(_budgeted(None), free) > 1, "the instance needs a wave moving two pods of one job"
     cluster = _budgeted(1)
     limited = plan_defrag(cluster, DefragOptions())

@@ -151,7 +151,7 @@ def _plan_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | 
     start = time.perf_counter()
     state = ClusterState(cluster)
     pristine = state.clone()  # the snapshot's state, for routing the plan again (``_moved_once``)
-    limits = options.limits(len(state.node_names))
+    limits = options.limits(options.scope_nodes(cluster))
     held = hold_pods(cluster, state, limits)
     budget = MoveBudget.of(state, limits)
     relaxed = empties_bound(state, budget) if options.make_room is None else None  # make-room plans do not maximise empties
@@ -199,7 +199,7 @@ def _plan_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | 
             progress("trim", 0, 0)
         if limits.move_once:  # trim the plan that would be returned: its claims (moves_bound) are about it
             steps, state = route_once(start_state, state, steps, MoveBudget.of(start_state, limits), extra)
-        steps, state = _trim(start_state, steps, state, options, extra)
+        steps, state = _trim(start_state, steps, state, options, limits, extra)
     if progress is not None:
         progress("finish", 0, 0)
     return _finish(cluster, state, steps, before, options, name, start, extra, solver_fields, pristine, relaxed=relaxed)

@@ -40,12 +40,14 @@ def _finish(
     ``made`` (an ``engine.makeroom.MadeRoom``) adds a make-room plan's placements; ``relaxed``, the
     combinatorial bound on empty nodes (``defrag_bound.py``), is reported when no solver proved a
     smaller one."""
-    limits = options.limits(len(cluster.nodes))
+    scope = options.scope_nodes(cluster)
+    limits = options.limits(scope)
     if limits.move_once:
         steps, state = _moved_once(pristine, state, steps, limits, extra, keep_prefix=made is None)
         if made is not None and extra.get("move_once_dropped"):
             _unplace_what_no_longer_fits(cluster, state, made)
     by_name = unavailable_limits(cluster, limits.max_unavailable_per_job)
+    extra = {**extra, "limits": limits_report(cluster, options, scope)}
     job_limits = {state.pod_index[name]: limit for name, limit in by_name.items()}
     ns_limits = {state.pod_index[name]: limit for name, limit in namespace_limits(cluster, limits.max_moves_per_namespace).items()}
     nonempty = [wave for wave in steps if wave]
@@ -99,6 +101,20 @@ def _finish(
         raise PlanBug(f"{name} produced an invalid plan: " + "; ".join(map(str, violations[:5])))
     plan.report.wall_s = round(time.perf_counter() - start, 3)
     return plan
+
+
+def limits_report(cluster: Cluster, options: DefragOptions, scope: int) -> dict[str, dict[str, Any]]:
+    """The limits in force (``DefragOptions.limits_in_force``) and, when jobs of the snapshot have
+    their own disruption budgets (PodDisruptionBudgets), how many: those always cap a wave."""
+    limits = options.limits_in_force(scope)
+    budgets = sum(1 for job in cluster.jobs if job.disruption is not None)
+    if budgets:
+        limits["disruption_budgets"] = {
+            "value": budgets,
+            "source": "snapshot",
+            "rule": f"{budgets:,} job(s) with disruption.max_unavailable (a PodDisruptionBudget)",
+        }
+    return limits
 
 
 def _unplace_what_no_longer_fits(cluster: Cluster, state: ClusterState, made: Any) -> None:

@@ -120,12 +120,12 @@ def hold_pods(cluster: Cluster, state: ClusterState, limits: MoveLimits) -> dict
 
 
 def _trim(
-    start: ClusterState, steps: list[list[Step]], end: ClusterState, options: DefragOptions, extra: dict[str, Any]
+    start: ClusterState, steps: list[list[Step]], end: ClusterState, options: DefragOptions, limits: MoveLimits, extra: dict[str, Any]
 ) -> tuple[list[list[Step]], ClusterState]:
-    """The move-minimal pass (``move_minimal.py``) over a plan from ``start`` ending in ``end``:
-    the waves to return and their end state."""
+    """The move-minimal pass (``move_minimal.py``) over a plan from ``start`` ending in ``end`` within
+    ``limits``: the waves to return and their end state."""
     exact = _exact_options(options, options.time_limit_s) if options.trim == "exact" else None
-    result = minimise_moves(start, steps, MoveBudget.of(start, options.limits(len(start.node_names))), options.trim, exact)
+    result = minimise_moves(start, steps, MoveBudget.of(start, limits), options.trim, exact)
     extra.update(result.report)
     if result.waves is steps:
         return steps, end

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -17,7 +17,14 @@ from planner.engine.common import (
     unused_reason,
 )
 from planner.limits import MoveLimits
-from planner.pools import PoolPolicy, parse_selector
+from planner.pools import PoolPolicy, parse_selector, pool_nodes
+
+if TYPE_CHECKING:
+    from planner.cluster import Cluster
+
+DEFAULT_NODES_PER_WAVE = "10%"
+"""The disruption budget of a plan without ``max_nodes_per_wave``: each wave touches at most 10% of the
+nodes in scope, rounded up (Karpenter's default ``NodePool`` budget, ``nodes: 10%``)."""
 
 Method = Literal["heuristic", "random", "descheduler", "repack", "exact", "compare", "hybrid", "auto"]
 
@@ -49,7 +56,8 @@ class DefragOptions(BaseModel):
     max_nodes_per_wave: int | str | None = Field(
         None,
         description="Nodes any one wave touches (as source or destination): a count (at least 2, as a move touches two) "
-        "or a share of the cluster's nodes such as '10%' (rounded up, as Karpenter's disruption budgets are).",
+        "or a share of the nodes in the plan's scope (those node_selector matches, else all) such as '10%' (rounded up, "
+        "as Karpenter's disruption budgets are). Default (null): 10%, Karpenter's default budget; '100%' lifts it.",
     )
     max_moves_per_node_per_wave: int | None = Field(None, ge=1, le=MAX_COUNT, description="Moves touching any one node in one wave.")
     max_moves_per_namespace: int | None = Field(
@@ -135,29 +143,63 @@ class DefragOptions(BaseModel):
     @classmethod
     def _nodes_per_wave(cls, value: int | str | None) -> int | str | None:
         if isinstance(value, int) and not 2 <= value <= MAX_COUNT:
-            raise ValueError(f"must be at least 2 (a move touches its source and its destination), got {value}")
+            raise ValueError(f"must be at least 2 (a move touches its source and its destination), got {value}; '100%' lifts the default budget")
         if isinstance(value, str):
             match = re.fullmatch(r"(\d+(?:\.\d+)?)%", value.strip())
             if match is None or not 0 < float(match.group(1)) <= 100:
-                raise ValueError(f"give a node count such as 50 or a share such as '10%' (above 0%, at most 100%), got {value!r}")
+                raise ValueError(
+                    f"give a node count such as 50 or a share such as '10%' (above 0%, at most 100%: '100%' lifts the default budget), got {value!r}"
+                )
         return value
 
     def pools(self) -> PoolPolicy:
         return PoolPolicy(self.allow_product_change, self.allow_cpu_pods_on_gpu_nodes, self.node_selector)
 
-    def limits(self, nodes: int | None = None) -> MoveLimits:
-        """The limits, with a share of nodes per wave resolved against ``nodes`` (rounded up, at least 2)."""
-        per_wave = self.max_nodes_per_wave
-        if isinstance(per_wave, str):
-            if nodes is None:
-                raise ValueError("a share of nodes per wave needs the cluster's node count")
-            per_wave = max(2, math.ceil(float(per_wave.strip().rstrip("%")) * nodes / 100 - 1e-9))
+    def scope_nodes(self, cluster: Cluster) -> int:
+        """The nodes a share of ``max_nodes_per_wave`` is of: those ``node_selector`` matches (the pool the
+        plan works in, as Karpenter's budgets are per NodePool), else every node of the snapshot."""
+        return len(cluster.nodes) if self.node_selector is None else len(pool_nodes(cluster, self.node_selector))
+
+    def nodes_per_wave(self, nodes: int) -> int | None:
+        """``max_nodes_per_wave`` as a count (None: no limit), a share resolved against ``nodes``, the nodes
+        in scope (rounded up, at least 2); not given, the default budget ``DEFAULT_NODES_PER_WAVE``;
+        '100%' is no limit."""
+        per_wave = DEFAULT_NODES_PER_WAVE if self.max_nodes_per_wave is None else self.max_nodes_per_wave
+        if isinstance(per_wave, int):
+            return per_wave
+        share = float(per_wave.strip().rstrip("%"))
+        if share >= 100:
+            return None
+        return max(2, math.ceil(share * nodes / 100 - 1e-9))
+
+    def limits_in_force(self, nodes: int) -> dict[str, dict[str, Any]]:
+        """The report's ``limits``: per limit in force or given (and ``max_nodes_per_wave`` always, as it
+        has a default), its ``value`` as applied (null or false: none, as ``--no-move-once`` or '100%'
+        give), its ``source`` ('default' or 'given') and, for a share of nodes, the ``rule`` that resolved
+        it against ``nodes``, the nodes in scope."""
+        given = self.model_fields_set
+        in_force: dict[str, dict[str, Any]] = {}
+        for name in LIMIT_NAMES:
+            value = getattr(self, name)
+            if name == "max_nodes_per_wave":
+                entry: dict[str, Any] = {"value": self.nodes_per_wave(nodes), "source": "given" if value is not None else "default"}
+                share = DEFAULT_NODES_PER_WAVE if value is None else value
+                if isinstance(share, str):
+                    entry["rule"] = _share_rule(share, nodes, entry["value"])
+                in_force[name] = entry
+            elif (value is not None and value is not False) or name in given:  # 0 is a limit (max_moves 0: nothing moves)
+                in_force[name] = {"value": value, "source": "given" if name in given else "default"}
+        return in_force
+
+    def limits(self, nodes: int) -> MoveLimits:
+        """The limits, with a share of nodes per wave resolved against ``nodes``, the nodes in scope
+        (``scope_nodes``); without ``max_nodes_per_wave``, the default budget."""
         return MoveLimits(
             self.max_moves,
             self.max_moves_per_node,
             self.same_asw,
             self.max_moves_per_wave,
-            per_wave,
+            self.nodes_per_wave(nodes),
             self.max_moves_per_node_per_wave,
             self.max_unavailable_per_job,
             None if self.only_namespaces is None else tuple(self.only_namespaces),
@@ -167,10 +209,16 @@ class DefragOptions(BaseModel):
         )
 
 
-_IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
+def _share_rule(share: str, nodes: int, count: int | None) -> str:
+    """How a share of nodes per wave became ``count`` (None: no limit)."""
+    share = share.strip()
+    if count is None:
+        return f"{share}: no limit"
+    exact = math.ceil(float(share.rstrip("%")) * nodes / 100 - 1e-9)
+    return f"{share} of {nodes:,} nodes in scope, rounded up" + (", at least 2 (a move touches two nodes)" if count > exact else "")
 
 
-WAVE_LIMIT_OPTIONS = {
+_WAVE_LIMITS = (
     "max_moves_per_wave",
     "max_nodes_per_wave",
     "max_moves_per_node_per_wave",
@@ -179,8 +227,17 @@ WAVE_LIMIT_OPTIONS = {
     "only_namespaces",
     "exclude_namespaces",
     "move_once",
-    "limit_costs",
-}
+)
+
+
+LIMIT_NAMES = ("max_moves", "max_moves_per_node", "same_asw", *_WAVE_LIMITS)
+"""The options that limit a plan's moves, in the order the report lists those in force."""
+
+
+_IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
+
+
+WAVE_LIMIT_OPTIONS = {*_WAVE_LIMITS, "limit_costs"}
 """Limits every method honours: per-wave limits split waves, the namespace scope holds pods, and a plan
 that would move a pod twice is routed again from its end state without detours."""
 

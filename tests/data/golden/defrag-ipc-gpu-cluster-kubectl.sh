@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Defrag plan b37c1deecf40: 6 move(s) in 2 wave(s), written by `planner`.
+# Defrag plan b37c1deecf40: 6 move(s) in 6 wave(s), written by `planner`.
 # Each move is a koordinator PodMigrationJob (mode ReservationFirst: the new pod starts on the
 # planned node before the old one stops). This needs koordinator's migration controller; plain
 # evictions would stop the old pod first and let the scheduler pick the node.
@@ -74,11 +74,10 @@ stop_if_stale() {  # WAVE WAVES: stop before wave WAVE when a pod of it is not a
   exit 3
 }
 
-echo 'wave 1/2: 5 move(s)' >&2
+echo 'wave 1/6: 1 move(s)' >&2
 STALE=""
-check_pods research finetune-1 uid-research-finetune-1 h100-5 finetune-2 uid-research-finetune-2 h100-6 finetune-4 uid-research-finetune-4 h100-8
-check_pods serving llm-serve-7d9f8-0 uid-serving-llm-serve-7d9f8-0 l40s-0 llm-serve-7d9f8-2 uid-serving-llm-serve-7d9f8-2 h100-5
-stop_if_stale 1 2
+check_pods research finetune-1 uid-research-finetune-1 h100-5
+stop_if_stale 1 6
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -121,14 +120,21 @@ spec:
                       operator: In
                       values:
                       - h100-4
----
+PLANNER_WAVE_EOF
+if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w1-1-finetune-1; fi
+
+echo 'wave 2/6: 1 move(s)' >&2
+STALE=""
+check_pods research finetune-2 uid-research-finetune-2 h100-6
+stop_if_stale 2 6
+"$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
 metadata:
-  name: planner-b37c1deecf40-w1-2-finetune-2
+  name: planner-b37c1deecf40-w2-1-finetune-2
   labels:
     planner.io/plan: b37c1deecf40
-    planner.io/wave: '1'
+    planner.io/wave: '2'
   annotations:
     planner.io/from: h100-6
     planner.io/to: h100-4
@@ -163,14 +169,21 @@ spec:
                       operator: In
                       values:
                       - h100-4
----
+PLANNER_WAVE_EOF
+if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w2-1-finetune-2; fi
+
+echo 'wave 3/6: 1 move(s)' >&2
+STALE=""
+check_pods research finetune-4 uid-research-finetune-4 h100-8
+stop_if_stale 3 6
+"$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
 metadata:
-  name: planner-b37c1deecf40-w1-3-finetune-4
+  name: planner-b37c1deecf40-w3-1-finetune-4
   labels:
     planner.io/plan: b37c1deecf40
-    planner.io/wave: '1'
+    planner.io/wave: '3'
   annotations:
     planner.io/from: h100-8
     planner.io/to: h100-3
@@ -205,14 +218,21 @@ spec:
                       operator: In
                       values:
                       - h100-3
----
+PLANNER_WAVE_EOF
+if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w3-1-finetune-4; fi
+
+echo 'wave 4/6: 1 move(s)' >&2
+STALE=""
+check_pods serving llm-serve-7d9f8-0 uid-serving-llm-serve-7d9f8-0 l40s-0
+stop_if_stale 4 6
+"$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
 metadata:
-  name: planner-b37c1deecf40-w1-4-llm-serve-7d9f8-0
+  name: planner-b37c1deecf40-w4-1-llm-serve-7d9f8-0
   labels:
     planner.io/plan: b37c1deecf40
-    planner.io/wave: '1'
+    planner.io/wave: '4'
   annotations:
     planner.io/from: l40s-0
     planner.io/to: l40s-1
@@ -252,14 +272,21 @@ spec:
               operator: Equal
               value: inference
               effect: NoSchedule
----
+PLANNER_WAVE_EOF
+if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w4-1-llm-serve-7d9f8-0; fi
+
+echo 'wave 5/6: 1 move(s)' >&2
+STALE=""
+check_pods serving llm-serve-7d9f8-2 uid-serving-llm-serve-7d9f8-2 h100-5
+stop_if_stale 5 6
+"$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
 metadata:
-  name: planner-b37c1deecf40-w1-5-llm-serve-7d9f8-2
+  name: planner-b37c1deecf40-w5-1-llm-serve-7d9f8-2
   labels:
     planner.io/plan: b37c1deecf40
-    planner.io/wave: '1'
+    planner.io/wave: '5'
   annotations:
     planner.io/from: h100-5
     planner.io/to: h100-4
@@ -300,20 +327,20 @@ spec:
               value: inference
               effect: NoSchedule
 PLANNER_WAVE_EOF
-if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w1-1-finetune-1 podmigrationjob/planner-b37c1deecf40-w1-2-finetune-2 podmigrationjob/planner-b37c1deecf40-w1-3-finetune-4 podmigrationjob/planner-b37c1deecf40-w1-4-llm-serve-7d9f8-0 podmigrationjob/planner-b37c1deecf40-w1-5-llm-serve-7d9f8-2; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w5-1-llm-serve-7d9f8-2; fi
 
-echo 'wave 2/2: 1 move(s)' >&2
+echo 'wave 6/6: 1 move(s)' >&2
 STALE=""
 check_pods serving llm-serve-7d9f8-3 uid-serving-llm-serve-7d9f8-3 h100-6
-stop_if_stale 2 2
+stop_if_stale 6 6
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
 metadata:
-  name: planner-b37c1deecf40-w2-1-llm-serve-7d9f8-3
+  name: planner-b37c1deecf40-w6-1-llm-serve-7d9f8-3
   labels:
     planner.io/plan: b37c1deecf40
-    planner.io/wave: '2'
+    planner.io/wave: '6'
   annotations:
     planner.io/from: h100-6
     planner.io/to: h100-7
@@ -354,5 +381,5 @@ spec:
               value: inference
               effect: NoSchedule
 PLANNER_WAVE_EOF
-if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w2-1-llm-serve-7d9f8-3; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w6-1-llm-serve-7d9f8-3; fi
 
