@@ -233,7 +233,7 @@ def _min_available(run: ImportRun, topology: dict[str, dict | None]) -> dict[str
     whole. A controller's pods (Deployment, StatefulSet, batch Job...) start one by one: min_available 1,
     unless the job asks for a topology (Kueue places such a pod set whole)."""
     pods: Counter[str] = Counter(f["job"] for f in run.pods if f["job"] is not None)
-    first = {}
+    first: dict[str | None, dict[str, Any]] = {}  # job -> its first pod's fields
     for fields in run.pods:
         first.setdefault(fields["job"], fields)
     minimum: dict[str, int] = {}

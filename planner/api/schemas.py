@@ -73,7 +73,7 @@ class DefragRequest(BaseModel):
         json_schema_extra={"examples": [{"snapshot": EXAMPLE_SNAPSHOT, "options": {"method": "heuristic", "seed": 0}}]},
     )
     snapshot: Cluster
-    options: SkipValidation[ServiceDefragOptions | PolicyDocument] = Field(default_factory=dict, description=OPTIONS_HELP)  # type: ignore[assignment]
+    options: SkipValidation[ServiceDefragOptions | PolicyDocument] = Field(default_factory=dict, description=OPTIONS_HELP)  # type: ignore[assignment]  # a dict until the policies are merged in
     """Checked after the policies are merged in (``requests.request_options``): a dict here."""
     policy: SkipValidation[PolicyDocument | None] = Field(None, description=POLICY_HELP)
 
@@ -110,7 +110,7 @@ class PreemptRequest(BaseModel):
     snapshot: Cluster
     job: str | None = Field(None, description="The pending job to start (or give reactivate).")
     reactivate: str | None = Field(None, description="Instead of job: the standby pod to wake on its node.")
-    options: SkipValidation[ServicePreemptOptions | PolicyDocument] = Field(default_factory=dict, description=OPTIONS_HELP)  # type: ignore[assignment]
+    options: SkipValidation[ServicePreemptOptions | PolicyDocument] = Field(default_factory=dict, description=OPTIONS_HELP)  # type: ignore[assignment]  # a dict until the policies are merged in
     policy: SkipValidation[PolicyDocument | None] = Field(None, description=POLICY_HELP)
 
 
@@ -139,7 +139,7 @@ class AllocateRequest(BaseModel):
         },
     )
     snapshot: Cluster
-    options: SkipValidation[ServiceAllocateOptions | PolicyDocument] = Field(default_factory=dict, description=OPTIONS_HELP)  # type: ignore[assignment]
+    options: SkipValidation[ServiceAllocateOptions | PolicyDocument] = Field(default_factory=dict, description=OPTIONS_HELP)  # type: ignore[assignment]  # a dict until the policies are merged in
     policy: SkipValidation[PolicyDocument | None] = Field(None, description=POLICY_HELP)
 
 

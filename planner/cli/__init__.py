@@ -75,7 +75,8 @@ def main() -> None:
         returned = app(standalone_mode=False)  # the framework returns (or raises) instead of exiting
         code = returned if isinstance(returned, int) else 0  # an Exit's code; no command returns a value
     except ClickException as err:
-        command = err.ctx.command_path if getattr(err, "ctx", None) is not None else "planner"  # type: ignore[attr-defined]
+        ctx = getattr(err, "ctx", None)  # a UsageError's; other ClickExceptions have none
+        command = ctx.command_path if ctx is not None else "planner"
         message = err.format_message().replace("Value error, ", "")  # pydantic's prefix on a choice the engine refused
         sys.stderr.write(f"error: {message} (usage: {command} --help)\n")
         code = err.exit_code

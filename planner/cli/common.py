@@ -22,7 +22,7 @@ from enum import Enum
 from typing import Any, NoReturn, TypeVar
 
 import typer
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
 from planner.cli.inputs import read_snapshot
@@ -42,6 +42,7 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 
 F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M", bound=BaseModel)
 
 
 def plain_console(**options: Any) -> Console:
@@ -336,7 +337,7 @@ def cli_message(err: PlanOptionError) -> str:
     return err.render(lambda name, value: flag(name) + (f" {value}" if value else ""))
 
 
-def options_of_flags(model: type, given: dict[str, Any]):
+def options_of_flags(model: type[M], given: dict[str, Any]) -> M:
     """``model(**given)``; errors name the flag, exit 2."""
     try:
         return model(**given)
@@ -354,7 +355,7 @@ def given_flags(context: typer.Context, values: dict[str, Any]) -> dict[str, Any
     return {field: value for field, value in values.items() if given_here(field)}
 
 
-def given_options(context: typer.Context, model: type, values: dict[str, Any]):  # type: ignore[no-untyped-def]
+def given_options(context: typer.Context, model: type[M], values: dict[str, Any]) -> M:
     """``model`` built from the options given on the command line only (defaults stay unset, so a
     method can refuse an option it would ignore); errors name the flag, exit 2."""
     return options_of_flags(model, {"method": values["method"], **given_flags(context, values)})

@@ -124,7 +124,7 @@ def submit_command(kind: str) -> Callable[..., Any]:
     def command(**flags: Any) -> None:
         submit(kind, flags)
 
-    command.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
+    command.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]  # typer reads it; typeshed's functions declare none
     command.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
     command.__name__ = f"submit_{kind}"
     command.__doc__ = (

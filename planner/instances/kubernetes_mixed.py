@@ -123,7 +123,7 @@ def _daemons(b: Builder) -> None:
             sets.append(("rdma-shared-dp", "nvidia-network-operator", 50, 64 * MiB, True, []))
         for name, namespace, cpu, mem, host, ports in sets:
             res = {"cpu": cpu_quantity(cpu), **({"memory": memory_quantity(mem, b.rng)} if mem else {})} if cpu else {}
-            container = {"name": name, "image": f"registry.example.com/{name}:1.0", "resources": {"requests": res}}
+            container: dict[str, Any] = {"name": name, "image": f"registry.example.com/{name}:1.0", "resources": {"requests": res}}
             if ports:
                 container["ports"] = [{"containerPort": p, "hostPort": p, "protocol": "TCP"} for p in ports]
             pod = b.pod(
@@ -278,6 +278,8 @@ def _leftovers(b: Builder) -> None:
     shared-GPU notebook, a MIG job and a two-GPU inference pod), and finished Job pods."""
     rng = b.rng
     train = b.by_family["train-h100"] + b.by_family["train-h200"]
+    # (name, CPU millicores, memory bytes, GPU resources, tolerations beyond the defaults)
+    pending: list[tuple[str, int, int, dict[str, int], list[dict[str, str]] | None]]
     pending = [("train-big", 96_000, 1024 * GiB, {"nvidia.com/gpu": 8}, None)] * max(1, len(b.nodes) // 40)
     pending += [
         ("nb-pending", 2000, 16 * GiB, {"nvidia.com/gpu": 1}, None),

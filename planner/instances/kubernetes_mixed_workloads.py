@@ -28,6 +28,12 @@ def _required(*terms: list[dict[str, Any]]) -> dict[str, Any]:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": list(t)} for t in terms]}}}
 
 
+def _node_selector(selector: dict[str, str] | None) -> dict[str, Any]:
+    """The pod spec fields (``Builder.pod``'s ``**spec``) that pin a pod to the nodes ``selector``
+    labels: none without a selector."""
+    return {"nodeSelector": selector} if selector else {}
+
+
 def _expr(key: str, op: str, *values: str) -> dict[str, Any]:
     return {"key": key, "operator": op, **({"values": list(values)} if values else {})}
 
@@ -238,7 +244,7 @@ def _notebook(b: Builder, resource: str, count: int, pool: list[NodeState], sele
         [jupyter],
         priority=NOTEBOOKS,
         labels={"app": "notebook", "user": user, "statefulset.kubernetes.io/pod-name": f"{sts}-0"},
-        **({"nodeSelector": selector} if selector else {}),
+        **_node_selector(selector),
     )
     return b.place([pod], pool)
 
@@ -261,7 +267,7 @@ def _mig(b: Builder, pool: list[NodeState]) -> bool:
             [b.container("server", cpu, mem, {profile: 1}, limits_only=rng.random() < 0.3)],
             labels=labels,
             priority=SERVING,
-            **({"nodeSelector": selector} if selector else {}),
+            **_node_selector(selector),
         )
 
     if rng.random() < 0.5:
@@ -323,7 +329,7 @@ def _api_and_cache(b: Builder, pool: list[NodeState]) -> bool:
     selector = {"node-pool": "cpu"} if rng.random() < 0.5 else None
 
     def make(name: str, owner: tuple[str, str], labels: dict[str, str]) -> dict[str, Any]:
-        return b.pod(name, namespace, owner, [b.container("api", cpu, mem)], labels=labels, **({"nodeSelector": selector} if selector else {}))
+        return b.pod(name, namespace, owner, [b.container("api", cpu, mem)], labels=labels, **_node_selector(selector))
 
     pods = _deployment(b, app, namespace, rng.choice([1, 2, 3]), make, pool)
     if pods and rng.random() < 0.3:

@@ -65,6 +65,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from planner.models.backends import solve
+from planner.models.milp import SolveStatus
 from planner.models.spot_instance import (  # noqa: F401 - re-exported: the model's public names
     DEFAULT_MAX_RUNS,
     MAX_MODEL_CELLS,
@@ -87,7 +88,7 @@ from planner.models.spot_schedule_model import _Model
 
 @dataclass
 class SpotScheduleResult:
-    status: str
+    status: SolveStatus
     """optimal (lexicographically, proven) | feasible | infeasible (proven) | timeout | error"""
     solver: str
     wall_s: float
@@ -128,21 +129,23 @@ def solve_spot_schedule(
     hint = model.encode(warm) if warm is not None else None
     left = max(0.05, time_limit_s - (time.perf_counter() - start))
     result = solve(milp, solver, left, workers, hint, seed=seed, wall_cap_s=left)
-    empty = {"hp_delay_slots": None, "lost_gpu_slots": None, "completion_slots": None}
-    common = {"solver": solver, "variables": milp.num_vars, "rows": milp.num_rows, "message": result.message}
+    levels = ("hp_delay_slots", "lost_gpu_slots", "completion_slots")
     if result.values is None:
-        status = result.status if result.status in ("infeasible", "error") else "timeout"
+        status: SolveStatus = result.status if result.status in ("infeasible", "error") else "timeout"
         return SpotScheduleResult(
             status,
+            solver,
             wall_s=time.perf_counter() - start,
             schedule=None,
             lost_gpu_slots=None,
             completion_slots=None,
             hp_delay_slots=None,
-            objective=dict(empty),
-            bound=dict(empty),
+            objective=dict.fromkeys(levels),
+            bound=dict.fromkeys(levels),
             gap=None,
-            **common,
+            variables=milp.num_vars,
+            rows=milp.num_rows,
+            message=result.message,
         )
     broken = milp.violated_rows(result.values)
     schedule = model.decode(result.values)
@@ -156,29 +159,33 @@ def solve_spot_schedule(
     violations += validate_schedule(inst, schedule, hp_delay)
     if (lost, sum(completion.values()), delay) != (objective["lost_gpu_slots"], objective["completion_slots"], objective["hp_delay_slots"]):
         violations.append(f"the schedule measures lost {lost}, completion {sum(completion.values())}, HP delay {delay}; the model said {objective}")
-    if bounds["completion_slots"] is not None:
-        bounds["completion_slots"] += sum_p
+    completion_bound = bounds["completion_slots"]
+    if completion_bound is not None:
+        bounds["completion_slots"] = completion_bound + sum_p
     gap: float | None = 0.0
-    for name in ("hp_delay_slots", "lost_gpu_slots", "completion_slots"):
-        if bounds[name] is None:
+    for name in levels:
+        level_bound = bounds[name]
+        if level_bound is None:
             gap = None
             break
-        if bounds[name] < objective[name]:
-            gap = (objective[name] - bounds[name]) / objective[name]
+        if level_bound < objective[name]:
+            gap = (objective[name] - level_bound) / objective[name]
             break
-    status = "optimal" if gap == 0.0 else "feasible"
     return SpotScheduleResult(
-        status,
+        "optimal" if gap == 0.0 else "feasible",
+        solver,
         wall_s=time.perf_counter() - start,
         schedule=schedule,
         lost_gpu_slots=lost,
         completion_slots=completion,
         hp_delay_slots=delay,
-        objective=objective,
+        objective=dict[str, int | None](objective),
         bound=bounds,
         gap=gap,
+        variables=milp.num_vars,
+        rows=milp.num_rows,
+        message=result.message,
         violations=violations,
-        **common,
     )
 
 
@@ -198,7 +205,7 @@ def greedy_schedule(inst: SpotInstance) -> Schedule | None:
 
     def lasts(job: ScheduleJob, pods: list[int], start: int, length: int) -> int:
         """The first slot from ``start`` (at most start + length) where the pods no longer fit."""
-        need = defaultdict(int)
+        need: defaultdict[int, int] = defaultdict(int)  # node index -> GPUs the pods take on it
         for j in pods:
             need[j] += job.gpus_per_worker
         t = start
@@ -208,7 +215,8 @@ def greedy_schedule(inst: SpotInstance) -> Schedule | None:
 
     schedule: Schedule = {}
     for job in sorted(inst.jobs, key=lambda x: (x.priority != "HP", x.submit_slot, x.name)):
-        runs, done, earliest = [], 0, job.submit_slot
+        runs: list[Run] = []
+        done, earliest = 0, job.submit_slot
         while done < job.work_slots:
             overhead = r if runs else 0
             left = job.work_slots - done

@@ -172,8 +172,9 @@ class _Model:
         rest = math.ceil(-solver_bound - 1e-6)  # the weighted minimum is at least this integer
         for name in ("hp_delay_slots", "lost_gpu_slots", "completion_slots"):
             weight = self.weights[name]
-            out[name] = max(0, rest // weight)
-            if out[name] < found[name]:
+            level_bound = max(0, rest // weight)
+            out[name] = level_bound
+            if level_bound < found[name]:
                 break
             rest -= weight * found[name]
         return out
@@ -191,7 +192,8 @@ class _Model:
                 for t in range(job.submit_slot, inst.horizon_slots)
                 if values[self.v[i, t]] and (t == job.submit_slot or not values[self.v[i, t - 1]] or ((i, t) in self.R and values[self.R[i, t]]))
             ]
-            runs, done = [], 0
+            runs: list[Run] = []
+            done = 0
             for k, start in enumerate(starts):
                 end = start
                 while end < inst.horizon_slots and values[self.v[i, end]] and (end == start or not ((i, end) in self.R and values[self.R[i, end]])):
@@ -212,7 +214,7 @@ class _Model:
         # relabel identical nodes so that the symmetry job's pods are in non-increasing order
         rename = {n.name: n.name for n in inst.nodes}
         if self.classes:
-            held = defaultdict(int)
+            held: defaultdict[int, int] = defaultdict(int)  # node index -> the symmetry job's pods on it
             for name in schedule[inst.jobs[self.symmetry_job].name][0].nodes:
                 held[node_index[name]] += 1
             for nodes in self.classes:
@@ -222,7 +224,7 @@ class _Model:
         r = inst.restart_overhead_slots
         for i, job in enumerate(inst.jobs):
             runs = schedule[job.name]
-            counts = [defaultdict(int) for _ in runs]
+            counts: list[defaultdict[int, int]] = [defaultdict(int) for _ in runs]  # per run: node index -> pods
             for k, run in enumerate(runs):
                 for name in run.nodes:
                     counts[k][node_index[name]] += 1

@@ -8,6 +8,7 @@ import bisect
 import heapq
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,6 +38,17 @@ def place(free: np.ndarray, job: QueuedJob, cluster: QueueCluster, placement: st
 
 
 END, ARRIVAL, TIMEOUT, STUCK = 0, 1, 2, 3  # event kinds, in this order at equal times
+
+
+@dataclass(slots=True)
+class _Run:
+    """A running job: when it started, the node of each of its pods, its generation (an END event of
+    an older generation is stale: the job was preempted or moved since) and when it ends."""
+
+    start_s: float
+    nodes: list[int]
+    generation: int
+    end_s: float
 
 
 class _Sim:
@@ -102,7 +114,7 @@ class _Sim:
         self.free = np.full(cluster.nodes, cluster.gpus_per_node, dtype=np.int64)
         self.outcomes = [Outcome() for _ in jobs]
         self.pods = [pods_of(j, cluster) for j in jobs]
-        self.running: dict[int, list] = {}  # job -> [start, nodes per pod, generation, end]  # type: ignore[type-arg]
+        self.running: dict[int, _Run] = {}
         self.generation = [0] * len(jobs)
         self.queues: dict[str, list[tuple[int, float, int, int]]] = {}  # per tenant, sorted: (-priority, submit, gpus, job)
         self.events: list[tuple[float, int, int, int]] = []  # (time, kind, job, generation)
@@ -142,21 +154,21 @@ class _Sim:
         self._occupy(i, nodes, +1)
         self.generation[i] += 1
         end = self.now + self.jobs[i].duration_s
-        self.running[i] = [self.now, list(nodes), self.generation[i], end]
+        self.running[i] = _Run(self.now, list(nodes), self.generation[i], end)
         out = self.outcomes[i]
         out.start_s, out.nodes, out.groups = self.now, len(set(nodes)), len({n // self.cluster.group_nodes for n in nodes})
         heapq.heappush(self.events, (end, END, i, self.generation[i]))
         self.blocked_since.pop(i, None)
         self.next_room_try.pop(i, None)
 
-    def stop(self, i: int) -> list:  # type: ignore[type-arg]
+    def stop(self, i: int) -> _Run:
         run = self.running.pop(i)
-        self._occupy(i, run[1], -1)
+        self._occupy(i, run.nodes, -1)
         return run
 
-    def restore(self, i: int, run: list) -> None:  # type: ignore[type-arg]
+    def restore(self, i: int, run: _Run) -> None:
         self.running[i] = run
-        self._occupy(i, run[1], +1)
+        self._occupy(i, run.nodes, +1)
 
     def place(self, i: int) -> list[int] | None:
         lo, hi = self.ranges[self.jobs[i].pool]
@@ -192,7 +204,7 @@ class _Sim:
         pending = list(heapq.merge(*self.queues.values()))
         self.queues = {}
         blocked: set[str] = set()  # tenants whose head is blocked in this pass
-        failed: dict[tuple, int] = {}  # type: ignore[type-arg]  # (pool, kind, small) -> smallest size blocked for room this pass
+        failed: dict[tuple[str, str, bool], float] = {}  # (pool, kind, small) -> smallest size blocked for room this pass (inf: none)
         per = self.cluster.gpus_per_node
         k = 0
         while k < len(pending):
@@ -257,7 +269,7 @@ class _Sim:
         if self.quota is not None and self.quota_mode == "shared" and tier == "own":
             borrowers = sorted(
                 (
-                    (r[0], v)
+                    (r.start_s, v)
                     for v, r in self.running.items()
                     if self.jobs[v].pool == job.pool and self.jobs[v].tenant != job.tenant and self.jobs[v].priority <= job.priority
                 ),
@@ -272,9 +284,9 @@ class _Sim:
             if self.now - since >= self.timeout_s:
                 passed = sorted(
                     (
-                        (r[0], v)
+                        (r.start_s, v)
                         for v, r in self.running.items()
-                        if v in self.backfilled and r[0] >= since and self.jobs[v].tenant == job.tenant and self.jobs[v].priority <= job.priority
+                        if v in self.backfilled and r.start_s >= since and self.jobs[v].tenant == job.tenant and self.jobs[v].priority <= job.priority
                     ),
                     reverse=True,
                 )
@@ -317,7 +329,7 @@ class _Sim:
             self.backfilled.discard(v)
             out = self.outcomes[v]
             out.preempted += 1
-            out.lost_gpu_s += self.jobs[v].gpus * (self.now - run[0])
+            out.lost_gpu_s += self.jobs[v].gpus * (self.now - run.start_s)
             out.start_s = None
             if why == "reclaim":
                 self.reclaims += 1
@@ -335,7 +347,7 @@ class _Sim:
         for v in candidates:
             if used is not None and not self.borrowing(v, used):
                 continue
-            for n, gpus in zip(self.running[v][1], self.pods[v]):
+            for n, gpus in zip(self.running[v].nodes, self.pods[v]):
                 free[n] += gpus
             if used is not None:
                 key = (self.jobs[v].tenant, self.jobs[v].pool)
@@ -351,7 +363,7 @@ class _Sim:
         if self.placement == "e-spread" and (job.kind != "inference" or job.gpus >= self.cluster.gpus_per_node):
             lo += self.zone_nodes
         per = self.cluster.gpus_per_node
-        pods = [RunningPod(self.jobs[v].name, k, n, g, g < per) for v, run in self.running.items() for k, (n, g) in enumerate(zip(run[1], self.pods[v]))]
+        pods = [RunningPod(self.jobs[v].name, k, n, g, g < per) for v, run in self.running.items() for k, (n, g) in enumerate(zip(run.nodes, self.pods[v]))]
         started = time.perf_counter()
         plan = plan_room(self.free, per, pods, job.name, self.pods[head], lo, hi, self.make_room_moves, seed=head)
         self.room_wall_s += time.perf_counter() - started
@@ -362,19 +374,19 @@ class _Sim:
         for name, k, source, target in plan.moves:
             v = index[name]
             run = self.running[v]
-            assert run[1][k] == source, (name, k, source, run[1][k])
+            assert run.nodes[k] == source, (name, k, source, run.nodes[k])
             gpus = self.pods[v][k]
             self.free[source] += gpus
             self.free[target] -= gpus
-            run[1][k] = target
+            run.nodes[k] = target
         for v in sorted({index[name] for name, *_ in plan.moves}):
             run = self.running[v]
             self.generation[v] += 1
-            run[2], run[3] = self.generation[v], run[3] + self.migration_cost_s
-            heapq.heappush(self.events, (run[3], END, v, run[2]))
+            run.generation, run.end_s = self.generation[v], run.end_s + self.migration_cost_s
+            heapq.heappush(self.events, (run.end_s, END, v, run.generation))
             out = self.outcomes[v]
             out.migrated += 1
-            out.nodes, out.groups = len(set(run[1])), len({n // self.cluster.group_nodes for n in run[1]})
+            out.nodes, out.groups = len(set(run.nodes)), len({n // self.cluster.group_nodes for n in run.nodes})
             self.migration_gpu_s += self.jobs[v].gpus * self.migration_cost_s
         assert (self.free >= 0).all() and all(self.free[n] >= g for n, g in zip(plan.head_nodes, self.pods[head]))
         self.moves += len(plan.moves)
@@ -395,7 +407,7 @@ class _Sim:
             self.advance(t)
             self.now = t
             if kind == END:
-                if i not in self.running or self.running[i][2] != gen:
+                if i not in self.running or self.running[i].generation != gen:
                     continue  # preempted or moved since
                 self.stop(i)
                 self.backfilled.discard(i)

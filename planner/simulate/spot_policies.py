@@ -3,7 +3,10 @@ paired with a placement of ``heuristics.placement.PLACEMENTS``, checked and buil
 
 from __future__ import annotations
 
-from planner.engine.preempt import PreemptOptions, policy_of
+from typing import TypeGuard
+
+from planner.engine.preempt import HEURISTICS, PreemptHeuristic, PreemptOptions, policy_of
+from planner.heuristics.gang import Policy
 from planner.heuristics.placement import PLACEMENTS, Combined
 
 POLICIES = ("spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random")
@@ -21,12 +24,33 @@ def policy_problem(policy: str) -> str | None:
     return None
 
 
-def make_policy(policy: str, seed: int = 0):  # type: ignore[no-untyped-def]
+def _is_heuristic(method: str) -> TypeGuard[PreemptHeuristic]:
+    return method in HEURISTICS
+
+
+def policy_method(policy: str) -> PreemptHeuristic:
+    """The ``plan_preempt`` method of a simulator policy name; a ValueError naming the choices when
+    it names none (``policy_problem``)."""
+    method = policy.rpartition("+")[2]
+    if not _is_heuristic(method):
+        raise ValueError(policy_problem(policy))
+    return method
+
+
+def preempt_options(method: PreemptHeuristic, seed: int, now_s: float | None = None) -> PreemptOptions:
+    """``plan_preempt``'s options for ``method`` at ``now_s`` (None: the snapshot's time); the seed only
+    for ``random`` (the other methods refuse a seed)."""
+    if method == "random":
+        return PreemptOptions(method=method, now_s=now_s, seed=seed)
+    return PreemptOptions(method=method, now_s=now_s)
+
+
+def make_policy(policy: str, seed: int = 0) -> Policy:
     """The policy object of a simulator policy name (checked by ``policy_problem``)."""
-    placement, _, method = policy.rpartition("+")
-    options = PreemptOptions(method=method, **({"seed": seed} if method == "random" else {}))
-    chosen = policy_of(method, options)
+    placement = policy.rpartition("+")[0]
+    method = policy_method(policy)
+    chosen = policy_of(method, preempt_options(method, seed))
     return Combined(placement, chosen, seed) if placement else chosen
 
 
-__all__ = ["MAX_SEED", "POLICIES", "make_policy", "policy_problem"]
+__all__ = ["MAX_SEED", "POLICIES", "make_policy", "policy_method", "policy_problem", "preempt_options"]

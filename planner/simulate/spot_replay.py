@@ -13,12 +13,13 @@ import numpy as np
 
 from planner import rules
 from planner.cluster import Cluster, Node, Pod
-from planner.engine.preempt import PreemptOptions, plan_preempt
-from planner.heuristics.gang import Choice, place_job
+from planner.engine.preempt import plan_preempt
+from planner.heuristics.gang import Choice, Policy, place_job
 from planner.instances.spot_workload import SimJob
+from planner.plans import PreemptPlan
 from planner.preempt_state import Ask
 from planner.simulate.spot_checks import check_decision, check_state, snapshot_of
-from planner.simulate.spot_policies import MAX_SEED, make_policy
+from planner.simulate.spot_policies import MAX_SEED, make_policy, policy_method, preempt_options
 from planner.simulate.spot_proofs import none_fits, too_few_places
 from planner.simulate.spot_results import GpuSeries, JobOutcome, Replay, Run
 from planner.simulate.stale_shapes import StaleShapes
@@ -56,7 +57,7 @@ class _Replayer:
         self.unstaled: list[tuple] = []  # shapes ``_freed`` made worth offering again
         self.held_back: set[str] = set()  # evicted during the current pass: offered from the next
         self.now = 0.0
-        self.stale = StaleShapes()  # job shapes proven unable to start
+        self.stale: StaleShapes[tuple] = StaleShapes()  # job shapes proven unable to start
         self.stale_groups: dict[tuple, dict[tuple, None]] = {}  # (priority, models) -> its stale shapes (an ordered set)
         self.open_keys: set[tuple] = set()  # shapes with pending jobs, not stale
         self.reopened: dict[tuple, set[int]] = {}  # shape -> nodes whose freed room re-opened it since its proof
@@ -139,7 +140,7 @@ class _Replayer:
     # Decisions
     # ------------------------------------------------------------------------------------------
 
-    def _policy(self, asking: str, now: float):  # type: ignore[no-untyped-def]
+    def _policy(self, asking: str, now: float) -> tuple[Policy, int]:
         """The policy of one decision; the random baseline draws from a seed of the replay's seed,
         the asking job (or pod) and the time, so skipping hopeless offers changes no draw."""
         if self.fixed_policy is not None:
@@ -184,9 +185,11 @@ class _Replayer:
         """Job ``name`` was proven unable to start now: its shape is stale (under ``check``, the
         planner must agree that nothing can be planned)."""
         if self.check:
-            method = self.policy.rpartition("+")[2]
-            options = PreemptOptions(method=method, now_s=now, **({"seed": self._policy(name, now)[1]} if method == "random" else {}))
-            if plan_preempt(self._snapshot(now, name), name, options).placements:
+            method = policy_method(self.policy)
+            options = preempt_options(method, self._policy(name, now)[1] if method == "random" else 0, now_s=now)
+            plan = plan_preempt(self._snapshot(now, name), name, options)
+            assert isinstance(plan, PreemptPlan), f"a heuristic method ({method}) plans; only compare returns a comparison"
+            if plan.placements:
                 raise AssertionError(f"'{name}' at {now} s was proven unable to start, yet the planner starts it")
         self._mark_stale(self.keys[name], name)
 
@@ -404,13 +407,13 @@ class _Replayer:
         freed_list = freed.tolist()
         for where in self.reopened.values():  # shapes re-opened earlier and not yet offered
             where.update(freed_list)
-        for key, pod, where in fitting:
+        for key, pod, mask in fitting:
             if key[1] > 1 and w.gpu_places_bound(pod) < key[1]:
                 continue  # the nodes still hold too few of its pods (``_too_few_places``): still stale
             self.stale.remove(key)
             del self.stale_groups[(key[0], key[5])][key]
             self.unstaled.append(key)
-            self.reopened[key] = set(freed[where].tolist())
+            self.reopened[key] = set(freed[mask].tolist())
             if key in self.queues:
                 self.open_keys.add(key)
 

@@ -7,21 +7,24 @@ arrays from the shapes each time (the simulator runs it after every event that f
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import Generic, TypeVar
 
 import numpy as np
 
 from planner.state import ClusterState
 
+K = TypeVar("K", bound=Hashable)
 
-class StaleShapes:
+
+class StaleShapes(Generic[K]):
     """Shape keys with, per key, the needs of one pod of that shape (in a window's ``ClusterState``)."""
 
     def __init__(self) -> None:
         self.clear()
 
     def clear(self) -> None:
-        self._slot: dict[Hashable, int] = {}
-        self._keys: list[Hashable | None] = []
+        self._slot: dict[K, int] = {}
+        self._keys: list[K | None] = []  # None in a free slot
         self._free: list[int] = []
         self._on = np.zeros(0, dtype=bool)
         self._signature = np.zeros(0, dtype=np.int64)
@@ -29,13 +32,13 @@ class StaleShapes:
         self._needs = np.zeros((3, 0))  # whole GPUs, CPUs, memory
         self._pod: list[int] = []
 
-    def __contains__(self, key: Hashable) -> bool:
+    def __contains__(self, key: object) -> bool:
         return key in self._slot
 
     def __len__(self) -> int:
         return len(self._slot)
 
-    def add(self, key: Hashable, cs: ClusterState, pod: int) -> None:
+    def add(self, key: K, cs: ClusterState, pod: int) -> None:
         """``key`` is stale; ``pod`` (of ``cs``) is one of its pods."""
         slot = self._slot.get(key)
         if slot is None:
@@ -49,7 +52,7 @@ class StaleShapes:
         self._hp[slot] = cs.pod_hp[pod]
         self._needs[:, slot] = (cs.pod_whole[pod], cs.pod_cpus[pod], cs.pod_mem[pod])
 
-    def remove(self, key: Hashable) -> None:
+    def remove(self, key: K) -> None:
         slot = self._slot.pop(key)
         self._on[slot] = False
         self._keys[slot] = None
@@ -57,7 +60,7 @@ class StaleShapes:
 
     def fitting(
         self, cs: ClusterState, nodes: np.ndarray, room_hp: tuple[np.ndarray, ...], room_all: tuple[np.ndarray, ...]
-    ) -> list[tuple[Hashable, int, np.ndarray]]:
+    ) -> list[tuple[K, int, np.ndarray]]:
         """The stale keys one of whose pods fits on some node of ``nodes``, with their pod and the mask of those
         nodes: static rules, and whole GPUs, CPUs and memory within the room (per node of ``nodes``)
         the pods that would stay leave: ``room_hp`` for an HP pod, ``room_all`` for a spot pod."""
@@ -67,7 +70,8 @@ class StaleShapes:
         needs = self._needs[:, slots]
         for need, hp_room, all_room in zip(needs, room_hp, room_all):
             fits &= need[:, None] <= np.where(hp, hp_room[None, :], all_room[None, :])
-        return [(self._keys[slots[k]], self._pod[slots[k]], fits[k]) for k in np.flatnonzero(fits.any(axis=1)).tolist()]
+        # a slot that is on holds its key: the ``is not None`` only tells mypy so, it drops nothing
+        return [(key, self._pod[slots[k]], fits[k]) for k in np.flatnonzero(fits.any(axis=1)).tolist() if (key := self._keys[slots[k]]) is not None]
 
     def _grow(self) -> None:
         old = len(self._keys)
