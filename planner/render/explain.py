@@ -58,7 +58,9 @@ def render_explanation(console: Console, result: dict[str, Any]) -> None:
 
 def render_node(console: Console, result: dict[str, Any]) -> None:
     reason = result["reason"]
-    console.print(f"node {result['node']}: {result['pods_before']:,} pod(s) before the plan, {result['pods_after']:,} after; {reason['code']}: {reason['meaning']}")
+    console.print(
+        f"node {result['node']}: {result['pods_before']:,} pod(s) before the plan, {result['pods_after']:,} after; {reason['code']}: {reason['meaning']}"
+    )
     if not result["pods"]:
         return
     table = Table(title="Pods the plan left on the node")

@@ -38,7 +38,7 @@ class ExplainOptions(BaseModel):
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Random seed of the make-room heuristic.")
 
     def budgets(self) -> dict[str, Any]:
-        return {k: v for k, v in self.model_dump().items() if k != "seed" and v not in (None, False)}
+        return {k: v for k, v in self.model_dump().items() if k != "seed" and v is not None and v is not False}  # max_moves 0 is a budget
 
 
 def pending_jobs(cluster: Cluster) -> list[str]:
@@ -81,7 +81,9 @@ def explain_job(cluster: Cluster, name: str, options: ExplainOptions | None = No
     running = len(members) - len(pending)
     job = jobs.get(name)
     if not pending:
-        raise SnapshotError([f"--job: job '{name}' has no pending pod ({running} running); explain a pending job: {', '.join(pending_jobs(cluster)[:LISTED]) or 'none'}"])
+        raise SnapshotError(
+            [f"--job: job '{name}' has no pending pod ({running} running); explain a pending job: {', '.join(pending_jobs(cluster)[:LISTED]) or 'none'}"]
+        )
     need = gang_need(job.min_available if job else None, len(pending), running)
     level = job.topology.level if job and job.topology and job.topology.mode == "required" else None
     return _explain(cluster, name, pending, level, need, options or ExplainOptions(), running)
@@ -110,7 +112,9 @@ def _reason(code: str, numbers: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"code": code, "proof": meaning.proof, "meaning": meaning.meaning, "numbers": numbers, **extra}
 
 
-def _remedy(cluster: Cluster, name: str, pending: list[Pod], need: int, level: str | None, binding: dict[str, Any] | None, options: ExplainOptions) -> dict[str, Any]:
+def _remedy(
+    cluster: Cluster, name: str, pending: list[Pod], need: int, level: str | None, binding: dict[str, Any] | None, options: ExplainOptions
+) -> dict[str, Any]:
     if binding is None:
         return _reason("none_needed", {"moves": 0})
     if binding["check"] == "capacity":
@@ -121,11 +125,11 @@ def _remedy(cluster: Cluster, name: str, pending: list[Pod], need: int, level: s
         return _reason("no_room_after_any_moves", {}, detail=proof)
     budgets = options.budgets()
     tried = _make_room(cluster, name, budgets, options.seed)
-    if tried["placed"]:
+    if "moves" in tried:
         return _reason("make_room", tried, budgets=budgets)
     if budgets:
         free = _make_room(cluster, name, {}, options.seed)
-        if free["placed"]:
+        if "moves" in free:
             return _reason("budget", free, budgets=budgets, within_budgets=tried["reason"])
     return _reason("no_plan_found", {}, budgets=budgets, detail=tried["reason"])
 
@@ -135,11 +139,11 @@ def _make_room(cluster: Cluster, name: str, budgets: dict[str, Any], seed: int) 
     try:
         plan = plan_defrag(cluster, DefragOptions(make_room=[name], executor="inline", seed=seed, **budgets))
     except PlanOptionError as err:  # a job make-room refuses (shapes differ, a pod no node could hold)
-        return {"placed": False, "reason": str(err)}
+        return {"reason": str(err)}
     job = plan.metrics.per_job[name]  # type: ignore[union-attr]
     if not job["placed"]:
-        return {"placed": False, "reason": job["reason"]}
-    return {"placed": True, "moves": job["moves"], "gpus_moved": job["gpus_moved"], "waves": len(plan.waves), "nodes": job["nodes"]}  # type: ignore[union-attr]
+        return {"reason": job["reason"]}
+    return {"moves": job["moves"], "gpus_moved": job["gpus_moved"], "waves": len(plan.waves), "nodes": job["nodes"]}  # type: ignore[union-attr]
 
 
 def explain_node(cluster: Cluster, node: str, plan: Any) -> dict[str, Any]:

@@ -69,8 +69,7 @@ NODE_CODES = (
     Code(
         "heuristic_choice",
         False,
-        "some node has room for it after the plan (named): the heuristic kept it because the node's other pods could not all leave, "
-        "or chose other nodes",
+        "some node has room for it after the plan (named): the heuristic kept it because the node's other pods could not all leave, or chose other nodes",
     ),
 )
 """Why a pod stays on a node a plan left busy (the first that holds)."""

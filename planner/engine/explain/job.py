@@ -41,7 +41,7 @@ RULE_CODES = {
 
 def gpus(value: float) -> float | int:
     """A GPU count as JSON: whole when it is whole."""
-    return int(round(value)) if abs(value - round(value)) < 1e-9 else round(float(value), 6)
+    return round(float(value)) if abs(value - round(value)) < 1e-9 else round(float(value), 6)
 
 
 def node_slots_by_rules(node: Any, residents: list[Pod], arriving: list[Pod], upper: int) -> int:

@@ -51,7 +51,14 @@ def explain_node_left_busy(cluster: Cluster, node: str, plan: Any) -> dict[str, 
     original = {p.name: p for p in cluster.pods}
     pods = []
     for pod in staying:
-        pods.append({"pod": pod.name, "job": pod.job, "gpus": pod.gpus, **_why_stays(after, pod, original[pod.name], pooled_pods[pod.name], pooled_nodes, residents, jobs, spent, options)})
+        pods.append(
+            {
+                "pod": pod.name,
+                "job": pod.job,
+                "gpus": pod.gpus,
+                **_why_stays(after, pod, original[pod.name], pooled_pods[pod.name], pooled_nodes, residents, jobs, spent, options),
+            }
+        )
     # one pod that cannot leave keeps the node busy: the node's reason is the strongest of its pods' (codes' order)
     counts = Counter(p["code"] for p in pods)
     strongest = next(c.code for c in NODE_CODES if c.code in counts)
@@ -89,7 +96,11 @@ def _why_stays(
     if original.locked or original.standby:
         return {"code": "locked", "proof": True, "detail": "standby pod" if original.standby else "locked: true in the snapshot"}
     if pooled.locked:
-        return {"code": "limits", "proof": True, "detail": "the plan's pool policy holds it (its node is outside --node-selector, or its rules allow only nodes the policy forbids)"}
+        return {
+            "code": "limits",
+            "proof": True,
+            "detail": "the plan's pool policy holds it (its node is outside --node-selector, or its rules allow only nodes the policy forbids)",
+        }
     namespace = pod.namespace or "default"
     if options.only_namespaces is not None and namespace not in options.only_namespaces:
         return {"code": "limits", "proof": True, "detail": f"namespace '{namespace}' is not in only_namespaces"}
@@ -141,4 +152,3 @@ _AFTER = {
     "anti_affinity": ("no_room", "room"),
 }
 """The destinations left past each filter: a filter is the reason when it stops every node the earlier ones let through."""
-
