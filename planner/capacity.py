@@ -67,6 +67,27 @@ def large_job_capacity(cluster: Cluster | ClusterState, shapes: list[Shape]) -> 
     return out
 
 
+DEFAULT_LARGE_REQUESTS = ("64g768c", "128g1536c", "256g3072c")
+"""The large requests every plan's metrics count (ASI Fig. 14's 64, 128 and 256 GPUs, 12 CPUs per GPU as
+on the ASI nodes: 8 GPUs and 96 CPUs); ``large_requests`` in the options changes them."""
+
+
+def large_request_counts(state: ClusterState, shapes: list[Shape]) -> dict[str, Any]:
+    """Per request shape the requests of that size the free GPUs could take: ``across_switches``
+    (any models pooled, the network ignored), ``within_one_switch`` (one model, one access switch:
+    what a topology-bound job can get) and per model both; ``large_job_capacity`` in brief, for a
+    plan's ``metrics.before`` and ``metrics.after``."""
+    out: dict[str, Any] = {}
+    for item in large_job_capacity(state, shapes):
+        per_model = item["per_model"]
+        out[item["shape"]] = {
+            "across_switches": item["heterogeneous_across_asw"],
+            "within_one_switch": sum(m["within_asw"] for m in per_model.values()),
+            "by_model": {model: {"across_switches": m["across_asw"], "within_one_switch": m["within_asw"]} for model, m in per_model.items()},
+        }
+    return out
+
+
 def after_plan(cluster: Cluster, plan: Any) -> Cluster:
     """The snapshot once ``plan`` (defrag, preempt or allocate) is carried out; the plan must be
     valid for it (checked, so a report never shows the effect of an impossible plan)."""

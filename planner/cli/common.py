@@ -286,7 +286,7 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
         emit(yaml.safe_dump(plan_to_dict(plan), sort_keys=False, width=10**6), "-")
     elif output in (OutputFormat.table, OutputFormat.wide):
         with stdout_console() as console:
-            render_summary(console, plan)
+            render_summary(console, plan, wide=output == OutputFormat.wide)
         if output == OutputFormat.wide and isinstance(plan, DefragPlan):
             emit(wide_table(plan, cluster), "-")
     elif output == OutputFormat.kubectl:

@@ -103,6 +103,11 @@ def defrag(
     limit_costs: bool = typer.Option(
         False, "--limit-costs", help="Also plan without each limit in force that can cost vacated nodes and report what each cost."
     ),
+    large_requests: str = typer.Option(
+        "64g768c,128g1536c,256g3072c",
+        "--large-requests",
+        help="SHAPE[,SHAPE...]: large requests whose counts before and after the plan its metrics report (GPUs, CPUs, optional GiB: 128g1536c).",
+    ),
     make_room: str = typer.Option(
         None,
         "--make-room",
@@ -151,6 +156,7 @@ def defrag(
         "lexicographic": lexicographic.value,
         "force": force,
         "limit_costs": limit_costs,
+        "large_requests": names(large_requests),
         "make_room": None if make_room is None else [name.strip() for name in make_room.split(",") if name.strip()],
     }
     options = given_options(context, DefragOptions, given)
