@@ -87,3 +87,19 @@ def test_bad_large_request_shape_is_exit_2_naming_the_flag(tmp_path):
     assert result.exit_code == 2 and "--large-requests" in result.stderr and "8g64c" in result.stderr
     plan = runner.invoke(app, ["defrag", str(path), "--executor", "inline", "--large-requests", "4g", "-o", "json"])
     assert "4g0c" in json.loads(plan.stdout)["metrics"]["before"]["large_requests"]
+
+
+def test_allocation_plans_count_large_requests_before_and_after_their_placements():
+    from planner.engine.allocate import AllocateOptions, plan_allocate  # deferred: the allocation facade, for this test only
+
+    c = Cluster.model_validate(
+        {
+            "nodes": [{"name": f"n{i}", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": f"s{i // 2}"} for i in range(4)],
+            "pods": [{"name": f"j-{i}", "job": "j", "gpus": 8, "cpus": 1, "node": None} for i in range(2)],
+            "jobs": [{"name": "j", "topology": {"level": "asw", "mode": "required"}}],
+        }
+    )
+    plan = plan_allocate(c, AllocateOptions(method="largest-first", large_requests=["16g"]))
+    counts = plan.metrics["large_requests"]
+    assert counts["before"]["16g0c"] == {"across_switches": 2, "within_one_switch": 2, "by_model": {"(unnamed)": {"across_switches": 2, "within_one_switch": 2}}}
+    assert counts["after"]["16g0c"]["within_one_switch"] == 1 == large_job_capacity(after_plan(c, plan), [parse_shape("16g")])[0]["per_model"]["(unnamed)"]["within_asw"]

@@ -16,6 +16,7 @@ from planner.cli.common import (
     import_config_option,
     input_option,
     load_input,
+    names,
     output_option,
 )
 from planner.engine.allocate import AllocateOptions, plan_allocate
@@ -42,24 +43,30 @@ def allocate(
     solver_workers: int = typer.Option(8, "--solver-workers", help="exact, auto, compare: CP-SAT workers / HiGHS threads."),
     entropy: bool = typer.Option(True, "--entropy/--no-entropy", help="exact, auto, compare: least entropy as the third objective level."),
     seed: int = typer.Option(0, "--seed", help="random: the seed."),
+    large_requests: str = typer.Option(
+        "64g768c,128g1536c,256g3072c",
+        "--large-requests",
+        help="SHAPE[,SHAPE...]: large requests whose counts before and after the plan its metrics report (GPUs, CPUs, optional GiB: 128g1536c).",
+    ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
     source: InputKind = input_option(),
     import_config: str = import_config_option(),
 ) -> None:
     """Place pending jobs on as few access switches as possible: one job at a time or jointly."""
-    names = [j.strip() for j in jobs.split(",") if j.strip()] if jobs is not None else None
+    job_names = names(jobs)
     options = given_options(
         context,
         AllocateOptions,
         {
             "method": method.value,
-            "jobs": names,
+            "jobs": job_names,
             "solver": solver.value,
             "time_limit_s": time_limit,
             "solver_workers": solver_workers,
             "entropy": entropy,
             "seed": seed,
+            "large_requests": names(large_requests),
         },
     )
     check_plan_output(output_format, out)

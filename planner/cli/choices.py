@@ -7,8 +7,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, get_args
 
-from planner.engine.allocate import AllocateMethod as AllocateMethodLiteral
 from planner.engine.allocate import AllocateOptions
+from planner.engine.allocate_options import AllocateMethod as AllocateMethodLiteral
 from planner.engine.defrag import DefragOptions
 from planner.engine.defrag import Method as DefragMethodLiteral
 from planner.engine.preempt import PreemptMethod as PreemptMethodLiteral

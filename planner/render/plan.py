@@ -219,6 +219,14 @@ def render_allocation(console: Console, plan: AllocationPlan | AllocationCompari
         console.print(table)
         for item in one.unplaced:
             console.print(f"unplaced {item.job}: {item.reason}")
+        large = one.metrics.get("large_requests")
+        if large:
+            counts = ", ".join(
+                f"{shape} {fmt(b['within_one_switch'])} -> {fmt(large['after'][shape]['within_one_switch'])} within one switch "
+                f"({fmt(b['across_switches'])} -> {fmt(large['after'][shape]['across_switches'])} across switches)"
+                for shape, b in large["before"].items()
+            )
+            console.print(f"large requests that still fit, before -> after: {counts}")
     if isinstance(plan, AllocationComparison):
         g, e = plan.gap["greedy"], plan.gap["exact"]
         console.print(

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from planner.capacity import DEFAULT_LARGE_REQUESTS
+from planner.capacity import checked_shapes, large_requests_field
 from planner.engine.common import (
     MAX_COUNT,
     MAX_SEED,
@@ -18,7 +18,6 @@ from planner.engine.common import (
     unused_reason,
 )
 from planner.limits import MoveLimits
-from planner.metrics import parse_shape
 from planner.pools import PoolPolicy, parse_selector
 
 Method = Literal["heuristic", "random", "descheduler", "repack", "exact", "compare", "hybrid", "auto"]
@@ -107,13 +106,7 @@ class DefragOptions(BaseModel):
         "two solves (empty nodes, then moves with them held) or one weighted solve.",
     )
     force: bool = Field(False, description="Run exact even above the size limit.")
-    large_requests: list[str] = Field(
-        list(DEFAULT_LARGE_REQUESTS),
-        min_length=1,
-        max_length=16,
-        description="Request shapes ('128g1536c': GPUs, CPUs, optional GiB) whose counts before and after the plan its metrics report "
-        "(metrics.before.large_requests, metrics.after.large_requests).",
-    )
+    large_requests: list[str] = large_requests_field()
     limit_costs: bool = Field(
         False,
         description="Also plan without each limit in force that can cost vacated nodes, one at a time, and report "
@@ -141,9 +134,7 @@ class DefragOptions(BaseModel):
     @field_validator("large_requests")
     @classmethod
     def _shapes_read(cls, value: list[str]) -> list[str]:
-        for text in value:
-            parse_shape(text)
-        return value
+        return checked_shapes(value)
 
     @field_validator("node_selector")
     @classmethod
