@@ -101,5 +101,13 @@ def test_allocation_plans_count_large_requests_before_and_after_their_placements
     )
     plan = plan_allocate(c, AllocateOptions(method="largest-first", large_requests=["16g"]))
     counts = plan.metrics["large_requests"]
-    assert counts["before"]["16g0c"] == {"across_switches": 2, "within_one_switch": 2, "by_model": {"(unnamed)": {"across_switches": 2, "within_one_switch": 2}}}
-    assert counts["after"]["16g0c"]["within_one_switch"] == 1 == large_job_capacity(after_plan(c, plan), [parse_shape("16g")])[0]["per_model"]["(unnamed)"]["within_asw"]
+    assert counts["before"]["16g0c"] == {
+        "across_switches": 2,
+        "within_one_switch": 2,
+        "by_model": {"(unnamed)": {"across_switches": 2, "within_one_switch": 2}},
+    }
+    assert (
+        counts["after"]["16g0c"]["within_one_switch"]
+        == 1
+        == large_job_capacity(after_plan(c, plan), [parse_shape("16g")])[0]["per_model"]["(unnamed)"]["within_asw"]
+    )
