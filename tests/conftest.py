@@ -78,6 +78,7 @@ SERVICE_FILES = frozenset(
         "test_service_schema.py",
         "test_service_preempt.py",
         "test_service_allocate.py",
+        "test_service_explain.py",
         "test_store.py",
         "test_store_failures.py",
     }
