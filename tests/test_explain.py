@@ -146,6 +146,19 @@ def test_a_pod_of_a_job_is_explained_by_its_job_and_a_running_pod_is_refused():
     assert explain_pod(c, "j-0")["job"] == "j"
     with pytest.raises(SnapshotError, match="runs on node 'n0'"):
         explain_pod(c, "a")
+    lone = cluster([{"name": "n0", "gpus": 8}], [{"name": "a", "gpus": 4, "node": "n0"}, {"name": "solo", "gpus": 8, "node": None}])
+    out = explain_pod(lone, "solo")
+    assert out["job"] == "solo" and reason(out) == "capacity" and out["reason"]["numbers"]["free_gpus_schedulable"] == 4
+
+
+def test_a_job_at_its_min_available_is_already_running():
+    c = cluster(
+        [{"name": "n0", "gpus": 8}],
+        [{"name": "j-0", "job": "j", "gpus": 8, "node": "n0"}, {"name": "j-1", "job": "j", "gpus": 8, "node": None}],
+        [{"name": "j", "min_available": 1}],
+    )
+    out = explain_job(c, "j")
+    assert reason(out) == "already_running" and out["pods_needed"] == 0 and out["running_pods"] == 1
 
 
 def test_reason_codes_are_documented():
@@ -241,21 +254,30 @@ def test_proofs_agree_with_a_brute_force(spec):
 @pytest.mark.parametrize("seed", [1, 2])
 def test_remedy_agrees_with_make_room_on_generated_clusters(seed):
     from planner.instances.asi import generate_asi  # deferred: only this test generates clusters
+    from planner.instances.batch import add_large_jobs  # deferred: as above
 
-    c = generate_asi(60, seed=seed, pending_jobs=3)
+    c = add_large_jobs(generate_asi(60, seed=seed, pending_jobs=3, allocation=0.5), 2, seed)
     pending = list(dict.fromkeys(p.job for p in c.pods if p.node is None and p.job))
-    assert pending
+    remedies = []
     for name in pending:
         out = explain_job(c, name)
+        remedies.append(out["remedy"]["code"])
         plan = plan_defrag(c, DefragOptions(make_room=[name], executor="inline"))
-        assert isinstance(plan, DefragPlan)
+        assert isinstance(plan, DefragPlan) and plan.metrics is not None
         job = plan.metrics.per_job[name]
-        if out["remedy"]["code"] == "make_room":
-            assert job["placed"] and job["moves"] <= out["remedy"]["numbers"]["moves"]
+        if out["remedy"]["code"] == "make_room":  # startable after k moves: make-room starts it with k or fewer
+            k = out["remedy"]["numbers"]["moves"]
+            assert job["placed"] and job["moves"] <= k
+            if k:  # one move fewer than it took: the budget stops the heuristic, and explain says so
+                tight = explain_job(c, name, ExplainOptions(max_moves=k - 1))
+                assert tight["remedy"]["code"] in ("budget", "make_room")
+                if tight["remedy"]["code"] == "make_room":
+                    assert tight["remedy"]["numbers"]["moves"] <= k - 1
         elif out["remedy"]["code"] == "none_needed":
             assert job["placed"] and job["moves"] == 0
         else:
             assert not job["placed"], (name, out["remedy"])
+    assert "make_room" in remedies
 
 
 # ----------------------------------------------------------------------------------------------
