@@ -90,16 +90,26 @@ def checked_shapes(value: list[str]) -> list[str]:
     return value
 
 
-def large_requests_of(state: ClusterState, placements: list[Any], shapes: list[Shape], before: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The large requests (``large_request_counts``) that fit before and after ``placements``
-    (``{pod, node}``) start, counted on ``state`` (the snapshot's: they are made and undone on it)."""
+def large_requests_of(
+    state: ClusterState, placements: list[Any], shapes: list[Shape], before: dict[str, Any] | None = None, evicted: tuple[str, ...] | list[str] = ()
+) -> dict[str, Any]:
+    """The large requests (``large_request_counts``) that fit before and after the ``evicted`` pods
+    leave and ``placements`` (``{pod, node}``) start, counted on ``state`` (the snapshot's: the
+    changes are made and undone on it). A placement of a pod already placed (a standby pod woken on
+    its node) is left as it is."""
     before = before if before is not None else large_request_counts(state, shapes)
+    gone = [(q, int(state.pod_node[q])) for q in (state.pod_index[name] for name in evicted) if state.pod_node[q] >= 0]
+    for q, _ in gone:
+        state.unplace(q)
     placed = [(state.pod_index[p.pod], state.node_index[p.node]) for p in placements]
+    placed = [(q, n) for q, n in placed if state.pod_node[q] < 0]
     for q, n in placed:
         state.place(q, n)
     after = large_request_counts(state, shapes)
     for q, _ in placed:
         state.unplace(q)
+    for q, n in gone:
+        state.place(q, n)
     return {"before": before, "after": after}
 
 

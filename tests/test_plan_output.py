@@ -8,13 +8,16 @@ import json
 
 from typer.testing import CliRunner
 
-from planner.capacity import after_plan, large_job_capacity
+from planner.capacity import after_plan, large_job_capacity, large_request_counts
 from planner.cli import app
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
+from planner.engine.allocate import AllocateOptions, plan_allocate
+from planner.engine.preempt import PreemptOptions, plan_preempt
 from planner.metrics import parse_shape
 from planner.plans import DefragPlan
 from planner.render.table import fmt, signed
+from planner.state import ClusterState
 from tests.conftest import REPO
 
 runner = CliRunner()
@@ -90,8 +93,6 @@ def test_bad_large_request_shape_is_exit_2_naming_the_flag(tmp_path):
 
 
 def test_allocation_plans_count_large_requests_before_and_after_their_placements():
-    from planner.engine.allocate import AllocateOptions, plan_allocate  # deferred: the allocation facade, for this test only
-
     c = Cluster.model_validate(
         {
             "nodes": [{"name": f"n{i}", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": f"s{i // 2}"} for i in range(4)],
@@ -111,3 +112,25 @@ def test_allocation_plans_count_large_requests_before_and_after_their_placements
         == 1
         == large_job_capacity(after_plan(c, plan), [parse_shape("16g")])[0]["per_model"]["(unnamed)"]["within_asw"]
     )
+
+
+def test_preempt_plans_count_large_requests_as_the_plan_carried_out_does():
+    c = Cluster.model_validate(
+        {
+            "time_s": 100.0,
+            "nodes": [{"name": f"n{i}", "gpus": 8, "cpus": 96, "memory_gib": 512, "asw": "s"} for i in range(2)],
+            "pods": [
+                {"name": "lp0", "job": "lp0", "gpus": 8, "cpus": 1, "node": "n0", "priority": "LP", "started_s": 0.0},
+                {"name": "lp1", "job": "lp1", "gpus": 4, "cpus": 1, "node": "n1", "priority": "LP", "started_s": 90.0},
+                {"name": "hp-0", "job": "hp", "gpus": 8, "cpus": 1, "node": None, "priority": "HP"},
+            ],
+            "jobs": [{"name": "lp0"}, {"name": "lp1"}, {"name": "hp"}],
+        }
+    )
+    plan = plan_preempt(c, "hp", PreemptOptions(large_requests=["4g", "8g"]))
+    assert plan.victims and plan.placements
+    shapes = [parse_shape("4g"), parse_shape("8g")]
+    assert plan.metrics["large_requests"]["before"] == large_request_counts(ClusterState(c), shapes)
+    assert plan.metrics["large_requests"]["after"] == large_request_counts(ClusterState(after_plan(c, plan)), shapes)
+    result = runner.invoke(app, ["preempt", "-", "--job", "hp", "-o", "table", "--large-requests", "4g"], input=c.model_dump_json())
+    assert result.exit_code == 0 and "large requests that still fit, before -> after: 4g0c" in result.stdout, result.output

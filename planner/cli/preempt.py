@@ -17,6 +17,7 @@ from planner.cli.common import (
     import_config_option,
     input_option,
     load_input,
+    names,
     output_option,
 )
 from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate
@@ -41,6 +42,11 @@ def preempt(
     solver: PreemptSolver = typer.Option(PreemptSolver("cpsat"), "--solver", help="Exact back-end."),
     time_limit: float = typer.Option(10.0, "--time-limit", help="Seconds for the solver (exact, compare)."),
     solver_workers: int = typer.Option(8, "--solver-workers", help="CP-SAT workers / HiGHS threads."),
+    large_requests: str = typer.Option(
+        "64g768c,128g1536c,256g3072c",
+        "--large-requests",
+        help="SHAPE[,SHAPE...]: large requests whose counts before and after the plan its metrics report (GPUs, CPUs, optional GiB: 128g1536c).",
+    ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
     source: InputKind = input_option(),
@@ -59,6 +65,7 @@ def preempt(
         "now_s": now,
         "alpha": alpha,
         "seed": seed,
+        "large_requests": names(large_requests),
         "heuristic": heuristic.value,
         "solver": solver.value,
         "time_limit_s": time_limit,

@@ -195,6 +195,7 @@ def render_preempt(console: Console, plan: PreemptPlan | PreemptComparison) -> N
             victims.add_row(v.pod, v.node, v.job or "", fmt(float(v.lost_gpu_s)))
         console.print(victims)
         console.print(f"  surplus victims: {one.metrics.get('surplus_victims', 0)}")
+        render_large_requests(console, one.metrics.get("large_requests"))
     if isinstance(plan, PreemptComparison):
         console.print(f"cost ratio (heuristic / exact): {plan.gap.get('cost_ratio')}")
 
@@ -219,17 +220,22 @@ def render_allocation(console: Console, plan: AllocationPlan | AllocationCompari
         console.print(table)
         for item in one.unplaced:
             console.print(f"unplaced {item.job}: {item.reason}")
-        large = one.metrics.get("large_requests")
-        if large:
-            counts = ", ".join(
-                f"{shape} {fmt(b['within_one_switch'])} -> {fmt(large['after'][shape]['within_one_switch'])} within one switch "
-                f"({fmt(b['across_switches'])} -> {fmt(large['after'][shape]['across_switches'])} across switches)"
-                for shape, b in large["before"].items()
-            )
-            console.print(f"large requests that still fit, before -> after: {counts}")
+        render_large_requests(console, one.metrics.get("large_requests"))
     if isinstance(plan, AllocationComparison):
         g, e = plan.gap["greedy"], plan.gap["exact"]
         console.print(
             f"GPUs started: greedy {fmt(float(g['gpus']))}, exact {fmt(float(e['gpus']))}; switches: greedy {fmt(g['switches'])}, exact {fmt(e['switches'])} "
             f"(exact {plan.gap['exact_status']})"
         )
+
+
+def render_large_requests(console: Console, large: dict[str, Any] | None) -> None:
+    """A preempt or allocation plan's counts of large requests that fit, before and after it."""
+    if not large:
+        return
+    counts = ", ".join(
+        f"{shape} {fmt(b['within_one_switch'])} -> {fmt(large['after'][shape]['within_one_switch'])} within one switch "
+        f"({fmt(b['across_switches'])} -> {fmt(large['after'][shape]['across_switches'])} across switches)"
+        for shape, b in large["before"].items()
+    )
+    console.print(f"large requests that still fit, before -> after: {counts}")
