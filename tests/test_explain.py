@@ -318,6 +318,30 @@ def test_node_with_no_eligible_destination():
     assert out["pods"][0]["code"] == "no_eligible_destination" and out["pods"][0]["proof"]
 
 
+def test_node_kept_by_anti_affinity_topology_and_the_plans_limits():
+    empty = DefragPlan(waves=[], vacated_nodes=[])
+    groups = cluster(
+        [{"name": "n0", "gpus": 8}, {"name": "n1", "gpus": 8}],
+        [{"name": "a", "gpus": 1, "node": "n0", "anti_affinity": ["g"]}, {"name": "b", "gpus": 1, "node": "n1", "anti_affinity": ["g"]}],
+    )
+    assert explain_node(groups, "n0", empty)["pods"][0]["code"] == "anti_affinity"
+    switch = cluster(
+        [{"name": "n0", "gpus": 8, "asw": "s0"}, {"name": "n1", "gpus": 8, "asw": "s0", "schedulable": False}, {"name": "n2", "gpus": 8, "asw": "s1"}],
+        [{"name": "t-0", "job": "t", "gpus": 4, "node": "n0"}, {"name": "t-1", "job": "t", "gpus": 8, "node": "n1"}],
+        [{"name": "t", "topology": {"level": "asw", "mode": "required"}}],
+    )
+    out = explain_node(switch, "n0", empty)["pods"][0]
+    assert out["code"] == "topology" and out["numbers"] == {"other_nodes": 2, "static_rules": 1, "topology": 1}
+    scoped = cluster(
+        [{"name": "n0", "gpus": 8}, {"name": "n1", "gpus": 8}],
+        [{"name": "k", "gpus": 2, "node": "n0", "namespace": "keep"}, {"name": "m", "gpus": 2, "node": "n1"}],
+    )
+    plan = plan_defrag(scoped, DefragOptions(exclude_namespaces=["keep"], executor="inline"))
+    assert isinstance(plan, DefragPlan) and plan.vacated_nodes == ["n1"]
+    out = explain_node(scoped, "n0", plan)
+    assert out["pods"][0]["code"] == "limits" and "exclude_namespaces" in out["pods"][0]["detail"]
+
+
 # ----------------------------------------------------------------------------------------------
 # the command line
 # ----------------------------------------------------------------------------------------------
