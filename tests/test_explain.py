@@ -141,6 +141,24 @@ def test_budget_stops_the_remedy():
     assert explain_job(c, "j")["remedy"]["code"] == "make_room"
 
 
+def test_disruption_budgets_stop_the_remedy():
+    c = cluster(
+        [{"name": "n0", "gpus": 8}, {"name": "n1", "gpus": 8}],
+        [{"name": "w-0", "job": "w", "gpus": 4, "node": "n0"}, {"name": "b", "gpus": 4, "node": "n1"}, *gang("big", 1, 8)],
+        [{"name": "w", "disruption": {"max_unavailable": 0}}, {"name": "big"}],
+    )
+    out = explain_job(c, "big")
+    assert reason(out) == "fragmentation"
+    assert out["remedy"]["code"] == "make_room" and out["remedy"]["numbers"]["moves"] == 1  # b moves; w is held by its budget
+    held = cluster(
+        [{"name": "n0", "gpus": 8}, {"name": "n1", "gpus": 8}],
+        [{"name": "w-0", "job": "w", "gpus": 4, "node": "n0"}, {"name": "v-0", "job": "v", "gpus": 4, "node": "n1"}, *gang("big", 1, 8)],
+        [{"name": "w", "disruption": {"max_unavailable": 0}}, {"name": "v", "disruption": {"max_unavailable": 0}}, {"name": "big"}],
+    )
+    out = explain_job(held, "big")
+    assert out["remedy"]["code"] == "disruption" and out["remedy"]["numbers"]["moves"] == 1 and out["remedy"]["jobs_with_budgets"] == 2
+
+
 def test_a_pod_of_a_job_is_explained_by_its_job_and_a_running_pod_is_refused():
     c = cluster([{"name": "n0", "gpus": 8}], [{"name": "a", "gpus": 2, "node": "n0"}, *gang("j", 1, 8)], [{"name": "j"}])
     assert explain_pod(c, "j-0")["job"] == "j"

@@ -46,7 +46,7 @@ def render_explanation(console: Console, result: dict[str, Any]) -> None:
     reason, remedy = result["reason"], result["remedy"]
     console.print(f"reason: {reason['code']} ({_kind(reason)}): {reason['meaning']}")
     console.print(f"remedy: {remedy['code']} ({_kind(remedy)}): {remedy['meaning']}")
-    if remedy["numbers"] and remedy["code"] in ("make_room", "budget"):
+    if remedy["numbers"] and remedy["code"] in ("make_room", "budget", "disruption"):
         n = remedy["numbers"]
         console.print(f"  plan: {n['moves']:,} move(s), {fmt(n['gpus_moved'])} GPU(s) moved, {n['waves']:,} wave(s); starts on {', '.join(n['nodes'])}")
     if remedy.get("budgets"):

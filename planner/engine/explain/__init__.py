@@ -131,6 +131,12 @@ def _remedy(
         free = _make_room(cluster, name, {}, options.seed)
         if "moves" in free:
             return _reason("budget", free, budgets=budgets, within_budgets=tried["reason"])
+    held = [j.name for j in cluster.jobs if j.disruption is not None]
+    if held:  # the snapshot's disruption budgets: a budget of 0 holds a job's pods where they are
+        lifted = cluster.model_copy(update={"jobs": [j.model_copy(update={"disruption": None}) for j in cluster.jobs]})
+        free = _make_room(lifted, name, {}, options.seed)
+        if "moves" in free:
+            return _reason("disruption", free, budgets=budgets, jobs_with_budgets=len(held), within_budgets=tried["reason"])
     return _reason("no_plan_found", {}, budgets=budgets, detail=tried["reason"])
 
 

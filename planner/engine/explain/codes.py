@@ -46,6 +46,12 @@ REMEDY_CODES = (
         False,
         "the make-room heuristic starts it only without the move budgets given (their plan's size is reported): the budgets stop it",
     ),
+    Code(
+        "disruption",
+        False,
+        "the make-room heuristic starts it only with the snapshot's disruption budgets (jobs' max_unavailable) lifted: they stop it "
+        "(the plan's size without them is reported)",
+    ),
     Code("no_plan_found", False, "the make-room heuristic found no plan, with or without the budgets: not a proof that none exists"),
     Code("no_room_after_any_moves", True, "even with every movable pod gone (locked and standby pods stay), no node set has room for it"),
     Code("capacity", True, "moves cannot free GPUs: the cluster has fewer free GPUs than it asks"),
