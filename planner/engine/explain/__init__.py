@@ -20,6 +20,7 @@ from planner.engine.defrag import DefragOptions, plan_defrag
 from planner.engine.explain.codes import ALL_CODES
 from planner.engine.explain.job import JobFacts, checks, gpus, proof_after_any_moves
 from planner.engine.explain.node import explain_node_left_busy
+from planner.plans import DefragPlan
 from planner.rules import gang_need
 
 __all__ = ["ALL_CODES", "ExplainOptions", "explain_job", "explain_node", "explain_pod", "pending_jobs"]
@@ -146,10 +147,11 @@ def _make_room(cluster: Cluster, name: str, budgets: dict[str, Any], seed: int) 
         plan = plan_defrag(cluster, DefragOptions(make_room=[name], executor="inline", seed=seed, **budgets))
     except PlanOptionError as err:  # a job make-room refuses (shapes differ, a pod no node could hold)
         return {"reason": str(err)}
-    job = plan.metrics.per_job[name]  # type: ignore[union-attr]
+    assert isinstance(plan, DefragPlan) and plan.metrics is not None and plan.metrics.per_job is not None  # method heuristic: one plan
+    job = plan.metrics.per_job[name]
     if not job["placed"]:
         return {"reason": job["reason"]}
-    return {"moves": job["moves"], "gpus_moved": job["gpus_moved"], "waves": len(plan.waves), "nodes": job["nodes"]}  # type: ignore[union-attr]
+    return {"moves": job["moves"], "gpus_moved": job["gpus_moved"], "waves": len(plan.waves), "nodes": job["nodes"]}
 
 
 def explain_node(cluster: Cluster, node: str, plan: Any) -> dict[str, Any]:
