@@ -17,9 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
 from planner.cluster import Cluster, SnapshotError
-from planner.metrics import Shape
+from planner.metrics import Shape, parse_shape
 from planner.state import ClusterState
 from planner.validate import validate_plan
 from planner.validate.defrag import apply_plan
@@ -64,6 +65,67 @@ def large_job_capacity(cluster: Cluster | ClusterState, shapes: list[Shape]) -> 
                 "heterogeneous_across_asw": int(slots[gpu_nodes].sum() // shape.gpus),
             }
         )
+    return out
+
+
+DEFAULT_LARGE_REQUESTS = ("64g768c", "128g1536c", "256g3072c")
+"""The large requests every plan's metrics count (ASI Fig. 14's 64, 128 and 256 GPUs, 12 CPUs per GPU as
+on the ASI nodes: 8 GPUs and 96 CPUs); ``large_requests`` in the options changes them."""
+
+
+def large_requests_field() -> Any:
+    """The ``large_requests`` option of a planner's options model (checked by ``checked_shapes``)."""
+    return Field(
+        list(DEFAULT_LARGE_REQUESTS),
+        min_length=1,
+        max_length=16,
+        description="Request shapes ('128g1536c': GPUs, CPUs, optional GiB) whose counts before and after the plan its metrics report.",
+    )
+
+
+def checked_shapes(value: list[str]) -> list[str]:
+    """The shapes as given, once each reads as one (a ValueError naming the bad one otherwise)."""
+    for text in value:
+        parse_shape(text)
+    return value
+
+
+def large_requests_of(
+    state: ClusterState, placements: list[Any], shapes: list[Shape], before: dict[str, Any] | None = None, evicted: tuple[str, ...] | list[str] = ()
+) -> dict[str, Any]:
+    """The large requests (``large_request_counts``) that fit before and after the ``evicted`` pods
+    leave and ``placements`` (``{pod, node}``) start, counted on ``state`` (the snapshot's: the
+    changes are made and undone on it). A placement of a pod already placed (a standby pod woken on
+    its node) is left as it is."""
+    before = before if before is not None else large_request_counts(state, shapes)
+    gone = [(q, int(state.pod_node[q])) for q in (state.pod_index[name] for name in evicted) if state.pod_node[q] >= 0]
+    for q, _ in gone:
+        state.unplace(q)
+    placed = [(state.pod_index[p.pod], state.node_index[p.node]) for p in placements]
+    placed = [(q, n) for q, n in placed if state.pod_node[q] < 0]
+    for q, n in placed:
+        state.place(q, n)
+    after = large_request_counts(state, shapes)
+    for q, _ in placed:
+        state.unplace(q)
+    for q, n in gone:
+        state.place(q, n)
+    return {"before": before, "after": after}
+
+
+def large_request_counts(state: ClusterState, shapes: list[Shape]) -> dict[str, Any]:
+    """Per request shape the requests of that size the free GPUs could take: ``across_switches``
+    (any models pooled, the network ignored), ``within_one_switch`` (one model, one access switch:
+    what a topology-bound job can get) and per model both; ``large_job_capacity`` in brief, for a
+    plan's ``metrics.before`` and ``metrics.after``."""
+    out: dict[str, Any] = {}
+    for item in large_job_capacity(state, shapes):
+        per_model = item["per_model"]
+        out[item["shape"]] = {
+            "across_switches": item["heterogeneous_across_asw"],
+            "within_one_switch": sum(m["within_asw"] for m in per_model.values()),
+            "by_model": {model: {"across_switches": m["across_asw"], "within_one_switch": m["within_asw"]} for model, m in per_model.items()},
+        }
     return out
 
 

@@ -12,7 +12,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from planner.cluster import Cluster
-from planner.engine.allocate import AllocateOptions, plan_allocate
+from planner.engine.allocate import plan_allocate
+from planner.engine.allocate_options import AllocateOptions
 from planner.engine.defrag import DefragOptions, Progress, plan_defrag
 from planner.engine.preempt import PreemptOptions, plan_preempt, plan_reactivate
 from planner.plans import (

@@ -65,18 +65,21 @@ SPECS: dict[str, dict[str, str]] = {
         "solver.formulation": "formulation",
         "solver.deterministic": "deterministic",
         "solver.force": "force",
+        "report.largeRequests": "large_requests",
     },
     "preempt": {
         "method": "method",
         "heuristic.compareWith": "heuristic",
         "heuristic.alpha": "alpha",
         **_SOLVER,
+        "report.largeRequests": "large_requests",
     },
     "allocate": {
         "method": "method",
         "scope.jobs": "jobs",
         "objective.entropy": "entropy",
         **_SOLVER,
+        "report.largeRequests": "large_requests",
     },
 }
 """Per plan kind: each ``spec`` field path of its policy and the options field it sets."""

@@ -12,9 +12,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from planner.capacity import large_request_counts, large_requests_of
 from planner.cluster import Cluster
-from planner.engine.allocate import GREEDY_METHODS, AllocateOptions, greedy_plan, pending_jobs, pending_pods
+from planner.engine.allocate import greedy_plan, pending_jobs, pending_pods
+from planner.engine.allocate_options import GREEDY_METHODS, AllocateOptions
 from planner.engine.defrag import PlanOptionError
+from planner.metrics import parse_shape
 from planner.plans import AllocationPlan
 from planner.state import ClusterState
 from planner.validate.allocate import SnapshotIndex
@@ -27,6 +30,7 @@ class WarmAllocator:
         self.index = SnapshotIndex(cluster)
         self.pending = pending_pods(cluster)
         self._checked: set[str] = set()  # jobs whose pods passed ``pending_jobs``' checks
+        self._large_before: dict[str, Any] | None = None
 
     def allocate(self, job: str, method: str = "largest-first", seed: int = 0) -> AllocationPlan:
         """A validated plan for one pending job (greedy methods only: the exact model is a batch tool)."""
@@ -39,4 +43,9 @@ class WarmAllocator:
             pending_jobs(self.cluster, [job], self.pending)
             self._checked.add(job)
         pods = [self.state.pod_index[self.cluster.pods[i].name] for i in self.pending[job]]
-        return greedy_plan(self.cluster, self.state, {job: pods}, [job], options, start, self.index, keep=False)
+        plan = greedy_plan(self.cluster, self.state, {job: pods}, [job], options, start, self.index, keep=False)
+        shapes = [parse_shape(text) for text in options.large_requests]
+        if self._large_before is None:  # the snapshot does not change between requests
+            self._large_before = large_request_counts(self.state, shapes)
+        plan.metrics["large_requests"] = large_requests_of(self.state, plan.placements, shapes, self._large_before)
+        return plan

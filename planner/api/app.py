@@ -3,7 +3,7 @@
 Routes: ``POST /v1/defrag`` (202 with a job, or 200 with the plan when ``?wait=S`` sees it finish),
 ``GET /v1/jobs/{id}``, ``GET /v1/jobs/{id}/plan``, ``DELETE /v1/jobs/{id}``, ``GET /v1/jobs``,
 ``GET /v1/plans``, ``GET /v1/plans/{id}``, the HTML pages ``GET /v1/plans/{id}/view`` and ``GET /v1/jobs/{id}/view``,
-``POST /v1/validate``, ``POST /v1/report``, ``GET /healthz``,
+``POST /v1/validate``, ``POST /v1/report``, ``POST /v1/explain``, ``GET /healthz``,
 ``GET /readyz``, ``GET /metrics`` (Prometheus text); they live in ``routes/`` (one router per area),
 and ``create_app`` assembles them with the guard (``auth.py``), the error handlers (``errors.py``)
 and the state they share (``context.py``, on ``app.state.service``).
@@ -40,6 +40,7 @@ from planner.api.routes import jobs, ops, plans, views
 from planner.api.schemas import (
     AllocateRequest,
     DefragRequest,
+    ExplainRequest,
     PreemptRequest,
     ReportRequest,
     ValidateRequest,
@@ -155,7 +156,7 @@ def create_app(settings: Settings) -> FastAPI:
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-            add_body_schemas(schema, (DefragRequest, PreemptRequest, AllocateRequest, ValidateRequest, ReportRequest, *PLAN_MODELS))
+            add_body_schemas(schema, (DefragRequest, PreemptRequest, AllocateRequest, ValidateRequest, ReportRequest, ExplainRequest, *PLAN_MODELS))
             # the routers' own routes: their paths are the app's (no prefix), and app.routes holds the
             # included routers rather than their routes
             routes = [*app.routes, *(route for router in ROUTERS for route in router.routes)]

@@ -49,6 +49,7 @@ def _tag(path: str) -> str:
         ("/v1/plans", "plans"),
         ("/v1/validate", "checks"),
         ("/v1/report", "checks"),
+        ("/v1/explain", "checks"),
     ):
         if path.startswith(prefix):
             return tag

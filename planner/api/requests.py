@@ -18,6 +18,7 @@ from planner.api.refusals import Refused, parse_model
 from planner.api.schemas import (
     AllocateRequest,
     DefragRequest,
+    ExplainRequest,
     PreemptRequest,
     ReportRequest,
     ServiceAllocateOptions,
@@ -31,6 +32,7 @@ from planner.api.worker import OPTION_SOURCES, job_time_limit_s
 from planner.cluster import Cluster, SnapshotError
 from planner.engine import PlanOptionError, check_exact_size, estimated_runtime_s
 from planner.engine.allocate import pending_jobs
+from planner.engine.explain import explain_job, explain_node, explain_pod
 from planner.engine.makeroom import make_room_requests, refuse_exact_shares
 from planner.engine.preempt import request_problems
 from planner.policy import Layer, PolicyError, is_policy, policy_layer, resolve
@@ -229,6 +231,27 @@ def report_of(body: bytes) -> dict[str, Any]:
         except ValueError as err:
             raise Refused(422, "invalid request", [f"shape: {err}"]) from None
     return metrics.report(request.snapshot, shape)
+
+
+def explain_of(body: bytes) -> dict[str, Any]:
+    """``POST /v1/explain``: ``planner explain``'s answer; an unknown name is a 422 with the closest names."""
+    request = parse_model(ExplainRequest, body)
+    problems = consistency_problems(request.snapshot)
+    if problems:
+        raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])
+    given = [name for name in ("job", "pod", "node") if getattr(request, name) is not None]
+    if len(given) != 1:
+        raise Refused(422, "invalid request", [f"give exactly one of job, pod or node (got {', '.join(given) or 'none'})"])
+    if (request.node is None) != (request.plan is None):
+        raise Refused(422, "invalid request", ["node and plan go together: the node a defrag plan left busy, and the plan"])
+    try:
+        if request.job is not None:
+            return explain_job(request.snapshot, request.job, request.options)
+        if request.pod is not None:
+            return explain_pod(request.snapshot, request.pod, request.options)
+        return explain_node(request.snapshot, str(request.node), request.plan)
+    except SnapshotError as err:
+        raise Refused(422, "invalid request", [p.replace("--", "", 1) if p.startswith("--") else p for p in err.problems]) from None
 
 
 def json_body(model: type[BaseModel]) -> dict[str, Any]:

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validat
 
 from planner.cluster import Cluster
 from planner.engine import DefragOptions
-from planner.engine.allocate import AllocateOptions
+from planner.engine.allocate_options import AllocateOptions
+from planner.engine.explain import ExplainOptions
 from planner.engine.preempt import PreemptOptions
 from planner.plans import AllocationPlan, DefragPlan, PreemptPlan
 from planner.policy import PolicyDocument
@@ -253,6 +254,18 @@ class ReportRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"snapshot": EXAMPLE_SNAPSHOT, "shape": "8g64c"}]})
     snapshot: Cluster
     shape: str | None = Field(None, description="Request shape for the stranded-GPU analysis, e.g. 8g64c.")
+
+
+class ExplainRequest(BaseModel):
+    """``POST /v1/explain``: why a pending job or pod waits, or why ``plan`` left ``node`` busy (``planner explain``)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"snapshot": EXAMPLE_SNAPSHOT, "job": "train"}]})
+    snapshot: Cluster
+    job: str | None = Field(None, description="A pending job (give exactly one of job, pod, node).")
+    pod: str | None = Field(None, description="A pending pod (its job's explanation when it has one).")
+    node: str | None = Field(None, description="A node the defrag plan `plan` left busy.")
+    plan: DefragPlan | None = Field(None, description="With node: the defrag plan.")
+    options: ExplainOptions = Field(default_factory=ExplainOptions, description="The move budgets of a job's remedy (a make-room plan).")
 
 
 class Problem(BaseModel):

@@ -2,7 +2,7 @@
 script's entry point.
 
 One module per command group (``defrag``, ``preempt``, ``allocate``, ``render``, ``report``, ``validate``,
-``generate``, ``importing``, ``export``, ``simulate``, ``solve``, ``serve``, ``client``, ``db``); what
+``explain``, ``generate``, ``importing``, ``export``, ``simulate``, ``solve``, ``serve``, ``client``, ``db``); what
 they share is in ``common`` (errors, exit codes, guarded runs, the output writer, input loading, the
 plan output), the option choices built from the engine in ``choices``. Imports run one way: this
 module imports the command modules, they import ``common`` (and the layers below), nothing imports
@@ -17,7 +17,7 @@ import sys
 import typer
 from typer._click.exceptions import ClickException
 
-from planner.cli import allocate, client, db, defrag, export, generate, importing, preempt, render, report, serve, simulate, solve, submit, validate
+from planner.cli import allocate, client, db, defrag, explain, export, generate, importing, preempt, render, report, serve, simulate, solve, submit, validate
 from planner.cli.common import EXIT_BAD_INPUT, stand_in_for_closed_stdout
 from planner.provenance import planner_version
 
@@ -51,6 +51,7 @@ app.command()(serve.serve)
 app.command()(allocate.allocate)
 app.command()(preempt.preempt)
 app.command()(render.render)
+app.command()(explain.explain)
 app.add_typer(submit.submit_app, name="submit")
 app.add_typer(generate.generate_app, name="generate")
 app.add_typer(client.jobs_app, name="jobs")

@@ -22,7 +22,8 @@ from planner.cli.common import (
     output_option,
     policy_option,
 )
-from planner.engine.allocate import AllocateOptions, plan_allocate
+from planner.engine.allocate import plan_allocate
+from planner.engine.allocate_options import AllocateOptions
 from planner.provenance import stamp_option_sources
 
 
@@ -47,6 +48,11 @@ def allocate(
     solver_workers: int = typer.Option(8, "--solver-workers", help="exact, auto, compare: CP-SAT workers / HiGHS threads."),
     entropy: bool = typer.Option(True, "--entropy/--no-entropy", help="exact, auto, compare: least entropy as the third objective level."),
     seed: int = typer.Option(0, "--seed", help="random: the seed."),
+    large_requests: str = typer.Option(
+        "64g768c,128g1536c,256g3072c",
+        "--large-requests",
+        help="SHAPE[,SHAPE...]: large requests whose counts before and after the plan its metrics report (GPUs, CPUs, optional GiB: 128g1536c).",
+    ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
     source: InputKind = input_option(),
@@ -73,4 +79,5 @@ def option_values(flags: dict[str, Any]) -> dict[str, Any]:
         "solver_workers": flags["solver_workers"],
         "entropy": flags["entropy"],
         "seed": flags["seed"],
+        "large_requests": names(flags["large_requests"]),
     }

@@ -9,8 +9,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from planner.engine.allocate import AllocateMethod as AllocateMethodLiteral
-from planner.engine.allocate import AllocateOptions
+from planner.engine.allocate_options import AllocateMethod as AllocateMethodLiteral
+from planner.engine.allocate_options import AllocateOptions
 from planner.engine.defrag import DefragOptions
 from planner.engine.defrag import Method as DefragMethodLiteral
 from planner.engine.preempt import PreemptMethod as PreemptMethodLiteral

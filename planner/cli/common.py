@@ -307,7 +307,7 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
         err_console.print(f"wrote {', '.join(written)} to {out_dir}", markup=False, soft_wrap=True)
     elif output in (OutputFormat.table, OutputFormat.wide):
         with stdout_console() as console:
-            render_summary(console, plan)
+            render_summary(console, plan, wide=output == OutputFormat.wide)
         if output == OutputFormat.wide and isinstance(plan, DefragPlan):
             emit(wide_table(plan, cluster), "-")
     elif output == OutputFormat.html:

@@ -113,6 +113,11 @@ def defrag(
     limit_costs: bool = typer.Option(
         False, "--limit-costs", help="Also plan without each limit in force that can cost vacated nodes and report what each cost."
     ),
+    large_requests: str = typer.Option(
+        "64g768c,128g1536c,256g3072c",
+        "--large-requests",
+        help="SHAPE[,SHAPE...]: large requests whose counts before and after the plan its metrics report (GPUs, CPUs, optional GiB: 128g1536c).",
+    ),
     make_room: str = typer.Option(
         None,
         "--make-room",
@@ -182,6 +187,7 @@ def option_values(flags: dict[str, Any]) -> dict[str, Any]:
         "force": flags["force"],
         "limit_costs": flags["limit_costs"],
         "make_room": names(flags["make_room"]),
+        "large_requests": names(flags["large_requests"]),
     }
 
 

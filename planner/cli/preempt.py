@@ -18,6 +18,7 @@ from planner.cli.common import (
     import_config_option,
     input_option,
     load_input,
+    names,
     options_with_policy,
     output_option,
     policy_option,
@@ -45,6 +46,11 @@ def preempt(
     solver: PreemptSolver = typer.Option(PreemptSolver("cpsat"), "--solver", help="Exact back-end."),
     time_limit: float = typer.Option(10.0, "--time-limit", help="Seconds for the solver (exact, compare)."),
     solver_workers: int = typer.Option(8, "--solver-workers", help="CP-SAT workers / HiGHS threads."),
+    large_requests: str = typer.Option(
+        "64g768c,128g1536c,256g3072c",
+        "--large-requests",
+        help="SHAPE[,SHAPE...]: large requests whose counts before and after the plan its metrics report (GPUs, CPUs, optional GiB: 128g1536c).",
+    ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
     source: InputKind = input_option(),
@@ -83,4 +89,5 @@ def option_values(flags: dict[str, Any]) -> dict[str, Any]:
         "solver": flags["solver"].value,
         "time_limit_s": flags["time_limit"],
         "solver_workers": flags["solver_workers"],
+        "large_requests": names(flags["large_requests"]),
     }

@@ -38,7 +38,7 @@ from planner.cli.common import (
     read_policy,
 )
 from planner.cluster import SnapshotError
-from planner.engine.allocate import AllocateOptions
+from planner.engine.allocate_options import AllocateOptions
 from planner.engine.defrag import DefragOptions
 from planner.engine.preempt import PreemptOptions
 from planner.kinds import KINDS as PLAN_KINDS

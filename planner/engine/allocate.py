@@ -14,21 +14,19 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from planner import rules
+from planner.capacity import large_requests_of
 from planner.cluster import Cluster
+from planner.engine.allocate_options import AllocateOptions
 from planner.engine.common import (
-    MAX_SEED,
-    MAX_TIME_LIMIT_S,
     PlanBug,
     PlanOptionError,
     pod_shape,
     refuse_unholdable,
-    refuse_unused,
 )
 from planner.heuristics.topology import (
     CHOOSERS,
@@ -38,6 +36,7 @@ from planner.heuristics.topology import (
     min_switches,
     node_slots,
 )
+from planner.metrics import parse_shape
 from planner.plans import (
     AllocationComparison,
     AllocationPlan,
@@ -50,42 +49,11 @@ from planner.state import PENDING, ClusterState
 from planner.suggest import unknown_name
 from planner.validate.allocate import SnapshotIndex, validate_allocate
 
-AllocateMethod = Literal["auto", "largest-first", "greedy", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random", "exact", "compare"]
-GREEDY_METHODS = ("largest-first", "greedy", "alg2", "kueue-bestfit", "kueue-leastfree", "slurm", "random")
-"""One job at a time, largest first; ``greedy`` is largest-first (the ASI practice)."""
 SWITCH_PAIR_WEIGHT = 1
 CROSS_SWITCH_PAIR_WEIGHT = 10
 ENTROPY_TIE = 1e-6
 """Entropy sums closer than this (nats) are equal (metrics are rounded to 6 decimals)."""
 """Locality cost weights per GPU pair: 0 on one node, 1 under one switch, 10 across switches."""
-
-
-class AllocateOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    method: AllocateMethod = "auto"
-    jobs: list[str] | None = Field(None, description="Jobs to place (default: every job with pending pods).")
-    solver: Literal["auto", "highs", "cpsat"] = Field(
-        "auto", description="exact, auto, compare: the back-end; auto = HiGHS, then CP-SAT when HiGHS has not proven it in 40% of the time."
-    )
-    time_limit_s: float = Field(10.0, gt=0, le=MAX_TIME_LIMIT_S, allow_inf_nan=False, description="exact, auto, compare: time for all solves.")
-    solver_workers: int = Field(8, ge=1, le=256, description="CP-SAT workers / HiGHS threads.")
-    entropy: bool = Field(True, description="exact, auto, compare: least entropy as the objective's third level (after GPUs, switches).")
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="random: the seed.")
-
-    @field_validator("*")
-    @classmethod
-    def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
-        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "jobs"))
-
-
-_SOLVER = {"solver", "time_limit_s", "solver_workers", "entropy"}
-METHOD_OPTIONS: dict[str, set[str]] = {
-    **{m: set() for m in GREEDY_METHODS},
-    "random": {"seed"},
-    "exact": _SOLVER,
-    "auto": _SOLVER,
-    "compare": _SOLVER,
-}
 
 
 def pending_pods(cluster: Cluster) -> dict[str, list[int]]:
@@ -119,18 +87,24 @@ def pending_jobs(cluster: Cluster, names: list[str] | None, pending: dict[str, l
 def plan_allocate(cluster: Cluster, options: AllocateOptions | None = None) -> AllocationPlan | AllocationComparison:
     """A validated allocation plan (for ``compare``: the greedy and exact plans side by side), with its provenance."""
     options = options or AllocateOptions()
-    return stamp(_plan_allocate(cluster, options), cluster, options)
-
-
-def _plan_allocate(cluster: Cluster, options: AllocateOptions) -> AllocationPlan | AllocationComparison:
     start = time.perf_counter()
     names = pending_jobs(cluster, options.jobs)
     state = ClusterState(cluster)
+    pristine = state.clone()
+    plan = _plan_allocate(cluster, options, start, names, state)
+    shapes = [parse_shape(text) for text in options.large_requests]
+    for one in [plan.heuristic, plan.exact] if isinstance(plan, AllocationComparison) else [plan]:
+        if "large_requests" not in one.metrics:  # the warm start's plan has them already
+            one.metrics["large_requests"] = large_requests_of(pristine, one.placements, shapes)
+    return stamp(plan, cluster, options)
+
+
+def _plan_allocate(cluster: Cluster, options: AllocateOptions, start: float, names: list[str], state: ClusterState) -> AllocationPlan | AllocationComparison:
     job_index = cluster.job_index()
     pods_of = {name: [int(p) for p in np.flatnonzero((state.pod_job == job_index[name]) & (state.pod_node == PENDING))] for name in names}
     order = sorted(names, key=lambda j: (-float(state.pod_gpus[pods_of[j]].sum()), j))
     if options.method in ("exact", "auto", "compare"):
-        warm = plan_allocate(cluster, AllocateOptions(method="largest-first", jobs=options.jobs))
+        warm = plan_allocate(cluster, AllocateOptions(method="largest-first", jobs=options.jobs, large_requests=options.large_requests))
         assert isinstance(warm, AllocationPlan)
         exact = _exact(cluster, state, names, pods_of, options, start, warm, _best_start(cluster, state, pods_of, order, warm))
         if options.method == "exact":

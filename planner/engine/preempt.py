@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from planner import rules
+from planner.capacity import checked_shapes, large_requests_field, large_requests_of
 from planner.cluster import MAX_TIME_S, Cluster
 from planner.engine.common import (
     MAX_SEED,
@@ -33,6 +34,7 @@ from planner.heuristics.flextopo import FlexTopo
 from planner.heuristics.gang import Choice, Policy, place_job
 from planner.heuristics.preempt_baselines import baseline_policy
 from planner.heuristics.spotgpu import SpotGpu
+from planner.metrics import parse_shape
 from planner.models.preempt import solve_preempt
 from planner.plans import Placement, PreemptComparison, PreemptPlan, SolveReport, Victim
 from planner.preempt_state import Ask, PreemptState
@@ -59,11 +61,17 @@ class PreemptOptions(BaseModel):
     solver: Literal["cpsat", "highs"] = Field("cpsat", description="Exact back-end.")
     time_limit_s: float = Field(10.0, gt=0, le=MAX_TIME_LIMIT_S, allow_inf_nan=False, description="Time for exact and compare.")
     solver_workers: int = Field(8, ge=1, le=256, description="CP-SAT workers / HiGHS threads.")
+    large_requests: list[str] = large_requests_field()
 
     @field_validator("*")
     @classmethod
     def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
-        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "now_s"))
+        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "now_s", "large_requests"))
+
+    @field_validator("large_requests")
+    @classmethod
+    def _shapes_read(cls, value: list[str]) -> list[str]:
+        return checked_shapes(value)
 
 
 _SOLVER = {"solver", "time_limit_s", "solver_workers"}
@@ -193,6 +201,8 @@ def decide_plan(cluster: Cluster, ps: PreemptState, ask: Ask, method: str, optio
         raise PlanBug(f"{method} produced an invalid preemption plan: " + "; ".join(map(str, violations[:5])))
     if plan.placements:
         plan.metrics["surplus_victims"] = surplus_units(cluster, plan)
+    shapes = [parse_shape(text) for text in options.large_requests]
+    plan.metrics["large_requests"] = large_requests_of(ps.cs, plan.placements, shapes, evicted=[v.pod for v in plan.victims])
     assert plan.report is not None
     plan.report.wall_s = round(time.perf_counter() - start, 6)
     return plan

@@ -18,31 +18,20 @@ from planner.plans import (
     PreemptComparison,
     PreemptPlan,
 )
-from planner.render.table import fmt
+from planner.render.table import fmt, signed
 
 DEFRAG_REPORT_EXTRAS = (
     "jobs_placed",
     "jobs_unplaced",
     "lexicographic_optimal",
-    "moves_before_trim",
     "moves_saved",
     "moves_bound",
     "move_minimal",
     "solver_status",
-    "units",
     "bound_error",
     "auto_choice",
     "fallback",
-    "ipc_objective",
-    "formulation",
-    "rounds_run",
-    "partitions",
-    "candidates_tried",
-    "lns_rounds",
-    "lns_improved",
-    "lns_gained_empty_nodes",
     "dropped_moves",
-    "waves_before_wave_limits",
     "pods_held",
     "move_once_rerouted",
     "move_once_dropped",
@@ -51,13 +40,42 @@ DEFRAG_REPORT_EXTRAS = (
 )
 """Fields of a defrag report's extras shown in its summary, in this order, when present."""
 
+DEFRAG_INTERNALS = (
+    "moves_before_trim",
+    "units",
+    "ipc_objective",
+    "formulation",
+    "rounds_run",
+    "partitions",
+    "candidates_tried",
+    "lns_rounds",
+    "lns_improved",
+    "lns_gained_empty_nodes",
+    "waves_before_wave_limits",
+)
+"""How the planner got there (partitions, candidates tried, rounds): shown with ``-o wide`` only."""
 
-def render_summary(console: Console, plan: Any) -> None:
-    """The summary of any plan or comparison the planning commands return."""
+EXTRA_LABELS = {"lost_gpu_s": "lost work (GPU-seconds since the last checkpoint)", "dropped_moves": "moves dropped"}
+"""Row labels where the field's name does not say its unit."""
+
+MEASURES = (
+    ("empty_nodes", "empty nodes"),
+    ("full_nodes", "full nodes (every GPU allocated)"),
+    ("nodes_with_slack", "nodes with slack (neither empty nor full)"),
+    ("gfr", "GFR: share of GPU nodes neither empty nor full"),
+    ("gar", "GAR: allocated GPUs / GPUs"),
+    ("allocated_gpus", "allocated GPUs"),
+)
+"""The before-and-after table's rows: the measure and its definition (``docs/reference/metrics.md``)."""
+
+
+def render_summary(console: Console, plan: Any, wide: bool = False) -> None:
+    """The summary of any plan or comparison the planning commands return (``wide``: with the
+    planner's internals, such as partitions, candidates tried and rounds)."""
     if isinstance(plan, DefragComparison):
         render_defrag_comparison(console, plan)
     elif isinstance(plan, DefragPlan):
-        render_defrag(console, plan)
+        render_defrag(console, plan, wide)
     elif isinstance(plan, (PreemptPlan, PreemptComparison)):
         render_preempt(console, plan)
     elif isinstance(plan, (AllocationPlan, AllocationComparison)):
@@ -129,7 +147,7 @@ def render_make_room_jobs(console: Console, plan: DefragPlan) -> None:
     console.print(jobs)
 
 
-def render_defrag(console: Console, plan: Any) -> None:  # a DefragPlan with its report
+def render_defrag(console: Console, plan: Any, wide: bool = False) -> None:  # a DefragPlan with its report
     report = plan.report
     head = Table(title=f"Defrag plan ({report.method}, seed {report.seed}, {report.wall_s:.2f} s)")
     head.add_column("")
@@ -145,9 +163,9 @@ def render_defrag(console: Console, plan: Any) -> None:  # a DefragPlan with its
     for label, value in (("solver", report.solver), ("status", report.status), ("bound (empty nodes)", report.bound), ("gap", report.gap)):
         if report.solver is not None:
             head.add_row(label, fmt(value))
-    for key in DEFRAG_REPORT_EXTRAS:
+    for key in DEFRAG_REPORT_EXTRAS + (DEFRAG_INTERNALS if wide else ()):
         if key in extra:
-            head.add_row(key.replace("_", " "), fmt(extra[key]))
+            head.add_row(EXTRA_LABELS.get(key, key.replace("_", " ")), fmt(extra[key]))
     console.print(head)
     render_limits(console, extra.get("limits"))
     render_make_room_jobs(console, plan)
@@ -155,13 +173,25 @@ def render_defrag(console: Console, plan: Any) -> None:  # a DefragPlan with its
     table = Table(title="Cluster before and after")
     for column in ("measure", "before", "after", "change"):
         table.add_column(column, justify="left" if column == "measure" else "right")
-    for key in ("empty_nodes", "full_nodes", "nodes_with_slack", "gfr", "gar", "allocated_gpus"):
+    for key, label in MEASURES:
         change = after[key] - before[key]
-        table.add_row(key.replace("_", " "), fmt(before[key]), fmt(after[key]), f"{change:+.4g}")
+        table.add_row(label, fmt(before[key]), fmt(after[key]), signed(change))
     if before["nodes_with_slack"]:
         cut = 1 - after["nodes_with_slack"] / before["nodes_with_slack"]
         table.add_row("nodes with slack cut", "", "", f"{cut:.1%}")
+    large_before, large_after = before.get("large_requests", {}), after.get("large_requests", {})
+    for shape, counts in large_before.items():
+        for key, where in (("across_switches", "any switches"), ("within_one_switch", "one switch")):
+            b = counts[key]
+            a = large_after.get(shape, {}).get(key, b)
+            table.add_row(f"{shape} requests that fit ({where})", fmt(b), fmt(a), signed(a - b))
     console.print(table)
+    gained = any(large_after.get(s, {}).get(k, 0) > c[k] for s, c in large_before.items() for k in ("across_switches", "within_one_switch"))
+    if plan.vacated_nodes and large_before and not gained:
+        console.print(
+            f"warning: the plan vacates {len(plan.vacated_nodes):,} node(s) but adds no room for a large request "
+            f"({', '.join(large_before)}): no more of them fit after it, across switches or within one"
+        )
 
 
 def render_preempt(console: Console, plan: PreemptPlan | PreemptComparison) -> None:
@@ -169,9 +199,9 @@ def render_preempt(console: Console, plan: PreemptPlan | PreemptComparison) -> N
     for title, one in plans:
         report = one.report
         assert report is not None
-        head = f"{title}: {report.method} {report.status}, lost work {one.metrics.get('lost_gpu_s', 0):g} GPU-s"
+        head = f"{title}: {report.method} {report.status}, lost work {fmt(float(one.metrics.get('lost_gpu_s', 0)))} GPU-s"
         if report.bound is not None:
-            head += f", bound {report.bound:g}, gap {report.gap:g}"
+            head += f", bound {fmt(float(report.bound))} GPU-s, gap {fmt(report.gap)}"
         console.print(head)
         reason = getattr(report, "reason", None)
         if reason:
@@ -183,9 +213,10 @@ def render_preempt(console: Console, plan: PreemptPlan | PreemptComparison) -> N
         console.print(table)
         victims = Table("victim", "node", "job", "lost GPU-s", title="victims")
         for v in one.victims:
-            victims.add_row(v.pod, v.node, v.job or "", f"{v.lost_gpu_s:g}")
+            victims.add_row(v.pod, v.node, v.job or "", fmt(float(v.lost_gpu_s)))
         console.print(victims)
         console.print(f"  surplus victims: {one.metrics.get('surplus_victims', 0)}")
+        render_large_requests(console, one.metrics.get("large_requests"))
     if isinstance(plan, PreemptComparison):
         console.print(f"cost ratio (heuristic / exact): {plan.gap.get('cost_ratio')}")
 
@@ -198,14 +229,34 @@ def render_allocation(console: Console, plan: AllocationPlan | AllocationCompari
         table = Table("job", "pods", "asws", "min asws", "entropy", "nodes", "min nodes", "locality cost", title=title)
         for job, m in one.metrics.get("per_job", {}).items():
             table.add_row(
-                job, str(m["pods"]), str(m["asws"]), str(m["min_asws"]), f"{m['entropy']:.3f}", str(m["nodes"]), str(m["min_nodes"]), f"{m['locality_cost']:g}"
+                job,
+                fmt(m["pods"]),
+                fmt(m["asws"]),
+                fmt(m["min_asws"]),
+                f"{m['entropy']:.3f}",
+                fmt(m["nodes"]),
+                fmt(m["min_nodes"]),
+                fmt(float(m["locality_cost"])),
             )
         console.print(table)
         for item in one.unplaced:
             console.print(f"unplaced {item.job}: {item.reason}")
+        render_large_requests(console, one.metrics.get("large_requests"))
     if isinstance(plan, AllocationComparison):
         g, e = plan.gap["greedy"], plan.gap["exact"]
         console.print(
-            f"GPUs started: greedy {g['gpus']:g}, exact {e['gpus']:g}; switches: greedy {g['switches']}, exact {e['switches']} "
+            f"GPUs started: greedy {fmt(float(g['gpus']))}, exact {fmt(float(e['gpus']))}; switches: greedy {fmt(g['switches'])}, exact {fmt(e['switches'])} "
             f"(exact {plan.gap['exact_status']})"
         )
+
+
+def render_large_requests(console: Console, large: dict[str, Any] | None) -> None:
+    """A preempt or allocation plan's counts of large requests that fit, before and after it."""
+    if not large:
+        return
+    counts = ", ".join(
+        f"{shape} {fmt(b['within_one_switch'])} -> {fmt(large['after'][shape]['within_one_switch'])} within one switch "
+        f"({fmt(b['across_switches'])} -> {fmt(large['after'][shape]['across_switches'])} across switches)"
+        for shape, b in large["before"].items()
+    )
+    console.print(f"large requests that still fit, before -> after: {counts}")

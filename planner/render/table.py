@@ -5,6 +5,7 @@ rich table (or lines) printed on the console the command line gives, or returned
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from typing import Any
@@ -14,14 +15,27 @@ from rich.table import Table
 
 
 def fmt(value: Any) -> str:
-    """A value for a table cell: yes/no, four decimals below 1, thousands separators."""
+    """A value for a table cell: yes/no, four decimals below 1, thousands separators, never an
+    exponent (1,004,290 rather than 1.00429e+06)."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:.4f}" if abs(value) < 1 and value != 0 else f"{value:,.6g}"
+        if not math.isfinite(value):
+            return str(value)
+        if abs(value) < 1 and value != 0:
+            return f"{value:.4f}"
+        if abs(value) >= 1e5 or value == int(value):
+            return f"{value:,.0f}"
+        return f"{value:,.6g}"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+def signed(value: float) -> str:
+    """A change for a table cell: its sign always shown, formatted as ``fmt`` does."""
+    text = fmt(value)
+    return text if text.startswith("-") or value == 0 else f"+{text}"
 
 
 # ----------------------------------------------------------------------------------------------

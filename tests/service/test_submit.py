@@ -47,6 +47,7 @@ ALLOCATE_POLICY = (
 SOLVE = ("--solver-workers", "1", "--time-limit", "20")
 DEFRAG_CASES: list[tuple[str, ...]] = [
     (),
+    ("--large-requests", "16g64c,32g128c"),
     ("--method", "random", "--seed", "5"),
     ("--method", "descheduler", "--threshold", "0.7"),
     ("--method", "repack"),
@@ -85,6 +86,7 @@ DEFRAG_CASES: list[tuple[str, ...]] = [
     ("-o", "json"),
 ]
 PREEMPT_CASES: list[tuple[str, ...]] = [
+    ("--job", "hp-new-0", "--large-requests", "16g64c"),
     ("--job", "hp-new-0"),
     ("--job", "hp-new-0", "--method", "spotgpu-paper"),
     ("--job", "hp-new-0", "--method", "flextopo", "--alpha", "0.8"),
@@ -98,6 +100,7 @@ PREEMPT_CASES: list[tuple[str, ...]] = [
     ("--job", "research/Job/train-big", "--from", "kubernetes", "--import-config", "{import_config}"),
 ]
 ALLOCATE_CASES: list[tuple[str, ...]] = [
+    ("--large-requests", "16g64c"),
     ("--method", "largest-first"),
     ("--method", "alg2"),
     ("--method", "random", "--seed", "2"),

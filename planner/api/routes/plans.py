@@ -1,6 +1,6 @@
 """Routes that plan or check: ``POST /v1/defrag``, ``/v1/preempt`` and ``/v1/allocate`` queue a job
 (202, or 200 with the plan when ``?wait=S`` sees it finish; 429 with ``Retry-After`` when the queue
-is full) on ``submissions``; ``POST /v1/validate`` and ``/v1/report`` answer at once on ``checks``.
+is full) on ``submissions``; ``POST /v1/validate``, ``/v1/report`` and ``/v1/explain`` answer at once on ``checks``.
 Two routers because the service lists the jobs' routes between them."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from planner.api.requests import (
     accept_allocate,
     accept_defrag,
     accept_preempt,
+    explain_of,
     json_body,
     report_of,
     validate_plan_of,
@@ -28,6 +29,7 @@ from planner.api.schemas import (
     EXAMPLE_PLAN,
     AllocateRequest,
     DefragRequest,
+    ExplainRequest,
     JobAccepted,
     PreemptRequest,
     Problem,
@@ -172,3 +174,13 @@ async def validate_plan(http: Request, svc: Svc) -> Any:
 )
 async def report(http: Request, svc: Svc) -> Any:
     return await svc.bodies.parse(http, report_of)
+
+
+@checks.post(
+    "/v1/explain",
+    responses={**RESPONSES, 200: {"content": {"application/json": {"example": {"job": "train", "reason": {"code": "fragmentation", "proof": True}}}}}},
+    summary="Why a pending job or pod waits, or why a plan left a node busy",
+    openapi_extra=json_body(ExplainRequest),
+)
+async def explain(http: Request, svc: Svc) -> Any:
+    return await svc.bodies.parse(http, explain_of)

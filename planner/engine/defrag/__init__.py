@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from planner import metrics
+from planner.capacity import large_request_counts
 from planner.cluster import Cluster
 from planner.engine.common import (
     MAX_COUNT,
@@ -156,6 +157,7 @@ def _plan_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | 
     budget = MoveBudget.of(state, limits)
     relaxed = empties_bound(state, budget) if options.make_room is None else None  # make-room plans do not maximise empties
     before = metrics.summary(state)
+    before["large_requests"] = large_request_counts(state, [metrics.parse_shape(text) for text in options.large_requests])
     method: str = options.method
     extra: dict[str, Any] = {"pods_held": held} if held else {}
     if method == "auto":

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from planner import metrics
+from planner.capacity import large_request_counts
 from planner.cluster import Cluster
 from planner.engine.common import PlanBug, lost_work
 from planner.engine.defrag.methods import _moved_once
@@ -154,6 +155,8 @@ def _assemble(cluster: Cluster, state: ClusterState, steps: list[list[Step]], be
     uids: list[str | None] = [p.uid for p in cluster.pods]  # recorded on each pod's first move only
     waves = [[Move(pod=pods[p], **{"from": nodes[s]}, to=nodes[d], uid=_first(uids, p)) for p, s, d in wave] for wave in steps if wave]
     after = metrics.summary(state)
+    if "large_requests" in before:  # the same shapes as before the plan
+        after["large_requests"] = large_request_counts(state, [metrics.parse_shape(text) for text in before["large_requests"]])
     busy_before = np.zeros(len(nodes), dtype=bool)
     for p in cluster.pods:
         if p.node is not None:

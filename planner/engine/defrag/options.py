@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from planner.capacity import checked_shapes, large_requests_field
 from planner.engine.common import (
     MAX_COUNT,
     MAX_SEED,
@@ -113,6 +114,7 @@ class DefragOptions(BaseModel):
         "two solves (empty nodes, then moves with them held) or one weighted solve.",
     )
     force: bool = Field(False, description="Run exact even above the size limit.")
+    large_requests: list[str] = large_requests_field()
     limit_costs: bool = Field(
         False,
         description="Also plan without each limit in force that can cost vacated nodes, one at a time, and report "
@@ -123,14 +125,24 @@ class DefragOptions(BaseModel):
     @classmethod
     def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
         if info.data.get("make_room") is not None and info.data.get("method") in MAKE_ROOM_METHODS:
-            return refuse_unused(cls, value, info, MAKE_ROOM_METHODS, ("method", "workers", "executor", "make_room"), _unused_by_make_room)
+            return refuse_unused(cls, value, info, MAKE_ROOM_METHODS, ("method", "workers", "executor", "make_room", "large_requests"), _unused_by_make_room)
         if info.data.get("method") == "heuristic" and info.data.get("trim") == "exact":
             return refuse_unused(
-                cls, value, info, {"heuristic": METHOD_OPTIONS["heuristic"] | TRIM_EXACT_OPTIONS}, ("method", "workers", "executor"), unused_option_reason
+                cls,
+                value,
+                info,
+                {"heuristic": METHOD_OPTIONS["heuristic"] | TRIM_EXACT_OPTIONS},
+                ("method", "workers", "executor", "large_requests"),
+                unused_option_reason,
             )
         if info.field_name == "trim" and value == "exact" and info.data.get("method") == "hybrid":
             raise ValueError("hybrid spends its time limit on neighbourhood search; use trim 'greedy' with it, or method 'heuristic' with trim 'exact'")
-        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "workers", "executor"), unused_option_reason)
+        return refuse_unused(cls, value, info, METHOD_OPTIONS, ("method", "workers", "executor", "large_requests"), unused_option_reason)
+
+    @field_validator("large_requests")
+    @classmethod
+    def _shapes_read(cls, value: list[str]) -> list[str]:
+        return checked_shapes(value)
 
     @field_validator("node_selector")
     @classmethod

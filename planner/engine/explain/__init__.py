@@ -1,0 +1,162 @@
+"""``planner explain``: why a pending job (or pod) waits, and why a plan left a node busy.
+
+``explain_job`` and ``explain_pod`` check the constraints in order (``job.py``) and compute the
+cheapest remedy the planner can (a make-room plan, validated like every plan); ``explain_node``
+(``node.py``) names, for each pod a plan left on a node, the rule that kept it. Every reason is a
+stable code (``codes.py``) with its numbers and whether it is a proof from the snapshot alone or the
+heuristic's finding. An unknown name is a ``SnapshotError`` with the closest names and the pending jobs.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.cluster import Cluster, Pod, SnapshotError
+from planner.engine.common import MAX_COUNT, MAX_SEED, PlanOptionError
+from planner.engine.defrag import DefragOptions, plan_defrag
+from planner.engine.explain.codes import ALL_CODES
+from planner.engine.explain.job import JobFacts, checks, gpus, proof_after_any_moves
+from planner.engine.explain.node import explain_node_left_busy
+from planner.plans import DefragPlan
+from planner.rules import gang_need
+
+__all__ = ["ALL_CODES", "ExplainOptions", "explain_job", "explain_node", "explain_pod", "pending_jobs"]
+
+LISTED = 20
+"""Pending jobs listed beside an unknown name, at most."""
+
+
+class ExplainOptions(BaseModel):
+    """The move budgets the remedy (a make-room plan) is computed within, and its seed."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    max_moves: int | None = Field(None, ge=0, le=MAX_COUNT, description="Migration budget of the remedy's plan.")
+    max_moves_per_node: int | None = Field(None, ge=0, le=MAX_COUNT, description="Moves touching any one node.")
+    same_asw: bool = Field(False, description="Pods move only within their access switch.")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Random seed of the make-room heuristic.")
+
+    def budgets(self) -> dict[str, Any]:
+        return {k: v for k, v in self.model_dump().items() if k != "seed" and v is not None and v is not False}  # max_moves 0 is a budget
+
+
+def pending_jobs(cluster: Cluster) -> list[str]:
+    """Jobs with a pending pod, then pending pods of no job, in snapshot order."""
+    jobs = dict.fromkeys(p.job for p in cluster.pods if p.node is None and p.job is not None)
+    lone = [p.name for p in cluster.pods if p.node is None and p.job is None]
+    return [*(j for j in jobs if j is not None), *lone]
+
+
+def unknown(cluster: Cluster, what: str, name: str, known: list[str]) -> SnapshotError:
+    """An unknown name: the closest known ones (difflib) and the pending jobs."""
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    problems = [f"--{what}: no {what} named '{name}' in the snapshot" + (f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "")]
+    pending = pending_jobs(cluster)
+    shown = ", ".join(pending[:LISTED]) + (f" and {len(pending) - LISTED:,} more" if len(pending) > LISTED else "")
+    problems.append(f"pending jobs (and pending pods of no job): {shown}" if pending else "the snapshot has no pending job or pod")
+    return SnapshotError(problems)
+
+
+def explain_pod(cluster: Cluster, name: str, options: ExplainOptions | None = None) -> dict[str, Any]:
+    """A pending pod: its job's explanation (or its own, when it has no job)."""
+    pods = {p.name: p for p in cluster.pods}
+    if name not in pods:
+        raise unknown(cluster, "pod", name, list(pods))
+    pod = pods[name]
+    if pod.node is not None:
+        raise SnapshotError([f"--pod: pod '{name}' runs on node '{pod.node}'; explain a pending pod, or the node with --node {pod.node} --plan PLAN"])
+    if pod.job is not None:
+        return {"pod": name, **explain_job(cluster, pod.job, options)}
+    return _explain(cluster, name, [pod], None, 1, options or ExplainOptions())
+
+
+def explain_job(cluster: Cluster, name: str, options: ExplainOptions | None = None) -> dict[str, Any]:
+    """Why job ``name`` waits: the constraints in order with their numbers, the reason and the remedy."""
+    jobs = {j.name: j for j in cluster.jobs}
+    members = [p for p in cluster.pods if p.job == name]
+    if name not in jobs and not members:
+        raise unknown(cluster, "job", name, sorted({*jobs, *(p.job for p in cluster.pods if p.job)}))
+    pending = [p for p in members if p.node is None]
+    running = len(members) - len(pending)
+    job = jobs.get(name)
+    if not pending:
+        raise SnapshotError(
+            [f"--job: job '{name}' has no pending pod ({running} running); explain a pending job: {', '.join(pending_jobs(cluster)[:LISTED]) or 'none'}"]
+        )
+    need = gang_need(job.min_available if job else None, len(pending), running)
+    level = job.topology.level if job and job.topology and job.topology.mode == "required" else None
+    return _explain(cluster, name, pending, level, need, options or ExplainOptions(), running)
+
+
+def _explain(cluster: Cluster, name: str, pending: list[Pod], level: str | None, need: int, options: ExplainOptions, running: int = 0) -> dict[str, Any]:
+    head: dict[str, Any] = {
+        "job": name,
+        "pending_pods": len(pending),
+        "running_pods": running,
+        "pods_needed": need,
+        "pod_shape": {"gpus": gpus(pending[0].gpus), "cpus": pending[0].cpus, "memory_gib": pending[0].memory_gib},
+        "topology": level and f"required {level}",
+    }
+    if need == 0:
+        return {**head, "reason": _reason("already_running", {}), "checks": [], "remedy": _reason("none_needed", {"moves": 0})}
+    facts = JobFacts(cluster, pending, need, level)
+    steps = checks(facts)
+    binding = next((c for c in steps if c["holds"]), None)
+    reason = _reason(binding["code"], binding["numbers"]) if binding else _reason("fits_now", steps[-1]["numbers"])
+    return {**head, "reason": reason, "checks": steps, "remedy": _remedy(cluster, name, pending, need, level, binding, options)}
+
+
+def _reason(code: str, numbers: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    meaning = ALL_CODES[code]
+    return {"code": code, "proof": meaning.proof, "meaning": meaning.meaning, "numbers": numbers, **extra}
+
+
+def _remedy(
+    cluster: Cluster, name: str, pending: list[Pod], need: int, level: str | None, binding: dict[str, Any] | None, options: ExplainOptions
+) -> dict[str, Any]:
+    if binding is None:
+        return _reason("none_needed", {"moves": 0})
+    if binding["check"] == "capacity":
+        return _reason("capacity", binding["numbers"])
+    index = {p.name: i for i, p in enumerate(cluster.pods)}
+    proof = proof_after_any_moves(cluster, [index[p.name] for p in pending], need, level)
+    if proof is not None:
+        return _reason("no_room_after_any_moves", {}, detail=proof)
+    budgets = options.budgets()
+    tried = _make_room(cluster, name, budgets, options.seed)
+    if "moves" in tried:
+        return _reason("make_room", tried, budgets=budgets)
+    if budgets:
+        free = _make_room(cluster, name, {}, options.seed)
+        if "moves" in free:
+            return _reason("budget", free, budgets=budgets, within_budgets=tried["reason"])
+    held = [j.name for j in cluster.jobs if j.disruption is not None]
+    if held:  # the snapshot's disruption budgets: a budget of 0 holds a job's pods where they are
+        lifted = cluster.model_copy(update={"jobs": [j.model_copy(update={"disruption": None}) for j in cluster.jobs]})
+        free = _make_room(lifted, name, {}, options.seed)
+        if "moves" in free:
+            return _reason("disruption", free, budgets=budgets, jobs_with_budgets=len(held), within_budgets=tried["reason"])
+    return _reason("no_plan_found", {}, budgets=budgets, detail=tried["reason"])
+
+
+def _make_room(cluster: Cluster, name: str, budgets: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The make-room heuristic's plan for ``name``: moves, GPUs moved, waves and nodes, or why not."""
+    try:
+        plan = plan_defrag(cluster, DefragOptions(make_room=[name], executor="inline", seed=seed, **budgets))
+    except PlanOptionError as err:  # a job make-room refuses (shapes differ, a pod no node could hold)
+        return {"reason": str(err)}
+    assert isinstance(plan, DefragPlan) and plan.metrics is not None and plan.metrics.per_job is not None  # method heuristic: one plan
+    job = plan.metrics.per_job[name]
+    if not job["placed"]:
+        return {"reason": job["reason"]}
+    return {"moves": job["moves"], "gpus_moved": job["gpus_moved"], "waves": len(plan.waves), "nodes": job["nodes"]}
+
+
+def explain_node(cluster: Cluster, node: str, plan: Any) -> dict[str, Any]:
+    """Why ``plan`` left ``node`` busy: per pod on it after the plan, the rule that kept it."""
+    names = [n.name for n in cluster.nodes]
+    if node not in names:
+        raise unknown(cluster, "node", node, names)
+    return explain_node_left_busy(cluster, node, plan)
