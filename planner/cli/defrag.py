@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from planner.cli.choices import DefragMethod, Executor, Formulation, Lexicographic, Solver, Trim
+from planner.cli.choices import DefragMethod, Executor, Formulation, Lexicographic, Objective, RoomLevel, Solver, Trim
 from planner.cli.common import (
     InputKind,
     OutputFormat,
@@ -110,6 +110,17 @@ def defrag(
         "--make-room",
         help="NAME[,NAME...]: pending jobs (or pending pods without a job) to make room for and start (method heuristic, exact or compare).",
     ),
+    objective: Objective = typer.Option(
+        Objective("empty-nodes"),
+        "--objective",
+        help="empty-nodes = vacate as many nodes as possible; room = let as many requests of --requests (or the pending jobs) "
+        "start within one switch (ASI Fig. 14), largest shape first, then fewest moves.",
+    ),
+    requests: str = typer.Option(
+        None, "--requests", help="With --objective room: SHAPE[,SHAPE...] as <GPUs>g<CPUs>c[<GiB>m] (default 256g3072c,128g1536c,64g768c)."
+    ),
+    for_pending: bool = typer.Option(False, "--for-pending", help="With --objective room: the shapes are the snapshot's pending jobs."),
+    level: RoomLevel = typer.Option(RoomLevel("asw"), "--level", help="With --objective room: a request starts within one access switch or one spine."),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
     source: InputKind = input_option(),
@@ -154,6 +165,10 @@ def defrag(
         "force": force,
         "limit_costs": limit_costs,
         "make_room": None if make_room is None else [name.strip() for name in make_room.split(",") if name.strip()],
+        "objective": objective.value,
+        "requests": names(requests),
+        "for_pending": for_pending,
+        "room_level": level.value,
     }
     options = given_options(context, DefragOptions, given)
     check_plan_output(output_format, out)
