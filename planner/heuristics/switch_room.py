@@ -27,6 +27,7 @@ docs/algorithms.md for the argument.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -145,9 +146,13 @@ def _slots_without(state: ClusterState, shape: Shape, n: int, evicted: list[int]
     return max(int(slots), 0)
 
 
-def _clear(state: ClusterState, group: EjectionGroup, shape: Shape, members: np.ndarray, need: int, optimistic: np.ndarray) -> bool:
+def _clear(
+    state: ClusterState, group: EjectionGroup, shape: Shape, members: np.ndarray, need: int, optimistic: np.ndarray, protected: Callable[[float], np.ndarray]
+) -> bool:
     """Raise the slots of the domain ``members`` to ``need`` by moving pods off its nodes; False
-    (moves undone) when that fails."""
+    (moves undone) when that fails. Pods go first to domains not ``protected`` (a mask over nodes:
+    the domains that would lose a request to them), then to any other domain, then anywhere but the
+    nodes chosen."""
     offers = {}
     for n in members.tolist():
         now = _slots_without(state, shape, n, [])
@@ -157,7 +162,9 @@ def _clear(state: ClusterState, group: EjectionGroup, shape: Shape, members: np.
     if chosen is None:
         return False
     unbound = np.zeros(len(state.pod_names), dtype=bool)
-    for blocked in (frozenset(members.tolist()), frozenset(chosen)):
+    moved_gpus = float(sum(state.pod_gpus[q] for _, evicted in chosen.values() for q in evicted))
+    shielded = frozenset(np.flatnonzero(protected(moved_gpus)).tolist()) | frozenset(members.tolist())
+    for blocked in dict.fromkeys((shielded, frozenset(members.tolist()), frozenset(chosen))):
         mark = len(group.trail)
         order = sorted(chosen, key=lambda n: (len(chosen[n][1]), n))
         relocated = all(_relocate(state, group, [q for q in chosen[n][1] if state.pod_node[q] == n], unbound, blocked) for n in order)
@@ -167,15 +174,28 @@ def _clear(state: ClusterState, group: EjectionGroup, shape: Shape, members: np.
     return False
 
 
+def _short_of_slack(state: ClusterState, rooms: list[RoomShape], gpus: float) -> np.ndarray:
+    """Nodes of the domains that hold a request of some shape of ``rooms`` with fewer than ``gpus``
+    GPU slots to spare: pods of that many GPUs arriving there could cost a request."""
+    short = np.zeros(len(state.node_names), dtype=bool)
+    for room in rooms:
+        groups = domain_groups(state, room.level)
+        slots = _per_group(groups, gpu_slots(state, room.shape))
+        tight = (slots >= room.shape.gpus) & (np.mod(slots, room.shape.gpus) < gpus)
+        short |= (groups >= 0) & tight[np.maximum(groups, 0)]
+    return short
+
+
 def make_switch_room(state: ClusterState, rooms: list[RoomShape], budget: MoveBudget, seed: int = 0) -> RoomOutcome:
     """Moves that raise the room counts of ``rooms`` (in order: lexicographic); ``state`` ends after
     them, its locks as found, and ``budget`` is spent by them."""
     locks = state.pod_locked
     state.pod_locked = locks.copy()
     group = EjectionGroup(GroupTask(state, IpcOptions(depth=CHAIN_DEPTH, seed=seed), (seed, 0, 0), budget))
+    group.into_empty = True  # a whole-node pod needs an empty node; best fit still prefers the fullest
     outcome = RoomOutcome(moves=[])
     current = room_counts(state, rooms)
-    for room in rooms:
+    for i, room in enumerate(rooms):
         groups = domain_groups(state, room.level)
         size = room.shape.gpus
         failed: set[int] = set()
@@ -190,7 +210,15 @@ def make_switch_room(state: ClusterState, rooms: list[RoomShape], budget: MoveBu
             for g in candidates[:MAX_DOMAINS]:
                 outcome.domains_tried += 1
                 mark = len(group.trail)
-                if _clear(state, group, room.shape, np.flatnonzero(groups == g), int(need[g]), optimistic_nodes):
+                if _clear(
+                    state,
+                    group,
+                    room.shape,
+                    np.flatnonzero(groups == g),
+                    int(need[g]),
+                    optimistic_nodes,
+                    lambda gpus, ahead=rooms[: i + 1]: _short_of_slack(state, ahead, gpus),
+                ):
                     counts = room_counts(state, rooms)
                     if counts > current:
                         current, improved = counts, True
