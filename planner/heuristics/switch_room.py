@@ -158,12 +158,12 @@ def _clear(
         now = _slots_without(state, shape, n, [])
         options = eviction_options(state, -1, n, now, int(optimistic[n]), lambda evicted, n=n: _slots_without(state, shape, n, evicted))
         offers[n] = [(now, [])] * int(now > 0) + options
-    chosen = _choose(state, offers, need)
+    chosen = _choose(state, offers, need, state.pod_whole >= state.cap_gpus[np.maximum(state.pod_node, 0)])
     if chosen is None:
         return False
     unbound = np.zeros(len(state.pod_names), dtype=bool)
-    moved_gpus = float(sum(state.pod_gpus[q] for _, evicted in chosen.values() for q in evicted))
-    shielded = frozenset(np.flatnonzero(protected(moved_gpus)).tolist()) | frozenset(members.tolist())
+    moved = [q for _, evicted in chosen.values() for q in evicted]
+    shielded = frozenset(np.flatnonzero(protected(_slot_weight(state, shape, moved))).tolist()) | frozenset(members.tolist())
     for blocked in dict.fromkeys((shielded, frozenset(members.tolist()), frozenset(chosen))):
         mark = len(group.trail)
         order = sorted(chosen, key=lambda n: (len(chosen[n][1]), n))
@@ -174,9 +174,19 @@ def _clear(
     return False
 
 
+def _slot_weight(state: ClusterState, shape: Shape, pods: list[int]) -> float:
+    """GPU slots of ``shape`` that ``pods`` can take where they land: a pod takes its GPUs' worth, or
+    its CPUs' or memory's when those are more (at c/G CPUs and m/G GiB a slot)."""
+    weight = state.pod_gpus[pods].astype(np.float64)
+    for used, total in ((state.pod_cpus, shape.cpus), (state.pod_mem, shape.memory_gib)):
+        if total > 0:
+            weight = np.maximum(weight, np.ceil(used[pods] / (total / shape.gpus) - 1e-9))
+    return float(weight.sum())
+
+
 def _short_of_slack(state: ClusterState, rooms: list[RoomShape], gpus: float) -> np.ndarray:
     """Nodes of the domains that hold a request of some shape of ``rooms`` with fewer than ``gpus``
-    GPU slots to spare: pods of that many GPUs arriving there could cost a request."""
+    GPU slots to spare: pods taking that many slots (``_slot_weight``) arriving there could cost a request."""
     short = np.zeros(len(state.node_names), dtype=bool)
     for room in rooms:
         groups = domain_groups(state, room.level)
