@@ -301,7 +301,9 @@ def _used_by_room(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any
     method, name = info.data.get("method"), str(info.field_name)
     if name == "objective":
         if value == "room" and method not in ROOM_METHODS:
-            raise ValueError(f"objective 'room' is planned by method {' or '.join(sorted(ROOM_METHODS))}, not '{method}'; leave method out (heuristic is the default)")
+            raise ValueError(
+                f"objective 'room' is planned by method {' or '.join(sorted(ROOM_METHODS))}, not '{method}'; leave method out (heuristic is the default)"
+            )
         return value
     if info.data.get("objective") != "room":
         if value != cls.model_fields[name].default:
