@@ -42,10 +42,6 @@ from planner.metrics import Shape
 from planner.state import ClusterState
 from planner.waves import Step
 
-MAX_DOMAINS = 16
-"""Domains tried (closest to one more request first) before the heuristic gives up on a shape."""
-
-
 @dataclass(frozen=True)
 class RoomShape:
     """A request shape and the topology level it must start within (1 access switch, 2 spine)."""
@@ -217,7 +213,7 @@ def make_switch_room(state: ClusterState, rooms: list[RoomShape], budget: MoveBu
             candidates = [g for g in np.flatnonzero(optimistic >= need).tolist() if g not in failed]
             candidates.sort(key=lambda g: (need[g] - slots[g], g))
             improved = False
-            for g in candidates[:MAX_DOMAINS]:
+            for g in candidates:  # a domain that failed is not tried again for this shape
                 outcome.domains_tried += 1
                 mark = len(group.trail)
                 if _clear(
