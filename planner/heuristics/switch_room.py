@@ -42,6 +42,7 @@ from planner.metrics import Shape
 from planner.state import ClusterState
 from planner.waves import Step
 
+
 @dataclass(frozen=True)
 class RoomShape:
     """A request shape and the topology level it must start within (1 access switch, 2 spine)."""
