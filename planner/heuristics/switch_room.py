@@ -149,7 +149,8 @@ def _clear(
     """Raise the slots of the domain ``members`` to ``need`` by moving pods off its nodes; False
     (moves undone) when that fails. Pods go first to domains not ``protected`` (a mask over nodes:
     the domains that would lose a request to them), then to any other domain, then anywhere but the
-    nodes chosen."""
+    nodes chosen. Shielded first are the domains short of slack for all the pods moved, then those short
+    of it for the largest pod alone (the pods spread over several domains: the acceptance test decides)."""
     offers = {}
     for n in members.tolist():
         now = _slots_without(state, shape, n, [])
@@ -160,8 +161,10 @@ def _clear(
         return False
     unbound = np.zeros(len(state.pod_names), dtype=bool)
     moved = [q for _, evicted in chosen.values() for q in evicted]
-    shielded = frozenset(np.flatnonzero(protected(_slot_weight(state, shape, moved))).tolist()) | frozenset(members.tolist())
-    for blocked in dict.fromkeys((shielded, frozenset(members.tolist()), frozenset(chosen))):
+    inside = frozenset(members.tolist())
+    heaviest = max((_slot_weight(state, shape, [q]) for q in moved), default=0.0)
+    shielded = [frozenset(np.flatnonzero(protected(weight)).tolist()) | inside for weight in (_slot_weight(state, shape, moved), heaviest)]
+    for blocked in dict.fromkeys((*shielded, inside, frozenset(chosen))):
         mark = len(group.trail)
         order = sorted(chosen, key=lambda n: (len(chosen[n][1]), n))
         relocated = all(_relocate(state, group, [q for q in chosen[n][1] if state.pod_node[q] == n], unbound, blocked) for n in order)
