@@ -214,3 +214,21 @@ def test_room_plan_on_the_command_line(split_file: str, tmp_path) -> None:  # ty
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())["report"]
     assert report["room"]["shapes"][0]["after"] == 1 and report["method"] == "room"
+
+
+def test_the_service_refuses_a_room_shape_no_switch_holds_before_queueing() -> None:
+    from planner.api.refusals import Refused  # deferred: the service's request checks, only this test needs them
+    from planner.api.requests import Settings, accept_defrag
+
+    snapshot = SPLIT.model_dump(mode="json", by_alias=True, exclude_none=True)
+    for options, says in (
+        ({"objective": "room", "requests": ["32g32c"]}, "options.requests: shape 32g32c needs 32 GPUs"),
+        ({"objective": "room", "for_pending": True}, "options.for_pending: the snapshot has no pending job"),
+    ):
+        with pytest.raises(Refused) as refused:
+            accept_defrag(json.dumps({"snapshot": snapshot, "options": options}).encode(), Settings(db_url="sqlite://"))
+        assert refused.value.status == 422 and says in refused.value.args[2][0], refused.value.args
+    text, given, _ = accept_defrag(
+        json.dumps({"snapshot": snapshot, "options": {"objective": "room", "requests": ["16g16c"]}}).encode(), Settings(db_url="sqlite://")
+    )
+    assert given["objective"] == "room" and json.loads(text)["pods"]
