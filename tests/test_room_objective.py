@@ -232,3 +232,14 @@ def test_the_service_refuses_a_room_shape_no_switch_holds_before_queueing() -> N
         json.dumps({"snapshot": snapshot, "options": {"objective": "room", "requests": ["16g16c"]}}).encode(), Settings(db_url="sqlite://")
     )
     assert given["objective"] == "room" and json.loads(text)["pods"]
+
+
+def test_spine_level_counts_within_a_spine_and_the_plan_is_deterministic() -> None:
+    c = load_cluster("instances/asi-500.json")
+    first = plan(c, objective="room", requests=["256g3072c"], room_level="spine")
+    again = plan(c, objective="room", requests=["256g3072c"], room_level="spine")
+    assert first.waves == again.waves
+    assert first.report is not None
+    (shape,) = first.report.room["shapes"]  # type: ignore[attr-defined]
+    assert shape["level"] == "spine" and shape["before"] < shape["after"] <= shape["bound"]
+    assert room_count(ClusterState(apply_plan(c, first)), RoomShape(parse_shape("256g3072c"), level=2)) == shape["after"]
