@@ -40,6 +40,10 @@ SPECS: dict[str, dict[str, str]] = {
     "defrag": {
         "method": "method",
         "objective.makeRoom": "make_room",
+        "objective.target": "objective",
+        "objective.requests": "requests",
+        "objective.forPending": "for_pending",
+        "objective.level": "room_level",
         "objective.lexicographic": "lexicographic",
         "budgets.maxMoves": "max_moves",
         "budgets.maxMovesPerNode": "max_moves_per_node",

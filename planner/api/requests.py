@@ -32,6 +32,7 @@ from planner.api.worker import OPTION_SOURCES, job_time_limit_s
 from planner.cluster import Cluster, SnapshotError
 from planner.engine import PlanOptionError, check_exact_size, estimated_runtime_s
 from planner.engine.allocate import pending_jobs
+from planner.engine.defrag.room import room_shapes
 from planner.engine.explain import explain_job, explain_node, explain_pod
 from planner.engine.makeroom import make_room_requests, refuse_exact_shares
 from planner.engine.preempt import request_problems
@@ -143,6 +144,11 @@ def accept_defrag(body: bytes, settings: Settings) -> tuple[str, dict[str, Any],
             raise Refused(422, "invalid request", [err.for_api()]) from None
         except SnapshotError as err:  # a pod shape no node could hold
             raise Refused(422, "invalid request", [f"snapshot.{p}" for p in err.problems]) from None
+    if options.objective == "room":  # a shape no switch holds, or no pending job: refused before queueing
+        try:
+            room_shapes(request.snapshot, ClusterState(request.snapshot), options)
+        except PlanOptionError as err:
+            raise Refused(422, "invalid request", [err.for_api()]) from None
     given = options.model_dump(mode="json", exclude={"workers", "executor"}, exclude_unset=True)
     limit = job_time_limit_s(given, settings.max_job_s)
     given.update(stored)

@@ -34,6 +34,8 @@ Executor = choices("Executor", field_values(DefragOptions, "executor"))
 Solver = choices("Solver", field_values(DefragOptions, "solver"))
 Formulation = choices("Formulation", field_values(DefragOptions, "formulation"))
 Lexicographic = choices("Lexicographic", field_values(DefragOptions, "lexicographic"))
+Objective = choices("Objective", field_values(DefragOptions, "objective"))
+RoomLevel = choices("RoomLevel", field_values(DefragOptions, "room_level"))
 
 ServeExecutor = choices("ServeExecutor", [value for value in field_values(DefragOptions, "executor") if value != "inline"])
 """``planner serve --executor``: a job's pieces run in the job's own process pool or as Ray tasks

@@ -323,7 +323,13 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
 # ----------------------------------------------------------------------------------------------
 
 
-CLI_FLAGS = {"time_limit_s": "time_limit", "now_s": "now", "only_namespaces": "only_namespace", "exclude_namespaces": "exclude_namespace"}
+CLI_FLAGS = {
+    "time_limit_s": "time_limit",
+    "now_s": "now",
+    "only_namespaces": "only_namespace",
+    "exclude_namespaces": "exclude_namespace",
+    "room_level": "level",
+}
 """Options whose command-line flag is not the option's name (the engine names options by field)."""
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from planner.cli.choices import DefragMethod, Executor, Formulation, Lexicographic, Solver, Trim
+from planner.cli.choices import DefragMethod, Executor, Formulation, Lexicographic, Objective, RoomLevel, Solver, Trim
 from planner.cli.common import (
     InputKind,
     OutputFormat,
@@ -123,6 +123,17 @@ def defrag(
         "--make-room",
         help="NAME[,NAME...]: pending jobs (or pending pods without a job) to make room for and start (method heuristic, exact or compare).",
     ),
+    objective: Objective = typer.Option(
+        Objective("empty-nodes"),
+        "--objective",
+        help="empty-nodes = vacate as many nodes as possible; room = let as many requests of --requests (or the pending jobs) "
+        "start within one switch (ASI Fig. 14), largest shape first, then fewest moves.",
+    ),
+    requests: str = typer.Option(
+        None, "--requests", help="With --objective room: SHAPE[,SHAPE...] as <GPUs>g<CPUs>c[<GiB>m] (default 256g3072c,128g1536c,64g768c)."
+    ),
+    for_pending: bool = typer.Option(False, "--for-pending", help="With --objective room: the shapes are the snapshot's pending jobs."),
+    level: RoomLevel = typer.Option(RoomLevel("asw"), "--level", help="With --objective room: a request starts within one access switch or one spine."),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
     out_dir: str = out_dir_option(),
@@ -188,6 +199,10 @@ def option_values(flags: dict[str, Any]) -> dict[str, Any]:
         "limit_costs": flags["limit_costs"],
         "make_room": names(flags["make_room"]),
         "large_requests": names(flags["large_requests"]),
+        "objective": flags["objective"].value,
+        "requests": names(flags["requests"]),
+        "for_pending": flags["for_pending"],
+        "room_level": flags["level"].value,
     }
 
 

@@ -35,6 +35,7 @@ of fewest moves (``tests/unit/test_makeroom.py`` compares it with a brute force 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -163,23 +164,27 @@ def slots_without(state: ClusterState, p: int, n: int, evicted: list[int]) -> in
     return max(slots, 0)
 
 
-def eviction_options(state: ClusterState, p: int, n: int, now: int, most: int) -> list[tuple[int, list[int]]]:
+def eviction_options(
+    state: ClusterState, p: int, n: int, now: int, most: int, slots_of: Callable[[list[int]], int] | None = None
+) -> list[tuple[int, list[int]]]:
     """For each slot count t in (now, most]: the movable pods of n to evict for t slots (largest
-    first until enough, then pruned of any not needed, smallest first kept out). Unreachable t omitted."""
+    first until enough, then pruned of any not needed, smallest first kept out). Unreachable t omitted.
+    ``slots_of(evicted)``: n's slots once ``evicted`` left (default: pods shaped like p, ``slots_without``)."""
     s = state
+    slots = slots_of if slots_of is not None else (lambda evicted: slots_without(s, p, n, evicted))
     movable = sorted((q for q in s.node_pods[n] if not s.pod_locked[q]), key=lambda q: (-s.pod_gpus[q], -s.pod_cpus[q], -s.pod_mem[q], q))
     options = []
     for t in range(now + 1, most + 1):
         chosen: list[int] = []
         for q in movable:
-            if slots_without(s, p, n, chosen) >= t:
+            if slots(chosen) >= t:
                 break
             chosen.append(q)
-        if slots_without(s, p, n, chosen) < t:
+        if slots(chosen) < t:
             break
         for q in sorted(chosen, key=lambda q: (s.pod_gpus[q], s.pod_cpus[q], q), reverse=True):
             rest = [r for r in chosen if r != q]
-            if slots_without(s, p, n, rest) >= t:
+            if slots(rest) >= t:
                 chosen = rest
         options.append((t, chosen))
     return options

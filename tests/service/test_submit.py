@@ -48,6 +48,8 @@ SOLVE = ("--solver-workers", "1", "--time-limit", "20")
 DEFRAG_CASES: list[tuple[str, ...]] = [
     (),
     ("--large-requests", "16g64c,32g128c"),
+    ("--objective", "room", "--requests", "32g128c,16g64c", "--level", "asw"),
+    ("--objective", "room", "--for-pending"),
     ("--method", "random", "--seed", "5"),
     ("--method", "descheduler", "--threshold", "0.7"),
     ("--method", "repack"),

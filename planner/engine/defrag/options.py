@@ -18,6 +18,7 @@ from planner.engine.common import (
     unused_reason,
 )
 from planner.limits import MoveLimits
+from planner.metrics import Shape, parse_shape
 from planner.pools import PoolPolicy, parse_selector, pool_nodes
 
 if TYPE_CHECKING:
@@ -35,6 +36,11 @@ class DefragOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     method: Method = "heuristic"
+    objective: Literal["empty-nodes", "room"] = Field(
+        "empty-nodes",
+        description="What the plan maximises: empty nodes, or room = requests of the given shapes that can start within one "
+        "access switch (or spine; ASI Fig. 14), largest shape first, then fewest moves (method heuristic).",
+    )
     make_room: list[str] | None = Field(
         None,
         description="Make room for these pending jobs (or pending pods without a job): the plan's moves let them start, "
@@ -121,9 +127,36 @@ class DefragOptions(BaseModel):
         "what each cost (report.limit_costs); one more plan per limit.",
     )
 
+    # -- objective room (issue 44) ---------------------------------------------------------------
+    requests: list[str] | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description="Objective room: the request shapes, each <GPUs>g<CPUs>c[<GiB>m] for the whole request "
+        "(e.g. 128g1536c); default 256g3072c, 128g1536c, 64g768c.",
+    )
+    for_pending: bool = Field(False, description="Objective room: the shapes are the snapshot's pending jobs (a required topology level is kept).")
+    room_level: Literal["asw", "spine"] = Field("asw", description="Objective room: a request starts within one access switch or one spine.")
+
+    @field_validator("requests")
+    @classmethod
+    def _shapes_read(cls, value: list[str] | None) -> list[str] | None:
+        for text in value or []:
+            room_shape(text)
+        return value
+
+    @field_validator("for_pending")
+    @classmethod
+    def _one_source_of_shapes(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("requests") is not None:
+            raise ValueError("give the shapes (requests) or take them from the pending jobs (for_pending), not both")
+        return value
+
     @field_validator("*")
     @classmethod
     def _used_by_the_method(cls, value: Any, info: ValidationInfo) -> Any:
+        if info.field_name in ROOM_FIELDS or info.data.get("objective") == "room":
+            return _used_by_room(cls, value, info)
         if info.data.get("make_room") is not None and info.data.get("method") in MAKE_ROOM_METHODS:
             return refuse_unused(cls, value, info, MAKE_ROOM_METHODS, ("method", "workers", "executor", "make_room", "large_requests"), _unused_by_make_room)
         if info.data.get("method") == "heuristic" and info.data.get("trim") == "exact":
@@ -141,7 +174,7 @@ class DefragOptions(BaseModel):
 
     @field_validator("large_requests")
     @classmethod
-    def _shapes_read(cls, value: list[str]) -> list[str]:
+    def _large_request_shapes_read(cls, value: list[str]) -> list[str]:
         return checked_shapes(value)
 
     @field_validator("node_selector")
@@ -310,3 +343,43 @@ def unused_option_reason(method: str, name: str) -> str:
 COSTED_LIMITS = ("max_moves", "max_moves_per_node", "same_asw", "max_unavailable_per_job", "only_namespaces", "exclude_namespaces", "move_once")
 """Limits that can cost vacated nodes (the per-wave ones only split waves), each priced by
 ``limit_costs``; the snapshot's disruption budgets are priced as ``disruption_budgets``."""
+
+
+ROOM_FIELDS = ("objective", "requests", "for_pending", "room_level")
+"""The options of objective room (``objective`` itself is read by every method)."""
+
+
+ROOM_METHODS = {"heuristic": _LIMIT_OPTIONS - {"limit_costs"} | {"seed", *ROOM_FIELDS}}
+"""The methods that plan for room, and the options each reads (``seed``: the ejection chains' tie-breaks)."""
+
+
+DEFAULT_ROOM_REQUESTS = ("256g3072c", "128g1536c", "64g768c")
+"""Objective room without shapes: 64, 128 and 256 GPUs of 12 CPUs each."""
+
+
+def room_shape(text: str) -> Shape:
+    """A request shape for objective room: CPUs required (``128g`` alone is refused as a typo)."""
+    shape = parse_shape(text)
+    if "c" not in text.strip().lower():
+        raise ValueError(f"shape '{text[:64]}' gives no CPUs: write <GPUs>g<CPUs>c for the whole request, e.g. 128g1536c (128g0c for none)")
+    return shape
+
+
+def _used_by_room(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    """Objective room reads ``ROOM_METHODS``' options; its own options need it."""
+    method, name = info.data.get("method"), str(info.field_name)
+    if name == "objective":
+        if value == "room" and method not in ROOM_METHODS:
+            raise ValueError(
+                f"objective 'room' is planned by method {' or '.join(sorted(ROOM_METHODS))}, not '{method}'; leave method out (heuristic is the default)"
+            )
+        return value
+    if info.data.get("objective") != "room":
+        if value != cls.model_fields[name].default:
+            raise ValueError("only objective 'room' reads it: add objective 'room' (--objective room) or leave it out")
+        return value
+    return refuse_unused(cls, value, info, ROOM_METHODS, ("method", "workers", "executor"), _unused_by_room)
+
+
+def _unused_by_room(method: str, name: str) -> str:
+    return f"objective 'room' does not use it (it reads {', '.join(sorted(ROOM_METHODS[method]))}); leave it out"

@@ -1,0 +1,122 @@
+"""Objective room (issue 44): a defrag plan that maximises the requests of given shapes that can start
+within one access switch (or spine), the Fig. 14 count of ``capacity.py``, largest shape first.
+
+The shapes come from ``requests`` (or the defaults) or, with ``for_pending``, from the snapshot's pending
+jobs. The heuristic is ``heuristics/switch_room.py``; the plan is finished like every defrag plan
+(``assembly._finish``: waves shaped by the per-wave limits, validated) and its report says the counts
+before and after per shape (``room``), with the count of the first shape as ``objective`` and its
+upper bound (``switch_room.room_bound``) as ``bound``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from planner import rules
+from planner.cluster import Cluster
+from planner.engine.common import PlanBug, PlanOptionError
+from planner.engine.defrag.assembly import _finish
+from planner.engine.defrag.options import DEFAULT_ROOM_REQUESTS, DefragOptions, room_shape
+from planner.heuristics.switch_room import RoomShape, largest_domain, make_switch_room, room_bound, room_counts
+from planner.limits import MoveBudget
+from planner.metrics import Shape
+from planner.plans import DefragPlan
+from planner.state import ClusterState
+from planner.validate.defrag import apply_plan
+from planner.waves import sequence_to_waves
+
+LEVELS = {"asw": 1, "spine": 2}
+
+
+def room_shapes(cluster: Cluster, state: ClusterState, options: DefragOptions) -> list[RoomShape]:
+    """The shapes to make room for, largest first (then as given), each checked against the largest
+    domain; ``PlanOptionError`` names a shape no domain can hold, or ``for_pending`` without pending jobs."""
+    level = LEVELS[options.room_level]
+    if options.for_pending:
+        rooms = _pending_shapes(cluster, level)
+        field = "for_pending"
+        if not rooms:
+            raise PlanOptionError(field, "the snapshot has no pending job asking for whole GPUs; give the shapes with {requests} instead")
+    else:
+        rooms = [RoomShape(room_shape(text), level) for text in options.requests or DEFAULT_ROOM_REQUESTS]
+        field = "requests"
+    rooms = sorted(dict.fromkeys(rooms), key=lambda room: -room.shape.gpus)
+    for room in rooms:
+        node, gpus = largest_domain(state, room.level)
+        if room.shape.gpus > gpus:
+            name = rules.topology_domain(cluster.nodes[node], _level_name(room.level)) if node >= 0 else "(none)"
+            name = str(name).replace("{", "(").replace("}", ")")
+            raise PlanOptionError(
+                field,
+                f"shape {room} needs {room.shape.gpus} GPUs within one {_level_name(room.level)}, and the largest one "
+                f"({name}) has {gpus} GPUs of one model; ask for at most {gpus} GPUs",
+            )
+    return rooms
+
+
+def _level_name(level: int) -> str:
+    return {1: "asw", 2: "spine"}[level]
+
+
+def _pending_shapes(cluster: Cluster, level: int) -> list[RoomShape]:
+    """One shape per pending job (or pending pod without a job) asking for whole GPUs: its pods'
+    whole GPUs, CPUs and memory together; a job required under one spine or switch keeps that level."""
+    jobs = {job.name: job for job in cluster.jobs}
+    totals: dict[str, list[float]] = {}
+    for pod in cluster.pods:
+        if pod.node is None and not pod.standby:
+            total = totals.setdefault(pod.job or pod.name, [0.0, 0.0, 0.0])
+            total[0] += int(pod.gpus) if float(pod.gpus).is_integer() else 0
+            total[1] += pod.cpus
+            total[2] += pod.memory_gib
+    rooms = []
+    for name, (gpus, cpus, memory_gib) in totals.items():
+        if gpus >= 1:
+            topology = jobs[name].topology if name in jobs else None
+            own = LEVELS[topology.level] if topology is not None and topology.mode == "required" else level
+            rooms.append(RoomShape(Shape(int(gpus), round(cpus, 6), round(memory_gib, 6)), own))
+    return rooms
+
+
+def plan_room(
+    cluster: Cluster,
+    state: ClusterState,
+    options: DefragOptions,
+    budget: MoveBudget,
+    before: dict[str, Any],
+    start: float,
+    extra: dict[str, Any],
+    pristine: ClusterState,
+) -> DefragPlan:
+    """The room plan for ``cluster`` (``state``: its state with held pods locked; changed to the end state)."""
+    rooms = room_shapes(cluster, state, options)
+    counts_before = room_counts(state, rooms)
+    bounds = [room_bound(state, room) for room in rooms]
+    outcome = make_switch_room(state, rooms, budget, options.seed)
+    extra = {**extra, "domains_tried": outcome.domains_tried, "domains_cleared": outcome.domains_cleared}
+    if not outcome.moves:
+        extra["reason"] = (
+            "every count is at its upper bound"
+            if counts_before == bounds
+            else "no switch could hold one more request by moving pods to other switches within the limits (a heuristic: not a proof that no plan does)"
+        )
+    plan = _finish(cluster, state, sequence_to_waves(outcome.moves), before, options, "room", start, extra, {}, pristine)
+    counts_after = room_counts(ClusterState(apply_plan(cluster, plan)), rooms)
+    if counts_after < counts_before or any(after > bound for after, bound in zip(counts_after, bounds)):
+        raise PlanBug(f"room plan: counts {counts_before} -> {counts_after} against bounds {bounds}")
+    report = plan.report
+    assert report is not None
+    report.objective = counts_after[0]
+    report.bound = bounds[0]
+    report.gap = round((bounds[0] - counts_after[0]) / max(bounds[0], 1), 6)
+    report.bound_source = "room"  # type: ignore[attr-defined]
+    report.room = {  # type: ignore[attr-defined]
+        "level": options.room_level,
+        "shapes": [
+            {"shape": str(room.shape), "level": _level_name(room.level), "before": b, "after": a, "bound": u}
+            for room, b, a, u in zip(rooms, counts_before, counts_after, bounds)
+        ],
+    }
+    report.wall_s = round(time.perf_counter() - start, 3)
+    return plan

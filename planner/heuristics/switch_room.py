@@ -1,0 +1,251 @@
+"""Room for large jobs within one switch (issue 44): the Fig. 14 count as a defrag objective.
+
+The *room count* of a request shape (G GPUs with c CPUs and m GiB for all of them) is
+``capacity.py``'s within-switch count: per GPU model and per domain (access switch, or spine), the
+floor of the domain's GPU slots (``capacity.gpu_slots``) over G, summed. The heuristic raises the
+counts of the shapes in order (largest first), switch by switch:
+
+* *Filter*: a domain whose optimistic slots (every movable pod gone, ``optimistic_node_slots``)
+  cannot reach one more request is never tried.
+* *Score*: domains closest to one more request first (fewest GPU slots missing), then by index.
+* *Clear*: inside the domain the nodes to raise are chosen by the make-room heuristic's greedy cover
+  (``makeroom._choose``: least eviction cost per slot gained), and their pods relocated with IPC's
+  ejection chains (``makeroom._relocate``, depth 2) onto non-empty nodes of *other* domains (the whole
+  domain is blocked; when that fails, only the chosen nodes are, so pods may move inside it). Every
+  move is checked by ``state.fits`` (the rules) and spent from the plan's ``MoveBudget``.
+* *Accept*: a domain's moves are kept only if the vector of counts (shapes in order) grows
+  lexicographically; otherwise they are undone and the domain is not tried again for that shape.
+
+A pod moved once is locked for the rest of the run, so the plan moves every pod at most once.
+
+``room_bound`` is a valid upper bound on the count after any plan: per domain the optimistic slots
+(locked pods stay, and a node's shares take at least the ceiling of their sum in devices), and for
+the whole cluster the GPUs no placed pod uses (moves keep every placed pod placed); see
+docs/algorithms.md for the argument.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner import rules
+from planner.capacity import gpu_slots
+from planner.heuristics.ipc import EjectionGroup, GroupTask, IpcOptions
+from planner.heuristics.makeroom import CHAIN_DEPTH, _choose, _relocate, eviction_options
+from planner.heuristics.room import domains_of
+from planner.limits import MoveBudget
+from planner.metrics import Shape
+from planner.state import ClusterState
+from planner.waves import Step
+
+
+@dataclass(frozen=True)
+class RoomShape:
+    """A request shape and the topology level it must start within (1 access switch, 2 spine)."""
+
+    shape: Shape
+    level: int = 1
+
+    def __str__(self) -> str:
+        return str(self.shape) + ("" if self.level == 1 else "@spine")
+
+
+@dataclass
+class RoomOutcome:
+    """The heuristic's moves (execution order) and what it tried."""
+
+    moves: list[Step]
+    domains_tried: int = 0
+    domains_cleared: int = 0
+
+
+def domain_groups(state: ClusterState, level: int) -> np.ndarray:
+    """Each GPU node's group for the count: (GPU model, domain at ``level``) numbered from 0; -1 for
+    nodes without GPUs."""
+    domains = domains_of(state, level)
+    keys = state.node_model * (int(domains.max(initial=0)) + 1) + domains
+    _, groups = np.unique(keys, return_inverse=True)
+    return np.where(state.cap_gpus > 0, groups, -1)
+
+
+def _per_group(groups: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    gpu = groups >= 0
+    return np.bincount(groups[gpu], weights=slots[gpu], minlength=int(groups.max(initial=-1)) + 1)
+
+
+def room_count(state: ClusterState, room: RoomShape) -> int:
+    """Requests of ``room.shape`` that can start within one domain (``capacity.py``'s Fig. 14 count)."""
+    per_group = _per_group(domain_groups(state, room.level), gpu_slots(state, room.shape))
+    return int(np.floor(per_group / room.shape.gpus + 1e-9).sum())
+
+
+def room_counts(state: ClusterState, rooms: list[RoomShape]) -> list[int]:
+    return [room_count(state, room) for room in rooms]
+
+
+def optimistic_node_slots(state: ClusterState, shape: Shape) -> np.ndarray:
+    """Per node, an upper bound on its GPU slots for ``shape`` after any moves: only locked pods
+    stay; their shares take at least the ceiling of their sum in devices."""
+    s = state
+    stays = (s.pod_node >= 0) & s.pod_locked
+    where, size = s.pod_node[stays], len(s.node_names)
+    share_sum = np.bincount(where, weights=s.pod_share[stays], minlength=size)
+    devices = s.cap_gpus - np.bincount(where, weights=s.pod_whole[stays], minlength=size) - np.ceil(share_sum - 1e-9)
+    slots = devices.astype(np.float64)
+    for cap, used, total in ((s.cap_cpus, s.pod_cpus, shape.cpus), (s.cap_mem, s.pod_mem, shape.memory_gib)):
+        if total > 0:
+            free = cap - np.bincount(where, weights=used[stays], minlength=size)
+            slots = np.minimum(slots, np.floor((free + 1e-9) / (total / shape.gpus)))
+    slots[~s.schedulable] = 0
+    return np.maximum(slots, 0).astype(np.int64)
+
+
+def room_bound(state: ClusterState, room: RoomShape) -> int:
+    """An upper bound on ``room_count`` after any plan from ``state``: the smaller of the per-domain
+    optimistic counts and the GPUs no placed pod uses (over every GPU node) divided by G."""
+    groups = domain_groups(state, room.level)
+    per_domain = int(np.floor(_per_group(groups, optimistic_node_slots(state, room.shape)) / room.shape.gpus + 1e-9).sum())
+    placed = state.pod_node >= 0
+    unused = float(state.cap_gpus.sum() - state.pod_whole[placed].sum() - state.pod_share[placed].sum())
+    return min(per_domain, max(0, math.floor(unused / room.shape.gpus + 1e-9)))
+
+
+def largest_domain(state: ClusterState, level: int) -> tuple[int, int]:
+    """The GPU group (model and domain) with the most schedulable GPUs: (a node of it, its GPUs)."""
+    groups = domain_groups(state, level)
+    gpus = _per_group(groups, np.where(state.schedulable, state.cap_gpus, 0))
+    if len(gpus) == 0:
+        return -1, 0
+    best = int(np.argmax(gpus))
+    return int(np.flatnonzero(groups == best)[0]), int(gpus[best])
+
+
+def _slots_without(state: ClusterState, shape: Shape, n: int, evicted: list[int]) -> int:
+    """Node n's GPU slots for ``shape`` once the pods ``evicted`` (on n) have left."""
+    s = state
+    if not s.schedulable[n]:
+        return 0
+    shares = list(s.node_shares.get(n, ()))
+    for q in evicted:
+        if s.pod_share[q] > 0:
+            shares.remove(float(s.pod_share[q]))
+    slots = float(int(s.cap_gpus[n]) - int(s.whole_used[n]) + int(s.pod_whole[evicted].sum()) - len(rules.pack_shares(shares)))
+    for free, total in (
+        (s.cap_cpus[n] - s.used_cpus[n] + s.pod_cpus[evicted].sum(), shape.cpus),
+        (s.cap_mem[n] - s.used_mem[n] + s.pod_mem[evicted].sum(), shape.memory_gib),
+    ):
+        if total > 0:
+            slots = min(slots, math.floor((float(free) + 1e-9) / (total / shape.gpus)))
+    return max(int(slots), 0)
+
+
+def _clear(
+    state: ClusterState, group: EjectionGroup, shape: Shape, members: np.ndarray, need: int, optimistic: np.ndarray, protected: Callable[[float], np.ndarray]
+) -> bool:
+    """Raise the slots of the domain ``members`` to ``need`` by moving pods off its nodes; False
+    (moves undone) when that fails. Pods go first to domains not ``protected`` (a mask over nodes:
+    the domains that would lose a request to them), then to any other domain, then anywhere but the
+    nodes chosen. Shielded first are the domains short of slack for all the pods moved, then those short
+    of it for the largest pod alone (the pods spread over several domains: the acceptance test decides)."""
+    offers: dict[int, list[tuple[int, list[int]]]] = {}
+    for n in members.tolist():
+        now = _slots_without(state, shape, n, [])
+
+        def slots_after(evicted: list[int], n: int = n) -> int:
+            return _slots_without(state, shape, n, evicted)
+
+        options = eviction_options(state, -1, n, now, int(optimistic[n]), slots_after)
+        offers[n] = [(now, [])] * int(now > 0) + options
+    chosen = _choose(state, offers, need, state.pod_whole >= state.cap_gpus[np.maximum(state.pod_node, 0)])
+    if chosen is None:
+        return False
+    unbound = np.zeros(len(state.pod_names), dtype=bool)
+    moved = [q for _, evicted in chosen.values() for q in evicted]
+    inside = frozenset(members.tolist())
+    heaviest = max((_slot_weight(state, shape, [q]) for q in moved), default=0.0)
+    shielded = [frozenset(np.flatnonzero(protected(weight)).tolist()) | inside for weight in (_slot_weight(state, shape, moved), heaviest)]
+    for blocked in dict.fromkeys((*shielded, inside, frozenset(chosen))):
+        mark = len(group.trail)
+        order = sorted(chosen, key=lambda n: (len(chosen[n][1]), n))
+        relocated = all(_relocate(state, group, [q for q in chosen[n][1] if state.pod_node[q] == n], unbound, blocked) for n in order)
+        if relocated and sum(_slots_without(state, shape, n, []) for n in members.tolist()) >= need:
+            return True
+        group.rollback(mark)
+    return False
+
+
+def _slot_weight(state: ClusterState, shape: Shape, pods: list[int]) -> float:
+    """GPU slots of ``shape`` that ``pods`` can take where they land: a pod takes its GPUs' worth, or
+    its CPUs' or memory's when those are more (at c/G CPUs and m/G GiB a slot)."""
+    weight = state.pod_gpus[pods].astype(np.float64)
+    for used, total in ((state.pod_cpus, shape.cpus), (state.pod_mem, shape.memory_gib)):
+        if total > 0:
+            weight = np.maximum(weight, np.ceil(used[pods] / (total / shape.gpus) - 1e-9))
+    return float(weight.sum())
+
+
+def _short_of_slack(state: ClusterState, rooms: list[RoomShape], gpus: float) -> np.ndarray:
+    """Nodes of the domains that hold a request of some shape of ``rooms`` with fewer than ``gpus``
+    GPU slots to spare: pods taking that many slots (``_slot_weight``) arriving there could cost a request."""
+    short = np.zeros(len(state.node_names), dtype=bool)
+    for room in rooms:
+        groups = domain_groups(state, room.level)
+        slots = _per_group(groups, gpu_slots(state, room.shape))
+        tight = (slots >= room.shape.gpus) & (np.mod(slots, room.shape.gpus) < gpus)
+        short |= (groups >= 0) & tight[np.maximum(groups, 0)]
+    return short
+
+
+def make_switch_room(state: ClusterState, rooms: list[RoomShape], budget: MoveBudget, seed: int = 0) -> RoomOutcome:
+    """Moves that raise the room counts of ``rooms`` (in order: lexicographic); ``state`` ends after
+    them, its locks as found, and ``budget`` is spent by them."""
+    locks = state.pod_locked
+    state.pod_locked = locks.copy()
+    group = EjectionGroup(GroupTask(state, IpcOptions(depth=CHAIN_DEPTH, seed=seed), (seed, 0, 0), budget))
+    group.into_empty = True  # a whole-node pod needs an empty node; best fit still prefers the fullest
+    outcome = RoomOutcome(moves=[])
+    current = room_counts(state, rooms)
+    for i, room in enumerate(rooms):
+        groups = domain_groups(state, room.level)
+        size = room.shape.gpus
+        failed: set[int] = set()
+        while len(group.trail) < group.budget:
+            slots = _per_group(groups, gpu_slots(state, room.shape))
+            optimistic_nodes = optimistic_node_slots(state, room.shape)
+            optimistic = _per_group(groups, optimistic_nodes)
+            need = (np.floor(slots / size + 1e-9) + 1) * size
+            candidates = [g for g in np.flatnonzero(optimistic >= need).tolist() if g not in failed]
+            candidates.sort(key=lambda g: (need[g] - slots[g], g))
+            improved = False
+            for g in candidates:  # a domain that failed is not tried again for this shape
+                outcome.domains_tried += 1
+                mark = len(group.trail)
+                if _clear(
+                    state,
+                    group,
+                    room.shape,
+                    np.flatnonzero(groups == g),
+                    int(need[g]),
+                    optimistic_nodes,
+                    functools.partial(_short_of_slack, state, rooms[: i + 1]),
+                ):
+                    counts = room_counts(state, rooms)
+                    if counts > current:
+                        current, improved = counts, True
+                        outcome.domains_cleared += 1
+                        for p, _, _ in group.trail[mark:]:
+                            state.pod_locked[p] = True  # moved once: it stays where it went
+                        break
+                group.rollback(mark)
+                failed.add(g)
+            if not improved:
+                break
+    state.pod_locked = locks
+    outcome.moves = list(group.trail)
+    budget.spend_all(outcome.moves)
+    return outcome
