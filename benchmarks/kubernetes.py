@@ -223,7 +223,7 @@ def output_rows(nodes: int) -> list[str]:
     script_path.write_text(script.stdout)
     syntax = subprocess.run(["bash", "-n", str(script_path)], capture_output=True, text=True, check=False)  # its verdict is a table cell
     start = time.perf_counter()
-    done, calls = run_script(work, script.stdout)
+    done, calls = run_script(work, script.stdout, cluster=load_cluster(snapshot), timeout_s=900)  # the pod check sees the snapshot's pods
     dry_s = time.perf_counter() - start
     applied = [line.split()[-1] for line in calls if line.startswith("  applied ")]
     waves = [int(name.split("-w", 1)[1].split("-", 1)[0]) for name in applied]
@@ -368,7 +368,8 @@ def main() -> None:
         "",
         (
             f"`generate_asi({args.output_nodes}, seed=0)`, default options. The kubectl script runs with `POLL_S=0` against the "
-            "fake `kubectl` of tests/support/fake_kubectl.py (records every call; answers every status query "
+            "fake `kubectl` of tests/support/fake_kubectl.py (records every call; answers the script's pod check with the snapshot's "
+            "pods and every status query "
             "`Succeeded`). Wave order: every object of wave w is applied after all status queries of wave w-1, and "
             "each query names an object of the wave being waited on."
         ),
