@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import cast
 
 import numpy as np
 
@@ -483,11 +484,11 @@ class ClusterState(StateArrays):
         Rules that span nodes stay exact: anti-affinity is per node, and a required job's domain
         counts come from this whole state. ``node_ids``/``pod_ids`` map back to the cluster.
         """
-        return subset_state(self, nodes)
+        return cast(ClusterState, subset_state(self, nodes))
 
     def clone(self) -> ClusterState:
         """An independent copy (the pydantic cluster and static arrays are shared, not copied)."""
-        return clone_state(self)
+        return cast(ClusterState, clone_state(self))
 
     def __getstate__(self) -> dict[str, object]:
         """Pickle without the pydantic cluster (partitions travel to worker processes as arrays)."""

@@ -5,15 +5,12 @@ resources by name, topology domains, each pod's requests), and the sub-states an
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from planner import rules
 from planner.cluster import Cluster, Node, Pod
-
-if TYPE_CHECKING:  # state.py imports this module at run time
-    from planner.state import ClusterState
 
 PodScalars = tuple[int, float, float, float, tuple[int, ...], "np.ndarray | None", bool]
 """A pod's (whole GPUs, CPUs, memory GiB, GPU share, conflict groups, its required job's domain per node, HP)."""
@@ -26,6 +23,11 @@ class StateArrays:
     0), and the cluster the state was built from (None in a piece pickled for a worker)."""
 
     cluster: Cluster | None
+    asw_domain: np.ndarray
+    spine_domain: np.ndarray
+    job_level: np.ndarray
+    pod_groups: list[tuple[int, ...]]
+    pod_job: np.ndarray
     pod_gpus: np.ndarray
     pod_standby: np.ndarray
     pod_hp: np.ndarray
@@ -61,7 +63,7 @@ class Counts(dict[int, int]):
         return 0
 
 
-def set_pod_requests(state: ClusterState, pods: list[Pod]) -> None:
+def set_pod_requests(state: StateArrays, pods: list[Pod]) -> None:
     """Each pod's requests as arrays on ``state`` (a standby pod holds nothing and keeps a reservation)."""
     nodes = state.require_cluster().nodes
     state.pod_gpus = np.array([p.gpus for p in pods], dtype=np.float64)
@@ -97,7 +99,7 @@ def set_pod_requests(state: ClusterState, pods: list[Pod]) -> None:
     )
 
 
-def pod_scalars(state: ClusterState) -> list[PodScalars]:
+def pod_scalars(state: StateArrays) -> list[PodScalars]:
     """Per-pod Python scalars for the hot path (numpy element access is slow one at a time)."""
     domain_of_level = {1: state.asw_domain, 2: state.spine_domain}
     return [
@@ -114,7 +116,7 @@ def pod_scalars(state: ClusterState) -> list[PodScalars]:
     ]
 
 
-def subset_state(state: ClusterState, nodes: np.ndarray) -> ClusterState:
+def subset_state(state: Any, nodes: np.ndarray) -> Any:  # a ClusterState (Any: state.py imports this module, not back)
     """An independent state over ``nodes`` (indexes of this state) and the pods placed on them.
 
     Rules that span nodes stay exact: anti-affinity is per node, and a required job's domain
@@ -204,7 +206,7 @@ def subset_state(state: ClusterState, nodes: np.ndarray) -> ClusterState:
     return sub
 
 
-def clone_state(state: ClusterState) -> ClusterState:
+def clone_state(state: Any) -> Any:  # a ClusterState (Any: as subset_state)
     """An independent copy (the pydantic cluster and static arrays are shared, not copied)."""
     twin = object.__new__(type(state))
     twin.__dict__.update(state.__dict__)
