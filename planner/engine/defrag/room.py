@@ -110,8 +110,8 @@ def plan_room(
     report.objective = counts_after[0]
     report.bound = bounds[0]
     report.gap = round((bounds[0] - counts_after[0]) / max(bounds[0], 1), 6)
-    report.bound_source = "room"  # type: ignore[attr-defined]
-    report.room = {  # type: ignore[attr-defined]
+    report.bound_source = "room"  # type: ignore[attr-defined]  # SolveReport allows extra fields (a planner's own report keys)
+    report.room = {  # type: ignore[attr-defined]  # an extra field, as bound_source above
         "level": options.room_level,
         "shapes": [
             {"shape": str(room.shape), "level": _level_name(room.level), "before": b, "after": a, "bound": u}
