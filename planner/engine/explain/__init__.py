@@ -9,7 +9,6 @@ heuristic's finding. An unknown name is a ``SnapshotError`` with the closest nam
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +21,7 @@ from planner.engine.explain.job import JobFacts, checks, gpus, proof_after_any_m
 from planner.engine.explain.node import explain_node_left_busy
 from planner.plans import DefragPlan
 from planner.rules import gang_need
+from planner.suggest import closest
 
 __all__ = ["ALL_CODES", "ExplainOptions", "explain_job", "explain_node", "explain_pod", "pending_jobs"]
 
@@ -50,8 +50,8 @@ def pending_jobs(cluster: Cluster) -> list[str]:
 
 
 def unknown(cluster: Cluster, what: str, name: str, known: list[str]) -> SnapshotError:
-    """An unknown name: the closest known ones (difflib) and the pending jobs."""
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    """An unknown name: the closest known ones (``suggest.closest``) and the pending jobs."""
+    close = closest(name, known)
     problems = [f"--{what}: no {what} named '{name}' in the snapshot" + (f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "")]
     pending = pending_jobs(cluster)
     shown = ", ".join(pending[:LISTED]) + (f" and {len(pending) - LISTED:,} more" if len(pending) > LISTED else "")
