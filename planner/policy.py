@@ -64,6 +64,7 @@ SPECS: dict[str, dict[str, str]] = {
         "heuristic.partitionSize": "partition_size",
         "heuristic.depth": "depth",
         "heuristic.rounds": "rounds",
+        "heuristic.minRoundYield": "min_round_yield",
         "heuristic.threshold": "threshold",
         **_SOLVER,
         "solver.formulation": "formulation",

@@ -354,8 +354,10 @@ class ClusterState(StateArrays):
                 if peak[r] + amount <= floor[r]:
                     continue  # no node is near its allocatable of r
                 total = int(used[n, r]) + amount
-                if leaving:
-                    total -= sum(int(self.pod_res[q, r]) for q in leaving)
+                for q in leaving:  # the pairs, not pod_res: numpy scalar reads cost more than the loop
+                    for column, q_amount in self._pod_named[q]:
+                        if column == r:
+                            total -= q_amount
                 if total > cap_res[n, r]:
                     return False
         if self.has_standby and (self.standby_on[n] > 0 or self.pod_standby[p]) and not self._reservation_ok(p, n, leaving):

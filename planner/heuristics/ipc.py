@@ -9,7 +9,12 @@
   a destination by ejecting some of its pods recursively, up to depth K. The candidate's chains are
   committed only if every pod on it found a place; otherwise every tentative move is rolled back and
   the node is left alone for the rest of the round.
-* Iteration: up to R rounds with fresh partitions, stopping when a round vacates nothing.
+* Iteration: up to R rounds with fresh partitions, stopping when a round vacates nothing, or fewer
+  than ``min_round_yield`` (1) nodes per 1,000 ejection attempts (``Eject`` calls, chains' inner
+  ones included: a deterministic measure of the round's work). The paper finds "little marginal
+  benefit after round 3"; on fleets of many small pods a late round tries every node again, nearly
+  all in vain, at more than the first round's cost, where on ASI-like fleets late rounds still yield
+  (benchmarks/results/ipc_rounds.md).
 
 Destinations are never empty nodes (filling one to empty another gains nothing), never nodes vacated
 this round, and never nodes of the chain being built. A node that received pods is not a candidate
@@ -49,6 +54,9 @@ class IpcOptions:
     partition_size: int = 500
     depth: int = 3
     rounds: int = 5
+    min_round_yield: float = 1.0
+    """Stop after a round that vacates fewer than this many nodes per 1,000 ejection attempts (0: run
+    every round until one vacates nothing)."""
     seed: int = 0
     branching: int = 4
     """Destinations tried for an ejection at each level of a chain."""
@@ -84,6 +92,7 @@ class IpcResult:
     partitions: int = 0
     candidates_tried: int = 0
     vacated_per_round: list[int] = field(default_factory=list)
+    attempts_per_round: list[int] = field(default_factory=list)
 
 
 def run_ipc(state: ClusterState, options: IpcOptions, budget: MoveBudget, run_groups: Callable, progress: Progress | None = None) -> IpcResult:
@@ -113,7 +122,9 @@ def run_ipc(state: ClusterState, options: IpcOptions, budget: MoveBudget, run_gr
         result.vacated_per_round.append(vacated_now)
         if progress is not None:
             progress("round", r + 1, options.rounds)
-        if vacated_now == 0:
+        attempts = sum(o[2] for o in outcomes)
+        result.attempts_per_round.append(attempts)
+        if vacated_now == 0 or 1000 * vacated_now < options.min_round_yield * attempts:
             break
     return result
 
@@ -139,12 +150,17 @@ def _merge_round_robin(per_group: list[list[Vacation]], budget: int) -> list[Vac
     return accepted
 
 
-def vacate_group(task: GroupTask) -> tuple[list[Vacation], int]:
-    """Vacate what can be vacated in one group; moves and nodes in cluster (global) indexes."""
+def vacate_group(task: GroupTask) -> tuple[list[Vacation], int, int]:
+    """Vacate what can be vacated in one group; moves and nodes in cluster (global) indexes; the
+    candidates tried and the ejection attempts made."""
     group = EjectionGroup(task)
     vacations = group.run()
     node_ids, pod_ids = task.state.node_ids, task.state.pod_ids
-    return [Vacation(int(node_ids[v.node]), [(int(pod_ids[p]), int(node_ids[s]), int(node_ids[d])) for p, s, d in v.moves]) for v in vacations], group.tried
+    return (
+        [Vacation(int(node_ids[v.node]), [(int(pod_ids[p]), int(node_ids[s]), int(node_ids[d])) for p, s, d in v.moves]) for v in vacations],
+        group.tried,
+        group.attempts,
+    )
 
 
 class EjectionGroup:
@@ -164,6 +180,7 @@ class EjectionGroup:
         self.trail: list[Step] = []
         self.in_trail: set[int] = set()
         self.tried = 0
+        self.attempts = 0  # calls of ``eject`` (the work a round's yield is measured against)
         self.into_empty = False
         locked_nodes = np.zeros(len(s.node_names), dtype=bool)
         locked_nodes[s.pod_node[s.pod_locked]] = True
@@ -239,6 +256,7 @@ class EjectionGroup:
         """Move p off its node, directly or by ejecting pods from a destination (chains up to depth
         k); never onto ``blocked`` nodes. The moves go on ``trail``; False (nothing moved) if impossible."""
         s = self.state
+        self.attempts += 1
         source = int(s.pod_node[p])
         if self.allowance[source] <= 0 or len(self.trail) >= self.budget:
             return False

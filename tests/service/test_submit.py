@@ -58,6 +58,7 @@ DEFRAG_CASES: list[tuple[str, ...]] = [
     ("--partition-size", "8"),
     ("--depth", "2"),
     ("--rounds", "2"),
+    ("--min-round-yield", "0"),
     ("--seed", "9"),
     ("--max-moves", "3"),
     ("--max-moves-per-node", "1"),

@@ -133,7 +133,9 @@ def _trim(
 
 
 def _ipc_options(options: DefragOptions) -> IpcOptions:
-    return IpcOptions(partition_size=options.partition_size, depth=options.depth, rounds=options.rounds, seed=options.seed)
+    return IpcOptions(
+        partition_size=options.partition_size, depth=options.depth, rounds=options.rounds, min_round_yield=options.min_round_yield, seed=options.seed
+    )
 
 
 def _ipc(state: ClusterState, options: DefragOptions, budget: MoveBudget, run: Run, progress: Progress | None) -> tuple[list[list[Step]], dict[str, Any]]:
@@ -143,6 +145,7 @@ def _ipc(state: ClusterState, options: DefragOptions, budget: MoveBudget, run: R
         "partitions": result.partitions,
         "candidates_tried": result.candidates_tried,
         "vacated_per_round": result.vacated_per_round,
+        "ejection_attempts_per_round": result.attempts_per_round,
     }
     return sequence_to_waves(result.sequence), extra
 

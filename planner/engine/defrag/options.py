@@ -55,6 +55,12 @@ class DefragOptions(BaseModel):
     partition_size: int = Field(500, ge=2, le=MAX_COUNT, description="Nodes per IPC partition.")
     depth: int = Field(3, ge=1, le=16, description="K: longest ejection chain.")
     rounds: int = Field(5, ge=1, le=1000, description="R: IPC rounds (fresh random partition each).")
+    min_round_yield: float = Field(
+        1.0,
+        ge=0,
+        le=1000,
+        description="IPC stops after a round that vacates fewer than this many nodes per 1,000 ejection attempts (0: every round until one vacates nothing).",
+    )
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Random seed; same snapshot and seed, same plan.")
     max_moves: int | None = Field(None, ge=0, le=MAX_COUNT, description="Migration budget for the whole plan.")
     max_moves_per_node: int | None = Field(None, ge=0, le=MAX_COUNT, description="Moves touching any one node (as source or destination).")
@@ -279,7 +285,7 @@ LIMIT_NAMES = ("max_moves", "max_moves_per_node", "same_asw", *_WAVE_LIMITS)
 """The options that limit a plan's moves, in the order the report lists those in force."""
 
 
-_IPC_OPTIONS = {"partition_size", "depth", "rounds", "seed"}
+_IPC_OPTIONS = {"partition_size", "depth", "rounds", "min_round_yield", "seed"}
 
 
 WAVE_LIMIT_OPTIONS = {*_WAVE_LIMITS, "limit_costs"}
