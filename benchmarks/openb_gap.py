@@ -43,6 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import RESULTS, machine
 
+from planner import rules
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.limits import MoveBudget
@@ -52,7 +53,7 @@ from planner.plans import DefragPlan
 from planner.pools import PoolPolicy, apply_pools
 from planner.state import ClusterState
 
-SHARE_CAPACITY = 1.0 + 1e-9
+SHARE_CAPACITY = 1.0 + rules.EPS
 """A device's room for shares as the rules read it (``rules.EPS`` above one GPU); a larger bin only
 lowers the bin-packing bound, so the bound stays valid."""
 ROUNDING = 1e-6
@@ -428,11 +429,17 @@ not kept (`planner/heuristics/ipc.py` is unchanged): candidates ordered by node 
 509 at 12e6 s), and shares placed best-fit on devices (509, 308, 40 and 510, 310, 40 against 509, 307,
 41): changes of one to three nodes either way, not an improvement.
 
-**Open: T4 and its CPU-only pods.** The open part (24, 30, 36 nodes without exact solves) is mostly T4, whose
-device bound is 14, 22 and 27 nodes above IPC. T4
-holds nearly all CPU-only pods (717, 890, 1,052), which the relaxed piece drops. T4 is too large for
-the exact model (HiGHS, 150 s: no solution, no bound); the 80-node sample at 12.9e6 s ends at IPC 5,
-exact 5 found and 12 proven in 60 s, device bound 11: undecided at that size too.
+**Open: T4.** The open part (24, 30, 36 nodes without exact solves) is mostly T4, whose device bound
+is 14, 22 and 27 nodes above IPC. T4 holds nearly all CPU-only pods (717, 890, 1,052), which the
+relaxed piece drops; they do not bind in total (the pieces' device counts leave room for every pod's
+CPUs and memory on the nodes they keep), and IPC's T4 nodes end with every GPU device in use (464
+devices at 12e6 s, where the pods need at least 438 counted over the whole piece; per node they may
+need more). T4 is too large for the exact model (HiGHS, 150 s: no solution, no bound). Samples of
+its 2-GPU nodes with all their pods, at 12e6 s (HiGHS, 90 s): 40 nodes (seed 0), IPC 19 = exact 19 =
+proven 19 = device bound 19; 40 nodes (seed 1), IPC 17, exact 18, device bound 18 (so 18 is the
+optimum); 80 nodes, IPC 39, exact 40, proven 43, device bound 42. At 12.9e6 s, 80 nodes: IPC 5, exact 5
+found and 12 proven in 60 s, device bound 11. On the samples the device bound is tight or within two
+nodes and IPC within one: the T4 remainder is likely shared, undecided here.
 
 **Handover to the at-scale bound** (`planner/models/defrag_bound.py`, not edited here). Valid and
 small: in `empties_bound`, for the resource `gpus`, give each region j the demand
