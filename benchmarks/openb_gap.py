@@ -424,10 +424,15 @@ reaches 5: there the whole gap was the bound's. P100 57 -> 48 (an exact plan rea
 optimum empties all nine 4-GPU nodes and four of the 21 8-GPU ones, IPC (candidates with fewest pods
 first) empties six 8-GPU nodes and three 4-GPU ones; P100 with its two CPU-only pods, 47 (HiGHS, 90 s; 52 proven) against
 44; G3, 14 against 13 in the plan (14 alone); an 80-node sample of T4's 2-GPU nodes with their
-CPU-only pods, 40 (HiGHS, 60 s) against 39. That is 1-3 nodes a piece. Tried on the three snapshots and
-not kept (`planner/heuristics/ipc.py` is unchanged): candidates ordered by node size first (508 against
-509 at 12e6 s), and shares placed best-fit on devices (509, 308, 40 and 510, 310, 40 against 509, 307,
-41): changes of one to three nodes either way, not an improvement.
+CPU-only pods, 40 (HiGHS, 60 s) against 39. That is 1-3 nodes a piece. Put together (the pieces'
+plans touch disjoint nodes and pods), the best plans per piece at 12e6 s (A10 0, G2 224 and T4 188 by
+IPC alone, G3 14, P100 47, V100M16 28, V100M32 13) empty 514 nodes, 5 more than IPC's plan: of that
+snapshot's 61-node gap, at least 37 are the bound's, at least 5 IPC's, at most 19 open. Tried on the three snapshots and
+not kept (`planner/heuristics/ipc.py` is unchanged): candidates ordered by node size first (V100M32 alone
+9 -> 12 at 12e6 s and 6 -> 9 at 12.5e6 s, but the whole snapshot 508 against 509 at 12e6 s: the order
+across models changes the other pieces), the smaller nodes of each GPU model first (509, 306, 43
+against 509, 307, 41) and shares placed best-fit on devices (509, 308, 40 and 510, 310, 40): changes
+of one to three nodes either way on the snapshots, not an improvement.
 
 **Open: T4.** The open part (24, 30, 36 nodes without exact solves) is mostly T4, whose device bound
 is 14, 22 and 27 nodes above IPC. T4 holds nearly all CPU-only pods (717, 890, 1,052), which the
