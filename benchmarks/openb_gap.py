@@ -443,8 +443,9 @@ need more). T4 is too large for the exact model (HiGHS, 150 s: no solution, no b
 its 2-GPU nodes with all their pods, at 12e6 s (HiGHS, 90 s): 40 nodes (seed 0), IPC 19 = exact 19 =
 proven 19 = device bound 19; 40 nodes (seed 1), IPC 17, exact 18, device bound 18 (so 18 is the
 optimum); 80 nodes, IPC 39, exact 40, proven 43, device bound 42. At 12.9e6 s, 80 nodes: IPC 5, exact 5
-found and 12 proven in 60 s, device bound 11. On the samples the device bound is tight or within two
-nodes and IPC within one: the T4 remainder is likely shared, undecided here.
+found and 12 proven in 60 s, device bound 11. At 12e6 s the device bound is tight or within two nodes
+of the best plan on the samples and IPC within one of it, so the T4 remainder is likely shared between
+the two; at 12.9e6 s the sample stays undecided (5 to 11). Not decided here.
 
 **Handover to the at-scale bound** (`planner/models/defrag_bound.py`, not edited here). Valid and
 small: in `empties_bound`, for the resource `gpus`, give each region j the demand
