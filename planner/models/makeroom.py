@@ -58,6 +58,11 @@ RESTRICTED_NODES = 24
 RESTRICTED_DESTINATIONS = 48
 """Restricted: other nodes the displaced pods may go to (most free GPUs first)."""
 RESTRICTED_DOMAINS = 4
+RESTRICTED_PER_POD = (8, 16)
+"""Restricted, small jobs: at most this many candidate nodes, and other nodes, per pod the named jobs
+start (a lone pending pod: 8 and 16; 3 pods or more: the limits above). On the openb probes (a pod of
+5 to 7 GPUs) the plans found with 8 and 16 had as many moves as with 24 and 48, and the solve took a
+fifth of the CPU time (``benchmarks/makeroom.py``)."""
 
 
 @dataclass
@@ -130,6 +135,8 @@ def neighbourhood(
         return Neighbourhood(movable_all.tolist(), list(range(n_nodes)), candidates, bool(why), why)
     full = {name: list(c) for name, c in candidates.items()}
     chosen: set[int] = set()
+    pods_started = sum(r.need for r in requests)
+    most_nodes = min(RESTRICTED_NODES, RESTRICTED_PER_POD[0] * pods_started)
     for r in requests:
         p, k = r.pods[0], r.need
         now, opt = node_slots(s, p), optimistic[r.name]
@@ -139,12 +146,12 @@ def neighbourhood(
             members = np.flatnonzero(domains == d)
             ranked = [n for n in _candidates(s, members, now, opt, k) if not standby_nodes[n]]
             ranked.sort(key=lambda n: (-int(now[n]), int(s.pods_per_node[n]), n))
-            picked += ranked[: max(RESTRICTED_NODES // max(1, RESTRICTED_DOMAINS if r.level else 1), k)]
+            picked += ranked[: max(most_nodes // max(1, RESTRICTED_DOMAINS if r.level else 1), k)]
         candidates[r.name] = sorted(set(picked))
         chosen |= set(picked)
     free = s.cap_gpus - s.whole_used - s.share_devices
     others = [int(n) for n in np.lexsort((np.arange(n_nodes), -free)) if int(n) not in chosen and not standby_nodes[n] and free[n] > 0]
-    nodes_set = chosen | set(others[:RESTRICTED_DESTINATIONS])
+    nodes_set = chosen | set(others[: min(RESTRICTED_DESTINATIONS, RESTRICTED_PER_POD[1] * pods_started)])
     added = set(touched or ())
     cut = False
     for r in requests:
@@ -183,11 +190,14 @@ class _Model:
         cpu = scale_for(s.pod_cpus[values].tolist(), s.cap_cpus[hood.nodes].tolist())
         mem = scale_for(s.pod_mem[values].tolist(), s.cap_mem[hood.nodes].tolist())
         self.exact_units = cpu.exact and mem.exact
+        # each distinct value scaled once (exact fractions are slow; pods share few values)
+        cpu_units = {v: cpu.request(v) for v in set(s.pod_cpus[values].tolist())}
+        mem_units = {v: mem.request(v) for v in set(s.pod_mem[values].tolist())}
         ask = {
             q: (
                 int(s.pod_whole[q]) + (1 if s.pod_share[q] > 0 else 0),
-                cpu.request(float(s.pod_cpus[q])),
-                mem.request(float(s.pod_mem[q])),
+                cpu_units[float(s.pod_cpus[q])],
+                mem_units[float(s.pod_mem[q])],
                 *s.pod_res[q].tolist(),
             )
             for q in values
@@ -357,7 +367,7 @@ def solve_make_room(
         return solve(milp, solver, max(0.2, deadline - time.perf_counter()), workers, hint, seed, deterministic)
 
     hint = None if known is None else model.hint(*known)
-    if hint is not None and round(model.m.value_of_objective(hint)) == len(requests) and not model.m.violated_rows(hint):
+    if hint is not None and round(model.m.value_of_objective(hint)) == len(requests):  # (``hint`` breaks no row)
         # the hint starts every job: no plan starts more, so (a) is proven without a solve
         first = MilpResult(solver, "optimal", hint, float(len(requests)), float(len(requests)), 0.0, "the hint starts every named job")
     else:
@@ -370,8 +380,16 @@ def solve_make_room(
     if first.values is None:
         return solution
     jobs = round(model.m.value_of_objective(first.values))
-    tail = model.m.with_objective(model.tail, model.tail_offset, [(model.jobs, jobs, None, "(a) held")])
-    start = max((v for v in (first.values, hint) if v is not None and not tail.violated_rows(v)), key=tail.value_of_objective, default=first.values)
+    held = [(model.jobs, jobs, None, "(a) held")]
+    starts = [first.values]  # it starts ``jobs`` jobs, and breaks no row of the model
+    if hint is not None and round(model.m.value_of_objective(hint)) == jobs:
+        # no plan better than the known one makes more moves than it: a row that cuts no better plan
+        stays = [(v, 1) for v, _ in model.tail]
+        least = sum(hint[v] for v, _ in stays)
+        held.append((stays, least, None, "(b) at most the known plan's moves"))
+        starts = [v for v in (first.values, hint) if sum(v[x] for x, _ in stays) >= least]
+    tail = model.m.with_objective(model.tail, model.tail_offset, held)
+    start = max(starts, key=tail.value_of_objective)
     second = run(tail, start)
     records.append(_record("moves, GPUs moved", second))
     best = second if second.values is not None else first
