@@ -30,6 +30,7 @@ neighbourhood it proves optimality within the neighbourhood only (``Solution.res
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,47 @@ RESTRICTED_PER_POD = (8, 16)
 start (a lone pending pod: 8 and 16; 3 pods or more: the limits above). On the openb probes (a pod of
 5 to 7 GPUs) the plans found with 8 and 16 had as many moves as with 24 and 48, and the solve took a
 fifth of the CPU time (``benchmarks/makeroom.py``)."""
+
+
+BUSY_SAMPLE_S = 0.1
+"""How long ``free_workers`` watches the machine's CPU counters (``/proc/stat``)."""
+
+
+def busy_cores(sample_s: float = BUSY_SAMPLE_S) -> float | None:
+    """Cores other work keeps busy, over ``sample_s`` while this process sleeps (``/proc/stat``: all
+    cores but idle and I/O wait); None where that file cannot be read (then the 1-minute load
+    average stands in, ``free_workers``)."""
+    try:
+        with open("/proc/stat") as f:
+            before = [int(v) for v in f.readline().split()[1:]]
+        time.sleep(sample_s)
+        with open("/proc/stat") as f:
+            after = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    delta = [b - a for a, b in zip(before, after)]
+    total = sum(delta[:8])  # user nice system idle iowait irq softirq steal (guest time is in user)
+    if total <= 0:
+        return None
+    return (total - delta[3] - delta[4]) / total * (os.cpu_count() or 1)
+
+
+def free_workers(requested: int, deterministic: bool) -> int:
+    """Solver workers for one solve: ``requested``, but at most one per core this process may use
+    (``sched_getaffinity``) that other work does not keep busy (``busy_cores``, else the 1-minute
+    load average), at least one. With ``deterministic`` exactly ``requested``: a deterministic search
+    is reproducible for one worker count only. The claims never depend on the count (a proof holds
+    whatever the workers); which of two equally good plans is returned may."""
+    if deterministic or requested <= 1:
+        return max(1, requested)
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        usable = os.cpu_count() or 1
+    busy = busy_cores()
+    if busy is None:
+        busy = os.getloadavg()[0]
+    return min(requested, max(1, min(usable, math.floor(usable - busy + 0.5))))
 
 
 @dataclass
@@ -103,6 +145,8 @@ class Solution:
     constraints: int = 0
     hinted: bool | None = None
     """Whether a known plan's end state was the solver's hint (None: no plan was given)."""
+    workers: int = 0
+    """The solver workers used (``free_workers``)."""
 
 
 def neighbourhood(
@@ -362,6 +406,7 @@ def solve_make_room(
         job_nodes = {j: {n for _, n in pairs} for j, pairs in started.items()}
     hood = neighbourhood(state, requests, budget, MAX_PAIRS if max_pairs is None else max_pairs, touched, job_nodes)
     model = _Model(state, requests, budget, hood)
+    workers = free_workers(workers, deterministic)
 
     def run(milp: Milp, hint: list[int] | None) -> MilpResult:
         return solve(milp, solver, max(0.2, deadline - time.perf_counter()), workers, hint, seed, deterministic)
@@ -375,6 +420,7 @@ def solve_make_room(
     records = [_record("jobs started", first)]
     solution = Solution({}, {}, first.status, None, 0, 0.0, None, hood, records, model.m.num_vars, model.m.num_rows)
     solution.hinted = None if known is None else hint is not None
+    solution.workers = workers
     if first.status not in ("infeasible", "error") and first.bound is not None and math.isfinite(first.bound):
         solution.jobs_bound = min(len(requests), math.floor(first.bound + 1e-6))
     if first.values is None:

@@ -4,6 +4,7 @@ honest claims, restricted neighbourhoods, and refused options."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -229,3 +230,12 @@ def test_the_heuristics_plan_is_returned_when_the_exact_plan_is_worse(monkeypatc
     assert plan.placements == [Placement(pod="big", node="n1")] and r.moves == 2 and plan.metrics.per_job["big"]["moves"] == 2
     assert r.chosen == "heuristic" and "the heuristic's 1 with 2" in r.chosen_why and r.model_status == "timeout"
     assert r.status == "feasible" and r.optimal_within_neighbourhood is False and r.moves_bound is None
+
+
+def test_the_solver_workers_are_at_most_the_free_cores_and_exact_with_deterministic() -> None:
+    busy = model.busy_cores(0.05)
+    assert busy is None or 0.0 <= busy <= (os.cpu_count() or 1) + 1e-9
+    assert 1 <= model.free_workers(64, False) <= len(os.sched_getaffinity(0))
+    assert model.free_workers(1, False) == 1 and model.free_workers(8, True) == 8
+    plan = exact(ONE_MOVE, ["big"])  # SOLVE asks for 1 worker: 1 is used whatever the machine's load
+    assert plan.report.solver_workers == 1 and plan.report.moves == 1
