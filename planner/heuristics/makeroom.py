@@ -283,10 +283,18 @@ def _clear_and_place(
     cleared: dict[int, tuple[int, list[int]]] = {}
     measured = _measure(state, group, offers, k, bound, strict)
 
+    known: dict[tuple[int, int, tuple[int, ...]], float] = {}  # (state version, node, evicted) -> cost
+
     def cost_of(n: int, evicted: list[int]) -> float:
-        # an offer whose trial failed comes last (the chains may find more once other nodes are cleared)
-        cost = measured.get((n, tuple(evicted)), _estimate(state, evicted, bound))
-        return FAILED_TRIAL + _estimate(state, evicted, bound) if math.isinf(cost) else cost
+        key = (state.version, n, tuple(evicted))
+        if key not in known:
+            cost = measured.get(key[1:])
+            if cost is None:  # not measured: the estimate
+                cost = _estimate(state, evicted, bound)
+            elif math.isinf(cost):  # the trial failed: last (the chains may find more once other nodes are cleared)
+                cost = FAILED_TRIAL + _estimate(state, evicted, bound)
+            known[key] = cost
+        return known[key]
 
     while True:
         chosen = _choose(state, offers, k, bound, cleared, cost_of)
