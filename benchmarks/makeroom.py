@@ -2,6 +2,10 @@
 
 Instances:
 
+* ``probes`` (``benchmarks/makeroom_probes.py``): issue 44's six pending 5-7-GPU pods, one at a time,
+  on the openb snapshot below (probe set 0, with an external CP-SAT tool's moves as the reference),
+  and held-out probe sets (``--probe-sets``); heuristic and exact moves, validity, wall time, and
+  exact with one core kept busy by a child process;
 * ``openb``: the Alibaba 2023 GPU trace replayed to 12.5e6 s without departures (`planner generate
   openb --at 12500000 --no-departures`), plus 6 pending pods of 5 to 8 GPUs each (4 CPUs and 16 GiB
   per GPU, no job, seeded), the case issue 12 reports (plain defrag with 12 moves made none placeable);
@@ -24,7 +28,7 @@ For each pending job alone: ``make-room`` = `plan_defrag(make_room=[job], max_mo
 state (openb: any node; asi: one switch, largest-first). Reported: jobs unblocked, moves and GPUs
 moved per unblocked job, wall time.
 
-    .venv/bin/python benchmarks/makeroom.py [--seeds 5] [--budget-openb 12] [--budget-asi 100]
+    .venv/bin/python benchmarks/makeroom.py [--seeds 5] [--budget-openb 12] [--budget-asi 100] [--probe-sets 5]
     .venv/bin/python benchmarks/makeroom.py --only scale [--seeds 5] [--budget-scale 200]
 """
 
