@@ -2,6 +2,10 @@
 
 Instances:
 
+* ``probes`` (``benchmarks/makeroom_probes.py``): issue 44's six pending 5-7-GPU pods, one at a time,
+  on the openb snapshot below (probe set 0, with an external CP-SAT tool's moves as the reference),
+  and held-out probe sets (``--probe-sets``); heuristic and exact moves, validity, wall time, and
+  exact with one core kept busy by a child process;
 * ``openb``: the Alibaba 2023 GPU trace replayed to 12.5e6 s without departures (`planner generate
   openb --at 12500000 --no-departures`), plus 6 pending pods of 5 to 8 GPUs each (4 CPUs and 16 GiB
   per GPU, no job, seeded), the case issue 12 reports (plain defrag with 12 moves made none placeable);
@@ -24,7 +28,7 @@ For each pending job alone: ``make-room`` = `plan_defrag(make_room=[job], max_mo
 state (openb: any node; asi: one switch, largest-first). Reported: jobs unblocked, moves and GPUs
 moved per unblocked job, wall time.
 
-    .venv/bin/python benchmarks/makeroom.py [--seeds 5] [--budget-openb 12] [--budget-asi 100]
+    .venv/bin/python benchmarks/makeroom.py [--seeds 5] [--budget-openb 12] [--budget-asi 100] [--probe-sets 5]
     .venv/bin/python benchmarks/makeroom.py --only scale [--seeds 5] [--budget-scale 200]
 """
 
@@ -42,6 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import RESULTS, cached_asi, code_version, machine
+from makeroom_probes import probes_section, run_probes
 
 from planner.capacity import after_plan
 from planner.cluster import Cluster, Job, Pod, Topology
@@ -55,10 +60,14 @@ from planner.snapshot import load_cluster
 from planner.state import ClusterState
 
 
-def openb_instance(seed: int) -> tuple[Cluster, list[str]]:
+def openb_base() -> Cluster:
     from planner.instances.openb import generate_openb
 
-    base = generate_openb(at_s=12_500_000, departures=False)
+    return generate_openb(at_s=12_500_000, departures=False)
+
+
+def openb_instance(seed: int) -> tuple[Cluster, list[str]]:
+    base = openb_base()
     rng = np.random.default_rng([seed, 12])
     pods = []
     for k in range(6):
@@ -329,8 +338,11 @@ def main() -> None:
     parser.add_argument("--budget-asi", type=int, default=100)
     parser.add_argument("--budget-scale", type=int, default=200)
     parser.add_argument("--scale-allocations", default="0.6,0.7")
-    parser.add_argument("--only", choices=["families", "scale"], help="run only the small families (openb, asi200, asi) or only scale")
+    parser.add_argument("--only", choices=["families", "scale"], help="run only the small families (openb probes, openb, asi200, asi) or only scale")
+    parser.add_argument("--probe-sets", type=int, default=5, help="openb probe sets (set 0: issue 44's; the others held out)")
+    parser.add_argument("--families", default=",".join(["probes", *FAMILIES]), help="which of the small families to run (reduced runs)")
     args = parser.parse_args()
+    chosen = args.families.split(",")
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.only != "families":
         allocations = [float(a) for a in args.scale_allocations.split(",")]
@@ -339,21 +351,22 @@ def main() -> None:
         print("\n".join(lines))
     if args.only == "scale":
         return
-    results = {
-        "openb": (run("openb", args.seeds, args.budget_openb), args.budget_openb),
-        "asi200": (run("asi200", args.seeds, args.budget_asi), args.budget_asi),
-        "asi": (run("asi", args.seeds, args.budget_asi), args.budget_asi),
-    }
+    budgets = {"openb": args.budget_openb, "asi200": args.budget_asi, "asi": args.budget_asi}
+    probes = run_probes(openb_base(), args.probe_sets) if "probes" in chosen else None
+    results = {family: (run(family, args.seeds, budget), budget) for family, budget in budgets.items() if family in chosen}
     lines = [
         "# Make room for pending jobs",
         "",
         (
             f"Machine: {machine()}; planner at {code_version()}. Reproduce: `.venv/bin/python benchmarks/makeroom.py --only families --seeds {args.seeds} "
-            f"--budget-openb {args.budget_openb} --budget-asi {args.budget_asi}`. Instances and methods: see the script's docstring. "
-            "The 37,707-node target: [makeroom-scale.md](makeroom-scale.md) (`--only scale`)."
+            f"--budget-openb {args.budget_openb} --budget-asi {args.budget_asi} --probe-sets {args.probe_sets}"
+            f"{'' if len(chosen) == 4 else ' --families ' + ','.join(chosen)}`. Instances and methods: see the script's docstring "
+            "and `benchmarks/makeroom_probes.py`. The 37,707-node target: [makeroom-scale.md](makeroom-scale.md) (`--only scale`)."
         ),
         "",
     ]
+    if probes is not None:
+        lines += probes_section(probes)
     for family, (rows, budget) in results.items():
         lines += section(family, rows, budget)
     (RESULTS / "makeroom.md").write_text("\n".join(lines) + "\n")

@@ -223,6 +223,7 @@ def run_make_room_exact(
         "moves_bound": None if hood.restricted else solution.moves_bound,
         "routed_moves": executed.routed,
         "dropped_moves": len(executed.dropped),
+        "solver_workers": solution.workers,
         "variables": solution.variables,
         "constraints": solution.constraints,
         "solves": solution.records,

@@ -9,11 +9,15 @@ For one job (its pending pods, all of one shape) the heuristic works on the arra
   of it, and every pod under ``same_asw``): they must stay on its nodes (``domain_room``). When no
   domain (the whole cluster, or one switch) has the room, the job cannot start whatever moves: that
   is the reason, found without search.
-* *Score*: for each candidate node and each slot count ``t`` it could offer, the eviction set that
-  gets it there (largest movable pods first, then pruned of pods it does not need). Domains are tried
-  cheapest first (the estimated cost to evict, counting full clears); inside one, nodes are chosen
-  greedily by eviction cost per slot gained (a bound pod costs ``BOUND_COST``: it must be rehomed
-  inside the domain, where room is scarcest), then GPUs per slot, free room first.
+* *Score* (``heuristics/room_offers.py``): for each candidate node and each slot count ``t`` it
+  could offer, the eviction sets that get it there (largest movable pods first, and pods that fit on
+  another node now first; each pruned of pods it does not need). Domains are tried cheapest first
+  (the estimated cost to evict, counting full clears); inside one, nodes are chosen greedily by
+  eviction cost per slot gained, then GPUs per slot, free room first. The cost of an offer of the
+  ``MEASURED`` cheapest nodes is *measured*: the moves its pods' relocation takes, chains included,
+  by a trial undone at once (a pod that fits nowhere now costs its chain, not one move); the other
+  offers are estimated (one per pod, a bound pod ``BOUND_COST``: it must be rehomed inside the domain,
+  where room is scarcest; one more per pod that fits on no other node now).
 * *Clear*: the chosen nodes are cleared one at a time, every evicted pod relocated with IPC's
   ejection chains (``ipc.EjectionGroup.eject``, depth 2: a direct move, else one pod of a
   destination ejected first), bound pods first, within the move budgets. A node whose pods cannot
@@ -40,7 +44,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner import rules
 from planner.heuristics.ipc import EjectionGroup, GroupTask, IpcOptions
 from planner.heuristics.room import (
     LEVEL_NAMES,
@@ -51,12 +54,24 @@ from planner.heuristics.room import (
     optimistic_slots,
     unplaceable_reason,
 )
+from planner.heuristics.room_offers import Offers, eviction_options, node_offers, slots_without
 from planner.heuristics.topology import node_slots
 from planner.limits import MoveBudget
 from planner.state import ClusterState
 from planner.waves import Step
 
-__all__ = ["Outcome", "Request", "bound_pods", "domain_room", "domains_of", "make_room", "optimistic_slots", "unplaceable_reason"]
+__all__ = [
+    "Outcome",
+    "Request",
+    "bound_pods",
+    "domain_room",
+    "domains_of",
+    "eviction_options",
+    "make_room",
+    "optimistic_slots",
+    "slots_without",
+    "unplaceable_reason",
+]
 
 CHAIN_DEPTH = 2
 """Ejection chains of depth 2: move the pod directly, or eject one pod of its destination first."""
@@ -129,65 +144,6 @@ def _serve_in_order(
 
 def demand(state: ClusterState, request: Request) -> float:
     return float(state.pod_gpus[request.pods].sum())
-
-
-# ----------------------------------------------------------------------------------------------
-# Scores: what it costs to raise a node's room
-# ----------------------------------------------------------------------------------------------
-
-
-def slots_without(state: ClusterState, p: int, n: int, evicted: list[int]) -> int:
-    """Pods shaped like p that node n could take once the pods ``evicted`` (on n) have left."""
-    s = state
-    if not s.eligible[s.pod_signature[p], n]:
-        return 0
-    groups = set(s.pod_groups[p])
-    if groups and any(groups & set(s.pod_groups[q]) for q in s.node_pods[n] if q not in evicted):
-        return 0
-    shares = list(s.node_shares.get(n, ()))
-    for q in evicted:
-        if s.pod_share[q] > 0:
-            shares.remove(float(s.pod_share[q]))
-    devices = int(s.cap_gpus[n]) - int(s.whole_used[n]) + int(s.pod_whole[evicted].sum())
-    free_cpus = float(s.cap_cpus[n] - s.used_cpus[n] + s.pod_cpus[evicted].sum())
-    free_mem = float(s.cap_mem[n] - s.used_mem[n] + s.pod_mem[evicted].sum())
-    slots = len(s.pod_names)
-    if s.pod_share[p] > 0:  # shares pack beside the node's shares (two halves on one device)
-        slots = rules.share_slots(devices, shares, float(s.pod_share[p]))
-    elif s.pod_whole[p] > 0:
-        slots = (devices - len(rules.pack_shares(shares))) // int(s.pod_whole[p])
-    for free, each in ((free_cpus, float(s.pod_cpus[p])), (free_mem, float(s.pod_mem[p]))):
-        if each > 0:
-            slots = min(slots, math.floor((free + 1e-9) / each))
-    if groups:
-        slots = min(slots, 1)
-    return max(slots, 0)
-
-
-def eviction_options(
-    state: ClusterState, p: int, n: int, now: int, most: int, slots_of: Callable[[list[int]], int] | None = None
-) -> list[tuple[int, list[int]]]:
-    """For each slot count t in (now, most]: the movable pods of n to evict for t slots (largest
-    first until enough, then pruned of any not needed, smallest first kept out). Unreachable t omitted.
-    ``slots_of(evicted)``: n's slots once ``evicted`` left (default: pods shaped like p, ``slots_without``)."""
-    s = state
-    slots = slots_of if slots_of is not None else (lambda evicted: slots_without(s, p, n, evicted))
-    movable = sorted((q for q in s.node_pods[n] if not s.pod_locked[q]), key=lambda q: (-s.pod_gpus[q], -s.pod_cpus[q], -s.pod_mem[q], q))
-    options = []
-    for t in range(now + 1, most + 1):
-        chosen: list[int] = []
-        for q in movable:
-            if slots(chosen) >= t:
-                break
-            chosen.append(q)
-        if slots(chosen) < t:
-            break
-        for q in sorted(chosen, key=lambda q: (s.pod_gpus[q], s.pod_cpus[q], q), reverse=True):
-            rest = [r for r in chosen if r != q]
-            if slots(rest) >= t:
-                chosen = rest
-        options.append((t, chosen))
-    return options
 
 
 # ----------------------------------------------------------------------------------------------
@@ -294,15 +250,6 @@ def _candidates(state: ClusterState, members: np.ndarray, now: np.ndarray, optim
     return sorted(set(roomy.tolist()) | set(clearable.tolist()))
 
 
-Offers = dict[int, list[tuple[int, list[int]]]]
-"""Per candidate node, the slot counts it could offer and the pods to evict for each."""
-
-
-def _offers(state: ClusterState, p: int, n: int, most: int) -> list[tuple[int, list[int]]]:
-    now = slots_without(state, p, n, [])
-    return [(now, [])] * int(now > 0) + eviction_options(state, p, n, now, most)
-
-
 def _try_domain(
     state: ClusterState,
     group: EjectionGroup,
@@ -314,7 +261,7 @@ def _try_domain(
 ) -> list[tuple[int, int]] | None:
     """Clear nodes of one domain and start the job there; None (state as found) if that fails."""
     p = request.pods[0]
-    offers = {n: _offers(state, p, n, int(optimistic[n])) for n in _candidates(state, members, now, optimistic, len(request.pods), bound)}
+    offers = {n: node_offers(state, p, n, int(optimistic[n])) for n in _candidates(state, members, now, optimistic, len(request.pods), bound)}
     start = len(group.trail)
     for strict in (True, False):
         placed = _clear_and_place(state, group, request, dict(offers), optimistic, bound, strict)
@@ -334,8 +281,23 @@ def _clear_and_place(
     park a small pod on the node being cleared, if the job still fits there: the rules decide)."""
     p, k = request.pods[0], len(request.pods)
     cleared: dict[int, tuple[int, list[int]]] = {}
+    measured = _measure(state, group, offers, k, bound, strict)
+
+    known: dict[tuple[int, int, tuple[int, ...]], float] = {}  # (state version, node, evicted) -> cost
+
+    def cost_of(n: int, evicted: list[int]) -> float:
+        key = (state.version, n, tuple(evicted))
+        if key not in known:
+            cost = measured.get(key[1:])
+            if cost is None:  # not measured: the estimate
+                cost = _estimate(state, evicted, bound)
+            elif math.isinf(cost):  # the trial failed: last (the chains may find more once other nodes are cleared)
+                cost = FAILED_TRIAL + _estimate(state, evicted, bound)
+            known[key] = cost
+        return known[key]
+
     while True:
-        chosen = _choose(state, offers, k, bound, cleared)
+        chosen = _choose(state, offers, k, bound, cleared, cost_of)
         if chosen is None:
             return None
         blocked = frozenset(chosen) if strict else frozenset()
@@ -350,7 +312,8 @@ def _clear_and_place(
                 break
             cleared[n] = chosen[n]
             for m in {destination for _, _, destination in group.trail[mark:]} & set(offers) - set(cleared):
-                offers[m] = _offers(state, p, m, int(optimistic[m]))
+                offers[m] = node_offers(state, p, m, int(optimistic[m]))
+                measured = {key: cost for key, cost in measured.items() if key[0] != m}
         else:
             return _place(state, request, list(chosen))
 
@@ -364,32 +327,73 @@ def _relocate(state: ClusterState, group: EjectionGroup, pods: list[int], bound:
     return True
 
 
+MEASURED = 24
+"""Nodes whose offers are measured by a trial relocation (moves made, then undone), the cheapest by
+``_estimate`` per slot first, at least (2 x the job's pods when more)."""
+
+
+FAILED_TRIAL = 1000.0
+"""Added to the estimate of an offer whose trial relocation failed."""
+
+
+def _estimate(state: ClusterState, evicted: list[int], bound: np.ndarray) -> float:
+    """``_cost``, plus one for each evicted pod that fits on no other node now (it needs a chain)."""
+    return _cost(state, evicted, bound) + sum(not state.room_anywhere(q) or not state.feasible_nodes(q).any() for q in evicted)
+
+
+def _measure(state: ClusterState, group: EjectionGroup, offers: Offers, k: int, bound: np.ndarray, strict: bool) -> dict[tuple[int, tuple[int, ...]], float]:
+    """The moves that relocating each offer's evicted pods takes (a trial, undone; inf when it fails),
+    for the offers of the ``MEASURED`` nodes cheapest by estimate per slot."""
+    ranked = sorted((_estimate(state, evicted, bound) / max(min(t, k), 1), n) for n, options in offers.items() for t, evicted in options if evicted)
+    nodes = list(dict.fromkeys(n for _, n in ranked))[: max(MEASURED, 2 * k)]
+    measured: dict[tuple[int, tuple[int, ...]], float] = {}
+    for n in nodes:
+        for t, evicted in offers[n]:
+            if not evicted or (n, tuple(evicted)) in measured:
+                continue
+            mark = len(group.trail)
+            ok = _relocate(state, group, evicted, bound, frozenset([n]) if strict else frozenset())
+            measured[n, tuple(evicted)] = float(len(group.trail) - mark) if ok else math.inf
+            group.rollback(mark)
+    return measured
+
+
 def _cost(state: ClusterState, evicted: list[int], bound: np.ndarray) -> float:
     """Eviction cost of a set of pods: one per pod, ``BOUND_COST`` per pod bound to its domain."""
     return float(len(evicted) + (BOUND_COST - 1) * bound[evicted].sum())
 
 
 def _choose(
-    state: ClusterState, offers: Offers, k: int, bound: np.ndarray | None = None, cleared: dict[int, tuple[int, list[int]]] | None = None
+    state: ClusterState,
+    offers: Offers,
+    k: int,
+    bound: np.ndarray | None = None,
+    cleared: dict[int, tuple[int, list[int]]] | None = None,
+    cost_of: Callable[[int, list[int]], float] | None = None,
 ) -> dict[int, tuple[int, list[int]]] | None:
     """Greedy cover of k slots, starting from the nodes ``cleared`` (kept as they are): repeatedly the
     offer (a node, raised to t slots) with the least extra eviction cost per slot gained, then GPUs per
-    slot, then the larger gain, then the lower node."""
+    slot, then the larger gain, then the lower node. ``cost_of(node, evicted)``: an offer's cost
+    (default ``_cost``); an infinite cost is no offer."""
     bound = np.zeros(len(state.pod_names), dtype=bool) if bound is None else bound
+    costed = cost_of if cost_of is not None else (lambda n, evicted: _cost(state, evicted, bound))
     chosen: dict[int, tuple[int, list[int]]] = dict(cleared or {})
     left = k - sum(t for t, _ in chosen.values())
     while left > 0:
         best = None
-        for n, node_offers in offers.items():
+        for n, options in offers.items():
             if cleared and n in cleared:
                 continue
             have, evicted_now = chosen.get(n, (0, []))
-            cost_now, gpus_now = _cost(state, evicted_now, bound), float(state.pod_gpus[evicted_now].sum())
-            for t, evicted in node_offers:
+            cost_now, gpus_now = (costed(n, evicted_now) if evicted_now else 0.0), float(state.pod_gpus[evicted_now].sum())
+            for t, evicted in options:
                 if t <= have:
                     continue
                 gain = min(t - have, left)
-                extra_cost = max(_cost(state, evicted, bound) - cost_now, 0.0)
+                cost = costed(n, evicted) if evicted else 0.0
+                if math.isinf(cost):
+                    continue
+                extra_cost = max(cost - cost_now, 0.0)
                 extra_gpus = max(float(state.pod_gpus[evicted].sum()) - gpus_now, 0.0)
                 key = (extra_cost / gain, extra_gpus / gain, -gain, n, t)
                 if best is None or key < best[0]:

@@ -30,6 +30,7 @@ neighbourhood it proves optimality within the neighbourhood only (``Solution.res
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,52 @@ RESTRICTED_NODES = 24
 RESTRICTED_DESTINATIONS = 48
 """Restricted: other nodes the displaced pods may go to (most free GPUs first)."""
 RESTRICTED_DOMAINS = 4
+RESTRICTED_PER_POD = (8, 16)
+"""Restricted, small jobs: at most this many candidate nodes, and other nodes, per pod the named jobs
+start (a lone pending pod: 8 and 16; 3 pods or more: the limits above). On the openb probes (a pod of
+5 to 7 GPUs) the plans found with 8 and 16 had as many moves as with 24 and 48, and the solve took a
+fifth of the CPU time (``benchmarks/makeroom.py``)."""
+
+
+BUSY_SAMPLE_S = 0.1
+"""How long ``free_workers`` watches the machine's CPU counters (``/proc/stat``)."""
+
+
+def busy_cores(sample_s: float = BUSY_SAMPLE_S) -> float | None:
+    """Cores other work keeps busy, over ``sample_s`` while this process sleeps (``/proc/stat``: all
+    cores but idle and I/O wait); None where that file cannot be read (then the 1-minute load
+    average stands in, ``free_workers``)."""
+    try:
+        with open("/proc/stat") as f:
+            before = [int(v) for v in f.readline().split()[1:]]
+        time.sleep(sample_s)
+        with open("/proc/stat") as f:
+            after = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    delta = [b - a for a, b in zip(before, after)]
+    total = sum(delta[:8])  # user nice system idle iowait irq softirq steal (guest time is in user)
+    if total <= 0:
+        return None
+    return (total - delta[3] - delta[4]) / total * (os.cpu_count() or 1)
+
+
+def free_workers(requested: int, deterministic: bool) -> int:
+    """Solver workers for one solve: ``requested``, but at most one per core this process may use
+    (``sched_getaffinity``) that other work does not keep busy (``busy_cores``, else the 1-minute
+    load average), at least one. With ``deterministic`` exactly ``requested``: a deterministic search
+    is reproducible for one worker count only. The claims never depend on the count (a proof holds
+    whatever the workers); which of two equally good plans is returned may."""
+    if deterministic or requested <= 1:
+        return max(1, requested)
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        usable = os.cpu_count() or 1
+    busy = busy_cores()
+    if busy is None:
+        busy = os.getloadavg()[0]
+    return min(requested, max(1, min(usable, math.floor(usable - busy + 0.5))))
 
 
 @dataclass
@@ -98,6 +145,8 @@ class Solution:
     constraints: int = 0
     hinted: bool | None = None
     """Whether a known plan's end state was the solver's hint (None: no plan was given)."""
+    workers: int = 0
+    """The solver workers used (``free_workers``)."""
 
 
 def neighbourhood(
@@ -130,6 +179,8 @@ def neighbourhood(
         return Neighbourhood(movable_all.tolist(), list(range(n_nodes)), candidates, bool(why), why)
     full = {name: list(c) for name, c in candidates.items()}
     chosen: set[int] = set()
+    pods_started = sum(r.need for r in requests)
+    most_nodes = min(RESTRICTED_NODES, RESTRICTED_PER_POD[0] * pods_started)
     for r in requests:
         p, k = r.pods[0], r.need
         now, opt = node_slots(s, p), optimistic[r.name]
@@ -139,12 +190,12 @@ def neighbourhood(
             members = np.flatnonzero(domains == d)
             ranked = [n for n in _candidates(s, members, now, opt, k) if not standby_nodes[n]]
             ranked.sort(key=lambda n: (-int(now[n]), int(s.pods_per_node[n]), n))
-            picked += ranked[: max(RESTRICTED_NODES // max(1, RESTRICTED_DOMAINS if r.level else 1), k)]
+            picked += ranked[: max(most_nodes // max(1, RESTRICTED_DOMAINS if r.level else 1), k)]
         candidates[r.name] = sorted(set(picked))
         chosen |= set(picked)
     free = s.cap_gpus - s.whole_used - s.share_devices
     others = [int(n) for n in np.lexsort((np.arange(n_nodes), -free)) if int(n) not in chosen and not standby_nodes[n] and free[n] > 0]
-    nodes_set = chosen | set(others[:RESTRICTED_DESTINATIONS])
+    nodes_set = chosen | set(others[: min(RESTRICTED_DESTINATIONS, RESTRICTED_PER_POD[1] * pods_started)])
     added = set(touched or ())
     cut = False
     for r in requests:
@@ -183,11 +234,14 @@ class _Model:
         cpu = scale_for(s.pod_cpus[values].tolist(), s.cap_cpus[hood.nodes].tolist())
         mem = scale_for(s.pod_mem[values].tolist(), s.cap_mem[hood.nodes].tolist())
         self.exact_units = cpu.exact and mem.exact
+        # each distinct value scaled once (exact fractions are slow; pods share few values)
+        cpu_units = {v: cpu.request(v) for v in set(s.pod_cpus[values].tolist())}
+        mem_units = {v: mem.request(v) for v in set(s.pod_mem[values].tolist())}
         ask = {
             q: (
                 int(s.pod_whole[q]) + (1 if s.pod_share[q] > 0 else 0),
-                cpu.request(float(s.pod_cpus[q])),
-                mem.request(float(s.pod_mem[q])),
+                cpu_units[float(s.pod_cpus[q])],
+                mem_units[float(s.pod_mem[q])],
                 *s.pod_res[q].tolist(),
             )
             for q in values
@@ -352,12 +406,13 @@ def solve_make_room(
         job_nodes = {j: {n for _, n in pairs} for j, pairs in started.items()}
     hood = neighbourhood(state, requests, budget, MAX_PAIRS if max_pairs is None else max_pairs, touched, job_nodes)
     model = _Model(state, requests, budget, hood)
+    workers = free_workers(workers, deterministic)
 
     def run(milp: Milp, hint: list[int] | None) -> MilpResult:
         return solve(milp, solver, max(0.2, deadline - time.perf_counter()), workers, hint, seed, deterministic)
 
     hint = None if known is None else model.hint(*known)
-    if hint is not None and round(model.m.value_of_objective(hint)) == len(requests) and not model.m.violated_rows(hint):
+    if hint is not None and round(model.m.value_of_objective(hint)) == len(requests):  # (``hint`` breaks no row)
         # the hint starts every job: no plan starts more, so (a) is proven without a solve
         first = MilpResult(solver, "optimal", hint, float(len(requests)), float(len(requests)), 0.0, "the hint starts every named job")
     else:
@@ -365,13 +420,22 @@ def solve_make_room(
     records = [_record("jobs started", first)]
     solution = Solution({}, {}, first.status, None, 0, 0.0, None, hood, records, model.m.num_vars, model.m.num_rows)
     solution.hinted = None if known is None else hint is not None
+    solution.workers = workers
     if first.status not in ("infeasible", "error") and first.bound is not None and math.isfinite(first.bound):
         solution.jobs_bound = min(len(requests), math.floor(first.bound + 1e-6))
     if first.values is None:
         return solution
     jobs = round(model.m.value_of_objective(first.values))
-    tail = model.m.with_objective(model.tail, model.tail_offset, [(model.jobs, jobs, None, "(a) held")])
-    start = max((v for v in (first.values, hint) if v is not None and not tail.violated_rows(v)), key=tail.value_of_objective, default=first.values)
+    held = [(model.jobs, jobs, None, "(a) held")]
+    starts = [first.values]  # it starts ``jobs`` jobs, and breaks no row of the model
+    if hint is not None and round(model.m.value_of_objective(hint)) == jobs:
+        # no plan better than the known one makes more moves than it: a row that cuts no better plan
+        stays = [(v, 1) for v, _ in model.tail]
+        least = sum(hint[v] for v, _ in stays)
+        held.append((stays, least, None, "(b) at most the known plan's moves"))
+        starts = [v for v in (first.values, hint) if sum(v[x] for x, _ in stays) >= least]
+    tail = model.m.with_objective(model.tail, model.tail_offset, held)
+    start = max(starts, key=tail.value_of_objective)
     second = run(tail, start)
     records.append(_record("moves, GPUs moved", second))
     best = second if second.values is not None else first

@@ -149,7 +149,9 @@ def test_the_heuristic_never_beats_the_brute_force_and_finds_a_plan_when_one_exi
         plan = room(c, ["j"])
         placed = bool(plan.placements)
         if placed:
-            assert best is not None and len(plan.moves()) >= best, seed
+            # measured node choice: the brute force's minimum on every one of these (seed 249 is the
+            # first of 0-599 where it is not; the estimate alone missed it on 167, 175 and 6 more)
+            assert best is not None and len(plan.moves()) == best, seed
             end = apply_plan(c, plan)
             assert {p.pod for p in plan.placements} == {p.name for p in c.pods if p.job == "j"}
             assert all(end.pods[k].node is not None for k, p in enumerate(c.pods) if p.node is not None)
@@ -159,6 +161,28 @@ def test_the_heuristic_never_beats_the_brute_force_and_finds_a_plan_when_one_exi
         else:
             assert not placed or len(plan.moves()) > 3, seed
     assert found >= 40 and missed == 0, (found, missed)
+
+
+# n0's one pod (8 GPUs) fits nowhere now: clearing n0 is one eviction but five moves (e0's four pods
+# out first, then it); n1's two 2-GPU pods each fit on d0 or d1 as they stand: two moves
+CHOICE = cluster(
+    [("n0", 8), ("n1", 8), ("d0", 8), ("d1", 8), ("e0", 8)],
+    [
+        {"name": "whole", "gpus": 8, "node": "n0"},
+        {"name": "l", "gpus": 2, "node": "n1", "locked": True},
+        *[{"name": f"s{i}", "gpus": 2, "node": "n1"} for i in range(2)],
+        {"name": "c", "gpus": 4, "node": "d0", "locked": True},
+        {"name": "e", "gpus": 4, "node": "d1", "locked": True},
+        *[{"name": f"f{i}", "gpus": 2, "node": "e0"} for i in range(4)],
+        {"name": "big", "gpus": 6},
+    ],
+)
+
+
+def test_the_node_chosen_is_the_one_whose_pods_relocate_in_fewest_moves() -> None:
+    plan = room(CHOICE, ["big"])
+    assert plan.placements == [Placement(pod="big", node="n1")] and sorted(m[0] for m in moves(plan)) == ["s0", "s1"]
+    assert oracle_min_moves(CHOICE, ["big"]) == 2
 
 
 # ----------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ honest claims, restricted neighbourhoods, and refused options."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,7 @@ def test_the_exact_move_count_is_the_brute_force_minimum_and_claimed_optimal(sol
 
 
 def test_exact_uses_one_move_where_the_heuristic_uses_two() -> None:
-    c = tiny_cluster(167)
+    c = tiny_cluster(249)  # the one seed of 0-599 where the heuristic makes more moves than the brute force
     assert oracle_min_moves(c, ["j"]) == 1
     heuristic = plan_defrag(c, DefragOptions(make_room=["j"]))
     assert heuristic.report.moves == 2
@@ -115,7 +116,7 @@ def test_locked_pods_never_move_and_shares_stay_put() -> None:
 
 
 def test_compare_reports_both_plans() -> None:
-    c = tiny_cluster(167)
+    c = tiny_cluster(249)
     result = plan_defrag(c, DefragOptions(make_room=["j"], method="compare", **SOLVE))
     assert isinstance(result, DefragComparison)
     assert result.heuristic.report.method == "makeroom" and result.exact.report.method == "makeroom-exact"
@@ -171,9 +172,9 @@ def test_exact_make_room_over_http(tmp_path: Path) -> None:
 
 
 # the restricted neighbourhood (one candidate, one destination) is n0 and d0, where n0's 6-GPU pod
-# cannot go: nothing starts in it. The heuristic clears n1 into d0 and d1 and moves a there (3 moves);
-# with its nodes added the model finds 2 (n1's two pods out, big on n1). x0 (full, its pod nowhere to
-# go) stays outside, so the neighbourhood is still restricted
+# cannot go: nothing starts in it. The heuristic clears n1 into d0 and d1 (2 moves, n1 and d1 outside
+# it); with its nodes added the model finds that plan too. x0 (full, its pod nowhere to go) stays
+# outside, so the neighbourhood is still restricted
 OUTSIDE = cluster(
     [("n0", 8), ("n1", 8), ("d0", 8), ("d1", 8), ("x0", 8)],
     [
@@ -201,14 +202,15 @@ def test_the_heuristics_nodes_join_a_restricted_neighbourhood(monkeypatch: pytes
 
     _restrict(monkeypatch)
     heuristic = plan_defrag(OUTSIDE, DefragOptions(make_room=["big"]))
-    assert heuristic.placements == [Placement(pod="big", node="n0")] and heuristic.report.moves == 3
+    assert heuristic.placements == [Placement(pod="big", node="n1")] and heuristic.report.moves == 2
     state = ClusterState(OUTSIDE)
     hood = model.neighbourhood(state, make_room_requests(OUTSIDE, ["big"]), MoveBudget.of(state), model.MAX_PAIRS)
     assert hood.restricted and state.node_names.index("n1") not in hood.nodes  # the heuristic's plan lies outside it
+    assert model.solve_make_room(state, make_room_requests(OUTSIDE, ["big"]), MoveBudget.of(state), "highs", 5.0, 1).placements == {}
     plan = exact(OUTSIDE, ["big"])
     r = plan.report
-    assert plan.placements == [Placement(pod="big", node="n1")] and r.moves == 2 < heuristic.report.moves
-    assert r.chosen == "exact" and r.hint_used is True and r.heuristic_moves == 3
+    assert plan.placements == [Placement(pod="big", node="n1")] and r.moves == 2 == heuristic.report.moves
+    assert r.chosen == "exact" and r.hint_used is True and r.heuristic_moves == 2
     assert r.restricted is True and "2 more nodes the heuristic plan touches" in r.restriction and r.nodes == 4
     assert r.status == "feasible" and r.optimal_within_neighbourhood is True and r.moves_bound is None and r.jobs_bound is None
 
@@ -225,6 +227,15 @@ def test_the_heuristics_plan_is_returned_when_the_exact_plan_is_worse(monkeypatc
     monkeypatch.setattr(model, "solve_make_room", nothing)
     plan = exact(OUTSIDE, ["big"])
     r = plan.report
-    assert plan.placements == [Placement(pod="big", node="n0")] and r.moves == 3 and plan.metrics.per_job["big"]["moves"] == 3
-    assert r.chosen == "heuristic" and "the heuristic's 1 with 3" in r.chosen_why and r.model_status == "timeout"
+    assert plan.placements == [Placement(pod="big", node="n1")] and r.moves == 2 and plan.metrics.per_job["big"]["moves"] == 2
+    assert r.chosen == "heuristic" and "the heuristic's 1 with 2" in r.chosen_why and r.model_status == "timeout"
     assert r.status == "feasible" and r.optimal_within_neighbourhood is False and r.moves_bound is None
+
+
+def test_the_solver_workers_are_at_most_the_free_cores_and_exact_with_deterministic() -> None:
+    busy = model.busy_cores(0.05)
+    assert busy is None or 0.0 <= busy <= (os.cpu_count() or 1) + 1e-9
+    assert 1 <= model.free_workers(64, False) <= len(os.sched_getaffinity(0))
+    assert model.free_workers(1, False) == 1 and model.free_workers(8, True) == 8
+    plan = exact(ONE_MOVE, ["big"])  # SOLVE asks for 1 worker: 1 is used whatever the machine's load
+    assert plan.report.solver_workers == 1 and plan.report.moves == 1
