@@ -6,7 +6,8 @@ only the objective changes, and per room shape R (G GPUs, c CPUs and m GiB for t
 level L: access switch or spine) these variables and rows are added, for every GPU node n and every
 group g (GPU model and domain at L, ``switch_room.domain_groups``):
 
-    s[R,n] in [0, C_gpu n]   GPU slots of R on n after the moves (0 if n is unschedulable)
+    s[R,n] in [0, s*(n)]     GPU slots of R on n after the moves (0 if n is unschedulable; s*(n):
+                             ``switch_room.optimistic_node_slots``, implied by the rows, tighter for the LP)
     (R1)  s[R,n] + whole GPUs on n + devices used on n <= C_gpu n - locked whole GPUs   (n's GPU row's terms)
     (R2)  s[R,n] * c/G <= free CPUs of n,   (R3)  s[R,n] * m/G <= free memory of n   (model units)
     r[R,g] integer >= 0
@@ -38,7 +39,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from planner.heuristics.switch_room import RoomShape, domain_groups
+from planner.heuristics.switch_room import RoomShape, domain_groups, optimistic_node_slots
 from planner.limits import MoveBudget
 from planner.models.backends import solve
 from planner.models.defrag import DefragModel, build_defrag_model
@@ -124,8 +125,9 @@ def build_room_model(
             for name, total, unit in (("cpu", room.shape.cpus, data.cpu_scale.unit), ("mem", room.shape.memory_gib, data.mem_scale.unit))
         ]
         slot_of: dict[int, int] = {}
+        optimistic = optimistic_node_slots(state, room.shape)  # implied by the rows: tighter for the relaxation
         for n in gpu_nodes:
-            most = int(state.cap_gpus[n]) if state.schedulable[n] else 0
+            most = min(int(state.cap_gpus[n]), int(optimistic[n])) if state.schedulable[n] else 0
             s = slot_of[n] = milp.var(f"s[{k},{state.node_names[n]}]", 0, most)
             usage = base.usage[n]
             gpu_terms, gpu_room = usage["gpu"]
@@ -236,10 +238,19 @@ def solve_phases(
     def run(milp: Milp, seconds: float, start: list[int] | None) -> MilpResult:
         return solve(milp, options.solver, max(seconds, 0.5), options.solver_workers, start, options.seed, options.deterministic)
 
+    known = [] if hint is None else [hint]  # solutions so far (the warm start first): each phase starts from the best that holds
+
+    def start_of(k: int) -> list[int] | None:
+        """The known solution that keeps the counts held and has the most of shape k (then of the later ones)."""
+        holding = [v for v in known if all(model.count(v, j) >= (proof.reached[j] or 0) for j in range(k))]
+        if not holding:
+            return None
+        return max(holding, key=lambda v: [model.count(v, j) for j in range(k, len(model.counts))])
+
     for k, counts in enumerate(model.counts):
         terms = [(r, 1) for r in counts]
         phases_left = len(model.counts) - k
-        result = run(base.milp.with_objective(terms, 0, held), (count_deadline - time.perf_counter()) / phases_left, hint)
+        result = run(base.milp.with_objective(terms, 0, held), (count_deadline - time.perf_counter()) / phases_left, start_of(k))
         count = None if result.values is None else model.count(result.values, k)
         records.append(
             {
@@ -255,11 +266,14 @@ def solve_phases(
             proof.bounds[k] = _ceil_bound(result.bound, sum(base.milp.upper[r] for r in counts))
         if result.values is None or count is None:
             return best, proof, records
-        best, hint = result, result.values
+        best = result
+        known.append(result.values)
         proof.reached[k] = count
         held.append((terms, count, None, f"hold[{k}]"))
     tail = [(v, c) for v, c in base.milp.objective.items() if v not in empties]
-    result = run(base.milp.with_objective(tail, base.milp.objective_offset, held), deadline - time.perf_counter(), hint)
+    last = base.milp.with_objective(tail, base.milp.objective_offset, held)
+    holding = [v for v in known if all(model.count(v, j) >= (proof.reached[j] or 0) for j in range(len(model.counts)))]
+    result = run(last, deadline - time.perf_counter(), max(holding, key=last.value_of_objective) if holding else None)
     records.append(
         {"phase": "moves", "status": result.status, "objective": result.objective, "bound": result.bound, "wall_s": round(result.wall_s, 3), "count": None}
     )
