@@ -170,28 +170,41 @@ class RoomProof:
     gpu_units: list[int]
     exact_gpu_units: bool
 
-    def lexicographic_bounds(self) -> list[int | None]:
-        """Per shape, the proven maximum of its count given the earlier shapes at their maxima: phase
-        k's bound when every earlier phase reached its bound (None from the first one that did not)."""
-        out: list[int | None] = []
-        for bound, reached in zip(self.bounds, self.reached):
-            out.append(bound)
-            if bound is None or reached != bound:
-                break
-        return out + [None] * (len(self.bounds) - len(out))
+    def lexicographic_bounds(self, counts: list[int], known: list[int]) -> list[int]:
+        """Per shape k, a proven bound on its count over the plans whose earlier counts are at their
+        maxima, for a plan reaching ``counts`` (real, after it) with ``known`` valid bounds on each
+        count (``switch_room.room_bound``). Phase k's bound joins in while every earlier count of the plan
+        is at its bound (so it is that shape's maximum) and at least the value its phase held (so the
+        plans with that maximum are among those phase k ranged over); from the first that is not, only
+        ``known`` remains."""
+        out: list[int] = []
+        chained = True
+        for k, (bound, reached) in enumerate(zip(self.bounds, self.reached)):
+            best = known[k] if not chained or bound is None else min(known[k], bound)
+            out.append(best)
+            chained = chained and counts[k] == best and reached is not None and counts[k] >= reached
+        return out
 
-    def optimal(self, counts: list[int], waves: list[list[Step]]) -> bool:
+    def covers(self, counts: list[int], known: list[int]) -> bool:
+        """Every count of the plan is its shape's proven maximum, and the moves phase ranged over the
+        plans reaching them: its bound then bounds their moves."""
+        bounds = self.lexicographic_bounds(counts, known)
+        reached = all(r is not None and count >= r for count, r in zip(counts, self.reached))
+        return counts == bounds and reached and self.tail_lower is not None
+
+    def optimal(self, counts: list[int], known: list[int], waves: list[list[Step]]) -> bool:
         """The plan (its real counts, its waves) is proven lexicographically optimal: every count at its
         proven maximum, then moves and GPUs moved at the proven least."""
-        if counts != self.lexicographic_bounds() or self.tail_lower is None or not self.exact_gpu_units:
+        if not self.covers(counts, known) or self.tail_lower is None or not self.exact_gpu_units:
             return False
         moves = sum(len(w) for w in waves)
         units = sum(self.gpu_units[p] for w in waves for p, _, _ in w)
         return self.w2 * moves + units <= self.tail_lower + 0.5
 
-    def moves_bound(self, counts: list[int]) -> int | None:
-        """Fewest moves of any plan reaching ``counts`` when they are the proven maxima."""
-        if counts != self.lexicographic_bounds() or self.tail_lower is None:
+    def moves_bound(self, counts: list[int], known: list[int]) -> int | None:
+        """Fewest moves of any plan reaching ``counts`` when they are the proven maxima (W2 * moves + GPU
+        units >= the tail bound, with at most ``gpu_max`` GPU units moved)."""
+        if not self.covers(counts, known) or self.tail_lower is None:
             return None
         return max(0, math.ceil((self.tail_lower - self.gpu_max - 0.5) / self.w2))
 
