@@ -237,9 +237,10 @@ def _ceil_bound(bound: float | None, most: int) -> int | None:
 
 
 def solve_phases(
-    model: RoomModel, options: RoomSolveOptions, deadline: float, hint: list[int] | None
+    model: RoomModel, options: RoomSolveOptions, deadline: float, hint: list[int] | None, upper: list[int] | None = None
 ) -> tuple[MilpResult | None, RoomProof, list[RoomPhaseRecord]]:
-    """The lexicographic solve: the last result with values, the proof, one record per phase."""
+    """The lexicographic solve: the last result with values, the proof, one record per phase. ``upper``:
+    a known bound on each count (``switch_room.room_bound``); a phase whose start reaches it is not solved."""
     base = model.base
     empties = set(base.empty_vars)
     proof = RoomProof([None] * len(model.rooms), [None] * len(model.rooms), None, base.w2, base.gpu_max, base.gpu_units, base.exact_gpu_units)
@@ -263,7 +264,11 @@ def solve_phases(
     for k, counts in enumerate(model.counts):
         terms = [(r, 1) for r in counts]
         phases_left = len(model.counts) - k
-        result = run(base.milp.with_objective(terms, 0, held), (count_deadline - time.perf_counter()) / phases_left, start_of(k))
+        milp, start = base.milp.with_objective(terms, 0, held), start_of(k)
+        if start is not None and upper is not None and model.count(start, k) >= upper[k] and not milp.violated_rows(start):
+            result = MilpResult(options.solver, "optimal", start, float(upper[k]), float(upper[k]), 0.0, "the start reaches room_bound: not solved")
+        else:
+            result = run(milp, (count_deadline - time.perf_counter()) / phases_left, start)
         count = None if result.values is None else model.count(result.values, k)
         records.append(
             {
@@ -304,6 +309,7 @@ def solve_room(
     budget: MoveBudget,
     hint_target: dict[int, int] | None,
     score: Callable[[list[list[Step]]], tuple[float, ...]],
+    upper: list[int] | None = None,
 ) -> RoomOutcome:
     """Solve the room model of ``state`` (not changed) and execute its end state as make-before-break
     waves; a move the router cannot make within the limits is forbidden and the model solved again
@@ -325,7 +331,7 @@ def solve_room(
             outcome.history.append({"attempt": attempt, "status": "timeout", "message": str(err)})
             break
         hint = model.hint(hint_target) if hint_target is not None else None
-        result, proof, phases = solve_phases(model, options, deadline, hint)
+        result, proof, phases = solve_phases(model, options, deadline, hint, upper)
         record: dict[str, object] = {"attempt": attempt, "formulation": model.base.formulation, "forbidden_pairs": len(forbidden), "phases": phases}
         if outcome is None:  # the unrestricted model: its proof is the one reported
             outcome = RoomOutcome(

@@ -167,7 +167,7 @@ def exact_room(state: ClusterState, rooms: list[RoomShape], options: DefragOptio
         options.seed,
         options.deterministic,
     )
-    outcome = solve_room(state, rooms, solve_options, budget, hint, score)
+    outcome = solve_room(state, rooms, solve_options, budget, hint, score, [room_bound(state, room) for room in rooms])
     extra: dict[str, Any] = {
         "formulation": outcome.formulation,
         "units": "exact" if outcome.exact_units else "relaxed",
