@@ -6,6 +6,7 @@ state within the budget reaches; ``bound`` is never below the best count; every 
 from __future__ import annotations
 
 import itertools
+import math
 import json
 from fractions import Fraction
 from typing import Any
@@ -32,9 +33,15 @@ def counts_of(nodes: list[dict[str, Any]], where: dict[str, str], pods: list[dic
     """The Fig. 14 within-switch counts of ``shapes`` ((GPUs, CPUs) of the whole request) with every pod
     on ``where[pod]``; None if some node is over its GPUs or CPUs."""
     used = {node["name"]: [0, 0.0] for node in nodes}
+    shares = {node["name"]: 0.0 for node in nodes}
     for pod in pods:
-        used[where[pod["name"]]][0] += pod["gpus"]
+        if pod["gpus"] < 1:  # halves of a GPU: k of them take ceil(k / 2) devices
+            shares[where[pod["name"]]] += pod["gpus"]
+        else:
+            used[where[pod["name"]]][0] += pod["gpus"]
         used[where[pod["name"]]][1] += pod["cpus"]
+    for name, total in shares.items():
+        used[name][0] += math.ceil(total)
     if any(used[node["name"]][0] > node["gpus"] or used[node["name"]][1] > node["cpus"] for node in nodes):
         return None
     out = []
@@ -84,9 +91,9 @@ def tiny(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]], l
     pods = []
     for i in range(draw(st.integers(1, 4))):
         node = draw(st.sampled_from([node["name"] for node in nodes]))
-        gpus, cpus = draw(st.integers(0, 2)), draw(st.integers(1, 3))
-        if free[node][0] >= gpus and free[node][1] >= cpus:
-            free[node][0] -= gpus
+        gpus, cpus = draw(st.sampled_from([0, 0.5, 1, 2])), draw(st.integers(1, 3))
+        if free[node][0] >= math.ceil(gpus) and free[node][1] >= cpus:
+            free[node][0] -= math.ceil(gpus)  # a half takes a device of its own here: the snapshot fits either way
             free[node][1] -= cpus
             pods.append({"name": f"p{i}", "gpus": gpus, "cpus": cpus, "node": node, "locked": draw(st.booleans()) and i % 3 == 0})
     shapes = [(draw(st.sampled_from([2, 4, 6])), float(draw(st.sampled_from([0, 1, 2]))))]
