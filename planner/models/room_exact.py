@@ -55,6 +55,8 @@ COUNT_SHARE = 0.8
 
 @dataclass(frozen=True)
 class RoomSolveOptions:
+    """How to solve: back-end, time (the whole lexicographic solve and its re-solves), threads, formulation, seed."""
+
     solver: str = "cpsat"
     time_limit_s: float = 60.0
     solver_workers: int = 8
@@ -210,6 +212,8 @@ class RoomProof:
 
 
 class RoomPhaseRecord(PhaseRecord):
+    """A phase of the room model: with the count of its shape in its solution (None for the moves phase)."""
+
     count: int | None
 
 

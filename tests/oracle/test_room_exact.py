@@ -6,8 +6,8 @@ state within the budget reaches; ``bound`` is never below the best count; every 
 from __future__ import annotations
 
 import itertools
-import math
 import json
+import math
 from fractions import Fraction
 from typing import Any
 
