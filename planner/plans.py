@@ -163,6 +163,24 @@ class AllocationGap(TypedDict):
     exact_status: str | None
 
 
+@final
+class RoomGap(TypedDict):
+    """The gap of an objective-room comparison: per shape (largest first) the counts of each plan and
+    the bound, the exact plan's status, moves and walls."""
+
+    shapes: list[str]
+    heuristic_counts: list[int]
+    exact_counts: list[int]
+    bounds: list[int]
+    exact_status: str | None
+    gap_first_shape: int
+    heuristic_to_bound: int
+    heuristic_moves: Number | None
+    exact_moves: Number | None
+    heuristic_wall_s: Number | None
+    exact_wall_s: Number | None
+
+
 class DefragComparison(BaseModel):
     """Compare mode: the heuristic and the exact plan of one snapshot, and the gap between them."""
 
@@ -171,7 +189,7 @@ class DefragComparison(BaseModel):
     kind: Literal["defrag-compare"] = "defrag-compare"
     heuristic: DefragPlan
     exact: DefragPlan
-    gap: DefragGap | MakeRoomGap
+    gap: DefragGap | MakeRoomGap | RoomGap
 
 
 class Victim(BaseModel):

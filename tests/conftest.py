@@ -58,6 +58,7 @@ SLOW_FILES = frozenset(
         "test_ray_executor.py",
         "test_limits.py",
         "test_exact_oracle.py",
+        "test_room_exact.py",
         "test_docs_commands.py",
         "test_simulate_placement.py",
         "test_allocate_joint.py",

@@ -105,6 +105,11 @@ class DefragModel:
     """Every resource scaled exactly (``models/units.py``); otherwise the model is a relaxation."""
     exact_gpu_units: bool = True
     """GPU shares scaled exactly, so the objective's GPUs-moved tier is the plan's exactly."""
+    usage: dict[int, dict[str, tuple[list[tuple[int, int]], int]]] = field(default_factory=dict)
+    """Per node and resource (``gpu``: whole GPUs and used devices, ``cpu``, ``mem``, in ``data``'s units):
+    the movable pods' usage terms and the room the locked pods leave (rows (2) before the gcd): for
+    models built on this one (``models/room_exact.py``)."""
+    data: DefragData | None = None
 
     def empties(self, values: list[int]) -> int:
         return sum(values[v] for v in self.empty_vars)
@@ -209,6 +214,7 @@ class _Builder:
         model = DefragModel(milp, self.formulation, s, d.movable, w1, w2, [])
         model.gpu_units, model.gpu_max = d.gpu_units, total_gpu
         model.exact_units, model.exact_gpu_units = d.exact_units, d.share_scale.exact
+        model.data = d
 
         # assignment variables: x[p,n] (binary) or z[k,n] (count)
         on: dict[int, list[tuple[int, int]]] = defaultdict(list)  # node -> [(unit, var)]
@@ -247,14 +253,17 @@ class _Builder:
             here = on.get(n, [])
             e = empty.get(n)
             # (2) capacity per resource, linear in the empty indicator
+            usage = model.usage[n] = {}
             for name, cap, locked, need in (
                 ("cpu", d.cap_cpu[n], d.locked_cpu[n], d.cpu),
                 ("mem", d.cap_mem[n], d.locked_mem[n], d.mem),
             ):
-                _capacity_row(milp, [(var, need[units[u][0][0]]) for u, var in here], cap - locked, e, f"{name}[{s.node_names[n]}]")
+                usage[name] = ([(var, need[units[u][0][0]]) for u, var in here], cap - locked)
+                _capacity_row(milp, usage[name][0], cap - locked, e, f"{name}[{s.node_names[n]}]")
             gpu_terms = [(var, int(s.pod_whole[units[u][0][0]])) for u, var in here if s.pod_whole[units[u][0][0]] > 0]
             if n in share_nodes:
                 gpu_terms += self._devices(n, here, units, model)
+            usage["gpu"] = (gpu_terms, d.cap_gpu[n] - d.locked_whole[n])
             _capacity_row(milp, gpu_terms, d.cap_gpu[n] - d.locked_whole[n], e, f"gpu[{s.node_names[n]}]")
             # (2') every named resource (Kubernetes' NodeResourcesFit), where it can bind
             for r, name in enumerate(s.res_names):

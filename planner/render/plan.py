@@ -87,6 +87,9 @@ def render_summary(console: Console, plan: Any, wide: bool = False) -> None:
 def render_defrag_comparison(console: Console, comparison: DefragComparison) -> None:
     h, e, gap = comparison.heuristic.report, comparison.exact.report, comparison.gap
     assert h is not None and e is not None  # the engine reports every plan of a comparison
+    if "exact_counts" in gap:  # objective room: requests within one switch per shape, not empty nodes
+        render_room_comparison(console, comparison)
+        return
     table = Table(title="Heuristic (IPC) against exact")
     for column in ("", "heuristic", "exact"):
         table.add_column(column, justify="left" if not column else "right")
@@ -117,6 +120,26 @@ def render_defrag_comparison(console: Console, comparison: DefragComparison) -> 
         return
     console.print(f"gap: exact empties {fmt(gap['gap_empty_nodes'])} more nodes than IPC; IPC is {fmt(gap['heuristic_to_bound'])} below the proven bound")
     render_limits(console, None if h is None else (h.model_extra or {}).get("limits"))  # both plans were made under the same options
+
+
+def render_room_comparison(console: Console, comparison: DefragComparison) -> None:
+    """Objective room: per shape the requests each plan leaves room for and the bound, then moves and walls."""
+    h, e, gap = comparison.heuristic.report, comparison.exact.report, comparison.gap
+    assert h is not None and e is not None and "exact_counts" in gap
+    table = Table(title="Room heuristic against exact")
+    for column in ("", "heuristic", "exact", "bound"):
+        table.add_column(column, justify="left" if not column else "right")
+    for shape, by_heuristic, by_exact, bound in zip(gap["shapes"], gap["heuristic_counts"], gap["exact_counts"], gap["bounds"]):
+        table.add_row(escape(f"requests {shape}"), fmt(by_heuristic), fmt(by_exact), fmt(bound))
+    for label, a, b in (
+        ("moves", h.moves, e.moves),
+        ("GPUs moved", h.gpus_moved, e.gpus_moved),
+        ("status", h.status, e.status),
+        ("wall s", h.wall_s, e.wall_s),
+    ):
+        table.add_row(label, fmt(a if a is not None else ""), fmt(b if b is not None else ""), "")
+    console.print(table)
+    render_limits(console, (h.model_extra or {}).get("limits"))
 
 
 def render_limits(console: Console, limits: dict[str, dict[str, Any]] | None) -> None:

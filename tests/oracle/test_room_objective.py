@@ -188,7 +188,7 @@ def split_file(tmp_path) -> str:  # type: ignore[no-untyped-def]
         (["--requests", "0g"], ["--requests", "'0g'", "at least one whole GPU"]),
         (["--requests", "32g32c"], ["--requests", "32g32c", "largest one", "asw:A", "16 GPUs"]),
         (["--for-pending"], ["--for-pending", "no pending job"]),
-        (["--method", "exact"], ["--objective", "method heuristic"]),
+        (["--method", "hybrid"], ["--objective", "method compare or exact or heuristic", "not 'hybrid'"]),
         (["--depth", "4"], ["--depth", "objective 'room' does not use it"]),
         (["--limit-costs"], ["--limit-costs", "objective 'room' does not use it"]),
         (["--requests", "8g8c", "--for-pending"], ["--for-pending", "not both"]),

@@ -61,7 +61,7 @@ from planner.engine.defrag.options import (
     Method,
     unused_option_reason,
 )
-from planner.engine.defrag.room import plan_room
+from planner.engine.defrag.room import compare_room, plan_room
 from planner.engine.makeroom import run_make_room, run_make_room_exact
 from planner.limits import MoveBudget
 from planner.models.defrag_bound import empties_bound
@@ -148,6 +148,8 @@ def limit_costs(cluster: Cluster, options: DefragOptions, plan: DefragPlan) -> d
 def _plan_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | None = None) -> DefragPlan | DefragComparison:
     if options.method == "compare" and options.make_room is not None:
         return compare_make_room(cluster, options)
+    if options.method == "compare" and options.objective == "room":
+        return compare_room(cluster, options, plan_defrag)
     if options.method == "compare":
         return compare_defrag(cluster, options, progress)
     start = time.perf_counter()

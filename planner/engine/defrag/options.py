@@ -39,7 +39,7 @@ class DefragOptions(BaseModel):
     objective: Literal["empty-nodes", "room"] = Field(
         "empty-nodes",
         description="What the plan maximises: empty nodes, or room = requests of the given shapes that can start within one "
-        "access switch (or spine; ASI Fig. 14), largest shape first, then fewest moves (method heuristic).",
+        "access switch (or spine; ASI Fig. 14), largest shape first, then fewest moves (method heuristic, exact or compare).",
     )
     make_room: list[str] | None = Field(
         None,
@@ -355,8 +355,13 @@ ROOM_FIELDS = ("objective", "requests", "for_pending", "room_level")
 """The options of objective room (``objective`` itself is read by every method)."""
 
 
-ROOM_METHODS = {"heuristic": _LIMIT_OPTIONS - {"limit_costs"} | {"seed", *ROOM_FIELDS}}
-"""The methods that plan for room, and the options each reads (``seed``: the ejection chains' tie-breaks)."""
+_ROOM_HEURISTIC = _LIMIT_OPTIONS - {"limit_costs"} | {"seed", *ROOM_FIELDS}
+_ROOM_EXACT = _ROOM_HEURISTIC | _SOLVER_OPTIONS - {"lexicographic"} | {"force"}
+
+
+ROOM_METHODS = {"heuristic": _ROOM_HEURISTIC, "exact": _ROOM_EXACT, "compare": _ROOM_EXACT}
+"""The methods that plan for room, and the options each reads (``seed``: the ejection chains' tie-breaks,
+and the solver's; the exact model is lexicographic by phases, so ``lexicographic`` is not read)."""
 
 
 DEFAULT_ROOM_REQUESTS = ("256g3072c", "128g1536c", "64g768c")

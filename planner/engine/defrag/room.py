@@ -11,20 +11,25 @@ upper bound (``switch_room.room_bound``) as ``bound``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from planner import rules
 from planner.cluster import Cluster
 from planner.engine.common import PlanBug, PlanOptionError
 from planner.engine.defrag.assembly import _finish
+from planner.engine.defrag.methods import check_exact_size
 from planner.engine.defrag.options import DEFAULT_ROOM_REQUESTS, DefragOptions, room_shape
 from planner.heuristics.switch_room import RoomShape, largest_domain, make_switch_room, room_bound, room_counts
 from planner.limits import MoveBudget
 from planner.metrics import Shape
-from planner.plans import DefragPlan
+from planner.models.room_exact import RoomOutcome, RoomSolveOptions, solve_room
+from planner.plans import DefragComparison, DefragPlan, RoomGap
 from planner.state import ClusterState
 from planner.validate.defrag import apply_plan
-from planner.waves import sequence_to_waves
+from planner.waves import Step, sequence_to_waves
 
 LEVELS = {"asw": 1, "spine": 2}
 
@@ -89,19 +94,24 @@ def plan_room(
     extra: dict[str, Any],
     pristine: ClusterState,
 ) -> DefragPlan:
-    """The room plan for ``cluster`` (``state``: its state with held pods locked; changed to the end state)."""
+    """The room plan for ``cluster`` (``state``: its state with held pods locked; changed to the end
+    state): the heuristic's, or with method ``exact`` the better of it and the exact model's."""
     rooms = room_shapes(cluster, state, options)
     counts_before = room_counts(state, rooms)
     bounds = [room_bound(state, room) for room in rooms]
-    outcome = make_switch_room(state, rooms, budget, options.seed)
-    extra = {**extra, "domains_tried": outcome.domains_tried, "domains_cleared": outcome.domains_cleared}
-    if not outcome.moves:
-        extra["reason"] = (
-            "every count is at its upper bound"
-            if counts_before == bounds
-            else "no switch could hold one more request by moving pods to other switches within the limits (a heuristic: not a proof that no plan does)"
-        )
-    plan = _finish(cluster, state, sequence_to_waves(outcome.moves), before, options, "room", start, extra, {}, pristine)
+    solved: RoomOutcome | None = None
+    if options.method == "exact":
+        check_exact_size(state, options)
+        steps, solved, exact_extra = exact_room(state, rooms, options, budget)
+        extra = {**extra, **exact_extra}
+        name = "room-exact"
+    else:
+        outcome = make_switch_room(state, rooms, budget, options.seed)
+        extra = {**extra, "domains_tried": outcome.domains_tried, "domains_cleared": outcome.domains_cleared}
+        steps, name = sequence_to_waves(outcome.moves), "room"
+    if not any(steps):
+        extra["reason"] = _why_no_moves(counts_before, bounds, solved)
+    plan = _finish(cluster, state, steps, before, options, name, start, extra, {}, pristine)
     counts_after = room_counts(ClusterState(apply_plan(cluster, plan)), rooms)
     if counts_after < counts_before or any(after > bound for after, bound in zip(counts_after, bounds)):
         raise PlanBug(f"room plan: counts {counts_before} -> {counts_after} against bounds {bounds}")
@@ -109,14 +119,135 @@ def plan_room(
     assert report is not None
     report.objective = counts_after[0]
     report.bound = bounds[0]
-    report.gap = round((bounds[0] - counts_after[0]) / max(bounds[0], 1), 6)
     report.bound_source = "room"  # type: ignore[attr-defined]  # SolveReport allows extra fields (a planner's own report keys)
-    report.room = {  # type: ignore[attr-defined]  # an extra field, as bound_source above
-        "level": options.room_level,
-        "shapes": [
-            {"shape": str(room.shape), "level": _level_name(room.level), "before": b, "after": a, "bound": u}
-            for room, b, a, u in zip(rooms, counts_before, counts_after, bounds)
-        ],
-    }
+    shapes = [
+        {"shape": str(room.shape), "level": _level_name(room.level), "before": b, "after": a, "bound": u}
+        for room, b, a, u in zip(rooms, counts_before, counts_after, bounds)
+    ]
+    if solved is not None:
+        _claims(cluster, plan, solved, counts_after, shapes, options)
+    report.gap = round((report.bound - counts_after[0]) / max(report.bound, 1), 6)
+    report.room = {"level": options.room_level, "shapes": shapes}  # type: ignore[attr-defined]  # an extra field, as bound_source above
     report.wall_s = round(time.perf_counter() - start, 3)
     return plan
+
+
+def _why_no_moves(counts_before: list[int], bounds: list[int], solved: RoomOutcome | None) -> str:
+    if counts_before == bounds:
+        return "every count is at its upper bound"
+    if solved is not None:
+        return "neither the heuristic nor the exact model found moves that raise the counts within the limits (the status says whether that is proven)"
+    return "no switch could hold one more request by moving pods to other switches within the limits (a heuristic: not a proof that no plan does)"
+
+
+def exact_room(state: ClusterState, rooms: list[RoomShape], options: DefragOptions, budget: MoveBudget) -> tuple[list[list[Step]], RoomOutcome, dict[str, Any]]:
+    """The heuristic for a warm start, then the exact model (``models/room_exact.py``) for the rest of the
+    time limit; the better executed plan of the two (counts in shape order, then fewest moves, then
+    fewest GPUs moved). ``state`` is changed to its end state."""
+    begin = time.perf_counter()
+    scratch = state.clone()
+    heuristic = make_switch_room(scratch, rooms, budget.copy(), options.seed)
+    heuristic_waves = sequence_to_waves(heuristic.moves)
+    movable = np.flatnonzero((state.pod_node >= 0) & ~state.pod_locked)
+    hint = {int(p): int(scratch.pod_node[p]) for p in movable}
+
+    def score(waves: list[list[Step]]) -> tuple[float, ...]:
+        end = state.clone()
+        for wave in waves:
+            for p, _, destination in wave:
+                end.move(p, destination)
+        moves = sum(len(w) for w in waves)
+        return (*room_counts(end, rooms), -moves, -float(sum(state.pod_gpus[p] for w in waves for p, _, _ in w)))
+
+    solve_options = RoomSolveOptions(
+        options.solver,
+        max(0.5, options.time_limit_s - (time.perf_counter() - begin)),
+        options.solver_workers,
+        options.formulation,
+        options.seed,
+        options.deterministic,
+    )
+    outcome = solve_room(state, rooms, solve_options, budget, hint, score, [room_bound(state, room) for room in rooms])
+    extra: dict[str, Any] = {
+        "formulation": outcome.formulation,
+        "units": "exact" if outcome.exact_units else "relaxed",
+        "variables": outcome.variables,
+        "constraints": outcome.constraints,
+        "solver_status": outcome.solver_status,
+        "solver_message": outcome.message,
+        "routed_moves": outcome.routed_moves,
+        "dropped_moves": outcome.dropped_moves,
+        "heuristic_counts": list(score(heuristic_waves)[: len(rooms)]),
+        "solves": outcome.history,
+    }
+    waves = outcome.waves
+    if waves is None:
+        extra["fallback"] = f"heuristic: the solver returned no solution ({outcome.solver_status}: {outcome.message})"
+        waves = heuristic_waves
+    elif score(heuristic_waves) > score(waves):
+        extra["fallback"] = "heuristic: its plan is better than the executable exact plan (counts, then moves, then GPUs moved)"
+        waves = heuristic_waves
+    for wave in waves:
+        for p, _, destination in wave:
+            state.move(p, destination)
+    return waves, outcome, extra
+
+
+def _claims(cluster: Cluster, plan: DefragPlan, solved: RoomOutcome, counts: list[int], shapes: list[dict[str, Any]], options: DefragOptions) -> None:
+    """What the exact model's first solve proves about the plan returned: its status (``optimal`` only
+    for the whole lexicographic objective), the bound of the first shape, each shape's proven maximum."""
+    report = plan.report
+    assert report is not None
+    proof = solved.proof
+    index = {pod.name: p for p, pod in enumerate(cluster.pods)}
+    nodes = {node.name: n for n, node in enumerate(cluster.nodes)}
+    waves = [[(index[m.pod], nodes[m.from_], nodes[m.to]) for m in wave] for wave in plan.waves]
+    known = [int(shape["bound"]) for shape in shapes]
+    report.solver = options.solver
+    first = proof.bounds[0]
+    if first is not None and counts[0] > first:  # a bug in the model: its bounds are withheld, the plan reported as found
+        report.bound_error = f"the plan's count {counts[0]} is above the model's bound {first}"  # type: ignore[attr-defined]  # an extra field
+        report.status = "feasible"
+        return
+    if first is not None and report.bound is not None and first < report.bound:
+        report.bound, report.bound_source = first, "solver"  # type: ignore[attr-defined]  # an extra field
+        shapes[0]["bound"] = known[0] = first
+    for shape, bound in zip(shapes, proof.lexicographic_bounds(counts, known)):
+        shape["lexicographic_bound"] = bound
+    optimal = proof.optimal(counts, known, waves)
+    if optimal:
+        report.status = "optimal"
+    elif solved.solver_status in ("error", "infeasible"):
+        report.status = "heuristic"
+    else:
+        report.status = "timeout" if solved.waves is None else "feasible"
+    report.lexicographic_optimal = optimal  # type: ignore[attr-defined]  # an extra field
+    report.moves_bound = proof.moves_bound(counts, known)  # type: ignore[attr-defined]  # an extra field
+
+
+def compare_room(cluster: Cluster, options: DefragOptions, plan: Callable[[Cluster, DefragOptions], Any]) -> DefragComparison:
+    """The room heuristic and the exact room model on the same snapshot, side by side (``plan``: the
+    defrag planner, which stamps and validates each plan)."""
+    check_exact_size(ClusterState(cluster), options)
+    solver_options = {"solver", "time_limit_s", "solver_workers", "formulation", "deterministic", "force"}
+    heuristic = plan(cluster, options.model_copy(update={"method": "heuristic", **{k: DefragOptions.model_fields[k].default for k in solver_options}}))
+    exact = plan(cluster, options.model_copy(update={"method": "exact"}))
+    assert isinstance(heuristic, DefragPlan) and isinstance(exact, DefragPlan)
+    h, e = heuristic.report, exact.report
+    assert h is not None and e is not None
+    h_shapes, e_shapes = h.room["shapes"], e.room["shapes"]  # type: ignore[attr-defined]  # the room report (plan_room)
+    bounds = [min(a["bound"], b["bound"]) for a, b in zip(h_shapes, e_shapes)]
+    gap: RoomGap = {
+        "shapes": [shape["shape"] for shape in e_shapes],
+        "heuristic_counts": [shape["after"] for shape in h_shapes],
+        "exact_counts": [shape["after"] for shape in e_shapes],
+        "bounds": bounds,
+        "exact_status": e.status,
+        "gap_first_shape": e_shapes[0]["after"] - h_shapes[0]["after"],
+        "heuristic_to_bound": bounds[0] - h_shapes[0]["after"],
+        "heuristic_moves": h.moves,
+        "exact_moves": e.moves,
+        "heuristic_wall_s": h.wall_s,
+        "exact_wall_s": e.wall_s,
+    }
+    return DefragComparison(heuristic=heuristic, exact=exact, gap=gap)

@@ -1,0 +1,202 @@
+"""Objective room, method exact and compare (issue 44): the exact model's claims against a brute force
+over every move set of tiny clusters, written here from the snapshot dicts (independent of the planner):
+``optimal`` means the counts (shapes in order), then the moves, then the GPUs moved are the best any end
+state within the budget reaches; ``bound`` is never below the best count; every plan validates."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from fractions import Fraction
+from typing import Any
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.cluster import Cluster
+from planner.engine import DefragOptions, plan_defrag
+from planner.plans import DefragComparison, DefragPlan
+from planner.validate.defrag import validate
+
+runner = CliRunner()
+SOLVE = {"time_limit_s": 20.0, "solver_workers": 1}  # explicit limits: tiny models prove in milliseconds
+
+
+def snapshot(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> Cluster:
+    return Cluster.model_validate({"nodes": nodes, "pods": pods})
+
+
+def counts_of(nodes: list[dict[str, Any]], where: dict[str, str], pods: list[dict[str, Any]], shapes: list[tuple[int, float]]) -> tuple[int, ...] | None:
+    """The Fig. 14 within-switch counts of ``shapes`` ((GPUs, CPUs) of the whole request) with every pod
+    on ``where[pod]``; None if some node is over its GPUs or CPUs."""
+    used = {node["name"]: [0, 0.0] for node in nodes}
+    shares = {node["name"]: 0.0 for node in nodes}
+    for pod in pods:
+        if pod["gpus"] < 1:  # halves of a GPU: k of them take ceil(k / 2) devices
+            shares[where[pod["name"]]] += pod["gpus"]
+        else:
+            used[where[pod["name"]]][0] += pod["gpus"]
+        used[where[pod["name"]]][1] += pod["cpus"]
+    for name, total in shares.items():
+        used[name][0] += math.ceil(total)
+    if any(used[node["name"]][0] > node["gpus"] or used[node["name"]][1] > node["cpus"] for node in nodes):
+        return None
+    out = []
+    for gpus, cpus in shapes:
+        per_switch: dict[str, int] = {}
+        for node in nodes:
+            free_gpus, free_cpus = node["gpus"] - used[node["name"]][0], node["cpus"] - used[node["name"]][1]
+            slots = free_gpus if cpus == 0 else min(free_gpus, int(Fraction(free_cpus) * gpus // Fraction(cpus)))
+            per_switch[node["asw"]] = per_switch.get(node["asw"], 0) + slots
+        out.append(sum(slots // gpus for slots in per_switch.values()))
+    return tuple(out)
+
+
+def brute(
+    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], shapes: list[tuple[int, float]], max_moves: int | None
+) -> tuple[tuple[int, ...], tuple[int, ...], int, int]:
+    """(counts now, the lexicographically best counts of any end state moving at most ``max_moves`` pods,
+    the fewest moves reaching them, the fewest GPUs moved with those moves)."""
+    movable = [pod for pod in pods if not pod.get("locked")]
+    home = {pod["name"]: pod["node"] for pod in pods}
+    now = counts_of(nodes, home, pods, shapes)
+    assert now is not None
+    best: tuple[tuple[int, ...], int, int] | None = None
+    for targets in itertools.product([node["name"] for node in nodes], repeat=len(movable)):
+        moved = [pod for pod, target in zip(movable, targets) if target != pod["node"]]
+        if max_moves is not None and len(moved) > max_moves:
+            continue
+        where = {**home, **{pod["name"]: target for pod, target in zip(movable, targets)}}
+        counts = counts_of(nodes, where, pods, shapes)
+        if counts is None:
+            continue
+        key = (counts, -len(moved), -sum(pod["gpus"] for pod in moved))
+        if best is None or key > (best[0], -best[1], -best[2]):
+            best = (counts, len(moved), sum(pod["gpus"] for pod in moved))
+    assert best is not None  # the snapshot itself is an end state
+    return now, best[0], best[1], best[2]
+
+
+@st.composite
+def tiny(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[tuple[int, float]], int | None]:
+    nodes = []
+    for s in range(draw(st.integers(2, 3))):
+        for k in range(draw(st.integers(1, 2))):
+            nodes.append({"name": f"n{s}{k}", "gpus": draw(st.sampled_from([2, 4])), "cpus": draw(st.sampled_from([4, 8])), "memory_gib": 64, "asw": f"asw{s}"})
+    nodes = nodes[:5]
+    free = {node["name"]: [node["gpus"], node["cpus"]] for node in nodes}
+    pods = []
+    for i in range(draw(st.integers(1, 4))):
+        node = draw(st.sampled_from([node["name"] for node in nodes]))
+        gpus, cpus = draw(st.sampled_from([0, 0.5, 1, 2])), draw(st.integers(1, 3))
+        if free[node][0] >= math.ceil(gpus) and free[node][1] >= cpus:
+            free[node][0] -= math.ceil(gpus)  # a half takes a device of its own here: the snapshot fits either way
+            free[node][1] -= cpus
+            pods.append({"name": f"p{i}", "gpus": gpus, "cpus": cpus, "node": node, "locked": draw(st.booleans()) and i % 3 == 0})
+    shapes = [(draw(st.sampled_from([2, 4, 6])), float(draw(st.sampled_from([0, 1, 2]))))]
+    if draw(st.booleans()):
+        shapes.append((draw(st.integers(1, shapes[0][0] - 1) if shapes[0][0] > 1 else st.just(1)), float(draw(st.sampled_from([0, 1])))))
+    return nodes, pods, shapes, draw(st.none() | st.integers(0, 3))
+
+
+def text(shape: tuple[int, float]) -> str:
+    return f"{shape[0]}g{shape[1]:g}c"
+
+
+def exact_plan(c: Cluster, **options: Any) -> DefragPlan:
+    chosen = DefragOptions(objective="room", method="exact", **SOLVE, **options)
+    result = plan_defrag(c, chosen)
+    assert isinstance(result, DefragPlan)
+    assert validate(c, result, chosen.limits(len(c.nodes))) == []
+    return result
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny(), st.sampled_from(["cpsat", "highs"]))
+def test_exact_room_claims_against_every_move_set(case: tuple[Any, ...], solver: str) -> None:
+    nodes, pods, shapes, max_moves = case
+    c = snapshot(nodes, pods)
+    if any(shape[0] > max(sum(n["gpus"] for n in nodes if n["asw"] == node["asw"]) for node in nodes) for shape in shapes):
+        return  # a shape no switch holds is refused (tests/oracle/test_room_objective.py)
+    now, best, fewest_moves, fewest_gpus = brute(nodes, pods, shapes, max_moves)
+    plan = exact_plan(c, requests=[text(shape) for shape in shapes], max_moves=max_moves, solver=solver)
+    report = plan.report
+    assert report is not None
+    rows = report.room["shapes"]  # type: ignore[attr-defined]
+    order = sorted(range(len(shapes)), key=lambda k: -shapes[k][0])  # the planner counts largest first
+    best = tuple(best[k] for k in order)
+    now = tuple(now[k] for k in order)
+    after = tuple(row["after"] for row in rows)
+    moves = plan.moves()
+    assert now <= after <= best and [row["before"] for row in rows] == list(now)
+    assert report.objective == after[0] and report.bound is not None and report.bound >= best[0]
+    assert all(row["bound"] >= b for row, b in zip(rows, best))
+    assert all(row["lexicographic_bound"] is None or row["lexicographic_bound"] >= b for row, b in zip(rows, best))
+    if max_moves is not None:
+        assert len(moves) <= max_moves
+    assert report.status in ("optimal", "feasible")
+    event(f"status {report.status}, moves {'some' if moves else 'none'}")  # --hypothesis-show-statistics
+    if report.status == "optimal":
+        gpus = sum(next(p["gpus"] for p in pods if p["name"] == m.pod) for m in moves)
+        assert (after, len(moves), gpus) == (best, fewest_moves, fewest_gpus)
+        assert report.lexicographic_optimal and report.gap == 0  # type: ignore[attr-defined]
+    else:  # not proven: then the plan is not the brute force's best, or the solve was cut short
+        assert not report.lexicographic_optimal  # type: ignore[attr-defined]
+
+
+# switch A: a (2 GPUs) and b (6) on two 8-GPU nodes; switch B: c (4) and d (4). Freeing switch A takes
+# three moves (a, b and one of c, d to make room: a chain); the exact plan proves it.
+SPLIT = snapshot(
+    [{"name": f"n{k}", "gpus": 8, "cpus": 8, "memory_gib": 64, "asw": "A" if k < 2 else "B"} for k in range(4)],
+    [{"name": name, "gpus": gpus, "cpus": 1, "node": node} for name, gpus, node in (("a", 2, "n0"), ("b", 6, "n1"), ("c", 4, "n2"), ("d", 4, "n3"))],
+)
+
+
+def test_exact_room_plan_is_proven_and_compare_puts_both_side_by_side() -> None:
+    plan = exact_plan(SPLIT, requests=["16g16c"])
+    assert plan.report is not None
+    assert (plan.report.status, plan.report.objective, plan.report.bound, plan.report.moves, plan.report.method) == ("optimal", 1, 1, 3, "room-exact")
+    assert plan.report.moves_bound == 3  # type: ignore[attr-defined]
+    both = plan_defrag(SPLIT, DefragOptions(objective="room", method="compare", requests=["16g16c"], **SOLVE))  # type: ignore[arg-type]
+    assert isinstance(both, DefragComparison)
+    gap = both.gap
+    assert "exact_counts" in gap
+    assert (gap["heuristic_counts"], gap["exact_counts"], gap["bounds"], gap["exact_status"], gap["gap_first_shape"]) == ([1], [1], [1], "optimal", 0)
+    assert both.heuristic.report is not None and both.heuristic.report.status == "heuristic"
+
+
+def test_exact_room_without_room_to_make_is_optimal_with_no_moves() -> None:
+    plan = exact_plan(SPLIT, requests=["16g16c"], max_moves=2)  # three moves are needed
+    assert plan.report is not None
+    assert (plan.report.status, plan.report.objective, plan.report.bound, plan.moves()) == ("optimal", 0, 0, [])
+    assert "neither the heuristic nor the exact model" in plan.report.reason  # type: ignore[attr-defined]
+
+
+def test_exact_room_plan_validates_on_the_command_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    snapshot_file, plan_file = tmp_path / "split.json", tmp_path / "plan.json"
+    snapshot_file.write_text(json.dumps(SPLIT.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    flags = ["--objective", "room", "--requests", "16g16c", "--method", "exact", "--time-limit", "20", "--solver", "cpsat", "--solver-workers", "1"]
+    made = runner.invoke(app, ["defrag", str(snapshot_file), *flags, "--out", str(plan_file)])
+    assert made.exit_code == 0, made.output
+    assert json.loads(plan_file.read_text())["report"]["status"] == "optimal"
+    checked = runner.invoke(app, ["validate", str(snapshot_file), str(plan_file)])
+    assert checked.exit_code == 0, checked.output
+
+
+def test_exact_room_refuses_what_it_cannot_honour(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    snapshot_file = tmp_path / "split.json"
+    snapshot_file.write_text(json.dumps(SPLIT.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    for flags, says in (
+        (["--method", "exact", "--lexicographic", "weighted"], ["--lexicographic", "objective 'room' does not use it"]),
+        (["--method", "compare", "--depth", "4"], ["--depth", "objective 'room' does not use it"]),
+        (["--method", "hybrid"], ["--objective", "not 'hybrid'"]),
+        (["--time-limit", "5"], ["--time-limit", "objective 'room' does not use it"]),
+    ):
+        result = runner.invoke(app, ["defrag", str(snapshot_file), "--objective", "room", *flags])
+        assert result.exit_code == 2, result.output
+        for part in says:
+            assert part in result.output, result.output
+        assert "Traceback" not in result.output
