@@ -111,121 +111,195 @@ def class_lp_bound(state: ClusterState, budget: MoveBudget, time_limit_s: float 
     return LpBound(unlocked_total - max(least, 0), "", pods, nodes, time.perf_counter() - start)
 
 
-def _build(state: ClusterState, budget: MoveBudget, movable: np.ndarray, locked_pod: np.ndarray, locked_node: np.ndarray) -> tuple[_Lp, int, int]:
+@dataclass
+class _Pods:
+    """The movable pods' classes: per class its signature index, topology kind (0 free, 1 switch, 2
+    spine) and domain, demand row (GPUs, CPUs, memory) and index, home (a refused home, else -1),
+    size, anti-affinity groups; and per pod its class."""
+
+    sig: np.ndarray
+    kind: np.ndarray
+    dom: np.ndarray
+    demand: np.ndarray
+    dem: np.ndarray
+    whole: np.ndarray
+    home: np.ndarray
+    count: np.ndarray
+    groups: list[tuple[int, ...]]
+    of_pod: np.ndarray
+
+
+def _pod_classes(state: ClusterState, budget: MoveBudget, movable: np.ndarray, used_sigs: np.ndarray) -> _Pods:
     home = state.pod_node[movable]
     level = np.append(state.job_level, 0)[state.pod_job[movable]]  # a pod without a job (-1) reads the trailing 0
     kind = np.where((level == 1) | (budget.asw is not None), 1, np.where(level == 2, 2, 0))
     domain = np.where(kind == 1, state.asw_domain[home], np.where(kind == 2, state.spine_domain[home], -1))
     sig = state.pod_signature[movable]
-    used_sigs, sig_index = np.unique(sig, return_inverse=True)
-    allowed_home = state.eligible[sig, home]
-    home_key = np.where(allowed_home, -1, home)  # a pod its rules would refuse at home (cordoned) may still stay
+    home_key = np.where(state.eligible[sig, home], -1, home)  # a pod its rules would refuse at home (cordoned) may still stay
     group_ids: dict[tuple[int, ...], int] = {}
     aa = np.array([group_ids.setdefault(tuple(sorted(state.pod_groups[p])), len(group_ids)) for p in movable.tolist()], dtype=np.int64)
     whole = state.pod_whole[movable].astype(np.float64)
-    gpus = whole + state.pod_share[movable]
-    cpus, mem = state.pod_cpus[movable], state.pod_mem[movable]
-    pod_keys = np.stack([sig_index, kind, domain, whole, gpus, cpus, mem, aa, home_key], axis=1).astype(np.float64)
-    classes, first_pod, pod_class, counts = np.unique(pod_keys, axis=0, return_index=True, return_inverse=True, return_counts=True)
-    pod_class = pod_class.reshape(-1)
-    q_sig = classes[:, 0].astype(np.int64)
-    q_kind, q_dom = classes[:, 1].astype(np.int64), classes[:, 2].astype(np.int64)
-    q_whole, q_gpus, q_cpus, q_mem = classes[:, 3], classes[:, 4], classes[:, 5], classes[:, 6]
-    q_home = classes[:, 8].astype(np.int64)
+    sizes = np.stack([whole, whole + state.pod_share[movable], state.pod_cpus[movable], state.pod_mem[movable]], axis=1)
+    keys = np.column_stack([np.searchsorted(used_sigs, sig), kind, domain, sizes, aa, home_key]).astype(np.float64)
+    classes, first, of_pod, count = np.unique(keys, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    dem = np.unique(classes[:, 3:7], axis=0, return_inverse=True)[1]  # rows of the demands ``_build`` takes (the same unique)
+    return _Pods(
+        classes[:, 0].astype(np.int64),
+        classes[:, 1].astype(np.int64),
+        classes[:, 2].astype(np.int64),
+        classes[:, 4:7],
+        dem.reshape(-1),
+        classes[:, 3],
+        classes[:, 8].astype(np.int64),
+        count,
+        [state.pod_groups[int(movable[i])] for i in first.tolist()],  # a class shares its groups
+        of_pod.reshape(-1),
+    )
 
-    # node classes
+
+def _build(state: ClusterState, budget: MoveBudget, movable: np.ndarray, locked_pod: np.ndarray, locked_node: np.ndarray) -> tuple[_Lp, int, int]:
+    """The LP. Nodes form *fine classes* (locked or not, capacities, allowed signatures, switch and
+    spine when some pod class is held to one, a refused home apart) inside *groups* (the same
+    without switch and spine). A pod class held to a domain gets a variable per fine class of its
+    domain, any other one per group: the rows of a fine class count only the held pods on it, those
+    of a group everything on its fine classes (sums of the per-class rows: a relaxation of them)."""
     n_nodes = len(state.node_names)
-    pattern = np.unique(state.eligible[used_sigs].T, axis=0, return_inverse=True)[1].reshape(-1)
-    need_asw, need_spine = bool((q_kind == 1).any()), bool((q_kind == 2).any())
+    used_sigs = np.unique(state.pod_signature[movable])
+    pods = _pod_classes(state, budget, movable, used_sigs)
+    pattern_of = np.unique(state.eligible[used_sigs].T, axis=0, return_inverse=True)[1].reshape(-1)
+    allows = np.zeros((int(pattern_of.max()) + 1, len(used_sigs)), dtype=bool)
+    allows[pattern_of, :] = state.eligible[used_sigs].T
     special = np.full(n_nodes, -1, dtype=np.int64)
-    special[q_home[q_home >= 0]] = q_home[q_home >= 0]
-    unlocked = ~locked_node
-    caps = np.where(unlocked[:, None], np.stack([state.cap_gpus.astype(np.float64), state.cap_cpus, state.cap_mem], axis=1), -1.0)
-    node_keys = np.column_stack(
-        [
-            locked_node.astype(np.float64),
-            caps,
-            pattern,
-            state.asw_domain if need_asw else np.full(n_nodes, -1),
-            state.spine_domain if need_spine else np.full(n_nodes, -1),
-            special,
-        ]
-    ).astype(np.float64)
-    node_classes, node_class = np.unique(node_keys, axis=0, return_inverse=True)
-    node_class = node_class.reshape(-1)
-    n_classes = len(node_classes)
-    c_locked = node_classes[:, 0] > 0
-    c_cap = node_classes[:, 1:4]
-    c_pattern = node_classes[:, 4].astype(np.int64)
-    c_asw, c_spine = node_classes[:, 5].astype(np.int64), node_classes[:, 6].astype(np.int64)
-    c_count = np.bincount(node_class, minlength=n_classes)
-    pattern_allows = np.zeros((int(c_pattern.max()) + 1, len(used_sigs)), dtype=bool)
-    pattern_allows[pattern, :] = state.eligible[used_sigs].T
-    allowed = pattern_allows[c_pattern][:, q_sig].T  # (pod classes, node classes)
-    allowed &= np.where(q_kind[:, None] == 1, c_asw[None, :] == q_dom[:, None], True)
-    allowed &= np.where(q_kind[:, None] == 2, c_spine[None, :] == q_dom[:, None], True)
-    homes = np.flatnonzero(q_home >= 0)
-    allowed[homes, node_class[q_home[homes]]] = True  # such a home is a class of its own (``special``)
-    home_pair = np.zeros_like(allowed)
-    home_pair[pod_class, node_class[home]] = True
-    allowed |= home_pair
+    special[pods.home[pods.home >= 0]] = pods.home[pods.home >= 0]
+    caps = np.stack([state.cap_gpus.astype(np.float64), state.cap_cpus, state.cap_mem], axis=1)
+    base = np.column_stack([locked_node, np.where(locked_node[:, None], -1.0, caps), pattern_of, special]).astype(np.float64)
+    held_asw, held_spine = bool((pods.kind == 1).any()), bool((pods.kind == 2).any())
+    where = np.column_stack([state.asw_domain if held_asw else np.zeros(n_nodes), state.spine_domain if held_spine else np.zeros(n_nodes)])
+    fine_keys, fine_of = np.unique(np.column_stack([base, where]), axis=0, return_inverse=True)
+    fine_of = fine_of.reshape(-1)
+    group_keys, group_of_fine = np.unique(fine_keys[:, : base.shape[1]], axis=0, return_inverse=True)
+    group_of_fine = group_of_fine.reshape(-1)
+    n_fine, n_groups = len(fine_keys), len(group_keys)
+    fine_count = np.bincount(fine_of, minlength=n_fine)
+    g_locked, g_cap, g_pattern = group_keys[:, 0] > 0, group_keys[:, 1:4], group_keys[:, 4].astype(np.int64)
 
-    # the locked nodes' room, and the rows
-    locked_use = [
+    # room: capacity per node left by the locked pods; per distinct demand the pods one node holds
+    use = [
         np.bincount(state.pod_node[locked_pod], weights=d[locked_pod], minlength=n_nodes)
         for d in (state.pod_whole + state.pod_share, state.pod_cpus, state.pod_mem)
     ]
-    room = np.maximum(np.stack([state.cap_gpus - locked_use[0], state.cap_cpus - locked_use[1], state.cap_mem - locked_use[2]], axis=1), 0.0)
-    demand = np.stack([q_gpus, q_cpus, q_mem], axis=1)
-    residual = np.zeros((n_classes, 3))
-    np.add.at(residual, node_class[locked_node], room[locked_node])
-    order = np.argsort(node_class, kind="stable")
-    first = np.searchsorted(node_class[order], np.arange(n_classes + 1))
+    room = np.where(locked_node[:, None], np.maximum(caps - np.stack(use, axis=1), 0.0), caps)
+    demands = np.unique(np.column_stack([pods.whole, pods.demand]), axis=0)
+    per_node = _per_node(room, demands)  # (nodes, distinct demands)
+    per_fine = np.zeros((n_fine, len(demands)), dtype=np.int64)
+    np.add.at(per_fine, fine_of, np.where(locked_node[:, None], per_node, 0))
+    per_group = np.zeros((n_groups, len(demands)), dtype=np.int64)
+    np.add.at(per_group, group_of_fine, per_fine)
+    one_unlocked = np.zeros((n_groups, len(demands)), dtype=np.int64)
+    one_unlocked[group_of_fine[fine_of[~locked_node]]] = per_node[~locked_node]  # a node of an unlocked group
+    residual_fine = np.zeros((n_fine, 3))
+    np.add.at(residual_fine, fine_of[locked_node], room[locked_node])
+    residual_group = np.zeros((n_groups, 3))
+    np.add.at(residual_group, group_of_fine, residual_fine)
+
+    fines_of = [np.flatnonzero(group_of_fine == g).tolist() for g in range(n_groups)]
     lp = _Lp([], [], [], [], [])
-    y = {c: lp.var(float(c_count[c]), 1.0) for c in np.flatnonzero(~c_locked & allowed.any(axis=0)).tolist()}
-    by_class: dict[int, list[tuple[int, int]]] = {}  # node class -> (pod class, variable)
-    by_pod: list[list[tuple[int, float]]] = [[] for _ in range(len(classes))]
-    for q, c in zip(*np.nonzero(allowed)):
-        q, c = int(q), int(c)
-        m = int(counts[q])
-        if c_locked[c]:
-            k = int(_per_node(room[order[first[c] : first[c + 1]]], demand[q], q_whole[q], m).sum())
+    y = {c: lp.var(float(fine_count[c]), 1.0) for c in np.flatnonzero(~(fine_keys[:, 0] > 0)).tolist()}
+    kept: dict[int, int] = {}  # unlocked group -> a variable equal to the sum of its fine classes' y
+    for g in np.flatnonzero(~g_locked).tolist():
+        if len(fines_of[g]) == 1:
+            kept[g] = y[fines_of[g][0]]
         else:
-            k = int(_per_node(c_cap[c][None, :], demand[q], q_whole[q], m)[0])
-        if home_pair[q, c]:
-            k = max(k, 1)  # it is there now
-        k = min(k, m)
-        if k == 0:
-            continue
-        v = lp.var(float(k) if c_locked[c] else float(m))
-        by_pod[q].append((v, 1.0))
-        by_class.setdefault(c, []).append((q, v))
-        if not c_locked[c]:
-            lp.row([(v, 1.0), (y[c], -float(k))], None, 0.0)  # per-node count (and presence)
+            kept[g] = lp.var(float(fine_count[fines_of[g]].sum()))
+            lp.row([(kept[g], 1.0), *((y[c], -1.0) for c in fines_of[g])], 0.0, 0.0)
+    home_fine = np.zeros((len(pods.count), n_fine), dtype=bool)
+    home_fine[pods.of_pod, fine_of[state.pod_node[movable]]] = True
+    # the variables: (pod class, fine class) for held classes, (pod class, group) for the others
+    on_fine: dict[int, list[tuple[int, int]]] = {}
+    on_group: dict[int, list[tuple[int, int]]] = {}
+    by_pod: list[list[tuple[int, float]]] = [[] for _ in pods.count]
+    fine_in_domain: dict[tuple[int, int], np.ndarray] = {}
+    asw_of_fine = np.zeros(n_fine, dtype=np.int64)
+    spine_of_fine = np.zeros(n_fine, dtype=np.int64)
+    asw_of_fine[fine_of], spine_of_fine[fine_of] = state.asw_domain, state.spine_domain
+    for q in range(len(pods.count)):
+        m, d, sig = int(pods.count[q]), int(pods.dem[q]), int(pods.sig[q])
+        homes = np.flatnonzero(home_fine[q])
+        if pods.kind[q]:
+            key = (int(pods.kind[q]), int(pods.dom[q]))
+            if key not in fine_in_domain:
+                fine_in_domain[key] = np.flatnonzero((asw_of_fine if key[0] == 1 else spine_of_fine) == key[1])
+            cand = fine_in_domain[key]
+            cand = np.union1d(cand[allows[g_pattern[group_of_fine[cand]], sig]], homes)
+            for c in cand.tolist():
+                g = int(group_of_fine[c])
+                k = int(per_fine[c, d]) if g_locked[g] else int(one_unlocked[g, d])
+                k = min(max(k, 1) if c in homes else k, m)
+                if k:
+                    v = lp.var(float(k) if g_locked[g] else float(m))
+                    by_pod[q].append((v, 1.0))
+                    on_fine.setdefault(c, []).append((q, v))
+                    on_group.setdefault(g, []).append((q, v))
+                    if not g_locked[g]:
+                        lp.row([(v, 1.0), (y[c], -float(k))], None, 0.0)  # per-node count (and presence)
+        else:
+            cand = np.union1d(np.flatnonzero(allows[g_pattern, sig]), group_of_fine[homes])
+            for g in cand.tolist():
+                k = int(per_group[g, d]) if g_locked[g] else int(one_unlocked[g, d])
+                k = min(max(k, 1) if g in group_of_fine[homes] else k, m)
+                if k:
+                    v = lp.var(float(k) if g_locked[g] else float(m))
+                    by_pod[q].append((v, 1.0))
+                    on_group.setdefault(g, []).append((q, v))
+                    if not g_locked[g]:
+                        lp.row([(v, 1.0), (kept[g], -float(k))], None, 0.0)
     for q, terms in enumerate(by_pod):
-        lp.row(terms, float(counts[q]), float(counts[q]))  # assign
-    q_groups = [state.pod_groups[int(movable[i])] for i in first_pod.tolist()]  # a class shares its groups
-    locked_taken = _locked_group_nodes(state, locked_pod)
-    for c, members in by_class.items():
-        for r in range(3):
-            terms = [(v, float(demand[q, r])) for q, v in members if demand[q, r] > 0]
-            if not terms:
-                continue
-            if c_locked[c]:
-                lp.row(terms, None, float(residual[c, r]))
-            else:
-                lp.row([*terms, (y[c], -float(c_cap[c, r]))], None, 0.0)
-        groups: dict[int, list[tuple[int, float]]] = {}
-        for q, v in members:
-            for g in q_groups[q]:
-                groups.setdefault(g, []).append((v, 1.0))
-        for g, terms in groups.items():
-            if c_locked[c]:
-                free = int(c_count[c]) - sum(1 for n in order[first[c] : first[c + 1]].tolist() if (g, n) in locked_taken)
-                lp.row(terms, None, float(free))
-            else:
-                lp.row([*terms, (y[c], -1.0)], None, 0.0)
-    return lp, len(classes), n_classes
+        lp.row(terms, float(pods.count[q]), float(pods.count[q]))  # assign
+    taken_fine: dict[tuple[int, int], int] = {}  # (fine class, anti-affinity group) -> locked nodes holding a locked pod of it
+    taken_group: dict[tuple[int, int], int] = {}
+    for a, n in _locked_group_nodes(state, locked_pod):
+        c = int(fine_of[n])
+        taken_fine[(c, a)] = taken_fine.get((c, a), 0) + 1
+        taken_group[(int(group_of_fine[c]), a)] = taken_group.get((int(group_of_fine[c]), a), 0) + 1
+    for c, members in on_fine.items():
+        g = int(group_of_fine[c])
+        cover = [(y[c], 1.0)] if not g_locked[g] else []
+        free = {a: int(fine_count[c]) - taken_fine.get((c, a), 0) for q, _ in members for a in pods.groups[q]}
+        _capacity_rows(lp, pods, members, cover, g_cap[g], residual_fine[c], free)
+    for g, members in on_group.items():
+        cover = [(kept[g], 1.0)] if not g_locked[g] else []
+        total = int(fine_count[fines_of[g]].sum())
+        free = {a: total - taken_group.get((g, a), 0) for q, _ in members for a in pods.groups[q]}
+        _capacity_rows(lp, pods, members, cover, g_cap[g], residual_group[g], free)
+    return lp, len(pods.count), n_fine
+
+
+def _capacity_rows(
+    lp: _Lp,
+    pods: _Pods,
+    members: list[tuple[int, int]],
+    cover: list[tuple[int, float]],
+    cap: np.ndarray,
+    residual: np.ndarray,
+    free: dict[int, int],
+) -> None:
+    """Per resource the pods ``members`` put on a set of nodes fit: within ``cap`` times the unlocked
+    nodes kept (``cover``: their y variables), or the locked nodes' ``residual``; and an
+    anti-affinity group's pods there take distinct nodes (on locked nodes: the ``free`` ones, without a
+    locked pod of the group)."""
+    for r in range(3):
+        terms = [(v, float(pods.demand[q, r])) for q, v in members if pods.demand[q, r] > 0]
+        if terms:
+            lp.row([*terms, *((yc, -float(cap[r])) for yc, _ in cover)], None, 0.0) if cover else lp.row(terms, None, float(residual[r]))
+    groups: dict[int, list[tuple[int, float]]] = {}
+    for q, v in members:
+        for g in pods.groups[q]:
+            groups.setdefault(g, []).append((v, 1.0))
+    for g, terms in groups.items():
+        if cover:
+            lp.row([*terms, *((yc, -1.0) for yc, _ in cover)], None, 0.0)
+        else:
+            lp.row(terms, None, float(free[g]))
 
 
 def _locked_group_nodes(state: ClusterState, locked_pod: np.ndarray) -> set[tuple[int, int]]:
@@ -233,14 +307,17 @@ def _locked_group_nodes(state: ClusterState, locked_pod: np.ndarray) -> set[tupl
     return {(g, int(state.pod_node[p])) for p in np.flatnonzero(locked_pod).tolist() for g in state.pod_groups[p]}
 
 
-def _per_node(room: np.ndarray, demand: np.ndarray, whole: float, m: int) -> np.ndarray:
-    """Per node (rows of ``room``: GPUs, CPUs, memory) the most pods of one class it holds, at most ``m``."""
-    most = np.full(len(room), float(m))
+def _per_node(room: np.ndarray, demands: np.ndarray) -> np.ndarray:
+    """(nodes, demands): the most pods of each demand row (whole GPUs, GPUs, CPUs, memory) a node with
+    ``room`` (GPUs, CPUs, memory) holds, by each resource and by its free whole GPUs."""
+    most = np.full((len(room), len(demands)), np.iinfo(np.int32).max, dtype=np.float64)
     for r in range(3):
-        if demand[r] > rules.EPS:
-            most = np.minimum(most, np.floor((room[:, r] + rules.EPS) / demand[r]))
-    if whole > 0:
-        most = np.minimum(most, np.floor((np.floor(room[:, 0] + rules.EPS)) / whole))
+        need = demands[:, 1 + r]
+        positive = need > rules.EPS
+        most[:, positive] = np.minimum(most[:, positive], np.floor((room[:, r, None] + rules.EPS) / need[None, positive]))
+    whole = demands[:, 0] > 0
+    free = np.floor(room[:, 0] + rules.EPS)
+    most[:, whole] = np.minimum(most[:, whole], np.floor(free[:, None] / demands[None, whole, 0]))
     counts: np.ndarray = np.maximum(most, 0.0).astype(np.int64)
     return counts
 
@@ -276,26 +353,34 @@ def _solve(lp: _Lp, time_limit_s: float) -> tuple[list[float] | None, str]:
 def _certified_minimum(lp: _Lp, row_duals: list[float]) -> Fraction:
     """A lower bound on the LP's minimum, exact: weak duality with ``row_duals`` as multipliers.
 
-    For any multipliers pi (pi_i >= 0 only where row i has a lower side, <= 0 only where it has an
+    For any multipliers pi (pi_i > 0 only where row i has a lower side, < 0 only where it has an
     upper side) and every z in the box [0, u] satisfying the rows,
-    ``cost.z = (cost - A'pi).z + pi.Az >= sum_j min(0, r_j) u_j + sum_i pi_i side_i``."""
-    pi: list[Fraction] = []
-    total = Fraction(0)
+    ``cost.z = (cost - A'pi).z + pi.Az >= sum_j min(0, r_j) u_j + sum_i pi_i side_i``.
+    The multipliers are HiGHS's duals rounded to multiples of 2**-30 (any multipliers will do); the
+    sums run on integers scaled by 2**30, with ``Fraction`` where a coefficient is not whole."""
+    pi: list[int] = []
+    total: Fraction | int = 0
     for d, lo, hi in zip(row_duals, lp.lo, lp.hi):
         side = lo if d > 0 else hi
-        if d == 0 or side is None:
-            pi.append(Fraction(0))
+        if side is None:
+            pi.append(0)
             continue
-        f = Fraction(d).limit_denominator(1 << 20)
-        pi.append(f)
-        total += f * Fraction(side)
-    reduced = [Fraction(c) for c in lp.cost]
-    for i, terms in enumerate(lp.rows):
-        f = pi[i]
+        pi.append(round(d * _SCALE))
+        total += pi[-1] * _exact(side)
+    reduced: list[Fraction | int] = [_exact(c) * _SCALE for c in lp.cost]
+    for f, terms in zip(pi, lp.rows):
         if f:
             for v, a in terms:
-                reduced[v] -= f * Fraction(a)
+                reduced[v] -= f * _exact(a)
     for r, u in zip(reduced, lp.upper):
         if r < 0:
-            total += r * Fraction(u)
-    return total
+            total += r * _exact(u)
+    return Fraction(total) / _SCALE
+
+
+_SCALE = 1 << 30
+
+
+def _exact(x: float) -> Fraction | int:
+    """``x`` as an int when whole (fast), else as the exact Fraction of the float."""
+    return int(x) if x.is_integer() else Fraction(x)
