@@ -53,7 +53,7 @@ import numpy as np
 
 from planner import rules
 from planner.limits import UNLIMITED, MoveBudget
-from planner.models.defrag_bound_lp import TIME_LIMIT_S, class_lp_bound
+from planner.models.defrag_bound_lp import TIME_LIMIT_S, _largest_sums, class_lp_bound
 from planner.state import PENDING, ClusterState
 
 
@@ -175,15 +175,6 @@ def _fewest_extra_nodes(
         caps = np.sort(cap[inside & (region == label) & ~locked_node])[::-1]
         total += min(int(np.searchsorted(np.cumsum(caps), short - tolerance, side="left")) + 1, len(caps))
     return total
-
-
-def _largest_sums(sizes: list[int], top: int) -> np.ndarray:
-    """reach[c]: the largest sum of ``sizes`` (each any number of times) that is at most c, c = 0..top."""
-    possible = np.zeros(top + 1, dtype=bool)
-    possible[0] = True
-    for c in range(1, top + 1):
-        possible[c] = any(c >= z and possible[c - z] for z in sizes)
-    return np.maximum.accumulate(np.where(possible, np.arange(top + 1), 0))
 
 
 def _anti_affinity_extra_nodes(

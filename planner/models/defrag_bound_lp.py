@@ -171,7 +171,9 @@ def _build(state: ClusterState, budget: MoveBudget, movable: np.ndarray, locked_
     allows[pattern_of, :] = state.eligible[used_sigs].T
     special = np.full(n_nodes, -1, dtype=np.int64)
     special[pods.home[pods.home >= 0]] = pods.home[pods.home >= 0]
-    caps = np.stack([state.cap_gpus.astype(np.float64), state.cap_cpus, state.cap_mem], axis=1)
+    sizes = sorted({int(w) for w in pods.whole.tolist() if w > 1})
+    pods.demand = _demand_dims(pods.whole, pods.demand[:, 0] - pods.whole, pods.demand[:, 1], pods.demand[:, 2], sizes)
+    caps = _node_dims(state.cap_gpus.astype(np.float64), state.cap_cpus, state.cap_mem, sizes)
     base = np.column_stack([locked_node, np.where(locked_node[:, None], -1.0, caps), pattern_of, special]).astype(np.float64)
     held_asw, held_spine = bool((pods.kind == 1).any()), bool((pods.kind == 2).any())
     where = np.column_stack([state.asw_domain if held_asw else np.zeros(n_nodes), state.spine_domain if held_spine else np.zeros(n_nodes)])
@@ -181,14 +183,18 @@ def _build(state: ClusterState, budget: MoveBudget, movable: np.ndarray, locked_
     group_of_fine = group_of_fine.reshape(-1)
     n_fine, n_groups = len(fine_keys), len(group_keys)
     fine_count = np.bincount(fine_of, minlength=n_fine)
-    g_locked, g_cap, g_pattern = group_keys[:, 0] > 0, group_keys[:, 1:4], group_keys[:, 4].astype(np.int64)
+    n_dims = caps.shape[1]
+    g_locked, g_pattern = group_keys[:, 0] > 0, group_keys[:, 1 + n_dims].astype(np.int64)
+    g_cap = group_keys[:, 1 : 1 + n_dims]
 
     # room: capacity per node left by the locked pods; per distinct demand the pods one node holds
-    use = [
-        np.bincount(state.pod_node[locked_pod], weights=d[locked_pod], minlength=n_nodes)
-        for d in (state.pod_whole + state.pod_share, state.pod_cpus, state.pod_mem)
-    ]
-    room = np.where(locked_node[:, None], np.maximum(caps - np.stack(use, axis=1), 0.0), caps)
+    locked_demand = _demand_dims(state.pod_whole[locked_pod].astype(np.float64), state.pod_share[locked_pod], state.pod_cpus[locked_pod], state.pod_mem[locked_pod], sizes)
+    use = np.stack([np.bincount(state.pod_node[locked_pod], weights=locked_demand[:, r], minlength=n_nodes) for r in range(n_dims)], axis=1)
+    room = np.maximum(caps - use, 0.0)
+    free_devices = np.floor(np.minimum(room[:, 0], room[:, 3]) + rules.EPS)  # whole GPUs the locked pods leave, at most
+    for i, t in enumerate(sizes):
+        room[:, 5 + i] = _largest_sums([z for z in sizes if z >= t], int(state.cap_gpus.max(initial=0)))[free_devices.astype(np.int64)]
+    room = np.where(locked_node[:, None], room, caps)
     demands = np.unique(np.column_stack([pods.whole, pods.demand]), axis=0)
     per_node = _per_node(room, demands)  # (nodes, distinct demands)
     per_fine = np.zeros((n_fine, len(demands)), dtype=np.int64)
@@ -197,9 +203,9 @@ def _build(state: ClusterState, budget: MoveBudget, movable: np.ndarray, locked_
     np.add.at(per_group, group_of_fine, per_fine)
     one_unlocked = np.zeros((n_groups, len(demands)), dtype=np.int64)
     one_unlocked[group_of_fine[fine_of[~locked_node]]] = per_node[~locked_node]  # a node of an unlocked group
-    residual_fine = np.zeros((n_fine, 3))
+    residual_fine = np.zeros((n_fine, n_dims))
     np.add.at(residual_fine, fine_of[locked_node], room[locked_node])
-    residual_group = np.zeros((n_groups, 3))
+    residual_group = np.zeros((n_groups, n_dims))
     np.add.at(residual_group, group_of_fine, residual_fine)
 
     fines_of = [np.flatnonzero(group_of_fine == g).tolist() for g in range(n_groups)]
@@ -287,7 +293,7 @@ def _capacity_rows(
     nodes kept (``cover``: their y variables), or the locked nodes' ``residual``; and an
     anti-affinity group's pods there take distinct nodes (on locked nodes: the ``free`` ones, without a
     locked pod of the group)."""
-    for r in range(3):
+    for r in range(len(cap)):
         terms = [(v, float(pods.demand[q, r])) for q, v in members if pods.demand[q, r] > 0]
         if terms:
             lp.row([*terms, *((yc, -float(cap[r])) for yc, _ in cover)], None, 0.0) if cover else lp.row(terms, None, float(residual[r]))
@@ -307,11 +313,45 @@ def _locked_group_nodes(state: ClusterState, locked_pod: np.ndarray) -> set[tupl
     return {(g, int(state.pod_node[p])) for p in np.flatnonzero(locked_pod).tolist() for g in state.pod_groups[p]}
 
 
+HALF_TOLERANCE = 1e-6
+"""Shares within this of a boundary (1/3, 1/2, 2/3) count on its lower side in the device rows below."""
+
+
+def _demand_dims(whole: np.ndarray, share: np.ndarray, cpus: np.ndarray, mem: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """Per pod its demand in each dimension of a node's capacity (``_node_dims``): GPUs, CPUs, memory;
+    two device counts, whole GPUs plus a dual feasible function of the share (a GPU's shares sum to
+    at most 1, so their values do too): u(s) = 1 above 1/2, 1/2 at 1/2, else 0; and v(s) = 1 above
+    2/3, 1/2 above 1/3, else 0; and per size t in ``sizes`` the whole GPUs of pods of t or more."""
+    tol = HALF_TOLERANCE
+    u = np.where(share > 0.5 + tol, 1.0, np.where(np.abs(share - 0.5) <= tol, 0.5, 0.0))
+    v = np.where(share > 2 / 3 + tol, 1.0, np.where(share > 1 / 3 + tol, 0.5, 0.0))
+    big = [np.where(whole >= t, whole, 0.0) for t in sizes]
+    return np.column_stack([whole + share, cpus, mem, whole + u, whole + v, *big]).astype(np.float64)
+
+
+def _node_dims(gpus: np.ndarray, cpus: np.ndarray, mem: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """Per node its capacity in each dimension of ``_demand_dims``: the pods of t or more GPUs take at
+    most the largest sum of such sizes within its GPUs (``_largest_sums``)."""
+    top = int(gpus.max(initial=0))
+    big = [_largest_sums([z for z in sizes if z >= t], top)[gpus.astype(np.int64)] for t in sizes]
+    return np.column_stack([gpus, cpus, mem, gpus, gpus, *big]).astype(np.float64)
+
+
+def _largest_sums(sizes: list[int], top: int) -> np.ndarray:
+    """reach[c]: the largest sum of ``sizes`` (each any number of times) that is at most c, c = 0..top."""
+    possible = np.zeros(top + 1, dtype=bool)
+    possible[0] = True
+    for c in range(1, top + 1):
+        possible[c] = any(c >= z and possible[c - z] for z in sizes)
+    reach: np.ndarray = np.maximum.accumulate(np.where(possible, np.arange(top + 1), 0))
+    return reach
+
+
 def _per_node(room: np.ndarray, demands: np.ndarray) -> np.ndarray:
-    """(nodes, demands): the most pods of each demand row (whole GPUs, GPUs, CPUs, memory) a node with
-    ``room`` (GPUs, CPUs, memory) holds, by each resource and by its free whole GPUs."""
+    """(nodes, demands): the most pods of each demand row (whole GPUs, then ``_demand_dims``) a node
+    with ``room`` (``_node_dims``) holds, by each dimension and by its free whole GPUs."""
     most = np.full((len(room), len(demands)), np.iinfo(np.int32).max, dtype=np.float64)
-    for r in range(3):
+    for r in range(room.shape[1]):
         need = demands[:, 1 + r]
         positive = need > rules.EPS
         most[:, positive] = np.minimum(most[:, positive], np.floor((room[:, r, None] + rules.EPS) / need[None, positive]))
