@@ -188,7 +188,9 @@ def _build(state: ClusterState, budget: MoveBudget, movable: np.ndarray, locked_
     g_cap = group_keys[:, 1 : 1 + n_dims]
 
     # room: capacity per node left by the locked pods; per distinct demand the pods one node holds
-    locked_demand = _demand_dims(state.pod_whole[locked_pod].astype(np.float64), state.pod_share[locked_pod], state.pod_cpus[locked_pod], state.pod_mem[locked_pod], sizes)
+    locked_demand = _demand_dims(
+        state.pod_whole[locked_pod].astype(np.float64), state.pod_share[locked_pod], state.pod_cpus[locked_pod], state.pod_mem[locked_pod], sizes
+    )
     use = np.stack([np.bincount(state.pod_node[locked_pod], weights=locked_demand[:, r], minlength=n_nodes) for r in range(n_dims)], axis=1)
     room = np.maximum(caps - use, 0.0)
     free_devices = np.floor(np.minimum(room[:, 0], room[:, 3]) + rules.EPS)  # whole GPUs the locked pods leave, at most
