@@ -44,6 +44,7 @@ import numpy as np
 
 from planner import rules
 from planner.limits import MoveBudget
+from planner.models.highs import _highs, _interrupt_after, _quiet_stdout
 from planner.state import PENDING, ClusterState
 
 TIME_LIMIT_S = 10.0
@@ -367,8 +368,6 @@ def _per_node(room: np.ndarray, demands: np.ndarray) -> np.ndarray:
 def _solve(lp: _Lp, time_limit_s: float) -> tuple[list[float] | None, str]:
     """HiGHS's row duals at the LP's optimum (None when it is not solved to optimality in time) and its status."""
     import highspy  # deferred: HiGHS (a compiled solver), only when the LP bound is asked for
-
-    from planner.models.highs import _highs, _interrupt_after, _quiet_stdout
 
     h = _highs(highspy, 1)
     h.setOptionValue("time_limit", float(time_limit_s))
