@@ -140,6 +140,9 @@ def test_without_time_the_closed_form_stands_and_says_so():
     assert (got.bound, got.method, got.class_lp) == (4, "closed-form", None)
     assert got.note == "no time was left for the class LP; the closed-form bound stands"
     assert empties_bound(state, MoveBudget.of(state, MoveLimits()), time_limit_s=None).note == ""  # not asked for
+    late = empties_bound(state, MoveBudget.of(state, MoveLimits()), time_limit_s=1e-9)  # past its deadline while building
+    assert (late.bound, late.method, late.class_lp) == (4, "closed-form", None)
+    assert late.note == "the class LP was not built within 1e-09 s (0 of 2 pod classes); the closed-form bound stands"
 
 
 def test_the_certificate_holds_for_any_multipliers():
