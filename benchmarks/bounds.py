@@ -279,6 +279,11 @@ def main() -> None:
         f"Machine: {machine()}. Reproduce: `.venv/bin/python benchmarks/bounds.py --time-limit {args.time_limit:g}{flags}` (exact results cached in "
         + "`benchmarks/.cache/bounds.jsonl`).",
         "",
+        *(
+            ["**A reduced run** (to test the script), not the target set: `.venv/bin/python benchmarks/bounds.py --time-limit 300 --scale` measures it.", ""]
+            if args.only or args.quick
+            else []
+        ),
         "*bound*: what a defrag plan reports (`report.bound` when no solver proves less): the smaller of the closed-form relaxation",
         "(`planner/models/defrag_bound.py`) and the class LP (`planner/models/defrag_bound_lp.py`, proven in exact arithmetic), on the",
         "state the engine plans on (default pools). *bound s*: its wall time end to end (pools, state, both bounds). *optimum*: the",
