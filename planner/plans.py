@@ -44,7 +44,8 @@ class SolveReport(BaseModel):
     """Empty nodes at the end of the plan."""
     bound: float | None = None
     """Best proven bound on the objective: a solver's, or for defrag plans the combinatorial relaxation
-    of ``models/defrag_bound.py`` when it is smaller (``bound_source`` says which); null when neither applies."""
+    of ``models/defrag_bound.py`` when it is smaller (``bound_source`` says which, ``bound_method`` which
+    relaxation: ``closed-form`` or ``class-lp``, and ``bound_note`` why a stronger one is missing); null when neither applies."""
     gap: float | None = None
     wall_s: float = Field(default=0.0, ge=0)
     seed: int | None = None

@@ -65,6 +65,7 @@ SLOW_FILES = frozenset(
         "test_kubernetes_roundtrip.py",
         "test_cli_simulate.py",
         "test_view_browser.py",
+        "test_defrag_bound_lp.py",
     }
 )
 """Files that take 10 s or more on one core (measured with ``pytest -n 0 --durations=0``): a local Ray, the

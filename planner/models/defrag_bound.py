@@ -38,6 +38,11 @@ per-node limit can empty), taking the nodes with fewest pods first,
     budget bound = unlocked nodes without movable pods + max { k : k smallest c(n) sum to <= max_moves }.
 
 The bound is the smaller of the two; both hold for every plan, so their minimum does.
+
+Stronger, still at any scale (issue 45): the class LP of ``defrag_bound_lp.py`` keeps each pod class
+on the node classes it may use and counts whole pods per node, proven in exact arithmetic. The
+reported bound is the smallest of the closed form and the class LP (``method`` says which gives it);
+when the LP does not finish within its time limit the closed form stands and ``note`` says so.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ import numpy as np
 
 from planner import rules
 from planner.limits import UNLIMITED, MoveBudget
+from planner.models.defrag_bound_lp import TIME_LIMIT_S, _largest_sums, class_lp_bound
 from planner.state import PENDING, ClusterState
 
 
@@ -56,11 +62,27 @@ class EmptiesBound:
     bound: int
     capacity_bound: int
     budget_bound: int
-    binding: str  # which resource (or "budget") gives the bound
+    binding: str  # which resource (or "budget") gives the closed form
+    method: str = "closed-form"  # which relaxation gives ``bound``: "closed-form" or "class-lp"
+    class_lp: int | None = None  # the class LP's bound, None when it was not computed
+    note: str = ""  # why a stronger bound is missing (the LP timed out), else empty
 
 
-def empties_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
-    """The bound on ``state`` (locks as the plan sees them) under ``budget`` (the limits' account)."""
+def empties_bound(state: ClusterState, budget: MoveBudget, time_limit_s: float | None = TIME_LIMIT_S) -> EmptiesBound:
+    """The bound on ``state`` (locks as the plan sees them) under ``budget`` (the limits' account):
+    the smaller of the closed form and the class LP (within ``time_limit_s``; None: closed form only)."""
+    closed = closed_form_bound(state, budget)
+    if time_limit_s is None:
+        return closed
+    lp = class_lp_bound(state, budget, time_limit_s)
+    if lp.bound is None:
+        return EmptiesBound(closed.bound, closed.capacity_bound, closed.budget_bound, closed.binding, note=f"{lp.note}; the closed-form bound stands")
+    method = "class-lp" if lp.bound < closed.bound else "closed-form"
+    return EmptiesBound(min(closed.bound, lp.bound), closed.capacity_bound, closed.budget_bound, closed.binding, method, lp.bound)
+
+
+def closed_form_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
+    """The closed-form relaxation alone (this module's docstring)."""
     n_nodes = len(state.node_names)
     placed = state.pod_node != PENDING
     locked_pod = placed & state.pod_locked
@@ -153,15 +175,6 @@ def _fewest_extra_nodes(
         caps = np.sort(cap[inside & (region == label) & ~locked_node])[::-1]
         total += min(int(np.searchsorted(np.cumsum(caps), short - tolerance, side="left")) + 1, len(caps))
     return total
-
-
-def _largest_sums(sizes: list[int], top: int) -> np.ndarray:
-    """reach[c]: the largest sum of ``sizes`` (each any number of times) that is at most c, c = 0..top."""
-    possible = np.zeros(top + 1, dtype=bool)
-    possible[0] = True
-    for c in range(1, top + 1):
-        possible[c] = any(c >= z and possible[c - z] for z in sizes)
-    return np.maximum.accumulate(np.where(possible, np.arange(top + 1), 0))
 
 
 def _anti_affinity_extra_nodes(

@@ -52,11 +52,12 @@ def test_by_hand_capacity_locks_and_budget():
         [pod("p0", "n0", gpus=4, cpus=1, locked=True)] + [pod(f"p{i}", f"n{i}", gpus=4, cpus=1) for i in range(1, 4)],
     )
     assert bound_of(locked, MoveLimits()) == 2
-    # CPUs bind: 4 pods of 40 CPUs, 160 CPUs, need three 64-CPU nodes in total, so the bound is 1;
-    # the optimum is 0 (no two pods share a node): the relaxation does not pack whole pods
+    # CPUs bind: 4 pods of 40 CPUs, 160 CPUs, need three 64-CPU nodes in total, so the closed form is
+    # 1; the optimum is 0 (no two pods share a node): the closed form does not pack whole pods, the
+    # class LP counts them per node (test_defrag_bound_lp.py)
     cpu = make_cluster([node(f"n{i}", gpus=8, cpus=64) for i in range(4)], [pod(f"p{i}", f"n{i}", gpus=1, cpus=40) for i in range(4)])
     bound = empties_bound(ClusterState(cpu), MoveBudget.of(ClusterState(cpu), MoveLimits()))
-    assert (bound.bound, bound.binding, best_empties(cpu, MoveLimits())) == (1, "cpus", 0)
+    assert (bound.capacity_bound, bound.binding, bound.bound, bound.method, best_empties(cpu, MoveLimits())) == (1, "cpus", 0, "class-lp", 0)
     # budget: nodes with 1, 2 and 3 pods and an empty one; with 2 moves only the 1-pod node (or the
     # 2-pod one) can empty, plus the empty node
     pods = [pod("a0", "n0", gpus=1, cpus=1)] + [pod(f"b{i}", "n1", gpus=1, cpus=1) for i in range(2)] + [pod(f"c{i}", "n2", gpus=1, cpus=1) for i in range(3)]

@@ -74,12 +74,14 @@ def _finish(
     if relaxed is not None:
         if relaxed.bound < objective:
             raise PlanBug(f"the relaxation bound {relaxed.bound} is below the {objective} empty nodes {name} reached")
-        extra = {
-            **extra,
-            "relaxation_bound": {"bound": relaxed.bound, "capacity": relaxed.capacity_bound, "budget": relaxed.budget_bound, "binding": relaxed.binding},
-        }
+        parts = {"bound": relaxed.bound, "capacity": relaxed.capacity_bound, "budget": relaxed.budget_bound, "binding": relaxed.binding}
+        extra = {**extra, "relaxation_bound": {**parts, "method": relaxed.method, "class_lp": relaxed.class_lp}}
         if bound is None or relaxed.bound < bound:
-            bound, extra = relaxed.bound, {**extra, "bound_source": "relaxation"}
+            bound, extra = relaxed.bound, {**extra, "bound_source": "relaxation", "bound_method": relaxed.method}
+        if relaxed.note:
+            extra = {**extra, "bound_note": relaxed.note}
+    if bound is not None and "bound_method" not in extra:
+        extra = {**extra, "bound_method": "solver"}
     gap = None if bound is None else round((bound - objective) / max(bound, 1), 6)
     plan.report = SolveReport(
         method=name,
