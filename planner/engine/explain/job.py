@@ -225,9 +225,9 @@ def checks(facts: JobFacts) -> list[dict[str, Any]]:
     return out
 
 
-def proof_after_any_moves(cluster: Cluster, state_pods: list[int], need: int, level: str | None) -> str | None:
+def proof_after_any_moves(state: ClusterState, state_pods: list[int], need: int, level: str | None) -> str | None:
     """``heuristics.room``'s proof that no moves start the job: with every movable pod gone (locked
-    and standby pods stay), no node set (under one switch, when required) has room; None when it might."""
-    state = ClusterState(cluster)
+    and standby pods stay), no node set (under one switch, when required) has room; None when it might.
+    ``state``: the snapshot's (``JobFacts.state``; read, not changed)."""
     request = Request("job", state_pods, {"asw": 1, "spine": 2}.get(level or "", 0), need if need < len(state_pods) else None)
     return unplaceable_reason(state, request, optimistic_slots(state, state_pods[0]))
