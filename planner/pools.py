@@ -131,6 +131,8 @@ def apply_pools(cluster: Cluster, policy: PoolPolicy) -> tuple[Cluster, PoolRepo
             allowed = [m for m in cpu_models if not pod.gpu_models or m in pod.gpu_models]
             if not allowed and pod.node is not None:
                 update["locked"] = True  # its own rules allow only GPU nodes, which the policy forbids
+            elif not allowed:
+                pass  # pending, its own rules allow only GPU models: they stay (an empty list would allow every model)
             elif pod.gpu_models != allowed:
                 update["gpu_models"] = allowed
             if update and not pod.locked and pod.node is not None:

@@ -239,9 +239,18 @@ def report_of(body: bytes) -> dict[str, Any]:
     return metrics.report(request.snapshot, shape)
 
 
+EXPLAIN_TIME_LIMIT_S = 5.0
+"""``POST /v1/explain`` answers synchronously: its remedy's make-room plans start only within this many
+seconds (a request's ``options.time_limit_s`` may ask less, not more); docs/service.md has the measurements."""
+
+
 def explain_of(body: bytes) -> dict[str, Any]:
-    """``POST /v1/explain``: ``planner explain``'s answer; an unknown name is a 422 with the closest names."""
+    """``POST /v1/explain``: ``planner explain``'s answer; an unknown name is a 422 with the closest names.
+    The remedy is bounded by ``EXPLAIN_TIME_LIMIT_S``."""
     request = parse_model(ExplainRequest, body)
+    asked = request.options.time_limit_s
+    if asked is None or asked > EXPLAIN_TIME_LIMIT_S:
+        request.options = request.options.model_copy(update={"time_limit_s": EXPLAIN_TIME_LIMIT_S})
     problems = consistency_problems(request.snapshot)
     if problems:
         raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])

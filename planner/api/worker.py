@@ -324,7 +324,7 @@ class Dispatcher(threading.Thread):
                 elif self.store.fail(job_id, message[1], self.owner):
                     if self.metrics is not None:
                         self.metrics.ended(job.kind, "failed")
-                    log.error("job %s failed: %s", job_id, message[1])
+                    log.error("job %s failed: %s", job_id, message[1], extra={"traceback": message[2]} if len(message) > 2 else None)
             except Exception:
                 log.exception("job %s: could not record its outcome; retrying", job_id)
                 return
@@ -418,9 +418,9 @@ def run_job(
     except MemoryError:
         cap = f" of {memory_bytes / 2**30:.1f} GiB" if memory_bytes is not None else ""
         conn.send(("error", f"the job ran out of memory (its cap{cap}); plan a smaller part of the cluster or use method 'hybrid'"))
-    except Exception as err:  # noqa: BLE001 - reported to the dispatcher, logged there with the job id
-        conn.send(("error", f"internal error: {type(err).__name__}: {err}"))
-        logging.getLogger("planner.api").error("job %s crashed:\n%s", job_id, traceback.format_exc())
+    except Exception as err:  # noqa: BLE001 - reported to the dispatcher, logged there with the job id and the traceback
+        # (by the server's log formatter, which escapes it: this process's logging is not configured)
+        conn.send(("error", f"internal error: {type(err).__name__}: {err}", traceback.format_exc()))
     finally:
         conn.close()
 

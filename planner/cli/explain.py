@@ -19,6 +19,7 @@ from planner.cli.common import (
     stdout_console,
 )
 from planner.cli.inputs import read_plan
+from planner.engine.common import MAX_TIME_LIMIT_S
 from planner.engine.explain import ExplainOptions, explain_job, explain_node, explain_pod
 from planner.render.explain import render_explanation
 
@@ -39,6 +40,9 @@ def explain(
     max_moves_per_node: int = typer.Option(None, "--max-moves-per-node", min=0, help="Moves touching any one node in the remedy's plan."),
     same_asw: bool = typer.Option(False, "--same-asw", help="The remedy's pods move only within their access switch."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the make-room heuristic."),
+    time_limit: float = typer.Option(
+        None, "--time-limit", help="Seconds for the remedy: its make-room plans start only before they pass; the ones left are named (remedy time_limit)."
+    ),
     output_format: ExplainFormat = typer.Option(ExplainFormat.table, "--output", "-o", help="table (the default) or json."),
     source: InputKind = input_option(),
     import_config: str = import_config_option(),
@@ -51,9 +55,11 @@ def explain(
         fail(["--node: give the plan that left it busy with --plan PLAN.json (planner defrag SNAP --out PLAN.json)"])
     if plan is not None and node is None:
         fail(["--plan: explains a node the plan left busy; give --node NAME"])
-    if node is not None and (max_moves is not None or max_moves_per_node is not None or same_asw):
-        fail(["--max-moves, --max-moves-per-node, --same-asw: budgets of a job's remedy; a node is explained with the plan's own options"])
-    options = ExplainOptions(max_moves=max_moves, max_moves_per_node=max_moves_per_node, same_asw=same_asw, seed=seed)
+    if node is not None and (max_moves is not None or max_moves_per_node is not None or same_asw or time_limit is not None):
+        fail(["--max-moves, --max-moves-per-node, --same-asw, --time-limit: options of a job's remedy; a node is explained with the plan's own options"])
+    if time_limit is not None and not 0 < time_limit <= MAX_TIME_LIMIT_S:
+        fail([f"--time-limit: must be above 0 and at most {MAX_TIME_LIMIT_S:g} seconds, got {time_limit:g}"])
+    options = ExplainOptions(max_moves=max_moves, max_moves_per_node=max_moves_per_node, same_asw=same_asw, seed=seed, time_limit_s=time_limit)
     cluster = load_input(snapshot, source, import_config)
     if job is not None:
         result = explain_job(cluster, job, options)

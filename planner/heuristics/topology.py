@@ -181,7 +181,30 @@ def node_slots(state, p: int) -> np.ndarray:
                 eligible[n] = False
     slots[~eligible] = 0
     slots[slots >= big // 2] = len(cs.pod_names)  # a pod needing nothing fits as often as there are pods
+    if cs.has_standby and cs._reserve[p] is not None:  # an HP pod: the node's HP reservations (standby pods') must fit too
+        for n in np.flatnonzero((cs.standby_on > 0) & (slots > 0)).tolist():
+            slots[n] = _reserved_slots(cs, p, n, int(slots[n]))
     return np.maximum(slots, 0)
+
+
+def _reserved_slots(cs, p: int, n: int, most: int) -> int:
+    """How many of ``most`` pods shaped like HP pod p node n's HP reservations (its HP pods, standby
+    ones included: ``rules.resource_shortfalls``) leave room for."""
+    whole, cpus, mem, share = cs._reserve[p]
+    if cpus > 0:
+        most = min(most, int(np.floor((cs.cap_cpus[n] - cs.hp_cpus[n] + rules.EPS) / cpus)))
+    if mem > 0:
+        most = min(most, int(np.floor((cs.cap_mem[n] - cs.hp_mem[n] + rules.EPS) / mem)))
+    shares = list(cs.hp_shares.get(n, ()))
+    devices_left = int(cs.cap_gpus[n]) - int(cs.hp_whole[n])
+    if whole:
+        most = min(most, (devices_left - len(rules.pack_shares(shares))) // whole)
+    elif share:
+        fit = 0
+        while fit < most and devices_left >= len(rules.pack_shares([*shares, *[share] * (fit + 1)])):
+            fit += 1
+        most = fit
+    return max(most, 0)
 
 
 def allocate_job(state, pods: list[int], domains: np.ndarray, method: str, rng: np.random.Generator | None = None) -> tuple[list[tuple[int, int]], str | None]:

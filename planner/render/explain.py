@@ -49,6 +49,9 @@ def render_explanation(console: Console, result: dict[str, Any]) -> None:
     if remedy["numbers"] and remedy["code"] in ("make_room", "budget", "disruption"):
         n = remedy["numbers"]
         console.print(f"  plan: {n['moves']:,} move(s), {fmt(n['gpus_moved'])} GPU(s) moved, {n['waves']:,} wave(s); starts on {', '.join(n['nodes'])}")
+    if remedy["code"] == "time_limit":
+        n = remedy["numbers"]
+        console.print(f"  after {n['elapsed_s']:g} s of {n['time_limit_s']:g} s: not tried: {', '.join(remedy['skipped'])}")
     if remedy.get("budgets"):
         console.print(f"  budgets: {', '.join(f'{k} {v}' for k, v in remedy['budgets'].items())}")
     for key in ("detail", "within_budgets"):

@@ -48,7 +48,7 @@ def _snapshot(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("args", [["report"], ["defrag", "-o", "table"], ["defrag", "-o", "wide"], ["allocate", "-o", "table"]])
+@pytest.mark.parametrize("args", [["report"], ["defrag", "-o", "table"], ["defrag", "-o", "wide"], ["allocate", "-o", "table"], ["explain", "--job", HOSTILE]])
 def test_tables_escape_names(tmp_path: Path, args: list[str]) -> None:
     done = runner.invoke(app, [args[0], str(_snapshot(tmp_path)), *args[1:]])
     assert done.exit_code == 0, done.output
@@ -69,6 +69,9 @@ def test_errors_and_validation_lines_escape_names(tmp_path: Path) -> None:
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     done = runner.invoke(app, ["validate", str(path), str(tmp_path / "plan.json")])
     assert done.exit_code in (1, 2), done.output
+    _clean(done.output)
+    done = runner.invoke(app, ["explain", str(path), "--job", f"{HOSTILE}x"])  # the name asked for, the closest and the pending ones
+    assert done.exit_code == 2 and "did you mean '\\x1b]0;owned" in done.output, done.output
     _clean(done.output)
 
 

@@ -159,6 +159,26 @@ def test_disruption_budgets_stop_the_remedy():
     assert out["remedy"]["code"] == "disruption" and out["remedy"]["numbers"]["moves"] == 1 and out["remedy"]["jobs_with_budgets"] == 2
 
 
+def test_the_time_limit_skips_the_remedys_plans_and_names_them():
+    # the budget path: two make-room plans (within max_moves 1, then without); a limit that has passed
+    # skips both, the reason is computed in full all the same
+    c = cluster(
+        [{"name": f"n{i}", "gpus": 8} for i in range(3)],
+        [*({"name": f"p{i}", "gpus": 2, "node": f"n{i % 2}"} for i in range(4)), *gang("j", 2, 8)],
+        [{"name": "j"}],
+    )
+    out = explain_job(c, "j", ExplainOptions(max_moves=1, time_limit_s=1e-9))
+    assert reason(out) == "fragmentation" and out["time_limit_s"] == 1e-9
+    remedy = out["remedy"]
+    assert remedy["code"] == "time_limit" and not remedy["proof"] and remedy["skipped"] == ["make_room", "without_budgets"]
+    assert remedy["numbers"]["time_limit_s"] == 1e-9 and remedy["numbers"]["elapsed_s"] >= 0 and remedy["budgets"] == {"max_moves": 1}
+    roomy = explain_job(c, "j", ExplainOptions(max_moves=1, time_limit_s=600))
+    assert roomy["remedy"]["code"] == "budget" and roomy["time_limit_s"] == 600
+    assert explain_job(c, "j")["time_limit_s"] is None
+    proofs = cluster([{"name": "n0", "gpus": 8}], gang("big", 2, 8), [{"name": "big"}])  # proofs need no plan: never cut
+    assert explain_job(proofs, "big", ExplainOptions(time_limit_s=1e-9))["remedy"]["code"] == "capacity"
+
+
 def test_a_pod_of_a_job_is_explained_by_its_job_and_a_running_pod_is_refused():
     c = cluster([{"name": "n0", "gpus": 8}], [{"name": "a", "gpus": 2, "node": "n0"}, *gang("j", 1, 8)], [{"name": "j"}])
     assert explain_pod(c, "j-0")["job"] == "j"
@@ -379,6 +399,11 @@ def test_cli_json_and_table(tmp_path):
     assert data["reason"]["code"] == "fragmentation" and data["remedy"]["numbers"]["moves"] == 1
     result = runner.invoke(app, ["explain", str(path), "--job", "big"])
     assert result.exit_code == 0 and "fragmentation" in result.stdout and "1 move(s)" in result.stdout
+    result = runner.invoke(app, ["explain", str(path), "--job", "big", "--time-limit", "1e-9"])
+    assert result.exit_code == 0 and "remedy: time_limit" in result.stdout and "not tried: make_room" in result.stdout, result.output
+    for bad in ("0", "-1", "nan"):
+        result = runner.invoke(app, ["explain", str(path), "--job", "big", "--time-limit", bad])
+        assert result.exit_code == 2 and "--time-limit: must be above 0" in result.stderr, result.output
 
 
 def test_cli_unknown_names_exit_2_with_close_names_and_pending_jobs(tmp_path):

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from planner.api.requests import EXPLAIN_TIME_LIMIT_S
 from planner.cluster import Cluster
-from planner.engine.explain import explain_job
+from planner.engine.explain import ExplainOptions, explain_job
 from planner.plans import DefragPlan, plan_to_dict
 from tests.support.harness import Server
 
@@ -35,9 +36,20 @@ def test_explain_a_job_as_the_command_line_does(server: Server) -> None:
         assert answer.status_code == 200, answer.text
         body = answer.json()
         assert body["reason"]["code"] == "fragmentation" and body["remedy"]["code"] == "make_room" and body["remedy"]["numbers"]["moves"] == 1
-        assert body == explain_job(Cluster.model_validate(SNAPSHOT), "big")
+        assert body == explain_job(Cluster.model_validate(SNAPSHOT), "big", ExplainOptions(time_limit_s=EXPLAIN_TIME_LIMIT_S))
         budget = client.post("/v1/explain", json={"snapshot": SNAPSHOT, "job": "big", "options": {"max_moves": 0}})
         assert budget.json()["remedy"]["code"] == "budget"
+
+
+def test_the_remedy_runs_within_the_services_time_limit(server: Server) -> None:
+    with server.client() as client:
+        longer = client.post("/v1/explain", json={"snapshot": SNAPSHOT, "job": "big", "options": {"time_limit_s": 3600}})
+        assert longer.status_code == 200 and longer.json()["time_limit_s"] == EXPLAIN_TIME_LIMIT_S  # a request asks less, not more
+        cut = client.post("/v1/explain", json={"snapshot": SNAPSHOT, "job": "big", "options": {"time_limit_s": 1e-9}})
+        assert cut.status_code == 200 and cut.json()["remedy"]["code"] == "time_limit" and cut.json()["remedy"]["skipped"] == ["make_room"]
+        assert cut.json()["reason"]["code"] == "fragmentation"
+        bad = client.post("/v1/explain", json={"snapshot": SNAPSHOT, "job": "big", "options": {"time_limit_s": 0}})
+        assert bad.status_code == 422 and "time_limit_s" in bad.text
 
 
 def test_explain_a_node_a_plan_left_busy(server: Server) -> None:

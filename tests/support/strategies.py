@@ -102,3 +102,43 @@ def clusters(draw, max_nodes: int = 6, max_pods: int = 14, max_jobs: int = 3) ->
                     job_nodes[job].append(target)
         pods.append(candidate)
     return Cluster(time_s=time_s, nodes=node_list, pods=pods, jobs=jobs)
+
+
+GANG_POD = st.fixed_dictionaries(
+    {
+        "gpus": st.sampled_from([1.0, 2.0, 4.0, 8.0, 0.5, 0.25]),
+        "cpus": st.sampled_from([0.0, 1.0, 2.0, 8.0]),
+        "memory_gib": st.sampled_from([0.0, 4.0]),
+        "gpu_models": st.sampled_from([[], [], ["A100"], ["A100", "H800"]]),
+        "node_selector": st.sampled_from([{}, {}, {}, {"pool": "train"}]),
+        "anti_affinity": st.sampled_from([[], [], [], ["svc-a"]]),
+        "requests": st.just({}),
+        "host_ports": st.just([]),
+    }
+)
+"""The shape of a generated gang's pods, mostly ones some node can hold (``clusters`` draws each pod
+on its own: its jobs' pending pods differ, and a job's pods must be alike)."""
+
+
+@st.composite
+def gang_clusters(draw, max_nodes: int = 4, max_pods: int = 8, max_jobs: int = 2) -> Cluster:
+    """``clusters`` whose jobs' pending pods share one shape (the first pending pod's, or one of
+    ``GANG_POD``), with a ``min_available`` now and then: pending jobs that ``allocate`` and
+    ``defrag --make-room`` accept (or refuse as a shape no node holds)."""
+    cluster = draw(clusters(max_nodes=max_nodes, max_pods=max_pods, max_jobs=max_jobs))
+    shapes: dict[str, dict] = {}
+    first: dict[str, Pod] = {}
+    pods = []
+    for pod in cluster.pods:
+        if pod.node is None and pod.job is not None:
+            if pod.job not in shapes:
+                shapes[pod.job] = draw(st.one_of(st.just({}), GANG_POD))
+                first[pod.job] = pod
+            pod = first[pod.job].model_copy(update={"name": pod.name, **shapes[pod.job]})
+        pods.append(pod)
+    jobs = []
+    for job in cluster.jobs:
+        members = sum(p.job == job.name for p in pods)
+        least = draw(st.one_of(st.none(), st.none(), st.integers(1, max(1, members))))
+        jobs.append(job.model_copy(update={"min_available": least}) if members else job)
+    return Cluster.model_validate({**cluster.model_dump(), "pods": [p.model_dump() for p in pods], "jobs": [j.model_dump() for j in jobs]})

@@ -5,16 +5,21 @@ cheapest remedy the planner can (a make-room plan, validated like every plan); `
 (``node.py``) names, for each pod a plan left on a node, the rule that kept it. Every reason is a
 stable code (``codes.py``) with its numbers and whether it is a proof from the snapshot alone or the
 heuristic's finding. An unknown name is a ``SnapshotError`` with the closest names and the pending jobs.
+
+``ExplainOptions.time_limit_s`` bounds the remedy: the reason is always computed (a few passes over
+the snapshot), and each make-room plan is started only while time is left; the steps the limit cut
+are named in the remedy (code ``time_limit``). The service sets it (``api.requests.EXPLAIN_TIME_LIMIT_S``).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.cluster import Cluster, Pod, SnapshotError
-from planner.engine.common import MAX_COUNT, MAX_SEED, PlanOptionError
+from planner.engine.common import MAX_COUNT, MAX_SEED, MAX_TIME_LIMIT_S, PlanOptionError, refuse_unholdable
 from planner.engine.defrag import DefragOptions, plan_defrag
 from planner.engine.explain.codes import ALL_CODES
 from planner.engine.explain.job import JobFacts, checks, gpus, proof_after_any_moves
@@ -30,16 +35,22 @@ LISTED = 20
 
 
 class ExplainOptions(BaseModel):
-    """The move budgets the remedy (a make-room plan) is computed within, and its seed."""
+    """The move budgets the remedy (a make-room plan) is computed within, its seed and time limit."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     max_moves: int | None = Field(None, ge=0, le=MAX_COUNT, description="Migration budget of the remedy's plan.")
     max_moves_per_node: int | None = Field(None, ge=0, le=MAX_COUNT, description="Moves touching any one node.")
     same_asw: bool = Field(False, description="Pods move only within their access switch.")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Random seed of the make-room heuristic.")
+    time_limit_s: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_TIME_LIMIT_S,
+        description="Seconds for the remedy: a make-room plan is started only before they pass; the steps left are named (remedy time_limit).",
+    )
 
     def budgets(self) -> dict[str, Any]:
-        return {k: v for k, v in self.model_dump().items() if k != "seed" and v is not None and v is not False}  # max_moves 0 is a budget
+        return {k: v for k, v in self.model_dump().items() if k not in ("seed", "time_limit_s") and v is not None and v is not False}  # max_moves 0 is a budget
 
 
 def pending_jobs(cluster: Cluster) -> list[str]:
@@ -69,11 +80,12 @@ def explain_pod(cluster: Cluster, name: str, options: ExplainOptions | None = No
         raise SnapshotError([f"--pod: pod '{name}' runs on node '{pod.node}'; explain a pending pod, or the node with --node {pod.node} --plan PLAN"])
     if pod.job is not None:
         return {"pod": name, **explain_job(cluster, pod.job, options)}
-    return _explain(cluster, name, [pod], None, 1, options or ExplainOptions())
+    return _explain(cluster, name, [pod], None, 1, options or ExplainOptions(), time.perf_counter())
 
 
 def explain_job(cluster: Cluster, name: str, options: ExplainOptions | None = None) -> dict[str, Any]:
     """Why job ``name`` waits: the constraints in order with their numbers, the reason and the remedy."""
+    start = time.perf_counter()
     jobs = {j.name: j for j in cluster.jobs}
     members = [p for p in cluster.pods if p.job == name]
     if name not in jobs and not members:
@@ -87,10 +99,12 @@ def explain_job(cluster: Cluster, name: str, options: ExplainOptions | None = No
         )
     need = gang_need(job.min_available if job else None, len(pending), running)
     level = job.topology.level if job and job.topology and job.topology.mode == "required" else None
-    return _explain(cluster, name, pending, level, need, options or ExplainOptions(), running)
+    return _explain(cluster, name, pending, level, need, options or ExplainOptions(), start, running)
 
 
-def _explain(cluster: Cluster, name: str, pending: list[Pod], level: str | None, need: int, options: ExplainOptions, running: int = 0) -> dict[str, Any]:
+def _explain(
+    cluster: Cluster, name: str, pending: list[Pod], level: str | None, need: int, options: ExplainOptions, start: float, running: int = 0
+) -> dict[str, Any]:
     head: dict[str, Any] = {
         "job": name,
         "pending_pods": len(pending),
@@ -98,6 +112,7 @@ def _explain(cluster: Cluster, name: str, pending: list[Pod], level: str | None,
         "pods_needed": need,
         "pod_shape": {"gpus": gpus(pending[0].gpus), "cpus": pending[0].cpus, "memory_gib": pending[0].memory_gib},
         "topology": level and f"required {level}",
+        "time_limit_s": options.time_limit_s,
     }
     if need == 0:
         return {**head, "reason": _reason("already_running", {}), "checks": [], "remedy": _reason("none_needed", {"moves": 0})}
@@ -105,7 +120,8 @@ def _explain(cluster: Cluster, name: str, pending: list[Pod], level: str | None,
     steps = checks(facts)
     binding = next((c for c in steps if c["holds"]), None)
     reason = _reason(binding["code"], binding["numbers"]) if binding else _reason("fits_now", steps[-1]["numbers"])
-    return {**head, "reason": reason, "checks": steps, "remedy": _remedy(cluster, name, pending, need, level, binding, options)}
+    clock = _Clock(start, options.time_limit_s)
+    return {**head, "reason": reason, "checks": steps, "remedy": _remedy(facts, name, binding, options, clock)}
 
 
 def _reason(code: str, numbers: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -113,27 +129,52 @@ def _reason(code: str, numbers: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"code": code, "proof": meaning.proof, "meaning": meaning.meaning, "numbers": numbers, **extra}
 
 
-def _remedy(
-    cluster: Cluster, name: str, pending: list[Pod], need: int, level: str | None, binding: dict[str, Any] | None, options: ExplainOptions
-) -> dict[str, Any]:
+class _Clock:
+    """The remedy's time limit: ``left()`` is False once ``limit_s`` seconds passed since ``start``."""
+
+    def __init__(self, start: float, limit_s: float | None):
+        self.start, self.limit_s = start, limit_s
+
+    def left(self) -> bool:
+        return self.limit_s is None or time.perf_counter() - self.start < self.limit_s
+
+    def ran_out(self, skipped: list[str], budgets: dict[str, Any], **found: Any) -> dict[str, Any]:
+        elapsed = round(time.perf_counter() - self.start, 3)
+        return _reason("time_limit", {"time_limit_s": self.limit_s, "elapsed_s": elapsed}, budgets=budgets, skipped=skipped, **found)
+
+
+def _remedy(facts: JobFacts, name: str, binding: dict[str, Any] | None, options: ExplainOptions, clock: _Clock) -> dict[str, Any]:
     if binding is None:
         return _reason("none_needed", {"moves": 0})
     if binding["check"] == "capacity":
         return _reason("capacity", binding["numbers"])
+    cluster = facts.cluster
     index = {p.name: i for i, p in enumerate(cluster.pods)}
-    proof = proof_after_any_moves(cluster, [index[p.name] for p in pending], need, level)
+    proof = proof_after_any_moves(facts.state, [index[p.name] for p in facts.pending], facts.need, facts.level)
+    if proof is None:
+        try:  # a pod shape no node holds even empty (a pod-count or named resource of 0, say)
+            refuse_unholdable(cluster, index[facts.pending[0].name])
+        except SnapshotError as err:
+            proof = err.problems[0]
     if proof is not None:
         return _reason("no_room_after_any_moves", {}, detail=proof)
     budgets = options.budgets()
+    held = [j.name for j in cluster.jobs if j.disruption is not None]
+    steps = ["make_room", *(["without_budgets"] if budgets else []), *(["without_disruption_budgets"] if held else [])]
+    if not clock.left():
+        return clock.ran_out(steps, budgets)
     tried = _make_room(cluster, name, budgets, options.seed)
     if "moves" in tried:
         return _reason("make_room", tried, budgets=budgets)
     if budgets:
+        if not clock.left():
+            return clock.ran_out(steps[1:], budgets, within_budgets=tried["reason"])
         free = _make_room(cluster, name, {}, options.seed)
         if "moves" in free:
             return _reason("budget", free, budgets=budgets, within_budgets=tried["reason"])
-    held = [j.name for j in cluster.jobs if j.disruption is not None]
     if held:  # the snapshot's disruption budgets: a budget of 0 holds a job's pods where they are
+        if not clock.left():
+            return clock.ran_out(steps[-1:], budgets, within_budgets=tried["reason"])
         lifted = cluster.model_copy(update={"jobs": [j.model_copy(update={"disruption": None}) for j in cluster.jobs]})
         free = _make_room(lifted, name, {}, options.seed)
         if "moves" in free:

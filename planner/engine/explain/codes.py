@@ -53,6 +53,11 @@ REMEDY_CODES = (
         "(the plan's size without them is reported)",
     ),
     Code("no_plan_found", False, "the make-room heuristic found no plan, with or without the budgets: not a proof that none exists"),
+    Code(
+        "time_limit",
+        False,
+        "the time limit (time_limit_s) passed before the make-room plans named in skipped were tried: no finding either way (the reason above is complete)",
+    ),
     Code("no_room_after_any_moves", True, "even with every movable pod gone (locked and standby pods stay), no node set has room for it"),
     Code("capacity", True, "moves cannot free GPUs: the cluster has fewer free GPUs than it asks"),
 )

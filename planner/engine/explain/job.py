@@ -7,7 +7,7 @@ nodes, the per-node tests are ``rules``'):
 1. capacity: the GPUs of the nodes it may use in all (``capacity_total``), the cluster's free GPUs;
 2. its GPU models: the free GPUs on the models it allows;
 3. its other static rules (selector, taints, node affinity, resources offered): the free GPUs they exclude, by rule;
-4. one switch (or spine), for a ``required`` job: the free GPUs of the roomiest;
+4. one switch (or spine), for a ``required`` job: the free GPUs of the roomiest (the running pods' one, when some run);
 5. fragmentation: the free GPUs it may use that its pods cannot (holes smaller than a pod, too few
    CPUs or memory beside them, anti-affinity), by cause, against the pods the nodes can take.
 
@@ -93,6 +93,9 @@ class JobFacts:
                 slots[i] = node_slots_by_rules(nodes[i], residents[nodes[i].name], arriving, upper)
         self.slots = slots
         self.domain = [rules.topology_domain(n, level) if level else "(cluster)" for n in nodes]
+        where = {n.name: d for n, d in zip(nodes, self.domain, strict=True)}
+        running = {where[p.node] for p in cluster.pods if p.job is not None and p.job == pod.job and p.node is not None}
+        self.home: set[str] | None = running if level and running else None  # a required job's running pods hold it to their domain
 
 
 def _sum(values: np.ndarray, mask: np.ndarray) -> float:
@@ -189,6 +192,9 @@ def checks(facts: JobFacts) -> list[dict[str, Any]]:
     )
     free_by_domain = _by_domain(facts, facts.free, eligible)
     slots_by_domain = _by_domain(facts, facts.slots.astype(np.float64), eligible)
+    if facts.home is not None:  # its running pods hold it to their domain
+        free_by_domain = {d: v for d, v in free_by_domain.items() if d in facts.home}
+        slots_by_domain = {d: v for d, v in slots_by_domain.items() if d in facts.home}
     roomiest = max(sorted(free_by_domain), key=lambda d: free_by_domain[d]) if free_by_domain else None
     if facts.level:
         out.append(
@@ -199,6 +205,7 @@ def checks(facts: JobFacts) -> list[dict[str, Any]]:
                 "numbers": {
                     "level": facts.level,
                     "domains": len(set(facts.domain)),
+                    **({"running_pods_under": sorted(facts.home)} if facts.home is not None else {}),
                     "roomiest": roomiest,
                     "free_gpus_in_roomiest": gpus(free_by_domain.get(roomiest, 0.0) if roomiest else 0.0),
                 },
@@ -225,9 +232,9 @@ def checks(facts: JobFacts) -> list[dict[str, Any]]:
     return out
 
 
-def proof_after_any_moves(cluster: Cluster, state_pods: list[int], need: int, level: str | None) -> str | None:
+def proof_after_any_moves(state: ClusterState, state_pods: list[int], need: int, level: str | None) -> str | None:
     """``heuristics.room``'s proof that no moves start the job: with every movable pod gone (locked
-    and standby pods stay), no node set (under one switch, when required) has room; None when it might."""
-    state = ClusterState(cluster)
+    and standby pods stay), no node set (under one switch, when required) has room; None when it might.
+    ``state``: the snapshot's (``JobFacts.state``; read, not changed)."""
     request = Request("job", state_pods, {"asw": 1, "spine": 2}.get(level or "", 0), need if need < len(state_pods) else None)
     return unplaceable_reason(state, request, optimistic_slots(state, state_pods[0]))
