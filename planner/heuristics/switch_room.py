@@ -201,9 +201,18 @@ def _short_of_slack(state: ClusterState, rooms: list[RoomShape], gpus: float) ->
     return short
 
 
-def make_switch_room(state: ClusterState, rooms: list[RoomShape], budget: MoveBudget, seed: int = 0) -> RoomOutcome:
-    """Moves that raise the room counts of ``rooms`` (in order: lexicographic); ``state`` ends after
-    them, its locks as found, and ``budget`` is spent by them."""
+def gains(weights: list[float] | None) -> Callable[[list[int], list[int]], bool]:
+    """Whether counts beat counts: lexicographically (``rooms`` in order), or by the weighted sum."""
+    if weights is None:
+        return lambda new, old: new > old
+    return lambda new, old: sum(w * (a - b) for w, a, b in zip(weights, new, old)) > 1e-9
+
+
+def make_switch_room(state: ClusterState, rooms: list[RoomShape], budget: MoveBudget, seed: int = 0, weights: list[float] | None = None) -> RoomOutcome:
+    """Moves that raise the room counts of ``rooms`` (in order: lexicographic, or with ``weights`` one
+    per shape their weighted sum); ``state`` ends after them, its locks as found, and ``budget`` is
+    spent by them."""
+    better = gains(weights)
     locks = state.pod_locked
     state.pod_locked = locks.copy()
     group = EjectionGroup(GroupTask(state, IpcOptions(depth=CHAIN_DEPTH, seed=seed), (seed, 0, 0), budget))
@@ -235,7 +244,7 @@ def make_switch_room(state: ClusterState, rooms: list[RoomShape], budget: MoveBu
                     functools.partial(_short_of_slack, state, rooms[: i + 1]),
                 ):
                     counts = room_counts(state, rooms)
-                    if counts > current:
+                    if better(counts, current):
                         current, improved = counts, True
                         outcome.domains_cleared += 1
                         for p, _, _ in group.trail[mark:]:

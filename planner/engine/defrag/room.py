@@ -42,6 +42,9 @@ def room_shapes(cluster: Cluster, state: ClusterState, options: DefragOptions) -
         rooms = [RoomShape(room_shape(text), level) for text in options.requests or DEFAULT_ROOM_REQUESTS]
         field = "requests"
     rooms = sorted(dict.fromkeys(rooms), key=lambda room: -room.shape.gpus)
+    if options.weights is not None:
+        weights = shape_weights(rooms, options.weights)
+        rooms = sorted(rooms, key=lambda room: -weights[room.shape])
     for room in rooms:
         node, gpus = largest_domain(state, room.level)
         if room.shape.gpus > gpus:
@@ -53,6 +56,20 @@ def room_shapes(cluster: Cluster, state: ClusterState, options: DefragOptions) -
                 f"({name}) has {gpus} GPUs of one model; ask for at most {gpus} GPUs",
             )
     return rooms
+
+
+def shape_weights(rooms: list[RoomShape], given: dict[str, float]) -> dict[Shape, float]:
+    """The weight of each planned shape; ``PlanOptionError`` names a shape without one, or a weight
+    for a shape not planned."""
+    weights = {room_shape(text): weight for text, weight in given.items()}
+    planned = {room.shape for room in rooms}
+    missing = [str(shape) for shape in dict.fromkeys(room.shape for room in rooms) if shape not in weights]
+    if missing:
+        raise PlanOptionError("weights", f"no weight for shape {', '.join(missing)}; give one for every shape planned ({', '.join(str(s) for s in planned)})")
+    unplanned = [str(shape) for shape in weights if shape not in planned]
+    if unplanned:
+        raise PlanOptionError("weights", f"shape {', '.join(unplanned)} is not planned for; weigh only {', '.join(str(s) for s in planned)}")
+    return weights
 
 
 def _level_name(level: int) -> str:
@@ -93,7 +110,8 @@ def plan_room(
     rooms = room_shapes(cluster, state, options)
     counts_before = room_counts(state, rooms)
     bounds = [room_bound(state, room) for room in rooms]
-    outcome = make_switch_room(state, rooms, budget, options.seed)
+    weights = None if options.weights is None else [shape_weights(rooms, options.weights)[room.shape] for room in rooms]
+    outcome = make_switch_room(state, rooms, budget, options.seed, weights)
     extra = {**extra, "domains_tried": outcome.domains_tried, "domains_cleared": outcome.domains_cleared}
     if not outcome.moves:
         extra["reason"] = (
@@ -103,13 +121,12 @@ def plan_room(
         )
     plan = _finish(cluster, state, sequence_to_waves(outcome.moves), before, options, "room", start, extra, {}, pristine)
     counts_after = room_counts(ClusterState(apply_plan(cluster, plan)), rooms)
-    if counts_after < counts_before or any(after > bound for after, bound in zip(counts_after, bounds)):
+    worse = counts_after < counts_before if weights is None else _dot(weights, counts_after) < _dot(weights, counts_before)
+    if worse or any(after > bound for after, bound in zip(counts_after, bounds)):
         raise PlanBug(f"room plan: counts {counts_before} -> {counts_after} against bounds {bounds}")
     report = plan.report
     assert report is not None
-    report.objective = counts_after[0]
-    report.bound = bounds[0]
-    report.gap = round((bounds[0] - counts_after[0]) / max(bounds[0], 1), 6)
+    _claim(report, counts_after, bounds, weights)
     report.bound_source = "room"  # type: ignore[attr-defined]  # SolveReport allows extra fields (a planner's own report keys)
     report.room = {  # type: ignore[attr-defined]  # an extra field, as bound_source above
         "level": options.room_level,
@@ -118,5 +135,20 @@ def plan_room(
             for room, b, a, u in zip(rooms, counts_before, counts_after, bounds)
         ],
     }
+    if weights is not None:
+        report.room["weights"] = {str(room.shape): weight for room, weight in zip(rooms, weights)}  # type: ignore[attr-defined]  # an extra field, as above
     report.wall_s = round(time.perf_counter() - start, 3)
     return plan
+
+
+def _claim(report: Any, counts: list[int], bounds: list[int], weights: list[float] | None) -> None:
+    """The report's objective and bound: the first shape's count and bound, or with ``weights`` their
+    weighted sums (a sum of upper bounds bounds the sum)."""
+    objective, bound = (counts[0], bounds[0]) if weights is None else (_dot(weights, counts), _dot(weights, bounds))
+    report.objective = objective
+    report.bound = bound
+    report.gap = round((bound - objective) / bound, 6) if bound > 0 else 0.0
+
+
+def _dot(weights: list[float], values: list[int]) -> float:
+    return round(sum(w * v for w, v in zip(weights, values)), 9)
