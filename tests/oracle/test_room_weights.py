@@ -16,8 +16,11 @@ from typer.testing import CliRunner
 from planner.cli import app
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
+from planner.heuristics.switch_room import RoomShape, room_counts
+from planner.metrics import parse_shape
 from planner.plans import DefragPlan
-from planner.validate.defrag import validate
+from planner.state import ClusterState
+from planner.validate.defrag import apply_plan, validate
 
 runner = CliRunner()
 
@@ -173,3 +176,25 @@ def test_for_pending_counts_a_required_job_at_its_level_and_the_others_at_the_le
     assert shapes == {("24g3c", "spine"), ("8g2c", "asw"), ("6g3c", level), ("5g5c", level)}
     spine_pair = next(s for s in report.room["shapes"] if s["shape"] == "24g3c")  # type: ignore[attr-defined]
     assert spine_pair["before"] == spine_pair["bound"] == 2  # spine0 has 30 free GPUs, spine1 32: one each
+
+
+# -- never less room than the empty-nodes plan at the same move budget -------------------------------
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny())
+def test_a_room_plan_never_leaves_less_room_than_the_empty_nodes_plan(case: tuple) -> None:
+    nodes, pods, shapes = case
+    c = snapshot(nodes, pods)
+    requests = [f"{g}g0c" for g in sorted(shapes, reverse=True)]
+    empty = plan_defrag(c, DefragOptions(executor="inline"))
+    assert isinstance(empty, DefragPlan)
+    after_empty = _counts(c, empty, requests)
+    room = room_plan(c, requests=requests, max_moves=len(empty.moves()))
+    assert len(room.moves()) <= len(empty.moves())
+    assert _counts(c, room, requests) >= after_empty  # lexicographically, largest shape first
+    assert room.report is not None and room.report.room_plan.startswith(("switch-targeted", "empty-nodes"))  # type: ignore[attr-defined]
+
+
+def _counts(c: Cluster, plan: DefragPlan, requests: list[str]) -> list[int]:
+    return room_counts(ClusterState(apply_plan(c, plan)), [RoomShape(parse_shape(text)) for text in requests])

@@ -11,6 +11,7 @@ upper bound (``switch_room.room_bound``) as ``bound``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from planner import rules
@@ -18,7 +19,7 @@ from planner.cluster import Cluster
 from planner.engine.common import PlanBug, PlanOptionError
 from planner.engine.defrag.assembly import _finish
 from planner.engine.defrag.options import DEFAULT_ROOM_REQUESTS, DefragOptions, room_shape
-from planner.heuristics.switch_room import RoomShape, largest_domain, make_switch_room, room_bound, room_counts
+from planner.heuristics.switch_room import RoomShape, gains, largest_domain, make_switch_room, room_bound, room_counts
 from planner.limits import MoveBudget
 from planner.metrics import Shape
 from planner.plans import DefragPlan
@@ -105,8 +106,11 @@ def plan_room(
     start: float,
     extra: dict[str, Any],
     pristine: ClusterState,
+    empty_nodes: Callable[[dict[str, Any]], object] | None = None,
 ) -> DefragPlan:
-    """The room plan for ``cluster`` (``state``: its state with held pods locked; changed to the end state)."""
+    """The room plan for ``cluster`` (``state``: its state with held pods locked; changed to the end
+    state). ``empty_nodes`` plans the same snapshot with the same limits for empty nodes: when that
+    plan leaves more room, it is the plan returned (``_or_empty_nodes``)."""
     rooms = room_shapes(cluster, state, options)
     counts_before = room_counts(state, rooms)
     bounds = [room_bound(state, room) for room in rooms]
@@ -121,6 +125,7 @@ def plan_room(
         )
     plan = _finish(cluster, state, sequence_to_waves(outcome.moves), before, options, "room", start, extra, {}, pristine)
     counts_after = room_counts(ClusterState(apply_plan(cluster, plan)), rooms)
+    plan, counts_after = _or_empty_nodes(cluster, plan, counts_after, rooms, weights, empty_nodes, options.max_moves)
     worse = counts_after < counts_before if weights is None else _dot(weights, counts_after) < _dot(weights, counts_before)
     if worse or any(after > bound for after, bound in zip(counts_after, bounds)):
         raise PlanBug(f"room plan: counts {counts_before} -> {counts_after} against bounds {bounds}")
@@ -139,6 +144,44 @@ def plan_room(
         report.room["weights"] = {str(room.shape): weight for room, weight in zip(rooms, weights)}  # type: ignore[attr-defined]  # an extra field, as above
     report.wall_s = round(time.perf_counter() - start, 3)
     return plan
+
+
+EMPTY_NODES = {"objective": "empty-nodes", "requests": None, "for_pending": False, "room_level": "asw", "weights": None}
+"""The options' room fields at their defaults: the empty-nodes plan beside a room plan."""
+
+
+def _or_empty_nodes(
+    cluster: Cluster,
+    plan: DefragPlan,
+    counts: list[int],
+    rooms: list[RoomShape],
+    weights: list[float] | None,
+    empty_nodes: Callable[[dict[str, Any]], object] | None,
+    max_moves: int | None,
+) -> tuple[DefragPlan, list[int]]:
+    """The switch-targeted plan and its counts, or an empty-nodes plan and its counts when they are
+    better (lexicographically, or by the weighted sum): a room plan never leaves less room than the
+    default plan would at the same limits. The empty-nodes plans: with the same limits, and with
+    ``max_moves`` only, the one planned without it when its moves keep within it.
+    ``report.room_plan`` says which plan was returned."""
+    assert plan.report is not None
+    plan.report.room_plan = "switch-targeted"  # type: ignore[attr-defined]  # an extra field (SolveReport allows them)
+    if empty_nodes is None:
+        return plan, counts
+    better = gains(weights)
+    for relaxed, update in ((False, {}), (True, {"max_moves": None}))[: 1 + (max_moves is not None)]:
+        other = empty_nodes(update)
+        assert isinstance(other, DefragPlan) and other.report is not None
+        if relaxed and len(other.moves()) > (max_moves or 0):
+            continue
+        other_counts = room_counts(ClusterState(apply_plan(cluster, other)), rooms)
+        if better(other_counts, counts):
+            other.report.method = "room"
+            other.report.room_plan = (  # type: ignore[attr-defined]  # as above
+                f"empty-nodes{' (planned without max_moves; its moves keep within it)' if relaxed else ''}: it leaves more room than the switch-targeted plan"
+            )
+            plan, counts = other, other_counts
+    return plan, counts
 
 
 def _claim(report: Any, counts: list[int], bounds: list[int], weights: list[float] | None) -> None:
