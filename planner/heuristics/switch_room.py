@@ -245,12 +245,58 @@ class _ShieldedGroup(EjectionGroup):
     nodes of a large cluster's shielded switches, which a set of blocked nodes would walk at every
     step), and whose best fit takes the minimum instead of sorting every feasible node."""
 
-    shield: np.ndarray | None = None
-    unbound: np.ndarray
+    def __init__(self, task: GroupTask):
+        super().__init__(task)
+        self.shield: np.ndarray | None = None
+        self.unbound = np.zeros(len(self.state.pod_names), dtype=bool)
+        self._movable_gone: dict[float, tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._changed: list[int] = []  # the nodes of every move and undone move, in order (the caches note how far they read)
 
     def _destinations(self, p: int, blocked: frozenset[int]) -> np.ndarray:
         ok = super()._destinations(p, blocked)
         return ok if self.shield is None else ok & ~self.shield
+
+    def _room_with_movable_gone(self, gpus: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``EjectionGroup._room_with_movable_gone`` (the same sums, pod by pod in index order), kept
+        per threshold ``gpus`` and recounted only on the nodes moves changed since (``_changed``):
+        the room heuristic's chains run on one trail, so the parent's cache is invalid after every move
+        and a recount over every pod of a large cluster at each chain step dominated its time. The
+        movable pods' inputs change only with the usage of their node: a pod joins ``in_trail`` when
+        it moves, and only pods of the trail are locked."""
+        s = self.state
+        kept = self._movable_gone.get(gpus)
+        if kept is None or kept[0] != self.trail_epoch:
+            nodes = np.arange(len(s.node_names))
+            kept = self._movable_gone[gpus] = (self.trail_epoch, len(self._changed), *self._movable_sums(nodes, gpus))
+        elif kept[1] != len(self._changed):
+            nodes = np.unique(np.array(self._changed[kept[1] :], dtype=np.int64))
+            _, _, gpus_out, cpus_out, mem_out = kept
+            gpus_out[nodes], cpus_out[nodes], mem_out[nodes] = self._movable_sums(nodes, gpus)
+            kept = self._movable_gone[gpus] = (self.trail_epoch, len(self._changed), gpus_out, cpus_out, mem_out)
+        _, _, gpus_out, cpus_out, mem_out = kept
+        return gpus_out, s.cap_cpus - s.used_cpus + cpus_out, s.cap_mem - s.used_mem + mem_out
+
+    def _move(self, p: int, n: int) -> None:
+        self._changed += (int(self.state.pod_node[p]), n)
+        super()._move(p, n)
+
+    def rollback(self, mark: int) -> None:
+        for _, source, destination in self.trail[mark:]:
+            self._changed += (source, destination)
+        super().rollback(mark)
+
+    def _movable_sums(self, nodes: np.ndarray, gpus: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per node of ``nodes``: the devices, CPUs and GiB of its movable pods of at most ``gpus`` GPUs not in the trail."""
+        s = self.state
+        movable = ~s.pod_locked & (s.pod_gpus <= gpus) & (s.pod_node >= 0)
+        pods = np.array(sorted(q for n in nodes.tolist() for q in s.node_pods[n] if movable[q] and q not in self.in_trail), dtype=np.int64)
+        where = np.searchsorted(nodes, s.pod_node[pods])
+        size = len(nodes)
+        return (
+            np.bincount(where, weights=s.pod_whole[pods] + (s.pod_share[pods] > 0), minlength=size),
+            np.bincount(where, weights=s.pod_cpus[pods], minlength=size),
+            np.bincount(where, weights=s.pod_mem[pods], minlength=size),
+        )
 
     def _best_fit(self, p: int, nodes: np.ndarray) -> int:
         """``EjectionGroup._best_fit``'s node (the first of its sort: fewest free GPUs, then fewest free
@@ -330,7 +376,6 @@ def make_switch_room(state: ClusterState, rooms: list[RoomShape], budget: MoveBu
     state.pod_locked = locks.copy()
     group = _ShieldedGroup(GroupTask(state, IpcOptions(depth=CHAIN_DEPTH, seed=seed), (seed, 0, 0), budget))
     group.into_empty = True  # a whole-node pod needs an empty node; best fit still prefers the fullest
-    group.unbound = np.zeros(len(state.pod_names), dtype=bool)
     outcome = RoomOutcome(moves=[])
     tally = _Tally(state, rooms)
     current = tally.counts()

@@ -125,7 +125,7 @@ def plan_room(
         )
     plan = _finish(cluster, state, sequence_to_waves(outcome.moves), before, options, "room", start, extra, {}, pristine)
     counts_after = room_counts(ClusterState(apply_plan(cluster, plan)), rooms)
-    plan, counts_after = _or_empty_nodes(cluster, plan, counts_after, rooms, weights, empty_nodes, options.max_moves)
+    plan, counts_after = _or_empty_nodes(cluster, plan, counts_after, bounds, rooms, weights, empty_nodes, options.max_moves)
     worse = counts_after < counts_before if weights is None else _dot(weights, counts_after) < _dot(weights, counts_before)
     if worse or any(after > bound for after, bound in zip(counts_after, bounds)):
         raise PlanBug(f"room plan: counts {counts_before} -> {counts_after} against bounds {bounds}")
@@ -154,6 +154,7 @@ def _or_empty_nodes(
     cluster: Cluster,
     plan: DefragPlan,
     counts: list[int],
+    bounds: list[int],
     rooms: list[RoomShape],
     weights: list[float] | None,
     empty_nodes: Callable[[dict[str, Any]], object] | None,
@@ -166,7 +167,7 @@ def _or_empty_nodes(
     ``report.room_plan`` says which plan was returned."""
     assert plan.report is not None
     plan.report.room_plan = "switch-targeted"  # type: ignore[attr-defined]  # an extra field (SolveReport allows them)
-    if empty_nodes is None:
+    if empty_nodes is None or counts == bounds:  # at every bound: no plan leaves more room
         return plan, counts
     better = gains(weights)
     for relaxed, update in ((False, {}), (True, {"max_moves": None}))[: 1 + (max_moves is not None)]:
