@@ -162,8 +162,13 @@ def _clear(
     for n in members.tolist():
         now = _slots_without(state, shape, n, [])
 
-        def slots_after(evicted: list[int], n: int = n) -> int:
-            return _slots_without(state, shape, n, evicted)
+        known: dict[tuple[int, ...], int] = {}  # n's slots per eviction set, for this try only
+
+        def slots_after(evicted: list[int], n: int = n, known: dict[tuple[int, ...], int] = known) -> int:
+            key = tuple(evicted)
+            if key not in known:  # eviction_options asks for the same sets again and again
+                known[key] = _slots_without(state, shape, n, evicted)
+            return known[key]
 
         options = eviction_options(state, -1, n, now, int(optimistic[n]), slots_after)
         offers[n] = [(now, [])] * int(now > 0) + options
