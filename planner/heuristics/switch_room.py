@@ -198,34 +198,33 @@ def _clear(
 
 def _cover(state: ClusterState, offers: dict[int, list[tuple[int, list[int]]]], k: int) -> dict[int, tuple[int, list[int]]] | None:
     """``makeroom._choose``'s greedy cover of k slots (the same choices: least extra eviction cost per
-    slot gained, then GPUs per slot, then the larger gain, then the lower node; a pod taking a whole
-    node costs ``BOUND_COST``), each offer's cost and GPUs priced once instead of at every step."""
-
-    def price(evicted: list[int]) -> float:
-        whole = state.pod_whole[evicted] >= state.cap_gpus[state.pod_node[evicted]]
-        return float(len(evicted) + (BOUND_COST - 1) * whole.sum())
-
-    priced = {n: [(t, evicted, price(evicted), float(state.pod_gpus[evicted].sum())) for t, evicted in node_offers] for n, node_offers in offers.items()}
-    chosen: dict[int, tuple[int, list[int], float, float]] = {}
+    slot gained, then GPUs per slot, then the larger gain, then the lower node, then the fewer slots; a
+    pod taking a whole node costs ``BOUND_COST``), each offer priced once and every step one sort of
+    the offers' keys as arrays instead of a loop over them."""
+    flat = [(n, t, evicted) for n, node_offers in offers.items() for t, evicted in node_offers]
+    node = np.array([n for n, _, _ in flat], dtype=np.int64)
+    slots = np.array([t for _, t, _ in flat], dtype=np.int64)
+    cost = np.array(
+        [len(ev) + (BOUND_COST - 1) * float((state.pod_whole[ev] >= state.cap_gpus[state.pod_node[ev]]).sum()) for _, _, ev in flat], dtype=np.float64
+    )
+    gpus = np.array([float(state.pod_gpus[ev].sum()) for _, _, ev in flat], dtype=np.float64)
+    have, cost_now, gpus_now = np.zeros(len(flat), dtype=np.int64), np.zeros(len(flat)), np.zeros(len(flat))
+    chosen: dict[int, int] = {}
     left = k
     while left > 0:
-        best: tuple[tuple[float, float, int, int, int], int, tuple[int, list[int], float, float]] | None = None
-        for n, node_offers in priced.items():
-            have, _, cost_now, gpus_now = chosen.get(n, (0, [], 0.0, 0.0))
-            for offer in node_offers:
-                t, _, cost, gpus = offer
-                if t <= have:
-                    continue
-                gain = min(t - have, left)
-                key = (max(cost - cost_now, 0.0) / gain, max(gpus - gpus_now, 0.0) / gain, -gain, n, t)
-                if best is None or key < best[0]:
-                    best = (key, n, offer)
-        if best is None:
+        open_ = np.flatnonzero(slots > have)
+        if len(open_) == 0:
             return None
-        _, n, offer = best
-        left -= min(offer[0] - chosen.get(n, (0, [], 0.0, 0.0))[0], left)
-        chosen[n] = offer
-    return {n: (t, evicted) for n, (t, evicted, _, _) in chosen.items()}
+        gain = np.minimum(slots[open_] - have[open_], left)
+        extra_cost = np.maximum(cost[open_] - cost_now[open_], 0.0) / gain
+        extra_gpus = np.maximum(gpus[open_] - gpus_now[open_], 0.0) / gain
+        best = int(open_[np.lexsort((slots[open_], node[open_], -gain, extra_gpus, extra_cost))[0]])
+        n = int(node[best])
+        left -= min(int(slots[best] - have[best]), left)
+        chosen[n] = best
+        mine = node == n
+        have[mine], cost_now[mine], gpus_now[mine] = slots[best], cost[best], gpus[best]
+    return {n: (int(slots[j]), flat[j][2]) for n, j in chosen.items()}
 
 
 def _slot_weight(state: ClusterState, shape: Shape, pods: list[int]) -> float:
