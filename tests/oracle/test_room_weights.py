@@ -194,6 +194,7 @@ def test_a_room_plan_never_leaves_less_room_than_the_empty_nodes_plan(case: tupl
     assert len(room.moves()) <= len(empty.moves())
     assert _counts(c, room, requests) >= after_empty  # lexicographically, largest shape first
     assert room.report is not None and room.report.room_plan.startswith(("switch-targeted", "empty-nodes"))  # type: ignore[attr-defined]
+    assert room.report.status == "heuristic" and room.report.method == "room"  # no claim carried over from the empty-nodes plan
 
 
 def _counts(c: Cluster, plan: DefragPlan, requests: list[str]) -> list[int]:

@@ -178,6 +178,7 @@ def _or_empty_nodes(
         other_counts = room_counts(ClusterState(apply_plan(cluster, other)), rooms)
         if better(other_counts, counts):
             other.report.method = "room"
+            other.report.status = "heuristic"  # its own status was about empty nodes (IPC's can be proven optimal there), not about room
             other.report.room_plan = (  # type: ignore[attr-defined]  # as above
                 f"empty-nodes{' (planned without max_moves; its moves keep within it)' if relaxed else ''}: it leaves more room than the switch-targeted plan"
             )
