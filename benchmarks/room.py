@@ -12,19 +12,27 @@ the planner before it is returned.
 
 Target: room (128g) >= 1.3x the empty-nodes plan's 128-GPU count, and never fewer on any shape it plans for.
 
-    .venv/bin/python benchmarks/room.py [--nodes 1000] [--seeds 0 1 2 3 4] [--held-out 5 6]
+Also (issue 44): the openb replays (`--only openb`: no switches there, node-level shapes; see its
+section) and 37,707 nodes end to end (`--only scale`: `planner defrag --objective room` as a child
+process, target <= 30 s). Sections: `--only asi,openb,scale` (all by default).
+
+    .venv/bin/python benchmarks/room.py [--nodes 1000] [--seeds 0 1 2 3 4] [--held-out 5 6] [--only asi,openb,scale]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import RESULTS, code_version, machine
+from _measure import REPO, RESULTS, cached_asi, code_version, machine
 
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
@@ -40,11 +48,6 @@ ALLOCATIONS = (0.6, 0.65, 0.7, 0.75, 0.8)
 TARGET = 1.3
 
 
-def counts_after(cluster: Cluster, plan: DefragPlan | None) -> list[int]:
-    state = ClusterState(cluster if plan is None else apply_plan(cluster, plan))
-    return room_counts(state, [RoomShape(parse_shape(text)) for text in SHAPES])
-
-
 def timed(cluster: Cluster, options: DefragOptions) -> tuple[DefragPlan, float]:
     start = time.perf_counter()
     plan = plan_defrag(cluster, options)
@@ -52,28 +55,56 @@ def timed(cluster: Cluster, options: DefragOptions) -> tuple[DefragPlan, float]:
     return plan, time.perf_counter() - start
 
 
-def run_one(nodes: int, seed: int) -> dict[str, Any]:
-    allocation = ALLOCATIONS[seed % len(ALLOCATIONS)]
-    cluster = generate_asi(nodes, seed, allocation=allocation)
+def three_plans(cluster: Cluster, seed: int, first: str, shapes: tuple[str, ...]) -> dict[str, Any]:
+    """The empty-nodes plan, then room plans for ``first`` alone and for ``shapes`` at its moves: the
+    counts of ``shapes`` before and after each, moves, wall times, bounds and where each room plan came from."""
     empty, empty_s = timed(cluster, DefragOptions(seed=seed, executor="inline"))
     budget = len(empty.moves())
-    room128, room128_s = timed(cluster, DefragOptions(objective="room", requests=["128g1536c"], max_moves=budget, seed=seed))
-    room_all, room_all_s = timed(cluster, DefragOptions(objective="room", max_moves=budget, seed=seed))
+    room1, room1_s = timed(cluster, DefragOptions(objective="room", requests=[first], max_moves=budget, seed=seed))
+    room_all, room_all_s = timed(cluster, DefragOptions(objective="room", requests=list(shapes), max_moves=budget, seed=seed))
+    rooms = [RoomShape(parse_shape(text)) for text in shapes]
+
+    def counts(plan: DefragPlan | None) -> list[int]:
+        return room_counts(ClusterState(cluster if plan is None else apply_plan(cluster, plan)), rooms)
+
+    return {
+        "before": counts(None),
+        "empty": counts(empty),
+        "room1": counts(room1),
+        "room_all": counts(room_all),
+        "moves": (budget, len(room1.moves()), len(room_all.moves())),
+        "wall_s": (empty_s, room1_s, room_all_s),
+        "bound1": room1.report.bound if room1.report is not None else None,
+        "bound_all": room_all.report.bound if room_all.report is not None else None,
+        "plan_from": tuple(str(getattr(p.report, "room_plan", "?")).split(":")[0].split(" (")[0] for p in (room1, room_all)),
+    }
+
+
+def run_one(nodes: int, seed: int) -> dict[str, Any]:
+    allocation = ALLOCATIONS[seed % len(ALLOCATIONS)]
+    plans = three_plans(generate_asi(nodes, seed, allocation=allocation), seed, "128g1536c", SHAPES)
     row = {
         "nodes": nodes,
         "seed": seed,
         "allocation": allocation,
-        "before": counts_after(cluster, None),
-        "empty": counts_after(cluster, empty),
-        "room128": counts_after(cluster, room128),
-        "room_all": counts_after(cluster, room_all),
-        "moves": (budget, len(room128.moves()), len(room_all.moves())),
-        "wall_s": (empty_s, room128_s, room_all_s),
-        "bound128": room128.report.bound if room128.report is not None else None,
-        "bound256": room_all.report.bound if room_all.report is not None else None,
+        **plans,
+        "room128": plans["room1"],
+        "bound128": plans["bound1"],
+        "bound256": plans["bound_all"],
     }
     print(row, flush=True)
     return row
+
+
+def first_shape_cells(r: dict[str, Any], k: int) -> list[str]:
+    """Before, empty-nodes, room (first shape), ratio and bound of shape k, then every shape's counts after both plans."""
+    ratio = r["room1"][k] / r["empty"][k] if r["empty"][k] else float("inf")
+    counts = [r["before"][k], r["empty"][k], r["room1"][k], f"{ratio:.2f}x", f"{r['bound1']:g}"]
+    return [str(c) for c in counts] + [" / ".join(map(str, r["empty"])), " / ".join(map(str, r["room_all"]))]
+
+
+def plan_cells(r: dict[str, Any]) -> str:
+    return " / ".join(map(str, r["moves"])) + " | " + " / ".join(f"{t:.1f}" for t in r["wall_s"])
 
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
@@ -84,27 +115,156 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
         ),
         "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|---|",
     ]
-    for r in rows:
-        ratio = r["room128"][1] / r["empty"][1] if r["empty"][1] else float("inf")
-        lines.append(
-            f"| {r['nodes']:,} | {r['seed']} | {r['allocation']:.0%} | {r['before'][1]} | {r['empty'][1]} | {r['room128'][1]} | {ratio:.2f}x "
-            f"| {r['bound128']:g} | {' / '.join(map(str, r['empty']))} | {' / '.join(map(str, r['room_all']))} | {r['bound256']:g} "
-            f"| {' / '.join(map(str, r['moves']))} | {' / '.join(f'{t:.1f}' for t in r['wall_s'])} |"
-        )
+    lines += [
+        f"| {r['nodes']:,} | {r['seed']} | {r['allocation']:.0%} | " + " | ".join(first_shape_cells(r, 1)) + f" | {r['bound_all']:g} | {plan_cells(r)} |"
+        for r in rows
+    ]
     return lines
 
 
 def summary(rows: list[dict[str, Any]]) -> str:
     empty = sum(r["empty"][1] for r in rows)
     room = sum(r["room128"][1] for r in rows)
-    fewer = [r["seed"] for r in rows if r["room128"][1] < r["empty"][1]]
+    fewer = [r["seed"] for r in rows if r["room128"][1] < r["empty"][1] or r["room_all"] < r["empty"]]
     worst = min((r["room128"][1] / r["empty"][1] for r in rows if r["empty"][1]), default=float("inf"))
     met = room >= TARGET * empty and not fewer
+    fallback = [r["seed"] for r in rows if "empty-nodes" in r["plan_from"]]
     return (
+        f"Room plans that are the empty-nodes plan (it left more room than the switch-targeted one): seeds {fallback or 'none'}. "
         f"128-GPU within-switch requests in all: {room} (room) against {empty} (empty-nodes), {room / max(empty, 1):.2f}x; "
-        f"lowest ratio on one snapshot {worst:.2f}x; snapshots where room has fewer: {fewer or 'none'}. "
+        f"lowest ratio on one snapshot {worst:.2f}x; snapshots where a room plan has fewer (128g, or lexicographically over the three shapes): {fewer or 'none'}. "
         f"Target (>= {TARGET}x, never fewer): {'met' if met else 'NOT met'}."
     )
+
+
+# -- openb: the Alibaba 2023 trace replays (no switches: each node is its own domain) ----------------
+
+OPENB_SHAPES = ("8g64c256m", "4g32c128m", "2g16c64m")
+"""Node-level shapes: openb's nodes carry no switch (``asw``), so a node is its own domain and the
+largest request that can start within one is 8 GPUs; 8 CPUs and 32 GiB a GPU, what the trace's
+multi-GPU pods mostly ask."""
+OPENB_FAMILIES = (
+    ("default", 12_500_000.0, 0),
+    ("default", 12_500_000.0, 1),
+    ("default", 12_500_000.0, 2),
+    ("gpushare40", 12_700_000.0, 0),
+    ("multigpu20", None, 0),
+    ("multigpu50", None, 0),
+)
+"""(pod list, replay time without departures or None for the untimed lists, replay seed)."""
+
+
+def openb_row(pods: str, at_s: float | None, seed: int) -> dict[str, Any]:
+    from planner.instances.openb import generate_openb  # deferred: reads the trace files, only this section needs them
+
+    cluster = generate_openb(pods=pods, at_s=at_s, departures=False, seed=seed) if at_s is not None else generate_openb(pods=pods, seed=seed)
+    plans = three_plans(cluster, seed, OPENB_SHAPES[0], OPENB_SHAPES)
+    row = {
+        "family": f"{pods}{'' if at_s is None else f' at {at_s:.3g} s'}, seed {seed}",
+        "nodes": len(cluster.nodes),
+        **plans,
+        "room8": plans["room1"],
+        "bound8": plans["bound1"],
+    }
+    print("openb", row, flush=True)
+    return row
+
+
+def openb_section(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "## openb replays (Alibaba 2023 GPU trace, 1,213 GPU nodes)",
+        "",
+        "openb's nodes carry no switch: the trace has no topology and `planner/instances/openb.py` invents none, so every",
+        "node is its own domain (`rules.topology_domain`), no 128-GPU request can start within one (both plans: 0 on every",
+        "replay), and `--objective room` there counts node-level requests. Shapes: " + ", ".join(OPENB_SHAPES) + " (8 CPUs and 32 GiB",
+        "a GPU, what the trace's multi-GPU pods mostly ask). Snapshots: `generate_openb(pods, at_s, departures=False, seed)`",
+        "(pods created by `at_s` stay; the untimed lists all arrive). *empty-nodes*: the default plan; its moves are the",
+        "`--max-moves` of both room plans; *room (8g)*: `--requests " + OPENB_SHAPES[0] + "`; *room (all)*: the three shapes, largest",
+        "first. *from*: which plan `--objective room` returned (`report.room_plan`): the switch-targeted heuristic's, or the",
+        "empty-nodes plan at the same limits when that leaves more room (the room objective never returns less room).",
+        "",
+        "| replay | 8g before | 8g empty-nodes | 8g room (8g) | ratio | 8g bound | 8g / 4g / 2g empty-nodes | 8g / 4g / 2g room (all) | from (8g / all) | moves (empty / room 8g / room all) | wall s |",
+        "|---|---:|---:|---:|---:|---:|---|---|---|---|---|",
+    ]
+    lines += [f"| {r['family']} | " + " | ".join(first_shape_cells(r, 0)) + f" | {' / '.join(r['plan_from'])} | {plan_cells(r)} |" for r in rows]
+    empty = sum(r["empty"][0] for r in rows)
+    room = sum(r["room8"][0] for r in rows)
+    fewer = [r["family"] for r in rows if r["room8"][0] < r["empty"][0] or r["room_all"] < r["empty"]]
+    lines += [
+        "",
+        (
+            f"8-GPU node-level requests in all: {room} (room, 8g) against {empty} (empty-nodes), {room / max(empty, 1):.2f}x. Replays where a room "
+            f"plan has fewer (8g, or lexicographically over the three shapes): {fewer or 'none'}. Target (>= {TARGET}x): "
+            f"{'met' if room >= TARGET * empty else 'NOT met'}; never fewer: {'met' if not fewer else 'NOT met'}."
+        ),
+        "",
+    ]
+    return lines
+
+
+# -- scale: 37,707 nodes end to end --------------------------------------------------------------
+
+SCALE_NODES = 37707
+
+
+def scale_row(nodes: int, seed: int, allocation: float, extra: list[str]) -> dict[str, Any]:
+    """``planner defrag SNAP --objective room EXTRA --out plan.json`` as a child process on the cached
+    snapshot of ``nodes`` (37,707 for the target): wall time end to end (interpreter start, snapshot read, plan, validation, write)."""
+    path = cached_asi(nodes, seed, allocation)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "plan.json"
+        load = os.getloadavg()[0]
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "planner", "defrag", str(path), "--objective", "room", *extra, "--out", str(out)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        wall_s = time.perf_counter() - start
+        if done.returncode != 0:
+            sys.exit(f"planner defrag --objective room {' '.join(extra)} failed: {done.stderr[-2000:]}")
+        report = json.loads(out.read_text())["report"]
+    row = {
+        "nodes": nodes,
+        "seed": seed,
+        "allocation": allocation,
+        "flags": " ".join(extra) or "(default shapes)",
+        "wall_s": wall_s,
+        "plan_s": report["wall_s"],
+        "moves": report["moves"],
+        "shapes": report["room"]["shapes"],
+        "gap": report["gap"],
+        "plan_from": str(report.get("room_plan", "?")).split(":")[0].split(" (")[0],
+        "load": (load, os.getloadavg()[0]),
+    }
+    print("scale", row, flush=True)
+    return row
+
+
+def scale_section(rows: list[dict[str, Any]]) -> list[str]:
+    sizes = ", ".join(f"{nodes:,}" for nodes in sorted({r["nodes"] for r in rows}))
+    lines = [
+        f"## {sizes} nodes end to end",
+        "",
+        "`planner defrag SNAP --objective room [flags] --out plan.json` as a child process on `generate_asi(nodes, seed, allocation)`",
+        "(cached as JSON under benchmarks/.cache/): *wall s* is the whole command (interpreter start, snapshot read and checks,",
+        "the room plan, the empty-nodes plan it is compared with, waves, validation, writing the plan); *plan s* the planner's own",
+        "`report.wall_s`. No move limit. Target: <= 30 s. *load*: the 1-minute load average before and after (2 cores).",
+        "",
+        "| nodes | seed | alloc | flags | wall s | plan s | moves | per shape: before -> after (bound) | gap (first shape) | from | load |",
+        "|---:|---:|---:|---|---:|---:|---:|---|---:|---|---|",
+    ]
+    for r in rows:
+        shapes = "; ".join(f"{s['shape']} {s['before']} -> {s['after']} ({s['bound']})" for s in r["shapes"])
+        lines.append(
+            f"| {r['nodes']:,} | {r['seed']} | {r['allocation']:.0%} | {r['flags']} | {r['wall_s']:.1f} | {r['plan_s']:.1f} | {r['moves']:,} | {shapes} | {r['gap']:.3f} "
+            f"| {r['plan_from']} | {r['load'][0]:.1f} / {r['load'][1]:.1f} |"
+        )
+    worst = max((r["wall_s"] for r in rows), default=0.0)
+    lines += ["", f"Slowest run {worst:.1f} s: target (<= 30 s) {'met' if worst <= 30 else 'NOT met'}.", ""]
+    return lines
 
 
 def main() -> None:
@@ -113,7 +273,15 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--held-out", type=int, nargs="+", default=[5, 6])
     parser.add_argument("--out", default=None, help="default: results/room.md (results/room_exact.md with --only exact)")
-    parser.add_argument("--only", choices=["exact"], help="exact: the exact room model (method exact) at --nodes (default 200 500)")
+    parser.add_argument(
+        "--only",
+        default="asi,openb,scale",
+        help="comma-separated sections: asi, openb, scale; or exact alone (the exact room model, method exact, at --nodes, default 200 500)",
+    )
+    parser.add_argument("--openb", type=int, default=len(OPENB_FAMILIES), help="the first N openb replays")
+    parser.add_argument("--scale-nodes", type=int, default=SCALE_NODES)
+    parser.add_argument("--scale-seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--scale-allocations", type=float, nargs="+", default=[0.7])
     parser.add_argument("--time-limit", type=float, default=60.0, help="--only exact: the solver's time limit per plan, in seconds")
     parser.add_argument("--solver", choices=["highs", "cpsat"], default="highs", help="--only exact: the back-end")
     args = parser.parse_args()
@@ -121,11 +289,22 @@ def main() -> None:
         exact_main(args)
         return
     args.out = args.out or str(RESULTS / "room.md")
+    only = set(args.only.split(","))
     sections = []
-    for nodes in args.nodes or [1000]:
+    for nodes in (args.nodes or [1000]) if "asi" in only else []:
         for title, seeds in (("Seeds", args.seeds), ("Held-out seeds", args.held_out)):
             rows = [run_one(nodes, seed) for seed in seeds]
             sections += [f"### {nodes:,} nodes: {title.lower()} {', '.join(map(str, seeds))}", "", *table(rows), "", summary(rows), ""]
+    if "openb" in only:
+        sections += openb_section([openb_row(*family) for family in OPENB_FAMILIES[: args.openb]])
+    if "scale" in only:
+        runs = [
+            (args.scale_nodes, seed, allocation, flags)
+            for allocation in args.scale_allocations
+            for seed in args.scale_seeds
+            for flags in ([], ["--requests", "128g1536c"])
+        ]
+        sections += scale_section([scale_row(*run) for run in runs])
     text = [
         "# Room for large jobs: objective room against empty nodes",
         "",

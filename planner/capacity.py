@@ -26,16 +26,17 @@ from planner.validate import validate_plan
 from planner.validate.defrag import apply_plan
 
 
-def gpu_slots(state: ClusterState, shape: Shape) -> np.ndarray:
-    """GPU slots per node for a request of ``shape`` (per-GPU CPUs and memory)."""
-    slots = (state.cap_gpus - state.whole_used - state.share_devices).astype(np.float64)
+def gpu_slots(state: ClusterState, shape: Shape, nodes: np.ndarray | None = None) -> np.ndarray:
+    """GPU slots per node for a request of ``shape`` (per-GPU CPUs and memory); of ``nodes`` only when given."""
+    at = slice(None) if nodes is None else nodes
+    slots = (state.cap_gpus[at] - state.whole_used[at] - state.share_devices[at]).astype(np.float64)
     per_gpu_cpu = shape.cpus / shape.gpus
     per_gpu_mem = shape.memory_gib / shape.gpus
     if per_gpu_cpu > 0:
-        slots = np.minimum(slots, np.floor((state.cap_cpus - state.used_cpus + 1e-9) / per_gpu_cpu))
+        slots = np.minimum(slots, np.floor((state.cap_cpus[at] - state.used_cpus[at] + 1e-9) / per_gpu_cpu))
     if per_gpu_mem > 0:
-        slots = np.minimum(slots, np.floor((state.cap_mem - state.used_mem + 1e-9) / per_gpu_mem))
-    slots[~state.schedulable] = 0
+        slots = np.minimum(slots, np.floor((state.cap_mem[at] - state.used_mem[at] + 1e-9) / per_gpu_mem))
+    slots[~state.schedulable[at]] = 0
     return np.maximum(slots, 0).astype(np.int64)
 
 

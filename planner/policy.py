@@ -44,6 +44,7 @@ SPECS: dict[str, dict[str, str]] = {
         "objective.requests": "requests",
         "objective.forPending": "for_pending",
         "objective.level": "room_level",
+        "objective.weights": "weights",
         "objective.lexicographic": "lexicographic",
         "budgets.maxMoves": "max_moves",
         "budgets.maxMovesPerNode": "max_moves_per_node",

@@ -141,6 +141,12 @@ def defrag(
     ),
     for_pending: bool = typer.Option(False, "--for-pending", help="With --objective room: the shapes are the snapshot's pending jobs."),
     level: RoomLevel = typer.Option(RoomLevel("asw"), "--level", help="With --objective room: a request starts within one access switch or one spine."),
+    weights: str = typer.Option(
+        None,
+        "--weights",
+        help="With --objective room: SHAPE=WEIGHT[,...], e.g. 128g1536c=2,256g3072c=1: maximise the weighted sum of the counts "
+        "(default: the counts largest shape first).",
+    ),
     out: str = typer.Option(None, "--out", help="Write the plan JSON here (- for stdout)."),
     output_format: OutputFormat = output_option(),
     out_dir: str = out_dir_option(),
@@ -211,7 +217,26 @@ def option_values(flags: dict[str, Any]) -> dict[str, Any]:
         "requests": names(flags["requests"]),
         "for_pending": flags["for_pending"],
         "room_level": flags["level"].value,
+        "weights": shape_weights(flags["weights"]),
     }
+
+
+def shape_weights(value: str | None) -> dict[str, float] | None:
+    """``--weights 128g1536c=2,256g3072c=1`` as a mapping (the shapes and weights are checked by the options)."""
+    if value is None:
+        return None
+    weights: dict[str, float] = {}
+    for item in names(value) or []:
+        shape, sep, weight = (part.strip() for part in item.partition("="))
+        if shape in weights:
+            fail([f"--weights: shape '{shape[:64]}' is given twice"])
+        try:
+            if not sep:
+                raise ValueError
+            weights[shape] = float(weight)
+        except ValueError:
+            fail([f"--weights: '{item[:64]}' is not SHAPE=WEIGHT; write e.g. --weights 128g1536c=2,256g3072c=1"])
+    return weights or None
 
 
 @contextlib.contextmanager

@@ -36,7 +36,7 @@ import numpy as np
 from planner import rules
 from planner.capacity import gpu_slots
 from planner.heuristics.ipc import EjectionGroup, GroupTask, IpcOptions
-from planner.heuristics.makeroom import CHAIN_DEPTH, _choose, _relocate, eviction_options
+from planner.heuristics.makeroom import BOUND_COST, CHAIN_DEPTH, _relocate, eviction_options
 from planner.heuristics.room import domains_of
 from planner.limits import MoveBudget
 from planner.metrics import Shape
@@ -88,20 +88,26 @@ def room_counts(state: ClusterState, rooms: list[RoomShape]) -> list[int]:
     return [room_count(state, room) for room in rooms]
 
 
-def optimistic_node_slots(state: ClusterState, shape: Shape) -> np.ndarray:
-    """Per node, an upper bound on its GPU slots for ``shape`` after any moves: only locked pods
-    stay; their shares take at least the ceiling of their sum in devices."""
+def optimistic_node_slots(state: ClusterState, shape: Shape, nodes: np.ndarray | None = None) -> np.ndarray:
+    """Per node (of ``nodes``, sorted, when given), an upper bound on its GPU slots for ``shape`` after
+    any moves: only locked pods stay; their shares take at least the ceiling of their sum in devices."""
     s = state
-    stays = (s.pod_node >= 0) & s.pod_locked
-    where, size = s.pod_node[stays], len(s.node_names)
+    if nodes is None:
+        at: slice | np.ndarray = slice(None)
+        stays = np.flatnonzero((s.pod_node >= 0) & s.pod_locked)
+        where, size = s.pod_node[stays], len(s.node_names)
+    else:  # the same sums in the same (pod) order, over the pods of ``nodes`` only
+        at = nodes
+        stays = np.array(sorted(q for n in nodes.tolist() for q in s.node_pods[n] if s.pod_locked[q]), dtype=np.int64)
+        where, size = np.searchsorted(nodes, s.pod_node[stays]), len(nodes)
     share_sum = np.bincount(where, weights=s.pod_share[stays], minlength=size)
-    devices = s.cap_gpus - np.bincount(where, weights=s.pod_whole[stays], minlength=size) - np.ceil(share_sum - 1e-9)
+    devices = s.cap_gpus[at] - np.bincount(where, weights=s.pod_whole[stays], minlength=size) - np.ceil(share_sum - 1e-9)
     slots = devices.astype(np.float64)
     for cap, used, total in ((s.cap_cpus, s.pod_cpus, shape.cpus), (s.cap_mem, s.pod_mem, shape.memory_gib)):
         if total > 0:
-            free = cap - np.bincount(where, weights=used[stays], minlength=size)
+            free = cap[at] - np.bincount(where, weights=used[stays], minlength=size)
             slots = np.minimum(slots, np.floor((free + 1e-9) / (total / shape.gpus)))
-    slots[~s.schedulable] = 0
+    slots[~s.schedulable[at]] = 0
     return np.maximum(slots, 0).astype(np.int64)
 
 
@@ -145,7 +151,7 @@ def _slots_without(state: ClusterState, shape: Shape, n: int, evicted: list[int]
 
 
 def _clear(
-    state: ClusterState, group: EjectionGroup, shape: Shape, members: np.ndarray, need: int, optimistic: np.ndarray, protected: Callable[[float], np.ndarray]
+    state: ClusterState, group: _ShieldedGroup, shape: Shape, members: np.ndarray, need: int, optimistic: np.ndarray, protected: Callable[[float], np.ndarray]
 ) -> bool:
     """Raise the slots of the domain ``members`` to ``need`` by moving pods off its nodes; False
     (moves undone) when that fails. Pods go first to domains not ``protected`` (a mask over nodes:
@@ -156,27 +162,69 @@ def _clear(
     for n in members.tolist():
         now = _slots_without(state, shape, n, [])
 
-        def slots_after(evicted: list[int], n: int = n) -> int:
-            return _slots_without(state, shape, n, evicted)
+        known: dict[tuple[int, ...], int] = {}  # n's slots per eviction set, for this try only
+
+        def slots_after(evicted: list[int], n: int = n, known: dict[tuple[int, ...], int] = known) -> int:
+            key = tuple(evicted)
+            if key not in known:  # eviction_options asks for the same sets again and again
+                known[key] = _slots_without(state, shape, n, evicted)
+            return known[key]
 
         options = eviction_options(state, -1, n, now, int(optimistic[n]), slots_after)
         offers[n] = [(now, [])] * int(now > 0) + options
-    chosen = _choose(state, offers, need, state.pod_whole >= state.cap_gpus[np.maximum(state.pod_node, 0)])
+    chosen = _cover(state, offers, need)
     if chosen is None:
         return False
-    unbound = np.zeros(len(state.pod_names), dtype=bool)
     moved = [q for _, evicted in chosen.values() for q in evicted]
-    inside = frozenset(members.tolist())
+    inside = np.zeros(len(state.node_names), dtype=bool)
+    inside[members] = True
+    picked = np.zeros(len(state.node_names), dtype=bool)
+    picked[list(chosen)] = True
     heaviest = max((_slot_weight(state, shape, [q]) for q in moved), default=0.0)
-    shielded = [frozenset(np.flatnonzero(protected(weight)).tolist()) | inside for weight in (_slot_weight(state, shape, moved), heaviest)]
-    for blocked in dict.fromkeys((*shielded, inside, frozenset(chosen))):
+    shields = [protected(weight) | inside for weight in (_slot_weight(state, shape, moved), heaviest)] + [inside, picked]
+    for k, shield in enumerate(shields):
+        if any(np.array_equal(shield, earlier) for earlier in shields[:k]):
+            continue  # the same try again
         mark = len(group.trail)
         order = sorted(chosen, key=lambda n: (len(chosen[n][1]), n))
-        relocated = all(_relocate(state, group, [q for q in chosen[n][1] if state.pod_node[q] == n], unbound, blocked) for n in order)
+        group.shield = shield
+        relocated = all(_relocate(state, group, [q for q in chosen[n][1] if state.pod_node[q] == n], group.unbound, frozenset()) for n in order)
+        group.shield = None
         if relocated and sum(_slots_without(state, shape, n, []) for n in members.tolist()) >= need:
             return True
         group.rollback(mark)
     return False
+
+
+def _cover(state: ClusterState, offers: dict[int, list[tuple[int, list[int]]]], k: int) -> dict[int, tuple[int, list[int]]] | None:
+    """``makeroom._choose``'s greedy cover of k slots (the same choices: least extra eviction cost per
+    slot gained, then GPUs per slot, then the larger gain, then the lower node, then the fewer slots; a
+    pod taking a whole node costs ``BOUND_COST``), each offer priced once and every step one sort of
+    the offers' keys as arrays instead of a loop over them."""
+    flat = [(n, t, evicted) for n, node_offers in offers.items() for t, evicted in node_offers]
+    node = np.array([n for n, _, _ in flat], dtype=np.int64)
+    slots = np.array([t for _, t, _ in flat], dtype=np.int64)
+    cost = np.array(
+        [len(ev) + (BOUND_COST - 1) * float((state.pod_whole[ev] >= state.cap_gpus[state.pod_node[ev]]).sum()) for _, _, ev in flat], dtype=np.float64
+    )
+    gpus = np.array([float(state.pod_gpus[ev].sum()) for _, _, ev in flat], dtype=np.float64)
+    have, cost_now, gpus_now = np.zeros(len(flat), dtype=np.int64), np.zeros(len(flat)), np.zeros(len(flat))
+    chosen: dict[int, int] = {}
+    left = k
+    while left > 0:
+        open_ = np.flatnonzero(slots > have)
+        if len(open_) == 0:
+            return None
+        gain = np.minimum(slots[open_] - have[open_], left)
+        extra_cost = np.maximum(cost[open_] - cost_now[open_], 0.0) / gain
+        extra_gpus = np.maximum(gpus[open_] - gpus_now[open_], 0.0) / gain
+        best = int(open_[np.lexsort((slots[open_], node[open_], -gain, extra_gpus, extra_cost))[0]])
+        n = int(node[best])
+        left -= min(int(slots[best] - have[best]), left)
+        chosen[n] = best
+        mine = node == n
+        have[mine], cost_now[mine], gpus_now[mine] = slots[best], cost[best], gpus[best]
+    return {n: (int(slots[j]), flat[j][2]) for n, j in chosen.items()}
 
 
 def _slot_weight(state: ClusterState, shape: Shape, pods: list[int]) -> float:
@@ -189,59 +237,178 @@ def _slot_weight(state: ClusterState, shape: Shape, pods: list[int]) -> float:
     return float(weight.sum())
 
 
-def _short_of_slack(state: ClusterState, rooms: list[RoomShape], gpus: float) -> np.ndarray:
-    """Nodes of the domains that hold a request of some shape of ``rooms`` with fewer than ``gpus``
-    GPU slots to spare: pods taking that many slots (``_slot_weight``) arriving there could cost a request."""
-    short = np.zeros(len(state.node_names), dtype=bool)
-    for room in rooms:
-        groups = domain_groups(state, room.level)
-        slots = _per_group(groups, gpu_slots(state, room.shape))
-        tight = (slots >= room.shape.gpus) & (np.mod(slots, room.shape.gpus) < gpus)
-        short |= (groups >= 0) & tight[np.maximum(groups, 0)]
-    return short
+def gains(weights: list[float] | None) -> Callable[[list[int], list[int]], bool]:
+    """Whether counts beat counts: lexicographically (``rooms`` in order), or by the weighted sum."""
+    if weights is None:
+        return lambda new, old: new > old
+    return lambda new, old: sum(w * (a - b) for w, a, b in zip(weights, new, old)) > 1e-9
 
 
-def make_switch_room(state: ClusterState, rooms: list[RoomShape], budget: MoveBudget, seed: int = 0) -> RoomOutcome:
-    """Moves that raise the room counts of ``rooms`` (in order: lexicographic); ``state`` ends after
-    them, its locks as found, and ``budget`` is spent by them."""
+class _ShieldedGroup(EjectionGroup):
+    """Ejection chains that never send a pod onto the ``shield`` nodes (a mask: the thousands of
+    nodes of a large cluster's shielded switches, which a set of blocked nodes would walk at every
+    step), and whose best fit takes the minimum instead of sorting every feasible node."""
+
+    def __init__(self, task: GroupTask):
+        super().__init__(task)
+        self.shield: np.ndarray | None = None
+        self.unbound = np.zeros(len(self.state.pod_names), dtype=bool)
+        self._movable_gone: dict[float, tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._changed: list[int] = []  # the nodes of every move and undone move, in order (the caches note how far they read)
+
+    def _destinations(self, p: int, blocked: frozenset[int]) -> np.ndarray:
+        ok = super()._destinations(p, blocked)
+        return ok if self.shield is None else ok & ~self.shield
+
+    def _room_with_movable_gone(self, gpus: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``EjectionGroup._room_with_movable_gone`` (the same sums, pod by pod in index order), kept
+        per threshold ``gpus`` and recounted only on the nodes moves changed since (``_changed``):
+        the room heuristic's chains run on one trail, so the parent's cache is invalid after every move
+        and a recount over every pod of a large cluster at each chain step dominated its time. The
+        movable pods' inputs change only with the usage of their node: a pod joins ``in_trail`` when
+        it moves, and only pods of the trail are locked."""
+        s = self.state
+        kept = self._movable_gone.get(gpus)
+        if kept is None or kept[0] != self.trail_epoch:
+            nodes = np.arange(len(s.node_names))
+            kept = self._movable_gone[gpus] = (self.trail_epoch, len(self._changed), *self._movable_sums(nodes, gpus))
+        elif kept[1] != len(self._changed):
+            nodes = np.unique(np.array(self._changed[kept[1] :], dtype=np.int64))
+            _, _, gpus_out, cpus_out, mem_out = kept
+            gpus_out[nodes], cpus_out[nodes], mem_out[nodes] = self._movable_sums(nodes, gpus)
+            kept = self._movable_gone[gpus] = (self.trail_epoch, len(self._changed), gpus_out, cpus_out, mem_out)
+        _, _, gpus_out, cpus_out, mem_out = kept
+        return gpus_out, s.cap_cpus - s.used_cpus + cpus_out, s.cap_mem - s.used_mem + mem_out
+
+    def _move(self, p: int, n: int) -> None:
+        self._changed += (int(self.state.pod_node[p]), n)
+        super()._move(p, n)
+
+    def rollback(self, mark: int) -> None:
+        for _, source, destination in self.trail[mark:]:
+            self._changed += (source, destination)
+        super().rollback(mark)
+
+    def _movable_sums(self, nodes: np.ndarray, gpus: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per node of ``nodes``: the devices, CPUs and GiB of its movable pods of at most ``gpus`` GPUs not in the trail."""
+        s = self.state
+        movable = ~s.pod_locked & (s.pod_gpus <= gpus) & (s.pod_node >= 0)
+        pods = np.array(sorted(q for n in nodes.tolist() for q in s.node_pods[n] if movable[q] and q not in self.in_trail), dtype=np.int64)
+        where = np.searchsorted(nodes, s.pod_node[pods])
+        size = len(nodes)
+        return (
+            np.bincount(where, weights=s.pod_whole[pods] + (s.pod_share[pods] > 0), minlength=size),
+            np.bincount(where, weights=s.pod_cpus[pods], minlength=size),
+            np.bincount(where, weights=s.pod_mem[pods], minlength=size),
+        )
+
+    def _best_fit(self, p: int, nodes: np.ndarray) -> int:
+        """``EjectionGroup._best_fit``'s node (the first of its sort: fewest free GPUs, then fewest free
+        CPUs, then the tie-break draw, which is drawn as there), found by three minima."""
+        s = self.state
+        free_dev = s.cap_gpus[nodes] - s.whole_used[nodes] - s.share_devices[nodes]
+        free_cpu = (s.cap_cpus[nodes] - s.used_cpus[nodes]) / s.cap_cpus[nodes]
+        tiebreak = self.rng.random(len(nodes))
+        keep = np.flatnonzero(free_dev == free_dev.min())
+        keep = keep[free_cpu[keep] == free_cpu[keep].min()]
+        return int(nodes[keep[np.argmin(tiebreak[keep])]])
+
+
+class _Tally:
+    """Per shape of ``rooms``: each node's GPU slots now (``gpu_slots``) and after any moves
+    (``optimistic_node_slots``), and their sums per domain group, kept up to date on the nodes moves
+    touch: a pass over the whole cluster at every try would make the heuristic quadratic in its size."""
+
+    def __init__(self, state: ClusterState, rooms: list[RoomShape]):
+        self.state, self.rooms = state, rooms
+        by_level = {level: domain_groups(state, level) for level in sorted({room.level for room in rooms})}
+        self.groups = [by_level[room.level] for room in rooms]
+        self.members = {level: _members(groups) for level, groups in by_level.items()}
+        self.slots = [gpu_slots(state, room.shape) for room in rooms]
+        self.sums = [_group_sums(groups, slots) for groups, slots in zip(self.groups, self.slots)]
+        self.optimistic = [optimistic_node_slots(state, room.shape) for room in rooms]
+        self.optimistic_sums = [_group_sums(groups, slots) for groups, slots in zip(self.groups, self.optimistic)]
+
+    def refresh(self, nodes: np.ndarray, optimistic: bool = False) -> None:
+        """Recount ``nodes`` (their usage changed; with ``optimistic``, their locked pods too)."""
+        nodes = np.unique(nodes)
+        for i, room in enumerate(self.rooms):
+            pairs = [(self.slots[i], self.sums[i], gpu_slots(self.state, room.shape, nodes))]
+            if optimistic:
+                pairs.append((self.optimistic[i], self.optimistic_sums[i], optimistic_node_slots(self.state, room.shape, nodes)))
+            groups = self.groups[i][nodes]
+            gpu = groups >= 0
+            for per_node, per_group, new in pairs:
+                np.add.at(per_group, groups[gpu], (new - per_node[nodes])[gpu])
+                per_node[nodes] = new
+
+    def counts(self) -> list[int]:
+        return [int((sums // room.shape.gpus).sum()) for room, sums in zip(self.rooms, self.sums)]
+
+    def short_of_slack(self, upto: int, gpus: float) -> np.ndarray:
+        """Nodes of the domains that hold a request of a shape of ``rooms[:upto]`` with fewer than
+        ``gpus`` GPU slots to spare: pods taking that many slots (``_slot_weight``) arriving there
+        could cost a request."""
+        short = np.zeros(len(self.state.node_names), dtype=bool)
+        for room, groups, sums in zip(self.rooms[:upto], self.groups, self.sums):
+            tight = (sums >= room.shape.gpus) & (np.mod(sums, room.shape.gpus) < gpus)
+            short |= (groups >= 0) & tight[np.maximum(groups, 0)]
+        return short
+
+
+def _members(groups: np.ndarray) -> list[np.ndarray]:
+    """The nodes of each group, ascending."""
+    order = np.argsort(groups, kind="stable")
+    edges = np.searchsorted(groups[order], np.arange(int(groups.max(initial=-1)) + 2))
+    return [order[edges[g] : edges[g + 1]] for g in range(len(edges) - 1)]
+
+
+def _group_sums(groups: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    return np.rint(_per_group(groups, slots)).astype(np.int64)
+
+
+def _touched(trail: list[Step]) -> np.ndarray:
+    return np.array([n for _, source, destination in trail for n in (source, destination)], dtype=np.int64)
+
+
+def make_switch_room(state: ClusterState, rooms: list[RoomShape], budget: MoveBudget, seed: int = 0, weights: list[float] | None = None) -> RoomOutcome:
+    """Moves that raise the room counts of ``rooms`` (in order: lexicographic, or with ``weights`` one
+    per shape their weighted sum); ``state`` ends after them, its locks as found, and ``budget`` is
+    spent by them."""
+    better = gains(weights)
     locks = state.pod_locked
     state.pod_locked = locks.copy()
-    group = EjectionGroup(GroupTask(state, IpcOptions(depth=CHAIN_DEPTH, seed=seed), (seed, 0, 0), budget))
+    group = _ShieldedGroup(GroupTask(state, IpcOptions(depth=CHAIN_DEPTH, seed=seed), (seed, 0, 0), budget))
     group.into_empty = True  # a whole-node pod needs an empty node; best fit still prefers the fullest
     outcome = RoomOutcome(moves=[])
-    current = room_counts(state, rooms)
+    tally = _Tally(state, rooms)
+    current = tally.counts()
     for i, room in enumerate(rooms):
-        groups = domain_groups(state, room.level)
+        members = tally.members[room.level]
         size = room.shape.gpus
         failed: set[int] = set()
         while len(group.trail) < group.budget:
-            slots = _per_group(groups, gpu_slots(state, room.shape))
-            optimistic_nodes = optimistic_node_slots(state, room.shape)
-            optimistic = _per_group(groups, optimistic_nodes)
-            need = (np.floor(slots / size + 1e-9) + 1) * size
+            slots, optimistic = tally.sums[i], tally.optimistic_sums[i]
+            need = (slots // size + 1) * size
             candidates = [g for g in np.flatnonzero(optimistic >= need).tolist() if g not in failed]
             candidates.sort(key=lambda g: (need[g] - slots[g], g))
             improved = False
             for g in candidates:  # a domain that failed is not tried again for this shape
                 outcome.domains_tried += 1
                 mark = len(group.trail)
-                if _clear(
-                    state,
-                    group,
-                    room.shape,
-                    np.flatnonzero(groups == g),
-                    int(need[g]),
-                    optimistic_nodes,
-                    functools.partial(_short_of_slack, state, rooms[: i + 1]),
-                ):
-                    counts = room_counts(state, rooms)
-                    if counts > current:
+                if _clear(state, group, room.shape, members[g], int(need[g]), tally.optimistic[i], functools.partial(tally.short_of_slack, i + 1)):
+                    touched = _touched(group.trail[mark:])
+                    tally.refresh(touched)
+                    counts = tally.counts()
+                    if better(counts, current):
                         current, improved = counts, True
                         outcome.domains_cleared += 1
                         for p, _, _ in group.trail[mark:]:
                             state.pod_locked[p] = True  # moved once: it stays where it went
+                        tally.refresh(touched, optimistic=True)
                         break
-                group.rollback(mark)
+                    group.rollback(mark)
+                    tally.refresh(touched)
                 failed.add(g)
             if not improved:
                 break

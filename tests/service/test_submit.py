@@ -50,6 +50,7 @@ DEFRAG_CASES: list[tuple[str, ...]] = [
     ("--large-requests", "16g64c,32g128c"),
     ("--objective", "room", "--requests", "32g128c,16g64c", "--level", "asw"),
     ("--objective", "room", "--for-pending"),
+    ("--objective", "room", "--requests", "32g128c,16g64c", "--weights", "16g64c=2,32g128c=1"),
     ("--method", "random", "--seed", "5"),
     ("--method", "descheduler", "--threshold", "0.7"),
     ("--method", "repack"),

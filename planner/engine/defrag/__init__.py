@@ -61,7 +61,7 @@ from planner.engine.defrag.options import (
     Method,
     unused_option_reason,
 )
-from planner.engine.defrag.room import compare_room, plan_room
+from planner.engine.defrag.room import EMPTY_NODES, compare_room, plan_room
 from planner.engine.makeroom import run_make_room, run_make_room_exact
 from planner.limits import MoveBudget
 from planner.models.defrag_bound import empties_bound
@@ -159,7 +159,11 @@ def _plan_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | 
     held = hold_pods(cluster, state, limits)
     budget = MoveBudget.of(state, limits)
     if options.objective == "room":
-        return plan_room(cluster, state, options, budget, metrics.summary(state), start, {"pods_held": held} if held else {}, pristine)
+
+        def empty_nodes(update: dict[str, Any]) -> DefragPlan | DefragComparison:
+            return _plan_defrag(cluster, options.model_copy(update={**EMPTY_NODES, **update}))
+
+        return plan_room(cluster, state, options, budget, metrics.summary(state), start, {"pods_held": held} if held else {}, pristine, empty_nodes)
     relaxed = empties_bound(state, budget) if options.make_room is None else None  # make-room plans do not maximise empties
     before = metrics.summary(state)
     before["large_requests"] = large_request_counts(state, [metrics.parse_shape(text) for text in options.large_requests])

@@ -143,12 +143,28 @@ class DefragOptions(BaseModel):
     )
     for_pending: bool = Field(False, description="Objective room: the shapes are the snapshot's pending jobs (a required topology level is kept).")
     room_level: Literal["asw", "spine"] = Field("asw", description="Objective room: a request starts within one access switch or one spine.")
+    weights: dict[str, float] | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description="Objective room: a weight above 0 per shape (e.g. {'128g1536c': 2, '256g3072c': 1}); the plan maximises the "
+        "weighted sum of the counts instead of the counts largest shape first.",
+    )
 
     @field_validator("requests")
     @classmethod
     def _shapes_read(cls, value: list[str] | None) -> list[str] | None:
         for text in value or []:
             room_shape(text)
+        return value
+
+    @field_validator("weights")
+    @classmethod
+    def _weights_read(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        for text, weight in (value or {}).items():
+            room_shape(text)
+            if not (math.isfinite(weight) and weight > 0):
+                raise ValueError(f"the weight of shape '{text[:64]}' must be a number above 0, got {weight:g}")
         return value
 
     @field_validator("for_pending")
@@ -351,7 +367,7 @@ COSTED_LIMITS = ("max_moves", "max_moves_per_node", "same_asw", "max_unavailable
 ``limit_costs``; the snapshot's disruption budgets are priced as ``disruption_budgets``."""
 
 
-ROOM_FIELDS = ("objective", "requests", "for_pending", "room_level")
+ROOM_FIELDS = ("objective", "requests", "for_pending", "room_level", "weights")
 """The options of objective room (``objective`` itself is read by every method)."""
 
 
