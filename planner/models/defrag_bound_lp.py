@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -46,6 +47,12 @@ from planner import rules
 from planner.limits import MoveBudget
 from planner.models.highs import _highs, _interrupt_after, _quiet_stdout
 from planner.state import PENDING, ClusterState
+
+MAX_PAIRS = 500_000
+"""The most (pod class, node class) pairs the LP is built with: its variables, counted before the
+build. 80,000 at 37,707 ASI-like nodes; a 10,000-node mixed Kubernetes fleet (MIG profiles, named
+resources, taints) would need 2.7 million (24 million nonzeros, minutes and gigabytes): there the
+closed form stands, deterministically, instead of a build and solve cut by the time limit."""
 
 TIME_LIMIT_S = 30.0
 """Default wall-time limit of the LP's build and solve (the exact check comes on top): about 10 s at
@@ -84,8 +91,9 @@ class _Lp:
         self.hi.append(hi)
 
 
-def class_lp_bound(state: ClusterState, budget: MoveBudget, time_limit_s: float = TIME_LIMIT_S) -> LpBound:
-    """The class LP bound on ``state`` (locks as the plan sees them); ``budget`` gives ``same_asw``."""
+def class_lp_bound(state: ClusterState, budget: MoveBudget, time_limit_s: float = TIME_LIMIT_S, max_pairs: int = MAX_PAIRS) -> LpBound:
+    """The class LP bound on ``state`` (locks as the plan sees them); ``budget`` gives ``same_asw``;
+    not built (bound None, with a note) beyond ``max_pairs`` variables or ``time_limit_s``."""
     start = time.perf_counter()
     n_nodes = len(state.node_names)
     placed = state.pod_node != PENDING
@@ -99,9 +107,11 @@ def class_lp_bound(state: ClusterState, budget: MoveBudget, time_limit_s: float 
     if time_limit_s <= 0:
         return LpBound(None, "no time was left for the class LP", 0, 0, time.perf_counter() - start)
     try:
-        lp, pods, nodes = _build(state, budget, movable, locked_pod, locked_node, start + time_limit_s)
+        lp, pods, nodes = _build(state, budget, movable, locked_pod, locked_node, start + time_limit_s, max_pairs)
     except _OutOfTime as late:
         return LpBound(None, f"the class LP was not built within {time_limit_s:g} s ({late})", 0, 0, time.perf_counter() - start)
+    except _TooLarge as large:
+        return LpBound(None, str(large), 0, 0, time.perf_counter() - start)
     left = time_limit_s - (time.perf_counter() - start)
     duals, status = _solve(lp, left) if left > 0 else (None, "building it took the time limit")
     if duals is None:
@@ -166,8 +176,12 @@ class _OutOfTime(Exception):
     """The LP's build passed its deadline."""
 
 
+class _TooLarge(Exception):
+    """The LP would have more than ``MAX_PAIRS`` variables."""
+
+
 def _build(
-    state: ClusterState, budget: MoveBudget, movable: np.ndarray, locked_pod: np.ndarray, locked_node: np.ndarray, deadline: float
+    state: ClusterState, budget: MoveBudget, movable: np.ndarray, locked_pod: np.ndarray, locked_node: np.ndarray, deadline: float, max_pairs: int
 ) -> tuple[_Lp, int, int]:
     """The LP. Nodes form *fine classes* (locked or not, capacities, allowed signatures, switch and
     spine when some pod class is held to one, a refused home apart) inside *groups* (the same
@@ -241,6 +255,12 @@ def _build(
     asw_of_fine = np.zeros(n_fine, dtype=np.int64)
     spine_of_fine = np.zeros(n_fine, dtype=np.int64)
     asw_of_fine[fine_of], spine_of_fine[fine_of] = state.asw_domain, state.spine_domain
+    pairs = _pairs_at_most(pods, allows, g_pattern, group_of_fine, fine_in_domain, asw_of_fine, spine_of_fine)
+    if pairs > max_pairs:
+        raise _TooLarge(
+            f"the class LP would have up to {pairs:,} variables ({len(pods.count):,} pod classes, {n_fine:,} node classes; "
+            f"at most {max_pairs:,} are built): not built"
+        )
     for q in range(len(pods.count)):
         if q % 512 == 0 and time.perf_counter() > deadline:
             raise _OutOfTime(f"{q:,} of {len(pods.count):,} pod classes")
@@ -293,6 +313,30 @@ def _build(
         free = {a: total - taken_group.get((g, a), 0) for q, _ in members for a in pods.groups[q]}
         _capacity_rows(lp, pods, members, cover, g_cap[g], residual_group[g], free)
     return lp, len(pods.count), n_fine
+
+
+def _pairs_at_most(
+    pods: _Pods,
+    allows: np.ndarray,
+    g_pattern: np.ndarray,
+    group_of_fine: np.ndarray,
+    fine_in_domain: dict[tuple[int, int], np.ndarray],
+    asw_of_fine: np.ndarray,
+    spine_of_fine: np.ndarray,
+) -> int:
+    """The (pod class, node class) pairs the build below would consider, at most (each class's home
+    classes left out: a few per class): node groups allowing the class's signature, or for a class
+    held in a switch or spine the fine classes of that domain allowing it. ``fine_in_domain`` is filled."""
+    per_sig_groups = allows[g_pattern].sum(axis=0)
+    free = pods.kind == 0
+    total = int(per_sig_groups[pods.sig[free]].sum())
+    held = Counter(zip(pods.kind[~free].tolist(), pods.dom[~free].tolist(), pods.sig[~free].tolist()))
+    for (kind, dom, sig), classes in held.items():
+        if (kind, dom) not in fine_in_domain:
+            fine_in_domain[(kind, dom)] = np.flatnonzero((asw_of_fine if kind == 1 else spine_of_fine) == dom)
+        cand = fine_in_domain[(kind, dom)]
+        total += int(allows[g_pattern[group_of_fine[cand]], sig].sum()) * classes
+    return total
 
 
 def _capacity_rows(

@@ -145,6 +145,17 @@ def test_without_time_the_closed_form_stands_and_says_so():
     assert late.note == "the class LP was not built within 1e-09 s (0 of 2 pod classes); the closed-form bound stands"
 
 
+def test_beyond_its_size_cap_the_lp_is_not_built_and_says_so():
+    """The cap counts the LP's variables before the build (deterministic, unlike the time limit)."""
+    state = ClusterState(pinned_cluster())
+    budget = MoveBudget.of(state, MoveLimits())
+    built = class_lp_bound(state, budget)
+    assert built.bound == 1
+    capped = class_lp_bound(state, budget, max_pairs=0)
+    assert capped.bound is None and (capped.pod_classes, capped.node_classes) == (0, 0)
+    assert capped.note.startswith("the class LP would have up to ") and capped.note.endswith("at most 0 are built): not built")
+
+
 def test_the_certificate_holds_for_any_multipliers():
     # minimise y1 + y2 s.t. x = 3 (assign), x - 2 y1 - y2 <= 0, 0 <= x <= 3, 0 <= y <= 2: optimum 1.5
     lp = _Lp([0.0, 1.0, 1.0], [3.0, 2.0, 2.0], [[(0, 1.0)], [(0, 1.0), (1, -2.0), (2, -1.0)]], [3.0, None], [3.0, 0.0])
