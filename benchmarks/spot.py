@@ -160,16 +160,22 @@ def cell(rows: list[dict], key: str, fmt: str) -> str:
 
 
 def ablation(args: argparse.Namespace, runs: Runs) -> tuple[list[str], dict[str, list[dict]]]:
-    """Section 1 and its claims, from the rows there are (a policy without all its seeds is left out and named)."""
-    seeds_of = {p: list(range(args.seeds if p in KEY_POLICIES else args.other_seeds)) for p in args.policies}
-    rows: dict[str, list[dict]] = {}
-    missing = []
-    for p in args.policies:
-        tasks = [runs.task(p, s) for s in seeds_of[p]]
-        if runs.have(tasks):
-            rows[p] = runs.get(tasks)
-        else:
-            missing.append(p)
+    """Section 1 and its claims, from the rows there are: each policy on the seeds 0..k-1 it has (k up to its
+    target; the key policies on the seeds all of them have, the others on no more than the baseline has)."""
+
+    def have(p: str, target: int) -> int:
+        return next((k for k in range(target) if task_key(runs.task(p, k)) not in runs.rows), target)
+
+    key = [p for p in args.policies if p in KEY_POLICIES]
+    key_seeds = min(have(p, args.seeds) for p in key)
+    seeds_of = {p: key_seeds if p in KEY_POLICIES else min(have(p, args.other_seeds), key_seeds) for p in args.policies}
+    rows = {p: runs.get([runs.task(p, s) for s in range(n)]) for p, n in seeds_of.items() if n > 0}
+    missing = [p for p in args.policies if p not in rows]
+    short = [
+        f"{p} {seeds_of[p]} of {args.seeds if p in KEY_POLICIES else args.other_seeds}"
+        for p in rows
+        if seeds_of[p] < (args.seeds if p in KEY_POLICIES else args.other_seeds)
+    ]
     base = rows.get(BASELINE, [])
     described = next((r["described"] for rs in rows.values() for r in rs if "described" in r), "-")
 
@@ -177,11 +183,11 @@ def ablation(args: argparse.Namespace, runs: Runs) -> tuple[list[str], dict[str,
         return paired([r["lp_jct_mean_s"] for r in rows[p]], [r["lp_jct_mean_s"] for r in base[: len(rows[p])]])
 
     lines = [
-        f"## 1. The ablation: {args.seeds} seeds for the key policies, {args.other_seeds} for the others",
+        f"## 1. The ablation: {key_seeds} seeds for the key policies, up to {args.other_seeds} for the others",
         "",
         (
             f"Settings ({settings_text(args)}). Cluster and workload: {described}. Key policies "
-            f"({', '.join(KEY_POLICIES)}): seeds 0-{args.seeds - 1}; the others: seeds 0-{args.other_seeds - 1}. Each policy is "
+            f"({', '.join(KEY_POLICIES)}): seeds 0-{key_seeds - 1}; the others: seeds 0-{args.other_seeds - 1} (the *seeds* column). Each policy is "
             f"compared with `{BASELINE}` (the paper's baseline) on its own seeds: *ratio of means* is its mean spot completion "
             f"time over `{BASELINE}`'s - 1, *mean per-seed ratio* the mean over seeds of the same ratio taken seed by seed (a seed "
             f"gives every policy the same jobs); brackets: the 95% interval of a percentile bootstrap over seeds ({RESAMPLES:,} "
@@ -211,8 +217,14 @@ def ablation(args: argparse.Namespace, runs: Runs) -> tuple[list[str], dict[str,
             f"{cell(rs, 'hp_delay_added_mean_s', '+,.1f')} | {cell(rs, 'hp_started_later_share', '.2%')} | {cell(rs, 'gar_mean', '.1%')} | "
             f"{cell(rs, 'standby_harvested', '.1%')} | {statistics.mean(r['wall_s'] for r in rs):.1f} |"
         )
-    if missing:
-        lines += ["", f"Not in this run (their replays are not all in the cache yet; rerun the command): {', '.join(missing)}."]
+    if missing or short:
+        lines += [
+            "",
+            "**Unfinished run:** not every seed asked for is in the cache yet; rerun the command to finish it (it resumes). "
+            + (f"Seeds so far: {', '.join(short)}. " if short else "")
+            + (f"No seed yet: {', '.join(missing)}." if missing else ""),
+            "",
+        ]
     if base:
         lines += claims(rows, versus)
     if rows:
@@ -436,13 +448,14 @@ def main() -> None:
     parser.add_argument("--scale-policies", default="spotgpu,spotgpu-isolated", help="policies timed in section 4")
     parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--only-scale", action="store_true", help="section 4 alone (spot_speed.md)")
+    parser.add_argument("--report-only", action="store_true", help="write spot.md from the cache, running nothing (an unfinished run's state)")
     args = parser.parse_args()
     if args.skip_scale and args.only_scale:
         parser.error("--skip-scale and --only-scale exclude each other")
     args.policies = args.policies.split(",")
     if BASELINE not in args.policies:
         parser.error(f"--policies: must include the baseline {BASELINE}")
-    command = " ".join(["benchmarks/spot.py", *sys.argv[1:]])
+    command = " ".join(["benchmarks/spot.py", *(a for a in sys.argv[1:] if a != "--report-only")])
     load_at_start = os.getloadavg()[0]
 
     def header(title: str) -> list[str]:
@@ -453,6 +466,9 @@ def main() -> None:
             "",
         ]
 
+    if args.report_only:
+        write_report(args, Runs(Path(args.cache), None, 1, settings(args)), header)
+        return
     if not args.only_scale:
         with executor(args.workers, args.executor) as run:
             runs = Runs(Path(args.cache), run, args.workers, settings(args))
