@@ -17,6 +17,7 @@ from planner.cli.common import check_stdout, emit, err_console, fail, guarded, p
 from planner.cli.simulate_placement import simulate_placement_command
 from planner.cli.simulate_queue import simulate_queue_command
 from planner.render.table import spot_runs_table
+from planner.simulate.spot_presets import SPOT_PRESETS, preset_text, resolve
 
 MAX_JOBS = 250_000
 """``--jobs`` at most: about ten days of the whole spot-2026 cluster at the default loads (24,000 jobs a
@@ -28,25 +29,41 @@ simulate_app = typer.Typer(no_args_is_help=True, help="Replay a workload over ti
 @simulate_app.command("spot")
 @guarded
 def simulate_spot_command(
+    preset: str = typer.Option(
+        None,
+        "--preset",
+        metavar="NAME",
+        help=f"A published experiment's settings; options given explicitly override them. asi-ablation (benchmarks/results/spot.md): {preset_text('asi-ablation')}.",
+    ),
     nodes: str = typer.Option(
-        "spot-2026", "--nodes", help="spot-2026 (every node of the trace's node list) or N (a seeded sample of N of them, model mix kept)."
+        None,
+        "--nodes",
+        help="spot-2026 (every node of the trace's node list) or N (a seeded sample of N of them, model mix kept). Default spot-2026; asi-ablation: 1000.",
     ),
     node_list: str = typer.Option(None, "--node-list", help="The trace's node_info_df.csv (default: data/spot-gpu-2026/ of the repository)."),
-    days: float = typer.Option(1.0, "--days", help="Days of arrivals."),
-    warmup_days: float = typer.Option(0.0, "--warmup-days", help="Leave the first days out of the metrics (the cluster starts empty; jobs run up to 3 days)."),
+    days: float = typer.Option(None, "--days", help="Days of arrivals. Default 1; asi-ablation: 4."),
+    warmup_days: float = typer.Option(
+        None, "--warmup-days", help="Leave the first days out of the metrics (jobs run up to 3 days). Default 0; asi-ablation: 1."
+    ),
     warm_start: bool = typer.Option(
-        False,
+        None,
         "--warm-start/--cold-start",
-        help="Start from the jobs a stationary past leaves running (submitted at 0 with the rest of their work) instead of an empty cluster.",
+        help="Start from the jobs a stationary past leaves running (submitted at 0 with the rest of their work) instead of an empty cluster. Default cold; asi-ablation: warm.",
     ),
     jobs: int = typer.Option(None, "--jobs", help=f"Jobs in the workload, at most {MAX_JOBS:,} (default: from the generator's loads)."),
-    hp_load: float = typer.Option(None, "--hp-load", help="HP GPU-time offered, as a share of the cluster's GPU-time (0 to 10; default 0.65)."),
-    spot_load: float = typer.Option(None, "--spot-load", help="Spot GPU-time offered, as a share of the cluster's GPU-time (0 to 10; default 0.35)."),
+    hp_load: float = typer.Option(
+        None, "--hp-load", help="HP GPU-time offered, as a share of the cluster's GPU-time (0 to 10). Default 0.65 (the generator's); asi-ablation: 0.65."
+    ),
+    spot_load: float = typer.Option(
+        None, "--spot-load", help="Spot GPU-time offered, as a share of the cluster's GPU-time (0 to 10). Default 0.35 (the generator's); asi-ablation: 0.35."
+    ),
     policy: list[str] = typer.Option(
         None, "--policy", help="A policy to replay (a preemption method, or <placement>+<method>); repeat to compare several (default: every method)."
     ),
     seed: list[int] = typer.Option(None, "--seed", help="Workload and policy seed; repeat for several (default: 0)."),
-    restart_overhead_s: float = typer.Option(0.0, "--restart-overhead-s", help="Seconds a restarted spot run spends before progressing."),
+    restart_overhead_s: float = typer.Option(
+        None, "--restart-overhead-s", help="Seconds a restarted spot run spends before progressing. Default 0; asi-ablation: 60."
+    ),
     hp_only: bool = typer.Option(
         True, "--hp-only/--no-hp-only", help="Also replay the HP jobs alone under each policy (HP delay growth, allocation without spot)."
     ),
@@ -64,6 +81,12 @@ def simulate_spot_command(
     # deferred: the simulator and its workload generator (~0.2 s), for this command only
     from planner.simulate.spot import POLICIES, policy_problem
 
+    if preset is not None and preset not in SPOT_PRESETS:
+        fail([f"--preset: one of {', '.join(SPOT_PRESETS)}, got '{preset}'"])
+    given = {"nodes": nodes, "days": days, "warmup_days": warmup_days, "warm_start": warm_start, "restart_overhead_s": restart_overhead_s}
+    settings, sources = resolve(preset, {**given, "hp_load": hp_load, "spot_load": spot_load})
+    nodes, days, warmup_days, warm_start = settings["nodes"], settings["days"], settings["warmup_days"], settings["warm_start"]
+    restart_overhead_s, hp_load, spot_load = settings["restart_overhead_s"], settings["hp_load"], settings["spot_load"]
     policies = policy or list(POLICIES)
     problems = ["--" + problem for problem in (policy_problem(p) for p in policies) if problem]
     if len(set(policies)) != len(policies):
@@ -104,11 +127,15 @@ def simulate_spot_command(
         rows, series = _run(count, node_list, days, warmup_days, jobs, policies, seeds, restart_overhead_s, hp_only, progress, warm_start, loads)
     except ValueError as err:
         fail([str(err)])
-    text = json.dumps({"runs": rows}, indent=1) + "\n"
+    provenance = {key: {"value": value, "source": sources[key]} for key, value in settings.items()}
+    provenance["hp_load"]["value"], provenance["spot_load"]["value"] = loads
+    for row in rows:
+        row["preset"] = preset
+    text = json.dumps({"runs": rows, "preset": preset, "settings": provenance}, indent=1) + "\n"
     if out is not None:
         emit(text, out)
     if summary_to_stdout(out):
-        _print_table(rows)
+        _print_table(rows, provenance)
     if plot is not None:
         from planner.simulate.plots import plot_replays  # deferred: matplotlib, only with --plot
 
@@ -186,6 +213,7 @@ def _run(
                     "warm_start": warm_start,
                     "hp_load": loads[0],
                     "spot_load": loads[1],
+                    "restart_overhead_s": restart_overhead_s,
                     "wall_s": round(wall, 3),
                 }
                 rows.append(row)
@@ -194,9 +222,12 @@ def _run(
     return rows, series
 
 
-def _print_table(rows: list[dict[str, Any]]) -> None:
+def _print_table(rows: list[dict[str, Any]], provenance: dict[str, dict[str, Any]]) -> None:
     wide = None if sys.stdout.isatty() else 200  # piped or in a file: never fold the columns
-    plain_console(width=wide).print(spot_runs_table(rows))
+    console = plain_console(width=wide)
+    console.print(spot_runs_table(rows))
+    settings = ", ".join(f"{key} {item['value']} ({item['source']})" for key, item in provenance.items())
+    console.print(f"settings: {settings}", markup=False, highlight=False, soft_wrap=True)
 
 
 simulate_app.command("placement")(simulate_placement_command)

@@ -89,6 +89,37 @@ def test_the_offered_loads_set_the_workload() -> None:
     assert 1.6 < more["lp_jobs"] / some["lp_jobs"] < 2.4
 
 
+def test_the_asi_ablation_preset_is_its_options_spelled_out_and_explicit_options_win() -> None:
+    """--preset asi-ablation runs what its options spelled out run (warm start, 60 s restart overhead,
+    the loads), every setting's source is in the output, and an option given explicitly overrides the
+    preset's value (here --nodes, --days and --warmup-days, to keep the replay small; --cold-start)."""
+    small = ["--nodes", "20", "--days", "0.2", "--warmup-days", "0.05", "--policy", "spotgpu", "--no-hp-only", "--out", "-", "--no-progress"]
+    preset, spelled = (
+        run("--preset", "asi-ablation", *small),
+        run(*small, "--warm-start", "--restart-overhead-s", "60", "--hp-load", "0.65", "--spot-load", "0.35"),
+    )
+    cold = run("--preset", "asi-ablation", "--cold-start", *small)
+    assert preset.returncode == spelled.returncode == cold.returncode == 0, preset.stderr + spelled.stderr + cold.stderr
+    by_preset, by_options, by_cold = (json.loads(done.stdout) for done in (preset, spelled, cold))
+    (row,), (same,) = by_preset["runs"], by_options["runs"]
+    assert row["warm_start"] is True and row["restart_overhead_s"] == 60 and (row["hp_load"], row["spot_load"]) == (0.65, 0.35)
+    assert {k: v for k, v in row.items() if k not in ("wall_s", "preset")} == {k: v for k, v in same.items() if k not in ("wall_s", "preset")}
+    assert row["preset"] == by_preset["preset"] == "asi-ablation" and same["preset"] is None
+    settings = by_preset["settings"]
+    assert settings["warm_start"] == {"value": True, "source": "preset asi-ablation"}
+    assert settings["restart_overhead_s"] == {"value": 60.0, "source": "preset asi-ablation"}
+    assert settings["nodes"] == {"value": "20", "source": "option"} and settings["days"] == {"value": 0.2, "source": "option"}
+    assert by_options["settings"]["warm_start"]["source"] == "option" and by_options["settings"]["restart_overhead_s"]["source"] == "option"
+    assert by_cold["settings"]["warm_start"] == {"value": False, "source": "option"} and by_cold["runs"][0]["warm_start"] is False
+    assert by_cold["runs"][0]["restart_overhead_s"] == 60 and by_cold["runs"][0]["jobs"] < row["jobs"]  # no warm-start jobs
+
+
+def test_without_a_preset_the_defaults_are_named_as_such() -> None:
+    done = run("--nodes", "10", "--days", "0.05", "--policy", "volcano", "--no-hp-only", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert "warm_start False (default)" in done.stdout and "restart_overhead_s 0.0 (default)" in done.stdout and "nodes 10 (option)" in done.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -103,6 +134,7 @@ def test_the_offered_loads_set_the_workload() -> None:
         (["--days", "1", "--warmup-days", "1"], "--warmup-days: must be at least 0 and below --days (1)"),
         (["--restart-overhead-s", "-5"], "--restart-overhead-s: must be at least 0"),
         (["--plot", "out.svg"], "--plot: a .png file"),
+        (["--preset", "asi"], "--preset: one of asi-ablation, got 'asi'"),
         (["--spot-load", "-0.1"], "--spot-load: must be between 0 and 10, got -0.1"),
         (["--hp-load", "11"], "--hp-load: must be between 0 and 10, got 11"),
         (["--hp-load", "nan"], "--hp-load: must be between 0 and 10, got nan"),
