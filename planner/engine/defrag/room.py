@@ -216,6 +216,7 @@ def exact_room(state: ClusterState, rooms: list[RoomShape], options: DefragOptio
         waves = heuristic_waves
     elif score(heuristic_waves) > score(waves):
         extra["fallback"] = "heuristic: its plan is better than the executable exact plan (counts, then moves, then GPUs moved)"
+        extra["routed_moves"] = extra["dropped_moves"] = 0  # they described the exact plan, not the one returned (as defrag's exact does)
         waves = heuristic_waves
     for wave in waves:
         for p, _, destination in wave:
