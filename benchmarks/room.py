@@ -13,10 +13,11 @@ the planner before it is returned.
 Target: room (128g) >= 1.3x the empty-nodes plan's 128-GPU count, and never fewer on any shape it plans for.
 
 Also (issue 44): the openb replays (`--only openb`: no switches there, node-level shapes; see its
-section) and 37,707 nodes end to end (`--only scale`: `planner defrag --objective room` as a child
-process, target <= 30 s). Sections: `--only asi,openb,scale` (all by default).
+section), the same replays on a stated switch layout (`--only openb-switches`: each GPU model's nodes cut
+into switches of 32, so 128-GPU requests exist there too) and 37,707 nodes end to end (`--only scale`:
+`planner defrag --objective room` as a child process, target <= 30 s). All sections by default.
 
-    .venv/bin/python benchmarks/room.py [--nodes 1000] [--seeds 0 1 2 3 4] [--held-out 5 6] [--only asi,openb,scale]
+    .venv/bin/python benchmarks/room.py [--nodes 1000] [--seeds 0 1 2 3 4] [--held-out 5 6] [--only asi,openb,openb-switches,scale]
 """
 
 from __future__ import annotations
@@ -98,8 +99,8 @@ def run_one(nodes: int, seed: int) -> dict[str, Any]:
 
 def first_shape_cells(r: dict[str, Any], k: int) -> list[str]:
     """Before, empty-nodes, room (first shape), ratio and bound of shape k, then every shape's counts after both plans."""
-    ratio = r["room1"][k] / r["empty"][k] if r["empty"][k] else float("inf")
-    counts = [r["before"][k], r["empty"][k], r["room1"][k], f"{ratio:.2f}x", f"{r['bound1']:g}"]
+    ratio = f"{r['room1'][k] / r['empty'][k]:.2f}x" if r["empty"][k] else "n/a (0 empty-nodes)"
+    counts = [r["before"][k], r["empty"][k], r["room1"][k], ratio, f"{r['bound1']:g}"]
     return [str(c) for c in counts] + [" / ".join(map(str, r["empty"])), " / ".join(map(str, r["room_all"]))]
 
 
@@ -202,6 +203,59 @@ def openb_section(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+# -- openb with switches: the trace's pods on a stated switch layout ----------------------------------
+
+OPENB_SWITCH_NODES = 32
+"""Nodes per access switch in the synthetic layout: ASI's smallest switch (``asi_fabric.ASW_NODES``)."""
+
+
+def with_switches(cluster: Cluster, per_switch: int = OPENB_SWITCH_NODES) -> Cluster:
+    """``cluster`` with each GPU model's nodes, in name order, cut into access switches of ``per_switch``
+    nodes (the last one smaller): openb records no topology, so this layout is stated, not the trace's."""
+    names: dict[str, list[str]] = {}
+    for node in cluster.nodes:
+        names.setdefault(node.gpu_model, []).append(node.name)
+    asw = {name: f"asw-{model}-{i // per_switch:03d}" for model in sorted(names) for i, name in enumerate(sorted(names[model]))}
+    return cluster.model_copy(update={"nodes": [node.model_copy(update={"asw": asw[node.name]}) for node in cluster.nodes]})
+
+
+def openb_switch_row(pods: str, at_s: float | None, seed: int) -> dict[str, Any]:
+    from planner.instances.openb import generate_openb  # deferred: reads the trace files, only this section needs them
+
+    cluster = generate_openb(pods=pods, at_s=at_s, departures=False, seed=seed) if at_s is not None else generate_openb(pods=pods, seed=seed)
+    plans = three_plans(with_switches(cluster), seed, "128g1536c", SHAPES)
+    row = {"family": f"{pods}{'' if at_s is None else f' at {at_s:.3g} s'}, seed {seed}", **plans, "room128": plans["room1"]}
+    print("openb-switches", row, flush=True)
+    return row
+
+
+def openb_switch_section(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        f"## openb replays on a stated switch layout ({OPENB_SWITCH_NODES} nodes per access switch)",
+        "",
+        f"The same replays with each GPU model's nodes, in name order, cut into access switches of {OPENB_SWITCH_NODES} nodes (`with_switches`:",
+        "ASI's smallest switch; the last switch of a model is smaller). The trace records no topology, so the layout is this",
+        "benchmark's assumption; the pods, their placement and every rule are the trace's. Columns as in the ASI tables.",
+        "",
+        "| replay | 128g before | 128g empty-nodes | 128g room (128g) | ratio | bound | 256g / 128g / 64g empty-nodes | 256g / 128g / 64g room (all) | from (128g / all) | moves (empty / room128 / room all) | wall s |",
+        "|---|---:|---:|---:|---:|---:|---|---|---|---|---|",
+    ]
+    lines += [f"| {r['family']} | " + " | ".join(first_shape_cells(r, 1)) + f" | {' / '.join(r['plan_from'])} | {plan_cells(r)} |" for r in rows]
+    empty = sum(r["empty"][1] for r in rows)
+    room = sum(r["room128"][1] for r in rows)
+    fewer = [r["family"] for r in rows if r["room128"][1] < r["empty"][1] or r["room_all"] < r["empty"]]
+    lines += [
+        "",
+        (
+            f"128-GPU within-switch requests in all: {room} (room) against {empty} (empty-nodes)"
+            f"{f', {room / empty:.2f}x' if empty else ''}. Replays where a room plan has fewer: {fewer or 'none'}. "
+            f"Target (>= {TARGET}x, never fewer): {'met' if room >= TARGET * empty and room > empty and not fewer else 'NOT met'}."
+        ),
+        "",
+    ]
+    return lines
+
+
 # -- scale: 37,707 nodes end to end --------------------------------------------------------------
 
 SCALE_NODES = 37707
@@ -275,8 +329,8 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="default: results/room.md (results/room_exact.md with --only exact)")
     parser.add_argument(
         "--only",
-        default="asi,openb,scale",
-        help="comma-separated sections: asi, openb, scale; or exact alone (the exact room model, method exact, at --nodes, default 200 500)",
+        default="asi,openb,openb-switches,scale",
+        help="comma-separated sections: asi, openb, openb-switches, scale; or exact alone (the exact room model, method exact, at --nodes, default 200 500)",
     )
     parser.add_argument("--openb", type=int, default=len(OPENB_FAMILIES), help="the first N openb replays")
     parser.add_argument("--scale-nodes", type=int, default=SCALE_NODES)
@@ -297,6 +351,8 @@ def main() -> None:
             sections += [f"### {nodes:,} nodes: {title.lower()} {', '.join(map(str, seeds))}", "", *table(rows), "", summary(rows), ""]
     if "openb" in only:
         sections += openb_section([openb_row(*family) for family in OPENB_FAMILIES[: args.openb]])
+    if "openb-switches" in only:
+        sections += openb_switch_section([openb_switch_row(*family) for family in OPENB_FAMILIES[: args.openb]])
     if "scale" in only:
         runs = [
             (args.scale_nodes, seed, allocation, flags)
