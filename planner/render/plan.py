@@ -210,11 +210,20 @@ def render_defrag(console: Console, plan: Any, wide: bool = False) -> None:  # a
             table.add_row(f"{shape} requests that fit ({where})", fmt(b), fmt(a), signed(a - b))
     console.print(table)
     gained = any(large_after.get(s, {}).get(k, 0) > c[k] for s, c in large_before.items() for k in ("across_switches", "within_one_switch"))
+    room_objective = "room" in (getattr(plan.report, "model_extra", None) or {})
+    hint = "" if room_objective else "; `--objective room` plans for them"
     if plan.vacated_nodes and large_before and not gained:
         console.print(
             f"warning: the plan vacates {len(plan.vacated_nodes):,} node(s) but adds no room for a large request "
-            f"({', '.join(large_before)}): no more of them fit after it, across switches or within one"
+            f"({', '.join(large_before)}): no more of them fit after it, across switches or within one{hint}"
         )
+    lost = [
+        f"{shape} {c['within_one_switch']} -> {large_after[shape]['within_one_switch']}"
+        for shape, c in large_before.items()
+        if large_after.get(shape, {}).get("within_one_switch", c["within_one_switch"]) < c["within_one_switch"]
+    ]
+    if lost:
+        console.print(f"warning: fewer large requests fit within one switch after the plan ({', '.join(lost)}){hint}")
 
 
 def render_preempt(console: Console, plan: PreemptPlan | PreemptComparison) -> None:

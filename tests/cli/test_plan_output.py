@@ -134,3 +134,16 @@ def test_preempt_plans_count_large_requests_as_the_plan_carried_out_does():
     assert plan.metrics["large_requests"]["after"] == large_request_counts(ClusterState(after_plan(c, plan)), shapes)
     result = runner.invoke(app, ["preempt", "-", "--job", "hp", "-o", "table", "--large-requests", "4g"], input=c.model_dump_json())
     assert result.exit_code == 0 and "large requests that still fit, before -> after: 4g0c" in result.stdout, result.output
+
+
+def test_table_warns_when_a_plan_takes_room_within_a_switch_and_points_to_objective_room():
+    """The bundled asi-500's default plan leaves one 128-GPU request fewer within one switch (4 -> 3); the
+    room plan for the same shapes does not, and gets no hint to itself."""
+    path = str(REPO / "instances" / "asi-500.json")
+    empty = runner.invoke(app, ["defrag", path, "--executor", "inline", "-o", "table"])
+    assert empty.exit_code == 0, empty.output
+    assert "fewer large requests fit within one switch after the plan (128g1536c 4 -> 3)" in empty.stdout
+    assert "`--objective room` plans for them" in empty.stdout
+    room = runner.invoke(app, ["defrag", path, "--executor", "inline", "--objective", "room", "-o", "table"])
+    assert room.exit_code == 0, room.output
+    assert "fewer large requests fit within one switch" not in room.stdout and "--objective room` plans" not in room.stdout
