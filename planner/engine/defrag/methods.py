@@ -242,9 +242,10 @@ def _best_start(
     and ``budget`` are moved and spent by the chosen plan.
 
     Why both: IPC's chains vacate one node at a time and stall where the holes are small; at 80% GPU
-    allocation on ASI-like snapshots it stopped 5-30% short of the proven optimum (500 nodes: 62
-    against 90), where repacking first and letting IPC finish reached it (90) on 7 of 8 snapshots of
-    200-2,000 nodes. Where IPC alone is better (85% allocation, some seeds), it is kept."""
+    allocation on ASI-like snapshots of 300-2,000 nodes it stopped 4-31% under the bound (500 nodes:
+    62, where the exact method proves 90 optimal), and repacking first then letting IPC finish
+    reached the bound, so the optimum, on 7 of 8 of them. Where IPC alone is better (some seeds at
+    85%), it is kept."""
     ipc_state, ipc_budget = state.clone(), budget.copy()
     ipc_waves, extra = _ipc(ipc_state, options, ipc_budget, run, progress)
     packed_state, packed_budget = state.clone(), budget.copy()
