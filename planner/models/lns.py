@@ -1,4 +1,7 @@
-"""Hybrid: improve an IPC end state by large-neighbourhood search with the exact model.
+"""Hybrid: improve a start by large-neighbourhood search with the exact model.
+
+The start is the better of IPC alone and IPC after a repack (best-fit decreasing of every movable
+pod), chosen by ``engine/defrag/methods.py`` (``_best_start``); the search below improves it.
 
 Each round picks disjoint neighbourhoods: a few nodes that could be vacated (busy, no locked pod,
 least allocated first, with some randomness; after IPC these are often full nodes whose pods would
@@ -8,7 +11,7 @@ independent ``ClusterState.subset`` whose pods may move only among its nodes; it
 (``models/defrag.py``) with a short time limit, warm-started from where the pods are now, on the
 executor in parallel, by ``exact.solve_exact``: the same model, options, limits, routing and proof as
 ``--method exact``, on the sub-state. A neighbourhood whose executed plan empties more nodes than it
-has empty now is kept and applied. The rounds' waves follow IPC's, so the whole plan stays
+has empty now is kept and applied. The rounds' waves follow the start's, so the whole plan stays
 executable; ``plan_defrag`` validates it.
 
 Limits: every neighbourhood gets the limits' account for its nodes (``MoveBudget.subset``: the

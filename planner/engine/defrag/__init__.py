@@ -1,8 +1,8 @@
 """Defragmentation: run a defrag method, build waves, validate, and report how the plan was obtained.
 
 Methods: ``heuristic`` (IPC, then the move-minimal pass ``trim``: ``move_minimal.py``), the baselines ``random``, ``descheduler`` and ``repack``, ``exact``
-(the whole instance solved by CP-SAT or HiGHS, warm-started from IPC), ``hybrid`` (IPC, then
-large-neighbourhood search with the exact model), ``auto`` (exact when the instance is small enough,
+(the whole instance solved by CP-SAT or HiGHS, warm-started from IPC), ``hybrid`` (the better of IPC
+and repack-then-IPC, then large-neighbourhood search with the exact model), ``auto`` (exact when the instance is small enough,
 hybrid otherwise) and ``compare`` (IPC and exact on the same snapshot, with the gap).
 
 ``plan_defrag`` is a pure function of the cluster and the options. Every plan it returns has passed
