@@ -54,6 +54,7 @@ import numpy as np
 from planner import rules
 from planner.limits import UNLIMITED, MoveBudget
 from planner.models.defrag_bound_lp import TIME_LIMIT_S, _largest_sums, class_lp_bound
+from planner.models.share_devices import devices_per_label
 from planner.state import PENDING, ClusterState
 
 
@@ -102,6 +103,9 @@ def closed_form_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
     for name, (demand, cap) in demands.items():
         residual = np.maximum(cap - used_locked[name], 0.0) * locked_node
         mask = demand[movable] > rules.EPS
+        if name == "gpus":
+            extra_by[name] = _gpu_devices_extra_nodes(state, budget, movable[mask], home[mask], locked_pod, locked_node)
+            continue
         extra_by[name] = _fewest_extra_nodes(state, budget, movable[mask], home[mask], demand, cap, residual, locked_node)
     whole = state.pod_whole[movable]
     hole = np.floor(np.maximum(state.cap_gpus - used_locked["gpus"], 0.0) + rules.EPS).astype(np.int64)  # free whole GPUs
@@ -156,14 +160,18 @@ def _fewest_extra_nodes(
     residual: np.ndarray,
     locked_node: np.ndarray,
     regions: tuple[np.ndarray, int] | None = None,
+    added: np.ndarray | None = None,
 ) -> int:
     """Sum over the regions of ``pods`` (``regions``, when already computed for them) of the fewest
-    unlocked nodes whose capacity, with the locked nodes' residual, holds the region's demand."""
+    unlocked nodes whose capacity, with the locked nodes' residual, holds the region's demand (plus
+    ``added``, per region, when given)."""
     if not len(pods):
         return 0
     region, count = regions if regions is not None else _regions(state, budget, pods, home)
     inside = region >= 0
     need = np.bincount(region[home], weights=demand[pods], minlength=count)
+    if added is not None:
+        need = need + added
     with np.errstate(invalid="ignore"):
         held = np.bincount(region[inside], weights=residual[inside], minlength=count)
     total = 0
@@ -175,6 +183,28 @@ def _fewest_extra_nodes(
         caps = np.sort(cap[inside & (region == label) & ~locked_node])[::-1]
         total += min(int(np.searchsorted(np.cumsum(caps), short - tolerance, side="left")) + 1, len(caps))
     return total
+
+
+def _gpu_devices_extra_nodes(
+    state: ClusterState, budget: MoveBudget, pods: np.ndarray, home: np.ndarray, locked_pod: np.ndarray, locked_node: np.ndarray
+) -> int:
+    """(b) for GPUs counted in devices: in each GPU region j (of ``pods``, the movable GPU pods) the
+    non-empty nodes hold the whole GPUs of j's movable pods plus D_j devices for the shares, D_j a
+    lower bound on the devices j's movable shares and the locked shares on j's locked nodes need
+    (``share_devices``; a share takes room on one device no whole-GPU pod holds). A locked node
+    offers the devices its locked whole-GPU pods leave (its locked shares are in D_j)."""
+    if not len(pods):
+        return 0
+    region, count = _regions(state, budget, pods, home)
+    share_label = np.full(len(state.pod_names), -1, dtype=np.int64)
+    share_label[pods] = region[home]
+    locked_at = np.flatnonzero(locked_pod)
+    share_label[locked_at] = region[state.pod_node[locked_at]]
+    devices = devices_per_label(state.pod_share, share_label, count).astype(np.float64)
+    whole = state.pod_whole.astype(np.float64)
+    used = np.bincount(state.pod_node[locked_pod], weights=whole[locked_pod], minlength=len(state.node_names))
+    residual = np.maximum(state.cap_gpus - used, 0.0) * locked_node
+    return _fewest_extra_nodes(state, budget, pods, home, whole, state.cap_gpus.astype(np.float64), residual, locked_node, (region, count), devices)
 
 
 def _anti_affinity_extra_nodes(

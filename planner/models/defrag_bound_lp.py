@@ -46,6 +46,7 @@ import numpy as np
 from planner import rules
 from planner.limits import MoveBudget
 from planner.models.highs import _highs, _interrupt_after, _quiet_stdout
+from planner.models.share_devices import add_device_rows
 from planner.state import PENDING, ClusterState
 
 MAX_PAIRS = 150_000
@@ -139,6 +140,7 @@ class _Pods:
     demand: np.ndarray
     dem: np.ndarray
     whole: np.ndarray
+    share: np.ndarray
     home: np.ndarray
     count: np.ndarray
     groups: list[tuple[int, ...]]
@@ -166,6 +168,7 @@ def _pod_classes(state: ClusterState, budget: MoveBudget, movable: np.ndarray, u
         classes[:, 4:7],
         dem.reshape(-1),
         classes[:, 3],
+        state.pod_share[movable[first]],
         classes[:, 8].astype(np.int64),
         count,
         [state.pod_groups[int(movable[i])] for i in first.tolist()],  # a class shares its groups
@@ -313,6 +316,13 @@ def _build(
         total = int(fine_count[fines_of[g]].sum())
         free = {a: total - taken_group.get((g, a), 0) for q, _ in members for a in pods.groups[q]}
         _capacity_rows(lp, pods, members, cover, g_cap[g], residual_group[g], free)
+    group_of_node = group_of_fine[fine_of]
+    locked_whole = np.bincount(state.pod_node[locked_pod], weights=state.pod_whole[locked_pod].astype(np.float64), minlength=n_nodes)
+    locked_room = np.bincount(group_of_node, weights=np.maximum(state.cap_gpus - locked_whole, 0.0) * locked_node, minlength=n_groups)
+    locked_shares: dict[int, list[float]] = {}
+    for p in np.flatnonzero(locked_pod & (state.pod_share > 0)).tolist():
+        locked_shares.setdefault(int(group_of_node[state.pod_node[p]]), []).append(float(state.pod_share[p]))
+    add_device_rows(lp, on_group, pods.share, pods.whole, pods.count, kept, g_cap[:, 0], np.bincount(group_of_fine, fine_count), locked_room, locked_shares)
     return lp, len(pods.count), n_fine
 
 
