@@ -27,11 +27,11 @@ import math
 import time
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
 from planner import rules
+from planner.models.lp_certificate import _Lp
 
 SHARE_CAPACITY = 1.0 + rules.EPS
 """A device's room for shares, as the rules' packing reads it."""
@@ -201,7 +201,7 @@ def _dual_values(share: float) -> tuple[float, float, float]:
 
 
 def add_device_rows(
-    lp: Any,
+    lp: _Lp,
     on_group: dict[int, list[tuple[int, int]]],
     share: np.ndarray,
     whole: np.ndarray,
