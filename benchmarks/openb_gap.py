@@ -356,7 +356,8 @@ found and 12 proven in 60 s, device bound 11. At 12e6 s the device bound is tigh
 of the best plan on the samples and IPC within one of it, so the T4 remainder is likely shared between
 the two; at 12.9e6 s the sample stays undecided (5 to 11). Not decided here.
 
-**Handover to the at-scale bound** (`planner/models/defrag_bound.py`, not edited here). Valid and
+**Handover to the at-scale bound** (done for issue 45: `planner/models/share_devices.py`, used by
+the closed form and the class LP; tables from runs before it show the older bound). Valid and
 small: in `empties_bound`, for the resource `gpus`, give each region j the demand
 `sum of the whole GPUs of its movable pods + D_j` instead of `sum of pod_whole + pod_share`, where D_j
 is a lower bound on the devices the shares of the region need (its movable shares together with the
