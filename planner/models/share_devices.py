@@ -24,7 +24,6 @@ accept may exceed 1 + EPS by a rounding error): a larger device only lowers the 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -42,13 +41,14 @@ ROUNDING = 1e-9
 """Taken off a float quotient before rounding it up to whole devices."""
 WEIGHT_SCALE = 1 << 30
 SIZE_SCALE = 1 << 40
-SEARCH_NODES = 200_000
-"""Search nodes one exact device-filling search may spend; beyond, the configuration LP is given up
-(the other bounds stand)."""
-MAX_ROUNDS = 300
+SEARCH_NODES = 300_000
+"""Search nodes the exact device-filling searches of one configuration LP may spend in all (about
+half a second); a search cut by it proves nothing, and the bound of the rounds before it stands.
+A count of work, not a wall time: the bound is the same on every machine."""
+MAX_ROUNDS = 100
 """Column-generation rounds of one configuration LP, at most (each adds one filling)."""
-TIME_LIMIT_S = 2.0
-"""Wall time one configuration LP may take; past it, its weights so far still give a valid bound."""
+MAX_SIZES = 64
+"""Distinct share sizes beyond which the configuration LP is not built (volume and L2 stand)."""
 
 
 def devices_at_least(shares: Iterable[float]) -> int:
@@ -64,9 +64,22 @@ def devices_at_least(shares: Iterable[float]) -> int:
 def _devices_at_least(sizes: tuple[float, ...], counts: tuple[int, ...]) -> int:
     values = np.repeat(np.asarray(sizes), counts)
     best = max(volume_bound(values), l2_bound(values))
-    if best <= len(values) - 1:  # the LP cannot beat one device per share
-        best = max(best, configuration_bound(list(sizes), list(counts)))
+    # the LP is not built when first-fit-decreasing already meets the bound (the LP never exceeds a packing)
+    if len(sizes) <= MAX_SIZES and best < _first_fit_devices(values):
+        best = max(best, configuration_bound(list(sizes), list(counts), best))
     return best
+
+
+def _first_fit_devices(values: np.ndarray) -> int:
+    """Devices first-fit-decreasing packs ``values`` on (within ``SHARE_CAPACITY``): at least the fewest."""
+    fills = np.zeros(len(values))
+    opened = 0
+    for share in np.sort(values)[::-1].tolist():
+        fits = np.flatnonzero(fills[:opened] + share <= SHARE_CAPACITY)
+        d = int(fits[0]) if len(fits) else opened
+        opened += d == opened
+        fills[d] += share
+    return opened
 
 
 def volume_bound(values: np.ndarray) -> int:
@@ -93,14 +106,14 @@ def l2_bound(values: np.ndarray) -> int:
     return int(np.max(j1 + j2_count + extra))
 
 
-def configuration_bound(sizes: list[float], counts: list[int], time_limit_s: float = TIME_LIMIT_S) -> int:
+def configuration_bound(sizes: list[float], counts: list[int], known: int = 0) -> int:
     """The configuration LP's bound on the devices ``counts[i]`` shares of ``sizes[i]`` need, proven in
-    integers (the module docstring); 0 when no filling search finishes within ``SEARCH_NODES``."""
+    integers (the module docstring); 0 when no filling search finishes within ``SEARCH_NODES``.
+    Column generation stops once the restricted LP's value (at least the LP's) cannot pass ``known``."""
     import highspy  # deferred: HiGHS, only when shares are bounded
 
     from planner.models.highs import _highs  # one HiGHS thread pool per process: the helper keeps it consistent
 
-    start = time.perf_counter()
     order = np.argsort(sizes)[::-1]
     sizes = [sizes[i] for i in order]
     counts = [counts[i] for i in order]
@@ -109,23 +122,26 @@ def configuration_bound(sizes: list[float], counts: list[int], time_limit_s: flo
     most = [min(c, room // w) for c, w in zip(counts, width)]
     fillings = [[most[i] if j == i else 0 for j in range(len(sizes))] for i in range(len(sizes))]
     best = 0
+    budget = [SEARCH_NODES]
     for _ in range(MAX_ROUNDS):
-        y = _dual_weights(highspy, _highs, fillings, counts)
+        y, ceiling = _dual_weights(highspy, _highs, fillings, counts)
+        if math.ceil(ceiling - 1e-6) <= max(best, known):
+            return best  # no round can prove more than the restricted LP's value
         weight = [max(0, round(v * WEIGHT_SCALE)) for v in y]
-        found = _heaviest_filling(weight, width, most, room)
+        found = _heaviest_filling(weight, width, most, room, budget)
         if found is None:
             return best
         value, filling = found
         if value > 0:
             best = max(best, -(-sum(c * w for c, w in zip(counts, weight)) // value))  # ceil, in integers
-        if value <= WEIGHT_SCALE + WEIGHT_SCALE // 10**6 or filling in fillings or time.perf_counter() - start > time_limit_s:
+        if value <= WEIGHT_SCALE + WEIGHT_SCALE // 10**6 or filling in fillings:
             return best
         fillings.append(filling)
     return best
 
 
-def _dual_weights(highspy, make, fillings: list[list[int]], counts: list[int]) -> list[float]:  # type: ignore[no-untyped-def]
-    """max counts . y over y >= 0 with filling . y <= 1 for every filling (HiGHS's solution)."""
+def _dual_weights(highspy, make, fillings: list[list[int]], counts: list[int]) -> tuple[list[float], float]:  # type: ignore[no-untyped-def]
+    """max counts . y over y >= 0 with filling . y <= 1 for every filling: HiGHS's solution and value."""
     h = make(highspy, 1)
     n = len(counts)
     h.addVars(n, np.zeros(n), np.full(n, highspy.kHighsInf))
@@ -134,19 +150,18 @@ def _dual_weights(highspy, make, fillings: list[list[int]], counts: list[int]) -
         idx = np.flatnonzero(f).astype(np.int32)
         h.addRow(-highspy.kHighsInf, 1.0, len(idx), idx, np.asarray(f, dtype=np.float64)[idx])
     h.run()
-    return [float(v) for v in h.getSolution().col_value]
+    return [float(v) for v in h.getSolution().col_value], -float(h.getInfo().objective_function_value)
 
 
-def _heaviest_filling(weight: list[int], width: list[int], most: list[int], room: int) -> tuple[int, list[int]] | None:
+def _heaviest_filling(weight: list[int], width: list[int], most: list[int], room: int, budget: list[int]) -> tuple[int, list[int]] | None:
     """The largest ``sum weight[i] k[i]`` over fillings k (``k[i] <= most[i]``, ``sum width[i] k[i] <=
-    room``) and one filling reaching it, by depth-first branch and bound in integers; None past
-    ``SEARCH_NODES``. Items of weight 0 are left out (they add nothing)."""
+    room``) and one filling reaching it, by depth-first branch and bound in integers; None when the
+    search nodes left in ``budget`` (spent here) run out. Items of weight 0 are left out (they add nothing)."""
     items = [i for i in range(len(weight)) if weight[i] > 0 and most[i] > 0]
     items.sort(key=lambda i: weight[i] / width[i], reverse=True)  # best ratio first: the bound below is then tight early
     best_value = 0
     best = [0] * len(weight)
     chosen = [0] * len(weight)
-    spent = [0]
 
     def bound(k: int, left: int) -> int:
         """At least what items k.. add within ``left``: ``left`` filled at the best remaining ratio."""
@@ -157,8 +172,8 @@ def _heaviest_filling(weight: list[int], width: list[int], most: list[int], room
 
     def search(k: int, left: int, value: int) -> None:
         nonlocal best_value, best
-        spent[0] += 1
-        if spent[0] > SEARCH_NODES:
+        budget[0] -= 1
+        if budget[0] < 0:
             raise TimeoutError
         if value > best_value:
             best_value, best = value, list(chosen)

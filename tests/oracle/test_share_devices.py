@@ -53,6 +53,6 @@ def test_per_label():
 
 def test_the_filling_search_is_exact_in_integers():
     # weights 3, 2 on widths 5, 3 within 10: two of the first (6) or one and one (5) or three of the second (6)
-    value, filling = sd._heaviest_filling([3, 2], [5, 3], [2, 3], 10)
+    value, filling = sd._heaviest_filling([3, 2], [5, 3], [2, 3], 10, [100])
     assert value == 6 and filling in ([2, 0], [0, 3])
-    assert sd._heaviest_filling([1], [1], [10**9], 10**9) is None  # past the search budget: no claim
+    assert sd._heaviest_filling([1], [1], [10**9], 10**9, [1000]) is None  # past the search budget: no claim
