@@ -11,8 +11,10 @@ Per piece:
 * *IPC alone*: IPC run on the piece by itself (its CPU-only pods kept inside it);
 * *bound*: the at-scale bound (`planner/models/defrag_bound.py`) of the *relaxed* piece;
 * *device bound*: the same bound with the GPUs of the piece counted in devices: whole GPUs plus a
-  bin-packing lower bound on the devices the shares need (`share_devices`, Martello and Toth's L2;
-  `pattern_devices`, the configuration LP) instead of the sum of the shares (*Findings* in the results);
+  bin-packing lower bound on the devices the shares need (`planner/models/share_devices.py`: volume,
+  Martello and Toth's L2, the configuration LP) instead of the sum of the shares (*Findings* in the
+  results); since issue 45's fix the at-scale bound counts shares in devices itself, so the two agree
+  up to the relaxed piece's other rows;
 * *exact*: `solve_exact` (HiGHS, 2 threads, a time limit per solve) on pieces up to
   `--exact-max-nodes` nodes: *proven* is the best bound of the relaxed piece, *found* the most empty
   nodes of an executed plan of the restricted piece.
@@ -32,7 +34,6 @@ are the same piece when it holds no CPU-only pod.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from dataclasses import dataclass
@@ -43,22 +44,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import RESULTS, machine
 
-from planner import rules
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.limits import MoveBudget
 from planner.models.defrag_bound import empties_bound
 from planner.models.defrag_exact import ExactOptions, solve_exact
+from planner.models.share_devices import devices_at_least
 from planner.plans import DefragPlan
 from planner.pools import PoolPolicy, apply_pools
 from planner.state import ClusterState
-
-SHARE_CAPACITY = 1.0 + rules.EPS
-"""A device's room for shares as the rules read it (``rules.EPS`` above one GPU); a larger bin only
-lowers the bin-packing bound, so the bound stays valid."""
-ROUNDING = 1e-6
-"""Taken off a sum before rounding it up to whole devices (float sums of shares)."""
-
 
 # ----------------------------------------------------------------------------------------------
 # Snapshots and pieces
@@ -113,101 +107,16 @@ def end_empty_nodes(cluster: Cluster, plan: DefragPlan) -> set[str]:
 # ----------------------------------------------------------------------------------------------
 
 
-def share_devices(shares: list[float], capacity: float = SHARE_CAPACITY) -> int:
-    """A lower bound on the GPU devices ``shares`` (each below one GPU) need: Martello and Toth's L2,
-    the largest over alpha in {0} and the sizes up to half a device of
-
-        |J1| + |J2| + max(0, ceil((sum J3 - (|J2| C - sum J2)) / C))
-
-    with J1 the shares above C - alpha, J2 those in (C/2, C - alpha], J3 those in [alpha, C/2]. No two
-    shares of J1 and J2 share a device, no share of J3 fits beside one of J1, so J3 fills the room
-    J2's devices leave and then devices of its own."""
-    if not shares:
-        return 0
-    values = np.sort(np.asarray(shares, dtype=np.float64))
-    best = math.ceil(values.sum() / capacity - ROUNDING)  # the continuous bound
-    for alpha in [0.0, *np.unique(values[values <= capacity / 2]).tolist()]:
-        j1 = values > capacity - alpha
-        j2 = (values > capacity / 2) & ~j1
-        j3 = (values >= alpha) & (values <= capacity / 2)
-        room = j2.sum() * capacity - values[j2].sum()
-        extra = max(0, math.ceil((values[j3].sum() - room) / capacity - ROUNDING))
-        best = max(best, int(j1.sum() + j2.sum()) + extra)
-    return best
-
-
-MAX_PATTERNS = 200_000
-"""Most device patterns ``pattern_devices`` enumerates; beyond, it gives up (L2 stands)."""
-
-
-def device_patterns(sizes: list[float], most: list[int], capacity: float = SHARE_CAPACITY) -> list[list[int]] | None:
-    """Every way (counts per size, each at most ``most``) to put shares of ``sizes`` on one device of
-    ``capacity`` (a sum within ``capacity`` + ``ROUNDING``: a few extra patterns only weaken the
-    bound); None beyond ``MAX_PATTERNS``."""
-    patterns: list[list[int]] = []
-    counts: list[int] = []
-
-    def extend(i: int, room: float) -> bool:
-        if i == len(sizes):
-            if any(counts):
-                patterns.append(list(counts))
-            return len(patterns) <= MAX_PATTERNS
-        for k in range(min(most[i], int((room + ROUNDING) // sizes[i])), -1, -1):
-            counts.append(k)
-            ok = extend(i + 1, room - k * sizes[i])
-            counts.pop()
-            if not ok:
-                return False
-        return True
-
-    return patterns if extend(0, capacity) else None
-
-
-def pattern_devices(shares: list[float]) -> int:
-    """A lower bound on the devices ``shares`` need: the configuration LP of bin packing (Gilmore and
-    Gomory) through its dual, max sum_i d_i y_i over y >= 0 with sum_i a_ij y_i <= 1 for every device
-    pattern j (a_ij shares of size i). Any such y bounds the devices from below (weak duality), so the
-    solver's y is made exactly feasible by dividing it by its largest pattern sum before it is used;
-    the bound never rests on the solver's tolerance. 0 when the patterns are too many (L2 stands)."""
-    import highspy  # deferred: the LP solver, only for the pattern bound
-
-    if not shares:
-        return 0
-    values, demand = np.unique(np.asarray(shares, dtype=np.float64), return_counts=True)
-    patterns = device_patterns(values.tolist(), demand.tolist())
-    if patterns is None:
-        return 0
-    a = np.asarray(patterns, dtype=np.float64)  # patterns x sizes
-    # HiGHS keeps one thread pool per process, sized by the first solve; a solve with another size
-    # fails ("Not Set"), so the pool is rebuilt before this LP and again after it, for the exact solves
-    highspy.Highs.resetGlobalScheduler(True)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    sizes = len(values)
-    h.addVars(sizes, np.zeros(sizes), np.full(sizes, highspy.kHighsInf))
-    h.changeColsCost(sizes, np.arange(sizes, dtype=np.int32), -demand.astype(np.float64))  # maximise
-    for row in a:
-        idx = np.flatnonzero(row).astype(np.int32)
-        h.addRow(-highspy.kHighsInf, 1.0, len(idx), idx, row[idx])
-    h.run()
-    y = np.maximum(np.asarray(h.getSolution().col_value, dtype=np.float64), 0.0)
-    highspy.Highs.resetGlobalScheduler(True)
-    largest = float((a @ y).max())
-    if largest <= 0:
-        return 0
-    return max(0, math.ceil(float(demand @ y) / largest - ROUNDING))
-
-
 def device_bound(piece: Cluster) -> int:
     """Empty nodes of ``piece`` (no locked pod; every pod may end on any of its nodes) with the GPU
     demand counted in devices: the fewest nodes, largest first, holding the whole GPUs plus the
-    devices the shares need (the larger of ``share_devices`` and ``pattern_devices``) must stay
+    devices the shares need (``planner.models.share_devices.devices_at_least``) must stay
     non-empty. Also at most the at-scale bound."""
     if any(p.locked for p in piece.pods if p.node is not None):
         raise ValueError("device_bound: a piece with locked pods (the openb replays have none)")
     placed = [p for p in piece.pods if p.node is not None]
     shares = [p.gpus for p in placed if 0 < p.gpus < 1]
-    demand = sum(int(p.gpus) for p in placed if p.gpus >= 1) + max(share_devices(shares), pattern_devices(shares))
+    demand = sum(int(p.gpus) for p in placed if p.gpus >= 1) + devices_at_least(shares)
     caps = np.sort(np.array([n.gpus for n in piece.nodes], dtype=np.int64))[::-1]
     needed = len(caps) if demand > caps.sum() else int(np.searchsorted(np.cumsum(caps), demand, side="left")) + (demand > 0)
     state = ClusterState(piece)
@@ -447,7 +356,8 @@ found and 12 proven in 60 s, device bound 11. At 12e6 s the device bound is tigh
 of the best plan on the samples and IPC within one of it, so the T4 remainder is likely shared between
 the two; at 12.9e6 s the sample stays undecided (5 to 11). Not decided here.
 
-**Handover to the at-scale bound** (`planner/models/defrag_bound.py`, not edited here). Valid and
+**Handover to the at-scale bound** (done for issue 45: `planner/models/share_devices.py`, used by
+the closed form and the class LP; tables from runs before it show the older bound). Valid and
 small: in `empties_bound`, for the resource `gpus`, give each region j the demand
 `sum of the whole GPUs of its movable pods + D_j` instead of `sum of pod_whole + pod_share`, where D_j
 is a lower bound on the devices the shares of the region need (its movable shares together with the

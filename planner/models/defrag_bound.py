@@ -54,6 +54,7 @@ import numpy as np
 from planner import rules
 from planner.limits import UNLIMITED, MoveBudget
 from planner.models.defrag_bound_lp import TIME_LIMIT_S, _largest_sums, class_lp_bound
+from planner.models.share_devices import devices_per_label
 from planner.state import PENDING, ClusterState
 
 
@@ -71,18 +72,20 @@ class EmptiesBound:
 def empties_bound(state: ClusterState, budget: MoveBudget, time_limit_s: float | None = TIME_LIMIT_S) -> EmptiesBound:
     """The bound on ``state`` (locks as the plan sees them) under ``budget`` (the limits' account):
     the smaller of the closed form and the class LP (within ``time_limit_s``; None: closed form only)."""
-    closed = closed_form_bound(state, budget)
+    cuts: list[tuple[np.ndarray, np.ndarray]] = []
+    closed = closed_form_bound(state, budget, cuts)
     if time_limit_s is None:
         return closed
-    lp = class_lp_bound(state, budget, time_limit_s)
+    lp = class_lp_bound(state, budget, time_limit_s, cuts=cuts)
     if lp.bound is None:
         return EmptiesBound(closed.bound, closed.capacity_bound, closed.budget_bound, closed.binding, note=f"{lp.note}; the closed-form bound stands")
     method = "class-lp" if lp.bound < closed.bound else "closed-form"
     return EmptiesBound(min(closed.bound, lp.bound), closed.capacity_bound, closed.budget_bound, closed.binding, method, lp.bound)
 
 
-def closed_form_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
-    """The closed-form relaxation alone (this module's docstring)."""
+def closed_form_bound(state: ClusterState, budget: MoveBudget, cuts: list[tuple[np.ndarray, np.ndarray]] | None = None) -> EmptiesBound:
+    """The closed-form relaxation alone (this module's docstring); ``cuts`` (when given) gets, per
+    resource, each node's region and the fewest unlocked nodes each region keeps non-empty."""
     n_nodes = len(state.node_names)
     placed = state.pod_node != PENDING
     locked_pod = placed & state.pod_locked
@@ -102,7 +105,10 @@ def closed_form_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
     for name, (demand, cap) in demands.items():
         residual = np.maximum(cap - used_locked[name], 0.0) * locked_node
         mask = demand[movable] > rules.EPS
-        extra_by[name] = _fewest_extra_nodes(state, budget, movable[mask], home[mask], demand, cap, residual, locked_node)
+        if name == "gpus":
+            extra_by[name] = _gpu_devices_extra_nodes(state, budget, movable[mask], home[mask], locked_pod, locked_node, cuts)
+            continue
+        extra_by[name] = _fewest_extra_nodes(state, budget, movable[mask], home[mask], demand, cap, residual, locked_node, cuts=cuts)
     whole = state.pod_whole[movable]
     hole = np.floor(np.maximum(state.cap_gpus - used_locked["gpus"], 0.0) + rules.EPS).astype(np.int64)  # free whole GPUs
     for t in sorted({int(g) for g in whole.tolist() if g > 1}):
@@ -121,10 +127,20 @@ def closed_form_bound(state: ClusterState, budget: MoveBudget) -> EmptiesBound:
             reach[state.cap_gpus].astype(np.float64),
             reach[np.minimum(hole, len(reach) - 1)] * locked_node,
             locked_node,
+            cuts=cuts,
         )
     presence = _regions(state, budget, movable, home) if len(movable) else None  # one region map for both uses below
     extra_by["presence"] = _fewest_extra_nodes(
-        state, budget, movable, home, np.ones(len(state.pod_names)), np.full(n_nodes, np.inf), np.where(locked_node, np.inf, 0.0), locked_node, presence
+        state,
+        budget,
+        movable,
+        home,
+        np.ones(len(state.pod_names)),
+        np.full(n_nodes, np.inf),
+        np.where(locked_node, np.inf, 0.0),
+        locked_node,
+        presence,
+        cuts=cuts,
     )
     extra_by["anti_affinity"] = _anti_affinity_extra_nodes(state, movable, home, locked_pod, locked_node, presence)
     binding = max(extra_by, key=lambda k: extra_by[k])
@@ -156,25 +172,60 @@ def _fewest_extra_nodes(
     residual: np.ndarray,
     locked_node: np.ndarray,
     regions: tuple[np.ndarray, int] | None = None,
+    added: np.ndarray | None = None,
+    cuts: list[tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> int:
     """Sum over the regions of ``pods`` (``regions``, when already computed for them) of the fewest
-    unlocked nodes whose capacity, with the locked nodes' residual, holds the region's demand."""
+    unlocked nodes whose capacity, with the locked nodes' residual, holds the region's demand (plus
+    ``added``, per region, when given). ``cuts`` gets (region per node, fewest per region)."""
     if not len(pods):
         return 0
     region, count = regions if regions is not None else _regions(state, budget, pods, home)
     inside = region >= 0
     need = np.bincount(region[home], weights=demand[pods], minlength=count)
+    if added is not None:
+        need = need + added
     with np.errstate(invalid="ignore"):
         held = np.bincount(region[inside], weights=residual[inside], minlength=count)
-    total = 0
+    fewest = np.zeros(count, dtype=np.int64)
     for label in np.flatnonzero(need > 0).tolist():
         tolerance = rules.EPS * max(1.0, float(need[label]))
         short = need[label] - held[label]
         if not short > tolerance:  # the locked nodes' room holds it (or is unlimited)
             continue
         caps = np.sort(cap[inside & (region == label) & ~locked_node])[::-1]
-        total += min(int(np.searchsorted(np.cumsum(caps), short - tolerance, side="left")) + 1, len(caps))
-    return total
+        fewest[label] = min(int(np.searchsorted(np.cumsum(caps), short - tolerance, side="left")) + 1, len(caps))
+    if cuts is not None and fewest.any():
+        cuts.append((region, fewest))
+    return int(fewest.sum())
+
+
+def _gpu_devices_extra_nodes(
+    state: ClusterState,
+    budget: MoveBudget,
+    pods: np.ndarray,
+    home: np.ndarray,
+    locked_pod: np.ndarray,
+    locked_node: np.ndarray,
+    cuts: list[tuple[np.ndarray, np.ndarray]] | None,
+) -> int:
+    """(b) for GPUs counted in devices: in each GPU region j (of ``pods``, the movable GPU pods) the
+    non-empty nodes hold the whole GPUs of j's movable pods plus D_j devices for the shares, D_j a
+    lower bound on the devices j's movable shares and the locked shares on j's locked nodes need
+    (``share_devices``; a share takes room on one device no whole-GPU pod holds). A locked node
+    offers the devices its locked whole-GPU pods leave (its locked shares are in D_j)."""
+    if not len(pods):
+        return 0
+    region, count = _regions(state, budget, pods, home)
+    share_label = np.full(len(state.pod_names), -1, dtype=np.int64)
+    share_label[pods] = region[home]
+    locked_at = np.flatnonzero(locked_pod)
+    share_label[locked_at] = region[state.pod_node[locked_at]]
+    devices = devices_per_label(state.pod_share, share_label, count).astype(np.float64)
+    whole = state.pod_whole.astype(np.float64)
+    used = np.bincount(state.pod_node[locked_pod], weights=whole[locked_pod], minlength=len(state.node_names))
+    residual = np.maximum(state.cap_gpus - used, 0.0) * locked_node
+    return _fewest_extra_nodes(state, budget, pods, home, whole, state.cap_gpus.astype(np.float64), residual, locked_node, (region, count), devices, cuts)
 
 
 def _anti_affinity_extra_nodes(

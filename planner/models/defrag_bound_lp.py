@@ -38,14 +38,16 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
 from planner import rules
 from planner.limits import MoveBudget
 from planner.models.highs import _highs, _interrupt_after, _quiet_stdout
+from planner.models.lp_certificate import _certified_minimum, _Lp
+from planner.models.share_devices import add_device_rows
 from planner.state import PENDING, ClusterState
 
 MAX_PAIRS = 150_000
@@ -71,30 +73,13 @@ class LpBound:
     wall_s: float
 
 
-@dataclass
-class _Lp:
-    """minimise cost . z  s.t.  lo <= A z <= hi, 0 <= z <= upper (A in CSR rows of (col, coef))."""
-
-    cost: list[float]
-    upper: list[float]
-    rows: list[list[tuple[int, float]]]
-    lo: list[float | None]
-    hi: list[float | None]
-
-    def var(self, upper: float, cost: float = 0.0) -> int:
-        self.cost.append(cost)
-        self.upper.append(upper)
-        return len(self.cost) - 1
-
-    def row(self, terms: list[tuple[int, float]], lo: float | None, hi: float | None) -> None:
-        self.rows.append(terms)
-        self.lo.append(lo)
-        self.hi.append(hi)
-
-
-def class_lp_bound(state: ClusterState, budget: MoveBudget, time_limit_s: float = TIME_LIMIT_S, max_pairs: int = MAX_PAIRS) -> LpBound:
+def class_lp_bound(
+    state: ClusterState, budget: MoveBudget, time_limit_s: float = TIME_LIMIT_S, max_pairs: int = MAX_PAIRS, cuts: Sequence[tuple[np.ndarray, np.ndarray]] = ()
+) -> LpBound:
     """The class LP bound on ``state`` (locks as the plan sees them); ``budget`` gives ``same_asw``;
-    not built (bound None, with a note) beyond ``max_pairs`` variables or ``time_limit_s``."""
+    not built (bound None, with a note) beyond ``max_pairs`` variables or ``time_limit_s``. ``cuts``:
+    (region per node, fewest unlocked nodes non-empty per region) that every plan meets (the closed
+    form's, ``closed_form_bound``), added as rows on the node classes covering each region."""
     start = time.perf_counter()
     n_nodes = len(state.node_names)
     placed = state.pod_node != PENDING
@@ -108,7 +93,7 @@ def class_lp_bound(state: ClusterState, budget: MoveBudget, time_limit_s: float 
     if time_limit_s <= 0:
         return LpBound(None, "no time was left for the class LP", 0, 0, time.perf_counter() - start)
     try:
-        lp, pods, nodes = _build(state, budget, movable, locked_pod, locked_node, start + time_limit_s, max_pairs)
+        lp, pods, nodes = _build(state, budget, movable, locked_pod, locked_node, start + time_limit_s, max_pairs, cuts)
     except _OutOfTime as late:
         return LpBound(None, f"the class LP was not built within {time_limit_s:g} s ({late})", 0, 0, time.perf_counter() - start)
     except _TooLarge as large:
@@ -139,6 +124,7 @@ class _Pods:
     demand: np.ndarray
     dem: np.ndarray
     whole: np.ndarray
+    share: np.ndarray
     home: np.ndarray
     count: np.ndarray
     groups: list[tuple[int, ...]]
@@ -166,6 +152,7 @@ def _pod_classes(state: ClusterState, budget: MoveBudget, movable: np.ndarray, u
         classes[:, 4:7],
         dem.reshape(-1),
         classes[:, 3],
+        state.pod_share[movable[first]],
         classes[:, 8].astype(np.int64),
         count,
         [state.pod_groups[int(movable[i])] for i in first.tolist()],  # a class shares its groups
@@ -182,7 +169,14 @@ class _TooLarge(Exception):
 
 
 def _build(
-    state: ClusterState, budget: MoveBudget, movable: np.ndarray, locked_pod: np.ndarray, locked_node: np.ndarray, deadline: float, max_pairs: int
+    state: ClusterState,
+    budget: MoveBudget,
+    movable: np.ndarray,
+    locked_pod: np.ndarray,
+    locked_node: np.ndarray,
+    deadline: float,
+    max_pairs: int,
+    cuts: Sequence[tuple[np.ndarray, np.ndarray]],
 ) -> tuple[_Lp, int, int]:
     """The LP. Nodes form *fine classes* (locked or not, capacities, allowed signatures, switch and
     spine when some pod class is held to one, a refused home apart) inside *groups* (the same
@@ -313,6 +307,17 @@ def _build(
         total = int(fine_count[fines_of[g]].sum())
         free = {a: total - taken_group.get((g, a), 0) for q, _ in members for a in pods.groups[q]}
         _capacity_rows(lp, pods, members, cover, g_cap[g], residual_group[g], free)
+    group_of_node = group_of_fine[fine_of]
+    locked_whole = np.bincount(state.pod_node[locked_pod], weights=state.pod_whole[locked_pod].astype(np.float64), minlength=n_nodes)
+    locked_room = np.bincount(group_of_node, weights=np.maximum(state.cap_gpus - locked_whole, 0.0) * locked_node, minlength=n_groups)
+    locked_shares: dict[int, list[float]] = {}
+    for p in np.flatnonzero(locked_pod & (state.pod_share > 0)).tolist():
+        locked_shares.setdefault(int(group_of_node[state.pod_node[p]]), []).append(float(state.pod_share[p]))
+    add_device_rows(lp, on_group, pods.share, pods.whole, pods.count, kept, g_cap[:, 0], np.bincount(group_of_fine, fine_count), locked_room, locked_shares)
+    for region, fewest in cuts:  # the unlocked nodes of a region lie in these fine classes: their y sum covers them
+        covering = np.unique(np.column_stack([region, fine_of])[(region >= 0) & ~locked_node], axis=0)
+        for label in np.flatnonzero(fewest).tolist():
+            lp.row([(y[c], 1.0) for c in covering[covering[:, 0] == label, 1].tolist()], float(fewest[label]), None)
     return lp, len(pods.count), n_fine
 
 
@@ -446,39 +451,3 @@ def _solve(lp: _Lp, time_limit_s: float) -> tuple[list[float] | None, str]:
     if status != highspy.HighsModelStatus.kOptimal:
         return None, h.modelStatusToString(status)
     return list(h.getSolution().row_dual), "optimal"
-
-
-def _certified_minimum(lp: _Lp, row_duals: list[float]) -> Fraction:
-    """A lower bound on the LP's minimum, exact: weak duality with ``row_duals`` as multipliers.
-
-    For any multipliers pi (pi_i > 0 only where row i has a lower side, < 0 only where it has an
-    upper side) and every z in the box [0, u] satisfying the rows,
-    ``cost.z = (cost - A'pi).z + pi.Az >= sum_j min(0, r_j) u_j + sum_i pi_i side_i``.
-    The multipliers are HiGHS's duals rounded to multiples of 2**-30 (any multipliers will do); the
-    sums run on integers scaled by 2**30, with ``Fraction`` where a coefficient is not whole."""
-    pi: list[int] = []
-    total: Fraction | int = 0
-    for d, lo, hi in zip(row_duals, lp.lo, lp.hi):
-        side = lo if d > 0 else hi
-        if side is None:
-            pi.append(0)
-            continue
-        pi.append(round(d * _SCALE))
-        total += pi[-1] * _exact(side)
-    reduced: list[Fraction | int] = [_exact(c) * _SCALE for c in lp.cost]
-    for f, terms in zip(pi, lp.rows):
-        if f:
-            for v, a in terms:
-                reduced[v] -= f * _exact(a)
-    for r, u in zip(reduced, lp.upper):
-        if r < 0:
-            total += r * _exact(u)
-    return Fraction(total) / _SCALE
-
-
-_SCALE = 1 << 30
-
-
-def _exact(x: float) -> Fraction | int:
-    """``x`` as an int when whole (fast), else as the exact Fraction of the float."""
-    return int(x) if x.is_integer() else Fraction(x)

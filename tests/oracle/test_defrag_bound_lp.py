@@ -100,8 +100,13 @@ def test_the_bounds_are_never_below_the_brute_force_optimum(cluster: Cluster, ma
     lp = lp_of(cluster, limits)
     assert lp is not None and lp >= best, (lp, best)
     state = ClusterState(cluster)
-    got = empties_bound(state, MoveBudget.of(state, limits))
-    assert got.bound >= best and got.bound == min(lp, closed_form_bound(state, MoveBudget.of(state, limits)).bound)
+    budget = MoveBudget.of(state, limits)
+    cuts: list = []
+    closed = closed_form_bound(state, budget, cuts)
+    with_cuts = class_lp_bound(state, budget, cuts=cuts).bound  # the closed form's region counts as rows
+    assert with_cuts is not None and best <= with_cuts <= lp
+    got = empties_bound(state, budget)
+    assert got.bound >= best and got.bound == min(with_cuts, closed.bound)
 
 
 def pinned_cluster() -> Cluster:
@@ -181,3 +186,63 @@ def test_topology_required_jobs_use_only_their_switch(same_asw):
     cluster = make_cluster(nodes, pods, jobs=[{"name": "gang", "topology": {"level": "asw", "mode": "required"}}])
     limits = MoveLimits(same_asw=same_asw)
     assert lp_of(cluster, limits) == 1 == brute_force_most_empty(cluster, limits)
+
+
+TRACE_SHARES = [0.81, 0.65, 0.55, 0.5, 0.47, 0.32, 0.25, 0.23, 0.16, 0.11]
+"""GPU shares as the openb trace holds them (0.81 most often: it pairs only with 0.19 or less)."""
+
+
+@st.composite
+def share_clusters(draw) -> Cluster:
+    """2-4 nodes of 1, 2 or 4 GPU devices, 3-7 pods, most of them GPU shares (some whole GPUs, some
+    pinned to a GPU model, some locked), each put on its drawn node where the rules let it stand."""
+    nodes = [
+        node(f"n{i}", gpus=draw(st.sampled_from([1, 1, 2, 2, 4])), cpus=64, gpu_model=draw(st.sampled_from(["A", "A", "B"])))
+        for i in range(draw(st.integers(2, 4)))
+    ]
+    models = {n["name"]: n["gpu_model"] for n in nodes}
+    gpus = {n["name"]: n["gpus"] for n in nodes}
+    placed: dict[str, list] = {n["name"]: [] for n in nodes}
+    pods = []
+    for i in range(draw(st.integers(3, 7))):
+        on = draw(st.sampled_from(sorted(placed)))
+        size = draw(st.sampled_from([*TRACE_SHARES, *TRACE_SHARES, 1.0]))
+        pinned = draw(st.sampled_from([False, False, True]))
+        wanted = pod(f"p{i}", on, gpus=size, locked=draw(st.sampled_from([False] * 4 + [True])), **({"gpu_models": [models[on]]} if pinned else {}))
+        if rules.gpu_devices_needed([*placed[on], size]) <= gpus[on]:
+            placed[on].append(size)
+            pods.append(wanted)
+    return make_cluster(nodes, pods)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(share_clusters())
+def test_with_gpu_shares_the_bounds_are_never_below_the_brute_force_optimum(cluster: Cluster) -> None:
+    best = brute_force_most_empty(cluster, MoveLimits())
+    state = ClusterState(cluster)
+    budget = MoveBudget.of(state, MoveLimits())
+    cuts: list = []
+    closed = closed_form_bound(state, budget, cuts).bound
+    lp = class_lp_bound(state, budget).bound
+    with_cuts = class_lp_bound(state, budget, cuts=cuts).bound
+    assert lp is not None and with_cuts is not None and min(lp, closed, with_cuts) >= best, (lp, closed, with_cuts, best)
+
+
+def test_by_hand_shares_count_in_devices():
+    # four 1-GPU nodes, three 0.6 shares and a 0.2: the shares sum to 2 GPUs (two nodes could empty,
+    # counted in GPUs), but no two 0.6 shares share a device: three devices, one node empties
+    nodes = [node(f"n{i}", gpus=1, cpus=64) for i in range(4)]
+    pods = [pod(f"p{i}", f"n{i}", gpus=0.6) for i in range(3)] + [pod("q", "n3", gpus=0.2)]
+    cluster = make_cluster(nodes, pods)
+    state = ClusterState(cluster)
+    budget = MoveBudget.of(state, MoveLimits())
+    assert (closed_form_bound(state, budget).bound, class_lp_bound(state, budget).bound) == (1, 1)
+    assert brute_force_most_empty(cluster, MoveLimits()) == 1
+    # a locked 0.6 share holds its device: its node's second device takes one more 0.6 share at most
+    nodes = [node("a", gpus=2, cpus=64), node("b", gpus=1, cpus=64), node("c", gpus=1, cpus=64)]
+    pods = [pod("l", "a", gpus=0.6, locked=True), pod("m", "b", gpus=0.6), pod("k", "c", gpus=0.6)]
+    cluster = make_cluster(nodes, pods)
+    state = ClusterState(cluster)
+    budget = MoveBudget.of(state, MoveLimits())
+    assert (closed_form_bound(state, budget).bound, class_lp_bound(state, budget).bound) == (1, 1)
+    assert brute_force_most_empty(cluster, MoveLimits()) == 1
