@@ -22,7 +22,11 @@ def _benchmark():
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("openb_gap", module)
-    spec.loader.exec_module(module)
+    path = list(sys.path)
+    try:
+        spec.loader.exec_module(module)
+    finally:  # the benchmark puts benchmarks/ first on the path, where benchmarks/kubernetes.py would hide the kubernetes package from later tests
+        sys.path[:] = path
     return module
 
 
