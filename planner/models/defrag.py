@@ -110,6 +110,11 @@ class DefragModel:
     the movable pods' usage terms and the room the locked pods leave (rows (2) before the gcd): for
     models built on this one (``models/room_exact.py``)."""
     data: DefragData | None = None
+    leaving: dict[int, tuple[list[tuple[int, int]], int, list[tuple[int, int]]]] = field(default_factory=dict)
+    """Per node n with movable pods on it now: (terms, constant, home) with sum(terms) + constant at least
+    the number of them that leave n (equal at an optimum: the objective counts it as moves), and
+    ``home`` their assignment variables on n with how many pods each stands for (1, or a class's pods on
+    n): for models built on this one (``models/room_exact.py``)."""
 
     def empties(self, values: list[int]) -> int:
         return sum(values[v] for v in self.empty_vars)
@@ -294,6 +299,10 @@ class _Builder:
             for u, (pods, _) in enumerate(units):
                 p = pods[0]
                 stay = assign[u, d.home[p]]
+                terms, constant, home = model.leaving.setdefault(d.home[p], ([], 0, []))
+                terms.append((stay, -1))
+                home.append((stay, 1))
+                model.leaving[d.home[p]] = (terms, constant + 1, home)
                 move_terms.append((stay, -1))
                 gpu_moved.append((stay, -d.gpu_units[p]))
                 constant_moves += 1
@@ -307,6 +316,9 @@ class _Builder:
                 for n, count in sorted(c0.items()):
                     m = milp.var(f"m[{u},{s.node_names[n]}]", 0, count)
                     moved_vars[u, n] = m
+                    terms, constant, home = model.leaving.setdefault(n, ([], 0, []))
+                    terms.append((m, 1))
+                    home.append((assign[u, n], count))
                     milp.row([(m, 1), (assign[u, n], 1)], count, None, f"moved[{u},{s.node_names[n]}]")
                     move_terms.append((m, 1))
                     gpu_moved.append((m, d.gpu_units[pods[0]]))

@@ -22,6 +22,12 @@ defrag model (its docstring), with the devices of the rules' share packing or fe
 satisfy (R1)-(R3) (units round capacities up, never requests: ``models/units.py``; c/G and m/G are
 read as fractions no larger than the floats), so count(R) in the model is at least the plan's count.
 
+Leave cuts (``models/room_cuts.py``): per shape and group, rows linking r[R,g] to the number of pods
+that must leave the group's nodes for it (the convex hull of a greedy lower bound), valid for every
+solution. Without them the relaxation of the moves phase spreads fractional rooms over the groups' free
+slots and bounds the moves by about 0; with them its bound is the moves of a cheapest room, and HiGHS
+proves the moves phase on 200-node snapshots (``benchmarks/results/room_exact.md``).
+
 Lexicographic solve, one phase per shape (largest first) then one for the moves: phase k maximises
 count(R_k) with count(R_j) >= reached_j held for j < k; the last phase minimises W2 * moves + GPUs moved
 (the defrag model's objective without its empty nodes) with every count held. Phase k's bound bounds
@@ -46,6 +52,7 @@ from planner.models.defrag import DefragModel, build_defrag_model
 from planner.models.defrag_data import ModelTimeout
 from planner.models.defrag_exact import MAX_RESOLVES
 from planner.models.milp import Milp, MilpResult, PhaseRecord
+from planner.models.room_cuts import SlotRow, add_leave_cuts
 from planner.state import ClusterState
 from planner.waves import Step, target_to_waves
 
@@ -63,10 +70,6 @@ class RoomSolveOptions:
     formulation: str = "auto"
     seed: int = 0
     deterministic: bool = False
-
-
-SlotRow = tuple[list[tuple[int, int]], int, int]
-"""coef * s + sum(terms) <= rhs: one of (R1)-(R3) for a slot variable s."""
 
 
 @dataclass
@@ -113,6 +116,7 @@ def build_room_model(
     forbidden: set[tuple[int, int]] | frozenset[tuple[int, int]] = frozenset(),
     formulation: str = "auto",
     deadline: float | None = None,
+    cuts: bool = True,
 ) -> RoomModel:
     """The room model of ``state`` within ``budget`` (see the module docstring)."""
     base = build_defrag_model(state, budget, forbidden, formulation, deadline)
@@ -127,6 +131,7 @@ def build_room_model(
             for name, total, unit in (("cpu", room.shape.cpus, data.cpu_scale.unit), ("mem", room.shape.memory_gib, data.mem_scale.unit))
         ]
         slot_of: dict[int, int] = {}
+        rows_of: dict[int, list[SlotRow]] = {}
         optimistic = optimistic_node_slots(state, room.shape)  # implied by the rows: tighter for the relaxation
         for n in gpu_nodes:
             most = min(int(state.cap_gpus[n]), int(optimistic[n])) if state.schedulable[n] else 0
@@ -141,6 +146,7 @@ def build_room_model(
             for terms, coef, rhs in rows:
                 milp.row([*terms, (s, coef)], None, rhs, f"slots[{k},{state.node_names[n]}]")
             model.slots.append((s, rows))
+            rows_of[n] = rows
         groups = domain_groups(state, room.level)
         counts = []
         for g in range(int(groups.max(initial=-1)) + 1):
@@ -150,6 +156,9 @@ def build_room_model(
                 continue
             r = milp.var(f"r[{k},{g}]", 0, most)
             milp.row([(r, room.shape.gpus), *((s, -1) for s in members)], None, 0, f"room[{k},{g}]")  # (R4)
+            if cuts:
+                nodes = [(n, slot_of[n], rows_of[n]) for n in np.flatnonzero(groups == g).tolist()]
+                add_leave_cuts(milp, base, r, room.shape.gpus, nodes, f"leave[{k},{g}]")
             model.groups.append((r, members, room.shape.gpus))
             counts.append(r)
         model.counts.append(counts)

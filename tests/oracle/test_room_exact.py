@@ -200,3 +200,41 @@ def test_exact_room_refuses_what_it_cannot_honour(tmp_path) -> None:  # type: ig
         for part in says:
             assert part in result.output, result.output
         assert "Traceback" not in result.output
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny(), st.sampled_from(["auto", "pod"]))
+def test_room_model_keeps_every_end_state_with_its_counts(case: tuple[Any, ...], formulation: str) -> None:
+    """The room model's added rows (the leave cuts of ``models/room_cuts.py`` among them) cut off no end
+    state: for every end state the brute force enumerates, the model's values for it (``hint``) break no
+    row and no variable bound, with counts at least the true ones (the model is a relaxation)."""
+    from planner.heuristics.switch_room import RoomShape
+    from planner.limits import MoveBudget
+    from planner.metrics import Shape
+    from planner.models.room_exact import build_room_model
+    from planner.state import ClusterState
+
+    nodes, pods, shapes, _ = case
+    c = snapshot(nodes, pods)
+    state = ClusterState(c)
+    order = sorted(range(len(shapes)), key=lambda k: -shapes[k][0])
+    rooms = [RoomShape(Shape(shapes[k][0], shapes[k][1], 0.0)) for k in order]
+    model = build_room_model(state, rooms, MoveBudget.of(state), formulation=formulation)
+    milp = model.base.milp
+    cuts = sum(name.startswith("leave[") for name in milp.row_names)
+    event(f"leave cuts: {'some' if cuts else 'none'}")  # --hypothesis-show-statistics: most examples have some
+    movable = [pod for pod in pods if not pod.get("locked")]
+    home = {pod["name"]: pod["node"] for pod in pods}
+    checked = 0
+    for targets in itertools.product([node["name"] for node in nodes], repeat=len(movable)):
+        where = {**home, **{pod["name"]: target for pod, target in zip(movable, targets)}}
+        counts = counts_of(nodes, where, pods, shapes)
+        if counts is None:
+            continue
+        target = {state.pod_names.index(pod["name"]): state.node_names.index(where[pod["name"]]) for pod in movable}
+        values = model.hint(target)
+        assert milp.violated_rows(values) == [], (where, milp.violated_rows(values))
+        assert all(lo <= v <= hi for v, lo, hi in zip(values, milp.lower, milp.upper)), where
+        assert all(model.count(values, i) >= counts[k] for i, k in enumerate(order)), (where, counts)
+        checked += 1
+    assert checked >= 1  # the snapshot itself

@@ -1,0 +1,112 @@
+"""Valid inequalities of the exact room model (``models/room_exact.py``): rooms need pods to leave.
+
+For a shape R (G GPUs) and a group g (the nodes of one GPU model under one switch), let L_g be the
+number of movable pods that leave their node in g (the defrag model's ``leaving`` terms: equal to it at
+an optimum, never below it). The room rows bound the slots of node n by each of its rows (R1)-(R3),
+``coef * s[R,n] + sum(terms) <= rhs`` with non-negative terms: keeping only the terms of the pods on n now
+that stay (amount a_p each, H_n in all), and writing out_n for the amounts of those that leave,
+
+    s[R,n] <= min(s*(n), max(0, rhs - H_n + out_n) / coef)
+
+which is concave in out_n. So for one row kind (GPUs, CPUs or memory) the most slots that k leaving
+pods can add over the group is reached by taking, node by node, its pods largest first, and over the
+group the k largest of these marginal gains (each node's gains are non-increasing): a greedy. LB(j),
+the fewest pods that must leave for the group to hold j requests (G * j slots), is the larger of the
+three kinds' greedy answers; j that no number of leaving pods reaches is cut off (r <= j_max). Every
+plan within the limits ends in a solution of the model, so with r[R,g] = j it has L_g >= LB(j); the
+edges of the lower convex hull of the points (j, LB(j)) are linear rows below every such point:
+
+    (b - a) * L_g - (LB(b) - LB(a)) * r[R,g] >= (b - a) * LB(a) - (LB(b) - LB(a)) * a
+
+They remove no integer solution and give the LP relaxation the price of a room in moves: without them
+the relaxation spreads fractional rooms over the groups' free slots and bounds the moves by about 0.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+from planner.models.defrag import DefragModel
+from planner.models.milp import Milp
+
+SlotRow = tuple[list[tuple[int, int]], int, int]
+"""coef * s + sum(terms) <= rhs: one of (R1)-(R3) for a slot variable s (``room_exact``)."""
+
+
+def fewest_leaving(nodes: list[tuple[int, list[SlotRow], list[tuple[int, int]]]], kind: int, size: int, most: int) -> list[int]:
+    """Per j = 0..most, the fewest pods that must leave the nodes for G * j slots by row ``kind`` (the
+    greedy of the module docstring); the list stops at the last j some number of pods reaches.
+    ``nodes``: (s*(n), its rows, its home (assignment variable, pods) pairs) per node."""
+    start = Fraction(0)
+    gains: list[Fraction] = []
+    for upper, rows, home in nodes:
+        if upper <= 0 or kind >= len(rows):
+            continue
+        terms, coef, rhs = rows[kind]
+        amount = dict(terms)
+        pods = sorted((amount.get(var, 0) for var, count in home for _ in range(count)), reverse=True)
+        base = max(Fraction(0), Fraction(rhs - sum(pods)))
+        now = min(Fraction(upper), base / coef)
+        start += now
+        room = upper - now
+        for a in pods:
+            gain = min(Fraction(a, coef), room)
+            if gain <= 0:
+                break
+            gains.append(gain)
+            room -= gain
+    gains.sort(reverse=True)
+    out: list[int] = []
+    total, k = start, 0
+    for j in range(most + 1):
+        while total < size * j and k < len(gains):
+            total += gains[k]
+            k += 1
+        if total < size * j:
+            break
+        out.append(k)
+    return out
+
+
+def lower_hull(points: list[int]) -> list[tuple[int, int]]:
+    """The vertices (j, value) of the lower convex hull of the points (j, points[j])."""
+    hull: list[tuple[int, int]] = []
+    for j, value in enumerate(points):
+        while len(hull) >= 2:
+            (a, fa), (b, fb) = hull[-2], hull[-1]
+            if (fb - fa) * (j - a) >= (value - fa) * (b - a):  # b on or above the segment a-j
+                hull.pop()
+            else:
+                break
+        hull.append((j, value))
+    return hull
+
+
+def add_leave_cuts(milp: Milp, base: DefragModel, r: int, size: int, nodes: list[tuple[int, int, list[SlotRow]]], name: str) -> None:
+    """The rows of the module docstring for the room variable ``r`` (G = ``size``) of a group whose
+    nodes are ``nodes`` (node, slot variable, its rows); tightens r's upper bound when a j is out of reach."""
+    useful = [(n, milp.upper[s], rows) for n, s, rows in nodes if milp.upper[s] > 0]
+    if not useful:
+        return
+    data = [(upper, rows, base.leaving[n][2] if n in base.leaving else []) for n, upper, rows in useful]
+    kinds = max(len(rows) for _, rows, _ in data)
+    per_kind = [fewest_leaving(data, kind, size, milp.upper[r]) for kind in range(kinds)]
+    reach = min(len(points) for points in per_kind) - 1  # >= 0: no slot is needed for j = 0
+    milp.upper[r] = min(milp.upper[r], reach)
+    points = [max(points[j] for points in per_kind) for j in range(reach + 1)]
+    terms: dict[int, int] = {}
+    constant = 0
+    for n, _, _ in useful:
+        if n not in base.leaving:
+            continue
+        leave_terms, leave_constant, _ = base.leaving[n]
+        for v, c in leave_terms:
+            terms[v] = terms.get(v, 0) + c
+        constant += leave_constant
+    hull = lower_hull(points)
+    for (a, fa), (b, fb) in itertools.pairwise(hull):
+        if fb <= fa:
+            continue
+        rhs = (b - a) * fa - (fb - fa) * a - (b - a) * constant
+        milp.row([*((v, (b - a) * c) for v, c in terms.items()), (r, -(fb - fa))], rhs, None, f"{name}:{a}-{b}")
