@@ -22,10 +22,12 @@ from planner import rules
 from planner.cluster import Cluster
 from planner.state_build import (
     Counts,
+    MaskEntry,
     PodScalars,
     StateArrays,
     _domain_ids,
     _eligibility,
+    capacity_entry,
     clone_state,
     pod_scalars,
     set_pod_requests,
@@ -100,8 +102,9 @@ class ClusterState(StateArrays):
         self.hp_pods_per_node = np.zeros(n_nodes, dtype=np.int64)  # placed HP pods, standby ones included
         self.pod_node = np.full(len(pods), PENDING, dtype=np.int64)
         self.version = 0  # counts changes to the per-node usage (callers cache what they derive from it)
-        self._mask_cache: dict[tuple[object, ...], tuple[np.ndarray, bool]] = {}
-        self._mask_version = -1
+        self._mask_cache: dict[tuple[object, ...], MaskEntry] = {}
+        self._mask_version = -1  # -1: the cache and its log start afresh (as a clone, subset or unpickled copy)
+        self._mask_log: list[int] = []  # each change's node while the cache holds masks (``capacity_entry``)
         self._pod_scalars: list[PodScalars] = pod_scalars(self)
         self._bulk = True  # placing the snapshot: pack each node's shares once at the end, not per pod
         for p, pod in enumerate(pods):
@@ -162,6 +165,8 @@ class ClusterState(StateArrays):
 
     def _add(self, p: int, n: int, sign: int) -> None:
         self.version += 1
+        if self._mask_cache:
+            self._mask_log.append(n)
         whole, cpus, mem, share, groups, domain, hp = self._pod_scalars[p]
         if whole:
             self.whole_used[n] += sign * whole
@@ -427,15 +432,7 @@ class ClusterState(StateArrays):
         return self._capacity_entry(p)[1]
 
     def _capacity_entry(self, p: int) -> tuple[np.ndarray, bool]:
-        if self._mask_version != self.version:
-            self._mask_cache.clear()
-            self._mask_version = self.version
-        key = self._shape_key(p)
-        entry = self._mask_cache.get(key)
-        if entry is None:
-            mask = self._capacity_mask(p, slice(None))
-            entry = self._mask_cache[key] = (mask, bool(mask.any()))
-        return entry
+        return capacity_entry(self, p)  # kept per shape; a change recomputes only its nodes
 
     def _shape_key(self, p: int) -> tuple[object, ...]:
         """Everything of pod p that ``_capacity_mask`` reads: pods with equal keys get equal masks."""

@@ -16,6 +16,15 @@ PodScalars = tuple[int, float, float, float, tuple[int, ...], "np.ndarray | None
 """A pod's (whole GPUs, CPUs, memory GiB, GPU share, conflict groups, its required job's domain per node, HP)."""
 Reserve = tuple[int, float, float, float]
 """What an HP pod holds awake, kept reserved on its node: (whole GPUs, CPUs, memory GiB, GPU share)."""
+MaskEntry = tuple[np.ndarray, int, int, int, "frozenset[int] | None"]
+"""A cached capacity mask (``capacity_entry``): the mask, how many nodes pass it, the state's
+``version`` and log length it is for, and the domains of the shape's required job then."""
+MASK_LOG_LIMIT = 1 << 16
+"""Logged changes after which the capacity-mask cache starts afresh (bounds the log's memory)."""
+MASK_UPDATE_SHARE = 8
+"""A cached mask is updated node by node when at most 1/8 of the nodes changed, else recomputed."""
+MASK_SCALAR_NODES = 16
+"""Up to this many changed nodes are recomputed one at a time (numpy's cost per call exceeds the rules' scalar checks)."""
 
 
 class StateArrays:
@@ -361,3 +370,53 @@ def _node_profile_key(node: Node, read: frozenset[str]) -> tuple[object, ...]:
     offered = None if node.resources is None else tuple(sorted(name for name, amount in node.resources.items() if amount > 0))
     labels = tuple(sorted((k, v) for k, v in node.labels.items() if k in read))
     return (node.gpu_model, labels, node.schedulable, taints, offered)
+
+
+def capacity_entry(state: Any, p: int) -> tuple[np.ndarray, bool]:  # a ClusterState (Any: as subset_state)
+    """``state._capacity_mask(p)`` over every node and whether any node passes it, kept per shape
+    (``_shape_key``) across changes: after moves only the nodes they changed are recomputed (the
+    state's ``_mask_log`` holds each change's node while the cache holds masks), unless they are many,
+    or the ``version`` moved by more than the log (a change not logged), or the domains of p's
+    required job changed (the mask reads them for every node). A few nodes are recomputed one by one
+    with the rules' scalar forms (``_capacity_node``), more as arrays. A mask returned is never
+    changed afterwards: an update writes a copy. The same masks as a fresh computation
+    (tests/property/test_state_masks.py)."""
+    s = state
+    if s._mask_version < 0 or len(s._mask_log) > MASK_LOG_LIMIT:
+        s._mask_cache.clear()
+        s._mask_log, s._mask_version = [], 0
+    key = s._shape_key(p)
+    entry: MaskEntry | None = s._mask_cache.get(key)
+    j = int(s.pod_job[p])
+    domains = frozenset(s.job_domains[j]) if j >= 0 and s.job_level[j] else None
+    if entry is not None and entry[2] != s.version:
+        mask, passing, version, logged, was = entry
+        changed = s._mask_log[logged:]
+        entry = None
+        if s.version - version == len(changed) and len(changed) <= max(len(s.node_names) // MASK_UPDATE_SHARE, 1) and domains == was:
+            nodes = sorted(set(changed))
+            mask = mask.copy()
+            if len(nodes) <= MASK_SCALAR_NODES and not s._pod_scalars[p][3]:
+                for n in nodes:
+                    now = _capacity_node(s, p, n)
+                    if now != mask[n]:
+                        passing += 1 if now else -1
+                        mask[n] = now
+            else:
+                at = np.array(nodes, dtype=np.int64)
+                new = s._capacity_mask(p, at)
+                passing += int(new.sum()) - int(mask[at].sum())
+                mask[at] = new
+            entry = (mask, passing, s.version, len(s._mask_log), domains)
+    if entry is None:
+        mask = s._capacity_mask(p, slice(None))
+        entry = (mask, int(mask.sum()), s.version, len(s._mask_log), domains)
+    s._mask_cache[key] = entry
+    return entry[0], entry[1] > 0
+
+
+def _capacity_node(state: Any, p: int, n: int) -> bool:
+    """``_capacity_mask(p)`` at node n for a pod without a GPU share: its static rules, resources
+    (with the reservations) and job domain, as ``fits`` checks them (conflicts and p's own node
+    left out, as the mask leaves them)."""
+    return bool(state.eligible[state.pod_signature[p], n]) and state._resources_fit(p, n, ()) and state._topology_ok(p, n)

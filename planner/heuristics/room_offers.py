@@ -56,12 +56,11 @@ def eviction_options(
     ahead = first if first is not None else (lambda q: True)
     movable = sorted((q for q in s.node_pods[n] if not s.pod_locked[q]), key=lambda q: (not ahead(q), -s.pod_gpus[q], -s.pod_cpus[q], -s.pod_mem[q], q))
     options = []
+    k = 0  # the shortest prefix of ``movable`` with t slots is no shorter than the one with t - 1: the scan goes on from there
     for t in range(now + 1, most + 1):
-        chosen: list[int] = []
-        for q in movable:
-            if slots(chosen) >= t:
-                break
-            chosen.append(q)
+        while k < len(movable) and slots(movable[:k]) < t:
+            k += 1
+        chosen = movable[:k]
         if slots(chosen) < t:
             break
         for q in sorted(chosen, key=lambda q: (s.pod_gpus[q], s.pod_cpus[q], q), reverse=True):

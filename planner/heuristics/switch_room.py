@@ -35,9 +35,10 @@ import numpy as np
 
 from planner import rules
 from planner.capacity import gpu_slots
-from planner.heuristics.ipc import EjectionGroup, GroupTask, IpcOptions
+from planner.heuristics.ipc import GroupTask, IpcOptions
 from planner.heuristics.makeroom import BOUND_COST, CHAIN_DEPTH, _relocate, eviction_options
 from planner.heuristics.room import domains_of
+from planner.heuristics.room_group import ShieldedGroup
 from planner.limits import MoveBudget
 from planner.metrics import Shape
 from planner.state import ClusterState
@@ -136,22 +137,26 @@ def _slots_without(state: ClusterState, shape: Shape, n: int, evicted: list[int]
     s = state
     if not s.schedulable[n]:
         return 0
-    shares = list(s.node_shares.get(n, ()))
+    shares = s.node_shares.get(n, ())
+    whole, cpus, mem = 0, 0.0, 0.0  # the evicted pods' requests, summed in their order (Python floats: numpy per pod costs more)
     for q in evicted:
-        if s.pod_share[q] > 0:
-            shares.remove(float(s.pod_share[q]))
-    slots = float(int(s.cap_gpus[n]) - int(s.whole_used[n]) + int(s.pod_whole[evicted].sum()) - len(rules.pack_shares(shares)))
+        q_whole, q_cpus, q_mem, q_share, *_ = s._pod_scalars[q]
+        whole, cpus, mem = whole + q_whole, cpus + q_cpus, mem + q_mem
+        if q_share:
+            shares = list(shares)
+            shares.remove(q_share)
+    slots = float(int(s.cap_gpus[n]) - int(s.whole_used[n]) + whole - len(rules.pack_shares(shares)))
     for free, total in (
-        (s.cap_cpus[n] - s.used_cpus[n] + s.pod_cpus[evicted].sum(), shape.cpus),
-        (s.cap_mem[n] - s.used_mem[n] + s.pod_mem[evicted].sum(), shape.memory_gib),
+        (float(s.cap_cpus[n] - s.used_cpus[n]) + cpus, shape.cpus),
+        (float(s.cap_mem[n] - s.used_mem[n]) + mem, shape.memory_gib),
     ):
         if total > 0:
-            slots = min(slots, math.floor((float(free) + 1e-9) / (total / shape.gpus)))
+            slots = min(slots, math.floor((free + 1e-9) / (total / shape.gpus)))
     return max(int(slots), 0)
 
 
 def _clear(
-    state: ClusterState, group: _ShieldedGroup, shape: Shape, members: np.ndarray, need: int, optimistic: np.ndarray, protected: Callable[[float], np.ndarray]
+    state: ClusterState, group: ShieldedGroup, shape: Shape, members: np.ndarray, need: int, optimistic: np.ndarray, protected: Callable[[float], np.ndarray]
 ) -> bool:
     """Raise the slots of the domain ``members`` to ``need`` by moving pods off its nodes; False
     (moves undone) when that fails. Pods go first to domains not ``protected`` (a mask over nodes:
@@ -204,10 +209,11 @@ def _cover(state: ClusterState, offers: dict[int, list[tuple[int, list[int]]]], 
     flat = [(n, t, evicted) for n, node_offers in offers.items() for t, evicted in node_offers]
     node = np.array([n for n, _, _ in flat], dtype=np.int64)
     slots = np.array([t for _, t, _ in flat], dtype=np.int64)
-    cost = np.array(
-        [len(ev) + (BOUND_COST - 1) * float((state.pod_whole[ev] >= state.cap_gpus[state.pod_node[ev]]).sum()) for _, _, ev in flat], dtype=np.float64
-    )
-    gpus = np.array([float(state.pod_gpus[ev].sum()) for _, _, ev in flat], dtype=np.float64)
+    pods = np.array(sorted({q for _, _, ev in flat for q in ev}), dtype=np.int64)
+    extra = dict(zip(pods.tolist(), ((BOUND_COST - 1) * (state.pod_whole[pods] >= state.cap_gpus[state.pod_node[pods]])).tolist()))
+    each = dict(zip(pods.tolist(), state.pod_gpus[pods].tolist()))  # per pod as Python numbers: sums over an offer's few pods
+    cost = np.array([len(ev) + float(sum(extra[q] for q in ev)) for _, _, ev in flat], dtype=np.float64)
+    gpus = np.array([float(sum(each[q] for q in ev)) for _, _, ev in flat], dtype=np.float64)
     have, cost_now, gpus_now = np.zeros(len(flat), dtype=np.int64), np.zeros(len(flat)), np.zeros(len(flat))
     chosen: dict[int, int] = {}
     left = k
@@ -242,76 +248,6 @@ def gains(weights: list[float] | None) -> Callable[[list[int], list[int]], bool]
     if weights is None:
         return lambda new, old: new > old
     return lambda new, old: sum(w * (a - b) for w, a, b in zip(weights, new, old)) > 1e-9
-
-
-class _ShieldedGroup(EjectionGroup):
-    """Ejection chains that never send a pod onto the ``shield`` nodes (a mask: the thousands of
-    nodes of a large cluster's shielded switches, which a set of blocked nodes would walk at every
-    step), and whose best fit takes the minimum instead of sorting every feasible node."""
-
-    def __init__(self, task: GroupTask):
-        super().__init__(task)
-        self.shield: np.ndarray | None = None
-        self.unbound = np.zeros(len(self.state.pod_names), dtype=bool)
-        self._movable_gone: dict[float, tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._changed: list[int] = []  # the nodes of every move and undone move, in order (the caches note how far they read)
-
-    def _destinations(self, p: int, blocked: frozenset[int]) -> np.ndarray:
-        ok = super()._destinations(p, blocked)
-        return ok if self.shield is None else ok & ~self.shield
-
-    def _room_with_movable_gone(self, gpus: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``EjectionGroup._room_with_movable_gone`` (the same sums, pod by pod in index order), kept
-        per threshold ``gpus`` and recounted only on the nodes moves changed since (``_changed``):
-        the room heuristic's chains run on one trail, so the parent's cache is invalid after every move
-        and a recount over every pod of a large cluster at each chain step dominated its time. The
-        movable pods' inputs change only with the usage of their node: a pod joins ``in_trail`` when
-        it moves, and only pods of the trail are locked."""
-        s = self.state
-        kept = self._movable_gone.get(gpus)
-        if kept is None or kept[0] != self.trail_epoch:
-            nodes = np.arange(len(s.node_names))
-            kept = self._movable_gone[gpus] = (self.trail_epoch, len(self._changed), *self._movable_sums(nodes, gpus))
-        elif kept[1] != len(self._changed):
-            nodes = np.unique(np.array(self._changed[kept[1] :], dtype=np.int64))
-            _, _, gpus_out, cpus_out, mem_out = kept
-            gpus_out[nodes], cpus_out[nodes], mem_out[nodes] = self._movable_sums(nodes, gpus)
-            kept = self._movable_gone[gpus] = (self.trail_epoch, len(self._changed), gpus_out, cpus_out, mem_out)
-        _, _, gpus_out, cpus_out, mem_out = kept
-        return gpus_out, s.cap_cpus - s.used_cpus + cpus_out, s.cap_mem - s.used_mem + mem_out
-
-    def _move(self, p: int, n: int) -> None:
-        self._changed += (int(self.state.pod_node[p]), n)
-        super()._move(p, n)
-
-    def rollback(self, mark: int) -> None:
-        for _, source, destination in self.trail[mark:]:
-            self._changed += (source, destination)
-        super().rollback(mark)
-
-    def _movable_sums(self, nodes: np.ndarray, gpus: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per node of ``nodes``: the devices, CPUs and GiB of its movable pods of at most ``gpus`` GPUs not in the trail."""
-        s = self.state
-        movable = ~s.pod_locked & (s.pod_gpus <= gpus) & (s.pod_node >= 0)
-        pods = np.array(sorted(q for n in nodes.tolist() for q in s.node_pods[n] if movable[q] and q not in self.in_trail), dtype=np.int64)
-        where = np.searchsorted(nodes, s.pod_node[pods])
-        size = len(nodes)
-        return (
-            np.bincount(where, weights=s.pod_whole[pods] + (s.pod_share[pods] > 0), minlength=size),
-            np.bincount(where, weights=s.pod_cpus[pods], minlength=size),
-            np.bincount(where, weights=s.pod_mem[pods], minlength=size),
-        )
-
-    def _best_fit(self, p: int, nodes: np.ndarray) -> int:
-        """``EjectionGroup._best_fit``'s node (the first of its sort: fewest free GPUs, then fewest free
-        CPUs, then the tie-break draw, which is drawn as there), found by three minima."""
-        s = self.state
-        free_dev = s.cap_gpus[nodes] - s.whole_used[nodes] - s.share_devices[nodes]
-        free_cpu = (s.cap_cpus[nodes] - s.used_cpus[nodes]) / s.cap_cpus[nodes]
-        tiebreak = self.rng.random(len(nodes))
-        keep = np.flatnonzero(free_dev == free_dev.min())
-        keep = keep[free_cpu[keep] == free_cpu[keep].min()]
-        return int(nodes[keep[np.argmin(tiebreak[keep])]])
 
 
 class _Tally:
@@ -378,7 +314,7 @@ def make_switch_room(state: ClusterState, rooms: list[RoomShape], budget: MoveBu
     better = gains(weights)
     locks = state.pod_locked
     state.pod_locked = locks.copy()
-    group = _ShieldedGroup(GroupTask(state, IpcOptions(depth=CHAIN_DEPTH, seed=seed), (seed, 0, 0), budget))
+    group = ShieldedGroup(GroupTask(state, IpcOptions(depth=CHAIN_DEPTH, seed=seed), (seed, 0, 0), budget))
     group.into_empty = True  # a whole-node pod needs an empty node; best fit still prefers the fullest
     outcome = RoomOutcome(moves=[])
     tally = _Tally(state, rooms)
