@@ -112,14 +112,19 @@ def _run_background() -> Any:
     return call()
 
 
+def forks_background(workers: int | None = None, kind: Kind = "process") -> bool:
+    """Whether ``in_background`` forks for these options (else it runs its call inline)."""
+    count = default_workers() if workers is None else workers
+    return kind == "process" and count > 1 and _may_fork() and _main_is_importable()
+
+
 @contextmanager
 def in_background(call: Callable[[], Any], workers: int | None = None, kind: Kind = "process") -> Iterator[Callable[[], Any]]:
     """``call()`` run in a process forked now, while the caller goes on; yields a function that
     returns its result (or raises its error). Inline (``kind`` inline or ray, one worker, or no safe
     fork): ``call`` runs when its result is asked for. The result is the same either way."""
     global _BACKGROUND
-    count = default_workers() if workers is None else workers
-    if kind != "process" or count <= 1 or not _may_fork() or not _main_is_importable():
+    if not forks_background(workers, kind):
         yield call
         return
     _BACKGROUND = call

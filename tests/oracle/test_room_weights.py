@@ -252,3 +252,16 @@ def test_unfinished_empty_nodes_moves_match_the_plan_on_any_snapshot(case: tuple
     assert isinstance(finished, DefragPlan)
     steps = _default_steps(c, options, ClusterState(c))
     assert [(c.pods[p].name, c.nodes[b].name) for wave in steps for p, _, b in wave] == [(m.pod, m.to) for m in finished.moves()]
+
+
+@pytest.mark.parametrize("max_moves, requests, switches, placed", WINS)
+def test_the_comparison_forked_or_inline_gives_the_same_plan(max_moves: int, requests: list[str], switches: int, placed: dict) -> None:
+    nodes = [(f"n{s}{k}", 4, f"asw{s}", "S") for s in range(switches) for k in range(2)]
+    pods = [{"name": f"p{node}{i}", "gpus": g, "node": node} for node, sizes in placed.items() for i, g in enumerate(sizes)]
+    c = snapshot(nodes, pods)
+    plans = [room_plan(c, requests=requests, max_moves=limit, executor=kind, workers=2) for kind in ("process", "inline") for limit in (max_moves, None)]
+    for forked, inline in zip(plans[:2], plans[2:]):
+        assert [(m.pod, m.to) for m in forked.moves()] == [(m.pod, m.to) for m in inline.moves()]
+        assert forked.report is not None and inline.report is not None
+        assert forked.report.room_plan == inline.report.room_plan  # type: ignore[attr-defined]
+        assert forked.report.room == inline.report.room  # type: ignore[attr-defined]

@@ -27,7 +27,7 @@ from planner.limits import MoveBudget
 from planner.metrics import Shape
 from planner.models.room_exact import RoomOutcome, RoomSolveOptions, solve_room
 from planner.plans import DefragComparison, DefragPlan, RoomGap
-from planner.runtime.executors import in_background
+from planner.runtime.executors import forks_background, in_background
 from planner.state import ClusterState
 from planner.waves import Step, sequence_to_waves
 
@@ -124,13 +124,16 @@ def plan_room(
     solved: RoomOutcome | None = None
     updates: list[dict[str, Any]] = [{}, {"max_moves": None}][: 1 + (options.max_moves is not None)]  # the empty-nodes plans compared
     compared = empty_nodes is not None and options.method != "exact"
+    kind = options.executor if compared else "inline"
+    # forked, IPC runs its partitions inline: one core for it, one for the heuristic (the same plan for any workers)
+    alone = {"workers": 1} if forks_background(options.workers, kind) else {}
 
     def others() -> list[Any]:
         assert empty_nodes is not None
-        return [empty_nodes(update, False) for update in updates]
+        return [empty_nodes({**update, **alone}, False) for update in updates]
 
     # the empty-nodes plans' moves in a forked process while the heuristic runs here (inline: when asked for)
-    with in_background(others, options.workers, options.executor if compared else "inline") as early:
+    with in_background(others, options.workers, kind) as early:
         if options.method == "exact":
             if weights is not None:
                 raise PlanOptionError("weights", "the exact room model plans shape by shape (largest first); drop --weights or use --method heuristic")
