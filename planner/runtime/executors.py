@@ -100,3 +100,41 @@ def executor(workers: int | None = None, kind: Kind = "process") -> Iterator[Run
     finally:
         if pool is not None:
             pool.shutdown()
+
+
+_BACKGROUND: Callable[[], Any] | None = None
+"""The call a forked background process works on: set before the fork, read by ``_run_background``."""
+
+
+def _run_background() -> Any:
+    call = _BACKGROUND
+    assert call is not None  # set by in_background before the fork
+    return call()
+
+
+def forks_background(workers: int | None = None, kind: Kind = "process") -> bool:
+    """Whether ``in_background`` forks for these options (else it runs its call inline)."""
+    count = default_workers() if workers is None else workers
+    return kind == "process" and count > 1 and _may_fork() and _main_is_importable()
+
+
+@contextmanager
+def in_background(call: Callable[[], Any], workers: int | None = None, kind: Kind = "process") -> Iterator[Callable[[], Any]]:
+    """``call()`` run in a process forked now, while the caller goes on; yields a function that
+    returns its result (or raises its error). Inline (``kind`` inline or ray, one worker, or no safe
+    fork): ``call`` runs when its result is asked for. The result is the same either way."""
+    global _BACKGROUND
+    if not forks_background(workers, kind):
+        yield call
+        return
+    _BACKGROUND = call
+    try:
+        # a fork pool starts its process at the first submit, before its manager thread: it inherits this state
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+        future = pool.submit(_run_background)
+    finally:
+        _BACKGROUND = None
+    try:
+        yield future.result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -211,3 +211,57 @@ def test_a_room_plan_never_leaves_less_room_than_the_empty_nodes_plan(case: tupl
 
 def _counts(c: Cluster, plan: DefragPlan, requests: list[str]) -> list[int]:
     return room_counts(ClusterState(apply_plan(c, plan)), [RoomShape(parse_shape(text)) for text in requests])
+
+
+# -- the empty-nodes plan is compared by its moves, finished only when returned ----------------------
+
+WINS = [  # snapshots where the empty-nodes plan leaves more room (found by a random search over tiny())
+    (2, ["8g0c", "4g0c"], 3, {"n10": [3], "n01": [2], "n21": [1, 2]}),
+    (2, ["4g0c"], 3, {"n20": [2], "n01": [3], "n10": [1, 1], "n11": [1]}),
+    (1, ["6g0c", "2g0c"], 2, {"n00": [1, 2], "n11": [1], "n10": [1, 1]}),
+]
+
+
+@pytest.mark.parametrize("max_moves, requests, switches, placed", WINS)
+def test_the_counted_moves_are_those_of_the_finished_empty_nodes_plan(max_moves: int, requests: list[str], switches: int, placed: dict) -> None:
+    from planner.engine.defrag import EMPTY_NODES, _default_steps
+
+    nodes = [(f"n{s}{k}", 4, f"asw{s}", "S") for s in range(switches) for k in range(2)]
+    pods = [{"name": f"p{node}{i}", "gpus": g, "node": node} for node, sizes in placed.items() for i, g in enumerate(sizes)]
+    c = snapshot(nodes, pods)
+    room = room_plan(c, requests=requests, max_moves=max_moves)
+    assert room.report is not None and room.report.room_plan.startswith("empty-nodes")  # type: ignore[attr-defined]
+    for limit in (max_moves, None):  # the plans compared: at the room plan's limits, and without max_moves
+        options = DefragOptions(objective="room", requests=requests, max_moves=limit).model_copy(update=EMPTY_NODES)
+        finished = plan_defrag(c, options)
+        assert isinstance(finished, DefragPlan)
+        steps = _default_steps(c, options, ClusterState(c))
+        names = [(c.pods[p].name, c.nodes[a].name, c.nodes[b].name) for wave in steps for p, a, b in wave]
+        assert names == [(m.pod, m.from_, m.to) for m in finished.moves()]  # the same moves in the same order
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny(), st.sampled_from([None, 1, 2]))
+def test_unfinished_empty_nodes_moves_match_the_plan_on_any_snapshot(case: tuple, max_moves: int | None) -> None:
+    from planner.engine.defrag import EMPTY_NODES, _default_steps
+
+    nodes, pods, _ = case
+    c = snapshot(nodes, pods)
+    options = DefragOptions(max_moves=max_moves, executor="inline").model_copy(update=EMPTY_NODES)
+    finished = plan_defrag(c, options)
+    assert isinstance(finished, DefragPlan)
+    steps = _default_steps(c, options, ClusterState(c))
+    assert [(c.pods[p].name, c.nodes[b].name) for wave in steps for p, _, b in wave] == [(m.pod, m.to) for m in finished.moves()]
+
+
+@pytest.mark.parametrize("max_moves, requests, switches, placed", WINS)
+def test_the_comparison_forked_or_inline_gives_the_same_plan(max_moves: int, requests: list[str], switches: int, placed: dict) -> None:
+    nodes = [(f"n{s}{k}", 4, f"asw{s}", "S") for s in range(switches) for k in range(2)]
+    pods = [{"name": f"p{node}{i}", "gpus": g, "node": node} for node, sizes in placed.items() for i, g in enumerate(sizes)]
+    c = snapshot(nodes, pods)
+    plans = [room_plan(c, requests=requests, max_moves=limit, executor=kind, workers=2) for kind in ("process", "inline") for limit in (max_moves, None)]
+    for forked, inline in zip(plans[:2], plans[2:]):
+        assert [(m.pod, m.to) for m in forked.moves()] == [(m.pod, m.to) for m in inline.moves()]
+        assert forked.report is not None and inline.report is not None
+        assert forked.report.room_plan == inline.report.room_plan  # type: ignore[attr-defined]
+        assert forked.report.room == inline.report.room  # type: ignore[attr-defined]

@@ -95,3 +95,29 @@ def test_a_snapshot_error_raised_in_a_worker_arrives_with_its_problems() -> None
     assert caught.value.problems[1] == "nodes[0].gpus: must be >= 0; fix the node list"
     assert len(caught.value.problems) == 2
     assert str(caught.value) == "\n".join(caught.value.problems)
+
+
+def test_in_background_forks_and_returns_the_same_result_as_inline() -> None:
+    import os
+
+    from planner.runtime.executors import forks_background, in_background
+
+    def where() -> tuple[int, int]:
+        return os.getpid(), sum(range(1000))
+
+    assert forks_background(2, "process") and not forks_background(2, "inline") and not forks_background(1, "process")
+    with in_background(where, 2, "process") as forked:
+        pid, value = forked()
+    with in_background(where, 2, "inline") as inline:
+        here, same = inline()
+    assert pid != os.getpid() and here == os.getpid() and value == same == 499500
+
+
+def test_in_background_raises_the_call_s_error() -> None:
+    from planner.runtime.executors import in_background
+
+    def fails() -> None:
+        raise ValueError("from the background")
+
+    with pytest.raises(ValueError, match="from the background"), in_background(fails, 2, "process") as result:
+        result()

@@ -41,6 +41,7 @@ from planner.engine.defrag.methods import (
     EXACT_MAX_PAIRS,
     METHODS,
     Progress,
+    _moved_once,
     _trim,
     check_exact_size,
     choose_auto,
@@ -63,7 +64,7 @@ from planner.engine.defrag.options import (
 )
 from planner.engine.defrag.room import EMPTY_NODES, compare_room, plan_room
 from planner.engine.makeroom import run_make_room, run_make_room_exact
-from planner.limits import MoveBudget
+from planner.limits import MoveBudget, MoveLimits
 from planner.models.defrag_bound import empties_bound
 from planner.plans import DefragComparison, DefragGap, DefragPlan, MakeRoomGap
 from planner.pools import apply_pools
@@ -71,6 +72,7 @@ from planner.provenance import stamp
 from planner.runtime.executors import executor
 from planner.runtime.gc_pause import collector_paused
 from planner.state import ClusterState
+from planner.waves import Step
 
 __all__ = [
     "AUTO_EXACT_MAX_NODES",
@@ -160,8 +162,9 @@ def _plan_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | 
     budget = MoveBudget.of(state, limits)
     if options.objective == "room":
 
-        def empty_nodes(update: dict[str, Any]) -> DefragPlan | DefragComparison:
-            return _plan_defrag(cluster, options.model_copy(update={**EMPTY_NODES, **update}))
+        def empty_nodes(update: dict[str, Any], finish: bool) -> DefragPlan | DefragComparison | list[list[Step]]:
+            other = options.model_copy(update={**EMPTY_NODES, **update})
+            return _plan_defrag(cluster, other) if finish else _default_steps(cluster, other, pristine)
 
         return plan_room(cluster, state, options, budget, metrics.summary(state), start, {"pods_held": held} if held else {}, pristine, empty_nodes)
     relaxed = empties_bound(state, budget) if options.make_room is None else None  # make-room plans do not maximise empties
@@ -198,6 +201,24 @@ def _plan_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | 
         if not any(made.waves):
             extra["reason"] = "every named job that starts fits without moves" if placed else "no named job starts (unplaced says why)"
         return _finish(cluster, state, made.waves, before, options, "makeroom", start, extra, solver_fields, pristine, made)
+    name, steps, state, solver_fields = _run_method(state, method, options, limits, budget, progress, start, extra)
+    if progress is not None:
+        progress("finish", 0, 0)
+    return _finish(cluster, state, steps, before, options, name, start, extra, solver_fields, pristine, relaxed=relaxed)
+
+
+def _run_method(
+    state: ClusterState,
+    method: str,
+    options: DefragOptions,
+    limits: MoveLimits,
+    budget: MoveBudget,
+    progress: Progress | None,
+    start: float,
+    extra: dict[str, Any],
+) -> tuple[str, list[list[Step]], ClusterState, dict[str, Any]]:
+    """The method's waves (``state``, the snapshot's with held pods locked, changed), then for IPC
+    routed to move each pod once and trimmed: its name, the waves, their end state, the solver's fields."""
     trimmed = method in ("heuristic", "hybrid") and options.trim != "off"
     start_state = state.clone() if trimmed else None
     with executor(options.workers, options.executor) as run:
@@ -211,9 +232,25 @@ def _plan_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | 
         if limits.move_once:  # trim the plan that would be returned: its claims (moves_bound) are about it
             steps, state = route_once(start_state, state, steps, MoveBudget.of(start_state, limits), extra)
         steps, state = _trim(start_state, steps, state, options, limits, extra)
-    if progress is not None:
-        progress("finish", 0, 0)
-    return _finish(cluster, state, steps, before, options, name, start, extra, solver_fields, pristine, relaxed=relaxed)
+    return name, steps, state, solver_fields
+
+
+def _default_steps(cluster: Cluster, options: DefragOptions, pristine: ClusterState) -> list[list[Step]]:
+    """The moves of the plan ``_plan_defrag(cluster, options)`` returns (an empty-nodes plan, method
+    heuristic), from ``pristine`` (the snapshot's state, not changed), without finishing it: no bound,
+    metrics, report or validation (seconds at 37,707 nodes). The same steps as that plan's up to
+    the per-wave limits' splits (``shape_waves`` keeps every move and its order); ``plan_room`` finishes
+    the plan when it is the one returned and checks its counts against these."""
+    if options.method != "heuristic" or options.make_room is not None:
+        raise PlanBug(f"the moves of an unfinished plan are for method heuristic without make_room, not {options.method}")
+    state = pristine.clone()
+    limits = options.limits(options.scope_nodes(cluster))
+    hold_pods(cluster, state, limits)
+    extra: dict[str, Any] = {}
+    _, steps, state, _ = _run_method(state, "heuristic", options, limits, MoveBudget.of(state, limits), None, time.perf_counter(), extra)
+    if limits.move_once:  # as _finish does
+        steps, state = _moved_once(pristine, state, steps, limits, extra)
+    return [wave for wave in steps if wave]
 
 
 def compare_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | None = None) -> DefragComparison:

@@ -27,6 +27,7 @@ from planner.limits import MoveBudget
 from planner.metrics import Shape
 from planner.models.room_exact import RoomOutcome, RoomSolveOptions, solve_room
 from planner.plans import DefragComparison, DefragPlan, RoomGap
+from planner.runtime.executors import forks_background, in_background
 from planner.state import ClusterState
 from planner.waves import Step, sequence_to_waves
 
@@ -109,34 +110,52 @@ def plan_room(
     start: float,
     extra: dict[str, Any],
     pristine: ClusterState,
-    empty_nodes: Callable[[dict[str, Any]], object] | None = None,
+    empty_nodes: Callable[[dict[str, Any], bool], object] | None = None,
 ) -> DefragPlan:
     """The room plan for ``cluster`` (``state``: its state with held pods locked; changed to the end
     state): the heuristic's, or with method ``exact`` the better of it and the exact model's.
-    ``empty_nodes`` plans the same snapshot with the same limits for empty nodes: when that plan
-    leaves more room than the heuristic's, it is the plan returned (``_or_empty_nodes``)."""
+    ``empty_nodes(update, finish)`` plans the same snapshot with the same limits for empty nodes
+    (its moves, or with ``finish`` the validated plan): when that plan leaves more room than the
+    heuristic's, it is the plan returned (``_or_empty_nodes``)."""
     rooms = room_shapes(cluster, state, options)
     counts_before = room_counts(state, rooms)
     bounds = [room_bound(state, room) for room in rooms]
     weights = None if options.weights is None else [shape_weights(rooms, options.weights)[room.shape] for room in rooms]
     solved: RoomOutcome | None = None
-    if options.method == "exact":
-        if weights is not None:
-            raise PlanOptionError("weights", "the exact room model plans shape by shape (largest first); drop --weights or use --method heuristic")
-        check_exact_size(state, options)
-        steps, solved, exact_extra = exact_room(state, rooms, options, budget)
-        extra = {**extra, **exact_extra}
-        name = "room-exact"
-    else:
-        outcome = make_switch_room(state, rooms, budget, options.seed, weights)
-        extra = {**extra, "domains_tried": outcome.domains_tried, "domains_cleared": outcome.domains_cleared}
-        steps, name = sequence_to_waves(outcome.moves), "room"
-    if not any(steps):
-        extra["reason"] = _why_no_moves(counts_before, bounds, solved)
-    plan = _finish(cluster, state, steps, before, options, name, start, extra, {}, pristine)
-    counts_after = counts_after_plan(pristine, plan, rooms)
+    updates: list[dict[str, Any]] = [{}, {"max_moves": None}][: 1 + (options.max_moves is not None)]  # the empty-nodes plans compared
+    compared = empty_nodes is not None and options.method != "exact"
+    kind = options.executor if compared else "inline"
+    # forked, IPC runs its partitions inline: one core for it, one for the heuristic (the same plan for any workers)
+    alone = {"workers": 1} if forks_background(options.workers, kind) else {}
+
+    def others() -> list[Any]:
+        assert empty_nodes is not None
+        return [empty_nodes({**update, **alone}, False) for update in updates]
+
+    # the empty-nodes plans' moves in a forked process while the heuristic runs here (inline: when asked for)
+    with in_background(others, options.workers, kind) as early:
+        if options.method == "exact":
+            if weights is not None:
+                raise PlanOptionError("weights", "the exact room model plans shape by shape (largest first); drop --weights or use --method heuristic")
+            check_exact_size(state, options)
+            steps, solved, exact_extra = exact_room(state, rooms, options, budget)
+            extra = {**extra, **exact_extra}
+            name = "room-exact"
+        else:
+            outcome = make_switch_room(state, rooms, budget, options.seed, weights)
+            extra = {**extra, "domains_tried": outcome.domains_tried, "domains_cleared": outcome.domains_cleared}
+            steps, name = sequence_to_waves(outcome.moves), "room"
+        if not any(steps):
+            extra["reason"] = _why_no_moves(counts_before, bounds, solved)
+        plan = _finish(cluster, state, steps, before, options, name, start, extra, {}, pristine)
+        counts_after = counts_after_plan(pristine, plan, rooms)
+        moves = early() if compared and counts_after != bounds else None  # at every bound: no plan leaves more room
     if solved is None:
-        plan, counts_after = _or_empty_nodes(pristine, plan, counts_after, bounds, rooms, weights, empty_nodes, options.max_moves)
+        assert plan.report is not None
+        plan.report.room_plan = "switch-targeted"  # type: ignore[attr-defined]  # an extra field (SolveReport allows them)
+    if moves is not None:
+        assert empty_nodes is not None
+        plan, counts_after = _or_empty_nodes(pristine, plan, counts_after, rooms, weights, list(zip(updates, moves)), empty_nodes, options.max_moves)
     worse = counts_after < counts_before if weights is None else _dot(weights, counts_after) < _dot(weights, counts_before)
     if worse or any(after > bound for after, bound in zip(counts_after, bounds)):
         raise PlanBug(f"room plan: counts {counts_before} -> {counts_after} against bounds {bounds}")
@@ -298,39 +317,50 @@ def counts_after_plan(pristine: ClusterState, plan: DefragPlan, rooms: list[Room
     return room_counts(end, rooms)
 
 
+def counts_after_steps(pristine: ClusterState, steps: list[list[Step]], rooms: list[RoomShape]) -> list[int]:
+    """The room counts after ``steps`` (pod, from, to indices), made on a copy of ``pristine``."""
+    end = pristine.clone()
+    for wave in steps:
+        for p, _, destination in wave:
+            end.move(p, destination)
+    return room_counts(end, rooms)
+
+
 def _or_empty_nodes(
     pristine: ClusterState,
     plan: DefragPlan,
     counts: list[int],
-    bounds: list[int],
     rooms: list[RoomShape],
     weights: list[float] | None,
-    empty_nodes: Callable[[dict[str, Any]], object] | None,
+    others: list[tuple[dict[str, Any], list[list[Step]]]],
+    empty_nodes: Callable[[dict[str, Any], bool], object],
     max_moves: int | None,
 ) -> tuple[DefragPlan, list[int]]:
     """The switch-targeted plan and its counts, or an empty-nodes plan and its counts when they are
     better (lexicographically, or by the weighted sum): a room plan never leaves less room than the
-    default plan would at the same limits. The empty-nodes plans: with the same limits, and with
-    ``max_moves`` only, the one planned without it when its moves keep within it.
-    ``report.room_plan`` says which plan was returned."""
-    assert plan.report is not None
-    plan.report.room_plan = "switch-targeted"  # type: ignore[attr-defined]  # an extra field (SolveReport allows them)
-    if empty_nodes is None or counts == bounds:  # at every bound: no plan leaves more room
-        return plan, counts
+    default plan would at the same limits. The empty-nodes plans (``others``: the options' update and
+    the plan's moves): with the same limits, and with ``max_moves`` only, the one planned without it
+    when its moves keep within it. Each is compared by the counts its moves leave, and finished
+    (``empty_nodes(update, True)``) only when it is the plan returned, its counts checked against
+    those compared. ``report.room_plan`` says which plan was returned."""
     better = gains(weights)
-    for relaxed, update in ((False, {}), (True, {"max_moves": None}))[: 1 + (max_moves is not None)]:
-        other = empty_nodes(update)
-        assert isinstance(other, DefragPlan) and other.report is not None
-        if relaxed and len(other.moves()) > (max_moves or 0):
+    for relaxed, (update, steps) in zip((False, True), others):
+        if relaxed and sum(len(wave) for wave in steps) > (max_moves or 0):
             continue
-        other_counts = counts_after_plan(pristine, other, rooms)
-        if better(other_counts, counts):
-            other.report.method = "room"
-            other.report.status = "heuristic"  # its own status was about empty nodes (IPC's can be proven optimal there), not about room
-            other.report.room_plan = (  # type: ignore[attr-defined]  # as above
-                f"empty-nodes{' (planned without max_moves; its moves keep within it)' if relaxed else ''}: it leaves more room than the switch-targeted plan"
-            )
-            plan, counts = other, other_counts
+        other_counts = counts_after_steps(pristine, steps, rooms)
+        if not better(other_counts, counts):
+            continue
+        other = empty_nodes(update, True)
+        assert isinstance(other, DefragPlan) and other.report is not None
+        finished = counts_after_plan(pristine, other, rooms)
+        if finished != other_counts or len(other.moves()) != sum(len(wave) for wave in steps):
+            raise PlanBug(f"the empty-nodes plan finished leaves counts {finished}, its moves counted {other_counts}")
+        other.report.method = "room"
+        other.report.status = "heuristic"  # its own status was about empty nodes (IPC's can be proven optimal there), not about room
+        other.report.room_plan = (  # type: ignore[attr-defined]  # as above
+            f"empty-nodes{' (planned without max_moves; its moves keep within it)' if relaxed else ''}: it leaves more room than the switch-targeted plan"
+        )
+        plan, counts = other, other_counts
     return plan, counts
 
 
