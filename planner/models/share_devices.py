@@ -24,8 +24,9 @@ accept may exceed 1 + EPS by a rounding error): a larger device only lowers the 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -140,7 +141,7 @@ def configuration_bound(sizes: list[float], counts: list[int], known: int = 0) -
     return best
 
 
-def _dual_weights(highspy, make, fillings: list[list[int]], counts: list[int]) -> tuple[list[float], float]:  # type: ignore[no-untyped-def]
+def _dual_weights(highspy: Any, make: Callable[[Any, int], Any], fillings: list[list[int]], counts: list[int]) -> tuple[list[float], float]:
     """max counts . y over y >= 0 with filling . y <= 1 for every filling: HiGHS's solution and value."""
     h = make(highspy, 1)
     n = len(counts)
