@@ -37,8 +37,12 @@ def solve(
     strict: bool = True,
     wall_cap_s: float | None = None,
     presolve: bool = True,
+    abs_gap: float = 0.0,
 ) -> MilpResult:
     """Solve ``milp`` (maximise) with ``solver``; never raises for solver trouble, reports it.
+
+    ``abs_gap``: the solver may stop (and say ``optimal``) once its bound is within this much of the
+    incumbent; 0 (the default) asks for the optimum. The bound reported is the solver's either way.
 
     ``strict=False`` trades proof accuracy for speed where a proof is only advisory (HiGHS: default
     feasibility tolerance, see ``models/highs.py``); CP-SAT is exact either way.
@@ -53,11 +57,11 @@ def solve(
         return MilpResult(solver, "optimal", [], value, value, time.perf_counter() - start, "empty model")
     try:
         if solver == "cpsat":
-            result = solve_cpsat(milp, time_limit_s, workers, hint, seed, deterministic, wall_cap_s)
+            result = solve_cpsat(milp, time_limit_s, workers, hint, seed, deterministic, wall_cap_s, abs_gap)
         else:
             # HiGHS's own time limit can be overrun many times on a busy machine: cap the wall time
             cap = wall_cap_s if wall_cap_s is not None else HIGHS_WALL_CAP_FACTOR * time_limit_s + HIGHS_WALL_CAP_SLACK_S
-            result = solve_highs(milp, time_limit_s, workers, hint, strict, cap, presolve)
+            result = solve_highs(milp, time_limit_s, workers, hint, strict, cap, presolve, abs_gap)
     except Exception as err:  # noqa: BLE001 - a solver failure is a result, not a crash
         result = MilpResult(solver, "error", None, None, None, 0.0, f"{type(err).__name__}: {err}")
     result.wall_s = time.perf_counter() - start

@@ -19,7 +19,14 @@ MIN_SEARCH_S = 0.05
 
 
 def solve_cpsat(
-    milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, seed: int, deterministic: bool, wall_cap_s: float | None = None
+    milp: Milp,
+    time_limit_s: float,
+    workers: int,
+    hint: list[int] | None,
+    seed: int,
+    deterministic: bool,
+    wall_cap_s: float | None = None,
+    abs_gap: float = 0.0,
 ) -> MilpResult:
     from ortools.sat.python import cp_model  # deferred: OR-Tools (a heavy import), only when CP-SAT solves
 
@@ -42,6 +49,8 @@ def solve_cpsat(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
+    if abs_gap > 0:
+        solver.parameters.absolute_gap_limit = abs_gap
     built = time.perf_counter() - start
     if deterministic:
         solver.parameters.interleave_search = True

@@ -156,13 +156,22 @@ def lp_relaxation(milp: Milp, time_limit_s: float, workers: int) -> LpSolution |
 
 
 def solve_highs(
-    milp: Milp, time_limit_s: float, workers: int, hint: list[int] | None, strict: bool = True, wall_cap_s: float | None = None, presolve: bool = True
+    milp: Milp,
+    time_limit_s: float,
+    workers: int,
+    hint: list[int] | None,
+    strict: bool = True,
+    wall_cap_s: float | None = None,
+    presolve: bool = True,
+    abs_gap: float = 0.0,
 ) -> MilpResult:
     import highspy  # deferred: HiGHS (a compiled solver), only when it solves
 
     h = _highs(highspy, workers)
     h.setOptionValue("time_limit", float(time_limit_s))
     h.setOptionValue("mip_rel_gap", 0.0)
+    if abs_gap > 0:
+        h.setOptionValue("mip_abs_gap", float(abs_gap))
     if strict:
         h.setOptionValue("mip_feasibility_tolerance", MIP_FEASIBILITY_TOLERANCE)
     if not presolve:
@@ -193,7 +202,7 @@ def solve_highs(
     bound = info.mip_dual_bound if math.isfinite(info.mip_dual_bound) else None
     objective = info.objective_function_value if has_solution else None
     note = h.modelStatusToString(model_status)
-    if status == "optimal" and bound is not None and objective is not None and bound - objective > INTEGRAL_PROOF_SLACK:
+    if status == "optimal" and bound is not None and objective is not None and bound - objective > INTEGRAL_PROOF_SLACK + abs_gap:
         # HiGHS stops when no integer objective fits between the incumbent and its bound; with
         # objectives near 1e6 a bound of V + 0.999999999 is within rounding of V + 1, and once it
         # was not a proof (a better plan existed: contended batch 30 of benchmarks/topology_batch.py)

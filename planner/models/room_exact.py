@@ -33,6 +33,14 @@ count(R_k) with count(R_j) >= reached_j held for j < k; the last phase minimises
 (the defrag model's objective without its empty nodes) with every count held. Phase k's bound bounds
 count(R_k) over every plan whose earlier counts reach the earlier phases' values: it is the maximum
 of the lexicographic problem only when every earlier phase proved its optimum (``RoomProof``).
+
+Phase k's objective also weighs the later counts, far below its own (``phase_weights``): count(R_k)
+counts LEAD times more than all of them together, so its solution is a good start for the later phases
+(with count(R_k) alone, the 500-node phases started from solutions with no room of the next shape and
+did not find one in time), and the solver stops at an absolute gap that still proves count(R_k)
+(``phase_gap``). The bound on count(R_k) is the weighted bound divided by its weight, floored; a weighted
+bound also bounds each later count over the plans reaching the held counts (``implied_bound``), and a
+phase whose start reaches a bound it is given (``switch_room.room_bound``) or implied is not solved.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
@@ -58,6 +66,9 @@ from planner.waves import Step, target_to_waves
 
 COUNT_SHARE = 0.8
 """The share of the time limit the count phases may use (the moves phase gets the rest)."""
+LEAD = 64
+"""How many times all the later shapes' requests together a request of a count phase's own shape weighs
+(``phase_weights``)."""
 
 
 @dataclass(frozen=True)
@@ -220,10 +231,14 @@ class RoomProof:
         return max(0, math.ceil((self.tail_lower - self.gpu_max - 0.5) / self.w2))
 
 
-class RoomPhaseRecord(PhaseRecord):
-    """A phase of the room model: with the count of its shape in its solution (None for the moves phase)."""
+class RoomPhaseRecord(PhaseRecord, total=False):
+    """A phase of the room model: with the count of its shape in its solution (None for the moves phase);
+    a count phase's ``objective`` and ``bound`` are its count and the count's proven bound, and the
+    solver's own values of the weighted objective (``phase_weights``) are ``weighted_*``."""
 
     count: int | None
+    weighted_objective: float | None
+    weighted_bound: float | None
 
 
 @dataclass
@@ -249,6 +264,52 @@ def _ceil_bound(bound: float | None, most: int) -> int | None:
     return max(0, min(most, math.ceil(bound - 1e-6)))
 
 
+def phase_weights(most: list[int], k: int) -> list[int]:
+    """Phase k's objective weights per shape: 0 before k; lexicographic from k on, so that the phase
+    maximises count k and prefers, among its solutions, more of the later counts in order (a start
+    for the later phases). With R the most the later terms can add, count k weighs LEAD * R + 1: the
+    later terms add less than 1 / LEAD of a request of shape k to the relaxation's bound on count k,
+    so proving count k is about as hard as with count k alone, and a solver stopped within an absolute
+    gap of (LEAD - 1) * R of its bound (``phase_gap``) has proven count k (bound < weight * (count + 1)).
+    ``most``: the largest value of each count."""
+    weights = [0] * len(most)
+    later = 0
+    for j in range(len(most) - 1, k, -1):
+        weights[j] = later + 1
+        later += weights[j] * most[j]
+    weights[k] = LEAD * later + 1
+    return weights
+
+
+def phase_gap(weights: list[int], k: int) -> int:
+    """The absolute gap at which phase k may stop: weights[k] - R - 1 with R the later terms' most
+    (weights[k] = LEAD * R + 1), so that bound <= incumbent + gap < weights[k] * (count k + 1)."""
+    later = (weights[k] - 1) // LEAD
+    return max(0, weights[k] - later - 1) if later > 0 else 0
+
+
+def implied_bound(integral: int, weights: list[int], reached: list[int | None], j: int) -> int:
+    """The bound on count j implied by an earlier phase's integral bound ``integral`` on its weighted
+    objective, for the plans whose counts before j reach the values held (``reached``): every term
+    is >= 0, so weights[j] * count j <= integral - the held terms before it."""
+    if weights[j] == 0:
+        raise ValueError(f"count {j} has no term in that phase's objective: it implies nothing about it")
+    held = sum(weights[i] * (reached[i] or 0) for i in range(j))
+    return max(0, (integral - held) // weights[j])
+
+
+def _kept_start(milp: Milp, start: list[int] | None, result: MilpResult) -> MilpResult:
+    """``result`` with the start's values when the start is better: a solver that runs out of time may
+    hold no incumbent, or (as a guard: HiGHS may reject a given solution) a worse one than the start;
+    the start satisfies every row, so it is a solution of the same model. The bound is the solver's
+    either way."""
+    if start is None or milp.violated_rows(start):
+        return result
+    if result.values is None or result.objective is None or milp.value_of_objective(start) > result.objective:
+        return replace(result, values=start, objective=float(milp.value_of_objective(start)))
+    return result
+
+
 def solve_phases(
     model: RoomModel, options: RoomSolveOptions, deadline: float, hint: list[int] | None, upper: list[int] | None = None
 ) -> tuple[MilpResult | None, RoomProof, list[RoomPhaseRecord]]:
@@ -262,8 +323,8 @@ def solve_phases(
     best: MilpResult | None = None
     count_deadline = time.perf_counter() + COUNT_SHARE * (deadline - time.perf_counter())
 
-    def run(milp: Milp, seconds: float, start: list[int] | None) -> MilpResult:
-        return solve(milp, options.solver, max(seconds, 0.5), options.solver_workers, start, options.seed, options.deterministic)
+    def run(milp: Milp, seconds: float, start: list[int] | None, abs_gap: float = 0.0) -> MilpResult:
+        return solve(milp, options.solver, max(seconds, 0.5), options.solver_workers, start, options.seed, options.deterministic, abs_gap=abs_gap)
 
     known = [] if hint is None else [hint]  # solutions so far (the warm start first): each phase starts from the best that holds
 
@@ -274,37 +335,49 @@ def solve_phases(
             return None
         return max(holding, key=lambda v: [model.count(v, j) for j in range(k, len(model.counts))])
 
+    most = [sum(base.milp.upper[r] for r in counts) for counts in model.counts]
+    weighted: list[tuple[int, list[int]]] = []  # per solved phase: its integer bound and its weight per shape
     for k, counts in enumerate(model.counts):
-        terms = [(r, 1) for r in counts]
+        weights = phase_weights(most, k)
+        terms = [(r, weights[j]) for j in range(k, len(model.counts)) for r in model.counts[j]]
         phases_left = len(model.counts) - k
         milp, start = base.milp.with_objective(terms, 0, held), start_of(k)
-        if start is not None and upper is not None and model.count(start, k) >= upper[k] and not milp.violated_rows(start):
-            result = MilpResult(options.solver, "optimal", start, float(upper[k]), float(upper[k]), 0.0, "the start reaches room_bound: not solved")
+        known_bound = min([most[k], *([upper[k]] if upper is not None else []), *(implied_bound(b, w, proof.reached, k) for b, w in weighted)])
+        if start is not None and model.count(start, k) >= known_bound and not milp.violated_rows(start):
+            value = float(milp.value_of_objective(start))
+            result = MilpResult(options.solver, "optimal", start, value, None, 0.0, "the start reaches a proven bound on the count: not solved")
         else:
-            result = run(milp, (count_deadline - time.perf_counter()) / phases_left, start)
+            result = run(milp, (count_deadline - time.perf_counter()) / phases_left, start, phase_gap(weights, k))
+            result = _kept_start(milp, start, result)
         count = None if result.values is None else model.count(result.values, k)
+        if result.status not in ("infeasible", "error"):
+            integral = _ceil_bound(result.bound, sum(weights[j] * most[j] for j in range(k, len(most))))
+            if integral is not None:
+                weighted.append((integral, weights))
+            proof.bounds[k] = min([known_bound, *([] if integral is None else [integral // weights[k]])])
         records.append(
             {
                 "phase": f"count {model.rooms[k]}",
-                "status": result.status,
-                "objective": result.objective,
-                "bound": result.bound,
+                "status": "optimal" if count is not None and count == proof.bounds[k] else result.status,
+                "objective": count,
+                "bound": proof.bounds[k],
                 "wall_s": round(result.wall_s, 3),
                 "count": count,
+                "weighted_objective": result.objective,
+                "weighted_bound": result.bound,
             }
         )
-        if result.status not in ("infeasible", "error"):
-            proof.bounds[k] = _ceil_bound(result.bound, sum(base.milp.upper[r] for r in counts))
         if result.values is None or count is None:
             return best, proof, records
         best = result
         known.append(result.values)
         proof.reached[k] = count
-        held.append((terms, count, None, f"hold[{k}]"))
+        held.append(([(r, 1) for r in counts], count, None, f"hold[{k}]"))
     tail = [(v, c) for v, c in base.milp.objective.items() if v not in empties]
     last = base.milp.with_objective(tail, base.milp.objective_offset, held)
     holding = [v for v in known if all(model.count(v, j) >= (proof.reached[j] or 0) for j in range(len(model.counts)))]
-    result = run(last, deadline - time.perf_counter(), max(holding, key=last.value_of_objective) if holding else None)
+    start = max(holding, key=last.value_of_objective) if holding else None
+    result = _kept_start(last, start, run(last, deadline - time.perf_counter(), start))
     records.append(
         {"phase": "moves", "status": result.status, "objective": result.objective, "bound": result.bound, "wall_s": round(result.wall_s, 3), "count": None}
     )
