@@ -396,7 +396,8 @@ def main() -> None:
 EXACT_DOC = """The exact room model (`--objective room --method exact`, `planner/models/room_exact.py`): the exact defrag
 model with per-node slot and per-switch room variables and the leave cuts (`models/room_cuts.py`: the pods that
 must leave a switch for each room), solved lexicographically (the shapes largest first, then
-fewest moves, then fewest GPUs moved), warm-started from the room heuristic. Default shapes 256g3072c,
+fewest moves, then fewest GPUs moved; each count phase also weighs the later counts 64 times below its own,
+so its solution starts the next phase well), warm-started from the room heuristic. Default shapes 256g3072c,
 128g1536c, 64g768c. *proven*: `status: optimal`, the whole lexicographic objective proven (every count at its
 proven maximum, moves and GPUs moved at the proven least); *counts proven*: every count at its proven maximum
 (`lexicographic_bound`), the moves perhaps not. *bound*: `report.bound` on the 256-GPU count (valid for any plan),
