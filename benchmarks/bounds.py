@@ -19,8 +19,8 @@ Families, 200-1,000 nodes:
 The openb and share instances are also measured with ``move_once=False`` (rows "move once off"),
 where the exact method is run on each GPU model's piece (``pieces_proof``) rather than the whole: the
 whole-snapshot solves do not close there in minutes, and under the default ``move_once=True`` the
-router drops moves an end state needs (swaps and detours), so the optimum of the default problem can
-sit below the end-state optimum that every bound here (at scale and the solver's) relaxes to.
+router makes no detours and drops moves of some exact end states, so the optimum of the default problem
+can sit below the end-state optimum that every bound here (at scale and the solver's) relaxes to.
 
 Seeds 0-2 (ASI: seeds 0-1 per allocation and size) are the measured set; seeds 7-8 are held out (never
 looked at while the bound was built; ASI: seed 7 at 200 nodes per allocation; openb, share: seed 7)
@@ -57,6 +57,7 @@ from _measure import CACHE, REPO, RESULTS, cached_asi, machine
 from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.engine.defrag.methods import hold_pods
+from planner.heuristics.trim import end_state
 from planner.instances.asi import generate_asi
 from planner.limits import MoveBudget
 from planner.models.defrag_bound import closed_form_bound, empties_bound
@@ -200,10 +201,7 @@ def pieces_proof(cluster: Cluster, seconds: float, move_once: bool = True, solve
             at_scale = empties_bound(state, MoveBudget.of(state)).bound
             bounds.append(at_scale if out.proof.empties_upper is None else min(at_scale, out.proof.empties_upper))
             if part is piece.restricted:
-                end = state.clone()
-                for wave in out.waves or []:
-                    for p, _, destination in wave:
-                        end.move(p, destination)
+                end = end_state(state, out.waves or [])
                 found = {state.pod_names[p]: state.node_names[int(end.pod_node[p])] for p in range(len(state.pod_names)) if end.pod_node[p] >= 0}
                 ipc_empties = int(ipc.report.objective or 0) if ipc.report is not None else 0
                 if int((end.pods_per_node == 0).sum()) < ipc_empties:
@@ -296,19 +294,16 @@ def measure(done: dict, family: str, name: str, make: Any, time_limit: float, pi
     if family in ("openb", "share"):
         off = base | {"family": f"{family}, move once off", "instance": f"{name}, move once off"} | measure_bound(cluster, move_once=False)
         runs = [run_pieces(done, name, cluster, pieces_s, False, solver) for solver in PIECE_SOLVERS]
-        # the better plan of the two back-ends' (each a plan of the whole) and of the whole's exact plan (move once on
-        # is a plan with it off too), and the smaller of their pieces' proven bounds (each a bound of the whole)
+        # the best of the back-ends' plans (each a plan of the whole) and of the whole's exact plan (move once on is a
+        # plan with it off too), and the smallest of their pieces' proven bounds (each a bound of the whole)
         best = max(exact["empties"], *(got["pieces_found"] for got in runs))
         upper = min(got["pieces_upper"] for got in runs)
         proven = best == min(upper, off["bound"])
         off |= {"optimum": best if proven else None, "exact": best, "exact_s": sum(got["pieces_s"] for got in runs), "ipc": None}
         off["proof"] = "exact on pieces" if proven and best == upper else "plan meets bound" if proven else ""
-        got = {"pieces_found": "/".join(str(r["pieces_found"]) for r in runs), "pieces_upper": "/".join(str(r["pieces_upper"]) for r in runs)}
         _prove(off, off["instance"])
-        print(
-            f"  {off['instance']}: bound {off['bound']}; pieces found {got['pieces_found']} upper {got['pieces_upper']}, best {best}, proven={proven}",
-            flush=True,
-        )
+        pieces = ", ".join(f"{solver} found {got['pieces_found']} upper {got['pieces_upper']}" for solver, got in zip(PIECE_SOLVERS, runs))
+        print(f"  {off['instance']}: bound {off['bound']}; pieces {pieces}; best {best}, proven={proven}", flush=True)
         rows.append(off)
     return rows
 

@@ -284,8 +284,7 @@ def phase_weights(most: list[int], k: int) -> list[int]:
 def phase_gap(weights: list[int], k: int) -> int:
     """The absolute gap at which phase k may stop: weights[k] - R - 1 with R the later terms' most
     (weights[k] = LEAD * R + 1), so that bound <= incumbent + gap < weights[k] * (count k + 1)."""
-    later = (weights[k] - 1) // LEAD
-    return max(0, weights[k] - later - 1) if later > 0 else 0
+    return (LEAD - 1) * ((weights[k] - 1) // LEAD)
 
 
 def implied_bound(integral: int, weights: list[int], reached: list[int | None], j: int) -> int:
