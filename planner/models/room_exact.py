@@ -53,7 +53,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from planner.heuristics.room_trim import retarget_dropped, trim_room_end_state
 from planner.heuristics.switch_room import RoomShape, domain_groups, optimistic_node_slots
+from planner.heuristics.trim import target_of
 from planner.limits import MoveBudget
 from planner.models.backends import solve
 from planner.models.defrag import DefragModel, build_defrag_model
@@ -62,10 +64,12 @@ from planner.models.defrag_exact import MAX_RESOLVES
 from planner.models.milp import Milp, MilpResult, PhaseRecord
 from planner.models.room_cuts import SlotRow, add_leave_cuts
 from planner.state import ClusterState
-from planner.waves import Step, target_to_waves
+from planner.waves import Step, WavePlan, target_to_waves
 
 COUNT_SHARE = 0.8
 """The share of the time limit the count phases may use (the moves phase gets the rest)."""
+RETARGET_ROUNDS = 4
+"""How many times ``execute`` re-targets the moves the router dropped and routes again."""
 LEAD = 64
 """How many times all the later shapes' requests together a request of a count phase's own shape weighs
 (``phase_weights``)."""
@@ -110,6 +114,23 @@ class RoomModel:
         for r, members, size in self.groups:
             values[r] = sum(values[s] for s in members) // size
         return values
+
+    def trimmed(self, values: list[int]) -> list[int] | None:
+        """The solution ``values`` with its moved pods sent home where every room count holds
+        (``heuristics/room_trim.py``): the same counts in the real state, fewer moves; None when
+        no pod went home, or (a guard) the result is not a solution of the model."""
+        state = self.base.state
+        end = state.clone()
+        target = self.base.target(values)
+        for p, n in target.items():
+            if n != int(state.pod_node[p]):
+                end.move(p, n)
+        if trim_room_end_state(state, end, self.rooms) == 0:
+            return None
+        trimmed = self.hint({p: int(end.pod_node[p]) for p in target})
+        if self.base.milp.violated_rows(trimmed) or any(self.count(trimmed, k) < self.count(values, k) for k in range(len(self.counts))):
+            return None
+        return trimmed
 
 
 def _per_slot(total: float, gpus: int) -> Fraction:
@@ -370,6 +391,9 @@ def solve_phases(
             return best, proof, records
         best = result
         known.append(result.values)
+        trimmed = model.trimmed(result.values)
+        if trimmed is not None:
+            known.append(trimmed)
         proof.reached[k] = count
         held.append(([(r, 1) for r in counts], count, None, f"hold[{k}]"))
     tail = [(v, c) for v, c in base.milp.objective.items() if v not in empties]
@@ -385,6 +409,28 @@ def solve_phases(
     if result.status not in ("infeasible", "error") and result.bound is not None and math.isfinite(result.bound):
         proof.tail_lower = -result.bound
     return result, proof, records
+
+
+def execute(state: ClusterState, target: dict[int, int], rooms: list[RoomShape], budget: MoveBudget) -> WavePlan:
+    """Make-before-break waves towards a solution's end state ``target`` (pod -> node; ``state`` is
+    not changed): the end state trimmed first (``trim_room_end_state``: pods sent home where every
+    count holds), then routed; while the router drops moves (a cycle of full nodes it cannot break
+    under ``move_once``), the dropped pods are re-targeted where every count holds
+    (``retarget_dropped``) and the end state routed again, kept while fewer moves are dropped."""
+    end = state.clone()
+    for p, n in target.items():
+        if n != int(state.pod_node[p]):
+            end.move(p, n)
+    trim_room_end_state(state, end, rooms)
+    executed = target_to_waves(state.clone(), target_of(state, end), budget)
+    for _ in range(RETARGET_ROUNDS):
+        if not executed.dropped or retarget_dropped(state, end, rooms, executed.dropped, budget) == 0:
+            break
+        again = target_to_waves(state.clone(), target_of(state, end), budget)
+        if len(again.dropped) >= len(executed.dropped):
+            break
+        executed = again
+    return executed
 
 
 def solve_room(
@@ -433,8 +479,7 @@ def solve_room(
         outcome.history.append(record)
         if result is None or result.values is None:
             break
-        scratch = state.clone()
-        executed = target_to_waves(scratch, model.base.target(result.values), budget)
+        executed = execute(state, model.base.target(result.values), rooms, budget)
         key = score(executed.waves)
         record["moves"], record["routed"], record["dropped"] = sum(len(w) for w in executed.waves), executed.routed, len(executed.dropped)
         if best_key is None or key > best_key:
