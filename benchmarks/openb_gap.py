@@ -305,10 +305,10 @@ def now_lines(summaries: list[dict]) -> list[str]:
         f"On this run's snapshots the at-scale bound is above the composite bound by {', '.join(map(str, loose))} nodes "
         f"(*bound loose*), exact plans of the pieces beat IPC by {', '.join(map(str, short))} (*IPC short*), and "
         f"{', '.join(map(str, still))} nodes stay *open*: since the at-scale bound counts GPU shares in devices (the "
-        "findings below), no exact solve of the pieces proves it loose here. `benchmarks/results/bounds.md` closes part of "
-        "the open side on 200-node openb subsets: with `--no-move-once` the plans of 3 of 4 reach the bound (proven by the exact "
-        "method on the pieces), while under the default move-once the best plans found stay 3-6 nodes under it; there the "
-        "router drops moves of the exact end states (it may not move a pod twice, so no detour), which no bound here models."
+        "findings below), no exact solve of the pieces proves it loose here. `benchmarks/results/bounds.md` measures the open "
+        "side on 200-node openb and share-heavy subsets: the exact plans of these pieces joined on the whole (the CPU-only pods "
+        "kept in their piece, or placed again across the whole) against the at-scale bound and the pieces' proven bounds, with "
+        "`--no-move-once` and under the default move-once (where the router makes no detour)."
     )
     return [text]
 
