@@ -57,9 +57,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from planner.heuristics.room_trim import retarget_dropped, trim_room_end_state
+from planner.heuristics.room_trim import trim_room_end_state
 from planner.heuristics.switch_room import RoomShape, domain_groups, optimistic_node_slots
-from planner.heuristics.trim import target_of
 from planner.limits import MoveBudget
 from planner.models.backends import solve
 from planner.models.defrag import DefragModel, build_defrag_model
@@ -67,15 +66,14 @@ from planner.models.defrag_data import ModelTimeout
 from planner.models.defrag_exact import MAX_RESOLVES
 from planner.models.milp import Milp, MilpResult, PhaseRecord
 from planner.models.room_cuts import SlotRow, add_leave_cuts
+from planner.models.room_execute import execute
 from planner.state import ClusterState
-from planner.waves import Step, WavePlan, target_to_waves
+from planner.waves import Step
 
 COUNT_SHARE = 0.8
 """The share of the time limit the count phases may use (the moves phase gets the rest)."""
 MOVES_SHARE = 0.8
 """The share of the time left after the count phases that the fewest-moves phase may use (the GPUs-moved phase gets the rest)."""
-RETARGET_ROUNDS = 4
-"""How many times ``execute`` re-targets the moves the router dropped and routes again."""
 LEAD = 64
 """How many times all the later shapes' requests together a request of a count phase's own shape weighs
 (``phase_weights``)."""
@@ -440,28 +438,6 @@ def solve_phases(
     elif moves_lower is not None:
         proof.tail_lower = float(w2 * moves_lower)  # W2 * moves + GPU units >= W2 * moves
     return result, proof, records
-
-
-def execute(state: ClusterState, target: dict[int, int], rooms: list[RoomShape], budget: MoveBudget) -> WavePlan:
-    """Make-before-break waves towards a solution's end state ``target`` (pod -> node; ``state`` is
-    not changed): the end state trimmed first (``trim_room_end_state``: pods sent home where every
-    count holds), then routed; while the router drops moves (a cycle of full nodes it cannot break
-    under ``move_once``), the dropped pods are re-targeted where every count holds
-    (``retarget_dropped``) and the end state routed again, kept while fewer moves are dropped."""
-    end = state.clone()
-    for p, n in target.items():
-        if n != int(state.pod_node[p]):
-            end.move(p, n)
-    trim_room_end_state(state, end, rooms)
-    executed = target_to_waves(state.clone(), target_of(state, end), budget)
-    for _ in range(RETARGET_ROUNDS):
-        if not executed.dropped or retarget_dropped(state, end, rooms, executed.dropped, budget) == 0:
-            break
-        again = target_to_waves(state.clone(), target_of(state, end), budget)
-        if len(again.dropped) >= len(executed.dropped):
-            break
-        executed = again
-    return executed
 
 
 def solve_room(
