@@ -10,8 +10,8 @@ of any shape (``switch_room.room_counts``, each shape on its own) nor adds a mov
 ``fits``) and every count holds after it; largest GPU request first (so the GPUs moved fall most),
 then by index, repeated until nothing changes. Deterministic: no randomness, a fixed order.
 
-A count changes only in the domains of the two nodes a return touches, so each trial recounts those
-two domains (``_Counts``), not the cluster.
+A count changes only in the domains of the nodes a trial touches, so each trial recounts those
+domains (``_Counts``), not the cluster.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ class _Counts:
         return out
 
     def apply(self, moves: list[tuple[int, int]]) -> bool:
-        """Make ``moves`` (pod, destination) in order if, after all of them, no domain's count of any
-        shape is lower than before; else undo them. True if they were made."""
+        """Make ``moves`` (pod, destination) in order if, after all of them, each shape's count summed
+        over the domains they touch (so its count over the cluster) is not lower than before; one
+        domain may lose a request another gains. Else undo them. True if they were made."""
         s = self.state
         undo = [(p, int(s.pod_node[p])) for p, _ in moves]
         touched = np.array(sorted({n for p, d in moves for n in (int(s.pod_node[p]), d)}), dtype=np.int64)
