@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from planner.models.room_exact import LEAD, implied_bound, phase_gap, phase_weights
+from planner.models.room_phases import LEAD, implied_bound, phase_gap, phase_weights
 
 RANGES = [[2, 3, 1], [0, 4, 2], [3, 0, 3], [1, 1], [5], [2, 2, 2, 1]]
 
