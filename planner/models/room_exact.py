@@ -45,10 +45,7 @@ did not find one in time), and the solver stops at an absolute gap that still pr
 (``phase_gap``). The bound on count(R_k) is the weighted bound divided by its weight, floored; a weighted
 bound also bounds each later count over the plans reaching the held counts (``implied_bound``), and a
 phase whose start reaches a bound it is given (``switch_room.room_bound``) or implied is not solved.
-The first phase has its weighted objective for ``FIRST_WEIGHTED_SHARE`` of its time; if that does not
-prove count(R_1), the rest goes to count(R_1) alone from the weighted solution (both bounds are valid:
-the phase keeps the smaller): at 500 nodes the weighted search missed a request of the largest shape
-that the count alone found. The weights live in ``models/room_phases.py``.
+The weights live in ``models/room_phases.py``.
 """
 
 from __future__ import annotations
@@ -77,11 +74,6 @@ from planner.waves import Step
 
 COUNT_SHARE = 0.8
 """The share of the time limit the count phases may use (the moves phase gets the rest)."""
-FIRST_WEIGHTED_SHARE = 1 / 3
-"""The share of the first count phase's time for its weighted objective; when that does not prove the
-first count, the rest goes to the count alone, from the weighted solution (at 500 nodes the weighted
-objective missed a third 256-GPU room that the count alone found in 9-11 s: seeds 1 and 2). 0: the first
-phase solves its count alone from the start (with one shape too)."""
 MOVES_SHARE = 0.8
 """The share of the time left after the count phases that the fewest-moves phase may use (the GPUs-moved phase gets the rest)."""
 
@@ -308,19 +300,6 @@ def _kept_start(milp: Milp, start: list[int] | None, result: MilpResult) -> Milp
     return result
 
 
-def _count_record(name: str, result: MilpResult, count: int | None, bound: int | None) -> RoomPhaseRecord:
-    return {
-        "phase": name,
-        "status": "optimal" if count is not None and count == bound else result.status,
-        "objective": count,
-        "bound": bound,
-        "wall_s": round(result.wall_s, 3),
-        "count": count,
-        "weighted_objective": result.objective,
-        "weighted_bound": result.bound,
-    }
-
-
 def solve_phases(
     model: RoomModel, options: RoomSolveOptions, deadline: float, hint: list[int] | None, upper: list[int] | None = None
 ) -> tuple[MilpResult | None, RoomProof, list[RoomPhaseRecord]]:
@@ -354,37 +333,30 @@ def solve_phases(
         phases_left = len(model.counts) - k
         milp, start = base.milp.with_objective(terms, 0, held), start_of(k)
         known_bound = min([most[k], *([upper[k]] if upper is not None else []), *(implied_bound(b, w, proof.reached, k) for b, w in weighted)])
-        share = 1.0
         if start is not None and model.count(start, k) >= known_bound and not milp.violated_rows(start):
             value = float(milp.value_of_objective(start))
             result = MilpResult(options.solver, "optimal", start, value, None, 0.0, "the start reaches a proven bound on the count: not solved")
         else:
-            phase_end = time.perf_counter() + (count_deadline - time.perf_counter()) / phases_left
-            share = FIRST_WEIGHTED_SHARE if k == 0 and (phases_left > 1 or FIRST_WEIGHTED_SHARE == 0) else 1.0
-            if share > 0:
-                result = _kept_start(milp, start, run(milp, share * (phase_end - time.perf_counter()), start, phase_gap(weights, k)))
-            else:  # the count alone from the start
-                start_value = None if start is None else float(milp.value_of_objective(start))
-                result = MilpResult(options.solver, "feasible" if start else "timeout", start, start_value, None, 0.0, "weighted objective skipped")
+            result = run(milp, (count_deadline - time.perf_counter()) / phases_left, start, phase_gap(weights, k))
+            result = _kept_start(milp, start, result)
         count = None if result.values is None else model.count(result.values, k)
         if result.status not in ("infeasible", "error"):
             integral = _ceil_bound(result.bound, sum(weights[j] * most[j] for j in range(k, len(most))))
             if integral is not None:
                 weighted.append((integral, weights))
             proof.bounds[k] = min([known_bound, *([] if integral is None else [integral // weights[k]])])
-        first_bound = proof.bounds[k]
-        unproven = first_bound is None or (count is not None and count < first_bound)
-        if share < 1.0 and unproven and phase_end - time.perf_counter() > 0.5:
-            records.append(_count_record(f"count {model.rooms[k]} (weighted)", result, count, proof.bounds[k]))
-            alone = base.milp.with_objective([(r, 1) for r in counts], 0, held)  # the count alone, from the weighted solution
-            second = _kept_start(alone, result.values, run(alone, phase_end - time.perf_counter(), result.values))
-            if second.status not in ("infeasible", "error") and (bound := _ceil_bound(second.bound, most[k])) is not None:
-                proof.bounds[k] = bound if first_bound is None else min(first_bound, bound)
-            if second.values is not None and (count is None or model.count(second.values, k) > count):
-                if result.values is not None:
-                    known.append(result.values)  # the weighted solution stays a start (more of the later counts)
-                result, count = second, model.count(second.values, k)
-        records.append(_count_record(f"count {model.rooms[k]}", result, count, proof.bounds[k]))
+        records.append(
+            {
+                "phase": f"count {model.rooms[k]}",
+                "status": "optimal" if count is not None and count == proof.bounds[k] else result.status,
+                "objective": count,
+                "bound": proof.bounds[k],
+                "wall_s": round(result.wall_s, 3),
+                "count": count,
+                "weighted_objective": result.objective,
+                "weighted_bound": result.bound,
+            }
+        )
         if result.values is None or count is None:
             return best, proof, records
         best = result
