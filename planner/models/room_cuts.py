@@ -20,12 +20,27 @@ edges of the lower convex hull of the points (j, LB(j)) are linear rows below ev
 
 They remove no integer solution and give the LP relaxation the price of a room in moves: without them
 the relaxation spreads fractional rooms over the groups' free slots and bounds the moves by about 0.
+
+Joint levels (``add_level_rows``). Shapes with the same slot rows (``room_exact`` gives them one set of
+slot variables, so a group's slots S_g are one sum) whose G are multiples of the smallest, U: since
+floor(S_g / G) = floor(floor(S_g / U) / (G / U)), per group binaries y[j] (the group holds j requests of
+U GPUs, j = 0..J) with
+
+    sum_j y[j] = 1,   r_U = sum_j j y[j],   r_G <= sum_j floor(j U / G) y[j],   L_g >= sum_j LB(j) y[j]
+
+with LB(j) the greedy above for j U slots. Every end state meets them with y at j = floor(S_g / U) and
+every r at floor(S_g / G), so they cut off none; the relaxation then prices a group's rooms of every
+shape at the level it takes, where the hulls apart let it take a 256-GPU room in one group at the price
+of fractions of 64-GPU rooms in others (on the 200-node seed 2 of ``benchmarks/room.py --only exact``
+its moves phase was proven in 8 s, where it took 76 s without them; the benchmark has the rest).
 """
 
 from __future__ import annotations
 
 import itertools
 from fractions import Fraction
+
+import numpy as np
 
 from planner.models.defrag import DefragModel
 from planner.models.milp import Milp
@@ -110,3 +125,47 @@ def add_leave_cuts(milp: Milp, base: DefragModel, r: int, size: int, nodes: list
             continue
         rhs = (b - a) * fa - (fb - fa) * a - (b - a) * constant
         milp.row([*((v, (b - a) * c) for v, c in terms.items()), (r, -(fb - fa))], rhs, None, f"{name}:{a}-{b}")
+
+
+def add_level_rows(
+    milp: Milp,
+    base: DefragModel,
+    family: list[tuple[int, dict[int, int]]],
+    groups: np.ndarray,
+    slot_of: dict[int, int],
+    rows_of: dict[int, list[SlotRow]],
+) -> list[tuple[int, list[int]]]:
+    """The joint levels of the module docstring for the shapes of ``family`` ((G, r variable per group)
+    of each; they share ``slot_of`` and ``rows_of`` per node), per group of ``groups``: the (r_U, level
+    binaries) of each group; none unless two or more shapes' G are multiples of the smallest."""
+    unit = min(size for size, _ in family)
+    if len(family) < 2 or any(size % unit for size, _ in family):
+        return []
+    smallest = next(r_of for size, r_of in family if size == unit)
+    out: list[tuple[int, list[int]]] = []
+    for g, r in smallest.items():
+        members = [int(n) for n in np.flatnonzero(groups == g)]
+        useful = [(n, milp.upper[slot_of[n]], rows_of[n]) for n in members if milp.upper[slot_of[n]] > 0]
+        data = [(upper, rows, base.leaving[n][2] if n in base.leaving else []) for n, upper, rows in useful]
+        kinds = max(len(rows) for _, rows, _ in data)
+        top = milp.upper[r]
+        per_kind = [fewest_leaving(data, kind, unit, top) for kind in range(kinds)]
+        top = min(top, min(len(points) for points in per_kind) - 1)
+        points = [max(points[j] for points in per_kind) for j in range(top + 1)]
+        ys = [milp.var(f"level[{unit},{g},{j}]", 0, 1) for j in range(top + 1)]
+        milp.row([(y, 1) for y in ys], 1, 1, f"level[{unit},{g}]")
+        milp.row([(r, 1), *((y, -j) for j, y in enumerate(ys))], 0, 0, f"level-r[{unit},{g}]")
+        for size, r_of in family:
+            if size != unit and g in r_of:
+                milp.row([(r_of[g], 1), *((y, -(j * unit // size)) for j, y in enumerate(ys) if j * unit // size)], None, 0, f"level-r[{size},{g}]")
+        terms: dict[int, int] = {}
+        constant = 0
+        for n in members:
+            if n in base.leaving:
+                leave_terms, leave_constant, _ = base.leaving[n]
+                for v, c in leave_terms:
+                    terms[v] = terms.get(v, 0) + c
+                constant += leave_constant
+        milp.row([*terms.items(), *((y, -lb) for y, lb in zip(ys, points) if lb)], -constant, None, f"level-leave[{unit},{g}]")
+        out.append((r, ys))
+    return out

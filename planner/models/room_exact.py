@@ -15,7 +15,9 @@ group g (GPU model and domain at L, ``switch_room.domain_groups``):
     count(R) = sum over g of r[R,g]
 
 which is ``capacity.gpu_slots`` and ``switch_room.room_count``: per node min(free devices, free CPUs
-over c/G, free memory over m/G), floored per group over G, summed.
+over c/G, free memory over m/G), floored per group over G, summed. Shapes with the same c/G, m/G and
+level (the default 256g3072c, 128g1536c and 64g768c) have the same rows, so they share one set of slot
+variables, and the joint levels of ``models/room_cuts.py`` tie their counts per group.
 
 Why the bound holds for every plan: the end state of any plan within the limits is a solution of the
 defrag model (its docstring), with the devices of the rules' share packing or fewer; its real slots
@@ -66,7 +68,7 @@ from planner.models.defrag import DefragModel, build_defrag_model
 from planner.models.defrag_data import ModelTimeout
 from planner.models.defrag_exact import MAX_RESOLVES
 from planner.models.milp import Milp, MilpResult, PhaseRecord
-from planner.models.room_cuts import SlotRow, add_leave_cuts
+from planner.models.room_cuts import SlotRow, add_leave_cuts, add_level_rows
 from planner.models.room_execute import execute
 from planner.models.room_phases import implied_bound, phase_gap, phase_weights
 from planner.state import ClusterState
@@ -102,6 +104,8 @@ class RoomModel:
     """Every slot variable with its rows (for hints)."""
     groups: list[tuple[int, list[int], int]] = field(default_factory=list)
     """Every r variable with its slot variables and G (for hints)."""
+    levels: list[tuple[int, list[int]]] = field(default_factory=list)
+    """Per group of shapes sharing slot rows: the smallest shape's r variable and its level binaries."""
 
     def count(self, values: list[int], k: int) -> int:
         return sum(values[v] for v in self.counts[k])
@@ -116,6 +120,9 @@ class RoomModel:
             values[s] = max(0, most)
         for r, members, size in self.groups:
             values[r] = sum(values[s] for s in members) // size
+        for r, ys in self.levels:
+            for j, y in enumerate(ys):
+                values[y] = int(values[r] == j)
         return values
 
     def trimmed(self, values: list[int]) -> list[int] | None:
@@ -134,6 +141,10 @@ class RoomModel:
         if self.base.milp.violated_rows(trimmed) or any(self.count(trimmed, k) < self.count(values, k) for k in range(len(self.counts))):
             return None
         return trimmed
+
+
+SlotKey = tuple[int, tuple[tuple[str, Fraction], ...], bytes]
+"""What makes two shapes' slot rows the same: level, CPUs and memory per GPU slot, each node's most slots."""
 
 
 def _per_slot(total: float, gpus: int) -> Fraction:
@@ -160,36 +171,42 @@ def build_room_model(
     milp = base.milp
     model = RoomModel(base, rooms)
     gpu_nodes = np.flatnonzero(state.cap_gpus > 0).tolist()
+    shared: dict[SlotKey, tuple[dict[int, int], dict[int, list[SlotRow]]]] = {}  # slot variables and rows per node
+    families: dict[SlotKey, list[tuple[int, dict[int, int]]]] = {}  # per key, (G, r variable per group) of each shape
     for k, room in enumerate(rooms):
         per_slot = [
             (name, _per_slot(total, room.shape.gpus), unit)
             for name, total, unit in (("cpu", room.shape.cpus, data.cpu_scale.unit), ("mem", room.shape.memory_gib, data.mem_scale.unit))
         ]
-        slot_of: dict[int, int] = {}
-        rows_of: dict[int, list[SlotRow]] = {}
         optimistic = optimistic_node_slots(state, room.shape)  # implied by the rows: tighter for the relaxation
-        for n in gpu_nodes:
-            most = min(int(state.cap_gpus[n]), int(optimistic[n])) if state.schedulable[n] else 0
-            s = slot_of[n] = milp.var(f"s[{k},{state.node_names[n]}]", 0, most)
-            usage = base.usage[n]
-            gpu_terms, gpu_room = usage["gpu"]
-            rows: list[SlotRow] = [(gpu_terms, 1, gpu_room)]  # (R1)
-            for name, q, unit in per_slot:  # (R2), (R3): s * q * unit <= room - terms, times q's denominator
-                if q > 0:
-                    terms, room_units = usage[name]
-                    rows.append(([(v, c * q.denominator) for v, c in terms], q.numerator * unit, room_units * q.denominator))
-            for terms, coef, rhs in rows:
-                milp.row([*terms, (s, coef)], None, rhs, f"slots[{k},{state.node_names[n]}]")
-            model.slots.append((s, rows))
-            rows_of[n] = rows
+        key: SlotKey = (room.level, tuple((name, q) for name, q, _ in per_slot), optimistic.tobytes())
+        if key in shared:  # the same rows per node as an earlier shape's: its slot variables serve
+            slot_of, rows_of = shared[key]
+        else:
+            slot_of, rows_of = shared.setdefault(key, ({}, {}))
+            for n in gpu_nodes:
+                most = min(int(state.cap_gpus[n]), int(optimistic[n])) if state.schedulable[n] else 0
+                s = slot_of[n] = milp.var(f"s[{k},{state.node_names[n]}]", 0, most)
+                usage = base.usage[n]
+                gpu_terms, gpu_room = usage["gpu"]
+                rows: list[SlotRow] = [(gpu_terms, 1, gpu_room)]  # (R1)
+                for name, q, unit in per_slot:  # (R2), (R3): s * q * unit <= room - terms, times q's denominator
+                    if q > 0:
+                        terms, room_units = usage[name]
+                        rows.append(([(v, c * q.denominator) for v, c in terms], q.numerator * unit, room_units * q.denominator))
+                for terms, coef, rhs in rows:
+                    milp.row([*terms, (s, coef)], None, rhs, f"slots[{k},{state.node_names[n]}]")
+                model.slots.append((s, rows))
+                rows_of[n] = rows
         groups = domain_groups(state, room.level)
         counts = []
+        r_of: dict[int, int] = {}
         for g in range(int(groups.max(initial=-1)) + 1):
             members = [slot_of[n] for n in np.flatnonzero(groups == g).tolist()]
             most = sum(milp.upper[s] for s in members) // room.shape.gpus
             if most == 0:
                 continue
-            r = milp.var(f"r[{k},{g}]", 0, most)
+            r = r_of[g] = milp.var(f"r[{k},{g}]", 0, most)
             milp.row([(r, room.shape.gpus), *((s, -1) for s in members)], None, 0, f"room[{k},{g}]")  # (R4)
             if cuts:
                 nodes = [(n, slot_of[n], rows_of[n]) for n in np.flatnonzero(groups == g).tolist()]
@@ -197,6 +214,11 @@ def build_room_model(
             model.groups.append((r, members, room.shape.gpus))
             counts.append(r)
         model.counts.append(counts)
+        families.setdefault(key, []).append((room.shape.gpus, r_of))
+    if cuts:
+        for key, family in families.items():
+            slot_of, rows_of = shared[key]
+            model.levels.extend(add_level_rows(milp, base, family, domain_groups(state, key[0]), slot_of, rows_of))
     return model
 
 

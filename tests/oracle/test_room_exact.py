@@ -102,6 +102,15 @@ def tiny(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]], l
     return nodes, pods, shapes, draw(st.none() | st.integers(0, 3))
 
 
+@st.composite
+def tiny_multiples(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[tuple[int, float]], int | None]:
+    """``tiny`` with two shapes whose slot rows are the same (the same CPUs per GPU) and whose G are
+    multiples, as the default 256g3072c, 128g1536c, 64g768c: the model's joint levels apply."""
+    nodes, pods, _, max_moves = draw(tiny())
+    unit, times, per_gpu = draw(st.sampled_from([1, 2])), draw(st.sampled_from([2, 3])), draw(st.sampled_from([0, 1]))
+    return nodes, pods, [(unit * times, float(per_gpu * unit * times)), (unit, float(per_gpu * unit))], max_moves
+
+
 def text(shape: tuple[int, float]) -> str:
     return f"{shape[0]}g{shape[1]:g}c"
 
@@ -117,6 +126,17 @@ def exact_plan(c: Cluster, **options: Any) -> DefragPlan:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny(), st.sampled_from(["cpsat", "highs"]))
 def test_exact_room_claims_against_every_move_set(case: tuple[Any, ...], solver: str) -> None:
+    check_claims(case, solver)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny_multiples(), st.sampled_from(["cpsat", "highs"]))
+def test_exact_room_claims_with_joint_levels(case: tuple[Any, ...], solver: str) -> None:
+    check_claims(case, solver)
+
+
+def check_claims(case: tuple[Any, ...], solver: str) -> None:
+    """The exact room plan of ``case`` against the brute force."""
     nodes, pods, shapes, max_moves = case
     c = snapshot(nodes, pods)
     if any(shape[0] > max(sum(n["gpus"] for n in nodes if n["asw"] == node["asw"]) for node in nodes) for shape in shapes):
@@ -208,6 +228,19 @@ def test_room_model_keeps_every_end_state_with_its_counts(case: tuple[Any, ...],
     """The room model's added rows (the leave cuts of ``models/room_cuts.py`` among them) cut off no end
     state: for every end state the brute force enumerates, the model's values for it (``hint``) break no
     row and no variable bound, with counts at least the true ones (the model is a relaxation)."""
+    check_end_states(case, formulation)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny_multiples(), st.sampled_from(["auto", "pod"]))
+def test_room_model_with_joint_levels_keeps_every_end_state(case: tuple[Any, ...], formulation: str) -> None:
+    """The same for two shapes that share their slot rows: the joint levels (built unless no switch holds
+    the smaller shape: about 93% of examples, --hypothesis-show-statistics) cut off none."""
+    check_end_states(case, formulation)
+
+
+def check_end_states(case: tuple[Any, ...], formulation: str) -> bool:
+    """``test_room_model_keeps_every_end_state_with_its_counts`` on ``case``: whether joint levels were built."""
     from planner.heuristics.switch_room import RoomShape
     from planner.limits import MoveBudget
     from planner.metrics import Shape
@@ -223,6 +256,7 @@ def test_room_model_keeps_every_end_state_with_its_counts(case: tuple[Any, ...],
     milp = model.base.milp
     cuts = sum(name.startswith("leave[") for name in milp.row_names)
     event(f"leave cuts: {'some' if cuts else 'none'}")  # --hypothesis-show-statistics: most examples have some
+    event(f"joint levels: {'some' if model.levels else 'none'}")
     movable = [pod for pod in pods if not pod.get("locked")]
     home = {pod["name"]: pod["node"] for pod in pods}
     checked = 0
@@ -238,3 +272,4 @@ def test_room_model_keeps_every_end_state_with_its_counts(case: tuple[Any, ...],
         assert all(model.count(values, i) >= counts[k] for i, k in enumerate(order)), (where, counts)
         checked += 1
     assert checked >= 1  # the snapshot itself
+    return bool(model.levels)
