@@ -98,27 +98,41 @@ def lower_hull(points: list[int]) -> list[tuple[int, int]]:
     return hull
 
 
+def _fewest_points(milp: Milp, base: DefragModel, nodes: list[tuple[int, int, list[SlotRow]]], size: int, most: int) -> list[int]:
+    """LB(j) for j = 0.. the last j <= ``most`` some set of leaving pods reaches, over the group's
+    ``nodes`` (node, slot variable, its rows): the larger of the row kinds' greedy answers; [] when no
+    node of the group has a slot."""
+    useful = [(n, milp.upper[s], rows) for n, s, rows in nodes if milp.upper[s] > 0]
+    if not useful:
+        return []
+    data = [(upper, rows, base.leaving[n][2] if n in base.leaving else []) for n, upper, rows in useful]
+    kinds = max(len(rows) for _, rows, _ in data)
+    per_kind = [fewest_leaving(data, kind, size, most) for kind in range(kinds)]
+    reach = min(len(points) for points in per_kind) - 1  # >= 0: no slot is needed for j = 0
+    return [max(points[j] for points in per_kind) for j in range(reach + 1)]
+
+
+def _leaving_sum(base: DefragModel, nodes: list[int]) -> tuple[dict[int, int], int]:
+    """The pods leaving ``nodes`` as terms and a constant (the defrag model's ``leaving`` of each, summed)."""
+    terms: dict[int, int] = {}
+    constant = 0
+    for n in nodes:
+        if n in base.leaving:
+            leave_terms, leave_constant, _ = base.leaving[n]
+            for v, c in leave_terms:
+                terms[v] = terms.get(v, 0) + c
+            constant += leave_constant
+    return terms, constant
+
+
 def add_leave_cuts(milp: Milp, base: DefragModel, r: int, size: int, nodes: list[tuple[int, int, list[SlotRow]]], name: str) -> None:
     """The rows of the module docstring for the room variable ``r`` (G = ``size``) of a group whose
     nodes are ``nodes`` (node, slot variable, its rows); tightens r's upper bound when a j is out of reach."""
-    useful = [(n, milp.upper[s], rows) for n, s, rows in nodes if milp.upper[s] > 0]
-    if not useful:
+    points = _fewest_points(milp, base, nodes, size, milp.upper[r])
+    if not points:
         return
-    data = [(upper, rows, base.leaving[n][2] if n in base.leaving else []) for n, upper, rows in useful]
-    kinds = max(len(rows) for _, rows, _ in data)
-    per_kind = [fewest_leaving(data, kind, size, milp.upper[r]) for kind in range(kinds)]
-    reach = min(len(points) for points in per_kind) - 1  # >= 0: no slot is needed for j = 0
-    milp.upper[r] = min(milp.upper[r], reach)
-    points = [max(points[j] for points in per_kind) for j in range(reach + 1)]
-    terms: dict[int, int] = {}
-    constant = 0
-    for n, _, _ in useful:
-        if n not in base.leaving:
-            continue
-        leave_terms, leave_constant, _ = base.leaving[n]
-        for v, c in leave_terms:
-            terms[v] = terms.get(v, 0) + c
-        constant += leave_constant
+    milp.upper[r] = min(milp.upper[r], len(points) - 1)
+    terms, constant = _leaving_sum(base, [n for n, s, _ in nodes if milp.upper[s] > 0])
     hull = lower_hull(points)
     for (a, fa), (b, fb) in itertools.pairwise(hull):
         if fb <= fa:
@@ -145,27 +159,16 @@ def add_level_rows(
     out: list[tuple[int, list[int]]] = []
     for g, r in smallest.items():
         members = [int(n) for n in np.flatnonzero(groups == g)]
-        useful = [(n, milp.upper[slot_of[n]], rows_of[n]) for n in members if milp.upper[slot_of[n]] > 0]
-        data = [(upper, rows, base.leaving[n][2] if n in base.leaving else []) for n, upper, rows in useful]
-        kinds = max(len(rows) for _, rows, _ in data)
-        top = milp.upper[r]
-        per_kind = [fewest_leaving(data, kind, unit, top) for kind in range(kinds)]
-        top = min(top, min(len(points) for points in per_kind) - 1)
-        points = [max(points[j] for points in per_kind) for j in range(top + 1)]
-        ys = [milp.var(f"level[{unit},{g},{j}]", 0, 1) for j in range(top + 1)]
+        points = _fewest_points(milp, base, [(n, slot_of[n], rows_of[n]) for n in members], unit, milp.upper[r])
+        if not points:
+            continue
+        ys = [milp.var(f"level[{unit},{g},{j}]", 0, 1) for j in range(len(points))]
         milp.row([(y, 1) for y in ys], 1, 1, f"level[{unit},{g}]")
         milp.row([(r, 1), *((y, -j) for j, y in enumerate(ys))], 0, 0, f"level-r[{unit},{g}]")
         for size, r_of in family:
             if size != unit and g in r_of:
                 milp.row([(r_of[g], 1), *((y, -(j * unit // size)) for j, y in enumerate(ys) if j * unit // size)], None, 0, f"level-r[{size},{g}]")
-        terms: dict[int, int] = {}
-        constant = 0
-        for n in members:
-            if n in base.leaving:
-                leave_terms, leave_constant, _ = base.leaving[n]
-                for v, c in leave_terms:
-                    terms[v] = terms.get(v, 0) + c
-                constant += leave_constant
+        terms, constant = _leaving_sum(base, members)
         milp.row([*terms.items(), *((y, -lb) for y, lb in zip(ys, points) if lb)], -constant, None, f"level-leave[{unit},{g}]")
         out.append((r, ys))
     return out
