@@ -148,15 +148,16 @@ def add_level_rows(
     groups: np.ndarray,
     slot_of: dict[int, int],
     rows_of: dict[int, list[SlotRow]],
-) -> list[tuple[int, list[int]]]:
+) -> list[tuple[int, int, list[int], list[int]]]:
     """The joint levels of the module docstring for the shapes of ``family`` ((G, r variable per group)
-    of each; they share ``slot_of`` and ``rows_of`` per node), per group of ``groups``: the (r_U, level
-    binaries) of each group; none unless two or more shapes' G are multiples of the smallest."""
+    of each; they share ``slot_of`` and ``rows_of`` per node), per group of ``groups``: the (group, r_U,
+    level binaries, LB(j) per level) of each group; none unless two or more shapes' G are multiples of
+    the smallest."""
     unit = min(size for size, _ in family)
     if len(family) < 2 or any(size % unit for size, _ in family):
         return []
     smallest = next(r_of for size, r_of in family if size == unit)
-    out: list[tuple[int, list[int]]] = []
+    out: list[tuple[int, int, list[int], list[int]]] = []
     for g, r in smallest.items():
         members = [int(n) for n in np.flatnonzero(groups == g)]
         points = _fewest_points(milp, base, [(n, slot_of[n], rows_of[n]) for n in members], unit, milp.upper[r])
@@ -170,5 +171,5 @@ def add_level_rows(
                 milp.row([(r_of[g], 1), *((y, -(j * unit // size)) for j, y in enumerate(ys) if j * unit // size)], None, 0, f"level-r[{size},{g}]")
         terms, constant = _leaving_sum(base, members)
         milp.row([*terms.items(), *((y, -lb) for y, lb in zip(ys, points) if lb)], -constant, None, f"level-leave[{unit},{g}]")
-        out.append((r, ys))
+        out.append((g, r, ys, points))
     return out

@@ -42,6 +42,9 @@ of the lexicographic problem only when every earlier phase proved its optimum (`
 When a count phase ends unproven, no plan can be proven optimal, so the two tail phases keep the start's
 rooms in their groups (``start_rooms``): a restriction whose bounds are not reported (no moves bound, no
 ``optimal``), far easier to solve than choosing the groups again (the moves are what it can still improve).
+With every count proven and joint levels over every shape, a tail phase the whole model has not proven
+in ``PLAIN_SHARE`` of its time is solved over the minimal level vectors (``models/room_levels.py``): the
+best of the model is the best over them, each a far easier problem with its rooms' groups fixed.
 
 Phase k's objective also weighs the later counts, far below its own (``phase_weights``): count(R_k)
 counts LEAD times more than all of them together, so its solution is a good start for the later phases
@@ -73,6 +76,7 @@ from planner.models.defrag_exact import MAX_RESOLVES
 from planner.models.milp import Milp, MilpResult, PhaseRecord
 from planner.models.room_cuts import SlotRow, add_leave_cuts, add_level_rows
 from planner.models.room_execute import execute
+from planner.models.room_levels import JointLevels, LevelGroup, minimal_vectors, solve_over_vectors
 from planner.models.room_phases import implied_bound, phase_gap, phase_weights
 from planner.state import ClusterState
 from planner.waves import Step
@@ -81,6 +85,9 @@ COUNT_SHARE = 0.8
 """The share of the time limit the count phases may use (the moves phase gets the rest)."""
 MOVES_SHARE = 0.8
 """The share of the time left after the count phases that the fewest-moves phase may use (the GPUs-moved phase gets the rest)."""
+PLAIN_SHARE = 0.5
+"""With joint levels, the share of each tail phase's time the whole model gets before the phase is solved
+over level vectors (``models/room_levels.py``) with the rest, when the whole model has not proven it."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,8 @@ class RoomModel:
     """Every r variable with its slot variables and G (for hints)."""
     levels: list[tuple[int, list[int]]] = field(default_factory=list)
     """Per group of shapes sharing slot rows: the smallest shape's r variable and its level binaries."""
+    joint: JointLevels | None = None
+    """The joint levels when they tie every shape in every group (``models/room_levels.py``)."""
 
     def count(self, values: list[int], k: int) -> int:
         return sum(values[v] for v in self.counts[k])
@@ -221,7 +230,20 @@ def build_room_model(
     if cuts:
         for key, family in families.items():
             slot_of, rows_of = shared[key]
-            model.levels.extend(add_level_rows(milp, base, family, domain_groups(state, key[0]), slot_of, rows_of))
+            levels = add_level_rows(milp, base, family, domain_groups(state, key[0]), slot_of, rows_of)
+            model.levels.extend((r, ys) for _, r, ys, _ in levels)
+            if len(families) == 1 and levels:  # one family holds every shape, in shape order
+                by_group = {g: (r, points) for g, r, _, points in levels}
+                groups_with_rooms = {g for _, r_of in family for g in r_of}
+                if groups_with_rooms <= set(by_group):  # every group's rooms tied to its level
+                    model.joint = JointLevels(
+                        min(size for size, _ in family),
+                        [size for size, _ in family],
+                        [
+                            LevelGroup(g, r, points, {k: r_of[g] for k, (_, r_of) in enumerate(family) if g in r_of})
+                            for g, (r, points) in sorted(by_group.items())
+                        ],
+                    )
     return model
 
 
@@ -288,6 +310,8 @@ class RoomPhaseRecord(PhaseRecord, total=False):
     count: int | None
     weighted_objective: float | None
     weighted_bound: float | None
+    level_vectors: int
+    """A tail phase solved over level vectors (``models/room_levels.py``) after the whole model: how many."""
 
 
 @dataclass
@@ -331,6 +355,20 @@ def start_rooms(model: RoomModel, start: list[int]) -> list[tuple[list[tuple[int
     solutions hold every count of the start; on 500-node snapshots it is the far easier problem (seed 0:
     47 moves proven in 16 s from a 94-move start, where the unrestricted phase stayed at 94)."""
     return [([(r, 1)], start[r], None, f"keep-room[{model.base.milp.names[r]}]") for r, _, _ in model.groups if start[r] > 0]
+
+
+def _exact(run: Callable[..., MilpResult]) -> Callable[[Milp, float, list[int] | None], MilpResult]:
+    """``run`` asking for the optimum (no gap)."""
+    return lambda milp, seconds, start: run(milp, seconds, start, 0.0)
+
+
+def _tighter(result: MilpResult, bound: float | None) -> MilpResult:
+    """``result`` with the smaller of its bound and ``bound`` (both valid upper bounds on the same
+    problem), ``optimal`` when that bound is reached."""
+    if bound is None or not math.isfinite(bound) or result.bound is None or bound >= result.bound:
+        return result
+    proven = result.objective is not None and bound <= result.objective + 1e-6
+    return replace(result, bound=bound, status="optimal" if proven else result.status)
 
 
 def solve_phases(
@@ -415,7 +453,18 @@ def solve_phases(
         assert start is not None
         held.extend(start_rooms(model, start))
     fewest = base.milp.with_objective(move_terms, move_offset, held)
-    first = _kept_start(fewest, start, run(fewest, MOVES_SHARE * (deadline - time.perf_counter()), start, 0.0))
+    joint = None if restricted else model.joint  # the level vectors of ``models/room_levels.py``: their rows hold the counts
+    reached = [r or 0 for r in proof.reached]
+    moves_seconds = MOVES_SHARE * (deadline - time.perf_counter())
+    moves_deadline = time.perf_counter() + moves_seconds
+    first = _kept_start(fewest, start, run(fewest, (PLAIN_SHARE if joint else 1.0) * moves_seconds, start, 0.0))
+    by_vector: dict[tuple[int, ...], float] = {}
+    if joint is not None and first.status != "optimal" and first.objective is not None:
+        below = -round(first.objective)  # the incumbent's moves: a vector costing that many or more cannot beat it
+        vectors = minimal_vectors(joint, reached, below)
+        if vectors is not None:
+            over = solve_over_vectors(fewest, joint, [(u, float(-cost)) for cost, u in vectors], float(-below), first, _exact(run), moves_deadline)
+            first, by_vector = replace(_tighter(over.result, first.bound), wall_s=first.wall_s + over.result.wall_s), over.bounds
     moves_lower = None
     if first.status not in ("infeasible", "error") and first.bound is not None and math.isfinite(first.bound):
         moves_lower = max(0, math.ceil(-first.bound - 1e-6))
@@ -429,15 +478,36 @@ def solve_phases(
             "bound": first.bound,
             "wall_s": round(first.wall_s, 3),
             "count": None,
+            "level_vectors": len(by_vector),
         }
     )
     if first.values is None or first.objective is None:
         return best, proof, records
     moves = -round(first.objective)
     last = base.milp.with_objective(tail, base.milp.objective_offset, [*held, (move_terms, -moves - move_offset, -moves - move_offset, "fewest-moves")])
-    result = _kept_start(last, first.values, run(last, deadline - time.perf_counter(), first.values))
+    last_seconds, gpu_vectors = deadline - time.perf_counter(), 0
+    # over level vectors only after a moves phase that needed them (where the whole model proved the moves, it did
+    # the GPUs moved too on the benchmark's snapshots, and those vectors would be solved without their moves bounds)
+    split = joint is not None and bool(by_vector)
+    result = _kept_start(last, first.values, run(last, (PLAIN_SHARE if split else 1.0) * last_seconds, first.values))
+    if split and joint is not None and moves_lower is not None and moves_lower >= moves and result.status != "optimal" and result.objective is not None:
+        vectors = minimal_vectors(joint, reached, moves + 1)  # every plan with ``moves`` moves is in one of these
+        if vectors is not None:
+            ceiling = result.bound if result.bound is not None and math.isfinite(result.bound) else math.inf
+            open_vectors = [(u, ceiling) for _, u in vectors if by_vector.get(u, 0.0) > -moves - 0.5]  # none proven above ``moves``
+            over = solve_over_vectors(last, joint, open_vectors, -math.inf, result, _exact(run), deadline)
+            result = replace(_tighter(over.result, result.bound), wall_s=result.wall_s + over.result.wall_s)
+            gpu_vectors = len(over.bounds)
     records.append(
-        {"phase": "gpus moved", "status": result.status, "objective": result.objective, "bound": result.bound, "wall_s": round(result.wall_s, 3), "count": None}
+        {
+            "phase": "gpus moved",
+            "status": result.status,
+            "objective": result.objective,
+            "bound": result.bound,
+            "wall_s": round(result.wall_s, 3),
+            "count": None,
+            "level_vectors": gpu_vectors,
+        }
     )
     if result.values is None:
         result = first
