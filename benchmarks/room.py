@@ -397,7 +397,9 @@ EXACT_DOC = """The exact room model (`--objective room --method exact`, `planner
 model with per-node slot and per-switch room variables and the leave cuts (`models/room_cuts.py`: the pods that
 must leave a switch for each room), solved lexicographically (the shapes largest first, then
 fewest moves, then fewest GPUs moved; each count phase also weighs the later counts 64 times below its own,
-so its solution starts the next phase well), warm-started from the room heuristic. Default shapes 256g3072c,
+so its solution starts the next phase well), warm-started from the room heuristic; a moves or GPUs-moved phase the
+whole model has not proven in half its time is solved over the minimal level vectors (`models/room_levels.py`), and
+with a count unproven both keep the start's rooms in their groups (no moves bound then). Default shapes 256g3072c,
 128g1536c, 64g768c. *proven*: `status: optimal`, the whole lexicographic objective proven (every count at its
 proven maximum, moves and GPUs moved at the proven least); *counts proven*: every count at its proven maximum
 (`lexicographic_bound`), the moves perhaps not. *bound*: `report.bound` on the 256-GPU count (valid for any plan),
