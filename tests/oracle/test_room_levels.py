@@ -20,7 +20,7 @@ from planner.models.milp import MilpResult
 from planner.models.room_exact import build_room_model
 from planner.models.room_levels import JointLevels, LevelGroup, minimal_vectors, solve_over_vectors
 from planner.state import ClusterState
-from tests.oracle.test_room_exact import brute, snapshot, tiny_multiples
+from tests.support.room_oracle import brute, snapshot, tiny_multiples
 
 
 @st.composite

@@ -12,7 +12,8 @@ from planner.heuristics.switch_room import RoomShape, make_switch_room
 from planner.instances.asi import generate_asi
 from planner.limits import MoveBudget, MoveLimits
 from planner.metrics import parse_shape
-from planner.models.room_exact import RoomSolveOptions, build_room_model, solve_phases, start_rooms
+from planner.models.room_exact import RoomSolveOptions, build_room_model, solve_phases
+from planner.models.room_tail import start_rooms
 from planner.state import ClusterState
 
 SHAPES = ("256g3072c", "128g1536c", "64g768c")
