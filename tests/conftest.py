@@ -59,6 +59,8 @@ SLOW_FILES = frozenset(
         "test_limits.py",
         "test_exact_oracle.py",
         "test_room_exact.py",
+        "test_room_levels.py",
+        "test_room_tail_restriction.py",
         "test_docs_commands.py",
         "test_simulate_placement.py",
         "test_allocate_joint.py",

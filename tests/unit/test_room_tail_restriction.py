@@ -64,3 +64,24 @@ def test_proven_counts_leave_the_tail_unrestricted() -> None:
     assert all(record["status"] == "optimal" for record in counts), records
     assert records[len(counts)]["phase"] == "moves"
     assert proof.tail_lower is not None
+
+
+def test_a_moves_phase_left_open_by_the_whole_model_is_closed_over_level_vectors(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The whole model gets half a second (``PLAIN_SHARE`` near 0: too little to prove the moves of this
+    snapshot), the level vectors the rest: the moves are proven and equal the whole model's own optimum
+    when it has the time (this model has no move budget and reaches counts 2 / 5 / 10; with 90 s and its
+    default share the whole model proves 57 moves in 17 s, the vectors in 8 s)."""
+    from planner.models import room_tail
+
+    model, hint = model_and_hint(200, 0, 0.6)
+    options = RoomSolveOptions(solver="highs", solver_workers=1, time_limit_s=30.0)
+    monkeypatch.setattr(room_tail, "PLAIN_SHARE", 1e-3)
+    _, proof, records = solve_phases(model, options, time.perf_counter() + 30.0, hint)
+    counts = [record for record in records if record["phase"].startswith("count")]
+    assert all(record["status"] == "optimal" for record in counts), records
+    moves = records[len(counts)]
+    assert moves["phase"] == "moves" and moves["status"] == "optimal", records
+    assert moves["level_vectors"] >= 1  # the whole model did not prove it in half a second: the vectors did
+    assert [c["objective"] for c in counts] == [2, 5, 10]
+    assert round(moves["objective"]) == -57 and round(moves["bound"]) == -57
+    assert proof.tail_lower is not None and proof.tail_lower >= 57 * model.base.w2
