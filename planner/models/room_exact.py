@@ -225,10 +225,7 @@ def build_room_model(
                     model.joint = JointLevels(
                         min(size for size, _ in family),
                         [size for size, _ in family],
-                        [
-                            LevelGroup(g, r, points, {k: r_of[g] for k, (_, r_of) in enumerate(family) if g in r_of})
-                            for g, (r, points) in sorted(by_group.items())
-                        ],
+                        [LevelGroup(g, r, points) for g, (r, points) in sorted(by_group.items())],
                     )
     return model
 

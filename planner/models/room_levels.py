@@ -36,13 +36,11 @@ SEARCH_CAP = 200_000
 
 @dataclass(frozen=True)
 class LevelGroup:
-    """One group's joint levels: its r_U variable, LB_g(j) for j = 0.. its highest reachable level,
-    and its room variable of each shape (by shape index; a shape with no room variable there is absent)."""
+    """One group's joint levels: its r_U variable and LB_g(j) for j = 0.. its highest reachable level."""
 
     group: int
     unit_var: int
     points: list[int]
-    room_vars: dict[int, int]
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ PLAIN_SHARE = 0.5
 over level vectors (``models/room_levels.py``) with the rest, when the whole model has not proven it."""
 
 Run = Callable[..., MilpResult]
-"""(milp, seconds, start, abs_gap) -> its result: how ``room_exact.solve_phases`` runs a solve."""
+"""(milp, seconds, start, abs_gap = 0: the optimum) -> its result: how ``room_exact.solve_phases`` runs a solve."""
 
 
 def kept_start(milp: Milp, start: list[int] | None, result: MilpResult) -> MilpResult:
@@ -47,17 +47,12 @@ def kept_start(milp: Milp, start: list[int] | None, result: MilpResult) -> MilpR
     return result
 
 
-def start_rooms(model: RoomModel, start: list[int]) -> list[tuple[list[tuple[int, int]], int | None, int | None, str]]:
+def start_rooms(model: RoomModel, start: list[int]) -> list[Row]:
     """Rows keeping every room of the solution ``start`` in its group (r[R,g] >= its value there, each
     shape): the moves phase's restriction when a count phase is unproven (``solve_phases``). Its
     solutions hold every count of the start; on 500-node snapshots it is the far easier problem (seed 0:
     47 moves proven in 16 s from a 94-move start, where the unrestricted phase stayed at 94)."""
     return [([(r, 1)], start[r], None, f"keep-room[{model.base.milp.names[r]}]") for r, _, _ in model.groups if start[r] > 0]
-
-
-def _exact(run: Callable[..., MilpResult]) -> Callable[[Milp, float, list[int] | None], MilpResult]:
-    """``run`` asking for the optimum (no gap)."""
-    return lambda milp, seconds, start: run(milp, seconds, start, 0.0)
 
 
 def _tighter(result: MilpResult, bound: float | None) -> MilpResult:
@@ -97,7 +92,7 @@ def solve_tail(
     restricted = start is not None and any(record["status"] != "optimal" for record in records)
     if restricted:  # a count unproven: no plan can be proven optimal, so the moves go to the start's rooms (an easier problem)
         assert start is not None
-        held.extend(start_rooms(model, start))
+        held = [*held, *start_rooms(model, start)]
     fewest = base.milp.with_objective(move_terms, move_offset, held)
     joint = None if restricted else model.joint  # the level vectors of ``models/room_levels.py``: their rows hold the counts
     reached = [r or 0 for r in proof.reached]
@@ -109,7 +104,7 @@ def solve_tail(
         below = -round(first.objective)  # the incumbent's moves: a vector costing that many or more cannot beat it
         vectors = minimal_vectors(joint, reached, below)
         if vectors is not None:
-            over = solve_over_vectors(fewest, joint, [(u, float(-cost)) for cost, u in vectors], float(-below), first, _exact(run), moves_deadline)
+            over = solve_over_vectors(fewest, joint, [(u, float(-cost)) for cost, u in vectors], float(-below), first, run, moves_deadline)
             first, by_vector = replace(_tighter(over.result, first.bound), wall_s=first.wall_s + over.result.wall_s), over.bounds
     moves_lower = None
     if first.status not in ("infeasible", "error") and first.bound is not None and math.isfinite(first.bound):
@@ -141,7 +136,7 @@ def solve_tail(
         if vectors is not None:
             ceiling = result.bound if result.bound is not None and math.isfinite(result.bound) else math.inf
             open_vectors = [(u, ceiling) for _, u in vectors if by_vector.get(u, 0.0) > -moves - 0.5]  # none proven above ``moves``
-            over = solve_over_vectors(last, joint, open_vectors, -math.inf, result, _exact(run), deadline)
+            over = solve_over_vectors(last, joint, open_vectors, -math.inf, result, run, deadline)
             result = replace(_tighter(over.result, result.bound), wall_s=result.wall_s + over.result.wall_s)
             gpu_vectors = len(over.bounds)
     records.append(

@@ -31,7 +31,7 @@ def joints(draw: st.DrawFn) -> tuple[JointLevels, list[int], int]:
     for g in range(draw(st.integers(1, 4))):
         steps = draw(st.lists(st.integers(0, 5), min_size=0, max_size=5))
         points = [0, *itertools.accumulate(steps)]
-        groups.append(LevelGroup(g, g, points, {}))
+        groups.append(LevelGroup(g, g, points))
     joint = JointLevels(unit, sizes, groups)
     reached = [draw(st.integers(0, 4)) for _ in sizes]
     return joint, reached, draw(st.integers(0, 25))
@@ -59,7 +59,7 @@ def test_minimal_vectors_are_every_minimal_vector_below_the_cost(case: tuple[Joi
 
 
 def test_minimal_vectors_give_up_past_the_cap() -> None:
-    groups = [LevelGroup(g, g, [0, 0, 0, 0], {}) for g in range(12)]  # 12 groups, any 6 of them at level 1: 924 vectors
+    groups = [LevelGroup(g, g, [0, 0, 0, 0]) for g in range(12)]  # 12 groups, any 6 of them at level 1: 924 vectors
     assert minimal_vectors(JointLevels(1, [1], groups), [6], 1) is None
 
 
