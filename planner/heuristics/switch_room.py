@@ -19,9 +19,9 @@ counts of the shapes in order (largest first), switch by switch:
 A pod moved once is locked for the rest of the run, so the plan moves every pod at most once.
 
 ``room_bound`` is a valid upper bound on the count after any plan: per domain the optimistic slots
-(locked pods stay, and a node's shares take at least the ceiling of their sum in devices), and for
-the whole cluster the GPUs no placed pod uses (moves keep every placed pod placed); see
-docs/algorithms.md for the argument.
+(locked pods stay, and a node's shares take at least the ceiling of their sum in devices), and per
+component of the domains the movable pods link (by default a GPU product) the GPUs no placed pod
+uses there (moves keep every placed pod placed, ``room_capacity.py``); see docs/algorithms.md.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from planner.capacity import gpu_slots
 from planner.heuristics.ipc import GroupTask, IpcOptions
 from planner.heuristics.makeroom import BOUND_COST, CHAIN_DEPTH, _relocate, eviction_options
 from planner.heuristics.room import domains_of
+from planner.heuristics.room_capacity import capacity_components
 from planner.heuristics.room_group import ShieldedGroup
 from planner.limits import MoveBudget
 from planner.metrics import Shape
@@ -113,13 +114,14 @@ def optimistic_node_slots(state: ClusterState, shape: Shape, nodes: np.ndarray |
 
 
 def room_bound(state: ClusterState, room: RoomShape) -> int:
-    """An upper bound on ``room_count`` after any plan from ``state``: the smaller of the per-domain
-    optimistic counts and the GPUs no placed pod uses (over every GPU node) divided by G."""
+    """An upper bound on ``room_count`` after any plan from ``state``: per component of the groups
+    (``room_capacity.capacity_components``: the groups the movable pods link), the smaller of its
+    groups' optimistic counts and its unused GPUs divided by G, summed."""
     groups = domain_groups(state, room.level)
-    per_domain = int(np.floor(_per_group(groups, optimistic_node_slots(state, room.shape)) / room.shape.gpus + 1e-9).sum())
-    placed = state.pod_node >= 0
-    unused = float(state.cap_gpus.sum() - state.pod_whole[placed].sum() - state.pod_share[placed].sum())
-    return min(per_domain, max(0, math.floor(unused / room.shape.gpus + 1e-9)))
+    per_domain = np.floor(_per_group(groups, optimistic_node_slots(state, room.shape)) / room.shape.gpus + 1e-9).astype(np.int64)
+    components = capacity_components(state, groups)
+    optimistic = np.bincount(components.of_group, weights=per_domain, minlength=len(components.unused_gpus)).astype(np.int64)
+    return int(np.minimum(optimistic, components.most(room.shape.gpus)).sum())
 
 
 def largest_domain(state: ClusterState, level: int) -> tuple[int, int]:

@@ -131,8 +131,12 @@ class DefragModel:
             return {p: n for (p, n), v in self.x.items() if values[v] > 0}
         target: dict[int, int] = {}
         state = self.state
+        per_class: list[dict[int, int]] = [{} for _ in self.classes]  # one pass over z (per class it was quadratic)
+        for (k, n), v in self.z.items():
+            if values[v] > 0:
+                per_class[k][n] = values[v]
         for k, pods in enumerate(self.classes):
-            counts = {n: values[v] for (kk, n), v in self.z.items() if kk == k and values[v] > 0}
+            counts = per_class[k]
             by_home: dict[int, list[int]] = defaultdict(list)
             for p in pods:
                 by_home[int(state.pod_node[p])].append(p)

@@ -42,6 +42,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from planner.heuristics.room_capacity import Components
 from planner.models.defrag import DefragModel
 from planner.models.milp import Milp
 
@@ -139,6 +140,19 @@ def add_leave_cuts(milp: Milp, base: DefragModel, r: int, size: int, nodes: list
             continue
         rhs = (b - a) * fa - (fb - fa) * a - (b - a) * constant
         milp.row([*((v, (b - a) * c) for v, c in terms.items()), (r, -(fb - fa))], rhs, None, f"{name}:{a}-{b}")
+
+
+def add_capacity_rows(milp: Milp, components: Components, r_of: dict[int, int], size: int, name: str) -> None:
+    """Per component of the groups (``heuristics/room_capacity.py``), the requests of ``size`` GPUs its
+    groups hold (their r variables ``r_of``) are at most its unused GPUs over ``size``, floored: the
+    capacity rows of the relaxation sum to the same without the floor."""
+    members: dict[int, list[int]] = {}
+    for g, r in r_of.items():
+        members.setdefault(int(components.of_group[g]), []).append(r)
+    most = components.most(size)
+    for c, rs in sorted(members.items()):
+        if sum(milp.upper[r] for r in rs) > most[c]:
+            milp.row([(r, 1) for r in rs], None, int(most[c]), f"{name}:{c}")
 
 
 def add_level_rows(

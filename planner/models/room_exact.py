@@ -51,11 +51,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
 
+from planner.heuristics.room_capacity import capacity_components
 from planner.heuristics.room_trim import trim_room_end_state
 from planner.heuristics.switch_room import RoomShape, domain_groups, optimistic_node_slots
 from planner.limits import MoveBudget
@@ -64,11 +65,12 @@ from planner.models.defrag import DefragModel, build_defrag_model
 from planner.models.defrag_data import ModelTimeout
 from planner.models.defrag_exact import MAX_RESOLVES
 from planner.models.milp import Milp, MilpResult, PhaseRecord
-from planner.models.room_cuts import SlotRow, add_leave_cuts, add_level_rows
+from planner.models.room_cuts import SlotRow, add_capacity_rows, add_leave_cuts, add_level_rows
 from planner.models.room_execute import execute
-from planner.models.room_levels import JointLevels, LevelGroup
+from planner.models.room_levels import JointLevels, LevelGroup, level_limits
 from planner.models.room_phases import implied_bound, phase_gap, phase_weights
-from planner.models.room_tail import kept_start, solve_tail
+from planner.models.room_pieces import Piece, PieceProof, combine, independent_pieces, piece_proof
+from planner.models.room_tail import kept_start, solve_tail, tail_objective
 from planner.state import ClusterState
 from planner.waves import Step
 
@@ -211,6 +213,8 @@ def build_room_model(
                 add_leave_cuts(milp, base, r, room.shape.gpus, nodes, f"leave[{k},{g}]")
             model.groups.append((r, members, room.shape.gpus))
             counts.append(r)
+        if cuts:
+            add_capacity_rows(milp, capacity_components(state, groups), r_of, room.shape.gpus, f"capacity[{k}]")
         model.counts.append(counts)
         families.setdefault(key, []).append((room.shape.gpus, r_of))
     if cuts:
@@ -222,10 +226,10 @@ def build_room_model(
                 by_group = {g: (r, points) for g, r, _, points in levels}
                 groups_with_rooms = {g for _, r_of in family for g in r_of}
                 if groups_with_rooms <= set(by_group):  # every group's rooms tied to its level
+                    unit = min(size for size, _ in family)
+                    tied = [LevelGroup(g, r, points) for g, (r, points) in sorted(by_group.items())]
                     model.joint = JointLevels(
-                        min(size for size, _ in family),
-                        [size for size, _ in family],
-                        [LevelGroup(g, r, points) for g, (r, points) in sorted(by_group.items())],
+                        unit, [size for size, _ in family], tied, level_limits(capacity_components(state, domain_groups(state, key[0])), tied, unit)
                     )
     return model
 
@@ -321,19 +325,32 @@ def _ceil_bound(bound: float | None, most: int) -> int | None:
 
 
 def solve_phases(
-    model: RoomModel, options: RoomSolveOptions, deadline: float, hint: list[int] | None, upper: list[int] | None = None
+    model: RoomModel,
+    options: RoomSolveOptions,
+    deadline: float,
+    hint: list[int] | None,
+    upper: list[int] | None = None,
+    piece: Piece | None = None,
 ) -> tuple[MilpResult | None, RoomProof, list[RoomPhaseRecord]]:
     """The lexicographic solve: the last result with values, the proof, one record per phase. ``upper``:
-    a known bound on each count (``switch_room.room_bound``); a phase whose start reaches it is not solved."""
+    a known bound on each count (``switch_room.room_bound``); a phase whose start reaches it is not solved.
+    A model that falls apart into pieces is solved piece by piece (``models/room_pieces.py``), each by
+    this function with its ``piece`` (the others fixed at the hint, then at the pieces solved)."""
     base = model.base
+    if piece is None and hint is not None and not base.milp.violated_rows(hint):
+        pieces = independent_pieces(base.milp, model.counts)
+        if pieces:
+            return _solve_by_pieces(model, options, deadline, hint, pieces)
     proof = RoomProof([None] * len(model.rooms), [None] * len(model.rooms), None, base.w2, base.gpu_max, base.gpu_units, base.exact_gpu_units)
     held: list[tuple[list[tuple[int, int]], int | None, int | None, str]] = []
     records: list[RoomPhaseRecord] = []
     best: MilpResult | None = None
     count_deadline = time.perf_counter() + COUNT_SHARE * (deadline - time.perf_counter())
 
-    def run(milp: Milp, seconds: float, start: list[int] | None, abs_gap: float = 0.0) -> MilpResult:
+    def plain(milp: Milp, seconds: float, start: list[int] | None, abs_gap: float = 0.0) -> MilpResult:
         return solve(milp, options.solver, max(seconds, 0.5), options.solver_workers, start, options.seed, options.deterministic, abs_gap=abs_gap)
+
+    run = plain if piece is None else piece.solving(plain)
 
     known = [] if hint is None else [hint]  # solutions so far (the warm start first): each phase starts from the best that holds
 
@@ -382,11 +399,37 @@ def solve_phases(
         known.append(result.values)
         trimmed = model.trimmed(result.values)
         if trimmed is not None:
-            known.append(trimmed)
+            known.append(trimmed if piece is None else piece.project(trimmed))
         proof.reached[k] = count
         held.append(([(r, 1) for r in counts], count, None, f"hold[{k}]"))
     holding = [v for v in known if all(model.count(v, j) >= (proof.reached[j] or 0) for j in range(len(model.counts)))]
-    return solve_tail(model, run, deadline, held, records, proof, holding, best)
+    return solve_tail(model, run, deadline, held, records, proof, holding, best, piece)
+
+
+def _solve_by_pieces(
+    model: RoomModel, options: RoomSolveOptions, deadline: float, hint: list[int], pieces: list[list[int]]
+) -> tuple[MilpResult | None, RoomProof, list[RoomPhaseRecord]]:
+    """``solve_phases`` piece by piece, smallest first, each given the time left in proportion to its
+    columns (a piece proven early leaves its time to the next); the pieces' proofs combined."""
+    base = model.base
+    tail = tail_objective(base)
+    current, best = hint, None
+    parts: list[PieceProof] = []
+    records: list[RoomPhaseRecord] = []
+    for i, columns in enumerate(pieces):
+        now = time.perf_counter()
+        share = len(columns) / sum(len(c) for c in pieces[i:])
+        piece = Piece(model, columns, current)
+        result, proof, piece_records = solve_phases(model, options, now + share * (deadline - now), current, None, piece)
+        parts.append(piece_proof(piece, proof, tail))
+        records += [{**record, "phase": f"piece {i + 1} of {len(pieces)} ({len(columns)} columns): {record['phase']}"} for record in piece_records]
+        if result is not None and result.values is not None:
+            current, best = result.values, result
+    empty = RoomProof([None] * len(model.rooms), [None] * len(model.rooms), None, base.w2, base.gpu_max, base.gpu_units, base.exact_gpu_units)
+    proof = combine(empty, parts, tail)
+    if best is None:
+        return None, proof, records
+    return replace(best, values=current, objective=None, bound=None, message=f"solved in {len(pieces)} independent pieces"), proof, records
 
 
 def solve_room(

@@ -24,8 +24,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from planner.heuristics.room_capacity import Components
 from planner.models.milp import Milp, MilpResult, Row
 
 VECTOR_CAP = 48
@@ -50,9 +51,22 @@ class JointLevels:
     unit: int
     sizes: list[int]
     groups: list[LevelGroup]
+    limits: list[tuple[tuple[int, ...], int]] = field(default_factory=list)
+    """Valid rows sum of v_g over some groups (their positions in ``groups``) <= a most: the capacity
+    rows (``room_cuts.add_capacity_rows``) of the components of the groups, each group in one."""
 
 
 Vector = tuple[int, ...]
+
+
+def level_limits(components: Components, groups: list[LevelGroup], unit: int) -> list[tuple[tuple[int, ...], int]]:
+    """``JointLevels.limits`` from the capacity components: per component, the positions of its groups
+    and the most requests of ``unit`` GPUs they hold together, where that is below their highest levels."""
+    members: dict[int, list[int]] = {}
+    for i, group in enumerate(groups):
+        members.setdefault(int(components.of_group[group.group]), []).append(i)
+    most = components.most(unit)
+    return [(tuple(ids), int(most[c])) for c, ids in sorted(members.items()) if sum(len(groups[i].points) - 1 for i in ids) > most[c]]
 
 
 def minimal_vectors(joint: JointLevels, reached: Sequence[int], below: int) -> list[tuple[int, Vector]] | None:
@@ -64,11 +78,30 @@ def minimal_vectors(joint: JointLevels, reached: Sequence[int], below: int) -> l
     def counts(vector: Sequence[int]) -> list[int]:
         return [sum(j * joint.unit // size for j in vector) for size in joint.sizes]
 
-    # the most each shape's count can still gain from groups i.. (every group at its highest level)
-    most_after = [[0] * len(joint.sizes) for _ in range(len(groups) + 1)]
+    limit_of = [-1] * len(groups)  # per group, its limit (-1: none)
+    for c, (members, _) in enumerate(joint.limits):
+        for i in members:
+            limit_of[i] = c
+    # per limit and group i, the most levels groups i.. of the limit can add, and per shape what they add
+    # to its count: with the limit's room left, what each shape's count can still gain from groups i..
+    tops = [len(group.points) - 1 for group in groups]
+    after: list[list[list[int]]] = [[[0] * (len(joint.sizes) + 1) for _ in range(len(groups) + 1)] for _ in range(len(joint.limits) + 1)]
     for i in range(len(groups) - 1, -1, -1):
-        top = len(groups[i].points) - 1
-        most_after[i] = [most_after[i + 1][k] + top * joint.unit // size for k, size in enumerate(joint.sizes)]
+        for c in range(len(joint.limits) + 1):
+            after[c][i] = list(after[c][i + 1])
+        c = limit_of[i]
+        gain = [tops[i], *(tops[i] * joint.unit // size for size in joint.sizes)]
+        after[c][i] = [a + b for a, b in zip(after[c][i], gain)]
+
+    def most_after(i: int, used: list[int]) -> list[int]:
+        """Per shape, the most its count gains from groups i.. (each limit's room left caps its groups)."""
+        out = list(after[-1][i][1:])  # the groups under no limit
+        for c, (_, most) in enumerate(joint.limits):
+            room = most - used[c]
+            levels, *per_shape = after[c][i]
+            out = [o + (g if levels <= room else min(g, room * joint.unit // size)) for o, g, size in zip(out, per_shape, joint.sizes)]
+        return out
+
     found: list[tuple[int, Vector]] = []
     visited = 0
     vector: list[int] = []
@@ -83,13 +116,15 @@ def minimal_vectors(joint: JointLevels, reached: Sequence[int], below: int) -> l
                     return False
         return True
 
+    used = [0] * len(joint.limits)
+
     def visit(i: int, cost: int, have: list[int]) -> bool:
         """False once a cap is passed."""
         nonlocal visited
         visited += 1
         if visited > SEARCH_CAP:
             return False
-        if any(h + m < r for h, m, r in zip(have, most_after[i], reached)):
+        if any(h + m < r for h, m, r in zip(have, most_after(i, used), reached)):
             return True
         if i == len(groups):
             if minimal(vector):
@@ -97,11 +132,16 @@ def minimal_vectors(joint: JointLevels, reached: Sequence[int], below: int) -> l
                 if len(found) > VECTOR_CAP:
                     return False
             return True
+        c = limit_of[i]
         for j, lb in enumerate(groups[i].points):
-            if cost + lb >= below:
+            if cost + lb >= below or (c >= 0 and used[c] + j > joint.limits[c][1]):
                 break  # the points are non-decreasing: higher levels cost no less
             vector.append(j)
+            if c >= 0:
+                used[c] += j
             going = visit(i + 1, cost + lb, [h + j * joint.unit // size for h, size in zip(have, joint.sizes)])
+            if c >= 0:
+                used[c] -= j
             vector.pop()
             if not going:
                 return False

@@ -23,7 +23,9 @@ from planner.models.milp import Milp, MilpResult, Row
 from planner.models.room_levels import minimal_vectors, solve_over_vectors
 
 if TYPE_CHECKING:
+    from planner.models.defrag import DefragModel
     from planner.models.room_exact import RoomModel, RoomPhaseRecord, RoomProof
+    from planner.models.room_pieces import Piece
 
 MOVES_SHARE = 0.8
 """The share of the time left after the count phases that the fewest-moves phase may use (the GPUs-moved phase gets the rest)."""
@@ -33,6 +35,12 @@ over level vectors (``models/room_levels.py``) with the rest, when the whole mod
 
 Run = Callable[..., MilpResult]
 """(milp, seconds, start, abs_gap = 0: the optimum) -> its result: how ``room_exact.solve_phases`` runs a solve."""
+
+
+def tail_objective(base: DefragModel) -> Milp:
+    """The model with the tail phases' objective: minus (W2 * moves + GPU units moved), the empty nodes' terms dropped."""
+    empties = set(base.empty_vars)
+    return base.milp.with_objective([(v, c) for v, c in base.milp.objective.items() if v not in empties], base.milp.objective_offset)
 
 
 def kept_start(milp: Milp, start: list[int] | None, result: MilpResult) -> MilpResult:
@@ -73,20 +81,20 @@ def solve_tail(
     proof: RoomProof,
     holding: list[list[int]],
     best: MilpResult | None,
+    piece: Piece | None = None,
 ) -> tuple[MilpResult | None, RoomProof, list[RoomPhaseRecord]]:
     """The two tail phases after the count phases (``held``: their rows; ``holding``: the known solutions
     reaching every count held; ``best``: the last count phase's result): the last result with values, the
     proof with its ``tail_lower``, the records with the tail's two."""
     base = model.base
-    empties = set(base.empty_vars)
-    tail = [(v, c) for v, c in base.milp.objective.items() if v not in empties]
+    whole_tail = tail_objective(base)
+    tail = list(whole_tail.objective.items())
     # the tail in two steps: the fewest moves (unit steps: the solver's bound on them rounds to a whole move), then
     # the fewest GPUs moved with the moves fixed at that number (fixed, not at most: the relaxation may not trade
     # moves for GPUs, and when the first step is proven every plan holding the counts moves at least that many)
     w2 = base.w2
     move_terms = [(v, int(c / w2)) for v, c in tail if int(c / w2) != 0]  # c = -(W2 + g) for a move, W2 + g for a stay, 0 <= g < W2
     move_offset = int(base.milp.objective_offset / w2)  # -(W2 * moves at home + GPU units at home), those units < W2
-    whole_tail = base.milp.with_objective(tail, base.milp.objective_offset)
     moves_only = base.milp.with_objective(move_terms, move_offset)
     start = max(holding, key=lambda v: (moves_only.value_of_objective(v), whole_tail.value_of_objective(v))) if holding else None
     restricted = start is not None and any(record["status"] != "optimal" for record in records)
@@ -94,14 +102,17 @@ def solve_tail(
         assert start is not None
         held = [*held, *start_rooms(model, start)]
     fewest = base.milp.with_objective(move_terms, move_offset, held)
-    joint = None if restricted else model.joint  # the level vectors of ``models/room_levels.py``: their rows hold the counts
-    reached = [r or 0 for r in proof.reached]
+    # the level vectors of ``models/room_levels.py`` (their rows hold the counts); of a piece, over its groups,
+    # with the counts and moves of the others (fixed) taken off
+    joint = None if restricted else model.joint if piece is None else piece.joint()
+    reached = [(r or 0) - (0 if piece is None else piece.count_outside(k)) for k, r in enumerate(proof.reached)]
+    moves_outside = 0 if piece is None or joint is None else piece.moves_outside()
     moves_seconds = MOVES_SHARE * (deadline - time.perf_counter())
     moves_deadline = time.perf_counter() + moves_seconds
     first = kept_start(fewest, start, run(fewest, (PLAIN_SHARE if joint else 1.0) * moves_seconds, start, 0.0))
     by_vector: dict[tuple[int, ...], float] = {}
     if joint is not None and first.status != "optimal" and first.objective is not None:
-        below = -round(first.objective)  # the incumbent's moves: a vector costing that many or more cannot beat it
+        below = -round(first.objective) - moves_outside  # the incumbent's moves: a vector costing that many or more cannot beat it
         vectors = minimal_vectors(joint, reached, below)
         if vectors is not None:
             over = solve_over_vectors(fewest, joint, [(u, float(-cost)) for cost, u in vectors], float(-below), first, run, moves_deadline)
@@ -132,7 +143,7 @@ def solve_tail(
     split = joint is not None and bool(by_vector)
     result = kept_start(last, first.values, run(last, (PLAIN_SHARE if split else 1.0) * last_seconds, first.values))
     if split and joint is not None and moves_lower is not None and moves_lower >= moves and result.status != "optimal" and result.objective is not None:
-        vectors = minimal_vectors(joint, reached, moves + 1)  # every plan with ``moves`` moves is in one of these
+        vectors = minimal_vectors(joint, reached, moves + 1 - moves_outside)  # every plan with ``moves`` moves is in one of these
         if vectors is not None:
             ceiling = result.bound if result.bound is not None and math.isfinite(result.bound) else math.inf
             open_vectors = [(u, ceiling) for _, u in vectors if by_vector.get(u, 0.0) > -moves - 0.5]  # none proven above ``moves``
