@@ -5,7 +5,6 @@ state within the budget reaches; ``bound`` is never below the best count; every 
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
@@ -18,7 +17,7 @@ from planner.cluster import Cluster
 from planner.engine import DefragOptions, plan_defrag
 from planner.plans import DefragComparison, DefragPlan
 from planner.validate.defrag import validate
-from tests.support.room_oracle import brute, counts_of, snapshot, tiny, tiny_multiples
+from tests.support.room_oracle import brute, counts_of, end_states, largest_group, snapshot, tiny, tiny_multiples, tiny_products
 
 runner = CliRunner()
 SOLVE = {"time_limit_s": 20.0, "solver_workers": 1}  # explicit limits: tiny models prove in milliseconds
@@ -48,14 +47,26 @@ def test_exact_room_claims_with_joint_levels(case: tuple[Any, ...], solver: str)
     check_claims(case, solver)
 
 
-def check_claims(case: tuple[Any, ...], solver: str) -> None:
-    """The exact room plan of ``case`` against the brute force."""
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny_products(), st.sampled_from(["cpsat", "highs"]), st.booleans())
+def test_exact_room_claims_on_two_gpu_models(case: tuple[Any, ...], solver: str, allow_product_change: bool) -> None:
+    """Two GPU models: where no row links them (each pod kept to its model, no move budget; or no movable
+    pod between two switches) the model is solved piece by piece (``models/room_pieces.py``: in about half
+    the examples, --hypothesis-show-statistics), with capacity rows per component
+    (``room_cuts.add_capacity_rows``); the claims are the brute force's."""
+    plan = check_claims(case, solver, allow_product_change)
+    if plan is not None and plan.report is not None:
+        event(f"solved by pieces: {'independent pieces' in str(plan.report.solver_message)}")  # type: ignore[attr-defined]  # an extra field of exact room plans
+
+
+def check_claims(case: tuple[Any, ...], solver: str, allow_product_change: bool = False) -> DefragPlan | None:
+    """The exact room plan of ``case`` against the brute force (None: a shape refused)."""
     nodes, pods, shapes, max_moves = case
     c = snapshot(nodes, pods)
-    if any(shape[0] > max(sum(n["gpus"] for n in nodes if n["asw"] == node["asw"]) for node in nodes) for shape in shapes):
-        return  # a shape no switch holds is refused (tests/oracle/test_room_objective.py)
-    now, best, fewest_moves, fewest_gpus = brute(nodes, pods, shapes, max_moves)
-    plan = exact_plan(c, requests=[text(shape) for shape in shapes], max_moves=max_moves, solver=solver)
+    if any(shape[0] > largest_group(nodes) for shape in shapes):
+        return None  # a shape no switch holds is refused (tests/oracle/test_room_objective.py)
+    now, best, fewest_moves, fewest_gpus = brute(nodes, pods, shapes, max_moves, allow_product_change)
+    plan = exact_plan(c, requests=[text(shape) for shape in shapes], max_moves=max_moves, solver=solver, allow_product_change=allow_product_change)
     report = plan.report
     assert report is not None
     rows = report.room["shapes"]  # type: ignore[attr-defined]
@@ -78,6 +89,7 @@ def check_claims(case: tuple[Any, ...], solver: str) -> None:
         assert report.lexicographic_optimal and report.gap == 0  # type: ignore[attr-defined]
     else:  # not proven: then the plan is not the brute force's best, or the solve was cut short
         assert not report.lexicographic_optimal  # type: ignore[attr-defined]
+    return plan
 
 
 # switch A: a (2 GPUs) and b (6) on two 8-GPU nodes; switch B: c (4) and d (4). Freeing switch A takes
@@ -152,16 +164,25 @@ def test_room_model_with_joint_levels_keeps_every_end_state(case: tuple[Any, ...
     check_end_states(case, formulation)
 
 
-def check_end_states(case: tuple[Any, ...], formulation: str) -> bool:
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny_products(), st.sampled_from(["auto", "pod"]), st.booleans())
+def test_room_model_on_two_gpu_models_keeps_every_end_state(case: tuple[Any, ...], formulation: str, allow_product_change: bool) -> None:
+    """The same on two GPU models, under the pool policy the planner applies: the capacity rows per
+    component (each model, when pods keep theirs) cut off no end state."""
+    check_end_states(case, formulation, allow_product_change)
+
+
+def check_end_states(case: tuple[Any, ...], formulation: str, allow_product_change: bool = False) -> bool:
     """``test_room_model_keeps_every_end_state_with_its_counts`` on ``case``: whether joint levels were built."""
     from planner.heuristics.switch_room import RoomShape
     from planner.limits import MoveBudget
     from planner.metrics import Shape
     from planner.models.room_exact import build_room_model
+    from planner.pools import PoolPolicy, apply_pools
     from planner.state import ClusterState
 
     nodes, pods, shapes, _ = case
-    c = snapshot(nodes, pods)
+    c, _ = apply_pools(snapshot(nodes, pods), PoolPolicy(allow_product_change=allow_product_change))
     state = ClusterState(c)
     order = sorted(range(len(shapes)), key=lambda k: -shapes[k][0])
     rooms = [RoomShape(Shape(shapes[k][0], shapes[k][1], 0.0)) for k in order]
@@ -170,11 +191,10 @@ def check_end_states(case: tuple[Any, ...], formulation: str) -> bool:
     cuts = sum(name.startswith("leave[") for name in milp.row_names)
     event(f"leave cuts: {'some' if cuts else 'none'}")  # --hypothesis-show-statistics: most examples have some
     event(f"joint levels: {'some' if model.levels else 'none'}")
+    event(f"capacity rows: {'some' if any(name.startswith('capacity[') for name in milp.row_names) else 'none'}")
     movable = [pod for pod in pods if not pod.get("locked")]
-    home = {pod["name"]: pod["node"] for pod in pods}
     checked = 0
-    for targets in itertools.product([node["name"] for node in nodes], repeat=len(movable)):
-        where = {**home, **{pod["name"]: target for pod, target in zip(movable, targets)}}
+    for where in end_states(nodes, pods, allow_product_change):
         counts = counts_of(nodes, where, pods, shapes)
         if counts is None:
             continue

@@ -32,7 +32,10 @@ def joints(draw: st.DrawFn) -> tuple[JointLevels, list[int], int]:
         steps = draw(st.lists(st.integers(0, 5), min_size=0, max_size=5))
         points = [0, *itertools.accumulate(steps)]
         groups.append(LevelGroup(g, g, points))
-    joint = JointLevels(unit, sizes, groups)
+    # capacity rows (``room_cuts.add_capacity_rows``): each group in component 0 (no row) or in 1 or 2 (a row each)
+    component = draw(st.lists(st.integers(0, 2), min_size=len(groups), max_size=len(groups)))
+    limits = [(tuple(i for i, m in enumerate(component) if m == c), draw(st.integers(0, 6))) for c in sorted(set(component) - {0})]
+    joint = JointLevels(unit, sizes, groups, limits)
     reached = [draw(st.integers(0, 4)) for _ in sizes]
     return joint, reached, draw(st.integers(0, 25))
 
@@ -51,7 +54,8 @@ def test_minimal_vectors_are_every_minimal_vector_below_the_cost(case: tuple[Joi
         cost = sum(group.points[j] for group, j in zip(joint.groups, vector))
         lower = [tuple(j - (q == i) for q, j in enumerate(vector)) for i in range(len(vector)) if vector[i] > 0]
         is_minimal = not any(all(c >= r for c, r in zip(counts(joint, w), reached)) for w in lower)
-        if reaches and is_minimal and cost < below:
+        within = all(sum(vector[i] for i in ids) <= most for ids, most in joint.limits)
+        if reaches and is_minimal and cost < below and within:
             expected.add((cost, vector))
     found = minimal_vectors(joint, reached, below)
     assert found is not None  # at most 6**4 vectors here, under both caps

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -35,30 +36,56 @@ def counts_of(nodes: list[dict[str, Any]], where: dict[str, str], pods: list[dic
         return None
     out = []
     for gpus, cpus in shapes:
-        per_switch: dict[str, int] = {}
+        per_group: dict[tuple[str | None, str], int] = {}  # per GPU model and switch
         for node in nodes:
             free_gpus, free_cpus = node["gpus"] - used[node["name"]][0], node["cpus"] - used[node["name"]][1]
             slots = free_gpus if cpus == 0 else min(free_gpus, int(Fraction(free_cpus) * gpus // Fraction(cpus)))
-            per_switch[node["asw"]] = per_switch.get(node["asw"], 0) + slots
-        out.append(sum(slots // gpus for slots in per_switch.values()))
+            key = (node.get("gpu_model"), node["asw"])
+            per_group[key] = per_group.get(key, 0) + slots
+        out.append(sum(slots // gpus for slots in per_group.values()))
     return tuple(out)
 
 
+def largest_group(nodes: list[dict[str, Any]]) -> int:
+    """The most GPUs of one GPU model under one switch (a shape above it is refused)."""
+    per_group: dict[tuple[str | None, str], int] = {}
+    for node in nodes:
+        key = (node.get("gpu_model"), node["asw"])
+        per_group[key] = per_group.get(key, 0) + node["gpus"]
+    return max(per_group.values())
+
+
+def may_end_on(pod: dict[str, Any], node: dict[str, Any], nodes: list[dict[str, Any]], allow_product_change: bool) -> bool:
+    """The default pool policy (``planner/pools.py``, restated): a placed GPU pod keeps the GPU model it runs on
+    unless ``allow_product_change``; these pods name no GPU model of their own and every node has GPUs."""
+    if pod["gpus"] == 0 or allow_product_change:
+        return True
+    home = next(n for n in nodes if n["name"] == pod["node"])
+    return node.get("gpu_model") == home.get("gpu_model")
+
+
+def end_states(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], allow_product_change: bool = False) -> Iterator[dict[str, str]]:
+    """Every placement of the movable pods on nodes they may end on (``may_end_on``), capacity unchecked: pod -> node."""
+    movable = [pod for pod in pods if not pod.get("locked")]
+    home = {pod["name"]: pod["node"] for pod in pods}
+    choices = [[node["name"] for node in nodes if may_end_on(pod, node, nodes, allow_product_change)] for pod in movable]
+    for targets in itertools.product(*choices):
+        yield {**home, **{pod["name"]: target for pod, target in zip(movable, targets)}}
+
+
 def brute(
-    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], shapes: list[tuple[int, float]], max_moves: int | None
+    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], shapes: list[tuple[int, float]], max_moves: int | None, allow_product_change: bool = False
 ) -> tuple[tuple[int, ...], tuple[int, ...], int, int]:
     """(counts now, the lexicographically best counts of any end state moving at most ``max_moves`` pods,
     the fewest moves reaching them, the fewest GPUs moved with those moves)."""
-    movable = [pod for pod in pods if not pod.get("locked")]
     home = {pod["name"]: pod["node"] for pod in pods}
     now = counts_of(nodes, home, pods, shapes)
     assert now is not None
     best: tuple[tuple[int, ...], int, int] | None = None
-    for targets in itertools.product([node["name"] for node in nodes], repeat=len(movable)):
-        moved = [pod for pod, target in zip(movable, targets) if target != pod["node"]]
+    for where in end_states(nodes, pods, allow_product_change):
+        moved = [pod for pod in pods if where[pod["name"]] != pod["node"]]
         if max_moves is not None and len(moved) > max_moves:
             continue
-        where = {**home, **{pod["name"]: target for pod, target in zip(movable, targets)}}
         counts = counts_of(nodes, where, pods, shapes)
         if counts is None:
             continue
@@ -98,3 +125,14 @@ def tiny_multiples(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str
     nodes, pods, _, max_moves = draw(tiny())
     unit, times, per_gpu = draw(st.sampled_from([1, 2])), draw(st.sampled_from([2, 3])), draw(st.sampled_from([0, 1]))
     return nodes, pods, [(unit * times, float(per_gpu * unit * times)), (unit, float(per_gpu * unit))], max_moves
+
+
+@st.composite
+def tiny_products(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[tuple[int, float]], int | None]:
+    """``tiny`` on two GPU models (each node's drawn), mostly without a move budget: a GPU pod keeps its
+    model by default, so the exact model falls apart into one piece per model (``models/room_pieces.py``)
+    unless a CPU-only pod that may move joins them."""
+    nodes, pods, shapes, _ = draw(tiny())
+    for node in nodes:
+        node["gpu_model"] = draw(st.sampled_from(["A", "B"]))
+    return nodes, pods, shapes, draw(st.sampled_from([None, None, None, 1, 2]))
