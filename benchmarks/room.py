@@ -394,8 +394,10 @@ def main() -> None:
 
 
 EXACT_DOC = """The exact room model (`--objective room --method exact`, `planner/models/room_exact.py`): the exact defrag
-model with per-node slot and per-switch room variables and the leave cuts (`models/room_cuts.py`: the pods that
-must leave a switch for each room), solved lexicographically (the shapes largest first, then
+model with per-node slot and per-switch room variables, the leave cuts (`models/room_cuts.py`: the pods that
+must leave a switch for each room) and the capacity rows (per GPU product, the rooms its free GPUs can hold),
+solved piece by piece where no row links the GPU products (`models/room_pieces.py`: no move budget here, pods
+kept to their product by default) and lexicographically (the shapes largest first, then
 fewest moves, then fewest GPUs moved; each count phase also weighs the later counts 64 times below its own,
 so its solution starts the next phase well), warm-started from the room heuristic; a moves or GPUs-moved phase the
 whole model has not proven in half its time is solved over the minimal level vectors (`models/room_levels.py`), and
