@@ -87,6 +87,43 @@ def render_summary(console: Console, plan: Any, wide: bool = False) -> None:
         raise TypeError(f"no summary for a {type(plan).__name__}")
 
 
+def bound_label(room: dict[str, Any] | None) -> str:
+    """What a defrag report's ``bound`` bounds: empty nodes, or for objective room the count of its first
+    shape within one domain (with weights, the weighted sum of the counts)."""
+    if room is None:
+        return "bound (empty nodes)"
+    if "weights" in room:
+        return "bound (weighted sum of the room counts)"
+    first = room["shapes"][0]
+    return f"bound ({first['shape']} requests within one {first['level']})"
+
+
+def render_room(console: Console, room: dict[str, Any]) -> None:
+    """Objective room: per shape the requests that fit within one domain before and after the plan, the
+    bound no plan passes and, for an exact plan, the most any plan reaches with the larger shapes at
+    theirs (proven: the count itself, or ``<= bound`` while unproven); a warning when the plan adds no room."""
+    shapes = room["shapes"]
+    proven = any("lexicographic_bound" in shape for shape in shapes)
+    table = Table(title=f"Room for large requests (within one {room['level']})")
+    columns = ("shape", "before", "after", "change", "bound", *(("proven most",) if proven else ()))
+    for column in columns:
+        table.add_column(column, justify="left" if column == "shape" else "right")
+    for shape in shapes:
+        cells = [fmt(shape["before"]), fmt(shape["after"]), signed(shape["after"] - shape["before"]), fmt(shape["bound"])]
+        if proven:
+            most = shape.get("lexicographic_bound")
+            cells.append("" if most is None else fmt(most) if most == shape["after"] else f"<= {fmt(most)}")
+        table.add_row(escape(str(shape["shape"])), *cells)
+    console.print(table)
+    if all(shape["after"] <= shape["before"] for shape in shapes):
+        at_bound = all(shape["before"] >= shape["bound"] for shape in shapes)
+        console.print(
+            "warning: the plan adds no room for "
+            + escape(", ".join(str(shape["shape"]) for shape in shapes))
+            + (": every count is at its upper bound" if at_bound else "")
+        )
+
+
 def render_defrag_comparison(console: Console, comparison: DefragComparison) -> None:
     h, e, gap = comparison.heuristic.report, comparison.exact.report, comparison.gap
     assert h is not None and e is not None  # the engine reports every plan of a comparison
@@ -186,15 +223,19 @@ def render_defrag(console: Console, plan: Any, wide: bool = False) -> None:  # a
     ):
         head.add_row(label, fmt(value))
     extra = report.model_extra or {}
-    for label, value in (("solver", report.solver), ("status", report.status), ("bound (empty nodes)", report.bound), ("gap", report.gap)):
-        if report.solver is not None:
-            head.add_row(label, fmt(value))
+    room = extra.get("room")
+    if report.solver is not None or room is not None:  # a room plan has a bound whatever its method
+        rows = (("solver", report.solver), ("status", report.status), (bound_label(room), report.bound), ("gap", report.gap))
+        for label, value in rows[1:] if report.solver is None else rows:
+            head.add_row(escape(label), fmt(value))
     for key in DEFRAG_REPORT_EXTRAS + (DEFRAG_INTERNALS if wide else ()):
         if key in extra:
             head.add_row(EXTRA_LABELS.get(key, key.replace("_", " ")), fmt(extra[key]))
     console.print(head)
     render_limits(console, extra.get("limits"))
     render_make_room_jobs(console, plan)
+    if room is not None:
+        render_room(console, room)
     before, after = plan.metrics.before, plan.metrics.after
     table = Table(title="Cluster before and after")
     for column in ("measure", "before", "after", "change"):
@@ -215,7 +256,7 @@ def render_defrag(console: Console, plan: Any, wide: bool = False) -> None:  # a
     gained = any(large_after.get(s, {}).get(k, 0) > c[k] for s, c in large_before.items() for k in ("across_switches", "within_one_switch"))
     room_objective = "room" in (getattr(plan.report, "model_extra", None) or {})
     hint = "" if room_objective else "; `--objective room` plans for them"
-    if plan.vacated_nodes and large_before and not gained:
+    if plan.vacated_nodes and large_before and not gained and not room_objective:  # a room plan's own table says whether it added room
         console.print(
             f"warning: the plan vacates {len(plan.vacated_nodes):,} node(s) but adds no room for a large request "
             f"({', '.join(large_before)}): no more of them fit after it, across switches or within one{hint}"

@@ -147,3 +147,43 @@ def test_table_warns_when_a_plan_takes_room_within_a_switch_and_points_to_object
     room = runner.invoke(app, ["defrag", path, "--executor", "inline", "--objective", "room", "-o", "table"])
     assert room.exit_code == 0, room.output
     assert "fewer large requests fit within one switch" not in room.stdout and "--objective room` plans" not in room.stdout
+
+
+def test_room_plans_count_large_requests_as_their_room_report_and_the_table_shows_the_room(tmp_path):
+    """A room plan's metrics count the large requests as every defrag plan's do (the default Fig. 14
+    shapes are the room shapes here), with the counts its report gives per shape; its table shows each
+    shape's room before and after with the bound and what the bound bounds."""
+    path = REPO / "instances" / "asi-500.json"
+    c = Cluster.model_validate_json(path.read_text())
+    plan = plan_defrag(c, DefragOptions(objective="room", executor="inline"))
+    assert isinstance(plan, DefragPlan) and plan.metrics is not None and plan.report is not None
+    shapes = plan.report.room["shapes"]  # type: ignore[attr-defined]  # the room report
+    after = large_request_counts(ClusterState(after_plan(c, plan)), [parse_shape(shape["shape"]) for shape in shapes])
+    for shape in shapes:
+        assert plan.metrics.before["large_requests"][shape["shape"]]["within_one_switch"] == shape["before"]
+        assert plan.metrics.after["large_requests"][shape["shape"]]["within_one_switch"] == shape["after"] == after[shape["shape"]]["within_one_switch"]
+    assert any(shape["after"] > shape["before"] for shape in shapes)
+    result = runner.invoke(app, ["defrag", str(path), "--objective", "room", "--executor", "inline", "-o", "table"])
+    assert result.exit_code == 0, result.output
+    assert "Room for large requests (within one asw)" in result.stdout and "adds no room" not in result.stdout
+    assert f"bound ({shapes[0]['shape']} requests within one asw)" in result.stdout and "bound (empty nodes)" not in result.stdout
+    for shape in shapes:
+        row = next(line for line in result.stdout.splitlines() if line.startswith(f"│ {shape['shape']} "))
+        cells = [cell.strip() for cell in row.strip("│").split("│")]
+        assert cells == [shape["shape"], str(shape["before"]), str(shape["after"]), signed(shape["after"] - shape["before"]), str(shape["bound"])]
+
+
+def test_room_table_says_when_a_room_plan_adds_no_room_and_what_the_exact_plan_proves(tmp_path):
+    """Two switches of one 8-GPU node, each half used: one 8-GPU request needs one move. With no move
+    allowed the room plan adds none and the table says so; the exact plan proves the one request."""
+    path = tmp_path / "s.json"
+    path.write_text(two_switches().model_dump_json())
+    base = ["defrag", str(path), "--objective", "room", "--requests", "8g8c", "--executor", "inline", "-o", "table"]
+    stuck = runner.invoke(app, [*base, "--max-moves", "0"])
+    assert stuck.exit_code == 0, stuck.output
+    assert "warning: the plan adds no room for 8g8c" in stuck.stdout and "proven most" not in stuck.stdout
+    exact = runner.invoke(app, [*base, "--method", "exact", "--solver", "highs", "--solver-workers", "1", "--time-limit", "10"])
+    assert exact.exit_code == 0, exact.output
+    row = next(line for line in exact.stdout.splitlines() if line.startswith("│ 8g8c "))
+    assert [cell.strip() for cell in row.strip("│").split("│")] == ["8g8c", "0", "1", "+1", "1", "1"]  # proven most: 1
+    assert "proven most" in exact.stdout and "adds no room" not in exact.stdout  # nor the empty-nodes warning, for the Fig. 14 shapes

@@ -160,16 +160,16 @@ def _plan_defrag(cluster: Cluster, options: DefragOptions, progress: Progress | 
     limits = options.limits(options.scope_nodes(cluster))
     held = hold_pods(cluster, state, limits)
     budget = MoveBudget.of(state, limits)
+    before = metrics.summary(state)
+    before["large_requests"] = large_request_counts(state, [metrics.parse_shape(text) for text in options.large_requests])  # ASI Fig. 14, every plan
     if options.objective == "room":
 
         def empty_nodes(update: dict[str, Any], finish: bool) -> DefragPlan | DefragComparison | list[list[Step]]:
             other = options.model_copy(update={**EMPTY_NODES, **update})
             return _plan_defrag(cluster, other) if finish else _default_steps(cluster, other, pristine)
 
-        return plan_room(cluster, state, options, budget, metrics.summary(state), start, {"pods_held": held} if held else {}, pristine, empty_nodes)
+        return plan_room(cluster, state, options, budget, before, start, {"pods_held": held} if held else {}, pristine, empty_nodes)
     relaxed = empties_bound(state, budget) if options.make_room is None else None  # make-room plans do not maximise empties
-    before = metrics.summary(state)
-    before["large_requests"] = large_request_counts(state, [metrics.parse_shape(text) for text in options.large_requests])
     method: str = options.method
     extra: dict[str, Any] = {"pods_held": held} if held else {}
     if method == "auto":
