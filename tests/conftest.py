@@ -68,6 +68,10 @@ SLOW_FILES = frozenset(
         "test_cli_simulate.py",
         "test_view_browser.py",
         "test_defrag_bound_lp.py",
+        "test_move_minimal.py",
+        "test_room_objective.py",
+        "test_golden_plans.py",
+        "test_hardening.py",
     }
 )
 """Files that take 10 s or more on one core (measured with ``pytest -n 0 --durations=0``): a local Ray, the
