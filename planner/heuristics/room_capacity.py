@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.graph_components import component_labels
 from planner.state import ClusterState
 
 EPS = 1e-9
@@ -43,35 +44,21 @@ class Components:
 def capacity_components(state: ClusterState, groups: np.ndarray) -> Components:
     """The components of the module docstring for the groups ``groups`` (per node, -1 off GPU nodes)."""
     count = int(groups.max(initial=-1)) + 1
-    parent = list(range(count))
-
-    def find(g: int) -> int:
-        while parent[g] != g:
-            parent[g] = parent[parent[g]]
-            g = parent[g]
-        return g
-
-    def union(a: int, b: int) -> None:
-        a, b = find(a), find(b)
-        if a != b:
-            parent[max(a, b)] = min(a, b)
-
     arrive = state.schedulable & (state.cap_gpus > 0)
     placed = np.flatnonzero((state.pod_node >= 0) & ~state.pod_locked & ((state.pod_whole > 0) | (state.pod_share > 0)))
-    reach: dict[int, int | None] = {}  # per signature: one group it may arrive in (all of them united), None if none
-    for p in placed.tolist():
-        signature = int(state.pod_signature[p])
-        if signature not in reach:
-            targets = np.unique(groups[state.eligible[signature] & arrive]).tolist()
-            for g in targets[1:]:
-                union(targets[0], g)
-            reach[signature] = targets[0] if targets else None
-        home, target = int(groups[state.pod_node[p]]), reach[signature]
-        if home >= 0 and target is not None:
-            union(home, target)
-    roots = [find(g) for g in range(count)]
-    _, of_group = np.unique(np.array(roots, dtype=np.int64), return_inverse=True)
+    signatures, of_pod = np.unique(state.pod_signature[placed], return_inverse=True)
+    reach = np.full(len(signatures), -1, dtype=np.int64)  # per signature: one group it may arrive in (all of them linked)
+    ends: list[tuple[np.ndarray, np.ndarray]] = []
+    for i, signature in enumerate(signatures.tolist()):
+        targets = np.unique(groups[state.eligible[signature] & arrive])
+        if targets.size:
+            reach[i] = targets[0]
+            ends.append((np.full(targets.size - 1, targets[0]), targets[1:]))
+    home, target = groups[state.pod_node[placed]], reach[of_pod.reshape(-1)]
+    linked = (home >= 0) & (target >= 0)
+    ends.append((home[linked], target[linked]))  # a pod's home group and where it may go
+    of_group = component_labels(count, np.concatenate([e[0] for e in ends]), np.concatenate([e[1] for e in ends]))
     free = np.where(arrive, state.cap_gpus - state.whole_used - state.share_sum, 0.0)
     at = groups >= 0
     unused = np.bincount(of_group[groups[at]], weights=free[at], minlength=int(of_group.max(initial=-1)) + 1)
-    return Components(of_group.astype(np.int64), unused)
+    return Components(of_group, unused)

@@ -56,7 +56,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from planner.heuristics.room_capacity import capacity_components
+from planner.heuristics.room_capacity import Components, capacity_components
 from planner.heuristics.room_trim import trim_room_end_state
 from planner.heuristics.switch_room import RoomShape, domain_groups, optimistic_node_slots
 from planner.limits import MoveBudget
@@ -173,6 +173,13 @@ def build_room_model(
     gpu_nodes = np.flatnonzero(state.cap_gpus > 0).tolist()
     shared: dict[SlotKey, tuple[dict[int, int], dict[int, list[SlotRow]]]] = {}  # slot variables and rows per node
     families: dict[SlotKey, list[tuple[int, dict[int, int]]]] = {}  # per key, (G, r variable per group) of each shape
+    components: dict[int, Components] = {}  # per level, the capacity components of its groups
+
+    def components_at(level: int) -> Components:
+        if level not in components:
+            components[level] = capacity_components(state, domain_groups(state, level))
+        return components[level]
+
     for k, room in enumerate(rooms):
         per_slot = [
             (name, _per_slot(total, room.shape.gpus), unit)
@@ -214,7 +221,7 @@ def build_room_model(
             model.groups.append((r, members, room.shape.gpus))
             counts.append(r)
         if cuts:
-            add_capacity_rows(milp, capacity_components(state, groups), r_of, room.shape.gpus, f"capacity[{k}]")
+            add_capacity_rows(milp, components_at(room.level), r_of, room.shape.gpus, f"capacity[{k}]")
         model.counts.append(counts)
         families.setdefault(key, []).append((room.shape.gpus, r_of))
     if cuts:
@@ -228,9 +235,7 @@ def build_room_model(
                 if groups_with_rooms <= set(by_group):  # every group's rooms tied to its level
                     unit = min(size for size, _ in family)
                     tied = [LevelGroup(g, r, points) for g, (r, points) in sorted(by_group.items())]
-                    model.joint = JointLevels(
-                        unit, [size for size, _ in family], tied, level_limits(capacity_components(state, domain_groups(state, key[0])), tied, unit)
-                    )
+                    model.joint = JointLevels(unit, [size for size, _ in family], tied, level_limits(components_at(key[0]), tied, unit))
     return model
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from planner.graph_components import component_labels
 from planner.models.milp import Compaction, Milp, MilpResult
 from planner.models.room_levels import JointLevels
 from planner.models.room_tail import Run
@@ -45,23 +46,9 @@ MIN_PIECES = 2
 def independent_pieces(milp: Milp, counts: list[list[int]]) -> list[list[int]]:
     """The pieces of the module docstring (columns, sorted), smallest first; [] unless at least
     ``MIN_PIECES`` of them hold a count variable."""
-    parent = np.arange(milp.num_vars)
-
-    def find(v: int) -> int:
-        root = v
-        while parent[root] != root:
-            root = int(parent[root])
-        while parent[v] != root:
-            parent[v], v = root, int(parent[v])
-        return root
-
-    for terms in milp.row_terms:
-        first = find(terms[0][0])
-        for v, _ in terms[1:]:
-            other = find(v)
-            if other != first:
-                parent[other] = first
-    roots = np.array([find(v) for v in range(milp.num_vars)], dtype=np.int64)
+    firsts = [terms[0][0] for terms in milp.row_terms for _ in terms]  # each row links its first column to the others
+    others = [v for terms in milp.row_terms for v, _ in terms]
+    roots = component_labels(milp.num_vars, np.array(firsts, dtype=np.int64), np.array(others, dtype=np.int64))
     holding = sorted({int(roots[r]) for rs in counts for r in rs})
     if len(holding) < MIN_PIECES:
         return []
