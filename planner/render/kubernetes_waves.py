@@ -10,17 +10,24 @@ objects leave the planner.
   Built from the objects alone, so a client can split a stream the service rendered into the same
   files (``objects_of_stream``).
 * ``kubectl_script``: the one-command safe path. A bash script that, before each wave, checks that every
-  pod of the wave still exists with the UID the plan recorded on the node it moves from (one ``kubectl
-  get pods`` per namespace of the wave), stops with exit 3 naming each pod that is not (deleted,
-  replaced: another UID, moved: another node) and the abort command, and otherwise applies the wave's
-  PodMigrationJobs and waits until all of them have succeeded (polling ``status.phase``;
-  ``WAIT_TIMEOUT_S``, default 30 minutes per wave), stopping at the first that fails or is aborted.
-  ``DRY_RUN=1`` checks the pods, passes ``--dry-run=server`` (nothing is created, the API server
-  validates) and waits for nothing. A pod the plan moves a second time is a new pod by then (a
+  pod of the wave still exists with its UID on the node it moves from (one ``kubectl get pods`` per
+  namespace of the wave), stops with exit 3 naming each pod that is not (deleted, replaced: another UID,
+  moved: another node) and the abort command, and otherwise applies the wave's PodMigrationJobs and
+  waits until all of them have succeeded (polling ``status.phase``; ``WAIT_TIMEOUT_S``, default 30
+  minutes per wave). A job that fails or is aborted, or a wave not done in time, stops it (exit 1)
+  naming the wave, each such job with its pod, and the abort command. ``DRY_RUN=1`` checks the pods of
+  every wave, passes ``--dry-run=server`` (nothing is created, the API server validates) and waits for
+  nothing; it lists every pod not as planned, wave by wave (a wave with one is not sent), and then exits
+  3. The UID checked is the plan's, else the snapshot's (``move_uids``: a plan written without UIDs
+  rendered against a snapshot with them); a pod with neither is checked by node only, which the script
+  says in its header and when it starts. A pod the plan moves a second time is a new pod by then (a
   migration recreates it), so only a pod's first move is checked. koordinator does not check
   ``spec.podRef.uid`` itself (its controller overwrites it with the UID it finds), hence the check here.
   Plain evictions cannot be make-before-break, so the script needs koordinator's controller; it says
   so in its header.
+
+The stream's and the script's headers name the file they are in when the caller knows it (``--out``),
+else say ``FILE`` / ``SCRIPT`` ("this file"): ``file_word``.
 
 Everything from the input reaches the shell as one single-quoted word (``shlex.quote``) or inside a
 quoted heredoc of YAML (which quotes a string holding a newline), and the script prints names with
