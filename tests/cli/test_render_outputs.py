@@ -279,3 +279,14 @@ def test_render_html_without_the_snapshot_is_exit_2_naming_it(tmp_path: Path) ->
     done = runner.invoke(app, ["render", str(plan_file), "-o", "html"])
     assert done.exit_code == 2, done.output
     assert "error: --snapshot: -o html needs the snapshot the plan was made from" in done.output and "Traceback" not in done.output
+
+
+def test_an_out_dir_that_is_a_dangling_link_is_refused_naming_it(tmp_path: Path) -> None:
+    cluster = _cluster()
+    snapshot, plan_file = _files(tmp_path, cluster, _plan(cluster))
+    link, outside = tmp_path / "waves", tmp_path / "elsewhere"
+    link.symlink_to(outside)
+    done = runner.invoke(app, ["render", str(plan_file), "--snapshot", str(snapshot), "--out-dir", str(link)])
+    assert done.exit_code == 2, done.output
+    assert f"error: --out-dir: '{link}' is a dangling symbolic link (to '{outside}'); give a directory" in done.output
+    assert not outside.exists()
