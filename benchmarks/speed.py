@@ -47,6 +47,13 @@ FAMILIES = {
 }
 
 
+BASELINE_POOLS = "this tree, the baseline's pools"
+SIDE_FLAGS = {BASELINE_POOLS: ["--allow-product-change", "--allow-cpu-pods-on-gpu-nodes"]}
+"""The baseline has no pool policy: it moves pods across GPU products and CPU pods onto GPU nodes.
+This tree keeps both by default (fewer vacated nodes, rightly); the side with these flags plans
+under the baseline's pool options, the one the targets compare with."""
+
+
 @dataclass
 class Sample:
     wall_s: float
@@ -106,7 +113,7 @@ def defrag_section(sides: dict[str, Path], repeats: int) -> list[dict]:
         def measure(name: str, tree: Path, path: Path = path) -> dict:
             with tempfile.TemporaryDirectory() as tmp:
                 load = os.getloadavg()[0]
-                sample = run_side(tree, [PLANNER, "defrag", str(path), "--out", "plan.json"], Path(tmp))
+                sample = run_side(tree, [PLANNER, "defrag", str(path), "--out", "plan.json", *SIDE_FLAGS.get(name, [])], Path(tmp))
                 if sample.returncode:
                     raise SystemExit(f"{name} defrag failed ({sample.returncode}): {sample.stderr[-2000:]}")
                 plan = json.loads((Path(tmp) / "plan.json").read_text())
@@ -278,11 +285,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", type=Path, required=True, help="the baseline tree (a worktree of 2e0b473)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--tree", type=Path, default=REPO, help="this side's tree (default: this checkout; a worktree of a commit keeps a long run apart from edits)"
+    )
     parser.add_argument("--sections", default="defrag,preempt,cli")
     parser.add_argument("--decisions", type=int, default=300, help="preemption decisions at 1,000 nodes (a tenth of them at --large-nodes)")
     parser.add_argument("--large-nodes", type=int, default=NODES, help="the large preemption cluster's nodes (0: skip it)")
+    parser.add_argument("--large-decisions", type=int, default=5, help="decisions on the large preemption cluster")
     args = parser.parse_args()
-    sides = {"baseline": args.base.resolve(), "this tree": REPO}
+    tree = args.tree.resolve()
+    sides = {"baseline": args.base.resolve(), "this tree": tree}
     base_commit = subprocess.run(["git", "-C", str(args.base), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     store = RESULTS / "speed.json"
     results: dict = json.loads(store.read_text()) if store.exists() else {}  # the sections not run now keep their last rows
@@ -292,12 +304,13 @@ def main() -> None:
         results["cli"] = cli_section(sides, max(args.repeats, 5))
     if "preempt" in sections:
         results["preempt"] = preempt_section(
-            sides, args.repeats, [(1000, args.decisions)] + ([(args.large_nodes, max(10, args.decisions // 10))] if args.large_nodes else [])
+            sides, args.repeats, [(1000, args.decisions)] + ([(args.large_nodes, args.large_decisions)] if args.large_nodes else [])
         )
     if "defrag" in sections:
-        results["defrag"] = defrag_section(sides, args.repeats)
+        results["defrag"] = defrag_section({**sides, BASELINE_POOLS: tree}, args.repeats)
     results.setdefault("commands", {}).update({section: " ".join(sys.argv[1:]) for section in sections})
-    results.setdefault("trees", {}).update({section: code_version() for section in sections})
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    results.setdefault("trees", {}).update({section: f"commit {head}" if tree != REPO else code_version() for section in sections})
     store.write_text(json.dumps(results))
     print(f"wrote {write(results, args)}")
 
