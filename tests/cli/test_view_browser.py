@@ -146,6 +146,12 @@ def test_defrag_view_shows_every_move_the_heatmap_cells_and_the_waves_of_the_pla
     assert max(waves["moves"]["y"]) <= 100 and max(waves["nodes_touched"]["y"]) <= 150
     budgets = [t for t in browser.evaluate("document.getElementById('waves').data.map(t => t.name)") if t.startswith("budget")]
     assert budgets == ["budget: max moves per wave = 100 (given)", "budget: max nodes per wave = 150 (given)"]
+    # each budget's line is drawn at its count in the colour of the bars it caps
+    drawn_lines = browser.evaluate(
+        "(() => { const d = document.getElementById('waves'); const bars = {}; d.data.forEach(t => { if (t.meta.series) bars[t.meta.series] = t.marker.color; });"
+        " return d.data.filter(t => t.meta.budget).map(t => [t.meta.budget, t.y, t.line.color === bars[t.meta.budget]]); })()"
+    )
+    assert drawn_lines == [["moves", [100, 100], True], ["nodes_touched", [150, 150], True]]
     # the node grid colours exactly the vacated nodes as emptied; the headline has the empty nodes
     grid = traces(browser, "node-grid")[0]
     assert sum(v == 1 for row in grid["z"] for v in row) == len(plan.vacated_nodes)

@@ -18,6 +18,8 @@ MAX_LABELLED_CELLS = 400
 MAX_GAPPED_CELLS = 5000
 """Node grids of at most this many nodes draw a gap between cells (larger ones draw faster without)."""
 STATE_COLOURS = ("#8c959f", "#1a7f37", "#c6e48b", "#bf3989", "#e5e7eb")
+SERIES_COLOURS = {"moves": "#1f77b4", "gpus_moved": "#ff7f0e", "nodes_touched": "#2ca02c"}
+"""The wave timeline's bars; a budget's line takes the colour of the bars it caps."""
 LABEL_CHAR_PX = 4
 LABEL_ALLOWANCE_PX = 240
 """The heatmap grows by this much per character of its longest GPU model name (at most the allowance):
@@ -131,7 +133,10 @@ def wave_timeline(rows: list[dict[str, Any]], budgets: list[WaveBudget]) -> tupl
     as a dashed line at its count, named with its value and where it came from."""
     waves = [r["wave"] for r in rows]
     series = (("moves", "moves"), ("gpus_moved", "GPUs moved"), ("nodes_touched", "nodes touched"))
-    data: list[dict[str, Any]] = [{"type": "bar", "name": name, "meta": {"series": key}, "x": waves, "y": [r[key] for r in rows]} for key, name in series]
+    data: list[dict[str, Any]] = [
+        {"type": "bar", "name": name, "meta": {"series": key}, "x": waves, "y": [r[key] for r in rows], "marker": {"color": SERIES_COLOURS[key]}}
+        for key, name in series
+    ]
     for budget in budgets:
         if budget.count is not None and waves:
             data.append(
@@ -142,7 +147,7 @@ def wave_timeline(rows: list[dict[str, Any]], budgets: list[WaveBudget]) -> tupl
                     "meta": {"budget": budget.series, "key": budget.key, "count": budget.count},
                     "x": [waves[0] - 0.5, waves[-1] + 0.5],
                     "y": [budget.count, budget.count],
-                    "line": {"dash": "dash", "width": 2},
+                    "line": {"dash": "dash", "width": 2, "color": SERIES_COLOURS[budget.series]},
                 }
             )
     layout = {
