@@ -1,10 +1,12 @@
 """Fragmentation and efficiency measures of a cluster (names follow their sources).
 
 * ``summary``: nodes, empty nodes, nodes with slack (holding pods but not full), GFR (share of nodes
-  neither empty nor full, Kant), GAR (allocated GPUs / GPUs), allocated and idle GPUs, pending pods.
+  neither empty nor full, Kant: of all nodes, CPU-only ones too), GAR (allocated GPUs / GPUs),
+  allocated and idle GPUs, pending pods.
   A GPU node is full when all its GPUs are allocated; a CPU-only node when all its CPUs are.
 * ``stranded``: for a request shape such as 8 GPUs + 64 CPUs, how many requests fit and why the other
-  idle GPUs cannot host one (ASI paper, Fig. 13 and 14).
+  idle GPUs cannot host one (ASI paper, Fig. 13 and 14); the cluster's counts are the sums of the
+  GPU models' (a request takes the GPUs of one model).
 * ``fgd``: expected fragmentation of each node and of the cluster for a target workload (FGD, ATC'23).
 * ``per_asw``: free GPUs and free whole nodes under each access switch.
 
