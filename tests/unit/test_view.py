@@ -205,4 +205,4 @@ def test_the_page_names_the_plan_by_the_id_its_kubernetes_objects_carry() -> Non
     stored = identity(plan_view_html(plan, cluster, plan_id="5b1d9c4e"))
     assert stored["plan id"] == "5b1d9c4e" and stored["planner.io/plan"] == shown["plan id"]
     preempt = parse_plan((GOLDEN / "preempt-spotgpu-spot40.json").read_text())
-    assert identity(plan_view_html(preempt, parse_cluster((GOLDEN / "snapshot-spot40.json").read_text())))["plan id"] == "none (a plan file)"
+    assert identity(plan_view_html(preempt, parse_cluster((GOLDEN / "snapshot-spot40.json").read_text())))["plan id"] == "none (not stored)"

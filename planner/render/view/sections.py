@@ -62,7 +62,7 @@ def plan_identity(plan: Any, plan_id: str | None = None) -> list[tuple[str, str,
     elif isinstance(plan, DefragPlan):
         rows.append(("plan id", plan_digest(plan), f"a digest of the moves: {label}"))
     else:
-        rows.append(("plan id", "none (a plan file)", "the service gives the plans it stores an id"))
+        rows.append(("plan id", "none (not stored)", "the service gives the plans it stores an id; this one was not stored"))
     report = getattr(plan, "report", None) or getattr(getattr(plan, "exact", None), "report", None)
     provenance = (report.model_extra or {}).get("provenance") if report is not None else None
     digest = provenance.get("snapshot_sha256") if isinstance(provenance, dict) else None
