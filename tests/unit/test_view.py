@@ -188,6 +188,8 @@ def test_a_heuristic_plan_at_its_bound_is_called_proven_best_and_one_below_it_is
     assert "from a heuristic: not proven best" in status_meaning_on_the_page(plan_view_html(plan, cluster))
     plan, cluster = fig15_plan(bound=None, gap=None)
     assert "not proven best" in status_meaning_on_the_page(plan_view_html(plan, cluster))
+    plan, cluster = fig15_plan(objective=999_999.0, bound=1_000_000.0, gap=0.0)  # a gap rounded to 0 proves nothing
+    assert "not proven best" in status_meaning_on_the_page(plan_view_html(plan, cluster))
 
 
 def identity(page: str) -> dict[str, str]:

@@ -38,9 +38,10 @@ AT_BOUND = {
 
 
 def status_meaning(report: Any) -> str:
-    """What ``report.status`` guarantees for this plan: a plan at its bound (gap 0) is proven best by
-    that bound, whichever method found it."""
-    at_bound = report.bound is not None and report.gap is not None and report.gap == 0
+    """What ``report.status`` guarantees for this plan: a plan at its bound (gap 0, the objective equal
+    to the bound: a gap rounded to 0 is not enough) is proven best by that bound, whichever method found it."""
+    bound, objective = report.bound, report.objective
+    at_bound = report.gap == 0 and bound is not None and objective is not None and abs(objective - bound) <= 1e-9 * max(1.0, abs(bound))
     if at_bound and report.status in AT_BOUND:
         return AT_BOUND[report.status]
     return GUARANTEES.get(report.status, "")
