@@ -44,10 +44,11 @@ def test_without_a_cpu_only_node_the_report_says_the_rule_could_not_apply() -> N
     moved, pools = plan_and_pools(gpu_only())
     assert "web" in moved  # n1 is vacated: the CPU-only pod moves to another GPU node
     assert pools["cpu_pods_on_gpu_nodes"] is True and pools["cpu_pods_kept_off_gpu_nodes"] == 0
-    assert pools["notes"] == [
+    note = (
         "CPU-only pods are not kept off GPU nodes: the cluster has no CPU-only node to keep them to, so 1 movable CPU-only pod(s) "
         "on GPU nodes may move to other GPU nodes (lock them, or scope the plan with --node-selector, to keep them in place)"
-    ]
+    )
+    assert pools["notes"] == [note]
     moved, allowed = plan_and_pools(gpu_only(), allow_cpu_pods_on_gpu_nodes=True)
     assert "web" in moved and allowed["cpu_pods_on_gpu_nodes"] is True and "notes" not in allowed
 
