@@ -16,7 +16,7 @@ from planner.engine.allocate import AllocateOptions, plan_allocate
 from planner.engine.common import PlanOptionError, pod_shape
 from planner.instances.kubernetes_mixed import generate_kubernetes_mixed
 from planner.validate.allocate import validate_allocate
-from tests.support.planner_command import planner
+from tests.support.planner_here import planner
 
 RDMA = "feature.node.kubernetes.io/rdma.available"
 

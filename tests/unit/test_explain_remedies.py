@@ -13,7 +13,7 @@ import pytest
 from planner.cluster import Cluster
 from planner.engine.explain import ExplainOptions, explain_job, explain_pod
 from tests.support.paths import REPO
-from tests.support.planner_command import planner
+from tests.support.planner_here import planner
 
 
 def cluster(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], jobs: list[dict[str, Any]]) -> Cluster:

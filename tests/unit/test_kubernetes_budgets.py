@@ -15,7 +15,7 @@ import pytest
 from planner.adapters.kubernetes import import_kubernetes
 from planner.cluster import SnapshotError
 from planner.engine.defrag import DefragOptions, plan_defrag
-from tests.support.planner_command import planner
+from tests.support.planner_here import planner
 
 WEB = "serving/Deployment/web"
 

@@ -14,7 +14,7 @@ from planner.cluster import Cluster
 from planner.engine.defrag import DefragOptions, plan_defrag
 from planner.plans import DefragPlan
 from planner.pools import PoolPolicy, apply_pools
-from tests.support.planner_command import planner
+from tests.support.planner_here import planner
 
 
 def gpu_only(pending_cpu_pod: bool = False, cpu_node: bool = False) -> Cluster:
