@@ -144,6 +144,8 @@ def test_the_budgets_own_status_is_kept_when_smaller_and_said() -> None:
         ("status", {"disruptionsAllowed": "2"}, "status.disruptionsAllowed: must be a whole number at least 0"),
         ("status", {"disruptedPods": ["web-0"]}, "status.disruptedPods: must be an object"),
         ("replicas", "three", "Deployment serving/web: spec.replicas: must be a whole number"),
+        ("spec", "150%", "spec.maxUnavailable: a percentage must be at most 100%, got '150%'"),
+        ("spec", "9" * 5000 + "%", "spec.maxUnavailable: must be a whole number or a percentage such as '50%', got '9999"),
     ],
 )
 def test_malformed_budget_status_and_scales_are_refused_by_field(where: str, value: Any, message: str) -> None:
@@ -151,6 +153,8 @@ def test_malformed_budget_status_and_scales_are_refused_by_field(where: str, val
     budget = pdb({"maxUnavailable": 1})
     if where == "status":
         budget["status"] = value
+    elif where == "spec":
+        budget["spec"]["maxUnavailable"] = value
     else:
         deployment["spec"]["replicas"] = value
     with pytest.raises(SnapshotError, match=message.replace(".", r"\.")):
