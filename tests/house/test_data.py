@@ -1,6 +1,7 @@
-"""The public traces in ``data/`` (``data/README.md``): every file is the one ``data/SHA256SUMS`` lists,
-the commands read them by default, and without them a command names the missing path and the option
-that gives it (exit 2)."""
+"""The public traces in ``planner/data/`` (``planner/data/README.md``): every file is the one
+``planner/data/SHA256SUMS`` lists, the commands read them by default, and without them a command names the
+missing path and the option that gives it (exit 2). ``tests/cli/test_installed_package.py`` checks that an
+installed package carries them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from planner.cli import app
 from planner.instances.openb import ENV_DIR, default_data_dir
 from planner.instances.spot import DEFAULT_NODE_LIST
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+DATA = Path(__file__).resolve().parents[2] / "planner" / "data"
 runner = CliRunner()
 
 
@@ -28,10 +29,10 @@ def test_every_trace_file_is_listed_with_its_digest() -> None:
     listed = listed_digests()
     assert sorted(listed) == sorted(path.relative_to(DATA).as_posix() for path in DATA.rglob("*.csv"))
     for path, digest in listed.items():
-        assert hashlib.sha256((DATA / path).read_bytes()).hexdigest() == digest, f"data/{path}: not the file SHA256SUMS lists"
+        assert hashlib.sha256((DATA / path).read_bytes()).hexdigest() == digest, f"planner/data/{path}: not the file SHA256SUMS lists"
 
 
-def test_the_defaults_are_the_repository_copies() -> None:
+def test_the_defaults_are_the_copies_in_the_package() -> None:
     assert default_data_dir() == DATA / "openb-2023"
     assert DEFAULT_NODE_LIST == DATA / "spot-gpu-2026" / "node_info_df.csv"
 
@@ -46,7 +47,7 @@ def test_the_defaults_are_the_repository_copies() -> None:
     ],
 )
 def test_a_missing_trace_names_the_path_and_the_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], named: str) -> None:
-    """As an install without the repository's ``data/`` sees it."""
+    """As an install whose trace files are missing sees it."""
     monkeypatch.delenv(ENV_DIR, raising=False)
     missing = str(tmp_path / "missing")
     done = runner.invoke(app, [arg.replace("{missing}", missing) for arg in args])
