@@ -7,7 +7,7 @@ import typer
 from planner.cli.common import emit, err_console, guarded
 from planner.snapshot import load_cluster, read_text
 
-export_app = typer.Typer(no_args_is_help=True, help="Write a snapshot as the input of a real system.")
+export_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Write a snapshot as the input of a real system.")
 
 
 @export_app.command("kubernetes")

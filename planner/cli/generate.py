@@ -11,7 +11,7 @@ from planner.cli.common import emit, guarded, working, wrote
 from planner.cluster import Cluster, SnapshotError
 from planner.snapshot import dump_cluster
 
-generate_app = typer.Typer(no_args_is_help=True, help="Generate a snapshot (seeded synthetic or trace replay).")
+generate_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Generate a snapshot (seeded synthetic or trace replay).")
 
 
 class Scheduler(str, Enum):

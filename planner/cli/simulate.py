@@ -23,7 +23,7 @@ MAX_JOBS = 250_000
 """``--jobs`` at most: about ten days of the whole spot-2026 cluster at the default loads (24,000 jobs a
 day), some 400 MB of workload before the replay starts. A million jobs took 1.6 GB and kept growing."""
 
-simulate_app = typer.Typer(no_args_is_help=True, help="Replay a workload over time under each policy (simulation).")
+simulate_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Replay a workload over time under each policy (simulation).")
 
 
 @simulate_app.command("spot")
