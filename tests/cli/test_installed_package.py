@@ -5,13 +5,14 @@ The package is installed as ``deploy/Dockerfile`` installs it: pip builds it fro
 install's ``planner`` command, run from a directory outside the repository with this checkout off the path,
 generates the spot and openb instances from the copies it carries, and those copies are the files
 ``SHA256SUMS`` lists. The build runs without build isolation (no network): it needs ``setuptools>=68`` and
-``wheel``, the build-system's requirements, which the ``test`` extra installs.
+``wheel``, the build-system's requirements, which the ``test`` extra installs (without them the tests are
+skipped, saying so, as the other test extras' tests are).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import importlib.metadata
 import json
 import os
 import shutil
@@ -30,8 +31,8 @@ IMAGE_SOURCES = ("pyproject.toml", "README.md")
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package installed with ``pip install --no-deps --target``; the directory it is in."""
-    missing = [name for name in ("setuptools", "wheel") if importlib.util.find_spec(name) is None]
-    assert not missing, f"the install test builds without isolation and needs {missing}: pip install -e '.[test]'"
+    if not _build_requirements_installed():
+        pytest.skip("the test extra's setuptools>=68 and wheel (the build-system's requirements) are not installed: pip install -e '.[test]'")
     root = tmp_path_factory.mktemp("install")
     source = root / "source"
     source.mkdir()
@@ -50,10 +51,20 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+def _build_requirements_installed() -> bool:
+    """``setuptools>=68`` and ``wheel`` importable here: the build runs without isolation, offline."""
+    try:
+        major = int(importlib.metadata.version("setuptools").split(".")[0])
+        importlib.metadata.version("wheel")
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return False
+    return major >= 68
+
+
 def _without_checkout(**extra: str) -> dict[str, str]:
-    """The environment minus anything that points at this checkout's code or trace (``PYTHONPATH``,
-    ``PLANNER_OPENB_DIR``)."""
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PLANNER_OPENB_DIR"}}
+    """The environment minus anything that points at this checkout's code, trace or store (``PYTHONPATH``,
+    ``PLANNER_OPENB_DIR``, ``DATABASE_URL``)."""
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PLANNER_OPENB_DIR", "DATABASE_URL", "DATABASE_URL_FILE"}}
     return {**env, "COLUMNS": "200", "TERM": "dumb", **extra}
 
 
@@ -118,3 +129,10 @@ def test_an_installed_planner_still_takes_another_trace_directory(installed: Pat
     assert done.returncode == 2 and missing in done.stderr and "from $PLANNER_OPENB_DIR" in done.stderr, done.stderr
     done = _run_installed(installed, elsewhere, "generate", "spot", "--nodes", "5", "--node-list", f"{missing}/node_info_df.csv")
     assert done.returncode == 2 and missing in done.stderr and "--node-list" in done.stderr, done.stderr
+
+
+def test_an_installed_planner_carries_its_store_migrations(installed: Path, elsewhere: Path) -> None:
+    """What the image's ``planner serve`` runs at start: the store's schema migrations, from the install."""
+    done = _run_installed(installed, elsewhere, "db", "upgrade", "--db", "store.db")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("revision none -> ") and (elsewhere / "store.db").is_file(), done.stdout
