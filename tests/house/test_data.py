@@ -5,7 +5,9 @@ installed package carries them."""
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,17 @@ def test_every_trace_file_is_listed_with_its_digest() -> None:
     assert sorted(listed) == sorted(path.relative_to(DATA).as_posix() for path in DATA.rglob("*.csv"))
     for path, digest in listed.items():
         assert hashlib.sha256((DATA / path).read_bytes()).hexdigest() == digest, f"planner/data/{path}: not the file SHA256SUMS lists"
+
+
+def test_every_file_of_the_data_directory_ships_as_package_data() -> None:
+    """Each file under ``planner/data/`` matches a ``[tool.setuptools.package-data]`` pattern, so a wheel carries
+    it (``tests/cli/test_installed_package.py`` builds one; this check needs no build tools)."""
+    config = tomllib.loads((DATA.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["planner"]
+    files = sorted(p.relative_to(DATA.parent).as_posix() for p in DATA.rglob("*") if p.is_file())
+    assert len(files) == len(listed_digests()) + 2  # the traces, README.md and SHA256SUMS
+    left_out = [path for path in files if not any(fnmatch.fnmatchcase(path, pattern) and path.count("/") == pattern.count("/") for pattern in patterns)]
+    assert not left_out, f"not package data (pyproject.toml [tool.setuptools.package-data]): {left_out}"
 
 
 def test_the_defaults_are_the_copies_in_the_package() -> None:
