@@ -70,8 +70,10 @@ def test_a_kubectl_list_gets_the_from_kubernetes_hint_first(lists: dict[str, Pat
 
 
 @pytest.mark.parametrize("form", ["json", "yaml", "duplicate-key"])
-def test_validate_has_no_from_and_says_convert(lists: dict[str, Path], plan: Path, form: str) -> None:
-    done = runner.invoke(app, ["validate", str(lists[form]), str(plan)])
+@pytest.mark.parametrize("command", ["validate", "export"])
+def test_commands_without_from_say_convert(lists: dict[str, Path], plan: Path, form: str, command: str) -> None:
+    args = ["validate", str(lists[form]), str(plan)] if command == "validate" else ["export", "kubernetes", str(lists[form])]
+    done = runner.invoke(app, args)
     assert done.exit_code == 2, done.output
     assert done.stderr.splitlines()[0] == f"error: {HINT}{CONVERT}", done.stderr
 
