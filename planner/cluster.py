@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+from collections.abc import Callable
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
@@ -23,22 +24,16 @@ from pydantic import (
     model_validator,
 )
 
+from planner.bounded_input import MAX_LISTED, DocumentError, more_line, short_path, short_text, short_value
 from planner.kubernetes_names import resource_name_problem
 
 SNAPSHOT_VERSION: Final = 1
 
 
-class SnapshotError(ValueError):
-    """A snapshot (or plan) that cannot be used; ``problems`` holds one field-path message each."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
-
-    def __reduce__(self) -> tuple[type[SnapshotError], tuple[list[str]]]:
-        """Pickle by the problem list, so an error raised in an executor's worker process arrives
-        in the parent with the same problems (the default rebuilds from the joined message)."""
-        return (type(self), (self.problems,))
+class SnapshotError(DocumentError):
+    """A snapshot (or plan) that cannot be used; ``problems`` holds one field-path message each (at most
+    ``bounded_input.MAX_LISTED``, then a line counting the rest). It pickles by its problem list, so an
+    error raised in an executor's worker process arrives in the parent with the same problems."""
 
 
 def _whole_float_to_int(value: Any) -> Any:
@@ -313,8 +308,8 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     for key, value in pairs:
         if key in seen:
             named = dict(pairs).get("name")
-            where = f" in the object named {named!r}" if isinstance(named, str) else ""
-            raise _DuplicateKey(f"duplicate key {key!r}{where}; a key may appear once (which value was meant?)")
+            where = f" in the object named {short_text(named)}" if isinstance(named, str) else ""
+            raise _DuplicateKey(f"duplicate key {short_text(key)}{where}; a key may appear once (which value was meant?)")
         seen[key] = value
     return seen
 
@@ -336,14 +331,15 @@ def duplicate_key_problems(text: str | bytes, what: str) -> list[str]:
 
 
 def field_path(loc: tuple[Any, ...]) -> str:
-    """('pods', 17, 'node') -> 'pods[17].node'."""
+    """('pods', 17, 'node') -> 'pods[17].node' (a long name cut to a short prefix, the path to 200 characters)."""
     path = ""
     for part in loc:
         if isinstance(part, int):
             path += f"[{part}]"
         else:
-            path += ("." if path else "") + str(part)
-    return path or "(top level)"
+            text = str(part)
+            path += ("." if path else "") + (text if len(text) <= 60 else text[:60] + "...")
+    return short_path(path, 200) if path else "(top level)"
 
 
 def _known_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
@@ -363,35 +359,52 @@ def _known_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return list(model.model_fields)
 
 
-def pydantic_problems(error: ValidationError, model: type[BaseModel], what: str) -> list[str]:
-    """Turn a pydantic error into one readable field-path message per problem."""
+def pydantic_problems(error: ValidationError, model: type[BaseModel], what: str, rename: Callable[[Any, str], str] | None = None) -> list[str]:
+    """Turn a pydantic error into one readable field-path message per problem: the first
+    ``MAX_LISTED`` (``rename(error, message)`` when given), then a line counting the rest, so that
+    200,000 unknown fields cost one count, not 200,000 messages."""
+    errors = error.errors(include_url=False)
     problems = []
-    for err in error.errors(include_url=False):
-        loc = tuple(err["loc"])
-        path = field_path(loc)
-        kind = err["type"]
-        given = err.get("input")
-        if kind == "json_invalid":
-            problems.append(f"{what}: not valid JSON ({err['msg'].removeprefix('Invalid JSON: ')})")
-        elif kind == "missing":
-            problems.append(f"{path}: required field is missing")
-        elif kind == "extra_forbidden":
-            name = str(loc[-1])
-            known = _known_fields(model, loc)
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; known fields: {', '.join(known)}"
-            problems.append(f"{path}: unknown field{hint}")
-        elif kind == "literal_error" and loc == ("version",):
-            problems.append(f"version: unsupported version {given!r}; this planner reads version {SNAPSHOT_VERSION}")
-        elif kind in _TYPE_WORDS:
-            problems.append(f"{path}: must be {_TYPE_WORDS[kind]}, got {_short(given)}")
-        elif kind == "finite_number":
-            problems.append(f"{path}: must be a finite number, got {given!r}")
-        elif kind == "value_error":  # our own checks: the message already says what and why
-            problems.append(f"{path}: {err['msg'].removeprefix('Value error, ')}")
-        else:
-            problems.append(f"{path}: {err['msg'][0].lower() + err['msg'][1:]}, got {_short(given)}")
+    for err in errors[:MAX_LISTED]:
+        problem = _problem(err, model, what)
+        problems.append(rename(err, problem) if rename is not None else problem)
+    if len(errors) > MAX_LISTED:
+        last = errors[MAX_LISTED - 1]
+        alike = all(err["type"] == last["type"] and _parent(err["loc"]) == _parent(last["loc"]) for err in errors[MAX_LISTED:])
+        problems.append(more_line(len(errors) - MAX_LISTED, alike))
     return problems
+
+
+def _parent(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Where an error is, up to its last part, with list indexes left out: two errors of one kind share it."""
+    return tuple("[]" if isinstance(part, int) else part for part in loc[:-1])
+
+
+def _problem(err: Any, model: type[BaseModel], what: str) -> str:
+    """The message of one pydantic error."""
+    loc = tuple(err["loc"])
+    path = field_path(loc)
+    kind = err["type"]
+    given = err.get("input")
+    if kind == "json_invalid":
+        return f"{what}: not valid JSON ({err['msg'].removeprefix('Invalid JSON: ')})"
+    if kind == "missing":
+        return f"{path}: required field is missing"
+    if kind == "extra_forbidden":
+        name = str(loc[-1])
+        known = _known_fields(model, loc)
+        close = difflib.get_close_matches(name, known, n=1) if len(name) <= 2 * max(map(len, known), default=0) else []
+        hint = f"; did you mean '{close[0]}'?" if close else f"; known fields: {', '.join(known)}"
+        return f"{path}: unknown field{hint}"
+    if kind == "literal_error" and loc == ("version",):
+        return f"version: unsupported version {_short(given)}; this planner reads version {SNAPSHOT_VERSION}"
+    if kind in _TYPE_WORDS:
+        return f"{path}: must be {_TYPE_WORDS[kind]}, got {_short(given)}"
+    if kind == "finite_number":
+        return f"{path}: must be a finite number, got {_short(given)}"
+    if kind == "value_error":  # our own checks: the message already says what and why
+        return f"{path}: {err['msg'].removeprefix('Value error, ')}"
+    return f"{path}: {err['msg'][0].lower() + err['msg'][1:]}, got {_short(given)}"
 
 
 _TYPE_WORDS = {
@@ -408,8 +421,8 @@ _TYPE_WORDS = {
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A short quote of a value: strings as Python writes them, anything else as JSON, never whole."""
+    return short_text(value, 57) if isinstance(value, str) else short_value(value)
 
 
 # ----------------------------------------------------------------------------------------------

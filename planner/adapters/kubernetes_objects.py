@@ -23,6 +23,8 @@ import re
 from fractions import Fraction
 from typing import Any
 
+from planner.bounded_input import short_text
+
 BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 DECIMAL_SUFFIXES = {
     "n": Fraction(1, 10**9),
@@ -60,25 +62,30 @@ def parse_quantity(value: Any, path: str) -> Fraction:
         if not math.isfinite(value):
             raise KubeError(path, f"a quantity must be finite, got {value!r}")
         value = repr(value)
-    text = str(value).strip()
+    text = str(value)
+    shown = short_text(text, 20)
+    if text != text.strip():
+        raise KubeError(
+            path, f"{shown} has spaces or line breaks around it; a quantity is written without them (Kubernetes' resource.ParseQuantity refuses it)"
+        )
     match = _NUMBER.fullmatch(text)
     if not match:
-        raise KubeError(path, f"'{text}' is not a quantity (a number with an optional suffix such as m, Gi or e3)")
+        raise KubeError(path, f"{shown} is not a quantity (a number with an optional suffix such as m, Gi or e3)")
     sign, number, suffix = match.groups()
     if len(number) > MAX_DIGITS:  # also keeps Fraction() below Python's int-conversion limit (4,300 digits)
-        raise KubeError(path, f"'{text[:20]}...': a quantity of {len(number)} digits; at most {MAX_DIGITS} are read")
+        raise KubeError(path, f"{shown}: a quantity of {len(number)} digits; at most {MAX_DIGITS} are read")
     if suffix in BINARY_SUFFIXES:
         scale = Fraction(BINARY_SUFFIXES[suffix])
     elif suffix in DECIMAL_SUFFIXES:
         scale = DECIMAL_SUFFIXES[suffix]
     elif exponent := _EXPONENT.fullmatch(suffix):
-        power = int(exponent.group(1))
-        if abs(power) > MAX_EXPONENT:
-            raise KubeError(path, f"'{text}': exponent {power} is out of range")
+        written = exponent.group(1).lstrip("+-").lstrip("0")
+        if len(written) > 2 or abs(power := int(exponent.group(1))) > MAX_EXPONENT:  # the length first: int() of 5,000 digits is refused
+            raise KubeError(path, f"{shown}: exponent {short_text(exponent.group(1), 20)} is out of range (at most {MAX_EXPONENT} either way)")
         scale = Fraction(10) ** power
     else:
         known = ", ".join([*BINARY_SUFFIXES, *(s for s in DECIMAL_SUFFIXES if s)])
-        raise KubeError(path, f"'{text}': unknown quantity suffix '{suffix}' (known: {known}, or an exponent such as e3)")
+        raise KubeError(path, f"{shown}: unknown quantity suffix {short_text(suffix, 20)} (known: {known}, or an exponent such as e3)")
     amount = Fraction(number) * scale
     return -amount if sign == "-" else amount
 
