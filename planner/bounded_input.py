@@ -54,6 +54,11 @@ def more_line(count: int, alike: bool) -> str:
     return f"... and {count:,} more like it" if alike else f"... and {count:,} more problems"
 
 
+def prefixed(where: str, problems: list[str]) -> list[str]:
+    """``problems`` each named ``where`` first, but the line that counts the problems not listed."""
+    return [problem if _MORE.fullmatch(problem) else f"{where}{problem}" for problem in problems]
+
+
 def capped(problems: list[str], shown: int = MAX_LISTED) -> list[str]:
     """The first ``shown`` problems (each cut to ``MAX_PROBLEM_CHARS``) and one line counting the rest:
     ``... and N more like it`` when every problem left out is of the kind of the last one listed. A
@@ -154,6 +159,11 @@ def find_path(doc: Any, found: Callable[[Any], bool]) -> str:
     return "(top level)"
 
 
+def _identity(target: Any) -> Callable[[Any], bool]:
+    """A test for being ``target`` itself (not an equal value)."""
+    return lambda value: value is target
+
+
 def check_depth(doc: Any, source: str, limit: int = MAX_DEPTH) -> int:
     """Refuse (``DocumentError``) a document nested deeper than ``limit`` (later steps recurse on it);
     the number of keys of all its objects, counted on the way."""
@@ -162,8 +172,7 @@ def check_depth(doc: Any, source: str, limit: int = MAX_DEPTH) -> int:
     keys = 0
     while level:  # one level at a time, in comprehensions: a 100,000-pod List in about a second
         if depth > limit:
-            target = level[0]
-            path = find_path(doc, lambda value: value is target)
+            path = find_path(doc, _identity(level[0]))
             raise DocumentError([f"{source}: {short_path(path)}: nested more than {limit} levels deep"])
         deeper: list[Any] = []
         for value in level:

@@ -228,9 +228,12 @@ class _Composer:
                 raise self.fail(event, f"{short_text(text, 40)} reads as YAML {tag_name(tag)}, which is not supported; {hint}")
             raise self.fail(event, f"tag {short_text(tag_name(tag), 40)} is not supported ({_SUPPORTED})")
         if tag.endswith(":int"):
-            digits = len(text.lstrip("+-").replace("_", ""))
-            if digits > self.limits.max_int_digits:
-                raise self.fail(event, f"cannot read {short_text(text, 20)} as int: {digits:,} digits; integers may have at most {self.limits.max_int_digits}")
+            written = text.lstrip("+-").replace("_", "")
+            if len(written) > self.limits.max_int_digits:
+                unit = "digits" if written.isdigit() else "characters"  # 0x..., or sexagesimal 1:20:30
+                raise self.fail(
+                    event, f"cannot read {short_text(text, 20)} as int: {len(written):,} {unit}; integers may have at most {self.limits.max_int_digits} digits"
+                )
         try:
             return yaml.SafeLoader.yaml_constructors[tag](self.loader, ScalarNode(tag, text, event.start_mark, event.end_mark, style=event.style))
         except ValueError as err:

@@ -20,9 +20,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.bounded_input import MAX_LISTED, DocumentError, check_depth, more_line, short_text, short_value
+from planner.bounded_input import MAX_LISTED, DocumentError, check_depth, more_line, prefixed, short_text, short_value
 from planner.bounded_yaml import SMALL_LIMITS, parse_yaml
-from planner.cluster import field_path, pydantic_problems
+from planner.cluster import field_path, pydantic_problems, unknown_field
 from planner.kinds import KINDS
 
 API_VERSION = "planner.io/v1"
@@ -182,7 +182,10 @@ def policy_values(document: Any, kind: str) -> tuple[dict[str, Any], dict[str, s
     plan kind ``kind``; ``PolicyError`` naming each bad path (the values are checked by ``resolve``)."""
     if not isinstance(document, dict):
         raise PolicyError([f"(document): must be a mapping with apiVersion: {API_VERSION}, kind: {policy_kind(kind)} and spec, got {type(document).__name__}"])
-    check_depth(document, "(document)")  # a document from a JSON body has not been through the YAML reader's bound
+    try:
+        check_depth(document, "(document)")  # a document from a JSON body has not been through the YAML reader's bound
+    except DocumentError as err:
+        raise PolicyError(err.problems) from None
     try:
         envelope = PolicyDocument.model_validate(document)
     except ValidationError as err:
@@ -244,7 +247,7 @@ def policy_layer(document: Any, kind: str, source: Source, where: str, lenient: 
     try:
         values, paths = policy_values(document, kind)
     except PolicyError as err:
-        raise PolicyError([f"{where}{problem}" for problem in err.problems]) from None
+        raise PolicyError(prefixed(where, err.problems)) from None
     return Layer(source, values, lambda field: f"{where}{paths.get(field, field)}", lenient)
 
 
@@ -255,6 +258,12 @@ def resolve(model: type[BaseModel], layers: list[Layer]) -> tuple[Any, dict[str,
     chosen: dict[str, tuple[Any, Layer]] = {}
     for layer in reversed(layers):
         chosen.update({field: (value, layer) for field, value in layer.values.items()})
+    fields = model.model_fields
+    unknown = [field for field in chosen if field not in fields]
+    if unknown:  # named here, the first MAX_LISTED: pydantic would build an error (a dict) for each of 200,000
+        known = list(fields)
+        listed = [unknown_field(chosen[field][1].name(field), field, known) for field in unknown[:MAX_LISTED]]
+        raise PolicyError(listed + ([more_line(len(unknown) - MAX_LISTED, True)] if len(unknown) > MAX_LISTED else []))
     while True:
         try:
             options = model(**{field: value for field, (value, _) in chosen.items()})

@@ -79,10 +79,11 @@ def parse_quantity(value: Any, path: str) -> Fraction:
     elif suffix in DECIMAL_SUFFIXES:
         scale = DECIMAL_SUFFIXES[suffix]
     elif exponent := _EXPONENT.fullmatch(suffix):
-        written = exponent.group(1).lstrip("+-").lstrip("0")
-        if len(written) > 2 or abs(power := int(exponent.group(1))) > MAX_EXPONENT:  # the length first: int() of 5,000 digits is refused
-            raise KubeError(path, f"{shown}: exponent {short_text(exponent.group(1), 20)} is out of range (at most {MAX_EXPONENT} either way)")
-        scale = Fraction(10) ** power
+        written = exponent.group(1)
+        digits = written.lstrip("+-").lstrip("0") or "0"  # leading zeros are read (Go's strconv does), and never given to int()
+        if len(digits) > 2 or int(digits) > MAX_EXPONENT:  # the length first: int() of 5,000 digits is refused
+            raise KubeError(path, f"{shown}: exponent {short_text(written, 20)} is out of range (at most {MAX_EXPONENT} either way)")
+        scale = Fraction(10) ** (-int(digits) if written.startswith("-") else int(digits))
     else:
         known = ", ".join([*BINARY_SUFFIXES, *(s for s in DECIMAL_SUFFIXES if s)])
         raise KubeError(path, f"{shown}: unknown quantity suffix {short_text(suffix, 20)} (known: {known}, or an exponent such as e3)")
