@@ -55,7 +55,7 @@ class YamlLimits:
 
 LIST_LIMITS = YamlLimits()
 """Kubernetes Lists and the importer's inputs."""
-SMALL_LIMITS = YamlLimits(max_chars=4 * 2**20, max_values=200_000, max_alias_values=10_000, max_alias_chars=2**20, max_scalar_chars=2**16)
+SMALL_LIMITS = YamlLimits(max_chars=2**20, max_values=100_000, max_alias_values=10_000, max_alias_chars=2**20, max_scalar_chars=2**16)
 """Documents a person writes (policies, the import configuration): a few hundred values each."""
 
 _STR = "tag:yaml.org,2002:str"
