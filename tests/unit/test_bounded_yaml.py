@@ -166,3 +166,17 @@ def test_a_quoted_value_is_short_and_never_written_out_whole() -> None:
 def test_a_document_error_crosses_processes_with_its_problems() -> None:
     err = DocumentError([f"p{i}: bad" for i in range(100)])
     assert pickle.loads(pickle.dumps(err)).problems == err.problems
+
+
+def test_the_clients_podmigrationjob_stream_is_read_by_the_bounded_reader() -> None:
+    from planner.cluster import SnapshotError
+    from planner.render.kubernetes_waves import objects_of_stream
+
+    job = "apiVersion: scheduling.koordinator.sh/v1alpha1\nkind: PodMigrationJob\nmetadata: {name: m1, labels: {planner.io/wave: '1'}}\n"
+    assert objects_of_stream("# header\n" + job) == [yaml.safe_load(job)]
+    with pytest.raises(SnapshotError) as caught:
+        objects_of_stream(job + "---\n" + alias_bomb().replace("DefragPolicy", "PodMigrationJob"), "GET /v1/plans/p1")
+    assert caught.value.problems[0].startswith("GET /v1/plans/p1: spec.budgets.maxMoves[") and "aliases stand for more" in caught.value.problems[0]
+    with pytest.raises(SnapshotError) as caught:
+        objects_of_stream(job + "---\nkind: PodMigrationJob\nmetadata: {name: m2}\n", "GET /v1/plans/p1")
+    assert caught.value.problems == ["GET /v1/plans/p1: document 2: not a PodMigrationJob labelled planner.io/wave"]
