@@ -23,7 +23,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from planner.bounded_input import short_text
+from planner.bounded_input import short_text, short_value
 
 BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 DECIMAL_SUFFIXES = {
@@ -57,7 +57,7 @@ class KubeError(ValueError):
 def parse_quantity(value: Any, path: str) -> Fraction:
     """A Kubernetes quantity, exactly: '500m' -> 1/2, '64Gi' -> 64 * 2^30, '1e3' -> 1000."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise KubeError(path, f"a quantity must be a string such as '500m' or '64Gi', got {value!r}")
+        raise KubeError(path, f"a quantity must be a string such as '500m' or '64Gi', got {short_value(value)}")
     if isinstance(value, float):
         if not math.isfinite(value):
             raise KubeError(path, f"a quantity must be finite, got {value!r}")
@@ -219,12 +219,12 @@ def check_selector(selector: Any, path: str) -> dict[str, Any] | None:
     selector = as_object(selector, path)
     for key, value in as_object(selector.get("matchLabels"), f"{path}.matchLabels").items():
         if not isinstance(value, str):
-            raise KubeError(f"{path}.matchLabels.{key}", f"a label value must be a string, got {value!r}")
+            raise KubeError(f"{path}.matchLabels.{key}", f"a label value must be a string, got {short_value(value)}")
     for i, expr in enumerate(as_list(selector.get("matchExpressions"), f"{path}.matchExpressions")):
         where = f"{path}.matchExpressions[{i}]"
         expr = as_object(expr, where)
         if expr.get("operator") not in SELECTOR_OPERATORS:
-            raise KubeError(f"{where}.operator", f"unknown operator {expr.get('operator')!r}; known: {', '.join(SELECTOR_OPERATORS)}")
+            raise KubeError(f"{where}.operator", f"unknown operator {short_value(expr.get('operator'))}; known: {', '.join(SELECTOR_OPERATORS)}")
         if not isinstance(expr.get("key"), str):
             raise KubeError(f"{where}.key", "a string key is required")
         values = as_list(expr.get("values"), f"{where}.values")
@@ -276,14 +276,14 @@ def selector_text(selector: dict[str, Any]) -> str:
 def scaled(value: Any, count: int, path: str) -> int:
     """An IntOrString against ``count`` pods: an integer, or a percentage rounded up."""
     if isinstance(value, bool):
-        raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {value!r}")
+        raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {short_value(value)}")
     if isinstance(value, int):
         if value < 0:
             raise KubeError(path, f"must be at least 0, got {value}")
         return value
-    if isinstance(value, str) and re.fullmatch(r"[0-9]+%", value):
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,12}%", value):  # int() of more digits is refused (4,300) or slow
         return math.ceil(Fraction(int(value[:-1]), 100) * count)
-    raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {value!r}")
+    raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {short_value(value)}")
 
 
 def pdb_max_unavailable(spec: dict[str, Any], selected: int) -> int:

@@ -182,3 +182,12 @@ def test_a_policy_of_20000_unknown_fields_is_refused_in_well_under_a_second() ->
         policy_values(parse_policy_text(text, "p.yaml"), "defrag")
     assert time.monotonic() - started < 1.0
     assert len(caught.value.problems) == 21 and caught.value.problems[-1] == "... and 19,980 more like it"
+
+
+def test_a_pdb_budget_of_5000_digits_is_exit_2_naming_it(tmp_path: Path) -> None:
+    data = json.loads(EXAMPLE.read_text())
+    budget = next(item for item in data["items"] if item["kind"] == "PodDisruptionBudget")
+    budget["spec"]["maxUnavailable"] = "9" * 5000 + "%"
+    path = tmp_path / "list.json"
+    path.write_text(json.dumps(data))
+    refused(["import", "kubernetes", str(path)], "spec.maxUnavailable: must be a whole number or a percentage such as '50%', got \"99999")
