@@ -104,9 +104,11 @@ def alternate(repeats: int, sides: dict[str, Path], measure) -> dict[str, list]:
     return results
 
 
-def defrag_section(sides: dict[str, Path], repeats: int) -> list[dict]:
+def defrag_section(sides: dict[str, Path], repeats: int, only: list[str] | None = None) -> list[dict]:
     rows = []
     for family, args in FAMILIES.items():
+        if only is not None and not any(family.startswith(prefix) for prefix in only):
+            continue
         path = snapshot(family, args)
         print(f"defrag {family}: {path}", flush=True)
 
@@ -230,19 +232,22 @@ def write(results: dict, args: argparse.Namespace) -> Path:
         lines += [
             f"## `planner defrag SNAPSHOT --out plan.json`, {NODES:,} nodes, end to end",
             "",
-            "| family | side | wall s | CPU s (user+sys, workers included) | peak RSS MiB | vacated nodes | load | wall ratio |",
-            "|---|---|---|---|---|---|---|---|",
+            "| family | side | wall s | CPU s (user+sys, workers included) | peak RSS MiB | vacated nodes | load | wall ratio | CPU ratio |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for row in results["defrag"]:
             runs = row["runs"]
             for side in runs:
                 rs = runs[side]
                 cell = ratio([r["wall_s"] for r in rs], [r["wall_s"] for r in runs["baseline"]]) if side != "baseline" else ""
+                cell += " | " + (ratio([r["cpu_s"] for r in rs], [r["cpu_s"] for r in runs["baseline"]]) if side != "baseline" else "")
                 vacated = sorted({r["vacated"] for r in rs})
                 lines.append(
                     f"| {row['family']} | {side} | {spread([r['wall_s'] for r in rs])} | {spread([r['cpu_s'] for r in rs])} | "
                     f"{spread([r['peak_mib'] for r in rs], 0)} | {', '.join(map(str, vacated))} | {spread([r['load'] for r in rs])} | {cell} |"
                 )
+        lines.append("")
+        lines += [f"* {row['family']}: `benchmarks/speed.py {row['command']}` ({row['tree']})" for row in results["defrag"] if "command" in row]
         lines.append("")
     if "preempt" in results:
         lines += [
@@ -297,6 +302,7 @@ def main() -> None:
     )
     parser.add_argument("--sections", default="defrag,preempt,cli")
     parser.add_argument("--decisions", type=int, default=300, help="preemption decisions at 1,000 nodes (a tenth of them at --large-nodes)")
+    parser.add_argument("--families", default="", help="defrag families to run, by the start of their names (default: all); the others keep their rows")
     parser.add_argument("--large-nodes", type=int, default=NODES, help="the large preemption cluster's nodes (0: skip it)")
     parser.add_argument("--large-decisions", type=int, default=5, help="decisions on the large preemption cluster")
     args = parser.parse_args()
@@ -314,7 +320,10 @@ def main() -> None:
             sides, args.repeats, [(1000, args.decisions)] + ([(args.large_nodes, args.large_decisions)] if args.large_nodes else [])
         )
     if "defrag" in sections:
-        results["defrag"] = defrag_section({**sides, BASELINE_POOLS: tree}, args.repeats)
+        fresh = defrag_section({**sides, BASELINE_POOLS: tree}, args.repeats, args.families.split(",") if args.families else None)
+        kept = {row["family"]: row for row in results.get("defrag", [])}  # families not run now keep their rows
+        kept.update({row["family"]: {**row, "command": " ".join(sys.argv[1:]), "tree": str(tree)} for row in fresh})
+        results["defrag"] = [kept[family] for family in FAMILIES if family in kept]
     results.setdefault("commands", {}).update({section: " ".join(sys.argv[1:]) for section in sections})
     head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     results.setdefault("trees", {}).update({section: f"commit {head}" if tree != REPO else code_version() for section in sections})
