@@ -81,22 +81,23 @@ def _static() -> dict[str, Any]:
     }
 
 
-def provenance(cluster: Cluster, options: BaseModel) -> dict[str, Any]:
-    """The ``report.provenance`` of a plan made from ``cluster`` with ``options``."""
+def provenance(cluster: Cluster, options: BaseModel, sha256: str | None = None) -> dict[str, Any]:
+    """The ``report.provenance`` of a plan made from ``cluster`` with ``options`` (``sha256``: the
+    cluster's ``snapshot_sha256`` when the caller has it already)."""
     static = _static()
     return {
         "planner": dict(static["planner"]),
         "versions": dict(static["versions"]),
         "options": options.model_dump(mode="json"),
-        "snapshot_sha256": snapshot_sha256(cluster),
+        "snapshot_sha256": snapshot_sha256(cluster) if sha256 is None else sha256,
         "host_cores": static["host_cores"],
         "cpu_count": static["cpu_count"],
     }
 
 
-def stamp(plan: PlanT, cluster: Cluster, options: BaseModel) -> PlanT:
+def stamp(plan: PlanT, cluster: Cluster, options: BaseModel, sha256: str | None = None) -> PlanT:
     """``plan`` with ``provenance`` on its report, or on each report of a comparison's plans."""
-    record = provenance(cluster, options)
+    record = provenance(cluster, options, sha256)
     for report in _reports(plan):
         report.provenance = record
     return plan

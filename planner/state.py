@@ -29,6 +29,7 @@ from planner.state_build import (
     _eligibility,
     capacity_entry,
     clone_state,
+    place_all,
     pod_scalars,
     set_pod_requests,
     subset_state,
@@ -106,11 +107,10 @@ class ClusterState(StateArrays):
         self._mask_version = -1  # -1: the cache and its log start afresh (as a clone, subset or unpickled copy)
         self._mask_log: list[int] = []  # each change's node while the cache holds masks (``capacity_entry``)
         self._pod_scalars: list[PodScalars] = pod_scalars(self)
-        self._bulk = True  # placing the snapshot: pack each node's shares once at the end, not per pod
-        for p, pod in enumerate(pods):
-            if pod.node is not None:
-                self.place(p, self.node_index[pod.node])
         self._bulk = False
+        node_index = self.node_index
+        placed = [(p, node_index[pod.node]) for p, pod in enumerate(pods) if pod.node is not None]
+        place_all(self, np.array([p for p, _ in placed], dtype=np.int64), np.array([n for _, n in placed], dtype=np.int64))
         for n, shares in self.node_shares.items():
             self._settle_shares(n, shares)
 

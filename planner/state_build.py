@@ -132,17 +132,21 @@ def subset_state(state: Any, nodes: np.ndarray) -> Any:  # a ClusterState (Any: 
     counts come from this whole state. ``node_ids``/``pod_ids`` map back to the cluster.
     """
     nodes = np.asarray(nodes, dtype=np.int64)
-    pods = np.array(sorted(p for n in nodes for p in state.node_pods[n]), dtype=np.int64)
+    node_list = nodes.tolist()  # Python ints: list lookups by numpy scalars cost several times more
+    node_pods = state.node_pods
+    pod_list = sorted([p for n in node_list for p in node_pods[n]])
+    pods = np.array(pod_list, dtype=np.int64)
     sub = object.__new__(type(state))
     sub._bulk = False
     sub.version = 0
     sub._mask_cache, sub._mask_version = {}, -1
     sub.cluster = state.cluster
     sub.node_ids, sub.pod_ids = state.node_ids[nodes], state.pod_ids[pods]
-    sub.node_names = [state.node_names[n] for n in nodes]
-    sub.node_index = {name: k for k, name in enumerate(sub.node_names)}
-    sub.pod_names = [state.pod_names[p] for p in pods]
-    sub.pod_index = {name: k for k, name in enumerate(sub.pod_names)}
+    node_names, pod_names = state.node_names, state.pod_names
+    sub.node_names = [node_names[n] for n in node_list]
+    sub.node_index = dict(zip(sub.node_names, range(len(node_list))))
+    sub.pod_names = [pod_names[p] for p in pod_list]
+    sub.pod_index = dict(zip(sub.pod_names, range(len(pod_list))))
     for field in (
         "cap_gpus",
         "cap_cpus",
@@ -169,7 +173,7 @@ def subset_state(state: Any, nodes: np.ndarray) -> Any:  # a ClusterState (Any: 
     sub.res_names, sub.has_named = state.res_names, state.has_named
     sub._res_floor = sub.cap_res.min(axis=0).tolist() if state.has_named and len(nodes) else [0] * len(state.res_names)
     sub._res_peak = sub.used_res.max(axis=0).tolist() if state.has_named and len(nodes) else [0] * len(state.res_names)
-    sub._pod_named = [state._pod_named[p] for p in pods.tolist()] if state.has_named else []
+    sub._pod_named = [state._pod_named[p] for p in pod_list] if state.has_named else []
     for field in (
         "pod_gpus",
         "pod_whole",
@@ -188,11 +192,11 @@ def subset_state(state: Any, nodes: np.ndarray) -> Any:  # a ClusterState (Any: 
     whole, share, cpus, mem = state._awake
     sub._awake = (whole[pods], share[pods], cpus[pods], mem[pods])
     sub.has_standby = state.has_standby
-    sub._reserve = [state._reserve[p] for p in pods.tolist()] if state.has_standby else []
-    node_list = nodes.tolist()  # look up the piece's nodes, not every node of the cluster
+    sub._reserve = [state._reserve[p] for p in pod_list] if state.has_standby else []
     sub.hp_shares = defaultdict(list, {k: list(state.hp_shares[n]) for k, n in enumerate(node_list) if state.hp_shares.get(n)})
     sub.eligible = state.eligible[:, nodes]
-    sub.pod_groups = [state.pod_groups[p] for p in pods]
+    pod_groups = state.pod_groups
+    sub.pod_groups = [pod_groups[p] for p in pod_list]
     sub.group_names = []  # names are for reading the full state; a piece (sent to a worker) needs only the indexes
     sub.group_nodes = defaultdict(Counts)  # filled below from the piece's own pods (all pods of its nodes)
     sub.job_level = state.job_level
@@ -207,12 +211,51 @@ def subset_state(state: Any, nodes: np.ndarray) -> Any:  # a ClusterState (Any: 
     position[nodes] = np.arange(len(nodes))
     sub.pod_node = position[state.pod_node[pods]]
     sub._pod_scalars = pod_scalars(sub)
-    group_nodes = sub.group_nodes
-    for k, n in enumerate(sub.pod_node.tolist()):
-        sub.node_pods[n].add(k)
-        for g in sub.pod_groups[k]:
+    group_nodes, sub_node_pods = sub.group_nodes, sub.node_pods
+    for k, (n, groups) in enumerate(zip(sub.pod_node.tolist(), sub.pod_groups)):
+        sub_node_pods[n].add(k)
+        for g in groups:
             group_nodes[g][n] += 1
     return sub
+
+
+def place_all(state: Any, pods: np.ndarray, nodes: np.ndarray) -> None:  # a ClusterState (Any: as subset_state)
+    """Place pod ``pods[i]`` on node ``nodes[i]``, in that order, on a state with nothing placed: what
+    ``state.place`` does pod by pod, with the sums on arrays. ``np.add.at`` adds in index order, so
+    every float sum is the one the pod-by-pod additions make; the shares are packed by the caller.
+    A state with standby pods takes the pod-by-pod path (their reservations are kept per pod)."""
+    if state.has_standby or len(pods) == 0:
+        state._bulk = True
+        for p, n in zip(pods.tolist(), nodes.tolist()):
+            state.place(p, n)
+        state._bulk = False
+        return
+    n_nodes = len(state.node_names)
+    state.pod_node[pods] = nodes
+    np.add.at(state.whole_used, nodes, state.pod_whole[pods])
+    np.add.at(state.used_cpus, nodes, state.pod_cpus[pods])
+    np.add.at(state.used_mem, nodes, state.pod_mem[pods])
+    if state.has_named:
+        np.add.at(state.used_res, nodes, state.pod_res[pods])
+        state._res_peak = [max(0, int(v)) for v in state.used_res.max(axis=0).tolist()] if n_nodes else state._res_peak
+    state.pods_per_node += np.bincount(nodes, minlength=n_nodes)
+    hp = state.pod_hp[pods]
+    state.hp_pods_per_node += np.bincount(nodes[hp], minlength=n_nodes)
+    node_pods, node_stamp, node_shares, scalars = state.node_pods, state.node_stamp, state.node_shares, state._pod_scalars
+    group_nodes, job_domains, pod_job = state.group_nodes, state.job_domains, state.pod_job
+    version = state.version
+    for p, n in zip(pods.tolist(), nodes.tolist()):
+        version += 1
+        node_pods[n].add(p)
+        node_stamp[n] = version
+        _, _, _, share, groups, domain, _ = scalars[p]
+        if share:
+            node_shares[n].append(share)
+        for g in groups:
+            group_nodes[g][n] += 1
+        if domain is not None:
+            job_domains[int(pod_job[p])][int(domain[n])] += 1
+    state.version = version
 
 
 def clone_state(state: Any) -> Any:  # a ClusterState (Any: as subset_state)

@@ -15,6 +15,7 @@ raises ``PlanOptionError`` naming the option or the field.
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -38,10 +39,10 @@ from planner.metrics import parse_shape
 from planner.models.preempt import solve_preempt
 from planner.plans import Placement, PreemptComparison, PreemptPlan, SolveReport, Victim
 from planner.preempt_state import Ask, PreemptState
-from planner.provenance import stamp
+from planner.provenance import snapshot_sha256, stamp
 from planner.standby import reactivation_problems, reactivation_view
 from planner.suggest import unknown_name
-from planner.validate.preempt import surplus_units, validate_preempt
+from planner.validate.preempt import ClusterFacts, surplus_units, validate_preempt
 
 PreemptHeuristic = Literal["spotgpu", "spotgpu-paper", "spotgpu-isolated", "flextopo", "k8s-default", "volcano", "random"]
 """The preemption heuristics: the one declaration of their names (``HEURISTICS`` lists them)."""
@@ -84,9 +85,12 @@ METHOD_OPTIONS: dict[str, set[str]] = {
 }
 
 
-def request_problems(cluster: Cluster, job: str, now_s: float) -> list[tuple[str, str]]:
+def request_problems(cluster: Cluster, job: str, now_s: float, facts: ClusterFacts | None = None) -> list[tuple[str, str]]:
     """(field, message) for each reason the decision cannot be asked: the job must exist and be
-    wholly pending, and ``now_s`` may not precede a running pod's start or checkpoint."""
+    wholly pending, and ``now_s`` may not precede a running pod's start or checkpoint. With ``facts``
+    (``cluster``'s) a request with none of these problems is passed without looking at every pod."""
+    if facts is not None and facts.cluster is cluster and _plainly_askable(facts, job, now_s):
+        return []
     jobs = {j.name for j in cluster.jobs}
     if job not in jobs:
         running = {p.job for p in cluster.pods if p.node is not None}
@@ -108,26 +112,62 @@ def request_problems(cluster: Cluster, job: str, now_s: float) -> list[tuple[str
     return problems[:10]
 
 
+def _plainly_askable(facts: ClusterFacts, job: str, now_s: float) -> bool:
+    """The job exists, has pods, none running, and no running pod started or checkpointed after ``now_s``."""
+    pods = facts.job_pods.get(job) if job in facts.jobs else None
+    return bool(pods) and all(pod.node is None for pod in pods or ()) and (facts.latest_s is None or facts.latest_s <= now_s)
+
+
 def plan_preempt(cluster: Cluster, job: str, options: PreemptOptions | None = None, state: PreemptState | None = None) -> PreemptPlan | PreemptComparison:
     """A validated preemption plan for ``job`` (for ``compare``: both plans and the gap), with its provenance.
 
     ``state`` may carry a prebuilt ``PreemptState`` of ``cluster`` (a simulation deciding many times).
     """
     options = options or PreemptOptions()
-    return stamp(_plan_preempt(cluster, job, options, state), cluster, options)
+    facts = _facts(cluster, state)
+    return stamp(_plan_preempt(cluster, job, options, state, facts), cluster, options, facts.sha256())
 
 
-def _plan_preempt(cluster: Cluster, job: str, options: PreemptOptions, state: PreemptState | None) -> PreemptPlan | PreemptComparison:
+class _Facts(ClusterFacts):
+    """``ClusterFacts`` and the cluster's ``snapshot_sha256`` (computed once, when first asked)."""
+
+    def __init__(self, cluster: Cluster):
+        super().__init__(cluster)
+        self._sha256: str | None = None
+        self.job_index = cluster.job_index()
+
+    def sha256(self) -> str:
+        if self._sha256 is None:
+            self._sha256 = snapshot_sha256(self.cluster)
+        return self._sha256
+
+
+_KEPT: weakref.WeakKeyDictionary[PreemptState, _Facts] = weakref.WeakKeyDictionary()
+"""Per prebuilt state the facts of the cluster it was last asked about: a simulation deciding many
+times on one state and one cluster pays for the indexes and the hash once, not per decision. A
+state is the caller's promise that the cluster has not changed since (``plan_preempt``)."""
+
+
+def _facts(cluster: Cluster, state: PreemptState | None) -> _Facts:
+    if state is None:
+        return _Facts(cluster)
+    kept = _KEPT.get(state)
+    if kept is None or kept.cluster is not cluster:
+        kept = _KEPT[state] = _Facts(cluster)
+    return kept
+
+
+def _plan_preempt(cluster: Cluster, job: str, options: PreemptOptions, state: PreemptState | None, facts: _Facts) -> PreemptPlan | PreemptComparison:
     now = options.now_s if options.now_s is not None else cluster.time_s
-    problems = request_problems(cluster, job, now)
+    problems = request_problems(cluster, job, now, facts)
     if problems:
         field, message = problems[0]
         raise PlanOptionError(field, message.replace("{", "(").replace("}", ")"))
     ps = state if state is not None else PreemptState(cluster)
-    ask = Ask.of(ps, cluster.job_index()[job], now)
+    ask = Ask.of(ps, facts.job_index[job], now)
     if options.method == "compare":
-        return _compare(cluster, ps, ask, options)
-    return decide_plan(cluster, ps, ask, options.method, options)
+        return _compare(cluster, ps, ask, options, facts)
+    return decide_plan(cluster, ps, ask, options.method, options, facts)
 
 
 def plan_reactivate(cluster: Cluster, pod: str, options: PreemptOptions | None = None) -> PreemptPlan | PreemptComparison:
@@ -192,15 +232,17 @@ def policy_of(method: str, options: PreemptOptions) -> Policy:
     return baseline_policy(method, options.seed)
 
 
-def decide_plan(cluster: Cluster, ps: PreemptState, ask: Ask, method: str, options: PreemptOptions) -> PreemptPlan:
+def decide_plan(cluster: Cluster, ps: PreemptState, ask: Ask, method: str, options: PreemptOptions, facts: ClusterFacts | None = None) -> PreemptPlan:
+    """The validated plan of ``method``'s decision (``facts``: ``cluster``'s, when kept across decisions)."""
     start = time.perf_counter()
+    facts = facts.of(cluster) if facts is not None else ClusterFacts(cluster)
     choice, solver_fields = decide(ps, ask, method, options)
-    plan = to_plan(cluster, ps, ask, choice, method, options, solver_fields)
-    violations = validate_preempt(cluster, plan)
+    plan = to_plan(cluster, ps, ask, choice, method, options, solver_fields, facts)
+    violations = validate_preempt(cluster, plan, facts)
     if violations:
         raise PlanBug(f"{method} produced an invalid preemption plan: " + "; ".join(map(str, violations[:5])))
     if plan.placements:
-        plan.metrics["surplus_victims"] = surplus_units(cluster, plan)
+        plan.metrics["surplus_victims"] = surplus_units(cluster, plan, facts)
     shapes = [parse_shape(text) for text in options.large_requests]
     plan.metrics["large_requests"] = large_requests_of(ps.cs, plan.placements, shapes, evicted=[v.pod for v in plan.victims])
     assert plan.report is not None
@@ -208,7 +250,16 @@ def decide_plan(cluster: Cluster, ps: PreemptState, ask: Ask, method: str, optio
     return plan
 
 
-def to_plan(cluster: Cluster, ps: PreemptState, ask: Ask, choice: Choice, method: str, options: PreemptOptions, solver_fields: dict[str, Any]) -> PreemptPlan:
+def to_plan(
+    cluster: Cluster,
+    ps: PreemptState,
+    ask: Ask,
+    choice: Choice,
+    method: str,
+    options: PreemptOptions,
+    solver_fields: dict[str, Any],
+    facts: ClusterFacts | None = None,
+) -> PreemptPlan:
     """The plan of a decision, with metrics and an honest report."""
     pods, nodes = cluster.pods, cluster.nodes
     victims = []
@@ -238,13 +289,14 @@ def to_plan(cluster: Cluster, ps: PreemptState, ask: Ask, choice: Choice, method
         **({"reason": choice.reason} if choice.reason is not None else {}),
         **({} if choice.proven_covers else {"cover_search_truncated": True}),
     )
-    metrics = _metrics(cluster, ask, choice, victims)
+    metrics = _metrics(cluster, choice, victims, facts)
     return PreemptPlan(job=ask.job_name, now_s=ask.now_s, placements=placements, victims=victims, metrics=metrics, report=report)
 
 
-def _metrics(cluster: Cluster, ask: Ask, choice: Choice, victims: list[Victim]) -> dict[str, Any]:
+def _metrics(cluster: Cluster, choice: Choice, victims: list[Victim], facts: ClusterFacts | None) -> dict[str, Any]:
     nodes = cluster.nodes
-    gpus = {p.name: p.gpus for p in cluster.pods}
+    pods = facts.of(cluster).pods if facts is not None else {p.name: p for p in cluster.pods}
+    gpus = {v.pod: pods[v.pod].gpus for v in victims}
     used = sorted({n for _, n, _ in choice.placements})
     tiers = [rules.alignment_tier(nodes[n], devices) if nodes[n].numa and devices else None for _, n, devices in choice.placements]
     return {
@@ -260,9 +312,9 @@ def _metrics(cluster: Cluster, ask: Ask, choice: Choice, victims: list[Victim]) 
     }
 
 
-def _compare(cluster: Cluster, ps: PreemptState, ask: Ask, options: PreemptOptions) -> PreemptComparison:
-    heuristic = decide_plan(cluster, ps, ask, options.heuristic, options)
-    exact = decide_plan(cluster, ps, ask, "exact", options)
+def _compare(cluster: Cluster, ps: PreemptState, ask: Ask, options: PreemptOptions, facts: ClusterFacts | None = None) -> PreemptComparison:
+    heuristic = decide_plan(cluster, ps, ask, options.heuristic, options, facts)
+    exact = decide_plan(cluster, ps, ask, "exact", options, facts)
     h, e = heuristic.metrics.get("lost_gpu_s"), exact.metrics.get("lost_gpu_s")
     ratio = None
     if heuristic.placements and exact.placements:
