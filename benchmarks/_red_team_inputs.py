@@ -276,7 +276,8 @@ def make_piece(shape: str, rng: random.Random, syntax: str, quick: bool) -> Piec
 # -- names and quantities -----------------------------------------------------------------------
 
 ARG_MAX_BYTES = 128 * KIB - 1
-"""Linux refuses a single command-line argument of 128 KiB or more (MAX_ARG_STRLEN): longer names go in files and bodies."""
+"""Linux refuses a single command-line argument of 128 KiB or more, its NUL included (MAX_ARG_STRLEN): longer names
+go in files and bodies."""
 NAME_SIZES = (64, 26 * KIB, 100 * KIB, MIB)
 NAME_FORMS = ("plain", "traversal", "crlf", "percent", "escape", "unicode")
 
@@ -295,6 +296,11 @@ def hostile_name(rng: random.Random, length: int, form: str | None = None) -> st
     }[form]
     filler = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789-") for _ in range(64))
     return (head + filler * (length // len(filler) + 1))[: max(length, len(head))]
+
+
+def as_argument(name: str) -> str:
+    """``name`` cut to fit one command-line argument (``ARG_MAX_BYTES`` of UTF-8)."""
+    return name.encode()[:ARG_MAX_BYTES].decode("utf-8", "ignore")
 
 
 QUANTITIES = (

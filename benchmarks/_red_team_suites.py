@@ -33,6 +33,7 @@ from _red_team_inputs import (
     QUANTITIES,
     SHAPES,
     SNAPSHOT,
+    as_argument,
     fill,
     hostile_name,
     make_piece,
@@ -288,6 +289,8 @@ ROUTES: dict[str, str] = {
     "POST /v1/report": '{"snapshot": ' + SNAPSHOT + ', "shape": "8g8c"}',
     "POST /v1/explain": '{"snapshot": ' + SNAPSHOT + ', "job": "wait"}',
 }
+ROUTES_PER_SHAPE = 4
+"""Each seed sends each shape to this many routes, drawn by the seed (``--exhaustive``: to all of them)."""
 QUICK_HTTP = (("POST /v1/explain", "deep-nesting"), ("POST /v1/defrag (policy)", "huge-number"))
 
 
@@ -296,7 +299,11 @@ def route_limit(route: str) -> float:
 
 
 def http_cases(ctx: Context, seed: int) -> list[Case]:
-    pairs = QUICK_HTTP if ctx.quick else tuple((route, shape) for route in ROUTES for shape in SHAPES)
+    if ctx.quick:
+        pairs: tuple[tuple[str, str], ...] = QUICK_HTTP
+    else:
+        count = len(ROUTES) if ctx.exhaustive else ROUTES_PER_SHAPE
+        pairs = tuple((route, shape) for shape in SHAPES for route in _rng(seed, "routes", shape).sample(list(ROUTES), count))
     cases = []
     for route, shape in pairs:
         piece = make_piece(shape, _rng(seed, "http", route, shape), "json", ctx.quick)
@@ -357,7 +364,7 @@ def names_cases(ctx: Context, seed: int) -> list[Case]:
         rng = _rng(seed, "names", "option", label)
         length, form = QUICK_NAME if ctx.quick else rng.choice([26 << 10, ARG_MAX_BYTES]), rng.choice(NAME_FORMS)
         case = Case("names", f"unknown name, {form}", f"planner {label} NAME (asi-500)", length, CLI_LIMIT_S)
-        ctx.cli(case, make(hostile_name(rng, length, form)))
+        ctx.cli(case, make(as_argument(hostile_name(rng, length, form))))
         cases.append(case)
     cases += client_id_cases(ctx, seed)
     cases += http_name_cases(ctx, seed)
@@ -391,7 +398,7 @@ def client_id_cases(ctx: Context, seed: int) -> list[Case]:
         forms = ID_FORMS[:2] if ctx.quick else _rng(seed, "client", group, verb).sample(ID_FORMS, CLIENT_IDS_PER_COMMAND)
         for form in forms:
             stored = ctx.stored()
-            given = hostile_id(form, *stored, seed)
+            given = as_argument(hostile_id(form, *stored, seed))
             assert ctx.server is not None
             case = Case("names", f"id: {form}", f"planner {group} {verb} ID", len(given.encode()), CLI_LIMIT_S)
             ctx.cli(case, [group, verb, given, "--server", ctx.server.url, "--token", TOKEN])

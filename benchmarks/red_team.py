@@ -28,7 +28,7 @@ Limits: a command (the tiny inputs here) ``CLI_LIMIT_S``; ``POST /v1/explain`` t
 were not tuned on). Only 127.0.0.1; every loop is bounded in count and time.
 
 Writes benchmarks/results/red-team.md (``--out`` elsewhere) and, with ``--json``, every case; exits 1 when
-any violation is seen. ``--quick`` is a smoke run (about 30-60 s); the full run about 15 minutes on 2 cores.
+any violation is seen (2 when the harness itself broke). ``--quick`` is a smoke run (about 30-60 s); the full run about 15 minutes on 2 cores.
 ``--self-check`` runs planted bad cases (a dummy over its time and memory limits that exits 3 with a
 traceback and writes outside its directory, and a stub server answering 500) and exits 0 when every
 planted violation is flagged.
@@ -46,6 +46,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -58,7 +59,9 @@ DEFAULT_SEEDS = (5901, 5902)
 MAX_LISTED = 400
 
 
-def write_results(cases: list[Case], args: argparse.Namespace, loads: tuple[tuple[float, ...], tuple[float, ...]], wall_s: float, out: Path) -> str:
+def write_results(
+    cases: list[Case], errors: list[str], args: argparse.Namespace, loads: tuple[tuple[float, ...], tuple[float, ...]], wall_s: float, out: Path
+) -> str:
     """The markdown record: counts per category and violation kind, the seeds, the load, each violation."""
     command = ".venv/bin/python benchmarks/red_team.py" + "".join(f" {a}" for a in sys.argv[1:])
     categories = [c for c in CATEGORIES if any(case.category == c for case in cases)]
@@ -112,6 +115,8 @@ def write_results(cases: list[Case], args: argparse.Namespace, loads: tuple[tupl
         lines.append(f"\n... and {len(violations) - MAX_LISTED:,} more (the --json record has them all).")
     if not violations:
         lines.append("None.")
+    if errors:
+        lines += ["", "## Harness errors (categories that did not finish; exit 2)", "", *(f"* {_md(e)}" for e in errors)]
     text = "\n".join(lines).rstrip() + "\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
@@ -158,21 +163,29 @@ def main() -> None:
         started, load_before = time.perf_counter(), os.getloadavg()
         context = Context(root, args.quick, args.exhaustive)
         cases: list[Case] = []
+        errors: list[str] = []
         try:
             for category in CATEGORIES:
                 if category in chosen:
                     for seed in args.seeds:
                         print(f"== {category} seed {seed}", flush=True)
-                        found = run_category(context, category, seed)
+                        try:
+                            found = run_category(context, category, seed)
+                        except Exception as err:  # noqa: BLE001 - the harness broke: said, and the other categories still run
+                            errors.append(f"{category} seed {seed}: {type(err).__name__}: {err}"[:500])
+                            traceback.print_exc()
+                            continue
                         print(f"   {len(found)} cases, {sum(bool(c.flags) for c in found)} with a violation", flush=True)
                         cases += found
+                        if args.json:  # kept as it goes: a long run that breaks later keeps what it measured
+                            args.json.write_text(json.dumps([vars(c) for c in cases], indent=1))
         finally:
             cases += context.close()
         out = args.out or RESULTS / "red-team.md"
-        print(write_results(cases, args, (load_before, os.getloadavg()), time.perf_counter() - started, out))
+        print(write_results(cases, errors, args, (load_before, os.getloadavg()), time.perf_counter() - started, out))
         if args.json:
             args.json.write_text(json.dumps([vars(c) for c in cases], indent=1))
-        sys.exit(1 if any(c.flags for c in cases) else 0)
+        sys.exit(2 if errors else 1 if any(c.flags for c in cases) else 0)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
