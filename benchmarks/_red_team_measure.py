@@ -188,7 +188,7 @@ class ServerWatch:
 
     def __init__(self, pid: int):
         self.pid = pid
-        self._peak = 0.0
+        self._peak = self._start = 0.0
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -201,10 +201,14 @@ class ServerWatch:
                 self._peak = max(self._peak, now)
             self._stop.wait(SAMPLE_S)
 
-    def window(self) -> float:
+    def window(self) -> tuple[float, float]:
+        """(the largest single-process RSS when the window began, the largest since): a window runs from one
+        call to the next."""
+        now = peak_process_mib(self.pid, "VmRSS:")
         with self._lock:
-            peak, self._peak = self._peak, peak_process_mib(self.pid, "VmRSS:")
-        return peak
+            window = (self._start, max(self._peak, now))
+            self._peak = self._start = now
+        return window
 
     def high_water_mib(self) -> float:
         """The largest VmHWM of any process of the tree now (each process's peak since it started)."""
@@ -223,15 +227,22 @@ def timed_request(
     try:
         response = client.request(method, url, content=body, headers=headers, timeout=limit_s + TIME_SLACK_S + KILL_AFTER_S)
         return time.perf_counter() - start, response.status_code, response.content, ""
-    except httpx.HTTPError as err:
+    except (httpx.HTTPError, httpx.InvalidURL) as err:
         return time.perf_counter() - start, 0, b"", f"{type(err).__name__}: {err}"[:200]
 
 
-def judge_response(case: Case, wall_s: float, status: int, body: bytes, error: str, peak_mib: float) -> None:
+GROWTH_MIB = 64.0
+"""A server process above 1 GiB is charged to a request only when it passed 1 GiB, or grew by this much, while the
+request ran: one that kept the memory of an earlier request is that request's violation, not the next one's."""
+
+
+def judge_response(case: Case, wall_s: float, status: int, body: bytes, error: str, window: tuple[float, float] = (0.0, 0.0)) -> None:
+    """Fill ``case`` from an answer (``window``: the server's largest process RSS as the request began, and its peak)."""
+    start_mib, peak_mib = window
     case.wall_s, case.peak_rss_mib, case.output_bytes = wall_s, peak_mib, len(body)
     case.outcome = f"HTTP {status}" if status else f"no answer ({error[:80]})"
     case.flag("over-time", wall_s > case.limit_s + TIME_SLACK_S or (not status and "Timeout" in error))
-    case.flag("over-1GiB", peak_mib > MEMORY_LIMIT_MIB)
+    case.flag("over-1GiB", peak_mib > MEMORY_LIMIT_MIB and (start_mib <= MEMORY_LIMIT_MIB or peak_mib > start_mib + GROWTH_MIB))
     case.flag("http-500", status >= 500)
     case.flag("traceback", TRACEBACK.encode() in body)
     case.flag("long-message", status >= 400 and len(body) > LONG_MESSAGE_BYTES)
