@@ -28,8 +28,9 @@ Limits: a command (the tiny inputs here) ``CLI_LIMIT_S``; ``POST /v1/explain`` t
 were not tuned on). Only 127.0.0.1; every loop is bounded in count and time.
 
 Writes benchmarks/results/red-team.md (``--out`` elsewhere) and, with ``--json``, every case; exits 1 when
-any violation is seen (2 when the harness itself broke). ``--quick`` is a smoke run (about a minute); the full run about 15 minutes on 2 cores when the planner holds its limits
-(each case that runs to its kill deadline adds up to 17 s).
+any violation is seen (2 when the harness itself broke). ``--quick`` is a smoke run (about a minute); the full run took 23 minutes on 2 cores at a load
+average of 14-16 against commit 6b67c06's planner, most of it in cases that ran to their kill deadline (17 s, or 12 s
+for explain): a planner that holds its limits takes less.
 ``--self-check`` runs planted bad cases (a dummy over its time and memory limits that exits 3 with a
 traceback and writes outside its directory, and a stub server answering 500) and exits 0 when every
 planted violation is flagged.
