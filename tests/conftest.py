@@ -73,6 +73,7 @@ SLOW_FILES = frozenset(
         "test_golden_plans.py",
         "test_hardening.py",
         "test_hostile_inputs.py",
+        "test_red_team.py",
     }
 )
 """Files that take 10 s or more on one core (measured with ``pytest -n 0 --durations=0``): a local Ray, the
