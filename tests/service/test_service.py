@@ -288,7 +288,8 @@ def test_cancel_stops_a_running_solve(server: Server, long_snapshot: dict) -> No
         assert not set(server.descendants()) & set(workers)  # the worker process is gone
         assert client.get(f"/v1/jobs/{job_id}").json()["status"] == "cancelled"
         assert client.get(f"/v1/jobs/{job_id}/plan").status_code == 404
-        assert client.delete("/v1/jobs/nope").status_code == 404
+        assert client.delete(f"/v1/jobs/{'0' * 32}").status_code == 404
+        assert client.delete("/v1/jobs/nope").status_code == 422  # not an id of the service: refused before the store
 
 
 def test_full_queue_gets_429_with_retry_after(tmp_path: Path, long_snapshot: dict) -> None:
