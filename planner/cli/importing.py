@@ -9,7 +9,7 @@ from planner.cluster import SnapshotError
 from planner.snapshot import dump_cluster, read_text
 from planner.textsafe import printable
 
-import_app = typer.Typer(no_args_is_help=True, help="Import a snapshot from a real trace.")
+import_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Import a snapshot from a real trace.")
 
 
 @import_app.command("asi2026")
