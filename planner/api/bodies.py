@@ -63,7 +63,7 @@ class BodyReader:
         """``parse(body, *args)`` in a checker process, the whole request within ``rule``; raises ``Refused``.
         ``parse`` and ``args`` must pickle. ``parse`` may take the deadline (monotonic) as an argument, to fit
         work of its own within it (``explain_of``)."""
-        deadline = time.monotonic() + rule.time_s
+        deadline = rule.deadline()
         content_type = request.headers.get("content-type", "")
         media = content_type.split(";")[0].strip().lower()
         if media != "application/json" and not media.endswith("+json"):
