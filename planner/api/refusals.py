@@ -4,14 +4,18 @@ the request checks (``requests.py``)."""
 
 from __future__ import annotations
 
+import re
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from planner.bounded_input import capped
 from planner.cluster import duplicate_key_problems, pydantic_problems
+from planner.suggest import quoted
 
 M = TypeVar("M", bound=BaseModel)
+SERVICE_ID = re.compile(r"[0-9a-f]{32}")
+"""The form of every job and plan id the service makes (``uuid4().hex``)."""
 
 
 class Refused(Exception):
@@ -43,3 +47,10 @@ def parse_model(model: type[M], body: bytes) -> M:
         return model.model_validate_json(body)
     except ValidationError as err:
         raise Refused(422, "invalid request", pydantic_problems(err, model, "body")) from None
+
+
+def require_id(value: str, name: str) -> None:
+    """``Refused`` (422, naming ``name`` and a short prefix of the value) unless ``value`` is an id of the
+    service's form: a path segment such as ``..`` or a 1 MB name never reaches the store or a message in full."""
+    if not SERVICE_ID.fullmatch(value):
+        raise Refused(422, "invalid request", [f"{name}: {quoted(value, 40)} is not an id of this service (32 hexadecimal digits)"])

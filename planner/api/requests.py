@@ -1,13 +1,14 @@
 """What a request must be before it is served: the service's settings, and the checks a body goes
 through (parse, consistency, options, sizes, the time a job would need) before a job is queued or a
-report computed. These run off the event loop (``bodies.BodyReader``): in a worker thread, or for
-large bodies in the parser process, so everything here is a plain, picklable function.
+report computed. These run off the event loop (``bodies.BodyReader``), in a checker process that is
+killed at the request's deadline, so everything here is a plain, picklable function.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 
 from planner import metrics
 from planner.api.refusals import Refused, parse_model
+from planner.api.route_rules import EXPLAIN_TIME_LIMIT_S
 from planner.api.schemas import (
     AllocateRequest,
     DefragRequest,
@@ -239,18 +241,16 @@ def report_of(body: bytes) -> dict[str, Any]:
     return metrics.report(request.snapshot, shape)
 
 
-EXPLAIN_TIME_LIMIT_S = 5.0
-"""``POST /v1/explain`` answers synchronously: its remedy's make-room plans start only within this many
-seconds (a request's ``options.time_limit_s`` may ask less, not more); docs/service.md has the measurements."""
-
-
-def explain_of(body: bytes) -> dict[str, Any]:
+def explain_of(body: bytes, deadline: float | None = None) -> dict[str, Any]:
     """``POST /v1/explain``: ``planner explain``'s answer; an unknown name is a 422 with the closest names.
-    The remedy is bounded by ``EXPLAIN_TIME_LIMIT_S``."""
+    The remedy's plans start only within ``EXPLAIN_TIME_LIMIT_S`` and within half of the time left before
+    ``deadline`` (monotonic; the other half for the plan started last), so an answer is rarely cut at the
+    request's deadline (the route's rule, ``route_rules.EXPLAIN``)."""
     request = parse_model(ExplainRequest, body)
+    limit = EXPLAIN_TIME_LIMIT_S if deadline is None else max(0.01, min(EXPLAIN_TIME_LIMIT_S, (deadline - time.monotonic()) / 2))
     asked = request.options.time_limit_s
-    if asked is None or asked > EXPLAIN_TIME_LIMIT_S:
-        request.options = request.options.model_copy(update={"time_limit_s": EXPLAIN_TIME_LIMIT_S})
+    if asked is None or asked > limit:
+        request.options = request.options.model_copy(update={"time_limit_s": round(limit, 3)})
     problems = consistency_problems(request.snapshot)
     if problems:
         raise Refused(422, "inconsistent snapshot", [f"snapshot.{p}" for p in problems])

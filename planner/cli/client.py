@@ -10,6 +10,11 @@ Exit codes (the same for every client command):
   when ``--wait`` ran out, or the job not finished within ``--wait``;
 * 5: the job failed or was cancelled (its reason is printed).
 
+Ids go into URLs only when they are ids of the service's form (32 hexadecimal digits, as ``planner jobs`` and
+``planner plans`` list them), percent-encoded as one path segment: an id such as ``../jobs/ID`` is exit 2, never a
+request to another route. A header value with a control character (an ``--idempotency-key`` with a line break) is
+exit 2, not a request the HTTP library refuses and the client retries as "cannot reach".
+
 Connection errors, 429 and 503 are retried with exponential backoff (0.5 s doubling, at most 30 s
 between tries), honouring the server's ``Retry-After``, for as long as ``--wait`` allows. ``submit``
 sends an ``Idempotency-Key`` (a fresh one when none is given), so a retried submission never plans twice.
@@ -19,7 +24,9 @@ from __future__ import annotations
 
 import email.utils
 import os
+import re
 import time
+import urllib.parse
 from typing import Any, Self
 
 import typer
@@ -30,6 +37,7 @@ from planner.kinds import KINDS
 from planner.render.kubernetes_waves import objects_of_stream
 from planner.render.table import jobs_table, plans_table
 from planner.service.secrets import check_token, secret, source
+from planner.suggest import quoted
 
 EXIT_UNAVAILABLE = 4
 EXIT_JOB_FAILED = 5
@@ -37,6 +45,10 @@ RETRIED = (429, 503)
 FIRST_DELAY_S = 0.5
 MAX_DELAY_S = 30.0
 FINISHED = ("succeeded", "failed", "cancelled")
+SERVICE_ID = re.compile(r"[0-9a-f]{32}")
+"""The form of the service's job and plan ids (``uuid4().hex``)."""
+MAX_HEADER_CHARS = 255
+"""The longest header value the client sends from the command line (the service's Idempotency-Key limit)."""
 
 jobs_app = typer.Typer(help="Jobs of a running service (`planner jobs` lists them): get, cancel, delete.", no_args_is_help=False, rich_markup_mode=None)
 plans_app = typer.Typer(help="Stored plans of a running service (`planner plans` lists them): get, delete.", no_args_is_help=False, rich_markup_mode=None)
@@ -57,6 +69,23 @@ def retry_after_s(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def id_path(collection: str, value: str, what: str, tail: str = "") -> str:
+    """``/v1/{collection}/{value}{tail}`` for an id of the service's form, the id percent-encoded as one
+    path segment; exit 2 naming ``what`` and the value (a short prefix of it) for anything else."""
+    if not SERVICE_ID.fullmatch(value):
+        fail([f"{what}: {quoted(value, 40)} is not an id of the service (32 hexadecimal digits, as 'planner {collection}' lists them)"])
+    return f"/v1/{collection}/{urllib.parse.quote(value, safe='')}{tail}"
+
+
+def header_value(value: str, what: str) -> str:
+    """``value`` when it can be sent as an HTTP header value (printable ASCII, at most ``MAX_HEADER_CHARS``); exit 2 naming ``what`` otherwise."""
+    if len(value) > MAX_HEADER_CHARS:
+        fail([f"{what}: {quoted(value, 40)} is longer than {MAX_HEADER_CHARS} characters"])
+    if not value.strip() or any(not (" " <= char <= "~") for char in value):
+        fail([f"{what}: {quoted(value, 40)} must be printable ASCII (no line breaks or other control characters) and not blank"])
+    return value
 
 
 class Client:
@@ -162,7 +191,7 @@ def _found(response: Any, what: str) -> Any:
 def wait_for(client: Client, job_id: str) -> dict[str, Any]:
     """Poll the job until it finishes (exit 5 if it failed or was cancelled) or --wait runs out (exit 4)."""
     while True:
-        status = _found(client.send("GET", f"/v1/jobs/{job_id}"), f"job {job_id}")
+        status = _found(client.send("GET", id_path("jobs", job_id, "JOB_ID")), f"job {job_id}")
         if status["status"] == "succeeded":
             return status
         if status["status"] in FINISHED:
@@ -210,7 +239,7 @@ def jobs_default(
 def jobs_get(job_id: str = typer.Argument(..., help="The job's id."), server: str = SERVER, token: str = TOKEN) -> None:
     """A job's status as JSON; exit 5 if it failed or was cancelled."""
     with Client(server, token) as client:
-        status = _found(client.send("GET", f"/v1/jobs/{job_id}"), f"job {job_id}")
+        status = _found(client.send("GET", id_path("jobs", job_id, "JOB_ID")), f"job {job_id}")
     write_json(status, "-")
     if status["status"] in ("failed", "cancelled"):
         raise typer.Exit(EXIT_JOB_FAILED)
@@ -221,10 +250,10 @@ def jobs_get(job_id: str = typer.Argument(..., help="The job's id."), server: st
 def jobs_cancel(job_id: str = typer.Argument(..., help="The job's id."), server: str = SERVER, token: str = TOKEN) -> None:
     """Cancel a queued or running job (a running solve is stopped)."""
     with Client(server, token) as client:
-        status = _found(client.send("GET", f"/v1/jobs/{job_id}"), f"job {job_id}")
+        status = _found(client.send("GET", id_path("jobs", job_id, "JOB_ID")), f"job {job_id}")
         if status["status"] in FINISHED:
             fail([f"job {job_id} already {status['status']}; nothing to cancel (planner jobs delete {job_id} removes it)"])
-        write_json(_found(client.send("DELETE", f"/v1/jobs/{job_id}"), f"job {job_id}"), "-")
+        write_json(_found(client.send("DELETE", id_path("jobs", job_id, "JOB_ID")), f"job {job_id}"), "-")
 
 
 @jobs_app.command("delete")
@@ -232,10 +261,10 @@ def jobs_cancel(job_id: str = typer.Argument(..., help="The job's id."), server:
 def jobs_delete(job_id: str = typer.Argument(..., help="The job's id."), server: str = SERVER, token: str = TOKEN) -> None:
     """Delete a finished job, its snapshot and its plan."""
     with Client(server, token) as client:
-        status = _found(client.send("GET", f"/v1/jobs/{job_id}"), f"job {job_id}")
+        status = _found(client.send("GET", id_path("jobs", job_id, "JOB_ID")), f"job {job_id}")
         if status["status"] not in FINISHED:
             fail([f"job {job_id} is {status['status']}; cancel it first (planner jobs cancel {job_id})"])
-        _found(client.send("DELETE", f"/v1/jobs/{job_id}"), f"job {job_id}")
+        _found(client.send("DELETE", id_path("jobs", job_id, "JOB_ID")), f"job {job_id}")
     err_console.print(f"job {job_id} deleted", markup=False, soft_wrap=True)
 
 
@@ -293,10 +322,10 @@ def plans_get(
     with Client(server, token) as client:
         if fmt != "json":
             if job is not None:
-                plan_id = _found(client.send("GET", f"/v1/jobs/{job}"), f"--job {job}")["plan_id"]
+                plan_id = _found(client.send("GET", id_path("jobs", job, "--job")), f"--job {job}")["plan_id"]
                 if plan_id is None:
                     fail([f"--job {job}: the job has no plan (yet)"])
-            response = client.send("GET", f"/v1/plans/{plan_id}", params={"format": fmt})
+            response = client.send("GET", id_path("plans", plan_id, "PLAN_ID"), params={"format": fmt})
             if response.status_code == 404:
                 _found(response, f"plan {plan_id}")
             if out_dir is not None:
@@ -306,9 +335,9 @@ def plans_get(
                 emit(response.text, out)
             return
         if job is not None:
-            body = _found(client.send("GET", f"/v1/jobs/{job}/plan"), f"--job {job}")
+            body = _found(client.send("GET", id_path("jobs", job, "--job", "/plan")), f"--job {job}")
         else:
-            body = _found(client.send("GET", f"/v1/plans/{plan_id}"), f"plan {plan_id}")["plan"]
+            body = _found(client.send("GET", id_path("plans", plan_id, "PLAN_ID")), f"plan {plan_id}")["plan"]
     write_json(body, out)
 
 
@@ -317,5 +346,5 @@ def plans_get(
 def plans_delete(plan_id: str = typer.Argument(..., help="The plan's id."), server: str = SERVER, token: str = TOKEN) -> None:
     """Delete a stored plan."""
     with Client(server, token) as client:
-        _found(client.send("DELETE", f"/v1/plans/{plan_id}"), f"plan {plan_id}")
+        _found(client.send("DELETE", id_path("plans", plan_id, "PLAN_ID")), f"plan {plan_id}")
     err_console.print(f"plan {plan_id} deleted", markup=False, soft_wrap=True)

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from planner.cli import allocate, defrag, preempt
-from planner.cli.client import EXIT_UNAVAILABLE, SERVER, TOKEN, Client, wait_for
+from planner.cli.client import EXIT_UNAVAILABLE, SERVER, TOKEN, Client, header_value, id_path, wait_for
 from planner.cli.common import (
     EXIT_VIOLATIONS,
     emit,
@@ -159,11 +159,11 @@ def request_body(kind: str, flags: dict[str, Any]) -> dict[str, Any]:
 
 def submit(kind: str, flags: dict[str, Any]) -> None:
     """Send the job, and with ``--wait`` fetch its plan, print it (JSON, or as ``-o`` asks) and replay it on the snapshot sent."""
+    key = header_value(flags["idempotency_key"], "--idempotency-key") if flags["idempotency_key"] is not None else f"submit-{uuid.uuid4().hex}"
     body = request_body(kind, flags)
     cluster = load_input(flags["snapshot"], flags["source"], flags["import_config"])
     body["snapshot"] = cluster_to_dict(cluster)
     wait = flags["wait"]
-    key = flags["idempotency_key"] or f"submit-{uuid.uuid4().hex}"
     with Client(flags["server"], flags["token"], wait) as client:
         params = {"wait": min(wait, 600.0)} if wait else {}
         response = client.send("POST", f"/v1/{kind}", json=body, headers={"Idempotency-Key": key}, params=params)
@@ -174,7 +174,7 @@ def submit(kind: str, flags: dict[str, Any]) -> None:
                 emit(json.dumps(response.json()) + "\n", "-")
                 return
             status = wait_for(client, job_id)
-            response = client.send("GET", f"/v1/jobs/{job_id}/plan")
+            response = client.send("GET", id_path("jobs", job_id, "the server's job id", "/plan"))
             if response.status_code == 404:
                 fail([f"job {job_id} is {status['status']} but has no plan"], EXIT_UNAVAILABLE)
         plan = response.json()

@@ -19,12 +19,14 @@ from planner.plans import parse_plan
 from planner.service.store import Store
 from planner.snapshot import cluster_to_dict, parse_cluster
 from planner.validate.defrag import validate
-from tests.support.harness import PLANNER, Server, free_port, wait_status
+from tests.support.harness import PLANNER, Server, free_port, wait_status, wait_until
 from tests.support.paths import FIG15
 
 TOKEN = "client-token-0123456789"
 ENV = {**os.environ, "PLANNER_API_TOKEN": TOKEN}
 JOB_ID = re.compile(r"\b[0-9a-f]{32}\b")
+WAIT_S = 180.0
+"""Deadline for a condition to hold (generous: never what a quiet machine needs)."""
 
 
 def planner(*args: str, env: dict[str, str] | None = None, timeout: float = 120.0) -> subprocess.CompletedProcess:
@@ -106,15 +108,11 @@ def test_a_cancelled_job_is_exit_5_with_its_reason(server: Server, long_snapshot
         env=ENV,
     )
     with server.client() as client:
-        deadline = time.monotonic() + 60
-        running = []
-        while not running and time.monotonic() < deadline:
-            running = client.get("/v1/jobs", params={"status": "running"}).json()
-            time.sleep(0.2)
+        running = wait_until(lambda: client.get("/v1/jobs", params={"status": "running"}).json(), WAIT_S, 0.2)
         assert running, "the job never started"
     cancelled = planner("jobs", "cancel", running[0]["job_id"], "--server", server.url)
     assert cancelled.returncode == 0 and json.loads(cancelled.stdout)["status"] == "cancelled"
-    _, stderr = waiting.communicate(timeout=60)
+    _, stderr = waiting.communicate(timeout=WAIT_S)
     assert waiting.returncode == 5 and "cancelled: cancelled by request" in stderr
     status = planner("jobs", "get", running[0]["job_id"], "--server", server.url)
     assert status.returncode == 5
@@ -146,25 +144,42 @@ def test_a_full_queue_is_retried_after_retry_after(tmp_path: Path, long_snapshot
         with srv.client() as client:
             body = {"snapshot": json.loads(long_snapshot.read_text()), "options": {"method": "hybrid", "time_limit_s": 60}}
             running = client.post("/v1/defrag", json=body).json()["job_id"]
-            wait_status(client, running, ("running",))
+            wait_status(client, running, ("running",), timeout_s=WAIT_S)
             queued = client.post("/v1/defrag", json=body).json()["job_id"]
             assert client.post("/v1/defrag", json=body).status_code == 429
 
-            def free_the_queue() -> None:
-                time.sleep(4.0)
-                with srv.client() as other:
-                    other.delete(f"/v1/jobs/{queued}")
-                    other.delete(f"/v1/jobs/{running}")
-
-            freer = threading.Thread(target=free_the_queue)
-            freer.start()
-            done = planner("submit", str(FIG15), "--server", srv.url, "--wait", "90")
-            freer.join()
+            submitting = subprocess.Popen(
+                [PLANNER, "submit", str(FIG15), "--server", srv.url, "--wait", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+            )
+            seen = _until_line(submitting, "answered 429", WAIT_S)  # the client met the full queue: now free it
+            other_client_deletes = [client.delete(f"/v1/jobs/{queued}").status_code, client.delete(f"/v1/jobs/{running}").status_code]
+            stdout, stderr = submitting.communicate(timeout=WAIT_S + 300)
     finally:
         srv.stop()
+    assert seen and set(other_client_deletes) <= {200, 204}, (seen, other_client_deletes)  # cancelled, or deleted if it ended meanwhile
+    done = subprocess.CompletedProcess(submitting.args, submitting.returncode, stdout, seen + stderr)
     assert done.returncode == 0, done.stderr
     assert "answered 429" in done.stderr and "retrying in" in done.stderr
     assert parse_plan(done.stdout).vacated_nodes == ["node-0"]
+
+
+def _until_line(process: subprocess.Popen, text: str, timeout_s: float) -> str:
+    """The standard error ``process`` wrote up to the first line holding ``text`` (or all of it, if it
+    ended or ``timeout_s`` passed first); read in a thread, so a silent process cannot block the test."""
+    lines: list[str] = []
+    found = threading.Event()
+
+    def read() -> None:
+        for line in process.stderr:  # type: ignore[union-attr]
+            lines.append(line)
+            if text in line:
+                found.set()
+                return
+        found.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    found.wait(timeout_s)
+    return "".join(lines)
 
 
 def test_bad_input_is_exit_2_before_the_server_is_asked(tmp_path: Path) -> None:
@@ -269,9 +284,7 @@ def test_keep_days_purges_finished_jobs_with_their_plans_but_never_unfinished_on
             body = {"snapshot": json.loads(long_snapshot.read_text()), "options": {"method": "hybrid", "time_limit_s": 20}}
             running = client.post("/v1/defrag", json=body).json()["job_id"]
             wait_status(client, running, ("running",))
-            deadline = time.monotonic() + 30
-            while client.get(f"/v1/jobs/{finished}").status_code != 404 and time.monotonic() < deadline:
-                time.sleep(0.2)
+            wait_until(lambda: client.get(f"/v1/jobs/{finished}").status_code == 404, WAIT_S, 0.2)
             assert client.get(f"/v1/jobs/{finished}").status_code == 404 and client.get(f"/v1/plans/{plan_id}").status_code == 404
             assert client.get(f"/v1/jobs/{running}").json()["status"] == "running"  # never purged while it runs
             client.delete(f"/v1/jobs/{running}")

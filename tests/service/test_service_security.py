@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.harness import PLANNER, Server, free_port, wait_status
+from tests.support.harness import PLANNER, Server, free_port, wait_status, wait_until
 
 TOKEN = "security-token-0123456789"
 SNAPSHOT = {
@@ -99,14 +99,20 @@ def test_a_client_that_drops_mid_upload_is_a_quiet_disconnect_not_a_500(server: 
     before = server.log.read_text()
     for path in ("/v1/defrag", "/v1/report"):
         sock = _raw_request(server, _head(path, 200_000), b'{"snapshot": {"nodes": [' + b" " * 5000)
-        time.sleep(0.3)
+        time.sleep(0.3)  # not a condition: the drop comes mid-upload whenever it comes
         sock.close()
-    time.sleep(1.0)
     with server.client() as client:
         assert client.get("/healthz").status_code == 200
+
+    def dropped_records() -> list[dict]:
+        log = server.log.read_text()[len(before) :]
+        records = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+        return [r for r in records if r.get("logger") == "planner.access" and r.get("path") in ("/v1/defrag", "/v1/report")]
+
+    wait_until(lambda: len(dropped_records()) >= 2)  # logged when the server sees the hang-up
     log = server.log.read_text()[len(before) :]
     records = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
-    dropped = [r for r in records if r.get("logger") == "planner.access" and r.get("path") in ("/v1/defrag", "/v1/report")]
+    dropped = dropped_records()
     assert [r["status"] for r in dropped] == [499, 499], log
     assert not [r for r in records if r.get("level") in ("error", "critical")], log
     assert "Traceback" not in log and "unhandled" not in log
@@ -123,11 +129,11 @@ def test_a_stalled_upload_gets_408_and_frees_the_large_body_slot(server: Server)
     waited = time.monotonic() - start
     slow.close()
     assert status == 408 and "--body-timeout-s" in body["error"], body
-    assert 1.5 < waited < 10, waited
+    assert 1.5 < waited < 30, waited  # the server's --body-timeout-s 2, not the default 30
     with server.client() as client:  # the slot is free: another large body is read and answered at once
         started = time.monotonic()
         big = client.post("/v1/report", content=b'{"snapshot": {"nodes": []}' + b" " * (2 << 20) + b"}", headers={"Content-Type": "application/json"})
-        assert big.status_code == 200 and time.monotonic() - started < 10
+        assert big.status_code == 200 and time.monotonic() - started < 30, big.text
 
 
 # -- 5: admission before the body is parsed -----------------------------------------------------
@@ -155,7 +161,7 @@ def test_a_full_queue_refuses_before_reading_the_body(tmp_path: Path) -> None:
             started = time.monotonic()
             status, body = _status_and_body(sock)
             sock.close()
-            assert status == 429 and "queue is full" in body["error"] and time.monotonic() - started < 5
+            assert status == 429 and "queue is full" in body["error"] and time.monotonic() - started < 20  # not the 30 s body timeout
             # a retry of an accepted request (its key) still gets its job, full queue or not; a new one does not
             again = client.post("/v1/defrag", json={"snapshot": SNAPSHOT}, headers={"Idempotency-Key": "early"})
             assert again.status_code == 202 and again.json()["job_id"] == early_id

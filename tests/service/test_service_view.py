@@ -80,9 +80,11 @@ def test_views_keep_the_token_rules_and_404s(served: tuple[Server, str, str]) ->
         assert anonymous.get(f"/v1/plans/{plan_id}/view").status_code == 401
         assert anonymous.get(f"/v1/jobs/{job_id}/view").status_code == 401
     with srv.client() as admin:
-        missing = admin.get("/v1/plans/no-such-plan/view")
-        assert missing.status_code == 404 and missing.json()["error"] == "no plan 'no-such-plan'"
-        assert admin.get("/v1/jobs/no-such-job/view").json()["error"] == "no job 'no-such-job'"
+        missing = admin.get(f"/v1/plans/{'a' * 32}/view")
+        assert missing.status_code == 404 and missing.json()["error"] == f"no plan '{'a' * 32}'"
+        assert admin.get(f"/v1/jobs/{'b' * 32}/view").json()["error"] == f"no job '{'b' * 32}'"
+        malformed = admin.get("/v1/jobs/no-such-job/view")
+        assert malformed.status_code == 422 and malformed.json()["problems"] == ["job_id: 'no-such-job' is not an id of this service (32 hexadecimal digits)"]
         spec = admin.get("/openapi.json").json()["paths"]
         assert set(spec["/v1/plans/{plan_id}/view"]["get"]["responses"]["200"]["content"]) == {"text/html"}
 

@@ -19,6 +19,7 @@ from alembic.migration import MigrationContext
 from planner.service.database import StoreURLError, check_url
 from planner.service.rows import Base
 from planner.service.store import MAX_ATTEMPTS, Store
+from tests.support.harness import wait_until
 
 SNAPSHOT = json.dumps({"nodes": [{"name": f"n{i}", "gpus": 8} for i in range(200)], "pods": []})
 
@@ -105,14 +106,16 @@ def test_one_compressed_copy_per_snapshot_and_none_once_its_jobs_are_gone(databa
 def test_leases_a_dead_replicas_job_is_taken_over_once_and_recorded_once(database_url: str) -> None:
     a, b = Store(database_url), Store(database_url)
     job, _ = a.create_job("defrag", {}, SNAPSHOT, "d")
-    claimed = a.claim_next("replica-a", lease_s=1.0)
+    claimed = a.claim_next("replica-a", lease_s=120.0)  # leases no stall of a loaded machine lets lapse
     assert claimed.id == job.id and claimed.attempts == 1
-    assert b.claim_next("replica-b", lease_s=1.0) is None
+    assert b.claim_next("replica-b", lease_s=120.0) is None
     assert b.reclaim_expired()["requeued"] == 0  # the lease holds
-    assert a.renew("replica-a", [job.id], lease_s=1.0) == {job.id}
-    assert b.renew("replica-b", [job.id], lease_s=1.0) == set()  # not b's
-    time.sleep(1.3)  # replica a stops renewing (killed)
-    assert b.reclaim_expired() == {"requeued": 1, "failed": 0, "queued": 1}
+    assert a.renew("replica-a", [job.id], lease_s=120.0) == {job.id}
+    assert b.renew("replica-b", [job.id], lease_s=120.0) == set()  # not b's
+    assert a.renew("replica-a", [job.id], lease_s=0.5) == {job.id}  # its last renewal: replica a stops (killed)
+    reclaims: list[dict] = []
+    assert wait_until(lambda: reclaims.append(b.reclaim_expired()) or reclaims[-1]["requeued"]), reclaims  # once its lease lapses
+    assert reclaims[-1] == {"requeued": 1, "failed": 0, "queued": 1} and all(r["requeued"] == 0 for r in reclaims[:-1])
     taken = b.claim_next("replica-b", lease_s=30.0)
     assert taken.id == job.id and taken.attempts == 2
     # replica a comes back from a stall: it no longer holds the job and cannot record an outcome

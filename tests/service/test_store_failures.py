@@ -90,14 +90,14 @@ def test_a_full_disk_leaves_no_job_running_and_the_server_recovers_without_resta
             wait_status(client, job_id, ("running",))
             filler = _fill(small_disk)
             # the job finishes but its plan cannot be written: readiness says so, the job waits
-            assert _until(lambda: _ready(server) == 503, 60), "readiness kept saying 200 with a store that cannot write"
+            assert _until(lambda: _ready(server) == 503, 180), "readiness kept saying 200 with a store that cannot write"
             assert client.get(f"/v1/jobs/{job_id}").json()["status"] == "running"
             filler.unlink()
-            status = wait_status(client, job_id, ("succeeded", "failed"), timeout_s=60)
+            status = wait_status(client, job_id, ("succeeded", "failed"))
             assert status["status"] == "succeeded", status
-            assert _until(lambda: _ready(server) == 200, 30)
+            assert _until(lambda: _ready(server) == 200, 180)
             second = client.post("/v1/defrag", json={"snapshot": job_body["snapshot"]}).json()["job_id"]
-            assert wait_status(client, second, ("succeeded", "failed"), timeout_s=60)["status"] == "succeeded"
+            assert wait_status(client, second, ("succeeded", "failed"))["status"] == "succeeded"
             assert json.loads(client.get(f"/v1/jobs/{job_id}/plan").text)["kind"] == "defrag"
     finally:
         server.stop()

@@ -9,7 +9,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -38,7 +40,9 @@ class Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout_s: float = 60.0) -> Server:
+    def start(self, timeout_s: float = 180.0) -> Server:
+        """Start the server and wait for ``/readyz`` (generous: on a loaded machine the store, the fork
+        server and the checker processes take many times their quiet 2-3 s)."""
         env = {
             k: v
             for k, v in os.environ.items()
@@ -103,7 +107,7 @@ class Server:
                 todo.append(child)
         return out
 
-    def job_workers(self, timeout_s: float = 30.0) -> list[int]:
+    def job_workers(self, timeout_s: float = 120.0) -> list[int]:
         """PIDs of the job worker processes, waiting up to `timeout_s` for at least one to exist.
 
         Workers are the fork server's children: processes two levels below the server (its direct
@@ -133,14 +137,30 @@ def _process_children() -> dict[int, list[int]]:
     return children
 
 
-def wait_status(client: httpx.Client, job_id: str, statuses: tuple[str, ...], timeout_s: float = 60.0) -> dict:
+WAIT_S = 180.0
+"""The default deadline for a job or process condition in the service tests: generous, never what a quiet
+machine needs (tests run beside other work; a fixed sleep or a tight deadline fails there)."""
+
+
+def wait_status(client: httpx.Client, job_id: str, statuses: tuple[str, ...], timeout_s: float = WAIT_S) -> dict:
+    """The job's status once it is one of ``statuses``; AssertionError after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         body = client.get(f"/v1/jobs/{job_id}").json()
         if body["status"] in statuses:
             return body
         time.sleep(0.1)
-    raise AssertionError(f"job {job_id} never reached {statuses}: {body}")
+    raise AssertionError(f"job {job_id} never reached {statuses} in {timeout_s:g} s: {body}")
+
+
+def wait_until(condition: Callable[[], Any], timeout_s: float = WAIT_S, interval_s: float = 0.1) -> Any:
+    """``condition()``'s first true value, polled until ``timeout_s``; the last (false) value after it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval_s)
 
 
 def rss_mib(pid: int) -> float:

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse, Response
 
 from planner.api.context import Svc
 from planner.api.errors import RESPONSES, problem
+from planner.api.refusals import require_id
 from planner.api.schemas import (
     EXAMPLE_PLAN,
     JobStatus,
@@ -35,6 +36,7 @@ router = APIRouter()
 
 @router.get("/v1/jobs/{job_id}", response_model=JobStatus, responses={**RESPONSES, 404: {"model": Problem}}, summary="A job's status")
 def get_job(job_id: str, svc: Svc) -> Any:
+    require_id(job_id, "job_id")
     job = svc.store.get_job(job_id)
     if job is None:
         return problem(404, f"no job '{job_id}'")
@@ -62,6 +64,7 @@ def get_job_plan(job_id: str, svc: Svc) -> Any:
 
 def job_plan(job_id: str, svc: Any) -> Plan | JSONResponse:
     """The plan of job ``job_id``, or the 404 problem saying there is no such job or no plan yet."""
+    require_id(job_id, "job_id")
     job = svc.store.get_job(job_id)
     if job is None:
         return problem(404, f"no job '{job_id}'")
@@ -80,6 +83,7 @@ def job_plan(job_id: str, svc: Any) -> Plan | JSONResponse:
     "failed or cancelled) is deleted with its snapshot and its plan (204).",
 )
 def cancel_or_delete_job(job_id: str, svc: Svc) -> Any:
+    require_id(job_id, "job_id")
     store = svc.store
     job = store.get_job(job_id)
     if job is None:
@@ -119,6 +123,7 @@ def list_plans(
     summary="Delete a stored plan",
 )
 def delete_plan(plan_id: str, svc: Svc) -> Any:
+    require_id(plan_id, "plan_id")
     if not svc.store.delete_plan(plan_id):
         return problem(404, f"no plan '{plan_id}'")
     return Response(status_code=204)
@@ -141,6 +146,7 @@ def get_plan(
     svc: Svc,
     fmt: str = Query("json", alias="format", pattern="^(" + "|".join(FORMATS) + ")$", description="json, yaml, table, wide, kubectl or podmigrationjob."),
 ) -> Any:
+    require_id(plan_id, "plan_id")
     plan = svc.store.get_plan(plan_id)
     if plan is None:
         return problem(404, f"no plan '{plan_id}'")

@@ -1,5 +1,5 @@
 """Routes for operations: ``GET /healthz`` (liveness), ``GET /readyz`` (the store can write, the
-dispatcher runs, every finished job is recorded) and ``GET /metrics`` (Prometheus text). The docs
+dispatcher runs, a checker process has started, every finished job is recorded) and ``GET /metrics`` (Prometheus text). The docs
 routes are added by ``planner.api.docs``."""
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ async def readyz(svc: Svc) -> Any:
         return problem(503, f"the job store cannot write: {type(err).__name__}")
     if not svc.dispatcher.is_alive():
         return problem(503, "dispatcher not running")
+    if not svc.bodies.ready():
+        return problem(503, "the checker processes (which parse and check request bodies) are still starting")
     if svc.dispatcher.unrecorded:
         return problem(503, f"{len(svc.dispatcher.unrecorded)} finished job(s) not yet recorded in the store")
     return {"status": "ready"}

@@ -25,6 +25,7 @@ from planner.api.requests import (
     report_of,
     validate_plan_of,
 )
+from planner.api.route_rules import ROUTE_RULES
 from planner.api.schemas import (
     EXAMPLE_PLAN,
     AllocateRequest,
@@ -127,7 +128,7 @@ async def submit(svc: Service, http: Request, kind: str, accept: Any, wait: floa
     if refused is not None:
         return refused  # before the body is read and parsed: a refused request costs no parsing
     settings, store = svc.settings, svc.store
-    snapshot, options, digest = await svc.bodies.parse(http, accept, settings)
+    snapshot, options, digest = await svc.bodies.parse(http, ROUTE_RULES[f"/v1/{kind}"], accept, settings)
     try:
         job, created = await run_in_threadpool(store.create_job, kind, options, snapshot, digest, idempotency_key, settings.max_queue)
     except QueueFull:  # it filled up while the body was parsed
@@ -152,7 +153,7 @@ async def submit(svc: Service, http: Request, kind: str, accept: Any, wait: floa
     )
 
 
-# -- synchronous checks (parsed and run off the event loop) ----------------------------------------
+# -- synchronous checks (parsed and run in a checker process, within the route's rule) -------------
 
 
 @checks.post(
@@ -163,7 +164,7 @@ async def submit(svc: Service, http: Request, kind: str, accept: Any, wait: floa
     openapi_extra=json_body(ValidateRequest),
 )
 async def validate_plan(http: Request, svc: Svc) -> Any:
-    return await svc.bodies.parse(http, validate_plan_of)
+    return await svc.bodies.parse(http, ROUTE_RULES["/v1/validate"], validate_plan_of)
 
 
 @checks.post(
@@ -173,7 +174,7 @@ async def validate_plan(http: Request, svc: Svc) -> Any:
     openapi_extra=json_body(ReportRequest),
 )
 async def report(http: Request, svc: Svc) -> Any:
-    return await svc.bodies.parse(http, report_of)
+    return await svc.bodies.parse(http, ROUTE_RULES["/v1/report"], report_of)
 
 
 @checks.post(
@@ -183,4 +184,5 @@ async def report(http: Request, svc: Svc) -> Any:
     openapi_extra=json_body(ExplainRequest),
 )
 async def explain(http: Request, svc: Svc) -> Any:
-    return await svc.bodies.parse(http, explain_of)
+    rule = ROUTE_RULES["/v1/explain"]
+    return await svc.bodies.parse(http, rule, explain_of, rule.deadline())

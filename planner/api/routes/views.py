@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from planner.api.context import Svc
 from planner.api.errors import RESPONSES, problem
+from planner.api.refusals import require_id
 from planner.api.routes.jobs import job_plan
 from planner.cluster import SnapshotError
 from planner.kinds import KINDS
@@ -35,6 +36,7 @@ HTML_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 @router.get("/v1/plans/{plan_id}/view", response_class=HTMLResponse, responses=HTML_RESPONSES, summary="A stored plan as an HTML page")
 def view_plan(plan_id: str, svc: Svc) -> Any:
+    require_id(plan_id, "plan_id")
     plan = svc.store.get_plan(plan_id)
     if plan is None:
         return problem(404, f"no plan '{plan_id}'")
