@@ -91,6 +91,9 @@ func (l *loader) load(ctx context.Context, items []listItem) (*loadResult, error
 		return nil, err
 	}
 	phases[0] = append(derived, phases[0]...)
+	owners := deriveOwners(items)
+	phases[2] = append(owners, phases[2]...)
+	derived = append(derived, owners...)
 	for phase, group := range phases {
 		if phase == 2 {
 			// An owner owned by another (a ReplicaSet of a Deployment) waits for its owner's uid.
@@ -104,6 +107,9 @@ func (l *loader) load(ctx context.Context, items []listItem) (*loadResult, error
 		if err := l.createAll(ctx, group); err != nil {
 			return nil, err
 		}
+	}
+	if err := l.restoreClaimStatuses(ctx, phases[3]); err != nil {
+		return nil, err
 	}
 	for _, item := range derived {
 		l.result.Created[item.Kind]--
@@ -189,12 +195,7 @@ func (l *loader) create(ctx context.Context, item listItem) error {
 		if isExistingSystemObject(item, err) {
 			return nil
 		}
-		var status apierrors.APIStatus
-		if errors.As(err, &status) && status.Status().Code >= 400 && status.Status().Code < 500 {
-			s := status.Status()
-			return &rejection{Index: item.Index, Kind: item.Kind, Namespace: item.Namespace, Name: item.Name, Reason: string(s.Reason), Code: s.Code, Message: s.Message}
-		}
-		return fmt.Errorf("create %s %s: %w", item.Kind, qualifiedName(item.Namespace, item.Name), err)
+		return rejectionOf(item, err)
 	}
 	m, err := meta.Accessor(created)
 	if err != nil {
@@ -205,6 +206,17 @@ func (l *loader) create(ctx context.Context, item listItem) error {
 	l.result.Created[item.Kind]++
 	l.mu.Unlock()
 	return nil
+}
+
+// rejectionOf turns the API server's 4xx answer about item into a *rejection; other errors (the
+// server failing, a lost connection) are returned as they are.
+func rejectionOf(item listItem, err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code >= 400 && status.Status().Code < 500 {
+		s := status.Status()
+		return &rejection{Index: item.Index, Kind: item.Kind, Namespace: item.Namespace, Name: item.Name, Reason: string(s.Reason), Code: s.Code, Message: s.Message}
+	}
+	return fmt.Errorf("%s %s: %w", item.Kind, qualifiedName(item.Namespace, item.Name), err)
 }
 
 // isExistingSystemObject: a Namespace or PriorityClass the API server creates itself (default,

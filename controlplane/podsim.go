@@ -120,7 +120,19 @@ func podNeedsWork(pod *corev1.Pod) bool {
 	if pod.DeletionTimestamp != nil {
 		return true
 	}
-	return !podTerminal(pod) && !podRunningReady(pod)
+	if podTerminal(pod) {
+		return false
+	}
+	return recordedEnd(pod) != "" || !podRunningReady(pod)
+}
+
+// recordedEnd is the terminal phase the List recorded for a finished pod, or "".
+func recordedEnd(pod *corev1.Pod) corev1.PodPhase {
+	switch phase := corev1.PodPhase(pod.Annotations[annotationSourcePhase]); phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return phase
+	}
+	return ""
 }
 
 func podTerminal(pod *corev1.Pod) bool {
@@ -175,7 +187,11 @@ func (s *podSimulator) sync(ctx context.Context, key string) error {
 		return err
 	}
 	updated := pod.DeepCopy()
-	setRunningPodStatus(updated, nodeAddress(node), s.podIP(pod), time.Now())
+	if end := recordedEnd(pod); end != "" {
+		setFinishedPodStatus(updated, nodeAddress(node), end, time.Now())
+	} else {
+		setRunningPodStatus(updated, nodeAddress(node), s.podIP(pod), time.Now())
+	}
 	_, err = pods.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -253,6 +269,43 @@ func setRunningPodStatus(pod *corev1.Pod, hostIP, podIP string, now time.Time) {
 	status.ContainerStatuses = nil
 	for _, c := range pod.Spec.Containers {
 		status.ContainerStatuses = append(status.ContainerStatuses, containerStatus(pod, c, stamp))
+	}
+}
+
+// setFinishedPodStatus sets the status of a pod whose containers all ended (exit 0 when it
+// Succeeded, 1 when it Failed): not Ready, no pod IP.
+func setFinishedPodStatus(pod *corev1.Pod, hostIP string, phase corev1.PodPhase, now time.Time) {
+	stamp := metav1.NewTime(now)
+	exitCode, reason := int32(0), "Completed"
+	if phase == corev1.PodFailed {
+		exitCode, reason = 1, "Error"
+	}
+	status := &pod.Status
+	status.Phase = phase
+	status.HostIP = hostIP
+	status.HostIPs = []corev1.HostIP{{IP: hostIP}}
+	if status.StartTime == nil {
+		status.StartTime = &stamp
+	}
+	status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: stamp},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: stamp},
+		{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: stamp},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: stamp},
+	}
+	status.ContainerStatuses = nil
+	for _, c := range pod.Spec.Containers {
+		cs := containerStatus(pod, c, stamp)
+		cs.Ready, cs.Started = false, ptr.To(false)
+		cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Reason: reason, StartedAt: stamp, FinishedAt: stamp, ContainerID: cs.ContainerID}}
+		status.ContainerStatuses = append(status.ContainerStatuses, cs)
+	}
+	status.InitContainerStatuses = nil
+	for _, c := range pod.Spec.InitContainers {
+		cs := containerStatus(pod, c, stamp)
+		cs.Ready, cs.Started = false, ptr.To(false)
+		cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: stamp, FinishedAt: stamp, ContainerID: cs.ContainerID}}
+		status.InitContainerStatuses = append(status.InitContainerStatuses, cs)
 	}
 }
 

@@ -64,3 +64,20 @@ func TestPodIPsDistinct(t *testing.T) {
 		t.Fatalf("ips %s %s", a, b)
 	}
 }
+
+func TestFinishedPodEndsAsTheListRecorded(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "job-1", Annotations: map[string]string{annotationSourcePhase: "Failed"}},
+		Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "main", Image: "m"}}},
+	}
+	if !podNeedsWork(pod) {
+		t.Fatal("a pod the List recorded as Failed needs ending")
+	}
+	setFinishedPodStatus(pod, "192.0.2.1", recordedEnd(pod), time.Now())
+	if pod.Status.Phase != corev1.PodFailed || podNeedsWork(pod) || podRunningReady(pod) {
+		t.Fatalf("status %+v", pod.Status)
+	}
+	if term := pod.Status.ContainerStatuses[0].State.Terminated; term == nil || term.ExitCode != 1 {
+		t.Fatalf("container %+v", pod.Status.ContainerStatuses[0])
+	}
+}

@@ -19,6 +19,7 @@ import (
 const (
 	annotationSourceUID    = "planner.io/source-uid"
 	annotationSourceOwners = "planner.io/source-owner-references"
+	annotationSourcePhase  = "planner.io/source-phase"
 	schedulingGateHold     = "planner.io/hold"
 )
 
@@ -66,7 +67,11 @@ func rewriteOwners(m *metav1.ObjectMeta, loaded map[ownerKey]types.UID) int {
 	}
 	var kept, dropped []metav1.OwnerReference
 	for _, ref := range m.OwnerReferences {
-		if uid, ok := loaded[ownerKey{ref.Kind, m.Namespace, ref.Name}]; ok {
+		uid, ok := loaded[ownerKey{ref.Kind, m.Namespace, ref.Name}]
+		if !ok { // a cluster-scoped owner (a mirror pod's Node)
+			uid, ok = loaded[ownerKey{ref.Kind, "", ref.Name}]
+		}
+		if ok {
 			ref.UID = uid
 			kept = append(kept, ref)
 		} else {
@@ -126,6 +131,13 @@ func prepareObject(obj runtime.Object, loaded map[ownerKey]types.UID, opts prepa
 // preparePod clears the pod's status and admission-derived priority fields, and gates a pending
 // pod so the scheduler leaves it pending until a plan's replay releases it.
 func preparePod(pod *corev1.Pod, opts prepareOptions, stats *prepareStats) {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		// A finished pod stays finished: the node simulator ends it as the List recorded.
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[annotationSourcePhase] = string(pod.Status.Phase)
+	}
 	pod.Status = corev1.PodStatus{}
 	if pod.Spec.PriorityClassName != "" {
 		pod.Spec.Priority = nil
