@@ -7,12 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
-	netutils "k8s.io/utils/net"
 )
 
 // credentials are the files the API server and its clients share, all generated per start into
@@ -34,7 +34,7 @@ func writeCredentials(dir string) (*credentials, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(loopbackHost, netutils.ParseIPSloppyList([]string{loopbackHost}), []string{"localhost"})
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(loopbackHost, []net.IP{net.ParseIP(loopbackHost)}, []string{"localhost"})
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}

@@ -86,10 +86,11 @@ func (l *loader) load(ctx context.Context, items []listItem) (*loadResult, error
 		}
 		phases[phase] = append(phases[phase], item)
 	}
-	derived, err := deriveObjects(items)
+	derived, classForPriority, err := deriveObjects(items)
 	if err != nil {
 		return nil, err
 	}
+	l.opts.ClassForPriority = classForPriority
 	phases[0] = append(derived, phases[0]...)
 	owners := deriveOwners(items)
 	phases[2] = append(owners, phases[2]...)
@@ -114,6 +115,11 @@ func (l *loader) load(ctx context.Context, items []listItem) (*loadResult, error
 	for _, item := range derived {
 		l.result.Created[item.Kind]--
 		l.result.Derived[item.Kind] = append(l.result.Derived[item.Kind], item.Name)
+	}
+	for kind, n := range l.result.Created {
+		if n <= 0 {
+			delete(l.result.Created, kind)
+		}
 	}
 	l.result.OwnerReferencesDropped = l.stats.OwnerReferencesDropped
 	l.result.GatedPendingPods = l.stats.GatedPendingPods

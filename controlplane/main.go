@@ -39,7 +39,7 @@ const (
 	kubeconfigFile = "kubeconfig"
 )
 
-type options struct {
+type flags struct {
 	stateDir        string
 	loadPath        string
 	profile         string
@@ -53,8 +53,8 @@ type options struct {
 	verbosity       int
 }
 
-func parseFlags(args []string) (*options, error) {
-	o := &options{}
+func parseFlags(args []string) (*flags, error) {
+	o := &flags{}
 	fs := flag.NewFlagSet("planner-controlplane", flag.ContinueOnError)
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for etcd's data, certificates, the kubeconfig and ready.json (required)")
 	fs.StringVar(&o.loadPath, "load", "", "kubectl List (JSON) to load once the API server is up")
@@ -103,7 +103,7 @@ func main() {
 }
 
 // run starts everything, loads the List, writes the markers and waits for a signal.
-func run(ctx context.Context, o *options) int {
+func run(ctx context.Context, o *flags) int {
 	started := time.Now()
 	fail := func(code int, err error) int {
 		fmt.Fprintln(os.Stderr, "planner-controlplane:", err)

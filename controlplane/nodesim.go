@@ -95,7 +95,7 @@ func (s *nodeSimulator) enqueueDue() {
 	defer s.mu.Unlock()
 	for _, node := range nodes {
 		lease := s.leases[node.Name]
-		if lease == nil || now.Sub(lease.Spec.RenewTime.Time) >= s.leaseInterval || !nodeReady(node) {
+		if lease == nil || lease.Spec.RenewTime == nil || now.Sub(lease.Spec.RenewTime.Time) >= s.leaseInterval || !nodeReady(node) {
 			s.queue.Add(node.Name)
 		}
 	}

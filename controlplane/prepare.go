@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,6 +21,7 @@ const (
 	annotationSourceUID    = "planner.io/source-uid"
 	annotationSourceOwners = "planner.io/source-owner-references"
 	annotationSourcePhase  = "planner.io/source-phase"
+	annotationPriority     = "planner.io/source-priority"
 	schedulingGateHold     = "planner.io/hold"
 )
 
@@ -28,8 +30,9 @@ type ownerKey struct{ Kind, Namespace, Name string }
 
 // prepareOptions say how pods are prepared.
 type prepareOptions struct {
-	GatePending bool      // pending pods get the planner.io/hold scheduling gate
-	Now         time.Time // stamp of the nodes' Ready conditions
+	GatePending      bool             // pending pods get the planner.io/hold scheduling gate
+	Now              time.Time        // stamp of the nodes' Ready conditions
+	ClassForPriority map[int32]string // the PriorityClass for a pod that gives a priority but no class
 }
 
 // prepareStats counts what preparation changed beyond server-set fields.
@@ -139,7 +142,16 @@ func preparePod(pod *corev1.Pod, opts prepareOptions, stats *prepareStats) {
 		pod.Annotations[annotationSourcePhase] = string(pod.Status.Phase)
 	}
 	pod.Status = corev1.PodStatus{}
-	if pod.Spec.PriorityClassName != "" {
+	if p := pod.Spec.Priority; p != nil && *p != 0 && pod.Spec.PriorityClassName == "" && opts.ClassForPriority[*p] != "" {
+		// Admission computes a pod's priority from its class and refuses a value it did not
+		// compute: the pod names the class of its value instead (the annotation says so).
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[annotationPriority] = strconv.Itoa(int(*p))
+		pod.Spec.PriorityClassName = opts.ClassForPriority[*p]
+	}
+	if pod.Spec.PriorityClassName != "" || (pod.Spec.Priority != nil && *pod.Spec.Priority == 0) {
 		pod.Spec.Priority = nil
 		pod.Spec.PreemptionPolicy = nil
 	}

@@ -120,7 +120,7 @@ func TestOwnershipLevelsPutOwnersFirst(t *testing.T) {
 }
 
 func TestDeriveNamespacesAndPriorityClasses(t *testing.T) {
-	derived, err := deriveObjects(decodeSample(t))
+	derived, _, err := deriveObjects(decodeSample(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,36 @@ func TestDeriveRefusesTwoPrioritiesForOneClass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := deriveObjects(items); err == nil || !strings.Contains(err.Error(), "team/waiting") {
+	if _, _, err := deriveObjects(items); err == nil || !strings.Contains(err.Error(), "team/waiting") {
 		t.Fatalf("err %v, want one naming team/waiting", err)
+	}
+}
+
+func TestPriorityWithoutClassGetsTheClassOfItsValue(t *testing.T) {
+	doc := `{"kind":"List","items":[
+	 {"apiVersion":"v1","kind":"Pod","metadata":{"name":"proxy","namespace":"kube-system"},"spec":{"priority":2000001000,"containers":[{"name":"c","image":"i"}]}},
+	 {"apiVersion":"v1","kind":"Pod","metadata":{"name":"odd","namespace":"ns"},"spec":{"priority":7,"containers":[{"name":"c","image":"i"}]}}]}`
+	items, err := decodeList([]byte(doc), "doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	derived, classes, err := deriveObjects(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if classes[2000001000] != "system-node-critical" || classes[7] != "planner-priority-7" {
+		t.Fatalf("classes %v", classes)
+	}
+	var names []string
+	for _, d := range derived {
+		names = append(names, d.Kind+"/"+d.Name)
+	}
+	if strings.Join(names, ",") != "Namespace/ns,PriorityClass/planner-priority-7" {
+		t.Fatalf("derived %v", names)
+	}
+	pod := items[0].Object.DeepCopyObject().(*corev1.Pod)
+	prepareObject(pod, nil, prepareOptions{ClassForPriority: classes}, &prepareStats{})
+	if pod.Spec.PriorityClassName != "system-node-critical" || pod.Spec.Priority != nil || pod.Annotations[annotationPriority] != "2000001000" {
+		t.Fatalf("pod spec %+v annotations %v", pod.Spec, pod.Annotations)
 	}
 }

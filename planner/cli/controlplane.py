@@ -21,7 +21,9 @@ STATE_DIR_HELP = "The control plane's state directory (etcd data, certificates, 
 @controlplane_app.command("up")
 @guarded
 def up_command(
-    list_path: str = typer.Option(..., "--from", metavar="LIST", help="kubectl List (JSON or YAML) to load: nodes, pods, budgets, priority classes, workload owners, DRA objects."),
+    list_path: str = typer.Option(
+        ..., "--from", metavar="LIST", help="kubectl List (JSON or YAML) to load: nodes, pods, budgets, priority classes, workload owners, DRA objects."
+    ),
     profile: str = typer.Option("default", "--profile", help=f"Scheduler profile: {' or '.join(PROFILES)} (NodeResourcesFit MostAllocated)."),
     kubeconfig_out: str = typer.Option(None, "--kubeconfig-out", metavar="FILE", help="Also write the kubeconfig to FILE (0600)."),
     state_dir: str = typer.Option(None, "--state-dir", metavar="DIR", help=STATE_DIR_HELP),
@@ -51,11 +53,18 @@ def up_command(
         soft_wrap=True,
     )
     if ready.get("portWasInUse"):
-        err_console.print(f"note: port {ready.get('requestedPort')} was in use; the API server listens on {ready.get('apiserverPort')}", markup=False, highlight=False)
+        err_console.print(
+            f"note: port {ready.get('requestedPort')} was in use; the API server listens on {ready.get('apiserverPort')}", markup=False, highlight=False
+        )
     for kind, count in sorted((load.get("skipped") or {}).items()):
         err_console.print(f"note: {count} {kind} object(s) not loaded (a kind this control plane does not serve)", markup=False, highlight=False)
     for kind, names in sorted((load.get("derived") or {}).items()):
-        err_console.print(f"note: {len(names)} {kind}(s) the List lacks created because its objects name them: {', '.join(names[:10])}", markup=False, highlight=False, soft_wrap=True)
+        err_console.print(
+            f"note: {len(names)} {kind}(s) the List lacks created because its objects name them: {', '.join(names[:10])}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     if load.get("ownerReferencesDropped"):
         err_console.print(
             f"note: {load['ownerReferencesDropped']} owner reference(s) to owners not in the List dropped (kept in the annotation planner.io/source-owner-references)",
@@ -76,4 +85,8 @@ def down_command(state_dir: str = typer.Option(None, "--state-dir", metavar="DIR
         was_running = stop(directory.absolute())
     except ControlPlaneError as err:
         fail(err.problems, err.code)
-    err_console.print("control plane stopped and its state removed" if was_running else f"no control plane ran from {directory}; its state (if any) removed", markup=False, highlight=False)
+    err_console.print(
+        "control plane stopped and its state removed" if was_running else f"no control plane ran from {directory}; its state (if any) removed",
+        markup=False,
+        highlight=False,
+    )

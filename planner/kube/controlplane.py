@@ -79,7 +79,11 @@ def find_binary() -> Path:
     path = Path(given) if given else cache_root() / "bin" / "planner-controlplane"
     if not path.is_file() or not os.access(path, os.X_OK):
         where = f"{BINARY_ENV}={given}" if given else str(path)
-        raise ControlPlaneError([f"the control plane binary is missing ({where} is not an executable file); build it with `{BUILD_COMMAND}` from the repository root (Go 1.26), or set {BINARY_ENV} to its path"])
+        raise ControlPlaneError(
+            [
+                f"the control plane binary is missing ({where} is not an executable file); build it with `{BUILD_COMMAND}` from the repository root (Go 1.26), or set {BINARY_ENV} to its path"
+            ]
+        )
     return path
 
 
@@ -147,7 +151,9 @@ def _claim_state_dir(state_dir: Path) -> None:
             raise ControlPlaneError([f"--state-dir {state_dir}: not empty and not a control plane's state; give a new or empty directory"])
         pid = _state_pid(state_dir)
         if pid is not None and _is_ours(pid, state_dir):
-            raise ControlPlaneError([f"a control plane already runs from {state_dir} (pid {pid}); stop it with `planner controlplane down --state-dir {state_dir}`"])
+            raise ControlPlaneError(
+                [f"a control plane already runs from {state_dir} (pid {pid}); stop it with `planner controlplane down --state-dir {state_dir}`"]
+            )
         shutil.rmtree(state_dir)
     state_dir.mkdir(parents=True, mode=0o700)
     (state_dir / MARKER).write_text("state of planner controlplane up; removed by planner controlplane down\n", encoding="utf-8")

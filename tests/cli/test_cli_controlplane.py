@@ -12,7 +12,9 @@ from tests.support.paths import INSTANCES, REPO
 
 
 def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "planner", *args], capture_output=True, text=True, env={**env, "PYTHONPATH": str(REPO), "COLUMNS": "200"}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "planner", *args], capture_output=True, text=True, env={**env, "PYTHONPATH": str(REPO), "COLUMNS": "200"}, timeout=120
+    )
 
 
 def test_missing_binary_is_exit_2_with_the_build_command(tmp_path: Path) -> None:

@@ -57,7 +57,9 @@ def test_every_node_ready_every_bound_pod_running(controlplane: Running) -> None
     for listed in listed_pods:
         pod = pods[(listed["metadata"].get("namespace") or "default", listed["metadata"]["name"])]
         assert pod.spec.node_name == listed["spec"].get("nodeName")
-        if pod.spec.node_name:
+        if listed.get("status", {}).get("phase") in ("Succeeded", "Failed"):  # finished: ends as the List recorded
+            assert pod.status.phase == listed["status"]["phase"] and condition(pod, "Ready") == "False", pod.metadata.name
+        elif pod.spec.node_name:
             assert pod.status.phase == "Running" and condition(pod, "Ready") == "True", pod.metadata.name
             assert pod.status.pod_ip and all(cs.ready and cs.state.running for cs in pod.status.container_statuses)
         else:  # pending in the List: held by the gate until a replay releases it
@@ -113,7 +115,23 @@ def test_up_on_a_port_in_use_takes_another_and_down_removes_the_state(controlpla
         kubeconfig = tmp_path / "kubeconfig"
         env = binary_env(controlplane_bin)
         up = subprocess.run(
-            [sys.executable, "-m", "planner", "controlplane", "up", "--from", str(GPU_CLUSTER), "--profile", "binpack", "--port", str(busy), "--state-dir", str(state), "--kubeconfig-out", str(kubeconfig)],
+            [
+                sys.executable,
+                "-m",
+                "planner",
+                "controlplane",
+                "up",
+                "--from",
+                str(GPU_CLUSTER),
+                "--profile",
+                "binpack",
+                "--port",
+                str(busy),
+                "--state-dir",
+                str(state),
+                "--kubeconfig-out",
+                str(kubeconfig),
+            ],
             capture_output=True,
             text=True,
             env=env,
@@ -131,7 +149,9 @@ def test_up_on_a_port_in_use_takes_another_and_down_removes_the_state(controlpla
             core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig)))  # CA-verified, token
             assert len(core.list_node().items) == sum(1 for i in list_items(GPU_CLUSTER) if i["kind"] == "Node")
         finally:
-            down = subprocess.run([sys.executable, "-m", "planner", "controlplane", "down", "--state-dir", str(state)], capture_output=True, text=True, env=env, timeout=120)
+            down = subprocess.run(
+                [sys.executable, "-m", "planner", "controlplane", "down", "--state-dir", str(state)], capture_output=True, text=True, env=env, timeout=120
+            )
         assert down.returncode == 0, down.stderr
         assert not state.exists()
         pid = ready["pid"]
