@@ -234,7 +234,7 @@ func run(ctx context.Context, o *flags) int {
 	goComponent("kube-controller-manager", func() error { return runControllerManager(ctx, kubeconfigPath) })
 	running++
 
-	counts, err := waitSettled(ctx, factory, failed, o.readyTimeout)
+	counts, err := waitSettled(ctx, factory, nodes.leaseCount, failed, o.readyTimeout)
 	if err != nil {
 		return fail(exitFailed, err)
 	}
