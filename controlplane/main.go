@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"syscall"
@@ -98,6 +99,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "planner-controlplane:", err)
 		os.Exit(exitUsage)
 	}
+	tuneGC()
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	_ = klogFlags.Set("v", strconv.Itoa(opts.verbosity))
@@ -106,6 +108,22 @@ func main() {
 	stop()
 	klog.Flush()
 	os.Exit(code)
+}
+
+// tuneGC trades memory for CPU: a CPU profile of a 1,000-node load spent a quarter of its time in
+// the garbage collector at the default GOGC=100. The collector runs at 400% growth, with a soft
+// memory limit of a third of the machine's memory (it collects harder near the limit). GOGC or
+// GOMEMLIMIT in the environment win.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		var info syscall.Sysinfo_t
+		if syscall.Sysinfo(&info) == nil && info.Totalram > 0 {
+			debug.SetMemoryLimit(int64(uint64(info.Totalram) * uint64(info.Unit) / 3))
+		}
+	}
 }
 
 // run starts everything, loads the List, writes the markers and waits for a signal.
