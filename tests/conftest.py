@@ -53,6 +53,9 @@ def module_database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest
 SERVICE_DIRECTORY = Path(__file__).resolve().parent / "service"
 """Every file in ``tests/service/`` starts the HTTP server in a subprocess or a database (SQLite files, a
 throwaway PostgreSQL)."""
+CONTROLPLANE_DIRECTORY = Path(__file__).resolve().parent / "kube"
+"""Every file in ``tests/kube/`` uses the throwaway Kubernetes control plane (built from ``controlplane/``,
+started once per session): marked ``controlplane`` and ``slow`` (starting it takes seconds to minutes)."""
 SLOW_FILES = frozenset(
     {
         "test_ray_executor.py",
@@ -85,5 +88,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = item.path.name
         if item.path.resolve().is_relative_to(SERVICE_DIRECTORY):
             item.add_marker(pytest.mark.service)
+        if item.path.resolve().is_relative_to(CONTROLPLANE_DIRECTORY):
+            item.add_marker(pytest.mark.controlplane)
+            item.add_marker(pytest.mark.slow)
         if name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)

@@ -18,6 +18,7 @@ import typer
 from typer._click.exceptions import ClickException
 
 from planner.cli import allocate, client, db, defrag, explain, export, generate, importing, preempt, render, report, serve, simulate, solve, submit, validate
+from planner.cli import controlplane as controlplane_commands
 from planner.cli.common import EXIT_BAD_INPUT, stand_in_for_closed_stdout
 from planner.provenance import planner_version
 
@@ -65,6 +66,7 @@ app.add_typer(export.export_app, name="export")
 app.add_typer(importing.import_app, name="import")
 app.add_typer(solve.solve_app, name="solve")
 app.add_typer(simulate.simulate_app, name="simulate")
+app.add_typer(controlplane_commands.controlplane_app, name="controlplane")
 
 
 def main() -> None:
