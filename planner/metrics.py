@@ -1,10 +1,12 @@
 """Fragmentation and efficiency measures of a cluster (names follow their sources).
 
 * ``summary``: nodes, empty nodes, nodes with slack (holding pods but not full), GFR (share of nodes
-  neither empty nor full, Kant), GAR (allocated GPUs / GPUs), allocated and idle GPUs, pending pods.
+  neither empty nor full, Kant: of all nodes, CPU-only ones too), GAR (allocated GPUs / GPUs),
+  allocated and idle GPUs, pending pods.
   A GPU node is full when all its GPUs are allocated; a CPU-only node when all its CPUs are.
 * ``stranded``: for a request shape such as 8 GPUs + 64 CPUs, how many requests fit and why the other
-  idle GPUs cannot host one (ASI paper, Fig. 13 and 14).
+  idle GPUs cannot host one (ASI paper, Fig. 13 and 14); the cluster's counts are the sums of the
+  GPU models' (a request takes the GPUs of one model).
 * ``fgd``: expected fragmentation of each node and of the cluster for a target workload (FGD, ATC'23).
 * ``per_asw``: free GPUs and free whole nodes under each access switch.
 
@@ -161,7 +163,9 @@ def parse_shape(text: str) -> Shape:
 CAUSES = ("fractional", "stranded_gpus", "insufficient_cpu", "insufficient_memory", "topology", "unschedulable")
 
 
-def _stranded_of(state: ClusterState, idx: np.ndarray, shape: Shape, allocated: np.ndarray) -> dict[str, Any]:
+def _stranded_of(state: ClusterState, idx: np.ndarray, shape: Shape, allocated: np.ndarray, multi_node: bool) -> dict[str, Any]:
+    """``stranded``'s measures over the GPU nodes among ``idx`` (one GPU model's), for a request that is
+    multi-node or not as decided for the whole cluster."""
     idx = idx[state.cap_gpus[idx] > 0]
     free_dev = (state.cap_gpus - state.whole_used - state.share_devices)[idx]
     fractional = (state.share_devices[idx] - (allocated[idx] - state.whole_used[idx])).clip(min=0)
@@ -172,7 +176,6 @@ def _stranded_of(state: ClusterState, idx: np.ndarray, shape: Shape, allocated: 
     causes["fractional"] = float(fractional.sum())
     causes["unschedulable"] = float(free_dev[~ok].sum())
     free_dev = np.where(ok, free_dev, 0)
-    multi_node = len(idx) > 0 and shape.gpus > int(state.cap_gpus[idx].max())
 
     def limit(free: np.ndarray, need: float) -> np.ndarray:
         return np.floor((free + rules.EPS) / need).astype(np.int64) if need > 0 else np.full(len(free), 1 << 40)
@@ -207,13 +210,18 @@ def _stranded_of(state: ClusterState, idx: np.ndarray, shape: Shape, allocated: 
         causes["topology"] = float((anywhere - requests) * shape.gpus)
         causes["stranded_gpus"] = float(slots.sum() - anywhere * shape.gpus)
     idle = float(state.cap_gpus[idx].sum()) - allocated_total(state, idx)
+    return {"requests_fit": int(requests), "idle_gpus": idle, "stranded_by_cause": causes}
+
+
+def _stranded_fields(shape: Shape, multi_node: bool, largest: int, part: dict[str, Any]) -> dict[str, Any]:
     return {
         "shape": str(shape),
-        "multi_node": bool(multi_node),
-        "requests_fit": int(requests),
-        "gpus_usable": int(requests * shape.gpus),
-        "idle_gpus": round(idle, 6),
-        "stranded_by_cause": {k: round(v, 6) for k, v in causes.items()},
+        "multi_node": multi_node,
+        "largest_node_gpus": largest,
+        "requests_fit": part["requests_fit"],
+        "gpus_usable": part["requests_fit"] * shape.gpus,
+        "idle_gpus": round(part["idle_gpus"], 6),
+        "stranded_by_cause": {k: round(v, 6) for k, v in part["stranded_by_cause"].items()},
     }
 
 
@@ -224,12 +232,24 @@ def stranded(cluster: Cluster | ClusterState, shape: Shape) -> dict[str, Any]:
     shared devices), stranded GPUs (too few whole GPUs left on the node, or across the cluster),
     insufficient CPU or memory (enough GPUs, not enough CPUs/memory), topology (enough slots
     cluster-wide but not under one access switch; multi-node shapes only) and unschedulable nodes.
-    A shape with more GPUs than the largest node is a multi-node request.
+
+    A shape with more GPUs than the cluster's largest node is a multi-node request, decided once for
+    every GPU model (a model of smaller nodes does not make it multi-node there). A request takes the
+    GPUs of one model, so the cluster's counts are the sums of ``by_model``'s (CPU-only nodes hold no GPUs).
     """
     state = cluster if isinstance(cluster, ClusterState) else ClusterState(cluster)
     allocated = state.allocated_gpus()
-    result = _stranded_of(state, np.arange(len(state.node_names)), shape, allocated)
-    result["by_model"] = {key: _stranded_of(state, idx, shape, allocated) for key, idx in node_groups(state).items() if key != CPU_ONLY}
+    largest = int(state.cap_gpus.max()) if len(state.cap_gpus) else 0
+    multi_node = largest > 0 and shape.gpus > largest
+    parts = {key: _stranded_of(state, idx, shape, allocated, multi_node) for key, idx in node_groups(state).items() if key != CPU_ONLY}
+    gpu_nodes = np.flatnonzero(state.cap_gpus > 0)
+    total = {
+        "requests_fit": sum(p["requests_fit"] for p in parts.values()),
+        "idle_gpus": float(state.cap_gpus[gpu_nodes].sum()) - allocated_total(state, gpu_nodes),
+        "stranded_by_cause": {cause: exact_total([p["stranded_by_cause"][cause] for p in parts.values()]) for cause in CAUSES},
+    }
+    result = _stranded_fields(shape, multi_node, largest, total)
+    result["by_model"] = {key: _stranded_fields(shape, multi_node, largest, part) for key, part in parts.items()}
     return result
 
 

@@ -4,7 +4,10 @@ Kubernetes itself allows.
 Kubernetes lets a GPU pod whose selectors allow several GPU products land on any of them, and a
 CPU-only pod land on a GPU node. Operators do not expect a nightly plan to do either, so by default
 a placed GPU pod keeps the GPU product it runs on and a CPU-only pod never arrives on a GPU node
-(``allow_product_change`` and ``allow_cpu_pods_on_gpu_nodes`` lift them). ``node_selector`` scopes a
+(``allow_product_change`` and ``allow_cpu_pods_on_gpu_nodes`` lift them). The CPU-only rule keeps
+CPU-only pods to the CPU-only nodes, so it cannot apply where there are none (every CPU-only pod
+already runs on a GPU node) or where GPU and CPU-only nodes share a model name: the report then says
+``cpu_pods_on_gpu_nodes: true`` (what the plan may do, not what was asked) with a note saying why. ``node_selector`` scopes a
 plan to the nodes a label selector matches, as kube-descheduler's ``nodeSelector`` does: pods on
 other nodes stay, and no pod arrives there.
 
@@ -111,10 +114,13 @@ def apply_pools(cluster: Cluster, policy: PoolPolicy) -> tuple[Cluster, PoolRepo
     restrict_cpu = not policy.allow_cpu_pods_on_gpu_nodes and bool(gpu_models) and bool(cpu_models)
     if restrict_cpu and gpu_models & set(cpu_models):
         restrict_cpu = False
+        report.cpu_pods_on_gpu_nodes = True  # what the plan may do, whatever was asked
         report.notes.append(
             "CPU-only pods are not kept off GPU nodes: GPU nodes and CPU-only nodes share the model name(s) "
             f"{sorted(gpu_models & set(cpu_models))}, so no rule tells them apart"
         )
+    if not policy.allow_cpu_pods_on_gpu_nodes and gpu_models and not cpu_models:
+        _no_cpu_only_node(cluster, outside, report)
     pods: list[Pod] = []
     for pod in cluster.pods:
         update: dict = {}
@@ -139,3 +145,22 @@ def apply_pools(cluster: Cluster, policy: PoolPolicy) -> tuple[Cluster, PoolRepo
                 report.cpu_pods_kept_off_gpu_nodes += 1
         pods.append(pod.model_copy(update=update) if update else pod)
     return cluster.model_copy(update={"nodes": new_nodes, "pods": pods}), report
+
+
+def _no_cpu_only_node(cluster: Cluster, outside: set[str], report: PoolReport) -> None:
+    """The CPU-only rule where the cluster has no CPU-only node: it keeps CPU-only pods to the
+    CPU-only nodes, and there are none, so it cannot apply; the CPU-only pods already on GPU nodes move
+    among them as any pod does, and the report says so (``cpu_pods_on_gpu_nodes`` true, with a note)
+    when there are such pods."""
+    placed = sum(1 for p in cluster.pods if p.gpus == 0 and p.node is not None and p.node not in outside and not p.locked)
+    pending = sum(1 for p in cluster.pods if p.gpus == 0 and p.node is None)
+    if not placed and not pending:
+        return
+    report.cpu_pods_on_gpu_nodes = True
+    which = [f"{placed:,} movable CPU-only pod(s) on GPU nodes may move to other GPU nodes"] if placed else []
+    which += [f"{pending:,} pending CPU-only pod(s) may start on GPU nodes"] if pending else []
+    report.notes.append(
+        "CPU-only pods are not kept off GPU nodes: the cluster has no CPU-only node to keep them to, so "
+        + " and ".join(which)
+        + " (lock them, or scope the plan with --node-selector, to keep them in place)"
+    )

@@ -1,7 +1,7 @@
 """Snapshots from Kubernetes objects: ``kubectl get nodes,pods,pdb -A -o json``.
 
 ``import_kubernetes(texts, config)`` reads one or more JSON (or YAML) documents, each a List (any
-``kind: ...List`` with ``items``) or a single Node, Pod, PodDisruptionBudget or PodGroup, and returns the
+``kind: ...List`` with ``items``) or single objects (Node, Pod, PodDisruptionBudget, PodGroup, ...), and returns the
 snapshot with the warnings and a summary. The mapping, with the configuration keys that steer it
 (``planner import kubernetes --print-config`` shows the defaults, ``kubernetes_config.DEFAULT_CONFIG``):
 
@@ -34,8 +34,10 @@ snapshot with the warnings and a summary. The mapping, with the configuration ke
   job its topology. A gang starts whole unless a PodGroup object (scheduler-plugins or Volcano) of
   its name has a ``minMember`` below its pods (``min_available``); a controller's pods start one by
   one (``min_available`` 1) unless the job has a topology.
-* PodDisruptionBudgets -> ``disruption.max_unavailable`` of the jobs of the pods they select
-  (percentages against the selected pods, rounded up); a budget over several jobs is split evenly,
+* PodDisruptionBudgets -> ``disruption.max_unavailable`` of the jobs of the pods they select: the
+  disruptions the budget allows now, as the disruption controller counts them (``kubernetes_budgets``:
+  Pending, not-ready and terminating pods spend it; Deployments, ReplicaSets, StatefulSets and
+  ReplicationControllers in the input give their scale); a budget over several jobs is split evenly,
   rounded down, so their sum never exceeds it; a job under several budgets takes the least.
 
 Anything not understood is a warning naming the object (kind namespace/name) and the field path.
@@ -51,6 +53,7 @@ from fractions import Fraction
 from typing import Any
 
 from planner.adapters import kubernetes_objects as k8s
+from planner.adapters.kubernetes_budgets import SCALED_KINDS, budget_pod, controller_scale, disrupted_pods, observed_allowed
 from planner.adapters.kubernetes_config import GIB, ImportConfig, _number, object_name
 from planner.adapters.kubernetes_documents import read_documents
 from planner.adapters.kubernetes_gpus import node_gpus, pod_gpus
@@ -148,10 +151,15 @@ class _Import(ImportRun):
             "PodGroup": self._pod_group,
             "HyperNode": self.hypernodes.append,
             "Namespace": self._namespace,
+            **dict.fromkeys(SCALED_KINDS, self._controller),
         }.get(str(kind))
         if handler is None:
             self.summary.skipped[f"{kind} objects"] += 1
-            self.warn(obj, "kind", f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget, PodGroup, HyperNode, Namespace); ignored")
+            self.warn(
+                obj,
+                "kind",
+                f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget, PodGroup, HyperNode, Namespace, {', '.join(SCALED_KINDS)}); ignored",
+            )
             return
         try:
             handler(obj)
@@ -207,7 +215,9 @@ class _Import(ImportRun):
         if "maxUnavailable" not in spec and "minAvailable" not in spec:
             self.warn(obj, "spec", "neither maxUnavailable nor minAvailable; taken as minAvailable 1")
         k8s.pdb_max_unavailable(spec, 1)  # checks the values now, so errors name the budget
-        self.budgets.append({"obj": obj, "selector": selector, "spec": spec, "namespace": obj["metadata"].get("namespace") or "default"})
+        observed, disrupted = observed_allowed(obj), disrupted_pods(obj)
+        namespace = obj["metadata"].get("namespace") or "default"
+        self.budgets.append({"obj": obj, "selector": selector, "spec": spec, "namespace": namespace, "observed": observed, "disrupted": disrupted})
 
     def _namespace(self, obj: dict[str, Any]) -> None:
         """A namespace's labels, for anti-affinity terms' namespaceSelectors."""
@@ -224,7 +234,13 @@ class _Import(ImportRun):
 
     # -- pods ----------------------------------------------------------------------------------
 
+    def _controller(self, obj: dict[str, Any]) -> None:
+        """A controller's scale, which budgets over its pods count as their expected pods."""
+        meta = obj["metadata"]
+        self.scales[(meta.get("namespace") or "default", obj["kind"], meta["name"])] = controller_scale(obj)
+
     def _pod(self, obj: dict[str, Any]) -> None:
+        self.budget_pods.append(budget_pod(obj))
         fields = pod_fields(self, obj)
         if fields is not None:
             self.pods.append(fields)

@@ -27,7 +27,9 @@
   name the importer wrote (``<namespace>/<Kind>/<name>``, ``<namespace>/<gang key>=<value>``)
   becomes that controller or gang again (refused by name when the importer would read its
   ``min_available`` otherwise). ``disruption.max_unavailable`` becomes a PodDisruptionBudget selecting
-  the job's pods.
+  the job's pods, written so that the disruption controller allows that many disruptions with the
+  job's pending pods counted as it counts them (``maxUnavailable`` for a controller with a scale, an
+  integer ``minAvailable`` for a batch Job or a gang, which have none).
   A pod of no job has no owner and kube-descheduler's ``descheduler.alpha.kubernetes.io/evict``
   annotation (so it stays movable unless locked).
 * MIG: a node whose model is its product label's value plus ``-MIG-<profile>`` offers that many
@@ -44,8 +46,8 @@ What comes back renamed or normalised (``KubeExport.job_names`` maps the jobs): 
 importer names controllers; anti-affinity groups after their selectors (the same pods share a group);
 ``gpu_models`` is a node-affinity expression; a pod without a namespace is in ``default``; an LP pod
 without ``priority_value`` gets ``priority.lp_below - 1`` (or the first ``lp_classes`` name and no
-priority, when the config has one); a budget above its job's pods is clipped to them (the disruption
-controller's reading); jobs come back in the order of their first pod.
+priority, when the config has one); a budget above its job's running pods is clipped to them (the
+disruption controller's reading); jobs come back in the order of their first pod.
 
 Not carried (each listed in ``KubeExport.dropped`` with how many objects held it): checkpoint and
 start times, ``gpu_indexes``, job ``numa``, node ``numa``, ``power`` and
@@ -179,7 +181,11 @@ class _Export:
         groups = self._anti_affinity_groups()
         pods = [self._pod(i, pod, controllers.get(pod.job) if pod.job else None, groups) for i, pod in enumerate(c.pods)]
         daemon_pods = [self._daemon_pod(ds, node) for node in c.nodes for ds in self.daemonsets if node.gpus or not ds.gpu_nodes_only]
-        budgets = [budget(job, controllers[job.name]) for job in c.jobs if job.disruption is not None and job.name in controllers]
+        budgets = [
+            budget(job, controllers[job.name], [c.pods[i] for i in pods_of[job.name]])
+            for job in c.jobs
+            if job.disruption is not None and job.name in controllers
+        ]
         budgets += [pod_group(ctl, self.errors) for ctl in controllers.values() if ctl.min_member is not None]
         self._count_dropped(pods_of)
         if self.errors:

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.adapters.kubernetes_budgets import SCALED_KINDS
 from planner.adapters.kubernetes_config import KUEUE_PREFERRED, KUEUE_REQUIRED, ImportConfig
 from planner.adapters.kubernetes_pods import POD_GROUP_KEYS
 from planner.adapters.kubernetes_quantities import LABEL_VALUE, label_name, name_ok, object_uid
@@ -106,16 +107,24 @@ def imported_name(cfg: ImportConfig, job: str, namespace: str) -> tuple[str | No
     return None, job, None
 
 
-def budget(job: Job, ctl: Controller) -> dict[str, Any]:
-    """The PodDisruptionBudget of a job with a disruption budget."""
+def budget(job: Job, ctl: Controller, pods: list[Pod]) -> dict[str, Any]:
+    """The PodDisruptionBudget of a job with a disruption budget, written so that the disruption
+    controller allows the job's ``max_unavailable`` now (clipped to its running pods), its pending pods
+    counted as the controller counts them (expected, not healthy): a controller with a scale (the
+    exported pods are all its replicas) gets ``maxUnavailable`` of the budget plus its pending pods; any
+    other owner (a batch Job, a gang), which has no scale, an integer ``minAvailable`` of its running
+    pods less the budget."""
     namespace = ctl.imported_as.split("/", 1)[0]
     name = ctl.labels[INSTANCE_LABEL].lower().replace("_", "-")
     assert job.disruption is not None  # callers pass jobs with a budget
+    allowed = job.disruption.max_unavailable
+    running = sum(1 for p in pods if p.node is not None)
+    rule = {"maxUnavailable": allowed + len(pods) - running} if ctl.kind in SCALED_KINDS else {"minAvailable": max(0, running - allowed)}
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": {"name": name, "namespace": namespace, "uid": object_uid("pdb", namespace, ctl.kind, ctl.name)},
-        "spec": {"maxUnavailable": job.disruption.max_unavailable, "selector": {"matchLabels": {INSTANCE_LABEL: ctl.labels[INSTANCE_LABEL]}}},
+        "spec": {**rule, "selector": {"matchLabels": {INSTANCE_LABEL: ctl.labels[INSTANCE_LABEL]}}},
     }
 
 

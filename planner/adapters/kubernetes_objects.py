@@ -266,16 +266,19 @@ def selector_text(selector: dict[str, Any]) -> str:
 
 
 def scaled(value: Any, count: int, path: str) -> int:
-    """An IntOrString against ``count`` pods: an integer, or a percentage rounded up."""
+    """An IntOrString against ``count`` pods: an integer, or a percentage from 0% to 100% (the API
+    server refuses more) rounded up."""
     if isinstance(value, bool):
         raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {value!r}")
     if isinstance(value, int):
         if value < 0:
-            raise KubeError(path, f"must be at least 0, got {value}")
+            raise KubeError(path, f"must be at least 0, got {str(value)[:40]}")
         return value
-    if isinstance(value, str) and re.fullmatch(r"[0-9]+%", value):
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,12}%", value):
+        if int(value[:-1]) > 100:
+            raise KubeError(path, f"a percentage must be at most 100%, got {value!r}")
         return math.ceil(Fraction(int(value[:-1]), 100) * count)
-    raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {value!r}")
+    raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {str(value)[:40]!r}")
 
 
 def pdb_max_unavailable(spec: dict[str, Any], selected: int) -> int:

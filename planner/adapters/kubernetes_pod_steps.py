@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from planner.adapters import kubernetes_objects as k8s
+from planner.adapters.kubernetes_budgets import BudgetPod, disruptions_allowed, unfinished_by_controller
 from planner.adapters.kubernetes_gpus import mig_models, pending_units, pod_gpus
 from planner.adapters.kubernetes_pods import POD_GROUP_KEYS
 from planner.adapters.kubernetes_run import ImportRun
@@ -188,6 +189,27 @@ def budgets_to_jobs(run: ImportRun, index: LabelIndex) -> list[Job]:
             topology[job] = fields["_topology"]
         elif topology[job] != fields["_topology"]:
             run.warn(fields["_obj"], "metadata.annotations", f"its topology request differs from other pods of job '{job}'; the first is kept")
+    limits = _budget_limits(run, index)
+    minimum = _min_available(run, topology)
+    return [
+        Job.model_validate(
+            {
+                "name": name,
+                "topology": topology[name],
+                "min_available": minimum.get(name),
+                "disruption": {"max_unavailable": limits[name]} if name in limits else None,
+            }
+        )
+        for name in topology
+    ]
+
+
+def _budget_limits(run: ImportRun, index: LabelIndex) -> dict[str, int]:
+    """Each job's ``max_unavailable``: the disruptions its budgets allow now, as the disruption
+    controller counts them (``kubernetes_budgets``), split evenly over the jobs a budget selects; a
+    job under several budgets takes the least."""
+    every = LabelIndex([{"namespace": p.namespace, "_labels": p.labels} for p in run.budget_pods])
+    replicas_seen = unfinished_by_controller(run.budget_pods, run.scales)
     limits: dict[str, int] = {}
     for budget in run.budgets:
         obj = budget["obj"]
@@ -196,7 +218,8 @@ def budgets_to_jobs(run: ImportRun, index: LabelIndex) -> list[Job]:
             run.warn(obj, "spec.selector", "selects no pod in the input; the budget constrains nothing")
             continue
         run.summary.budgets += 1
-        allowed = k8s.pdb_max_unavailable(budget["spec"], len(matched))
+        selected = [run.budget_pods[i] for i in every.matching(budget["selector"], [budget["namespace"]])]
+        allowed = _allowed_now(run, budget, selected, replicas_seen)
         jobs = Counter(f["job"] for f in matched)
         jobless = jobs.pop(None, 0)
         if jobless:
@@ -213,18 +236,32 @@ def budgets_to_jobs(run: ImportRun, index: LabelIndex) -> list[Job]:
             allowed = share
         for job in jobs:
             limits[job] = min(limits.get(job, allowed), allowed)
-    minimum = _min_available(run, topology)
-    return [
-        Job.model_validate(
-            {
-                "name": name,
-                "topology": topology[name],
-                "min_available": minimum.get(name),
-                "disruption": {"max_unavailable": limits[name]} if name in limits else None,
-            }
+    return limits
+
+
+def _allowed_now(run: ImportRun, budget: dict[str, Any], selected: list[BudgetPod], replicas_seen: dict[tuple[str, str, str], int]) -> int:
+    """The disruptions ``budget`` allows now (the smaller of the count from its pods and its
+    ``status.disruptionsAllowed``), with warnings where pods not ready, a missing scale or the
+    status lower it."""
+    obj = budget["obj"]
+    found = disruptions_allowed(budget["spec"], selected, budget["disrupted"], run.scales, replicas_seen)
+    for note in found.notes:
+        run.warn(obj, "spec", note)
+    if found.allowed < found.nominal:
+        run.warn(
+            obj,
+            "spec",
+            f"{found.expected - found.healthy} of its {found.expected} expected pod(s) are not healthy (pending, not ready or terminating), "
+            f"which spends its budget: {found.allowed} disruption(s) allowed now, not {found.nominal}",
         )
-        for name in topology
-    ]
+    observed = budget["observed"]
+    if observed is not None and observed != found.allowed:
+        run.warn(
+            obj,
+            "status.disruptionsAllowed",
+            f"{observed} in the input, {found.allowed} from its pods as the disruption controller counts them; the smaller, {min(observed, found.allowed)}, is kept",
+        )
+    return found.allowed if observed is None else min(observed, found.allowed)
 
 
 def _min_available(run: ImportRun, topology: dict[str, dict | None]) -> dict[str, int]:

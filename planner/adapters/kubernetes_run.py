@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from planner.adapters.kubernetes_budgets import BudgetPod, Scale
 from planner.adapters.kubernetes_config import ImportConfig, object_name
 from planner.adapters.kubernetes_gpus import NodeGpus
 from planner.cluster import Node, pydantic_problems
@@ -47,6 +48,8 @@ class ImportRun:
         self.namespace_labels: dict[str, dict[str, str]] = {}
         self.pods: list[dict[str, Any]] = []  # snapshot fields, plus private keys starting with '_'
         self.budgets: list[dict[str, Any]] = []
+        self.budget_pods: list[BudgetPod] = []  # every Pod object, finished and node-bound ones too, as budgets count them
+        self.scales: dict[tuple[str, str, str], Scale] = {}  # (namespace, kind, name) of the controllers given
 
     def warn(self, obj: dict[str, Any], path: str, message: str) -> None:
         self.warnings.append(f"{object_name(obj)}: {path}: {message}")

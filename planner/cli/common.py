@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
 from planner.cli.inputs import read_snapshot
-from planner.cli.outdir import check_out_dir, write_wave_files
+from planner.cli.outdir import check_out_dir, open_out_file, write_wave_files
 from planner.cluster import SnapshotError
 from planner.engine import PlanOptionError
 from planner.plans import DefragPlan, dump_plan
@@ -186,7 +186,7 @@ def emit(text: str, out: str, flag: str = "--out") -> None:
             sys.stdout.write(text)
             sys.stdout.flush()
         else:
-            with open(out, "w", encoding="utf-8") as f:
+            with open_out_file(out, flag) as f:  # never through a symbolic link to a file (outdir.py)
                 f.write(text)
     except BrokenPipeError:
         raise

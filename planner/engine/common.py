@@ -10,7 +10,7 @@ flags from the field name (``--time-limit-s``) unless a surface passes its own n
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from pydantic import BaseModel, ValidationInfo
@@ -82,8 +82,10 @@ def refuse_unused(
     return value
 
 
-def pod_shape(pod: Any) -> tuple[object, ...]:
-    """What makes two pods interchangeable: resources and every per-pod rule."""
+def pod_shape(pod: Pod) -> tuple[Hashable, ...]:
+    """What makes two pods interchangeable: resources and every per-pod rule, in a canonical,
+    hashable form (the order a list was written in does not tell two pods apart: node-affinity
+    terms are ORed and their expressions ANDed, so both are sets)."""
     return (
         pod.gpus,
         pod.cpus,
@@ -91,9 +93,23 @@ def pod_shape(pod: Any) -> tuple[object, ...]:
         tuple(sorted(pod.gpu_models)),
         tuple(sorted(pod.node_selector.items())),
         tuple(sorted(pod.anti_affinity)),
-        tuple(sorted(t.model_dump_json() for t in pod.tolerations)),
-        None if pod.node_affinity is None else tuple(term.model_dump_json() for term in pod.node_affinity),
+        tuple(sorted({(t.key, t.operator, t.value, t.effect) for t in pod.tolerations})),
+        node_affinity_key(pod),
+        tuple(sorted((name, amount) for name, amount in pod.requests.items() if amount > 0)),
+        tuple(sorted({(h.port, h.protocol) for h in pod.host_ports})),
+        pod.priority,
+        pod.standby,
     )
+
+
+def node_affinity_key(pod: Pod) -> tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...] | None:
+    """A pod's required node affinity as a sorted set of terms, each a sorted set of its expressions
+    (key, operator, sorted values): equal for affinities that admit the same nodes as written
+    differently in order or with repeats. None: no requirement."""
+    if pod.node_affinity is None:
+        return None
+    terms = {tuple(sorted({(r.key, r.operator, tuple(sorted(set(r.values)))) for r in term})) for term in pod.node_affinity}
+    return tuple(sorted(terms))
 
 
 def refuse_unholdable(cluster: Cluster, i: int) -> None:

@@ -45,6 +45,8 @@ def render_explanation(console: Console, result: dict[str, Any]) -> None:
     console.print(table)
     reason, remedy = result["reason"], result["remedy"]
     console.print(f"reason: {reason['code']} ({_kind(reason)}): {reason['meaning']}")
+    if reason.get("detail"):
+        console.print(f"  {reason['detail']}")
     console.print(f"remedy: {remedy['code']} ({_kind(remedy)}): {remedy['meaning']}")
     if remedy["numbers"] and remedy["code"] in ("make_room", "budget", "disruption"):
         n = remedy["numbers"]
@@ -57,6 +59,8 @@ def render_explanation(console: Console, result: dict[str, Any]) -> None:
     for key in ("detail", "within_budgets"):
         if remedy.get(key):
             console.print(f"  {key.replace('_', ' ')}: {remedy[key]}")
+    if remedy.get("disruption_budgets_lifted"):
+        console.print(f"  and the disruption budgets of {remedy['jobs_with_budgets']:,} job(s) lifted too")
 
 
 def render_node(console: Console, result: dict[str, Any]) -> None:

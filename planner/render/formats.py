@@ -70,9 +70,10 @@ def table_text(plan: Any, width: int = 120, terminal: bool = False) -> str:
     return buffer.getvalue()
 
 
-def render_text(plan: Any, cluster: Cluster | None, fmt: str) -> str:
+def render_text(plan: Any, cluster: Cluster | None, fmt: str, file_name: str | None = None) -> str:
     """``plan`` in format ``fmt`` (``refusals`` first: this assumes it can be rendered; ``cluster`` is
-    needed for the formats in ``NEEDS_SNAPSHOT``)."""
+    needed for the formats in ``NEEDS_SNAPSHOT``). ``file_name``: the file the text goes to, when
+    known (``--out``), which the kubectl script's and the PodMigrationJobs' headers name."""
     if fmt == "json":
         return dump_plan(plan) + "\n"
     if fmt == "yaml":
@@ -83,7 +84,7 @@ def render_text(plan: Any, cluster: Cluster | None, fmt: str) -> str:
     if fmt == "wide":
         return table_text(plan) + (wide_table(plan, cluster) if isinstance(plan, DefragPlan) else "")
     if fmt == "kubectl":
-        return kubectl_script(plan, cluster) if isinstance(plan, DefragPlan) else placement_script(plan, cluster)
+        return kubectl_script(plan, cluster, file_name) if isinstance(plan, DefragPlan) else placement_script(plan, cluster, file_name)
     if fmt == "podmigrationjob":
-        return podmigrationjob_yaml(plan, cluster)
+        return podmigrationjob_yaml(plan, cluster, file_name)
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")

@@ -11,7 +11,8 @@
   is (it fills in the reservation's owners from the pod's controller), so the reservation lands on
   the planned node and the recreated pod consumes it. Objects carry the labels
   ``planner.io/plan`` (a digest of the plan) and ``planner.io/wave``, the annotations ``planner.io/from``,
-  ``planner.io/to`` and (when the plan recorded it) ``planner.io/pod-uid``, and are ordered by wave.
+  ``planner.io/to`` and (on a pod's first move, when the plan or else the snapshot has it: ``move_uids``)
+  ``planner.io/pod-uid``, and are ordered by wave.
 * ``kubectl`` for a preemption or allocation plan (``placement_script``): the victims evicted through
   the Eviction API (PDBs apply), then the pending pods bound to their planned nodes with Bindings.
 * ``kubectl`` for a defrag plan, and the PodMigrationJobs as a stream or one file per wave:
@@ -93,14 +94,57 @@ def _toleration(toleration: Any) -> dict[str, Any]:
     return {key: value for key, value in toleration.model_dump().items() if value not in (None, "")}
 
 
+def move_uids(plan: DefragPlan, cluster: Cluster) -> list[list[str | None]]:
+    """Per wave, per move: the UID its pod is checked against (the ``planner.io/pod-uid`` annotation,
+    the kubectl script's check). A pod's first move: the UID the plan recorded, else the snapshot's
+    (a plan written without UIDs, rendered against a snapshot that has them: ``snapshot_uids``
+    says which); None when neither has one. A later move: what the plan says (the planner records
+    none: the pod is a new one by then, and the script checks only first moves)."""
+    pods = {p.name: p for p in cluster.pods}
+    seen: set[str] = set()
+    uids: list[list[str | None]] = []
+    for wave in plan.waves:
+        uids.append([])
+        for move in wave:
+            first = move.pod not in seen
+            seen.add(move.pod)
+            uids[-1].append((move.uid or pods[move.pod].uid) if first else move.uid)
+    return uids
+
+
+def snapshot_uids(plan: DefragPlan, cluster: Cluster) -> tuple[list[str], list[str]]:
+    """The pods whose first move has no UID in the plan: those the snapshot gives one (``move_uids``
+    takes it), and those it does not either (checked by node only)."""
+    pods = {p.name: p for p in cluster.pods}
+    taken: list[str] = []
+    unknown: list[str] = []
+    seen: set[str] = set()
+    for move in (m for wave in plan.waves for m in wave):
+        if move.pod not in seen and move.uid is None:
+            (taken if pods[move.pod].uid else unknown).append(move.pod)
+        seen.add(move.pod)
+    return taken, unknown
+
+
+def file_word(name: str | None, neutral: str) -> str:
+    """How a generated file's header names the file it is in: ``name`` (``--out``, ``--out-dir``) as
+    one shell word, or ``neutral`` when it is not known (standard output) or would not stay one
+    printable line of a comment."""
+    if not name or name == "-" or printable(name) != name:
+        return neutral
+    return shlex.quote(name)
+
+
 def pod_migration_jobs(plan: DefragPlan, cluster: Cluster, gpu_resource: str = GPU_RESOURCE, ttl: str = DEFAULT_TTL) -> list[dict[str, Any]]:
     """One PodMigrationJob per move, wave by wave (see the module docstring)."""
     pods = {p.name: p for p in cluster.pods}
     digest = plan_digest(plan)
+    uids = move_uids(plan, cluster)
     objects = []
     for w, wave in enumerate(plan.waves, start=1):
         for k, move in enumerate(wave, start=1):
             pod = pods[move.pod]
+            uid = uids[w - 1][k - 1]
             template_spec: dict[str, Any] = {
                 "containers": [{"name": "reserve", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": _requests(pod, gpu_resource)}}],
                 "affinity": {
@@ -120,7 +164,7 @@ def pod_migration_jobs(plan: DefragPlan, cluster: Cluster, gpu_resource: str = G
                     "metadata": {
                         "name": _dns_name(f"planner-{digest}-w{w}-{k}-{move.pod}"),
                         "labels": {"planner.io/plan": digest, "planner.io/wave": str(w)},
-                        "annotations": {"planner.io/from": move.from_, "planner.io/to": move.to, **({"planner.io/pod-uid": move.uid} if move.uid else {})},
+                        "annotations": {"planner.io/from": move.from_, "planner.io/to": move.to, **({"planner.io/pod-uid": uid} if uid else {})},
                     },
                     "spec": {
                         "mode": "ReservationFirst",
@@ -145,12 +189,14 @@ def wide_table(plan: DefragPlan, cluster: Cluster) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows) + "\n"
 
 
-def placement_script(plan: Any, cluster: Cluster) -> str:
+def placement_script(plan: Any, cluster: Cluster, file_name: str | None = None) -> str:
     """A bash script for a preemption or allocation plan: evict the victims through the Eviction API
     (their PodDisruptionBudgets apply: an eviction a budget forbids fails and stops the script), wait
     until they are gone, then bind each pending pod to its planned node (a ``Binding``, what a
     scheduler posts). ``DRY_RUN=1`` sends every request with ``dryRun=All`` and waits for nothing.
-    Every value from the input is quoted (see ``_api_path``, ``_echo``)."""
+    Every value from the input is quoted (see ``_api_path``, ``_echo``); the header names the script
+    as ``file_word`` says."""
+    script = file_word(file_name, "SCRIPT")
     pods = {p.name: p for p in cluster.pods}
     victims = list(getattr(plan, "victims", []))
     evictions = (
@@ -170,7 +216,8 @@ def placement_script(plan: Any, cluster: Cluster) -> str:
         "#!/usr/bin/env bash",
         *evictions,
         "# in the meantime makes its binding fail, which stops the script (run it again after planning again).",
-        "# Usage: bash plan.sh  |  DRY_RUN=1 bash plan.sh (every request with dryRun=All, nothing changes)",
+        f"# Usage: bash {script}  |  DRY_RUN=1 bash {script} (every request with dryRun=All, nothing changes)"
+        + ("  (SCRIPT: this file)" if script == "SCRIPT" else ""),
         "set -euo pipefail",
         'KUBECTL="${KUBECTL:-kubectl}"',
         'QUERY=""',

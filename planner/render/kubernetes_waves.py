@@ -10,17 +10,24 @@ objects leave the planner.
   Built from the objects alone, so a client can split a stream the service rendered into the same
   files (``objects_of_stream``).
 * ``kubectl_script``: the one-command safe path. A bash script that, before each wave, checks that every
-  pod of the wave still exists with the UID the plan recorded on the node it moves from (one ``kubectl
-  get pods`` per namespace of the wave), stops with exit 3 naming each pod that is not (deleted,
-  replaced: another UID, moved: another node) and the abort command, and otherwise applies the wave's
-  PodMigrationJobs and waits until all of them have succeeded (polling ``status.phase``;
-  ``WAIT_TIMEOUT_S``, default 30 minutes per wave), stopping at the first that fails or is aborted.
-  ``DRY_RUN=1`` checks the pods, passes ``--dry-run=server`` (nothing is created, the API server
-  validates) and waits for nothing. A pod the plan moves a second time is a new pod by then (a
+  pod of the wave still exists with its UID on the node it moves from (one ``kubectl get pods`` per
+  namespace of the wave), stops with exit 3 naming each pod that is not (deleted, replaced: another UID,
+  moved: another node) and the abort command, and otherwise applies the wave's PodMigrationJobs and
+  waits until all of them have succeeded (polling ``status.phase``; ``WAIT_TIMEOUT_S``, default 30
+  minutes per wave). A job that fails or is aborted, or a wave not done in time, stops it (exit 1)
+  naming the wave, each such job with its pod, and the abort command. ``DRY_RUN=1`` checks the pods of
+  every wave, passes ``--dry-run=server`` (nothing is created, the API server validates) and waits for
+  nothing; it lists every pod not as planned, wave by wave (a wave with one is not sent), and then exits
+  3. The UID checked is the plan's, else the snapshot's (``move_uids``: a plan written without UIDs
+  rendered against a snapshot with them); a pod with neither is checked by node only, which the script
+  says in its header and when it starts. A pod the plan moves a second time is a new pod by then (a
   migration recreates it), so only a pod's first move is checked. koordinator does not check
   ``spec.podRef.uid`` itself (its controller overwrites it with the UID it finds), hence the check here.
   Plain evictions cannot be make-before-break, so the script needs koordinator's controller; it says
   so in its header.
+
+The stream's and the script's headers name the file they are in when the caller knows it (``--out``),
+else say ``FILE`` / ``SCRIPT`` ("this file"): ``file_word``.
 
 Everything from the input reaches the shell as one single-quoted word (``shlex.quote``) or inside a
 quoted heredoc of YAML (which quotes a string holding a newline), and the script prints names with
@@ -34,7 +41,7 @@ from typing import Any
 
 from planner.cluster import Cluster
 from planner.plans import DefragPlan
-from planner.render.kubernetes import WAIT_TIMEOUT_S, kubernetes_name, namespace_of, plan_digest, pod_migration_jobs
+from planner.render.kubernetes import WAIT_TIMEOUT_S, file_word, kubernetes_name, move_uids, namespace_of, plan_digest, pod_migration_jobs, snapshot_uids
 
 INDEX = "index.txt"
 EXIT_STALE = 3
@@ -85,14 +92,19 @@ def _how_to_apply(digest: str, moves: int, applies: list[str]) -> list[str]:
     return lines
 
 
-def podmigrationjob_yaml(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
-    """The PodMigrationJobs as one multi-document YAML stream under a header saying how to apply it."""
+def podmigrationjob_yaml(plan: DefragPlan, cluster: Cluster, file_name: str | None = None, **options: Any) -> str:
+    """The PodMigrationJobs as one multi-document YAML stream under a header saying how to apply it
+    (naming ``file_name``, the file the stream goes to, when known: ``file_word``)."""
     objects = pod_migration_jobs(plan, cluster, **options)
     if not objects:
         return "# the plan has no moves: nothing to apply\n"
     digest = plan_digest(plan)
-    applies = [f"kubectl apply -f plan.yaml -l planner.io/wave={w}" for w in range(1, len(plan.waves) + 1)]
-    header = "".join(f"# {line}".rstrip() + "\n" for line in _how_to_apply(digest, len(objects), applies))
+    file = file_word(file_name, "FILE")
+    applies = [f"kubectl apply -f {file} -l planner.io/wave={w}" for w in range(1, len(plan.waves) + 1)]
+    lines = _how_to_apply(digest, len(objects), applies)
+    if file == "FILE":
+        lines.insert(lines.index("") + 1, "FILE below: this file, as you saved it.")
+    header = "".join(f"# {line}".rstrip() + "\n" for line in lines)
     return header + _yaml_stream(objects)
 
 
@@ -118,7 +130,7 @@ def wave_files(objects: list[dict[str, Any]]) -> dict[str, str]:
     return files
 
 
-CHECK_FUNCTIONS = r"""STALE=""
+CHECK_FUNCTIONS = r"""STALE="" ALL_STALE=""
 check_pods() {  # NAMESPACE, then NAME UID NODE per pod (UID empty: unknown): note each pod gone, replaced or elsewhere
   local namespace=$1 names=() i listed name uid node rest now_uid now_node
   shift
@@ -147,61 +159,109 @@ check_pods() {  # NAMESPACE, then NAME UID NODE per pod (UID empty: unknown): no
   done
 }
 
-stop_if_stale() {  # WAVE WAVES: stop before wave WAVE when a pod of it is not as the plan's snapshot saw it
+abort_hint() {  # how to stop and remove this plan's PodMigrationJobs
+  echo "To stop the jobs not finished and remove this plan's PodMigrationJobs (finished migrations stay where they moved):"
+  echo "  kubectl delete podmigrationjobs -l planner.io/plan=$PLAN"
+}
+
+stop_if_stale() {  # WAVE WAVES: stop before wave WAVE when a pod of it is not as the plan's snapshot saw it (DRY_RUN: note it, skip the wave, go on)
   [[ -z "$STALE" ]] && return 0
+  if [[ -n "$DRY_RUN" ]]; then ALL_STALE+="wave $1/$2:"$'\n'"$STALE"; return 1; fi
   {
     echo "wave $1/$2 not applied: pods of this wave are not as the plan's snapshot saw them:"
     printf '%s' "$STALE"
-    if (($1 > 1)); then echo "waves 1 to $(($1 - 1)) are done${DRY_RUN:+ (DRY_RUN: validated only)}."; else echo "nothing was applied."; fi
-    echo "Plan again from a fresh snapshot. To remove this plan's PodMigrationJobs (stopping any still running):"
-    echo "  kubectl delete podmigrationjobs -l planner.io/plan=$PLAN"
+    if (($1 > 1)); then echo "waves 1 to $(($1 - 1)) are done."; else echo "nothing was applied."; fi
+    echo "Plan again from a fresh snapshot."
+    abort_hint
+  } >&2
+  exit EXIT_STALE
+}
+
+end_of_dry_run() {  # DRY_RUN, after every wave was checked and validated: every pod not as planned, in every wave
+  [[ -n "$DRY_RUN" && -n "$ALL_STALE" ]] || return 0
+  {
+    echo "DRY_RUN: pods not as the plan's snapshot saw them (a real run stops before the first of these waves):"
+    printf '%s' "$ALL_STALE"
+    echo "Plan again from a fresh snapshot (the other waves' objects were validated; nothing was created)."
   } >&2
   exit EXIT_STALE
 }
 """.replace("EXIT_STALE", str(EXIT_STALE))
 
-WAIT_FUNCTION = r"""wait_wave() {  # poll until every job of the wave has succeeded; stop at the first that fails
-  local deadline=$((SECONDS + WAIT_TIMEOUT_S)) phase name pending
+WAIT_FUNCTION = r"""wait_wave() {  # WAVE WAVES, then JOB POD per move: poll until every job has succeeded; stop when one fails or time runs out
+  local wave=$1 waves=$2 deadline=$((SECONDS + WAIT_TIMEOUT_S)) i j phase failed pending
+  shift 2
   while :; do
-    pending=0
-    for name in "$@"; do
-      phase=$("$KUBECTL" get "$name" -o jsonpath='{.status.phase}')
+    failed="" pending=""
+    for ((i = 1; i < $#; i += 2)); do
+      j=$((i + 1))
+      phase=$("$KUBECTL" get "${!i}" -o jsonpath='{.status.phase}')
       case "$phase" in
         Succeeded) ;;
-        Failed|Aborted) echo "$name: $phase; stopping before the next wave" >&2; return 1 ;;
-        *) pending=$((pending + 1)) ;;
+        Failed|Aborted) failed+="  $(printf '%q' "${!i}") (pod $(printf '%q' "${!j}")): $phase"$'\n' ;;
+        *) pending+="  $(printf '%q' "${!i}") (pod $(printf '%q' "${!j}")): ${phase:-no phase yet}"$'\n' ;;
       esac
     done
-    [[ $pending -eq 0 ]] && return 0
-    (( SECONDS < deadline )) || { echo "wave not finished after ${WAIT_TIMEOUT_S}s" >&2; return 1; }
+    [[ -n "$failed" ]] && stop_wave "$wave" "$waves" "PodMigrationJobs failed; stopping before the next wave" "$failed$pending"
+    [[ -z "$pending" ]] && return 0
+    (( SECONDS < deadline )) || stop_wave "$wave" "$waves" "not finished after ${WAIT_TIMEOUT_S}s (WAIT_TIMEOUT_S); stopping before the next wave" "$pending"
     sleep "${POLL_S:-5}"
   done
+}
+
+stop_wave() {  # WAVE WAVES WHAT JOBS: the wave's jobs did not all succeed; exit 1 saying where the plan stands
+  {
+    echo "wave $1/$2: $3:"
+    printf '%s' "$4"
+    if (($1 > 1)); then echo "waves 1 to $(($1 - 1)) are done; wave $1's other jobs succeeded or are listed above."; fi
+    abort_hint
+  } >&2
+  exit 1
 }
 """
 
 
 def _checks(plan: DefragPlan, cluster: Cluster) -> list[list[str]]:
     """Per wave, one ``check_pods`` line per namespace (sorted) for the pods the wave moves for the
-    first time: namespace, then name, UID ('' when unknown) and source node per pod, each quoted."""
+    first time: namespace, then name, UID (``move_uids``: the plan's, else the snapshot's; '' when
+    neither has one) and source node per pod, each quoted."""
     pods = {p.name: p for p in cluster.pods}
+    uids = move_uids(plan, cluster)
     seen: set[str] = set()
     waves = []
-    for wave in plan.waves:
+    for wave, wave_uids in zip(plan.waves, uids):
         by_namespace: dict[str, list[str]] = {}
-        for move in wave:
+        for move, uid in zip(wave, wave_uids):
             if move.pod in seen:
                 continue
             seen.add(move.pod)
             pod = pods[move.pod]
-            by_namespace.setdefault(namespace_of(pod), []).extend([kubernetes_name(pod), move.uid or "", move.from_])
+            by_namespace.setdefault(namespace_of(pod), []).extend([kubernetes_name(pod), uid or "", move.from_])
         waves.append(["check_pods " + " ".join(map(shlex.quote, [ns, *fields])) for ns, fields in sorted(by_namespace.items())])
     return waves
 
 
-def kubectl_script(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
-    """A bash script that checks, applies and waits for the plan wave by wave (module docstring)."""
+def _no_uid_lines(plan: DefragPlan, cluster: Cluster) -> list[str]:
+    """What the script says, in its header and when it starts, of pods with no UID in the plan or the
+    snapshot (a snapshot not imported from Kubernetes): those are checked by their node only."""
+    _, unknown = snapshot_uids(plan, cluster)
+    if not unknown:
+        return []
+    warning = (
+        f"warning: {len(unknown)} pod(s) of this plan have no UID in the plan or its snapshot (it was not imported from Kubernetes): "
+        "the check before each wave compares their node only and cannot tell a replaced pod; render the plan against a snapshot "
+        "from planner import kubernetes"
+    )
+    return [f"# {warning}", f"echo {shlex.quote(warning)} >&2"]
+
+
+def kubectl_script(plan: DefragPlan, cluster: Cluster, file_name: str | None = None, **options: Any) -> str:
+    """A bash script that checks, applies and waits for the plan wave by wave (module docstring); its
+    header names ``file_name``, the file it goes to, when known (``file_word``)."""
     objects = pod_migration_jobs(plan, cluster, **options)
     digest = plan_digest(plan)
+    script = file_word(file_name, "SCRIPT")
+    no_uid = _no_uid_lines(plan, cluster)
     lines = [
         "#!/usr/bin/env bash",
         f"# Defrag plan {digest}: {sum(len(w) for w in plan.waves)} move(s) in {len(plan.waves)} wave(s), written by `planner`.",
@@ -209,10 +269,12 @@ def kubectl_script(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
         "# planned node before the old one stops). This needs koordinator's migration controller; plain",
         "# evictions would stop the old pod first and let the scheduler pick the node.",
         "# Before each wave the script checks that the wave's pods still exist with the UID the plan recorded",
-        f"# on the node they move from, and stops (exit {EXIT_STALE}) naming each pod that is not.",
-        "# Usage: bash plan.sh            apply wave by wave, waiting for each wave to succeed",
-        "#        DRY_RUN=1 bash plan.sh  check the pods and validate every object on the API server (--dry-run=server), create nothing",
+        f"# (or the snapshot had) on the node they move from, and stops (exit {EXIT_STALE}) naming each pod that is not.",
+        f"# Usage: bash {script}            apply wave by wave, waiting for each wave to succeed" + ("  (SCRIPT: this file)" if script == "SCRIPT" else ""),
+        f"#        DRY_RUN=1 bash {script}  check the pods of every wave and validate every object on the API server",
+        f"#        (--dry-run=server), create nothing; exit {EXIT_STALE} listing every pod not as planned",
         f"# Abort: {abort_command(digest)}",
+        *no_uid[:1],
         "set -euo pipefail",
         'KUBECTL="${KUBECTL:-kubectl}"',
         f"PLAN={shlex.quote(digest)}",
@@ -222,6 +284,7 @@ def kubectl_script(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
         "",
         WAIT_FUNCTION,
         CHECK_FUNCTIONS,
+        *no_uid[1:],
     ]
     by_wave = {int(wave[0]["metadata"]["labels"]["planner.io/wave"]): wave for wave in _waves(objects)}
     total = len(plan.waves)
@@ -229,18 +292,21 @@ def kubectl_script(plan: DefragPlan, cluster: Cluster, **options: Any) -> str:
         members = by_wave.get(w)
         if not members:
             continue
-        names = " ".join(shlex.quote(f"podmigrationjob/{o['metadata']['name']}") for o in members)
+        jobs = [(f"podmigrationjob/{o['metadata']['name']}", f"{o['spec']['podRef']['namespace']}/{o['spec']['podRef']['name']}") for o in members]
         lines += [
             f"echo 'wave {w}/{total}: {len(members)} move(s)' >&2",
             'STALE=""',
             *checks,
-            f"stop_if_stale {w} {total}",
+            f"if stop_if_stale {w} {total}; then",
             '"$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<\'PLANNER_WAVE_EOF\'',
             _yaml_stream(members).rstrip("\n"),
             "PLANNER_WAVE_EOF",
-            f'if [[ -z "$DRY_RUN" ]]; then wait_wave {names}; fi',
+            f'if [[ -z "$DRY_RUN" ]]; then wait_wave {w} {total} {" ".join(shlex.quote(word) for job in jobs for word in job)}; fi',
+            "fi",
             "",
         ]
-    if not objects:
+    if objects:
+        lines.append("end_of_dry_run")
+    else:
         lines.append("echo 'the plan has no moves: nothing to do' >&2")
     return "\n".join(lines) + "\n"

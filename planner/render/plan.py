@@ -65,7 +65,7 @@ MEASURES = (
     ("empty_nodes", "empty nodes"),
     ("full_nodes", "full nodes (every GPU allocated)"),
     ("nodes_with_slack", "nodes with slack (neither empty nor full)"),
-    ("gfr", "GFR: share of GPU nodes neither empty nor full"),
+    ("gfr", "GFR: share of all nodes (CPU-only too) neither empty nor full"),
     ("gar", "GAR: allocated GPUs / GPUs"),
     ("allocated_gpus", "allocated GPUs"),
 )

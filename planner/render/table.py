@@ -60,7 +60,7 @@ def render_report(console: Console, result: dict[str, Any], source: str) -> None
         ("empty nodes", "empty_nodes"),
         ("full nodes", "full_nodes"),
         ("nodes with slack", "nodes_with_slack"),
-        ("GFR (neither empty nor full)", "gfr"),
+        ("GFR (nodes neither empty nor full / nodes)", "gfr"),
         ("pods", "pods"),
     ]
     for label, key in rows:
@@ -98,22 +98,39 @@ def render_report(console: Console, result: dict[str, Any], source: str) -> None
         console.print(f"... and {len(ranked) - 15} more access switches (use --json for all)")
 
 
+STRANDED_CAUSES = {
+    "fractional": "idle parts of shared GPUs",
+    "stranded_gpus": "too few whole GPUs on their node",
+    "insufficient_cpu": "too few free CPUs",
+    "insufficient_memory": "too little free memory",
+    "topology": "enough slots, not under one switch",
+    "unschedulable": "on cordoned nodes",
+}
+"""``metrics.stranded``'s causes as the report's rows name them (``stranded_gpus`` of a multi-node
+request: the slots left over after its requests, ``MULTI_NODE_LEFTOVER``)."""
+
+MULTI_NODE_LEFTOVER = "too few slots left of the model"
+
+
 def render_stranded(console: Console, stranded: dict[str, Any]) -> None:
-    table = Table(title=f"Requests of shape {stranded['shape']}" + (" (multi-node, within one ASW)" if stranded["multi_node"] else ""))
+    """``planner report --shape``: requests that fit and where the other idle GPUs are stranded, for the
+    cluster and per GPU model; the title says whether a request is one pod or multi-node and why."""
+    largest = stranded.get("largest_node_gpus")
+    why = f": the largest node has {largest:,} GPUs" if isinstance(largest, int) else ""
+    kind = "multi-node, from one access switch" if stranded["multi_node"] else "one pod on one node"
+    title = f"Requests of shape {stranded['shape']} ({kind}{why})"
+    by_model = stranded["by_model"]
+    table = Table(title=title, caption="cluster = the sum of the GPU models: a request takes the GPUs of one model" if len(by_model) > 1 else None)
     table.add_column("")
     table.add_column("cluster", justify="right")
-    by_model = stranded["by_model"]
     for model in by_model:
         table.add_column(model, justify="right")
     table.add_row("requests that fit", str(stranded["requests_fit"]), *(str(m["requests_fit"]) for m in by_model.values()))
     table.add_row("idle GPUs", fmt(stranded["idle_gpus"]), *(fmt(m["idle_gpus"]) for m in by_model.values()))
     table.add_row("  usable by the requests", str(stranded["gpus_usable"]), *(str(m["gpus_usable"]) for m in by_model.values()))
     for cause, value in stranded["stranded_by_cause"].items():
-        table.add_row(
-            f"  stranded: {cause.replace('_', ' ')}",
-            fmt(value),
-            *(fmt(m["stranded_by_cause"][cause]) for m in by_model.values()),
-        )
+        words = MULTI_NODE_LEFTOVER if cause == "stranded_gpus" and stranded["multi_node"] else STRANDED_CAUSES.get(cause, cause.replace("_", " "))
+        table.add_row(f"  stranded: {words}", fmt(value), *(fmt(m["stranded_by_cause"][cause]) for m in by_model.values()))
     console.print(table)
 
 

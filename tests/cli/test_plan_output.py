@@ -77,7 +77,7 @@ def test_gfr_gar_defined_and_internals_in_wide_only():
     table = runner.invoke(app, ["defrag", str(path), "--executor", "inline", "-o", "table"])
     wide = runner.invoke(app, ["defrag", str(path), "--executor", "inline", "-o", "wide"])
     assert table.exit_code == wide.exit_code == 0
-    assert "GFR: share of GPU nodes neither empty nor full" in table.stdout and "GAR: allocated GPUs / GPUs" in table.stdout
+    assert "GFR: share of all nodes (CPU-only too) neither empty nor full" in table.stdout and "GAR: allocated GPUs / GPUs" in table.stdout
     for internal in ("partitions", "candidates tried", "rounds run"):
         assert internal not in table.stdout and internal in wide.stdout
     assert "e+0" not in table.stdout and "lost work (GPU-seconds" in table.stdout

@@ -145,7 +145,13 @@ def test_defrag_view_shows_every_move_the_heatmap_cells_and_the_waves_of_the_pla
     assert sum(waves["gpus_moved"]["y"]) == pytest.approx(plan.report.gpus_moved)
     assert max(waves["moves"]["y"]) <= 100 and max(waves["nodes_touched"]["y"]) <= 150
     budgets = [t for t in browser.evaluate("document.getElementById('waves').data.map(t => t.name)") if t.startswith("budget")]
-    assert budgets == ["budget: max moves per wave = 100", "budget: max nodes per wave = 150"]
+    assert budgets == ["budget: max moves per wave = 100 (given)", "budget: max nodes per wave = 150 (given)"]
+    # each budget's line is drawn at its count in the colour of the bars it caps
+    drawn_lines = browser.evaluate(
+        "(() => { const d = document.getElementById('waves'); const bars = {}; d.data.forEach(t => { if (t.meta.series) bars[t.meta.series] = t.marker.color; });"
+        " return d.data.filter(t => t.meta.budget).map(t => [t.meta.budget, t.y, t.line.color === bars[t.meta.budget]]); })()"
+    )
+    assert drawn_lines == [["moves", [100, 100], True], ["nodes_touched", [150, 150], True]]
     # the node grid colours exactly the vacated nodes as emptied; the headline has the empty nodes
     grid = traces(browser, "node-grid")[0]
     assert sum(v == 1 for row in grid["z"] for v in row) == len(plan.vacated_nodes)
@@ -248,3 +254,45 @@ def test_names_from_the_input_are_shown_as_text_never_run(browser: Browser, tmp_
     assert HOSTILE["asw"] in ticks
     assert browser.evaluate("document.querySelectorAll('main b, main img, main i').length") == 0
     assert html.escape(HOSTILE["pod"]) not in browser.evaluate("document.body.innerText")
+
+
+OVERLAPS = """((id) => {
+  const root = document.getElementById(id);
+  const boxes = sel => Array.from(root.querySelectorAll(sel)).filter(e => e.textContent.trim()).map(e => [e.textContent, e.getBoundingClientRect()]);
+  const hit = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const titles = boxes('text.xtitle, text.x2title, text.x3title, text.ytitle');
+  const ticks = boxes('g.xtick text, g.x2tick text, g.x3tick text, g.ytick text');
+  const out = [], frame = root.getBoundingClientRect();
+  titles.forEach(([t, a]) => ticks.forEach(([k, b]) => { if (hit(a, b)) out.push([t, k]); }));
+  const cut = titles.concat(ticks).filter(([, b]) => b.left < frame.left || b.right > frame.right || b.top < frame.top || b.bottom > frame.bottom).map(t => t[0]);
+  return {titles: titles.map(t => t[0]), ticks: ticks.length, overlaps: out, cut: cut};
+})(%s)"""
+
+
+def overlaps(browser: Browser, chart: str) -> dict[str, Any]:
+    """The axis titles of ``chart``, its tick labels, each (title, tick label) pair drawn over each other
+    and the labels cut by the chart's edge."""
+    return browser.evaluate(OVERLAPS % json.dumps(chart))
+
+
+def long_names_cluster() -> Any:
+    """Switch and GPU model names as long as real clusters' labels (a rack's leaf switch, a product name)."""
+    models = ["NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB", "NVIDIA-L40S-48GB-PCIe", "NVIDIA-H20-96GB-HBM3"]
+    nodes = [
+        {"name": f"node-{i}", "gpus": 8, "cpus": 96, "memory_gib": 1024, "gpu_model": models[i % 4], "asw": f"rack-{i // 4:02d}-leaf-switch-spine-a"}
+        for i in range(24)
+    ]
+    pods = [{"name": f"p{i}", "node": f"node-{i}", "gpus": 1 + i % 3, "cpus": 4} for i in range(0, 24, 2)]
+    return parse_cluster(json.dumps({"nodes": nodes, "pods": pods}))
+
+
+def test_axis_titles_are_clear_of_the_tick_labels(browser: Browser, defrag_case: tuple[Any, Any], tmp_path: Path) -> None:
+    cluster, plan = defrag_case
+    show(browser, plan_view_html(plan, cluster), tmp_path / "asi.html")
+    for chart in ("heatmap", "node-grid", "waves"):
+        drawn = overlaps(browser, chart)
+        assert drawn["titles"] and drawn["ticks"] and drawn["overlaps"] == drawn["cut"] == [], (chart, drawn)
+    show(browser, report_view_html(long_names_cluster()), tmp_path / "long.html")
+    for chart in ("heatmap", "node-grid"):
+        drawn = overlaps(browser, chart)
+        assert drawn["titles"] and drawn["ticks"] and drawn["overlaps"] == drawn["cut"] == [], (chart, drawn)

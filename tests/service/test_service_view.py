@@ -8,13 +8,17 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.support.browser import CHROMIUM, Browser, page_requests
 from tests.support.harness import Server
+from tests.support.view_page import budget_lines, chart_caption
 
 TOKEN = "view-token-0123456789"
 READER = "view-reader-0123456789"
-SNAPSHOT = json.loads((Path(__file__).resolve().parents[2] / "instances" / "asi-500.json").read_text())
+REPO = Path(__file__).resolve().parents[2]
+SNAPSHOT = json.loads((REPO / "instances" / "asi-500.json").read_text())
+NIGHTLY_POLICY = yaml.safe_load((REPO / "deploy" / "policies" / "defrag-policy.yaml").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +46,32 @@ def test_the_read_token_views_a_job_and_a_plan(served: tuple[Server, str, str]) 
             assert f"<title>defrag plan {plan_id}</title>" in page.text
             assert "default-src 'none'" in page.text and " src=" not in page.text
             assert '"rows":[[1,' in page.text and page.text.count("[1,") >= len(plan["waves"][0])
+
+
+def test_the_page_names_the_plan_and_draws_the_default_budget(served: tuple[Server, str, str]) -> None:
+    srv, _, plan_id = served
+    with srv.client(READER) as reader:
+        page = reader.get(f"/v1/plans/{plan_id}/view").text
+    assert f'data-id="plan id" title="the id the service stored the plan under (GET /v1/plans/{{id}})">plan id: <code>{plan_id}</code>' in page
+    # no budget in the request: the default 10% of asi-500's 500 nodes
+    assert budget_lines(page) == {"nodes_touched": (50, "budget: max nodes per wave = 50 (default)")}
+    assert "max nodes per wave = 50, the default budget (none was given): 10% of 500 nodes in scope, rounded up" in chart_caption(page, "waves")
+
+
+def test_a_plan_made_with_the_shipped_nightly_policy_is_drawn_with_its_budget(served: tuple[Server, str, str]) -> None:
+    srv, _, _ = served
+    fig15 = json.loads((REPO / "instances" / "fig15-ejection-chain.json").read_text())
+    with srv.client() as client:
+        done = client.post("/v1/defrag", params={"wait": 120}, json={"snapshot": fig15, "policy": NIGHTLY_POLICY, "options": {"time_limit_s": 30}})
+        assert done.status_code == 200, done.text
+        plan_id = client.get(f"/v1/jobs/{done.headers['x-job-id']}").json()["plan_id"]
+        page = client.get(f"/v1/plans/{plan_id}/view")
+    assert page.status_code == 200, page.text
+    # 10% of fig15's 4 nodes is 1, and a move touches two nodes: 2
+    assert budget_lines(page.text) == {"nodes_touched": (2, "budget: max nodes per wave = 2 (policy)")}
+    words = chart_caption(page.text, "waves")
+    assert "max nodes per wave = 2, set by the policy: 10% of 4 nodes in scope, rounded up, at least 2 (a move touches two nodes)" in words
+    assert "max moves per namespace per wave = 20, set by the policy" in words
 
 
 def test_views_keep_the_token_rules_and_404s(served: tuple[Server, str, str]) -> None:

@@ -108,7 +108,7 @@ def test_a_deleted_pod_stops_the_first_wave_before_anything_is_applied(tmp_path:
     plan = _plan(cluster)
     gone = plan.waves[0][0]
     state = "".join(line for line in pod_state(cluster).splitlines(keepends=True) if line.split()[1] != gone.pod)
-    done, calls = run_script(tmp_path, kubectl_script(plan, cluster), pods=state, DRY_RUN="1")
+    done, calls = run_script(tmp_path, kubectl_script(plan, cluster), pods=state)
     assert done.returncode == 3 and f"default/{gone.pod}: deleted (the plan moves it from {gone.from_})" in done.stderr
     assert "nothing was applied" in done.stderr and not [c for c in calls if c.startswith("apply")]
 
@@ -137,7 +137,7 @@ def test_the_stream_says_how_to_apply_it_wave_by_wave_and_labels_every_object() 
     assert objects == pod_migration_jobs(plan, cluster)
     digest = objects[0]["metadata"]["labels"]["planner.io/plan"]
     for w in range(1, len(plan.waves) + 1):
-        assert f"#   kubectl apply -f plan.yaml -l planner.io/wave={w}\n" in header
+        assert f"#   kubectl apply -f FILE -l planner.io/wave={w}\n" in header
         assert f"planner.io/plan={digest},planner.io/wave={w} --for=jsonpath='{{.status.phase}}'=Succeeded" in header
     assert f"kubectl delete podmigrationjobs -l planner.io/plan={digest}" in header
     for obj in objects:

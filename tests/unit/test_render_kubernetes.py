@@ -96,7 +96,7 @@ def test_a_failed_migration_stops_the_script_before_the_next_wave(tmp_path: Path
     cluster, plan = _plan()
     first = plan.waves[0][0].pod
     done, calls = run_script(tmp_path, kubectl_script(plan, cluster), cluster=cluster, FAKE_FAIL=first)
-    assert done.returncode != 0 and "Failed; stopping before the next wave" in done.stderr
+    assert done.returncode != 0 and "PodMigrationJobs failed; stopping before the next wave" in done.stderr
     assert sum(c.startswith("apply") for c in calls) == 1
 
 

@@ -4,19 +4,23 @@ carries cannot end its script element. The pages in a browser: tests/test_view_b
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from planner.cluster import SnapshotError
 from planner.plans import parse_plan
+from planner.render.formats import render_text
 from planner.render.view import first_mismatch, plan_view_html
 from planner.render.view.page import script_json
 from planner.snapshot import parse_cluster
+from tests.support.view_page import chart_caption, page_data
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "data" / "golden"
@@ -120,3 +124,87 @@ def test_a_plan_that_empties_nodes_without_room_for_large_jobs_says_so() -> None
         f"Requests that fit within one switch, all GPU models: 128g1536c: {within[0][0]} -&gt; {within[1][0]} (no gain); "
         f"256g3072c: {within[0][1]} -&gt; {within[1][1]} (no gain).</p>"
     ) in page
+
+
+def fig15_plan(**report: Any) -> tuple[Any, Any]:
+    """The golden IPC plan of the Fig. 15 snapshot (3 waves, heuristic at its bound), its report's fields replaced."""
+    plan = json.loads((GOLDEN / "defrag-ipc-fig15.json").read_text())
+    plan["report"].update(report)
+    return parse_plan(json.dumps(plan)), parse_cluster((REPO / "instances" / "fig15-ejection-chain.json").read_text())
+
+
+PROVENANCE = {"options": {"max_nodes_per_wave": "10%", "max_moves_per_wave": 5}, "option_sources": {"max_moves_per_wave": "server-policy"}}
+
+
+@pytest.mark.parametrize(
+    ("report", "lines", "said"),
+    [
+        # recorded by the planner: the count drawn, the rule and the source said
+        (
+            {"limits": {"max_nodes_per_wave": {"value": 2, "source": "default", "rule": "10% of 4 nodes in scope, rounded up, at least 2"}}},
+            [("max_nodes_per_wave", 2)],
+            ["max nodes per wave = 2, the default budget (none was given): 10% of 4 nodes in scope, rounded up, at least 2"],
+        ),
+        (
+            {"limits": {"max_moves_per_wave": {"value": 5, "source": "given"}}, "provenance": PROVENANCE},
+            [("max_moves_per_wave", 5)],
+            ["max moves per wave = 5, set by the server's default policy", "max nodes per wave: not set"],
+        ),
+        # a hand-edited plan: a share where a count belongs, a flag, a long text: shown as text, never drawn
+        (
+            {"limits": {"max_nodes_per_wave": {"value": "10%", "source": "given"}, "max_moves_per_wave": {"value": True, "source": 7}}},
+            [],
+            ["max nodes per wave: 10%, given with the plan's options", "max moves per wave: True;"],
+        ),
+        ({"limits": {"max_nodes_per_wave": {"value": "x" * 5000}}}, [], ["max nodes per wave: " + "x" * 77 + "..."]),
+        ({"limits": "every wave"}, [], ["max moves per wave: not recorded", "max nodes per wave: not recorded"]),
+        # no limits recorded (an older planner's plan): the options as given; a share cannot be drawn
+        (
+            {"limits": None, "provenance": PROVENANCE},
+            [("max_moves_per_wave", 5)],
+            ["max moves per wave = 5, set by the server's default policy", "max nodes per wave: 10% of the nodes in scope; the plan's report does not record"],
+        ),
+    ],
+)
+def test_the_waves_chart_draws_the_recorded_budgets_and_shows_anything_else_as_text(report: dict, lines: list, said: list[str]) -> None:
+    plan, cluster = fig15_plan(**report)
+    page = plan_view_html(plan, cluster)
+    drawn = [(t["meta"]["key"], t["y"][0]) for t in page_data(page)["charts"]["waves"]["data"] if "budget" in t["meta"]]
+    assert drawn == lines
+    for words in said:
+        assert words in chart_caption(page, "waves")
+
+
+def status_meaning_on_the_page(page: str) -> str:
+    return html.unescape(re.search(r'data-fact="status"><div class="value">\w+</div><div class="name">status</div><div class="def">(.*?)</div>', page).group(1))  # type: ignore[union-attr]
+
+
+def test_a_heuristic_plan_at_its_bound_is_called_proven_best_and_one_below_it_is_not() -> None:
+    plan, cluster = fig15_plan()
+    assert (plan.report.status, plan.report.objective, plan.report.bound, plan.report.gap) == ("heuristic", 1.0, 1.0, 0.0)
+    at_bound = status_meaning_on_the_page(plan_view_html(plan, cluster))
+    assert "proven best on the objective: it reaches the bound (gap 0)" in at_bound and "not proven" not in at_bound
+    plan, cluster = fig15_plan(bound=2.0, gap=0.5)
+    assert "from a heuristic: not proven best" in status_meaning_on_the_page(plan_view_html(plan, cluster))
+    plan, cluster = fig15_plan(bound=None, gap=None)
+    assert "not proven best" in status_meaning_on_the_page(plan_view_html(plan, cluster))
+    plan, cluster = fig15_plan(objective=999_999.0, bound=1_000_000.0, gap=0.0)  # a gap rounded to 0 proves nothing
+    assert "not proven best" in status_meaning_on_the_page(plan_view_html(plan, cluster))
+
+
+def identity(page: str) -> dict[str, str]:
+    return {html.unescape(k): html.unescape(v) for k, v in re.findall(r'<span class="id" data-id="([^"]+)"[^>]*>[^<]*<code>([^<]*)</code>', page)}
+
+
+def test_the_page_names_the_plan_by_the_id_its_kubernetes_objects_carry() -> None:
+    plan_file, snapshot = GOLDEN / "defrag-ipc-asi500.json", REPO / "instances" / "asi-500.json"
+    plan, cluster = parse_plan(plan_file.read_text()), parse_cluster(snapshot.read_text())
+    objects = render_text(plan, cluster, "podmigrationjob")  # what planner render -o podmigrationjob prints
+    labels = set(re.findall(r"planner\.io/plan: (\w+)", objects))
+    assert len(labels) == 1
+    shown = identity(plan_view_html(plan, cluster))
+    assert shown == {"plan id": labels.pop(), "snapshot sha256": plan.report.model_extra["provenance"]["snapshot_sha256"]}
+    stored = identity(plan_view_html(plan, cluster, plan_id="5b1d9c4e"))
+    assert stored["plan id"] == "5b1d9c4e" and stored["planner.io/plan"] == shown["plan id"]
+    preempt = parse_plan((GOLDEN / "preempt-spotgpu-spot40.json").read_text())
+    assert identity(plan_view_html(preempt, parse_cluster((GOLDEN / "snapshot-spot40.json").read_text())))["plan id"] == "none (not stored)"

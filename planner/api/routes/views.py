@@ -55,7 +55,7 @@ def _page(plan: Plan, svc: Any) -> Any:
     model = kind.comparison_model if str(plan.body.get("kind", "")).endswith("-compare") else kind.plan_model
     try:
         document = model.model_validate(plan.body)
-        page = plan_view_html(document, parse_cluster(text), title=f"{plan.body.get('kind', plan.kind)} plan {plan.id}")
+        page = plan_view_html(document, parse_cluster(text), title=f"{plan.body.get('kind', plan.kind)} plan {plan.id}", plan_id=plan.id)
     except SnapshotError as err:
         return problem(409, f"plan '{plan.id}' cannot be drawn over its job's snapshot: {err.problems[0]}")
     return HTMLResponse(page)

@@ -78,9 +78,35 @@ def explain_pod(cluster: Cluster, name: str, options: ExplainOptions | None = No
     pod = pods[name]
     if pod.node is not None:
         raise SnapshotError([f"--pod: pod '{name}' runs on node '{pod.node}'; explain a pending pod, or the node with --node {pod.node} --plan PLAN"])
-    if pod.job is not None:
-        return {"pod": name, **explain_job(cluster, pod.job, options)}
-    return _explain(cluster, name, [pod], None, 1, options or ExplainOptions(), time.perf_counter())
+    if pod.job is None:
+        return _explain(cluster, name, [pod], None, 1, options or ExplainOptions(), time.perf_counter())
+    found = explain_job(cluster, pod.job, options)
+    if found["pods_needed"] > 0:
+        return {"pod": name, **found}
+    return {"pod": name, **_explain_pod_of_running_job(cluster, pod, options or ExplainOptions())}
+
+
+def _explain_pod_of_running_job(cluster: Cluster, pod: Pod, options: ExplainOptions) -> dict[str, Any]:
+    """A pending pod of a job already at its ``min_available`` (a Deployment's pending replica, say):
+    it starts on its own, so it gets the checks of one pod of its shape (under its job's domain when
+    the job requires one). Its remedy is make-room's plan for the pod alone: a copy of the snapshot in
+    which it belongs to no job (its own rules all stay with it); not for a pod whose job requires a
+    switch (make-room would not keep it there), nor one named like a job."""
+    start = time.perf_counter()
+    job = next((j for j in cluster.jobs if j.name == pod.job), None)
+    level = job.topology.level if job and job.topology and job.topology.mode == "required" else None
+    members = [p for p in cluster.pods if p.job == pod.job]
+    running = sum(1 for p in members if p.node is not None)
+    target: tuple[Cluster, str] | str
+    if level is not None:
+        target = f"make room does not start a pod of a job that runs under a required {level} on its own"
+    elif any(j.name == pod.name for j in cluster.jobs):
+        target = f"make room reads '{pod.name}' as the job of that name"
+    else:
+        alone = [p.model_copy(update={"job": None}) if p is pod else p for p in cluster.pods]
+        target = (cluster.model_copy(update={"pods": alone}), pod.name)
+    found = _explain(cluster, pod.job or pod.name, [pod], level, 1, options, start, running, remedy_on=target)
+    return {**found, "pending_pods": len(members) - running, "starts_alone": True}
 
 
 def explain_job(cluster: Cluster, name: str, options: ExplainOptions | None = None) -> dict[str, Any]:
@@ -103,8 +129,18 @@ def explain_job(cluster: Cluster, name: str, options: ExplainOptions | None = No
 
 
 def _explain(
-    cluster: Cluster, name: str, pending: list[Pod], level: str | None, need: int, options: ExplainOptions, start: float, running: int = 0
+    cluster: Cluster,
+    name: str,
+    pending: list[Pod],
+    level: str | None,
+    need: int,
+    options: ExplainOptions,
+    start: float,
+    running: int = 0,
+    remedy_on: tuple[Cluster, str] | str | None = None,
 ) -> dict[str, Any]:
+    """The head, the checks, the reason and the remedy; ``remedy_on``: the snapshot and name make-room
+    is asked for (default ``cluster`` and ``name``), or why make-room cannot be asked."""
     head: dict[str, Any] = {
         "job": name,
         "pending_pods": len(pending),
@@ -115,13 +151,15 @@ def _explain(
         "time_limit_s": options.time_limit_s,
     }
     if need == 0:
-        return {**head, "reason": _reason("already_running", {}), "checks": [], "remedy": _reason("none_needed", {"moves": 0})}
+        detail = f"its {len(pending)} pending pod(s) start one by one; explain one with --pod {pending[0].name}"
+        return {**head, "reason": _reason("already_running", {}, detail=detail), "checks": [], "remedy": _reason("none_needed", {"moves": 0})}
     facts = JobFacts(cluster, pending, need, level)
     steps = checks(facts)
     binding = next((c for c in steps if c["holds"]), None)
     reason = _reason(binding["code"], binding["numbers"]) if binding else _reason("fits_now", steps[-1]["numbers"])
     clock = _Clock(start, options.time_limit_s)
-    return {**head, "reason": reason, "checks": steps, "remedy": _remedy(facts, name, binding, options, clock)}
+    target = (cluster, name) if remedy_on is None else remedy_on
+    return {**head, "reason": reason, "checks": steps, "remedy": _remedy(facts, target, binding, options, clock)}
 
 
 def _reason(code: str, numbers: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -143,43 +181,51 @@ class _Clock:
         return _reason("time_limit", {"time_limit_s": self.limit_s, "elapsed_s": elapsed}, budgets=budgets, skipped=skipped, **found)
 
 
-def _remedy(facts: JobFacts, name: str, binding: dict[str, Any] | None, options: ExplainOptions, clock: _Clock) -> dict[str, Any]:
+def _remedy(facts: JobFacts, target: tuple[Cluster, str] | str, binding: dict[str, Any] | None, options: ExplainOptions, clock: _Clock) -> dict[str, Any]:
+    """The cheapest remedy: none, a proof that moves cannot do it, or make-room's plan for ``target``
+    (a snapshot and the name to make room for; a string says why make-room cannot be asked) within
+    the budgets given (else with the budgets it takes lifted)."""
     if binding is None:
         return _reason("none_needed", {"moves": 0})
     if binding["check"] == "capacity":
         return _reason("capacity", binding["numbers"])
-    cluster = facts.cluster
-    index = {p.name: i for i, p in enumerate(cluster.pods)}
+    index = {p.name: i for i, p in enumerate(facts.cluster.pods)}
     proof = proof_after_any_moves(facts.state, [index[p.name] for p in facts.pending], facts.need, facts.level)
     if proof is None:
         try:  # a pod shape no node holds even empty (a pod-count or named resource of 0, say)
-            refuse_unholdable(cluster, index[facts.pending[0].name])
+            refuse_unholdable(facts.cluster, index[facts.pending[0].name])
         except SnapshotError as err:
             proof = err.problems[0]
     if proof is not None:
         return _reason("no_room_after_any_moves", {}, detail=proof)
     budgets = options.budgets()
+    if isinstance(target, str):
+        return _reason("no_plan_found", {}, budgets=budgets, detail=target)
+    cluster, name = target
     held = [j.name for j in cluster.jobs if j.disruption is not None]
-    steps = ["make_room", *(["without_budgets"] if budgets else []), *(["without_disruption_budgets"] if held else [])]
-    if not clock.left():
-        return clock.ran_out(steps, budgets)
-    tried = _make_room(cluster, name, budgets, options.seed)
-    if "moves" in tried:
-        return _reason("make_room", tried, budgets=budgets)
-    if budgets:
+    lifted = cluster.model_copy(update={"jobs": [j.model_copy(update={"disruption": None}) for j in cluster.jobs]}) if held else cluster
+    # each remedy holds within the budgets it names: the move budgets given and the snapshot's
+    # disruption budgets first; then the disruption budgets lifted, the move budgets kept; then the
+    # move budgets lifted (and the disruption budgets with them, when they stop it too)
+    attempts = [("make_room", cluster, budgets)]
+    attempts += [("without_disruption_budgets", lifted, budgets)] if held else []
+    attempts += [("without_budgets", cluster, {})] if budgets else []
+    attempts += [("without_budgets_or_disruption_budgets", lifted, {})] if budgets and held else []
+    first: dict[str, Any] | None = None
+    for k, (step, on, within) in enumerate(attempts):
         if not clock.left():
-            return clock.ran_out(steps[1:], budgets, within_budgets=tried["reason"])
-        free = _make_room(cluster, name, {}, options.seed)
-        if "moves" in free:
-            return _reason("budget", free, budgets=budgets, within_budgets=tried["reason"])
-    if held:  # the snapshot's disruption budgets: a budget of 0 holds a job's pods where they are
-        if not clock.left():
-            return clock.ran_out(steps[-1:], budgets, within_budgets=tried["reason"])
-        lifted = cluster.model_copy(update={"jobs": [j.model_copy(update={"disruption": None}) for j in cluster.jobs]})
-        free = _make_room(lifted, name, {}, options.seed)
-        if "moves" in free:
-            return _reason("disruption", free, budgets=budgets, jobs_with_budgets=len(held), within_budgets=tried["reason"])
-    return _reason("no_plan_found", {}, budgets=budgets, detail=tried["reason"])
+            return clock.ran_out([s for s, _, _ in attempts[k:]], budgets, **({"within_budgets": first["reason"]} if first else {}))
+        tried = _make_room(on, name, within, options.seed)
+        first = first or tried
+        if "moves" not in tried:
+            continue
+        extra: dict[str, Any] = {} if k == 0 else {"within_budgets": first["reason"]}
+        if on is lifted and held:
+            extra |= {"jobs_with_budgets": len(held), **({"disruption_budgets_lifted": True} if within != budgets else {})}
+        code = "make_room" if k == 0 else "disruption" if step == "without_disruption_budgets" else "budget"
+        return _reason(code, tried, budgets=budgets, **extra)
+    assert first is not None  # make_room is always tried
+    return _reason("no_plan_found", {}, budgets=budgets, detail=first["reason"])
 
 
 def _make_room(cluster: Cluster, name: str, budgets: dict[str, Any], seed: int) -> dict[str, Any]:

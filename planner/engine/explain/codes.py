@@ -16,7 +16,11 @@ class Code:
 
 JOB_CODES = (
     Code("fits_now", True, "the job's pods fit the free room now, with no move (a scheduler would start it)"),
-    Code("already_running", True, "the job has as many running pods as it needs (min_available)"),
+    Code(
+        "already_running",
+        True,
+        "the job has as many running pods as it needs (min_available); its pending pods start one by one (--pod P explains one)",
+    ),
     Code(
         "capacity_total",
         True,
@@ -39,18 +43,19 @@ JOB_CODES = (
 """Why a pending job does not run now, checked in this order; the first that holds is the reason."""
 
 REMEDY_CODES = (
-    Code("none_needed", True, "it fits now: no move is needed"),
+    Code("none_needed", True, "it fits now, or its job already runs: no move is needed"),
     Code("make_room", False, "the make-room heuristic starts it with the moves given (a plan exists: it is validated; fewer moves may exist)"),
     Code(
         "budget",
         False,
-        "the make-room heuristic starts it only without the move budgets given (their plan's size is reported): the budgets stop it",
+        "the make-room heuristic starts it only without the move budgets given (that plan's size is reported, with "
+        "disruption_budgets_lifted when the snapshot's disruption budgets had to be lifted too): the budgets stop it",
     ),
     Code(
         "disruption",
         False,
-        "the make-room heuristic starts it only with the snapshot's disruption budgets (jobs' max_unavailable) lifted: they stop it "
-        "(the plan's size without them is reported)",
+        "the make-room heuristic starts it within the move budgets given only with the snapshot's disruption budgets "
+        "(jobs' max_unavailable) lifted: they stop it (the plan's size without them is reported)",
     ),
     Code("no_plan_found", False, "the make-room heuristic found no plan, with or without the budgets: not a proof that none exists"),
     Code(

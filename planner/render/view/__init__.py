@@ -23,12 +23,15 @@ from planner.render.view.defrag import defrag_view
 from planner.render.view.page import Column, Page
 from planner.render.view.preempt import preempt_compare_view, preempt_view
 from planner.render.view.report import report_view
+from planner.render.view.sections import plan_identity
 
 __all__ = ["check_belongs", "first_mismatch", "plan_view_html", "report_view_html"]
 
 
-def plan_view_html(plan: Any, cluster: Cluster, shapes: list[Shape] | None = None, title: str | None = None) -> str:
-    """The page of ``plan`` (any kind, or a comparison) over ``cluster``, the snapshot it was made from.
+def plan_view_html(plan: Any, cluster: Cluster, shapes: list[Shape] | None = None, title: str | None = None, plan_id: str | None = None) -> str:
+    """The page of ``plan`` (any kind, or a comparison) over ``cluster``, the snapshot it was made from;
+    ``plan_id``, the id the service stored it under, is shown under the title with the plan's other
+    names (``sections.plan_identity``).
 
     Raises ``SnapshotError`` naming the first mismatch when the plan does not belong to the snapshot
     (unknown pods or nodes, a move's ``from`` that is not where the pod is), or, for a preempt or
@@ -36,7 +39,7 @@ def plan_view_html(plan: Any, cluster: Cluster, shapes: list[Shape] | None = Non
     plan's waves are followed without checking every rule again (``belongs.moved_state``)."""
     check_belongs(plan, cluster)
     shapes = shapes if shapes is not None else default_shapes()
-    page = Page(title or f"{plan.kind} plan")
+    page = Page(title or f"{plan.kind} plan", plan_identity(plan, plan_id))
     if isinstance(plan, DefragPlan):
         defrag_view(page, plan, cluster, shapes)
     elif isinstance(plan, DefragComparison):

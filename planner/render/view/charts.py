@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.render.view.budgets import WaveBudget
 from planner.render.view.cells import NODE_STATES, Grid, Measure, difference
 from planner.render.view.page import label
 
@@ -17,10 +18,22 @@ MAX_LABELLED_CELLS = 400
 MAX_GAPPED_CELLS = 5000
 """Node grids of at most this many nodes draw a gap between cells (larger ones draw faster without)."""
 STATE_COLOURS = ("#8c959f", "#1a7f37", "#c6e48b", "#bf3989", "#e5e7eb")
+SERIES_COLOURS = {"moves": "#1f77b4", "gpus_moved": "#ff7f0e", "nodes_touched": "#2ca02c"}
+"""The wave timeline's bars; a budget's line takes the colour of the bars it caps."""
+LABEL_CHAR_PX = 4
+LABEL_ALLOWANCE_PX = 240
+"""The heatmap grows by this much per character of its longest GPU model name (at most the allowance):
+Plotly turns long column labels and the margin that holds them takes that height from the cells."""
 
 
 def _height(rows: int) -> int:
     return max(320, min(MAX_HEIGHT_PX, 140 + ROW_PX * rows))
+
+
+def _axis(title: str, **fields: Any) -> dict[str, Any]:
+    """An axis whose title stands clear of its tick labels: ``automargin`` grows the margin to hold
+    labels of any length (switch and model names come from the input) and sets the title beyond them."""
+    return {"title": {"text": title, "standoff": 12}, "automargin": True, **fields}
 
 
 def heatmap(grids: list[tuple[str, Grid]], measures: list[Measure]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -68,9 +81,9 @@ def heatmap(grids: list[tuple[str, Grid]], measures: list[Measure]) -> tuple[lis
         {"label": m.label, "method": "restyle", "args": [{"visible": [t // per_measure == k for t in range(len(data))]}]} for k, m in enumerate(measures)
     ]
     layout: dict[str, Any] = {
-        "height": _height(len(y)),
-        "margin": {"l": 140, "r": 40, "t": 90, "b": 60},
-        "yaxis": {"type": "category", "autorange": "reversed", "title": {"text": "access switch"}},
+        "height": _height(len(y)) + min(LABEL_ALLOWANCE_PX, LABEL_CHAR_PX * max((len(m) for m in first.models), default=0)),
+        "margin": {"l": 60, "r": 40, "t": 90, "b": 40},
+        "yaxis": _axis("access switch", type="category", autorange="reversed"),
         "updatemenus": [
             {"type": "buttons", "direction": "right", "x": 0, "y": 1.0, "yanchor": "bottom", "pad": {"b": 30}, "xanchor": "left", "buttons": buttons}
         ],
@@ -78,7 +91,7 @@ def heatmap(grids: list[tuple[str, Grid]], measures: list[Measure]) -> tuple[lis
     }
     for p, (name, _) in enumerate(phases):
         axis = "xaxis" if p == 0 else f"xaxis{p + 1}"
-        layout[axis] = {"domain": [p * width + 0.02, (p + 1) * width - 0.04], "type": "category", "anchor": "y", "title": {"text": name}}
+        layout[axis] = _axis(name, domain=[p * width + 0.02, (p + 1) * width - 0.04], type="category", anchor="y")
     return data, layout
 
 
@@ -108,40 +121,41 @@ def node_grid(
     }
     layout = {
         "height": _height(len(grid["switches"])),
-        "margin": {"l": 140, "r": 40, "t": 20, "b": 40},
-        "yaxis": {"type": "category", "autorange": "reversed", "title": {"text": "access switch"}},
-        "xaxis": {"title": {"text": "node (in snapshot order under its switch)"}, "showticklabels": False},
+        "margin": {"l": 60, "r": 40, "t": 20, "b": 40},
+        "yaxis": _axis("access switch", type="category", autorange="reversed"),
+        "xaxis": _axis("node (in snapshot order under its switch)", showticklabels=False),
     }
     return [trace], layout
 
 
-def wave_timeline(rows: list[dict[str, Any]], budgets: dict[str, int | None]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Per wave: moves, GPUs moved and nodes touched as bars; the per-wave budgets in force as lines."""
+def wave_timeline(rows: list[dict[str, Any]], budgets: list[WaveBudget]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per wave: moves, GPUs moved and nodes touched as bars; each per-wave budget in force (a count)
+    as a dashed line at its count, named with its value and where it came from."""
     waves = [r["wave"] for r in rows]
     series = (("moves", "moves"), ("gpus_moved", "GPUs moved"), ("nodes_touched", "nodes touched"))
-    data: list[dict[str, Any]] = [{"type": "bar", "name": name, "meta": {"series": key}, "x": waves, "y": [r[key] for r in rows]} for key, name in series]
-    for key, name, budget in (
-        ("moves", "max moves per wave", budgets.get("max_moves_per_wave")),
-        ("nodes_touched", "max nodes per wave", budgets.get("max_nodes_per_wave")),
-    ):
-        if budget is not None and waves:
+    data: list[dict[str, Any]] = [
+        {"type": "bar", "name": name, "meta": {"series": key}, "x": waves, "y": [r[key] for r in rows], "marker": {"color": SERIES_COLOURS[key]}}
+        for key, name in series
+    ]
+    for budget in budgets:
+        if budget.count is not None and waves:
             data.append(
                 {
                     "type": "scatter",
                     "mode": "lines",
-                    "name": f"budget: {name} = {budget:,}",
-                    "meta": {"budget": key},
+                    "name": label(budget.legend()),
+                    "meta": {"budget": budget.series, "key": budget.key, "count": budget.count},
                     "x": [waves[0] - 0.5, waves[-1] + 0.5],
-                    "y": [budget, budget],
-                    "line": {"dash": "dash", "width": 2},
+                    "y": [budget.count, budget.count],
+                    "line": {"dash": "dash", "width": 2, "color": SERIES_COLOURS[budget.series]},
                 }
             )
     layout = {
         "height": 360,
         "barmode": "group",
         "margin": {"l": 60, "r": 20, "t": 20, "b": 50},
-        "xaxis": {"title": {"text": "wave"}, "dtick": 1 if len(waves) <= 30 else None},
-        "yaxis": {"title": {"text": "count"}},
+        "xaxis": _axis("wave", dtick=1 if len(waves) <= 30 else None),
+        "yaxis": _axis("count"),
         "legend": {"orientation": "h", "y": 1.12},
     }
     return data, layout

@@ -11,13 +11,13 @@ from planner.metrics import Shape
 from planner.plans import DefragPlan
 from planner.render.view import charts
 from planner.render.view.belongs import moved_state
+from planner.render.view.budgets import budgets_caption, other_wave_limits, wave_budgets
 from planner.render.view.cells import model_of, switch_of
 from planner.render.view.page import Column, Page
 from planner.render.view.sections import fig14_section, heatmap_section, metric_facts, node_grid_section, report_table, room_gained, solve_facts
 from planner.state import ClusterState
 
 MOVES_PAGE_ROWS = 100
-WAVE_BUDGETS = ("max_moves_per_wave", "max_nodes_per_wave")
 
 
 def wave_rows(plan: DefragPlan, cluster: Cluster) -> list[dict[str, Any]]:
@@ -29,13 +29,6 @@ def wave_rows(plan: DefragPlan, cluster: Cluster) -> list[dict[str, Any]]:
         moved = round(sum(gpus[m.pod] for m in wave), 6)
         rows.append({"wave": w + 1, "moves": len(wave), "gpus_moved": int(moved) if float(moved).is_integer() else moved, "nodes_touched": len(touched)})
     return rows
-
-
-def wave_budgets(plan: DefragPlan) -> dict[str, int | None]:
-    """The per-wave budgets the plan was made under (from its provenance's options)."""
-    extra = (plan.report.model_extra or {}) if plan.report is not None else {}
-    options = (extra.get("provenance") or {}).get("options") or {}
-    return {key: options.get(key) for key in WAVE_BUDGETS}
 
 
 def move_rows(plan: DefragPlan, cluster: Cluster) -> list[list[Any]]:
@@ -78,11 +71,9 @@ def defrag_view(page: Page, plan: DefragPlan, cluster: Cluster, shapes: list[Sha
         if note is not None:
             page.paragraph(note, "warn" if "no room" in note else "note")
     page.heading("Waves", anchor=f"{key}waves")
-    budgets = wave_budgets(plan)
-    rows = wave_rows(plan, cluster)
-    data, layout = charts.wave_timeline(rows, budgets)
-    in_force = ", ".join(f"{k.replace('_', ' ')} = {v:,}" for k, v in budgets.items() if v is not None) or "no per-wave budget was set"
-    page.chart(f"{key}waves", data, layout, f"Moves, GPUs moved and nodes touched per wave; budgets in force: {in_force}.")
+    budgets = wave_budgets(report)
+    data, layout = charts.wave_timeline(wave_rows(plan, cluster), budgets)
+    page.chart(f"{key}waves", data, layout, budgets_caption(budgets, other_wave_limits(report)))
     if not key:
         node_grid_section(page, states, "Each node under its switch, coloured by what the plan does to it.")
     page.heading("Moves", anchor=f"{key}moves")

@@ -69,6 +69,8 @@ class Page:
     """A page under construction: HTML parts in order, and the charts and tables its script draws."""
 
     title: str
+    identity: list[tuple[str, str, str]] = field(default_factory=list)
+    """What the page is of, shown under the title: name, value and what it means (the plan's id, ...)."""
     parts: list[str] = field(default_factory=list)
     charts: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, Any] = field(default_factory=dict)
@@ -99,6 +101,15 @@ class Page:
         note = f"<figcaption>{text(caption)}</figcaption>" if caption else ""
         self.parts.append(f'<figure>{note}<div class="table" id="{text(key)}" data-table="{text(key)}"></div></figure>')
 
+    def _identity(self) -> str:
+        if not self.identity:
+            return ""
+        items = "".join(
+            f'<span class="id" data-id="{text(name)}" title="{text(meaning)}">{text(name)}: <code>{text(value)}</code></span>'
+            for name, value, meaning in self.identity
+        )
+        return f'<p class="ids" id="identity">{items}</p>'
+
     def html(self) -> str:
         data = script_json({"charts": self.charts, "tables": self.tables})
         return (
@@ -107,7 +118,7 @@ class Page:
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{text(self.title)}</title><style>{STYLE}</style></head>\n"
-            f"<body><header><h1>{text(self.title)}</h1></header><main>\n" + "\n".join(self.parts) + "\n</main>\n"
+            f"<body><header><h1>{text(self.title)}</h1>{self._identity()}</header><main>\n" + "\n".join(self.parts) + "\n</main>\n"
             f'<script type="application/json" id="view-data">{data}</script>\n'
             f"<script>{plotly_js()}</script>\n<script>{SCRIPT}</script>\n</body></html>\n"
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 STYLE = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1f2328;background:#fff}
 header{background:#24292f;color:#fff;padding:10px 24px}header h1{font-size:20px;margin:0}
+header .ids{margin:4px 0 0;font-size:13px;color:#d0d7de;display:flex;flex-wrap:wrap;gap:4px 18px}header code{color:#fff;overflow-wrap:anywhere}
 main{padding:8px 24px 40px;max-width:1400px}h2{margin-top:28px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 .facts{display:flex;flex-wrap:wrap;gap:10px}.fact{border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;min-width:150px;max-width:300px}
 .fact .value{font-size:20px;font-weight:600}.fact .name{font-size:13px;font-weight:600}.fact .def{font-size:12px;color:#57606a}

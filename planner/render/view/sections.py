@@ -3,17 +3,20 @@ node grid, how a plan was obtained (status and what it guarantees), and the defi
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from planner.capacity import large_job_capacity
 from planner.cluster import Cluster
 from planner.metrics import Shape
+from planner.plans import DefragPlan
+from planner.render.kubernetes import plan_digest
 from planner.render.view import charts
 from planner.render.view.cells import measures, node_states, switch_grid, switch_model_cells
 from planner.render.view.page import Column, Page
 from planner.state import ClusterState
 
-GFR = "GFR, GPU node fragmentation ratio: the share of nodes that are neither empty nor full (Kant)"
+GFR = "GFR, GPU node fragmentation ratio: the share of nodes (all of them, CPU-only ones too) that are neither empty nor full (Kant)"
 GAR = "GAR, GPU allocation ratio: allocated GPUs over all GPUs"
 
 GUARANTEES = {
@@ -23,6 +26,50 @@ GUARANTEES = {
     "heuristic": "a valid plan (every plan is checked by the validator) from a heuristic: not proven best; the bound, when given, caps what any plan can reach",
     "infeasible": "no plan exists within the options: nothing to carry out (the report says why)",
 }
+"""What each status guarantees, when the plan does not reach its bound (``status_meaning``)."""
+
+AT_BOUND = {
+    "heuristic": "a valid plan (checked by the validator) from a heuristic, and proven best on the objective: it reaches the bound (gap 0), "
+    "which no plan within the same options can pass",
+    "feasible": "a valid plan, proven best on the objective: it reaches the solver's bound (gap 0)",
+    "timeout": "the time limit ended the search, but the plan is proven best on the objective: it reaches the bound (gap 0)",
+}
+"""What a status means when the plan's objective equals its bound: the bound proves it best."""
+
+
+def status_meaning(report: Any) -> str:
+    """What ``report.status`` guarantees for this plan: a plan at its bound (gap 0, the objective equal
+    to the bound: a gap rounded to 0 is not enough) is proven best by that bound, whichever method found it."""
+    bound, objective = report.bound, report.objective
+    at_bound = report.gap == 0 and bound is not None and objective is not None and abs(objective - bound) <= 1e-9 * max(1.0, abs(bound))
+    if at_bound and report.status in AT_BOUND:
+        return AT_BOUND[report.status]
+    return GUARANTEES.get(report.status, "")
+
+
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def plan_identity(plan: Any, plan_id: str | None = None) -> list[tuple[str, str, str]]:
+    """The names of ``plan`` a reader matches it by: the service's id when it was stored, a defrag
+    plan's ``planner.io/plan`` label (the digest its PodMigrationJobs, kubectl script and their headers
+    carry), and the snapshot digest its provenance records."""
+    label = "the planner.io/plan label of the plan's PodMigrationJobs and kubectl script, and the id their headers name"
+    rows = []
+    if plan_id is not None:
+        rows.append(("plan id", plan_id, "the id the service stored the plan under (GET /v1/plans/{id})"))
+        if isinstance(plan, DefragPlan):
+            rows.append(("planner.io/plan", plan_digest(plan), label))
+    elif isinstance(plan, DefragPlan):
+        rows.append(("plan id", plan_digest(plan), f"a digest of the moves: {label}"))
+    else:
+        rows.append(("plan id", "none (not stored)", "the service gives the plans it stores an id; this one was not stored"))
+    report = getattr(plan, "report", None) or getattr(getattr(plan, "exact", None), "report", None)
+    provenance = (report.model_extra or {}).get("provenance") if report is not None else None
+    digest = provenance.get("snapshot_sha256") if isinstance(provenance, dict) else None
+    if isinstance(digest, str) and SHA256_HEX.fullmatch(digest):
+        rows.append(("snapshot sha256", digest, "the digest of the snapshot the plan was made from (report.provenance.snapshot_sha256)"))
+    return rows
 
 
 Phases = list[tuple[str, ClusterState]]
@@ -102,14 +149,14 @@ def solve_facts(report: Any) -> list[tuple[str, Any, str]]:
     if report is None:
         return [("status", "unknown", "the plan carries no report")]
     facts: list[tuple[str, Any, str]] = [
-        ("status", report.status, GUARANTEES.get(report.status, "")),
+        ("status", report.status, status_meaning(report)),
         ("method", report.method + (f" ({report.solver})" if report.solver else ""), "how the plan was computed"),
         ("objective", report.objective, "the value the method optimises"),
     ]
     extra = report.model_extra or {}
     source = f" ({extra['bound_source']})" if extra.get("bound_source") else ""
     facts.append(("bound", report.bound, f"best proven bound on the objective{source}; none when no bound applies"))
-    facts.append(("gap", report.gap, "(bound - objective) / bound: how far from proven best; 0 when proven optimal"))
+    facts.append(("gap", report.gap, "(bound - objective) / bound: how far from proven best; 0: the plan reaches the bound, so it is proven best"))
     facts.append(("wall time (s)", report.wall_s, "seconds to compute the plan"))
     return facts
 

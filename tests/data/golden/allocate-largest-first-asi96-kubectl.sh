@@ -2,7 +2,7 @@
 # AllocationPlan: 8 binding(s) and no eviction, written by `planner`.
 # The pending pods are bound to their planned nodes with a Binding, as a scheduler does; a pod some scheduler bound
 # in the meantime makes its binding fail, which stops the script (run it again after planning again).
-# Usage: bash plan.sh  |  DRY_RUN=1 bash plan.sh (every request with dryRun=All, nothing changes)
+# Usage: bash SCRIPT  |  DRY_RUN=1 bash SCRIPT (every request with dryRun=All, nothing changes)  (SCRIPT: this file)
 set -euo pipefail
 KUBECTL="${KUBECTL:-kubectl}"
 QUERY=""

@@ -4,9 +4,10 @@
 # planned node before the old one stops). This needs koordinator's migration controller; plain
 # evictions would stop the old pod first and let the scheduler pick the node.
 # Before each wave the script checks that the wave's pods still exist with the UID the plan recorded
-# on the node they move from, and stops (exit 3) naming each pod that is not.
-# Usage: bash plan.sh            apply wave by wave, waiting for each wave to succeed
-#        DRY_RUN=1 bash plan.sh  check the pods and validate every object on the API server (--dry-run=server), create nothing
+# (or the snapshot had) on the node they move from, and stops (exit 3) naming each pod that is not.
+# Usage: bash SCRIPT            apply wave by wave, waiting for each wave to succeed  (SCRIPT: this file)
+#        DRY_RUN=1 bash SCRIPT  check the pods of every wave and validate every object on the API server
+#        (--dry-run=server), create nothing; exit 3 listing every pod not as planned
 # Abort: kubectl delete podmigrationjobs -l planner.io/plan=b37c1deecf40
 set -euo pipefail
 KUBECTL="${KUBECTL:-kubectl}"
@@ -15,25 +16,38 @@ DRY=()
 if [[ "${DRY_RUN:-0}" == "1" ]]; then DRY=(--dry-run=server); else DRY_RUN=""; fi
 WAIT_TIMEOUT_S="${WAIT_TIMEOUT_S:-1800}"
 
-wait_wave() {  # poll until every job of the wave has succeeded; stop at the first that fails
-  local deadline=$((SECONDS + WAIT_TIMEOUT_S)) phase name pending
+wait_wave() {  # WAVE WAVES, then JOB POD per move: poll until every job has succeeded; stop when one fails or time runs out
+  local wave=$1 waves=$2 deadline=$((SECONDS + WAIT_TIMEOUT_S)) i j phase failed pending
+  shift 2
   while :; do
-    pending=0
-    for name in "$@"; do
-      phase=$("$KUBECTL" get "$name" -o jsonpath='{.status.phase}')
+    failed="" pending=""
+    for ((i = 1; i < $#; i += 2)); do
+      j=$((i + 1))
+      phase=$("$KUBECTL" get "${!i}" -o jsonpath='{.status.phase}')
       case "$phase" in
         Succeeded) ;;
-        Failed|Aborted) echo "$name: $phase; stopping before the next wave" >&2; return 1 ;;
-        *) pending=$((pending + 1)) ;;
+        Failed|Aborted) failed+="  $(printf '%q' "${!i}") (pod $(printf '%q' "${!j}")): $phase"$'\n' ;;
+        *) pending+="  $(printf '%q' "${!i}") (pod $(printf '%q' "${!j}")): ${phase:-no phase yet}"$'\n' ;;
       esac
     done
-    [[ $pending -eq 0 ]] && return 0
-    (( SECONDS < deadline )) || { echo "wave not finished after ${WAIT_TIMEOUT_S}s" >&2; return 1; }
+    [[ -n "$failed" ]] && stop_wave "$wave" "$waves" "PodMigrationJobs failed; stopping before the next wave" "$failed$pending"
+    [[ -z "$pending" ]] && return 0
+    (( SECONDS < deadline )) || stop_wave "$wave" "$waves" "not finished after ${WAIT_TIMEOUT_S}s (WAIT_TIMEOUT_S); stopping before the next wave" "$pending"
     sleep "${POLL_S:-5}"
   done
 }
 
-STALE=""
+stop_wave() {  # WAVE WAVES WHAT JOBS: the wave's jobs did not all succeed; exit 1 saying where the plan stands
+  {
+    echo "wave $1/$2: $3:"
+    printf '%s' "$4"
+    if (($1 > 1)); then echo "waves 1 to $(($1 - 1)) are done; wave $1's other jobs succeeded or are listed above."; fi
+    abort_hint
+  } >&2
+  exit 1
+}
+
+STALE="" ALL_STALE=""
 check_pods() {  # NAMESPACE, then NAME UID NODE per pod (UID empty: unknown): note each pod gone, replaced or elsewhere
   local namespace=$1 names=() i listed name uid node rest now_uid now_node
   shift
@@ -62,14 +76,30 @@ check_pods() {  # NAMESPACE, then NAME UID NODE per pod (UID empty: unknown): no
   done
 }
 
-stop_if_stale() {  # WAVE WAVES: stop before wave WAVE when a pod of it is not as the plan's snapshot saw it
+abort_hint() {  # how to stop and remove this plan's PodMigrationJobs
+  echo "To stop the jobs not finished and remove this plan's PodMigrationJobs (finished migrations stay where they moved):"
+  echo "  kubectl delete podmigrationjobs -l planner.io/plan=$PLAN"
+}
+
+stop_if_stale() {  # WAVE WAVES: stop before wave WAVE when a pod of it is not as the plan's snapshot saw it (DRY_RUN: note it, skip the wave, go on)
   [[ -z "$STALE" ]] && return 0
+  if [[ -n "$DRY_RUN" ]]; then ALL_STALE+="wave $1/$2:"$'\n'"$STALE"; return 1; fi
   {
     echo "wave $1/$2 not applied: pods of this wave are not as the plan's snapshot saw them:"
     printf '%s' "$STALE"
-    if (($1 > 1)); then echo "waves 1 to $(($1 - 1)) are done${DRY_RUN:+ (DRY_RUN: validated only)}."; else echo "nothing was applied."; fi
-    echo "Plan again from a fresh snapshot. To remove this plan's PodMigrationJobs (stopping any still running):"
-    echo "  kubectl delete podmigrationjobs -l planner.io/plan=$PLAN"
+    if (($1 > 1)); then echo "waves 1 to $(($1 - 1)) are done."; else echo "nothing was applied."; fi
+    echo "Plan again from a fresh snapshot."
+    abort_hint
+  } >&2
+  exit 3
+}
+
+end_of_dry_run() {  # DRY_RUN, after every wave was checked and validated: every pod not as planned, in every wave
+  [[ -n "$DRY_RUN" && -n "$ALL_STALE" ]] || return 0
+  {
+    echo "DRY_RUN: pods not as the plan's snapshot saw them (a real run stops before the first of these waves):"
+    printf '%s' "$ALL_STALE"
+    echo "Plan again from a fresh snapshot (the other waves' objects were validated; nothing was created)."
   } >&2
   exit 3
 }
@@ -77,7 +107,7 @@ stop_if_stale() {  # WAVE WAVES: stop before wave WAVE when a pod of it is not a
 echo 'wave 1/6: 1 move(s)' >&2
 STALE=""
 check_pods research finetune-1 uid-research-finetune-1 h100-5
-stop_if_stale 1 6
+if stop_if_stale 1 6; then
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -121,12 +151,13 @@ spec:
                       values:
                       - h100-4
 PLANNER_WAVE_EOF
-if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w1-1-finetune-1; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave 1 6 podmigrationjob/planner-b37c1deecf40-w1-1-finetune-1 research/finetune-1; fi
+fi
 
 echo 'wave 2/6: 1 move(s)' >&2
 STALE=""
 check_pods research finetune-2 uid-research-finetune-2 h100-6
-stop_if_stale 2 6
+if stop_if_stale 2 6; then
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -170,12 +201,13 @@ spec:
                       values:
                       - h100-4
 PLANNER_WAVE_EOF
-if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w2-1-finetune-2; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave 2 6 podmigrationjob/planner-b37c1deecf40-w2-1-finetune-2 research/finetune-2; fi
+fi
 
 echo 'wave 3/6: 1 move(s)' >&2
 STALE=""
 check_pods research finetune-4 uid-research-finetune-4 h100-8
-stop_if_stale 3 6
+if stop_if_stale 3 6; then
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -219,12 +251,13 @@ spec:
                       values:
                       - h100-3
 PLANNER_WAVE_EOF
-if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w3-1-finetune-4; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave 3 6 podmigrationjob/planner-b37c1deecf40-w3-1-finetune-4 research/finetune-4; fi
+fi
 
 echo 'wave 4/6: 1 move(s)' >&2
 STALE=""
 check_pods serving llm-serve-7d9f8-0 uid-serving-llm-serve-7d9f8-0 l40s-0
-stop_if_stale 4 6
+if stop_if_stale 4 6; then
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -273,12 +306,13 @@ spec:
               value: inference
               effect: NoSchedule
 PLANNER_WAVE_EOF
-if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w4-1-llm-serve-7d9f8-0; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave 4 6 podmigrationjob/planner-b37c1deecf40-w4-1-llm-serve-7d9f8-0 serving/llm-serve-7d9f8-0; fi
+fi
 
 echo 'wave 5/6: 1 move(s)' >&2
 STALE=""
 check_pods serving llm-serve-7d9f8-2 uid-serving-llm-serve-7d9f8-2 h100-5
-stop_if_stale 5 6
+if stop_if_stale 5 6; then
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -327,12 +361,13 @@ spec:
               value: inference
               effect: NoSchedule
 PLANNER_WAVE_EOF
-if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w5-1-llm-serve-7d9f8-2; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave 5 6 podmigrationjob/planner-b37c1deecf40-w5-1-llm-serve-7d9f8-2 serving/llm-serve-7d9f8-2; fi
+fi
 
 echo 'wave 6/6: 1 move(s)' >&2
 STALE=""
 check_pods serving llm-serve-7d9f8-3 uid-serving-llm-serve-7d9f8-3 h100-6
-stop_if_stale 6 6
+if stop_if_stale 6 6; then
 "$KUBECTL" apply ${DRY[@]+"${DRY[@]}"} -f - <<'PLANNER_WAVE_EOF'
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
@@ -381,5 +416,7 @@ spec:
               value: inference
               effect: NoSchedule
 PLANNER_WAVE_EOF
-if [[ -z "$DRY_RUN" ]]; then wait_wave podmigrationjob/planner-b37c1deecf40-w6-1-llm-serve-7d9f8-3; fi
+if [[ -z "$DRY_RUN" ]]; then wait_wave 6 6 podmigrationjob/planner-b37c1deecf40-w6-1-llm-serve-7d9f8-3 serving/llm-serve-7d9f8-3; fi
+fi
 
+end_of_dry_run
