@@ -52,6 +52,7 @@ PERMISSIONS = (
     Permission("create", "pods"),
     Permission("patch", "pods"),
     Permission("create", "pods", subresource="eviction"),
+    Permission("get", "nodes"),
     Permission("list", "nodes"),
     Permission("patch", "nodes"),
     Permission("get", "poddisruptionbudgets", group="policy"),
