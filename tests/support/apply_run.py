@@ -148,3 +148,38 @@ class PdbWatcher:
             )
             if healthy < desired:
                 self.violations.append(f"{name}: {healthy} healthy < {desired} at {what}")
+
+
+def kill_when(cluster: Cluster, args: list[str], phases: set[str], min_wave: int, timeout_s: float = 300.0) -> dict[str, Any]:
+    """Start ``planner apply`` and SIGKILL it as soon as its recorded state shows a move of wave ``min_wave``
+    or later (0-based) in one of ``phases``; returns that state, with the run's standard error under ``stderr``.
+    The run must not have finished by then."""
+    import time
+
+    core = cluster.core()
+    process = subprocess.Popen([sys.executable, "-m", "planner", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.env)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            assert process.poll() is None, f"apply ended ({process.returncode}) before it could be killed: {process.communicate()[1][-2000:]}"
+            for cm in core.list_namespaced_config_map("default").items:
+                if not cm.metadata.name.startswith("planner-apply-"):
+                    continue
+                state: dict[str, Any] = json.loads(cm.data["state.json"])
+                hit = [k for k, r in state["moves"].items() if r["phase"] in phases and int(k.split(".")[0]) >= min_wave]
+                if hit:
+                    process.kill()
+                    state["stderr"] = process.communicate()[1]
+                    state["killed_at"] = hit
+                    return state
+            time.sleep(0.02)
+        raise AssertionError("the run never reached the phase to kill it at")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def evicted_pods(stderr: str) -> list[str]:
+    """The pods an apply run's log says it evicted (one ``event=evicted`` line per eviction the API accepted)."""
+    return [part.split("=", 1)[1] for line in stderr.splitlines() if "event=evicted " in line for part in line.split() if part.startswith("pod=")]
