@@ -72,7 +72,7 @@ def _check_access(kube: Kube, options: ApplyOptions) -> None:
         raise ApplyError(
             [
                 f"context {kube.context!r}: these credentials may not {missing[0]}" + (f" (nor {', '.join(missing[1:])})" if len(missing) > 1 else ""),
-                "grant the Role in deploy/kubernetes/apply-rbac.yaml (a ClusterRole for pods, evictions and nodes, a Role for the state ConfigMap)",
+                "grant the Role in deploy/kubernetes/planner-apply-rbac.yaml (a ClusterRole for pods, evictions and nodes, a Role for the state ConfigMap)",
             ]
         )
 

@@ -61,7 +61,7 @@ PERMISSIONS = (
     Permission("update", "configmaps", namespaced_in_state=True),
     Permission("delete", "configmaps", namespaced_in_state=True),
 )
-"""What ``apply`` needs (``deploy/kubernetes/apply-rbac.yaml`` grants exactly these, plus ``delete pods`` for
+"""What ``apply`` needs (``deploy/kubernetes/planner-apply-rbac.yaml`` grants exactly these, plus ``delete pods`` for
 ``--force-delete`` and ``--abort``)."""
 DELETE_PODS = Permission("delete", "pods")
 
@@ -79,7 +79,7 @@ class Kube:
 
 def _kubernetes() -> Any:
     try:
-        import kubernetes
+        import kubernetes  # deferred: the kubernetes client (a test extra; a missing one is exit 2 with the install command)
     except ImportError:
         raise ApplyError(["planner apply needs the official Kubernetes client: pip install 'kubernetes>=29'"]) from None
     return kubernetes
@@ -161,6 +161,6 @@ def missing_permissions(kube: Kube, state_namespace: str, extra: tuple[Permissio
 def refused(err: Exception, verb: str, resource: str) -> ApplyError:
     """A 403 met while running: exit 2 naming the verb and resource, and the Role that grants them."""
     return ApplyError(
-        [f"the server refused {verb} {resource}: {server_answer(err)}; grant the Role in deploy/kubernetes/apply-rbac.yaml"],
+        [f"the server refused {verb} {resource}: {server_answer(err)}; grant the Role in deploy/kubernetes/planner-apply-rbac.yaml"],
         EXIT_BAD_INPUT,
     )

@@ -65,7 +65,7 @@ class ApplyState:
 
 
 def _body(kube: Kube, state: ApplyState) -> Any:
-    from kubernetes import client
+    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
 
     text = state.to_json()
     if len(text) > MAX_STATE_BYTES:

@@ -55,7 +55,7 @@ class Run:
 
 def evict(kube: Kube, ref: PodRef) -> str:
     """Evict one pod through policy/v1 with its UID as a precondition: ``ok``, ``refused`` (429) or ``gone``."""
-    from kubernetes import client
+    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
 
     body = client.V1Eviction(
         metadata=client.V1ObjectMeta(name=ref.name, namespace=ref.namespace),
@@ -77,7 +77,7 @@ def evict(kube: Kube, ref: PodRef) -> str:
 
 def delete_pod(kube: Kube, ref: PodRef, what: str) -> None:
     """A plain delete (``--force-delete``, or a copy rolled back), UID as a precondition."""
-    from kubernetes import client
+    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
 
     try:
         kube.core.delete_namespaced_pod(ref.name, ref.namespace, body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=ref.uid)))
@@ -217,9 +217,8 @@ def _evict_step(run: Run, wave: int, record: dict[str, Any], live: LivePods) -> 
         record["refused"] = int(record.get("refused", 0)) + 1
         return "refused"
     run.evictions += answer == "ok"
-    record["phase"] = "evicted"
+    record["phase"] = "evicted"  # saved by the polling loop: a resumed run finds the original gone or terminating
     run.log("evicted", wave=wave + 1, pod=f"{record['pod']['namespace']}/{record['pod']['name']}", node=original.spec.node_name)
-    save(run.kube, run.state)
     return "evicted"
 
 
@@ -248,8 +247,7 @@ def _bare_step(run: Run, wave: int, index: int, target: str, live: LivePods, pod
                 raise ApplyError([f"creating the copy {ns}/{name} of a bare pod: {server_answer(err)}"], EXIT_STOPPED) from None
             record["copy"]["uid"] = made.metadata.uid
             run.log("copied", wave=wave + 1, pod=f"{ns}/{record['pod']['name']}", copy=name, target=target)
-        record["phase"] = "copied"
-        save(run.kube, run.state)
+        record["phase"] = "copied"  # saved by the polling loop: a resumed run finds the copy by name
         return "copied"
     copy_pod = live.by_uid.get(record["copy"]["uid"])
     if record["phase"] == "copied":

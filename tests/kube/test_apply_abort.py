@@ -1,5 +1,5 @@
 """``planner apply`` on the real control plane (seed 5 of tests/support/apply_cluster.py): the minimal Role of
-deploy/kubernetes/apply-rbac.yaml is enough and a missing permission is exit 2 naming the verb and resource; a run
+deploy/kubernetes/planner-apply-rbac.yaml is enough and a missing permission is exit 2 naming the verb and resource; a run
 killed while a bare pod's copy waits, then ``--abort``: no planner taint, label or state object is left, the copy
 whose original still runs is removed, and every workload has as many Ready pods as before."""
 
@@ -19,7 +19,7 @@ from tests.support.apply_run import Cluster, apply_args, kill_when, planner, pla
 from tests.support.paths import REPO
 
 SEED = 5
-ROLE = REPO / "deploy" / "kubernetes" / "apply-rbac.yaml"
+ROLE = REPO / "deploy" / "kubernetes" / "planner-apply-rbac.yaml"
 ACCOUNT = "planner-apply"
 
 
@@ -95,7 +95,7 @@ def test_the_shipped_role_is_enough_and_a_missing_verb_is_named(cluster: Cluster
         _grant(cluster, without_eviction)
         refused = _wait_granted(cluster, kubeconfig, 2)
         assert refused.returncode == 2, refused.stderr
-        assert "may not create pods/eviction" in refused.stderr and "deploy/kubernetes/apply-rbac.yaml" in refused.stderr
+        assert "may not create pods/eviction" in refused.stderr and "deploy/kubernetes/planner-apply-rbac.yaml" in refused.stderr
         _revoke(cluster, without_eviction)
         _grant(cluster, documents)
         allowed = _wait_granted(cluster, kubeconfig, 0)

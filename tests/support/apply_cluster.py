@@ -8,6 +8,7 @@ objects (its Jobs are dropped by the loader and its owners derived), and the exe
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Any
 
@@ -37,7 +38,13 @@ def _spec(gpus: int, restart: str = "Always") -> dict[str, Any]:
 
 
 def _owner(kind: str, name: str, api: str) -> dict[str, Any]:
-    return {"apiVersion": api, "kind": kind, "name": name, "uid": f"00000000-0000-4000-8000-{abs(hash((kind, name))) % 10**12:012d}", "controller": True}
+    return {
+        "apiVersion": api,
+        "kind": kind,
+        "name": name,
+        "uid": f"00000000-0000-4000-8000-{hashlib.sha256(f'{kind}/{name}'.encode()).hexdigest()[:12]}",
+        "controller": True,
+    }
 
 
 def _pod(name: str, labels: dict[str, str], spec: dict[str, Any], node: str, uid: int, owner: dict[str, Any] | None, bare: bool = False) -> dict[str, Any]:
@@ -54,11 +61,12 @@ def _pdb(name: str, labels: dict[str, str], **budget: Any) -> dict[str, Any]:
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec}
 
 
-def apply_cluster(seed: int, nodes: int = 8) -> dict[str, Any]:
+def apply_cluster(seed: int, nodes: int = 8, scale: int = 1) -> dict[str, Any]:
     """The List: ``nodes`` nodes of 8 GPUs; web (Deployment, 4 x 1 GPU, maxUnavailable 1), db (StatefulSet,
     3 x 1 GPU, OnDelete, minAvailable 2), train (Job, 3 x 2 GPUs, maxUnavailable 1 of its pods by minAvailable 2)
     and solo-0..2 (bare, 1 GPU, minAvailable 2); every pod on a node drawn by ``seed`` (at most 3 GPUs per node
-    used, so the cluster is fragmented and defrag has nodes to vacate)."""
+    used, so the cluster is fragmented and defrag has nodes to vacate). ``scale`` multiplies every workload's
+    pods (give ``nodes`` about 8 x ``scale``)."""
     rng = random.Random(seed)
     names = [f"gpu-{i:02d}" for i in range(nodes)]
     used = dict.fromkeys(names, 0)
@@ -78,7 +86,7 @@ def apply_cluster(seed: int, nodes: int = 8) -> dict[str, Any]:
             "apiVersion": "apps/v1",
             "kind": "Deployment",
             "metadata": {"name": "web", "namespace": NAMESPACE},
-            "spec": {"replicas": 4, "selector": {"matchLabels": web_labels}, "template": {"metadata": {"labels": web_labels}, "spec": web_spec}},
+            "spec": {"replicas": 4 * scale, "selector": {"matchLabels": web_labels}, "template": {"metadata": {"labels": web_labels}, "spec": web_spec}},
         }
     )
     rs_labels = {**web_labels, "pod-template-hash": "5d8f7c9b6"}
@@ -87,7 +95,7 @@ def apply_cluster(seed: int, nodes: int = 8) -> dict[str, Any]:
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
             "metadata": {"name": "web-5d8f7c9b6", "namespace": NAMESPACE, "labels": rs_labels, "ownerReferences": [_owner("Deployment", "web", "apps/v1")]},
-            "spec": {"replicas": 4, "selector": {"matchLabels": rs_labels}, "template": {"metadata": {"labels": rs_labels}, "spec": web_spec}},
+            "spec": {"replicas": 4 * scale, "selector": {"matchLabels": rs_labels}, "template": {"metadata": {"labels": rs_labels}, "spec": web_spec}},
         }
     )
     db_labels = {"app": "db"}
@@ -98,7 +106,7 @@ def apply_cluster(seed: int, nodes: int = 8) -> dict[str, Any]:
             "kind": "StatefulSet",
             "metadata": {"name": "db", "namespace": NAMESPACE},
             "spec": {
-                "replicas": 3,
+                "replicas": 3 * scale,
                 "serviceName": "db",
                 "podManagementPolicy": "Parallel",
                 "updateStrategy": {"type": "OnDelete"},
@@ -115,8 +123,8 @@ def apply_cluster(seed: int, nodes: int = 8) -> dict[str, Any]:
             "kind": "Job",
             "metadata": {"name": "train", "namespace": NAMESPACE},
             "spec": {
-                "parallelism": 3,
-                "completions": 3,
+                "parallelism": 3 * scale,
+                "completions": 3 * scale,
                 "backoffLimit": 20,
                 "manualSelector": True,
                 "selector": {"matchLabels": job_labels},
@@ -132,21 +140,21 @@ def apply_cluster(seed: int, nodes: int = 8) -> dict[str, Any]:
     ]
     uid = 0
     pods: list[dict[str, Any]] = []
-    for i, suffix in enumerate(["x7k2p", "q9w4m", "b3n8r", "t5v6z"][:4]):
+    web_suffixes = ["x7k2p", "q9w4m", "b3n8r", "t5v6z"] + [f"s{i:04d}" for i in range(4 * scale - 4)]
+    for suffix in web_suffixes:
         uid += 1
         pods.append(_pod(f"web-5d8f7c9b6-{suffix}", rs_labels, web_spec, place(1), uid, _owner("ReplicaSet", "web-5d8f7c9b6", "apps/v1")))
-        del i
-    for i in range(3):
+    for i in range(3 * scale):
         uid += 1
         labels = {**db_labels, "apps.kubernetes.io/pod-index": str(i), "statefulset.kubernetes.io/pod-name": f"db-{i}"}
         pod = _pod(f"db-{i}", labels, db_spec, place(1), uid, _owner("StatefulSet", "db", "apps/v1"))
         pod["spec"]["hostname"] = f"db-{i}"
         pod["spec"]["subdomain"] = "db"
         pods.append(pod)
-    for suffix in ["h2c4d", "k8f1g", "m3p7s"]:
+    for suffix in ["h2c4d", "k8f1g", "m3p7s"] + [f"j{i:04d}" for i in range(3 * scale - 3)]:
         uid += 1
         pods.append(_pod(f"train-{suffix}", job_labels, job_spec, place(2), uid, _owner("Job", "train", "batch/v1")))
-    for i in range(3):
+    for i in range(3 * scale):
         uid += 1
         pods.append(_pod(f"solo-{i}", {"app": "solo"}, _spec(1), place(1), uid, None, bare=True))
     return {"apiVersion": "v1", "kind": "List", "items": items + pods}
