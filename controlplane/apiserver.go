@@ -19,7 +19,9 @@ import (
 // static token (anonymous off), authorization RBAC (the token's group is system:masters). The
 // ServiceAccount admission plugin is off and no service account or token controller runs: pods
 // never run here, and with the plugin on every loaded pod would need its service account to
-// exist and would gain a token volume the snapshot never had. Priority and fairness is off (one
+// exist and would gain a token volume the snapshot never had. TaintNodesByCondition is off too: it
+// taints every new node node.kubernetes.io/not-ready, a taint only the node lifecycle controller
+// (not run: the simulated nodes are always Ready) would remove. Priority and fairness is off (one
 // trusted client set; its queues only slow a bulk load); the endpoint reconciler is off (no
 // kubernetes Service endpoints to keep).
 func apiServerArgs(etcdURL string, port int, creds *credentials, certDir string) []string {
@@ -39,7 +41,7 @@ func apiServerArgs(etcdURL string, port int, creds *credentials, certDir string)
 		"--service-account-signing-key-file=" + creds.SAKeyFile,
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--allow-privileged=true",
-		"--disable-admission-plugins=ServiceAccount",
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 		"--enable-priority-and-fairness=false",
 		"--endpoint-reconciler-type=none",
 		"--max-requests-inflight=1000",

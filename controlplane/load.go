@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -65,7 +66,7 @@ type loader struct {
 // phaseOf orders kinds: namespaces and classes, then nodes and device inventory, then workload
 // owners (by ownership depth), then what selects or claims pods, then pods.
 var phaseOf = map[string]int{
-	"Namespace": 0, "PriorityClass": 0, "DeviceClass": 0,
+	"Namespace": 0, "PriorityClass": 0, "DeviceClass": 0, "RuntimeClass": 0,
 	"Node": 1, "ResourceSlice": 1,
 	"Deployment": 2, "StatefulSet": 2, "DaemonSet": 2, "Job": 2, "ReplicaSet": 2,
 	"PodDisruptionBudget": 3, "ResourceClaimTemplate": 3, "ResourceClaim": 3,
@@ -91,6 +92,11 @@ func (l *loader) load(ctx context.Context, items []listItem) (*loadResult, error
 		return nil, err
 	}
 	l.opts.ClassForPriority = classForPriority
+	runtimeClasses, err := deriveRuntimeClasses(items)
+	if err != nil {
+		return nil, err
+	}
+	derived = append(derived, runtimeClasses...)
 	phases[0] = append(derived, phases[0]...)
 	owners := deriveOwners(items)
 	phases[2] = append(owners, phases[2]...)
@@ -255,6 +261,8 @@ func createObject(ctx context.Context, c kubernetes.Interface, obj runtime.Objec
 		return c.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, opts)
 	case *batchv1.Job:
 		return c.BatchV1().Jobs(o.Namespace).Create(ctx, o, opts)
+	case *nodev1.RuntimeClass:
+		return c.NodeV1().RuntimeClasses().Create(ctx, o, opts)
 	case *resourcev1.DeviceClass:
 		return c.ResourceV1().DeviceClasses().Create(ctx, o, opts)
 	case *resourcev1.ResourceSlice:

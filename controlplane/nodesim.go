@@ -52,7 +52,7 @@ func newNodeSimulator(client kubernetes.Interface, factory informers.SharedInfor
 		leases:         map[string]*coordinationv1.Lease{},
 	}
 	enqueue := func(obj interface{}) {
-		if node, ok := obj.(*corev1.Node); ok && !nodeReady(node) {
+		if node, ok := obj.(*corev1.Node); ok && (!nodeReady(node) || !s.hasLease(node.Name)) {
 			s.queue.Add(node.Name)
 		}
 	}
@@ -61,6 +61,20 @@ func newNodeSimulator(client kubernetes.Interface, factory informers.SharedInfor
 		UpdateFunc: func(_, obj interface{}) { enqueue(obj) },
 	})
 	return s
+}
+
+// hasLease says whether the node's lease was written.
+func (s *nodeSimulator) hasLease(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leases[name] != nil
+}
+
+// leaseCount is how many nodes have a lease.
+func (s *nodeSimulator) leaseCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.leases)
 }
 
 // run works the queue and refreshes heartbeats until ctx ends.
@@ -130,7 +144,12 @@ func (s *nodeSimulator) sync(ctx context.Context, name string) error {
 	now := time.Now()
 	s.mu.Lock()
 	lease := s.leases[name]
-	statusDue := now.Sub(s.lastStatus[name]) >= s.statusInterval || !nodeReady(node)
+	last, seen := s.lastStatus[name]
+	if !seen { // the loader (or whoever created it) just wrote its status
+		last = now
+		s.lastStatus[name] = now
+	}
+	statusDue := now.Sub(last) >= s.statusInterval || !nodeReady(node)
 	s.mu.Unlock()
 	if lease == nil || lease.Spec.RenewTime == nil || now.Sub(lease.Spec.RenewTime.Time) >= s.leaseInterval {
 		if err := s.renewLease(ctx, node, lease); err != nil {

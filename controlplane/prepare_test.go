@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -170,5 +171,30 @@ func TestPriorityWithoutClassGetsTheClassOfItsValue(t *testing.T) {
 	prepareObject(pod, nil, prepareOptions{ClassForPriority: classes}, &prepareStats{})
 	if pod.Spec.PriorityClassName != "system-node-critical" || pod.Spec.Priority != nil || pod.Annotations[annotationPriority] != "2000001000" {
 		t.Fatalf("pod spec %+v annotations %v", pod.Spec, pod.Annotations)
+	}
+}
+
+func TestRuntimeClassesDerivedWithThePodsOverhead(t *testing.T) {
+	pod := func(name, cpu string) string {
+		return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"ns"},"spec":{"runtimeClassName":"kata","overhead":{"cpu":"` + cpu + `"},"containers":[{"name":"c","image":"i"}]}}`
+	}
+	items, err := decodeList([]byte(`{"kind":"List","items":[`+pod("a", "250m")+`,`+pod("b", "250m")+`]}`), "doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	derived, err := deriveRuntimeClasses(items)
+	if err != nil || len(derived) != 1 {
+		t.Fatalf("derived %v err %v", derived, err)
+	}
+	rc := derived[0].Object.(*nodev1.RuntimeClass)
+	if rc.Name != "kata" || rc.Handler != "kata" || rc.Overhead.PodFixed.Cpu().MilliValue() != 250 {
+		t.Fatalf("runtime class %+v", rc)
+	}
+	items, err = decodeList([]byte(`{"kind":"List","items":[`+pod("a", "250m")+`,`+pod("b", "1")+`]}`), "doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deriveRuntimeClasses(items); err == nil || !strings.Contains(err.Error(), "ns/b") {
+		t.Fatalf("two overheads: err %v", err)
 	}
 }

@@ -33,11 +33,11 @@ type readiness struct {
 
 // settleCounts are what the readiness wait saw at its last look.
 type settleCounts struct {
-	Nodes, NotReadyNodes, BoundPods, RunningPods, PDBs, PDBsUnobserved int
+	Nodes, NotReadyNodes, NodeLeases, BoundPods, RunningPods, PDBs, PDBsUnobserved int
 }
 
 func (c settleCounts) settled() bool {
-	return c.NotReadyNodes == 0 && c.RunningPods == c.BoundPods && c.PDBsUnobserved == 0
+	return c.NotReadyNodes == 0 && c.NodeLeases >= c.Nodes && c.RunningPods == c.BoundPods && c.PDBsUnobserved == 0
 }
 
 // countSettle looks at the caches: every node Ready, every non-terminal pod bound to an existing
@@ -85,19 +85,20 @@ func countSettle(nodes corelisters.NodeLister, pods corelisters.PodLister, pdbs 
 
 // waitSettled polls the caches until countSettle says settled, the deadline passes or a component
 // fails.
-func waitSettled(ctx context.Context, factory informers.SharedInformerFactory, failed <-chan error, timeout time.Duration) (settleCounts, error) {
+func waitSettled(ctx context.Context, factory informers.SharedInformerFactory, leases func() int, failed <-chan error, timeout time.Duration) (settleCounts, error) {
 	nodes := factory.Core().V1().Nodes().Lister()
 	pods := factory.Core().V1().Pods().Lister()
 	pdbs := factory.Policy().V1().PodDisruptionBudgets().Lister()
 	deadline := time.Now().Add(timeout)
 	for {
 		c, err := countSettle(nodes, pods, pdbs)
+		c.NodeLeases = leases()
 		if err == nil && c.settled() {
 			return c, nil
 		}
 		if time.Now().After(deadline) {
-			return c, fmt.Errorf("not settled within %s: %d of %d nodes not Ready, %d of %d bound pods Running, %d of %d PodDisruptionBudgets not yet computed",
-				timeout, c.NotReadyNodes, c.Nodes, c.RunningPods, c.BoundPods, c.PDBsUnobserved, c.PDBs)
+			return c, fmt.Errorf("not settled within %s: %d of %d nodes not Ready, %d with a lease, %d of %d bound pods Running, %d of %d PodDisruptionBudgets not yet computed",
+				timeout, c.NotReadyNodes, c.Nodes, c.NodeLeases, c.RunningPods, c.BoundPods, c.PDBsUnobserved, c.PDBs)
 		}
 		select {
 		case err := <-failed:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client, config
+from kubernetes.utils import parse_quantity
 
 from planner.kube.controlplane import Running
 from tests.support.controlplane import binary_env
@@ -47,7 +48,7 @@ def test_every_node_ready_every_bound_pod_running(controlplane: Running) -> None
     for listed in listed_nodes:
         node = nodes[listed["metadata"]["name"]]
         assert condition(node, "Ready") == "True", node.metadata.name
-        assert node.status.allocatable == {k: str(v) for k, v in listed["status"]["allocatable"].items()}
+        assert {k: parse_quantity(v) for k, v in node.status.allocatable.items()} == {k: parse_quantity(v) for k, v in listed["status"]["allocatable"].items()}
         assert [t.key for t in node.spec.taints or []] == [t["key"] for t in listed["spec"].get("taints", [])]
     leases = client.CoordinationV1Api(config.new_client_from_config(str(controlplane.kubeconfig))).list_namespaced_lease("kube-node-lease").items
     assert {lease.metadata.name for lease in leases} >= set(nodes)
