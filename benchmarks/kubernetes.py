@@ -398,7 +398,7 @@ def main() -> None:
         if openb is not None:
             lines += limit_rows(f"openb at 12,500,000 s ({len(openb.nodes):,} nodes)", openb)
         else:
-            lines.append("| openb | skipped: data/openb-2023 not found | | | | | | |")
+            lines.append("| openb | skipped: planner/data/openb-2023 not found | | | | | | |")
     end = os.getloadavg()
     lines += ["", f"Load average at the end: {end[0]:.2f}, {end[1]:.2f}, {end[2]:.2f}.", ""]
     RESULTS.mkdir(parents=True, exist_ok=True)

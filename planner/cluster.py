@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+from collections.abc import Callable
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
@@ -23,22 +24,16 @@ from pydantic import (
     model_validator,
 )
 
+from planner.bounded_input import MAX_LISTED, DocumentError, more_line, short_path, short_text, short_value
 from planner.kubernetes_names import resource_name_problem
 
 SNAPSHOT_VERSION: Final = 1
 
 
-class SnapshotError(ValueError):
-    """A snapshot (or plan) that cannot be used; ``problems`` holds one field-path message each."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
-
-    def __reduce__(self) -> tuple[type[SnapshotError], tuple[list[str]]]:
-        """Pickle by the problem list, so an error raised in an executor's worker process arrives
-        in the parent with the same problems (the default rebuilds from the joined message)."""
-        return (type(self), (self.problems,))
+class SnapshotError(DocumentError):
+    """A snapshot (or plan) that cannot be used; ``problems`` holds one field-path message each (at most
+    ``bounded_input.MAX_LISTED``, then a line counting the rest). It pickles by its problem list, so an
+    error raised in an executor's worker process arrives in the parent with the same problems."""
 
 
 def _whole_float_to_int(value: Any) -> Any:
@@ -313,8 +308,8 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     for key, value in pairs:
         if key in seen:
             named = dict(pairs).get("name")
-            where = f" in the object named {named!r}" if isinstance(named, str) else ""
-            raise _DuplicateKey(f"duplicate key {key!r}{where}; a key may appear once (which value was meant?)")
+            where = f" in the object named {short_text(named)}" if isinstance(named, str) else ""
+            raise _DuplicateKey(f"duplicate key {short_text(key)}{where}; a key may appear once (which value was meant?)")
         seen[key] = value
     return seen
 
@@ -336,14 +331,15 @@ def duplicate_key_problems(text: str | bytes, what: str) -> list[str]:
 
 
 def field_path(loc: tuple[Any, ...]) -> str:
-    """('pods', 17, 'node') -> 'pods[17].node'."""
+    """('pods', 17, 'node') -> 'pods[17].node' (a long name cut to a short prefix, the path to 200 characters)."""
     path = ""
     for part in loc:
         if isinstance(part, int):
             path += f"[{part}]"
         else:
-            path += ("." if path else "") + str(part)
-    return path or "(top level)"
+            text = str(part)
+            path += ("." if path else "") + (text if len(text) <= 60 else text[:60] + "...")
+    return short_path(path, 200) if path else "(top level)"
 
 
 def _known_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
@@ -363,35 +359,76 @@ def _known_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return list(model.model_fields)
 
 
-def pydantic_problems(error: ValidationError, model: type[BaseModel], what: str) -> list[str]:
-    """Turn a pydantic error into one readable field-path message per problem."""
+def pydantic_problems(error: ValidationError, model: type[BaseModel], what: str, rename: Callable[[Any, str], str] | None = None) -> list[str]:
+    """Turn a pydantic error into one readable field-path message per problem: the first
+    ``MAX_LISTED`` (``rename(error, message)`` when given), then a line counting the rest, so that
+    200,000 unknown fields cost one count, not 200,000 messages."""
+    listed, alike = _first_errors(error)
     problems = []
-    for err in error.errors(include_url=False):
-        loc = tuple(err["loc"])
-        path = field_path(loc)
-        kind = err["type"]
-        given = err.get("input")
-        if kind == "json_invalid":
-            problems.append(f"{what}: not valid JSON ({err['msg'].removeprefix('Invalid JSON: ')})")
-        elif kind == "missing":
-            problems.append(f"{path}: required field is missing")
-        elif kind == "extra_forbidden":
-            name = str(loc[-1])
-            known = _known_fields(model, loc)
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; known fields: {', '.join(known)}"
-            problems.append(f"{path}: unknown field{hint}")
-        elif kind == "literal_error" and loc == ("version",):
-            problems.append(f"version: unsupported version {given!r}; this planner reads version {SNAPSHOT_VERSION}")
-        elif kind in _TYPE_WORDS:
-            problems.append(f"{path}: must be {_TYPE_WORDS[kind]}, got {_short(given)}")
-        elif kind == "finite_number":
-            problems.append(f"{path}: must be a finite number, got {given!r}")
-        elif kind == "value_error":  # our own checks: the message already says what and why
-            problems.append(f"{path}: {err['msg'].removeprefix('Value error, ')}")
-        else:
-            problems.append(f"{path}: {err['msg'][0].lower() + err['msg'][1:]}, got {_short(given)}")
+    for err in listed:
+        problem = _problem(err, model, what)
+        problems.append(rename(err, problem) if rename is not None else problem)
+    if error.error_count() > MAX_LISTED:
+        problems.append(more_line(error.error_count() - MAX_LISTED, alike))
     return problems
+
+
+_MANY_ERRORS = 1_000
+"""Above this many errors pydantic's ``errors()`` (a Python dict per error: 1.2 s for 200,000) is not
+called: the errors' JSON (a tenth of the time) is read only as far as the errors listed."""
+
+
+def _first_errors(error: ValidationError) -> tuple[list[Any], bool]:
+    """The first ``MAX_LISTED`` errors of ``error`` and whether all the others are of the kind of the last
+    of them (the same type at the same place, list indexes aside; with many errors, the same type)."""
+    if error.error_count() <= _MANY_ERRORS:
+        errors = error.errors(include_url=False)
+        last = errors[min(MAX_LISTED, len(errors)) - 1]
+        return errors[:MAX_LISTED], all(err["type"] == last["type"] and _parent(err["loc"]) == _parent(last["loc"]) for err in errors[MAX_LISTED:])
+    text = error.json(include_url=False, include_input=False, include_context=False)
+    decoder = json.JSONDecoder()
+    listed: list[Any] = []
+    at = 1  # after the opening bracket; errors are separated by one comma
+    while len(listed) < MAX_LISTED:
+        err, at = decoder.raw_decode(text, at)
+        listed.append({**err, "loc": tuple(err["loc"])})
+        at += 1
+    kind = f'{{"type":{json.dumps(listed[-1]["type"])},'
+    return listed, text.count(kind, at) == error.error_count() - MAX_LISTED
+
+
+def _parent(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Where an error is, up to its last part, with list indexes left out: two errors of one kind share it."""
+    return tuple("[]" if isinstance(part, int) else part for part in loc[:-1])
+
+
+def unknown_field(path: str, name: str, known: list[str]) -> str:
+    """'path: unknown field; did you mean ...?' (a name at most twice as long as the known ones is compared), else the known fields."""
+    close = difflib.get_close_matches(name, known, n=1) if len(name) <= 2 * max(map(len, known), default=0) else []
+    return f"{path}: unknown field; did you mean '{close[0]}'?" if close else f"{path}: unknown field; known fields: {', '.join(known)}"
+
+
+def _problem(err: Any, model: type[BaseModel], what: str) -> str:
+    """The message of one pydantic error (its input quoted short; left out when read without inputs)."""
+    loc = tuple(err["loc"])
+    path = field_path(loc)
+    kind = err["type"]
+    got = f", got {_short(err['input'])}" if "input" in err else ""
+    if kind == "json_invalid":
+        return f"{what}: not valid JSON ({err['msg'].removeprefix('Invalid JSON: ')})"
+    if kind == "missing":
+        return f"{path}: required field is missing"
+    if kind == "extra_forbidden":
+        return unknown_field(path, str(loc[-1]), _known_fields(model, loc))
+    if kind == "literal_error" and loc == ("version",):
+        return f"version: unsupported version{got.removeprefix(', got')}; this planner reads version {SNAPSHOT_VERSION}"
+    if kind in _TYPE_WORDS:
+        return f"{path}: must be {_TYPE_WORDS[kind]}{got}"
+    if kind == "finite_number":
+        return f"{path}: must be a finite number{got}"
+    if kind == "value_error":  # our own checks: the message already says what and why
+        return f"{path}: {err['msg'].removeprefix('Value error, ')}"
+    return f"{path}: {err['msg'][0].lower() + err['msg'][1:]}{got}"
 
 
 _TYPE_WORDS = {
@@ -408,8 +445,8 @@ _TYPE_WORDS = {
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A short quote of a value: strings as Python writes them, anything else as JSON, never whole."""
+    return short_text(value, 57) if isinstance(value, str) else short_value(value)
 
 
 # ----------------------------------------------------------------------------------------------

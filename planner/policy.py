@@ -18,10 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.cluster import field_path, pydantic_problems
+from planner.bounded_input import MAX_LISTED, DocumentError, check_depth, more_line, prefixed, short_text, short_value
+from planner.bounded_yaml import SMALL_LIMITS, parse_yaml
+from planner.cluster import field_path, pydantic_problems, unknown_field
 from planner.kinds import KINDS
 
 API_VERSION = "planner.io/v1"
@@ -103,13 +104,9 @@ NOT_IN_POLICIES: dict[str, dict[str, str]] = {
 Source = Literal["given", "policy", "server-policy", "default"]
 
 
-class PolicyError(ValueError):
+class PolicyError(DocumentError):
     """A policy document or a merge of options that cannot be used: one message per problem, each
-    naming the field (a policy's path, a flag, a request field)."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__("; ".join(problems))
+    naming the field (a policy's path, a flag, a request field); at most ``MAX_LISTED``, then a count."""
 
 
 class PolicyMetadata(BaseModel):
@@ -135,13 +132,13 @@ def policy_kind(kind: str) -> str:
 
 
 def policy_documents(text: str, source: str) -> list[Any]:
-    """The documents in ``text`` (YAML or JSON: JSON is YAML); ``PolicyError`` naming ``source`` when it does not read."""
+    """The documents in ``text`` (YAML or JSON: JSON is YAML), read by the bounded YAML reader with the
+    limits of a document a person writes (``bounded_yaml.SMALL_LIMITS``: aliases, size, depth, the safe
+    tags only); ``PolicyError`` naming ``source`` and where when it does not read."""
     try:
-        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        raise PolicyError([f"{source}: not valid YAML or JSON{where}: {getattr(err, 'problem', None) or err}"]) from None
+        return [doc for doc in parse_yaml(text, source, SMALL_LIMITS) if doc is not None]
+    except DocumentError as err:
+        raise PolicyError([problem.replace("not valid YAML", "not valid YAML or JSON", 1) for problem in err.problems]) from None
 
 
 def parse_policy_text(text: str, source: str) -> Any:
@@ -166,7 +163,7 @@ def default_policies(text: str, source: str) -> dict[str, Any]:
         kind = POLICY_KINDS.get(named) if isinstance(named, str) else None
         if kind is None:
             raise PolicyError(
-                [f"{where}kind: must be one of {', '.join(POLICY_KINDS)}, got {document.get('kind') if isinstance(document, dict) else document!r}"]
+                [f"{where}kind: must be one of {', '.join(POLICY_KINDS)}, got {short_value(document.get('kind') if isinstance(document, dict) else document)}"]
             )
         if kind in policies:
             raise PolicyError([f"{where}kind: a second {document['kind']}; give one policy per kind"])
@@ -186,6 +183,10 @@ def policy_values(document: Any, kind: str) -> tuple[dict[str, Any], dict[str, s
     if not isinstance(document, dict):
         raise PolicyError([f"(document): must be a mapping with apiVersion: {API_VERSION}, kind: {policy_kind(kind)} and spec, got {type(document).__name__}"])
     try:
+        check_depth(document, "(document)")  # a document from a JSON body has not been through the YAML reader's bound
+    except DocumentError as err:
+        raise PolicyError(err.problems) from None
+    try:
         envelope = PolicyDocument.model_validate(document)
     except ValidationError as err:
         raise PolicyError(pydantic_problems(err, PolicyDocument, "(document)")) from None
@@ -201,14 +202,22 @@ def policy_values(document: Any, kind: str) -> tuple[dict[str, Any], dict[str, s
 
 
 def _walk(mapping: dict[str, Any], prefix: str, spec: dict[str, str], values: dict[str, Any], paths: dict[str, str], problems: list[str]) -> None:
-    """Collect the fields of ``mapping`` (at ``spec.<prefix>``) that ``spec`` names; unknown fields are problems."""
-    here = {path.removeprefix(prefix).split(".")[0] for path in spec if path.startswith(prefix)}
+    """Collect the fields of ``mapping`` (at ``spec.<prefix>``) that ``spec`` names; unknown fields are
+    problems: the first ``MAX_LISTED`` with a hint, the rest counted on one line (20,000 unknown fields
+    are one count, not 20,000 messages and as many searches for a close name)."""
+    here = sorted({path.removeprefix(prefix).split(".")[0] for path in spec if path.startswith(prefix)})
+    unknown = 0
     for key, value in mapping.items():
         path = f"{prefix}{key}"
         if not isinstance(key, str) or key not in here:
-            close = difflib.get_close_matches(str(key), sorted(here), n=1)
+            if len(problems) >= MAX_LISTED:
+                unknown += 1
+                continue
+            name = str(key)
+            close = difflib.get_close_matches(name, here, n=1) if len(name) <= 2 * max(map(len, here)) else []
             hint = f"did you mean '{close[0]}'? " if close else ""
-            problems.append(f"spec.{path}: unknown field; {hint}the fields here are {', '.join(sorted(here))}")
+            shown = name if len(name) <= 60 else short_text(name)
+            problems.append(f"spec.{prefix}{shown}: unknown field; {hint}the fields here are {', '.join(here)}")
         elif path in spec:
             values[spec[path]] = value
             paths[spec[path]] = f"spec.{path}"
@@ -216,6 +225,8 @@ def _walk(mapping: dict[str, Any], prefix: str, spec: dict[str, str], values: di
             problems.append(f"spec.{path}: must be a mapping (of {', '.join(sorted(p.removeprefix(path + '.') for p in spec if p.startswith(path + '.')))})")
         else:
             _walk(value, path + ".", spec, values, paths, problems)
+    if unknown:
+        problems.append(more_line(unknown, True))
 
 
 @dataclass(frozen=True)
@@ -236,7 +247,7 @@ def policy_layer(document: Any, kind: str, source: Source, where: str, lenient: 
     try:
         values, paths = policy_values(document, kind)
     except PolicyError as err:
-        raise PolicyError([f"{where}{problem}" for problem in err.problems]) from None
+        raise PolicyError(prefixed(where, err.problems)) from None
     return Layer(source, values, lambda field: f"{where}{paths.get(field, field)}", lenient)
 
 
@@ -247,6 +258,12 @@ def resolve(model: type[BaseModel], layers: list[Layer]) -> tuple[Any, dict[str,
     chosen: dict[str, tuple[Any, Layer]] = {}
     for layer in reversed(layers):
         chosen.update({field: (value, layer) for field, value in layer.values.items()})
+    fields = model.model_fields
+    unknown = [field for field in chosen if field not in fields]
+    if unknown:  # named here, the first MAX_LISTED: pydantic would build an error (a dict) for each of 200,000
+        known = list(fields)
+        listed = [unknown_field(chosen[field][1].name(field), field, known) for field in unknown[:MAX_LISTED]]
+        raise PolicyError(listed + ([more_line(len(unknown) - MAX_LISTED, True)] if len(unknown) > MAX_LISTED else []))
     while True:
         try:
             options = model(**{field: value for field, (value, _) in chosen.items()})
@@ -257,7 +274,7 @@ def resolve(model: type[BaseModel], layers: list[Layer]) -> tuple[Any, dict[str,
                 for field in given_way:
                     del chosen[field]
                 continue
-            raise PolicyError([_named(e, problem, chosen) for e, problem in zip(errors, pydantic_problems(err, model, "options"), strict=True)]) from None
+            raise PolicyError(pydantic_problems(err, model, "options", rename=lambda e, problem: _named(e, problem, chosen))) from None
         return options, {field: (chosen[field][1].source if field in chosen else "default") for field in model.model_fields}
 
 

@@ -8,6 +8,7 @@ each problem with its field path; the input is never repaired.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import defaultdict
 from collections.abc import Callable
@@ -27,19 +28,43 @@ from planner.cluster import (
 from planner.runtime.gc_pause import collector_paused
 from planner.snapshot_checks import reference_problems
 
+MAX_INPUT_BYTES = 1 << 30
+"""The largest file a command reads (1 GiB): a 37,707-node snapshot is 26 MB, the largest kubectl List
+the importer reads 128 Mi characters; a larger file is refused before it is read, not read into memory."""
 
-def read_text(path: str | Path, what: str = "snapshot") -> str:
-    """Read a file ('-' is stdin) or raise SnapshotError naming it."""
+
+def read_text(path: str | Path, what: str = "snapshot", max_bytes: int = MAX_INPUT_BYTES) -> str:
+    """Read a file ('-' is stdin) of at most ``max_bytes`` bytes, or raise SnapshotError naming it."""
+    too_large = f"{what}: '{path}' is larger than {max_bytes:,} bytes, the most a planner command reads"
     if str(path) == "-":
-        return sys.stdin.read()
+        data = sys.stdin.buffer.read(max_bytes + 1) if hasattr(sys.stdin, "buffer") else sys.stdin.read(max_bytes + 1).encode()
+        if len(data) > max_bytes:
+            raise SnapshotError([too_large])
+        return _decoded(data, what, path)
     try:
-        return Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size > max_bytes:  # a regular file: refused before it is read
+                raise SnapshotError([too_large])
+            data = handle.read(max_bytes + 1)
     except FileNotFoundError:
         raise SnapshotError([f"{what}: no such file '{path}'"]) from None
     except IsADirectoryError:
         raise SnapshotError([f"{what}: '{path}' is a directory, not a file"]) from None
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
         raise SnapshotError([f"{what}: cannot read '{path}': {err}"]) from None
+    if len(data) > max_bytes:
+        raise SnapshotError([too_large])
+    return _decoded(data, what, path)
+
+
+def _decoded(data: bytes, what: str, path: str | Path) -> str:
+    """``data`` as UTF-8 text with universal newlines (as text mode reads it), or SnapshotError naming
+    the first byte that is not UTF-8."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SnapshotError([f"{what}: cannot read '{path}': not UTF-8 text (byte {err.start:,})"]) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 M = TypeVar("M", bound=BaseModel)

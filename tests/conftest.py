@@ -75,6 +75,7 @@ SLOW_FILES = frozenset(
         "test_room_objective.py",
         "test_golden_plans.py",
         "test_hardening.py",
+        "test_hostile_inputs.py",
     }
 )
 """Files that take 10 s or more on one core (measured with ``pytest -n 0 --durations=0``): a local Ray, the

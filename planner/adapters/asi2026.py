@@ -79,8 +79,6 @@ SKIPPED_STATES = ("Succeeded", "Failed", "Unknown")
 STANDBY_LP = "Standby LP"
 PRIORITY = {"HP": "HP", "LP": "LP", "Other": "HP"}
 CLUSTER_LABEL = "cluster_id"
-MAX_LISTED = 20
-"""Problems listed at most per error (a bad export can have one per row)."""
 WHOLE_EPS = 1e-9
 
 
@@ -122,7 +120,7 @@ def import_asi2026(directory: str | Path, day: int, hour: int) -> AsiImport:
     cluster = Cluster(time_s=float(day * 86400 + hour * 3600), nodes=nodes, pods=pod_list, jobs=jobs)
     problems = consistency_problems(cluster)
     if problems:
-        raise SnapshotError(_capped([f"day={day} hour={hour}: the slice breaks a snapshot rule: {p}" for p in problems]))
+        raise SnapshotError([f"day={day} hour={hour}: the slice breaks a snapshot rule: {p}" for p in problems])
     return AsiImport(cluster, summary)
 
 
@@ -266,12 +264,6 @@ def _slice_name(table: str, day: int, hour: int) -> str:
     return f"{table} day={day} hour={hour}"
 
 
-def _capped(problems: list[str]) -> list[str]:
-    if len(problems) <= MAX_LISTED:
-        return problems
-    return [*problems[:MAX_LISTED], f"... and {len(problems) - MAX_LISTED} more problem(s) of the same kind"]
-
-
 def _id_problem(ident: str | None, i: int, where: str, kind: str, first_row: dict[str, int]) -> str | None:
     """Why row i's id cannot name a server or pod (null, or listed before); None records it as seen."""
     if not ident:
@@ -323,7 +315,7 @@ def _nodes(servers: dict[str, list[Any]], where: str, summary: ImportSummary) ->
             )
         )
     if problems:
-        raise SnapshotError(_capped(problems))
+        raise SnapshotError(problems)
     summary.nodes = len(nodes)
     summary.switches = len({n.asw for n in nodes if n.asw})
     summary.nodes_without_switch = sum(n.asw is None for n in nodes)
@@ -401,7 +393,7 @@ def _pods(rows: dict[str, list[Any]], servers: set[str], day: int, hour: int, su
             )
         )
     if problems:
-        raise SnapshotError(_capped(problems))
+        raise SnapshotError(problems)
     summary.placed_pods = sum(p.node is not None for p in pods)
     summary.standby_pods = sum(p.standby for p in pods)
     summary.pending_pods = len(pods) - summary.placed_pods

@@ -74,8 +74,6 @@ from planner.cluster import Cluster, Node, Pod, SnapshotError
 from planner.kubernetes_names import metadata_problem
 from planner.snapshot import consistency_problems
 
-MAX_LISTED = 20
-
 
 @dataclass
 class KubeImport:
@@ -292,7 +290,7 @@ class _Import(ImportRun):
             if fields["node"] is not None and fields["node"] not in known:
                 self.errors.append(f"{object_name(fields['_obj'])}: spec.nodeName: unknown node '{fields['node']}' (no Node object of that name)")
         if self.errors:
-            raise SnapshotError(_capped(self.errors))
+            raise SnapshotError(self.errors)
         resolve_gpus(self)
         check_named_capacity(self)
         index = LabelIndex(self.pods)  # namespaces and labels: the steps below do not change them
@@ -304,11 +302,11 @@ class _Import(ImportRun):
         for fields in self.pods:
             self._validated(fields["_obj"], Pod, {k: v for k, v in fields.items() if not k.startswith("_")}, pods)
         if self.errors:
-            raise SnapshotError(_capped(self.errors))
+            raise SnapshotError(self.errors)
         cluster = Cluster(nodes=self.nodes, pods=pods, jobs=jobs)
         problems = consistency_problems(cluster)
         if problems:
-            raise SnapshotError(_capped([f"the objects break a snapshot rule: {p}" for p in problems]))
+            raise SnapshotError([f"the objects break a snapshot rule: {p}" for p in problems])
         s = self.summary
         s.nodes, s.jobs = len(self.nodes), len(jobs)
         s.placed_pods = sum(1 for p in pods if p.node is not None)
@@ -318,9 +316,3 @@ class _Import(ImportRun):
 
 def _first_label(labels: dict[str, str], keys: list[str]) -> str | None:
     return next((labels[k] for k in keys if labels.get(k)), None)
-
-
-def _capped(problems: list[str]) -> list[str]:
-    if len(problems) <= MAX_LISTED:
-        return problems
-    return [*problems[:MAX_LISTED], f"... and {len(problems) - MAX_LISTED} more problem(s)"]

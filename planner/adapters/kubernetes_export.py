@@ -74,7 +74,6 @@ from planner.adapters.kubernetes_quantities import cpu_quantity, exact, label_na
 from planner.cluster import POD_COUNT, Cluster, Node, Pod, SnapshotError
 
 ANTI_PREFIX = "anti-affinity.planner.io/"
-MAX_LISTED = 20
 API_VERSIONS = {
     "Job": "batch/v1",
     "StatefulSet": "apps/v1",
@@ -189,8 +188,7 @@ class _Export:
         budgets += [pod_group(ctl, self.errors) for ctl in controllers.values() if ctl.min_member is not None]
         self._count_dropped(pods_of)
         if self.errors:
-            listed = self.errors[:MAX_LISTED] + ([f"... and {len(self.errors) - MAX_LISTED} more problem(s)"] if len(self.errors) > MAX_LISTED else [])
-            raise SnapshotError(listed)
+            raise SnapshotError(self.errors)  # listed up to bounded_input.MAX_LISTED, the rest counted
         document = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": [*nodes, *daemon_pods, *pods, *budgets]}
         dropped = [f"{what}: not carried (held by {count})" for what, count in sorted(self.dropped.items())]
         return KubeExport(document, {name: ctl.imported_as for name, ctl in controllers.items()}, dropped)

@@ -23,6 +23,8 @@ import re
 from fractions import Fraction
 from typing import Any
 
+from planner.bounded_input import short_text, short_value
+
 BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 DECIMAL_SUFFIXES = {
     "n": Fraction(1, 10**9),
@@ -55,30 +57,36 @@ class KubeError(ValueError):
 def parse_quantity(value: Any, path: str) -> Fraction:
     """A Kubernetes quantity, exactly: '500m' -> 1/2, '64Gi' -> 64 * 2^30, '1e3' -> 1000."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise KubeError(path, f"a quantity must be a string such as '500m' or '64Gi', got {value!r}")
+        raise KubeError(path, f"a quantity must be a string such as '500m' or '64Gi', got {short_value(value)}")
     if isinstance(value, float):
         if not math.isfinite(value):
             raise KubeError(path, f"a quantity must be finite, got {value!r}")
         value = repr(value)
-    text = str(value).strip()
+    text = str(value)
+    shown = short_text(text, 20)
+    if text != text.strip():
+        raise KubeError(
+            path, f"{shown} has spaces or line breaks around it; a quantity is written without them (Kubernetes' resource.ParseQuantity refuses it)"
+        )
     match = _NUMBER.fullmatch(text)
     if not match:
-        raise KubeError(path, f"'{text}' is not a quantity (a number with an optional suffix such as m, Gi or e3)")
+        raise KubeError(path, f"{shown} is not a quantity (a number with an optional suffix such as m, Gi or e3)")
     sign, number, suffix = match.groups()
     if len(number) > MAX_DIGITS:  # also keeps Fraction() below Python's int-conversion limit (4,300 digits)
-        raise KubeError(path, f"'{text[:20]}...': a quantity of {len(number)} digits; at most {MAX_DIGITS} are read")
+        raise KubeError(path, f"{shown}: a quantity of {len(number)} digits; at most {MAX_DIGITS} are read")
     if suffix in BINARY_SUFFIXES:
         scale = Fraction(BINARY_SUFFIXES[suffix])
     elif suffix in DECIMAL_SUFFIXES:
         scale = DECIMAL_SUFFIXES[suffix]
     elif exponent := _EXPONENT.fullmatch(suffix):
-        power = int(exponent.group(1))
-        if abs(power) > MAX_EXPONENT:
-            raise KubeError(path, f"'{text}': exponent {power} is out of range")
-        scale = Fraction(10) ** power
+        written = exponent.group(1)
+        digits = written.lstrip("+-").lstrip("0") or "0"  # leading zeros are read (Go's strconv does), and never given to int()
+        if len(digits) > 2 or int(digits) > MAX_EXPONENT:  # the length first: int() of 5,000 digits is refused
+            raise KubeError(path, f"{shown}: exponent {short_text(written, 20)} is out of range (at most {MAX_EXPONENT} either way)")
+        scale = Fraction(10) ** (-int(digits) if written.startswith("-") else int(digits))
     else:
         known = ", ".join([*BINARY_SUFFIXES, *(s for s in DECIMAL_SUFFIXES if s)])
-        raise KubeError(path, f"'{text}': unknown quantity suffix '{suffix}' (known: {known}, or an exponent such as e3)")
+        raise KubeError(path, f"{shown}: unknown quantity suffix {short_text(suffix, 20)} (known: {known}, or an exponent such as e3)")
     amount = Fraction(number) * scale
     return -amount if sign == "-" else amount
 
@@ -211,12 +219,12 @@ def check_selector(selector: Any, path: str) -> dict[str, Any] | None:
     selector = as_object(selector, path)
     for key, value in as_object(selector.get("matchLabels"), f"{path}.matchLabels").items():
         if not isinstance(value, str):
-            raise KubeError(f"{path}.matchLabels.{key}", f"a label value must be a string, got {value!r}")
+            raise KubeError(f"{path}.matchLabels.{key}", f"a label value must be a string, got {short_value(value)}")
     for i, expr in enumerate(as_list(selector.get("matchExpressions"), f"{path}.matchExpressions")):
         where = f"{path}.matchExpressions[{i}]"
         expr = as_object(expr, where)
         if expr.get("operator") not in SELECTOR_OPERATORS:
-            raise KubeError(f"{where}.operator", f"unknown operator {expr.get('operator')!r}; known: {', '.join(SELECTOR_OPERATORS)}")
+            raise KubeError(f"{where}.operator", f"unknown operator {short_value(expr.get('operator'))}; known: {', '.join(SELECTOR_OPERATORS)}")
         if not isinstance(expr.get("key"), str):
             raise KubeError(f"{where}.key", "a string key is required")
         values = as_list(expr.get("values"), f"{where}.values")
@@ -269,16 +277,16 @@ def scaled(value: Any, count: int, path: str) -> int:
     """An IntOrString against ``count`` pods: an integer, or a percentage from 0% to 100% (the API
     server refuses more) rounded up."""
     if isinstance(value, bool):
-        raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {value!r}")
+        raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {short_value(value)}")
     if isinstance(value, int):
         if value < 0:
-            raise KubeError(path, f"must be at least 0, got {str(value)[:40]}")
+            raise KubeError(path, f"must be at least 0, got {short_value(value)}")
         return value
-    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,12}%", value):
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,12}%", value):  # int() of more digits is refused (4,300) or slow
         if int(value[:-1]) > 100:
             raise KubeError(path, f"a percentage must be at most 100%, got {value!r}")
         return math.ceil(Fraction(int(value[:-1]), 100) * count)
-    raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {str(value)[:40]!r}")
+    raise KubeError(path, f"must be a whole number or a percentage such as '50%', got {short_value(value)}")
 
 
 def pdb_max_unavailable(spec: dict[str, Any], selected: int) -> int:

@@ -8,6 +8,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from planner.bounded_input import capped
 from planner.cluster import duplicate_key_problems, pydantic_problems
 
 M = TypeVar("M", bound=BaseModel)
@@ -18,7 +19,7 @@ class Refused(Exception):
     (It crosses from the parser process, so everything it holds is in ``args``.)"""
 
     def __init__(self, status: int, error: str, problems: list[str] | None = None):
-        super().__init__(status, error, problems or [])
+        super().__init__(status, error, capped(problems or []))  # at most MAX_LISTED and a count: a small 4xx whatever the body
 
     @property
     def status(self) -> int:

@@ -23,10 +23,14 @@ from planner.cli import controlplane as controlplane_commands
 from planner.cli.common import EXIT_BAD_INPUT, stand_in_for_closed_stdout
 from planner.provenance import planner_version
 
+# Help is click's plain text (rich_markup_mode=None here and on every command group): Typer's Rich tables shrink
+# the option-name column with the others, which cut 17 of defrag's flags to `--max-moves-per-…` at 80 columns
+# (and some still at 100); plain help never cuts a name and wraps the text under it (tests/cli/test_help_at_80_columns.py).
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     help="Plans for shared GPU clusters: defragmentation, make-room, spot preemption and topology allocation, "
     "exact and heuristic; reports, validation, instances, simulations and the planning service.",
 )

@@ -35,6 +35,7 @@ def allocate(
     method: AllocateMethod = typer.Option(
         AllocateMethod("auto"),
         "--method",
+        metavar="<method>",  # the choices, each with its meaning, are in the help (the list would not fit 80 columns)
         help="auto = exact when it proves optimality within --time-limit, else the better of its plan and largest-first; "
         "largest-first (= greedy) = largest job first, each on the fewest switches, then least entropy (optimal for one job); "
         "alg2 = the ASI paper's Algorithm 2 as published; kueue-bestfit, kueue-leastfree = Kueue TAS's greedy profiles; "

@@ -38,8 +38,8 @@ FIRST_DELAY_S = 0.5
 MAX_DELAY_S = 30.0
 FINISHED = ("succeeded", "failed", "cancelled")
 
-jobs_app = typer.Typer(help="Jobs of a running service: list, get, cancel, delete.", no_args_is_help=False)
-plans_app = typer.Typer(help="Stored plans of a running service: list, get, delete.", no_args_is_help=False)
+jobs_app = typer.Typer(help="Jobs of a running service (`planner jobs` lists them): get, cancel, delete.", no_args_is_help=False, rich_markup_mode=None)
+plans_app = typer.Typer(help="Stored plans of a running service (`planner plans` lists them): get, delete.", no_args_is_help=False, rich_markup_mode=None)
 
 SERVER = typer.Option(None, "--server", help="Service URL, e.g. http://planner:8000 (default: PLANNER_SERVER).")
 TOKEN = typer.Option(None, "--token", help="Bearer token (default: PLANNER_API_TOKEN, or the file PLANNER_API_TOKEN_FILE names).")

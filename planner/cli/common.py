@@ -25,6 +25,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
+from planner.bounded_input import capped
 from planner.cli.inputs import read_snapshot
 from planner.cli.outdir import check_out_dir, open_out_file, write_wave_files
 from planner.cluster import SnapshotError
@@ -200,11 +201,18 @@ def write_json(data: Any, out: str) -> None:
     emit(json.dumps(data, indent=2) + "\n", out)
 
 
+def print_warnings(warnings: list[str]) -> None:
+    """An import's warnings on stderr, the first ``MAX_LISTED`` and a line counting the rest (a List can
+    warn once per object)."""
+    for warning in capped(list(warnings)):
+        err_console.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+
+
 def report_violations(violations: list[Any], valid_line: str) -> None:
-    """``planner validate``'s output for any plan kind: one violation per line and exit 1, or the
-    valid line."""
+    """``planner validate``'s output for any plan kind: one violation per line (the first ``MAX_LISTED``,
+    then a line counting the rest) and exit 1, or the valid line."""
     if violations:
-        emit("".join(f"{printable(violation)}\n" for violation in violations), "-")
+        emit("".join(f"{printable(violation)}\n" for violation in capped([str(v) for v in violations])), "-")
         err_console.print(f"{len(violations)} violation(s)", markup=False)
         raise typer.Exit(EXIT_VIOLATIONS)
     emit(valid_line + "\n", "-")
@@ -246,8 +254,7 @@ def load_input(snapshot: str, kind: InputKind, import_config: str | None) -> Any
 
     settings = load_config(read_text(import_config, "--import-config") if import_config else None, import_config or "config")
     imported = import_kubernetes([(read_text(snapshot, "SNAPSHOT"), "stdin" if snapshot == "-" else snapshot)], settings)
-    for warning in imported.warnings:
-        err_console.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    print_warnings(imported.warnings)
     return imported.cluster
 
 

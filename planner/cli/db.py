@@ -7,7 +7,7 @@ import typer
 
 from planner.cli.common import fail, guarded
 
-db_app = typer.Typer(no_args_is_help=True, help="The job store's schema (Alembic migrations in planner/service/migrations).")
+db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="The job store's schema (Alembic migrations in planner/service/migrations).")
 
 DB = typer.Option("planner.db", "--db", help="SQLite file of the store (DATABASE_URL, or the file DATABASE_URL_FILE names, overrides: PostgreSQL).")
 

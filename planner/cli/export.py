@@ -5,9 +5,10 @@ from __future__ import annotations
 import typer
 
 from planner.cli.common import emit, err_console, guarded
-from planner.snapshot import load_cluster, read_text
+from planner.cli.inputs import read_snapshot
+from planner.snapshot import read_text
 
-export_app = typer.Typer(no_args_is_help=True, help="Write a snapshot as the input of a real system.")
+export_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Write a snapshot as the input of a real system.")
 
 
 @export_app.command("kubernetes")
@@ -26,7 +27,7 @@ def export_kubernetes_command(
     from planner.adapters.kubernetes_export import export_kubernetes
 
     settings = load_config(read_text(config, "--config") if config else None, config or "config")
-    exported = export_kubernetes(load_cluster(snapshot), settings)
+    exported = export_kubernetes(read_snapshot(snapshot, from_option=False), settings)  # a kubectl List is told so
     for line in exported.dropped:
         err_console.print(f"warning: {line}", markup=False, highlight=False, soft_wrap=True)
     emit(exported.json(), out)

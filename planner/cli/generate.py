@@ -11,7 +11,7 @@ from planner.cli.common import emit, guarded, working, wrote
 from planner.cluster import Cluster, SnapshotError
 from planner.snapshot import dump_cluster
 
-generate_app = typer.Typer(no_args_is_help=True, help="Generate a snapshot (seeded synthetic or trace replay).")
+generate_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Generate a snapshot (seeded synthetic or trace replay).")
 
 
 class Scheduler(str, Enum):
@@ -77,7 +77,7 @@ def generate_openb_command(
     scheduler: Scheduler = typer.Option(Scheduler.spread, "--scheduler", help="Baseline scheduler placing the pods."),
     node_list: NodeList = typer.Option(NodeList.gpu, "--nodes", help="gpu: the 1,213 GPU nodes; all: plus CPU-only nodes."),
     seed: int = typer.Option(0, "--seed", help="Random seed for the scheduler's tie-breaking."),
-    data_dir: str = typer.Option(None, "--data-dir", help="Directory of the openb CSVs (default: $PLANNER_OPENB_DIR or data/openb-2023 of the repository)."),
+    data_dir: str = typer.Option(None, "--data-dir", help="Directory of the openb CSVs (default: $PLANNER_OPENB_DIR, else the copy the package ships)."),
     departures: bool = typer.Option(
         True,
         "--departures/--no-departures",
@@ -143,7 +143,7 @@ def generate_spot_command(
     hp_share: float = typer.Option(0.6, "--hp-share", help="Share of GPUs held by HP pods."),
     lp_fill: float = typer.Option(0.9, "--lp-fill", help="Share of the remaining GPUs filled by spot pods."),
     pending_jobs: int = typer.Option(1, "--pending-jobs", help="Pending HP jobs that need preemption (hp-new-0, ...)."),
-    node_list: str = typer.Option(None, "--node-list", help="node_info_df.csv of the spot-GPU data (default: data/spot-gpu-2026/ of the repository)."),
+    node_list: str = typer.Option(None, "--node-list", help="node_info_df.csv of the spot-GPU data (default: the copy the package ships)."),
     out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
 ) -> None:
     """An HP/spot mix on the GPU models and node shapes of the 2026 spot-GPU node list, with

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import typer
 
-from planner.cli.common import emit, err_console, guarded
+from planner.cli.common import emit, err_console, guarded, print_warnings
 from planner.cluster import SnapshotError
 from planner.snapshot import dump_cluster, read_text
 from planner.textsafe import printable
 
-import_app = typer.Typer(no_args_is_help=True, help="Import a snapshot from a real trace.")
+import_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Import a snapshot from a real trace.")
 
 
 @import_app.command("asi2026")
@@ -69,8 +69,7 @@ def import_kubernetes_command(
         raise SnapshotError(["FILE: '-' (stdin) may be given once"])
     settings = load_config(read_text(config, "--config") if config else None, config or "config")
     imported = import_kubernetes([(read_text(f, "FILE"), "stdin" if f == "-" else f) for f in files], settings)
-    for warning in imported.warnings:
-        err_console.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    print_warnings(imported.warnings)
     emit(dump_cluster(imported.cluster) + "\n", out)
     s = imported.summary
     locked = ", ".join(f"{count} {reason}" for reason, count in s.locked.most_common()) or "none"

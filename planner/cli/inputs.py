@@ -4,6 +4,7 @@ written as YAML (both are JSON). The hint comes first (it is the fix), then the 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -37,24 +38,50 @@ def _with_hint(parse: Callable[[], Any], hint: Callable[[list[str]], str | None]
 
 def _yaml_instead(text: str, problems: list[str]) -> list[Any] | None:
     """The documents of ``text`` read as YAML, when JSON was expected and it was not JSON (else None)."""
-    from planner.adapters.kubernetes_documents import parse_yaml  # deferred: PyYAML (~15 ms at start-up), only for a hint on bad input
-
     if not any("not valid JSON" in problem for problem in problems):
         return None
+    return _yaml_documents(text)
+
+
+def _yaml_documents(text: str) -> list[Any] | None:
+    """The non-empty documents of ``text`` read as YAML (the bounded reader), None when it is not YAML."""
+    from planner.adapters.kubernetes_documents import parse_yaml  # deferred: PyYAML (~15 ms at start-up), only for a hint on bad input
+
     try:
         return [doc for doc in parse_yaml(text, "input") if doc is not None]
     except SnapshotError:
         return None
 
 
+def _is_kubernetes_list(text: str) -> bool:
+    """Whether ``text`` is a Kubernetes List, JSON or YAML (``kubectl get ... -o json|yaml``): one object with
+    an ``items`` array and ``kind: List`` (or ``NodeList``, ...) or ``apiVersion: v1``. Read from the document
+    itself, not from the snapshot parser's problems, so a List the parser stops early on (a duplicate key) is
+    recognised too. Only text that names ``items`` is read again, and only on this error path."""
+    if "items" not in text:
+        return False
+    try:
+        documents: list[Any] | None = [json.loads(text)]
+    except RecursionError:
+        return False
+    except ValueError:
+        documents = _yaml_documents(text)
+    if not documents or len(documents) != 1 or not isinstance(documents[0], dict):
+        return False
+    document = documents[0]
+    kind, api_version = document.get("kind"), document.get("apiVersion")
+    return isinstance(document.get("items"), list) and ((isinstance(kind, str) and kind.endswith("List")) or api_version == "v1")
+
+
 def snapshot_hint(text: str, problems: list[str], from_option: bool = True) -> str | None:
-    """What to do when a snapshot could not be read and the text is something else we know: Kubernetes
-    objects, JSON or YAML (``--from kubernetes`` where the command has it, else ``planner import
-    kubernetes``), or a snapshot written as YAML (snapshots are JSON)."""
+    """What to do when a snapshot could not be read and the text is something else we know: a kubectl List
+    or other Kubernetes objects, JSON or YAML (``--from kubernetes`` where the command has it, else ``planner
+    import kubernetes``), or a snapshot written as YAML (snapshots are JSON)."""
     convert = "convert it once with planner import kubernetes FILE --out SNAPSHOT"
-    kubernetes = "SNAPSHOT: this looks like Kubernetes objects (kubectl get -o json or -o yaml): " + (
-        f"add --from kubernetes, or {convert}" if from_option else convert
-    )
+    fix = f"add --from kubernetes, or {convert}" if from_option else convert
+    if _is_kubernetes_list(text):
+        return f"SNAPSHOT: this is a kubectl List (kubectl get ... -o json or -o yaml), not a snapshot: {fix}"
+    kubernetes = f"SNAPSHOT: this looks like Kubernetes objects (kubectl get -o json or -o yaml): {fix}"
     if any(problem.startswith(("apiVersion:", "kind:", "items:")) for problem in problems):
         return kubernetes
     docs = _yaml_instead(text, problems)

@@ -36,13 +36,19 @@ def preempt(
     method: PreemptMethod = typer.Option(
         PreemptMethod("spotgpu"),
         "--method",
+        metavar="<method>",  # the choices, each with its meaning, are in the help (the list would not fit 80 columns)
         help="spotgpu = least lost work (corrected SpotGPU); spotgpu-paper = the published prefix rule; spotgpu-isolated = HP pods where they would go without spot work; flextopo = NUMA-aware "
         "(FlexTopo); k8s-default, volcano, random = baselines; exact = solver, proven bound; compare = --heuristic and exact.",
     ),
     now: float = typer.Option(None, "--now", help="Decision time in seconds (default: the snapshot's time_s)."),
     alpha: float = typer.Option(0.5, "--alpha", help="FlexTopo Eq. 1: weight of priority (1) against topology (0)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random baseline."),
-    heuristic: PreemptHeuristic = typer.Option(PreemptHeuristic("spotgpu"), "--heuristic", help="compare: the heuristic set beside exact."),
+    heuristic: PreemptHeuristic = typer.Option(
+        PreemptHeuristic("spotgpu"),
+        "--heuristic",
+        metavar="<method>",
+        help=f"compare: the heuristic set beside exact, one of {', '.join(h.value for h in PreemptHeuristic)}.",
+    ),
     solver: PreemptSolver = typer.Option(PreemptSolver("cpsat"), "--solver", help="Exact back-end."),
     time_limit: float = typer.Option(10.0, "--time-limit", help="Seconds for the solver (exact, compare)."),
     solver_workers: int = typer.Option(8, "--solver-workers", help="CP-SAT workers / HiGHS threads."),

@@ -23,7 +23,7 @@ MAX_JOBS = 250_000
 """``--jobs`` at most: about ten days of the whole spot-2026 cluster at the default loads (24,000 jobs a
 day), some 400 MB of workload before the replay starts. A million jobs took 1.6 GB and kept growing."""
 
-simulate_app = typer.Typer(no_args_is_help=True, help="Replay a workload over time under each policy (simulation).")
+simulate_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Replay a workload over time under each policy (simulation).")
 
 
 @simulate_app.command("spot")
@@ -40,7 +40,7 @@ def simulate_spot_command(
         "--nodes",
         help="spot-2026 (every node of the trace's node list) or N (a seeded sample of N of them, model mix kept). Default spot-2026; asi-ablation: 1000.",
     ),
-    node_list: str = typer.Option(None, "--node-list", help="The trace's node_info_df.csv (default: data/spot-gpu-2026/ of the repository)."),
+    node_list: str = typer.Option(None, "--node-list", help="The trace's node_info_df.csv (default: the copy the package ships)."),
     days: float = typer.Option(None, "--days", help="Days of arrivals. Default 1; asi-ablation: 4."),
     warmup_days: float = typer.Option(
         None, "--warmup-days", help="Leave the first days out of the metrics (jobs run up to 3 days). Default 0; asi-ablation: 1."

@@ -31,7 +31,7 @@ def simulate_placement_command(
     load: float = typer.Option(1.3, "--load", help="GPU requested in all, as a share of capacity (Monte-Carlo inflation up to it)."),
     step: int = typer.Option(5, "--step", help="Load points every this many percent of capacity."),
     nodes: str = typer.Option("gpu", "--nodes", help="gpu (the 1,213 GPU nodes, as the FGD artifact) or all (with the 310 CPU-only nodes)."),
-    data_dir: str = typer.Option(None, "--data-dir", help="The openb-2023 directory (default: $PLANNER_OPENB_DIR or data/openb-2023 of the repository)."),
+    data_dir: str = typer.Option(None, "--data-dir", help="The openb-2023 directory (default: $PLANNER_OPENB_DIR, else the copy the package ships)."),
     workers: int = typer.Option(None, "--workers", help="Processes (default: one per core; 1: inline), or Ray tasks at once."),
     executor_kind: str = typer.Option(
         "process",

@@ -8,7 +8,7 @@ from planner.cli.choices import Solver
 from planner.cli.common import EXIT_INTERNAL, check_stdout, emit, fail, guarded, stdout_console, summary_to_stdout
 from planner.render.table import render_spot_schedule
 
-solve_app = typer.Typer(no_args_is_help=True, help="Exact solves of whole problems (offline oracles for the heuristics).")
+solve_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Exact solves of whole problems (offline oracles for the heuristics).")
 
 
 @solve_app.command("spot-schedule")

@@ -60,6 +60,7 @@ class SubmitGroup(TyperGroup):
 submit_app = typer.Typer(
     cls=SubmitGroup,
     no_args_is_help=True,
+    rich_markup_mode=None,
     help="Submit a planning job to a running service (for cron), with the options of the local command; "
     "with --wait, fetch the plan and check it. Exit 0 done, 1 the plan has violations, 2 bad input, "
     "4 server unavailable or gave up, 5 the job failed.",

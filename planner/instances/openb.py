@@ -22,8 +22,8 @@ lets them leave, which fills the cluster; ``departures=False`` replays that way 
 ``at_s`` stay).
 
 The data directory is, in order: the ``data_dir`` argument, the ``PLANNER_OPENB_DIR`` environment
-variable, ``<repo>/data/openb-2023`` (the trace as the repository carries it: ``data/README.md``). Only
-the trace files are read; nothing is written.
+variable, ``planner/data/openb-2023`` (the trace the package ships: ``planner/data/README.md``,
+``instances/traces.py``). Only the trace files are read; nothing is written.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import numpy as np
 from planner.cluster import MAX_TIME_S, Cluster, Node, Pod, SnapshotError
 from planner.heuristics.scheduler import POLICIES, schedule_pod
 from planner.instances.asi import check_seed
+from planner.instances.traces import bundled_trace_path
 from planner.state import PENDING, ClusterState
 
 ENV_DIR = "PLANNER_OPENB_DIR"
@@ -51,9 +52,8 @@ EPS = 1e-9
 
 
 def default_data_dir() -> Path:
-    """``<repo>/data/openb-2023``, the repository root being two levels above this package (an
-    install without the repository has no such directory: see ``missing_data_dir``)."""
-    return Path(__file__).resolve().parents[2] / "data" / "openb-2023"
+    """``planner/data/openb-2023``, the trace the package ships (every install has it: ``instances/traces.py``)."""
+    return bundled_trace_path("openb-2023")
 
 
 def resolve_data_dir(data_dir: str | Path | None = None) -> Path:

@@ -35,7 +35,8 @@ The workload, family by family (every pod names a job):
   node; the last draw is kept if none does).
 
 ``time_s`` is 7 days; HP pods started during that week. The file path is an argument
-(``node_list``), by default ``<repo>/data/spot-gpu-2026/node_info_df.csv`` (``data/README.md``); a missing file
+(``node_list``), by default ``planner/data/spot-gpu-2026/node_info_df.csv``, the copy the package ships
+(``planner/data/README.md``, ``instances/traces.py``); a missing file
 raises ``NodeListMissing`` (a ``SnapshotError``, so a ``ValueError``, and a ``FileNotFoundError``)
 naming the path. Deterministic for a given set of arguments and file.
 """
@@ -52,8 +53,9 @@ import numpy as np
 
 from planner.cluster import Cluster, Job, Node, Pod, SnapshotError, Topology
 from planner.instances.asi import check_seed
+from planner.instances.traces import bundled_trace_path
 
-DEFAULT_NODE_LIST = Path(__file__).resolve().parents[2] / "data/spot-gpu-2026/node_info_df.csv"
+DEFAULT_NODE_LIST = bundled_trace_path("spot-gpu-2026", "node_info_df.csv")
 COLUMNS = ("gpu_model", "gpu_capacity_num", "cpu_num", "node_name")
 MEMORY_GIB_PER_CPU = 8
 ASW_NODES = 16
@@ -141,7 +143,7 @@ def read_node_list(path: str | Path = DEFAULT_NODE_LIST) -> list[NodeRow]:
             [
                 (
                     f"--node-list: no such file '{path}'; pass --node-list with the spot-2026 trace's node_info_df.csv "
-                    "(the repository has it in data/spot-gpu-2026/)"
+                    "(the package ships it in planner/data/spot-gpu-2026/)"
                 )
             ]
         ) from None

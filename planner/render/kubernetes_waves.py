@@ -39,7 +39,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from planner.cluster import Cluster
+from planner.bounded_input import DocumentError
+from planner.cluster import Cluster, SnapshotError
 from planner.plans import DefragPlan
 from planner.render.kubernetes import WAIT_TIMEOUT_S, file_word, kubernetes_name, move_uids, namespace_of, plan_digest, pod_migration_jobs, snapshot_uids
 
@@ -108,11 +109,28 @@ def podmigrationjob_yaml(plan: DefragPlan, cluster: Cluster, file_name: str | No
     return header + _yaml_stream(objects)
 
 
-def objects_of_stream(text: str) -> list[dict[str, Any]]:
-    """The PodMigrationJobs of a stream ``podmigrationjob_yaml`` wrote (the header is comments)."""
-    import yaml  # deferred: PyYAML, for the YAML outputs only
+def objects_of_stream(text: str, source: str = "the PodMigrationJob stream") -> list[dict[str, Any]]:
+    """The PodMigrationJobs of a stream ``podmigrationjob_yaml`` wrote (the header is comments), read by
+    the bounded YAML reader; ``SnapshotError`` naming ``source`` when it does not read or a document is
+    not a PodMigrationJob labelled with its wave."""
+    from planner.bounded_yaml import parse_yaml  # deferred: PyYAML, for the YAML outputs only
 
-    return [doc for doc in yaml.safe_load_all(text) if doc]
+    try:
+        documents = [doc for doc in parse_yaml(text, source) if doc]
+    except DocumentError as err:
+        raise SnapshotError(err.problems) from None
+    problems = [f"{source}: document {i + 1}: not a PodMigrationJob labelled planner.io/wave" for i, doc in enumerate(documents) if not _has_wave(doc)]
+    if problems:
+        raise SnapshotError(problems)
+    return documents
+
+
+def _has_wave(document: Any) -> bool:
+    """Whether ``document`` is a mapping whose ``metadata.labels`` give a ``planner.io/wave`` number."""
+    metadata = document.get("metadata") if isinstance(document, dict) else None
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    wave = labels.get("planner.io/wave") if isinstance(labels, dict) else None
+    return isinstance(wave, str) and wave.isascii() and wave.isdigit() and len(wave) <= 9
 
 
 def wave_files(objects: list[dict[str, Any]]) -> dict[str, str]:

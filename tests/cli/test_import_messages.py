@@ -119,4 +119,4 @@ def test_validate_tells_yaml_plans_and_kubernetes_snapshots_apart(tmp_path: Path
     assert done.exit_code == 2 and "convert it once with planner import kubernetes" in done.output, done.output
     assert "--from" not in done.output, "validate has no --from"
     first = done.output.splitlines()[0]
-    assert first.startswith("error: SNAPSHOT: this looks like Kubernetes objects"), "the fix comes first: " + done.output
+    assert first.startswith("error: SNAPSHOT: this is a kubectl List"), "the fix comes first: " + done.output

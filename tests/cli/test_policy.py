@@ -144,7 +144,7 @@ def test_a_policy_reads_into_options_fields_with_their_paths() -> None:
         ),
         ("apiVersion: planner.io/v1\nkind: DefragPolicy\nspec: {scope: 3}\n", "spec.scope: must be a mapping"),
         ("- a\n- b\n", "(document): must be a mapping"),
-        ("apiVersion: [\n", "not valid YAML or JSON (line"),
+        ("apiVersion: [\n", "not valid YAML or JSON: line 2 column 1"),
         ("a: 1\n---\nb: 2\n", "holds 2 documents; a policy file holds one"),
     ],
 )

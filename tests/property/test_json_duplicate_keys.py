@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.adapters.kubernetes_documents import _keys_at_most, parse_json
+from planner.adapters.kubernetes_documents import parse_json
+from planner.bounded_json import _keys_at_most
 from planner.cluster import SnapshotError
 
 # keys and strings with the characters that confuse a count: quotes, backslashes, colons, spaces

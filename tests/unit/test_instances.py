@@ -258,7 +258,7 @@ def test_openb_missing_data_directory_is_a_clear_error(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------------------------
-# openb adapter on the real trace (data/openb-2023)
+# openb adapter on the real trace (planner/data/openb-2023)
 # ----------------------------------------------------------------------------------------------
 
 
