@@ -152,6 +152,15 @@ def apply_plan(kube: Kube, plan: DefragPlan, options: ApplyOptions, log: Callabl
         save(kube, state)
         steering.release_all()
         raise ApplyError([f"interrupted in wave {state.next_wave + 1}; the state is recorded in {where}: --resume goes on, --abort undoes"], 130) from None
+    except ApplyError as err:
+        # a stop (deadline, drift) or an answer the executor cannot go on from (a 500, a refused permission):
+        # the holds are rolled back and the state says where it stopped, for --resume or --abort
+        if state.status == "running":
+            state.status = "stopped"
+            save(kube, state)
+        steering.release_all()
+        err.problems.append(f"stopped in wave {state.next_wave + 1}; the state is in {where}: --resume retries, --abort undoes")
+        raise
     steering.release_all()
     state.status = "done"
     save(kube, state)

@@ -6,10 +6,13 @@ a watcher checks every budget at every pod event."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from kubernetes import client
 
 from tests.support.apply_run import Cluster, PdbWatcher, apply_args, planner, planner_leftovers, ready_by_app, seeded_cluster
 
@@ -58,6 +61,57 @@ def test_dry_run_changes_nothing(cluster: Cluster) -> None:
     shown = json.loads(done.stdout)
     assert shown["dry_run"] is True and len(shown["waves"]) == len(cluster.plan()["waves"])
     assert planner_leftovers(cluster.core()) == {"tainted": [], "labelled": [], "configmaps": []}
+
+
+def _observed(policy: Any, name: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        budget = policy.read_namespaced_pod_disruption_budget(name, "apps")
+        if budget.status.observed_generation == budget.metadata.generation:
+            return
+        time.sleep(0.2)
+
+
+def _stopped_and_aborted(cluster: Cluster, stopped: Any, needle: str) -> None:
+    """The run exited 1 with ``needle`` in its message, left no taint and no copy, its state 'stopped'; --abort clears it."""
+    core = cluster.core()
+    assert stopped.returncode == 1, stopped.stderr
+    assert needle in stopped.stderr, stopped.stderr
+    left = planner_leftovers(core)
+    assert left["tainted"] == [] and left["labelled"] == [] and len(left["configmaps"]) == 1
+    assert json.loads(core.read_namespaced_config_map(left["configmaps"][0], "default").data["state.json"])["status"] == "stopped"
+    aborted = planner([*apply_args(cluster, "--abort")], cluster.env)
+    assert aborted.returncode == 0, aborted.stderr
+    assert planner_leftovers(core) == {"tainted": [], "labelled": [], "configmaps": []}
+
+
+def test_a_budget_that_refuses_until_the_deadline_stops_the_wave_cleanly(cluster: Cluster) -> None:
+    """The first wave's first pod's budget set to allow no disruption: every eviction is a 429, retried until the
+    wave's deadline, then exit 1 naming the pod, holds rolled back, the pod not evicted; a second budget over the
+    pod (the Eviction API answers 500) stops the run the same way, quoting the server."""
+    core = cluster.core()
+    first = cluster.plan()["waves"][0][0]
+    pod = core.read_namespaced_pod(first["pod"], "apps")
+    labels = {k: v for k, v in pod.metadata.labels.items() if k in ("app", "job")}
+    policy = client.PolicyV1Api(core.api_client)
+    own = next(b for b in policy.list_namespaced_pod_disruption_budget("apps").items if b.spec.selector.match_labels == labels)
+    original = {"minAvailable": own.spec.min_available, "maxUnavailable": own.spec.max_unavailable}
+    policy.patch_namespaced_pod_disruption_budget(own.metadata.name, "apps", {"spec": {"minAvailable": None, "maxUnavailable": 0}})
+    try:
+        _observed(policy, own.metadata.name)
+        stopped = planner([*apply_args(cluster, "--wave-deadline", "3")], cluster.env)
+        _stopped_and_aborted(cluster, stopped, f"PodDisruptionBudgets still refuse the eviction of: apps/{first['pod']}")
+        assert core.read_namespaced_pod(first["pod"], "apps").metadata.uid == pod.metadata.uid  # not evicted
+    finally:
+        policy.patch_namespaced_pod_disruption_budget(own.metadata.name, "apps", {"spec": original})
+    policy.create_namespaced_pod_disruption_budget("apps", {"metadata": {"name": "second"}, "spec": {"maxUnavailable": 1, "selector": {"matchLabels": labels}}})
+    try:
+        _observed(policy, "second")
+        stopped = planner([*apply_args(cluster, "--wave-deadline", "3")], cluster.env)
+        _stopped_and_aborted(cluster, stopped, "more than one PodDisruptionBudget")
+    finally:
+        policy.delete_namespaced_pod_disruption_budget("second", "apps")
+    _observed(policy, own.metadata.name)
 
 
 def test_apply_vacates_the_planned_nodes_within_every_budget(cluster: Cluster, tmp_path: Path) -> None:
