@@ -6,6 +6,7 @@ whose original still runs is removed, and every workload has as many Ready pods 
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,3 +121,43 @@ def test_abort_after_a_kill_leaves_no_planner_taint_or_object(cluster: Cluster) 
     while ready_by_app(core) != before and time.monotonic() < deadline:
         time.sleep(0.2)
     assert ready_by_app(core) == before
+
+
+def test_force_delete_bypasses_only_the_budget_and_says_so(cluster: Cluster, tmp_path: Path) -> None:
+    """A hand-made one-move plan for a web pod whose budget allows nothing: with --force-delete the refused pod is
+    deleted at the wave's deadline (counted as a forced delete), its replacement lands on the target."""
+    core = cluster.core()
+    pods = [p for p in core.list_namespaced_pod("apps").items if p.metadata.deletion_timestamp is None]
+    web = next(p for p in pods if (p.metadata.labels or {}).get("app") == "web")
+    load = {n.metadata.name: 0 for n in core.list_node().items}
+    for p in pods:
+        load[p.spec.node_name] = load.get(p.spec.node_name, 0) + 1
+    target = min((n for n in load if n != web.spec.node_name), key=lambda n: (load[n], n))
+    plan = {
+        "version": 1,
+        "kind": "defrag",
+        "waves": [[{"pod": web.metadata.name, "from": web.spec.node_name, "to": target, "uid": web.metadata.uid}]],
+        "vacated_nodes": [],
+    }
+    plan_path = tmp_path / "one-move.json"
+    plan_path.write_text(json.dumps(plan))
+    policy = client.PolicyV1Api(core.api_client)
+    policy.patch_namespaced_pod_disruption_budget("web", "apps", {"spec": {"maxUnavailable": 0}})
+    report_path = tmp_path / "report.json"
+    try:
+        deadline = time.monotonic() + 60
+        while policy.read_namespaced_pod_disruption_budget("web", "apps").status.disruptions_allowed != 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        done = planner(
+            ["apply", str(plan_path), "--kubeconfig", cluster.kubeconfig, "--force-delete", "--wave-deadline", "2", "--json", str(report_path)], cluster.env
+        )
+    finally:
+        policy.patch_namespaced_pod_disruption_budget("web", "apps", {"spec": {"maxUnavailable": 1}})
+    assert done.returncode == 0, done.stderr
+    report = json.loads(report_path.read_text())
+    assert report["forced_deletes"] == 1 and report["pdb_refusals"] >= 1 and report["evictions"] == 0
+    assert report["replacements_on_target"] == 1
+    assert "event=force-deleted" in done.stderr
+    assert web.metadata.uid not in {p.metadata.uid for p in core.list_namespaced_pod("apps").items}
+    assert planner([*["apply", str(plan_path), "--kubeconfig", cluster.kubeconfig], "--abort"], cluster.env).returncode == 0
+    assert planner_leftovers(core) == {"tainted": [], "labelled": [], "configmaps": []}

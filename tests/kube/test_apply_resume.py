@@ -42,7 +42,10 @@ def test_a_killed_executor_resumed_evicts_nothing_twice(cluster: Cluster, tmp_pa
     assert report["nodes_vacated"] == report["nodes_vacated_planned"]
     assert len(watcher.terminated) == len(set(watcher.terminated)) == moves, (terminated_before_resume, watcher.terminated)
     evicted = evicted_pods(killed["stderr"]) + evicted_pods(resumed.stderr)
-    assert sorted(evicted) == sorted(set(evicted)) and len(evicted) == moves, evicted  # each pod evicted by exactly one call
+    assert sorted(evicted) == sorted(set(evicted)), evicted  # no pod evicted by two calls
+    # a kill right after an eviction the API accepted, before its log line: that pod was recorded 'evicting'
+    in_flight = {f"{r['pod']['namespace']}/{r['pod']['name']}" for r in killed["moves"].values() if r["phase"] == "evicting"}
+    assert moves - len(in_flight) <= len(evicted) <= moves, (evicted, in_flight)
     assert terminated_before_resume >= 1
     copies = [p for p in core.list_namespaced_pod("apps").items if (p.metadata.annotations or {}).get("planner.io/copy-of")]
     assert len(copies) == bare_moves
