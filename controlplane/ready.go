@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/klog/v2"
 )
 
 // readiness is the marker written to the state directory once the control plane serves and the
@@ -90,11 +91,16 @@ func waitSettled(ctx context.Context, factory informers.SharedInformerFactory, l
 	pods := factory.Core().V1().Pods().Lister()
 	pdbs := factory.Policy().V1().PodDisruptionBudgets().Lister()
 	deadline := time.Now().Add(timeout)
+	nextLog := time.Now().Add(10 * time.Second)
 	for {
 		c, err := countSettle(nodes, pods, pdbs)
 		c.NodeLeases = leases()
 		if err == nil && c.settled() {
 			return c, nil
+		}
+		if time.Now().After(nextLog) { // what a slow settle waits for, in the log
+			klog.InfoS("settling", "nodes", c.Nodes, "notReady", c.NotReadyNodes, "leases", c.NodeLeases, "boundPods", c.BoundPods, "running", c.RunningPods, "pdbs", c.PDBs, "pdbsNotComputed", c.PDBsUnobserved)
+			nextLog = time.Now().Add(10 * time.Second)
 		}
 		if time.Now().After(deadline) {
 			return c, fmt.Errorf("not settled within %s: %d of %d nodes not Ready, %d with a lease, %d of %d bound pods Running, %d of %d PodDisruptionBudgets not yet computed",
