@@ -56,6 +56,7 @@ PERMISSIONS = (
     Permission("list", "nodes"),
     Permission("patch", "nodes"),
     Permission("get", "poddisruptionbudgets", group="policy"),
+    Permission("create", "events"),
     Permission("get", "configmaps", namespaced_in_state=True),
     Permission("create", "configmaps", namespaced_in_state=True),
     Permission("update", "configmaps", namespaced_in_state=True),

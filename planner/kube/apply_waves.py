@@ -19,6 +19,7 @@ so a StatefulSet's replacement (same name, new UID) is never evicted in its plac
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,6 +74,29 @@ def evict(kube: Kube, ref: PodRef) -> str:
             raise refused(err, "create", "pods/eviction") from None
         raise ApplyError([f"evicting {ref.namespace}/{ref.name}: {server_answer(err)}"], EXIT_STOPPED) from None
     return "ok"
+
+
+def record_event(run: Run, ref: PodRef, reason: str, message: str) -> None:
+    """A Kubernetes Event on the pod (``kubectl describe pod`` shows it), from the component ``planner-apply``.
+    Best effort: an Event the server refuses is logged, never a reason to stop the run."""
+    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
+
+    now = datetime.datetime.now(datetime.UTC)
+    body = client.CoreV1Event(
+        metadata=client.V1ObjectMeta(generate_name=f"{ref.name[:200]}.", namespace=ref.namespace, labels={"planner.io/plan": run.plan_id}),
+        involved_object=client.V1ObjectReference(kind="Pod", namespace=ref.namespace, name=ref.name, uid=ref.uid, api_version="v1"),
+        reason=reason,
+        message=message[:1000],
+        type="Normal",
+        source=client.V1EventSource(component="planner-apply"),
+        first_timestamp=now,
+        last_timestamp=now,
+        count=1,
+    )
+    try:
+        run.kube.core.create_namespaced_event(ref.namespace, body)
+    except Exception as err:  # noqa: BLE001 - an Event is evidence, not a step of the plan
+        run.log("event-refused", pod=f"{ref.namespace}/{ref.name}", reason=reason, answer=server_answer(err))
 
 
 def delete_pod(kube: Kube, ref: PodRef, what: str) -> None:
@@ -219,6 +243,8 @@ def _evict_step(run: Run, wave: int, record: dict[str, Any], live: LivePods) -> 
     run.evictions += answer == "ok"
     record["phase"] = "evicted"  # saved by the polling loop: a resumed run finds the original gone or terminating
     run.log("evicted", wave=wave + 1, pod=f"{record['pod']['namespace']}/{record['pod']['name']}", node=original.spec.node_name)
+    message = f"evicted by planner apply (plan {run.plan_id}, wave {wave + 1}) to move it to node {record.get('target')}"
+    record_event(run, PodRef.from_dict(record["pod"]), "PlannerEvicted", message)
     return "evicted"
 
 

@@ -137,6 +137,8 @@ def test_apply_vacates_the_planned_nodes_within_every_budget(cluster: Cluster, t
     assert len(watcher.terminated) == moves  # each moved pod once, nothing else
     assert ready_by_app(core) == before
     assert planner_leftovers(core)["tainted"] == []
+    events = [e for e in core.list_namespaced_event("apps").items if e.reason == "PlannerEvicted"]
+    assert len(events) == moves and all(e.source.component == "planner-apply" and report["plan"] in e.message for e in events)
     assert "nodes vacated:" in done.stdout and "on-target share" in done.stdout
     again = planner(apply_args(cluster), cluster.env)
     assert again.returncode == 2 and "--resume" in again.stderr  # a second run is refused, the state says it ran
