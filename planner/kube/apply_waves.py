@@ -1,0 +1,349 @@
+"""One wave of a plan carried out on a live cluster (``planner apply --via eviction``).
+
+The wave's moves run target node by target node (``apply_steer``: the target open, the closed nodes tainted).
+For each target, in one polling loop until every move is done or the wave's deadline passes:
+
+* a bare pod (no controller): its copy is created pinned to the target (``apply_live.pinned_copy``), and only
+  once the copy is Running and Ready is the original evicted: make-before-break;
+* a pod a controller owns (ReplicaSet, StatefulSet, Job, ...): the pods its owner has are recorded, the pod is
+  evicted, and the move is done when a pod of that owner not among those recorded is Running and Ready (on the
+  target when steering worked; elsewhere is counted as such). A replacement that stays unscheduled for
+  ``steer_grace_s`` opens the cluster but the nodes still to vacate (``Steering.relax``);
+* an eviction the API refuses with 429 (a PodDisruptionBudget allows no disruption now) is retried with a
+  backoff (0.2 s doubling to 5 s) until the deadline; then the wave stops cleanly: copies whose original still
+  runs are deleted, the target closed, the state says ``stopped`` and the refused pods are named. With
+  ``force_delete`` the refused pods are deleted instead (bypassing the budget) and the wave goes on.
+
+Every step is recorded (``apply_state``) before it is taken. Evictions carry the pod's UID as a precondition,
+so a StatefulSet's replacement (same name, new UID) is never evicted in its place."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.kube.apply_client import ApplyError, Kube, refused, server_answer
+from planner.kube.apply_live import LivePods, PodRef, controller_of, copy_name, is_ready, list_pods, owned_by, pinned_copy
+from planner.kube.apply_state import ApplyState, save
+from planner.kube.apply_steer import Steering
+from planner.plans import DefragPlan
+
+BACKOFF_MIN_S = 0.2
+BACKOFF_MAX_S = 5.0
+EXIT_STOPPED = 1
+
+
+@dataclass
+class Run:
+    """Everything a wave needs: the client, the plan, its state, the steering, the options and the clocks."""
+
+    kube: Kube
+    plan: DefragPlan
+    plan_id: str
+    state: ApplyState
+    steering: Steering
+    log: Callable[..., None]
+    force_delete: bool = False
+    wave_deadline_s: float = 600.0
+    steer_grace_s: float = 30.0
+    evictions: int = 0
+    wait_s: float = 0.0
+    remaining_sources: set[str] = field(default_factory=set)
+
+
+def evict(kube: Kube, ref: PodRef) -> str:
+    """Evict one pod through policy/v1 with its UID as a precondition: ``ok``, ``refused`` (429) or ``gone``."""
+    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
+
+    body = client.V1Eviction(
+        metadata=client.V1ObjectMeta(name=ref.name, namespace=ref.namespace),
+        delete_options=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=ref.uid)),
+    )
+    try:
+        kube.core.create_namespaced_pod_eviction(ref.name, ref.namespace, body)
+    except Exception as err:  # noqa: BLE001
+        status = getattr(err, "status", None)
+        if status == 429:
+            return "refused"
+        if status in (404, 409):
+            return "gone"
+        if status == 403:
+            raise refused(err, "create", "pods/eviction") from None
+        raise ApplyError([f"evicting {ref.namespace}/{ref.name}: {server_answer(err)}"], EXIT_STOPPED) from None
+    return "ok"
+
+
+def record_event(run: Run, ref: PodRef, reason: str, message: str) -> None:
+    """A Kubernetes Event on the pod (``kubectl describe pod`` shows it), from the component ``planner-apply``.
+    Best effort: an Event the server refuses is logged, never a reason to stop the run."""
+    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
+
+    now = datetime.datetime.now(datetime.UTC)
+    body = client.CoreV1Event(
+        metadata=client.V1ObjectMeta(generate_name=f"{ref.name[:200]}.", namespace=ref.namespace, labels={"planner.io/plan": run.plan_id}),
+        involved_object=client.V1ObjectReference(kind="Pod", namespace=ref.namespace, name=ref.name, uid=ref.uid, api_version="v1"),
+        reason=reason,
+        message=message[:1000],
+        type="Normal",
+        source=client.V1EventSource(component="planner-apply"),
+        first_timestamp=now,
+        last_timestamp=now,
+        count=1,
+    )
+    try:
+        run.kube.core.create_namespaced_event(ref.namespace, body)
+    except Exception as err:  # noqa: BLE001 - an Event is evidence, not a step of the plan
+        run.log("event-refused", pod=f"{ref.namespace}/{ref.name}", reason=reason, answer=server_answer(err))
+
+
+def delete_pod(kube: Kube, ref: PodRef, what: str) -> None:
+    """A plain delete (``--force-delete``, or a copy rolled back), UID as a precondition."""
+    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
+
+    try:
+        kube.core.delete_namespaced_pod(ref.name, ref.namespace, body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=ref.uid)))
+    except Exception as err:  # noqa: BLE001
+        status = getattr(err, "status", None)
+        if status in (404, 409):
+            return
+        if status == 403:
+            raise refused(err, "delete", "pods") from None
+        raise ApplyError([f"deleting {what} {ref.namespace}/{ref.name}: {server_answer(err)}"], EXIT_STOPPED) from None
+
+
+def current_pod(run: Run, wave: int, index: int, live: LivePods) -> Any | None:
+    """The live pod a move moves: the plan's pod on its first move, else the pod its previous move left."""
+    move = run.plan.waves[wave][index]
+    for w in range(wave - 1, -1, -1):
+        for k, earlier in enumerate(run.plan.waves[w]):
+            if earlier.pod == move.pod:
+                now = run.state.move(w, k).get("now")
+                return live.by_uid.get(now["uid"]) if now else None
+    return live.find(move.pod, move.uid)
+
+
+def prepare_wave(run: Run, wave: int) -> list[str]:
+    """Record each pending move's pod and owner; the drift found (a pod gone or not on its source), one line each."""
+    live = LivePods(list_pods(run.kube))
+    drift = []
+    for index, move in enumerate(run.plan.waves[wave]):
+        record = run.state.move(wave, index)
+        if record["phase"] != "pending":
+            continue
+        pod = current_pod(run, wave, index, live)
+        if pod is None or pod.spec.node_name != move.from_ or pod.metadata.deletion_timestamp is not None:
+            where = "gone" if pod is None else f"on node '{pod.spec.node_name}'" + (" and terminating" if pod.metadata.deletion_timestamp else "")
+            drift.append(f"waves[{wave}][{index}]: pod '{move.pod}' should be on node '{move.from_}'; it is {where}")
+            continue
+        owner = controller_of(pod)
+        record["pod"] = PodRef.of(pod).as_dict()
+        record["owner"] = {"kind": owner.kind, "name": owner.name, "uid": owner.uid} if owner else None
+        record["target"] = move.to
+    return drift
+
+
+def run_wave(run: Run, wave: int) -> dict[str, Any]:
+    """Carry out one wave (its drift already checked by ``prepare_wave``); returns its measures."""
+    started = time.monotonic()
+    wait_before = run.wait_s
+    evictions_before = run.evictions
+    moves = run.plan.waves[wave]
+    measures: dict[str, Any] = {"wave": wave + 1, "moves": len(moves), "pdb_refusals": 0, "refused_pods": [], "forced": 0}
+    targets: list[str] = []
+    for move in moves:
+        if move.to not in targets:
+            targets.append(move.to)
+    deadline = started + run.wave_deadline_s
+    for target in targets:
+        indexes = [k for k, m in enumerate(moves) if m.to == target and run.state.move(wave, k)["phase"] != "done"]
+        if not indexes:
+            continue
+        run.steering.open_target(target)
+        try:
+            _run_target(run, wave, target, indexes, deadline, measures)
+        finally:
+            run.steering.close_target(target, vacated=target in run.remaining_sources)
+    records = [run.state.move(wave, k) for k in range(len(moves))]
+    measures["done"] = sum(r["phase"] == "done" for r in records)
+    measures["on_target"] = sum(r["phase"] == "done" and r.get("landed") == moves[k].to for k, r in enumerate(records))
+    measures["elsewhere"] = measures["done"] - measures["on_target"]
+    measures["evictions"] = run.evictions - evictions_before
+    measures["time_s"] = round(time.monotonic() - started, 3)
+    measures["wait_s"] = round(run.wait_s - wait_before, 3)
+    measures["overhead_s"] = round(measures["time_s"] - measures["wait_s"], 3)
+    return measures
+
+
+def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: float, measures: dict[str, Any]) -> None:
+    backoff = BACKOFF_MIN_S
+    unscheduled_since: dict[str, float] = {}
+    namespaces = sorted({run.state.move(wave, k)["pod"]["namespace"] for k in indexes})
+    while True:
+        pods = [p for ns in namespaces for p in list_pods(run.kube, ns)]
+        live = LivePods(pods)
+        progressed = False
+        refused_now: list[str] = []
+        for k in indexes:
+            record = run.state.move(wave, k)
+            before = record["phase"]
+            step = _bare_step if record.get("owner") is None else _owned_step
+            outcome = step(run, wave, k, target, live, pods)
+            if outcome == "refused":
+                refused_now.append(f"{record['pod']['namespace']}/{record['pod']['name']}")
+                measures["pdb_refusals"] += 1
+            if record["phase"] != before:
+                progressed = True
+            if outcome == "unscheduled":
+                unscheduled_since.setdefault(str(k), time.monotonic())
+        if all(run.state.move(wave, k)["phase"] == "done" for k in indexes):
+            return
+        if unscheduled_since and time.monotonic() - min(unscheduled_since.values()) > run.steer_grace_s and not run.steering.relaxed:
+            run.log("steer-relaxed", wave=wave + 1, target=target, reason="a replacement did not fit the target")
+            run.steering.relax(run.remaining_sources)
+        if time.monotonic() > deadline:
+            if refused_now and run.force_delete:
+                for k in indexes:
+                    record = run.state.move(wave, k)
+                    if record["phase"] == "evicting" and record.get("refused"):
+                        delete_pod(run.kube, PodRef.from_dict(record["pod"]), "pod (--force-delete: the PodDisruptionBudget is bypassed)")
+                        record["phase"] = "evicted"
+                        record["forced"] = True
+                        measures["forced"] += 1
+                        run.log("force-deleted", wave=wave + 1, pod=f"{record['pod']['namespace']}/{record['pod']['name']}")
+                save(run.kube, run.state)
+                deadline = time.monotonic() + run.wave_deadline_s
+                continue
+            _stop(run, wave, target, indexes, refused_now, measures)
+        if progressed:
+            save(run.kube, run.state)
+            backoff = BACKOFF_MIN_S
+        pause = min(backoff, max(0.0, deadline - time.monotonic()) + 0.05)
+        time.sleep(pause)
+        run.wait_s += pause
+        if not progressed:
+            backoff = min(BACKOFF_MAX_S, backoff * 2)
+
+
+def _evict_step(run: Run, wave: int, record: dict[str, Any], live: LivePods) -> str:
+    """Evict the move's original (phase ``evicting`` recorded first); a pod already gone or terminating counts."""
+    original = live.by_uid.get(record["pod"]["uid"])
+    if original is None or original.metadata.deletion_timestamp is not None:
+        record["phase"] = "evicted"
+        return "evicted"
+    if record["phase"] != "evicting":
+        record["phase"] = "evicting"
+        save(run.kube, run.state)
+    answer = evict(run.kube, PodRef.from_dict(record["pod"]))
+    if answer == "refused":
+        record["refused"] = int(record.get("refused", 0)) + 1
+        return "refused"
+    run.evictions += answer == "ok"
+    record["phase"] = "evicted"  # saved by the polling loop: a resumed run finds the original gone or terminating
+    run.log("evicted", wave=wave + 1, pod=f"{record['pod']['namespace']}/{record['pod']['name']}", node=original.spec.node_name)
+    message = f"evicted by planner apply (plan {run.plan_id}, wave {wave + 1}) to move it to node {record.get('target')}"
+    record_event(run, PodRef.from_dict(record["pod"]), "PlannerEvicted", message)
+    return "evicted"
+
+
+def _bare_step(run: Run, wave: int, index: int, target: str, live: LivePods, pods: list[Any]) -> str:
+    record = run.state.move(wave, index)
+    ns = record["pod"]["namespace"]
+    if record["phase"] == "pending":
+        record["copy"] = {"namespace": ns, "name": copy_name(record["pod"]["name"], run.plan_id, wave)}
+        record["phase"] = "copying"
+        save(run.kube, run.state)
+    if record["phase"] == "copying":
+        name = record["copy"]["name"]
+        found = [p for p in live.by_name.get(f"{ns}/{name}", [])]
+        if found:
+            record["copy"]["uid"] = found[0].metadata.uid
+        else:
+            original = live.by_uid.get(record["pod"]["uid"])
+            if original is None:
+                raise ApplyError([f"waves[{wave}][{index}]: pod {ns}/{record['pod']['name']} disappeared before its copy was made"], EXIT_STOPPED)
+            body = pinned_copy(original, run.kube, target, name, run.plan_id)
+            try:
+                made = run.kube.core.create_namespaced_pod(ns, body)
+            except Exception as err:  # noqa: BLE001
+                if getattr(err, "status", None) == 403:
+                    raise refused(err, "create", "pods") from None
+                raise ApplyError([f"creating the copy {ns}/{name} of a bare pod: {server_answer(err)}"], EXIT_STOPPED) from None
+            record["copy"]["uid"] = made.metadata.uid
+            run.log("copied", wave=wave + 1, pod=f"{ns}/{record['pod']['name']}", copy=name, target=target)
+        record["phase"] = "copied"  # saved by the polling loop: a resumed run finds the copy by name
+        return "copied"
+    copy_pod = live.by_uid.get(record["copy"]["uid"])
+    if record["phase"] == "copied":
+        if copy_pod is None:
+            raise ApplyError([f"waves[{wave}][{index}]: the copy {ns}/{record['copy']['name']} was deleted by someone else"], EXIT_STOPPED)
+        if not is_ready(copy_pod):
+            return "waiting"
+    if record["phase"] in ("copied", "evicting"):
+        outcome = _evict_step(run, wave, record, live)
+        if outcome != "evicted":
+            return outcome
+    if record["phase"] == "evicted" and copy_pod is not None:
+        record["phase"] = "done"
+        record["now"] = dict(record["copy"])
+        record["landed"] = copy_pod.spec.node_name
+    return record["phase"]
+
+
+def _owned_step(run: Run, wave: int, index: int, target: str, live: LivePods, pods: list[Any]) -> str:
+    record = run.state.move(wave, index)
+    owner_uid = record["owner"]["uid"]
+    if record["phase"] == "pending":
+        known = set(run.state.known.get(owner_uid, []))
+        known.update(p.metadata.uid for p in owned_by(pods, owner_uid))
+        run.state.known[owner_uid] = sorted(known)
+    if record["phase"] in ("pending", "evicting"):
+        outcome = _evict_step(run, wave, record, live)
+        if outcome != "evicted":
+            return outcome
+    if record["phase"] != "evicted":
+        return record["phase"]
+    known = set(run.state.known.get(owner_uid, []))
+    fresh = [p for p in owned_by(pods, owner_uid) if p.metadata.uid not in known and p.metadata.deletion_timestamp is None]
+    ready = sorted((p for p in fresh if is_ready(p)), key=lambda p: (p.spec.node_name != target, p.metadata.name))
+    if not ready:
+        return "unscheduled" if any(not p.spec.node_name for p in fresh) else "waiting"
+    chosen = ready[0]
+    run.state.known[owner_uid] = sorted(known | {chosen.metadata.uid})
+    record["phase"] = "done"
+    record["now"] = PodRef.of(chosen).as_dict()
+    record["landed"] = chosen.spec.node_name
+    run.log(
+        "replaced",
+        wave=wave + 1,
+        pod=f"{record['pod']['namespace']}/{record['pod']['name']}",
+        replacement=chosen.metadata.name,
+        node=chosen.spec.node_name,
+        target=target,
+    )
+    return "done"
+
+
+def _stop(run: Run, wave: int, target: str, indexes: list[int], refused_now: list[str], measures: dict[str, Any]) -> None:
+    """The deadline passed: roll back the copies whose original still runs, record ``stopped``, name the pods."""
+    waiting = []
+    for k in indexes:
+        record = run.state.move(wave, k)
+        if record["phase"] in ("copying", "copied", "evicting") and record.get("owner") is None and record.get("copy", {}).get("uid"):
+            delete_pod(run.kube, PodRef.from_dict(record["copy"]), "copy")
+            record.pop("copy")
+            record["phase"] = "pending"
+        elif record["phase"] != "done":
+            waiting.append(f"{record['pod']['namespace']}/{record['pod']['name']} ({record['phase']})")
+    run.state.status = "stopped"
+    run.state.waves.append({**measures, "stopped": True})
+    save(run.kube, run.state)
+    problems = [f"wave {wave + 1} stopped after {run.wave_deadline_s:.0f} s at target node {target}"]
+    if refused_now:
+        problems.append(f"PodDisruptionBudgets still refuse the eviction of: {', '.join(refused_now)}")
+    if waiting:
+        problems.append(f"not done: {', '.join(waiting)}")
+    problems.append("the state is recorded: `planner apply PLAN --resume` retries this wave, `--abort` undoes the holds and copies")
+    raise ApplyError(problems, EXIT_STOPPED)
