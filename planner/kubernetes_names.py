@@ -15,6 +15,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from planner.bounded_input import short_value
+
 LABEL_MAX = 63
 SUBDOMAIN_MAX = 253
 _LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -35,12 +37,26 @@ def is_dns_subdomain(name: str) -> bool:
     return len(name) <= SUBDOMAIN_MAX and DNS1123_SUBDOMAIN.fullmatch(name) is not None
 
 
+QUOTED_CHARS = 80
+"""A name longer than this is quoted by its start and its length: a 1 MiB name made a 1 MiB message."""
+
+
+def quoted(name: Any) -> str:
+    """``repr(name)`` of a short string, a long one's first characters and its length, anything else
+    quoted short (``short_value``: never written out whole)."""
+    if not isinstance(name, str):
+        return short_value(name, QUOTED_CHARS)
+    if len(name) > QUOTED_CHARS:
+        return f"{name[: QUOTED_CHARS - 20]!r}... ({len(name):,} characters)"
+    return repr(name)
+
+
 def name_problem(name: str, what: str) -> str | None:
     """Why ``name`` cannot be a Kubernetes ``what`` ('pod name', 'node name', 'namespace'); None if it can."""
     label = what == "namespace"
     if (is_dns_label if label else is_dns_subdomain)(name):
         return None
-    return f"{name!r} is not a valid {what}: it must be {LABEL_RULE if label else SUBDOMAIN_RULE}"
+    return f"{quoted(name)} is not a valid {what}: it must be {LABEL_RULE if label else SUBDOMAIN_RULE}"
 
 
 NAME_KIND = {"Pod": "pod name", "Node": "node name", "Namespace": "namespace"}
@@ -56,14 +72,14 @@ def metadata_problem(kind: Any, meta: Any) -> str | None:
     if name is None or name == "":
         return "metadata.name: missing"
     if not isinstance(name, str):
-        return f"metadata.name: must be a string, got {type(name).__name__} {name!r}"
+        return f"metadata.name: must be a string, got {type(name).__name__} {quoted(name)}"
     problem = name_problem(name, NAME_KIND[kind]) if kind in NAME_KIND else None
     if problem:
         return f"metadata.name: {problem}"
     namespace = meta.get("namespace")
     if namespace is not None and namespace != "":
         if not isinstance(namespace, str):
-            return f"metadata.namespace: must be a string, got {type(namespace).__name__} {namespace!r}"
+            return f"metadata.namespace: must be a string, got {type(namespace).__name__} {quoted(namespace)}"
         problem = name_problem(namespace, "namespace")
         if problem:
             return f"metadata.namespace: {problem}"
@@ -78,7 +94,7 @@ def _string_map_problem(meta: dict[str, Any], field: str) -> str | None:
         return None  # absent, or not a mapping: the reader of the field says so
     for key, value in values.items():
         if not isinstance(key, str):
-            return f"metadata.{field}: key {key!r} must be a string (quote it in YAML)"
+            return f"metadata.{field}: key {quoted(key)} must be a string (quote it in YAML)"
         if not isinstance(value, str):
             shown = repr(value) if isinstance(value, (int, float, bool)) or value is None else f"a {type(value).__name__}"
             return f"metadata.{field}.{key}: must be a string, got {shown} (quote it in YAML)"
@@ -97,5 +113,5 @@ def resource_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a Kubernetes resource name (a qualified name); None if it can."""
     prefix, _, rest = name.rpartition("/")
     if (not prefix and "/" in name) or (prefix and not is_dns_subdomain(prefix)) or len(rest) > LABEL_MAX or not _QUALIFIED.fullmatch(rest):
-        return f"{name!r} is not {RESOURCE_RULE}"
+        return f"{quoted(name)} is not {RESOURCE_RULE}"
     return None

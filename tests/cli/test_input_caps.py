@@ -62,3 +62,17 @@ def test_validate_lists_twenty_violations_and_counts_the_rest(tmp_path: Path) ->
     counted = int(re.search(r"([0-9]+) violation\(s\)", done.stderr).group(1))  # type: ignore[union-attr]
     assert counted == MAX_LISTED + int(re.search(r"and ([0-9,]+) more", lines[-1]).group(1).replace(",", ""))  # type: ignore[union-attr]
     assert os.path.getsize(plan) > 0
+
+
+def test_a_one_mebibyte_name_is_quoted_by_its_start_and_length(tmp_path: Path) -> None:
+    """The red team's long-message cases: a kubectl script or PodMigrationJobs refuse a name Kubernetes
+    refuses, and the message quoted all of a 1 MiB name (a 1 MiB message)."""
+    snapshot = json.loads((REPO / "instances" / "fig15-ejection-chain.json").read_text())
+    snapshot["pods"][0]["name"] = "job-" + "a" * (1 << 20)
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(snapshot))
+    for output in ("kubectl", "podmigrationjob"):
+        done = planner("defrag", str(path), "-o", output)
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert len(done.stderr) < 4_096, len(done.stderr)
+        assert "pods[0].name" in done.stderr and f"({(1 << 20) + 4:,} characters)" in done.stderr
