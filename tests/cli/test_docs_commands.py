@@ -36,7 +36,7 @@ DOCS = REPO / "docs"
 EXAMPLE_LIST = REPO / "instances" / "kubernetes" / "gpu-cluster.json"
 MARKED_BLOCK = re.compile(r"<!-- (?P<mark>quickstart|setup)(?P<attrs>[^>]*)-->\s*\n```bash\n(?P<body>.*?)\n```", re.DOTALL)
 INSTALL = "python3 -m venv .venv && .venv/bin/pip install -q -e . && "
-TEST_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest -q"
+TEST_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && bash controlplane/build.sh && .venv/bin/pytest -q"
 PLAN_KINDS = {"defrag", "defrag-compare", "preempt", "preempt-compare", "allocate", "allocate-compare"}
 FIRST_WORDS = {"planner", "kubectl", "DRY_RUN=1", "cp", "bash"}
 
