@@ -145,7 +145,7 @@ def test_the_budgets_own_status_is_kept_when_smaller_and_said() -> None:
         ("status", {"disruptedPods": ["web-0"]}, "status.disruptedPods: must be an object"),
         ("replicas", "three", "Deployment serving/web: spec.replicas: must be a whole number"),
         ("spec", "150%", "spec.maxUnavailable: a percentage must be at most 100%, got '150%'"),
-        ("spec", "9" * 5000 + "%", "spec.maxUnavailable: must be a whole number or a percentage such as '50%', got '9999"),
+        ("spec", "9" * 5000 + "%", "spec.maxUnavailable: must be a whole number or a percentage such as '50%', got \"9999"),
     ],
 )
 def test_malformed_budget_status_and_scales_are_refused_by_field(where: str, value: Any, message: str) -> None:
