@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from dataclasses import replace
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -219,6 +220,21 @@ def decide(ps: PreemptState, ask: Ask, method: str, options: PreemptOptions) -> 
     return place_job(ps, ask, policy_of(method, options)), {}
 
 
+def _without_surplus(
+    cluster: Cluster, ps: PreemptState, ask: Ask, choice: Choice, options: PreemptOptions, solver_fields: dict[str, Any], facts: ClusterFacts
+) -> PreemptPlan:
+    """The exact method's plan with every victim unit returned, one at a time in order, whose return leaves it
+    valid. Its model is stricter than the rules with GPU shares (``model_exact: false``, status ``feasible``), so
+    its plan could evict a gang the placements do not need (hypothesis found one: 2 surplus victims, 3,500 GPU-s
+    where 2,500 was the optimum)."""
+    units = list(choice.units)
+    for unit in list(units):
+        trial = replace(choice, units=[u for u in units if u != unit])
+        if not validate_preempt(cluster, to_plan(cluster, ps, ask, trial, "exact", options, solver_fields, facts), facts):
+            units.remove(unit)
+    return to_plan(cluster, ps, ask, replace(choice, units=units), "exact", options, solver_fields, facts)
+
+
 def policy_of(method: str, options: PreemptOptions) -> Policy:
     if method == "spotgpu":
         return SpotGpu()
@@ -241,6 +257,8 @@ def decide_plan(cluster: Cluster, ps: PreemptState, ask: Ask, method: str, optio
     violations = validate_preempt(cluster, plan, facts)
     if violations:
         raise PlanBug(f"{method} produced an invalid preemption plan: " + "; ".join(map(str, violations[:5])))
+    if method == "exact" and plan.placements and solver_fields.get("status") != "optimal" and surplus_units(cluster, plan, facts):
+        plan = _without_surplus(cluster, ps, ask, choice, options, solver_fields, facts)
     if plan.placements:
         plan.metrics["surplus_victims"] = surplus_units(cluster, plan, facts)
     shapes = [parse_shape(text) for text in options.large_requests]
