@@ -16,19 +16,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-EXIT_BAD_INPUT = 2
+from planner.kube.errors import EXIT_BAD_INPUT, KubeProblem
+
 EXIT_STOPPED = 1
 REQUEST_TIMEOUT_S = 30.0
 """Each API request's own timeout (connect and read), so a stuck server cannot hang the executor."""
 
 
-class ApplyError(Exception):
-    """A problem to report to the user: ``problems`` to print, ``code`` to exit with."""
-
-    def __init__(self, problems: list[str], code: int = EXIT_BAD_INPUT) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = problems
-        self.code = code
+class ApplyError(KubeProblem):
+    """A problem of ``planner apply`` to report to the user."""
 
 
 @dataclass(frozen=True)

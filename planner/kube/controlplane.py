@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.adapters.kubernetes import read_objects
+from planner.kube.errors import KubeProblem
 from planner.snapshot import read_text
 
 BINARY_ENV = "PLANNER_CONTROLPLANE"
@@ -42,13 +43,8 @@ STOP_SECONDS = 30.0
 PROFILES = ("default", "binpack")
 
 
-class ControlPlaneError(Exception):
-    """A control plane problem for the user: ``problems`` to print, ``code`` to exit with (2 bad input)."""
-
-    def __init__(self, problems: list[str], code: int = 2) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = problems
-        self.code = code
+class ControlPlaneError(KubeProblem):
+    """A control plane problem for the user."""
 
 
 @dataclass(frozen=True)
