@@ -232,7 +232,8 @@ def write(results: dict, args: argparse.Namespace) -> Path:
         f"Written by `benchmarks/speed.py` (each section's arguments and tree below; rows kept in speed.json); {machine()};",
         f"baseline {results['base_commit']}. Runs alternate between the sides (the first side",
         "alternating too), so the load of the shared machine hits both alike: the ratios (median against median) are",
-        "what to read; load averages (1 min) at the runs are given. Cells are min / median / max.",
+        "what to read; load averages (1 min) at the runs are given. Cells are min / median / max. Each side runs with its",
+        "bytecode cached outside its tree (PYTHONPYCACHEPREFIX), as an installed package has it, and the same interpreter.",
         "",
     ]
     if "defrag" in results:
