@@ -56,6 +56,9 @@ from planner.adapters import kubernetes_objects as k8s
 from planner.adapters.kubernetes_budgets import SCALED_KINDS, budget_pod, controller_scale, disrupted_pods, observed_allowed
 from planner.adapters.kubernetes_config import GIB, ImportConfig, _number, object_name
 from planner.adapters.kubernetes_documents import read_documents
+from planner.adapters.kubernetes_dra import resolve_dra
+from planner.adapters.kubernetes_dra_claims import add_dra_gpus
+from planner.adapters.kubernetes_dra_devices import DRA_KINDS
 from planner.adapters.kubernetes_gpus import node_gpus, pod_gpus
 from planner.adapters.kubernetes_hypernodes import hypernode_topology
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
@@ -149,6 +152,7 @@ class _Import(ImportRun):
             "PodGroup": self._pod_group,
             "HyperNode": self.hypernodes.append,
             "Namespace": self._namespace,
+            **dict.fromkeys(DRA_KINDS, self.dra.add),
             **dict.fromkeys(SCALED_KINDS, self._controller),
         }.get(str(kind))
         if handler is None:
@@ -285,6 +289,12 @@ class _Import(ImportRun):
         for name in self.reserved.keys() - known:
             self.errors.append(f"node-bound pods name node '{name}', which has no Node object")
         self._hypernode_switches()
+        try:
+            resolve_dra(self)  # DRA devices onto the nodes and claims onto the pods (kubernetes_dra)
+        except KubeError as err:
+            self.errors.append(f"DRA objects: {err}")
+        if self.errors:
+            raise SnapshotError(self.errors)
         self._reserve_node_bound(known)
         for fields in self.pods:
             if fields["node"] is not None and fields["node"] not in known:
@@ -292,6 +302,7 @@ class _Import(ImportRun):
         if self.errors:
             raise SnapshotError(self.errors)
         resolve_gpus(self)
+        add_dra_gpus(self)
         check_named_capacity(self)
         index = LabelIndex(self.pods)  # namespaces and labels: the steps below do not change them
         anti_affinity_groups(self, index)
