@@ -34,6 +34,8 @@ snapshot with the warnings and a summary. The mapping, with the configuration ke
   job its topology. A gang starts whole unless a PodGroup object (scheduler-plugins or Volcano) of
   its name has a ``minMember`` below its pods (``min_available``); a controller's pods start one by
   one (``min_available`` 1) unless the job has a topology.
+* DRA (``resource.k8s.io/v1`` DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates):
+  devices onto nodes and claims onto pods as resources by name (``kubernetes_dra``).
 * PodDisruptionBudgets -> ``disruption.max_unavailable`` of the jobs of the pods they select: the
   disruptions the budget allows now, as the disruption controller counts them (``kubernetes_budgets``:
   Pending, not-ready and terminating pods spend it; Deployments, ReplicaSets, StatefulSets and
@@ -160,7 +162,7 @@ class _Import(ImportRun):
             self.warn(
                 obj,
                 "kind",
-                f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget, PodGroup, HyperNode, Namespace, {', '.join(SCALED_KINDS)}); ignored",
+                f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget, PodGroup, HyperNode, Namespace, {', '.join((*SCALED_KINDS, *DRA_KINDS))}); ignored",
             )
             return
         try:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from enum import Enum
 
 import typer
@@ -172,8 +173,6 @@ def generate_kubernetes_dra_command(
 ) -> None:
     """A kubectl List (not a snapshot) of a mixed DRA / device-plugin fleet with DeviceClasses, ResourceSlices,
     ResourceClaimTemplates and allocated ResourceClaims; read it with planner import kubernetes."""
-    import json
-
     from planner.instances.kubernetes_dra import dra_fleet  # deferred: the instance generator (see generate asi)
 
     try:
