@@ -20,6 +20,7 @@ import hashlib
 import json
 from typing import Any
 
+from planner.adapters.kubernetes_dra_cel import Selector, device_context
 from planner.adapters.kubernetes_dra_claims import PodClaims, Request, allocations, write_dra
 from planner.adapters.kubernetes_dra_devices import DeviceClass, NodeDevice, compile_selectors, device_classes, node_devices
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
@@ -141,15 +142,18 @@ def _evaluate(devices: dict[str, list[NodeDevice]], selectors: dict[str, tuple[D
     compiled = {
         sig: (cls.selectors, compile_selectors([{"cel": {"expression": e}} for e in req.selectors], "selectors")) for sig, (cls, req) in selectors.items()
     }
+    domains = {d for of_class, own in compiled.values() for sel in (*of_class, *own) for d in sel.domains}
     for node_list in devices.values():
         for device in node_list:
             if not device.modelled:
                 continue
+            context = device_context(device.variable, domains)
+            seen: dict[str, bool] = {}  # a class's selectors are shared by its requests' signatures
             for sig, (of_class, own) in compiled.items():
                 if sig in failed:
                     continue
                 try:
-                    if all(s.matches(device.variable) for s in of_class) and all(s.matches(device.variable) for s in own):
+                    if all(_once(s, context, device.id, seen) for s in of_class) and all(_once(s, context, device.id, seen) for s in own):
                         device.serves.append(sig)
                 except KubeError as err:
                     failed[sig] = str(err)
@@ -157,6 +161,12 @@ def _evaluate(devices: dict[str, list[NodeDevice]], selectors: dict[str, tuple[D
         for device in node_list:
             device.serves = sorted(s for s in device.serves if s not in failed)
     return failed
+
+
+def _once(selector: Selector, context: Any, label: str, seen: dict[str, bool]) -> bool:
+    if selector.expression not in seen:
+        seen[selector.expression] = selector.matches(context, label)
+    return seen[selector.expression]
 
 
 def _kinds(devices: dict[str, list[NodeDevice]]) -> dict[str, dict[str, int]]:

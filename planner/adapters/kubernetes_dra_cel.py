@@ -85,20 +85,16 @@ class Selector:
         self.expression = expression
         self.domains = {a or b for a, b in _DOMAIN_LOOKUP.findall(expression)}
 
-    def matches(self, device: Mapping[str, Any]) -> bool:
-        """Whether ``device`` (as ``device_variable`` builds it) satisfies the selector; KubeError when
-        the evaluation fails or gives no boolean (Kubernetes aborts the allocation then)."""
-        attributes = {d: {} for d in self.domains} | device["attributes"]
-        capacity = {d: {} for d in self.domains} | device["capacity"]
-        variables = {"device": {**device, "attributes": attributes, "capacity": capacity}}
+    def matches(self, context: cel.Context, label: str) -> bool:
+        """Whether the device of ``context`` (``device_context``; ``label`` names it) satisfies the
+        selector; KubeError when the evaluation fails or gives no boolean (Kubernetes aborts the
+        allocation then)."""
         try:
-            result = self.program.execute(cel.Context(variables=variables, functions=QUANTITY_FUNCTIONS))
+            result = self.program.execute(context)
         except (KeyError, RuntimeError, TypeError, ValueError, OverflowError, ZeroDivisionError) as err:  # cel-rust raises these by case
-            raise KubeError(
-                "cel.expression", f"evaluation failed on device '{device['driver']}/{device['name']}': {type(err).__name__} {str(err)[:200]}"
-            ) from None
+            raise KubeError("cel.expression", f"evaluation failed on device '{label}': {type(err).__name__} {str(err)[:200]}") from None
         if not isinstance(result, bool):
-            raise KubeError("cel.expression", f"gives {type(result).__name__}, not a boolean, on device '{device['driver']}/{device['name']}'")
+            raise KubeError("cel.expression", f"gives {type(result).__name__}, not a boolean, on device '{label}'")
         return result
 
 
@@ -114,3 +110,11 @@ def device_variable(driver: str, name: str, attributes: Mapping[str, Any], capac
         domain, _, short = qualified.rpartition("/")
         caps.setdefault(domain or driver, {})[short] = math.ceil(Fraction(amount) * 1000)
     return {"driver": driver, "name": name, "attributes": by_domain, "capacity": caps, "allowMultipleAllocations": multiple}
+
+
+def device_context(device: Mapping[str, Any], domains: set[str]) -> cel.Context:
+    """The evaluation context of one device (``device_variable``) for selectors looking up ``domains``
+    (each an empty map where the device has none, as Kubernetes gives an unknown domain)."""
+    attributes = {d: {} for d in domains} | device["attributes"]
+    capacity = {d: {} for d in domains} | device["capacity"]
+    return cel.Context(variables={"device": {**device, "attributes": attributes, "capacity": capacity}}, functions=QUANTITY_FUNCTIONS)

@@ -3,6 +3,7 @@ what keeps a pod from being modelled or from moving, and the snapshot fields wri
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,9 +61,10 @@ def allocations(
         for device in node_list:
             for sig in device.serves:
                 by_sig.setdefault(sig, {}).setdefault(node, []).append(device)
+    facts = {sig: _signature_facts(on_nodes) for sig, on_nodes in by_sig.items()}
     for pod in pods:
         if pod.problem is None:
-            pod.problem = _request_problem(pod, by_sig, failed) or _constraint_problem(pod, by_sig) or _allocation_problem(pod, devices)
+            pod.problem = _request_problem(pod, facts, failed) or _constraint_problem(pod, by_sig) or _allocation_problem(pod, devices)
         if pod.problem is None:
             shared = [c["claim"] for c in pod.claims if len(users[c["claim"]]) > 1]
             named = [c["claim"] for c in pod.claims if c["template"] is None and c["object"] is not None and _allocated(c["object"])]
@@ -77,20 +79,29 @@ def _allocated(claim: dict[str, Any]) -> bool:
     return bool(as_object(claim.get("status"), "status").get("allocation"))
 
 
-def _request_problem(pod: PodClaims, by_sig: dict[str, dict[str, list[NodeDevice]]], failed: dict[str, str]) -> str | None:
+def _signature_facts(on_nodes: dict[str, list[NodeDevice]]) -> tuple[tuple[str, int] | None, set[int]]:
+    """For one signature: the first node (by name) where it would choose between kinds (and how many),
+    and the device counts of the nodes that have it (``All``'s count where they agree)."""
+    mixed = None
+    for node, found in sorted(on_nodes.items()):
+        kinds = {d.fields["kind"] for d in found}
+        if len(kinds) > 1:
+            mixed = (node, len(kinds))
+            break
+    return mixed, {len(found) for found in on_nodes.values()}
+
+
+def _request_problem(pod: PodClaims, facts: dict[str, tuple[tuple[str, int] | None, set[int]]], failed: dict[str, str]) -> str | None:
     for request in pod.requests:
         if request.signature in failed:
             return f"request '{request.name}' of claim {request.claim}: {failed[request.signature]}"
-        on_nodes = by_sig.get(request.signature, {})
-        for node, found in sorted(on_nodes.items()):
-            kinds = {d.fields["kind"] for d in found}
-            if len(kinds) > 1:
-                return f"request '{request.name}' of claim {request.claim} chooses between {len(kinds)} kinds of device on node '{node}'; the planner models requests that draw from one kind per node"
+        mixed, sizes = facts.get(request.signature, (None, set()))
+        if mixed is not None:
+            return f"request '{request.name}' of claim {request.claim} chooses between {mixed[1]} kinds of device on node '{mixed[0]}'; the planner models requests that draw from one kind per node"
         if request.mode == "All":
-            sizes = {len(found) for found in on_nodes.values()}
             if len(sizes) > 1:
                 return f"request '{request.name}' of claim {request.claim}: allocationMode All over {sorted(sizes)} devices depending on the node; not modelled"
-            request.count = sizes.pop() if sizes else 1
+            request.count = min(sizes) if sizes else 1
     return None
 
 
@@ -149,6 +160,7 @@ def _allocation_problem(pod: PodClaims, devices: dict[str, list[NodeDevice]]) ->
 
 def write_dra(run: ImportRun, pods: list[PodClaims], devices: dict[str, list[NodeDevice]], kinds: dict[str, dict[str, int]], holders: dict[str, str]) -> None:
     """Devices, offers and GPUs onto the nodes' fields; claims, charges and locks onto the pods'."""
+    users = Counter(c["claim"] for p in pods for c in p.claims)
     charged_claims: set[str] = set()
     first_user: dict[str, str] = {}
     for pod in sorted((p for p in pods if p.problem is None), key=lambda p: p.fields["name"]):
@@ -156,7 +168,6 @@ def write_dra(run: ImportRun, pods: list[PodClaims], devices: dict[str, list[Nod
             charged_claims.add(claim["claim"])
             first_user.setdefault(claim["claim"], pod.fields["name"])
     all_kinds = sorted({k for per_node in kinds.values() for k in per_node})
-    kind_of_sig = {sig: d.fields["kind"] for node_list in devices.values() for d in node_list for sig in d.serves}
     kinds_serving: dict[str, set[str]] = {}
     for node_list in devices.values():
         for d in node_list:
@@ -203,7 +214,7 @@ def write_dra(run: ImportRun, pods: list[PodClaims], devices: dict[str, list[Nod
                 {
                     "claim": claim["claim"],
                     "template": claim["template"],
-                    "shared": first_user[claim["claim"]] != fields["name"] or len([p for p in pods if any(c["claim"] == claim["claim"] for c in p.claims)]) > 1,
+                    "shared": users[claim["claim"]] > 1,
                     "requests": [
                         {
                             "name": r.name,
@@ -222,7 +233,6 @@ def write_dra(run: ImportRun, pods: list[PodClaims], devices: dict[str, list[Nod
         fields["device_claims"] = claims
         fields["_dra_gpus"] = sum(v for k, v in charges.items() if k in gpu_sigs)
         kept.append(pod)
-    del kind_of_sig
     run.pods[:] = [f for f in run.pods if not f.get("_dra_drop")]
 
 
