@@ -83,7 +83,8 @@ def _pod(name: str, node: str | None, claims: list[dict[str, Any]], statuses: li
     if gpus:
         requests["nvidia.com/gpu"] = str(gpus)
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": f"job-{name}", "uid": f"uid-job-{name}", "controller": True}
-    spec: dict[str, Any] = {"containers": [{"name": "main", "image": "registry.example/train:1", "resources": {"requests": requests}}]}
+    resources: dict[str, Any] = {"requests": requests, **({"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {})}  # extended resources need limits
+    spec: dict[str, Any] = {"containers": [{"name": "main", "image": "registry.example/train:1", "resources": resources}]}
     if claims:
         spec["resourceClaims"] = claims
         spec["containers"][0]["resources"]["claims"] = [{"name": c["name"]} for c in claims]
