@@ -85,24 +85,27 @@ def _augment(slot: int, slots: list[str], serving: dict[str, list[int]], owner: 
     return False
 
 
-def dra_breaks(node: Node, pods: Sequence[Pod]) -> list[RuleBreak]:
-    """What is wrong with the devices ``pods`` (on ``node``) hold and ask for: a held device the node does
-    not publish, or that does not serve its request, or that two claims hold; and whether the requests
-    of pods that hold nothing here yet can be allocated from the devices left free."""
+def dra_breaks(node: Node, residents: Sequence[Pod], arriving: Sequence[Pod] = ()) -> list[RuleBreak]:
+    """What is wrong with the devices ``residents`` of ``node`` hold and ``arriving`` pods ask for: a held
+    device the node does not publish, or that does not serve its request, or that two claims hold; and
+    whether the requests of arriving pods (a fresh claim each) and of residents' claims that hold nothing
+    yet can be allocated from the devices left free."""
     devices = node.devices or []
     index = {device_id(d): i for i, d in enumerate(devices)}
     held: dict[int, str] = {}
     breaks: list[RuleBreak] = []
     fresh: list[tuple[str, int]] = []
-    for pod in pods:
+    for pod in arriving:
+        fresh += [(r.signature, r.count) for c in pod.device_claims or () if not c.shared for r in c.requests]
+    for pod in residents:
         for claim in pod.device_claims or ():
             for request in claim.requests:
-                here = [index.get(name) for name in request.devices]
-                if not request.devices or all(i is None for i in here):
+                if not request.devices:
                     if not claim.shared or claim.claim not in held.values():
                         fresh.append((request.signature, request.count))
                     continue
-                for name, i in zip(request.devices, here, strict=True):
+                for name in request.devices:
+                    i = index.get(name)
                     if i is None:
                         breaks.append(
                             RuleBreak(
@@ -115,6 +118,7 @@ def dra_breaks(node: Node, pods: Sequence[Pod]) -> list[RuleBreak]:
                         )
                     elif held.setdefault(i, claim.claim) != claim.claim:
                         breaks.append(RuleBreak(DRA_DEVICES, node.name, pod.name, f"device '{name}' is held by claims '{held[i]}' and '{claim.claim}'"))
+    pods = [*residents, *arriving]
     claims_here = {c.claim for pod in pods for c in pod.device_claims or ()}
     taken = set(held) | {i for i, d in enumerate(devices) if d.held_by is not None and d.held_by not in claims_here}
     free = [d for i, d in enumerate(devices) if i not in taken]
