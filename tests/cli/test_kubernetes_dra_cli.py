@@ -80,3 +80,12 @@ def test_one_bad_claim_locks_its_pod_and_the_import_goes_on(tmp_path):
 def test_generate_refuses_a_fleet_of_no_nodes():
     done = planner("generate", "kubernetes-dra", "--nodes", "0")
     assert done.returncode == 2 and "nodes: 0 is not in 1..20,000" in done.stderr
+
+
+def test_podmigrationjobs_never_ask_for_the_planners_own_resource_names(tmp_path):
+    snap = tmp_path / "snap.json"
+    assert planner("import", "kubernetes", str(EXAMPLE), "--out", str(snap)).returncode == 0
+    done = planner("defrag", str(snap), "-o", "kubectl")
+    assert done.returncode == 0, done.stderr
+    assert "kind: PodMigrationJob" in done.stdout and "planner.io/to: node-" in done.stdout
+    assert "dra.planner.io" not in done.stdout
