@@ -89,3 +89,12 @@ def test_podmigrationjobs_never_ask_for_the_planners_own_resource_names(tmp_path
     assert done.returncode == 0, done.stderr
     assert "kind: PodMigrationJob" in done.stdout and "planner.io/to: node-" in done.stdout
     assert "dra.planner.io" not in done.stdout
+
+
+def test_export_refuses_dra_snapshots_naming_the_field(tmp_path):
+    snap = tmp_path / "snap.json"
+    assert planner("import", "kubernetes", str(EXAMPLE), "--out", str(snap)).returncode == 0
+    done = planner("export", "kubernetes", str(snap), "--out", str(tmp_path / "out.json"))
+    assert done.returncode == 2
+    assert "nodes[0].devices: DRA devices and claims are not exported" in done.stderr
+    assert not (tmp_path / "out.json").exists()
