@@ -27,6 +27,10 @@ from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
 from planner.adapters.kubernetes_run import ImportRun
 from planner.rules import DRA_PREFIX
 
+MAX_EVALUATIONS = 5_000_000
+"""Selector evaluations (distinct selectors times devices) one import may make: about a minute; 10,000
+nodes of 8 devices under 60 distinct selectors need 4.8 million."""
+
 
 def _signature(cls: DeviceClass, selectors: list[str]) -> str:
     digest = hashlib.sha256(json.dumps([cls.name, [s.expression for s in cls.selectors], selectors]).encode()).hexdigest()[:10]
@@ -142,6 +146,13 @@ def _evaluate(devices: dict[str, list[NodeDevice]], selectors: dict[str, tuple[D
     compiled = {
         sig: (cls.selectors, compile_selectors([{"cel": {"expression": e}} for e in req.selectors], "selectors")) for sig, (cls, req) in selectors.items()
     }
+    distinct = {sel.expression for of_class, own in compiled.values() for sel in (*of_class, *own)}
+    evaluations = len(distinct) * sum(1 for node_list in devices.values() for d in node_list if d.modelled)
+    if evaluations > MAX_EVALUATIONS:
+        raise KubeError(
+            "spec.devices.requests",
+            f"{len(distinct):,} distinct selectors on {evaluations // max(len(distinct), 1):,} devices: {evaluations:,} evaluations, more than the {MAX_EVALUATIONS:,} the import allows",
+        )
     domains = {d for of_class, own in compiled.values() for sel in (*of_class, *own) for d in sel.domains}
     for node_list in devices.values():
         for device in node_list:

@@ -13,8 +13,10 @@ evaluation here; ``cel-python`` (pure Python) drags in lark, pendulum and jmespa
 Kubernetes CEL extensions the DRA environment adds are provided for quantities only: ``quantity(s)``,
 ``compareTo``, ``isGreaterThan``, ``isLessThan``, ``asInteger``, ``asApproximateFloat``, ``sign``, on
 quantities carried as whole milli-units (so ``quantity("40Gi")`` equals ``40 * 2**30 * 1000``). An
-expression calling any function outside CEL's standard macros and functions and these (``semver``,
-``ip``, ``cidr``, ``url``, ``lists``...) is refused with its name: never guessed.
+expression calling any function outside CEL's standard functions and these (``semver``, ``ip``,
+``cidr``, ``url``, ``lists``...) is refused with its name, and so is a comprehension macro (``all``,
+``exists``, ``map``, ``filter``: quadratic over literal lists, and useless on a device's scalar
+attributes): never guessed.
 """
 
 from __future__ import annotations
@@ -32,10 +34,16 @@ from planner.adapters.kubernetes_objects import KubeError, parse_quantity
 MAX_EXPRESSION_CHARS = 10_240
 """Kubernetes' limit on a selector expression's length."""
 
-STANDARD_FUNCTIONS = frozenset(
-    {"size", "has", "all", "exists", "exists_one", "map", "filter", "matches", "startsWith", "endsWith", "contains", "int", "uint", "double", "string", "bool"}
-)
-"""CEL's standard functions and macros an expression may call (operators are named ``_op_``)."""
+STANDARD_FUNCTIONS = frozenset({"size", "has", "matches", "startsWith", "endsWith", "contains", "int", "uint", "double", "string", "bool"})
+"""CEL's standard functions an expression may call (operators are named ``_op_``)."""
+
+_NAMED = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+"""A function a user calls by name (operators are ``_op_`` or ``!_``, macro internals ``@...``)."""
+
+_COMPREHENSION = re.compile(r"\.\s*(all|exists_one|exists|map|filter)\s*\(")
+"""Comprehension macros, refused: a device's attributes are scalars, so a DRA selector needs none, and
+over literal lists they cost quadratic time (Kubernetes bounds them by a cost estimate; the planner
+refuses them)."""
 
 
 def quantity_milli(text: Any, path: str = "quantity") -> int:
@@ -79,7 +87,10 @@ class Selector:
             self.program = cel.compile(expression)
         except (ValueError, RuntimeError) as err:
             raise KubeError(path, f"not a CEL expression: {str(err).splitlines()[0][:200]}") from None
-        unknown = sorted(f for f in self.program.functions() if not f.startswith("_") and f not in STANDARD_FUNCTIONS and f not in QUANTITY_FUNCTIONS)
+        macro = _COMPREHENSION.search(expression)
+        if macro:
+            raise KubeError(path, f"uses the comprehension macro {macro.group(1)}(), which the planner does not evaluate (a device's attributes are scalars)")
+        unknown = sorted(f for f in self.program.functions() if _NAMED.fullmatch(f) and f not in STANDARD_FUNCTIONS and f not in QUANTITY_FUNCTIONS)
         if unknown:
             raise KubeError(path, f"calls {', '.join(unknown)}, outside what the planner evaluates (CEL's standard functions and the quantity library)")
         self.expression = expression

@@ -119,3 +119,38 @@ def test_selectors_on_memory_and_product_pick_h100s_only():
         assert all("H100" in d.attributes["productName"] for d in node.devices if sig in d.serves)
     a100 = [n for n in result.cluster.nodes if n.devices and "A100" in str(n.devices[0].attributes.get("productName"))]
     assert a100 and all(sig not in n.resources for n in a100 for sig in {p.device_claims[0].requests[0].signature for p in h100})
+
+
+def test_comprehension_macros_are_refused_before_any_evaluation():
+    doc = edited(fleet(5, 3))
+    big = "[" + ",".join(["1"] * 1500) + "]"
+    for t in items_of(doc, "ResourceClaimTemplate"):
+        t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [{"cel": {"expression": f"{big}.all(x, {big} . exists (y, x == y))"}}]
+    for c in items_of(doc, "ResourceClaim"):
+        c["spec"] = next(t for t in items_of(doc, "ResourceClaimTemplate") if t["metadata"]["name"] == "any-gpu")["spec"]["spec"]
+    with pytest.raises(SnapshotError) as err:
+        imported(doc)
+    assert "comprehension macro all()" in str(err.value)
+
+
+def test_too_many_evaluations_are_refused(monkeypatch):
+    from planner.adapters import kubernetes_dra
+
+    monkeypatch.setattr(kubernetes_dra, "MAX_EVALUATIONS", 10)
+    with pytest.raises(SnapshotError) as err:
+        imported(fleet(5, 3))
+    assert "evaluations, more than the 10 the import allows" in str(err.value)
+
+
+def test_negation_and_has_are_evaluated():
+    doc = edited(fleet(5, 3))
+    template = next(t for t in items_of(doc, "ResourceClaimTemplate") if t["metadata"]["name"] == "mig-1g")
+    expression = '!(device.attributes["gpu.nvidia.com"].profile != "1g.10gb") && has(device.attributes["gpu.nvidia.com"].parentIndex)'
+    template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [{"cel": {"expression": expression}}]
+    result = imported(doc)
+    assert not [w for w in result.warnings if "selectors" in w or "cannot model" in w]
+    pending = next(p for p in result.cluster.pods if p.name == "pending-3")  # the fourth template: mig-1g
+    node = next(n for n in result.cluster.nodes if n.name == "node-00002")
+    assert node.resources[pending.device_claims[0].requests[0].signature] == 14  # every slice serves it; what is held is charged on the kind
+    (kind,) = {d.kind for d in node.devices}
+    assert sum(p.requests.get(kind, 0) for p in result.cluster.pods if p.node == node.name) == sum(1 for d in node.devices if d.held_by)
