@@ -177,8 +177,7 @@ def write_dra(run: ImportRun, pods: list[PodClaims], devices: dict[str, list[Nod
         node_list = devices.get(fields["name"], [])
         usable = [d for d in node_list if d.id not in holders or holders[d.id] in charged_claims]
         offers: dict[str, int] = dict.fromkeys(all_kinds, MAX_RESOURCE)
-        for kind in {d.fields["kind"] for d in usable if d.serves}:
-            offers[kind] = sum(1 for d in usable if d.fields.get("kind") == kind)
+        offers.update(Counter(d.fields["kind"] for d in usable if d.serves))
         for d in usable:
             for sig in d.serves:
                 offers[sig] = offers.get(sig, 0) + 1

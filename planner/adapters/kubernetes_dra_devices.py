@@ -9,6 +9,7 @@ model them, and a request that only they could serve is a claim the importer can
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -76,8 +77,22 @@ def compile_selectors(selectors: Any, path: str) -> list[Selector]:
     out = []
     for i, item in enumerate(items):
         cel_part = as_object(as_object(item, f"{path}[{i}]").get("cel"), f"{path}[{i}].cel")
-        out.append(Selector(cel_part.get("expression"), f"{path}[{i}].cel.expression"))
+        expression = cel_part.get("expression")
+        found = _compiled(expression) if isinstance(expression, str) else None
+        if not isinstance(found, Selector):
+            Selector(expression, f"{path}[{i}].cel.expression")  # raises, naming this place
+        assert isinstance(found, Selector)  # the line above raised otherwise
+        out.append(found)
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(expression: str) -> Selector | None:
+    """One compiled selector per distinct expression (pods of one template repeat it); None when refused."""
+    try:
+        return Selector(expression, "")
+    except KubeError:
+        return None
 
 
 def device_classes(objects: DraObjects) -> dict[str, DeviceClass]:

@@ -154,3 +154,15 @@ def test_negation_and_has_are_evaluated():
     assert node.resources[pending.device_claims[0].requests[0].signature] == 14  # every slice serves it; what is held is charged on the kind
     (kind,) = {d.kind for d in node.devices}
     assert sum(p.requests.get(kind, 0) for p in result.cluster.pods if p.node == node.name) == sum(1 for d in node.devices if d.held_by)
+
+
+@pytest.mark.parametrize("seed", [5, 9])
+def test_the_dra_model_costs_no_planning_quality_against_its_device_plugin_twin(seed):
+    from planner.engine.defrag import plan_defrag
+
+    dra = imported(fleet(60, seed)).cluster
+    twin = imported(fleet(60, seed, twin=True)).cluster
+    assert not any(p.device_claims for p in twin.pods) and [p.name for p in dra.pods] == [p.name for p in twin.pods]
+    assert [n.gpus for n in dra.nodes] == [n.gpus for n in twin.nodes]
+    vacated_dra, vacated_twin = len(plan_defrag(dra).vacated_nodes), len(plan_defrag(twin).vacated_nodes)
+    assert vacated_dra >= 0.98 * vacated_twin, (vacated_dra, vacated_twin)
