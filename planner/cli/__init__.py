@@ -20,6 +20,7 @@ from typer._click.exceptions import ClickException
 from planner.cli import allocate, client, db, defrag, explain, export, generate, importing, preempt, render, report, serve, simulate, solve, submit, validate
 from planner.cli import apply as apply_commands
 from planner.cli import controlplane as controlplane_commands
+from planner.cli import verify as verify_commands
 from planner.cli.common import EXIT_BAD_INPUT, stand_in_for_closed_stdout
 from planner.provenance import planner_version
 
@@ -59,6 +60,7 @@ app.command()(preempt.preempt)
 app.command()(render.render)
 app.command()(explain.explain)
 app.command("apply")(apply_commands.apply_command)
+app.command("verify")(verify_commands.verify_command)
 app.add_typer(submit.submit_app, name="submit")
 app.add_typer(generate.generate_app, name="generate")
 app.add_typer(client.jobs_app, name="jobs")
