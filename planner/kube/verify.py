@@ -30,7 +30,7 @@ from planner.kube.apply_live import LivePods, PodRef, View, is_ready, list_pods
 from planner.kube.verify_evict import Refusal, evict_all, wait_gone, wait_settled
 from planner.kube.verify_hold import Holds
 from planner.kube.verify_plans import plan_counts, plan_problems
-from planner.kube.verify_steps import RUN_LABEL, Verdict, pin_pending, plugin_of, replacement, scheduler_reason, short_name, verdict
+from planner.kube.verify_steps import DEFAULT_SCHEDULER, RUN_LABEL, Verdict, pin_pending, plugin_of, replacement, scheduler_reason, short_name, verdict
 from planner.plans import AnyPlan, DefragPlan, Move, Placement, PreemptPlan
 
 POLL_MIN_S = 0.1
@@ -68,6 +68,7 @@ class Replay:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     tracked: dict[str, Tracked] = field(default_factory=dict)
     lost: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
 
     def refuse(self, step: str, pod: str, node: str, by: str, message: str, **extra: Any) -> None:
         record = {"step": step, "pod": pod, "node": node, "by": by, "message": message, **extra}
@@ -77,8 +78,10 @@ class Replay:
     def scheduler_refusal(self, step: str, pod: str, node: str, answer: Verdict | None, seen: View | None = None, **extra: Any) -> None:
         if answer is None:
             message, plugin = f"no answer from kube-scheduler within {self.options.step_timeout_s:.0f} s ({_state(seen)})", None
-        elif answer.node != node:
+        elif answer.admitted and answer.node != node:
             message, plugin = f"bound to node '{answer.node}', not the plan's", None
+        elif answer.admitted:
+            message, plugin = f"bound to node '{node}' but not Running and Ready within {self.options.step_timeout_s:.0f} s ({_state(seen)})", None
         else:
             message, plugin = str(answer.message), plugin_of(str(answer.message))
         reason = scheduler_reason(message) if answer is not None and answer.message else message
@@ -181,6 +184,11 @@ class Replay:
             pod = live.find(placement.pod, None)
             assert pod is not None  # plan_problems checked every placement
             self.checked["placements"] += 1
+            if (pod.spec.scheduler_name or DEFAULT_SCHEDULER) != DEFAULT_SCHEDULER:
+                uid = self.place_replacement(placement, pod)
+                if uid is not None:
+                    waiting[uid] = placement
+                continue
             raw = json.loads(self.kube.core.read_namespaced_pod(pod.metadata.name, pod.metadata.namespace, _preload_content=False).data)
             gates = pin_pending(raw, placement.node, self.run_id)
             try:
@@ -197,6 +205,23 @@ class Replay:
             answer, seen = answers[uid]
             if answer is None or answer.node != placement.node:
                 self.scheduler_refusal("placement", placement.pod, placement.node, answer, seen)
+
+    def place_replacement(self, placement: Placement, pod: View) -> str | None:
+        """A pending pod of a scheduler this cluster does not run (``schedulerName`` cannot change): a replacement
+        pinned to the node is judged by kube-scheduler in its place, and the run says so (``notes``)."""
+        namespace = pod.metadata.namespace
+        name = short_name(pod.metadata.name, f"{self.run_id}/placement/{placement.pod}")
+        body = replacement(pod.raw, placement.node, name, self.run_id, self.holds.holder(namespace), self.holds.priority_class(pod))
+        try:
+            created = json.loads(_create_pod(self.kube, namespace, body).data)
+        except Exception as err:  # noqa: BLE001 - the API server's answer is the verdict
+            self.refuse("placement", placement.pod, placement.node, API_SERVER, server_answer(err))
+            return None
+        self.notes.append(
+            f"pod '{placement.pod}' names schedulerName '{pod.spec.scheduler_name}', which this cluster does not run: a replacement "
+            f"scheduled by {DEFAULT_SCHEDULER} was judged in its place (that scheduler's own rules, gangs included, are not)"
+        )
+        return str(created["metadata"]["uid"])
 
     def preempt(self, plan: PreemptPlan, live: LivePods) -> None:
         victims: dict[str, PodRef] = {}
@@ -223,6 +248,7 @@ class Replay:
             "refused": len(self.refusals),
             "refusals": self.refusals,
             "skipped": self.skipped,
+            "notes": self.notes,
         }
 
 

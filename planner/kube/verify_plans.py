@@ -70,6 +70,7 @@ def table(result: dict[str, Any]) -> list[str]:
         lines.append(f"{step:<11} {checked[step]:>7} {accepted[step]:>8} {checked[step] - accepted[step]:>7}")
     if result["skipped"]:
         lines.append(f"not checked: {len(result['skipped'])} later move(s) of pods whose earlier move was refused")
+    lines += [printable(f"note: {note}") for note in result.get("notes") or []]
     lines.append(f"verdict: {'all accepted' if not result['refused'] else str(result['refused']) + ' refused'} in {result['time_s']:.1f} s")
     for r in result["refusals"]:
         where = f"wave {r['wave']} " if r.get("wave") else ""
