@@ -100,10 +100,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[60])
     parser.add_argument("--out", default=str(RESULTS / "verify.md"))
+    parser.add_argument("--keep", help="rows of an earlier run (the .json written next to its --out) to report first; its inputs are not run again")
     args = parser.parse_args()
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = json.loads(Path(args.keep).read_text()) if args.keep else []
+    done = {r["input"] for r in rows}
     started = time.perf_counter()
     for name, load, untuned in inputs(args.sizes):
+        if name in done:
+            continue
         objects = load()
         work = Path(tempfile.mkdtemp(prefix="verify-list-"))
         list_path = work / "list.json"
@@ -164,6 +168,7 @@ def write(rows: list[dict[str, Any]], out: Path, wall_s: float, sizes: list[int]
         move = f"{x.get('from')} -> {x['node']}" if x.get("from") else f"node {x['node']}"
         lines.append(f"* {r['input']}, {r['what'][:60]}: {where}{x['step']} of `{x['pod']}` {move}: {x['by']} {x.get('plugin') or ''}: {x['message']}")
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out.with_suffix(".json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":
