@@ -19,6 +19,7 @@ pod lands where kube-scheduler puts it."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 from collections.abc import Callable
@@ -180,6 +181,7 @@ class Replay:
     def place(self, placements: list[Placement], live: LivePods) -> None:
         """Pin each pending pod to its node and release it; every one must be bound there by kube-scheduler."""
         waiting: dict[str, Placement] = {}
+        released_at = (datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S")
         for placement in placements:
             pod = live.find(placement.pod, None)
             assert pod is not None  # plan_problems checked every placement
@@ -201,8 +203,12 @@ class Replay:
                 continue
             waiting[pod.metadata.uid] = placement
         answers = self.answers(set(waiting), ready=False)
+        admitted = {uid for uid, (answer, _) in answers.items() if answer is not None and answer.admitted}
+        failed = _failed_scheduling(self.kube, admitted, released_at)
         for uid, placement in waiting.items():
             answer, seen = answers[uid]
+            if uid in failed:  # refused first, then bound once kube-scheduler's preemption made room: the plan did not
+                answer = Verdict(None, f"{failed[uid]} (then bound after kube-scheduler preempted pods the plan does not name)")
             if answer is None or answer.node != placement.node:
                 self.scheduler_refusal("placement", placement.pod, placement.node, answer, seen)
 
@@ -274,6 +280,21 @@ def _create_pod(kube: Kube, namespace: str, body: dict[str, Any]) -> Any:
             if getattr(err, "status", None) != 403 or "no PriorityClass with name planner-verify-" not in server_answer(err) or time.monotonic() > deadline:
                 raise
         time.sleep(POLL_MIN_S)
+
+
+def _failed_scheduling(kube: Kube, uids: set[str], since: str) -> dict[str, str]:
+    """The first FailedScheduling Event kube-scheduler recorded since ``since`` (RFC 3339, seconds) for each pod of
+    ``uids``: a pod it refused at first and bound later, after its own preemption."""
+    if not uids:
+        return {}
+    answer = kube.core.list_event_for_all_namespaces(field_selector="reason=FailedScheduling", _preload_content=False)
+    found: dict[str, str] = {}
+    for event in sorted(json.loads(answer.data)["items"], key=lambda e: str(e.get("firstTimestamp") or e.get("eventTime") or "")):
+        uid = (event.get("involvedObject") or {}).get("uid")
+        when = str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "")[:19]
+        if uid in uids and uid not in found and when >= since:
+            found[uid] = " ".join(str(event.get("message") or "FailedScheduling").split())
+    return found
 
 
 def _labelled(kube: Kube, run_id: str) -> list[View]:

@@ -207,3 +207,16 @@ def test_a_preemption_over_the_lists_budget_is_refused_at_the_third_victim(clust
     [refusal] = result["refusals"]
     assert (refusal["step"], refusal["pod"], refusal["budgets"]) == ("eviction", "llm-serve-7d9f8-3", ["serving/llm-serve"])
     assert refusal["message"].startswith("429") and "llm-serve" in refusal["message"]
+
+
+def test_a_placement_kube_scheduler_makes_room_for_by_preempting_is_refused(cluster: tuple[Running, Kube]) -> None:
+    """train-big-0 (8 GPUs, priority 500) placed on h100-4, where finetune-0 and notebook-alice (priority 100) hold 3
+    GPUs: kube-scheduler refuses it (Insufficient nvidia.com/gpu), then preempts them and binds it; the plan, which
+    names no victim, is refused with the scheduler's first answer."""
+    _, kube = cluster
+    plan = {"version": 1, "kind": "allocate", "placements": [{"pod": "train-big-0", "node": "h100-4"}]}
+    result = verify(kube, plan, "preempting")
+    assert result["checked"]["placements"] == 1 and result["accepted"]["placements"] == 0
+    [refusal] = result["refusals"]
+    assert (refusal["step"], refusal["pod"], refusal["node"], refusal["plugin"]) == ("placement", "train-big-0", "h100-4", "NodeResourcesFit")
+    assert "Insufficient nvidia.com/gpu" in refusal["message"], refusal["message"]
