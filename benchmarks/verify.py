@@ -45,6 +45,7 @@ EXAMPLE = REPO / "instances" / "kubernetes" / "gpu-cluster.json"
 SEEDS = {60: [0, 101, 102], 1000: [0]}
 UNTUNED = {101, 102}
 MAKE_ROOM_JOBS = 3
+KINDS = ("defrag", "make-room", "preempt", "allocate")
 COMMAND = "PLANNER_CONTROLPLANE=... .venv/bin/python benchmarks/verify.py"
 
 
@@ -88,11 +89,12 @@ def verify_one(list_path: Path, plan: AnyPlan) -> dict[str, Any]:
     return result
 
 
-def inputs(sizes: list[int]) -> list[tuple[str, Any, bool]]:
+def inputs(sizes: list[int], seeds: list[int] | None = None) -> list[tuple[str, Any, bool]]:
     found: list[tuple[str, Any, bool]] = [("gpu-cluster.json", lambda: json.loads(EXAMPLE.read_text()), False)]
     for nodes in sizes:
-        for seed in SEEDS.get(nodes, [0]):
-            found.append((f"mixed {nodes:,} seed {seed}", lambda nodes=nodes, seed=seed: generate_kubernetes_mixed(nodes, seed), seed in UNTUNED))
+        for seed in seeds if seeds is not None else SEEDS.get(nodes, [0]):
+            untuned = seed in UNTUNED or seed not in SEEDS.get(nodes, [])
+            found.append((f"mixed {nodes:,} seed {seed}", lambda nodes=nodes, seed=seed: generate_kubernetes_mixed(nodes, seed), untuned))
     return found
 
 
@@ -100,12 +102,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[60])
     parser.add_argument("--out", default=str(RESULTS / "verify.md"))
+    parser.add_argument(
+        "--seeds", type=int, nargs="*", help="these seeds at every size instead of the defaults (a seed not among the defaults of its size is untuned)"
+    )
+    parser.add_argument("--plans", nargs="*", choices=KINDS, default=list(KINDS), help="the kinds of plan to verify")
     parser.add_argument("--keep", help="rows of an earlier run (the .json written next to its --out) to report first; its inputs are not run again")
     args = parser.parse_args()
     rows: list[dict[str, Any]] = json.loads(Path(args.keep).read_text()) if args.keep else []
     done = {r["input"] for r in rows}
     started = time.perf_counter()
-    for name, load, untuned in inputs(args.sizes):
+    for name, load, untuned in inputs(args.sizes, args.seeds):
         if name in done:
             continue
         objects = load()
@@ -115,6 +121,8 @@ def main() -> None:
         nodes = sum(1 for i in objects["items"] if i.get("kind") == "Node")
         pods = sum(1 for i in objects["items"] if i.get("kind") == "Pod")
         for what, plan in plans_of(objects, name):
+            if what.split()[0] not in args.plans:
+                continue
             row: dict[str, Any] = {"input": name, "untuned": untuned, "nodes": nodes, "pods": pods, "what": what}
             if isinstance(plan, str):
                 row["note"] = plan
