@@ -151,7 +151,7 @@ def write(rows: list[dict[str, Any]], out: Path, wall_s: float, sizes: list[int]
         "Each plan is replayed on its own throwaway control plane (kube-apiserver, kube-scheduler, the controllers and",
         "the Eviction API of Kubernetes v1.37.2, `controlplane/`), loaded with the List the plan was made from:",
         "replacements pinned to their targets and scheduled by kube-scheduler while the old pods run, old pods evicted",
-        "through policy/v1, pending pods pinned and released ([verify](../../docs/verify.md)). *ready* is the control",
+        "through policy/v1, pending pods pinned and released ([verify](../../verify.md)). *ready* is the control",
         "plane's start on the List until every node is Ready and every pod Running; *verify* is the replay alone.",
         "Seeds marked *untuned* were never run before this benchmark.",
         "",
