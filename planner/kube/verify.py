@@ -100,9 +100,11 @@ class Replay:
                 pod = pods.get(uid)
                 if pod is None:
                     continue
-                first = seen[uid][0] if uid in seen and seen[uid][0] is not None else verdict(pod)
-                if first is not None and not first.admitted and not pod.spec.node_name and pod.status and pod.status.nominated_node_name:
-                    first = Verdict(None, f"{first.message} (kube-scheduler nominated the node for preemption)")
+                first = seen[uid][0] if uid in seen else None
+                if first is None:
+                    first = verdict(pod)
+                    if first is not None and not first.admitted and pod.status and pod.status.nominated_node_name:
+                        first = Verdict(None, f"{first.message} (kube-scheduler nominated the node for preemption)")
                 seen[uid] = (first, pod)
             done = [u for u in uids if u in seen and seen[u][0] is not None and (not ready or not seen[u][0].admitted or is_ready(seen[u][1]))]  # type: ignore[union-attr]
             if len(done) == len(uids) or time.monotonic() > deadline:
