@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -84,6 +85,7 @@ def verify_one(list_path: Path, plan: AnyPlan) -> dict[str, Any]:
         result["verify_s"] = time.perf_counter() - t1
     finally:
         stop(state)
+        shutil.rmtree(state.parent, ignore_errors=True)
     result["ready_s"] = ready_s
     result["pods_loaded"] = running.ready.get("load", {}).get("pods") if isinstance(running.ready.get("load"), dict) else None
     return result
@@ -131,6 +133,7 @@ def main() -> None:
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "refusals"}), file=sys.stderr, flush=True)
             write(rows, Path(args.out), time.perf_counter() - started, args.sizes)
+        shutil.rmtree(work, ignore_errors=True)
     write(rows, Path(args.out), time.perf_counter() - started, args.sizes)
 
 
