@@ -59,6 +59,11 @@ COMMANDS: dict[str, Entry] = {
         "apply_command",
         "Carry out a defrag plan on a live cluster, wave by wave: bare pods copied to their target then evicted (make-before-break), pods of controllers evicted and their replacements steered to the target, PDB refusals retried until the wave's deadline; progress recorded in a ConfigMap so --resume evicts nothing twice.",
     ),
+    "verify": Entry(
+        "verify",
+        "verify_command",
+        "Replay a plan on Kubernetes and let Kubernetes judge it: each move's replacement pinned to its target and scheduled by kube-scheduler while the old pod runs, then the old pods evicted through the Eviction API (wave by wave); preemption victims evicted, then the job placed; every placement scheduled.",
+    ),
     "submit": Entry(
         "submit",
         "submit_app",

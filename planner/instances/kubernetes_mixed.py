@@ -149,7 +149,11 @@ def _daemons(b: Builder) -> None:
                     f"{name}-{node.name}",
                     "kube-system",
                     ("Node", node.name),
-                    [b.container(name, cpu, mem) if mem else {"name": name, "resources": {"requests": {"cpu": cpu_quantity(cpu)}}}],
+                    [
+                        b.container(name, cpu, mem)
+                        if mem
+                        else {"name": name, "image": f"registry.example.com/{name}:1.0", "resources": {"requests": {"cpu": cpu_quantity(cpu)}}}
+                    ],
                     labels={"component": name, "tier": "control-plane"},
                     priority=SYSTEM,
                     hostNetwork=True,

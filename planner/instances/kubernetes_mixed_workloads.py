@@ -184,7 +184,11 @@ def _batch(b: Builder, family: str, pool: list[NodeState]) -> bool:
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [
-                        {"matchExpressions": [_expr("nvidia.com/gpu.count", "Gt", "3")], "matchFields": [_expr("metadata.name", "NotIn", *avoid)]}
+                        {
+                            "matchExpressions": [_expr("nvidia.com/gpu.count", "Gt", "3")],
+                            # one name per requirement: the API server allows a metadata.name In/NotIn one value only
+                            "matchFields": [_expr("metadata.name", "NotIn", name) for name in avoid],
+                        }
                     ]
                 }
             }

@@ -16,6 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from planner.kube.errors import EXIT_BAD_INPUT, KubeProblem
 
 EXIT_STOPPED = 1
@@ -106,7 +108,7 @@ def connect(kubeconfig: str, context: str | None) -> Kube:
     config = kubernetes.config
     try:
         contexts, current = config.list_kube_config_contexts(config_file=kubeconfig)
-    except (config.ConfigException, OSError, ValueError, TypeError, AttributeError) as err:
+    except (config.ConfigException, OSError, ValueError, TypeError, AttributeError, yaml.YAMLError) as err:
         raise ApplyError([f"--kubeconfig {kubeconfig}: not a usable kubeconfig ({' '.join(str(err).split())[:200]})"]) from None
     names = [c.get("name") for c in contexts or []]
     name = context or (current or {}).get("name")
