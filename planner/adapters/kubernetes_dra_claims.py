@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.adapters.kubernetes_dra_devices import NodeDevice
+from planner.adapters.kubernetes_dra_devices import NodeDevice, Toleration
 from planner.adapters.kubernetes_objects import as_list, as_object
 from planner.adapters.kubernetes_run import ImportRun
 from planner.cluster import MAX_RESOURCE
@@ -27,6 +27,7 @@ class Request:
     count: int
     signature: str = ""
     devices: list[str] = field(default_factory=list)
+    tolerations: list[Toleration] = field(default_factory=list)
 
 
 @dataclass
@@ -149,6 +150,12 @@ def _allocation_problem(pod: PodClaims, devices: dict[str, list[NodeDevice]]) ->
                 return f"claim {claim['claim']}: its allocation names request '{result.get('request')}', which the claim does not have"
             if ident not in published:
                 return f"claim {claim['claim']}: its allocation names device '{ident}', which no slice of node '{node}' publishes"
+            untolerated = [t for t in published[ident].taints if not any(o.tolerates(t) for o in request.tolerations)]
+            if untolerated:
+                return (
+                    f"claim {claim['claim']}: allocated device '{ident}' is tainted {untolerated[0]}, which request '{request.name}' does not tolerate"
+                    " (the pod may keep running there; a fresh claim could not have the device)"
+                )
             if request.signature not in published[ident].serves:
                 return f"claim {claim['claim']}: allocated device '{ident}' does not match request '{request.name}' (its class or selectors)"
             request.devices.append(ident)
