@@ -16,11 +16,12 @@ List has pods with claims and none of them can be modelled, the import fails (ex
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any
 
-from planner.adapters.kubernetes_dra_cel import Selector, device_context
+from planner.adapters.kubernetes_dra_cel import Selector, device_context, evaluation_key
 from planner.adapters.kubernetes_dra_claims import PodClaims, Request, allocations, write_dra
 from planner.adapters.kubernetes_dra_devices import (
     DeviceClass,
@@ -48,6 +49,7 @@ def _signature(cls: DeviceClass, selectors: list[str], tolerations: list[Tolerat
     return f"{DRA_PREFIX}sig-{digest}"
 
 
+@functools.lru_cache(maxsize=4096)
 def _kind_name(serves: frozenset[str]) -> str:
     return f"{DRA_PREFIX}kind-{hashlib.sha256(json.dumps(sorted(serves)).encode()).hexdigest()[:10]}"
 
@@ -167,24 +169,37 @@ def _evaluate(devices: dict[str, list[NodeDevice]], selectors: dict[str, tuple[D
             f"{len(distinct):,} distinct selectors on {evaluations // max(len(distinct), 1):,} devices: {evaluations:,} evaluations, more than the {MAX_EVALUATIONS:,} the import allows",
         )
     domains = {d for of_class, own in compiled.values() for sel in (*of_class, *own) for d in sel.domains}
+    every = [sel for of_class, own in compiled.values() for sel in (*of_class, *own)]
+    reads = None if any(sel.reads is None for sel in every) else frozenset().union(*(sel.reads or () for sel in every))
+    results: dict[Any, list[str]] = {}  # devices alike in all the selectors read are evaluated once
     for node_list in devices.values():
         for device in node_list:
             if not device.modelled:
                 continue
-            context = device_context(device.variable, domains)
-            seen: dict[str, bool] = {}  # a class's selectors are shared by its requests' signatures
-            for sig, (of_class, own) in compiled.items():
-                if sig in failed or not all(any(o.tolerates(t) for o in tolerations[sig]) for t in device.taints):
-                    continue
-                try:
-                    if all(_once(s, context, device.id, seen) for s in of_class) and all(_once(s, context, device.id, seen) for s in own):
-                        device.serves.append(sig)
-                except KubeError as err:
-                    failed[sig] = str(err)
+            key = evaluation_key(device.variable, reads)
+            if key not in results:
+                results[key] = _matching(device, compiled, failed, domains)
+            device.serves.extend(sig for sig in results[key] if all(any(o.tolerates(t) for o in tolerations[sig]) for t in device.taints))
     for node_list in devices.values():
         for device in node_list:
             device.serves = sorted(s for s in device.serves if s not in failed)
     return failed
+
+
+def _matching(device: NodeDevice, compiled: dict[str, tuple[list[Selector], list[Selector]]], failed: dict[str, str], domains: set[str]) -> list[str]:
+    """The signatures whose selectors match ``device`` (a failed evaluation is recorded in ``failed``)."""
+    context = device_context(device.variable, domains)
+    seen: dict[str, bool] = {}  # a class's selectors are shared by its requests' signatures
+    found = []
+    for sig, (of_class, own) in compiled.items():
+        if sig in failed:
+            continue
+        try:
+            if all(_once(s, context, device.id, seen) for s in of_class) and all(_once(s, context, device.id, seen) for s in own):
+                found.append(sig)
+        except KubeError as err:
+            failed[sig] = str(err)
+    return found
 
 
 def _once(selector: Selector, context: Any, label: str, seen: dict[str, bool]) -> bool:

@@ -16,6 +16,7 @@ DeviceTaintRules (the cluster-scoped objects that taint devices from outside the
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -40,7 +41,7 @@ class NodeDevice:
     taints: list[Taint] = field(default_factory=list)
     """The taints that keep a request from the device unless it tolerates them (NoSchedule, NoExecute)."""
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
         return f"{self.fields['driver']}/{self.fields['pool']}/{self.fields['name']}"
 
@@ -214,6 +215,7 @@ def node_devices(objects: DraObjects, nodes: set[str], warn: Any) -> dict[str, l
         newest[key] = max(newest.get(key, 0), generation if isinstance(generation, int) else 0)
     by_node: dict[str, list[NodeDevice]] = {}
     seen: set[str] = set()
+    quantities: dict[str, int] = {}  # quantity text -> milli-units
     for obj in objects.slices:
         spec = as_object(obj.get("spec"), "spec")
         pool = as_object(spec.get("pool"), "spec.pool")
@@ -237,11 +239,14 @@ def node_devices(objects: DraObjects, nodes: set[str], warn: Any) -> dict[str, l
             if not isinstance(name, str) or not name:
                 raise KubeError(f"{where}.name", "a device needs a name")
             attrs = {str(k): _attribute(v, f"{where}.attributes.{k}") for k, v in as_object(dev.get("attributes"), f"{where}.attributes").items()}
-            caps: dict[str, Fraction] = {}
+            caps: dict[str, Fraction | int] = {}
             texts: dict[str, str] = {}
             for k, v in as_object(dev.get("capacity"), f"{where}.capacity").items():
                 value = as_object(v, f"{where}.capacity.{k}").get("value")
-                caps[str(k)] = parse_quantity(value, f"{where}.capacity.{k}.value")
+                milli = quantities.get(value) if isinstance(value, str) else None  # devices of one model repeat their capacities
+                if milli is None:
+                    milli = quantities[str(value)] = math.ceil(parse_quantity(value, f"{where}.capacity.{k}.value") * 1000)
+                caps[str(k)] = milli
                 texts[str(k)] = str(value)
             multiple = dev.get("allowMultipleAllocations") is True
             blocking, taints = device_taints(dev.get("taints"), f"{where}.taints")
