@@ -42,7 +42,13 @@ nodes of 8 devices under 60 distinct selectors need 4.8 million."""
 
 
 def _signature(cls: DeviceClass, selectors: list[str], tolerations: list[Toleration]) -> str:
-    parts: list[Any] = [cls.name, [s.expression for s in cls.selectors], selectors]
+    return _digest(cls.name, tuple(s.expression for s in cls.selectors), tuple(selectors), tuple(tolerations))
+
+
+@functools.lru_cache(maxsize=4096)
+def _digest(cls: str, of_class: tuple[str, ...], own: tuple[str, ...], tolerations: tuple[Toleration, ...]) -> str:
+    """The signature's resource name (pods of one template repeat it)."""
+    parts: list[Any] = [cls, list(of_class), list(own)]
     if tolerations:  # requests without tolerations keep the signature they had before taints were read
         parts.append(sorted([t.key, t.operator, t.value, t.effect] for t in tolerations))
     digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:10]
@@ -170,7 +176,7 @@ def _evaluate(devices: dict[str, list[NodeDevice]], selectors: dict[str, tuple[D
         )
     domains = {d for of_class, own in compiled.values() for sel in (*of_class, *own) for d in sel.domains}
     every = [sel for of_class, own in compiled.values() for sel in (*of_class, *own)]
-    reads = None if any(sel.reads is None for sel in every) else frozenset().union(*(sel.reads or () for sel in every))
+    reads = None if any(sel.reads is None for sel in every) else sorted(frozenset().union(*(sel.reads or () for sel in every)))
     results: dict[Any, list[str]] = {}  # devices alike in all the selectors read are evaluated once
     for node_list in devices.values():
         for device in node_list:

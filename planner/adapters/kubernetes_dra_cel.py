@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -96,13 +96,13 @@ def _static_reads(expression: str) -> frozenset[tuple[str, ...]] | None:
     return frozenset(reads)
 
 
-def evaluation_key(device: Mapping[str, Any], reads: frozenset[tuple[str, ...]] | None) -> Any:
+def evaluation_key(device: Mapping[str, Any], reads: Iterable[tuple[str, ...]] | None) -> Any:
     """Devices with the same key give the same result under selectors that read only ``reads`` (the union
-    of their ``Selector.reads``); ``None`` reads: the device itself is the key."""
+    of their ``Selector.reads``, in one order for every device); ``None`` reads: the device itself is the key."""
     if reads is None:
         return id(device)
     key = []
-    for read in sorted(reads):
+    for read in reads:
         if len(read) == 1:
             value = device[read[0]]
         else:

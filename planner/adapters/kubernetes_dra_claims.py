@@ -63,9 +63,10 @@ def allocations(
             for sig in device.serves:
                 by_sig.setdefault(sig, {}).setdefault(node, []).append(device)
     facts = {sig: _signature_facts(on_nodes) for sig, on_nodes in by_sig.items()}
+    published = {node: {d.id: d for d in node_list} for node, node_list in devices.items()}
     for pod in pods:
         if pod.problem is None:
-            pod.problem = _request_problem(pod, facts, failed) or _constraint_problem(pod, by_sig) or _allocation_problem(pod, devices)
+            pod.problem = _request_problem(pod, facts, failed) or _constraint_problem(pod, by_sig) or _allocation_problem(pod, published)
         if pod.problem is None:
             shared = [c["claim"] for c in pod.claims if len(users[c["claim"]]) > 1]
             named = [c["claim"] for c in pod.claims if c["template"] is None and c["object"] is not None and _allocated(c["object"])]
@@ -128,9 +129,9 @@ def _value(device: NodeDevice, attribute: str) -> Any:
     return attrs.get(attribute, attrs.get(short) if attribute.startswith(device.fields["driver"] + "/") else None)
 
 
-def _allocation_problem(pod: PodClaims, devices: dict[str, list[NodeDevice]]) -> str | None:
+def _allocation_problem(pod: PodClaims, by_node: dict[str, dict[str, NodeDevice]]) -> str | None:
     node = pod.fields["node"]
-    published = {d.id: d for d in devices.get(node, [])} if node is not None else {}
+    published = by_node.get(node, {}) if node is not None else {}
     for claim in pod.claims:
         obj = claim["object"]
         allocated = obj is not None and _allocated(obj)
