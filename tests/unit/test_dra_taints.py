@@ -85,3 +85,21 @@ def test_a_toleration_operator_kubernetes_does_not_know_locks_the_pod_naming_the
     result = imported(doc)
     assert _pod(result, "p-00000-0").locked
     assert any("exactly.tolerations[0].operator" in w and "expected Equal or Exists" in w for w in result.warnings)
+
+
+def test_defrag_sends_no_pod_to_devices_tainted_against_it():
+    from planner.engine.defrag import plan_defrag
+
+    def dra_targets(doc):
+        cluster = imported(doc).cluster
+        pods = {p.name: p for p in cluster.pods}
+        return [m.to for m in plan_defrag(cluster).moves() if pods[m.pod].device_claims]
+
+    assert "node-00012" in dra_targets(fleet(30, 11, fill=0.4))  # untainted, the plan fills it with DRA pods
+    doc = edited(fleet(30, 11, fill=0.4))
+    for s in items_of(doc, "ResourceSlice"):
+        if s["spec"]["nodeName"] == "node-00012":
+            for d in s["spec"]["devices"]:
+                d["taints"] = [{"key": "example.com/maintenance", "effect": "NoSchedule"}]
+    targets = dra_targets(doc)
+    assert targets and "node-00012" not in targets
