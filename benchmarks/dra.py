@@ -102,6 +102,7 @@ def main() -> None:
     parser.add_argument("--big-seeds", type=int, default=2, help="seeds run at sizes above 2,000 nodes (the first tuned, then held-out)")
     parser.add_argument("--out", type=Path, default=RESULTS / "dra.md")
     args = parser.parse_args()
+    version = code_version()  # the code loaded now is the code measured (later commits do not change it)
     rows, tuned, held = [], [], []
     for nodes in args.sizes:
         seeds = [*args.seeds, *args.held_out]
@@ -117,7 +118,7 @@ def main() -> None:
         "",
         (
             f"`{COMMAND} --sizes {' '.join(map(str, args.sizes))} --seeds {' '.join(map(str, args.seeds))} --held-out {' '.join(map(str, args.held_out))}`"
-            f" at {code_version()}; {machine()}."
+            f" at {version}; {machine()}."
         ),
         "",
         "Each row: one generated fleet (`planner generate kubernetes-dra --nodes N --seed S`) and its twin (`--twin`), imported from",
