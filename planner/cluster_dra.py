@@ -24,6 +24,16 @@ Name = Annotated[str, Field(min_length=1, max_length=253)]
 AttributeValue = bool | int | str
 
 
+class DraTaint(BaseModel):
+    """A device taint (``spec.devices[].taints[]``); NoSchedule and NoExecute refuse the device to
+    requests that do not tolerate them (their ``serves`` already leaves those requests out)."""
+
+    model_config = _STRICT
+    key: Name
+    value: Annotated[str, Field(max_length=63)] = ""
+    effect: Annotated[str, Field(max_length=63)]
+
+
 class DraDevice(BaseModel):
     """One device a DRA driver publishes for the node (a ResourceSlice's ``spec.devices[]``)."""
 
@@ -42,6 +52,8 @@ class DraDevice(BaseModel):
     same signatures); None when no request of the snapshot can draw it."""
     held_by: str | None = None
     """The claim (``namespace/name``) holding the device; None when free."""
+    taints: list[DraTaint] = Field(default_factory=list, max_length=16)
+    """The device's taints as published (informational: ``serves`` already obeys them)."""
 
 
 class DraRequest(BaseModel):

@@ -49,6 +49,7 @@ node, a malformed configuration) raises ``SnapshotError`` naming the same.
 
 from __future__ import annotations
 
+import gc
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -125,10 +126,16 @@ def read_objects(text: str, source: str) -> list[dict[str, Any]]:
 def import_kubernetes(documents: list[tuple[str, str]], config: ImportConfig | None = None) -> KubeImport:
     """The snapshot of the objects in ``documents`` ((text, source name) pairs)."""
     run = _Import(config or ImportConfig())
-    for text, source in documents:
-        for obj in read_objects(text, source):
-            run.add(obj)
-    return run.finish()
+    collecting = gc.isenabled()
+    gc.disable()  # the parsed objects live until the end and make no cycles: collecting them cost a 1,000-node DRA List 3 of its 8 s
+    try:
+        for text, source in documents:
+            for obj in read_objects(text, source):
+                run.add(obj)
+        return run.finish()
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class _Import(ImportRun):

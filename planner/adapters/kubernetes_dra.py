@@ -9,20 +9,29 @@ the reason: a DeviceClass or template missing, a CEL function outside what is ev
 failing on a device, admin access, ``firstAvailable`` with several alternatives, ``distinctAttribute``,
 a ``matchAttribute`` that the devices do not satisfy on every node, ``All`` over kinds of different sizes,
 a request choosing between kinds of device on one node, an allocation naming a device no slice of the
-pod's node publishes, a placed pod whose claim is not allocated. A claim several pods share, or a
+pod's node publishes or a device tainted NoSchedule/NoExecute that the request does not tolerate, a placed pod whose claim is not allocated. A claim several pods share, or a
 named claim holding devices, keeps its pods where they are (a replacement needs a new claim). When the
 List has pods with claims and none of them can be modelled, the import fails (exit 2).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any
 
-from planner.adapters.kubernetes_dra_cel import Selector, device_context
+from planner.adapters.kubernetes_dra_cel import Selector, device_context, evaluation_key
 from planner.adapters.kubernetes_dra_claims import PodClaims, Request, allocations, write_dra
-from planner.adapters.kubernetes_dra_devices import DeviceClass, NodeDevice, compile_selectors, device_classes, node_devices
+from planner.adapters.kubernetes_dra_devices import (
+    DeviceClass,
+    NodeDevice,
+    Toleration,
+    compile_selectors,
+    device_classes,
+    node_devices,
+    request_tolerations,
+)
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
 from planner.adapters.kubernetes_run import ImportRun
 from planner.rules import DRA_PREFIX
@@ -32,11 +41,21 @@ MAX_EVALUATIONS = 5_000_000
 nodes of 8 devices under 60 distinct selectors need 4.8 million."""
 
 
-def _signature(cls: DeviceClass, selectors: list[str]) -> str:
-    digest = hashlib.sha256(json.dumps([cls.name, [s.expression for s in cls.selectors], selectors]).encode()).hexdigest()[:10]
+def _signature(cls: DeviceClass, selectors: list[str], tolerations: list[Toleration]) -> str:
+    return _digest(cls.name, tuple(s.expression for s in cls.selectors), tuple(selectors), tuple(tolerations))
+
+
+@functools.lru_cache(maxsize=4096)
+def _digest(cls: str, of_class: tuple[str, ...], own: tuple[str, ...], tolerations: tuple[Toleration, ...]) -> str:
+    """The signature's resource name (pods of one template repeat it)."""
+    parts: list[Any] = [cls, list(of_class), list(own)]
+    if tolerations:  # requests without tolerations keep the signature they had before taints were read
+        parts.append(sorted([t.key, t.operator, t.value, t.effect] for t in tolerations))
+    digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:10]
     return f"{DRA_PREFIX}sig-{digest}"
 
 
+@functools.lru_cache(maxsize=4096)
 def _kind_name(serves: frozenset[str]) -> str:
     return f"{DRA_PREFIX}kind-{hashlib.sha256(json.dumps(sorted(serves)).encode()).hexdigest()[:10]}"
 
@@ -56,7 +75,7 @@ def resolve_dra(run: ImportRun) -> None:
     for pod in pods:
         for request in pod.requests:
             cls = classes[request.device_class]
-            request.signature = _signature(cls, request.selectors)
+            request.signature = _signature(cls, request.selectors, request.tolerations)
             selectors[request.signature] = (cls, request)
     failed = _evaluate(devices, selectors)
     kinds = _kinds(devices)
@@ -128,7 +147,8 @@ def _requests(pod: PodClaims, key: str, devices: dict[str, Any], classes: dict[s
         if mode not in ("ExactCount", "All") or isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 128:
             raise KubeError(f"{where}.exactly", f"allocationMode {mode!r:.40} with count {count!r:.40}: expected ExactCount with a count 1..128, or All")
         exprs = [s.expression for s in compile_selectors(exact.get("selectors"), f"{where}.exactly.selectors")]
-        pod.requests.append(Request(key, name, cls.name, exprs, mode, count))
+        tolerations = request_tolerations(exact.get("tolerations"), f"{where}.exactly.tolerations")
+        pod.requests.append(Request(key, name, cls.name, exprs, mode, count, tolerations=tolerations))
     for j, constraint in enumerate(as_list(devices.get("constraints"), "spec.devices.constraints")):
         constraint = as_object(constraint, f"claim {key}: spec.devices.constraints[{j}]")
         if constraint.get("distinctAttribute"):
@@ -146,6 +166,7 @@ def _evaluate(devices: dict[str, list[NodeDevice]], selectors: dict[str, tuple[D
     compiled = {
         sig: (cls.selectors, compile_selectors([{"cel": {"expression": e}} for e in req.selectors], "selectors")) for sig, (cls, req) in selectors.items()
     }
+    tolerations = {sig: req.tolerations for sig, (_, req) in selectors.items()}
     distinct = {sel.expression for of_class, own in compiled.values() for sel in (*of_class, *own)}
     evaluations = len(distinct) * sum(1 for node_list in devices.values() for d in node_list if d.modelled)
     if evaluations > MAX_EVALUATIONS:
@@ -154,24 +175,37 @@ def _evaluate(devices: dict[str, list[NodeDevice]], selectors: dict[str, tuple[D
             f"{len(distinct):,} distinct selectors on {evaluations // max(len(distinct), 1):,} devices: {evaluations:,} evaluations, more than the {MAX_EVALUATIONS:,} the import allows",
         )
     domains = {d for of_class, own in compiled.values() for sel in (*of_class, *own) for d in sel.domains}
+    every = [sel for of_class, own in compiled.values() for sel in (*of_class, *own)]
+    reads = None if any(sel.reads is None for sel in every) else sorted(frozenset().union(*(sel.reads or () for sel in every)))
+    results: dict[Any, list[str]] = {}  # devices alike in all the selectors read are evaluated once
     for node_list in devices.values():
         for device in node_list:
             if not device.modelled:
                 continue
-            context = device_context(device.variable, domains)
-            seen: dict[str, bool] = {}  # a class's selectors are shared by its requests' signatures
-            for sig, (of_class, own) in compiled.items():
-                if sig in failed:
-                    continue
-                try:
-                    if all(_once(s, context, device.id, seen) for s in of_class) and all(_once(s, context, device.id, seen) for s in own):
-                        device.serves.append(sig)
-                except KubeError as err:
-                    failed[sig] = str(err)
+            key = evaluation_key(device.variable, reads)
+            if key not in results:
+                results[key] = _matching(device, compiled, failed, domains)
+            device.serves.extend(sig for sig in results[key] if all(any(o.tolerates(t) for o in tolerations[sig]) for t in device.taints))
     for node_list in devices.values():
         for device in node_list:
             device.serves = sorted(s for s in device.serves if s not in failed)
     return failed
+
+
+def _matching(device: NodeDevice, compiled: dict[str, tuple[list[Selector], list[Selector]]], failed: dict[str, str], domains: set[str]) -> list[str]:
+    """The signatures whose selectors match ``device`` (a failed evaluation is recorded in ``failed``)."""
+    context = device_context(device.variable, domains)
+    seen: dict[str, bool] = {}  # a class's selectors are shared by its requests' signatures
+    found = []
+    for sig, (of_class, own) in compiled.items():
+        if sig in failed:
+            continue
+        try:
+            if all(_once(s, context, device.id, seen) for s in of_class) and all(_once(s, context, device.id, seen) for s in own):
+                found.append(sig)
+        except KubeError as err:
+            failed[sig] = str(err)
+    return found
 
 
 def _once(selector: Selector, context: Any, label: str, seen: dict[str, bool]) -> bool:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -75,6 +75,47 @@ QUANTITY_FUNCTIONS: dict[str, Callable[..., Any]] = {
 _DOMAIN_LOOKUP = re.compile(r"""device\s*\.\s*(?:attributes|capacity)\s*\[\s*(?:"([^"]*)"|'([^']*)')\s*\]""")
 
 
+_FIELD_READ = re.compile(r"""\bdevice\s*\.\s*(attributes|capacity)\s*\[\s*(?:"([^"\\]*)"|'([^'\\]*)')\s*\]\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()""")
+_PLAIN_READ = re.compile(r"\bdevice\s*\.\s*(driver|name|allowMultipleAllocations)\b(?!\s*\()")
+_DEVICE = re.compile(r"\bdevice\b")
+
+
+def _static_reads(expression: str) -> frozenset[tuple[str, ...]] | None:
+    """What of ``device`` the expression reads, when that is plain from its text: every use of ``device``
+    is ``device.attributes["domain"].name``, ``device.capacity["domain"].name`` (a field, not a method
+    of the map) or ``device.driver``/``name``/``allowMultipleAllocations``. None otherwise (a map used
+    whole, an index built at run time): the expression may then read anything."""
+    reads: set[tuple[str, ...]] = set()
+    uses = len(_DEVICE.findall(expression))
+    for section, d1, d2, name in _FIELD_READ.findall(expression):
+        reads.add((section, d1 or d2, name))
+    plain = _PLAIN_READ.findall(expression)
+    reads.update((p,) for p in plain)
+    if uses != len(_FIELD_READ.findall(expression)) + len(plain):
+        return None
+    return frozenset(reads)
+
+
+def evaluation_key(device: Mapping[str, Any], reads: Iterable[tuple[str, ...]] | None) -> Any:
+    """Devices with the same key give the same result under selectors that read only ``reads`` (the union
+    of their ``Selector.reads``, in one order for every device); ``None`` reads: the device itself is the key."""
+    if reads is None:
+        return id(device)
+    key = []
+    for read in reads:
+        if len(read) == 1:
+            value = device[read[0]]
+        else:
+            section = device[read[0]].get(read[1])
+            value = _ABSENT if section is None else section.get(read[2], _ABSENT)
+        key.append((type(value).__name__, value))  # True and 1 are equal keys in Python, not in CEL
+    return tuple(key)
+
+
+_ABSENT = ("absent",)
+"""A domain or attribute the device does not have (reading it fails), told apart from every value."""
+
+
 class Selector:
     """One compiled CEL selector, with the domains it looks up (which read as empty maps when a device has none)."""
 
@@ -95,6 +136,7 @@ class Selector:
             raise KubeError(path, f"calls {', '.join(unknown)}, outside what the planner evaluates (CEL's standard functions and the quantity library)")
         self.expression = expression
         self.domains = {a or b for a, b in _DOMAIN_LOOKUP.findall(expression)}
+        self.reads = _static_reads(expression)
 
     def matches(self, context: cel.Context, label: str) -> bool:
         """Whether the device of ``context`` (``device_context``; ``label`` names it) satisfies the
@@ -111,7 +153,8 @@ class Selector:
 
 def device_variable(driver: str, name: str, attributes: Mapping[str, Any], capacity: Mapping[str, Fraction | int], multiple: bool) -> dict[str, Any]:
     """The ``device`` variable of a DRA selector: attributes and capacities grouped by domain (an
-    unqualified name is in the driver's domain), capacities as milli-units."""
+    unqualified name is in the driver's domain), capacities as milli-units (an int given is taken as
+    milli-units already, a Fraction as base units)."""
     by_domain: dict[str, dict[str, Any]] = {}
     for qualified, value in attributes.items():
         domain, _, short = qualified.rpartition("/")
@@ -119,7 +162,7 @@ def device_variable(driver: str, name: str, attributes: Mapping[str, Any], capac
     caps: dict[str, dict[str, int]] = {}
     for qualified, amount in capacity.items():
         domain, _, short = qualified.rpartition("/")
-        caps.setdefault(domain or driver, {})[short] = math.ceil(Fraction(amount) * 1000)
+        caps.setdefault(domain or driver, {})[short] = amount if isinstance(amount, int) else math.ceil(Fraction(amount) * 1000)
     return {"driver": driver, "name": name, "attributes": by_domain, "capacity": caps, "allowMultipleAllocations": multiple}
 
 

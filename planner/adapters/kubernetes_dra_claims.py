@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.adapters.kubernetes_dra_devices import NodeDevice
+from planner.adapters.kubernetes_dra_devices import NodeDevice, Toleration
 from planner.adapters.kubernetes_objects import as_list, as_object
 from planner.adapters.kubernetes_run import ImportRun
 from planner.cluster import MAX_RESOURCE
@@ -27,6 +27,7 @@ class Request:
     count: int
     signature: str = ""
     devices: list[str] = field(default_factory=list)
+    tolerations: list[Toleration] = field(default_factory=list)
 
 
 @dataclass
@@ -62,9 +63,10 @@ def allocations(
             for sig in device.serves:
                 by_sig.setdefault(sig, {}).setdefault(node, []).append(device)
     facts = {sig: _signature_facts(on_nodes) for sig, on_nodes in by_sig.items()}
+    published = {node: {d.id: d for d in node_list} for node, node_list in devices.items()}
     for pod in pods:
         if pod.problem is None:
-            pod.problem = _request_problem(pod, facts, failed) or _constraint_problem(pod, by_sig) or _allocation_problem(pod, devices)
+            pod.problem = _request_problem(pod, facts, failed) or _constraint_problem(pod, by_sig) or _allocation_problem(pod, published)
         if pod.problem is None:
             shared = [c["claim"] for c in pod.claims if len(users[c["claim"]]) > 1]
             named = [c["claim"] for c in pod.claims if c["template"] is None and c["object"] is not None and _allocated(c["object"])]
@@ -127,9 +129,9 @@ def _value(device: NodeDevice, attribute: str) -> Any:
     return attrs.get(attribute, attrs.get(short) if attribute.startswith(device.fields["driver"] + "/") else None)
 
 
-def _allocation_problem(pod: PodClaims, devices: dict[str, list[NodeDevice]]) -> str | None:
+def _allocation_problem(pod: PodClaims, by_node: dict[str, dict[str, NodeDevice]]) -> str | None:
     node = pod.fields["node"]
-    published = {d.id: d for d in devices.get(node, [])} if node is not None else {}
+    published = by_node.get(node, {}) if node is not None else {}
     for claim in pod.claims:
         obj = claim["object"]
         allocated = obj is not None and _allocated(obj)
@@ -149,6 +151,12 @@ def _allocation_problem(pod: PodClaims, devices: dict[str, list[NodeDevice]]) ->
                 return f"claim {claim['claim']}: its allocation names request '{result.get('request')}', which the claim does not have"
             if ident not in published:
                 return f"claim {claim['claim']}: its allocation names device '{ident}', which no slice of node '{node}' publishes"
+            untolerated = [t for t in published[ident].taints if not any(o.tolerates(t) for o in request.tolerations)]
+            if untolerated:
+                return (
+                    f"claim {claim['claim']}: allocated device '{ident}' is tainted {untolerated[0]}, which request '{request.name}' does not tolerate"
+                    " (the pod may keep running there; a fresh claim could not have the device)"
+                )
             if request.signature not in published[ident].serves:
                 return f"claim {claim['claim']}: allocated device '{ident}' does not match request '{request.name}' (its class or selectors)"
             request.devices.append(ident)

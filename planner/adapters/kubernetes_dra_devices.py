@@ -5,11 +5,18 @@ Only node-local slices are read (``spec.nodeName``); a pool's slices of older ge
 as kube-scheduler leaves them out. Devices that consume shared counters (partitionable devices) or
 allow multiple allocations are published in the snapshot but serve no request: the planner does not
 model them, and a request that only they could serve is a claim the importer cannot model.
+
+Device taints (``spec.devices[].taints``, GA in Kubernetes 1.37 with the DRADeviceTaints gate on by
+default) are read: a device tainted NoSchedule or NoExecute serves only requests that tolerate the taint
+(``exactly.tolerations``), as the DynamicResources plugin refuses it to the others; taints of effect
+None or of an effect Kubernetes does not know are published and ignored, as the scheduler ignores them.
+DeviceTaintRules (the cluster-scoped objects that taint devices from outside their slice) are not read.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -31,10 +38,90 @@ class NodeDevice:
     variable: dict[str, Any]
     modelled: bool
     serves: list[str] = field(default_factory=list)
+    taints: list[Taint] = field(default_factory=list)
+    """The taints that keep a request from the device unless it tolerates them (NoSchedule, NoExecute)."""
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
         return f"{self.fields['driver']}/{self.fields['pool']}/{self.fields['name']}"
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A device taint (``spec.devices[].taints[]``) whose effect refuses the device to claims that do not
+    tolerate it: NoSchedule or NoExecute (kube-scheduler ignores None and effects it does not know)."""
+
+    key: str
+    value: str
+    effect: str
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """A request's toleration (``exactly.tolerations[]``), matched as Kubernetes' ``ToleratesTaint``: an
+    empty key or effect matches any, ``Exists`` any value, ``Equal`` (the default) the same value."""
+
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+    def tolerates(self, taint: Taint) -> bool:
+        if (self.effect and self.effect != taint.effect) or (self.key and self.key != taint.key):
+            return False
+        return self.operator == "Exists" or (self.operator in ("", "Equal") and self.value == taint.value)
+
+
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+MAX_TAINTS = 16
+"""Taints of one device, and tolerations of one request, at most (Kubernetes' limits)."""
+
+
+def _text(obj: dict[str, Any], key: str, path: str) -> str:
+    value = obj.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > 317:
+        raise KubeError(f"{path}.{key}", f"must be a string of at most 317 characters, got {value!r:.60}")
+    return value
+
+
+def _bounded(value: Any, path: str, what: str, limit: int) -> list[Any]:
+    """A list field of at most ``limit`` items (Kubernetes' limit), else KubeError naming it."""
+    items = as_list(value, path)
+    if len(items) > limit:
+        raise KubeError(path, f"{len(items)} {what}; Kubernetes allows {limit}")
+    return items
+
+
+def device_taints(value: Any, path: str) -> tuple[list[Taint], list[Taint]]:
+    """A device's taints: (those that refuse it to claims not tolerating them, all of them)."""
+    items = _bounded(value, path, "taints", MAX_TAINTS)
+    found = []
+    for i, item in enumerate(items):
+        item = as_object(item, f"{path}[{i}]")
+        key = _text(item, "key", f"{path}[{i}]")
+        if not key:
+            raise KubeError(f"{path}[{i}].key", "a device taint needs a key")
+        found.append(Taint(key, _text(item, "value", f"{path}[{i}]"), _text(item, "effect", f"{path}[{i}]")))
+    return [t for t in found if t.effect in BLOCKING_EFFECTS], found
+
+
+def request_tolerations(value: Any, path: str) -> list[Toleration]:
+    """A request's tolerations (``tolerations[]``; an operator other than Exists or Equal is refused)."""
+    items = _bounded(value, path, "tolerations", MAX_TAINTS)
+    found = []
+    for i, item in enumerate(items):
+        where = f"{path}[{i}]"
+        item = as_object(item, where)
+        operator = _text(item, "operator", where)
+        if operator not in ("", "Equal", "Exists"):
+            raise KubeError(f"{where}.operator", f"{operator!r:.60}: expected Equal or Exists")
+        found.append(Toleration(_text(item, "key", where), operator, _text(item, "value", where), _text(item, "effect", where)))
+    return found
 
 
 @dataclass
@@ -71,9 +158,7 @@ class DraObjects:
 
 def compile_selectors(selectors: Any, path: str) -> list[Selector]:
     """The CEL selectors of a class or request (``selectors[].cel.expression``)."""
-    items = as_list(selectors, path)
-    if len(items) > MAX_SELECTORS:
-        raise KubeError(path, f"{len(items)} selectors; Kubernetes allows {MAX_SELECTORS}")
+    items = _bounded(selectors, path, "selectors", MAX_SELECTORS)
     out = []
     for i, item in enumerate(items):
         cel_part = as_object(as_object(item, f"{path}[{i}]").get("cel"), f"{path}[{i}].cel")
@@ -130,6 +215,7 @@ def node_devices(objects: DraObjects, nodes: set[str], warn: Any) -> dict[str, l
         newest[key] = max(newest.get(key, 0), generation if isinstance(generation, int) else 0)
     by_node: dict[str, list[NodeDevice]] = {}
     seen: set[str] = set()
+    quantities: dict[str, int] = {}  # quantity text -> milli-units
     for obj in objects.slices:
         spec = as_object(obj.get("spec"), "spec")
         pool = as_object(spec.get("pool"), "spec.pool")
@@ -153,18 +239,26 @@ def node_devices(objects: DraObjects, nodes: set[str], warn: Any) -> dict[str, l
             if not isinstance(name, str) or not name:
                 raise KubeError(f"{where}.name", "a device needs a name")
             attrs = {str(k): _attribute(v, f"{where}.attributes.{k}") for k, v in as_object(dev.get("attributes"), f"{where}.attributes").items()}
-            caps: dict[str, Fraction] = {}
+            caps: dict[str, Fraction | int] = {}
             texts: dict[str, str] = {}
             for k, v in as_object(dev.get("capacity"), f"{where}.capacity").items():
                 value = as_object(v, f"{where}.capacity.{k}").get("value")
-                caps[str(k)] = parse_quantity(value, f"{where}.capacity.{k}.value")
+                milli = quantities.get(value) if isinstance(value, str) else None  # devices of one model repeat their capacities
+                if milli is None:
+                    milli = quantities[str(value)] = math.ceil(parse_quantity(value, f"{where}.capacity.{k}.value") * 1000)
+                caps[str(k)] = milli
                 texts[str(k)] = str(value)
             multiple = dev.get("allowMultipleAllocations") is True
+            blocking, taints = device_taints(dev.get("taints"), f"{where}.taints")
+            fields: dict[str, Any] = {"driver": driver, "pool": pool_name, "name": name, "attributes": attrs, "capacity": texts}
+            if taints:
+                fields["taints"] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
             device = NodeDevice(
                 node,
-                {"driver": driver, "pool": pool_name, "name": name, "attributes": attrs, "capacity": texts},
+                fields,
                 device_variable(driver, name, attrs, caps, multiple),
                 modelled=not multiple and not dev.get("consumesCounters"),
+                taints=blocking,
             )
             if device.id in seen:
                 raise KubeError(f"{where}.name", f"device '{device.id}' is published twice")

@@ -170,6 +170,8 @@ def generate_kubernetes_dra_command(
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same List."),
     pending: int = typer.Option(4, "--pending", min=0, max=10_000, help="Pending pods on claim templates."),
     twin: bool = typer.Option(False, "--twin", help="The same fleet with every DRA device a device-plugin resource (no DRA objects)."),
+    spot: float = typer.Option(0.0, "--spot", min=0.0, max=1.0, help="Share of placed claim-template pods that are low-priority (class spot, preemptible)."),
+    fill: float = typer.Option(0.6, "--fill", min=0.0, max=1.0, help="Share of each node's devices the placed pods hold."),
     out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
 ) -> None:
     """A kubectl List (not a snapshot) of a mixed DRA / device-plugin fleet with DeviceClasses, ResourceSlices,
@@ -177,7 +179,7 @@ def generate_kubernetes_dra_command(
     from planner.instances.kubernetes_dra import dra_fleet  # deferred: the instance generator (see generate asi)
 
     try:
-        doc = dra_fleet(nodes=nodes, seed=seed, pending=pending, twin=twin)
+        doc = dra_fleet(nodes=nodes, seed=seed, fill=fill, pending=pending, twin=twin, spot=spot)
     except ValueError as err:
         raise SnapshotError([str(err)]) from None
     emit(json.dumps(doc, indent=1) + "\n", out)

@@ -31,6 +31,8 @@ TEMPLATES: dict[str, tuple[str, list[str], int]] = {
     "mig-1g": ("mig.nvidia.com", [f'device.attributes["{DRIVER}"].profile == "1g.10gb"'], 1),
 }
 PRODUCTS = ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3")
+SPOT = ("spot", -100)
+"""The priority class of low-priority pods (below the importer's ``lp_below`` of 0: LP, preemptible)."""
 
 
 def _meta(name: str, namespace: str | None = None, **more: Any) -> dict[str, Any]:
@@ -89,7 +91,13 @@ def _fits(template: str, kind: str) -> bool:
 
 
 def _pod(
-    name: str, node: str | None, claims: list[dict[str, Any]], statuses: list[dict[str, str]], gpus: int = 0, resource: str = "nvidia.com/gpu"
+    name: str,
+    node: str | None,
+    claims: list[dict[str, Any]],
+    statuses: list[dict[str, str]],
+    gpus: int = 0,
+    resource: str = "nvidia.com/gpu",
+    spot: bool = False,
 ) -> dict[str, Any]:
     requests: dict[str, str] = {"cpu": "4", "memory": "32Gi"}
     if gpus:
@@ -102,6 +110,8 @@ def _pod(
         spec["containers"][0]["resources"]["claims"] = [{"name": c["name"]} for c in claims]
     if node:
         spec["nodeName"] = node
+    if spot:
+        spec |= {"priorityClassName": SPOT[0], "priority": SPOT[1]}
     status: dict[str, Any] = {"phase": "Running" if node else "Pending"}
     if statuses:
         status["resourceClaimStatuses"] = statuses
@@ -134,11 +144,11 @@ def _claim_spec(template: str) -> dict[str, Any]:
     return {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}
 
 
-def _twin_pod(name: str, node: str | None, template: str, locked: bool = False, gpus: bool = True) -> dict[str, Any]:
+def _twin_pod(name: str, node: str | None, template: str, locked: bool = False, gpus: bool = True, spot: bool = False) -> dict[str, Any]:
     """The device-plugin twin of a DRA pod: the same devices as extended resources, the product selector as a
     node selector on the product label, a pod sharing a claim locked as the DRA import locks it."""
     count = TEMPLATES[template][2] if gpus else 0
-    pod = _pod(name, node, [], [], count, "nvidia.com/mig-1g.10gb" if template == "mig-1g" else "nvidia.com/gpu")
+    pod = _pod(name, node, [], [], count, "nvidia.com/mig-1g.10gb" if template == "mig-1g" else "nvidia.com/gpu", spot=spot)
     if template == "h100-40g":
         pod["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     if locked:
@@ -146,12 +156,17 @@ def _twin_pod(name: str, node: str | None, template: str, locked: bool = False, 
     return pod
 
 
-def dra_fleet(nodes: int = 16, seed: int = 0, fill: float = 0.6, pending: int = 4, twin: bool = False) -> dict[str, Any]:
+def dra_fleet(nodes: int = 16, seed: int = 0, fill: float = 0.6, pending: int = 4, twin: bool = False, spot: float = 0.0) -> dict[str, Any]:
     """The List (``kind: List``) of a mixed fleet of ``nodes`` nodes; deterministic for a seed. ``twin``:
-    the same fleet with every DRA device a device-plugin resource (no DRA objects), for comparisons."""
+    the same fleet with every DRA device a device-plugin resource (no DRA objects), for comparisons.
+    ``spot``: the share of placed pods on claim templates that are low-priority (priority class ``spot``,
+    preemptible), drawn from a generator of their own so that the rest of the fleet is the same for any share."""
     if not 1 <= nodes <= 20_000:
         raise ValueError(f"nodes: {nodes} is not in 1..20,000")
+    if not 0.0 <= spot <= 1.0:
+        raise ValueError(f"spot: {spot} is not in 0..1")
     rng = random.Random(seed)
+    spot_rng = random.Random(f"spot-{seed}")
     items: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(NAMESPACE)}]
     items += (
         []
@@ -196,11 +211,12 @@ def dra_fleet(nodes: int = 16, seed: int = 0, fill: float = 0.6, pending: int = 
                 pods += [_pod(u, name, [{"name": "gpu", "resourceClaimName": shared}], []) for u in users]
                 continue
             claim = f"{pod}-gpu-{rng.randrange(16**5):05x}"
+            low = spot > 0 and spot_rng.random() < spot
             if twin:
-                pods.append(_twin_pod(pod, name, template))
+                pods.append(_twin_pod(pod, name, template, spot=low))
                 continue
             claims.append(_claim(claim, template, _claim_spec(template), name, [d for d, _ in taken], [pod]))
-            pods.append(_pod(pod, name, [{"name": "gpu", "resourceClaimTemplateName": template}], [{"name": "gpu", "resourceClaimName": claim}]))
+            pods.append(_pod(pod, name, [{"name": "gpu", "resourceClaimTemplateName": template}], [{"name": "gpu", "resourceClaimName": claim}], spot=low))
         plugin = {"plugin": 8, "both": 4}.get(shapes[n % len(shapes)], 0)
         if plugin:
             pods.append(_pod(f"p-{n:05d}-{len(pods)}", name, [], [], gpus=rng.choice([1, 2]) if plugin >= 2 else 1))

@@ -196,7 +196,8 @@ def placement_script(plan: Any, cluster: Cluster, file_name: str | None = None) 
     """A bash script for a preemption or allocation plan: evict the victims through the Eviction API
     (their PodDisruptionBudgets apply: an eviction a budget forbids fails and stops the script), wait
     until they are gone, then bind each pending pod to its planned node (a ``Binding``, what a
-    scheduler posts). ``DRY_RUN=1`` sends every request with ``dryRun=All`` and waits for nothing.
+    scheduler posts); a pod with DRA resource claims is not bound but left to kube-scheduler, the only one
+    that allocates a claim (a bound pod would wait for devices forever). ``DRY_RUN=1`` sends every request with ``dryRun=All`` and waits for nothing.
     Every value from the input is quoted (see ``_api_path``, ``_echo``); the header names the script
     as ``file_word`` says."""
     script = file_word(file_name, "SCRIPT")
@@ -215,9 +216,15 @@ def placement_script(plan: Any, cluster: Cluster, file_name: str | None = None) 
             "# The pending pods are bound to their planned nodes with a Binding, as a scheduler does; a pod some scheduler bound",
         ]
     )
+    claimed = sum(1 for p in plan.placements if pods[p.pod].device_claims)
     lines = [
         "#!/usr/bin/env bash",
         *evictions,
+        *(
+            [f"# {claimed} of the pending pods have DRA resource claims: they are not bound but left to kube-scheduler, which allocates the claims."]
+            if claimed
+            else []
+        ),
         "# in the meantime makes its binding fail, which stops the script (run it again after planning again).",
         f"# Usage: bash {script}  |  DRY_RUN=1 bash {script} (every request with dryRun=All, nothing changes)"
         + ("  (SCRIPT: this file)" if script == "SCRIPT" else ""),
@@ -250,6 +257,11 @@ def placement_script(plan: Any, cluster: Cluster, file_name: str | None = None) 
     for placement in plan.placements:
         pod = pods[placement.pod]
         namespace, name = namespace_of(pod), kubernetes_name(pod)
+        if pod.device_claims:  # only kube-scheduler allocates a claim: a Binding would start the pod with no device
+            lines.append(
+                _echo(f"{namespace}/{name} is left to kube-scheduler (planned on {placement.node}): its DynamicResources plugin allocates its resource claims")
+            )
+            continue
         body = json.dumps(
             {
                 "apiVersion": "v1",

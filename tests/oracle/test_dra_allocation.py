@@ -150,3 +150,54 @@ def test_allocate_places_pending_claims_where_the_raw_objects_allow():
     placed = {p.pod: p.node for p in plan.placements}
     assert placed, "the plan places pending pods (the check is not vacuous)"
     assert _oracle_breaks(doc, placement | placed) == []
+
+
+def _spot_fleet(seed):
+    return fleet(15, seed, fill=1.0, pending=4, spot=0.5)
+
+
+@pytest.mark.parametrize("seed", [64, 65])
+def test_preempt_plans_evict_low_priority_pods_and_allocate_on_the_raw_objects(seed):
+    from planner.engine.preempt import plan_preempt
+
+    doc = _spot_fleet(seed)
+    cluster = imported(doc).cluster
+    pods = {p.name: p for p in cluster.pods}
+    victims_seen = 0
+    for job in sorted({p.job for p in cluster.pods if p.node is None}):
+        plan = plan_preempt(cluster, job)
+        placement = {p.name: p.node for p in cluster.pods if p.node}
+        for victim in plan.victims:
+            assert pods[victim.pod].priority == "LP" and not pods[victim.pod].locked
+            del placement[victim.pod]
+        placement |= {p.pod: p.node for p in plan.placements}
+        assert _oracle_breaks(doc, placement) == [], job
+        victims_seen += len(plan.victims)
+    assert victims_seen, "some plan evicts a DRA pod (the check is not vacuous)"
+
+
+def test_the_spot_share_marks_pods_low_priority_and_keeps_the_rest_of_the_fleet():
+    plain, spot = fleet(15, 64), fleet(15, 64, spot=0.5)
+    strip = [
+        {**i, "spec": {k: v for k, v in i["spec"].items() if k not in ("priority", "priorityClassName")}} if i["kind"] == "Pod" else i for i in spot["items"]
+    ]
+    assert strip == plain["items"]
+    low = [p for p in items_of(spot, "Pod") if p["spec"].get("priorityClassName") == "spot"]
+    assert low and all(p["spec"]["priority"] < 0 and p["spec"]["resourceClaims"][0].get("resourceClaimTemplateName") for p in low)
+    twin_low = [p["metadata"]["name"] for p in items_of(fleet(15, 64, spot=0.5, twin=True), "Pod") if p["spec"].get("priority") == -100]
+    assert twin_low == [p["metadata"]["name"] for p in low]
+    assert {p.name for p in imported(spot).cluster.pods if p.priority == "LP"} == set(twin_low)
+
+
+@pytest.mark.parametrize("seed", [31, 34])
+def test_make_room_plans_allocate_on_the_raw_objects(seed):
+    doc = fleet(15, seed, fill=0.9, pending=4, spot=0.3)
+    cluster = imported(doc).cluster
+    pending = sorted({p.job for p in cluster.pods if p.node is None})
+    plan = plan_defrag(cluster, DefragOptions(make_room=pending, max_nodes_per_wave="100%"))
+    placement = {p.name: p.node for p in cluster.pods if p.node}
+    for move in plan.moves():
+        placement[move.pod] = move.to
+    placed = {p.pod: p.node for p in plan.placements}
+    assert placed, "the plan starts pending DRA pods (the check is not vacuous)"
+    assert _oracle_breaks(doc, placement | placed) == []
