@@ -12,9 +12,10 @@ import typer
 
 from planner.cli.common import err_console, fail, guarded, stdout_console, write_json
 from planner.cli.inputs import read_plan
-from planner.kube.apply import ApplyOptions, abort, apply_plan
+from planner.kube.apply import abort, apply_plan
 from planner.kube.apply_client import ApplyError, connect
-from planner.kube.apply_steer import STEER_MODES
+from planner.kube.apply_execute import ON_DRIFT, ApplyOptions
+from planner.kube.apply_steer import DEFAULT_STEER, STEER_MODES
 from planner.plans import DefragPlan
 from planner.textsafe import printable
 
@@ -62,13 +63,23 @@ def apply_command(
     context: str = typer.Option(None, "--context", help="Context of the kubeconfig (default: its current context)."),
     via: str = typer.Option("eviction", "--via", help="How pods move: eviction (the Eviction API, any cluster)."),
     steer: str = typer.Option(
-        "taint", "--steer", help="taint: every node but the open target tainted while its moves run; sources: only the nodes still to vacate."
+        DEFAULT_STEER,
+        "--steer",
+        help=(
+            "fit: the nodes still to vacate tainted for the run, and the nodes a target's replacements also fit on only until they are bound; "
+            "taint: every node but the open target for the whole run (nothing else schedules); sources: only the nodes still to vacate."
+        ),
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the plan against the cluster and print what would be done; change nothing."),
     resume: bool = typer.Option(False, "--resume", help="Go on with the execution recorded in the cluster (nothing evicted twice)."),
     abort_run: bool = typer.Option(False, "--abort", help="Remove every taint, copy and state object runs of this plan created."),
     force_delete: bool = typer.Option(
         False, "--force-delete", help="When a PodDisruptionBudget still refuses an eviction at the wave's deadline, delete the pod (bypasses the budget)."
+    ),
+    on_drift: str = typer.Option(
+        "stop",
+        "--on-drift",
+        help="After a wave, when the cluster differs from what the plan expects: stop (before the next wave, the differences listed) or replan (the rest from the live cluster, same options).",
     ),
     state_namespace: str = typer.Option("default", "--state-namespace", help="Namespace of the state ConfigMap planner-apply-<plan id>."),
     wave_deadline_s: float = typer.Option(600.0, "--wave-deadline", min=1.0, help="Seconds a wave may take (PDB refusals are retried until then)."),
@@ -83,12 +94,14 @@ def apply_command(
         fail([f"--via: {via!r} is not supported here (supported: {', '.join(VIA)}); podmigrationjob: use `planner render PLAN -o podmigrationjob`"])
     if steer not in STEER_MODES:
         fail([f"--steer: {steer!r} is not one of {', '.join(STEER_MODES)}"])
+    if on_drift not in ON_DRIFT:
+        fail([f"--on-drift: {on_drift!r} is not one of {', '.join(ON_DRIFT)}"])
     if sum((dry_run, resume, abort_run)) > 1:
         fail(["--dry-run, --resume and --abort: give at most one"])
     plan = read_plan(plan_path)
     if not isinstance(plan, DefragPlan):
         fail([f"{plan_path}: a {getattr(plan, 'kind', 'comparison')} plan; apply carries out defrag and make-room plans only"])
-    options = ApplyOptions(state_namespace, steer, dry_run, resume, force_delete, wave_deadline_s)
+    options = ApplyOptions(state_namespace, steer, dry_run, resume, force_delete, wave_deadline_s, on_drift=on_drift)
     try:
         kube = connect(kubeconfig, context)
         result = abort(kube, plan, state_namespace, _log) if abort_run else apply_plan(kube, plan, options, _log)

@@ -44,6 +44,7 @@ class Permission:
 
 PERMISSIONS = (
     Permission("list", "pods"),
+    Permission("watch", "pods"),
     Permission("get", "pods"),
     Permission("create", "pods"),
     Permission("patch", "pods"),
@@ -61,6 +62,15 @@ PERMISSIONS = (
 """What ``apply`` needs (``deploy/kubernetes/planner-apply-rbac.yaml`` grants exactly these, plus ``delete pods`` for
 ``--force-delete`` and ``--abort``)."""
 DELETE_PODS = Permission("delete", "pods")
+REPLAN_PERMISSIONS = (
+    Permission("list", "namespaces"),
+    Permission("list", "replicationcontrollers"),
+    Permission("list", "poddisruptionbudgets", group="policy"),
+    Permission("list", "replicasets", group="apps"),
+    Permission("list", "deployments", group="apps"),
+    Permission("list", "statefulsets", group="apps"),
+)
+"""What ``--on-drift replan`` needs beyond ``PERMISSIONS``: reading the live cluster into a snapshot."""
 
 
 @dataclass

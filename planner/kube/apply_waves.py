@@ -20,15 +20,17 @@ so a StatefulSet's replacement (same name, new UID) is never evicted in its plac
 from __future__ import annotations
 
 import datetime
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from planner.kube.apply_client import ApplyError, Kube, refused, server_answer
-from planner.kube.apply_live import LivePods, PodRef, controller_of, copy_name, is_ready, list_pods, owned_by, pinned_copy
+from planner.kube.apply_live import LivePods, PodRef, controller_of, copy_name, is_ready, owned_by, pinned_copy
 from planner.kube.apply_state import ApplyState, save
 from planner.kube.apply_steer import Steering
+from planner.kube.apply_watch import PodCache
 from planner.plans import DefragPlan
 
 BACKOFF_MIN_S = 0.2
@@ -45,6 +47,7 @@ class Run:
     plan_id: str
     state: ApplyState
     steering: Steering
+    pods: PodCache
     log: Callable[..., None]
     force_delete: bool = False
     wave_deadline_s: float = 600.0
@@ -52,6 +55,11 @@ class Run:
     evictions: int = 0
     wait_s: float = 0.0
     remaining_sources: set[str] = field(default_factory=set)
+    node_count: int = 0
+    interrupted: bool = False
+    """Set by the SIGINT handler: the run stops at the next point where its state is recorded."""
+    retry_at: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Per move refused by a budget: when to try the eviction again and the backoff that led there."""
 
 
 def evict(kube: Kube, ref: PodRef) -> str:
@@ -114,6 +122,19 @@ def delete_pod(kube: Kube, ref: PodRef, what: str) -> None:
         raise ApplyError([f"deleting {what} {ref.namespace}/{ref.name}: {server_answer(err)}"], EXIT_STOPPED) from None
 
 
+def _exists(kube: Kube, ref: PodRef) -> bool:
+    """Whether the pod (this UID) is in the cluster, asked of the API server rather than the watch."""
+    try:
+        answer = kube.core.read_namespaced_pod(ref.name, ref.namespace, _preload_content=False)
+    except Exception as err:  # noqa: BLE001
+        if getattr(err, "status", None) == 404:
+            return False
+        if getattr(err, "status", None) == 403:
+            raise refused(err, "get", "pods") from None
+        raise ApplyError([f"reading pod {ref.namespace}/{ref.name}: {server_answer(err)}"], EXIT_STOPPED) from None
+    return bool(json.loads(answer.data)["metadata"]["uid"] == ref.uid)
+
+
 def current_pod(run: Run, wave: int, index: int, live: LivePods) -> Any | None:
     """The live pod a move moves: the plan's pod on its first move, else the pod its previous move left."""
     move = run.plan.waves[wave][index]
@@ -127,7 +148,7 @@ def current_pod(run: Run, wave: int, index: int, live: LivePods) -> Any | None:
 
 def prepare_wave(run: Run, wave: int) -> list[str]:
     """Record each pending move's pod and owner; the drift found (a pod gone or not on its source), one line each."""
-    live = LivePods(list_pods(run.kube))
+    live = LivePods(run.pods.pods())
     drift = []
     for index, move in enumerate(run.plan.waves[wave]):
         record = run.state.move(wave, index)
@@ -177,29 +198,56 @@ def run_wave(run: Run, wave: int) -> dict[str, Any]:
     return measures
 
 
+def _pending_owned_specs(run: Run, wave: int, indexes: list[int], live: LivePods) -> list[dict[str, Any]]:
+    """The specs of the target's pods a controller owns that are still to be evicted (what ``fit`` steers)."""
+    specs = []
+    for k in indexes:
+        record = run.state.move(wave, k)
+        if record.get("owner") is not None and record["phase"] in ("pending", "evicting"):
+            pod = live.by_uid.get(record["pod"]["uid"])
+            if pod is not None:
+                specs.append(pod.raw.get("spec") or {})
+    return specs
+
+
+def _all_bound(run: Run, wave: int, indexes: list[int]) -> bool:
+    """Every owned move of the target evicted and its replacement on a node (the ``fit`` window can close)."""
+    return all(
+        run.state.move(wave, k).get("owner") is None or run.state.move(wave, k)["phase"] == "done" or run.state.move(wave, k).get("bound") for k in indexes
+    )
+
+
 def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: float, measures: dict[str, Any]) -> None:
-    backoff = BACKOFF_MIN_S
     unscheduled_since: dict[str, float] = {}
-    namespaces = sorted({run.state.move(wave, k)["pod"]["namespace"] for k in indexes})
+    namespaces = {run.state.move(wave, k)["pod"]["namespace"] for k in indexes}
     while True:
-        pods = [p for ns in namespaces for p in list_pods(run.kube, ns)]
+        if run.interrupted:
+            raise KeyboardInterrupt
+        mark = run.pods.mark()
+        if run.steering.mode == "fit" and not run.steering.window and not _all_bound(run, wave, indexes):
+            everything = run.pods.pods()
+            run.steering.open_window(target, _pending_owned_specs(run, wave, indexes, LivePods(everything)), everything)
+        pods = run.pods.pods(namespaces)
         live = LivePods(pods)
         progressed = False
-        refused_now: list[str] = []
         for k in indexes:
             record = run.state.move(wave, k)
             before = record["phase"]
             step = _bare_step if record.get("owner") is None else _owned_step
             outcome = step(run, wave, k, target, live, pods)
             if outcome == "refused":
-                refused_now.append(f"{record['pod']['namespace']}/{record['pod']['name']}")
                 measures["pdb_refusals"] += 1
             if record["phase"] != before:
                 progressed = True
             if outcome == "unscheduled":
                 unscheduled_since.setdefault(str(k), time.monotonic())
+        if run.steering.window and _all_bound(run, wave, indexes):
+            run.steering.end_window()
         if all(run.state.move(wave, k)["phase"] == "done" for k in indexes):
             return
+        refused_now = [
+            f"{r['pod']['namespace']}/{r['pod']['name']}" for r in (run.state.move(wave, k) for k in indexes) if r["phase"] == "evicting" and r.get("refused")
+        ]
         if unscheduled_since and time.monotonic() - min(unscheduled_since.values()) > run.steer_grace_s and not run.steering.relaxed:
             run.log("steer-relaxed", wave=wave + 1, target=target, reason="a replacement did not fit the target")
             run.steering.relax(run.remaining_sources)
@@ -219,27 +267,32 @@ def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: 
             _stop(run, wave, target, indexes, refused_now, measures)
         if progressed:
             save(run.kube, run.state)
-            backoff = BACKOFF_MIN_S
-        pause = min(backoff, max(0.0, deadline - time.monotonic()) + 0.05)
-        time.sleep(pause)
-        run.wait_s += pause
-        if not progressed:
-            backoff = min(BACKOFF_MAX_S, backoff * 2)
+        now = time.monotonic()
+        retries = [run.retry_at[key][0] - now for key in (f"{wave}.{k}" for k in indexes) if key in run.retry_at]
+        pause = min([BACKOFF_MAX_S, max(0.0, deadline - now) + 0.05, *retries])
+        run.wait_s += run.pods.wait(mark, max(0.0, pause))
 
 
-def _evict_step(run: Run, wave: int, record: dict[str, Any], live: LivePods) -> str:
+def _evict_step(run: Run, wave: int, index: int, record: dict[str, Any], live: LivePods) -> str:
     """Evict the move's original (phase ``evicting`` recorded first); a pod already gone or terminating counts."""
     original = live.by_uid.get(record["pod"]["uid"])
     if original is None or original.metadata.deletion_timestamp is not None:
         record["phase"] = "evicted"
         return "evicted"
+    key = f"{wave}.{index}"
+    retry = run.retry_at.get(key)
+    if retry is not None and time.monotonic() < retry[0]:
+        return "backoff"
     if record["phase"] != "evicting":
         record["phase"] = "evicting"
         save(run.kube, run.state)
     answer = evict(run.kube, PodRef.from_dict(record["pod"]))
     if answer == "refused":
         record["refused"] = int(record.get("refused", 0)) + 1
+        backoff = min(BACKOFF_MAX_S, retry[1] * 2) if retry else BACKOFF_MIN_S
+        run.retry_at[key] = (time.monotonic() + backoff, backoff)
         return "refused"
+    run.retry_at.pop(key, None)
     run.evictions += answer == "ok"
     record["phase"] = "evicted"  # saved by the polling loop: a resumed run finds the original gone or terminating
     run.log("evicted", wave=wave + 1, pod=f"{record['pod']['namespace']}/{record['pod']['name']}", node=original.spec.node_name)
@@ -278,11 +331,13 @@ def _bare_step(run: Run, wave: int, index: int, target: str, live: LivePods, pod
     copy_pod = live.by_uid.get(record["copy"]["uid"])
     if record["phase"] == "copied":
         if copy_pod is None:
+            if _exists(run.kube, PodRef.from_dict(record["copy"])):
+                return "waiting"  # made a moment ago: the watch has not brought it yet
             raise ApplyError([f"waves[{wave}][{index}]: the copy {ns}/{record['copy']['name']} was deleted by someone else"], EXIT_STOPPED)
         if not is_ready(copy_pod):
             return "waiting"
     if record["phase"] in ("copied", "evicting"):
-        outcome = _evict_step(run, wave, record, live)
+        outcome = _evict_step(run, wave, index, record, live)
         if outcome != "evicted":
             return outcome
     if record["phase"] == "evicted" and copy_pod is not None:
@@ -300,13 +355,15 @@ def _owned_step(run: Run, wave: int, index: int, target: str, live: LivePods, po
         known.update(p.metadata.uid for p in owned_by(pods, owner_uid))
         run.state.known[owner_uid] = sorted(known)
     if record["phase"] in ("pending", "evicting"):
-        outcome = _evict_step(run, wave, record, live)
+        outcome = _evict_step(run, wave, index, record, live)
         if outcome != "evicted":
             return outcome
     if record["phase"] != "evicted":
         return record["phase"]
     known = set(run.state.known.get(owner_uid, []))
     fresh = [p for p in owned_by(pods, owner_uid) if p.metadata.uid not in known and p.metadata.deletion_timestamp is None]
+    if any(p.spec.node_name for p in fresh):
+        record["bound"] = True
     ready = sorted((p for p in fresh if is_ready(p)), key=lambda p: (p.spec.node_name != target, p.metadata.name))
     if not ready:
         return "unscheduled" if any(not p.spec.node_name for p in fresh) else "waiting"
