@@ -51,6 +51,14 @@ def _table(result: dict[str, Any]) -> list[str]:
         lines.append(
             f"{w['wave']:>4} {w['moves']:>5} {w['done']:>4} {w['on_target']:>6} {w['elsewhere']:>4} {w['pdb_refusals']:>4} {w['time_s']:>7.2f} {w['wait_s']:>7.2f} {w['overhead_s']:>6.2f}"
         )
+    for replan in result.get("replans") or []:
+        changes = replan["changes"]
+        why = replan["why"][0] + (f" (and {len(replan['why']) - 1} more)" if len(replan["why"]) > 1 else "")
+        lines.append(
+            f"re-planned after wave {replan['after_wave']} ({replan['plan_s']:.1f} s) because {why}: {changes['moves_kept']} moves kept, "
+            f"{len(changes['moves_dropped'])} dropped, {len(changes['moves_added'])} added; nodes to vacate {changes['vacated_planned_before']} -> "
+            f"{changes['vacated_planned_now']} (lost: {', '.join(changes['vacated_lost']) or 'none'}; gained: {', '.join(changes['vacated_gained']) or 'none'})"
+        )
     for node, pods in result["not_vacated"].items():
         lines.append(f"not vacated: {node} still holds {', '.join(pods)}")
     return lines

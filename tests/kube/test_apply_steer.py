@@ -58,4 +58,6 @@ def test_the_default_steering_blocks_little_and_still_lands_on_target(controlpla
     assert fit_taints.longest_s < 0.35 * fit["time_s"] and fit_taints.longest_s < 0.35 * taint_taints.longest_s
     assert fit["blocked_node_s"] < taint["blocked_node_s"] and fit["blocked_share"] < taint["blocked_share"]
     assert fit["on_target_share"] >= 0.9 and taint["on_target_share"] >= 0.9
-    print(f"longest closed: fit {fit_taints.longest_s:.2f} s of {fit['time_s']} s, taint {taint_taints.longest_s:.2f} s of {taint['time_s']} s", file=sys.stderr)
+    print(
+        f"longest closed: fit {fit_taints.longest_s:.2f} s of {fit['time_s']} s, taint {taint_taints.longest_s:.2f} s of {taint['time_s']} s", file=sys.stderr
+    )

@@ -238,3 +238,32 @@ class TaintWatcher:
                     self.longest_s = max(self.longest_s, now - self._since.pop(name))
                 blocked = sum(1 for name, tainted in self._taints.items() if tainted and name not in self.allowed)
                 self.most_blocked = max(self.most_blocked, blocked)
+
+
+def run_with_fault(
+    cluster: Cluster, args: list[str], phases: set[str], min_wave: int, fault: Any, timeout_s: float = 600.0
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Start ``planner apply``, call ``fault()`` once as soon as its recorded state shows a move of wave
+    ``min_wave`` or later (0-based) in one of ``phases``, and let the run end; returns the finished process and
+    the state the fault was injected at. The run must not have finished before."""
+    core = cluster.core()
+    process = subprocess.Popen([sys.executable, "-m", "planner", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.env)
+    deadline = time.monotonic() + timeout_s
+    seen: dict[str, Any] | None = None
+    try:
+        while seen is None and time.monotonic() < deadline:
+            assert process.poll() is None, f"apply ended ({process.returncode}) before the fault: {process.communicate()[1][-2000:]}"
+            for cm in core.list_namespaced_config_map("default").items:
+                if cm.metadata.name.startswith("planner-apply-"):
+                    state: dict[str, Any] = json.loads(cm.data["state.json"])
+                    if any(r["phase"] in phases and int(k.split(".")[0]) >= min_wave for k, r in state["moves"].items()):
+                        fault()
+                        seen = state
+            time.sleep(0.02)
+        assert seen is not None, "the run never reached the phase to inject the fault at"
+        out, err = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        return subprocess.CompletedProcess(process.args, process.returncode, out, err), seen
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
