@@ -7,9 +7,10 @@ every difference listed, the state ``stopped``: ``--resume`` goes on from the ne
 pods), and ``--on-drift replan`` plans the rest from the live cluster (``apply_replan``), records the new
 waves and what changed in the state, moves the holds to the new plan's sources and goes on.
 
-Ctrl-C (SIGINT) during a wave is deferred until the wave's current step has been recorded: the holds are
-rolled back (every planner taint removed), copies of bare pods whose original still runs are kept (the
-resumed run finds them by name), and the state says ``interrupted`` and the wave to resume at."""
+Ctrl-C (SIGINT) during a wave starts no new move but lets the moves under way finish (a replacement or a copy
+already asked for is waited for, so it cannot land on a node the plan vacates once the holds are gone; an
+eviction a budget refused is not retried); then the holds are rolled back (every planner taint removed) and
+the state says ``interrupted`` and the wave to resume at. A second Ctrl-C stops at once."""
 
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ def _defer_sigint(run: Run) -> Callable[[], None]:
         if run.interrupted:
             raise KeyboardInterrupt
         run.interrupted = True
-        run.log("interrupt", wave=run.state.next_wave + 1, action="stopping at the next recorded step")
+        run.log("interrupt", wave=run.state.next_wave + 1, action="finishing the moves under way, starting no other")
 
     try:
         previous = signal.signal(signal.SIGINT, handler)

@@ -210,6 +210,11 @@ def _pending_owned_specs(run: Run, wave: int, indexes: list[int], live: LivePods
     return specs
 
 
+def _under_way(record: dict[str, Any]) -> bool:
+    """A move whose pod is being copied or replaced now (an eviction refused last time is not under way)."""
+    return record["phase"] in ("copying", "copied", "evicted") or (record["phase"] == "evicting" and not record.get("refused"))
+
+
 def _all_bound(run: Run, wave: int, indexes: list[int]) -> bool:
     """Every owned move of the target evicted and its replacement on a node (the ``fit`` window can close)."""
     return all(
@@ -221,8 +226,13 @@ def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: 
     unscheduled_since: dict[str, float] = {}
     namespaces = {run.state.move(wave, k)["pod"]["namespace"] for k in indexes}
     while True:
+        active = indexes
         if run.interrupted:
-            raise KeyboardInterrupt
+            # Ctrl-C: start nothing new; finish the moves under way (a replacement or copy already asked for
+            # lands before the holds are rolled back, so it cannot land on a node the plan vacates)
+            active = [k for k in indexes if _under_way(run.state.move(wave, k))]
+            if not active:
+                raise KeyboardInterrupt
         mark = run.pods.mark()
         if run.steering.mode == "fit" and not run.steering.window and not _all_bound(run, wave, indexes):
             everything = run.pods.pods()
@@ -230,7 +240,7 @@ def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: 
         pods = run.pods.pods(namespaces)
         live = LivePods(pods)
         progressed = False
-        for k in indexes:
+        for k in active:
             record = run.state.move(wave, k)
             before = record["phase"]
             step = _bare_step if record.get("owner") is None else _owned_step
