@@ -147,6 +147,8 @@ def execute(kube: Kube, plan: DefragPlan, plan_id: str, state: ApplyState, optio
                 )
             save(kube, state)
             run.remaining_sources = sources_from(run.plan, wave + 1)
+            done = sum(state.move(wave, k)["phase"] == "done" for k in range(len(run.plan.waves[wave])))
+            log("wave-start", wave=wave + 1, moves=len(run.plan.waves[wave]), done=done)
             measures = run_wave(run, wave)
             state.waves.append(measures)
             state.next_wave = wave + 1

@@ -249,6 +249,8 @@ def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: 
                 measures["pdb_refusals"] += 1
             if record["phase"] != before:
                 progressed = True
+                if record["phase"] == "done":
+                    run.log("move-done", wave=wave + 1, pod=f"{record['pod']['namespace']}/{record['pod']['name']}", node=record.get("landed"), target=target)
             if outcome == "unscheduled":
                 unscheduled_since.setdefault(str(k), time.monotonic())
         if run.steering.window and _all_bound(run, wave, indexes):
