@@ -21,12 +21,12 @@ from collections.abc import Callable
 from typing import Any
 
 from planner.kube.apply_client import DELETE_PODS, REPLAN_PERMISSIONS, ApplyError, Kube, missing_permissions, refused, server_answer
+from planner.kube.apply_evict import delete_pod
 from planner.kube.apply_execute import ApplyOptions, execute, with_replans
 from planner.kube.apply_live import FINISHED, LivePods, PodRef, controller_of, list_pods, mismatch
 from planner.kube.apply_state import PLAN_LABEL, ApplyState, delete, load, save, state_name
 from planner.kube.apply_steer import set_taints, tainted_nodes
 from planner.kube.apply_watch import PodCache
-from planner.kube.apply_waves import delete_pod
 from planner.plans import DefragPlan
 from planner.render.kubernetes import plan_digest
 

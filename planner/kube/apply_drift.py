@@ -33,6 +33,18 @@ def counts(pod: Any) -> bool:
     return not (pod.status and pod.status.phase in FINISHED) and not (owner is not None and owner.kind in NOT_COUNTED_OWNERS)
 
 
+def _owner_counts(pods: list[Any]) -> dict[str, tuple[str, int]]:
+    """Per controller of counted, not terminating pods: its kind and name, and its number of pods."""
+    counted: dict[str, tuple[str, int]] = {}
+    for pod in pods:
+        owner = controller_of(pod)
+        if owner is None or not counts(pod) or pod.metadata.deletion_timestamp is not None:
+            continue
+        name, count = counted.get(owner.uid, (f"{owner.kind} {pod.metadata.namespace}/{owner.name}", 0))
+        counted[owner.uid] = (name, count + 1)
+    return counted
+
+
 def _name(pod: Any) -> str:
     return f"{pod.metadata.namespace}/{pod.metadata.name}"
 
@@ -44,6 +56,8 @@ class Expected:
     pods: dict[str, tuple[str, str]] = field(default_factory=dict)
     cordoned: dict[str, bool] = field(default_factory=dict)
     evicted: set[str] = field(default_factory=set)
+    owners: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Per controller (UID): its kind and name, and how many pods it has (a move takes one and adds one)."""
 
     @staticmethod
     def of(pods: list[Any], nodes: dict[str, dict[str, Any]]) -> Expected:
@@ -52,6 +66,7 @@ class Expected:
             if counts(pod) and pod.metadata.deletion_timestamp is None:
                 expected.pods[pod.metadata.uid] = (_name(pod), pod.spec.node_name or "")
         expected.cordoned = {name: bool((node.get("spec") or {}).get("unschedulable")) for name, node in nodes.items()}
+        expected.owners = _owner_counts(pods)
         return expected
 
     def moved(self, state: ApplyState, wave: int, moves: int) -> None:
@@ -92,6 +107,11 @@ class Expected:
             elif cordoned != self.cordoned[name]:
                 lines.append(f"node '{name}' was {'cordoned' if cordoned else 'uncordoned'}")
         lines += [f"node '{name}' is gone" for name in sorted(set(self.cordoned) - set(nodes))]
+        now = _owner_counts(pods)
+        for uid, (name, count) in sorted(self.owners.items(), key=lambda item: item[1][0]):
+            live_count = now.get(uid, (name, 0))[1]
+            if live_count != count:
+                lines.append(f"{name} has {live_count} pods, {count} before: scaled {'up' if live_count > count else 'down'} (or its pods deleted)")
         if len(lines) > MAX_LINES:
             lines = [*lines[:MAX_LINES], f"(and {len(lines) - MAX_LINES} more differences)"]
         return lines

@@ -22,6 +22,7 @@ from typing import Any
 
 from planner.kube.apply_client import ApplyError, Kube
 from planner.kube.apply_drift import Expected, counts
+from planner.kube.apply_evict import Events
 from planner.kube.apply_replan import changes, effective, replan
 from planner.kube.apply_state import ApplyState, save, state_name
 from planner.kube.apply_steer import DEFAULT_STEER, Steering, list_nodes
@@ -129,6 +130,7 @@ def execute(kube: Kube, plan: DefragPlan, plan_id: str, state: ApplyState, optio
     steering = Steering(kube, plan_id, options.steer, nodes, sources_from(plan, state.next_wave))
     run = Run(kube, plan, plan_id, state, steering, pods, log, options.force_delete, options.wave_deadline_s, options.steer_grace_s)
     run.node_count = len(nodes)
+    run.events = Events(kube, plan_id, log)
     log("start", plan=plan_id, waves=len(plan.waves), moves=len(plan.moves()), resume_at=state.next_wave + 1, steer=options.steer, on_drift=options.on_drift)
     expected = Expected.of(pods.pods(), nodes)
     restore = _defer_sigint(run)
@@ -181,6 +183,7 @@ def execute(kube: Kube, plan: DefragPlan, plan_id: str, state: ApplyState, optio
         raise
     finally:
         restore()
+        run.events.close()
     steering.release_all()
     state.status = "done"
     save(kube, state)

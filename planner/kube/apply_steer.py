@@ -6,11 +6,10 @@ could take it other than its planned target carry the taint, so the scheduler's 
 target (unless the pod tolerates every taint). In every mode the *holds* (the nodes the plan still has to
 vacate) carry the taint for the whole run, so nothing refills them. Three modes (``--steer``):
 
-* ``fit`` (default): besides the holds, only for the moment a target's replacements are being scheduled
-  (from the first eviction into that target until every replacement is bound to a node), the nodes where
-  one of those pods fits by its requests against the node's free allocatable (``competitors``). A node that
-  is full, cordoned or too small is never touched, and no node stays closed longer than a scheduling
-  round, so the rest of the cluster goes on scheduling.
+* ``fit`` (default): besides the holds, only while one wave runs, the wave's targets but the one whose
+  moves run now, and the nodes where one of the wave's pods a controller replaces fits by its requests
+  against the node's free allocatable (the competitors). A node that is full, cordoned or too small is never
+  touched, and no node stays closed longer than a wave, so the rest of the cluster goes on scheduling.
 * ``taint``: every node of the cluster for the whole run, but the target whose moves run now. Steers as
   well as ``fit`` but nothing else in the cluster schedules while the run lasts (pending pods wait, a
   scale-up waits); ``N`` patches at the start and at the end, two per target.
@@ -160,25 +159,23 @@ class Steering:
         self._taint([target], False)
 
     def close_target(self, target: str, vacated: bool) -> None:
-        """Close ``target`` again when it is a closed node (a node the plan still vacates stays closed)."""
-        self.end_window()
-        if target in self.closed or vacated:
+        """Close ``target`` again when it is a closed node, in the wave's window, or vacated by the plan."""
+        if target in self.closed or target in self.window or vacated:
             self._taint([target], True)
 
-    def open_window(self, target: str, pod_specs: list[dict[str, Any]], pods: list[Any]) -> None:
-        """``fit`` mode: taint the nodes other than ``target`` (and the closed ones) where one of ``pod_specs``
-        fits by its requests now; ``end_window`` removes it once the replacements are bound."""
-        if self.mode != "fit" or not pod_specs or self.window:
+    def open_window(self, targets: set[str], pod_specs: list[dict[str, Any]], pods: list[Any]) -> None:
+        """``fit`` mode, for one wave: taint the wave's ``targets`` and every other node (not closed already)
+        where one of ``pod_specs`` (the wave's pods a controller replaces) fits by its requests now; each
+        target is opened while its own moves run (``open_target``) and ``end_window`` opens them all."""
+        if self.mode != "fit" or not pod_specs:
             return
         free = free_by_node(self.nodes, pods)
         needs = [requests_of(spec) for spec in pod_specs]
         self.window = {
             name
             for name, room in free.items()
-            if name != target
-            and name not in self.closed
-            and not (self.nodes[name].get("spec") or {}).get("unschedulable")
-            and any(fits(need, room) for need in needs)
+            if name not in self.closed
+            and (name in targets or (not (self.nodes[name].get("spec") or {}).get("unschedulable") and any(fits(need, room) for need in needs)))
         }
         self._taint(self.window, True)
 

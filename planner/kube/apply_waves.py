@@ -19,7 +19,6 @@ so a StatefulSet's replacement (same name, new UID) is never evicted in its plac
 
 from __future__ import annotations
 
-import datetime
 import json
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.kube.apply_client import ApplyError, Kube, refused, server_answer
+from planner.kube.apply_evict import Events, delete_pod, evict, evict_many
 from planner.kube.apply_live import LivePods, PodRef, controller_of, copy_name, is_ready, owned_by, pinned_copy
 from planner.kube.apply_state import ApplyState, save
 from planner.kube.apply_steer import Steering
@@ -58,68 +58,11 @@ class Run:
     node_count: int = 0
     interrupted: bool = False
     """Set by the SIGINT handler: the run stops at the next point where its state is recorded."""
+    events: Events | None = None
+    prefetched: dict[str, str] = field(default_factory=dict)
+    """Answers of evictions sent together before the moves' steps read them (``_prefetch_evictions``)."""
     retry_at: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Per move refused by a budget: when to try the eviction again and the backoff that led there."""
-
-
-def evict(kube: Kube, ref: PodRef) -> str:
-    """Evict one pod through policy/v1 with its UID as a precondition: ``ok``, ``refused`` (429) or ``gone``."""
-    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
-
-    body = client.V1Eviction(
-        metadata=client.V1ObjectMeta(name=ref.name, namespace=ref.namespace),
-        delete_options=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=ref.uid)),
-    )
-    try:
-        kube.core.create_namespaced_pod_eviction(ref.name, ref.namespace, body)
-    except Exception as err:  # noqa: BLE001
-        status = getattr(err, "status", None)
-        if status == 429:
-            return "refused"
-        if status in (404, 409):
-            return "gone"
-        if status == 403:
-            raise refused(err, "create", "pods/eviction") from None
-        raise ApplyError([f"evicting {ref.namespace}/{ref.name}: {server_answer(err)}"], EXIT_STOPPED) from None
-    return "ok"
-
-
-def record_event(run: Run, ref: PodRef, reason: str, message: str) -> None:
-    """A Kubernetes Event on the pod (``kubectl describe pod`` shows it), from the component ``planner-apply``.
-    Best effort: an Event the server refuses is logged, never a reason to stop the run."""
-    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
-
-    now = datetime.datetime.now(datetime.UTC)
-    body = client.CoreV1Event(
-        metadata=client.V1ObjectMeta(generate_name=f"{ref.name[:200]}.", namespace=ref.namespace, labels={"planner.io/plan": run.plan_id}),
-        involved_object=client.V1ObjectReference(kind="Pod", namespace=ref.namespace, name=ref.name, uid=ref.uid, api_version="v1"),
-        reason=reason,
-        message=message[:1000],
-        type="Normal",
-        source=client.V1EventSource(component="planner-apply"),
-        first_timestamp=now,
-        last_timestamp=now,
-        count=1,
-    )
-    try:
-        run.kube.core.create_namespaced_event(ref.namespace, body)
-    except Exception as err:  # noqa: BLE001 - an Event is evidence, not a step of the plan
-        run.log("event-refused", pod=f"{ref.namespace}/{ref.name}", reason=reason, answer=server_answer(err))
-
-
-def delete_pod(kube: Kube, ref: PodRef, what: str) -> None:
-    """A plain delete (``--force-delete``, or a copy rolled back), UID as a precondition."""
-    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
-
-    try:
-        kube.core.delete_namespaced_pod(ref.name, ref.namespace, body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=ref.uid)))
-    except Exception as err:  # noqa: BLE001
-        status = getattr(err, "status", None)
-        if status in (404, 409):
-            return
-        if status == 403:
-            raise refused(err, "delete", "pods") from None
-        raise ApplyError([f"deleting {what} {ref.namespace}/{ref.name}: {server_answer(err)}"], EXIT_STOPPED) from None
 
 
 def _exists(kube: Kube, ref: PodRef) -> bool:
@@ -178,15 +121,22 @@ def run_wave(run: Run, wave: int) -> dict[str, Any]:
         if move.to not in targets:
             targets.append(move.to)
     deadline = started + run.wave_deadline_s
-    for target in targets:
-        indexes = [k for k, m in enumerate(moves) if m.to == target and run.state.move(wave, k)["phase"] != "done"]
-        if not indexes:
-            continue
-        run.steering.open_target(target)
-        try:
-            _run_target(run, wave, target, indexes, deadline, measures)
-        finally:
-            run.steering.close_target(target, vacated=target in run.remaining_sources)
+    if run.steering.mode == "fit":
+        everything = run.pods.pods()
+        pending = [k for k in range(len(moves)) if run.state.move(wave, k)["phase"] != "done"]
+        run.steering.open_window(set(targets), _pending_owned_specs(run, wave, pending, LivePods(everything)), everything)
+    try:
+        for target in targets:
+            indexes = [k for k, m in enumerate(moves) if m.to == target and run.state.move(wave, k)["phase"] != "done"]
+            if not indexes:
+                continue
+            run.steering.open_target(target)
+            try:
+                _run_target(run, wave, target, indexes, deadline, measures)
+            finally:
+                run.steering.close_target(target, vacated=target in run.remaining_sources)
+    finally:
+        run.steering.end_window()
     records = [run.state.move(wave, k) for k in range(len(moves))]
     measures["done"] = sum(r["phase"] == "done" for r in records)
     measures["on_target"] = sum(r["phase"] == "done" and r.get("landed") == moves[k].to for k, r in enumerate(records))
@@ -215,13 +165,6 @@ def _under_way(record: dict[str, Any]) -> bool:
     return record["phase"] in ("copying", "copied", "evicted") or (record["phase"] == "evicting" and not record.get("refused"))
 
 
-def _all_bound(run: Run, wave: int, indexes: list[int]) -> bool:
-    """Every owned move of the target evicted and its replacement on a node (the ``fit`` window can close)."""
-    return all(
-        run.state.move(wave, k).get("owner") is None or run.state.move(wave, k)["phase"] == "done" or run.state.move(wave, k).get("bound") for k in indexes
-    )
-
-
 def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: float, measures: dict[str, Any]) -> None:
     unscheduled_since: dict[str, float] = {}
     namespaces = {run.state.move(wave, k)["pod"]["namespace"] for k in indexes}
@@ -234,12 +177,9 @@ def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: 
             if not active:
                 raise KeyboardInterrupt
         mark = run.pods.mark()
-        if run.steering.mode == "fit" and not run.steering.window and not _all_bound(run, wave, indexes):
-            everything = run.pods.pods()
-            run.steering.open_window(target, _pending_owned_specs(run, wave, indexes, LivePods(everything)), everything)
         pods = run.pods.pods(namespaces)
         live = LivePods(pods)
-        progressed = False
+        progressed = _prefetch_evictions(run, wave, active, live, pods)
         for k in active:
             record = run.state.move(wave, k)
             before = record["phase"]
@@ -253,8 +193,6 @@ def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: 
                     run.log("move-done", wave=wave + 1, pod=f"{record['pod']['namespace']}/{record['pod']['name']}", node=record.get("landed"), target=target)
             if outcome == "unscheduled":
                 unscheduled_since.setdefault(str(k), time.monotonic())
-        if run.steering.window and _all_bound(run, wave, indexes):
-            run.steering.end_window()
         if all(run.state.move(wave, k)["phase"] == "done" for k in indexes):
             return
         refused_now = [
@@ -285,6 +223,44 @@ def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: 
         run.wait_s += run.pods.wait(mark, max(0.0, pause))
 
 
+def _note_owners_pods(run: Run, record: dict[str, Any], pods: list[Any]) -> None:
+    """Record the pods the move's owner has before its pod is evicted (its replacement is a pod not among them)."""
+    owner_uid = record["owner"]["uid"]
+    known = set(run.state.known.get(owner_uid, []))
+    known.update(p.metadata.uid for p in owned_by(pods, owner_uid))
+    run.state.known[owner_uid] = sorted(known)
+
+
+def _ready_to_evict(run: Run, key: str, record: dict[str, Any], live: LivePods) -> bool:
+    """Whether the move's step would send its eviction now: the original still there, no backoff pending, an
+    owned pod not yet evicted or a bare pod whose copy is Running and Ready."""
+    original = live.by_uid.get(record["pod"]["uid"])
+    retry = run.retry_at.get(key)
+    if original is None or original.metadata.deletion_timestamp is not None or (retry is not None and time.monotonic() < retry[0]):
+        return False
+    if record.get("owner") is not None:
+        return record["phase"] in ("pending", "evicting")
+    copy_pod = live.by_uid.get(str((record.get("copy") or {}).get("uid")))
+    return record["phase"] in ("copied", "evicting") and copy_pod is not None and is_ready(copy_pod)
+
+
+def _prefetch_evictions(run: Run, wave: int, active: list[int], live: LivePods, pods: list[Any]) -> bool:
+    """Send together the evictions several moves are ready for: each recorded ``evicting`` (one state write for
+    all) before any is sent, the answers kept for the moves' own steps; whether a phase changed."""
+    ready = [k for k in active if _ready_to_evict(run, f"{wave}.{k}", run.state.move(wave, k), live)]
+    if len(ready) < 2:
+        return False
+    for k in ready:
+        record = run.state.move(wave, k)
+        if record.get("owner") is not None and record["phase"] == "pending":
+            _note_owners_pods(run, record, pods)
+        record["phase"] = "evicting"
+    save(run.kube, run.state)
+    answers = evict_many(run.kube, [PodRef.from_dict(run.state.move(wave, k)["pod"]) for k in ready])
+    run.prefetched.update({f"{wave}.{k}": answer for k, answer in zip(ready, answers, strict=True)})
+    return True
+
+
 def _evict_step(run: Run, wave: int, index: int, record: dict[str, Any], live: LivePods) -> str:
     """Evict the move's original (phase ``evicting`` recorded first); a pod already gone or terminating counts."""
     original = live.by_uid.get(record["pod"]["uid"])
@@ -293,12 +269,14 @@ def _evict_step(run: Run, wave: int, index: int, record: dict[str, Any], live: L
         return "evicted"
     key = f"{wave}.{index}"
     retry = run.retry_at.get(key)
-    if retry is not None and time.monotonic() < retry[0]:
-        return "backoff"
-    if record["phase"] != "evicting":
-        record["phase"] = "evicting"
-        save(run.kube, run.state)
-    answer = evict(run.kube, PodRef.from_dict(record["pod"]))
+    answer = run.prefetched.pop(key, None)
+    if answer is None:
+        if retry is not None and time.monotonic() < retry[0]:
+            return "backoff"
+        if record["phase"] != "evicting":
+            record["phase"] = "evicting"
+            save(run.kube, run.state)
+        answer = evict(run.kube, PodRef.from_dict(record["pod"]))
     if answer == "refused":
         record["refused"] = int(record.get("refused", 0)) + 1
         backoff = min(BACKOFF_MAX_S, retry[1] * 2) if retry else BACKOFF_MIN_S
@@ -309,7 +287,8 @@ def _evict_step(run: Run, wave: int, index: int, record: dict[str, Any], live: L
     record["phase"] = "evicted"  # saved by the polling loop: a resumed run finds the original gone or terminating
     run.log("evicted", wave=wave + 1, pod=f"{record['pod']['namespace']}/{record['pod']['name']}", node=original.spec.node_name)
     message = f"evicted by planner apply (plan {run.plan_id}, wave {wave + 1}) to move it to node {record.get('target')}"
-    record_event(run, PodRef.from_dict(record["pod"]), "PlannerEvicted", message)
+    if run.events is not None:
+        run.events.record(PodRef.from_dict(record["pod"]), "PlannerEvicted", message)
     return "evicted"
 
 
@@ -363,9 +342,7 @@ def _owned_step(run: Run, wave: int, index: int, target: str, live: LivePods, po
     record = run.state.move(wave, index)
     owner_uid = record["owner"]["uid"]
     if record["phase"] == "pending":
-        known = set(run.state.known.get(owner_uid, []))
-        known.update(p.metadata.uid for p in owned_by(pods, owner_uid))
-        run.state.known[owner_uid] = sorted(known)
+        _note_owners_pods(run, record, pods)
     if record["phase"] in ("pending", "evicting"):
         outcome = _evict_step(run, wave, index, record, live)
         if outcome != "evicted":

@@ -35,7 +35,7 @@ def _scale(cluster: Cluster) -> tuple[str, dict[str, int]]:
     from kubernetes import client
 
     client.AppsV1Api(cluster.core().api_client).patch_namespaced_deployment_scale("web", NAMESPACE, {"spec": {"replicas": 5}})
-    return f"pod '{NAMESPACE}/web-", {"web": 1}
+    return f"ReplicaSet {NAMESPACE}/web-5d8f7c9b6 has 5 pods, 4 before: scaled up", {"web": 1}
 
 
 def _cordon(cluster: Cluster) -> tuple[str, dict[str, int]]:
