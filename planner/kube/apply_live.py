@@ -145,7 +145,14 @@ def controller_of(pod: Any) -> Any | None:
 
 
 def owned_by(pods: list[Any], owner_uid: str) -> list[Any]:
-    return [p for p in pods if any(r.uid == owner_uid and r.controller for r in p.metadata.owner_references or [])]
+    """The pods whose controller is ``owner_uid`` (read from the JSON of ``View`` pods: the attribute path
+    costs ten times more, and the executor asks this for every owned move at every step)."""
+    found = []
+    for p in pods:
+        refs = (p.raw["metadata"].get("ownerReferences") or []) if isinstance(p, View) else [r.to_dict() for r in p.metadata.owner_references or []]
+        if any(r.get("uid") == owner_uid and r.get("controller") for r in refs):
+            found.append(p)
+    return found
 
 
 def copy_name(name: str, plan_id: str, wave: int) -> str:

@@ -215,7 +215,9 @@ def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: 
                 deadline = time.monotonic() + run.wave_deadline_s
                 continue
             _stop(run, wave, target, indexes, refused_now, measures)
-        if progressed:
+        if progressed and any(run.state.move(wave, k)["phase"] == "copied" for k in indexes):
+            # a copy just made is recorded (its UID); other progress is written with the wave's end: a resumed
+            # run learns it from the cluster (the original gone, a replacement not among the owner's known pods)
             save(run.kube, run.state)
         now = time.monotonic()
         retries = [run.retry_at[key][0] - now for key in (f"{wave}.{k}" for k in indexes) if key in run.retry_at]
