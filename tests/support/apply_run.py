@@ -243,8 +243,9 @@ class TaintWatcher:
 def run_with_fault(
     cluster: Cluster, args: list[str], phases: set[str], min_wave: int, fault: Any, timeout_s: float = 600.0
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    """Start ``planner apply``, call ``fault()`` once as soon as its recorded state shows a move of wave
-    ``min_wave`` or later (0-based) in one of ``phases``, and let the run end; returns the finished process and
+    """Start ``planner apply``, call ``fault()`` once (the executor stopped by SIGSTOP meanwhile) as soon as
+    its recorded state shows a move of wave ``min_wave`` or later (0-based) in one of ``phases``, and let the
+    run end; returns the finished process and
     the state the fault was injected at. The run must not have finished before."""
     core = cluster.core()
     process = subprocess.Popen([sys.executable, "-m", "planner", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.env)
@@ -257,7 +258,13 @@ def run_with_fault(
                 if cm.metadata.name.startswith("planner-apply-"):
                     state: dict[str, Any] = json.loads(cm.data["state.json"])
                     if any(r["phase"] in phases and int(k.split(".")[0]) >= min_wave for k, r in state["moves"].items()):
-                        fault()
+                        # the executor paused while the fault is made, so the fault lands in that wave however
+                        # fast the run goes (a run of 1 s waves could otherwise finish before it)
+                        process.send_signal(signal.SIGSTOP)
+                        try:
+                            fault()
+                        finally:
+                            process.send_signal(signal.SIGCONT)
                         seen = state
             time.sleep(0.02)
         assert seen is not None, "the run never reached the phase to inject the fault at"
