@@ -36,7 +36,7 @@ from planner.api.job_events import JobEndListener
 from planner.api.logs import request_id
 from planner.api.metrics import ServiceMetrics
 from planner.api.requests import Settings, add_body_schemas
-from planner.api.routes import jobs, ops, plans, views
+from planner.api.routes import apply, jobs, ops, plans, views
 from planner.api.schemas import (
     AllocateRequest,
     DefragRequest,
@@ -53,7 +53,7 @@ __all__ = ["Settings", "create_app"]
 log = logging.getLogger("planner.api")
 access = logging.getLogger("planner.access")
 
-ROUTERS = (plans.submissions, jobs.router, views.router, plans.checks, ops.router)
+ROUTERS = (plans.submissions, jobs.router, apply.router, views.router, plans.checks, ops.router)
 
 
 @asynccontextmanager
@@ -156,7 +156,9 @@ def create_app(settings: Settings) -> FastAPI:
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-            add_body_schemas(schema, (DefragRequest, PreemptRequest, AllocateRequest, ValidateRequest, ReportRequest, ExplainRequest, *PLAN_MODELS))
+            add_body_schemas(
+                schema, (DefragRequest, PreemptRequest, AllocateRequest, ValidateRequest, ReportRequest, ExplainRequest, apply.ApplyRequest, *PLAN_MODELS)
+            )
             # the routers' own routes: their paths are the app's (no prefix), and app.routes holds the
             # included routers rather than their routes
             routes = [*app.routes, *(route for router in ROUTERS for route in router.routes)]

@@ -55,6 +55,10 @@ EXPLAIN = RouteRule(body_bytes=16 * MIB, time_s=3 * EXPLAIN_TIME_LIMIT_S, at_onc
 """``POST /v1/explain``: the reason and its checks, then the remedy within ``EXPLAIN_TIME_LIMIT_S``; the whole
 request within 15 s (a 16 MiB snapshot, about 6,000 nodes, takes some 5 s to parse and check under load)."""
 
+APPLY = RouteRule(body_bytes=64 * 1024, time_s=60.0, at_once=1)
+"""``POST /v1/plans/{plan_id}/apply``: a few options; the cluster probed (and a dry run answered) in the request,
+a run started in the background."""
+
 ROUTE_RULES: dict[str, RouteRule] = {
     "/v1/defrag": SUBMIT,
     "/v1/preempt": SUBMIT,
@@ -62,5 +66,6 @@ ROUTE_RULES: dict[str, RouteRule] = {
     "/v1/validate": CHECK,
     "/v1/report": CHECK,
     "/v1/explain": EXPLAIN,
+    "/v1/plans/{plan_id}/apply": APPLY,
 }
 """Every route that reads a body, with its rule (docs/service.md lists them)."""

@@ -18,29 +18,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from planner.kube.apply_client import DELETE_PODS, ApplyError, Kube, missing_permissions, refused, server_answer
+from planner.kube.apply_client import DELETE_PODS, REPLAN_PERMISSIONS, ApplyError, Kube, missing_permissions, refused, server_answer
+from planner.kube.apply_evict import delete_pod
+from planner.kube.apply_execute import ApplyOptions, execute, with_replans
 from planner.kube.apply_live import FINISHED, LivePods, PodRef, controller_of, list_pods, mismatch
 from planner.kube.apply_state import PLAN_LABEL, ApplyState, delete, load, save, state_name
-from planner.kube.apply_steer import Steering, set_taints, tainted_nodes
-from planner.kube.apply_waves import Run, delete_pod, prepare_wave, run_wave
+from planner.kube.apply_steer import set_taints, tainted_nodes
+from planner.kube.apply_watch import PodCache
 from planner.plans import DefragPlan
 from planner.render.kubernetes import plan_digest
 
 GONE_TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True)
-class ApplyOptions:
-    state_namespace: str = "default"
-    steer: str = "taint"
-    dry_run: bool = False
-    resume: bool = False
-    force_delete: bool = False
-    wave_deadline_s: float = 600.0
-    steer_grace_s: float = 30.0
 
 
 def check_plan(plan: DefragPlan) -> None:
@@ -67,7 +57,8 @@ def stale_problems(plan: DefragPlan, live: LivePods, done: set[str]) -> list[str
 
 
 def _check_access(kube: Kube, options: ApplyOptions) -> None:
-    missing = missing_permissions(kube, options.state_namespace, (DELETE_PODS,) if options.force_delete else ())
+    extra = ((DELETE_PODS,) if options.force_delete else ()) + (REPLAN_PERMISSIONS if options.on_drift == "replan" else ())
+    missing = missing_permissions(kube, options.state_namespace, extra)
     if missing:
         raise ApplyError(
             [
@@ -112,6 +103,8 @@ def apply_plan(kube: Kube, plan: DefragPlan, options: ApplyOptions, log: Callabl
         )
     if state is None and options.resume:
         raise ApplyError([f"--resume: no execution of plan {plan_id} is recorded in {where}"])
+    if state is not None:
+        plan = with_replans(plan, state)
     if state is not None and state.status == "done":
         return report(kube, plan, state, options, time.monotonic(), {})
     done = {key for key, record in (state.moves if state else {}).items() if record.get("phase") != "pending"}
@@ -126,58 +119,21 @@ def apply_plan(kube: Kube, plan: DefragPlan, options: ApplyOptions, log: Callabl
     state = state or ApplyState(plan_id, options.state_namespace)
     state.status = "running"
     save(kube, state)
-    all_nodes = _node_names(kube)
-    steering = Steering(kube, plan_id, options.steer, all_nodes, _sources_from(plan, state.next_wave))
-    run = Run(kube, plan, plan_id, state, steering, log, options.force_delete, options.wave_deadline_s, options.steer_grace_s)
-    log("start", plan=plan_id, waves=len(plan.waves), moves=len(plan.moves()), resume_at=state.next_wave + 1, steer=options.steer)
+    pods = PodCache(kube)
     try:
-        steering.close_all()
-        for wave in range(state.next_wave, len(plan.waves)):
-            drift = prepare_wave(run, wave)
-            if drift:
-                state.status = "stopped"
-                save(kube, state)
-                raise ApplyError(
-                    [f"drift before wave {wave + 1}: the cluster moved under the plan", *drift, "the state is recorded; --abort undoes the holds"], 1
-                )
-            save(kube, state)
-            run.remaining_sources = _sources_from(plan, wave + 1)
-            measures = run_wave(run, wave)
-            state.waves.append(measures)
-            state.next_wave = wave + 1
-            save(kube, state)
-            log("wave-done", **{k: v for k, v in measures.items() if k != "refused_pods"})
-    except KeyboardInterrupt:
-        state.status = "interrupted"
-        save(kube, state)
-        steering.release_all()
-        raise ApplyError([f"interrupted in wave {state.next_wave + 1}; the state is recorded in {where}: --resume goes on, --abort undoes"], 130) from None
-    except ApplyError as err:
-        # a stop (deadline, drift) or an answer the executor cannot go on from (a 500, a refused permission):
-        # the holds are rolled back and the state says where it stopped, for --resume or --abort
-        if state.status == "running":
-            state.status = "stopped"
-            save(kube, state)
-        steering.release_all()
-        err.problems.append(f"stopped in wave {state.next_wave + 1}; the state is in {where}: --resume retries, --abort undoes")
-        raise
-    steering.release_all()
-    state.status = "done"
-    save(kube, state)
-    return report(kube, plan, state, options, started, {"node_patches": steering.patches, "wait_s": run.wait_s})
-
-
-def _node_names(kube: Kube) -> list[str]:
-    try:
-        return [n.metadata.name for n in kube.core.list_node().items]
-    except Exception as err:  # noqa: BLE001
-        if getattr(err, "status", None) == 403:
-            raise refused(err, "list", "nodes") from None
-        raise ApplyError([f"listing nodes: {server_answer(err)}"], 1) from None
-
-
-def _sources_from(plan: DefragPlan, wave: int) -> set[str]:
-    return {m.from_ for w in plan.waves[wave:] for m in w}
+        run = execute(kube, plan, plan_id, state, options, pods, log)
+        total_s = time.monotonic() - started
+        blocked = run.steering.blocked_node_s
+        extra = {
+            "node_patches": run.steering.patches,
+            "wait_s": run.wait_s,
+            "blocked_node_s": round(blocked, 3),
+            "blocked_share": round(blocked / (run.node_count * total_s), 4) if run.node_count and total_s > 0 else 0.0,
+            "pod_watch_events": pods.events,
+        }
+        return report(kube, run.plan, state, options, started, extra, pods)
+    finally:
+        pods.close()
 
 
 def _occupants(pods: list[Any]) -> dict[str, list[str]]:
@@ -191,18 +147,27 @@ def _occupants(pods: list[Any]) -> dict[str, list[str]]:
     return held
 
 
-def _wait_originals_gone(kube: Kube, state: ApplyState) -> list[Any]:
+def _wait_originals_gone(kube: Kube, state: ApplyState, cache: PodCache | None) -> tuple[list[Any], float]:
+    """The pods once every evicted original is gone (or ``GONE_TIMEOUT_S`` passed), and the seconds waited."""
     originals = {r["pod"]["uid"] for r in state.moves.values() if r.get("phase") == "done"}
     deadline = time.monotonic() + GONE_TIMEOUT_S
+    waited = 0.0
     while True:
-        pods = list_pods(kube)
+        mark = cache.mark() if cache else 0
+        pods = cache.pods() if cache else list_pods(kube)
         if not originals & {p.metadata.uid for p in pods} or time.monotonic() > deadline:
-            return pods
-        time.sleep(0.2)
+            return pods, waited
+        if cache:
+            waited += cache.wait(mark, 1.0)
+        else:
+            time.sleep(0.2)
+            waited += 0.2
 
 
-def report(kube: Kube, plan: DefragPlan, state: ApplyState, options: ApplyOptions, started: float, extra: dict[str, Any]) -> dict[str, Any]:
-    pods = _wait_originals_gone(kube, state)
+def report(
+    kube: Kube, plan: DefragPlan, state: ApplyState, options: ApplyOptions, started: float, extra: dict[str, Any], cache: PodCache | None = None
+) -> dict[str, Any]:
+    pods, gone_wait_s = _wait_originals_gone(kube, state, cache)
     held = _occupants(pods)
     planned = sorted(plan.vacated_nodes)
     vacated = [n for n in planned if n not in held]
@@ -211,7 +176,7 @@ def report(kube: Kube, plan: DefragPlan, state: ApplyState, options: ApplyOption
     done = sum(r.get("phase") == "done" for r in state.moves.values())
     on_target = sum(w["on_target"] for w in waves)
     total_s = time.monotonic() - started if extra else sum(w["time_s"] for w in waves)
-    wait_s = float(extra.get("wait_s", sum(w["wait_s"] for w in waves)))
+    wait_s = float(extra["wait_s"]) + gone_wait_s if extra else sum(w["wait_s"] for w in waves)
     return {
         "plan": state.plan_id,
         "status": state.status,
@@ -233,7 +198,13 @@ def report(kube: Kube, plan: DefragPlan, state: ApplyState, options: ApplyOption
         "wait_s": round(wait_s, 3),
         "overhead_s": round(total_s - wait_s, 3),
         "overhead_share": round((total_s - wait_s) / total_s, 4) if total_s > 0 else 0.0,
+        "on_drift": options.on_drift,
+        "replans": [{k: r[k] for k in ("after_wave", "why", "changes", "plan_s")} for r in state.replans],
+        "drift": state.drift,
         "node_patches": extra.get("node_patches"),
+        "blocked_node_s": extra.get("blocked_node_s"),
+        "blocked_share": extra.get("blocked_share"),
+        "pod_watch_events": extra.get("pod_watch_events"),
         "waves": waves,
     }
 

@@ -46,6 +46,7 @@ class Permission:
 
 PERMISSIONS = (
     Permission("list", "pods"),
+    Permission("watch", "pods"),
     Permission("get", "pods"),
     Permission("create", "pods"),
     Permission("patch", "pods"),
@@ -63,6 +64,15 @@ PERMISSIONS = (
 """What ``apply`` needs (``deploy/kubernetes/planner-apply-rbac.yaml`` grants exactly these, plus ``delete pods`` for
 ``--force-delete`` and ``--abort``)."""
 DELETE_PODS = Permission("delete", "pods")
+REPLAN_PERMISSIONS = (
+    Permission("list", "namespaces"),
+    Permission("list", "replicationcontrollers"),
+    Permission("list", "poddisruptionbudgets", group="policy"),
+    Permission("list", "replicasets", group="apps"),
+    Permission("list", "deployments", group="apps"),
+    Permission("list", "statefulsets", group="apps"),
+)
+"""What ``--on-drift replan`` needs beyond ``PERMISSIONS``: reading the live cluster into a snapshot."""
 
 
 @dataclass
@@ -119,9 +129,27 @@ def connect(kubeconfig: str, context: str | None) -> Kube:
         api_client = config.new_client_from_config(config_file=kubeconfig, context=name)
     except (config.ConfigException, OSError, ValueError, TypeError, AttributeError) as err:
         raise ApplyError([f"context {name!r} of {kubeconfig}: cannot be used ({' '.join(str(err).split())[:200]})"]) from None
+    return _probe(kubernetes, api_client, str(name))
+
+
+def connect_in_cluster() -> Kube:
+    """The cluster the process runs in, through its ServiceAccount (a pod of the nightly CronJob or of the
+    service), probed as ``connect`` probes; outside a pod an ``ApplyError`` saying so."""
+    kubernetes = _kubernetes()
+    configuration = kubernetes.client.Configuration()
+    try:
+        kubernetes.config.load_incluster_config(client_configuration=configuration)
+    except (kubernetes.config.ConfigException, OSError, ValueError) as err:
+        raise ApplyError([f"no --kubeconfig and not inside a pod with a ServiceAccount ({' '.join(str(err).split())[:200]}): give --kubeconfig FILE"]) from None
+    return _probe(kubernetes, kubernetes.client.ApiClient(configuration), "in-cluster")
+
+
+def _probe(kubernetes: Any, api_client: Any, name: str) -> Kube:
+    """``GET /version`` and a list of one node: a server that does not answer or refuses the credentials is
+    an ``ApplyError`` naming the context and the server's answer."""
     server = str(api_client.configuration.host)
     api_client.configuration.retries = 1
-    kube = Kube(api_client, kubernetes.client.CoreV1Api(api_client), kubernetes.client.PolicyV1Api(api_client), str(name), server)
+    kube = Kube(api_client, kubernetes.client.CoreV1Api(api_client), kubernetes.client.PolicyV1Api(api_client), name, server)
     try:
         kubernetes.client.VersionApi(api_client).get_code(_request_timeout=REQUEST_TIMEOUT_S)
         kube.core.list_node(limit=1, _request_timeout=REQUEST_TIMEOUT_S)

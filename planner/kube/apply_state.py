@@ -8,7 +8,8 @@ the step it names is taken (``copying`` before the copy is created, ``evicting``
 that a killed executor, resumed, looks at the cluster to learn whether the step happened (the copy exists by
 name; the original is gone or terminating) and never evicts a pod twice or makes a second copy. Also kept: per
 owner, the pods it had before the executor evicted one (so that a replacement is a pod not among them), and the
-waves' measures for the final report. A ConfigMap holds 1 MiB: about 8,000 moves."""
+waves' measures for the final report, the re-plans made on drift (their new waves, the drift that
+caused them and what they changed: ``--resume`` goes on with them) and the drift a stop listed. A ConfigMap holds 1 MiB: about 8,000 moves."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ class ApplyState:
     moves: dict[str, dict[str, Any]] = field(default_factory=dict)
     known: dict[str, list[str]] = field(default_factory=dict)
     waves: list[dict[str, Any]] = field(default_factory=list)
+    replans: list[dict[str, Any]] = field(default_factory=list)
+    drift: list[str] = field(default_factory=list)
     started_s: float = field(default_factory=time.time)
     resource_version: str | None = None
 
@@ -60,6 +63,8 @@ class ApplyState:
             "moves": self.moves,
             "known": self.known,
             "waves": self.waves,
+            "replans": self.replans,
+            "drift": self.drift,
         }
         return json.dumps(body, separators=(",", ":"), sort_keys=True)
 
@@ -99,6 +104,8 @@ def load(kube: Kube, namespace: str, plan_id: str) -> ApplyState | None:
             moves=dict(body["moves"]),
             known={k: list(v) for k, v in body["known"].items()},
             waves=list(body["waves"]),
+            replans=list(body.get("replans") or []),
+            drift=[str(d) for d in body.get("drift") or []],
             started_s=float(body["started_s"]),
             resource_version=found.metadata.resource_version,
         )

@@ -19,16 +19,18 @@ so a StatefulSet's replacement (same name, new UID) is never evicted in its plac
 
 from __future__ import annotations
 
-import datetime
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from planner.kube.apply_client import ApplyError, Kube, refused, server_answer
-from planner.kube.apply_live import LivePods, PodRef, controller_of, copy_name, is_ready, list_pods, owned_by, pinned_copy
+from planner.kube.apply_evict import Events, delete_pod, evict, evict_many
+from planner.kube.apply_live import LivePods, PodRef, controller_of, copy_name, is_ready, owned_by, pinned_copy
 from planner.kube.apply_state import ApplyState, save
 from planner.kube.apply_steer import Steering
+from planner.kube.apply_watch import PodCache
 from planner.plans import DefragPlan
 
 BACKOFF_MIN_S = 0.2
@@ -45,6 +47,7 @@ class Run:
     plan_id: str
     state: ApplyState
     steering: Steering
+    pods: PodCache
     log: Callable[..., None]
     force_delete: bool = False
     wave_deadline_s: float = 600.0
@@ -52,66 +55,27 @@ class Run:
     evictions: int = 0
     wait_s: float = 0.0
     remaining_sources: set[str] = field(default_factory=set)
+    node_count: int = 0
+    interrupted: bool = False
+    """Set by the SIGINT handler: the run stops at the next point where its state is recorded."""
+    events: Events | None = None
+    prefetched: dict[str, str] = field(default_factory=dict)
+    """Answers of evictions sent together before the moves' steps read them (``_prefetch_evictions``)."""
+    retry_at: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Per move refused by a budget: when to try the eviction again and the backoff that led there."""
 
 
-def evict(kube: Kube, ref: PodRef) -> str:
-    """Evict one pod through policy/v1 with its UID as a precondition: ``ok``, ``refused`` (429) or ``gone``."""
-    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
-
-    body = client.V1Eviction(
-        metadata=client.V1ObjectMeta(name=ref.name, namespace=ref.namespace),
-        delete_options=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=ref.uid)),
-    )
+def _exists(kube: Kube, ref: PodRef) -> bool:
+    """Whether the pod (this UID) is in the cluster, asked of the API server rather than the watch."""
     try:
-        kube.core.create_namespaced_pod_eviction(ref.name, ref.namespace, body)
+        answer = kube.core.read_namespaced_pod(ref.name, ref.namespace, _preload_content=False)
     except Exception as err:  # noqa: BLE001
-        status = getattr(err, "status", None)
-        if status == 429:
-            return "refused"
-        if status in (404, 409):
-            return "gone"
-        if status == 403:
-            raise refused(err, "create", "pods/eviction") from None
-        raise ApplyError([f"evicting {ref.namespace}/{ref.name}: {server_answer(err)}"], EXIT_STOPPED) from None
-    return "ok"
-
-
-def record_event(run: Run, ref: PodRef, reason: str, message: str) -> None:
-    """A Kubernetes Event on the pod (``kubectl describe pod`` shows it), from the component ``planner-apply``.
-    Best effort: an Event the server refuses is logged, never a reason to stop the run."""
-    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
-
-    now = datetime.datetime.now(datetime.UTC)
-    body = client.CoreV1Event(
-        metadata=client.V1ObjectMeta(generate_name=f"{ref.name[:200]}.", namespace=ref.namespace, labels={"planner.io/plan": run.plan_id}),
-        involved_object=client.V1ObjectReference(kind="Pod", namespace=ref.namespace, name=ref.name, uid=ref.uid, api_version="v1"),
-        reason=reason,
-        message=message[:1000],
-        type="Normal",
-        source=client.V1EventSource(component="planner-apply"),
-        first_timestamp=now,
-        last_timestamp=now,
-        count=1,
-    )
-    try:
-        run.kube.core.create_namespaced_event(ref.namespace, body)
-    except Exception as err:  # noqa: BLE001 - an Event is evidence, not a step of the plan
-        run.log("event-refused", pod=f"{ref.namespace}/{ref.name}", reason=reason, answer=server_answer(err))
-
-
-def delete_pod(kube: Kube, ref: PodRef, what: str) -> None:
-    """A plain delete (``--force-delete``, or a copy rolled back), UID as a precondition."""
-    from kubernetes import client  # deferred: the kubernetes client (a test extra; loaded by connect, which says how to install it)
-
-    try:
-        kube.core.delete_namespaced_pod(ref.name, ref.namespace, body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=ref.uid)))
-    except Exception as err:  # noqa: BLE001
-        status = getattr(err, "status", None)
-        if status in (404, 409):
-            return
-        if status == 403:
-            raise refused(err, "delete", "pods") from None
-        raise ApplyError([f"deleting {what} {ref.namespace}/{ref.name}: {server_answer(err)}"], EXIT_STOPPED) from None
+        if getattr(err, "status", None) == 404:
+            return False
+        if getattr(err, "status", None) == 403:
+            raise refused(err, "get", "pods") from None
+        raise ApplyError([f"reading pod {ref.namespace}/{ref.name}: {server_answer(err)}"], EXIT_STOPPED) from None
+    return bool(json.loads(answer.data)["metadata"]["uid"] == ref.uid)
 
 
 def current_pod(run: Run, wave: int, index: int, live: LivePods) -> Any | None:
@@ -127,7 +91,7 @@ def current_pod(run: Run, wave: int, index: int, live: LivePods) -> Any | None:
 
 def prepare_wave(run: Run, wave: int) -> list[str]:
     """Record each pending move's pod and owner; the drift found (a pod gone or not on its source), one line each."""
-    live = LivePods(list_pods(run.kube))
+    live = LivePods(run.pods.pods())
     drift = []
     for index, move in enumerate(run.plan.waves[wave]):
         record = run.state.move(wave, index)
@@ -157,15 +121,22 @@ def run_wave(run: Run, wave: int) -> dict[str, Any]:
         if move.to not in targets:
             targets.append(move.to)
     deadline = started + run.wave_deadline_s
-    for target in targets:
-        indexes = [k for k, m in enumerate(moves) if m.to == target and run.state.move(wave, k)["phase"] != "done"]
-        if not indexes:
-            continue
-        run.steering.open_target(target)
-        try:
-            _run_target(run, wave, target, indexes, deadline, measures)
-        finally:
-            run.steering.close_target(target, vacated=target in run.remaining_sources)
+    if run.steering.mode == "fit":
+        everything = run.pods.pods()
+        pending = [k for k in range(len(moves)) if run.state.move(wave, k)["phase"] != "done"]
+        run.steering.open_window(set(targets), _pending_owned_specs(run, wave, pending, LivePods(everything)), everything)
+    try:
+        for target in targets:
+            indexes = [k for k, m in enumerate(moves) if m.to == target and run.state.move(wave, k)["phase"] != "done"]
+            if not indexes:
+                continue
+            run.steering.open_target(target)
+            try:
+                _run_target(run, wave, target, indexes, deadline, measures)
+            finally:
+                run.steering.close_target(target, vacated=target in run.remaining_sources)
+    finally:
+        run.steering.end_window()
     records = [run.state.move(wave, k) for k in range(len(moves))]
     measures["done"] = sum(r["phase"] == "done" for r in records)
     measures["on_target"] = sum(r["phase"] == "done" and r.get("landed") == moves[k].to for k, r in enumerate(records))
@@ -177,29 +148,56 @@ def run_wave(run: Run, wave: int) -> dict[str, Any]:
     return measures
 
 
+def _pending_owned_specs(run: Run, wave: int, indexes: list[int], live: LivePods) -> list[dict[str, Any]]:
+    """The specs of the target's pods a controller owns that are still to be evicted (what ``fit`` steers)."""
+    specs = []
+    for k in indexes:
+        record = run.state.move(wave, k)
+        if record.get("owner") is not None and record["phase"] in ("pending", "evicting"):
+            pod = live.by_uid.get(record["pod"]["uid"])
+            if pod is not None:
+                specs.append(pod.raw.get("spec") or {})
+    return specs
+
+
+def _under_way(record: dict[str, Any]) -> bool:
+    """A move whose pod is being copied or replaced now (an eviction refused last time is not under way)."""
+    return record["phase"] in ("copying", "copied", "evicted") or (record["phase"] == "evicting" and not record.get("refused"))
+
+
 def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: float, measures: dict[str, Any]) -> None:
-    backoff = BACKOFF_MIN_S
     unscheduled_since: dict[str, float] = {}
-    namespaces = sorted({run.state.move(wave, k)["pod"]["namespace"] for k in indexes})
+    namespaces = {run.state.move(wave, k)["pod"]["namespace"] for k in indexes}
     while True:
-        pods = [p for ns in namespaces for p in list_pods(run.kube, ns)]
+        active = indexes
+        if run.interrupted:
+            # Ctrl-C: start nothing new; finish the moves under way (a replacement or copy already asked for
+            # lands before the holds are rolled back, so it cannot land on a node the plan vacates)
+            active = [k for k in indexes if _under_way(run.state.move(wave, k))]
+            if not active:
+                raise KeyboardInterrupt
+        mark = run.pods.mark()
+        pods = run.pods.pods(namespaces)
         live = LivePods(pods)
-        progressed = False
-        refused_now: list[str] = []
-        for k in indexes:
+        progressed = _prefetch_evictions(run, wave, active, live, pods)
+        for k in active:
             record = run.state.move(wave, k)
             before = record["phase"]
             step = _bare_step if record.get("owner") is None else _owned_step
             outcome = step(run, wave, k, target, live, pods)
             if outcome == "refused":
-                refused_now.append(f"{record['pod']['namespace']}/{record['pod']['name']}")
                 measures["pdb_refusals"] += 1
             if record["phase"] != before:
                 progressed = True
+                if record["phase"] == "done":
+                    run.log("move-done", wave=wave + 1, pod=f"{record['pod']['namespace']}/{record['pod']['name']}", node=record.get("landed"), target=target)
             if outcome == "unscheduled":
                 unscheduled_since.setdefault(str(k), time.monotonic())
         if all(run.state.move(wave, k)["phase"] == "done" for k in indexes):
             return
+        refused_now = [
+            f"{r['pod']['namespace']}/{r['pod']['name']}" for r in (run.state.move(wave, k) for k in indexes) if r["phase"] == "evicting" and r.get("refused")
+        ]
         if unscheduled_since and time.monotonic() - min(unscheduled_since.values()) > run.steer_grace_s and not run.steering.relaxed:
             run.log("steer-relaxed", wave=wave + 1, target=target, reason="a replacement did not fit the target")
             run.steering.relax(run.remaining_sources)
@@ -217,34 +215,82 @@ def _run_target(run: Run, wave: int, target: str, indexes: list[int], deadline: 
                 deadline = time.monotonic() + run.wave_deadline_s
                 continue
             _stop(run, wave, target, indexes, refused_now, measures)
-        if progressed:
+        if progressed and any(run.state.move(wave, k)["phase"] == "copied" for k in indexes):
+            # a copy just made is recorded (its UID); other progress is written with the wave's end: a resumed
+            # run learns it from the cluster (the original gone, a replacement not among the owner's known pods)
             save(run.kube, run.state)
-            backoff = BACKOFF_MIN_S
-        pause = min(backoff, max(0.0, deadline - time.monotonic()) + 0.05)
-        time.sleep(pause)
-        run.wait_s += pause
-        if not progressed:
-            backoff = min(BACKOFF_MAX_S, backoff * 2)
+        now = time.monotonic()
+        retries = [run.retry_at[key][0] - now for key in (f"{wave}.{k}" for k in indexes) if key in run.retry_at]
+        pause = min([BACKOFF_MAX_S, max(0.0, deadline - now) + 0.05, *retries])
+        run.wait_s += run.pods.wait(mark, max(0.0, pause))
 
 
-def _evict_step(run: Run, wave: int, record: dict[str, Any], live: LivePods) -> str:
+def _note_owners_pods(run: Run, record: dict[str, Any], pods: list[Any]) -> None:
+    """Record the pods the move's owner has before its pod is evicted (its replacement is a pod not among them)."""
+    owner_uid = record["owner"]["uid"]
+    known = set(run.state.known.get(owner_uid, []))
+    known.update(p.metadata.uid for p in owned_by(pods, owner_uid))
+    run.state.known[owner_uid] = sorted(known)
+
+
+def _ready_to_evict(run: Run, key: str, record: dict[str, Any], live: LivePods) -> bool:
+    """Whether the move's step would send its eviction now: the original still there, no backoff pending, an
+    owned pod not yet evicted or a bare pod whose copy is Running and Ready."""
+    original = live.by_uid.get(record["pod"]["uid"])
+    retry = run.retry_at.get(key)
+    if original is None or original.metadata.deletion_timestamp is not None or (retry is not None and time.monotonic() < retry[0]):
+        return False
+    if record.get("owner") is not None:
+        return record["phase"] in ("pending", "evicting")
+    copy_pod = live.by_uid.get(str((record.get("copy") or {}).get("uid")))
+    return record["phase"] in ("copied", "evicting") and copy_pod is not None and is_ready(copy_pod)
+
+
+def _prefetch_evictions(run: Run, wave: int, active: list[int], live: LivePods, pods: list[Any]) -> bool:
+    """Send together the evictions several moves are ready for: each recorded ``evicting`` (one state write for
+    all) before any is sent, the answers kept for the moves' own steps; whether a phase changed."""
+    ready = [k for k in active if _ready_to_evict(run, f"{wave}.{k}", run.state.move(wave, k), live)]
+    if len(ready) < 2:
+        return False
+    for k in ready:
+        record = run.state.move(wave, k)
+        if record.get("owner") is not None and record["phase"] == "pending":
+            _note_owners_pods(run, record, pods)
+        record["phase"] = "evicting"
+    save(run.kube, run.state)
+    answers = evict_many(run.kube, [PodRef.from_dict(run.state.move(wave, k)["pod"]) for k in ready])
+    run.prefetched.update({f"{wave}.{k}": answer for k, answer in zip(ready, answers, strict=True)})
+    return True
+
+
+def _evict_step(run: Run, wave: int, index: int, record: dict[str, Any], live: LivePods) -> str:
     """Evict the move's original (phase ``evicting`` recorded first); a pod already gone or terminating counts."""
     original = live.by_uid.get(record["pod"]["uid"])
     if original is None or original.metadata.deletion_timestamp is not None:
         record["phase"] = "evicted"
         return "evicted"
-    if record["phase"] != "evicting":
-        record["phase"] = "evicting"
-        save(run.kube, run.state)
-    answer = evict(run.kube, PodRef.from_dict(record["pod"]))
+    key = f"{wave}.{index}"
+    retry = run.retry_at.get(key)
+    answer = run.prefetched.pop(key, None)
+    if answer is None:
+        if retry is not None and time.monotonic() < retry[0]:
+            return "backoff"
+        if record["phase"] != "evicting":
+            record["phase"] = "evicting"
+            save(run.kube, run.state)
+        answer = evict(run.kube, PodRef.from_dict(record["pod"]))
     if answer == "refused":
         record["refused"] = int(record.get("refused", 0)) + 1
+        backoff = min(BACKOFF_MAX_S, retry[1] * 2) if retry else BACKOFF_MIN_S
+        run.retry_at[key] = (time.monotonic() + backoff, backoff)
         return "refused"
+    run.retry_at.pop(key, None)
     run.evictions += answer == "ok"
     record["phase"] = "evicted"  # saved by the polling loop: a resumed run finds the original gone or terminating
     run.log("evicted", wave=wave + 1, pod=f"{record['pod']['namespace']}/{record['pod']['name']}", node=original.spec.node_name)
     message = f"evicted by planner apply (plan {run.plan_id}, wave {wave + 1}) to move it to node {record.get('target')}"
-    record_event(run, PodRef.from_dict(record["pod"]), "PlannerEvicted", message)
+    if run.events is not None:
+        run.events.record(PodRef.from_dict(record["pod"]), "PlannerEvicted", message)
     return "evicted"
 
 
@@ -278,11 +324,13 @@ def _bare_step(run: Run, wave: int, index: int, target: str, live: LivePods, pod
     copy_pod = live.by_uid.get(record["copy"]["uid"])
     if record["phase"] == "copied":
         if copy_pod is None:
+            if _exists(run.kube, PodRef.from_dict(record["copy"])):
+                return "waiting"  # made a moment ago: the watch has not brought it yet
             raise ApplyError([f"waves[{wave}][{index}]: the copy {ns}/{record['copy']['name']} was deleted by someone else"], EXIT_STOPPED)
         if not is_ready(copy_pod):
             return "waiting"
     if record["phase"] in ("copied", "evicting"):
-        outcome = _evict_step(run, wave, record, live)
+        outcome = _evict_step(run, wave, index, record, live)
         if outcome != "evicted":
             return outcome
     if record["phase"] == "evicted" and copy_pod is not None:
@@ -296,17 +344,17 @@ def _owned_step(run: Run, wave: int, index: int, target: str, live: LivePods, po
     record = run.state.move(wave, index)
     owner_uid = record["owner"]["uid"]
     if record["phase"] == "pending":
-        known = set(run.state.known.get(owner_uid, []))
-        known.update(p.metadata.uid for p in owned_by(pods, owner_uid))
-        run.state.known[owner_uid] = sorted(known)
+        _note_owners_pods(run, record, pods)
     if record["phase"] in ("pending", "evicting"):
-        outcome = _evict_step(run, wave, record, live)
+        outcome = _evict_step(run, wave, index, record, live)
         if outcome != "evicted":
             return outcome
     if record["phase"] != "evicted":
         return record["phase"]
     known = set(run.state.known.get(owner_uid, []))
     fresh = [p for p in owned_by(pods, owner_uid) if p.metadata.uid not in known and p.metadata.deletion_timestamp is None]
+    if any(p.spec.node_name for p in fresh):
+        record["bound"] = True
     ready = sorted((p for p in fresh if is_ready(p)), key=lambda p: (p.spec.node_name != target, p.metadata.name))
     if not ready:
         return "unscheduled" if any(not p.spec.node_name for p in fresh) else "waiting"

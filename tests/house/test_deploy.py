@@ -107,7 +107,10 @@ def test_every_flag_the_manifests_pass_is_a_real_planner_option() -> None:
     container = by_kind("Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert container["args"][0] == "serve" and _flags(" ".join(container["args"])) <= _flags(_help("serve"))
     script = by_kind("CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"][0]
-    assert script.startswith("planner submit defrag ") and _flags(script) <= _flags(_help("submit", "defrag"))
+    submit, *steps = [part.strip() for part in script.split("&&")]
+    assert submit.startswith("planner submit defrag ") and _flags(submit) <= _flags(_help("submit", "defrag"))
+    for step in steps:  # the apply step (planner apply --policy)
+        assert step.startswith("planner apply ") and _flags(step) <= _flags(_help("apply"))
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     cmd = json.loads(re.search(r"^CMD (\[.*\])$", dockerfile, re.MULTILINE).group(1))  # type: ignore[union-attr]
     assert cmd[0] == "serve" and _flags(" ".join(cmd)) <= _flags(_help("serve"))

@@ -5,9 +5,11 @@ watcher that sees every pod event and checks each PodDisruptionBudget at every i
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -49,15 +51,16 @@ def planner(args: list[str], env: dict[str, str], timeout_s: float = 600.0) -> s
 
 
 @contextmanager
-def seeded_cluster(seed: int, tmp: Path, binary: Path) -> Iterator[Cluster]:
-    """A control plane on ``apply_cluster(seed)`` and its defrag plan; stopped and removed afterwards."""
+def seeded_cluster(seed: int, tmp: Path, binary: Path, nodes: int = 8, scale: int = 1, profile: str = "default") -> Iterator[Cluster]:
+    """A control plane (scheduler ``profile``) on ``apply_cluster(seed, nodes, scale)`` and its defrag plan;
+    stopped and removed afterwards."""
     list_path = tmp / f"cluster-{seed}.json"
-    list_path.write_text(json.dumps(apply_cluster(seed)))
+    list_path.write_text(json.dumps(apply_cluster(seed, nodes=nodes, scale=scale)))
     env = binary_env(binary)
     plan_path = tmp / f"plan-{seed}.json"
     made = planner(["defrag", str(list_path), "--from", "kubernetes", "-o", "json", "--out", str(plan_path)], env)
     assert made.returncode == 0, made.stderr
-    running = start(str(list_path), tmp / f"state-{seed}", timeout_s=600, binary=binary)
+    running = start(str(list_path), tmp / f"state-{seed}", profile=profile, timeout_s=600, binary=binary)
     try:
         yield Cluster(running, list_path, plan_path, env)
     finally:
@@ -150,11 +153,11 @@ class PdbWatcher:
                 self.violations.append(f"{name}: {healthy} healthy < {desired} at {what}")
 
 
-def kill_when(cluster: Cluster, args: list[str], phases: set[str], min_wave: int, timeout_s: float = 300.0) -> dict[str, Any]:
-    """Start ``planner apply`` and SIGKILL it as soon as its recorded state shows a move of wave ``min_wave``
-    or later (0-based) in one of ``phases``; returns that state, with the run's standard error under ``stderr``.
-    The run must not have finished by then."""
-    import time
+def kill_when(cluster: Cluster, args: list[str], phases: set[str], min_wave: int, timeout_s: float = 300.0, sig: int = signal.SIGKILL) -> dict[str, Any]:
+    """Start ``planner apply`` and send it ``sig`` (SIGKILL unless told) as soon as its recorded state shows a
+    move of wave ``min_wave`` or later (0-based) in one of ``phases``; returns that state, with the run's
+    standard error under ``stderr`` and its exit code under ``returncode``. The run must not have finished
+    by then."""
 
     core = cluster.core()
     process = subprocess.Popen([sys.executable, "-m", "planner", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.env)
@@ -168,8 +171,9 @@ def kill_when(cluster: Cluster, args: list[str], phases: set[str], min_wave: int
                 state: dict[str, Any] = json.loads(cm.data["state.json"])
                 hit = [k for k, r in state["moves"].items() if r["phase"] in phases and int(k.split(".")[0]) >= min_wave]
                 if hit:
-                    process.kill()
-                    state["stderr"] = process.communicate()[1]
+                    process.send_signal(sig)
+                    state["stderr"] = process.communicate(timeout=timeout_s)[1]
+                    state["returncode"] = process.returncode
                     state["killed_at"] = hit
                     return state
             time.sleep(0.02)
@@ -183,3 +187,90 @@ def kill_when(cluster: Cluster, args: list[str], phases: set[str], min_wave: int
 def evicted_pods(stderr: str) -> list[str]:
     """The pods an apply run's log says it evicted (one ``event=evicted`` line per eviction the API accepted)."""
     return [part.split("=", 1)[1] for line in stderr.splitlines() if "event=evicted " in line for part in line.split() if part.startswith("pod=")]
+
+
+@dataclass
+class TaintWatcher:
+    """Watches the nodes from a thread and records, at every event, how many carry a ``planner.io/apply``
+    taint outside ``allowed`` (the plan's sources: the holds every steering mode keeps): the most at once
+    the longest any one of them stayed tainted without a break (seconds) and the node-events seen."""
+
+    core: Any
+    allowed: set[str]
+    most_blocked: int = 0
+    longest_s: float = 0.0
+    events: int = 0
+    _taints: dict[str, bool] = field(default_factory=dict)
+    _since: dict[str, float] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> TaintWatcher:
+        listed = self.core.list_node()
+        self._taints = {n.metadata.name: self._tainted(n) for n in listed.items}
+        self._thread = threading.Thread(target=self._run, args=(listed.metadata.resource_version,), daemon=True)
+        self._thread.start()
+        return self
+
+    @staticmethod
+    def _tainted(node: Any) -> bool:
+        return any(t.key == TAINT_KEY for t in node.spec.taints or [])
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=30)
+        now = time.monotonic()
+        self.longest_s = max([self.longest_s, *(now - since for since in self._since.values())])
+
+    def _run(self, version: str) -> None:
+        while not self._stop.is_set():
+            for event in watch.Watch().stream(self.core.list_node, resource_version=version, timeout_seconds=2):
+                node = event["object"]
+                version = node.metadata.resource_version
+                self.events += 1
+                name = node.metadata.name
+                self._taints[name] = self._tainted(node) and event["type"] != "DELETED"
+                now = time.monotonic()
+                if self._taints[name] and name not in self.allowed:
+                    self._since.setdefault(name, now)
+                elif name in self._since:
+                    self.longest_s = max(self.longest_s, now - self._since.pop(name))
+                blocked = sum(1 for name, tainted in self._taints.items() if tainted and name not in self.allowed)
+                self.most_blocked = max(self.most_blocked, blocked)
+
+
+def run_with_fault(
+    cluster: Cluster, args: list[str], phases: set[str], min_wave: int, fault: Any, timeout_s: float = 600.0
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Start ``planner apply``, call ``fault()`` once (the executor stopped by SIGSTOP meanwhile) as soon as
+    its recorded state shows a move of wave ``min_wave`` or later (0-based) in one of ``phases``, and let the
+    run end; returns the finished process and
+    the state the fault was injected at. The run must not have finished before."""
+    core = cluster.core()
+    process = subprocess.Popen([sys.executable, "-m", "planner", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.env)
+    deadline = time.monotonic() + timeout_s
+    seen: dict[str, Any] | None = None
+    try:
+        while seen is None and time.monotonic() < deadline:
+            assert process.poll() is None, f"apply ended ({process.returncode}) before the fault: {process.communicate()[1][-2000:]}"
+            for cm in core.list_namespaced_config_map("default").items:
+                if cm.metadata.name.startswith("planner-apply-"):
+                    state: dict[str, Any] = json.loads(cm.data["state.json"])
+                    if any(r["phase"] in phases and int(k.split(".")[0]) >= min_wave for k, r in state["moves"].items()):
+                        # the executor paused while the fault is made, so the fault lands in that wave however
+                        # fast the run goes (a run of 1 s waves could otherwise finish before it)
+                        process.send_signal(signal.SIGSTOP)
+                        try:
+                            fault()
+                        finally:
+                            process.send_signal(signal.SIGCONT)
+                        seen = state
+            time.sleep(0.02)
+        assert seen is not None, "the run never reached the phase to inject the fault at"
+        out, err = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        return subprocess.CompletedProcess(process.args, process.returncode, out, err), seen
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
