@@ -10,9 +10,11 @@ the replay's time.
 
 Inputs: instances/kubernetes/gpu-cluster.json; `generate_kubernetes_mixed(nodes, seed)` at 60 nodes (seed 0, used
 while `verify` was written, and seeds 101 and 102, never run before this benchmark) and, with --sizes 1000, at 1,000
-nodes (seed 0).
+nodes (seed 0). DRA fleets (issue 63), with --dra-seeds: instances/kubernetes/dra-fleet.json and
+`dra_fleet(60, seed)` (`planner generate kubernetes-dra --nodes 60 --seed S`; seed 212 never run before this
+benchmark): kube-scheduler's DynamicResources plugin allocates each replacement's fresh claim.
 
-    PLANNER_CONTROLPLANE=... .venv/bin/python benchmarks/verify.py [--sizes 60 1000] [--out FILE]
+    PLANNER_CONTROLPLANE=... .venv/bin/python benchmarks/verify.py [--sizes 60 1000] [--dra-seeds 212] [--out FILE]
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from planner.adapters.kubernetes_config import load_config
 from planner.engine import DefragOptions, plan_defrag
 from planner.engine.allocate import AllocateOptions, plan_allocate
 from planner.engine.preempt import PreemptOptions, plan_preempt
+from planner.instances.kubernetes_dra import dra_fleet
 from planner.instances.kubernetes_mixed import generate_kubernetes_mixed
 from planner.kube.apply_client import connect
 from planner.kube.controlplane import start, stop
@@ -43,6 +46,8 @@ from planner.kube.verify import VerifyOptions, verify_plan
 from planner.plans import AnyPlan
 
 EXAMPLE = REPO / "instances" / "kubernetes" / "gpu-cluster.json"
+DRA_EXAMPLE = REPO / "instances" / "kubernetes" / "dra-fleet.json"
+DRA_NODES = 60
 SEEDS = {60: [0, 101, 102], 1000: [0]}
 UNTUNED = {101, 102}
 MAKE_ROOM_JOBS = 3
@@ -91,12 +96,16 @@ def verify_one(list_path: Path, plan: AnyPlan) -> dict[str, Any]:
     return result
 
 
-def inputs(sizes: list[int], seeds: list[int] | None = None) -> list[tuple[str, Any, bool]]:
+def inputs(sizes: list[int], seeds: list[int] | None = None, dra_seeds: list[int] | None = None) -> list[tuple[str, Any, bool]]:
     found: list[tuple[str, Any, bool]] = [("gpu-cluster.json", lambda: json.loads(EXAMPLE.read_text()), False)]
     for nodes in sizes:
         for seed in seeds if seeds is not None else SEEDS.get(nodes, [0]):
             untuned = seed in UNTUNED or seed not in SEEDS.get(nodes, [])
             found.append((f"mixed {nodes:,} seed {seed}", lambda nodes=nodes, seed=seed: generate_kubernetes_mixed(nodes, seed), untuned))
+    if dra_seeds is not None:
+        found.append(("dra-fleet.json", lambda: json.loads(DRA_EXAMPLE.read_text()), False))
+        for seed in dra_seeds:
+            found.append((f"dra {DRA_NODES} seed {seed}", lambda seed=seed: dra_fleet(DRA_NODES, seed), True))
     return found
 
 
@@ -107,13 +116,14 @@ def main() -> None:
     parser.add_argument(
         "--seeds", type=int, nargs="*", help="these seeds at every size instead of the defaults (a seed not among the defaults of its size is untuned)"
     )
+    parser.add_argument("--dra-seeds", type=int, nargs="*", help="also the DRA fleets: dra-fleet.json and 60-node generated Lists of these (untuned) seeds")
     parser.add_argument("--plans", nargs="*", choices=KINDS, default=list(KINDS), help="the kinds of plan to verify")
     parser.add_argument("--keep", help="rows of an earlier run (the .json written next to its --out) to report first; its inputs are not run again")
     args = parser.parse_args()
     rows: list[dict[str, Any]] = json.loads(Path(args.keep).read_text()) if args.keep else []
     done = {r["input"] for r in rows}
     started = time.perf_counter()
-    for name, load, untuned in inputs(args.sizes, args.seeds):
+    for name, load, untuned in inputs(args.sizes, args.seeds, args.dra_seeds):
         if name in done:
             continue
         objects = load()
