@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -27,11 +28,15 @@ const annotationDerived = "planner.io/derived"
 //   - a ReplicaSet: replicas = its pods (pending ones too), selector = the labels all of them share;
 //   - a StatefulSet whose pods are named <name>-0 ... <name>-(n-1): replicas n, OnDelete updates
 //     (the controller only labels the pods with their identity, as a real one has);
-//   - a DaemonSet (no DaemonSet controller runs here: it is only the pods' owner).
+//   - a DaemonSet (no DaemonSet controller runs here: it is only the pods' owner);
+//   - a Job, its pods' restart policy (Never or OnFailure) in its template, a manual selector,
+//     parallelism = its pods not yet ended and no completion count: the Job controller then wants
+//     exactly the pods it has (it counts no pod as ended, since the pods carry no tracking
+//     finalizer), creates none and deletes none, and replaces one that is evicted, as it would.
 //
 // An owner is not derived when its pods share no label, or another pod in the namespace would
-// match its selector (the controller would adopt it and change the replica count); its pods'
-// references are then dropped like any other missing owner's.
+// match its selector (the controller would adopt it and change the replica count), or (a Job) its
+// pods restart Always; its pods' references are then dropped like any other missing owner's.
 func deriveOwners(items []listItem) []listItem {
 	present := map[ownerKey]bool{}
 	for _, item := range items {
@@ -53,7 +58,7 @@ func deriveOwners(items []listItem) []listItem {
 			continue
 		}
 		key := ownerKey{ref.Kind, pod.Namespace, ref.Name}
-		if present[key] || (ref.Kind != "ReplicaSet" && ref.Kind != "StatefulSet" && ref.Kind != "DaemonSet") {
+		if present[key] || !derivable[ref.Kind] {
 			continue
 		}
 		if _, seen := groups[key]; !seen {
@@ -75,9 +80,26 @@ func deriveOwners(items []listItem) []listItem {
 		if key.Kind == "StatefulSet" && !ordinalNames(key.Name, pods) {
 			continue
 		}
+		if key.Kind == "Job" && !jobRestartPolicy(pods) {
+			continue
+		}
 		derived = append(derived, listItem{Index: -1, Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, Object: ownerObject(key, pods, selector)})
 	}
 	return derived
+}
+
+// derivable are the kinds of controller deriveOwners makes.
+var derivable = map[string]bool{"ReplicaSet": true, "StatefulSet": true, "DaemonSet": true, "Job": true}
+
+// jobRestartPolicy says whether the pods share one restart policy a Job's template may have.
+func jobRestartPolicy(pods []*corev1.Pod) bool {
+	policy := pods[0].Spec.RestartPolicy
+	for _, pod := range pods {
+		if pod.Spec.RestartPolicy != policy {
+			return false
+		}
+	}
+	return policy == corev1.RestartPolicyNever || policy == corev1.RestartPolicyOnFailure
 }
 
 // sharedLabels are the labels (key and value) every pod carries.
@@ -125,7 +147,8 @@ func ordinalNames(name string, pods []*corev1.Pod) bool {
 }
 
 // ownerObject builds the derived owner: its template is its first pod's spec made a template
-// (unbound, ungated, restartPolicy Always, no priority value or deadline).
+// (unbound, ungated, no priority value or deadline; restartPolicy Always but a Job's, which keeps
+// its pods').
 func ownerObject(key ownerKey, pods []*corev1.Pod, selector map[string]string) runtime.Object {
 	spec := *pods[0].Spec.DeepCopy()
 	spec.NodeName = ""
@@ -134,7 +157,9 @@ func ownerObject(key ownerKey, pods []*corev1.Pod, selector map[string]string) r
 	spec.PreemptionPolicy = nil
 	spec.ActiveDeadlineSeconds = nil
 	spec.EphemeralContainers = nil
-	spec.RestartPolicy = corev1.RestartPolicyAlways
+	if key.Kind != "Job" {
+		spec.RestartPolicy = corev1.RestartPolicyAlways
+	}
 	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector}, Spec: spec}
 	meta := metav1.ObjectMeta{
 		Name:        key.Name,
@@ -151,6 +176,15 @@ func ownerObject(key ownerKey, pods []*corev1.Pod, selector map[string]string) r
 		return &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: key.Kind}, ObjectMeta: meta,
 			Spec: appsv1.StatefulSetSpec{Replicas: replicas, Selector: labelSelector, Template: template,
 				PodManagementPolicy: appsv1.ParallelPodManagement, UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}}}
+	case "Job":
+		running := int32(0)
+		for _, pod := range pods {
+			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+				running++
+			}
+		}
+		return &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: key.Kind}, ObjectMeta: meta,
+			Spec: batchv1.JobSpec{Parallelism: ptr.To(running), Selector: labelSelector, ManualSelector: ptr.To(true), Template: template}}
 	default:
 		return &appsv1.DaemonSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: key.Kind}, ObjectMeta: meta,
 			Spec: appsv1.DaemonSetSpec{Selector: labelSelector, Template: template}}

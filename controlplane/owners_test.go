@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 )
 
 func podJSON(name, labels, ownerKind, ownerName string) string {
@@ -72,5 +73,45 @@ func TestDeriveOwnersLeavesWhatAControllerWouldChange(t *testing.T) {
 	)
 	if len(got) != 0 {
 		t.Fatalf("derived %v, want none", got)
+	}
+}
+
+// jobPodJSON is a pod of Job owner with the restart policy and phase given.
+func jobPodJSON(name, owner, restart, phase string) string {
+	return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"ns","labels":{"job-name":%q,"app":"train"},
+	  "ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":%q,"uid":"old","controller":true}]},
+	  "spec":{"nodeName":"n","restartPolicy":%q,"containers":[{"name":"c","image":"i"}]},"status":{"phase":%q}}`, name, owner, owner, restart, phase)
+}
+
+func TestDeriveOwnersGivesAJobExactlyThePodsItHas(t *testing.T) {
+	got := ownersOf(t,
+		jobPodJSON("train-a", "train", "Never", "Running"),
+		jobPodJSON("train-b", "train", "Never", "Pending"),
+		jobPodJSON("train-c", "train", "Never", "Succeeded"),
+		jobPodJSON("train-d", "train", "Never", "Failed"),
+		jobPodJSON("retry-a", "retry", "OnFailure", "Running"),
+		// restartPolicy Always: no Job template may have it
+		jobPodJSON("serve-a", "serve", "Always", "Running"),
+		// two policies: no one template
+		jobPodJSON("mixed-a", "mixed", "Never", "Running"),
+		jobPodJSON("mixed-b", "mixed", "OnFailure", "Running"),
+	)
+	if len(got) != 2 {
+		t.Fatalf("derived %v, want Job/train and Job/retry", got)
+	}
+	job := got["Job/train"].Object.(*batchv1.Job)
+	// Two pods have not ended: the controller wants two and has two; it counts no ended pod (they
+	// carry no tracking finalizer), so no completion count would ever be reached.
+	if *job.Spec.Parallelism != 2 || job.Spec.Completions != nil || !*job.Spec.ManualSelector {
+		t.Fatalf("job spec %+v", job.Spec)
+	}
+	if fmt.Sprint(job.Spec.Selector.MatchLabels) != "map[app:train job-name:train]" || fmt.Sprint(job.Spec.Template.Labels) != fmt.Sprint(job.Spec.Selector.MatchLabels) {
+		t.Fatalf("selector %v, template labels %v", job.Spec.Selector.MatchLabels, job.Spec.Template.Labels)
+	}
+	if job.Spec.Template.Spec.RestartPolicy != "Never" || job.Spec.Template.Spec.NodeName != "" || job.Annotations[annotationDerived] == "" {
+		t.Fatalf("template %+v", job.Spec.Template.Spec)
+	}
+	if retry := got["Job/retry"].Object.(*batchv1.Job); retry.Spec.Template.Spec.RestartPolicy != "OnFailure" || *retry.Spec.Parallelism != 1 {
+		t.Fatalf("retry job %+v", retry.Spec)
 	}
 }
