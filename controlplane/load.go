@@ -46,9 +46,18 @@ type rejection struct {
 	Reason    string `json:"reason"`
 	Code      int32  `json:"code"`
 	Message   string `json:"message"`
+	// DerivedFrom names what an object the List lacks was derived from (index -1).
+	DerivedFrom string `json:"derivedFrom,omitempty"`
 }
 
 func (r *rejection) Error() string {
+	if r.Index < 0 { // made by the loader: derive.go, owners.go, runtimeclass.go
+		from := r.DerivedFrom
+		if from == "" {
+			from = "the objects that name it"
+		}
+		return fmt.Sprintf("the API server rejected %s %s, which the List lacks and the loader derived from %s: %s", r.Kind, qualifiedName(r.Namespace, r.Name), from, r.Message)
+	}
 	return fmt.Sprintf("the API server rejected items[%d] %s %s: %s", r.Index, r.Kind, qualifiedName(r.Namespace, r.Name), r.Message)
 }
 
@@ -255,7 +264,7 @@ func rejectionOf(item listItem, err error) error {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Code >= 400 && status.Status().Code < 500 {
 		s := status.Status()
-		return &rejection{Index: item.Index, Kind: item.Kind, Namespace: item.Namespace, Name: item.Name, Reason: string(s.Reason), Code: s.Code, Message: s.Message}
+		return &rejection{Index: item.Index, Kind: item.Kind, Namespace: item.Namespace, Name: item.Name, Reason: string(s.Reason), Code: s.Code, Message: s.Message, DerivedFrom: item.DerivedFrom}
 	}
 	return fmt.Errorf("%s %s: %w", item.Kind, qualifiedName(item.Namespace, item.Name), err)
 }

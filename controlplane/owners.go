@@ -29,14 +29,15 @@ const annotationDerived = "planner.io/derived"
 //   - a StatefulSet whose pods are named <name>-0 ... <name>-(n-1): replicas n, OnDelete updates
 //     (the controller only labels the pods with their identity, as a real one has);
 //   - a DaemonSet (no DaemonSet controller runs here: it is only the pods' owner);
-//   - a Job, its pods' restart policy (Never or OnFailure) in its template, a manual selector,
-//     parallelism = its pods not yet ended and no completion count: the Job controller then wants
-//     exactly the pods it has (it counts no pod as ended, since the pods carry no tracking
-//     finalizer), creates none and deletes none, and replaces one that is evicted, as it would.
+//   - a Job with a manual selector, parallelism = its pods not yet ended and no completion count:
+//     the Job controller then wants exactly the pods it has (it counts no pod as ended, since the
+//     pods carry no tracking finalizer), creates none and deletes none, and replaces one that is
+//     evicted, as it would. Its template restarts OnFailure when all its pods do, else Never (a
+//     Job's template allows no other; the pods keep their own).
 //
 // An owner is not derived when its pods share no label, or another pod in the namespace would
-// match its selector (the controller would adopt it and change the replica count), or (a Job) its
-// pods restart Always; its pods' references are then dropped like any other missing owner's.
+// match its selector (the controller would adopt it and change the replica count); its pods'
+// references are then dropped like any other missing owner's.
 func deriveOwners(items []listItem) []listItem {
 	present := map[ownerKey]bool{}
 	for _, item := range items {
@@ -80,10 +81,8 @@ func deriveOwners(items []listItem) []listItem {
 		if key.Kind == "StatefulSet" && !ordinalNames(key.Name, pods) {
 			continue
 		}
-		if key.Kind == "Job" && !jobRestartPolicy(pods) {
-			continue
-		}
-		derived = append(derived, listItem{Index: -1, Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, Object: ownerObject(key, pods, selector)})
+		derived = append(derived, listItem{Index: -1, Kind: key.Kind, Namespace: key.Namespace, Name: key.Name, Object: ownerObject(key, pods, selector),
+			DerivedFrom: fmt.Sprintf("its %d pod(s) (pod %s's spec is its template)", len(pods), qualifiedName(pods[0].Namespace, pods[0].Name))})
 	}
 	return derived
 }
@@ -91,15 +90,15 @@ func deriveOwners(items []listItem) []listItem {
 // derivable are the kinds of controller deriveOwners makes.
 var derivable = map[string]bool{"ReplicaSet": true, "StatefulSet": true, "DaemonSet": true, "Job": true}
 
-// jobRestartPolicy says whether the pods share one restart policy a Job's template may have.
-func jobRestartPolicy(pods []*corev1.Pod) bool {
-	policy := pods[0].Spec.RestartPolicy
+// jobRestartPolicy is the restart policy of a derived Job's template: OnFailure when every pod
+// has it, else Never.
+func jobRestartPolicy(pods []*corev1.Pod) corev1.RestartPolicy {
 	for _, pod := range pods {
-		if pod.Spec.RestartPolicy != policy {
-			return false
+		if pod.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+			return corev1.RestartPolicyNever
 		}
 	}
-	return policy == corev1.RestartPolicyNever || policy == corev1.RestartPolicyOnFailure
+	return corev1.RestartPolicyOnFailure
 }
 
 // sharedLabels are the labels (key and value) every pod carries.
@@ -147,8 +146,7 @@ func ordinalNames(name string, pods []*corev1.Pod) bool {
 }
 
 // ownerObject builds the derived owner: its template is its first pod's spec made a template
-// (unbound, ungated, no priority value or deadline; restartPolicy Always but a Job's, which keeps
-// its pods').
+// (unbound, ungated, no priority value or deadline; restartPolicy Always, a Job's jobRestartPolicy).
 func ownerObject(key ownerKey, pods []*corev1.Pod, selector map[string]string) runtime.Object {
 	spec := *pods[0].Spec.DeepCopy()
 	spec.NodeName = ""
@@ -157,8 +155,9 @@ func ownerObject(key ownerKey, pods []*corev1.Pod, selector map[string]string) r
 	spec.PreemptionPolicy = nil
 	spec.ActiveDeadlineSeconds = nil
 	spec.EphemeralContainers = nil
-	if key.Kind != "Job" {
-		spec.RestartPolicy = corev1.RestartPolicyAlways
+	spec.RestartPolicy = corev1.RestartPolicyAlways
+	if key.Kind == "Job" {
+		spec.RestartPolicy = jobRestartPolicy(pods)
 	}
 	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector}, Spec: spec}
 	meta := metav1.ObjectMeta{

@@ -90,14 +90,16 @@ func TestDeriveOwnersGivesAJobExactlyThePodsItHas(t *testing.T) {
 		jobPodJSON("train-c", "train", "Never", "Succeeded"),
 		jobPodJSON("train-d", "train", "Never", "Failed"),
 		jobPodJSON("retry-a", "retry", "OnFailure", "Running"),
-		// restartPolicy Always: no Job template may have it
+		// restartPolicy Always (or none: the API server defaults it to Always), or two policies:
+		// the template restarts Never, the only other policy a Job's template may have
 		jobPodJSON("serve-a", "serve", "Always", "Running"),
-		// two policies: no one template
 		jobPodJSON("mixed-a", "mixed", "Never", "Running"),
 		jobPodJSON("mixed-b", "mixed", "OnFailure", "Running"),
+		// the pods share no label with which to select them: no Job
+		strings.Replace(jobPodJSON("bare-a", "bare", "Never", "Running"), `"labels":{"job-name":"bare","app":"train"},`, "", 1),
 	)
-	if len(got) != 2 {
-		t.Fatalf("derived %v, want Job/train and Job/retry", got)
+	if len(got) != 4 {
+		t.Fatalf("derived %v, want the Jobs train, retry, serve and mixed", got)
 	}
 	job := got["Job/train"].Object.(*batchv1.Job)
 	// Two pods have not ended: the controller wants two and has two; it counts no ended pod (they
@@ -113,5 +115,10 @@ func TestDeriveOwnersGivesAJobExactlyThePodsItHas(t *testing.T) {
 	}
 	if retry := got["Job/retry"].Object.(*batchv1.Job); retry.Spec.Template.Spec.RestartPolicy != "OnFailure" || *retry.Spec.Parallelism != 1 {
 		t.Fatalf("retry job %+v", retry.Spec)
+	}
+	for _, name := range []string{"Job/serve", "Job/mixed"} {
+		if job := got[name].Object.(*batchv1.Job); job.Spec.Template.Spec.RestartPolicy != "Never" {
+			t.Fatalf("%s template restarts %s, want Never", name, job.Spec.Template.Spec.RestartPolicy)
+		}
 	}
 }
