@@ -174,23 +174,48 @@ func run(ctx context.Context, o *flags) int {
 	for _, name := range []string{readyFile, errorFile} {
 		_ = os.Remove(filepath.Join(stateDir, name))
 	}
-	var items []listItem
-	if o.loadPath != "" { // read before anything starts: a bad List costs nothing
-		if items, err = readList(o.loadPath); err != nil {
-			_ = writeJSON(filepath.Join(stateDir, errorFile), map[string]string{"error": "bad-list", "message": err.Error()})
-			return fail(exitBadList, err)
+	// The List is read, and the credentials generated, while etcd starts (each takes a second or
+	// more for a large List or on a busy machine); a bad List stops the start before the API server.
+	type listRead struct {
+		items []listItem
+		err   error
+	}
+	listDone := make(chan listRead, 1)
+	go func() {
+		if o.loadPath == "" {
+			listDone <- listRead{}
+			return
 		}
+		items, err := readList(o.loadPath)
+		mark("listRead")
+		listDone <- listRead{items, err}
+	}()
+	type credsMade struct {
+		creds *credentials
+		err   error
 	}
-	creds, err := writeCredentials(filepath.Join(stateDir, "pki"))
-	if err != nil {
-		return fail(exitFailed, err)
-	}
+	credsDone := make(chan credsMade, 1)
+	go func() {
+		creds, err := writeCredentials(filepath.Join(stateDir, "pki"))
+		credsDone <- credsMade{creds, err}
+	}()
 	store, err := startEtcd(filepath.Join(stateDir, "etcd"), o.readyTimeout)
 	if err != nil {
 		return fail(exitFailed, err)
 	}
 	defer store.Close()
 	mark("etcdServing")
+	read := <-listDone
+	if read.err != nil {
+		_ = writeJSON(filepath.Join(stateDir, errorFile), map[string]string{"error": "bad-list", "message": read.err.Error()})
+		return fail(exitBadList, read.err)
+	}
+	items := read.items
+	made := <-credsDone
+	if made.err != nil {
+		return fail(exitFailed, made.err)
+	}
+	creds := made.creds
 	listener, portInUse, err := listenLoopback(o.port)
 	if err != nil {
 		return fail(exitFailed, fmt.Errorf("API server listener: %w", err))
