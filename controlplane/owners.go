@@ -47,13 +47,13 @@ func deriveOwners(items []listItem) []listItem {
 	}
 	groups := map[ownerKey][]*corev1.Pod{}
 	var keys []ownerKey
-	podsByNamespace := map[string][]*corev1.Pod{}
+	podsWith := labelIndex{}
 	for _, item := range items {
 		pod, ok := item.Object.(*corev1.Pod)
 		if !ok {
 			continue
 		}
-		podsByNamespace[pod.Namespace] = append(podsByNamespace[pod.Namespace], pod)
+		podsWith.add(pod)
 		ref := metav1.GetControllerOf(pod)
 		if ref == nil {
 			continue
@@ -75,7 +75,7 @@ func deriveOwners(items []listItem) []listItem {
 	for _, key := range keys {
 		pods := groups[key]
 		selector := sharedLabels(pods)
-		if len(selector) == 0 || matchesOthers(selector, key, podsByNamespace[key.Namespace]) {
+		if len(selector) == 0 || matchesOthers(selector, key, podsWith.candidates(key.Namespace, selector)) {
 			continue
 		}
 		if key.Kind == "StatefulSet" && !ordinalNames(key.Name, pods) {
@@ -115,6 +115,31 @@ func sharedLabels(pods []*corev1.Pod) map[string]string {
 		}
 	}
 	return shared
+}
+
+// labelIndex holds the pods by namespace, label key and value, so that the pods a selector could
+// match are found without looking at every pod of the namespace (a 10,000-node List has thousands
+// of owners in namespaces of tens of thousands of pods).
+type labelIndex map[[3]string][]*corev1.Pod
+
+func (x labelIndex) add(pod *corev1.Pod) {
+	for k, v := range pod.Labels {
+		key := [3]string{pod.Namespace, k, v}
+		x[key] = append(x[key], pod)
+	}
+}
+
+// candidates are the pods of the namespace with the selector's rarest label: every pod the
+// selector matches is among them.
+func (x labelIndex) candidates(namespace string, selector map[string]string) []*corev1.Pod {
+	var fewest []*corev1.Pod
+	first := true
+	for k, v := range selector {
+		if pods := x[[3]string{namespace, k, v}]; first || len(pods) < len(fewest) {
+			fewest, first = pods, false
+		}
+	}
+	return fewest
 }
 
 // matchesOthers says whether a pod not owned by key matches the selector.
