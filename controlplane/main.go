@@ -352,6 +352,7 @@ func run(ctx context.Context, o *flags) int {
 	if err := writeJSON(filepath.Join(stateDir, readyFile), ready); err != nil {
 		return fail(exitFailed, err)
 	}
+	nodes.startHeartbeats()
 	klog.InfoS("ready", "server", serverURL, "seconds", ready.ReadySeconds)
 	select {
 	case <-ctx.Done():
