@@ -24,6 +24,8 @@ type listItem struct {
 	Namespace  string
 	Name       string
 	Object     runtime.Object // nil when the kind is not served here (a CRD such as PodGroup)
+	// DerivedFrom says, for an object the loader made (Index -1), what it was made from.
+	DerivedFrom string
 }
 
 // badListError is a List this binary cannot read at all (not JSON, not a List, an item that does

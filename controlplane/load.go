@@ -31,7 +31,9 @@ type loadResult struct {
 	OwnerReferencesDropped int                 `json:"ownerReferencesDropped"`
 	GatedPendingPods       int                 `json:"gatedPendingPods"`
 	BoundPods              int                 `json:"boundPods"`
+	RunPods                int                 `json:"runPods"` // bound pods whose status the loader wrote (their node is in the List)
 	Seconds                float64             `json:"seconds"`
+	PhaseSeconds           map[string]float64  `json:"phaseSeconds"` // each phase's creates (pods: create and status)
 }
 
 // rejection is a List object the API server refused: its kind, namespace, name and the server's
@@ -44,9 +46,18 @@ type rejection struct {
 	Reason    string `json:"reason"`
 	Code      int32  `json:"code"`
 	Message   string `json:"message"`
+	// DerivedFrom names what an object the List lacks was derived from (index -1).
+	DerivedFrom string `json:"derivedFrom,omitempty"`
 }
 
 func (r *rejection) Error() string {
+	if r.Index < 0 { // made by the loader: derive.go, owners.go, runtimeclass.go
+		from := r.DerivedFrom
+		if from == "" {
+			from = "the objects that name it"
+		}
+		return fmt.Sprintf("the API server rejected %s %s, which the List lacks and the loader derived from %s: %s", r.Kind, qualifiedName(r.Namespace, r.Name), from, r.Message)
+	}
 	return fmt.Sprintf("the API server rejected items[%d] %s %s: %s", r.Index, r.Kind, qualifiedName(r.Namespace, r.Name), r.Message)
 }
 
@@ -56,9 +67,12 @@ type loader struct {
 	client      kubernetes.Interface
 	concurrency int
 	opts        prepareOptions
+	runner      *podRunner        // runs each pod bound to a loaded node right after its create
+	mark        func(step string) // called with "load <phase>" after each phase
 
 	mu     sync.Mutex
 	owners map[ownerKey]types.UID
+	nodes  map[string]*corev1.Node // the loaded nodes, as the server returned them
 	stats  prepareStats
 	result loadResult
 }
@@ -73,11 +87,15 @@ var phaseOf = map[string]int{
 	"Pod": 4,
 }
 
+// phaseNames name the phases in ready.json's load.phaseSeconds.
+var phaseNames = [5]string{"classes", "nodes", "owners", "budgets", "pods"}
+
 // load creates items; it returns a *rejection when the API server refuses one.
 func (l *loader) load(ctx context.Context, items []listItem) (*loadResult, error) {
 	start := time.Now()
 	l.owners = map[ownerKey]types.UID{}
-	l.result = loadResult{Created: map[string]int{}, Skipped: map[string]int{}, Derived: map[string][]string{}}
+	l.nodes = map[string]*corev1.Node{}
+	l.result = loadResult{Created: map[string]int{}, Skipped: map[string]int{}, Derived: map[string][]string{}, PhaseSeconds: map[string]float64{}}
 	var phases [5][]listItem
 	for _, item := range items {
 		phase, served := phaseOf[item.Kind]
@@ -102,17 +120,19 @@ func (l *loader) load(ctx context.Context, items []listItem) (*loadResult, error
 	phases[2] = append(owners, phases[2]...)
 	derived = append(derived, owners...)
 	for phase, group := range phases {
-		if phase == 2 {
-			// An owner owned by another (a ReplicaSet of a Deployment) waits for its owner's uid.
-			for _, level := range ownershipLevels(group) {
-				if err := l.createAll(ctx, level); err != nil {
-					return nil, err
-				}
-			}
-			continue
+		began := time.Now()
+		levels := [][]listItem{group}
+		if phase == 2 { // an owner owned by another (a ReplicaSet of a Deployment) waits for its owner's uid
+			levels = ownershipLevels(group)
 		}
-		if err := l.createAll(ctx, group); err != nil {
-			return nil, err
+		for _, level := range levels {
+			if err := l.createAll(ctx, level); err != nil {
+				return nil, err
+			}
+		}
+		l.result.PhaseSeconds[phaseNames[phase]] = time.Since(began).Seconds()
+		if l.mark != nil {
+			l.mark("load " + phaseNames[phase])
 		}
 	}
 	if err := l.restoreClaimStatuses(ctx, phases[3]); err != nil {
@@ -216,6 +236,24 @@ func (l *loader) create(ctx context.Context, item listItem) error {
 	l.mu.Lock()
 	l.owners[ownerKey{item.Kind, item.Namespace, item.Name}] = m.GetUID()
 	l.result.Created[item.Kind]++
+	var node *corev1.Node
+	switch o := created.(type) {
+	case *corev1.Node:
+		l.nodes[o.Name] = o
+	case *corev1.Pod:
+		node = l.nodes[o.Spec.NodeName]
+	}
+	l.mu.Unlock()
+	if node == nil || l.runner == nil {
+		return nil
+	}
+	// Its kubelet starts it (or, finished in the List, ends it): a status write of the node
+	// simulator's, done here so that no controller ever sees the pod Pending.
+	if _, err := l.runner.run(ctx, created.(*corev1.Pod), node); err != nil {
+		return fmt.Errorf("running %s %s on node %s: %w", item.Kind, qualifiedName(item.Namespace, item.Name), node.Name, err)
+	}
+	l.mu.Lock()
+	l.result.RunPods++
 	l.mu.Unlock()
 	return nil
 }
@@ -226,7 +264,7 @@ func rejectionOf(item listItem, err error) error {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Code >= 400 && status.Status().Code < 500 {
 		s := status.Status()
-		return &rejection{Index: item.Index, Kind: item.Kind, Namespace: item.Namespace, Name: item.Name, Reason: string(s.Reason), Code: s.Code, Message: s.Message}
+		return &rejection{Index: item.Index, Kind: item.Kind, Namespace: item.Namespace, Name: item.Name, Reason: string(s.Reason), Code: s.Code, Message: s.Message, DerivedFrom: item.DerivedFrom}
 	}
 	return fmt.Errorf("%s %s: %w", item.Kind, qualifiedName(item.Namespace, item.Name), err)
 }

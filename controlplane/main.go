@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -126,9 +128,30 @@ func tuneGC() {
 	}
 }
 
+// cpuSeconds is the CPU time (user and system) this process has used.
+func cpuSeconds() float64 {
+	var usage syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &usage) != nil {
+		return 0
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds()
+}
+
+func roundMillis(seconds float64) float64 { return math.Round(seconds*1000) / 1000 }
+
 // run starts everything, loads the List, writes the markers and waits for a signal.
 func run(ctx context.Context, o *flags) int {
 	started := time.Now()
+	marks, cpuMarks := map[string]float64{}, map[string]float64{}
+	var marksMu sync.Mutex
+	mark := func(step string) { // the first time a step was done: seconds since the start, CPU seconds used
+		marksMu.Lock()
+		defer marksMu.Unlock()
+		if _, done := marks[step]; !done {
+			marks[step] = roundMillis(time.Since(started).Seconds())
+			cpuMarks[step] = roundMillis(cpuSeconds())
+		}
+	}
 	if o.cpuProfile != "" {
 		if f, err := os.Create(o.cpuProfile); err == nil {
 			if pprof.StartCPUProfile(f) == nil {
@@ -151,22 +174,43 @@ func run(ctx context.Context, o *flags) int {
 	for _, name := range []string{readyFile, errorFile} {
 		_ = os.Remove(filepath.Join(stateDir, name))
 	}
-	var items []listItem
-	if o.loadPath != "" { // read before anything starts: a bad List costs nothing
-		if items, err = readList(o.loadPath); err != nil {
-			_ = writeJSON(filepath.Join(stateDir, errorFile), map[string]string{"error": "bad-list", "message": err.Error()})
-			return fail(exitBadList, err)
+	// The List is read (10 CPU-seconds for a 10,000-node List) while etcd and the API server start,
+	// and the credentials are generated while etcd starts. A List the binary cannot read stops the
+	// start before the load (planner's own reader has refused most bad Lists before).
+	type listRead struct {
+		items []listItem
+		err   error
+	}
+	listDone := make(chan listRead, 1)
+	go func() {
+		if o.loadPath == "" {
+			listDone <- listRead{}
+			return
 		}
+		items, err := readList(o.loadPath)
+		mark("listRead")
+		listDone <- listRead{items, err}
+	}()
+	type credsMade struct {
+		creds *credentials
+		err   error
 	}
-	creds, err := writeCredentials(filepath.Join(stateDir, "pki"))
-	if err != nil {
-		return fail(exitFailed, err)
-	}
+	credsDone := make(chan credsMade, 1)
+	go func() {
+		creds, err := writeCredentials(filepath.Join(stateDir, "pki"))
+		credsDone <- credsMade{creds, err}
+	}()
 	store, err := startEtcd(filepath.Join(stateDir, "etcd"), o.readyTimeout)
 	if err != nil {
 		return fail(exitFailed, err)
 	}
 	defer store.Close()
+	mark("etcdServing")
+	made := <-credsDone
+	if made.err != nil {
+		return fail(exitFailed, made.err)
+	}
+	creds := made.creds
 	listener, portInUse, err := listenLoopback(o.port)
 	if err != nil {
 		return fail(exitFailed, fmt.Errorf("API server listener: %w", err))
@@ -217,6 +261,7 @@ func run(ctx context.Context, o *flags) int {
 		return fail(exitFailed, err)
 	}
 	serving := time.Since(started)
+	mark("apiServerServing")
 	kubeconfigPath := filepath.Join(stateDir, kubeconfigFile)
 	if err := writeKubeconfig(kubeconfigPath, serverURL, creds); err != nil {
 		return fail(exitFailed, err)
@@ -226,19 +271,26 @@ func run(ctx context.Context, o *flags) int {
 		return fail(exitFailed, err)
 	}
 
-	// The simulator watches before the load, so pods run as they arrive.
+	// The node simulator watches nodes before the load, so their leases are written as they
+	// arrive. Pods are run by the loader as it creates them; the pod simulator (and its pod
+	// informer, which would only see the load twice over) starts after the load.
 	factory := informers.NewSharedInformerFactory(client, 0)
 	nodes := newNodeSimulator(client, factory, o.statusInterval, o.leaseInterval, o.simulateWorkers)
-	pods := newPodSimulator(client, factory, o.simulateWorkers)
-	factory.Policy().V1().PodDisruptionBudgets().Informer()
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	go nodes.run(ctx)
-	go pods.run(ctx)
+	runner := newPodRunner(client)
 
+	read := <-listDone
+	if read.err != nil {
+		abandon = true
+		_ = writeJSON(filepath.Join(stateDir, errorFile), map[string]string{"error": "bad-list", "message": read.err.Error()})
+		return fail(exitBadList, read.err)
+	}
+	items := read.items
 	var loaded *loadResult
 	if o.loadPath != "" {
-		l := &loader{client: client, concurrency: o.concurrency, opts: prepareOptions{GatePending: o.pending == "gate", Now: time.Now()}}
+		l := &loader{client: client, concurrency: o.concurrency, runner: runner, mark: mark, opts: prepareOptions{GatePending: o.pending == "gate", Now: time.Now()}}
 		loaded, err = l.load(ctx, items)
 		var r *rejection
 		var bad *badListError
@@ -256,6 +308,13 @@ func run(ctx context.Context, o *flags) int {
 		}
 		klog.InfoS("loaded", "seconds", loaded.Seconds, "created", loaded.Created)
 	}
+	mark("loaded")
+	pods := newPodSimulator(runner, factory, o.simulateWorkers)
+	factory.Policy().V1().PodDisruptionBudgets().Informer()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	go pods.run(ctx)
+	mark("simulatorSynced")
 
 	// The scheduler and controllers start on the loaded state: no controller races the load
 	// (a ReplicaSet created before its pods would otherwise create replacements).
@@ -271,8 +330,9 @@ func run(ctx context.Context, o *flags) int {
 	running++
 	goComponent("kube-controller-manager", func() error { return runControllerManager(ctx, kubeconfigPath) })
 	running++
+	mark("componentsStarted")
 
-	counts, err := waitSettled(ctx, factory, nodes.leaseCount, failed, o.readyTimeout)
+	counts, err := waitSettled(ctx, factory, nodes.leaseCount, failed, o.readyTimeout, mark)
 	if err != nil {
 		return fail(exitFailed, err)
 	}
@@ -282,12 +342,17 @@ func run(ctx context.Context, o *flags) int {
 		Profile: o.profile, Load: loaded, Nodes: counts.Nodes, RunningPods: counts.RunningPods, PDBs: counts.PDBs,
 		StartSeconds: serving.Seconds(), ReadySeconds: time.Since(started).Seconds(),
 	}
+	mark("ready")
+	marksMu.Lock()
+	ready.SecondsSinceStart, ready.CPUSecondsSinceStart = marks, cpuMarks
+	marksMu.Unlock()
 	if ctx.Value(profileKey{}) != nil {
 		pprof.StopCPUProfile()
 	}
 	if err := writeJSON(filepath.Join(stateDir, readyFile), ready); err != nil {
 		return fail(exitFailed, err)
 	}
+	nodes.startHeartbeats()
 	klog.InfoS("ready", "server", serverURL, "seconds", ready.ReadySeconds)
 	select {
 	case <-ctx.Done():

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 )
 
 func podJSON(name, labels, ownerKind, ownerName string) string {
@@ -72,5 +74,73 @@ func TestDeriveOwnersLeavesWhatAControllerWouldChange(t *testing.T) {
 	)
 	if len(got) != 0 {
 		t.Fatalf("derived %v, want none", got)
+	}
+}
+
+// jobPodJSON is a pod of Job owner with the restart policy and phase given.
+func jobPodJSON(name, owner, restart, phase string) string {
+	return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"ns","labels":{"job-name":%q,"app":"train"},
+	  "ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":%q,"uid":"old","controller":true}]},
+	  "spec":{"nodeName":"n","restartPolicy":%q,"containers":[{"name":"c","image":"i"}]},"status":{"phase":%q}}`, name, owner, owner, restart, phase)
+}
+
+func TestDeriveOwnersGivesAJobExactlyThePodsItHas(t *testing.T) {
+	got := ownersOf(t,
+		jobPodJSON("train-a", "train", "Never", "Running"),
+		jobPodJSON("train-b", "train", "Never", "Pending"),
+		jobPodJSON("train-c", "train", "Never", "Succeeded"),
+		jobPodJSON("train-d", "train", "Never", "Failed"),
+		jobPodJSON("retry-a", "retry", "OnFailure", "Running"),
+		// restartPolicy Always (or none: the API server defaults it to Always), or two policies:
+		// the template restarts Never, the only other policy a Job's template may have
+		jobPodJSON("serve-a", "serve", "Always", "Running"),
+		jobPodJSON("mixed-a", "mixed", "Never", "Running"),
+		jobPodJSON("mixed-b", "mixed", "OnFailure", "Running"),
+		// the pods share no label with which to select them: no Job
+		strings.Replace(jobPodJSON("bare-a", "bare", "Never", "Running"), `"labels":{"job-name":"bare","app":"train"},`, "", 1),
+	)
+	if len(got) != 4 {
+		t.Fatalf("derived %v, want the Jobs train, retry, serve and mixed", got)
+	}
+	job := got["Job/train"].Object.(*batchv1.Job)
+	// Two pods have not ended: the controller wants two and has two; it counts no ended pod (they
+	// carry no tracking finalizer), so no completion count would ever be reached.
+	if *job.Spec.Parallelism != 2 || job.Spec.Completions != nil || !*job.Spec.ManualSelector {
+		t.Fatalf("job spec %+v", job.Spec)
+	}
+	if fmt.Sprint(job.Spec.Selector.MatchLabels) != "map[app:train job-name:train]" || fmt.Sprint(job.Spec.Template.Labels) != fmt.Sprint(job.Spec.Selector.MatchLabels) {
+		t.Fatalf("selector %v, template labels %v", job.Spec.Selector.MatchLabels, job.Spec.Template.Labels)
+	}
+	if job.Spec.Template.Spec.RestartPolicy != "Never" || job.Spec.Template.Spec.NodeName != "" || job.Annotations[annotationDerived] == "" {
+		t.Fatalf("template %+v", job.Spec.Template.Spec)
+	}
+	if retry := got["Job/retry"].Object.(*batchv1.Job); retry.Spec.Template.Spec.RestartPolicy != "OnFailure" || *retry.Spec.Parallelism != 1 {
+		t.Fatalf("retry job %+v", retry.Spec)
+	}
+	for _, name := range []string{"Job/serve", "Job/mixed"} {
+		if job := got[name].Object.(*batchv1.Job); job.Spec.Template.Spec.RestartPolicy != "Never" {
+			t.Fatalf("%s template restarts %s, want Never", name, job.Spec.Template.Spec.RestartPolicy)
+		}
+	}
+}
+
+func TestDeriveOwnersIsNotQuadraticInThePods(t *testing.T) {
+	// 10,000 one-pod ReplicaSets in one namespace: looking at every pod of the namespace for each
+	// owner is 10^8 selector matches (tens of seconds); the label index makes it milliseconds.
+	pods := make([]string, 0, 10000)
+	for i := 0; i < 10000; i++ {
+		pods = append(pods, podJSON(fmt.Sprintf("web-%d", i), fmt.Sprintf(`"app":"web","rs":"r%d"`, i), "ReplicaSet", fmt.Sprintf("r%d", i)))
+	}
+	items, err := decodeList([]byte(`{"kind":"List","items":[`+strings.Join(pods, ",")+`]}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	derived := deriveOwners(items)
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("deriveOwners took %s for 10,000 pods", took)
+	}
+	if len(derived) != 10000 {
+		t.Fatalf("derived %d owners, want 10,000", len(derived))
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -57,7 +56,7 @@ func TestUnboundPodIsLeftToTheScheduler(t *testing.T) {
 }
 
 func TestPodIPsDistinct(t *testing.T) {
-	s := &podSimulator{ips: map[types.UID]string{}}
+	s := newPodRunner(nil)
 	a := s.podIP(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "a"}})
 	b := s.podIP(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "b"}})
 	if a == b || s.podIP(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "a"}}) != a {

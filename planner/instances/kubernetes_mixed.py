@@ -293,7 +293,9 @@ def _leftovers(b: Builder) -> None:
     ] * max(1, len(b.nodes) // 60)
     for k, (kind, cpu, mem, gpus, tolerations) in enumerate(pending):
         name = f"{kind}-{k}"
-        pod = b.pod(f"{name}-{b.suffix(5)}", "research", ("Job", name), [b.container("main", cpu, mem, gpus)], labels={"app": kind}, priority=TRAINING)
+        pod = b.pod(
+            f"{name}-{b.suffix(5)}", "research", ("Job", name), [b.container("main", cpu, mem, gpus)], labels={"app": kind, "job-name": name}, priority=TRAINING
+        )
         pod["spec"]["restartPolicy"] = "Never"
         pod["spec"]["tolerations"] += tolerations or []
         pod["status"]["phase"] = "Pending"
@@ -307,7 +309,7 @@ def _leftovers(b: Builder) -> None:
             "research",
             ("Job", name),
             [b.container("main", 8000, 64 * GiB, {"nvidia.com/gpu": 8})],
-            labels={"app": "done"},
+            labels={"app": "done", "job-name": name},
             priority=TRAINING,
         )
         pod["spec"] |= {"restartPolicy": "Never", "nodeName": rng.choice(train).name}

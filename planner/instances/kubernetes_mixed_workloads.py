@@ -171,7 +171,8 @@ def _gang(b: Builder, family: str, pool: list[NodeState]) -> bool:
 
 def _batch(b: Builder, family: str, pool: list[NodeState]) -> bool:
     """A one-pod Job of 1-4 GPUs with one of the node-affinity forms real users write (each one its
-    own family's nodes meet: ``Lt`` on H100s only, ``matchFields NotIn`` names of the other family)."""
+    own family's nodes meet: ``Lt`` on H100s only, ``matchFields`` ``NotIn`` each name of the other family: the API
+    server allows one value in a ``metadata.name`` requirement)."""
     rng = b.rng
     kind = rng.choice(["eval", "finetune", "sweep", "preprocess"])
     name = b.next(kind)

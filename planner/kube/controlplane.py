@@ -180,6 +180,11 @@ def _exit_error(code: int, state_dir: Path) -> ControlPlaneError:
     if code == EXIT_REJECTED and isinstance(record.get("object"), dict):
         obj = record["object"]
         where = f"{obj.get('namespace')}/{obj.get('name')}" if obj.get("namespace") else str(obj.get("name"))
+        if isinstance(obj.get("index"), int) and obj["index"] < 0:  # an object the List lacks, derived by the loader
+            source = obj.get("derivedFrom") or "the objects that name it"
+            return ControlPlaneError(
+                [f"--from: the API server rejected {obj.get('kind')} {where}, which the List lacks and the loader derived from {source}: {obj.get('message')}"]
+            )
         return ControlPlaneError([f"--from: the API server rejected items[{obj.get('index')}] {obj.get('kind')} {where}: {obj.get('message')}"])
     if code == EXIT_BAD_LIST:
         return ControlPlaneError([f"--from: {record.get('message') or 'the List is not a kubectl List'}"])

@@ -1,13 +1,18 @@
 """The throwaway control plane against Kubernetes' own answers: the bundled gpu-cluster List loaded, every
 node Ready and every bound pod Running through the API, budgets as the real disruption controller computes
-them, a List the API server rejects (exit 2 quoting it), a port in use (another one), up and down."""
+them, Jobs the List lacks derived and left alone by the Job controller, every port on 127.0.0.1, the start's
+timings, a generated mixed fleet loaded as it is, a List the API server rejects (exit 2 quoting it), a port in
+use (another one), up and down."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +21,7 @@ import yaml
 from kubernetes import client, config
 from kubernetes.utils import parse_quantity
 
+from planner.instances.kubernetes_mixed import generate_kubernetes_mixed
 from planner.kube.controlplane import Running
 from tests.support.controlplane import binary_env
 from tests.support.paths import INSTANCES
@@ -107,6 +113,33 @@ def test_a_rejected_object_is_exit_2_quoting_the_server(controlplane_bin: Path, 
     assert "Traceback" not in done.stderr
 
 
+def test_a_rejected_derived_owner_names_the_pod_it_came_from(controlplane_bin: Path, tmp_path: Path) -> None:
+    """A Job the List lacks is derived from its pods, the first one's spec its template: when the API server
+    refuses it, the message quotes the server and names the Job, that it was derived, and the pod."""
+    items = list_items(GPU_CLUSTER)
+    pod = next(i for i in items if i["metadata"]["name"] == "pretrain-workers-0-0")
+    pod["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-a", "gpu-b"]}]}]
+            }
+        }
+    }
+    listed = tmp_path / "bad.json"
+    listed.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    done = subprocess.run(
+        [sys.executable, "-m", "planner", "controlplane", "up", "--from", str(listed), "--state-dir", str(tmp_path / "state")],
+        capture_output=True,
+        text=True,
+        env=binary_env(controlplane_bin),
+        timeout=900,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Job research/pretrain-workers-0, which the List lacks and the loader derived from its 4 pod(s)" in done.stderr
+    assert "pod research/pretrain-workers-0-0's spec is its template" in done.stderr
+    assert "must be only one value" in done.stderr and "Traceback" not in done.stderr  # the API server's own message
+
+
 def test_up_on_a_port_in_use_takes_another_and_down_removes_the_state(controlplane_bin: Path, tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -172,3 +205,132 @@ def test_a_list_the_reader_refuses_never_starts_anything(controlplane_bin: Path,
     )
     assert done.returncode == 2, done.stderr
     assert "error:" in done.stderr and "Traceback" not in done.stderr
+
+
+def owned_by_job(items: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The List's pods by (namespace, name) of the Job their controller reference names."""
+    jobs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for item in items:
+        refs = [r for r in item["metadata"].get("ownerReferences", []) if r.get("controller")]
+        if item["kind"] == "Pod" and refs and refs[0]["kind"] == "Job":
+            jobs.setdefault((item["metadata"]["namespace"], refs[0]["name"]), []).append(item)
+    return jobs
+
+
+def test_jobs_the_list_lacks_are_derived_and_keep_exactly_their_pods(controlplane: Running) -> None:
+    """gpu-cluster.json's Job pods name Jobs it lacks: each whose pods share a label no other pod has is
+    created (marked planner.io/derived) and owns its pods, and once the real Job controller has synced it
+    wants exactly the pods the List has not ended (it creates none and deletes none). The others' pods keep
+    their reference in the annotation planner.io/source-owner-references."""
+    listed = owned_by_job(list_items(GPU_CLUSTER))
+    derived = set(controlplane.ready["load"]["derived"].get("Job", []))
+    assert "pretrain-workers-0" in derived  # four pods sharing jobset.sigs.k8s.io/jobset-name=pretrain
+    jobs_api = client.BatchV1Api(config.new_client_from_config(str(controlplane.kubeconfig)))
+    core = api(controlplane)
+    deadline = time.monotonic() + 180
+    for (namespace, name), pods in listed.items():
+        if name not in derived:  # no label selects exactly its pods: the reference is dropped and kept
+            for pod in pods:
+                loaded = core.read_namespaced_pod(pod["metadata"]["name"], namespace)
+                assert not loaded.metadata.owner_references and name in loaded.metadata.annotations["planner.io/source-owner-references"]
+            continue
+        job = jobs_api.read_namespaced_job(name, namespace)
+        assert "planner.io/derived" in (job.metadata.annotations or {}), name
+        not_ended = sum(1 for p in pods if p.get("status", {}).get("phase") not in ("Succeeded", "Failed"))
+        assert job.spec.parallelism == not_ended and job.spec.completions is None, name
+        while (job.status.active or 0) != not_ended and time.monotonic() < deadline:  # the controller's first sync
+            time.sleep(0.5)
+            job = jobs_api.read_namespaced_job(name, namespace)
+        assert (job.status.active or 0) == not_ended, (name, job.status)
+        owned = [
+            p for p in core.list_namespaced_pod(namespace).items if any(r.uid == job.metadata.uid and r.controller for r in p.metadata.owner_references or [])
+        ]
+        assert sum(1 for p in owned if p.status.phase not in ("Succeeded", "Failed") and p.metadata.deletion_timestamp is None) == not_ended, name
+        ended = {p["metadata"]["name"] for p in pods if p.get("status", {}).get("phase") in ("Succeeded", "Failed")}
+        assert {p.metadata.name for p in owned} >= ended, name
+
+
+def listening_addresses(pid: int) -> list[str]:
+    """The local addresses (ip:port) of the TCP sockets the process listens on, from /proc."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            address, port = fields[1].split(":")
+            raw = bytes.fromhex(address)
+            if table == "tcp":
+                ip = str(ipaddress.IPv4Address(raw[::-1]))
+            else:
+                ip = str(ipaddress.IPv6Address(b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))))
+            found.append(f"{ip}:{int(port, 16)}")
+    return found
+
+
+def test_every_listening_socket_is_on_127_0_0_1(controlplane: Running) -> None:
+    """Nothing the control plane runs listens beyond 127.0.0.1: the API server, etcd's client and peer ports,
+    and no other component's port."""
+    addresses = listening_addresses(controlplane.pid)
+    assert f"127.0.0.1:{controlplane.ready['apiserverPort']}" in addresses
+    assert f"127.0.0.1:{controlplane.ready['etcdClientPort']}" in addresses
+    assert all(a.startswith("127.0.0.1:") for a in addresses), addresses
+
+
+def test_ready_json_says_when_each_step_was_done(controlplane: Running) -> None:
+    """ready.json times each step of the start (wall and CPU seconds since the process started), in order."""
+    wall, cpu = controlplane.ready["secondsSinceStart"], controlplane.ready["cpuSecondsSinceStart"]
+    order = [
+        "etcdServing",
+        "apiServerServing",
+        "load classes",
+        "load nodes",
+        "load owners",
+        "load budgets",
+        "load pods",
+        "loaded",
+        "componentsStarted",
+        "ready",
+    ]
+    assert [wall[step] for step in order] == sorted(wall[step] for step in order)
+    assert [cpu[step] for step in order] == sorted(cpu[step] for step in order)
+    assert all(wall[step] <= wall["ready"] for step in ("nodesReady", "nodeLeases", "podsRunning", "pdbsComputed"))
+    assert wall["ready"] == pytest.approx(controlplane.ready["readySeconds"], abs=0.01)
+    load = controlplane.ready["load"]
+    assert set(load["phaseSeconds"]) == {"classes", "nodes", "owners", "budgets", "pods"}
+    assert load["runPods"] == load["boundPods"]  # every bound pod's node is in the List: the loader ran it
+
+
+def test_the_mixed_fleet_loads_as_generated(controlplane_bin: Path, tmp_path: Path) -> None:
+    """A generated mixed fleet (60 nodes) is accepted by the API server as it is, and every bound pod runs."""
+    fleet = generate_kubernetes_mixed(nodes=60, seed=3)
+    listed = tmp_path / "mixed.json"
+    listed.write_text(json.dumps(fleet))
+    state = tmp_path / "state"
+    env = binary_env(controlplane_bin)
+    up = subprocess.run(
+        [sys.executable, "-m", "planner", "controlplane", "up", "--from", str(listed), "--state-dir", str(state)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    try:
+        assert up.returncode == 0, up.stderr
+        ready = json.loads((state / "ready.json").read_text())
+        pods = [i for i in fleet["items"] if i["kind"] == "Pod"]
+        assert ready["load"]["created"]["Pod"] == len(pods)
+        assert ready["nodes"] == sum(1 for i in fleet["items"] if i["kind"] == "Node")
+        running = sum(1 for p in pods if p["spec"].get("nodeName") and p["status"]["phase"] not in ("Succeeded", "Failed"))
+        assert ready["runningPods"] == running
+        assert len(ready["load"]["derived"]["Job"]) == len(owned_by_job(fleet["items"]))
+    finally:
+        subprocess.run([sys.executable, "-m", "planner", "controlplane", "down", "--state-dir", str(state)], capture_output=True, env=env, timeout=120)
