@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from planner.bounded_input import capped
-from planner.cluster import duplicate_key_problems, pydantic_problems
+from planner.cluster import SnapshotError, duplicate_key_problems, validated_json
 from planner.suggest import quoted
 
 M = TypeVar("M", bound=BaseModel)
@@ -44,9 +44,9 @@ def parse_model(model: type[M], body: bytes) -> M:
     if problems:
         raise Refused(422, "invalid request", problems)
     try:
-        return model.model_validate_json(body)
-    except ValidationError as err:
-        raise Refused(422, "invalid request", pydantic_problems(err, model, "body")) from None
+        return validated_json(model, body, "body")
+    except SnapshotError as err:
+        raise Refused(422, "invalid request", err.problems) from None
 
 
 def require_id(value: str, name: str) -> None:
