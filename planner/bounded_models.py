@@ -49,7 +49,7 @@ class Collected:
 def collect_errors(error: ValidationError, model: type[BaseModel], text: str | bytes) -> Collected:
     """The errors of ``text`` against ``model``: ``error`` (a validation stopped at the first bad item of
     each list) and those of the items after each bad item, up to ``MAX_COLLECTED``."""
-    first = [{**err, "loc": tuple(err["loc"])} for err in error.errors(include_url=False)]
+    first: list[dict[str, Any]] = [{**err, "loc": tuple(err["loc"])} for err in error.errors(include_url=False)]
     out: list[dict[str, Any]] = []
     complete = True
     doc: list[Any] = []  # the parsed document, parsed on first need

@@ -105,7 +105,10 @@ NODES = len(json.loads(FIG15.read_text())["nodes"])
 BAD_ITEMS = {
     # the red team's body: each item misses four required fields and names an unknown one (2.0 million
     # errors; its checker process took 1.7 GiB)
-    "nodes": ('{"kind": 7}', [f"error: nodes[{NODES}].name: required field is missing", f"error: nodes[{NODES}].kind: unknown field", "error: ... and at least"]),
+    "nodes": (
+        '{"kind": 7}',
+        [f"error: nodes[{NODES}].name: required field is missing", f"error: nodes[{NODES}].kind: unknown field", "error: ... and at least"],
+    ),
     "a pod's list": ("7", ["error: pods[0].gpu_models[0]: must be a string, got 7", "error: ... and at least", "more like it"]),
 }
 

@@ -55,14 +55,19 @@ def test_past_the_cap_the_count_says_at_least() -> None:
 
 
 def test_a_valid_snapshot_reads_as_before() -> None:
-    doc = {"nodes": [NODE | {"labels": {"a": "b"}, "numa": [{"name": "s0", "gpu_indexes": [0, 1]}]}], "pods": [{"name": "p", "node": "n0", "gpus": 2, "cpus": 1, "gpu_models": []}]}
+    doc = {
+        "nodes": [NODE | {"labels": {"a": "b"}, "numa": [{"name": "s0", "gpu_indexes": [0, 1]}]}],
+        "pods": [{"name": "p", "node": "n0", "gpus": 2, "cpus": 1, "gpu_models": []}],
+    }
     cluster = parse_cluster(json.dumps(doc))
     assert cluster.nodes[0].numa is not None and cluster.nodes[0].numa[0].gpu_indexes == [0, 1]
     assert cluster.pods[0].node == "n0"
 
 
 def test_an_unknown_field_of_a_nested_object_gets_its_model_s_hint() -> None:
-    assert problems({"nodes": [NODE | {"numa": [{"name": "s0", "gpu_indexs": [0]}]}]}) == ["nodes[0].numa[0].gpu_indexs: unknown field; did you mean 'gpu_indexes'?"]
+    assert problems({"nodes": [NODE | {"numa": [{"name": "s0", "gpu_indexs": [0]}]}]}) == [
+        "nodes[0].numa[0].gpu_indexs: unknown field; did you mean 'gpu_indexes'?"
+    ]
 
 
 def test_a_request_with_bad_items_is_a_422_naming_them() -> None:
