@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from planner.api.refusals import Refused, parse_model
-from planner.api.schemas import PreemptRequest
+from planner.api.schemas import DefragRequest, PreemptRequest
 from planner.bounded_models import MAX_COLLECTED
 from planner.cluster import SnapshotError
 from planner.snapshot import parse_cluster
@@ -79,9 +79,29 @@ def test_a_request_with_bad_items_is_a_422_naming_them() -> None:
     assert "snapshot.nodes[2].name: required field is missing" in refused.value.problems
 
 
+@pytest.mark.parametrize(
+    ("tail", "expected"),
+    [
+        # options and plans are documents of any shape: the schema bounds none of their nesting, and pydantic's
+        # own limit is about 255 levels
+        ('"options": {"x": ' + "[" * 150 + "]" * 150 + "}", "body: options.x[0][0][0]"),
+        ('"options": {"seed": 1' + "0" * 200 + "}", "body: line 1 column 49: a number of 201 digits; numbers may have at most 100"),
+    ],
+    ids=["nested-options", "long-integer"],
+)
+def test_a_request_body_is_bounded_as_a_whole(tail: str, expected: str) -> None:
+    body = ('{"snapshot": {"nodes": []}, ' + tail + "}").encode()
+    with pytest.raises(Refused) as refused:
+        parse_model(DefragRequest, body)
+    assert refused.value.status == 422
+    assert refused.value.problems[0].startswith(expected), refused.value.problems
+    if "[" in tail:
+        assert refused.value.problems[0].endswith("nested more than 100 levels deep")
+
+
 PARSE_BODY = """import sys
 from planner.api.refusals import Refused, parse_model
-from planner.api.schemas import PreemptRequest
+from planner.api.schemas import DefragRequest, PreemptRequest
 item = '{"kind": 7}'
 bad = ", ".join([item] * ((5 << 20) // (len(item) + 2)))
 body = ('{"snapshot": {"nodes": [{"name": "n0", "gpus": 8, "cpus": 64, "memory_gib": 256}, ' + bad + ']}, "job": "j"}').encode()
