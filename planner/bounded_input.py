@@ -4,7 +4,8 @@ cap on how many problems are listed, short quotes of hostile values, field paths
 
 Why a cap: a document with 20,000 unknown fields gave 20,000 messages (3 MB on the terminal, a 23.7 MB
 HTTP 422 for 200,000). A problem list shows its first ``MAX_LISTED`` problems, then one line
-``... and N more like it`` (or ``... and N more problems`` when the rest are of other kinds). Why short
+``... and N more like it`` (or ``... and N more problems`` when the rest are of other kinds; ``... and at
+least N more ...`` when checking stopped early, ``bounded_models``). Why short
 quotes: an error that serialised the offending value whole took 3 GB for an alias bomb; a value is
 quoted by at most ``QUOTE_CHARS`` characters, built without writing the rest out.
 """

@@ -55,6 +55,11 @@ EXPLAIN = RouteRule(body_bytes=16 * MIB, time_s=3 * EXPLAIN_TIME_LIMIT_S, at_onc
 """``POST /v1/explain``: the reason and its checks, then the remedy within ``EXPLAIN_TIME_LIMIT_S``; the whole
 request within 15 s (a 16 MiB snapshot, about 6,000 nodes, takes some 5 s to parse and check under load)."""
 
+RENDER = CHECK
+"""The GET routes that parse a stored snapshot (``GET /v1/plans/{id}/view``, ``/v1/jobs/{id}/view``,
+``/v1/plans/{id}?format=`` kubectl, podmigrationjob, table or wide): the page or text is built in a checker
+process as a validation is, and shares the validations' one checker at a time (the same rule)."""
+
 ROUTE_RULES: dict[str, RouteRule] = {
     "/v1/defrag": SUBMIT,
     "/v1/preempt": SUBMIT,
