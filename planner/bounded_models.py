@@ -50,24 +50,64 @@ def collect_errors(error: ValidationError, model: type[BaseModel], text: str | b
     """The errors of ``text`` against ``model``: ``error`` (a validation stopped at the first bad item of
     each list) and those of the items after each bad item, up to ``MAX_COLLECTED``."""
     first: list[dict[str, Any]] = [{**err, "loc": tuple(err["loc"])} for err in error.errors(include_url=False)]
+    errors, complete = _gone_on(first, model, _Document(text), MAX_COLLECTED, -1)
+    return Collected(errors, complete)
+
+
+def long_list_errors(model: type[BaseModel], values: dict[str, Any]) -> Collected | None:
+    """The errors in the lists of more than ``CHUNK_ITEMS`` items among ``values`` (fields of ``model`` by
+    name, Python values), checked a chunk at a time up to ``MAX_COLLECTED``; None when they have none.
+    For models built from Python values (options, a policy's): called before the model is, a valid value
+    costs one more check of its long lists, and a list of a million bad items costs ``MAX_COLLECTED``
+    errors, not a million at once (1.8 GiB for a 5 MiB request body of them)."""
+    errors: list[dict[str, Any]] = []
+    complete = True
+    document = _Document(None, values)
+    for name, value in values.items():
+        if not isinstance(value, list) or len(value) <= CHUNK_ITEMS or name not in model.model_fields:
+            continue
+        if len(errors) >= MAX_COLLECTED:
+            return Collected(errors, False)
+        found, finished = _chunk_errors(model, document, (name,), 0, MAX_COLLECTED - len(errors), json_form=False)
+        errors += found
+        complete = complete and finished
+    return Collected(errors, complete) if errors else None
+
+
+class _Document:
+    """The document the errors are of, parsed from its text on first need."""
+
+    def __init__(self, text: str | bytes | None, value: Any = None):
+        self.text = text
+        self.value = value
+
+    def at(self, path: Loc) -> Any:
+        if self.text is not None:
+            self.value, self.text = _parsed(self.text), None
+        return _value_at(self.value, path)
+
+
+def _gone_on(errors: list[dict[str, Any]], model: type[BaseModel], doc: _Document, room: int, outer: int) -> tuple[list[dict[str, Any]], bool]:
+    """``errors`` (in document order) with, after the last error of each bad item of a list, the errors of
+    the items after it (innermost list first: the order stays the document's), until about ``room``; and
+    whether every item was checked. Lists at ``outer`` levels or fewer are gone on with by the caller."""
     out: list[dict[str, Any]] = []
     complete = True
-    doc: list[Any] = []  # the parsed document, parsed on first need
-    for k, err in enumerate(first):
+    for k, err in enumerate(errors):
         out.append(err)
-        following: Loc = first[k + 1]["loc"] if k + 1 < len(first) else ()
+        following: Loc = errors[k + 1]["loc"] if k + 1 < len(errors) else ()
         for path, index in reversed(_list_items(err["loc"])):
+            if len(path) <= outer:
+                break
             if following[: len(path) + 1] == (*path, index):
                 continue  # the next error is in the same item: go on past it after that one
-            if len(out) >= MAX_COLLECTED:
+            if len(out) >= room:
                 complete = False
                 break
-            if not doc:
-                doc.append(_parsed(text))
-            rest, finished = _errors_after(model, doc[0], path, index, MAX_COLLECTED - len(out))
+            rest, finished = _chunk_errors(model, doc, path, index + 1, room - len(out), json_form=True)
             out += rest
             complete = complete and finished
-    return Collected(out, complete)
+    return out, complete
 
 
 def _list_items(loc: Loc) -> list[tuple[Loc, int]]:
@@ -82,28 +122,33 @@ def _parsed(text: str | bytes) -> Any:
         return None  # pydantic read it, so this is rare: no list is gone on with
 
 
-def _errors_after(model: type[BaseModel], doc: Any, path: Loc, index: int, room: int) -> tuple[list[dict[str, Any]], bool]:
-    """The errors of the items after ``index`` of the list at ``path`` (at most about ``room``), and
-    whether every such item was checked."""
-    items = _value_at(doc, path)
+def _chunk_errors(model: type[BaseModel], doc: _Document, path: Loc, start: int, room: int, json_form: bool) -> tuple[list[dict[str, Any]], bool]:
+    """The errors of the items from ``start`` of the list at ``path`` of a ``model`` document, a chunk at a
+    time (as JSON text, or as Python values), until about ``room`` are found; and whether all were checked.
+    Nothing when the path leaves the models (a map of anything): its first problem stands for it."""
+    items = doc.at(path)
     item_type = _item_type(model, path)
-    if not isinstance(items, list) or item_type is None:
-        return [], True  # not a list the models describe one by one: its first problem stands for it
-    adapter: TypeAdapter[Any] = TypeAdapter(list[item_type])  # type: ignore[valid-type]  # a type found at run time
+    owner = model_at(model, path[:-1])
+    if not isinstance(items, list) or item_type is None or owner is None:
+        return [], True
+    # the owner's strictness holds for items that are not models themselves (a model brings its own)
+    config = None if any(_is_model(t) for t in _forms(item_type)) else owner.model_config
+    adapter: TypeAdapter[Any] = TypeAdapter(list[item_type], config=config)  # type: ignore[valid-type]  # a type found at run time
     found: list[dict[str, Any]] = []
-    start = index + 1
+    complete = True
     while start < len(items):
         if len(found) >= room:
             return found, False
         chunk = items[start : start + CHUNK_ITEMS]
         try:
-            adapter.validate_json(json.dumps(chunk))
+            adapter.validate_json(json.dumps(chunk)) if json_form else adapter.validate_python(chunk)
         except ValidationError as err:
-            for e in err.errors(include_url=False):
-                loc = tuple(e["loc"])
-                found.append({**e, "loc": (*path, start + int(loc[0]), *loc[1:])})
+            rebased = [{**e, "loc": (*path, start + int(e["loc"][0]), *tuple(e["loc"])[1:])} for e in err.errors(include_url=False)]
+            more, finished = _gone_on(rebased, model, doc, room - len(found), len(path))  # the items' own lists
+            found += more
+            complete = complete and finished
         start += len(chunk)
-    return found, True
+    return found, complete
 
 
 def _value_at(doc: Any, path: Loc) -> Any:

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from planner.bounded_input import MAX_LISTED, DocumentError, more_line, short_path, short_text, short_value
-from planner.bounded_models import FAIL_FAST, collect_errors, model_at
+from planner.bounded_models import FAIL_FAST, Collected, collect_errors, model_at
 from planner.kubernetes_names import resource_name_problem
 
 SNAPSHOT_VERSION: Final = 1
@@ -361,13 +361,23 @@ def pydantic_problems(
     lists ``error`` stopped at their first bad item (``bounded_models.FAIL_FAST``) are gone on with,
     up to ``bounded_models.MAX_COLLECTED`` errors."""
     if text is not None and error.error_count() <= _MANY_ERRORS:
-        collected = collect_errors(error, model, text)
-        errors, more = collected.errors, len(collected.errors) - MAX_LISTED
-        listed, at_least = errors[:MAX_LISTED], not collected.complete
-        alike = bool(listed) and all(_same_kind(err, listed[-1]) for err in errors[MAX_LISTED:])
-    else:
-        listed, alike = _first_errors(error)
-        more, at_least = error.error_count() - MAX_LISTED, False
+        return collected_problems(collect_errors(error, model, text), model, what, rename)
+    listed, alike = _first_errors(error)
+    return _listed(listed, error.error_count() - MAX_LISTED, alike, False, model, what, rename)
+
+
+def collected_problems(collected: Collected, model: type[BaseModel], what: str, rename: Callable[[Any, str], str] | None = None) -> list[str]:
+    """``pydantic_problems`` of errors collected by ``bounded_models``: the first ``MAX_LISTED`` and a line
+    counting the rest ("at least" when some items were left unchecked)."""
+    errors = collected.errors
+    listed = errors[:MAX_LISTED]
+    alike = bool(listed) and all(_same_kind(err, listed[-1]) for err in errors[MAX_LISTED:])
+    return _listed(listed, len(errors) - MAX_LISTED, alike, not collected.complete, model, what, rename)
+
+
+def _listed(
+    listed: list[Any], more: int, alike: bool, at_least: bool, model: type[BaseModel], what: str, rename: Callable[[Any, str], str] | None
+) -> list[str]:
     problems = []
     for err in listed:
         problem = _problem(err, model, what)
