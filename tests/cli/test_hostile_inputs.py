@@ -130,6 +130,16 @@ def test_five_mebibytes_of_bad_list_items_are_refused_in_bounded_memory(where: s
     assert err.count("\n") <= 21
 
 
+def test_a_plan_naming_a_64_kib_pod_is_refused_against_a_snapshot_by_a_short_message(tmp_path: Path) -> None:
+    """The red team's long message: rendering a plan against a snapshot it does not belong to quoted the
+    pod's name whole (64 KiB of control characters and more); the name is quoted by its start and length."""
+    name = "n\u2028\u202e\r\n\x1b[31m" + "x" * (64 << 10)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "kind": "defrag", "waves": [[{"pod": name, "from": "n0", "to": "n1"}]], "vacated_nodes": ["n0"]}))
+    err = refused(["render", str(plan), "--snapshot", str(FIG15), "-o", "kubectl"], "error: waves[0][0].pod: pod ", "characters) is not in the snapshot")
+    assert "x" * 100 not in err
+
+
 LIST_HEAD = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: n0\n"
 
 
