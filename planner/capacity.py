@@ -14,6 +14,7 @@ The counting rule is seed-specs D's; the paper gives the figure without numbers.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -43,16 +44,12 @@ def gpu_slots(state: ClusterState, shape: Shape, nodes: np.ndarray | None = None
 def large_job_capacity(cluster: Cluster | ClusterState, shapes: list[Shape]) -> list[dict[str, Any]]:
     """Per request shape: per GPU model the requests that fit across and within switches, and pooled."""
     state = cluster if isinstance(cluster, ClusterState) else ClusterState(cluster)
-    models = state.cluster.nodes if state.cluster is not None else []
-    model_of = np.array([n.gpu_model or "(unnamed)" for n in models]) if models else np.array([], dtype=str)
-    gpu_nodes = state.cap_gpus > 0
+    gpu_nodes, by_model = _model_masks(state)
     out = []
     for shape in shapes:
         slots = gpu_slots(state, shape)
         per_model: dict[str, Any] = {}
-        for model in sorted(set(model_of[gpu_nodes].tolist())):
-            mask = gpu_nodes & (model_of == model)
-            asws = state.asw_domain[mask]
+        for model, mask, asws in by_model:
             within_slots = np.bincount(asws, weights=slots[mask]) if mask.any() else np.zeros(0)
             per_model[model] = {
                 "usable_gpus": int(slots[mask].sum()),
@@ -67,6 +64,27 @@ def large_job_capacity(cluster: Cluster | ClusterState, shapes: list[Shape]) -> 
             }
         )
     return out
+
+
+_MODEL_MASKS: weakref.WeakKeyDictionary[ClusterState, tuple[Any, np.ndarray, list[tuple[str, np.ndarray, np.ndarray]]]] = weakref.WeakKeyDictionary()
+
+
+def _model_masks(state: ClusterState) -> tuple[np.ndarray, list[tuple[str, np.ndarray, np.ndarray]]]:
+    """The GPU nodes, and per GPU model (by name) the mask of its GPU nodes and their access switches.
+    A state's nodes do not change: built once per state and node list (every preemption plan's metrics
+    count the large requests twice; the per-node model names cost a third of that at 1,000 nodes)."""
+    kept = _MODEL_MASKS.get(state)
+    if kept is not None and kept[0] is state.cluster:
+        return kept[1], kept[2]
+    models = state.cluster.nodes if state.cluster is not None else []
+    model_of = np.array([n.gpu_model or "(unnamed)" for n in models]) if models else np.array([], dtype=str)
+    gpu_nodes = state.cap_gpus > 0
+    by_model = []
+    for model in sorted(set(model_of[gpu_nodes].tolist())):
+        mask = gpu_nodes & (model_of == model)
+        by_model.append((model, mask, state.asw_domain[mask]))
+    _MODEL_MASKS[state] = (state.cluster, gpu_nodes, by_model)
+    return gpu_nodes, by_model
 
 
 DEFAULT_LARGE_REQUESTS = ("64g768c", "128g1536c", "256g3072c")

@@ -26,6 +26,7 @@ from pydantic import (
 
 from planner.bounded_input import MAX_LISTED, DocumentError, more_line, short_path, short_text, short_value
 from planner.bounded_models import FAIL_FAST, Collected, collect_errors, model_at
+from planner.cluster_dra import MAX_DEVICES, DraClaim, DraDevice
 from planner.kubernetes_names import resource_name_problem
 
 SNAPSHOT_VERSION: Final = 1
@@ -190,6 +191,8 @@ class Node(BaseModel):
     """Allocatable of every resource besides CPU and memory by name (``pods`` included); a pod may
     arrive only where each resource it ``requests`` is offered and left. None: not known (snapshots
     that predate the field), and then only ``gpus``, ``cpus`` and ``memory_gib`` are checked."""
+    devices: Annotated[list[DraDevice], Field(max_length=MAX_DEVICES), FAIL_FAST] | None = None
+    """DRA devices its ResourceSlices publish (``cluster_dra``); None: none, or not a DRA node."""
 
 
 class Pod(BaseModel):
@@ -229,6 +232,8 @@ class Pod(BaseModel):
     uid: str | None = Field(default=None, min_length=1, max_length=128)
     """Kubernetes ``metadata.uid`` (the importer keeps it): a defrag plan records it with each move, and
     the kubectl script checks before each wave that the pod still has it (a replaced pod has another)."""
+    device_claims: Annotated[list[DraClaim], Field(max_length=32), FAIL_FAST] | None = None
+    """The DRA ResourceClaims the pod uses (``cluster_dra``; Kubernetes allows 32); None: none."""
 
     @field_serializer("gpus")
     def _whole_gpus_as_int(self, gpus: float) -> float | int:

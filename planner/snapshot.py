@@ -72,7 +72,21 @@ M = TypeVar("M", bound=BaseModel)
 
 def parse_cluster(text: str | bytes, source: str = "snapshot") -> Cluster:
     """Parse and check a snapshot; raise SnapshotError listing every problem."""
-    return parse_checked(text, Cluster, source, consistency_problems)
+    cluster = parse_checked(text, Cluster, source, consistency_problems)
+    share_fields_sets([*cluster.nodes, *cluster.pods, *cluster.jobs])
+    return cluster
+
+
+def share_fields_sets(models: list[Any]) -> None:
+    """Models read with the same fields given hold one ``__pydantic_fields_set__`` between them.
+    pydantic keeps a set of the given field names per model: at 37,707 nodes and 93,990 pods that was
+    91 MiB of a 702 MiB plan (issue 62), and a snapshot's pods are given a handful of field lists.
+    The sets are only read (``model_fields_set``, ``exclude_unset``; a copy gets its own): the planner
+    assigns no field of a snapshot's node, pod or job, the one thing that would add to a shared set."""
+    shared: dict[frozenset[str], set[str]] = {}
+    for model in models:
+        given = model.__pydantic_fields_set__
+        object.__setattr__(model, "__pydantic_fields_set__", shared.setdefault(frozenset(given), given))
 
 
 def parse_checked(text: str | bytes, model: type[M], source: str, problems_of: Callable[[M], list[str]]) -> M:

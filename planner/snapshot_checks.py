@@ -1,5 +1,6 @@
 """The checks a field-by-field read of a snapshot cannot make: duplicate names, unknown references,
-bad values, NUMA domains, the devices placed pods hold (as ``rules.device_breaks`` allows) and gang
+bad values, NUMA domains, the devices placed pods hold (as ``rules.device_breaks`` and ``rules.dra_breaks``
+allow) and gang
 sizes. ``snapshot.consistency_problems`` runs them first."""
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def reference_problems(cluster: Cluster) -> list[str]:
             )
     problems += _numa_problems(cluster)
     problems += _device_problems(cluster)
+    problems += _dra_problems(cluster)
     problems += _gang_problems(cluster)
     return problems
 
@@ -99,6 +101,31 @@ def _device_problems(cluster: Cluster) -> list[str]:
         for brk in rules.device_breaks(nodes[name], pods):
             assert brk.pod is not None  # a device break names its pod
             problems.append(f"pods[{index[brk.pod]}].gpu_indexes: {brk.detail}")
+    return problems
+
+
+def _dra_problems(cluster: Cluster) -> list[str]:
+    """DRA claims need nodes that list their ``resources`` (the form every planner checks), and the
+    devices placed pods' claims hold must be on their node and serve them (``rules.dra_breaks``)."""
+    claimed = [i for i, pod in enumerate(cluster.pods) if pod.device_claims]
+    if not claimed:
+        return []
+    problems = [
+        f"nodes[{n}].resources: missing; pods with device_claims need every node to list its resources (a DRA request is charged there)"
+        for n, node in enumerate(cluster.nodes)
+        if node.resources is None
+    ][:1]
+    nodes = cluster.node_index()
+    on_node: dict[str, list[Pod]] = {}
+    for i in claimed:
+        pod = cluster.pods[i]
+        if pod.node is not None and pod.node in nodes:
+            on_node.setdefault(pod.node, []).append(pod)
+    index = {pod.name: i for i, pod in enumerate(cluster.pods)}
+    for name, pods in sorted(on_node.items()):
+        for brk in rules.dra_breaks(cluster.nodes[nodes[name]], pods):
+            where = f"pods[{index[brk.pod]}].device_claims" if brk.pod is not None else f"nodes[{nodes[name]}].devices"
+            problems.append(f"{where}: {brk.detail}")
     return problems
 
 

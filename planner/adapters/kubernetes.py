@@ -34,6 +34,8 @@ snapshot with the warnings and a summary. The mapping, with the configuration ke
   job its topology. A gang starts whole unless a PodGroup object (scheduler-plugins or Volcano) of
   its name has a ``minMember`` below its pods (``min_available``); a controller's pods start one by
   one (``min_available`` 1) unless the job has a topology.
+* DRA (``resource.k8s.io/v1`` DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates):
+  devices onto nodes and claims onto pods as resources by name (``kubernetes_dra``).
 * PodDisruptionBudgets -> ``disruption.max_unavailable`` of the jobs of the pods they select: the
   disruptions the budget allows now, as the disruption controller counts them (``kubernetes_budgets``:
   Pending, not-ready and terminating pods spend it; Deployments, ReplicaSets, StatefulSets and
@@ -56,6 +58,9 @@ from planner.adapters import kubernetes_objects as k8s
 from planner.adapters.kubernetes_budgets import SCALED_KINDS, budget_pod, controller_scale, disrupted_pods, observed_allowed
 from planner.adapters.kubernetes_config import GIB, ImportConfig, _number, object_name
 from planner.adapters.kubernetes_documents import read_documents
+from planner.adapters.kubernetes_dra import resolve_dra
+from planner.adapters.kubernetes_dra_claims import add_dra_gpus
+from planner.adapters.kubernetes_dra_devices import DRA_KINDS
 from planner.adapters.kubernetes_gpus import node_gpus, pod_gpus
 from planner.adapters.kubernetes_hypernodes import hypernode_topology
 from planner.adapters.kubernetes_objects import KubeError, as_list, as_object
@@ -149,6 +154,7 @@ class _Import(ImportRun):
             "PodGroup": self._pod_group,
             "HyperNode": self.hypernodes.append,
             "Namespace": self._namespace,
+            **dict.fromkeys(DRA_KINDS, self.dra.add),
             **dict.fromkeys(SCALED_KINDS, self._controller),
         }.get(str(kind))
         if handler is None:
@@ -156,7 +162,7 @@ class _Import(ImportRun):
             self.warn(
                 obj,
                 "kind",
-                f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget, PodGroup, HyperNode, Namespace, {', '.join(SCALED_KINDS)}); ignored",
+                f"'{kind}' is not read by the importer (Node, Pod, PodDisruptionBudget, PodGroup, HyperNode, Namespace, {', '.join((*SCALED_KINDS, *DRA_KINDS))}); ignored",
             )
             return
         try:
@@ -285,6 +291,12 @@ class _Import(ImportRun):
         for name in self.reserved.keys() - known:
             self.errors.append(f"node-bound pods name node '{name}', which has no Node object")
         self._hypernode_switches()
+        try:
+            resolve_dra(self)  # DRA devices onto the nodes and claims onto the pods (kubernetes_dra)
+        except KubeError as err:
+            self.errors.append(f"DRA objects: {err}")
+        if self.errors:
+            raise SnapshotError(self.errors)
         self._reserve_node_bound(known)
         for fields in self.pods:
             if fields["node"] is not None and fields["node"] not in known:
@@ -292,6 +304,7 @@ class _Import(ImportRun):
         if self.errors:
             raise SnapshotError(self.errors)
         resolve_gpus(self)
+        add_dra_gpus(self)
         check_named_capacity(self)
         index = LabelIndex(self.pods)  # namespaces and labels: the steps below do not change them
         anti_affinity_groups(self, index)

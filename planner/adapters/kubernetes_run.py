@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from planner.adapters.kubernetes_budgets import BudgetPod, Scale
 from planner.adapters.kubernetes_config import ImportConfig, object_name
+from planner.adapters.kubernetes_dra_devices import DraObjects
 from planner.adapters.kubernetes_gpus import NodeGpus
 from planner.cluster import Node, pydantic_problems
 
@@ -50,6 +51,7 @@ class ImportRun:
         self.budgets: list[dict[str, Any]] = []
         self.budget_pods: list[BudgetPod] = []  # every Pod object, finished and node-bound ones too, as budgets count them
         self.scales: dict[tuple[str, str, str], Scale] = {}  # (namespace, kind, name) of the controllers given
+        self.dra = DraObjects()  # DeviceClasses, ResourceSlices, ResourceClaims and templates (kubernetes_dra)
 
     def warn(self, obj: dict[str, Any], path: str, message: str) -> None:
         self.warnings.append(f"{object_name(obj)}: {path}: {message}")

@@ -1,12 +1,13 @@
-"""The ``planner`` command: the typer app with every command registered, and ``main``, the console
-script's entry point.
+"""The ``planner`` command: the typer app, whose commands are the table of ``commands`` (a command's
+module is imported when that command runs), and ``main``, the console script's entry point.
 
 One module per command group (``defrag``, ``preempt``, ``allocate``, ``render``, ``report``, ``validate``,
 ``explain``, ``generate``, ``importing``, ``export``, ``simulate``, ``solve``, ``serve``, ``client``, ``db``); what
-they share is in ``common`` (errors, exit codes, guarded runs, the output writer, input loading, the
-plan output), the option choices built from the engine in ``choices``. Imports run one way: this
-module imports the command modules, they import ``common`` (and the layers below), nothing imports
-this module back. Exit codes: see ``common``.
+they share is in ``common`` (errors, guarded runs, the output writer, input loading, the plan output),
+the option choices built from the engine in ``choices``. Imports run one way: this module imports
+``commands`` and ``exits`` only (``planner --help`` imports no planner, no solver and no numpy), the
+command modules import ``common`` (and the layers below), nothing imports this module back. Exit
+codes: see ``exits``.
 """
 
 from __future__ import annotations
@@ -17,16 +18,14 @@ import sys
 import typer
 from typer._click.exceptions import ClickException
 
-from planner.cli import allocate, client, db, defrag, explain, export, generate, importing, preempt, render, report, serve, simulate, solve, submit, validate
-from planner.cli import apply as apply_commands
-from planner.cli import controlplane as controlplane_commands
-from planner.cli.common import EXIT_BAD_INPUT, stand_in_for_closed_stdout
-from planner.provenance import planner_version
+from planner.cli.commands import LazyGroup
+from planner.cli.exits import EXIT_BAD_INPUT, stand_in_for_closed_stdout
 
 # Help is click's plain text (rich_markup_mode=None here and on every command group): Typer's Rich tables shrink
 # the option-name column with the others, which cut 17 of defrag's flags to `--max-moves-per-…` at 80 columns
 # (and some still at 100); plain help never cuts a name and wraps the text under it (tests/cli/test_help_at_80_columns.py).
 app = typer.Typer(
+    cls=LazyGroup,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -38,6 +37,8 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
+        from planner.provenance import planner_version  # deferred: the snapshot models (only for --version)
+
         typer.echo(f"planner {planner_version() or 'unknown (not installed: no package metadata)'}")
         raise typer.Exit(0)
 
@@ -49,33 +50,14 @@ def _root(
     pass
 
 
-# the order of `planner --help`: the commands, then the command groups
-app.command()(report.report)
-app.command("validate")(validate.validate_command)
-app.command()(defrag.defrag)
-app.command()(serve.serve)
-app.command()(allocate.allocate)
-app.command()(preempt.preempt)
-app.command()(render.render)
-app.command()(explain.explain)
-app.command("apply")(apply_commands.apply_command)
-app.add_typer(submit.submit_app, name="submit")
-app.add_typer(generate.generate_app, name="generate")
-app.add_typer(client.jobs_app, name="jobs")
-app.add_typer(client.plans_app, name="plans")
-app.add_typer(db.db_app, name="db")
-app.add_typer(export.export_app, name="export")
-app.add_typer(importing.import_app, name="import")
-app.add_typer(solve.solve_app, name="solve")
-app.add_typer(simulate.simulate_app, name="simulate")
-app.add_typer(controlplane_commands.controlplane_app, name="controlplane")
-
-
 def main() -> None:
     """Console-script entry point. Output the command line framework writes itself (help, usage)
     to a full or closed standard output is exit 2 with a message, not a traceback. A usage error
     (an unknown option, a bad choice, a missing argument) is one ``error:`` line like every other
     problem the planner reports, with where to find the usage, and exit 2."""
+    # numpy's OpenBLAS starts a thread per core at import, 0.05 s of CPU for every command; the planner
+    # does no large linear algebra (issue 62). A value the user set is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if len(sys.argv) == 1:
         sys.argv.append("--help")  # no command: the help, as asked for (exit 0)
     stand_in_for_closed_stdout()

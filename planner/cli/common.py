@@ -10,7 +10,6 @@ traceback; set PLANNER_DEBUG=1 to see one for an internal error.
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import io
 import json
@@ -26,21 +25,14 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
 from planner.bounded_input import capped
+from planner.cli.exits import CLOSED_STDOUT, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_VIOLATIONS, ClosedStdout
 from planner.cli.inputs import read_snapshot
-from planner.cli.outdir import check_out_dir, open_out_file, write_wave_files
 from planner.cluster import SnapshotError
-from planner.engine import PlanOptionError
+from planner.engine.common import PlanOptionError
 from planner.plans import DefragPlan, dump_plan
-from planner.render.formats import refusals, render_text
-from planner.render.kubernetes import pod_migration_jobs, wide_table
-from planner.render.plan import render_summary
 from planner.runtime.ray_executor import ExecutorError
 from planner.snapshot import read_text
 from planner.textsafe import printable, safe_console_class
-
-EXIT_VIOLATIONS = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERNAL = 3
 
 F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M", bound=BaseModel)
@@ -124,43 +116,6 @@ def guarded(command: F) -> F:
 # ----------------------------------------------------------------------------------------------
 
 
-CLOSED_STDOUT = "it is closed (the command was started with >&-); redirect it to a file or /dev/null, or give --out FILE"
-
-
-class ClosedStdout(io.TextIOBase):
-    """Stands in for a standard output that was closed when the command started (``>&-``: Python then
-    has ``sys.stdout = None``, and every print was an AttributeError): writing to it is an OSError
-    with the reason, which ``emit`` and ``main`` turn into exit 2 with a message."""
-
-    def writable(self) -> bool:
-        return True
-
-    def isatty(self) -> bool:
-        return False
-
-    def write(self, text: str) -> int:
-        raise OSError(errno.EBADF, CLOSED_STDOUT)
-
-    def flush(self) -> None:
-        pass
-
-
-def stand_in_for_closed_stdout() -> None:
-    """When file descriptor 1 was closed at start: hold it with /dev/null (a file the command opens
-    later must not become descriptor 1, where a library or a child process could write into it) and
-    put a ``ClosedStdout`` in ``sys.stdout``."""
-    if sys.stdout is not None:
-        return
-    try:
-        os.fstat(1)
-    except OSError:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        if fd != 1:
-            os.dup2(fd, 1)
-            os.close(fd)
-    sys.stdout = ClosedStdout()
-
-
 def check_stdout(needed: bool) -> None:
     """Before the work: refuse (exit 2) when its result would go to a closed standard output, rather
     than plan or simulate for minutes and then fail to write it."""
@@ -188,6 +143,8 @@ def emit(text: str, out: str, flag: str = "--out") -> None:
             sys.stdout.write(text)
             sys.stdout.flush()
         else:
+            from planner.cli.outdir import open_out_file  # deferred: the renderers it names, only for --out
+
             with open_out_file(out, flag) as f:  # never through a symbolic link to a file (outdir.py)
                 f.write(text)
     except BrokenPipeError:
@@ -297,7 +254,13 @@ def emit_plan(plan: Any, cluster: Any, output: OutputFormat | None, out: str | N
     """Print ``plan`` as asked (``--out`` always gets the JSON plan). With no ``-o``: a table on a
     terminal (also when the plan went to ``--out``), JSON otherwise (pipes and files get the machine
     format, never truncated). ``out_dir``: the PodMigrationJobs one file per wave instead (``force``:
-    into a directory that is not empty)."""
+    into a directory that is not empty). The renderers are imported here, by the commands that print
+    a plan (``planner validate`` and ``--help`` do not pay for them)."""
+    from planner.cli.outdir import check_out_dir, write_wave_files  # deferred: the renderers (not for --help, validate)
+    from planner.render.formats import refusals, render_text  # deferred: the renderers (not for --help, validate)
+    from planner.render.kubernetes import pod_migration_jobs, wide_table  # deferred: the renderers (not for --help, validate)
+    from planner.render.plan import render_summary  # deferred: the renderers (not for --help, validate)
+
     if out is not None:
         emit(dump_plan(plan) + "\n", out)
     if output is None and out_dir is not None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from enum import Enum
 
 import typer
@@ -160,3 +161,23 @@ def generate_spot_command(
             node_list=node_list if node_list is not None else DEFAULT_NODE_LIST,
         )
     write_snapshot(cluster, out)
+
+
+@generate_app.command("kubernetes-dra")
+@guarded
+def generate_kubernetes_dra_command(
+    nodes: int = typer.Option(16, "--nodes", help="Nodes (1 to 20,000): DRA whole GPUs, DRA MIG slices, device-plugin GPUs and both, in turn."),
+    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same List."),
+    pending: int = typer.Option(4, "--pending", min=0, max=10_000, help="Pending pods on claim templates."),
+    twin: bool = typer.Option(False, "--twin", help="The same fleet with every DRA device a device-plugin resource (no DRA objects)."),
+    out: str = typer.Option("-", "--out", help="Output file (- for stdout)."),
+) -> None:
+    """A kubectl List (not a snapshot) of a mixed DRA / device-plugin fleet with DeviceClasses, ResourceSlices,
+    ResourceClaimTemplates and allocated ResourceClaims; read it with planner import kubernetes."""
+    from planner.instances.kubernetes_dra import dra_fleet  # deferred: the instance generator (see generate asi)
+
+    try:
+        doc = dra_fleet(nodes=nodes, seed=seed, pending=pending, twin=twin)
+    except ValueError as err:
+        raise SnapshotError([str(err)]) from None
+    emit(json.dumps(doc, indent=1) + "\n", out)

@@ -12,7 +12,7 @@ import typer
 from planner.cli.common import count_or_share, fail, guarded, names, options_of_flags, report_violations
 from planner.cli.inputs import read_plan, read_snapshot
 from planner.cluster import Cluster
-from planner.engine.defrag import DefragOptions
+from planner.engine.defrag.options import DefragOptions
 from planner.plans import AllocationPlan, DefragPlan, PreemptPlan
 from planner.validate import validate_plan
 from planner.validate.preempt import surplus_units

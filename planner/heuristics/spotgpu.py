@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.heuristics import gang
+from planner.heuristics.cover_bounds import cover_lower_bounds
 from planner.heuristics.victims import Cover, cheapest_cover, node_units, prefix_cover
 from planner.preempt_state import Ask, Fit, PreemptState
 
@@ -160,7 +161,7 @@ class SpotGpu:
         nodes = np.flatnonzero(gang.preemptable_nodes(ps, ask, p, allowed))
         if not len(nodes):
             return None
-        low = gang.cover_lower_bounds(ps, ask, p, nodes)
+        low = cover_lower_bounds(ps, ask, p, nodes)
         ranked = placement_order(ps, ask, p, nodes)
         position = np.empty(len(ps.cs.node_names), dtype=np.int64)
         position[ranked] = np.arange(len(ranked))
@@ -172,9 +173,7 @@ class SpotGpu:
             if best is not None and (low[k], 1) > best[0][:2]:
                 break  # no cover here can beat the best: every one costs at least its cheapest unit
             units = node_units(ps, n, ask.victims, ask.unit_cost)
-
-            def fitter(leaving: tuple[int, ...], n: int = n) -> Fit | None:
-                return ps.fit(p, n, leaving, self.mode_of(ask), devices=False)
+            fitter = ps.fitter(p, n, self.mode_of(ask), devices=False)
 
             if self.paper:
                 gpus_here = {u: float(ps.cs.pod_gpus[list(units.pods_here[u])].sum()) for u in units.units}
@@ -206,10 +205,7 @@ class SpotGpu:
         return None
 
     def _cover_on(self, ps: PreemptState, ask: Ask, p: int, n: int) -> Cover | None:
-        def fitter(leaving: tuple[int, ...]) -> Fit | None:
-            return ps.fit(p, n, leaving, self.mode_of(ask), devices=False)
-
-        return cheapest_cover(fitter, node_units(ps, n, ask.victims, ask.unit_cost))
+        return cheapest_cover(ps.fitter(p, n, self.mode_of(ask), devices=False), node_units(ps, n, ask.victims, ask.unit_cost))
 
     def _cheapest_of_alike(self, ps: PreemptState, ask: Ask, p: int, alike: np.ndarray, n: int, cover: Cover) -> tuple[int, Cover]:
         """Among the clear nodes ``alike`` (n, whose cover is given, first), the one whose cover costs
@@ -219,7 +215,7 @@ class SpotGpu:
             return n, cover
         best = ((cover.cost, len(cover.units), int(gang.name_rank(ps)[n])), n, cover)
         others = alike[alike != n]
-        low = gang.cover_lower_bounds(ps, ask, p, others)
+        low = cover_lower_bounds(ps, ask, p, others)
         free = ps.cs.feasible_nodes(p)[others]
         low = np.where(free, 0.0, low)  # where the pod fits as things are, no eviction is needed
         names = gang.name_rank(ps)[others]

@@ -84,30 +84,35 @@ def cheapest_cover(fitter: Fitter, units: NodeUnits, limit: int = COVER_SEARCH_L
         return None
     best = _greedy_then_reprieve(fitter, units)
     order = units.units
-    cost = units.cost
+    cost = [units.cost[u] for u in order]
+    pods = [units.pods_here[u] for u in order]
+    suffix: list[tuple[int, ...]] = [()] * (len(order) + 1)  # suffix[i]: the pods of order[i:], in order
+    for i in range(len(order) - 1, -1, -1):
+        suffix[i] = pods[i] + suffix[i + 1]
     budget = [limit]
     best_box = [best]
+    best_key = [best.key]
 
-    def search(i: int, chosen: list[int], spent: float) -> None:
+    # ``leaving`` is the pods of ``chosen`` in order, carried along: units.leaving(chosen) without rebuilding it
+    def search(i: int, chosen: list[int], leaving: tuple[int, ...], spent: float) -> None:
         budget[0] -= 1
         if budget[0] < 0 or i == len(order):
             return
-        if (spent + cost[order[i]], len(chosen) + 1) >= best_box[0].key:
+        if (spent + cost[i], len(chosen) + 1) >= best_key[0]:
             return  # any completion adds a unit costing at least order[i]'s
-        if fitter(units.leaving(chosen + list(order[i:]))) is None:
+        if fitter(leaving + suffix[i]) is None:
             return  # even every remaining unit would not do
-        u = order[i]
-        with_u = [*chosen, u]
-        fit = fitter(units.leaving(with_u))
+        with_u, with_leaving = [*chosen, order[i]], leaving + pods[i]
+        fit = fitter(with_leaving)
         if fit is not None:
-            candidate = Cover(tuple(with_u), spent + cost[u], units.leaving(with_u), fit)
-            if candidate.key < best_box[0].key:
-                best_box[0] = candidate
+            candidate = Cover(tuple(with_u), spent + cost[i], with_leaving, fit)
+            if candidate.key < best_key[0]:
+                best_box[0], best_key[0] = candidate, candidate.key
         else:
-            search(i + 1, with_u, spent + cost[u])
-        search(i + 1, chosen, spent)
+            search(i + 1, with_u, with_leaving, spent + cost[i])
+        search(i + 1, chosen, leaving, spent)
 
-    search(0, [], 0.0)
+    search(0, [], (), 0.0)
     best = best_box[0]
     if budget[0] < 0:
         return Cover(best.units, best.cost, best.leaving, best.fit, proven=False)

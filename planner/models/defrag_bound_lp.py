@@ -438,12 +438,12 @@ def _solve(lp: _Lp, time_limit_s: float) -> tuple[list[float] | None, str]:
     h.addVars(n, np.zeros(n), np.array(lp.upper, dtype=np.float64))
     h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(lp.cost, dtype=np.float64))
     h.changeObjectiveSense(highspy.ObjSense.kMinimize)
-    starts = np.cumsum([0] + [len(t) for t in lp.rows])[:-1].astype(np.int32)
-    index = np.array([v for t in lp.rows for v, _ in t], dtype=np.int32)
-    value = np.array([a for t in lp.rows for _, a in t], dtype=np.float64)
+    starts = np.frombuffer(lp.starts, dtype=np.int64)[:-1].astype(np.int32)
+    index = np.frombuffer(lp.cols, dtype=np.int32)
+    value = np.frombuffer(lp.coefs, dtype=np.float64)
     lower = np.array([-inf if lo is None else lo for lo in lp.lo], dtype=np.float64)
     upper = np.array([inf if hi is None else hi for hi in lp.hi], dtype=np.float64)
-    h.addRows(len(lp.rows), lower, upper, len(index), starts, index, value)
+    h.addRows(len(lp.lo), lower, upper, len(index), starts, index, value)
     _interrupt_after(h, highspy, time_limit_s)
     try:
         with _quiet_stdout():

@@ -28,6 +28,7 @@ import shlex
 from typing import Any
 from urllib.parse import quote
 
+from planner import rules
 from planner.cluster import Cluster, Pod
 from planner.kubernetes_names import name_problem
 from planner.plans import DefragPlan
@@ -80,10 +81,12 @@ def kubernetes_name(pod: Pod) -> str:
 def _requests(pod: Pod, gpu_resource: str) -> dict[str, str]:
     """What the reservation asks for: the pod's CPUs and memory, and its resources by name where the
     snapshot has them (a MIG slice, a time-sliced replica or an RDMA device is reserved as what it
-    is); else its whole GPUs as ``gpu_resource`` (shares are device-level: none)."""
+    is); else its whole GPUs as ``gpu_resource`` (shares are device-level: none). DRA devices are not
+    reserved: their ``dra.planner.io/`` charges are the planner's own names, never Kubernetes resources
+    (the replacement pod gets a fresh claim from its template, which the DynamicResources plugin allocates)."""
     requests = {"cpu": _quantity(pod.cpus), "memory": _memory(pod.memory_gib)}
     if pod.requests:
-        requests.update({name: str(amount) for name, amount in sorted(pod.requests.items())})
+        requests.update({name: str(amount) for name, amount in sorted(pod.requests.items()) if not name.startswith(rules.DRA_PREFIX)})
     elif pod.gpus >= 1 and float(pod.gpus).is_integer():
         requests[gpu_resource] = str(int(pod.gpus))
     return requests

@@ -25,7 +25,7 @@ Heuristics, exact models and the plan validator all call these functions (or the
 
 The rules are written in the modules of this package, one idea each: ``base`` (names, tolerance),
 ``shares`` (GPU share packing), ``static`` (per-pod rules), ``node`` (the pods on a node, job
-topology, devices), ``preemption`` (priority, lost work) and ``numa``; callers use ``rules.X``.
+topology, devices), ``dra`` (DRA claims on a node's devices), ``preemption`` (priority, lost work) and ``numa``; callers use ``rules.X``.
 """
 
 from planner.rules.base import (
@@ -41,6 +41,7 @@ from planner.rules.base import (
     UNSCHEDULABLE,
     RuleBreak,
 )
+from planner.rules.dra import DRA_DEVICES, DRA_PREFIX, allocation, device_id, dra_breaks
 from planner.rules.node import (
     DEVICES,
     anti_affinity_conflicts,
@@ -113,6 +114,8 @@ __all__ = [
     "ANTI_AFFINITY",
     "BINDING_EFFECTS",
     "DEVICES",
+    "DRA_DEVICES",
+    "DRA_PREFIX",
     "EPS",
     "GPU_MODEL",
     "HP_PRIORITY",
@@ -135,13 +138,16 @@ __all__ = [
     "_first_fit_decreasing",
     "_lower_bound",
     "alignment_tier",
+    "allocation",
     "anti_affinity_conflicts",
     "assign_shares",
     "attributed_cpus",
     "conflict_groups",
     "device_breaks",
     "device_domains",
+    "device_id",
     "domain_socket",
+    "dra_breaks",
     "gang_need",
     "gpu_devices_needed",
     "gpu_model_allowed",
