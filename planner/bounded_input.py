@@ -4,7 +4,8 @@ cap on how many problems are listed, short quotes of hostile values, field paths
 
 Why a cap: a document with 20,000 unknown fields gave 20,000 messages (3 MB on the terminal, a 23.7 MB
 HTTP 422 for 200,000). A problem list shows its first ``MAX_LISTED`` problems, then one line
-``... and N more like it`` (or ``... and N more problems`` when the rest are of other kinds). Why short
+``... and N more like it`` (or ``... and N more problems`` when the rest are of other kinds; ``... and at
+least N more ...`` when checking stopped early, ``bounded_models``). Why short
 quotes: an error that serialised the offending value whole took 3 GB for an alias bomb; a value is
 quoted by at most ``QUOTE_CHARS`` characters, built without writing the rest out.
 """
@@ -39,7 +40,7 @@ class DocumentError(ValueError):
         return (type(self), (self.problems,))
 
 
-_MORE = re.compile(r"\.\.\. and ([0-9,]+) more (like it|problems)$")
+_MORE = re.compile(r"\.\.\. and (at least )?([0-9,]+) more (like it|problems)$")
 _VARIABLE = re.compile(r"'[^']*'|\"[^\"]*\"|\[[0-9]+\]|[0-9]+")
 
 
@@ -49,9 +50,9 @@ def problem_kind(problem: str) -> str:
     return _VARIABLE.sub("", problem[:MAX_PROBLEM_CHARS])
 
 
-def more_line(count: int, alike: bool) -> str:
-    """The line that stands for ``count`` problems not listed."""
-    return f"... and {count:,} more like it" if alike else f"... and {count:,} more problems"
+def more_line(count: int, alike: bool, at_least: bool = False) -> str:
+    """The line that stands for ``count`` problems not listed (``at_least``: and maybe more, not looked for)."""
+    return f"... and {'at least ' if at_least else ''}{count:,} more {'like it' if alike else 'problems'}"
 
 
 def prefixed(where: str, problems: list[str]) -> list[str]:
@@ -62,16 +63,17 @@ def prefixed(where: str, problems: list[str]) -> list[str]:
 def capped(problems: list[str], shown: int = MAX_LISTED) -> list[str]:
     """The first ``shown`` problems (each cut to ``MAX_PROBLEM_CHARS``) and one line counting the rest:
     ``... and N more like it`` when every problem left out is of the kind of the last one listed. A
-    count line among those left out (a capped list capped again) counts for its N."""
+    count line among those left out (a capped list capped again) counts for its N (and its "at least")."""
     if len(problems) <= shown + 1:
         return [cut(problem) for problem in problems]
     kind = problem_kind(problems[shown - 1])
-    count, alike = 0, True
+    count, alike, at_least = 0, True, False
     for problem in problems[shown:]:
         more = _MORE.search(problem)
-        count += int(more.group(1).replace(",", "")) if more else 1
-        alike = alike and (more.group(2) == "like it" if more else problem_kind(problem) == kind)
-    return [*(cut(problem) for problem in problems[:shown]), more_line(count, alike)]
+        count += int(more.group(2).replace(",", "")) if more else 1
+        alike = alike and (more.group(3) == "like it" if more else problem_kind(problem) == kind)
+        at_least = at_least or bool(more and more.group(1))
+    return [*(cut(problem) for problem in problems[:shown]), more_line(count, alike, at_least)]
 
 
 def cut(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:

@@ -11,7 +11,7 @@ import difflib
 import json
 import math
 from collections.abc import Callable
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from planner.bounded_input import MAX_LISTED, DocumentError, more_line, short_path, short_text, short_value
+from planner.bounded_models import FAIL_FAST, Collected, collect_errors, model_at
 from planner.cluster_dra import MAX_DEVICES, DraClaim, DraDevice
 from planner.kubernetes_names import resource_name_problem
 
@@ -46,6 +47,7 @@ def _whole_float_to_int(value: Any) -> Any:
 
 WholeNumber = Annotated[int, BeforeValidator(_whole_float_to_int)]
 
+M = TypeVar("M", bound=BaseModel)
 _STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 MAX_GPUS = 1024
 """GPUs of one node or one pod at most: larger numbers are typos (or attacks), not machines."""
@@ -64,7 +66,7 @@ class NumaDomain(BaseModel):
 
     model_config = _STRICT
     name: str
-    gpu_indexes: list[WholeNumber] = Field(default_factory=list)
+    gpu_indexes: Annotated[list[WholeNumber], FAIL_FAST] = Field(default_factory=list)
     cpus: float = Field(default=0.0, ge=0, le=MAX_CPUS)
     socket: WholeNumber | None = Field(default=None, ge=0, le=MAX_GPUS)
 
@@ -120,7 +122,7 @@ class NodeSelectorRequirement(BaseModel):
     model_config = _STRICT
     key: str = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: list[str] = Field(default_factory=list)
+    values: Annotated[list[str], FAIL_FAST] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _values_fit(self) -> NodeSelectorRequirement:
@@ -131,7 +133,7 @@ class NodeSelectorRequirement(BaseModel):
         return self
 
 
-NodeAffinityTerm = Annotated[list[NodeSelectorRequirement], Field(min_length=1)]
+NodeAffinityTerm = Annotated[list[NodeSelectorRequirement], Field(min_length=1), FAIL_FAST]
 """The expressions of one term, ANDed."""
 
 MAX_RESOURCE = 2**62
@@ -145,7 +147,9 @@ def _resource_name(name: str) -> str:
     return name
 
 
-ResourceAmounts = dict[Annotated[str, Field(min_length=1, max_length=317), AfterValidator(_resource_name)], Annotated[int, Field(ge=0, le=MAX_RESOURCE)]]
+ResourceAmounts = Annotated[
+    dict[Annotated[str, Field(min_length=1, max_length=317), AfterValidator(_resource_name)], Annotated[int, Field(ge=0, le=MAX_RESOURCE)]], FAIL_FAST
+]
 """Quantities by Kubernetes resource name (``nvidia.com/gpu``, ``nvidia.com/mig-1g.10gb``,
 ``nvidia.com/gpu.shared``, ``rdma/hca``, ``ephemeral-storage``, ``pods``, ...), each a whole number in
 the resource's base unit as kube-scheduler compares it (bytes for ``ephemeral-storage`` and
@@ -177,17 +181,17 @@ class Node(BaseModel):
     memory_gib: float = Field(ge=0, le=MAX_MEMORY_GIB)
     asw: str | None = None
     spine: str | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: Annotated[dict[str, str], FAIL_FAST] = Field(default_factory=dict)
     schedulable: bool = True
     eviction_count: WholeNumber = Field(default=0, ge=0, le=MAX_COUNT)
-    numa: list[NumaDomain] | None = None
+    numa: Annotated[list[NumaDomain], FAIL_FAST] | None = None
     power: PowerProfile | None = None
-    taints: list[Taint] = Field(default_factory=list)
+    taints: Annotated[list[Taint], FAIL_FAST] = Field(default_factory=list)
     resources: ResourceAmounts | None = None
     """Allocatable of every resource besides CPU and memory by name (``pods`` included); a pod may
     arrive only where each resource it ``requests`` is offered and left. None: not known (snapshots
     that predate the field), and then only ``gpus``, ``cpus`` and ``memory_gib`` are checked."""
-    devices: Annotated[list[DraDevice], Field(max_length=MAX_DEVICES)] | None = None
+    devices: Annotated[list[DraDevice], Field(max_length=MAX_DEVICES), FAIL_FAST] | None = None
     """DRA devices its ResourceSlices publish (``cluster_dra``); None: none, or not a DRA node."""
 
 
@@ -201,34 +205,34 @@ class Pod(BaseModel):
     gpus: float = Field(ge=0, le=MAX_GPUS)
     cpus: float = Field(ge=0, le=MAX_CPUS)
     memory_gib: float = Field(default=0.0, ge=0, le=MAX_MEMORY_GIB)
-    gpu_models: list[str] = Field(default_factory=list)
+    gpu_models: Annotated[list[str], FAIL_FAST] = Field(default_factory=list)
     priority: Literal["HP", "LP"] = "HP"
     locked: bool = False
-    node_selector: dict[str, str] = Field(default_factory=dict)
-    anti_affinity: list[str] = Field(default_factory=list)
+    node_selector: Annotated[dict[str, str], FAIL_FAST] = Field(default_factory=dict)
+    anti_affinity: Annotated[list[str], FAIL_FAST] = Field(default_factory=list)
     checkpoint_s: float | None = Field(default=None, ge=0, le=MAX_TIME_S)
     started_s: float | None = Field(default=None, ge=0, le=MAX_TIME_S)
     checkpoint_interval_s: float | None = Field(default=None, gt=0, le=MAX_TIME_S)
     standby: bool = False
     priority_value: WholeNumber | None = Field(default=None, ge=MIN_PRIORITY, le=MAX_PRIORITY)
     """Kubernetes integer priority; when absent, HP pods have 1000 and LP pods 0."""
-    gpu_indexes: list[WholeNumber] | None = None
+    gpu_indexes: Annotated[list[WholeNumber], FAIL_FAST] | None = None
     """The devices of its node a placed pod holds (one for a share); needed for NUMA alignment."""
     namespace: str | None = None
     """The Kubernetes namespace (None: not a Kubernetes pod, or the default namespace)."""
-    tolerations: list[Toleration] = Field(default_factory=list)
-    node_affinity: Annotated[list[NodeAffinityTerm], Field(min_length=1)] | None = None
+    tolerations: Annotated[list[Toleration], FAIL_FAST] = Field(default_factory=list)
+    node_affinity: Annotated[list[NodeAffinityTerm], Field(min_length=1), FAIL_FAST] | None = None
     """Required node affinity: the pod may arrive on a node matching any one term (terms ORed, a
     term's expressions ANDed); None means no requirement."""
     requests: ResourceAmounts = Field(default_factory=dict)
     """What the pod requests of each resource besides CPU and memory, by name, in the units
     Kubernetes charges (a time-sliced GPU replica is one slot of ``nvidia.com/gpu``, whatever ``gpus``
     says of its share of a device); checked against the ``resources`` of nodes that list them."""
-    host_ports: list[HostPort] = Field(default_factory=list)
+    host_ports: Annotated[list[HostPort], FAIL_FAST] = Field(default_factory=list)
     uid: str | None = Field(default=None, min_length=1, max_length=128)
     """Kubernetes ``metadata.uid`` (the importer keeps it): a defrag plan records it with each move, and
     the kubectl script checks before each wave that the pod still has it (a replaced pod has another)."""
-    device_claims: Annotated[list[DraClaim], Field(max_length=32)] | None = None
+    device_claims: Annotated[list[DraClaim], Field(max_length=32), FAIL_FAST] | None = None
     """The DRA ResourceClaims the pod uses (``cluster_dra``; Kubernetes allows 32); None: none."""
 
     @field_serializer("gpus")
@@ -278,9 +282,9 @@ class Cluster(BaseModel):
     model_config = _STRICT
     version: Literal[1] = SNAPSHOT_VERSION
     time_s: float = Field(default=0.0, ge=0, le=MAX_TIME_S)
-    nodes: list[Node]
-    pods: list[Pod] = Field(default_factory=list)
-    jobs: list[Job] = Field(default_factory=list)
+    nodes: Annotated[list[Node], FAIL_FAST]
+    pods: Annotated[list[Pod], FAIL_FAST] = Field(default_factory=list)
+    jobs: Annotated[list[Job], FAIL_FAST] = Field(default_factory=list)
 
     def node_index(self) -> dict[str, int]:
         return {node.name: i for i, node in enumerate(self.nodes)}
@@ -349,33 +353,52 @@ def field_path(loc: tuple[Any, ...]) -> str:
 
 def _known_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """The field names of the model that sits at ``loc`` (for 'did you mean' hints)."""
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(str(part))
-        if field is None:
-            return []
-        inner = field.annotation
-        for candidate in getattr(inner, "__args__", ()) or (inner,):
-            for arg in getattr(candidate, "__args__", ()) or (candidate,):
-                if isinstance(arg, type) and issubclass(arg, BaseModel):
-                    model = arg
-                    break
-    return list(model.model_fields)
+    found = model_at(model, loc[:-1])
+    return list(found.model_fields) if found is not None else []
 
 
-def pydantic_problems(error: ValidationError, model: type[BaseModel], what: str, rename: Callable[[Any, str], str] | None = None) -> list[str]:
+def pydantic_problems(
+    error: ValidationError, model: type[BaseModel], what: str, rename: Callable[[Any, str], str] | None = None, text: str | bytes | None = None
+) -> list[str]:
     """Turn a pydantic error into one readable field-path message per problem: the first
     ``MAX_LISTED`` (``rename(error, message)`` when given), then a line counting the rest, so that
-    200,000 unknown fields cost one count, not 200,000 messages."""
+    200,000 unknown fields cost one count, not 200,000 messages. With the document's ``text``, the
+    lists ``error`` stopped at their first bad item (``bounded_models.FAIL_FAST``) are gone on with,
+    up to ``bounded_models.MAX_COLLECTED`` errors."""
+    if text is not None and error.error_count() <= _MANY_ERRORS:
+        return collected_problems(collect_errors(error, model, text), model, what, rename)
     listed, alike = _first_errors(error)
+    return _listed(listed, error.error_count() - MAX_LISTED, alike, False, model, what, rename)
+
+
+def collected_problems(collected: Collected, model: type[BaseModel], what: str, rename: Callable[[Any, str], str] | None = None) -> list[str]:
+    """``pydantic_problems`` of errors collected by ``bounded_models``: the first ``MAX_LISTED`` and a line
+    counting the rest ("at least" when some items were left unchecked)."""
+    errors = collected.errors
+    listed = errors[:MAX_LISTED]
+    alike = bool(listed) and all(_same_kind(err, listed[-1]) for err in errors[MAX_LISTED:])
+    return _listed(listed, len(errors) - MAX_LISTED, alike, not collected.complete, model, what, rename)
+
+
+def _listed(
+    listed: list[Any], more: int, alike: bool, at_least: bool, model: type[BaseModel], what: str, rename: Callable[[Any, str], str] | None
+) -> list[str]:
     problems = []
     for err in listed:
         problem = _problem(err, model, what)
         problems.append(rename(err, problem) if rename is not None else problem)
-    if error.error_count() > MAX_LISTED:
-        problems.append(more_line(error.error_count() - MAX_LISTED, alike))
+    if more > 0 or at_least:
+        problems.append(more_line(max(more, 0), alike, at_least))
     return problems
+
+
+def validated_json(model: type[M], text: str | bytes, what: str) -> M:
+    """``model`` from JSON ``text``, or ``SnapshotError`` naming each problem (``pydantic_problems``, its
+    error count bounded: see ``bounded_models``)."""
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as err:
+        raise SnapshotError(pydantic_problems(err, model, what, text=text)) from None
 
 
 _MANY_ERRORS = 1_000
@@ -389,7 +412,7 @@ def _first_errors(error: ValidationError) -> tuple[list[Any], bool]:
     if error.error_count() <= _MANY_ERRORS:
         errors = error.errors(include_url=False)
         last = errors[min(MAX_LISTED, len(errors)) - 1]
-        return errors[:MAX_LISTED], all(err["type"] == last["type"] and _parent(err["loc"]) == _parent(last["loc"]) for err in errors[MAX_LISTED:])
+        return errors[:MAX_LISTED], all(_same_kind(err, last) for err in errors[MAX_LISTED:])
     text = error.json(include_url=False, include_input=False, include_context=False)
     decoder = json.JSONDecoder()
     listed: list[Any] = []
@@ -400,6 +423,11 @@ def _first_errors(error: ValidationError) -> tuple[list[Any], bool]:
         at += 1
     kind = f'{{"type":{json.dumps(listed[-1]["type"])},'
     return listed, text.count(kind, at) == error.error_count() - MAX_LISTED
+
+
+def _same_kind(err: Any, other: Any) -> bool:
+    """Two errors of one kind: the same type at the same place, list indexes aside."""
+    return bool(err["type"] == other["type"] and _parent(err["loc"]) == _parent(other["loc"]))
 
 
 def _parent(loc: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Final, Literal, final
+from typing import Annotated, Any, Final, Literal, final
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
-from planner.cluster import SnapshotError, duplicate_key_problems, pydantic_problems
+from planner.bounded_models import FAIL_FAST
+from planner.cluster import SnapshotError, duplicate_key_problems, validated_json
 
 PLAN_VERSION: Final = 1
 Status = Literal["optimal", "feasible", "timeout", "infeasible", "heuristic"]
@@ -95,10 +96,10 @@ class DefragPlan(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
     version: Literal[1] = PLAN_VERSION
     kind: Literal["defrag"] = "defrag"
-    waves: list[list[Move]]
-    vacated_nodes: list[str]
-    placements: list[Placement] = Field(default_factory=list)
-    unplaced: list[Unplaced] = Field(default_factory=list)
+    waves: Annotated[list[Annotated[list[Move], FAIL_FAST]], FAIL_FAST]
+    vacated_nodes: Annotated[list[str], FAIL_FAST]
+    placements: Annotated[list[Placement], FAIL_FAST] = Field(default_factory=list)
+    unplaced: Annotated[list[Unplaced], FAIL_FAST] = Field(default_factory=list)
     metrics: PlanMetrics | None = None
     report: SolveReport | None = None
 
@@ -215,8 +216,8 @@ class PreemptPlan(BaseModel):
     kind: Literal["preempt"] = "preempt"
     job: str
     now_s: float
-    placements: list[Placement]
-    victims: list[Victim]
+    placements: Annotated[list[Placement], FAIL_FAST]
+    victims: Annotated[list[Victim], FAIL_FAST]
     reactivate: str | None = None
     """Set for the reactivation of a standby pod: that pod wakes on its own node once the victims
     are gone (``job`` names its job, or the pod itself when it has none)."""
@@ -242,8 +243,8 @@ class AllocationPlan(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
     version: Literal[1] = PLAN_VERSION
     kind: Literal["allocate"] = "allocate"
-    placements: list[Placement]
-    unplaced: list[Unplaced] = Field(default_factory=list)
+    placements: Annotated[list[Placement], FAIL_FAST]
+    unplaced: Annotated[list[Unplaced], FAIL_FAST] = Field(default_factory=list)
     metrics: dict[str, Any] = Field(default_factory=dict)
     report: SolveReport | None = None
 
@@ -280,10 +281,7 @@ def parse_plan(text: str | bytes, source: str = "plan") -> AnyPlan:
     model = _KINDS.get(kind) if isinstance(kind, str) else None
     if model is None:
         raise SnapshotError([f"kind: unknown plan kind {kind!r}; this planner validates {', '.join(sorted(_KINDS))} plans"])
-    try:
-        return model.model_validate_json(text)
-    except ValidationError as err:
-        raise SnapshotError(pydantic_problems(err, model, source)) from None
+    return validated_json(model, text, source)
 
 
 PlanDocument = DefragPlan | DefragComparison | PreemptPlan | PreemptComparison | AllocationPlan | AllocationComparison

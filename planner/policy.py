@@ -16,13 +16,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.bounded_input import MAX_LISTED, DocumentError, check_depth, more_line, prefixed, short_text, short_value
+from planner.bounded_models import FAIL_FAST, long_list_errors
 from planner.bounded_yaml import SMALL_LIMITS, parse_yaml
-from planner.cluster import field_path, pydantic_problems, unknown_field
+from planner.cluster import collected_problems, field_path, pydantic_problems, unknown_field
 from planner.kinds import KINDS
 
 API_VERSION = "planner.io/v1"
@@ -112,8 +113,8 @@ class PolicyError(DocumentError):
 class PolicyMetadata(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     name: str | None = Field(None, max_length=253)
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
+    labels: Annotated[dict[str, str], FAIL_FAST] | None = None
+    annotations: Annotated[dict[str, str], FAIL_FAST] | None = None
 
 
 class PolicyDocument(BaseModel):
@@ -265,17 +266,23 @@ def resolve(model: type[BaseModel], layers: list[Layer]) -> tuple[Any, dict[str,
         listed = [unknown_field(chosen[field][1].name(field), field, known) for field in unknown[:MAX_LISTED]]
         raise PolicyError(listed + ([more_line(len(unknown) - MAX_LISTED, True)] if len(unknown) > MAX_LISTED else []))
     while True:
-        try:
-            options = model(**{field: value for field, (value, _) in chosen.items()})
-        except ValidationError as err:
-            errors = err.errors()
-            given_way = [e["loc"][0] for e in errors if e["loc"] and e["loc"][0] in chosen and chosen[e["loc"][0]][1].lenient]
-            if given_way:
-                for field in given_way:
-                    del chosen[field]
-                continue
-            raise PolicyError(pydantic_problems(err, model, "options", rename=lambda e, problem: _named(e, problem, chosen))) from None
-        return options, {field: (chosen[field][1].source if field in chosen else "default") for field in model.model_fields}
+        values = {field: value for field, (value, _) in chosen.items()}
+        found = long_list_errors(model, values)  # a list of a million bad items: a thousand errors, not a million
+        if found is None:
+            try:
+                return model(**values), {field: (chosen[field][1].source if field in chosen else "default") for field in model.model_fields}
+            except ValidationError as err:
+                error = err
+        errors = found.errors if found is not None else error.errors()
+        given_way = [e["loc"][0] for e in errors if e["loc"] and e["loc"][0] in chosen and chosen[e["loc"][0]][1].lenient]
+        if given_way:
+            for field in set(given_way):
+                del chosen[field]
+            continue
+        named = lambda e, problem: _named(e, problem, chosen)
+        raise PolicyError(
+            collected_problems(found, model, "options", rename=named) if found is not None else pydantic_problems(error, model, "options", rename=named)
+        )
 
 
 def _named(error: Any, problem: str, chosen: dict[str, tuple[Any, Layer]]) -> str:

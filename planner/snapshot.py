@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from planner import rules
 from planner.cluster import (
@@ -23,7 +23,7 @@ from planner.cluster import (
     Cluster,
     SnapshotError,
     duplicate_key_problems,
-    pydantic_problems,
+    validated_json,
 )
 from planner.runtime.gc_pause import collector_paused
 from planner.snapshot_checks import reference_problems
@@ -96,10 +96,7 @@ def parse_checked(text: str | bytes, model: type[M], source: str, problems_of: C
         duplicates = duplicate_key_problems(text, source)
         if duplicates:
             raise SnapshotError(duplicates)
-        try:
-            value = model.model_validate_json(text)
-        except ValidationError as err:
-            raise SnapshotError(pydantic_problems(err, model, source)) from None
+        value = validated_json(model, text, source)
         problems = problems_of(value)
     if problems:
         raise SnapshotError(problems)

@@ -115,6 +115,11 @@ class BodyReader:
         finally:
             held.release()
 
+    async def run(self, rule: RouteRule, work: Callable[..., T], data: bytes, *args: Any) -> T:
+        """``work(data, *args)`` in a checker process, within ``rule`` from now: the answers of GET routes that
+        parse a stored snapshot (``stored_views.py``); raises ``Refused`` as ``parse`` does."""
+        return await self._checked(data, rule, rule.deadline(), work, *args)
+
     def ready(self) -> bool:
         """Whether a checker process has started (the service is not ready to check bodies before)."""
         return self._checkers.ready() > 0

@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from planner.bounded_input import capped
-from planner.cluster import duplicate_key_problems, pydantic_problems
+from planner.bounded_input import DocumentError, capped
+from planner.bounded_json import NotJson, parse_json
+from planner.cluster import SnapshotError, validated_json
 from planner.suggest import quoted
 
 M = TypeVar("M", bound=BaseModel)
@@ -39,14 +40,20 @@ class Refused(Exception):
 
 
 def parse_model(model: type[M], body: bytes) -> M:
-    """``model`` from a JSON body, or ``Refused`` (422) with field-path messages."""
-    problems = duplicate_key_problems(body, "body")
-    if problems:
-        raise Refused(422, "invalid request", problems)
+    """``model`` from a JSON body, or ``Refused`` (422) with field-path messages. The body is read by the
+    bounded JSON reader first (``bounded_json.parse_json``: a key given twice, nesting deeper than
+    ``MAX_DEPTH`` anywhere, options and policies included, and overlong integers are refused with where
+    they are); what is not JSON at all is left to the schema check, which says where."""
     try:
-        return model.model_validate_json(body)
-    except ValidationError as err:
-        raise Refused(422, "invalid request", pydantic_problems(err, model, "body")) from None
+        parse_json(body.decode("utf-8"), "body")
+    except (NotJson, UnicodeDecodeError):
+        pass
+    except DocumentError as err:
+        raise Refused(422, "invalid request", err.problems) from None
+    try:
+        return validated_json(model, body, "body")
+    except SnapshotError as err:
+        raise Refused(422, "invalid request", err.problems) from None
 
 
 def require_id(value: str, name: str) -> None:

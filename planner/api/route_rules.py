@@ -59,6 +59,11 @@ APPLY = RouteRule(body_bytes=64 * 1024, time_s=60.0, at_once=1)
 """``POST /v1/plans/{plan_id}/apply``: a few options; the cluster probed (and a dry run answered) in the request,
 a run started in the background."""
 
+RENDER = CHECK
+"""The GET routes that parse a stored snapshot (``GET /v1/plans/{id}/view``, ``/v1/jobs/{id}/view``,
+``/v1/plans/{id}?format=`` kubectl, podmigrationjob, table or wide): the page or text is built in a checker
+process as a validation is, and shares the validations' one checker at a time (the same rule)."""
+
 ROUTE_RULES: dict[str, RouteRule] = {
     "/v1/defrag": SUBMIT,
     "/v1/preempt": SUBMIT,

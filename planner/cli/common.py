@@ -76,7 +76,8 @@ def wrote(out: str, what: str) -> None:
 
 
 def fail(problems: list[str], code: int = EXIT_BAD_INPUT) -> NoReturn:
-    for problem in problems:
+    """Print ``problems`` (capped: at most ``MAX_LISTED``, each cut to ``MAX_PROBLEM_CHARS``) and exit ``code``."""
+    for problem in capped(problems):
         err_console.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from planner.bounded_models import FAIL_FAST
 from planner.cluster import (
     _STRICT,
 )
@@ -46,7 +47,7 @@ class ScheduleJob(BaseModel):
     gpus_per_worker: int = Field(default=1, ge=1, le=1024)
     checkpoint_interval_slots: int | None = Field(default=None, ge=1, le=MAX_SLOTS)
     max_runs: int | None = Field(default=None, ge=1, le=64)
-    gpu_models: list[str] = Field(default_factory=list)
+    gpu_models: Annotated[list[str], FAIL_FAST] = Field(default_factory=list)
 
     @property
     def runs_allowed(self) -> int:
@@ -64,8 +65,8 @@ class SpotInstance(BaseModel):
     model_config = _STRICT
     horizon_slots: int = Field(ge=1, le=MAX_SLOTS)
     restart_overhead_slots: int = Field(default=0, ge=0, le=MAX_SLOTS)
-    nodes: list[ScheduleNode] = Field(min_length=1)
-    jobs: list[ScheduleJob] = Field(min_length=1)
+    nodes: Annotated[list[ScheduleNode], FAIL_FAST] = Field(min_length=1)
+    jobs: Annotated[list[ScheduleJob], FAIL_FAST] = Field(min_length=1)
 
     def pods_fit(self, job: ScheduleJob, node: ScheduleNode) -> int:
         """How many of the job's pods fit on the empty node (0: not eligible)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.cluster import Cluster
+from planner.kubernetes_names import quoted
 
 
 def snapshot_mismatches(plan: Any, cluster: Cluster) -> list[str]:
@@ -27,7 +28,7 @@ def snapshot_mismatches(plan: Any, cluster: Cluster) -> list[str]:
 
     def node_known(path: str, name: str) -> None:
         if name not in nodes:
-            problems.append(f"{path}: node '{name}' is not in the snapshot")
+            problems.append(f"{path}: node {quoted(name)} is not in the snapshot")
 
     moved: set[str] = set()
     for w, wave in enumerate(getattr(plan, "waves", [])):
@@ -35,33 +36,37 @@ def snapshot_mismatches(plan: Any, cluster: Cluster) -> list[str]:
             path = f"waves[{w}][{k}]"
             pod = pods.get(move.pod)
             if pod is None:
-                problems.append(f"{path}.pod: pod '{move.pod}' is not in the snapshot")
+                problems.append(f"{path}.pod: pod {quoted(move.pod)} is not in the snapshot")
             elif move.pod not in moved:
                 if pod.node != move.from_:
-                    where = f"on node '{pod.node}'" if pod.node else "pending"
-                    problems.append(f"{path}.from: the plan moves pod '{move.pod}' from node '{move.from_}'; in the snapshot it is {where}")
+                    where = f"on node {quoted(pod.node)}" if pod.node else "pending"
+                    problems.append(f"{path}.from: the plan moves pod {quoted(move.pod)} from node {quoted(move.from_)}; in the snapshot it is {where}")
                 elif move.uid is not None and pod.uid != move.uid:
-                    has = f"UID '{pod.uid}'" if pod.uid else "no UID"
-                    problems.append(f"{path}.uid: the plan's pod '{move.pod}' has UID '{move.uid}'; the snapshot's has {has} (another pod of that name)")
+                    has = f"UID {quoted(pod.uid)}" if pod.uid else "no UID"
+                    problems.append(
+                        f"{path}.uid: the plan's pod {quoted(move.pod)} has UID {quoted(move.uid)}; the snapshot's has {has} (another pod of that name)"
+                    )
             moved.add(move.pod)
             node_known(f"{path}.from", move.from_)
             node_known(f"{path}.to", move.to)
     for i, victim in enumerate(getattr(plan, "victims", [])):
         pod = pods.get(victim.pod)
         if pod is None:
-            problems.append(f"victims[{i}].pod: pod '{victim.pod}' is not in the snapshot")
+            problems.append(f"victims[{i}].pod: pod {quoted(victim.pod)} is not in the snapshot")
         elif pod.node != victim.node:
-            problems.append(f"victims[{i}].node: the plan evicts pod '{victim.pod}' from node '{victim.node}'; in the snapshot it is on '{pod.node}'")
+            problems.append(
+                f"victims[{i}].node: the plan evicts pod {quoted(victim.pod)} from node {quoted(victim.node)}; in the snapshot it is on {quoted(pod.node)}"
+            )
     for i, placement in enumerate(getattr(plan, "placements", [])):
         pod = pods.get(placement.pod)
         if pod is None:
-            problems.append(f"placements[{i}].pod: pod '{placement.pod}' is not in the snapshot")
+            problems.append(f"placements[{i}].pod: pod {quoted(placement.pod)} is not in the snapshot")
         elif pod.node is not None and placement.pod not in moved and not getattr(plan, "reactivate", None):
-            problems.append(f"placements[{i}].pod: the plan starts pod '{placement.pod}'; in the snapshot it already runs on '{pod.node}'")
+            problems.append(f"placements[{i}].pod: the plan starts pod {quoted(placement.pod)}; in the snapshot it already runs on {quoted(pod.node)}")
         node_known(f"placements[{i}].node", placement.node)
     reactivate = getattr(plan, "reactivate", None)
     if reactivate and reactivate not in pods:
-        problems.append(f"reactivate: pod '{reactivate}' is not in the snapshot")
+        problems.append(f"reactivate: pod {quoted(reactivate)} is not in the snapshot")
     return problems
 
 

@@ -7,10 +7,7 @@ quantities are read as Kubernetes' ``resource.ParseQuantity`` reads them."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -18,6 +15,7 @@ import pytest
 
 from tests.support.harness import free_port
 from tests.support.paths import FIG15, REPO
+from tests.support.peak_memory import run_measured
 
 EXAMPLE = REPO / "instances" / "kubernetes" / "gpu-cluster.json"
 SECONDS = 10.0
@@ -30,30 +28,9 @@ MAX_MESSAGE_BYTES = 6_000
 """Twenty problems and a count; 20,000 unknown fields printed 3 MB."""
 
 
-SPAWN = """import os, subprocess, sys
-child = subprocess.Popen(sys.argv[2:])
-_, status, usage = os.wait4(child.pid, 0)
-with open(sys.argv[1], "w") as out:
-    out.write(str(usage.ru_maxrss))
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-"""The command started from a small process of its own: a process started straight from the test's (an xdist
-worker that has grown to hundreds of MiB) reports that process's peak as its own (Linux carries the peak of the
-memory an exec replaces into the new program's), so every case read the same 537 MiB in a full run."""
-
-
 def run(*args: str) -> tuple[int, str, float, float]:
     """``planner ARGS`` in a subprocess: (exit code, standard error, seconds, peak memory in MiB)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200", "TERM": "dumb"}
-    started = time.monotonic()
-    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
-        command = [sys.executable, "-c", SPAWN, rss.name, sys.executable, "-m", "planner", *args]
-        with open(os.devnull, "wb") as out, subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE, env=env) as child:
-            assert child.stderr is not None
-            err = child.stderr.read()  # the pipe closes when the command exits
-            child.wait()
-        peak_kib = int(rss.read() or 0)
-    return child.returncode, err.decode(), time.monotonic() - started, peak_kib / 1024
+    return run_measured(sys.executable, "-m", "planner", *args)
 
 
 def refused(args: list[str], *expected: str) -> str:
@@ -121,6 +98,46 @@ def test_a_snapshot_object_with_20000_unknown_fields_is_one_count(tmp_path: Path
     path = tmp_path / "s.json"
     path.write_text(json.dumps(snapshot))
     refused(["report", str(path)], "error: nodes[0].field19: unknown field", "error: ... and 19,980 more")
+
+
+FIVE_MIB = 5 << 20
+NODES = len(json.loads(FIG15.read_text())["nodes"])
+BAD_ITEMS = {
+    # the red team's body: each item misses four required fields and names an unknown one (2.0 million
+    # errors; its checker process took 1.7 GiB)
+    "nodes": (
+        '{"kind": 7}',
+        [f"error: nodes[{NODES}].name: required field is missing", f"error: nodes[{NODES}].kind: unknown field", "error: ... and at least"],
+    ),
+    "a pod's list": ("7", ["error: pods[0].gpu_models[0]: must be a string, got 7", "error: ... and at least", "more like it"]),
+}
+
+
+@pytest.mark.parametrize("where", list(BAD_ITEMS))
+def test_five_mebibytes_of_bad_list_items_are_refused_in_bounded_memory(where: str, tmp_path: Path) -> None:
+    """Pydantic collects every error before it raises, about 850 bytes each: validation stops a list at its
+    first bad item and goes on past it only until 1,000 errors are found (``planner/bounded_models.py``)."""
+    item, expected = BAD_ITEMS[where]
+    snapshot = json.loads(FIG15.read_text())
+    if where == "nodes":
+        snapshot["nodes"].append("@BAD@")
+    else:
+        snapshot["pods"][0]["gpu_models"] = ["@BAD@"]
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(snapshot).replace('"@BAD@"', ", ".join([item] * (FIVE_MIB // (len(item) + 2)))))
+    assert path.stat().st_size > FIVE_MIB
+    err = refused(["report", str(path)], *expected)
+    assert err.count("\n") <= 21
+
+
+def test_a_plan_naming_a_64_kib_pod_is_refused_against_a_snapshot_by_a_short_message(tmp_path: Path) -> None:
+    """The red team's long message: rendering a plan against a snapshot it does not belong to quoted the
+    pod's name whole (64 KiB of control characters and more); the name is quoted by its start and length."""
+    name = "n\u2028\u202e\r\n\x1b[31m" + "x" * (64 << 10)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "kind": "defrag", "waves": [[{"pod": name, "from": "n0", "to": "n1"}]], "vacated_nodes": ["n0"]}))
+    err = refused(["render", str(plan), "--snapshot", str(FIG15), "-o", "kubectl"], "error: waves[0][0].pod: pod ", "characters) is not in the snapshot")
+    assert "x" * 100 not in err
 
 
 LIST_HEAD = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: n0\n"

@@ -4,19 +4,21 @@
 renders the plan with its job's snapshot, as ``planner render`` does).
 
 Handlers that only read or write the store are plain functions: FastAPI runs them in its thread
-pool, so a slow query or a large plan body never holds up the event loop."""
+pool, so a slow query or a large plan body never holds up the event loop. A rendering that needs the
+job's snapshot is built in a checker process within ``route_rules.RENDER`` (``stored_views.py``)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from anyio import from_thread
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
 from planner.api.context import Svc
 from planner.api.errors import RESPONSES, problem
 from planner.api.refusals import require_id
+from planner.api.route_rules import RENDER
 from planner.api.schemas import (
     EXAMPLE_PLAN,
     JobStatus,
@@ -25,11 +27,9 @@ from planner.api.schemas import (
     Problem,
     StoredPlan,
 )
-from planner.cluster import SnapshotError
-from planner.plans import parse_plan
-from planner.render.formats import CONTENT_TYPES, FORMATS, NEEDS_SNAPSHOT, refusals, render_text, render_yaml
+from planner.api.stored_views import rendered_text
+from planner.render.formats import CONTENT_TYPES, FORMATS, NEEDS_SNAPSHOT, render_yaml
 from planner.service.store import Job, Plan
-from planner.snapshot import parse_cluster
 
 router = APIRouter()
 
@@ -160,20 +160,15 @@ def rendered(svc: Any, stored: Any, fmt: str) -> Response:
     the snapshot of its job for the formats that need one; 422 naming why it cannot be."""
     if fmt == "yaml":  # the stored document as it is, whatever its kind (comparisons too)
         return Response(render_yaml(stored.body), media_type=CONTENT_TYPES[fmt])
-    try:
-        plan = parse_plan(json.dumps(stored.body), "plan")
-    except SnapshotError as err:  # a comparison: two plans side by side
-        return problem(422, f"cannot render plan '{stored.id}' as {fmt}", [*err.problems, f"format={fmt}: renders one plan; use format=json or yaml"])
-    cluster = None
+    snapshot = b""
     if fmt in NEEDS_SNAPSHOT:
         text = svc.store.snapshot_of(stored.job_id)
         if text is None:
             return problem(404, f"the snapshot of plan '{stored.id}' is no longer stored (its job was deleted)")
-        cluster = parse_cluster(text)
-    problems = refusals(plan, cluster, fmt, f"format={fmt}", snapshot="the stored snapshot")
-    if problems:
-        return problem(422, f"cannot render plan '{stored.id}' as {fmt}", problems)
-    return Response(render_text(plan, cluster, fmt), media_type=CONTENT_TYPES[fmt])
+        snapshot = text.encode()
+    # in a checker process within the route's rule (stored_views.py); this thread waits for it
+    answer = from_thread.run(svc.bodies.run, RENDER, rendered_text, snapshot, stored.body, fmt, stored.id)
+    return Response(answer, media_type=CONTENT_TYPES[fmt])
 
 
 def job_status(job: Job) -> JobStatus:

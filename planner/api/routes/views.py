@@ -3,24 +3,24 @@
 rules as for the JSON (any GET: the read token may view). The page is self-contained (Plotly inline)
 and makes no request, to this service or elsewhere.
 
-Plain functions: FastAPI runs them in its thread pool (a 37,707-node plan's page takes seconds to build)."""
+Plain functions: FastAPI runs them in its thread pool; the page itself is built in a checker process within
+``route_rules.RENDER`` (a 37,707-node plan's page takes seconds to build: stopped at the rule's time)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from anyio import from_thread
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from planner.api.context import Svc
 from planner.api.errors import RESPONSES, problem
 from planner.api.refusals import require_id
+from planner.api.route_rules import RENDER
 from planner.api.routes.jobs import job_plan
-from planner.cluster import SnapshotError
-from planner.kinds import KINDS
-from planner.render.view import plan_view_html
+from planner.api.stored_views import view_page
 from planner.service.store import Plan
-from planner.snapshot import parse_cluster
 
 router = APIRouter()
 
@@ -53,11 +53,5 @@ def _page(plan: Plan, svc: Any) -> Any:
     text = svc.store.snapshot_of(plan.job_id)
     if text is None:
         return problem(404, f"the snapshot of plan '{plan.id}' is no longer stored (its job was deleted)")
-    kind = KINDS[plan.kind]
-    model = kind.comparison_model if str(plan.body.get("kind", "")).endswith("-compare") else kind.plan_model
-    try:
-        document = model.model_validate(plan.body)
-        page = plan_view_html(document, parse_cluster(text), title=f"{plan.body.get('kind', plan.kind)} plan {plan.id}", plan_id=plan.id)
-    except SnapshotError as err:
-        return problem(409, f"plan '{plan.id}' cannot be drawn over its job's snapshot: {err.problems[0]}")
-    return HTMLResponse(page)
+    # in a checker process within the route's rule (stored_views.py); this thread waits for it
+    return HTMLResponse(from_thread.run(svc.bodies.run, RENDER, view_page, text.encode(), plan.body, plan.kind, plan.id))
