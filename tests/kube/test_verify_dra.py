@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.kube.test_verify_plans import plan_of, planner, verified
 from tests.support.paths import INSTANCES
+from tests.support.verify_run import plan_of, planner, verified
 
 DRA_FLEET = INSTANCES / "kubernetes" / "dra-fleet.json"
 

@@ -6,16 +6,13 @@ fleet, all accepted by Kubernetes (0 refused); a List the API server rejects is 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from planner.instances.kubernetes_mixed import generate_kubernetes_mixed
-from tests.support.controlplane import binary_env
 from tests.support.paths import INSTANCES
+from tests.support.verify_run import plan_of, planner, verified
 
 GPU_CLUSTER = INSTANCES / "kubernetes" / "gpu-cluster.json"
 PREEMPT = {
@@ -29,25 +26,6 @@ PREEMPT = {
         {"pod": "llm-serve-7d9f8-2", "node": "h100-5", "job": "serving/Deployment/llm-serve", "lost_gpu_s": 0.0},
     ],
 }
-
-
-def planner(binary: Path, *args: str, timeout_s: float = 1200.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "planner", *args], capture_output=True, text=True, env=binary_env(binary), timeout=timeout_s)
-
-
-def plan_of(binary: Path, tmp_path: Path, source: Path, *args: str) -> Path:
-    out = tmp_path / "plan.json"
-    made = planner(binary, *args, str(source), "--from", "kubernetes", "--out", str(out))
-    assert made.returncode == 0, made.stderr[-2000:]
-    return out
-
-
-def verified(binary: Path, plan: Path, source: Path) -> dict[str, Any]:
-    done = planner(binary, "verify", str(plan), "--from", str(source), "--json", "-")
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout)
-    assert result["refused"] == 0 and not result["refusals"] and result["cluster"]["throwaway"]
-    return result
 
 
 @pytest.mark.parametrize(

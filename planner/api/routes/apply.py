@@ -159,7 +159,16 @@ def _stored_plan(svc: Any, plan_id: str) -> DefragPlan:
 @router.post(
     "/v1/plans/{plan_id}/apply",
     status_code=202,
-    responses={**RESPONSES, 200: {"description": "dry_run: what would be done."}, 404: {}, 409: {}},
+    responses={
+        **RESPONSES,
+        200: {"description": "dry_run: what would be done."},
+        202: {
+            "description": "The run started in the background; GET the status URL to follow it.",
+            "content": {"application/json": {"example": {"plan_id": "3f2a9c1e", "status": "running", "status_url": "/v1/plans/3f2a9c1e/apply"}}},
+        },
+        404: {},
+        409: {},
+    },
     summary="Carry out a stored defrag plan on the cluster of the service",
     openapi_extra=json_body(ApplyRequest),
 )
@@ -183,7 +192,28 @@ async def apply_stored_plan(plan_id: str, http: Request, svc: Svc) -> Any:
     return {"plan_id": plan_id, "status": "running", "status_url": f"/v1/plans/{plan_id}/apply"}
 
 
-@router.get("/v1/plans/{plan_id}/apply", responses={**RESPONSES, 404: {}}, summary="How the run of a stored plan stands")
+_STATUS_EXAMPLE = {
+    "plan_id": "3f2a9c1e",
+    "status": "running",
+    "started_at": 1765152000.0,
+    "log": [{"event": "evicted", "wave": 1, "pod": "apps/web-5d8c7-x2k9q", "node": "gpu-07"}],
+    "report": None,
+    "problems": [],
+}
+
+
+@router.get(
+    "/v1/plans/{plan_id}/apply",
+    responses={
+        **RESPONSES,
+        200: {
+            "description": "The run: running, done, stopped or refused; its last log lines, and its report once done.",
+            "content": {"application/json": {"example": _STATUS_EXAMPLE}},
+        },
+        404: {},
+    },
+    summary="How the run of a stored plan stands",
+)
 def apply_status(plan_id: str, svc: Svc) -> Any:
     require_id(plan_id, "plan_id")
     found = RUNS.get(plan_id)
