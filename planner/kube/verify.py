@@ -106,7 +106,7 @@ class Replay:
                     if first is not None and not first.admitted and pod.status and pod.status.nominated_node_name:
                         first = Verdict(None, f"{first.message} (kube-scheduler nominated the node for preemption)")
                 seen[uid] = (first, pod)
-            done = [u for u in uids if u in seen and seen[u][0] is not None and (not ready or not seen[u][0].admitted or is_ready(seen[u][1]))]  # type: ignore[union-attr]
+            done = [u for u in uids if u in seen and seen[u][0] is not None and (not ready or not seen[u][0].admitted or is_ready(seen[u][1]))]  # type: ignore[union-attr]  # seen[u][0] is checked not None just before; mypy does not narrow through the subscript
             if len(done) == len(uids) or time.monotonic() > deadline:
                 return {u: seen.get(u, (None, None)) for u in uids}
             time.sleep(pause)

@@ -146,7 +146,7 @@ class Holds:
         made = _create(lambda b: self.apps.create_namespaced_deployment(namespace, b), body, f"the hold Deployment {namespace}/{HOLDER_NAME}")
         if made is None:
             made = self.apps.read_namespaced_deployment(HOLDER_NAME, namespace)
-        self.holders[namespace] = {"name": HOLDER_NAME, "uid": str(made.metadata.uid)}  # type: ignore[union-attr]
+        self.holders[namespace] = {"name": HOLDER_NAME, "uid": str(made.metadata.uid)}  # type: ignore[union-attr]  # the client types metadata optional; the server always returns it on create
         return self.holders[namespace]
 
     def priority_class(self, pod: Any) -> str | None:
